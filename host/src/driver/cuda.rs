@@ -1,0 +1,459 @@
+//! The real driver: libcuda through cudarc's `driver::sys`, loaded at run time.
+//!
+//! cudarc resolves each symbol on first use and panics when the library or a symbol is
+//! missing, so [`CudaDriver::load`] checks both before any call can reach cudarc: a machine
+//! without a driver gets [`Error::NoDriver`], never a panic.
+
+use super::*;
+use crate::error::Error;
+use cudarc::driver::sys;
+use std::ffi::c_void;
+use std::mem::MaybeUninit;
+use std::sync::OnceLock;
+
+/// Every libcuda symbol the methods below reach (cudarc's names: `_v2` where it binds those).
+const SYMBOLS: &[&str] = &[
+    "cuInit",
+    "cuDriverGetVersion",
+    "cuDeviceGetCount",
+    "cuDeviceGet",
+    "cuDeviceGetName",
+    "cuDeviceGetAttribute",
+    "cuDeviceTotalMem_v2",
+    "cuDeviceCanAccessPeer",
+    "cuDeviceGetP2PAttribute",
+    "cuDevicePrimaryCtxRetain",
+    "cuDevicePrimaryCtxRelease_v2",
+    "cuCtxGetCurrent",
+    "cuCtxSetCurrent",
+    "cuCtxGetDevice",
+    "cuCtxSynchronize",
+    "cuDeviceGetDefaultMemPool",
+    "cuDeviceGetMemPool",
+    "cuDeviceSetMemPool",
+    "cuMemPoolCreate",
+    "cuMemPoolDestroy",
+    "cuMemPoolSetAccess",
+    "cuMemPoolGetAccess",
+    "cuMemAlloc_v2",
+    "cuMemFree_v2",
+    "cuMemAllocFromPoolAsync",
+    "cuMemFreeAsync",
+    "cuStreamCreate",
+    "cuStreamDestroy_v2",
+    "cuStreamSynchronize",
+    "cuMemcpyHtoD_v2",
+    "cuMemcpyDtoH_v2",
+    "cuMemcpyDtoDAsync_v2",
+    "cuMemcpyPeerAsync",
+    "cuMemsetD32Async",
+    "cuModuleLoadData",
+    "cuModuleUnload",
+    "cuModuleGetFunction",
+    "cuLaunchKernel",
+    "cuPointerGetAttribute",
+];
+
+/// libcuda, loaded and initialised.
+#[derive(Debug)]
+pub struct CudaDriver {
+    /// `cuInit` said `CUDA_ERROR_NO_DEVICE`: the driver is there, no GPU is.
+    no_device: bool,
+}
+
+/// Whether libcuda can be loaded (checked once per process; cudarc re-opens it each time).
+fn library_present() -> bool {
+    static PRESENT: OnceLock<bool> = OnceLock::new();
+    // SAFETY: only tries to open the library by its usual names.
+    *PRESENT.get_or_init(|| unsafe { sys::is_culib_present() })
+}
+
+impl CudaDriver {
+    /// Loads libcuda and calls `cuInit(0)`.
+    ///
+    /// # Errors
+    /// [`Error::NoDriver`] when libcuda is missing or lacks a symbol peerpool uses;
+    /// [`Error::Cuda`] when `cuInit` fails for a reason other than "no device".
+    pub fn load() -> Result<CudaDriver, Error> {
+        if !library_present() {
+            return Err(Error::NoDriver {
+                reason: "libcuda.so could not be loaded (no NVIDIA driver installed?)".into(),
+            });
+        }
+        // SAFETY: the library is present (checked above), so culib() does not panic.
+        let lib = unsafe { sys::culib() };
+        for name in SYMBOLS {
+            // SAFETY: the symbol is only looked up, never called through this pointer.
+            if unsafe { lib.get::<unsafe extern "C" fn()>(name.as_bytes()) }.is_err() {
+                return Err(Error::NoDriver {
+                    reason: format!("libcuda lacks {name}: the driver is older than peerpool needs"),
+                });
+            }
+        }
+        // SAFETY: plain driver call; every symbol was found above.
+        match unsafe { sys::cuInit(0) } {
+            sys::CUresult::CUDA_SUCCESS => Ok(CudaDriver { no_device: false }),
+            sys::CUresult::CUDA_ERROR_NO_DEVICE => Ok(CudaDriver { no_device: true }),
+            code => Err(CudaError::new("cuInit", code).into()),
+        }
+    }
+}
+
+/// Turns a `CUresult` into `Ok(())` or a [`CudaError`] naming `call`.
+fn check(call: &'static str, code: sys::CUresult) -> DriverResult<()> {
+    match code {
+        sys::CUresult::CUDA_SUCCESS => Ok(()),
+        code => Err(CudaError::new(call, code)),
+    }
+}
+
+fn cu_device(ordinal: i32) -> DriverResult<sys::CUdevice> {
+    let mut device = 0;
+    // SAFETY: writes one int.
+    check("cuDeviceGet", unsafe { sys::cuDeviceGet(&mut device, ordinal) })?;
+    Ok(device)
+}
+
+fn ctx(c: Context) -> sys::CUcontext {
+    c.0 as usize as sys::CUcontext
+}
+fn pool(p: Pool) -> sys::CUmemoryPool {
+    p.0 as usize as sys::CUmemoryPool
+}
+fn stream(s: Stream) -> sys::CUstream {
+    s.0 as usize as sys::CUstream
+}
+fn raw<T>(p: *mut T) -> u64 {
+    p as usize as u64
+}
+
+fn location(device: i32) -> sys::CUmemLocation {
+    sys::CUmemLocation { type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE, id: device }
+}
+
+fn access_flags(access: Access) -> sys::CUmemAccess_flags {
+    match access {
+        Access::None => sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_NONE,
+        Access::Read => sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READ,
+        Access::ReadWrite => sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+    }
+}
+
+fn device_attribute(attribute: DeviceAttribute) -> sys::CUdevice_attribute {
+    use sys::CUdevice_attribute::*;
+    match attribute {
+        DeviceAttribute::ComputeCapabilityMajor => CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+        DeviceAttribute::ComputeCapabilityMinor => CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+        DeviceAttribute::MultiprocessorCount => CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+        DeviceAttribute::PciBusId => CU_DEVICE_ATTRIBUTE_PCI_BUS_ID,
+        DeviceAttribute::MemoryPoolsSupported => CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED,
+        DeviceAttribute::MempoolSupportedHandleTypes => CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES,
+        DeviceAttribute::UnifiedAddressing => CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING,
+    }
+}
+
+fn p2p_attribute(attribute: P2pAttribute) -> sys::CUdevice_P2PAttribute {
+    use sys::CUdevice_P2PAttribute::*;
+    match attribute {
+        P2pAttribute::PerformanceRank => CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK,
+        P2pAttribute::AccessSupported => CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED,
+        P2pAttribute::NativeAtomicSupported => CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED,
+    }
+}
+
+fn pointer_attribute(attribute: PointerAttribute) -> sys::CUpointer_attribute {
+    use sys::CUpointer_attribute::*;
+    match attribute {
+        PointerAttribute::DeviceOrdinal => CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+        PointerAttribute::MempoolHandle => CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE,
+        PointerAttribute::IsLegacyCudaIpcCapable => CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE,
+        PointerAttribute::AllowedHandleTypes => CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES,
+        PointerAttribute::RangeStartAddr => CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+        PointerAttribute::RangeSize => CU_POINTER_ATTRIBUTE_RANGE_SIZE,
+    }
+}
+
+// SAFETY (for every `unsafe` block below): each is one libcuda call whose symbol `load`
+// verified, with out-pointers to live locals and slices whose lengths are passed alongside.
+impl Driver for CudaDriver {
+    fn describe(&self) -> String {
+        match self.driver_get_version() {
+            Ok(v) => format!("CUDA driver {}.{}", v / 1000, (v % 1000) / 10),
+            Err(e) => format!("CUDA driver (version unknown: {e})"),
+        }
+    }
+
+    fn driver_get_version(&self) -> DriverResult<i32> {
+        let mut version = 0;
+        check("cuDriverGetVersion", unsafe { sys::cuDriverGetVersion(&mut version) })?;
+        Ok(version)
+    }
+
+    fn device_get_count(&self) -> DriverResult<i32> {
+        if self.no_device {
+            return Ok(0);
+        }
+        let mut count = 0;
+        check("cuDeviceGetCount", unsafe { sys::cuDeviceGetCount(&mut count) })?;
+        Ok(count)
+    }
+
+    fn device_get_name(&self, device: i32) -> DriverResult<String> {
+        let dev = cu_device(device)?;
+        let mut name = [0 as std::ffi::c_char; 256];
+        check("cuDeviceGetName", unsafe { sys::cuDeviceGetName(name.as_mut_ptr(), name.len() as i32, dev) })?;
+        let bytes: Vec<u8> = name.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    fn device_get_attribute(&self, device: i32, attribute: DeviceAttribute) -> DriverResult<i32> {
+        let dev = cu_device(device)?;
+        let mut value = 0;
+        check("cuDeviceGetAttribute", unsafe {
+            sys::cuDeviceGetAttribute(&mut value, device_attribute(attribute), dev)
+        })?;
+        Ok(value)
+    }
+
+    fn device_total_mem(&self, device: i32) -> DriverResult<u64> {
+        let dev = cu_device(device)?;
+        let mut bytes = 0usize;
+        check("cuDeviceTotalMem", unsafe { sys::cuDeviceTotalMem_v2(&mut bytes, dev) })?;
+        Ok(bytes as u64)
+    }
+
+    fn device_can_access_peer(&self, device: i32, peer: i32) -> DriverResult<bool> {
+        let (dev, peer) = (cu_device(device)?, cu_device(peer)?);
+        let mut can = 0;
+        check("cuDeviceCanAccessPeer", unsafe { sys::cuDeviceCanAccessPeer(&mut can, dev, peer) })?;
+        Ok(can != 0)
+    }
+
+    fn device_get_p2p_attribute(&self, attribute: P2pAttribute, src: i32, dst: i32) -> DriverResult<i32> {
+        let (src, dst) = (cu_device(src)?, cu_device(dst)?);
+        let mut value = 0;
+        check("cuDeviceGetP2PAttribute", unsafe {
+            sys::cuDeviceGetP2PAttribute(&mut value, p2p_attribute(attribute), src, dst)
+        })?;
+        Ok(value)
+    }
+
+    fn primary_ctx_retain(&self, device: i32) -> DriverResult<Context> {
+        let dev = cu_device(device)?;
+        let mut c = std::ptr::null_mut();
+        check("cuDevicePrimaryCtxRetain", unsafe { sys::cuDevicePrimaryCtxRetain(&mut c, dev) })?;
+        Ok(Context(raw(c)))
+    }
+
+    fn primary_ctx_release(&self, device: i32) -> DriverResult<()> {
+        let dev = cu_device(device)?;
+        check("cuDevicePrimaryCtxRelease", unsafe { sys::cuDevicePrimaryCtxRelease_v2(dev) })
+    }
+
+    fn ctx_get_current(&self) -> DriverResult<Option<Context>> {
+        let mut c = std::ptr::null_mut();
+        check("cuCtxGetCurrent", unsafe { sys::cuCtxGetCurrent(&mut c) })?;
+        Ok((!c.is_null()).then(|| Context(raw(c))))
+    }
+
+    fn ctx_set_current(&self, context: Option<Context>) -> DriverResult<()> {
+        let c = context.map_or(std::ptr::null_mut(), ctx);
+        check("cuCtxSetCurrent", unsafe { sys::cuCtxSetCurrent(c) })
+    }
+
+    fn ctx_get_device(&self) -> DriverResult<i32> {
+        let mut dev = 0;
+        check("cuCtxGetDevice", unsafe { sys::cuCtxGetDevice(&mut dev) })?;
+        Ok(dev)
+    }
+
+    fn ctx_synchronize(&self) -> DriverResult<()> {
+        check("cuCtxSynchronize", unsafe { sys::cuCtxSynchronize() })
+    }
+
+    fn device_get_default_mem_pool(&self, device: i32) -> DriverResult<Pool> {
+        let dev = cu_device(device)?;
+        let mut p = std::ptr::null_mut();
+        check("cuDeviceGetDefaultMemPool", unsafe { sys::cuDeviceGetDefaultMemPool(&mut p, dev) })?;
+        Ok(Pool(raw(p)))
+    }
+
+    fn device_get_mem_pool(&self, device: i32) -> DriverResult<Pool> {
+        let dev = cu_device(device)?;
+        let mut p = std::ptr::null_mut();
+        check("cuDeviceGetMemPool", unsafe { sys::cuDeviceGetMemPool(&mut p, dev) })?;
+        Ok(Pool(raw(p)))
+    }
+
+    fn device_set_mem_pool(&self, device: i32, p: Pool) -> DriverResult<()> {
+        let dev = cu_device(device)?;
+        check("cuDeviceSetMemPool", unsafe { sys::cuDeviceSetMemPool(dev, pool(p)) })
+    }
+
+    fn mem_pool_create(&self, props: &PoolProps) -> DriverResult<Pool> {
+        let mut raw_props = MaybeUninit::<sys::CUmemPoolProps>::zeroed();
+        let p = raw_props.as_mut_ptr();
+        // SAFETY: fields written in place. `handleTypes` is a bit set that need not be one
+        // enum variant (POSIX fd | fabric = 0x9), so it is written as the u32 it is in C and
+        // never read back as the Rust enum.
+        unsafe {
+            (&raw mut (*p).allocType).write(sys::CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED);
+            (&raw mut (*p).handleTypes).cast::<u32>().write(props.handle_types.0);
+            (&raw mut (*p).location).write(location(props.device));
+            (&raw mut (*p).maxSize).write(props.max_size);
+        }
+        let mut out = std::ptr::null_mut();
+        check("cuMemPoolCreate", unsafe { sys::cuMemPoolCreate(&mut out, p) })?;
+        Ok(Pool(raw(out)))
+    }
+
+    fn mem_pool_destroy(&self, p: Pool) -> DriverResult<()> {
+        check("cuMemPoolDestroy", unsafe { sys::cuMemPoolDestroy(pool(p)) })
+    }
+
+    fn mem_pool_set_access(&self, p: Pool, map: &[AccessDesc]) -> DriverResult<()> {
+        let descs: Vec<sys::CUmemAccessDesc> = map
+            .iter()
+            .map(|d| sys::CUmemAccessDesc { location: location(d.device), flags: access_flags(d.access) })
+            .collect();
+        check("cuMemPoolSetAccess", unsafe { sys::cuMemPoolSetAccess(pool(p), descs.as_ptr(), descs.len()) })
+    }
+
+    fn mem_pool_get_access(&self, p: Pool, device: i32) -> DriverResult<Access> {
+        let mut flags = sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_NONE;
+        let mut loc = location(device);
+        check("cuMemPoolGetAccess", unsafe { sys::cuMemPoolGetAccess(&mut flags, pool(p), &mut loc) })?;
+        Ok(match flags {
+            sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE => Access::ReadWrite,
+            sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READ => Access::Read,
+            _ => Access::None,
+        })
+    }
+
+    fn mem_alloc(&self, bytes: usize) -> DriverResult<DevicePtr> {
+        let mut ptr = 0;
+        check("cuMemAlloc", unsafe { sys::cuMemAlloc_v2(&mut ptr, bytes) })?;
+        Ok(DevicePtr(ptr))
+    }
+
+    fn mem_free(&self, ptr: DevicePtr) -> DriverResult<()> {
+        check("cuMemFree", unsafe { sys::cuMemFree_v2(ptr.0) })
+    }
+
+    fn mem_alloc_from_pool_async(&self, bytes: usize, p: Pool, s: Stream) -> DriverResult<DevicePtr> {
+        let mut ptr = 0;
+        check("cuMemAllocFromPoolAsync", unsafe { sys::cuMemAllocFromPoolAsync(&mut ptr, bytes, pool(p), stream(s)) })?;
+        Ok(DevicePtr(ptr))
+    }
+
+    fn mem_free_async(&self, ptr: DevicePtr, s: Stream) -> DriverResult<()> {
+        check("cuMemFreeAsync", unsafe { sys::cuMemFreeAsync(ptr.0, stream(s)) })
+    }
+
+    fn stream_create(&self) -> DriverResult<Stream> {
+        let mut s = std::ptr::null_mut();
+        let flags = sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32;
+        check("cuStreamCreate", unsafe { sys::cuStreamCreate(&mut s, flags) })?;
+        Ok(Stream(raw(s)))
+    }
+
+    fn stream_destroy(&self, s: Stream) -> DriverResult<()> {
+        check("cuStreamDestroy", unsafe { sys::cuStreamDestroy_v2(stream(s)) })
+    }
+
+    fn stream_synchronize(&self, s: Stream) -> DriverResult<()> {
+        check("cuStreamSynchronize", unsafe { sys::cuStreamSynchronize(stream(s)) })
+    }
+
+    fn memcpy_htod(&self, dst: DevicePtr, src: &[u8]) -> DriverResult<()> {
+        check("cuMemcpyHtoD", unsafe { sys::cuMemcpyHtoD_v2(dst.0, src.as_ptr().cast(), src.len()) })
+    }
+
+    fn memcpy_dtoh(&self, dst: &mut [u8], src: DevicePtr) -> DriverResult<()> {
+        check("cuMemcpyDtoH", unsafe { sys::cuMemcpyDtoH_v2(dst.as_mut_ptr().cast(), src.0, dst.len()) })
+    }
+
+    fn memcpy_dtod_async(&self, dst: DevicePtr, src: DevicePtr, bytes: usize, s: Stream) -> DriverResult<()> {
+        check("cuMemcpyDtoDAsync", unsafe { sys::cuMemcpyDtoDAsync_v2(dst.0, src.0, bytes, stream(s)) })
+    }
+
+    fn memcpy_peer_async(&self, c: PeerCopy, s: Stream) -> DriverResult<()> {
+        check("cuMemcpyPeerAsync", unsafe {
+            sys::cuMemcpyPeerAsync(c.dst.0, ctx(c.dst_ctx), c.src.0, ctx(c.src_ctx), c.bytes, stream(s))
+        })
+    }
+
+    fn memset_d32_async(&self, dst: DevicePtr, value: u32, words: usize, s: Stream) -> DriverResult<()> {
+        check("cuMemsetD32Async", unsafe { sys::cuMemsetD32Async(dst.0, value, words, stream(s)) })
+    }
+
+    fn module_load_data(&self, image: &CStr) -> DriverResult<Module> {
+        let mut m = std::ptr::null_mut();
+        check("cuModuleLoadData", unsafe { sys::cuModuleLoadData(&mut m, image.as_ptr().cast()) })?;
+        Ok(Module(raw(m)))
+    }
+
+    fn module_unload(&self, m: Module) -> DriverResult<()> {
+        check("cuModuleUnload", unsafe { sys::cuModuleUnload(m.0 as usize as sys::CUmodule) })
+    }
+
+    fn module_get_function(&self, m: Module, name: &CStr) -> DriverResult<Function> {
+        let mut f = std::ptr::null_mut();
+        check("cuModuleGetFunction", unsafe {
+            sys::cuModuleGetFunction(&mut f, m.0 as usize as sys::CUmodule, name.as_ptr())
+        })?;
+        Ok(Function(raw(f)))
+    }
+
+    fn launch_kernel(&self, f: Function, shape: LaunchShape, s: Stream, args: &[KernelArg]) -> DriverResult<()> {
+        // The driver reads each parameter through a pointer to a value of the parameter's
+        // own size, so 32- and 64-bit values live in separate, correctly sized slots.
+        let mut wide: Vec<u64> = Vec::with_capacity(args.len());
+        let mut narrow: Vec<u32> = Vec::with_capacity(args.len());
+        for arg in args {
+            match *arg {
+                KernelArg::Ptr(p) => wide.push(p.0),
+                KernelArg::U64(v) => wide.push(v),
+                KernelArg::U32(v) => narrow.push(v),
+            }
+        }
+        let (mut w, mut n) = (0, 0);
+        let mut params: Vec<*mut c_void> = Vec::with_capacity(args.len());
+        for arg in args {
+            match arg {
+                KernelArg::U32(_) => {
+                    params.push((&raw mut narrow[n]).cast());
+                    n += 1;
+                }
+                _ => {
+                    params.push((&raw mut wide[w]).cast());
+                    w += 1;
+                }
+            }
+        }
+        check("cuLaunchKernel", unsafe {
+            sys::cuLaunchKernel(
+                f.0 as usize as sys::CUfunction,
+                shape.grid,
+                1,
+                1,
+                shape.block,
+                1,
+                1,
+                0,
+                stream(s),
+                params.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
+        })
+    }
+
+    fn pointer_get_attribute(&self, ptr: DevicePtr, attribute: PointerAttribute) -> DriverResult<u64> {
+        // Attributes are 1 to 8 bytes; a zeroed u64 read back little-endian widens them all.
+        let mut value = 0u64;
+        check("cuPointerGetAttribute", unsafe {
+            sys::cuPointerGetAttribute((&raw mut value).cast(), pointer_attribute(attribute), ptr.0)
+        })?;
+        Ok(value)
+    }
+}

@@ -1,0 +1,119 @@
+//! The seam between peerpool and CUDA: [`Driver`] holds every driver call the library makes.
+//!
+//! Three implementations sit behind it: [`CudaDriver`] (libcuda, loaded at run time), the
+//! simulator and the fault injector. The engine above never names libcuda, so any code path
+//! can run on a simulated topology or with a failure injected at any call.
+//!
+//! Conventions: every method is one driver call and is named after it; handles are plain
+//! integers ([`Handle`] newtypes), so simulated drivers can mint them; device ordinals are the
+//! driver's `int`, so out-of-range values reach the driver as they would from C.
+
+mod cuda;
+mod types;
+
+pub use cuda::CudaDriver;
+pub use types::*;
+
+use crate::error::CudaError;
+use std::ffi::CStr;
+
+/// What one driver call returns.
+pub type DriverResult<T> = Result<T, CudaError>;
+
+/// Every CUDA driver call peerpool makes. One method per call, named after it.
+///
+/// Implementations must be callable from any thread. The current context is per thread, as
+/// in CUDA: [`Driver::ctx_get_current`] and [`Driver::ctx_set_current`] act on the calling
+/// thread, and calls that need a context use the calling thread's.
+pub trait Driver: Send + Sync {
+    /// What this driver is, for reports: `"CUDA 13.0"`, `"simulated: 2 x H200 (NVLink)"`.
+    fn describe(&self) -> String;
+
+    /// `cuDriverGetVersion`: e.g. 13000 for CUDA 13.0.
+    fn driver_get_version(&self) -> DriverResult<i32>;
+    /// `cuDeviceGetCount`.
+    fn device_get_count(&self) -> DriverResult<i32>;
+    /// `cuDeviceGetName`.
+    fn device_get_name(&self, device: i32) -> DriverResult<String>;
+    /// `cuDeviceGetAttribute`.
+    fn device_get_attribute(&self, device: i32, attribute: DeviceAttribute) -> DriverResult<i32>;
+    /// `cuDeviceTotalMem`: bytes.
+    fn device_total_mem(&self, device: i32) -> DriverResult<u64>;
+    /// `cuDeviceCanAccessPeer`: whether `device` can map `peer`'s memory.
+    fn device_can_access_peer(&self, device: i32, peer: i32) -> DriverResult<bool>;
+    /// `cuDeviceGetP2PAttribute` for the ordered pair `src -> dst`.
+    fn device_get_p2p_attribute(&self, attribute: P2pAttribute, src: i32, dst: i32) -> DriverResult<i32>;
+
+    /// `cuDevicePrimaryCtxRetain`.
+    fn primary_ctx_retain(&self, device: i32) -> DriverResult<Context>;
+    /// `cuDevicePrimaryCtxRelease`.
+    fn primary_ctx_release(&self, device: i32) -> DriverResult<()>;
+    /// `cuCtxGetCurrent`: the calling thread's current context, if any.
+    fn ctx_get_current(&self) -> DriverResult<Option<Context>>;
+    /// `cuCtxSetCurrent` on the calling thread (`None` unbinds).
+    fn ctx_set_current(&self, context: Option<Context>) -> DriverResult<()>;
+    /// `cuCtxGetDevice`: the device of the calling thread's current context.
+    fn ctx_get_device(&self) -> DriverResult<i32>;
+    /// `cuCtxSynchronize` on the current context.
+    fn ctx_synchronize(&self) -> DriverResult<()>;
+
+    /// `cuDeviceGetDefaultMemPool`.
+    fn device_get_default_mem_pool(&self, device: i32) -> DriverResult<Pool>;
+    /// `cuDeviceGetMemPool`: the device's current pool (the default unless one was set).
+    fn device_get_mem_pool(&self, device: i32) -> DriverResult<Pool>;
+    /// `cuDeviceSetMemPool`.
+    fn device_set_mem_pool(&self, device: i32, pool: Pool) -> DriverResult<()>;
+    /// `cuMemPoolCreate`: a pinned device pool on `props.device`.
+    fn mem_pool_create(&self, props: &PoolProps) -> DriverResult<Pool>;
+    /// `cuMemPoolDestroy`.
+    fn mem_pool_destroy(&self, pool: Pool) -> DriverResult<()>;
+    /// `cuMemPoolSetAccess`: all descriptors in one call (the driver applies all or none).
+    fn mem_pool_set_access(&self, pool: Pool, map: &[AccessDesc]) -> DriverResult<()>;
+    /// `cuMemPoolGetAccess` for a device location.
+    fn mem_pool_get_access(&self, pool: Pool, device: i32) -> DriverResult<Access>;
+
+    /// `cuMemAlloc`: an allocation outside any pool (legacy-IPC capable).
+    fn mem_alloc(&self, bytes: usize) -> DriverResult<DevicePtr>;
+    /// `cuMemFree`.
+    fn mem_free(&self, ptr: DevicePtr) -> DriverResult<()>;
+    /// `cuMemAllocFromPoolAsync` on `stream` of the current context.
+    fn mem_alloc_from_pool_async(&self, bytes: usize, pool: Pool, stream: Stream) -> DriverResult<DevicePtr>;
+    /// `cuMemFreeAsync`.
+    fn mem_free_async(&self, ptr: DevicePtr, stream: Stream) -> DriverResult<()>;
+
+    /// `cuStreamCreate` (non-blocking) in the current context.
+    fn stream_create(&self) -> DriverResult<Stream>;
+    /// `cuStreamDestroy`.
+    fn stream_destroy(&self, stream: Stream) -> DriverResult<()>;
+    /// `cuStreamSynchronize`; [`Stream::LEGACY`] is the current context's null stream.
+    fn stream_synchronize(&self, stream: Stream) -> DriverResult<()>;
+
+    /// `cuMemcpyHtoD` (synchronous).
+    fn memcpy_htod(&self, dst: DevicePtr, src: &[u8]) -> DriverResult<()>;
+    /// `cuMemcpyDtoH` (synchronous).
+    fn memcpy_dtoh(&self, dst: &mut [u8], src: DevicePtr) -> DriverResult<()>;
+    /// `cuMemcpyDtoDAsync` in the current context: the copy engine, on unified addresses.
+    fn memcpy_dtod_async(&self, dst: DevicePtr, src: DevicePtr, bytes: usize, stream: Stream) -> DriverResult<()>;
+    /// `cuMemcpyPeerAsync`: contexts named explicitly (may stage through the host).
+    fn memcpy_peer_async(&self, copy: PeerCopy, stream: Stream) -> DriverResult<()>;
+    /// `cuMemsetD32Async`: `words` 32-bit words set to `value`.
+    fn memset_d32_async(&self, dst: DevicePtr, value: u32, words: usize, stream: Stream) -> DriverResult<()>;
+
+    /// `cuModuleLoadData` into the current context.
+    fn module_load_data(&self, image: &CStr) -> DriverResult<Module>;
+    /// `cuModuleUnload`.
+    fn module_unload(&self, module: Module) -> DriverResult<()>;
+    /// `cuModuleGetFunction`.
+    fn module_get_function(&self, module: Module, name: &CStr) -> DriverResult<Function>;
+    /// `cuLaunchKernel`: one-dimensional grid and block, no dynamic shared memory.
+    fn launch_kernel(
+        &self,
+        function: Function,
+        shape: LaunchShape,
+        stream: Stream,
+        args: &[KernelArg],
+    ) -> DriverResult<()>;
+
+    /// `cuPointerGetAttribute`, widened to `u64` (booleans are 0 or 1; handles are addresses).
+    fn pointer_get_attribute(&self, ptr: DevicePtr, attribute: PointerAttribute) -> DriverResult<u64>;
+}

@@ -1,0 +1,176 @@
+//! The values that cross the [`Driver`](super::Driver) seam.
+
+/// Marker for the integer handle newtypes below.
+pub trait Handle: Copy {
+    /// The raw value (a pointer for the real driver, a counter for a simulated one).
+    fn raw(self) -> u64;
+}
+
+macro_rules! handle {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub struct $name(pub u64);
+        impl Handle for $name {
+            fn raw(self) -> u64 {
+                self.0
+            }
+        }
+    };
+}
+
+handle!(/// A `CUcontext`.
+    Context);
+handle!(/// A `CUmemoryPool`.
+    Pool);
+handle!(/// A `CUdeviceptr`: a unified virtual address.
+    DevicePtr);
+handle!(/// A `CUstream`; [`Stream::LEGACY`] is the current context's null stream.
+    Stream);
+handle!(/// A `CUmodule`.
+    Module);
+handle!(/// A `CUfunction`.
+    Function);
+
+impl Stream {
+    /// The null stream of the current context (synchronises with the context's other work).
+    pub const LEGACY: Stream = Stream(0);
+}
+
+impl DevicePtr {
+    /// `self + bytes`.
+    pub fn offset(self, bytes: u64) -> DevicePtr {
+        DevicePtr(self.0 + bytes)
+    }
+}
+
+/// `CUmemAccess_flags`: what a device may do with a pool's memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Access {
+    /// `CU_MEM_ACCESS_FLAGS_PROT_NONE`.
+    None,
+    /// `CU_MEM_ACCESS_FLAGS_PROT_READ` (refused for device pools on the lent H200s).
+    Read,
+    /// `CU_MEM_ACCESS_FLAGS_PROT_READWRITE`.
+    ReadWrite,
+}
+
+/// One entry of a `cuMemPoolSetAccess` call: a device location and its access.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct AccessDesc {
+    /// Device ordinal.
+    pub device: i32,
+    /// Access to set.
+    pub access: Access,
+}
+
+/// Bit set of `CUmemAllocationHandleType`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct HandleTypes(pub u32);
+
+impl HandleTypes {
+    /// Not exportable.
+    pub const NONE: HandleTypes = HandleTypes(0);
+    /// `CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR`.
+    pub const POSIX_FD: HandleTypes = HandleTypes(0x1);
+    /// `CU_MEM_HANDLE_TYPE_FABRIC`.
+    pub const FABRIC: HandleTypes = HandleTypes(0x8);
+
+    /// Whether every bit of `other` is set here.
+    pub fn contains(self, other: HandleTypes) -> bool {
+        self.0 & other.0 == other.0
+    }
+}
+
+/// `CUmemPoolProps` for a pinned pool on one device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct PoolProps {
+    /// The owning device.
+    pub device: i32,
+    /// Handle types the pool can be exported with.
+    pub handle_types: HandleTypes,
+    /// Maximum pool size in bytes; 0 for the driver's default.
+    pub max_size: usize,
+}
+
+/// `cuMemcpyPeerAsync`'s arguments.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PeerCopy {
+    /// Destination address.
+    pub dst: DevicePtr,
+    /// Context the destination belongs to.
+    pub dst_ctx: Context,
+    /// Source address.
+    pub src: DevicePtr,
+    /// Context the source belongs to.
+    pub src_ctx: Context,
+    /// Byte count.
+    pub bytes: usize,
+}
+
+/// A one-dimensional launch: `grid` blocks of `block` threads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LaunchShape {
+    /// Blocks in the grid.
+    pub grid: u32,
+    /// Threads per block.
+    pub block: u32,
+}
+
+/// One kernel parameter, passed by value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KernelArg {
+    /// A device address (`.param .u64`).
+    Ptr(DevicePtr),
+    /// A 64-bit integer.
+    U64(u64),
+    /// A 32-bit integer.
+    U32(u32),
+}
+
+/// The `CUdevice_attribute`s peerpool reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DeviceAttribute {
+    /// `CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR`.
+    ComputeCapabilityMajor,
+    /// `CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR`.
+    ComputeCapabilityMinor,
+    /// `CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT`.
+    MultiprocessorCount,
+    /// `CU_DEVICE_ATTRIBUTE_PCI_BUS_ID`.
+    PciBusId,
+    /// `CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED`.
+    MemoryPoolsSupported,
+    /// `CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES` (a [`HandleTypes`] bit set).
+    MempoolSupportedHandleTypes,
+    /// `CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING`.
+    UnifiedAddressing,
+}
+
+/// The `CUdevice_P2PAttribute`s peerpool reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum P2pAttribute {
+    /// `CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK`.
+    PerformanceRank,
+    /// `CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED`.
+    AccessSupported,
+    /// `CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED`.
+    NativeAtomicSupported,
+}
+
+/// The `CUpointer_attribute`s peerpool reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PointerAttribute {
+    /// `CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL`.
+    DeviceOrdinal,
+    /// `CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE` (0 when the memory is not from a pool).
+    MempoolHandle,
+    /// `CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE`.
+    IsLegacyCudaIpcCapable,
+    /// `CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES`.
+    AllowedHandleTypes,
+    /// `CU_POINTER_ATTRIBUTE_RANGE_START_ADDR`.
+    RangeStartAddr,
+    /// `CU_POINTER_ATTRIBUTE_RANGE_SIZE`.
+    RangeSize,
+}

@@ -1,0 +1,30 @@
+//! peerpool: prove which GPU may touch which CUDA memory pool.
+//!
+//! Layers, bottom up (see `ARCHITECTURE.md`):
+//! - [`driver`]: the seam. [`driver::Driver`] holds every CUDA driver call peerpool makes;
+//!   [`driver::CudaDriver`] is libcuda loaded at run time (no toolkit at build time, no link
+//!   to libcuda), and other implementations simulate GPUs or inject faults.
+//! - [`System`] and the safe types over it: contexts ([`CurrentContext`]), pools
+//!   ([`OwnedPool`], [`PoolRef`]), memory ([`Allocation`]) and kernels ([`Kernels`]).
+//! - [`facts`]: what the driver reports about devices, peers and pools.
+#![cfg(target_endian = "little")] // kernel arguments and pointer attributes are read as LE words
+
+mod context;
+pub mod driver;
+mod error;
+pub mod facts;
+mod memory;
+mod module;
+mod pool;
+mod system;
+
+pub use context::CurrentContext;
+pub use error::{CudaError, Error, Result, code_name, is_sticky};
+pub use memory::{Allocation, DevicePtr, Origin};
+pub use module::{BLOCK, CheckResult, Kernels, ptx_image};
+pub use pool::{OwnedPool, PoolOptions, PoolRef};
+pub use system::System;
+
+pub use cudarc::driver::sys::CUresult;
+/// The kernels crate: the PTX, its entry names, and the shared byte pattern.
+pub use peerpool_kernels as kernels;

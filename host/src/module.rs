@@ -1,0 +1,183 @@
+//! peerpool's kernels on one device: [`Kernels`] loads the embedded PTX into the device's
+//! primary context on first use (`cuModuleLoadData`, JIT-compiled by the driver) and launches
+//! the fill, check, vector-copy and system-atomic kernels, each run to completion.
+
+use crate::context::CurrentContext;
+use crate::driver::{DeviceAttribute, DevicePtr, Driver, Function, KernelArg, LaunchShape, Module, Stream};
+use crate::error::{Error, Result};
+use crate::system::System;
+use peerpool_kernels::entry;
+use std::ffi::{CStr, CString};
+use std::sync::OnceLock;
+
+/// Threads per block for every launch.
+pub const BLOCK: u32 = 256;
+/// Blocks per multiprocessor when a buffer is large enough to fill the GPU.
+const BLOCKS_PER_SM: u32 = 8;
+
+/// The module as loaded into one device's primary context. Kept until the system drops.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct LoadedModule {
+    pub(crate) module: Module,
+    fill: Function,
+    check: Function,
+    copy16: Function,
+    atomic_add_sys: Function,
+    /// 16 bytes of `cuMemAlloc` memory for `pp_check`'s result, freed with the context.
+    scratch: DevicePtr,
+    max_grid: u32,
+}
+
+/// What [`Kernels::check`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CheckResult {
+    /// Words that differ from the pattern.
+    pub mismatches: u64,
+    /// The first differing word's index.
+    pub first_mismatch: Option<u64>,
+}
+
+impl CheckResult {
+    /// No word differs.
+    pub fn is_clean(&self) -> bool {
+        self.mismatches == 0
+    }
+}
+
+/// The NUL-terminated PTX image for `cuModuleLoadData`.
+pub fn ptx_image() -> &'static CStr {
+    static IMAGE: OnceLock<CString> = OnceLock::new();
+    IMAGE.get_or_init(|| CString::new(peerpool_kernels::PTX).expect("PTX text has no NUL byte"))
+}
+
+/// Launches peerpool's kernels on one device. While it lives, that device's primary context is
+/// current on this thread; dropping it restores the caller's context.
+///
+/// Every launch goes on the context's null stream and is synchronised, so a kernel that
+/// touches memory it may not access reports `CUDA_ERROR_ILLEGAL_ADDRESS` from the very call
+/// that launched it. That error is sticky: the process's CUDA context is lost for good.
+pub struct Kernels<'s> {
+    driver: &'s dyn Driver,
+    device: usize,
+    loaded: LoadedModule,
+    _current: CurrentContext<'s>,
+}
+
+impl System {
+    /// peerpool's kernels on `device`, loading the module on first use.
+    ///
+    /// Side effects: the device's primary context is retained and made current while the
+    /// returned value lives; the first call per device loads the PTX (a JIT compile, tens of
+    /// milliseconds) and allocates a 16-byte result buffer with `cuMemAlloc`.
+    pub fn kernels(&self, device: usize) -> Result<Kernels<'_>> {
+        let current = self.enter(device)?;
+        let driver = self.driver().as_ref();
+        let mut slot = self.inner.devices[device].module.lock().unwrap_or_else(|e| e.into_inner());
+        let loaded = match *slot {
+            Some(loaded) => loaded,
+            None => {
+                let loaded = load(driver, device as i32)?;
+                *slot = Some(loaded);
+                loaded
+            }
+        };
+        Ok(Kernels { driver, device, loaded, _current: current })
+    }
+}
+
+/// Loads the module and looks up every entry; on failure nothing stays loaded or allocated.
+fn load(driver: &dyn Driver, device: i32) -> Result<LoadedModule> {
+    let module = driver.module_load_data(ptx_image())?;
+    let finish = || -> Result<LoadedModule> {
+        let function = |name: &str| -> Result<Function> {
+            let name = CString::new(name).expect("entry names have no NUL byte");
+            Ok(driver.module_get_function(module, &name)?)
+        };
+        let sms = driver.device_get_attribute(device, DeviceAttribute::MultiprocessorCount)?;
+        let (fill, check, copy16, atomic_add_sys) = (
+            function(entry::FILL)?,
+            function(entry::CHECK)?,
+            function(entry::COPY16)?,
+            function(entry::ATOMIC_ADD_SYS)?,
+        );
+        let scratch = driver.mem_alloc(16)?;
+        Ok(LoadedModule {
+            module,
+            fill,
+            check,
+            copy16,
+            atomic_add_sys,
+            scratch,
+            max_grid: sms.max(1) as u32 * BLOCKS_PER_SM,
+        })
+    };
+    finish().inspect_err(|_| {
+        let _ = driver.module_unload(module);
+    })
+}
+
+impl LoadedModule {
+    pub(crate) fn release(&self, driver: &dyn Driver) {
+        let _ = driver.mem_free(self.scratch);
+        let _ = driver.module_unload(self.module);
+    }
+}
+
+impl Kernels<'_> {
+    /// The device these kernels run on.
+    pub fn device(&self) -> usize {
+        self.device
+    }
+
+    /// A grid just large enough for `items` (one item per thread), capped at a full GPU.
+    pub fn shape_for(&self, items: u64) -> LaunchShape {
+        let blocks = items.div_ceil(BLOCK as u64).clamp(1, self.loaded.max_grid as u64);
+        LaunchShape { grid: blocks as u32, block: BLOCK }
+    }
+
+    fn run(&self, function: Function, shape: LaunchShape, args: &[KernelArg]) -> Result<()> {
+        self.driver.launch_kernel(function, shape, Stream::LEGACY, args)?;
+        Ok(self.driver.stream_synchronize(Stream::LEGACY)?)
+    }
+
+    /// `pp_fill`: `words` 32-bit words at `ptr` get `pattern(i, seed)`.
+    pub fn fill(&self, ptr: DevicePtr, words: u64, seed: u32) -> Result<()> {
+        let args = [KernelArg::Ptr(ptr), KernelArg::U64(words), KernelArg::U32(seed)];
+        self.run(self.loaded.fill, self.shape_for(words), &args)
+    }
+
+    /// `pp_check`: compares `words` words at `ptr` with `pattern(i, seed)`.
+    pub fn check(&self, ptr: DevicePtr, words: u64, seed: u32) -> Result<CheckResult> {
+        let scratch = self.loaded.scratch;
+        self.driver.memset_d32_async(scratch, 0, 2, Stream::LEGACY)?;
+        self.driver.memset_d32_async(scratch.offset(8), u32::MAX, 2, Stream::LEGACY)?;
+        let args = [KernelArg::Ptr(ptr), KernelArg::U64(words), KernelArg::U32(seed), KernelArg::Ptr(scratch)];
+        self.run(self.loaded.check, self.shape_for(words), &args)?;
+        let mut out = [0u8; 16];
+        self.driver.memcpy_dtoh(&mut out, scratch)?;
+        let mismatches = u64::from_le_bytes(out[..8].try_into().expect("8 bytes"));
+        let first = u64::from_le_bytes(out[8..].try_into().expect("8 bytes"));
+        Ok(CheckResult { mismatches, first_mismatch: (mismatches > 0).then_some(first) })
+    }
+
+    /// `pp_copy16`: `bytes` (a multiple of 16) from `src` to `dst` in 16-byte vectors.
+    pub fn copy16(&self, dst: DevicePtr, src: DevicePtr, bytes: u64) -> Result<()> {
+        if bytes % 16 != 0 || dst.0 % 16 != 0 || src.0 % 16 != 0 {
+            return Err(Error::InvalidArgument("copy16 needs 16-byte aligned addresses and length".into()));
+        }
+        let vectors = bytes / 16;
+        let args = [KernelArg::Ptr(dst), KernelArg::Ptr(src), KernelArg::U64(vectors)];
+        self.run(self.loaded.copy16, self.shape_for(vectors), &args)
+    }
+
+    /// `pp_atomic_add_sys`: `shape`'s threads each add 1 to `counters[thread % slots]`, `reps`
+    /// times, with system-scope atomics. Each counter gains `threads / slots * reps` (give a
+    /// thread count divisible by `slots` for equal counts).
+    pub fn atomic_add_sys(&self, counters: DevicePtr, slots: u64, reps: u32, shape: LaunchShape) -> Result<()> {
+        if slots == 0 || counters.0 % 4 != 0 {
+            return Err(Error::InvalidArgument("atomic_add_sys needs at least one aligned counter".into()));
+        }
+        let args = [KernelArg::Ptr(counters), KernelArg::U64(slots), KernelArg::U32(reps)];
+        self.run(self.loaded.atomic_add_sys, shape, &args)
+    }
+}

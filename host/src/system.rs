@@ -1,0 +1,117 @@
+//! [`System`]: one driver, its devices, and the per-device state peerpool keeps
+//! (the retained primary context, the loaded kernel module, a small scratch buffer).
+
+use crate::context::CurrentContext;
+use crate::driver::{CudaDriver, Driver};
+use crate::error::{Error, Result};
+use crate::module::LoadedModule;
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+/// The GPUs one driver exposes, and the state peerpool keeps for each.
+///
+/// Cheap to clone (an `Arc`). Every resource made from a `System` (pools, allocations) holds a
+/// clone, so the primary contexts retained here are released only after the last of them.
+#[derive(Clone)]
+pub struct System {
+    pub(crate) inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub(crate) driver: Arc<dyn Driver>,
+    pub(crate) devices: Vec<DeviceSlot>,
+}
+
+/// What peerpool holds for one device. Filled on first use, released when the system drops.
+#[derive(Default)]
+pub(crate) struct DeviceSlot {
+    /// The primary context, retained once (`cuDevicePrimaryCtxRetain`) on first use.
+    pub(crate) context: Mutex<Option<crate::driver::Context>>,
+    /// peerpool's kernels, loaded into the primary context on first kernel use.
+    pub(crate) module: Mutex<Option<LoadedModule>>,
+}
+
+impl System {
+    /// The real driver (libcuda, loaded at run time).
+    ///
+    /// # Errors
+    /// [`Error::NoDriver`] without a usable libcuda; a driver error from `cuInit` or
+    /// `cuDeviceGetCount`. A driver without GPUs gives a system with zero devices.
+    pub fn open() -> Result<System> {
+        System::with_driver(Arc::new(CudaDriver::load()?))
+    }
+
+    /// Any implementation of the driver seam: the simulator, a fault injector, the real one.
+    pub fn with_driver(driver: Arc<dyn Driver>) -> Result<System> {
+        let count = driver.device_get_count()?;
+        let devices = (0..count.max(0)).map(|_| DeviceSlot::default()).collect();
+        Ok(System { inner: Arc::new(Inner { driver, devices }) })
+    }
+
+    /// The driver behind this system.
+    pub fn driver(&self) -> &Arc<dyn Driver> {
+        &self.inner.driver
+    }
+
+    /// How many devices the driver reports.
+    pub fn device_count(&self) -> usize {
+        self.inner.devices.len()
+    }
+
+    /// `Ok(ordinal as i32)` when the device exists, [`Error::InvalidDevice`] otherwise.
+    pub fn check_device(&self, ordinal: usize) -> Result<i32> {
+        if ordinal < self.device_count() {
+            Ok(ordinal as i32)
+        } else {
+            Err(Error::InvalidDevice { ordinal, count: self.device_count() })
+        }
+    }
+
+    /// Makes `ordinal`'s primary context current on this thread until the guard drops, which
+    /// restores whatever was current before (also on every error path).
+    pub fn enter(&self, ordinal: usize) -> Result<CurrentContext<'_>> {
+        let device = self.check_device(ordinal)?;
+        let context = self.primary_context(ordinal, device)?;
+        CurrentContext::enter(self.inner.driver.as_ref(), context)
+    }
+
+    /// The primary context of a device, retained on first use and kept until the system drops.
+    pub(crate) fn primary_context(&self, ordinal: usize, device: i32) -> Result<crate::driver::Context> {
+        let mut slot = self.inner.devices[ordinal].context.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(context) = *slot {
+            return Ok(context);
+        }
+        let context = self.inner.driver.primary_ctx_retain(device)?;
+        *slot = Some(context);
+        Ok(context)
+    }
+}
+
+impl fmt::Debug for System {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("System")
+            .field("driver", &self.inner.driver.describe())
+            .field("devices", &self.device_count())
+            .finish()
+    }
+}
+
+impl Drop for Inner {
+    /// Unloads the modules and releases the primary contexts this system retained. Errors are
+    /// ignored: a sticky error leaves nothing to release, and a drop cannot report.
+    fn drop(&mut self) {
+        let driver = self.driver.as_ref();
+        for (ordinal, slot) in self.devices.iter_mut().enumerate() {
+            let context = *slot.context.get_mut().unwrap_or_else(|e| e.into_inner());
+            let module = slot.module.get_mut().unwrap_or_else(|e| e.into_inner()).take();
+            if let (Some(context), Some(module)) = (context, module)
+                && let Ok(_guard) = CurrentContext::enter(driver, context)
+            {
+                module.release(driver);
+            }
+            if context.is_some() {
+                let _ = driver.primary_ctx_release(ordinal as i32);
+            }
+        }
+    }
+}

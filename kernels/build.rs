@@ -1,0 +1,71 @@
+//! Compiles `device/lib.rs` to PTX with rustc's nvptx64 backend and hands it to `src/lib.rs`.
+//!
+//! The device crate is `#![no_core]`, so it names compiler lang items that belong to one rustc
+//! release (the one `rust-toolchain.toml` pins). A downstream crate may build peerpool with
+//! another toolchain: then the compile can fail, and the committed `ptx/peerpool_kernels.ptx`
+//! is embedded instead, with a build warning. `tests/ptx.rs` fails when that file is stale.
+//! `PEERPOOL_UPDATE_PTX=1 cargo build` rewrites the committed file from a fresh compile.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::{env, fs};
+
+const DEVICE_ROOT: &str = "device/lib.rs";
+const COMMITTED: &str = "ptx/peerpool_kernels.ptx";
+const OUTPUT: &str = "peerpool_kernels.ptx";
+
+fn main() {
+    for watched in ["device", "src/pattern.rs", COMMITTED, "build.rs"] {
+        println!("cargo:rerun-if-changed={watched}");
+    }
+    println!("cargo:rerun-if-env-changed=PEERPOOL_UPDATE_PTX");
+
+    let manifest = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("set by cargo"));
+    let out_dir = PathBuf::from(env::var_os("OUT_DIR").expect("set by cargo"));
+    let built = out_dir.join(OUTPUT);
+    let committed = manifest.join(COMMITTED);
+
+    match compile(&manifest.join(DEVICE_ROOT), &built) {
+        Ok(version) => {
+            println!("cargo:rustc-env=PEERPOOL_PTX_ORIGIN=built");
+            println!("cargo:rustc-env=PEERPOOL_PTX_RUSTC={version}");
+            if env::var_os("PEERPOOL_UPDATE_PTX").is_some() {
+                fs::copy(&built, &committed).expect("write the committed PTX");
+            }
+        }
+        Err(why) => {
+            println!(
+                "cargo:warning=peerpool-kernels: this toolchain could not rebuild the kernels \
+                 ({why}); embedding the committed {COMMITTED} instead"
+            );
+            fs::copy(&committed, &built).expect("the committed PTX is part of the package");
+            println!("cargo:rustc-env=PEERPOOL_PTX_ORIGIN=committed");
+            println!("cargo:rustc-env=PEERPOOL_PTX_RUSTC=");
+        }
+    }
+}
+
+/// Runs rustc for nvptx64 on the device crate; returns that rustc's version line.
+fn compile(root: &Path, output: &Path) -> Result<String, String> {
+    let rustc = env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let version = Command::new(&rustc).arg("--version").output().map_err(|e| format!("cannot run rustc: {e}"))?;
+    let version = String::from_utf8_lossy(&version.stdout).trim().to_string();
+
+    let result = Command::new(&rustc)
+        // The no_core features are unstable: allow them for this one child process only.
+        .env("RUSTC_BOOTSTRAP", "1")
+        .args(["--target", "nvptx64-nvidia-cuda", "--crate-type", "lib", "--emit=asm"])
+        // sm_70 PTX is JIT-compiled by the driver for any later GPU (Hopper included).
+        .args(["-C", "target-cpu=sm_70", "-C", "opt-level=3", "-C", "codegen-units=1"])
+        .args(["--cap-lints", "allow", "-o"])
+        .arg(output)
+        .arg(root)
+        .output()
+        .map_err(|e| format!("cannot run rustc: {e}"))?;
+    if !result.status.success() {
+        let stderr = String::from_utf8_lossy(&result.stderr);
+        let first = stderr.lines().find(|l| l.starts_with("error")).unwrap_or("rustc failed");
+        return Err(format!("{version}: {first}"));
+    }
+    Ok(version)
+}

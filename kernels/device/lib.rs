@@ -1,0 +1,88 @@
+//! peerpool's GPU kernels: Rust, `#![no_core]`, compiled to PTX by rustc's nvptx64 backend.
+//!
+//! Built by `kernels/build.rs` (never by cargo as a crate of its own). Every kernel walks its
+//! buffer grid-stride, so any launch shape covers any length. Entry names start with `pp_` and
+//! are listed in `kernels/src/lib.rs` (`ENTRY_POINTS`), which a test checks against the PTX.
+#![feature(
+    no_core,
+    lang_items,
+    abi_ptx,
+    link_llvm_intrinsics,
+    intrinsics,
+    rustc_attrs,
+    repr_simd,
+    asm_experimental_arch,
+    decl_macro
+)]
+#![allow(internal_features)]
+#![no_core]
+#![crate_type = "lib"]
+
+mod gpu;
+mod lang;
+#[path = "../src/pattern.rs"]
+mod pattern;
+
+use gpu::{V4, at, grid_stride, thread_index};
+use pattern::pattern;
+
+/// `words[i] = pattern(i, seed)` for every `i < len`.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn pp_fill(words: *mut u32, len: u64, seed: u32) {
+    let mut i = thread_index();
+    let stride = grid_stride();
+    while i < len {
+        unsafe { *at(words, i) = pattern(i, seed) };
+        i += stride;
+    }
+}
+
+/// Compares `words` with the pattern. `result[0]` (start 0) gains the number of mismatching
+/// words and `result[1]` (start `u64::MAX`) becomes the first mismatching word index. Only
+/// threads that saw a mismatch touch `result`, so a clean buffer costs no atomics.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn pp_check(words: *const u32, len: u64, seed: u32, result: *mut u64) {
+    let mut i = thread_index();
+    let stride = grid_stride();
+    let mut bad = 0u64;
+    let mut first = 0xFFFF_FFFF_FFFF_FFFFu64;
+    while i < len {
+        if unsafe { *at(words, i) } != pattern(i, seed) {
+            if bad == 0 {
+                first = i; // grid-stride visits this thread's indices in increasing order
+            }
+            bad += 1;
+        }
+        i += stride;
+    }
+    if bad != 0 {
+        unsafe {
+            gpu::atomic_add_u64(at(result, 0), bad);
+            gpu::atomic_min_u64(at(result, 1), first);
+        }
+    }
+}
+
+/// `dst[i] = src[i]` in 16-byte vectors (`ld.global.v4` / `st.global.v4`); `len` counts vectors.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn pp_copy16(dst: *mut V4, src: *const V4, len: u64) {
+    let mut i = thread_index();
+    let stride = grid_stride();
+    while i < len {
+        unsafe { *at(dst, i) = *at(src, i) };
+        i += stride;
+    }
+}
+
+/// Every thread adds 1 to `counters[thread % slots]`, `reps` times, with system-scope atomics
+/// (`atom.add.sys`), so increments from several GPUs on one allocation all count.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn pp_atomic_add_sys(counters: *mut u32, slots: u64, reps: u32) {
+    let slot = unsafe { gpu::rem(thread_index(), slots) };
+    let counter = unsafe { at(counters, slot) };
+    let mut r = 0u32;
+    while r < reps {
+        unsafe { gpu::atomic_add_sys_u32(counter, 1) };
+        r += 1;
+    }
+}

@@ -1,0 +1,54 @@
+//! peerpool's GPU kernels as the host sees them: the embedded PTX, its entry points, and the
+//! byte pattern that the kernels also compile (one source file, `src/pattern.rs`).
+//!
+//! The kernels themselves are in `device/` (Rust, `#![no_core]`) and are built by `build.rs`.
+
+pub mod pattern;
+
+/// The PTX module holding every kernel in [`ENTRY_POINTS`].
+pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/peerpool_kernels.ptx"));
+
+/// Whether [`PTX`] was compiled in this build or is the committed copy (another toolchain).
+pub const PTX_ORIGIN: PtxOrigin = match env!("PEERPOOL_PTX_ORIGIN").as_bytes() {
+    b"built" => PtxOrigin::Built,
+    _ => PtxOrigin::Committed,
+};
+
+/// The rustc that compiled [`PTX`] in this build; empty when the committed copy is used.
+pub const PTX_RUSTC: &str = env!("PEERPOOL_PTX_RUSTC");
+
+/// Where the embedded PTX came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PtxOrigin {
+    /// Compiled from `device/` by this build's rustc.
+    Built,
+    /// `ptx/peerpool_kernels.ptx`, because this build's rustc could not compile the kernels.
+    Committed,
+}
+
+/// Kernel entry names, as they appear in the PTX.
+pub mod entry {
+    /// `(words: *mut u32, len: u64, seed: u32)`: `words[i] = pattern(i, seed)`.
+    pub const FILL: &str = "pp_fill";
+    /// `(words: *const u32, len: u64, seed: u32, result: *mut u64)`: `result[0] +=` mismatches,
+    /// `result[1] = min(result[1], first mismatching index)`; start `result` at `[0, u64::MAX]`.
+    pub const CHECK: &str = "pp_check";
+    /// `(dst: *mut [u32; 4], src: *const [u32; 4], len: u64)`: 16-byte vector copy.
+    pub const COPY16: &str = "pp_copy16";
+    /// `(counters: *mut u32, slots: u64, reps: u32)`: each thread adds 1 to
+    /// `counters[thread % slots]` `reps` times with `atom.add.sys`.
+    pub const ATOMIC_ADD_SYS: &str = "pp_atomic_add_sys";
+}
+
+/// Every kernel the module holds.
+pub const ENTRY_POINTS: [&str; 4] = [entry::FILL, entry::CHECK, entry::COPY16, entry::ATOMIC_ADD_SYS];
+
+/// `true` when `ptx` declares a kernel entry named `name`.
+pub fn declares_entry(ptx: &str, name: &str) -> bool {
+    ptx.lines().any(|line| {
+        line.trim_start()
+            .strip_prefix(".visible .entry ")
+            .and_then(|rest| rest.strip_prefix(name))
+            .is_some_and(|rest| rest.starts_with('('))
+    })
+}

@@ -1,0 +1,42 @@
+//! The embedded PTX: complete, fresh, and built from the pinned toolchain.
+
+use peerpool_kernels::{ENTRY_POINTS, PTX, PTX_ORIGIN, PtxOrigin, declares_entry};
+
+#[test]
+fn embedded_ptx_declares_every_entry_point() {
+    for name in ENTRY_POINTS {
+        assert!(declares_entry(PTX, name), "the PTX has no entry `{name}`");
+    }
+    assert!(!declares_entry(PTX, "pp_no_such_kernel"));
+    // `pp_fill` must not match `pp_fill_more`, nor the other way round.
+    assert!(!declares_entry(".visible .entry pp_fill_more(", "pp_fill"));
+}
+
+#[test]
+fn embedded_ptx_targets_sm_70_with_64_bit_addresses() {
+    assert!(PTX.lines().any(|l| l.trim() == ".target sm_70"));
+    assert!(PTX.lines().any(|l| l.trim() == ".address_size 64"));
+}
+
+/// Fails when `kernels/ptx/peerpool_kernels.ptx` no longer matches the kernel source.
+/// Fix: `PEERPOOL_UPDATE_PTX=1 cargo build -p peerpool-kernels` and commit the file.
+#[test]
+fn committed_ptx_is_fresh() {
+    assert_eq!(
+        PTX_ORIGIN,
+        PtxOrigin::Built,
+        "the pinned toolchain (rust-toolchain.toml) must rebuild the kernels; a build warning says why it did not"
+    );
+    let committed = include_str!("../ptx/peerpool_kernels.ptx");
+    assert!(
+        committed == PTX,
+        "ptx/peerpool_kernels.ptx is stale: run `PEERPOOL_UPDATE_PTX=1 cargo build -p peerpool-kernels` and commit it"
+    );
+}
+
+#[test]
+fn kernels_use_vector_and_system_scope_instructions() {
+    assert!(PTX.contains("ld.global.v4.b32"), "pp_copy16 must move 16-byte vectors");
+    assert!(PTX.contains("st.global.v4.b32"));
+    assert!(PTX.contains("atom.add.sys.u32"), "pp_atomic_add_sys must use system scope");
+}

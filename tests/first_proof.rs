@@ -1,0 +1,100 @@
+//! The first proof on two GPUs: after `cuMemPoolSetAccess`, the accessor's kernels read, write
+//! and atomically update the owner's pool memory; without it, the accessor's read faults
+//! (checked in a child process, because the fault kills the CUDA context for good).
+
+use peerpool::driver::{Access, LaunchShape};
+use peerpool::kernels::pattern::pattern;
+use peerpool::{BLOCK, PoolOptions};
+use peerpool_fixtures::{ChildOutcome, Hardware, Needs, Pair, PairSuite};
+use peerpool_tests::{WORDS, ensure, granted_pool};
+use std::process::ExitCode;
+use std::time::Duration;
+
+fn main() -> ExitCode {
+    PairSuite::new(Hardware::detect())
+        .check("first_proof::accessor_writes", Needs::peer_pair(), |pair| {
+            let pool = granted_pool(pair)?;
+            let memory = pair.system.alloc(pool.as_ref(), (WORDS * 4) as usize)?;
+            pair.system.kernels(pair.accessor)?.fill(memory.ptr(), WORDS, 11)?;
+            let seen = pair.system.kernels(pair.owner)?.check(memory.ptr(), WORDS, 11)?;
+            ensure(seen.is_clean(), || format!("the owner found the accessor's writes wrong: {seen:?}"))?;
+            // The host computes the same pattern from the same source file.
+            let words = memory.read_words(64)?;
+            ensure(words.iter().enumerate().all(|(i, &w)| w == pattern(i as u64, 11)), || format!("host disagrees: {words:x?}"))
+        })
+        .check("first_proof::accessor_reads", Needs::peer_pair(), |pair| {
+            let pool = granted_pool(pair)?;
+            let memory = pair.system.alloc(pool.as_ref(), (WORDS * 4) as usize)?;
+            pair.system.kernels(pair.owner)?.fill(memory.ptr(), WORDS, 22)?;
+            let accessor = pair.system.kernels(pair.accessor)?;
+            let seen = accessor.check(memory.ptr(), WORDS, 22)?;
+            ensure(seen.is_clean(), || format!("the accessor read wrong bytes: {seen:?}"))?;
+            // The check is not vacuous: one planted bad word is found, at its index.
+            drop(accessor);
+            let bad_index = WORDS - 3;
+            let mut planted = vec![0u8; 4];
+            planted.copy_from_slice(&(!pattern(bad_index, 22)).to_le_bytes());
+            write_word(pair, &memory, bad_index, &planted)?;
+            let seen = pair.system.kernels(pair.accessor)?.check(memory.ptr(), WORDS, 22)?;
+            ensure(seen.mismatches == 1 && seen.first_mismatch == Some(bad_index), || format!("planted word not found: {seen:?}"))
+        })
+        .check("first_proof::vector_copy_both_ways", Needs::peer_pair(), |pair| {
+            let pool = granted_pool(pair)?;
+            let remote = pair.system.alloc(pool.as_ref(), (WORDS * 4) as usize)?;
+            let local_pool = pair.system.create_pool(pair.accessor, PoolOptions::default())?;
+            let local = pair.system.alloc(local_pool.as_ref(), (WORDS * 4) as usize)?;
+            pair.system.kernels(pair.owner)?.fill(remote.ptr(), WORDS, 33)?;
+            let accessor = pair.system.kernels(pair.accessor)?;
+            accessor.copy16(local.ptr(), remote.ptr(), WORDS * 4)?; // read the owner's memory
+            let seen = accessor.check(local.ptr(), WORDS, 33)?;
+            ensure(seen.is_clean(), || format!("owner -> accessor copy wrong: {seen:?}"))?;
+            accessor.fill(local.ptr(), WORDS, 34)?;
+            accessor.copy16(remote.ptr(), local.ptr(), WORDS * 4)?; // write the owner's memory
+            drop(accessor);
+            let seen = pair.system.kernels(pair.owner)?.check(remote.ptr(), WORDS, 34)?;
+            ensure(seen.is_clean(), || format!("accessor -> owner copy wrong: {seen:?}"))
+        })
+        .check("first_proof::system_atomics_from_both", Needs::atomic_pair(), |pair| {
+            let pool = granted_pool(pair)?;
+            let slots = 64u64;
+            let counters = pair.system.alloc(pool.as_ref(), (slots * 4) as usize)?;
+            counters.write(&vec![0u8; (slots * 4) as usize])?;
+            let shape = LaunchShape { grid: 132, block: BLOCK };
+            let reps = 100u32;
+            // Both devices add to the same counters at once: each launch is synchronous, so run
+            // the two devices from two threads to overlap them.
+            std::thread::scope(|s| -> Result<(), peerpool::Error> {
+                let a = s.spawn(|| pair.system.kernels(pair.accessor)?.atomic_add_sys(counters.ptr(), slots, reps, shape));
+                pair.system.kernels(pair.owner)?.atomic_add_sys(counters.ptr(), slots, reps, shape)?;
+                a.join().expect("the accessor's thread does not panic")
+            })?;
+            let expected = 2 * (shape.grid as u64 * shape.block as u64 / slots) * reps as u64;
+            let words = counters.read_words(slots as usize)?;
+            ensure(words.iter().all(|&w| w as u64 == expected), || format!("expected {expected} in every slot, got {words:?}"))
+        })
+        .sandboxed(
+            "first_proof::ungranted_read_faults",
+            Needs::peer_pair(),
+            Duration::from_secs(60),
+            |pair| {
+                let pool = pair.system.create_pool(pair.owner, PoolOptions::default())?;
+                let memory = pair.system.alloc(pool.as_ref(), (WORDS * 4) as usize)?;
+                pair.system.kernels(pair.owner)?.fill(memory.ptr(), WORDS, 44)?;
+                if pair.system.pool_access(pool.as_ref(), pair.accessor)? != Access::None {
+                    return Err(peerpool::Error::InvalidArgument("a new pool already grants the accessor".into()));
+                }
+                // Expected to end in a sticky CUDA_ERROR_ILLEGAL_ADDRESS.
+                pair.system.kernels(pair.accessor)?.check(memory.ptr(), WORDS, 44)?;
+                Ok(())
+            },
+            |outcome: &ChildOutcome| outcome.expect_cuda_error("CUDA_ERROR_ILLEGAL_ADDRESS", true),
+        )
+        .main()
+}
+
+/// Overwrites one word through the owner (a host copy into the owner's memory).
+fn write_word(pair: &Pair, memory: &peerpool::Allocation, index: u64, bytes: &[u8]) -> Result<(), peerpool::Error> {
+    let _current = pair.system.enter(pair.owner)?;
+    pair.system.driver().memcpy_htod(memory.ptr().offset(index * 4), bytes)?;
+    Ok(())
+}
