@@ -5,7 +5,7 @@
 use peerpool::driver::{Access, LaunchShape};
 use peerpool::kernels::pattern::pattern;
 use peerpool::{BLOCK, PoolOptions};
-use peerpool_fixtures::{ChildOutcome, Hardware, Needs, Pair, PairSuite};
+use peerpool_fixtures::{ChildOutcome, Hardware, Needs, PairSuite};
 use peerpool_tests::{WORDS, ensure, granted_pool};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -20,7 +20,9 @@ fn main() -> ExitCode {
             ensure(seen.is_clean(), || format!("the owner found the accessor's writes wrong: {seen:?}"))?;
             // The host computes the same pattern from the same source file.
             let words = memory.read_words(64)?;
-            ensure(words.iter().enumerate().all(|(i, &w)| w == pattern(i as u64, 11)), || format!("host disagrees: {words:x?}"))
+            ensure(words.iter().enumerate().all(|(i, &w)| w == pattern(i as u64, 11)), || {
+                format!("host disagrees: {words:x?}")
+            })
         })
         .check("first_proof::accessor_reads", Needs::peer_pair(), |pair| {
             let pool = granted_pool(pair)?;
@@ -32,11 +34,11 @@ fn main() -> ExitCode {
             // The check is not vacuous: one planted bad word is found, at its index.
             drop(accessor);
             let bad_index = WORDS - 3;
-            let mut planted = vec![0u8; 4];
-            planted.copy_from_slice(&(!pattern(bad_index, 22)).to_le_bytes());
-            write_word(pair, &memory, bad_index, &planted)?;
+            memory.write_at(bad_index as usize * 4, &(!pattern(bad_index, 22)).to_le_bytes())?;
             let seen = pair.system.kernels(pair.accessor)?.check(memory.ptr(), WORDS, 22)?;
-            ensure(seen.mismatches == 1 && seen.first_mismatch == Some(bad_index), || format!("planted word not found: {seen:?}"))
+            ensure(seen.mismatches == 1 && seen.first_mismatch == Some(bad_index), || {
+                format!("planted word not found: {seen:?}")
+            })
         })
         .check("first_proof::vector_copy_both_ways", Needs::peer_pair(), |pair| {
             let pool = granted_pool(pair)?;
@@ -64,13 +66,16 @@ fn main() -> ExitCode {
             // Both devices add to the same counters at once: each launch is synchronous, so run
             // the two devices from two threads to overlap them.
             std::thread::scope(|s| -> Result<(), peerpool::Error> {
-                let a = s.spawn(|| pair.system.kernels(pair.accessor)?.atomic_add_sys(counters.ptr(), slots, reps, shape));
+                let a =
+                    s.spawn(|| pair.system.kernels(pair.accessor)?.atomic_add_sys(counters.ptr(), slots, reps, shape));
                 pair.system.kernels(pair.owner)?.atomic_add_sys(counters.ptr(), slots, reps, shape)?;
                 a.join().expect("the accessor's thread does not panic")
             })?;
             let expected = 2 * (shape.grid as u64 * shape.block as u64 / slots) * reps as u64;
             let words = counters.read_words(slots as usize)?;
-            ensure(words.iter().all(|&w| w as u64 == expected), || format!("expected {expected} in every slot, got {words:?}"))
+            ensure(words.iter().all(|&w| w as u64 == expected), || {
+                format!("expected {expected} in every slot, got {words:?}")
+            })
         })
         .sandboxed(
             "first_proof::ungranted_read_faults",
@@ -90,11 +95,4 @@ fn main() -> ExitCode {
             |outcome: &ChildOutcome| outcome.expect_cuda_error("CUDA_ERROR_ILLEGAL_ADDRESS", true),
         )
         .main()
-}
-
-/// Overwrites one word through the owner (a host copy into the owner's memory).
-fn write_word(pair: &Pair, memory: &peerpool::Allocation, index: u64, bytes: &[u8]) -> Result<(), peerpool::Error> {
-    let _current = pair.system.enter(pair.owner)?;
-    pair.system.driver().memcpy_htod(memory.ptr().offset(index * 4), bytes)?;
-    Ok(())
 }

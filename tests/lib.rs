@@ -12,9 +12,10 @@ pub const WORDS: u64 = 1 << 20;
 pub fn granted_pool(pair: &Pair) -> Result<OwnedPool, Failed> {
     let pool = pair.system.create_pool(pair.owner, PoolOptions::default())?;
     expect_access(&pair.system, &pool, pair.accessor, Access::None)?;
-    pair.system
-        .driver()
-        .mem_pool_set_access(pool.handle(), &[AccessDesc { device: pair.accessor as i32, access: Access::ReadWrite }])?;
+    pair.system.driver().mem_pool_set_access(
+        pool.handle(),
+        &[AccessDesc { device: pair.accessor as i32, access: Access::ReadWrite }],
+    )?;
     expect_access(&pair.system, &pool, pair.accessor, Access::ReadWrite)?;
     Ok(pool)
 }

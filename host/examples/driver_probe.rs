@@ -47,9 +47,15 @@ fn main() -> Result<(), Error> {
     show("  then get_access(pool, peer)", d.mem_pool_get_access(pool, 1));
     show("set_access(pool, [99 rw])", d.mem_pool_set_access(pool, &[rw(99)]));
     show("set_access(pool, [-1 rw])", d.mem_pool_set_access(pool, &[rw(-1)]));
-    show("set_access(pool, [peer read])", d.mem_pool_set_access(pool, &[AccessDesc { device: 1, access: Access::Read }]));
+    show(
+        "set_access(pool, [peer read])",
+        d.mem_pool_set_access(pool, &[AccessDesc { device: 1, access: Access::Read }]),
+    );
     show("  then get_access(pool, peer)", d.mem_pool_get_access(pool, 1));
-    show("set_access(pool, [owner read])", d.mem_pool_set_access(pool, &[AccessDesc { device: 0, access: Access::Read }]));
+    show(
+        "set_access(pool, [owner read])",
+        d.mem_pool_set_access(pool, &[AccessDesc { device: 0, access: Access::Read }]),
+    );
     show("set_access(pool, [peer rw, peer none])", d.mem_pool_set_access(pool, &[rw(1), none(1)]));
     show("  then get_access(pool, peer)", d.mem_pool_get_access(pool, 1));
     show("set_access(pool, [peer none, peer rw])", d.mem_pool_set_access(pool, &[none(1), rw(1)]));
@@ -61,8 +67,14 @@ fn main() -> Result<(), Error> {
     show("get_access(null pool, peer)", d.mem_pool_get_access(Pool(0), 1));
     show("mem_pool_create(device 99)", d.mem_pool_create(&PoolProps { device: 99, ..props }));
     show("mem_pool_create(device -1)", d.mem_pool_create(&PoolProps { device: -1, ..props }));
-    show("mem_pool_create(posix fd)", d.mem_pool_create(&PoolProps { handle_types: HandleTypes::POSIX_FD, ..props }).map(|p| d.mem_pool_destroy(p)));
-    show("mem_pool_create(posix fd | fabric)", d.mem_pool_create(&PoolProps { handle_types: HandleTypes(0x9), ..props }).map(|p| d.mem_pool_destroy(p)));
+    show(
+        "mem_pool_create(posix fd)",
+        d.mem_pool_create(&PoolProps { handle_types: HandleTypes::POSIX_FD, ..props }).map(|p| d.mem_pool_destroy(p)),
+    );
+    show(
+        "mem_pool_create(posix fd | fabric)",
+        d.mem_pool_create(&PoolProps { handle_types: HandleTypes(0x9), ..props }).map(|p| d.mem_pool_destroy(p)),
+    );
     show("device_get_default_mem_pool(99)", d.device_get_default_mem_pool(99));
     show("device_get_mem_pool(99)", d.device_get_mem_pool(99));
     show("device_can_access_peer(0, 0)", d.device_can_access_peer(0, 0));
@@ -92,16 +104,34 @@ fn main() -> Result<(), Error> {
     d.stream_synchronize(Stream::LEGACY)?;
     show("alloc_from_pool(0 bytes)", d.mem_alloc_from_pool_async(0, pool, Stream::LEGACY));
     for (what, ptr) in [("pool ptr", granted), ("pool ptr + 4096", granted.offset(4096)), ("cuMemAlloc ptr", legacy)] {
-        show(&format!("pointer {what}: mempool handle == pool"), d.pointer_get_attribute(ptr, PointerAttribute::MempoolHandle).map(|h| h == pool.0));
-        show(&format!("pointer {what}: mempool handle is null"), d.pointer_get_attribute(ptr, PointerAttribute::MempoolHandle).map(|h| h == 0));
+        show(
+            &format!("pointer {what}: mempool handle == pool"),
+            d.pointer_get_attribute(ptr, PointerAttribute::MempoolHandle).map(|h| h == pool.0),
+        );
+        show(
+            &format!("pointer {what}: mempool handle is null"),
+            d.pointer_get_attribute(ptr, PointerAttribute::MempoolHandle).map(|h| h == 0),
+        );
         show(&format!("pointer {what}: device ordinal"), d.pointer_get_attribute(ptr, PointerAttribute::DeviceOrdinal));
-        show(&format!("pointer {what}: legacy ipc"), d.pointer_get_attribute(ptr, PointerAttribute::IsLegacyCudaIpcCapable));
-        show(&format!("pointer {what}: handle types"), d.pointer_get_attribute(ptr, PointerAttribute::AllowedHandleTypes));
+        show(
+            &format!("pointer {what}: legacy ipc"),
+            d.pointer_get_attribute(ptr, PointerAttribute::IsLegacyCudaIpcCapable),
+        );
+        show(
+            &format!("pointer {what}: handle types"),
+            d.pointer_get_attribute(ptr, PointerAttribute::AllowedHandleTypes),
+        );
         show(&format!("pointer {what}: range size"), d.pointer_get_attribute(ptr, PointerAttribute::RangeSize));
     }
     let host = vec![0u8; 64];
-    show("pointer host vec: mempool handle", d.pointer_get_attribute(DevicePtr(host.as_ptr() as u64), PointerAttribute::MempoolHandle));
-    show("pointer host vec: device ordinal", d.pointer_get_attribute(DevicePtr(host.as_ptr() as u64), PointerAttribute::DeviceOrdinal));
+    show(
+        "pointer host vec: mempool handle",
+        d.pointer_get_attribute(DevicePtr(host.as_ptr() as u64), PointerAttribute::MempoolHandle),
+    );
+    show(
+        "pointer host vec: device ordinal",
+        d.pointer_get_attribute(DevicePtr(host.as_ptr() as u64), PointerAttribute::DeviceOrdinal),
+    );
     show("pointer 0x1000: mempool handle", d.pointer_get_attribute(DevicePtr(0x1000), PointerAttribute::MempoolHandle));
     show("pointer null: mempool handle", d.pointer_get_attribute(DevicePtr(0), PointerAttribute::MempoolHandle));
 
@@ -112,20 +142,51 @@ fn main() -> Result<(), Error> {
     let local_pool = d.device_get_default_mem_pool(1)?;
     let local = d.mem_alloc_from_pool_async(1 << 20, local_pool, Stream::LEGACY)?;
     d.stream_synchronize(Stream::LEGACY)?;
-    show("gpu1 ctx: dtod from granted gpu0 pool", d.memcpy_dtod_async(local, granted, 1 << 20, Stream::LEGACY).and_then(|_| d.stream_synchronize(Stream::LEGACY)));
-    show("gpu1 ctx: dtod to granted gpu0 pool", d.memcpy_dtod_async(granted, local, 1 << 20, Stream::LEGACY).and_then(|_| d.stream_synchronize(Stream::LEGACY)));
+    show(
+        "gpu1 ctx: dtod from granted gpu0 pool",
+        d.memcpy_dtod_async(local, granted, 1 << 20, Stream::LEGACY).and_then(|_| d.stream_synchronize(Stream::LEGACY)),
+    );
+    show(
+        "gpu1 ctx: dtod to granted gpu0 pool",
+        d.memcpy_dtod_async(granted, local, 1 << 20, Stream::LEGACY).and_then(|_| d.stream_synchronize(Stream::LEGACY)),
+    );
     show("gpu1 ctx: dtod from ungranted gpu0 pool", d.memcpy_dtod_async(local, ungranted, 1 << 20, Stream::LEGACY));
     show("gpu1 ctx: dtod to ungranted gpu0 pool", d.memcpy_dtod_async(ungranted, local, 1 << 20, Stream::LEGACY));
     show("gpu1 ctx: sync after ungranted dtod", d.stream_synchronize(Stream::LEGACY));
     let peer = |dst, dst_ctx, src, src_ctx| PeerCopy { dst, dst_ctx, src, src_ctx, bytes: 1 << 20 };
-    show("gpu1 ctx: peer copy from ungranted gpu0 pool", d.memcpy_peer_async(peer(local, c1, ungranted, c0), Stream::LEGACY).and_then(|_| d.stream_synchronize(Stream::LEGACY)));
-    show("gpu1 ctx: peer copy to ungranted gpu0 pool", d.memcpy_peer_async(peer(ungranted, c0, local, c1), Stream::LEGACY).and_then(|_| d.stream_synchronize(Stream::LEGACY)));
-    show("gpu1 ctx: memset ungranted gpu0 pool", d.memset_d32_async(ungranted, 1, 16, Stream::LEGACY).and_then(|_| d.stream_synchronize(Stream::LEGACY)));
-    show("gpu1 ctx: memset granted gpu0 pool", d.memset_d32_async(granted, 1, 16, Stream::LEGACY).and_then(|_| d.stream_synchronize(Stream::LEGACY)));
-    show("gpu1 ctx: dtoh ungranted gpu0 pool", { let mut b = [0u8; 16]; d.memcpy_dtoh(&mut b, ungranted) });
+    show(
+        "gpu1 ctx: peer copy from ungranted gpu0 pool",
+        d.memcpy_peer_async(peer(local, c1, ungranted, c0), Stream::LEGACY)
+            .and_then(|_| d.stream_synchronize(Stream::LEGACY)),
+    );
+    show(
+        "gpu1 ctx: peer copy to ungranted gpu0 pool",
+        d.memcpy_peer_async(peer(ungranted, c0, local, c1), Stream::LEGACY)
+            .and_then(|_| d.stream_synchronize(Stream::LEGACY)),
+    );
+    show(
+        "gpu1 ctx: memset ungranted gpu0 pool",
+        d.memset_d32_async(ungranted, 1, 16, Stream::LEGACY).and_then(|_| d.stream_synchronize(Stream::LEGACY)),
+    );
+    show(
+        "gpu1 ctx: memset granted gpu0 pool",
+        d.memset_d32_async(granted, 1, 16, Stream::LEGACY).and_then(|_| d.stream_synchronize(Stream::LEGACY)),
+    );
+    show("gpu1 ctx: dtoh ungranted gpu0 pool", {
+        let mut b = [0u8; 16];
+        d.memcpy_dtoh(&mut b, ungranted)
+    });
     show("gpu1 ctx: htod ungranted gpu0 pool", d.memcpy_htod(ungranted, &[0u8; 16]));
-    show("gpu1 ctx: alloc from gpu0 pool on gpu1 stream", d.mem_alloc_from_pool_async(4096, pool, Stream::LEGACY).and_then(|p| d.stream_synchronize(Stream::LEGACY).map(|_| p)).map(|p| d.mem_free_async(p, Stream::LEGACY)));
-    show("gpu1 ctx: free gpu0 pool ptr", d.mem_free_async(ungranted, Stream::LEGACY).and_then(|_| d.stream_synchronize(Stream::LEGACY)));
+    show(
+        "gpu1 ctx: alloc from gpu0 pool on gpu1 stream",
+        d.mem_alloc_from_pool_async(4096, pool, Stream::LEGACY)
+            .and_then(|p| d.stream_synchronize(Stream::LEGACY).map(|_| p))
+            .map(|p| d.mem_free_async(p, Stream::LEGACY)),
+    );
+    show(
+        "gpu1 ctx: free gpu0 pool ptr",
+        d.mem_free_async(ungranted, Stream::LEGACY).and_then(|_| d.stream_synchronize(Stream::LEGACY)),
+    );
     drop(_ctx1);
     show("revoke with live allocations", d.mem_pool_set_access(pool, &[none(1)]));
     show("  then get_access(pool, peer)", d.mem_pool_get_access(pool, 1));

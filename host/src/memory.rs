@@ -55,11 +55,20 @@ impl Allocation {
         self.origin
     }
 
-    /// Copies `data` to the start of the allocation (`cuMemcpyHtoD`).
+    /// Copies `data` to the start of the allocation.
     pub fn write(&self, data: &[u8]) -> Result<()> {
-        self.check_len(data.len())?;
+        self.write_at(0, data)
+    }
+
+    /// Copies `data` to byte `offset` of the allocation (`cuMemcpyHtoD`), then synchronises
+    /// the owner's context: from pageable memory `cuMemcpyHtoD` may return before its DMA has
+    /// landed, and another GPU's kernel could read the old bytes (seen on the H200s).
+    pub fn write_at(&self, offset: usize, data: &[u8]) -> Result<()> {
+        self.check_len(offset.saturating_add(data.len()))?;
         let _current = self.system.enter(self.owner)?;
-        Ok(self.system.driver().memcpy_htod(self.ptr, data)?)
+        let driver = self.system.driver();
+        driver.memcpy_htod(self.ptr.offset(offset as u64), data)?;
+        Ok(driver.ctx_synchronize()?)
     }
 
     /// Copies the start of the allocation into `out` (`cuMemcpyDtoH`).
