@@ -123,7 +123,7 @@ fn main() -> Result<(), Error> {
         );
         show(&format!("pointer {what}: range size"), d.pointer_get_attribute(ptr, PointerAttribute::RangeSize));
     }
-    let host = vec![0u8; 64];
+    let host = [0u8; 64];
     show(
         "pointer host vec: mempool handle",
         d.pointer_get_attribute(DevicePtr(host.as_ptr() as u64), PointerAttribute::MempoolHandle),
