@@ -13,9 +13,11 @@ mod context;
 pub mod driver;
 mod error;
 pub mod facts;
+pub mod fault;
 mod memory;
 mod module;
 mod pool;
+pub mod sim;
 mod system;
 
 pub use context::CurrentContext;

@@ -1,0 +1,1 @@
+//! A deterministic fault injector that wraps any [`Driver`](crate::driver::Driver).

@@ -1,0 +1,1 @@
+//! A simulated multi-GPU driver behind the [`Driver`](crate::driver::Driver) seam.
