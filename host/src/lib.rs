@@ -14,6 +14,7 @@ pub mod driver;
 mod error;
 pub mod facts;
 pub mod fault;
+pub mod ipc;
 mod memory;
 mod module;
 mod pool;

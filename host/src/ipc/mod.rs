@@ -1,0 +1,1 @@
+//! Sharing pool and virtual-memory allocations between processes.
