@@ -6,6 +6,8 @@
 //!   to libcuda), and other implementations simulate GPUs or inject faults.
 //! - [`System`] and the safe types over it: contexts ([`CurrentContext`]), pools
 //!   ([`OwnedPool`], [`PoolRef`]), memory ([`Allocation`]) and kernels ([`Kernels`]).
+//! - The grant engine ([`System::grant`], [`System::set_peers`], [`System::grant_all_visible`]):
+//!   per-pool, per-peer access with typed outcomes, verified by moving bytes first.
 //! - [`facts`]: what the driver reports about devices, peers and pools.
 #![cfg(target_endian = "little")] // kernel arguments and pointer attributes are read as LE words
 
@@ -14,6 +16,7 @@ pub mod driver;
 mod error;
 pub mod facts;
 pub mod fault;
+mod grant;
 pub mod ipc;
 mod memory;
 mod module;
@@ -23,6 +26,9 @@ mod system;
 
 pub use context::CurrentContext;
 pub use error::{CudaError, Error, Result, code_name, is_sticky};
+pub use grant::{
+    Direction, Evidence, Grant, GrantError, Method, PROBE_BYTES, PeerUpdate, Rejection, Revoke, Stage, VisibleReport,
+};
 pub use memory::{Allocation, DevicePtr, Origin};
 pub use module::{BLOCK, CheckResult, Kernels, ptx_image};
 pub use pool::{OwnedPool, PoolOptions, PoolRef};

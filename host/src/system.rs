@@ -4,7 +4,9 @@
 use crate::context::CurrentContext;
 use crate::driver::{CudaDriver, Driver};
 use crate::error::{Error, Result};
+use crate::grant::Evidence;
 use crate::module::LoadedModule;
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex};
 
@@ -20,6 +22,8 @@ pub struct System {
 pub(crate) struct Inner {
     pub(crate) driver: Arc<dyn Driver>,
     pub(crate) devices: Vec<DeviceSlot>,
+    /// Verified ordered pairs `(owner, accessor)`, kept apart from any pool's permissions.
+    pub(crate) evidence: Mutex<HashMap<(usize, usize), Evidence>>,
 }
 
 /// What peerpool holds for one device. Filled on first use, released when the system drops.
@@ -45,7 +49,7 @@ impl System {
     pub fn with_driver(driver: Arc<dyn Driver>) -> Result<System> {
         let count = driver.device_get_count()?;
         let devices = (0..count.max(0)).map(|_| DeviceSlot::default()).collect();
-        Ok(System { inner: Arc::new(Inner { driver, devices }) })
+        Ok(System { inner: Arc::new(Inner { driver, devices, evidence: Mutex::default() }) })
     }
 
     /// The driver behind this system.
