@@ -21,6 +21,7 @@ pub mod ipc;
 mod memory;
 mod module;
 mod pool;
+pub mod report;
 pub mod sim;
 mod system;
 
