@@ -1,1 +1,53 @@
 //! A simulated multi-GPU driver behind the [`Driver`](crate::driver::Driver) seam.
+//!
+//! [`SimDriver`] answers every driver call peerpool makes from a [`Topology`] (devices, an
+//! ordered-pair peer matrix that may be asymmetric, per-direction link faults), holding real
+//! bytes so copies and peerpool's kernels move real data. Its answers follow the real driver's
+//! as measured on the lent 2 × H200 machine (`docs/hardware/2026-11-30-foundation/driver_probe.txt`,
+//! `HARDWARE.md`); the tests in `host/tests/sim_*.rs` replay that probe line by line, and
+//! `tests/differential.rs` compares the two step by step on hardware.
+//!
+//! # Known differences from the real driver
+//! - A destroyed pool's handle returns `CUDA_ERROR_INVALID_VALUE` everywhere. The real driver
+//!   returned stale data (`cuMemPoolGetAccess` said READWRITE) and crashed the process in
+//!   `cuMemPoolSetAccess`.
+//! - Everything is synchronous: streams never hold pending work, so ordering bugs that need a
+//!   real race (e.g. reading before an unsynchronised `cuMemcpyHtoD` lands) do not show.
+//! - A kernel that faults changes no byte (the check precedes the work); a real one may have
+//!   written part of its range before the fault. `cuLaunchKernel` itself returns success and
+//!   every later call fails, as on hardware; the real error surfaces only at the synchronise.
+//! - Kernel arguments are checked against each kernel's parameter list (a mismatch is
+//!   `CUDA_ERROR_INVALID_VALUE`); the real driver would run the kernel on garbage.
+//!   `pp_atomic_add_sys` with `slots == 0` is refused the same way (unspecified on a GPU).
+//! - `pp_copy16` on overlapping ranges copies as `memmove`; on a GPU the threads race.
+//! - Link faults affect peer traffic only (copies, memsets, kernels across devices), never
+//!   host copies. Atomics are done at the memory; only their results cross a faulty link.
+//! - Not measured on hardware, chosen here: `cuMemPoolSetAccess` granting READWRITE to a device
+//!   without a peer path (`cuDeviceCanAccessPeer` false) is `CUDA_ERROR_INVALID_DEVICE`, nothing
+//!   applied; `cuMemPoolCreate` with unsupported handle types, or on a device without pools, is
+//!   `CUDA_ERROR_NOT_SUPPORTED`; destroying a default pool is `CUDA_ERROR_INVALID_VALUE`;
+//!   another device's `cuMemAlloc` memory is unreachable by copies and kernels (peerpool never
+//!   calls `cuCtxEnablePeerAccess`); zero-byte copies and memsets succeed without looking at
+//!   their addresses; `cuMemAlloc(0)` is `CUDA_ERROR_INVALID_VALUE`; `cuMemFree` and
+//!   `cuMemFreeAsync` each free either kind of memory; an async call on a created stream runs on
+//!   the stream's device whatever context is current; a function or stream of another device's
+//!   context passed to `cuLaunchKernel` is `CUDA_ERROR_INVALID_HANDLE`.
+//! - Releasing a primary context's last retain resets it: its modules, streams and `cuMemAlloc`
+//!   memory go; calls made with it current are `CUDA_ERROR_INVALID_CONTEXT` until it is
+//!   retained again. Pools and pool memory survive.
+//! - Freed address ranges are never reused (256 GiB of address space per device), and
+//!   allocations are 256-byte aligned with a 256-byte gap after each, so running past the end
+//!   faults; the real driver reuses addresses and maps in 2 MiB granules.
+//! - PCI bus ids are synthetic (`0x18 + 0x10 × ordinal`); every sticky error is the process's
+//!   last word, including for `cuDeviceGetCount` and `cuCtxSetCurrent`.
+
+mod catalog;
+mod driver;
+mod kernels;
+mod memory;
+mod state;
+mod topology;
+
+pub use catalog::{CatalogEntry, catalog, catalog_dir, catalog_topology};
+pub use driver::{SimDriver, SimOptions, SimStats};
+pub use topology::{DeviceSpec, FaultKind, Link, LinkFault, Topology, TopologyError};

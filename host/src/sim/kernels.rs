@@ -1,0 +1,214 @@
+//! peerpool's kernels run natively on the simulator's bytes, with the semantics of
+//! `kernels/device/lib.rs`: every memory range a kernel touches is checked against the
+//! launching device's access first; a denied or out-of-bounds access kills the simulated
+//! process with a sticky error and changes no byte.
+
+use super::memory::apply_fault;
+use super::state::{SimResult, State};
+use crate::driver::{KernelArg, LaunchShape};
+use cudarc::driver::sys::CUresult;
+use peerpool_kernels::{entry, pattern::pattern};
+
+/// One of the kernels in `peerpool_kernels::ENTRY_POINTS`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Kernel {
+    Fill,
+    Check,
+    Copy16,
+    AtomicAddSys,
+}
+
+impl Kernel {
+    pub(super) const ALL: [Kernel; 4] = [Kernel::Fill, Kernel::Check, Kernel::Copy16, Kernel::AtomicAddSys];
+
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            Kernel::Fill => entry::FILL,
+            Kernel::Check => entry::CHECK,
+            Kernel::Copy16 => entry::COPY16,
+            Kernel::AtomicAddSys => entry::ATOMIC_ADD_SYS,
+        }
+    }
+
+    /// Parameter widths in bytes, in order.
+    fn params(self) -> &'static [u8] {
+        match self {
+            Kernel::Fill | Kernel::AtomicAddSys => &[8, 8, 4],
+            Kernel::Check => &[8, 8, 4, 8],
+            Kernel::Copy16 => &[8, 8, 8],
+        }
+    }
+}
+
+/// A device fault: the code the whole simulated process dies with.
+struct Trap(CUresult);
+
+const ILLEGAL: Trap = Trap(CUresult::CUDA_ERROR_ILLEGAL_ADDRESS);
+
+/// `cuLaunchKernel` on `device`. A bad shape or argument list is refused at launch (not sticky);
+/// a fault inside the kernel returns `Ok` and kills the process, so the error surfaces at the
+/// next call, as a real launch's does at the next synchronise.
+pub(super) fn launch(
+    state: &mut State,
+    device: usize,
+    kernel: Kernel,
+    shape: LaunchShape,
+    args: &[KernelArg],
+) -> SimResult<()> {
+    let invalid = || CUresult::CUDA_ERROR_INVALID_VALUE.into();
+    if shape.grid == 0 || shape.grid > i32::MAX as u32 || shape.block == 0 || shape.block > 1024 {
+        return Err(invalid());
+    }
+    let widths = kernel.params();
+    if args.len() != widths.len() {
+        return Err(invalid());
+    }
+    let mut values = [0u64; 4];
+    for ((arg, &width), value) in args.iter().zip(widths).zip(values.iter_mut()) {
+        *value = match (*arg, width) {
+            (KernelArg::Ptr(p), 8) => p.0,
+            (KernelArg::U64(v), 8) => v,
+            (KernelArg::U32(v), 4) => v as u64,
+            _ => return Err(invalid()),
+        };
+    }
+    let threads = shape.grid as u64 * shape.block as u64;
+    let [a, b, c, d] = values;
+    let run = match kernel {
+        Kernel::Fill => fill(state, device, a, b, c as u32),
+        Kernel::Check => check(state, device, a, b, c as u32, d),
+        Kernel::Copy16 => copy16(state, device, a, b, c),
+        Kernel::AtomicAddSys if b == 0 => return Err(invalid()), // `rem` by zero: unspecified on the GPU
+        Kernel::AtomicAddSys => atomic_add_sys(state, device, a, b, c as u32, threads),
+    };
+    if let Err(Trap(code)) = run {
+        state.dead = Some(code);
+    }
+    Ok(())
+}
+
+/// `words[i] = pattern(i, seed)` for `i < len`.
+fn fill(state: &mut State, device: usize, words: u64, len: u64, seed: u32) -> Result<(), Trap> {
+    let bytes = len.checked_mul(4).ok_or(ILLEGAL)?;
+    probe(state, device, words, bytes, 4)?;
+    let data: Vec<u8> = (0..len).flat_map(|i| pattern(i, seed).to_le_bytes()).collect();
+    store(state, device, words, data);
+    Ok(())
+}
+
+/// `result[0] +=` mismatching words, `result[1] = min(result[1], first)`; `result` is touched
+/// only when a word mismatches, as on the GPU.
+fn check(state: &mut State, device: usize, words: u64, len: u64, seed: u32, result: u64) -> Result<(), Trap> {
+    let bytes = len.checked_mul(4).ok_or(ILLEGAL)?;
+    let seen = load(state, device, words, bytes, 4)?;
+    let mut bad = 0u64;
+    let mut first = u64::MAX;
+    for (i, w) in seen.chunks_exact(4).enumerate() {
+        if u32::from_le_bytes([w[0], w[1], w[2], w[3]]) != pattern(i as u64, seed) {
+            first = first.min(i as u64);
+            bad += 1;
+        }
+    }
+    if bad == 0 {
+        return Ok(());
+    }
+    update(state, device, result, 16, 8, |r| {
+        let count = u64::from_le_bytes(word8(&r[..8])).wrapping_add(bad);
+        let least = u64::from_le_bytes(word8(&r[8..])).min(first);
+        r[..8].copy_from_slice(&count.to_le_bytes());
+        r[8..].copy_from_slice(&least.to_le_bytes());
+    })
+}
+
+/// `dst[i] = src[i]` for `len` 16-byte vectors (memmove semantics where the GPU would race).
+fn copy16(state: &mut State, device: usize, dst: u64, src: u64, len: u64) -> Result<(), Trap> {
+    let bytes = len.checked_mul(16).ok_or(ILLEGAL)?;
+    let data = load(state, device, src, bytes, 16)?;
+    probe(state, device, dst, bytes, 16)?;
+    store(state, device, dst, data);
+    Ok(())
+}
+
+/// Thread `t < threads` adds 1 to `counters[t % slots]` `reps` times: counter `s` gains
+/// `reps` × (the number of such threads), modulo 2^32.
+fn atomic_add_sys(
+    state: &mut State,
+    device: usize,
+    counters: u64,
+    slots: u64,
+    reps: u32,
+    threads: u64,
+) -> Result<(), Trap> {
+    let touched = slots.min(threads);
+    let (per, extra) = (threads / slots, threads % slots);
+    update(state, device, counters, touched * 4, 4, |bytes| {
+        for (s, c) in bytes.chunks_exact_mut(4).enumerate() {
+            let adds = (per + u64::from((s as u64) < extra)).wrapping_mul(reps as u64) as u32;
+            let value = u32::from_le_bytes([c[0], c[1], c[2], c[3]]).wrapping_add(adds);
+            c.copy_from_slice(&value.to_le_bytes());
+        }
+    })
+}
+
+fn word8(b: &[u8]) -> [u8; 8] {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(&b[..8]);
+    w
+}
+
+/// Checks that `device` may touch `[addr, addr + len)`, aligned to `align`.
+fn probe(state: &State, device: usize, addr: u64, len: u64, align: u64) -> Result<(), Trap> {
+    if len == 0 {
+        return Ok(());
+    }
+    if addr % align != 0 {
+        return Err(Trap(CUresult::CUDA_ERROR_MISALIGNED_ADDRESS));
+    }
+    match state.memory.span(addr, len) {
+        Some((block, _)) if state.can_access(device, block) => Ok(()),
+        _ => Err(ILLEGAL),
+    }
+}
+
+/// What `device` reads at `[addr, addr + len)`, after the link from the memory's device.
+fn load(state: &State, device: usize, addr: u64, len: u64, align: u64) -> Result<Vec<u8>, Trap> {
+    probe(state, device, addr, len, align)?;
+    let Some((block, offset)) = state.memory.span(addr, len) else { return Ok(Vec::new()) };
+    let mut data = block.bytes[offset..offset + len as usize].to_vec();
+    if let Some(fault) = state.topo.fault(block.device, device) {
+        apply_fault(fault, &mut data, None);
+    }
+    Ok(data)
+}
+
+/// Writes `data` at `addr` from `device`, through the link to the memory's device. The range
+/// has been probed.
+fn store(state: &mut State, device: usize, addr: u64, mut data: Vec<u8>) {
+    let owner = state.memory.find(addr).map(|b| b.device);
+    let fault = owner.and_then(|owner| state.topo.fault(device, owner));
+    if let Some((block, offset)) = state.memory.span_mut(addr, data.len() as u64) {
+        let target = &mut block.bytes[offset..offset + data.len()];
+        if let Some(fault) = fault {
+            apply_fault(fault, &mut data, Some(target));
+        }
+        target.copy_from_slice(&data);
+    }
+}
+
+/// An atomic read-modify-write of `[addr, addr + len)` from `device`: done at the memory, so
+/// only the updated bytes cross the link back (faults apply to them as to a write).
+fn update(
+    state: &mut State,
+    device: usize,
+    addr: u64,
+    len: u64,
+    align: u64,
+    f: impl FnOnce(&mut [u8]),
+) -> Result<(), Trap> {
+    probe(state, device, addr, len, align)?;
+    let Some((block, offset)) = state.memory.span(addr, len) else { return Ok(()) };
+    let mut data = block.bytes[offset..offset + len as usize].to_vec();
+    f(&mut data);
+    store(state, device, addr, data);
+    Ok(())
+}

@@ -1,0 +1,269 @@
+//! The simulator's mutable state behind its one lock: pools and their access tables,
+//! primary contexts and each thread's current one, streams, modules, memory, and whether the
+//! simulated process is dead.
+
+use super::kernels::Kernel;
+use super::memory::{Block, Memory};
+use super::topology::Topology;
+use crate::driver::{Access, HandleTypes, Stream};
+use cudarc::driver::sys::CUresult;
+use std::collections::HashMap;
+use std::thread::ThreadId;
+
+/// A failed simulated call: its code, and the call to name when it is not the method's own
+/// (the real driver checks ordinals with `cuDeviceGet` first).
+pub(super) struct Fail {
+    pub(super) code: CUresult,
+    pub(super) call: Option<&'static str>,
+}
+
+impl From<CUresult> for Fail {
+    fn from(code: CUresult) -> Fail {
+        Fail { code, call: None }
+    }
+}
+
+pub(super) type SimResult<T> = Result<T, Fail>;
+
+/// One pool, live or destroyed (destroyed ones stay while their allocations live, and as the
+/// source of a recycled handle's stale table).
+pub(super) struct PoolRec {
+    pub(super) handle: u64,
+    pub(super) device: usize,
+    pub(super) handle_types: HandleTypes,
+    /// By device ordinal; the owner's entry is always read-write.
+    pub(super) access: Vec<Access>,
+    pub(super) max_size: u64,
+    pub(super) used: u64,
+}
+
+/// One device's primary context.
+struct PrimaryCtx {
+    handle: u64,
+    retains: u32,
+}
+
+/// A loaded module: its device and `(kernel, function handle)` for each entry it declares.
+pub(super) struct ModuleRec {
+    pub(super) device: usize,
+    pub(super) functions: Vec<(Kernel, u64)>,
+}
+
+/// A function handle's kernel and device.
+#[derive(Clone, Copy)]
+pub(super) struct FunctionRec {
+    pub(super) module: u64,
+    pub(super) device: usize,
+    pub(super) kernel: Kernel,
+}
+
+pub(super) struct State {
+    pub(super) topo: Topology,
+    pub(super) recycle: bool,
+    /// The sticky error that killed the simulated process, if one did.
+    pub(super) dead: Option<CUresult>,
+    next_handle: u64,
+    pub(super) pools: Vec<PoolRec>,
+    live_pools: HashMap<u64, usize>,
+    recyclable: Vec<usize>,
+    pub(super) default_pools: Vec<usize>,
+    pub(super) current_pools: Vec<usize>,
+    pub(super) memory: Memory,
+    contexts: Vec<PrimaryCtx>,
+    current: HashMap<ThreadId, u64>,
+    pub(super) streams: HashMap<u64, usize>,
+    pub(super) modules: HashMap<u64, ModuleRec>,
+    pub(super) functions: HashMap<u64, FunctionRec>,
+}
+
+/// `CUDA_ERROR_INVALID_DEVICE` from `cuDeviceGet`, as the real wrapper reports a bad ordinal.
+fn bad_ordinal() -> Fail {
+    Fail { code: CUresult::CUDA_ERROR_INVALID_DEVICE, call: Some("cuDeviceGet") }
+}
+
+impl State {
+    pub(super) fn new(topo: Topology, recycle: bool) -> State {
+        let n = topo.device_count();
+        let mut s = State {
+            memory: Memory::new(n),
+            topo,
+            recycle,
+            dead: None,
+            next_handle: 0x5a00_0000,
+            pools: Vec::new(),
+            live_pools: HashMap::new(),
+            recyclable: Vec::new(),
+            default_pools: Vec::new(),
+            current_pools: Vec::new(),
+            contexts: Vec::new(),
+            current: HashMap::new(),
+            streams: HashMap::new(),
+            modules: HashMap::new(),
+            functions: HashMap::new(),
+        };
+        for device in 0..n {
+            let handle = s.mint();
+            s.contexts.push(PrimaryCtx { handle, retains: 0 });
+            let pool = s.new_pool(device, HandleTypes::NONE, 0);
+            s.default_pools.push(pool);
+            s.current_pools.push(pool);
+        }
+        s
+    }
+
+    /// A fresh handle: handles of every kind come from one counter, so one kind passed as
+    /// another is never valid.
+    pub(super) fn mint(&mut self) -> u64 {
+        self.next_handle += 0x10;
+        self.next_handle
+    }
+
+    pub(super) fn count(&self) -> usize {
+        self.topo.device_count()
+    }
+
+    /// The ordinal, if a device has it.
+    pub(super) fn in_range(&self, ordinal: i32) -> Option<usize> {
+        usize::try_from(ordinal).ok().filter(|&d| d < self.count())
+    }
+
+    /// The device, or `CUDA_ERROR_INVALID_DEVICE` from `cuDeviceGet`.
+    pub(super) fn device(&self, ordinal: i32) -> SimResult<usize> {
+        self.in_range(ordinal).ok_or_else(bad_ordinal)
+    }
+
+    // ---- contexts ----
+
+    pub(super) fn retain(&mut self, device: usize) -> u64 {
+        let ctx = &mut self.contexts[device];
+        ctx.retains += 1;
+        ctx.handle
+    }
+
+    /// Drops one retain; the last one resets the context: its modules, streams and `cuMemAlloc`
+    /// memory go, as the driver resets a primary context nobody holds.
+    pub(super) fn release(&mut self, device: usize) -> SimResult<()> {
+        let ctx = &mut self.contexts[device];
+        if ctx.retains == 0 {
+            return Err(CUresult::CUDA_ERROR_INVALID_CONTEXT.into());
+        }
+        ctx.retains -= 1;
+        if ctx.retains == 0 {
+            self.modules.retain(|_, m| m.device != device);
+            self.functions.retain(|_, f| f.device != device);
+            self.streams.retain(|_, &mut d| d != device);
+            for base in self.memory.legacy_on(device) {
+                self.memory.free(base);
+            }
+        }
+        Ok(())
+    }
+
+    /// The device whose primary context `handle` is.
+    pub(super) fn context_device(&self, handle: u64) -> Option<usize> {
+        self.contexts.iter().position(|c| c.handle == handle)
+    }
+
+    pub(super) fn current_context(&self) -> Option<u64> {
+        self.current.get(&std::thread::current().id()).copied()
+    }
+
+    pub(super) fn set_current(&mut self, handle: Option<u64>) -> SimResult<()> {
+        let thread = std::thread::current().id();
+        match handle {
+            None => {
+                self.current.remove(&thread);
+            }
+            Some(h) if self.context_device(h).is_some() => {
+                self.current.insert(thread, h);
+            }
+            Some(_) => return Err(CUresult::CUDA_ERROR_INVALID_CONTEXT.into()),
+        }
+        Ok(())
+    }
+
+    /// The calling thread's current context's device; `CUDA_ERROR_INVALID_CONTEXT` when there
+    /// is none or nobody retains it.
+    pub(super) fn current_device(&self) -> SimResult<usize> {
+        let device = self.current_context().and_then(|h| self.context_device(h));
+        match device {
+            Some(d) if self.contexts[d].retains > 0 => Ok(d),
+            _ => Err(CUresult::CUDA_ERROR_INVALID_CONTEXT.into()),
+        }
+    }
+
+    /// The device a stream runs on: the current context's for the null stream.
+    pub(super) fn stream_device(&self, stream: Stream) -> SimResult<usize> {
+        if stream == Stream::LEGACY {
+            return self.current_device();
+        }
+        self.streams.get(&stream.0).copied().ok_or_else(|| CUresult::CUDA_ERROR_INVALID_HANDLE.into())
+    }
+
+    pub(super) fn retained_contexts(&self) -> u32 {
+        self.contexts.iter().map(|c| c.retains).sum()
+    }
+
+    // ---- pools ----
+
+    /// A new pool on `device`: read-write for the owner, none for every peer; or, when
+    /// recycling, the last destroyed pool's handle and access table (nvbug 5698116).
+    pub(super) fn new_pool(&mut self, device: usize, handle_types: HandleTypes, max_size: u64) -> usize {
+        let (handle, mut access) = match self.recyclable.pop() {
+            Some(old) if self.recycle => (self.pools[old].handle, self.pools[old].access.clone()),
+            _ => (self.mint(), vec![Access::None; self.count()]),
+        };
+        access[device] = Access::ReadWrite;
+        self.pools.push(PoolRec { handle, device, handle_types, access, max_size, used: 0 });
+        let id = self.pools.len() - 1;
+        self.live_pools.insert(handle, id);
+        id
+    }
+
+    /// A live pool's index; `CUDA_ERROR_INVALID_VALUE` for null, unknown or destroyed handles.
+    pub(super) fn pool(&self, handle: u64) -> SimResult<usize> {
+        self.live_pools.get(&handle).copied().ok_or_else(|| CUresult::CUDA_ERROR_INVALID_VALUE.into())
+    }
+
+    /// Destroys a created pool (a default pool cannot be). Its live allocations stay usable
+    /// until freed; a device whose current pool it was falls back to its default pool.
+    pub(super) fn destroy_pool(&mut self, handle: u64) -> SimResult<()> {
+        let id = self.pool(handle)?;
+        if self.default_pools.contains(&id) {
+            return Err(CUresult::CUDA_ERROR_INVALID_VALUE.into());
+        }
+        self.live_pools.remove(&handle);
+        for d in 0..self.count() {
+            if self.current_pools[d] == id {
+                self.current_pools[d] = self.default_pools[d];
+            }
+        }
+        if self.recycle {
+            self.recyclable.push(id);
+        }
+        Ok(())
+    }
+
+    pub(super) fn live_pool_count(&self) -> usize {
+        self.live_pools.len()
+    }
+
+    // ---- access ----
+
+    /// Whether `device` may touch `block`: its own memory, or a pool that grants it read-write.
+    /// `cuMemAlloc` memory of another device is never reachable (peerpool never enables
+    /// legacy peer access).
+    pub(super) fn can_access(&self, device: usize, block: &Block) -> bool {
+        block.device == device
+            || block.pool.is_some_and(|p| self.pools[p].access.get(device) == Some(&Access::ReadWrite))
+    }
+
+    /// For copies and memsets run by `device`: the range lies in one allocation `device` may
+    /// touch, else `CUDA_ERROR_INVALID_VALUE` (as the driver answers an ungranted pool).
+    pub(super) fn check_engine(&self, device: usize, addr: u64, len: u64) -> SimResult<usize> {
+        match self.memory.span(addr, len) {
+            Some((block, _)) if self.can_access(device, block) => Ok(block.device),
+            _ => Err(CUresult::CUDA_ERROR_INVALID_VALUE.into()),
+        }
+    }
+}

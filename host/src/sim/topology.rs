@@ -1,0 +1,374 @@
+//! [`Topology`]: the simulated machine. Devices, the ordered-pair peer matrix and link faults,
+//! read from TOML (the catalog in `ci/topologies/`) or built in code.
+//!
+//! The TOML form keeps large machines short: device groups (`count = 72`), one default link
+//! for every ordered pair, NVLink islands, then per-pair overrides, applied in that order.
+
+use crate::driver::HandleTypes;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Why a topology could not be read.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("topology {source_name}: {message}")]
+pub struct TopologyError {
+    /// The file, or `"<string>"`.
+    pub source_name: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// One simulated GPU.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceSpec {
+    /// `cuDeviceGetName`.
+    pub name: String,
+    /// `cuDeviceTotalMem`, bytes: also the cap on live allocations.
+    pub total_memory: u64,
+    /// `CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT`.
+    pub sms: i32,
+    /// Compute capability (major, minor).
+    pub compute_capability: (i32, i32),
+    /// `CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED`: without it `cuMemPoolCreate` is refused.
+    pub pools_supported: bool,
+    /// `CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES`.
+    pub pool_handle_types: HandleTypes,
+    /// `CU_DEVICE_ATTRIBUTE_PCI_BUS_ID`.
+    pub pci_bus_id: i32,
+}
+
+impl DeviceSpec {
+    /// One H200 of the lent machine, as its driver reports it (`HARDWARE.md`, `peerpool.txt`).
+    pub fn h200() -> DeviceSpec {
+        DeviceSpec {
+            name: "NVIDIA H200".into(),
+            total_memory: 143_155 << 20,
+            sms: 132,
+            compute_capability: (9, 0),
+            pools_supported: true,
+            pool_handle_types: HandleTypes(0x9),
+            pci_bus_id: 0,
+        }
+    }
+}
+
+/// What one device can do with another's memory: `from`'s kernels reaching `to`'s memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Link {
+    /// `cuDeviceCanAccessPeer(from, to)` and `CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED`.
+    #[serde(default = "yes")]
+    pub access: bool,
+    /// `CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED`.
+    #[serde(default = "yes")]
+    pub atomics: bool,
+    /// `CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK` (lower is faster).
+    #[serde(default)]
+    pub rank: i32,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Link {
+    /// Peer access with native atomics, rank 0 (NVLink, NVSwitch).
+    pub const NVLINK: Link = Link { access: true, atomics: true, rank: 0 };
+    /// No peer path.
+    pub const NONE: Link = Link { access: false, atomics: false, rank: 0 };
+}
+
+impl Default for Link {
+    fn default() -> Link {
+        Link::NVLINK
+    }
+}
+
+/// What a faulty link does to the bytes it carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FaultKind {
+    /// Affected bytes arrive XORed with the fault's mask.
+    Corrupt,
+    /// Affected bytes never arrive: a write leaves the destination's old byte, a read sees 0.
+    Drop,
+}
+
+/// A fault on one direction of data flow (`from`'s memory or kernel sending bytes to `to`).
+///
+/// The affected bytes are those at offsets 0, `period`, 2 × `period`, … of each transfer (a
+/// copy, or a kernel's buffer argument), so a test knows where to look and repeats exactly.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LinkFault {
+    /// Corrupt or drop.
+    pub kind: FaultKind,
+    /// Distance between affected bytes (1 affects every byte).
+    pub period: u64,
+    /// XOR mask for [`FaultKind::Corrupt`] (never 0).
+    pub xor: u8,
+}
+
+impl LinkFault {
+    /// Flips the low bit of one byte in every 4096.
+    pub fn corrupt() -> LinkFault {
+        LinkFault { kind: FaultKind::Corrupt, period: 4096, xor: 0x01 }
+    }
+
+    /// Loses one byte in every 4096.
+    pub fn drop_bytes() -> LinkFault {
+        LinkFault { kind: FaultKind::Drop, period: 4096, xor: 0x01 }
+    }
+}
+
+/// The simulated machine: devices, the peer matrix (one [`Link`] per ordered pair, possibly
+/// asymmetric) and per-direction [`LinkFault`]s. Deserialises from the catalog's TOML form.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "TopologyFile")]
+pub struct Topology {
+    /// Shown by `describe()`: `"simulated: <name>"`.
+    pub name: String,
+    /// What the topology stands for.
+    pub description: String,
+    /// `cuDriverGetVersion`.
+    pub driver_version: i32,
+    /// The devices, by ordinal.
+    pub devices: Vec<DeviceSpec>,
+    /// `links[from * n + to]`; the diagonal is unused.
+    links: Vec<Link>,
+    /// Faulty directions of data flow, `(from, to)`.
+    faults: BTreeMap<(usize, usize), LinkFault>,
+}
+
+impl Topology {
+    /// `n` copies of `device`, every ordered pair joined by `link`.
+    pub fn uniform(name: &str, n: usize, device: DeviceSpec, link: Link) -> Topology {
+        let devices = (0..n).map(|i| DeviceSpec { pci_bus_id: bus_id(i), ..device.clone() }).collect();
+        Topology {
+            name: name.into(),
+            description: String::new(),
+            driver_version: 13000,
+            devices,
+            links: vec![link; n * n],
+            faults: BTreeMap::new(),
+        }
+    }
+
+    /// The lent machine: 2 × NVIDIA H200 joined by NV18, peer access and native atomics both
+    /// ways, performance rank 0, CUDA 13.0 (`HARDWARE.md`, measured 2026-11-30).
+    pub fn two_h200() -> Topology {
+        let mut t = Topology::uniform("2 x H200 (NV18)", 2, DeviceSpec::h200(), Link::NVLINK);
+        t.description = "The lent machine: two H200s over 18 NVLinks, peer access and atomics both ways.".into();
+        t
+    }
+
+    /// Parses the catalog's TOML form.
+    pub fn from_toml_str(text: &str) -> Result<Topology, TopologyError> {
+        toml::from_str(text).map_err(|e| TopologyError { source_name: "<string>".into(), message: e.to_string() })
+    }
+
+    /// Reads and parses a TOML file.
+    pub fn load(path: impl AsRef<Path>) -> Result<Topology, TopologyError> {
+        let path = path.as_ref();
+        let named = |message: String| TopologyError { source_name: path.display().to_string(), message };
+        let text = std::fs::read_to_string(path).map_err(|e| named(e.to_string()))?;
+        Topology::from_toml_str(&text).map_err(|e| named(e.message))
+    }
+
+    /// How many devices.
+    pub fn device_count(&self) -> usize {
+        self.devices.len()
+    }
+
+    /// The link `from -> to`; [`Link::NONE`] on the diagonal or out of range.
+    pub fn link(&self, from: usize, to: usize) -> Link {
+        let n = self.device_count();
+        if from == to || from >= n || to >= n { Link::NONE } else { self.links[from * n + to] }
+    }
+
+    /// Replaces the link `from -> to` (ignored on the diagonal or out of range).
+    pub fn set_link(&mut self, from: usize, to: usize, link: Link) -> &mut Topology {
+        let n = self.device_count();
+        if from != to && from < n && to < n {
+            self.links[from * n + to] = link;
+        }
+        self
+    }
+
+    /// The fault on data flowing `from -> to`, if any.
+    pub fn fault(&self, from: usize, to: usize) -> Option<LinkFault> {
+        self.faults.get(&(from, to)).copied()
+    }
+
+    /// Sets or clears the fault on data flowing `from -> to`.
+    pub fn set_fault(&mut self, from: usize, to: usize, fault: Option<LinkFault>) -> &mut Topology {
+        match fault {
+            Some(f) if from != to => self.faults.insert((from, to), f),
+            _ => self.faults.remove(&(from, to)),
+        };
+        self
+    }
+
+    /// Every faulty direction, `((from, to), fault)`.
+    pub fn faults(&self) -> impl Iterator<Item = ((usize, usize), LinkFault)> + '_ {
+        self.faults.iter().map(|(&k, &v)| (k, v))
+    }
+}
+
+/// A synthetic but distinct PCI bus id per ordinal.
+fn bus_id(ordinal: usize) -> i32 {
+    0x18 + 0x10 * ordinal as i32
+}
+
+// ---- the TOML form ----
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TopologyFile {
+    name: String,
+    #[serde(default)]
+    description: String,
+    #[serde(default = "cuda_13")]
+    driver_version: i32,
+    devices: Vec<DeviceGroup>,
+    #[serde(default)]
+    links: LinksFile,
+    #[serde(default)]
+    faults: Vec<FaultFile>,
+}
+
+fn cuda_13() -> i32 {
+    13000
+}
+
+/// `count` identical devices, numbered after the groups before.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DeviceGroup {
+    #[serde(default = "one")]
+    count: usize,
+    name: String,
+    memory_mib: u64,
+    sms: i32,
+    compute_capability: [i32; 2],
+    #[serde(default = "yes")]
+    pools: bool,
+    #[serde(default)]
+    pool_handle_types: u32,
+}
+
+fn one() -> usize {
+    1
+}
+
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LinksFile {
+    /// Every ordered pair; absent means no peer path.
+    default: Option<Link>,
+    #[serde(default)]
+    islands: Vec<IslandFile>,
+    #[serde(default)]
+    pairs: Vec<PairFile>,
+}
+
+/// Every ordered pair inside `devices` gets `link` (NVLink when omitted).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct IslandFile {
+    devices: Vec<usize>,
+    #[serde(default)]
+    link: Link,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PairFile {
+    from: usize,
+    to: usize,
+    #[serde(default = "yes")]
+    access: bool,
+    #[serde(default = "yes")]
+    atomics: bool,
+    #[serde(default)]
+    rank: i32,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FaultFile {
+    from: usize,
+    to: usize,
+    kind: FaultKind,
+    #[serde(default = "page")]
+    period: u64,
+    #[serde(default = "low_bit")]
+    xor: u8,
+}
+
+fn page() -> u64 {
+    4096
+}
+fn low_bit() -> u8 {
+    1
+}
+
+impl TryFrom<TopologyFile> for Topology {
+    type Error = TopologyError;
+
+    fn try_from(file: TopologyFile) -> Result<Topology, TopologyError> {
+        let fail = |message: String| TopologyError { source_name: file.name.clone(), message };
+        let mut devices = Vec::new();
+        for g in &file.devices {
+            for _ in 0..g.count {
+                devices.push(DeviceSpec {
+                    name: g.name.clone(),
+                    total_memory: g
+                        .memory_mib
+                        .checked_mul(1 << 20)
+                        .ok_or_else(|| fail("memory_mib too large".into()))?,
+                    sms: g.sms,
+                    compute_capability: (g.compute_capability[0], g.compute_capability[1]),
+                    pools_supported: g.pools,
+                    pool_handle_types: HandleTypes(g.pool_handle_types),
+                    pci_bus_id: bus_id(devices.len()),
+                });
+            }
+        }
+        let n = devices.len();
+        let check = |what: &str, d: usize| {
+            if d < n { Ok(d) } else { Err(fail(format!("{what}: device {d} does not exist ({n} devices)"))) }
+        };
+        let mut t = Topology {
+            name: file.name.clone(),
+            description: file.description.trim().to_string(),
+            driver_version: file.driver_version,
+            devices,
+            links: vec![file.links.default.unwrap_or(Link::NONE); n * n],
+            faults: BTreeMap::new(),
+        };
+        for island in &file.links.islands {
+            for &from in &island.devices {
+                check("island", from)?;
+                for &to in &island.devices {
+                    t.set_link(from, to, island.link);
+                }
+            }
+        }
+        for p in &file.links.pairs {
+            let (from, to) = (check("pair", p.from)?, check("pair", p.to)?);
+            if from == to {
+                return Err(fail(format!("pair {from} -> {to}: a device is not its own peer")));
+            }
+            t.set_link(from, to, Link { access: p.access, atomics: p.atomics, rank: p.rank });
+        }
+        for f in &file.faults {
+            let (from, to) = (check("fault", f.from)?, check("fault", f.to)?);
+            if from == to || f.period == 0 || (f.kind == FaultKind::Corrupt && f.xor == 0) {
+                return Err(fail(format!("fault {from} -> {to}: needs two devices, period > 0 and xor != 0")));
+            }
+            t.set_fault(from, to, Some(LinkFault { kind: f.kind, period: f.period, xor: f.xor }));
+        }
+        Ok(t)
+    }
+}
