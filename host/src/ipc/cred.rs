@@ -1,0 +1,71 @@
+//! Who is on the other end of a socket, as the kernel attests it, and whom a channel trusts.
+
+use super::error::IpcError;
+use rustix::fd::AsFd;
+use rustix::net::UCred;
+
+/// A process's identity as the kernel reports it (not as the process claims it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Credentials {
+    /// Process id, in our pid namespace.
+    pub pid: u32,
+    /// User id.
+    pub uid: u32,
+    /// Group id.
+    pub gid: u32,
+}
+
+impl From<UCred> for Credentials {
+    fn from(cred: UCred) -> Self {
+        Self { pid: cred.pid.as_raw_pid().unsigned_abs(), uid: cred.uid.as_raw(), gid: cred.gid.as_raw() }
+    }
+}
+
+/// Whom a channel trusts: always only our own uid, and one pid where the caller names it.
+///
+/// Another uid could read the memory an export handle grants, so the uid is not optional.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct PeerCheck {
+    /// The one process the peer must be, if set.
+    pub pid: Option<u32>,
+}
+
+impl PeerCheck {
+    /// Any process of our uid.
+    pub const SAME_UID: PeerCheck = PeerCheck { pid: None };
+
+    /// Only process `pid` (of our uid).
+    pub fn pid(pid: u32) -> Self {
+        Self { pid: Some(pid) }
+    }
+
+    /// Whether `found` passes, with `our_uid` the uid of the same kind (effective or real).
+    pub(crate) fn verify(self, found: Credentials, our_uid: u32) -> Result<(), IpcError> {
+        if found.uid == our_uid && self.pid.is_none_or(|pid| pid == found.pid) {
+            return Ok(());
+        }
+        Err(IpcError::CredentialMismatch {
+            expected_uid: our_uid,
+            expected_pid: self.pid,
+            found_uid: found.uid,
+            found_pid: found.pid,
+        })
+    }
+}
+
+/// `SO_PEERCRED`: the peer as it was when the connection was made (the connecting process for
+/// a listener's connection; for a socketpair, the process that created the pair, on both ends).
+/// The uid is the effective one.
+pub fn peer_credentials(socket: impl AsFd) -> Result<Credentials, IpcError> {
+    rustix::net::sockopt::socket_peercred(socket).map(Credentials::from).map_err(|e| IpcError::io("SO_PEERCRED", e))
+}
+
+/// Our effective uid, which `SO_PEERCRED` reports for a peer.
+pub(crate) fn our_euid() -> u32 {
+    rustix::process::geteuid().as_raw()
+}
+
+/// Our real uid, which `SCM_CREDENTIALS` reports for a sender.
+pub(crate) fn our_uid() -> u32 {
+    rustix::process::getuid().as_raw()
+}

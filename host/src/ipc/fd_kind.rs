@@ -1,0 +1,75 @@
+//! What a file descriptor refers to, from `fstat`, so that a receiver can refuse a file or a
+//! directory where the sender promised a driver handle.
+
+use super::error::IpcError;
+use rustix::fd::AsFd;
+use rustix::fs::FileType;
+use std::fmt;
+
+/// The kind of object behind a file descriptor (the `S_IFMT` bits of `st_mode`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FdKind {
+    /// A regular file.
+    Regular,
+    /// A directory.
+    Directory,
+    /// A character device: what CUDA's POSIX-fd export handles are (an open of the NVIDIA device
+    /// node, per the hardware record).
+    CharDevice,
+    /// A block device.
+    BlockDevice,
+    /// A pipe or FIFO.
+    Fifo,
+    /// A socket.
+    Socket,
+    /// A symbolic link (only through `O_PATH`).
+    Symlink,
+    /// No file type bits: an anonymous inode (eventfd, memfd-like driver objects).
+    Anonymous,
+}
+
+impl FdKind {
+    /// What a driver export handle may be: never a regular file, a directory or a link.
+    pub const DEVICE_HANDLE: &'static [FdKind] = &[FdKind::CharDevice, FdKind::Anonymous];
+}
+
+impl fmt::Display for FdKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            FdKind::Regular => "a regular file",
+            FdKind::Directory => "a directory",
+            FdKind::CharDevice => "a character device",
+            FdKind::BlockDevice => "a block device",
+            FdKind::Fifo => "a pipe",
+            FdKind::Socket => "a socket",
+            FdKind::Symlink => "a symbolic link",
+            FdKind::Anonymous => "an anonymous inode",
+        })
+    }
+}
+
+/// What `fd` refers to.
+pub fn fd_kind(fd: impl AsFd) -> Result<FdKind, IpcError> {
+    let stat = rustix::fs::fstat(fd).map_err(|e| IpcError::io("fstat", e))?;
+    Ok(match FileType::from_raw_mode(stat.st_mode) {
+        FileType::RegularFile => FdKind::Regular,
+        FileType::Directory => FdKind::Directory,
+        FileType::CharacterDevice => FdKind::CharDevice,
+        FileType::BlockDevice => FdKind::BlockDevice,
+        FileType::Fifo => FdKind::Fifo,
+        FileType::Socket => FdKind::Socket,
+        FileType::Symlink => FdKind::Symlink,
+        _ => FdKind::Anonymous,
+    })
+}
+
+/// `fd`'s kind if it is one of `allowed`, else [`IpcError::WrongFdKind`].
+pub fn expect_kind(fd: impl AsFd, allowed: &'static [FdKind]) -> Result<FdKind, IpcError> {
+    let found = fd_kind(fd)?;
+    if allowed.contains(&found) { Ok(found) } else { Err(IpcError::WrongFdKind { expected: allowed, found }) }
+}
+
+/// [`expect_kind`] with [`FdKind::DEVICE_HANDLE`]: the check before handing an fd to a driver import.
+pub fn expect_device_handle(fd: impl AsFd) -> Result<FdKind, IpcError> {
+    expect_kind(fd, FdKind::DEVICE_HANDLE)
+}
