@@ -5,8 +5,11 @@
 //!   `/proc/<pid>/fd/<n>` gives a new open of the device node, whose import fails with
 //!   `CUDA_ERROR_UNKNOWN` (measured, `shared/HARDWARE.md`). Both directions check the peer's
 //!   credentials, since an export handle grants the memory to whoever holds it.
+//! - Provenance ([`classify`], [`choose_path`]): from the pointer attributes the driver reports
+//!   to the way the memory can be shared (legacy IPC handle, pool export, virtual-memory
+//!   export, or a staged copy), or the reason none applies.
 //!
-//! The driver calls themselves (export, import) are not here.
+//! The driver calls themselves (export, import) are not here; the paths name them.
 
 mod channel;
 mod cred;
@@ -14,6 +17,8 @@ mod error;
 mod fd_kind;
 mod listener;
 mod private_dir;
+mod provenance;
+mod sharing;
 mod wire;
 
 pub use channel::{Channel, Message};
@@ -22,4 +27,6 @@ pub use error::IpcError;
 pub use fd_kind::{FdKind, expect_device_handle, expect_kind, fd_kind};
 pub use listener::Listener;
 pub use private_dir::PrivateDir;
+pub use provenance::{PointerFacts, Provenance, ProvenanceError, classify};
+pub use sharing::{NoExport, ShareHandle, ShareRequest, SharingError, SharingPath, choose_path, sharing_path};
 pub use wire::{Limits, MAX_FDS, MAX_PAYLOAD};

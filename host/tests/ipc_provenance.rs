@@ -1,0 +1,242 @@
+//! Every row of the provenance and sharing-path decision tables (`ipc::provenance`,
+//! `ipc::sharing`), with the attribute values measured on the H200s where there are some.
+
+use peerpool::CUresult;
+use peerpool::driver::{HandleTypes, PointerAttribute, Pool};
+use peerpool::ipc::{
+    NoExport, PointerFacts, Provenance, ProvenanceError, ShareHandle, ShareRequest, SharingError, SharingPath,
+    choose_path, classify, sharing_path,
+};
+
+const POOL: Pool = Pool(0x5555_0000_1000);
+const BOTH: HandleTypes = HandleTypes(0x9);
+
+fn facts(mempool: Option<Pool>, legacy_ipc: bool, handle_types: HandleTypes) -> PointerFacts {
+    PointerFacts { mempool, legacy_ipc, handle_types, device: 1 }
+}
+
+fn request(handle: ShareHandle, allow_staging: bool) -> ShareRequest {
+    ShareRequest { handle, allow_staging }
+}
+
+const FD: ShareRequest = ShareRequest { handle: ShareHandle::PosixFd, allow_staging: false };
+const FABRIC: ShareRequest = ShareRequest { handle: ShareHandle::Fabric, allow_staging: false };
+
+// classify: one test per row of the table.
+
+#[test]
+fn invalid_value_is_not_device_memory() {
+    assert_eq!(classify(Err(CUresult::CUDA_ERROR_INVALID_VALUE)), Ok(Provenance::NotDeviceMemory));
+}
+
+#[test]
+fn other_driver_errors_are_passed_on() {
+    for code in [CUresult::CUDA_ERROR_NOT_INITIALIZED, CUresult::CUDA_ERROR_ILLEGAL_ADDRESS] {
+        assert_eq!(classify(Err(code)), Err(ProvenanceError::Driver { code }));
+    }
+}
+
+#[test]
+fn pool_memory_claiming_legacy_ipc_is_inconsistent() {
+    for types in [HandleTypes::NONE, HandleTypes::POSIX_FD] {
+        let reported = facts(Some(POOL), true, types);
+        assert!(
+            matches!(classify(Ok(reported)), Err(ProvenanceError::Inconsistent { facts, .. }) if facts == reported)
+        );
+    }
+}
+
+#[test]
+fn pool_with_handle_types_is_exportable() {
+    // Measured: a pool created with the POSIX-fd handle type reports 0 / 0x1 / the pool.
+    let got = classify(Ok(facts(Some(POOL), false, HandleTypes::POSIX_FD)));
+    assert_eq!(got, Ok(Provenance::ExportablePool { pool: POOL, device: 1, handle_types: HandleTypes::POSIX_FD }));
+}
+
+#[test]
+fn pool_without_handle_types_is_private() {
+    // Measured: the probe's pool without handle types reports 0 / 0 / the pool.
+    let got = classify(Ok(facts(Some(POOL), false, HandleTypes::NONE)));
+    assert_eq!(got, Ok(Provenance::PrivatePool { pool: POOL, device: 1 }));
+}
+
+#[test]
+fn cu_mem_alloc_is_legacy_ipc() {
+    // Measured: cuMemAlloc reports legacy 1, handle types 0, no pool.
+    assert_eq!(classify(Ok(facts(None, true, HandleTypes::NONE))), Ok(Provenance::LegacyIpc { device: 1 }));
+    assert_eq!(classify(Ok(facts(None, true, HandleTypes::POSIX_FD))), Ok(Provenance::LegacyIpc { device: 1 }));
+}
+
+#[test]
+fn unpooled_non_legacy_memory_is_virtual_memory() {
+    // Measured: cuMemCreate with the POSIX-fd type + cuMemMap reports legacy 0, 0x1, no pool.
+    for types in [HandleTypes::POSIX_FD, HandleTypes::FABRIC, BOTH, HandleTypes::NONE] {
+        let got = classify(Ok(facts(None, false, types)));
+        assert_eq!(got, Ok(Provenance::VirtualMemory { device: 1, handle_types: types }));
+    }
+}
+
+// PointerFacts::read: the driver's widened u64 answers.
+
+#[test]
+fn facts_are_read_from_widened_attributes() {
+    let answer = |attribute| {
+        Ok(match attribute {
+            PointerAttribute::MempoolHandle => POOL.0,
+            PointerAttribute::IsLegacyCudaIpcCapable => 0,
+            PointerAttribute::AllowedHandleTypes => 0x9,
+            PointerAttribute::DeviceOrdinal => 1,
+            other => panic!("{other:?} is not needed"),
+        })
+    };
+    assert_eq!(
+        PointerFacts::read(answer),
+        Ok(PointerFacts { mempool: Some(POOL), legacy_ipc: false, handle_types: BOTH, device: 1 })
+    );
+    let legacy = |attribute| Ok(u64::from(attribute == PointerAttribute::IsLegacyCudaIpcCapable));
+    assert_eq!(
+        PointerFacts::read(legacy),
+        Ok(PointerFacts { mempool: None, legacy_ipc: true, handle_types: HandleTypes::NONE, device: 0 })
+    );
+}
+
+#[test]
+fn the_first_failed_attribute_stops_the_reading() {
+    let mut asked = Vec::new();
+    let host = |attribute| {
+        asked.push(attribute);
+        Err(CUresult::CUDA_ERROR_INVALID_VALUE)
+    };
+    assert_eq!(PointerFacts::read(host), Err(CUresult::CUDA_ERROR_INVALID_VALUE));
+    assert_eq!(asked, [PointerAttribute::MempoolHandle]);
+    assert_eq!(PointerFacts::ATTRIBUTES.len(), 4);
+}
+
+// choose_path: one test per row of the table, staging allowed and not.
+
+#[test]
+fn not_device_memory_has_no_path_even_with_staging() {
+    for req in [FD, request(ShareHandle::PosixFd, true), request(ShareHandle::Fabric, true)] {
+        assert_eq!(choose_path(Provenance::NotDeviceMemory, req), Err(SharingError::NotDeviceMemory));
+    }
+}
+
+#[test]
+fn legacy_memory_for_an_fd_request_uses_a_legacy_handle() {
+    let legacy = Provenance::LegacyIpc { device: 0 };
+    assert_eq!(choose_path(legacy, FD), Ok(SharingPath::LegacyIpc));
+    assert_eq!(choose_path(legacy, request(ShareHandle::PosixFd, true)), Ok(SharingPath::LegacyIpc));
+}
+
+#[test]
+fn legacy_memory_for_a_fabric_request_needs_staging() {
+    let legacy = Provenance::LegacyIpc { device: 0 };
+    assert_eq!(
+        choose_path(legacy, FABRIC),
+        Err(SharingError::NotExportable { handle: ShareHandle::Fabric, why: NoExport::LegacyOnly })
+    );
+    assert_eq!(
+        choose_path(legacy, request(ShareHandle::Fabric, true)),
+        Ok(SharingPath::StagedCopy { handle: ShareHandle::Fabric, why: NoExport::LegacyOnly })
+    );
+}
+
+#[test]
+fn exportable_pool_with_the_wanted_type_is_exported() {
+    let pool = Provenance::ExportablePool { pool: POOL, device: 0, handle_types: BOTH };
+    for handle in [ShareHandle::PosixFd, ShareHandle::Fabric] {
+        for allow_staging in [false, true] {
+            assert_eq!(
+                choose_path(pool, request(handle, allow_staging)),
+                Ok(SharingPath::PoolExport { pool: POOL, handle })
+            );
+        }
+    }
+}
+
+#[test]
+fn fabric_only_pool_for_an_fd_request_needs_staging() {
+    let pool = Provenance::ExportablePool { pool: POOL, device: 0, handle_types: HandleTypes::FABRIC };
+    let why = NoExport::HandleTypeMissing { available: HandleTypes::FABRIC };
+    assert_eq!(choose_path(pool, FD), Err(SharingError::NotExportable { handle: ShareHandle::PosixFd, why }));
+    assert_eq!(
+        choose_path(pool, request(ShareHandle::PosixFd, true)),
+        Ok(SharingPath::StagedCopy { handle: ShareHandle::PosixFd, why })
+    );
+    let text = choose_path(pool, FD).unwrap_err().to_string();
+    assert_eq!(
+        text,
+        "cannot share the memory as PosixFd: it is exportable only with handle types 0x8, and staging is not allowed"
+    );
+}
+
+#[test]
+fn private_pool_needs_staging() {
+    let pool = Provenance::PrivatePool { pool: POOL, device: 0 };
+    for handle in [ShareHandle::PosixFd, ShareHandle::Fabric] {
+        assert_eq!(
+            choose_path(pool, request(handle, false)),
+            Err(SharingError::NotExportable { handle, why: NoExport::PrivatePool })
+        );
+        assert_eq!(
+            choose_path(pool, request(handle, true)),
+            Ok(SharingPath::StagedCopy { handle, why: NoExport::PrivatePool })
+        );
+    }
+}
+
+#[test]
+fn virtual_memory_with_the_wanted_type_is_exported() {
+    let vmm = Provenance::VirtualMemory { device: 0, handle_types: HandleTypes::POSIX_FD };
+    assert_eq!(choose_path(vmm, FD), Ok(SharingPath::VirtualMemoryExport { handle: ShareHandle::PosixFd }));
+    let vmm = Provenance::VirtualMemory { device: 0, handle_types: BOTH };
+    assert_eq!(
+        choose_path(vmm, request(ShareHandle::Fabric, true)),
+        Ok(SharingPath::VirtualMemoryExport { handle: ShareHandle::Fabric })
+    );
+}
+
+#[test]
+fn virtual_memory_with_other_types_only_needs_staging() {
+    let vmm = Provenance::VirtualMemory { device: 0, handle_types: HandleTypes::POSIX_FD };
+    let why = NoExport::HandleTypeMissing { available: HandleTypes::POSIX_FD };
+    assert_eq!(choose_path(vmm, FABRIC), Err(SharingError::NotExportable { handle: ShareHandle::Fabric, why }));
+    assert_eq!(
+        choose_path(vmm, request(ShareHandle::Fabric, true)),
+        Ok(SharingPath::StagedCopy { handle: ShareHandle::Fabric, why })
+    );
+}
+
+#[test]
+fn virtual_memory_without_types_needs_staging() {
+    let vmm = Provenance::VirtualMemory { device: 0, handle_types: HandleTypes::NONE };
+    let why = NoExport::PrivateVirtualMemory;
+    assert_eq!(choose_path(vmm, FD), Err(SharingError::NotExportable { handle: ShareHandle::PosixFd, why }));
+    assert_eq!(
+        choose_path(vmm, request(ShareHandle::PosixFd, true)),
+        Ok(SharingPath::StagedCopy { handle: ShareHandle::PosixFd, why })
+    );
+}
+
+// sharing_path: the two steps together, errors included.
+
+#[test]
+fn sharing_path_chains_classification_and_choice() {
+    assert_eq!(
+        sharing_path(Ok(facts(Some(POOL), false, HandleTypes::POSIX_FD)), FD),
+        Ok(SharingPath::PoolExport { pool: POOL, handle: ShareHandle::PosixFd })
+    );
+    assert_eq!(sharing_path(Err(CUresult::CUDA_ERROR_INVALID_VALUE), FD), Err(SharingError::NotDeviceMemory));
+    let code = CUresult::CUDA_ERROR_NOT_INITIALIZED;
+    assert_eq!(sharing_path(Err(code), FD), Err(SharingError::Provenance(ProvenanceError::Driver { code })));
+    assert!(matches!(
+        sharing_path(Ok(facts(Some(POOL), true, HandleTypes::NONE)), FD),
+        Err(SharingError::Provenance(ProvenanceError::Inconsistent { .. }))
+    ));
+}
+
+#[test]
+fn share_handles_are_single_bits() {
+    assert_eq!(ShareHandle::PosixFd.bits(), HandleTypes::POSIX_FD);
+    assert_eq!(ShareHandle::Fabric.bits(), HandleTypes::FABRIC);
+}
