@@ -83,6 +83,14 @@ impl SimDriver {
         }
     }
 
+    /// The bytes at `[ptr, ptr + len)` if one allocation holds them, read directly: no
+    /// context, grant or link is involved and a dead process still answers. For tests.
+    pub fn peek(&self, ptr: DevicePtr, len: usize) -> Option<Vec<u8>> {
+        let s = self.lock();
+        let (block, offset) = s.memory.span(ptr.0, len as u64)?;
+        Some(block.bytes[offset..offset + len].to_vec())
+    }
+
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
