@@ -1,0 +1,238 @@
+//! The fault injector: Nth-call and every-call rules, prefixes, stickiness, reset and re-arm,
+//! the recorded call list, seeded random plans, and call names that are the real driver's.
+
+mod sim_support;
+
+use peerpool::driver::*;
+use peerpool::fault::{FaultInjector, FaultPlan, Rule, When};
+use peerpool::sim::{SimDriver, Topology};
+use peerpool::{CUresult, CudaError, PoolOptions, System, ptx_image};
+use sim_support::code;
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+const INVALID: CUresult = CUresult::CUDA_ERROR_INVALID_VALUE;
+
+fn injector(plan: FaultPlan) -> (Arc<SimDriver>, Arc<FaultInjector>) {
+    let sim = Arc::new(SimDriver::new(Topology::two_h200()));
+    (sim.clone(), Arc::new(FaultInjector::with_plan(sim, plan)))
+}
+
+fn rw(device: i32) -> [AccessDesc; 1] {
+    [AccessDesc { device, access: Access::ReadWrite }]
+}
+
+#[test]
+fn nth_rule_fails_exactly_that_call_and_applies_nothing() {
+    let (_, d) = injector(FaultPlan::new().with(Rule::nth("cuMemPoolSetAccess", 2, INVALID)));
+    let pool = d.device_get_default_mem_pool(0).unwrap();
+    d.mem_pool_set_access(pool, &[]).unwrap();
+    let error = d.mem_pool_set_access(pool, &rw(1)).unwrap_err();
+    assert_eq!(error, CudaError { call: "cuMemPoolSetAccess", code: INVALID, sticky: false });
+    assert_eq!(d.mem_pool_get_access(pool, 1).unwrap(), Access::None, "the failed call never reached the driver");
+    d.mem_pool_set_access(pool, &rw(1)).unwrap();
+    assert_eq!(d.mem_pool_get_access(pool, 1).unwrap(), Access::ReadWrite);
+    let injected = d.injected();
+    assert_eq!(injected.len(), 1);
+    assert_eq!((injected[0].call, injected[0].nth, injected[0].sticky), ("cuMemPoolSetAccess", 2, false));
+    assert_eq!(d.count("cuMemPoolSetAccess"), 3);
+}
+
+#[test]
+fn every_rule_and_prefix_rule() {
+    let plan = FaultPlan::new()
+        .with(Rule::every("cuDeviceGetName", CUresult::CUDA_ERROR_UNKNOWN))
+        .with(Rule::every("cuDeviceGetP2P*", CUresult::CUDA_ERROR_NOT_SUPPORTED));
+    let (_, d) = injector(plan);
+    for _ in 0..3 {
+        assert_eq!(code(d.device_get_name(0)).as_deref(), Some("CUDA_ERROR_UNKNOWN"));
+    }
+    let rank = d.device_get_p2p_attribute(P2pAttribute::PerformanceRank, 0, 1);
+    assert_eq!(code(rank).as_deref(), Some("CUDA_ERROR_NOT_SUPPORTED"));
+    assert!(d.device_total_mem(0).is_ok());
+    assert_eq!(d.injected().len(), 4);
+}
+
+#[test]
+fn a_sticky_rule_kills_every_later_call_until_reset() {
+    let (_, d) =
+        injector(FaultPlan::new().with(Rule::nth("cuStreamSynchronize", 1, CUresult::CUDA_ERROR_ILLEGAL_ADDRESS)));
+    assert!(matches!(d.ctx_get_current(), Ok(None)));
+    let error = d.stream_synchronize(Stream::LEGACY).unwrap_err();
+    assert!(error.sticky);
+    for error in [
+        d.device_get_count().unwrap_err(),
+        d.module_load_data(ptx_image()).unwrap_err(),
+        d.mem_pool_get_access(Pool(1), 0).unwrap_err(),
+    ] {
+        assert!(error.sticky && error.code == CUresult::CUDA_ERROR_ILLEGAL_ADDRESS, "{error}");
+    }
+    assert_eq!(d.sticky_error(), Some(CUresult::CUDA_ERROR_ILLEGAL_ADDRESS));
+    d.reset();
+    assert_eq!(d.sticky_error(), None);
+    assert_eq!(d.calls(), Vec::<&str>::new());
+    assert_eq!(d.device_get_count().unwrap(), 2);
+    // Re-armed: the first synchronise after the reset fails again.
+    assert!(d.stream_synchronize(Stream::LEGACY).unwrap_err().sticky);
+}
+
+#[test]
+fn stickiness_can_be_overridden_either_way() {
+    let plan = FaultPlan::new()
+        .with(Rule::nth("cuDeviceGetCount", 1, CUresult::CUDA_ERROR_ILLEGAL_ADDRESS).sticky(false))
+        .with(Rule::nth("cuDeviceGetCount", 3, INVALID).sticky(true));
+    let (_, d) = injector(plan);
+    assert!(!d.device_get_count().unwrap_err().sticky);
+    assert_eq!(d.device_get_count().unwrap(), 2);
+    assert!(d.device_get_count().unwrap_err().sticky);
+    assert_eq!(code(d.driver_get_version()).as_deref(), Some("CUDA_ERROR_INVALID_VALUE"));
+}
+
+#[test]
+fn arm_replaces_the_plan_and_add_rule_extends_it() {
+    let (_, d) = injector(FaultPlan::new().with(Rule::every("cuDeviceGetCount", INVALID)));
+    assert!(d.device_get_count().is_err());
+    d.arm(FaultPlan::new());
+    assert!(d.device_get_count().is_ok());
+    d.add_rule(Rule::nth("cuDeviceGetCount", 2, INVALID));
+    // A rule counts calls from its addition: the next call is its 1st, the one after its 2nd.
+    assert!(d.device_get_count().is_ok());
+    assert!(d.device_get_count().is_err());
+    assert_eq!(d.count("cuDeviceGetCount"), 3, "counted since the arm");
+}
+
+#[test]
+fn calls_are_recorded_in_order_with_counts() {
+    let (_, d) = injector(FaultPlan::new());
+    let system = System::with_driver(d.clone()).unwrap();
+    let pool = system.create_pool(1, PoolOptions::default()).unwrap();
+    let _memory = system.alloc(pool.as_ref(), 4096).unwrap();
+    let calls = d.calls();
+    assert_eq!(calls[0], "cuDeviceGetCount");
+    let create = calls.iter().position(|&c| c == "cuMemPoolCreate").unwrap();
+    let alloc = calls.iter().position(|&c| c == "cuMemAllocFromPoolAsync").unwrap();
+    assert!(calls[..create].contains(&"cuDevicePrimaryCtxRetain"), "the pool is made in its owner's context");
+    assert!(create < alloc);
+    let counts = d.counts();
+    assert_eq!(counts.values().sum::<u64>(), calls.len() as u64);
+    for (name, n) in &counts {
+        assert_eq!(calls.iter().filter(|c| *c == name).count() as u64, *n);
+    }
+}
+
+#[test]
+fn random_plans_are_seeded_and_name_recorded_call_sites() {
+    let calls = ["cuCtxGetCurrent", "cuMemPoolCreate", "cuCtxGetCurrent", "cuMemAlloc", "cuMemFree"];
+    let a = FaultPlan::random(42, &calls, 3);
+    assert_eq!(a, FaultPlan::random(42, &calls, 3), "same seed, same plan");
+    let plans: BTreeSet<String> = (0..32).map(|seed| format!("{:?}", FaultPlan::random(seed, &calls, 2))).collect();
+    assert!(plans.len() > 8, "seeds vary the plan: {}", plans.len());
+    for seed in 0..64 {
+        for rule in FaultPlan::random(seed, &calls, 4).rules {
+            let When::Nth(n) = rule.when else { panic!("random rules are Nth rules") };
+            let seen = calls.iter().filter(|&&c| c == rule.call).count() as u64;
+            assert!(n >= 1 && n <= seen, "{rule:?}");
+            assert_eq!(rule.sticky, peerpool::is_sticky(rule.code));
+        }
+    }
+    assert!(FaultPlan::random(1, &[], 5).rules.is_empty());
+}
+
+/// Calls every method of the seam once, with arguments valid on a two-device machine.
+fn call_every_method(d: &dyn Driver) -> Vec<Option<CudaError>> {
+    let p = Pool(1);
+    let ptr = DevicePtr(0x1000);
+    let ctx = Context(1);
+    let copy = PeerCopy { dst: ptr, dst_ctx: ctx, src: ptr, src_ctx: ctx, bytes: 4 };
+    let shape = LaunchShape { grid: 1, block: 1 };
+    let mut out = [0u8; 4];
+    vec![
+        d.driver_get_version().err(),
+        d.device_get_count().err(),
+        d.device_get_name(0).err(),
+        d.device_get_attribute(0, DeviceAttribute::MultiprocessorCount).err(),
+        d.device_total_mem(0).err(),
+        d.device_can_access_peer(0, 1).err(),
+        d.device_get_p2p_attribute(P2pAttribute::PerformanceRank, 0, 1).err(),
+        d.primary_ctx_retain(0).err(),
+        d.primary_ctx_release(0).err(),
+        d.ctx_get_current().err(),
+        d.ctx_set_current(None).err(),
+        d.ctx_get_device().err(),
+        d.ctx_synchronize().err(),
+        d.device_get_default_mem_pool(0).err(),
+        d.device_get_mem_pool(0).err(),
+        d.device_set_mem_pool(0, p).err(),
+        d.mem_pool_create(&PoolProps::default()).err(),
+        d.mem_pool_destroy(p).err(),
+        d.mem_pool_set_access(p, &[]).err(),
+        d.mem_pool_get_access(p, 0).err(),
+        d.mem_alloc(4).err(),
+        d.mem_free(ptr).err(),
+        d.mem_alloc_from_pool_async(4, p, Stream::LEGACY).err(),
+        d.mem_free_async(ptr, Stream::LEGACY).err(),
+        d.stream_create().err(),
+        d.stream_destroy(Stream(1)).err(),
+        d.stream_synchronize(Stream::LEGACY).err(),
+        d.memcpy_htod(ptr, &[0; 4]).err(),
+        d.memcpy_dtoh(&mut out, ptr).err(),
+        d.memcpy_dtod_async(ptr, ptr, 4, Stream::LEGACY).err(),
+        d.memcpy_peer_async(copy, Stream::LEGACY).err(),
+        d.memset_d32_async(ptr, 0, 1, Stream::LEGACY).err(),
+        d.module_load_data(ptx_image()).err(),
+        d.module_unload(Module(1)).err(),
+        d.module_get_function(Module(1), c"pp_fill").err(),
+        d.launch_kernel(Function(1), shape, Stream::LEGACY, &[]).err(),
+        d.pointer_get_attribute(ptr, PointerAttribute::DeviceOrdinal).err(),
+    ]
+}
+
+/// The call names in `host/src/driver/cuda.rs`'s `check("cu…", …)`s.
+fn real_call_names() -> BTreeSet<String> {
+    let source = include_str!("../src/driver/cuda.rs");
+    source.split("check(\"").skip(1).filter_map(|rest| rest.split('"').next()).map(str::to_string).collect()
+}
+
+#[test]
+fn call_names_are_the_real_drivers() {
+    let (_, d) = injector(FaultPlan::new());
+    call_every_method(d.as_ref());
+    let recorded: BTreeSet<String> = d.calls().into_iter().map(str::to_string).collect();
+    assert_eq!(d.calls().len(), 37, "one record per method");
+    let mut real = real_call_names();
+    assert!(real.remove("cuDeviceGet"), "the ordinal check, made inside other calls");
+    assert_eq!(recorded, real);
+}
+
+#[test]
+fn a_dead_sim_names_each_call_as_the_injector_does() {
+    let sim = Arc::new(SimDriver::new(Topology::two_h200()));
+    let system = System::with_driver(sim.clone()).unwrap();
+    let pool = system.create_pool(0, PoolOptions::default()).unwrap();
+    let memory = system.alloc(pool.as_ref(), 4096).unwrap();
+    assert!(system.kernels(1).unwrap().fill(memory.ptr(), 1024, 1).unwrap_err().is_sticky());
+    let d = FaultInjector::new(sim);
+    let errors = call_every_method(&d);
+    let names = d.calls();
+    assert_eq!(errors.len(), names.len());
+    for (error, name) in errors.into_iter().zip(names) {
+        let error = error.unwrap_or_else(|| panic!("{name} succeeded on a dead process"));
+        assert_eq!((error.call, error.code, error.sticky), (name, CUresult::CUDA_ERROR_ILLEGAL_ADDRESS, true));
+    }
+}
+
+#[test]
+fn the_sim_names_bad_ordinals_as_cu_device_get() {
+    let sim = SimDriver::new(Topology::two_h200());
+    for error in [
+        sim.device_get_name(5).unwrap_err(),
+        sim.device_total_mem(-1).unwrap_err(),
+        sim.device_can_access_peer(0, 9).unwrap_err(),
+        sim.primary_ctx_retain(2).unwrap_err(),
+        sim.device_get_default_mem_pool(99).unwrap_err(),
+    ] {
+        assert_eq!((error.call, error.code), ("cuDeviceGet", CUresult::CUDA_ERROR_INVALID_DEVICE));
+    }
+    let error = sim.mem_pool_create(&PoolProps { device: 9, ..PoolProps::default() }).unwrap_err();
+    assert_eq!((error.call, error.code), ("cuMemPoolCreate", CUresult::CUDA_ERROR_INVALID_VALUE));
+}
