@@ -208,3 +208,22 @@ fn raw_launch_rules() {
     assert!(error.sticky);
     assert_eq!(error.code_name(), "CUDA_ERROR_MISALIGNED_ADDRESS");
 }
+
+#[test]
+fn a_fork_dies_alone() {
+    let (sim, system) = sim(Topology::two_h200());
+    let pool = system.create_pool(0, PoolOptions::default()).unwrap();
+    let memory = system.alloc(pool.as_ref(), BYTES).unwrap();
+    system.kernels(0).unwrap().fill(memory.ptr(), WORDS, 12).unwrap();
+    let fork = std::sync::Arc::new(sim.fork());
+    let forked = peerpool::System::with_driver(fork.clone()).unwrap();
+    // Same addresses and bytes in the fork: the owner reads them clean there.
+    assert!(forked.kernels(0).unwrap().check(memory.ptr(), WORDS, 12).unwrap().is_clean());
+    assert!(forked.kernels(1).unwrap().check(memory.ptr(), WORDS, 12).unwrap_err().is_sticky());
+    assert!(fork.sticky_error().is_some());
+    assert!(sim.sticky_error().is_none(), "the original lives on");
+    assert!(system.kernels(0).unwrap().check(memory.ptr(), WORDS, 12).unwrap().is_clean());
+    // A grant in the original does not reach the fork.
+    grant(&system, &pool, 1).unwrap();
+    assert!(system.kernels(1).unwrap().check(memory.ptr(), WORDS, 12).unwrap().is_clean());
+}

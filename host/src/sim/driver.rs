@@ -83,6 +83,14 @@ impl SimDriver {
         }
     }
 
+    /// A copy of the simulated process as it is now, as `fork(2)` would make it: same handles,
+    /// addresses, bytes, grants and retains, and the calling thread's current context. What
+    /// happens in one (a sticky fault, a grant) never reaches the other, so a negative probe
+    /// can kill the fork and leave this one alive. Costs a copy of every allocated byte.
+    pub fn fork(&self) -> SimDriver {
+        SimDriver { state: Mutex::new(self.lock().fork()) }
+    }
+
     /// The bytes at `[ptr, ptr + len)` if one allocation holds them, read directly: no
     /// context, grant or link is involved and a dead process still answers. For tests.
     pub fn peek(&self, ptr: DevicePtr, len: usize) -> Option<Vec<u8>> {

@@ -16,6 +16,7 @@ const SPAN: u64 = 1 << 38;
 pub(super) const ALIGN: u64 = 256;
 
 /// One allocation.
+#[derive(Clone)]
 pub(super) struct Block {
     pub(super) base: u64,
     pub(super) device: usize,
@@ -31,6 +32,7 @@ impl Block {
 }
 
 /// Every live allocation of every device.
+#[derive(Clone)]
 pub(super) struct Memory {
     next: Vec<u64>,
     live: Vec<u64>,

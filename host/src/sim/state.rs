@@ -27,6 +27,7 @@ pub(super) type SimResult<T> = Result<T, Fail>;
 
 /// One pool, live or destroyed (destroyed ones stay while their allocations live, and as the
 /// source of a recycled handle's stale table).
+#[derive(Clone)]
 pub(super) struct PoolRec {
     pub(super) handle: u64,
     pub(super) device: usize,
@@ -38,12 +39,14 @@ pub(super) struct PoolRec {
 }
 
 /// One device's primary context.
+#[derive(Clone)]
 struct PrimaryCtx {
     handle: u64,
     retains: u32,
 }
 
 /// A loaded module: its device and `(kernel, function handle)` for each entry it declares.
+#[derive(Clone)]
 pub(super) struct ModuleRec {
     pub(super) device: usize,
     pub(super) functions: Vec<(Kernel, u64)>,
@@ -57,6 +60,7 @@ pub(super) struct FunctionRec {
     pub(super) kernel: Kernel,
 }
 
+#[derive(Clone)]
 pub(super) struct State {
     pub(super) topo: Topology,
     pub(super) recycle: bool,
@@ -162,6 +166,15 @@ impl State {
     /// The device whose primary context `handle` is.
     pub(super) fn context_device(&self, handle: u64) -> Option<usize> {
         self.contexts.iter().position(|c| c.handle == handle)
+    }
+
+    /// A copy for a forked process: everything but other threads' current contexts (a
+    /// forked process has only the thread that forked it).
+    pub(super) fn fork(&self) -> State {
+        let mut copy = self.clone();
+        let thread = std::thread::current().id();
+        copy.current.retain(|t, _| *t == thread);
+        copy
     }
 
     pub(super) fn current_context(&self) -> Option<u64> {
