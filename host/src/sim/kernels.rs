@@ -91,7 +91,10 @@ pub(super) fn launch(
 fn fill(state: &mut State, device: usize, words: u64, len: u64, seed: u32) -> Result<(), Trap> {
     let bytes = len.checked_mul(4).ok_or(ILLEGAL)?;
     probe(state, device, words, bytes, 4)?;
-    let data: Vec<u8> = (0..len).flat_map(|i| pattern(i, seed).to_le_bytes()).collect();
+    let mut data = vec![0u8; bytes as usize];
+    for (i, word) in data.chunks_exact_mut(4).enumerate() {
+        word.copy_from_slice(&pattern(i as u64, seed).to_le_bytes());
+    }
     store(state, device, words, data);
     Ok(())
 }

@@ -1,0 +1,155 @@
+//! Simulated memory: real bytes through every copy, unique 256-byte-aligned addresses, capacity
+//! and pool limits, frees; and the simulator's thread-safety and determinism.
+
+mod sim_support;
+
+use peerpool::driver::{Driver, PeerCopy, PointerAttribute, PoolProps, Stream};
+use peerpool::fault::FaultInjector;
+use peerpool::sim::{DeviceSpec, Link, SimDriver, Topology};
+use peerpool::{PoolOptions, System};
+use sim_support::{code, grant, sim};
+use std::collections::BTreeSet;
+
+#[test]
+fn simulator_and_injector_are_send_and_sync() {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<SimDriver>();
+    send_sync::<FaultInjector>();
+}
+
+#[test]
+fn bytes_survive_every_kind_of_copy() {
+    let (_, system) = sim(Topology::two_h200());
+    let d = system.driver();
+    let a = system.create_pool(0, PoolOptions::default()).unwrap();
+    grant(&system, &a, 1).unwrap();
+    let on0 = system.alloc(a.as_ref(), 4096).unwrap();
+    let also0 = system.alloc(a.as_ref(), 4096).unwrap();
+    let b = system.create_pool(1, PoolOptions::default()).unwrap();
+    let on1 = system.alloc(b.as_ref(), 4096).unwrap();
+    let data: Vec<u8> = (0..4096u32).map(|i| (i * 13 % 251) as u8).collect();
+    on0.write(&data).unwrap();
+    {
+        let _ctx = system.enter(0).unwrap();
+        d.memcpy_dtod_async(also0.ptr(), on0.ptr(), 4096, Stream::LEGACY).unwrap();
+    }
+    {
+        let _ctx = system.enter(1).unwrap();
+        d.memcpy_dtod_async(on1.ptr(), also0.ptr(), 4096, Stream::LEGACY).unwrap(); // granted: the engine reaches gpu0
+        d.memset_d32_async(on1.ptr().offset(1024), 0xDEAD_BEEF, 2, Stream::LEGACY).unwrap();
+    }
+    let mut back = vec![0u8; 4096];
+    on1.read(&mut back).unwrap();
+    let mut want = data.clone();
+    want[1024..1032].copy_from_slice(&[0xEF, 0xBE, 0xAD, 0xDE, 0xEF, 0xBE, 0xAD, 0xDE]);
+    assert_eq!(back, want);
+    // Overlapping copies inside one allocation behave as memmove.
+    let _ctx = system.enter(0).unwrap();
+    d.memcpy_dtod_async(on0.ptr().offset(1), on0.ptr(), 100, Stream::LEGACY).unwrap();
+    let mut moved = [0u8; 101];
+    d.memcpy_dtoh(&mut moved, on0.ptr()).unwrap();
+    assert_eq!(moved[1..], data[..100]);
+}
+
+#[test]
+fn copies_must_stay_inside_one_allocation() {
+    let (_, system) = sim(Topology::two_h200());
+    let d = system.driver();
+    let pool = system.create_pool(0, PoolOptions::default()).unwrap();
+    let memory = system.alloc(pool.as_ref(), 1000).unwrap();
+    let _ctx = system.enter(0).unwrap();
+    let invalid = Some("CUDA_ERROR_INVALID_VALUE");
+    assert_eq!(code(d.memcpy_htod(memory.ptr().offset(999), &[0u8; 2])).as_deref(), invalid);
+    assert_eq!(code(d.memset_d32_async(memory.ptr().offset(2), 0, 1, Stream::LEGACY)).as_deref(), invalid, "unaligned");
+    assert_eq!(code(d.memcpy_htod(peerpool::DevicePtr(0), &[0u8; 2])).as_deref(), invalid);
+    let ctx = system.enter(0).unwrap().context();
+    let copy = PeerCopy { dst: memory.ptr(), dst_ctx: ctx, src: memory.ptr().offset(900), src_ctx: ctx, bytes: 200 };
+    assert_eq!(code(d.memcpy_peer_async(copy, Stream::LEGACY)).as_deref(), invalid);
+    d.memcpy_htod(memory.ptr().offset(998), &[1, 2]).unwrap();
+    d.memcpy_htod(peerpool::DevicePtr(0), &[]).unwrap();
+}
+
+#[test]
+fn addresses_are_unique_aligned_and_never_reused() {
+    let (_, system) = sim(Topology::two_h200());
+    let d = system.driver();
+    let _ctx = system.enter(1).unwrap();
+    let pool = d.device_get_default_mem_pool(1).unwrap();
+    let mut seen = BTreeSet::new();
+    for size in [1usize, 255, 256, 257, 4096, 1 << 20] {
+        let a = d.mem_alloc_from_pool_async(size, pool, Stream::LEGACY).unwrap();
+        let b = d.mem_alloc(size).unwrap();
+        for p in [a, b] {
+            assert_eq!(p.0 % 256, 0, "{p:?}");
+            assert!(seen.insert(p.0), "{p:?} reused");
+            assert_eq!(d.pointer_get_attribute(p, PointerAttribute::DeviceOrdinal).unwrap(), 1);
+            assert_eq!(d.pointer_get_attribute(p, PointerAttribute::RangeSize).unwrap(), size as u64);
+            assert_eq!(
+                d.pointer_get_attribute(p.offset(size as u64 - 1), PointerAttribute::RangeStartAddr).unwrap(),
+                p.0
+            );
+            assert_eq!(
+                code(d.pointer_get_attribute(p.offset(size as u64), PointerAttribute::RangeStartAddr)).as_deref(),
+                Some("CUDA_ERROR_INVALID_VALUE")
+            );
+        }
+        d.mem_free_async(a, Stream::LEGACY).unwrap();
+        d.mem_free(b).unwrap();
+    }
+    assert_eq!(code(d.mem_alloc(0)).as_deref(), Some("CUDA_ERROR_INVALID_VALUE"));
+    let p = d.mem_alloc(512).unwrap();
+    assert_eq!(code(d.mem_free(p.offset(256))).as_deref(), Some("CUDA_ERROR_INVALID_VALUE"), "interior pointer");
+    d.mem_free(p).unwrap();
+}
+
+#[test]
+fn device_memory_and_pool_limits_hold() {
+    let small = DeviceSpec { total_memory: 1 << 20, ..DeviceSpec::h200() };
+    let (sim, system) = sim(Topology::uniform("small", 2, small, Link::NVLINK));
+    let d = system.driver();
+    let _ctx = system.enter(0).unwrap();
+    let capped = d.mem_pool_create(&PoolProps { device: 0, max_size: 4096, ..PoolProps::default() }).unwrap();
+    let first = d.mem_alloc_from_pool_async(4096, capped, Stream::LEGACY).unwrap();
+    let over = d.mem_alloc_from_pool_async(1, capped, Stream::LEGACY);
+    assert_eq!(code(over).as_deref(), Some("CUDA_ERROR_OUT_OF_MEMORY"));
+    d.mem_free_async(first, Stream::LEGACY).unwrap();
+    d.mem_alloc_from_pool_async(4096, capped, Stream::LEGACY).unwrap();
+    assert_eq!(code(d.mem_alloc(1 << 20)).as_deref(), Some("CUDA_ERROR_OUT_OF_MEMORY"), "4 KiB already live");
+    let rest = d.mem_alloc((1 << 20) - 4096).unwrap();
+    assert_eq!(sim.stats().allocated_bytes, 1 << 20);
+    d.mem_free(rest).unwrap();
+    // Unsupported handle types are refused.
+    let fd_only = DeviceSpec { pool_handle_types: peerpool::driver::HandleTypes::POSIX_FD, ..DeviceSpec::h200() };
+    let sim2 = SimDriver::new(Topology::uniform("fd only", 1, fd_only, Link::NONE));
+    let fabric = PoolProps { device: 0, handle_types: peerpool::driver::HandleTypes::FABRIC, max_size: 0 };
+    assert_eq!(code(sim2.mem_pool_create(&fabric)).as_deref(), Some("CUDA_ERROR_NOT_SUPPORTED"));
+}
+
+#[test]
+fn a_destroyed_current_pool_falls_back_to_the_default() {
+    let (sim, system) = sim(Topology::two_h200());
+    let d = system.driver();
+    let pool = system.create_pool(0, PoolOptions::default()).unwrap();
+    d.device_set_mem_pool(0, pool.handle()).unwrap();
+    let memory = system.alloc(pool.as_ref(), 256).unwrap();
+    pool.destroy().unwrap();
+    assert_eq!(d.device_get_mem_pool(0).unwrap(), d.device_get_default_mem_pool(0).unwrap());
+    // Its live allocation stays usable until freed.
+    memory.write(&[7u8; 256]).unwrap();
+    drop(memory);
+    assert_eq!(sim.stats().allocations, 0);
+}
+
+/// The same calls give the same handles, addresses and bytes: the simulator is deterministic.
+#[test]
+fn two_runs_are_identical() {
+    let run = || {
+        let sim = std::sync::Arc::new(SimDriver::new(Topology::two_h200()));
+        let system = System::with_driver(sim.clone()).unwrap();
+        let pool = system.create_pool(1, PoolOptions::default()).unwrap();
+        let memory = system.alloc(pool.as_ref(), 4096).unwrap();
+        system.kernels(1).unwrap().fill(memory.ptr(), 1024, 3).unwrap();
+        (pool.handle(), memory.ptr(), sim.peek(memory.ptr(), 4096).unwrap())
+    };
+    assert_eq!(run(), run());
+}
