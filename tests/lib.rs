@@ -33,3 +33,34 @@ pub fn expect_access(system: &System, pool: &OwnedPool, device: usize, expected:
 pub fn ensure(condition: bool, what: impl FnOnce() -> String) -> Result<(), Failed> {
     if condition { Ok(()) } else { Err(what().into()) }
 }
+
+/// A simulated target for the model: the simulator wrapped in a fault injector, small probes.
+pub fn sim_target(
+    sim: std::sync::Arc<peerpool::sim::SimDriver>,
+    allocator: std::sync::Arc<dyn peerpool_fixtures::model::ModelAllocator>,
+    prober: Option<std::sync::Arc<dyn peerpool_fixtures::model::NegativeProber>>,
+) -> Result<peerpool_fixtures::model::Target, String> {
+    let injector = std::sync::Arc::new(peerpool::fault::FaultInjector::new(sim));
+    let system = System::with_driver(injector.clone()).map_err(|e| e.to_string())?;
+    system.set_probe_bytes(4096);
+    Ok(peerpool_fixtures::model::Target { system, injector: Some(injector), allocator, prober })
+}
+
+/// Negative probes on a fork of the simulated process: the fork dies, the original lives on.
+pub struct SimProber(pub std::sync::Arc<peerpool::sim::SimDriver>);
+
+impl peerpool_fixtures::model::NegativeProber for SimProber {
+    fn probe(
+        &self,
+        _system: &System,
+        alloc: &peerpool::Allocation,
+        accessor: usize,
+    ) -> Result<Option<peerpool::CudaError>, String> {
+        let fork = System::with_driver(std::sync::Arc::new(self.0.fork())).map_err(|e| e.to_string())?;
+        let words = alloc.len() as u64 / 4;
+        match fork.kernels(accessor).and_then(|k| k.check(alloc.ptr(), words, 0)) {
+            Ok(_) => Ok(None),
+            Err(e) => Ok(e.cuda().copied()),
+        }
+    }
+}

@@ -8,6 +8,7 @@ use crate::grant::Evidence;
 use crate::module::LoadedModule;
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
 /// The GPUs one driver exposes, and the state peerpool keeps for each.
@@ -24,6 +25,8 @@ pub(crate) struct Inner {
     pub(crate) devices: Vec<DeviceSlot>,
     /// Verified ordered pairs `(owner, accessor)`, kept apart from any pool's permissions.
     pub(crate) evidence: Mutex<HashMap<(usize, usize), Evidence>>,
+    /// Bytes each verification step moves (see `System::set_probe_bytes`).
+    pub(crate) probe_bytes: AtomicU64,
 }
 
 /// What peerpool holds for one device. Filled on first use, released when the system drops.
@@ -49,7 +52,8 @@ impl System {
     pub fn with_driver(driver: Arc<dyn Driver>) -> Result<System> {
         let count = driver.device_get_count()?;
         let devices = (0..count.max(0)).map(|_| DeviceSlot::default()).collect();
-        Ok(System { inner: Arc::new(Inner { driver, devices, evidence: Mutex::default() }) })
+        let probe_bytes = AtomicU64::new(crate::grant::PROBE_BYTES);
+        Ok(System { inner: Arc::new(Inner { driver, devices, evidence: Mutex::default(), probe_bytes }) })
     }
 
     /// The driver behind this system.

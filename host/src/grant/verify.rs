@@ -21,10 +21,10 @@ use crate::driver::{Access, AccessDesc, Stream};
 use crate::error::Error;
 use crate::pool::{OwnedPool, PoolOptions};
 use crate::system::System;
+use std::sync::atomic::Ordering;
 
-/// Probe buffer size: 1 MiB per side.
+/// Default probe buffer size: 1 MiB per side ([`System::set_probe_bytes`] changes it).
 pub const PROBE_BYTES: u64 = 1 << 20;
-const WORDS: u64 = PROBE_BYTES / 4;
 
 /// What verifying one ordered pair showed. Cached by the [`System`] until
 /// [`System::forget_evidence`].
@@ -47,6 +47,17 @@ impl System {
         self.inner.evidence.lock().unwrap_or_else(|e| e.into_inner()).get(&(owner, accessor)).copied()
     }
 
+    /// Sets how many bytes each verification step moves (rounded up to 16, at least 16).
+    /// Smaller is faster (simulated property tests use a few KiB); larger covers more pages.
+    pub fn set_probe_bytes(&self, bytes: u64) {
+        self.inner.probe_bytes.store(bytes.max(16).div_ceil(16) * 16, Ordering::Relaxed);
+    }
+
+    /// Bytes each verification step moves.
+    pub fn probe_bytes(&self) -> u64 {
+        self.inner.probe_bytes.load(Ordering::Relaxed)
+    }
+
     /// Drops all cached evidence: the next grant per pair verifies again.
     pub fn forget_evidence(&self) {
         self.inner.evidence.lock().unwrap_or_else(|e| e.into_inner()).clear();
@@ -63,6 +74,7 @@ impl System {
         let at = |e: Error| GrantError::at(Stage::Verify, e);
         let reverse = self.driver().device_can_access_peer(owner as i32, accessor as i32).map_err(|e| at(e.into()))?;
         let probe = Probe::new(self, owner, accessor, reverse).map_err(at)?;
+        let bytes = probe.bytes;
         let outcome = probe.run();
         // The probe pools are destroyed (their grants revoked first) before reporting.
         let cleanup = probe.finish();
@@ -71,7 +83,7 @@ impl System {
             Some(rejection) => Err(reject(rejection)),
             None => {
                 cleanup.map_err(at)?;
-                let evidence = Evidence { owner, accessor, bytes_per_step: PROBE_BYTES, reverse_checked: reverse };
+                let evidence = Evidence { owner, accessor, bytes_per_step: bytes, reverse_checked: reverse };
                 self.inner.evidence.lock().unwrap_or_else(|e| e.into_inner()).insert((owner, accessor), evidence);
                 Ok(evidence)
             }
@@ -85,6 +97,7 @@ struct Probe<'s> {
     owner: usize,
     accessor: usize,
     reverse: bool,
+    bytes: u64,
     // Declared before the pools: buffers are freed first.
     on_owner: crate::Allocation,
     on_accessor: crate::Allocation,
@@ -103,9 +116,10 @@ impl<'s> Probe<'s> {
         if reverse {
             grant(&accessor_pool, owner)?;
         }
-        let on_owner = system.alloc(owner_pool.as_ref(), PROBE_BYTES as usize)?;
-        let on_accessor = system.alloc(accessor_pool.as_ref(), PROBE_BYTES as usize)?;
-        Ok(Probe { system, owner, accessor, reverse, on_owner, on_accessor, pools: [owner_pool, accessor_pool] })
+        let bytes = system.probe_bytes();
+        let on_owner = system.alloc(owner_pool.as_ref(), bytes as usize)?;
+        let on_accessor = system.alloc(accessor_pool.as_ref(), bytes as usize)?;
+        Ok(Probe { system, owner, accessor, reverse, bytes, on_owner, on_accessor, pools: [owner_pool, accessor_pool] })
     }
 
     /// Runs the steps in order; the first wrong one is returned.
@@ -118,7 +132,7 @@ impl<'s> Probe<'s> {
         let copy = |dst, src| -> Result<(), Error> {
             let _current = self.system.enter(accessor)?;
             let driver = self.system.driver();
-            driver.memcpy_dtod_async(dst, src, PROBE_BYTES as usize, Stream::LEGACY)?;
+            driver.memcpy_dtod_async(dst, src, self.bytes as usize, Stream::LEGACY)?;
             Ok(driver.stream_synchronize(Stream::LEGACY)?)
         };
         let mut steps: Vec<Step> = vec![
@@ -174,18 +188,19 @@ impl<'s> Probe<'s> {
             });
         }
         for step in steps {
-            self.system.kernels(step.fill.0)?.fill(step.fill.1, WORDS, step.seed)?;
+            let words = self.bytes / 4;
+            self.system.kernels(step.fill.0)?.fill(step.fill.1, words, step.seed)?;
             if let Some((dst, src)) = step.copy {
                 copy(dst, src)?;
             }
-            let seen = self.system.kernels(step.check.0)?.check(step.check.1, WORDS, step.seed)?;
+            let seen = self.system.kernels(step.check.0)?.check(step.check.1, words, step.seed)?;
             if let Some(first) = seen.first_mismatch {
                 return Ok(Some(Rejection {
                     direction: step.direction,
                     method: step.method,
                     bytes_wrong: seen.mismatches * 4,
                     first_bad_offset: first * 4,
-                    bytes_checked: PROBE_BYTES,
+                    bytes_checked: self.bytes,
                 }));
             }
         }
