@@ -27,6 +27,7 @@ pub struct Allocation {
     bytes: usize,
     owner: usize,
     origin: Origin,
+    freed: bool,
 }
 
 impl Allocation {
@@ -93,16 +94,34 @@ impl Allocation {
     }
 }
 
+impl Allocation {
+    /// Frees the memory now and reports a failure (dropping frees too, but cannot report).
+    /// After a failure the drop tries once more.
+    pub fn free(mut self) -> Result<()> {
+        let result = self.release();
+        self.freed = result.is_ok();
+        result
+    }
+
+    fn release(&self) -> Result<()> {
+        let _current = self.system.enter(self.owner)?;
+        let driver = self.system.driver();
+        match self.origin {
+            Origin::Pool(_) => {
+                driver.mem_free_async(self.ptr, Stream::LEGACY)?;
+                driver.stream_synchronize(Stream::LEGACY)?;
+            }
+            Origin::Legacy => driver.mem_free(self.ptr)?,
+        }
+        Ok(())
+    }
+}
+
 impl Drop for Allocation {
     fn drop(&mut self) {
-        let Ok(_current) = self.system.enter(self.owner) else { return };
-        let driver = self.system.driver();
-        let _ = match self.origin {
-            Origin::Pool(_) => {
-                driver.mem_free_async(self.ptr, Stream::LEGACY).and_then(|()| driver.stream_synchronize(Stream::LEGACY))
-            }
-            Origin::Legacy => driver.mem_free(self.ptr),
-        };
+        if !self.freed {
+            let _ = self.release();
+        }
     }
 }
 
@@ -118,7 +137,14 @@ impl System {
             let _ = driver.mem_free_async(ptr, Stream::LEGACY);
             return Err(e.into());
         }
-        Ok(Allocation { system: self.clone(), ptr, bytes, owner: pool.owner(), origin: Origin::Pool(pool.handle()) })
+        Ok(Allocation {
+            system: self.clone(),
+            ptr,
+            bytes,
+            owner: pool.owner(),
+            origin: Origin::Pool(pool.handle()),
+            freed: false,
+        })
     }
 
     /// Allocates `bytes` on `device` outside any pool (`cuMemAlloc`).
@@ -126,7 +152,7 @@ impl System {
         check_size(bytes)?;
         let _current = self.enter(device)?;
         let ptr = self.driver().mem_alloc(bytes)?;
-        Ok(Allocation { system: self.clone(), ptr, bytes, owner: device, origin: Origin::Legacy })
+        Ok(Allocation { system: self.clone(), ptr, bytes, owner: device, origin: Origin::Legacy, freed: false })
     }
 }
 

@@ -86,11 +86,12 @@ impl OwnedPool {
         self.owner
     }
 
-    /// Resets every peer's access, then destroys the pool; reports what failed.
-    /// Allocations still live are released by the driver once freed.
+    /// Resets every peer's access, then destroys the pool; reports what failed (and the drop
+    /// then tries once more). Allocations still live are released by the driver once freed.
     pub fn destroy(mut self) -> Result<()> {
-        self.destroyed = true;
-        destroy(&self.system, self.handle, self.owner)
+        let result = destroy(&self.system, self.handle, self.owner);
+        self.destroyed = result.is_ok();
+        result
     }
 }
 

@@ -12,7 +12,9 @@ pub struct PeerUpdate {
     pub granted: Vec<usize>,
     /// Devices that lost their access, sorted.
     pub revoked: Vec<usize>,
-    /// The pool's peers afterwards, read back from the driver, sorted.
+    /// The pool's peers afterwards, sorted: the table read before the update with the update
+    /// applied (the driver applies a `cuMemPoolSetAccess` call whole or not at all).
+    /// [`System::peers`] reads them back from the driver.
     pub peers: Vec<usize>,
     /// The owner was in the list and was left out (it always has read-write access).
     pub owner_ignored: bool,
@@ -52,8 +54,8 @@ impl System {
     /// access cannot change), both reported in the [`PeerUpdate`]. Every ordinal is checked,
     /// every newly granted pair must be capable and verified (evidence cached or made now),
     /// and only then are all grants and revokes applied in ONE `cuMemPoolSetAccess` call that
-    /// never names the owner (the driver would reject the whole call). Any failure before that
-    /// call leaves the pool as it was. Peers are read back sorted.
+    /// never names the owner (the driver would reject the whole call). Any failure leaves the
+    /// pool as it was.
     pub fn set_peers(&self, pool: PoolRef<'_>, owner: usize, peers: &[usize]) -> Result<PeerUpdate, GrantError> {
         let count = self.device_count();
         if let Some(&ordinal) = peers.iter().chain([&owner, &pool.owner()]).find(|&&d| d >= count) {
@@ -71,9 +73,13 @@ impl System {
             ..PeerUpdate::default()
         };
         let mut map = Vec::new();
+        let mut after = Vec::new();
         for device in (0..count).filter(|&d| d != owner) {
             let now = self.query(pool, device)?;
             let want = wanted.binary_search(&device).is_ok();
+            if want {
+                after.push(device);
+            }
             if want && now != Access::ReadWrite {
                 self.require_capability(owner, device)?;
                 if self.evidence(owner, device).is_none() {
@@ -89,7 +95,7 @@ impl System {
         if !map.is_empty() {
             self.apply(pool, &map)?;
         }
-        update.peers = self.peers(pool)?;
+        update.peers = after;
         Ok(update)
     }
 

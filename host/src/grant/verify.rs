@@ -207,12 +207,13 @@ impl<'s> Probe<'s> {
         Ok(None)
     }
 
-    /// Frees the buffers and destroys the pools (revoking their grants first).
+    /// Frees the buffers and destroys the pools (revoking their grants first), every step
+    /// attempted; the first failure is reported.
     fn finish(self) -> Result<(), Error> {
         let Probe { on_owner, on_accessor, pools, .. } = self;
-        drop((on_owner, on_accessor));
         let [p, q] = pools;
-        p.destroy().and(q.destroy())
+        let results = [on_owner.free(), on_accessor.free(), p.destroy(), q.destroy()];
+        results.into_iter().collect()
     }
 }
 
