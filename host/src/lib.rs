@@ -11,6 +11,8 @@
 //! - [`facts`]: what the driver reports about devices, peers and pools.
 #![cfg(target_endian = "little")] // kernel arguments and pointer attributes are read as LE words
 
+pub mod check;
+pub mod child;
 mod context;
 pub mod driver;
 mod error;

@@ -1,4 +1,6 @@
-//! `peerpool`: what the GPUs, their peers and their pools allow, and run reports.
+//! `peerpool`: prove which GPU may touch which CUDA memory pool.
+
+mod check;
 
 use clap::{Parser, Subcommand};
 use peerpool::report::Report;
@@ -15,8 +17,25 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Verify every ordered GPU pair: grant a fresh pool, the accessor's kernels write, read and
+    /// add atomically, and an ungranted access faults (in a child process). Prints the verdict
+    /// matrix, writes check.json and check.md, exits non-zero on any failure. Without a GPU it
+    /// runs on the built-in simulated 2 x H200 topology and says so on its first line.
+    Check {
+        /// Run on a simulated topology instead: a catalog name (e.g. four_gpu_islands) or a TOML file.
+        #[arg(long)]
+        topology: Option<String>,
+        /// Directory for check.json and check.md.
+        #[arg(long, default_value = "peerpool-out")]
+        out: PathBuf,
+        /// No progress bar.
+        #[arg(long)]
+        quiet: bool,
+    },
     /// Print the devices, the peer-capability matrix and each default pool's access (the default).
     Facts,
+    /// List the simulated topologies built in (the catalog in ci/topologies/).
+    Topologies,
     /// Merge a report directory written by peerpool's test fixtures into one JSON and Markdown report.
     Report {
         /// The directory (`$PEERPOOL_REPORT_DIR`, or target/peerpool-report).
@@ -28,12 +47,23 @@ enum Command {
         #[arg(long)]
         markdown: Option<PathBuf>,
     },
+    /// Internal: the isolated negative probe `check` runs in a child process.
+    #[command(hide = true)]
+    NegativeProbe {
+        #[arg(long)]
+        owner: usize,
+        #[arg(long)]
+        accessor: usize,
+    },
 }
 
 fn main() -> ExitCode {
     match Cli::parse().command.unwrap_or(Command::Facts) {
+        Command::Check { topology, out, quiet } => check::run(check::Options { topology, out, quiet }),
         Command::Facts => facts(),
+        Command::Topologies => topologies(),
         Command::Report { dir, json, markdown } => report(dir, json, markdown),
+        Command::NegativeProbe { owner, accessor } => check::negative_probe(owner, accessor),
     }
 }
 
@@ -59,6 +89,16 @@ fn facts() -> ExitCode {
             }
         },
     }
+}
+
+fn topologies() -> ExitCode {
+    for entry in peerpool::sim::catalog() {
+        match entry.topology() {
+            Ok(t) => println!("{:<22} {} ({} GPUs)", entry.stem(), t.name, t.device_count()),
+            Err(e) => println!("{:<22} unreadable: {e}", entry.stem()),
+        }
+    }
+    ExitCode::SUCCESS
 }
 
 fn report(dir: Option<PathBuf>, json: Option<PathBuf>, markdown: Option<PathBuf>) -> ExitCode {

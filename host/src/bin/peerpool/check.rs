@@ -1,0 +1,162 @@
+//! `peerpool check`: verify every ordered GPU pair, print the verdict matrix, write the report.
+
+use indicatif::{ProgressBar, ProgressStyle};
+use peerpool::check::{self, Isolate, PairResult, STEPS};
+use peerpool::child::{self, Finished};
+use peerpool::report::{BuildRecord, HardwareRecord, Report, Status};
+use peerpool::sim::{SimDriver, Topology, catalog_topology};
+use peerpool::{Error, System};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The prefix of the one line the `negative-probe` child prints.
+const PROBE_PREFIX: &str = "negative-probe: ";
+
+/// Options of `peerpool check`.
+pub struct Options {
+    pub topology: Option<String>,
+    pub out: PathBuf,
+    pub quiet: bool,
+}
+
+pub fn run(options: Options) -> ExitCode {
+    let (system, isolate, first_line): (System, Box<dyn Isolate>, String) = match open(options.topology.as_deref()) {
+        Ok(opened) => opened,
+        Err(message) => {
+            eprintln!("peerpool check: {message}");
+            return ExitCode::from(2);
+        }
+    };
+    println!("{first_line}");
+    let facts = match system.facts() {
+        Ok(facts) => facts,
+        Err(e) => {
+            eprintln!("peerpool check: reading the driver's facts failed: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let n = facts.devices.len();
+    let pairs: Vec<(usize, usize)> =
+        (0..n).flat_map(|o| (0..n).filter(move |&a| a != o).map(move |a| (o, a))).collect();
+    if pairs.is_empty() {
+        println!("only {n} GPU: no pair to check");
+    }
+    let bar = if options.quiet { ProgressBar::hidden() } else { ProgressBar::new((pairs.len() * STEPS.len()) as u64) };
+    bar.set_style(ProgressStyle::with_template("{bar:40} {pos}/{len} {msg}").expect("valid template"));
+    let mut results: Vec<PairResult> = Vec::new();
+    for (owner, accessor) in pairs {
+        let mut progress = |step: &check::StepResult| {
+            bar.set_message(format!("gpu{owner} -> gpu{accessor} {} {:?}", step.step, step.status));
+            bar.inc(1);
+        };
+        results.push(check::check_pair(&system, &facts, owner, accessor, isolate.as_ref(), &mut progress));
+    }
+    bar.finish_and_clear();
+    print!("\n{}", check::render_matrix(n, &results));
+    let failures: Vec<String> = results
+        .iter()
+        .flat_map(|p| p.steps.iter().filter(|s| s.status == Status::Failed).map(move |s| (p, s)))
+        .map(|(p, s)| format!("  gpu{} -> gpu{} {}: {}", p.owner, p.accessor, s.step, s.detail))
+        .collect();
+    if !failures.is_empty() {
+        println!("\nfailed:\n{}", failures.join("\n"));
+    }
+    let report = Report {
+        hardware: HardwareRecord::from_facts(&facts),
+        build: BuildRecord::current(),
+        trials: results.iter().flat_map(PairResult::trials).collect(),
+    };
+    match write(&options.out, &report) {
+        Ok((json, md)) => println!("\nreport: {} and {}", json.display(), md.display()),
+        Err(e) => {
+            eprintln!("peerpool check: writing the report to {}: {e}", options.out.display());
+            return ExitCode::FAILURE;
+        }
+    }
+    if failures.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+}
+
+/// The real GPUs, or a simulated topology (asked for, or because there is no GPU).
+fn open(topology: Option<&str>) -> Result<(System, Box<dyn Isolate>, String), String> {
+    if let Some(name) = topology {
+        let topo = load_topology(name)?;
+        return simulated(topo, format!("peerpool check: simulated topology `{name}`"));
+    }
+    let why = match System::open() {
+        Ok(system) if system.device_count() > 0 => {
+            let line = format!("peerpool check: {} with {} GPU(s)", system.driver().describe(), system.device_count());
+            return Ok((system, Box::new(ChildProbe), line));
+        }
+        Ok(_) => "the CUDA driver reports no GPU".to_string(),
+        Err(Error::NoDriver { .. }) => "no CUDA driver".to_string(),
+        Err(e) => format!("the CUDA driver is unusable ({e})"),
+    };
+    let line = format!(
+        "peerpool check: SIMULATED: {why} here, so this run uses the built-in simulated topology \
+         (2 x NVIDIA H200 over NVLink); no real GPU is checked"
+    );
+    simulated(Topology::two_h200(), line)
+}
+
+fn simulated(topology: Topology, line: String) -> Result<(System, Box<dyn Isolate>, String), String> {
+    let sim = Arc::new(SimDriver::new(topology));
+    let system = System::with_driver(sim.clone()).map_err(|e| e.to_string())?;
+    Ok((system, Box::new(check::ForkSim(sim)), line))
+}
+
+/// A catalog stem (`four_gpu_islands`) or a path to a topology file.
+fn load_topology(name: &str) -> Result<Topology, String> {
+    if Path::new(name).exists() {
+        return Topology::load(name).map_err(|e| e.to_string());
+    }
+    catalog_topology(name).map_err(|e| {
+        let stems: Vec<&str> = peerpool::sim::catalog().iter().map(|c| c.stem()).collect();
+        format!("{e} (catalog: {})", stems.join(", "))
+    })
+}
+
+fn write(dir: &Path, report: &Report) -> std::io::Result<(PathBuf, PathBuf)> {
+    std::fs::create_dir_all(dir)?;
+    let (json, md) = (dir.join("check.json"), dir.join("check.md"));
+    std::fs::write(&json, serde_json::to_string_pretty(report).map_err(std::io::Error::other)?)?;
+    std::fs::write(&md, report.to_markdown())?;
+    Ok((json, md))
+}
+
+/// Negative probes in a child process: this binary, `negative-probe`, with a timeout.
+struct ChildProbe;
+
+impl Isolate for ChildProbe {
+    fn negative_probe(&self, owner: usize, accessor: usize) -> Result<Option<(String, bool)>, String> {
+        let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+        let mut command = Command::new(exe);
+        command.args(["negative-probe", "--owner", &owner.to_string(), "--accessor", &accessor.to_string()]);
+        match child::run(command, Duration::from_secs(60)).map_err(|e| e.to_string())? {
+            Finished::TimedOut => Err("the probe hung for 60 s and was killed".into()),
+            Finished::Exited { stdout, stderr, status } => {
+                let line = stdout.lines().find_map(|l| l.strip_prefix(PROBE_PREFIX));
+                match line.map(str::split_whitespace).map(|mut w| (w.next(), w.next())) {
+                    Some((Some("ok"), _)) => Ok(None),
+                    Some((Some("error"), _)) => Err(format!("the probe could not run: {}", stdout.trim())),
+                    Some((Some(code), Some(sticky))) => Ok(Some((code.to_string(), sticky == "sticky"))),
+                    _ => Err(format!("the probe exited ({status}) without a result: {}", stderr.trim())),
+                }
+            }
+        }
+    }
+}
+
+/// The `negative-probe` child: runs the probe on the real GPUs and prints how it ended.
+pub fn negative_probe(owner: usize, accessor: usize) -> ExitCode {
+    let line = match System::open().map(|s| check::negative_probe(&s, owner, accessor)) {
+        Ok(Ok(())) => "ok".to_string(),
+        Ok(Err(e)) | Err(e) => match e.cuda() {
+            Some(c) => format!("{} {}", c.code_name(), if c.sticky { "sticky" } else { "transient" }),
+            None => format!("error {e}"),
+        },
+    };
+    println!("{PROBE_PREFIX}{line}");
+    ExitCode::SUCCESS
+}

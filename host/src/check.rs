@@ -1,0 +1,243 @@
+//! The per-pair verification behind `peerpool check`: for each ordered pair, a grant on a fresh
+//! pool, the accessor's kernels writing and reading the owner's memory, system-scope atomics
+//! from both GPUs, and a negative probe (an ungranted access must fault) run in isolation.
+
+use crate::driver::LaunchShape;
+use crate::facts::Facts;
+use crate::report::{Status, TrialRecord};
+use crate::{BLOCK, Grant, GrantError, PoolOptions, System};
+use std::time::Instant;
+
+/// Words in each check buffer: 4 MiB.
+pub const WORDS: u64 = 1 << 20;
+
+/// How a negative probe is isolated from the process running the checks.
+pub trait Isolate: Send + Sync {
+    /// Runs [`negative_probe`] for the pair somewhere its fault cannot hurt this process;
+    /// returns the `CUresult` name and stickiness it ended with, `None` if it did not fail.
+    fn negative_probe(&self, owner: usize, accessor: usize) -> Result<Option<(String, bool)>, String>;
+}
+
+/// The result of one step of one pair.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StepResult {
+    /// The step's name (`grant`, `kernel_write`, ...).
+    pub step: &'static str,
+    /// How it ended.
+    pub status: Status,
+    /// The failure or skip reason, or what was seen.
+    pub detail: String,
+    /// Wall time in milliseconds.
+    pub millis: u64,
+}
+
+/// Every step of one ordered pair.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PairResult {
+    /// The pool's device.
+    pub owner: usize,
+    /// The accessing device.
+    pub accessor: usize,
+    /// The steps in order.
+    pub steps: Vec<StepResult>,
+}
+
+impl PairResult {
+    /// `OK`, `FAIL`, or `N/A` (no peer path: nothing to grant).
+    pub fn verdict(&self) -> &'static str {
+        if self.steps.iter().any(|s| s.status == Status::Failed) {
+            "FAIL"
+        } else if self.steps.iter().any(|s| s.step == "grant" && s.status == Status::Skipped) {
+            "N/A"
+        } else {
+            "OK"
+        }
+    }
+
+    /// The steps as report trials, named `check::<step>::gpu<owner>->gpu<accessor>`.
+    pub fn trials(&self) -> Vec<TrialRecord> {
+        self.steps
+            .iter()
+            .map(|s| TrialRecord {
+                name: format!("check::{}::gpu{}->gpu{}", s.step, self.owner, self.accessor),
+                binary: "peerpool-check".into(),
+                status: s.status,
+                detail: (!s.detail.is_empty()).then(|| s.detail.clone()),
+                millis: Some(s.millis),
+            })
+            .collect()
+    }
+}
+
+/// The steps, in order, for progress reporting.
+pub const STEPS: [&str; 5] = ["grant", "kernel_write", "kernel_read", "system_atomics", "negative_probe"];
+
+/// Runs every step for `owner -> accessor`. Never panics; a step that cannot run is skipped
+/// with the reason. `progress` is called after each step.
+pub fn check_pair(
+    system: &System,
+    facts: &Facts,
+    owner: usize,
+    accessor: usize,
+    isolate: &dyn Isolate,
+    progress: &mut dyn FnMut(&StepResult),
+) -> PairResult {
+    let mut steps = Vec::new();
+    let mut record = |step: &'static str, start: Instant, outcome: Result<String, (Status, String)>| {
+        let (status, detail) = match outcome {
+            Ok(seen) => (Status::Passed, seen),
+            Err(other) => other,
+        };
+        let result = StepResult { step, status, detail, millis: start.elapsed().as_millis() as u64 };
+        progress(&result);
+        steps.push(result);
+    };
+    let fail = |e: &dyn std::fmt::Display| (Status::Failed, e.to_string());
+    let start = Instant::now();
+    let pool = match system.create_pool(owner, PoolOptions::default()) {
+        Ok(pool) => pool,
+        Err(e) => {
+            record("grant", start, Err(fail(&format!("creating a pool on gpu{owner}: {e}"))));
+            return PairResult { owner, accessor, steps };
+        }
+    };
+    let granted = match system.grant(pool.as_ref(), owner, accessor) {
+        Ok(g @ (Grant::Granted { .. } | Grant::AlreadyGranted)) => Ok(format!("{g:?}")),
+        Ok(other) => Err(fail(&format!("unexpected {other:?}"))),
+        Err(e @ GrantError::Unsupported { .. }) => Err((Status::Skipped, e.to_string())),
+        Err(e) => Err(fail(&e)),
+    };
+    let usable = granted.is_ok();
+    let unsupported = matches!(&granted, Err((Status::Skipped, _)));
+    record("grant", start, granted);
+    let not_granted = if unsupported { "no peer path" } else { "the grant failed" };
+
+    let start = Instant::now();
+    let memory = if usable {
+        system.alloc(pool.as_ref(), (WORDS * 4) as usize).map_err(|e| fail(&e))
+    } else {
+        skip(not_granted)
+    };
+    let kernel = |writer: usize, reader: usize, seed: u32| -> Result<String, (Status, String)> {
+        let memory = memory.as_ref().map_err(Clone::clone)?;
+        system.kernels(writer).and_then(|k| k.fill(memory.ptr(), WORDS, seed)).map_err(|e| fail(&e))?;
+        let seen = system.kernels(reader).and_then(|k| k.check(memory.ptr(), WORDS, seed)).map_err(|e| fail(&e))?;
+        match seen.first_mismatch {
+            None => Ok(format!("{} MiB written by gpu{writer}, checked by gpu{reader}", (WORDS * 4) >> 20)),
+            Some(first) => Err(fail(&format!("{} wrong words, the first at word {first}", seen.mismatches))),
+        }
+    };
+    record("kernel_write", start, kernel(accessor, owner, 0xC0DE_0001));
+    let start = Instant::now();
+    record("kernel_read", start, kernel(owner, accessor, 0xC0DE_0002));
+
+    let start = Instant::now();
+    let atomics = facts.peer(accessor, owner).is_some_and(|p| p.native_atomics);
+    let outcome = match (&memory, atomics) {
+        (Err(_), _) => skip(not_granted),
+        (Ok(_), false) => skip("no native atomics on this pair"),
+        (Ok(memory), true) => atomics_from_both(system, memory, owner, accessor),
+    };
+    record("system_atomics", start, outcome);
+    drop(memory);
+
+    let start = Instant::now();
+    let outcome = if unsupported {
+        skip("no peer path")
+    } else {
+        match isolate.negative_probe(owner, accessor) {
+            Ok(Some((code, true))) if code == "CUDA_ERROR_ILLEGAL_ADDRESS" => {
+                Ok("an ungranted read faulted with a sticky CUDA_ERROR_ILLEGAL_ADDRESS (isolated)".into())
+            }
+            Ok(Some((code, sticky))) => Err(fail(&format!("the isolated probe ended with {code} (sticky: {sticky})"))),
+            Ok(None) => Err(fail(&"an ungranted kernel read did not fault")),
+            Err(e) => Err(fail(&e)),
+        }
+    };
+    record("negative_probe", start, outcome);
+    PairResult { owner, accessor, steps }
+}
+
+fn skip<T>(why: &str) -> Result<T, (Status, String)> {
+    Err((Status::Skipped, why.to_string()))
+}
+
+/// Both GPUs add to the same counters at once with system-scope atomics; the totals must be
+/// exact.
+fn atomics_from_both(
+    system: &System,
+    memory: &crate::Allocation,
+    owner: usize,
+    accessor: usize,
+) -> Result<String, (Status, String)> {
+    let fail = |e: &dyn std::fmt::Display| (Status::Failed, e.to_string());
+    let slots = 64u64;
+    memory.write(&vec![0u8; (slots * 4) as usize]).map_err(|e| fail(&e))?;
+    let shape = LaunchShape { grid: 64, block: BLOCK };
+    let reps = 64u32;
+    let add = |device: usize| system.kernels(device).and_then(|k| k.atomic_add_sys(memory.ptr(), slots, reps, shape));
+    std::thread::scope(|s| {
+        let other = s.spawn(|| add(accessor));
+        let mine = add(owner);
+        other.join().unwrap_or_else(|_| Err(crate::Error::InvalidArgument("the atomics thread panicked".into())))?;
+        mine
+    })
+    .map_err(|e| fail(&e))?;
+    let expected = 2 * (shape.grid as u64 * shape.block as u64 / slots) * reps as u64;
+    let words = memory.read_words(slots as usize).map_err(|e| fail(&e))?;
+    match words.iter().position(|&w| w as u64 != expected) {
+        None => {
+            Ok(format!("{} system-scope adds from gpu{owner} and gpu{accessor}, every counter exact", expected * slots))
+        }
+        Some(i) => Err(fail(&format!("counter {i} is {}, expected {expected}", words[i]))),
+    }
+}
+
+/// The negative probe itself: a fresh pool on `owner` that does not grant `accessor`, written by
+/// the owner, then read by the accessor's kernel. Expected to end in a sticky
+/// `CUDA_ERROR_ILLEGAL_ADDRESS`, which kills this process's CUDA context: run it in isolation.
+pub fn negative_probe(system: &System, owner: usize, accessor: usize) -> crate::Result<()> {
+    let pool = system.create_pool(owner, PoolOptions::default())?;
+    if system.pool_access(pool.as_ref(), accessor)? != crate::driver::Access::None {
+        return Err(crate::Error::InvalidArgument("a new pool already grants the accessor".into()));
+    }
+    let memory = system.alloc(pool.as_ref(), 1 << 20)?;
+    system.kernels(owner)?.fill(memory.ptr(), 1 << 18, 1)?;
+    system.kernels(accessor)?.check(memory.ptr(), 1 << 18, 1)?;
+    Ok(())
+}
+
+/// Negative probes on a fork of a simulated process.
+pub struct ForkSim(pub std::sync::Arc<crate::sim::SimDriver>);
+
+impl Isolate for ForkSim {
+    fn negative_probe(&self, owner: usize, accessor: usize) -> Result<Option<(String, bool)>, String> {
+        let fork = System::with_driver(std::sync::Arc::new(self.0.fork())).map_err(|e| e.to_string())?;
+        Ok(negative_probe(&fork, owner, accessor).err().and_then(|e| e.cuda().map(|c| (c.code_name(), c.sticky))))
+    }
+}
+
+/// The matrix like `nvidia-smi topo -m`: rows read (accessor), columns own the pool.
+pub fn render_matrix(n: usize, pairs: &[PairResult]) -> String {
+    let mut out = format!("{:>8}", "");
+    for owner in 0..n {
+        out += &format!("{:>8}", format!("GPU{owner}"));
+    }
+    out.push('\n');
+    for accessor in 0..n {
+        out += &format!("{:>8}", format!("GPU{accessor}"));
+        for owner in 0..n {
+            let cell = if owner == accessor {
+                "X"
+            } else {
+                pairs.iter().find(|p| p.owner == owner && p.accessor == accessor).map_or("-", PairResult::verdict)
+            };
+            out += &format!("{cell:>8}");
+        }
+        out.push('\n');
+    }
+    out += "\nrow: the GPU whose kernels access; column: the GPU that owns the pool.\n";
+    out += "OK: granted, kernels read, write and add atomically, and an ungranted access faults;\n";
+    out += "FAIL: a step failed (listed below); N/A: no peer path; -: not checked.\n";
+    out
+}
