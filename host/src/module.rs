@@ -23,6 +23,8 @@ pub(crate) struct LoadedModule {
     check: Function,
     copy16: Function,
     atomic_add_sys: Function,
+    read16: Function,
+    chase: Function,
     /// 16 bytes of `cuMemAlloc` memory for `pp_check`'s result, freed with the context.
     scratch: DevicePtr,
     max_grid: u32,
@@ -100,16 +102,10 @@ fn load(driver: &dyn Driver, device: i32) -> Result<LoadedModule> {
             function(entry::COPY16)?,
             function(entry::ATOMIC_ADD_SYS)?,
         );
+        let (read16, chase) = (function(entry::READ16)?, function(entry::CHASE)?);
         let scratch = driver.mem_alloc(16)?;
-        Ok(LoadedModule {
-            module,
-            fill,
-            check,
-            copy16,
-            atomic_add_sys,
-            scratch,
-            max_grid: sms.max(1) as u32 * BLOCKS_PER_SM,
-        })
+        let max_grid = sms.max(1) as u32 * BLOCKS_PER_SM;
+        Ok(LoadedModule { module, fill, check, copy16, atomic_add_sys, read16, chase, scratch, max_grid })
     };
     finish().inspect_err(|_| {
         let _ = driver.module_unload(module);
@@ -140,6 +136,13 @@ impl Kernels<'_> {
         Ok(self.driver.stream_synchronize(Stream::LEGACY)?)
     }
 
+    fn check_vectors(dst: DevicePtr, src: DevicePtr, bytes: u64) -> Result<()> {
+        if bytes % 16 != 0 || dst.0 % 16 != 0 || src.0 % 16 != 0 {
+            return Err(Error::InvalidArgument("16-byte kernels need 16-byte aligned addresses and length".into()));
+        }
+        Ok(())
+    }
+
     /// `pp_fill`: `words` 32-bit words at `ptr` get `pattern(i, seed)`.
     pub fn fill(&self, ptr: DevicePtr, words: u64, seed: u32) -> Result<()> {
         let args = [KernelArg::Ptr(ptr), KernelArg::U64(words), KernelArg::U32(seed)];
@@ -162,12 +165,44 @@ impl Kernels<'_> {
 
     /// `pp_copy16`: `bytes` (a multiple of 16) from `src` to `dst` in 16-byte vectors.
     pub fn copy16(&self, dst: DevicePtr, src: DevicePtr, bytes: u64) -> Result<()> {
-        if bytes % 16 != 0 || dst.0 % 16 != 0 || src.0 % 16 != 0 {
-            return Err(Error::InvalidArgument("copy16 needs 16-byte aligned addresses and length".into()));
-        }
-        let vectors = bytes / 16;
-        let args = [KernelArg::Ptr(dst), KernelArg::Ptr(src), KernelArg::U64(vectors)];
-        self.run(self.loaded.copy16, self.shape_for(vectors), &args)
+        self.copy16_on(Stream::LEGACY, dst, src, bytes, self.shape_for(bytes / 16))?;
+        Ok(self.driver.stream_synchronize(Stream::LEGACY)?)
+    }
+
+    /// `pp_copy16` queued on `stream` with `shape`, not waited for (for timing with events).
+    pub fn copy16_on(
+        &self,
+        stream: Stream,
+        dst: DevicePtr,
+        src: DevicePtr,
+        bytes: u64,
+        shape: LaunchShape,
+    ) -> Result<()> {
+        Self::check_vectors(dst, src, bytes)?;
+        let args = [KernelArg::Ptr(dst), KernelArg::Ptr(src), KernelArg::U64(bytes / 16)];
+        Ok(self.driver.launch_kernel(self.loaded.copy16, shape, stream, &args)?)
+    }
+
+    /// `pp_read16` queued on `stream`: reads `bytes` at `src` and writes nothing (unless a
+    /// thread's fold equals `never`; `sink` must hold a word per thread of `shape`).
+    pub fn read16_on(
+        &self,
+        stream: Stream,
+        src: DevicePtr,
+        bytes: u64,
+        sink: DevicePtr,
+        shape: LaunchShape,
+    ) -> Result<()> {
+        Self::check_vectors(src, src, bytes)?;
+        let args = [KernelArg::Ptr(src), KernelArg::U64(bytes / 16), KernelArg::Ptr(sink), KernelArg::U32(0x5EED_F00D)];
+        Ok(self.driver.launch_kernel(self.loaded.read16, shape, stream, &args)?)
+    }
+
+    /// `pp_chase` queued on `stream`: one thread hops `steps` times through the index array at
+    /// `next` from index 0 and stores the last index at `out`.
+    pub fn chase_on(&self, stream: Stream, next: DevicePtr, steps: u64, out: DevicePtr) -> Result<()> {
+        let args = [KernelArg::Ptr(next), KernelArg::U64(steps), KernelArg::Ptr(out)];
+        Ok(self.driver.launch_kernel(self.loaded.chase, LaunchShape { grid: 1, block: 1 }, stream, &args)?)
     }
 
     /// `pp_atomic_add_sys`: `shape`'s threads each add 1 to `counters[thread % slots]`, `reps`

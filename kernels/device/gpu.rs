@@ -4,7 +4,7 @@ use crate::lang::Copy;
 
 /// Sixteen bytes moved as one vector load or store (`.v4.b32`).
 #[repr(simd)]
-pub struct V4([u32; 4]);
+pub struct V4(pub [u32; 4]);
 impl Copy for V4 {}
 
 #[rustc_builtin_macro]
@@ -16,6 +16,12 @@ pub macro asm("assembly template", $(operands,)* $(options($(option),*))?) {
 unsafe fn offset<Ptr, Delta>(dst: Ptr, offset: Delta) -> Ptr;
 #[rustc_intrinsic]
 unsafe fn unchecked_rem<T: Copy>(x: T, y: T) -> T;
+/// Lane-wise `a ^ b` of two vectors.
+#[rustc_intrinsic]
+pub unsafe fn simd_xor<T>(a: T, b: T) -> T;
+/// The xor of a vector's lanes.
+#[rustc_intrinsic]
+pub unsafe fn simd_reduce_xor<T, U>(x: T) -> U;
 
 unsafe extern "C" {
     #[link_name = "llvm.nvvm.read.ptx.sreg.tid.x"]

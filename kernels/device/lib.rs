@@ -86,3 +86,38 @@ pub unsafe extern "ptx-kernel" fn pp_atomic_add_sys(counters: *mut u32, slots: u
         r += 1;
     }
 }
+
+/// Reads `len` 16-byte vectors and folds them into one word per thread, stored to
+/// `sink[thread]` only when it equals `never` (the host picks a value it never is), so the
+/// loads cannot be optimised away while nothing is written: a pure read, for bandwidth.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn pp_read16(src: *const V4, len: u64, sink: *mut u32, never: u32) {
+    let t = thread_index();
+    let mut i = t;
+    let stride = grid_stride();
+    let mut folded = V4([0; 4]);
+    while i < len {
+        folded = unsafe { gpu::simd_xor(folded, *at(src, i)) };
+        i += stride;
+    }
+    let folded: u32 = unsafe { gpu::simd_reduce_xor(folded) };
+    if folded == never {
+        unsafe { *at(sink, t) = folded };
+    }
+}
+
+/// One thread follows `next` from index 0 for `steps` hops and stores where it ended in
+/// `out[0]`: each load depends on the last, so the time per hop is the access latency.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn pp_chase(next: *const u32, steps: u64, out: *mut u32) {
+    if thread_index() != 0 {
+        return;
+    }
+    let mut index = 0u32;
+    let mut hop = 0u64;
+    while hop < steps {
+        index = unsafe { *at(next, index as u64) };
+        hop += 1;
+    }
+    unsafe { *out = index };
+}

@@ -38,10 +38,17 @@ pub mod entry {
     /// `(counters: *mut u32, slots: u64, reps: u32)`: each thread adds 1 to
     /// `counters[thread % slots]` `reps` times with `atom.add.sys`.
     pub const ATOMIC_ADD_SYS: &str = "pp_atomic_add_sys";
+    /// `(src: *const [u32; 4], len: u64, sink: *mut u32, never: u32)`: reads `len` vectors,
+    /// writes `sink[thread]` only if its fold equals `never`.
+    pub const READ16: &str = "pp_read16";
+    /// `(next: *const u32, steps: u64, out: *mut u32)`: one thread hops `index = next[index]`
+    /// from 0, `steps` times; `out[0]` = the last index.
+    pub const CHASE: &str = "pp_chase";
 }
 
 /// Every kernel the module holds.
-pub const ENTRY_POINTS: [&str; 4] = [entry::FILL, entry::CHECK, entry::COPY16, entry::ATOMIC_ADD_SYS];
+pub const ENTRY_POINTS: [&str; 6] =
+    [entry::FILL, entry::CHECK, entry::COPY16, entry::ATOMIC_ADD_SYS, entry::READ16, entry::CHASE];
 
 /// `true` when `ptx` declares a kernel entry named `name`.
 pub fn declares_entry(ptx: &str, name: &str) -> bool {

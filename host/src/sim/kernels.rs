@@ -16,10 +16,13 @@ pub(super) enum Kernel {
     Check,
     Copy16,
     AtomicAddSys,
+    Read16,
+    Chase,
 }
 
 impl Kernel {
-    pub(super) const ALL: [Kernel; 4] = [Kernel::Fill, Kernel::Check, Kernel::Copy16, Kernel::AtomicAddSys];
+    pub(super) const ALL: [Kernel; 6] =
+        [Kernel::Fill, Kernel::Check, Kernel::Copy16, Kernel::AtomicAddSys, Kernel::Read16, Kernel::Chase];
 
     pub(super) fn name(self) -> &'static str {
         match self {
@@ -27,6 +30,8 @@ impl Kernel {
             Kernel::Check => entry::CHECK,
             Kernel::Copy16 => entry::COPY16,
             Kernel::AtomicAddSys => entry::ATOMIC_ADD_SYS,
+            Kernel::Read16 => entry::READ16,
+            Kernel::Chase => entry::CHASE,
         }
     }
 
@@ -35,7 +40,8 @@ impl Kernel {
         match self {
             Kernel::Fill | Kernel::AtomicAddSys => &[8, 8, 4],
             Kernel::Check => &[8, 8, 4, 8],
-            Kernel::Copy16 => &[8, 8, 8],
+            Kernel::Copy16 | Kernel::Chase => &[8, 8, 8],
+            Kernel::Read16 => &[8, 8, 8, 4],
         }
     }
 }
@@ -80,6 +86,8 @@ pub(super) fn launch(
         Kernel::Copy16 => copy16(state, device, a, b, c),
         Kernel::AtomicAddSys if b == 0 => return Err(invalid()), // `rem` by zero: unspecified on the GPU
         Kernel::AtomicAddSys => atomic_add_sys(state, device, a, b, c as u32, threads),
+        Kernel::Read16 => read16(state, device, a, b, c, d as u32, threads),
+        Kernel::Chase => chase(state, device, a, b, c),
     };
     if let Err(Trap(code)) = run {
         state.dead = Some(code);
@@ -151,6 +159,40 @@ fn atomic_add_sys(
             c.copy_from_slice(&value.to_le_bytes());
         }
     })
+}
+
+/// Reads `len` vectors; thread `t` writes its xor-fold to `sink[t]` only when it equals `never`.
+fn read16(
+    state: &mut State,
+    device: usize,
+    src: u64,
+    len: u64,
+    sink: u64,
+    never: u32,
+    threads: u64,
+) -> Result<(), Trap> {
+    let bytes = len.checked_mul(16).ok_or(ILLEGAL)?;
+    let data = load(state, device, src, bytes, 16)?;
+    let mut folds = vec![0u32; threads.min(len) as usize];
+    for (i, v) in data.chunks_exact(4).enumerate() {
+        let t = (i as u64 / 4) % threads;
+        folds[t as usize] ^= u32::from_le_bytes([v[0], v[1], v[2], v[3]]);
+    }
+    folds.resize(threads as usize, 0);
+    for (t, fold) in folds.into_iter().enumerate().filter(|&(_, f)| f == never) {
+        update(state, device, sink + t as u64 * 4, 4, 4, |w| w.copy_from_slice(&fold.to_le_bytes()))?;
+    }
+    Ok(())
+}
+
+/// One thread: `index = next[index]` from 0, `steps` times; `out[0] = index`.
+fn chase(state: &mut State, device: usize, next: u64, steps: u64, out: u64) -> Result<(), Trap> {
+    let mut index = 0u32;
+    for _ in 0..steps {
+        let word = load(state, device, next + index as u64 * 4, 4, 4)?;
+        index = u32::from_le_bytes([word[0], word[1], word[2], word[3]]);
+    }
+    update(state, device, out, 4, 4, |w| w.copy_from_slice(&index.to_le_bytes()))
 }
 
 fn word8(b: &[u8]) -> [u8; 8] {
