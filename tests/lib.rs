@@ -55,12 +55,34 @@ impl peerpool_fixtures::model::NegativeProber for SimProber {
         _system: &System,
         alloc: &peerpool::Allocation,
         accessor: usize,
-    ) -> Result<Option<peerpool::CudaError>, String> {
+    ) -> Result<Option<(String, bool)>, String> {
         let fork = System::with_driver(std::sync::Arc::new(self.0.fork())).map_err(|e| e.to_string())?;
         let words = alloc.len() as u64 / 4;
         match fork.kernels(accessor).and_then(|k| k.check(alloc.ptr(), words, 0)) {
             Ok(_) => Ok(None),
-            Err(e) => Ok(e.cuda().copied()),
+            Err(e) => Ok(e.cuda().map(|c| (c.code_name(), c.sticky))),
         }
     }
+}
+
+/// A target over one long-lived system, reset for each sequence as the model's initial state
+/// requires: no cached evidence, no armed fault, default pools without peers. Real GPUs use
+/// this (modules load once per process); `model_sim` runs it too, to test the reset.
+pub fn reused_target(
+    system: &System,
+    injector: &std::sync::Arc<peerpool::fault::FaultInjector>,
+    prober: std::sync::Arc<dyn peerpool_fixtures::model::NegativeProber>,
+) -> Result<peerpool_fixtures::model::Target, String> {
+    injector.arm(peerpool::fault::FaultPlan::new());
+    system.forget_evidence();
+    for device in 0..system.device_count() {
+        let pool = system.default_pool(device).map_err(|e| e.to_string())?;
+        system.set_peers(pool, device, &[]).map_err(|e| e.to_string())?;
+    }
+    Ok(peerpool_fixtures::model::Target {
+        system: system.clone(),
+        injector: Some(injector.clone()),
+        allocator: std::sync::Arc::new(peerpool_fixtures::model::OwnedPools),
+        prober: Some(prober),
+    })
 }

@@ -42,6 +42,23 @@ fn main() -> std::process::ExitCode {
                 Ok(())
             })
         })
+        .chain(std::iter::once(Trial::test("model::sim::reused_system", reused_system)))
         .collect();
     libtest_mimic::run(&args, trials).exit_code()
+}
+
+/// The hardware runner's shape (one system reset between sequences, no sticky faults) on the
+/// simulated H200 pair, so the reset itself is tested where CI can run it.
+fn reused_system() -> Result<(), libtest_mimic::Failed> {
+    let topology = peerpool::sim::Topology::two_h200();
+    let sim = Arc::new(SimDriver::new(topology.clone()));
+    let injector = Arc::new(peerpool::fault::FaultInjector::new(sim.clone()));
+    let system = peerpool::System::with_driver(injector.clone())?;
+    system.set_probe_bytes(4096);
+    let config =
+        CheckConfig { cases: 300, max_steps: 30, mix: Mix { sticky_faults: 0, ..Mix::default() }, regressions: None };
+    let make = || peerpool_tests::reused_target(&system, &injector, Arc::new(SimProber(sim.clone())));
+    let ran = check(Arc::new(Caps::of_topology(&topology)), &config, make).map_err(|f| f.to_string())?;
+    println!("reused system: {ran} sequences passed");
+    Ok(())
 }
