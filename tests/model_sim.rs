@@ -28,6 +28,7 @@ fn main() -> std::process::ExitCode {
                 let regressions = format!("{}/regressions/model_{}.txt", env!("CARGO_MANIFEST_DIR"), entry.stem());
                 let config = CheckConfig {
                     cases: cases(topology.device_count()),
+                    min_steps: 1,
                     max_steps: 50,
                     mix: Mix::default(),
                     regressions: Some(Box::leak(regressions.into_boxed_str())),
@@ -55,8 +56,13 @@ fn reused_system() -> Result<(), libtest_mimic::Failed> {
     let injector = Arc::new(peerpool::fault::FaultInjector::new(sim.clone()));
     let system = peerpool::System::with_driver(injector.clone())?;
     system.set_probe_bytes(4096);
-    let config =
-        CheckConfig { cases: 300, max_steps: 30, mix: Mix { sticky_faults: 0, ..Mix::default() }, regressions: None };
+    let config = CheckConfig {
+        cases: 300,
+        min_steps: 1,
+        max_steps: 30,
+        mix: Mix { sticky_faults: 0, ..Mix::default() },
+        regressions: None,
+    };
     let make = || peerpool_tests::reused_target(&system, &injector, Arc::new(SimProber(sim.clone())));
     let ran = check(Arc::new(Caps::of_topology(&topology)), &config, make).map_err(|f| f.to_string())?;
     println!("reused system: {ran} sequences passed");
