@@ -75,6 +75,12 @@ pub enum Error {
     /// An argument the API refuses before touching any state.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+    /// Passing handles to another process failed (`crate::ipc`'s channels).
+    #[error(transparent)]
+    Ipc(#[from] crate::ipc::IpcError),
+    /// Memory cannot be shared as asked (`crate::ipc`'s provenance check).
+    #[error(transparent)]
+    Sharing(#[from] crate::ipc::SharingError),
 }
 
 impl Error {

@@ -395,4 +395,58 @@ impl Driver for FaultInjector {
     fn pointer_get_attribute(&self, ptr: DevicePtr, attribute: PointerAttribute) -> DriverResult<u64> {
         self.call("cuPointerGetAttribute", |d| d.pointer_get_attribute(ptr, attribute))
     }
+    fn mem_pool_export_to_shareable_handle(&self, pool: Pool, handle: ShareHandle) -> DriverResult<ShareableHandle> {
+        self.call("cuMemPoolExportToShareableHandle", |d| d.mem_pool_export_to_shareable_handle(pool, handle))
+    }
+    fn mem_pool_import_from_shareable_handle(&self, handle: ShareableRef<'_>) -> DriverResult<Pool> {
+        self.call("cuMemPoolImportFromShareableHandle", |d| d.mem_pool_import_from_shareable_handle(handle))
+    }
+    fn mem_pool_export_pointer(&self, ptr: DevicePtr) -> DriverResult<PoolPtrExportData> {
+        self.call("cuMemPoolExportPointer", |d| d.mem_pool_export_pointer(ptr))
+    }
+    fn mem_pool_import_pointer(&self, pool: Pool, data: &PoolPtrExportData) -> DriverResult<DevicePtr> {
+        self.call("cuMemPoolImportPointer", |d| d.mem_pool_import_pointer(pool, data))
+    }
+    fn ipc_get_mem_handle(&self, ptr: DevicePtr) -> DriverResult<IpcMemHandle> {
+        self.call("cuIpcGetMemHandle", |d| d.ipc_get_mem_handle(ptr))
+    }
+    fn ipc_open_mem_handle(&self, handle: &IpcMemHandle) -> DriverResult<DevicePtr> {
+        self.call("cuIpcOpenMemHandle", |d| d.ipc_open_mem_handle(handle))
+    }
+    fn ipc_close_mem_handle(&self, ptr: DevicePtr) -> DriverResult<()> {
+        self.call("cuIpcCloseMemHandle", |d| d.ipc_close_mem_handle(ptr))
+    }
+    fn mem_get_allocation_granularity(&self, props: &AllocationProps, option: Granularity) -> DriverResult<usize> {
+        self.call("cuMemGetAllocationGranularity", |d| d.mem_get_allocation_granularity(props, option))
+    }
+    fn mem_create(&self, bytes: usize, props: &AllocationProps) -> DriverResult<MemHandle> {
+        self.call("cuMemCreate", |d| d.mem_create(bytes, props))
+    }
+    fn mem_address_reserve(&self, bytes: usize, alignment: usize) -> DriverResult<DevicePtr> {
+        self.call("cuMemAddressReserve", |d| d.mem_address_reserve(bytes, alignment))
+    }
+    fn mem_map(&self, ptr: DevicePtr, bytes: usize, offset: usize, handle: MemHandle) -> DriverResult<()> {
+        self.call("cuMemMap", |d| d.mem_map(ptr, bytes, offset, handle))
+    }
+    fn mem_set_access(&self, ptr: DevicePtr, bytes: usize, map: &[AccessDesc]) -> DriverResult<()> {
+        self.call("cuMemSetAccess", |d| d.mem_set_access(ptr, bytes, map))
+    }
+    fn mem_unmap(&self, ptr: DevicePtr, bytes: usize) -> DriverResult<()> {
+        self.call("cuMemUnmap", |d| d.mem_unmap(ptr, bytes))
+    }
+    fn mem_address_free(&self, ptr: DevicePtr, bytes: usize) -> DriverResult<()> {
+        self.call("cuMemAddressFree", |d| d.mem_address_free(ptr, bytes))
+    }
+    fn mem_release(&self, handle: MemHandle) -> DriverResult<()> {
+        self.call("cuMemRelease", |d| d.mem_release(handle))
+    }
+    fn mem_export_to_shareable_handle(&self, handle: MemHandle, kind: ShareHandle) -> DriverResult<ShareableHandle> {
+        self.call("cuMemExportToShareableHandle", |d| d.mem_export_to_shareable_handle(handle, kind))
+    }
+    fn mem_import_from_shareable_handle(&self, handle: ShareableRef<'_>) -> DriverResult<MemHandle> {
+        self.call("cuMemImportFromShareableHandle", |d| d.mem_import_from_shareable_handle(handle))
+    }
+    fn mem_retain_allocation_handle(&self, ptr: DevicePtr) -> DriverResult<MemHandle> {
+        self.call("cuMemRetainAllocationHandle", |d| d.mem_retain_allocation_handle(ptr))
+    }
 }

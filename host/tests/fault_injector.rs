@@ -146,6 +146,8 @@ fn call_every_method(d: &dyn Driver) -> Vec<Option<CudaError>> {
     let copy = PeerCopy { dst: ptr, dst_ctx: ctx, src: ptr, src_ctx: ctx, bytes: 4 };
     let shape = LaunchShape { grid: 1, block: 1 };
     let mut out = [0u8; 4];
+    let fabric = FabricHandle([0; 64]);
+    let props = AllocationProps { device: 0, handle_types: HandleTypes::POSIX_FD };
     vec![
         d.driver_get_version().err(),
         d.device_get_count().err(),
@@ -184,6 +186,24 @@ fn call_every_method(d: &dyn Driver) -> Vec<Option<CudaError>> {
         d.module_get_function(Module(1), c"pp_fill").err(),
         d.launch_kernel(Function(1), shape, Stream::LEGACY, &[]).err(),
         d.pointer_get_attribute(ptr, PointerAttribute::DeviceOrdinal).err(),
+        d.mem_pool_export_to_shareable_handle(p, ShareHandle::PosixFd).err(),
+        d.mem_pool_import_from_shareable_handle(ShareableRef::Fabric(&fabric)).err(),
+        d.mem_pool_export_pointer(ptr).err(),
+        d.mem_pool_import_pointer(p, &PoolPtrExportData([0; 64])).err(),
+        d.ipc_get_mem_handle(ptr).err(),
+        d.ipc_open_mem_handle(&IpcMemHandle([0; 64])).err(),
+        d.ipc_close_mem_handle(ptr).err(),
+        d.mem_get_allocation_granularity(&props, Granularity::Minimum).err(),
+        d.mem_create(2 << 20, &props).err(),
+        d.mem_address_reserve(2 << 20, 0).err(),
+        d.mem_map(ptr, 2 << 20, 0, MemHandle(1)).err(),
+        d.mem_set_access(ptr, 2 << 20, &[]).err(),
+        d.mem_unmap(ptr, 2 << 20).err(),
+        d.mem_address_free(ptr, 2 << 20).err(),
+        d.mem_release(MemHandle(1)).err(),
+        d.mem_export_to_shareable_handle(MemHandle(1), ShareHandle::PosixFd).err(),
+        d.mem_import_from_shareable_handle(ShareableRef::Fabric(&fabric)).err(),
+        d.mem_retain_allocation_handle(ptr).err(),
     ]
 }
 
@@ -198,7 +218,7 @@ fn call_names_are_the_real_drivers() {
     let (_, d) = injector(FaultPlan::new());
     call_every_method(d.as_ref());
     let recorded: BTreeSet<String> = d.calls().into_iter().map(str::to_string).collect();
-    assert_eq!(d.calls().len(), 37, "one record per method");
+    assert_eq!(d.calls().len(), 55, "one record per method");
     let mut real = real_call_names();
     assert!(real.remove("cuDeviceGet"), "the ordinal check, made inside other calls");
     assert_eq!(recorded, real);

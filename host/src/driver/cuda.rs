@@ -52,6 +52,24 @@ const SYMBOLS: &[&str] = &[
     "cuModuleGetFunction",
     "cuLaunchKernel",
     "cuPointerGetAttribute",
+    "cuMemPoolExportToShareableHandle",
+    "cuMemPoolImportFromShareableHandle",
+    "cuMemPoolExportPointer",
+    "cuMemPoolImportPointer",
+    "cuIpcGetMemHandle",
+    "cuIpcOpenMemHandle_v2",
+    "cuIpcCloseMemHandle",
+    "cuMemGetAllocationGranularity",
+    "cuMemCreate",
+    "cuMemAddressReserve",
+    "cuMemMap",
+    "cuMemSetAccess",
+    "cuMemUnmap",
+    "cuMemAddressFree",
+    "cuMemRelease",
+    "cuMemExportToShareableHandle",
+    "cuMemImportFromShareableHandle",
+    "cuMemRetainAllocationHandle",
 ];
 
 /// libcuda, loaded and initialised.
@@ -136,6 +154,77 @@ fn access_flags(access: Access) -> sys::CUmemAccess_flags {
         Access::None => sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_NONE,
         Access::Read => sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READ,
         Access::ReadWrite => sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+    }
+}
+
+fn handle_type(kind: ShareHandle) -> sys::CUmemAllocationHandleType {
+    match kind {
+        ShareHandle::PosixFd => sys::CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+        ShareHandle::Fabric => sys::CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_FABRIC,
+    }
+}
+
+fn access_descs(map: &[AccessDesc]) -> Vec<sys::CUmemAccessDesc> {
+    map.iter().map(|d| sys::CUmemAccessDesc { location: location(d.device), flags: access_flags(d.access) }).collect()
+}
+
+/// `CUmemAllocationProp` for pinned memory on `props.device`, zeroed elsewhere.
+fn allocation_prop(props: &AllocationProps) -> MaybeUninit<sys::CUmemAllocationProp> {
+    let mut raw_props = MaybeUninit::<sys::CUmemAllocationProp>::zeroed();
+    let p = raw_props.as_mut_ptr();
+    // SAFETY: fields written in place into zeroed memory; the handle types are a bit set
+    // written as the u32 they are in C (see `mem_pool_create`).
+    unsafe {
+        (&raw mut (*p).type_).write(sys::CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED);
+        (&raw mut (*p).requestedHandleTypes).cast::<u32>().write(props.handle_types.0);
+        (&raw mut (*p).location).write(location(props.device));
+    }
+    raw_props
+}
+
+/// Where an export call writes its handle: an `int` fd, or a fabric handle's 64 bytes.
+struct HandleOut {
+    fd: i32,
+    fabric: sys::CUmemFabricHandle,
+}
+
+impl HandleOut {
+    fn new() -> HandleOut {
+        HandleOut { fd: -1, fabric: sys::CUmemFabricHandle { data: [0; 64] } }
+    }
+
+    fn ptr(&mut self, kind: ShareHandle) -> *mut c_void {
+        match kind {
+            ShareHandle::PosixFd => (&raw mut self.fd).cast(),
+            ShareHandle::Fabric => (&raw mut self.fabric).cast(),
+        }
+    }
+
+    /// The handle written. The fd is made close-on-exec here: the driver's may not be, and a
+    /// child spawned later must not inherit device memory by accident.
+    fn take(self, call: &'static str, kind: ShareHandle) -> DriverResult<ShareableHandle> {
+        match kind {
+            ShareHandle::Fabric => Ok(ShareableHandle::Fabric(FabricHandle(self.fabric.data))),
+            ShareHandle::PosixFd if self.fd < 0 => Err(CudaError::new(call, sys::CUresult::CUDA_ERROR_UNKNOWN)),
+            ShareHandle::PosixFd => {
+                // SAFETY: the driver returned a new descriptor that nothing else owns.
+                let fd = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(self.fd) };
+                let _ = rustix::io::fcntl_setfd(&fd, rustix::io::FdFlags::CLOEXEC);
+                Ok(ShareableHandle::Fd(fd))
+            }
+        }
+    }
+}
+
+/// The `void *` an import call takes: the fd's number for a POSIX fd, a pointer to the bytes
+/// for a fabric handle (`fabric` must outlive the call).
+fn os_handle(handle: ShareableRef<'_>, fabric: &mut sys::CUmemFabricHandle) -> *mut c_void {
+    match handle {
+        ShareableRef::Fd(fd) => std::os::fd::AsRawFd::as_raw_fd(&fd) as usize as *mut c_void,
+        ShareableRef::Fabric(bytes) => {
+            fabric.data = bytes.0;
+            (fabric as *mut sys::CUmemFabricHandle).cast()
+        }
     }
 }
 
@@ -312,10 +401,7 @@ impl Driver for CudaDriver {
     }
 
     fn mem_pool_set_access(&self, p: Pool, map: &[AccessDesc]) -> DriverResult<()> {
-        let descs: Vec<sys::CUmemAccessDesc> = map
-            .iter()
-            .map(|d| sys::CUmemAccessDesc { location: location(d.device), flags: access_flags(d.access) })
-            .collect();
+        let descs = access_descs(map);
         check("cuMemPoolSetAccess", unsafe { sys::cuMemPoolSetAccess(pool(p), descs.as_ptr(), descs.len()) })
     }
 
@@ -455,5 +541,127 @@ impl Driver for CudaDriver {
             sys::cuPointerGetAttribute((&raw mut value).cast(), pointer_attribute(attribute), ptr.0)
         })?;
         Ok(value)
+    }
+
+    fn mem_pool_export_to_shareable_handle(&self, p: Pool, kind: ShareHandle) -> DriverResult<ShareableHandle> {
+        let mut out = HandleOut::new();
+        check("cuMemPoolExportToShareableHandle", unsafe {
+            sys::cuMemPoolExportToShareableHandle(out.ptr(kind), pool(p), handle_type(kind), 0)
+        })?;
+        out.take("cuMemPoolExportToShareableHandle", kind)
+    }
+
+    fn mem_pool_import_from_shareable_handle(&self, handle: ShareableRef<'_>) -> DriverResult<Pool> {
+        let mut fabric = sys::CUmemFabricHandle { data: [0; 64] };
+        let os = os_handle(handle, &mut fabric);
+        let mut p = std::ptr::null_mut();
+        check("cuMemPoolImportFromShareableHandle", unsafe {
+            sys::cuMemPoolImportFromShareableHandle(&mut p, os, handle_type(handle.kind()), 0)
+        })?;
+        Ok(Pool(raw(p)))
+    }
+
+    fn mem_pool_export_pointer(&self, ptr: DevicePtr) -> DriverResult<PoolPtrExportData> {
+        let mut data = sys::CUmemPoolPtrExportData { reserved: [0; 64] };
+        check("cuMemPoolExportPointer", unsafe { sys::cuMemPoolExportPointer(&mut data, ptr.0) })?;
+        Ok(PoolPtrExportData(data.reserved))
+    }
+
+    fn mem_pool_import_pointer(&self, p: Pool, data: &PoolPtrExportData) -> DriverResult<DevicePtr> {
+        let mut data = sys::CUmemPoolPtrExportData { reserved: data.0 };
+        let mut ptr = 0;
+        check("cuMemPoolImportPointer", unsafe { sys::cuMemPoolImportPointer(&mut ptr, pool(p), &mut data) })?;
+        Ok(DevicePtr(ptr))
+    }
+
+    fn ipc_get_mem_handle(&self, ptr: DevicePtr) -> DriverResult<IpcMemHandle> {
+        let mut handle = sys::CUipcMemHandle { reserved: [0; 64] };
+        check("cuIpcGetMemHandle", unsafe { sys::cuIpcGetMemHandle(&mut handle, ptr.0) })?;
+        Ok(IpcMemHandle(handle.reserved.map(|c| c as u8)))
+    }
+
+    fn ipc_open_mem_handle(&self, handle: &IpcMemHandle) -> DriverResult<DevicePtr> {
+        let handle = sys::CUipcMemHandle { reserved: handle.0.map(|b| b as std::ffi::c_char) };
+        let flags = sys::CUipcMem_flags::CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS as u32;
+        let mut ptr = 0;
+        check("cuIpcOpenMemHandle", unsafe { sys::cuIpcOpenMemHandle_v2(&mut ptr, handle, flags) })?;
+        Ok(DevicePtr(ptr))
+    }
+
+    fn ipc_close_mem_handle(&self, ptr: DevicePtr) -> DriverResult<()> {
+        check("cuIpcCloseMemHandle", unsafe { sys::cuIpcCloseMemHandle(ptr.0) })
+    }
+
+    fn mem_get_allocation_granularity(&self, props: &AllocationProps, option: Granularity) -> DriverResult<usize> {
+        let prop = allocation_prop(props);
+        let option = match option {
+            Granularity::Minimum => sys::CUmemAllocationGranularity_flags::CU_MEM_ALLOC_GRANULARITY_MINIMUM,
+            Granularity::Recommended => sys::CUmemAllocationGranularity_flags::CU_MEM_ALLOC_GRANULARITY_RECOMMENDED,
+        };
+        let mut bytes = 0usize;
+        check("cuMemGetAllocationGranularity", unsafe {
+            sys::cuMemGetAllocationGranularity(&mut bytes, prop.as_ptr(), option)
+        })?;
+        Ok(bytes)
+    }
+
+    fn mem_create(&self, bytes: usize, props: &AllocationProps) -> DriverResult<MemHandle> {
+        let prop = allocation_prop(props);
+        let mut handle = 0;
+        check("cuMemCreate", unsafe { sys::cuMemCreate(&mut handle, bytes, prop.as_ptr(), 0) })?;
+        Ok(MemHandle(handle))
+    }
+
+    fn mem_address_reserve(&self, bytes: usize, alignment: usize) -> DriverResult<DevicePtr> {
+        let mut ptr = 0;
+        check("cuMemAddressReserve", unsafe { sys::cuMemAddressReserve(&mut ptr, bytes, alignment, 0, 0) })?;
+        Ok(DevicePtr(ptr))
+    }
+
+    fn mem_map(&self, ptr: DevicePtr, bytes: usize, offset: usize, handle: MemHandle) -> DriverResult<()> {
+        check("cuMemMap", unsafe { sys::cuMemMap(ptr.0, bytes, offset, handle.0, 0) })
+    }
+
+    fn mem_set_access(&self, ptr: DevicePtr, bytes: usize, map: &[AccessDesc]) -> DriverResult<()> {
+        let descs = access_descs(map);
+        check("cuMemSetAccess", unsafe { sys::cuMemSetAccess(ptr.0, bytes, descs.as_ptr(), descs.len()) })
+    }
+
+    fn mem_unmap(&self, ptr: DevicePtr, bytes: usize) -> DriverResult<()> {
+        check("cuMemUnmap", unsafe { sys::cuMemUnmap(ptr.0, bytes) })
+    }
+
+    fn mem_address_free(&self, ptr: DevicePtr, bytes: usize) -> DriverResult<()> {
+        check("cuMemAddressFree", unsafe { sys::cuMemAddressFree(ptr.0, bytes) })
+    }
+
+    fn mem_release(&self, handle: MemHandle) -> DriverResult<()> {
+        check("cuMemRelease", unsafe { sys::cuMemRelease(handle.0) })
+    }
+
+    fn mem_export_to_shareable_handle(&self, handle: MemHandle, kind: ShareHandle) -> DriverResult<ShareableHandle> {
+        let mut out = HandleOut::new();
+        check("cuMemExportToShareableHandle", unsafe {
+            sys::cuMemExportToShareableHandle(out.ptr(kind), handle.0, handle_type(kind), 0)
+        })?;
+        out.take("cuMemExportToShareableHandle", kind)
+    }
+
+    fn mem_import_from_shareable_handle(&self, handle: ShareableRef<'_>) -> DriverResult<MemHandle> {
+        let mut fabric = sys::CUmemFabricHandle { data: [0; 64] };
+        let os = os_handle(handle, &mut fabric);
+        let mut out = 0;
+        check("cuMemImportFromShareableHandle", unsafe {
+            sys::cuMemImportFromShareableHandle(&mut out, os, handle_type(handle.kind()))
+        })?;
+        Ok(MemHandle(out))
+    }
+
+    fn mem_retain_allocation_handle(&self, ptr: DevicePtr) -> DriverResult<MemHandle> {
+        let mut out = 0;
+        check("cuMemRetainAllocationHandle", unsafe {
+            sys::cuMemRetainAllocationHandle(&mut out, ptr.0 as usize as *mut c_void)
+        })?;
+        Ok(MemHandle(out))
     }
 }

@@ -116,4 +116,48 @@ pub trait Driver: Send + Sync {
 
     /// `cuPointerGetAttribute`, widened to `u64` (booleans are 0 or 1; handles are addresses).
     fn pointer_get_attribute(&self, ptr: DevicePtr, attribute: PointerAttribute) -> DriverResult<u64>;
+
+    // ---- inter-process sharing (see `crate::ipc`) ----
+
+    /// `cuMemPoolExportToShareableHandle`: a handle to the whole pool, for another process.
+    fn mem_pool_export_to_shareable_handle(&self, pool: Pool, handle: ShareHandle) -> DriverResult<ShareableHandle>;
+    /// `cuMemPoolImportFromShareableHandle`: the exporter's pool in this process. Peer access
+    /// does not travel with it: peers start with none.
+    fn mem_pool_import_from_shareable_handle(&self, handle: ShareableRef<'_>) -> DriverResult<Pool>;
+    /// `cuMemPoolExportPointer`: 64 bytes naming one allocation of an exportable pool.
+    fn mem_pool_export_pointer(&self, ptr: DevicePtr) -> DriverResult<PoolPtrExportData>;
+    /// `cuMemPoolImportPointer`: the exported allocation's address in an imported pool.
+    fn mem_pool_import_pointer(&self, pool: Pool, data: &PoolPtrExportData) -> DriverResult<DevicePtr>;
+    /// `cuIpcGetMemHandle`: legacy IPC, for `cuMemAlloc` memory only (pool memory is refused).
+    fn ipc_get_mem_handle(&self, ptr: DevicePtr) -> DriverResult<IpcMemHandle>;
+    /// `cuIpcOpenMemHandle` (`CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS`) in the current context.
+    fn ipc_open_mem_handle(&self, handle: &IpcMemHandle) -> DriverResult<DevicePtr>;
+    /// `cuIpcCloseMemHandle`.
+    fn ipc_close_mem_handle(&self, ptr: DevicePtr) -> DriverResult<()>;
+
+    // ---- virtual memory ----
+
+    /// `cuMemGetAllocationGranularity`: bytes that sizes, offsets and alignments are multiples of.
+    fn mem_get_allocation_granularity(&self, props: &AllocationProps, option: Granularity) -> DriverResult<usize>;
+    /// `cuMemCreate`: physical memory, not yet mapped anywhere.
+    fn mem_create(&self, bytes: usize, props: &AllocationProps) -> DriverResult<MemHandle>;
+    /// `cuMemAddressReserve` (no fixed address, no flags).
+    fn mem_address_reserve(&self, bytes: usize, alignment: usize) -> DriverResult<DevicePtr>;
+    /// `cuMemMap` (the driver requires `offset == 0`). No device may touch it until
+    /// [`Driver::mem_set_access`].
+    fn mem_map(&self, ptr: DevicePtr, bytes: usize, offset: usize, handle: MemHandle) -> DriverResult<()>;
+    /// `cuMemSetAccess` on a mapped range: all descriptors in one call.
+    fn mem_set_access(&self, ptr: DevicePtr, bytes: usize, map: &[AccessDesc]) -> DriverResult<()>;
+    /// `cuMemUnmap`.
+    fn mem_unmap(&self, ptr: DevicePtr, bytes: usize) -> DriverResult<()>;
+    /// `cuMemAddressFree`.
+    fn mem_address_free(&self, ptr: DevicePtr, bytes: usize) -> DriverResult<()>;
+    /// `cuMemRelease`: the memory goes once it is released and unmapped everywhere.
+    fn mem_release(&self, handle: MemHandle) -> DriverResult<()>;
+    /// `cuMemExportToShareableHandle`.
+    fn mem_export_to_shareable_handle(&self, handle: MemHandle, kind: ShareHandle) -> DriverResult<ShareableHandle>;
+    /// `cuMemImportFromShareableHandle`.
+    fn mem_import_from_shareable_handle(&self, handle: ShareableRef<'_>) -> DriverResult<MemHandle>;
+    /// `cuMemRetainAllocationHandle`: the allocation mapped at `ptr`, retained once more.
+    fn mem_retain_allocation_handle(&self, ptr: DevicePtr) -> DriverResult<MemHandle>;
 }

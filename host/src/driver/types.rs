@@ -31,7 +31,6 @@ handle!(/// A `CUmodule`.
     Module);
 handle!(/// A `CUfunction`.
     Function);
-
 impl Stream {
     /// The null stream of the current context (synchronises with the context's other work).
     pub const LEGACY: Stream = Stream(0);
@@ -173,4 +172,103 @@ pub enum PointerAttribute {
     RangeStartAddr,
     /// `CU_POINTER_ATTRIBUTE_RANGE_SIZE`.
     RangeSize,
+}
+
+handle!(/// A `CUmemGenericAllocationHandle`: the physical memory behind virtual-memory mappings.
+    MemHandle);
+
+/// One `CUmemAllocationHandleType`: how an export handle reaches the importing process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ShareHandle {
+    /// `CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR`: a process on this node, fd over a Unix socket.
+    PosixFd,
+    /// `CU_MEM_HANDLE_TYPE_FABRIC`: 64 opaque bytes, usable across an NVLink fabric.
+    Fabric,
+}
+
+impl ShareHandle {
+    /// The handle type's bit.
+    pub fn bits(self) -> HandleTypes {
+        match self {
+            ShareHandle::PosixFd => HandleTypes::POSIX_FD,
+            ShareHandle::Fabric => HandleTypes::FABRIC,
+        }
+    }
+}
+
+/// `CUmemPoolPtrExportData`: what `cuMemPoolExportPointer` gives for one pool allocation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct PoolPtrExportData(pub [u8; 64]);
+
+/// `CUipcMemHandle`: a legacy IPC handle for `cuMemAlloc` memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct IpcMemHandle(pub [u8; 64]);
+
+/// `CUmemFabricHandle`: a fabric export handle (no file descriptor involved).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FabricHandle(pub [u8; 64]);
+
+/// An export handle as the exporting driver call returns it. The fd is ours to close (and is
+/// close-on-exec, so a spawned child never inherits memory by accident).
+#[derive(Debug)]
+pub enum ShareableHandle {
+    /// A POSIX file descriptor.
+    Fd(std::os::fd::OwnedFd),
+    /// A fabric handle.
+    Fabric(FabricHandle),
+}
+
+impl ShareableHandle {
+    /// Which handle type this is.
+    pub fn kind(&self) -> ShareHandle {
+        match self {
+            ShareableHandle::Fd(_) => ShareHandle::PosixFd,
+            ShareableHandle::Fabric(_) => ShareHandle::Fabric,
+        }
+    }
+
+    /// Borrowed, for an import call.
+    pub fn as_ref(&self) -> ShareableRef<'_> {
+        match self {
+            ShareableHandle::Fd(fd) => ShareableRef::Fd(std::os::fd::AsFd::as_fd(fd)),
+            ShareableHandle::Fabric(handle) => ShareableRef::Fabric(handle),
+        }
+    }
+}
+
+/// An export handle as an importing driver call takes it: the caller keeps (and closes) the fd.
+#[derive(Clone, Copy, Debug)]
+pub enum ShareableRef<'a> {
+    /// A POSIX file descriptor received from the exporter.
+    Fd(std::os::fd::BorrowedFd<'a>),
+    /// A fabric handle.
+    Fabric(&'a FabricHandle),
+}
+
+impl ShareableRef<'_> {
+    /// Which handle type this is.
+    pub fn kind(&self) -> ShareHandle {
+        match self {
+            ShareableRef::Fd(_) => ShareHandle::PosixFd,
+            ShareableRef::Fabric(_) => ShareHandle::Fabric,
+        }
+    }
+}
+
+/// `CUmemAllocationProp` for pinned device memory made by `cuMemCreate`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct AllocationProps {
+    /// The device whose memory it is.
+    pub device: i32,
+    /// Handle types the allocation can be exported with.
+    pub handle_types: HandleTypes,
+}
+
+/// `CUmemAllocationGranularity_flags`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Granularity {
+    /// `CU_MEM_ALLOC_GRANULARITY_MINIMUM`: what sizes and offsets must be multiples of.
+    Minimum,
+    /// `CU_MEM_ALLOC_GRANULARITY_RECOMMENDED`.
+    Recommended,
 }

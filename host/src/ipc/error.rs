@@ -1,7 +1,7 @@
 //! [`IpcError`]: everything the fd-passing side of IPC can refuse.
 //!
-//! Standalone rather than a variant of [`crate::Error`], which this module does not own; the
-//! integrator decides how the two meet.
+//! [`crate::Error::Ipc`] carries it where a peerpool result is wanted; the sharing API returns
+//! it inside [`ShareError`](super::ShareError).
 
 use super::fd_kind::FdKind;
 use rustix::io::Errno;

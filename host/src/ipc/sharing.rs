@@ -19,26 +19,9 @@
 //! wanted handle type (a pool created with it), which is then shared by pool export.
 
 use super::provenance::{Provenance, ProvenanceError};
+/// The handle type the importing process can use (defined with the driver calls that take it).
+pub use crate::driver::ShareHandle;
 use crate::driver::{HandleTypes, Pool};
-
-/// The handle type the importing process can use.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ShareHandle {
-    /// `CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR`: a process on this node, fd over a Unix socket.
-    PosixFd,
-    /// `CU_MEM_HANDLE_TYPE_FABRIC`: opaque bytes, usable across an NVLink fabric.
-    Fabric,
-}
-
-impl ShareHandle {
-    /// The handle type's bit.
-    pub fn bits(self) -> HandleTypes {
-        match self {
-            ShareHandle::PosixFd => HandleTypes::POSIX_FD,
-            ShareHandle::Fabric => HandleTypes::FABRIC,
-        }
-    }
-}
 
 /// What the caller wants and permits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -51,7 +34,7 @@ pub struct ShareRequest {
     pub allow_staging: bool,
 }
 
-/// How the memory reaches the importer; the driver calls are the integrator's.
+/// How the memory reaches the importer ([`System::export`](crate::System::export) makes the calls).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum SharingPath {
     /// `cuIpcGetMemHandle` → 64 opaque bytes → `cuIpcOpenMemHandle` in the importer.

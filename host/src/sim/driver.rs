@@ -1,9 +1,10 @@
 //! [`SimDriver`]: the [`Driver`] seam answered from a [`Topology`] and the simulator's state.
 
 use super::kernels::{self, Kernel};
-use super::memory::{ALIGN, Exhausted, apply_fault};
+use super::memory::{ALIGN, Exhausted, Origin, apply_fault};
 use super::state::{Fail, SimResult, State};
 use super::topology::Topology;
+use super::{share, vmm};
 use crate::driver::*;
 use crate::error::CudaError;
 use cudarc::driver::sys::CUresult::{self, *};
@@ -34,6 +35,10 @@ pub struct SimStats {
     pub streams: usize,
     /// Primary-context retains not released, over all devices.
     pub context_retains: u32,
+    /// `cuMemCreate` and imported allocations not yet released and unmapped.
+    pub physical_allocations: usize,
+    /// `cuMemAddressReserve` ranges not freed.
+    pub reservations: usize,
 }
 
 /// A simulated multi-GPU CUDA driver. Deterministic, `Send + Sync` (one lock inside), and
@@ -80,6 +85,8 @@ impl SimDriver {
             modules: s.modules.len(),
             streams: s.streams.len(),
             context_retains: s.retained_contexts(),
+            physical_allocations: s.shares.physical.len(),
+            reservations: s.memory.reservation_count(),
         }
     }
 
@@ -96,7 +103,7 @@ impl SimDriver {
     pub fn peek(&self, ptr: DevicePtr, len: usize) -> Option<Vec<u8>> {
         let s = self.lock();
         let (block, offset) = s.memory.span(ptr.0, len as u64)?;
-        Some(block.bytes[offset..offset + len].to_vec())
+        Some(block.read(offset, len))
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -131,15 +138,16 @@ fn out_of_memory(_: Exhausted) -> Fail {
 /// Copies `bytes` from `src` to `dst` (both checked), through the link between their devices.
 fn copy(s: &mut State, dst: u64, src: u64, bytes: usize) {
     let Some((from, offset)) = s.memory.span(src, bytes as u64) else { return };
-    let (src_device, mut data) = (from.device, from.bytes[offset..offset + bytes].to_vec());
+    let (src_device, mut data) = (from.device, from.read(offset, bytes));
     let dst_device = s.memory.find(dst).map_or(src_device, |b| b.device);
     let fault = s.topo.fault(src_device, dst_device);
-    if let Some((to, offset)) = s.memory.span_mut(dst, bytes as u64) {
-        let target = &mut to.bytes[offset..offset + bytes];
-        if let Some(fault) = fault {
-            apply_fault(fault, &mut data, Some(target));
-        }
-        target.copy_from_slice(&data);
+    if let Some((to, offset)) = s.memory.span(dst, bytes as u64) {
+        to.backing().with(offset, bytes, |target| {
+            if let Some(fault) = fault {
+                apply_fault(fault, &mut data, Some(target));
+            }
+            target.copy_from_slice(&data);
+        });
     }
 }
 
@@ -240,7 +248,7 @@ impl Driver for SimDriver {
         self.run("cuDeviceSetMemPool", |s| {
             let d = s.device(device)?;
             let id = s.pool(pool.0)?;
-            if s.pools[id].device != d {
+            if s.pools[id].device != d || s.shares.imported_pools.contains_key(&id) {
                 return fail(CUDA_ERROR_INVALID_VALUE);
             }
             s.current_pools[d] = id;
@@ -319,6 +327,9 @@ impl Driver for SimDriver {
         self.run("cuMemAllocFromPoolAsync", |s| {
             s.stream_device(stream)?;
             let id = s.pool(pool.0)?;
+            if s.shares.imported_pools.contains_key(&id) {
+                return fail(CUDA_ERROR_INVALID_VALUE); // imported pools cannot allocate (documented)
+            }
             if bytes == 0 {
                 return Ok(DevicePtr(0));
             }
@@ -367,8 +378,8 @@ impl Driver for SimDriver {
                 return Ok(());
             }
             s.check_engine(d, dst.0, src.len() as u64)?;
-            if let Some((block, offset)) = s.memory.span_mut(dst.0, src.len() as u64) {
-                block.bytes[offset..offset + src.len()].copy_from_slice(src);
+            if let Some((block, offset)) = s.memory.span(dst.0, src.len() as u64) {
+                block.write(offset, src);
             }
             Ok(())
         })
@@ -382,7 +393,7 @@ impl Driver for SimDriver {
             }
             s.check_engine(d, src.0, dst.len() as u64)?;
             if let Some((block, offset)) = s.memory.span(src.0, dst.len() as u64) {
-                dst.copy_from_slice(&block.bytes[offset..offset + dst.len()]);
+                block.backing().with(offset, dst.len(), |bytes| dst.copy_from_slice(bytes));
             }
             Ok(())
         })
@@ -432,12 +443,13 @@ impl Driver for SimDriver {
             let owner = s.check_engine(d, dst.0, bytes as u64)?;
             let mut data: Vec<u8> = std::iter::repeat_n(value.to_le_bytes(), words).flatten().collect();
             let fault = s.topo.fault(d, owner);
-            if let Some((block, offset)) = s.memory.span_mut(dst.0, bytes as u64) {
-                let target = &mut block.bytes[offset..offset + bytes];
-                if let Some(fault) = fault {
-                    apply_fault(fault, &mut data, Some(target));
-                }
-                target.copy_from_slice(&data);
+            if let Some((block, offset)) = s.memory.span(dst.0, bytes as u64) {
+                block.backing().with(offset, bytes, |target| {
+                    if let Some(fault) = fault {
+                        apply_fault(fault, &mut data, Some(target));
+                    }
+                    target.copy_from_slice(&data);
+                });
             }
             Ok(())
         })
@@ -501,18 +513,79 @@ impl Driver for SimDriver {
     }
 
     fn pointer_get_attribute(&self, ptr: DevicePtr, attribute: PointerAttribute) -> DriverResult<u64> {
-        self.run("cuPointerGetAttribute", |s| {
-            let Some(block) = s.memory.find(ptr.0) else { return fail(CUDA_ERROR_INVALID_VALUE) };
-            let pool = block.pool.map(|p| &s.pools[p]);
-            Ok(match attribute {
-                PointerAttribute::DeviceOrdinal => block.device as u64,
-                PointerAttribute::MempoolHandle => pool.map_or(0, |p| p.handle),
-                PointerAttribute::IsLegacyCudaIpcCapable => pool.is_none() as u64,
-                PointerAttribute::AllowedHandleTypes => pool.map_or(0, |p| p.handle_types.0 as u64),
-                PointerAttribute::RangeStartAddr => block.base,
-                PointerAttribute::RangeSize => block.size(),
-            })
-        })
+        self.run("cuPointerGetAttribute", |s| share::attribute(s, ptr.0, attribute))
+    }
+
+    fn mem_pool_export_to_shareable_handle(&self, pool: Pool, handle: ShareHandle) -> DriverResult<ShareableHandle> {
+        self.run("cuMemPoolExportToShareableHandle", |s| share::pool_export(s, pool.0, handle))
+    }
+
+    fn mem_pool_import_from_shareable_handle(&self, handle: ShareableRef<'_>) -> DriverResult<Pool> {
+        self.run("cuMemPoolImportFromShareableHandle", |s| share::pool_import(s, handle).map(Pool))
+    }
+
+    fn mem_pool_export_pointer(&self, ptr: DevicePtr) -> DriverResult<PoolPtrExportData> {
+        self.run("cuMemPoolExportPointer", |s| share::pointer_export(s, ptr.0))
+    }
+
+    fn mem_pool_import_pointer(&self, pool: Pool, data: &PoolPtrExportData) -> DriverResult<DevicePtr> {
+        self.run("cuMemPoolImportPointer", |s| share::pointer_import(s, pool.0, data).map(DevicePtr))
+    }
+
+    fn ipc_get_mem_handle(&self, ptr: DevicePtr) -> DriverResult<IpcMemHandle> {
+        self.run("cuIpcGetMemHandle", |s| share::ipc_get(s, ptr.0))
+    }
+
+    fn ipc_open_mem_handle(&self, handle: &IpcMemHandle) -> DriverResult<DevicePtr> {
+        self.run("cuIpcOpenMemHandle", |s| share::ipc_open(s, handle).map(DevicePtr))
+    }
+
+    fn ipc_close_mem_handle(&self, ptr: DevicePtr) -> DriverResult<()> {
+        self.run("cuIpcCloseMemHandle", |s| share::ipc_close(s, ptr.0))
+    }
+
+    fn mem_get_allocation_granularity(&self, props: &AllocationProps, _option: Granularity) -> DriverResult<usize> {
+        self.run("cuMemGetAllocationGranularity", |s| vmm::granularity(s, props))
+    }
+
+    fn mem_create(&self, bytes: usize, props: &AllocationProps) -> DriverResult<MemHandle> {
+        self.run("cuMemCreate", |s| vmm::create(s, bytes, props).map(MemHandle))
+    }
+
+    fn mem_address_reserve(&self, bytes: usize, alignment: usize) -> DriverResult<DevicePtr> {
+        self.run("cuMemAddressReserve", |s| vmm::reserve(s, bytes, alignment).map(DevicePtr))
+    }
+
+    fn mem_map(&self, ptr: DevicePtr, bytes: usize, offset: usize, handle: MemHandle) -> DriverResult<()> {
+        self.run("cuMemMap", |s| vmm::map(s, ptr.0, bytes, offset, handle.0))
+    }
+
+    fn mem_set_access(&self, ptr: DevicePtr, bytes: usize, map: &[AccessDesc]) -> DriverResult<()> {
+        self.run("cuMemSetAccess", |s| vmm::set_access(s, ptr.0, bytes, map))
+    }
+
+    fn mem_unmap(&self, ptr: DevicePtr, bytes: usize) -> DriverResult<()> {
+        self.run("cuMemUnmap", |s| vmm::unmap(s, ptr.0, bytes))
+    }
+
+    fn mem_address_free(&self, ptr: DevicePtr, bytes: usize) -> DriverResult<()> {
+        self.run("cuMemAddressFree", |s| vmm::address_free(s, ptr.0, bytes))
+    }
+
+    fn mem_release(&self, handle: MemHandle) -> DriverResult<()> {
+        self.run("cuMemRelease", |s| vmm::release(s, handle.0))
+    }
+
+    fn mem_export_to_shareable_handle(&self, handle: MemHandle, kind: ShareHandle) -> DriverResult<ShareableHandle> {
+        self.run("cuMemExportToShareableHandle", |s| vmm::export(s, handle.0, kind))
+    }
+
+    fn mem_import_from_shareable_handle(&self, handle: ShareableRef<'_>) -> DriverResult<MemHandle> {
+        self.run("cuMemImportFromShareableHandle", |s| vmm::import(s, handle).map(MemHandle))
+    }
+
+    fn mem_retain_allocation_handle(&self, ptr: DevicePtr) -> DriverResult<MemHandle> {
+        self.run("cuMemRetainAllocationHandle", |s| vmm::retain(s, ptr.0).map(MemHandle))
     }
 }
 
@@ -523,7 +596,7 @@ fn free(s: &mut State, ptr: DevicePtr) -> SimResult<()> {
         return fail(CUDA_ERROR_INVALID_VALUE);
     }
     let Some(block) = s.memory.free(ptr.0) else { return fail(CUDA_ERROR_INVALID_VALUE) };
-    if let Some(p) = block.pool {
+    if let (Some(p), Origin::Allocated) = (block.pool, &block.origin) {
         s.pools[p].used -= block.size();
     }
     Ok(())

@@ -219,7 +219,7 @@ fn probe(state: &State, device: usize, addr: u64, len: u64, align: u64) -> Resul
 fn load(state: &State, device: usize, addr: u64, len: u64, align: u64) -> Result<Vec<u8>, Trap> {
     probe(state, device, addr, len, align)?;
     let Some((block, offset)) = state.memory.span(addr, len) else { return Ok(Vec::new()) };
-    let mut data = block.bytes[offset..offset + len as usize].to_vec();
+    let mut data = block.read(offset, len as usize);
     if let Some(fault) = state.topo.fault(block.device, device) {
         apply_fault(fault, &mut data, None);
     }
@@ -231,12 +231,13 @@ fn load(state: &State, device: usize, addr: u64, len: u64, align: u64) -> Result
 fn store(state: &mut State, device: usize, addr: u64, mut data: Vec<u8>) {
     let owner = state.memory.find(addr).map(|b| b.device);
     let fault = owner.and_then(|owner| state.topo.fault(device, owner));
-    if let Some((block, offset)) = state.memory.span_mut(addr, data.len() as u64) {
-        let target = &mut block.bytes[offset..offset + data.len()];
-        if let Some(fault) = fault {
-            apply_fault(fault, &mut data, Some(target));
-        }
-        target.copy_from_slice(&data);
+    if let Some((block, offset)) = state.memory.span(addr, data.len() as u64) {
+        block.backing().with(offset, data.len(), |target| {
+            if let Some(fault) = fault {
+                apply_fault(fault, &mut data, Some(target));
+            }
+            target.copy_from_slice(&data);
+        });
     }
 }
 
@@ -252,8 +253,15 @@ fn update(
 ) -> Result<(), Trap> {
     probe(state, device, addr, len, align)?;
     let Some((block, offset)) = state.memory.span(addr, len) else { return Ok(()) };
-    let mut data = block.bytes[offset..offset + len as usize].to_vec();
-    f(&mut data);
-    store(state, device, addr, data);
+    let fault = state.topo.fault(device, block.device);
+    // Under the bytes' lock from read to write: atomic for every process that maps them.
+    block.backing().with(offset, len as usize, |target| {
+        let mut data = target.to_vec();
+        f(&mut data);
+        if let Some(fault) = fault {
+            apply_fault(fault, &mut data, Some(target));
+        }
+        target.copy_from_slice(&data);
+    });
     Ok(())
 }

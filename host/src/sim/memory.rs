@@ -3,40 +3,151 @@
 //!
 //! Addresses are unique for the simulator's life (a bump allocator per device that never
 //! reuses a freed range), so a stale pointer can never reach a newer allocation by accident.
+//!
+//! Bytes live in a [`Backing`] behind its own lock, so that two simulators in one test (two
+//! "processes") can map the same bytes: an exported allocation and its imports share one
+//! backing, and a write through either is seen by both, as with real inter-process sharing.
 
 use super::topology::{FaultKind, LinkFault};
-use std::collections::BTreeMap;
+use crate::driver::Access;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 
 /// Where device 0's addresses start: far from the host heap and stacks (0x55…, 0x7f…), so a
 /// host pointer is never mistaken for device memory.
 const BASE: u64 = 0x2000_0000_0000;
 /// Address space per device (256 GiB).
 const SPAN: u64 = 1 << 38;
+/// Where `cuMemAddressReserve` ranges start (above 256 devices' ranges), and their space.
+const VA_BASE: u64 = 0x6000_0000_0000;
+const VA_SPAN: u64 = 1 << 44;
 /// Allocation alignment, as `cuMemAlloc` documents (256 bytes).
 pub(super) const ALIGN: u64 = 256;
+/// The virtual-memory granularity the H200s report (2 MiB).
+pub(super) const GRANULE: u64 = 2 << 20;
 
-/// One allocation.
+struct Bytes {
+    data: Mutex<Vec<u8>>,
+    /// Exported or imported: a forked process keeps sharing it (as `MAP_SHARED` memory).
+    shared: AtomicBool,
+}
+
+/// The bytes of one allocation; clones share them.
+#[derive(Clone)]
+pub(super) struct Backing(Arc<Bytes>);
+
+/// A backing that does not keep the bytes alive (what an export registry holds).
+#[derive(Clone)]
+pub(super) struct WeakBacking(Weak<Bytes>);
+
+impl WeakBacking {
+    /// The bytes, if some allocation still holds them.
+    pub(super) fn upgrade(&self) -> Option<Backing> {
+        self.0.upgrade().map(Backing)
+    }
+}
+
+impl Backing {
+    /// `len` zero bytes.
+    pub(super) fn zeroed(len: usize) -> Backing {
+        Backing(Arc::new(Bytes { data: Mutex::new(vec![0; len]), shared: AtomicBool::new(false) }))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<u8>> {
+        self.0.data.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Runs `f` on `[offset, offset + len)` with the bytes locked: one atomic step for every
+    /// process that maps them. The caller has checked the range.
+    pub(super) fn with<R>(&self, offset: usize, len: usize, f: impl FnOnce(&mut [u8]) -> R) -> R {
+        f(&mut self.lock()[offset..offset + len])
+    }
+
+    /// Marks the bytes as shared between processes.
+    pub(super) fn share(&self) {
+        self.0.shared.store(true, Ordering::Relaxed);
+    }
+
+    pub(super) fn downgrade(&self) -> WeakBacking {
+        WeakBacking(Arc::downgrade(&self.0))
+    }
+
+    /// For a forked process: the same backing when shared, else a private copy (one per
+    /// original, so blocks that shared a backing still share the copy).
+    pub(super) fn forked(&self, copies: &mut HashMap<usize, Backing>) -> Backing {
+        if self.0.shared.load(Ordering::Relaxed) {
+            return self.clone();
+        }
+        let key = Arc::as_ptr(&self.0) as usize;
+        copies
+            .entry(key)
+            .or_insert_with(|| {
+                let bytes = self.lock().clone();
+                Backing(Arc::new(Bytes { data: Mutex::new(bytes), shared: AtomicBool::new(false) }))
+            })
+            .clone()
+    }
+}
+
+/// How a block came to be in this process's address space.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum Origin {
+    /// `cuMemAlloc` or `cuMemAllocFromPoolAsync` here; counts against the device's memory.
+    Allocated,
+    /// `cuMemPoolImportPointer`: another process's pool allocation.
+    Imported,
+    /// `cuIpcOpenMemHandle`: another process's `cuMemAlloc` memory.
+    IpcOpened,
+    /// `cuMemMap` of a `cuMemCreate` allocation, with its own per-device access (`cuMemSetAccess`).
+    Mapped {
+        /// The allocation handle.
+        allocation: u64,
+        /// By device ordinal.
+        access: Vec<Access>,
+    },
+}
+
+/// One range of mapped device memory.
 #[derive(Clone)]
 pub(super) struct Block {
     pub(super) base: u64,
     pub(super) device: usize,
-    /// The pool's index in the simulator's pool list; `None` for `cuMemAlloc` memory.
+    /// The pool's index in the simulator's pool list; `None` outside pools.
     pub(super) pool: Option<usize>,
-    pub(super) bytes: Vec<u8>,
+    pub(super) origin: Origin,
+    len: u64,
+    backing: Backing,
 }
 
 impl Block {
     pub(super) fn size(&self) -> u64 {
-        self.bytes.len() as u64
+        self.len
+    }
+
+    pub(super) fn backing(&self) -> &Backing {
+        &self.backing
+    }
+
+    /// A copy of `[offset, offset + len)` (checked by the caller).
+    pub(super) fn read(&self, offset: usize, len: usize) -> Vec<u8> {
+        self.backing.with(offset, len, |bytes| bytes.to_vec())
+    }
+
+    /// Writes `data` at `offset` (checked by the caller).
+    pub(super) fn write(&self, offset: usize, data: &[u8]) {
+        self.backing.with(offset, data.len(), |bytes| bytes.copy_from_slice(data));
     }
 }
 
-/// Every live allocation of every device.
+/// Every live mapping of every device, and the reserved virtual ranges.
 #[derive(Clone)]
 pub(super) struct Memory {
     next: Vec<u64>,
     live: Vec<u64>,
     blocks: BTreeMap<u64, Block>,
+    next_va: u64,
+    reservations: BTreeMap<u64, u64>,
 }
 
 /// Why memory could not be reserved.
@@ -49,7 +160,28 @@ pub(super) enum Exhausted {
 
 impl Memory {
     pub(super) fn new(devices: usize) -> Memory {
-        Memory { next: vec![0; devices], live: vec![0; devices], blocks: BTreeMap::new() }
+        Memory {
+            next: vec![0; devices],
+            live: vec![0; devices],
+            blocks: BTreeMap::new(),
+            next_va: 0,
+            reservations: BTreeMap::new(),
+        }
+    }
+
+    /// Counts `size` more bytes against `device`'s `capacity`.
+    pub(super) fn charge(&mut self, device: usize, size: u64, capacity: u64) -> Result<(), Exhausted> {
+        let live = self.live[device];
+        if live.checked_add(size).is_none_or(|total| total > capacity) {
+            return Err(Exhausted::Capacity);
+        }
+        self.live[device] = live + size;
+        Ok(())
+    }
+
+    /// Gives back what [`Memory::charge`] counted.
+    pub(super) fn uncharge(&mut self, device: usize, size: u64) {
+        self.live[device] -= size;
     }
 
     /// A zeroed allocation of `size > 0` bytes on `device`, `capacity` bytes at most live.
@@ -60,59 +192,139 @@ impl Memory {
         capacity: u64,
         pool: Option<usize>,
     ) -> Result<u64, Exhausted> {
-        let live = self.live[device];
-        if live.checked_add(size).is_none_or(|total| total > capacity) {
-            return Err(Exhausted::Capacity);
-        }
+        let len = usize::try_from(size).map_err(|_| Exhausted::Capacity)?;
+        self.charge(device, size, capacity)?;
+        self.place(device, Backing::zeroed(len), size, pool, Origin::Allocated).inspect_err(|_| {
+            self.uncharge(device, size);
+        })
+    }
+
+    /// Maps `backing` (at least `size` bytes) at a new address of `device`'s range, without
+    /// charging the device: the memory is charged where it was allocated.
+    pub(super) fn place(
+        &mut self,
+        device: usize,
+        backing: Backing,
+        size: u64,
+        pool: Option<usize>,
+        origin: Origin,
+    ) -> Result<u64, Exhausted> {
         // A 256-byte guard gap after each block: a kernel running past its end faults.
         let step = size.div_ceil(ALIGN).saturating_add(1).saturating_mul(ALIGN);
         let offset = self.next[device];
         if offset.saturating_add(step) > SPAN {
             return Err(Exhausted::AddressSpace);
         }
-        let len = usize::try_from(size).map_err(|_| Exhausted::Capacity)?;
         let base = BASE + device as u64 * SPAN + offset;
         self.next[device] = offset + step;
-        self.live[device] = live + size;
-        self.blocks.insert(base, Block { base, device, pool, bytes: vec![0; len] });
+        self.blocks.insert(base, Block { base, device, pool, origin, len: size, backing });
         Ok(base)
     }
 
-    /// Removes the allocation starting exactly at `base`.
+    /// Maps `backing` at `base` (a reserved range the caller checked is free).
+    pub(super) fn map_at(&mut self, base: u64, device: usize, backing: Backing, size: u64, origin: Origin) {
+        self.blocks.insert(base, Block { base, device, pool: None, origin, len: size, backing });
+    }
+
+    /// Removes the allocation starting exactly at `base` if `cuMemFree` may free it (allocated
+    /// or imported pool memory), giving its memory back.
     pub(super) fn free(&mut self, base: u64) -> Option<Block> {
+        let origin = &self.blocks.get(&base)?.origin;
+        if !matches!(origin, Origin::Allocated | Origin::Imported) {
+            return None;
+        }
+        self.remove(base)
+    }
+
+    /// Removes the block starting exactly at `base`, whatever its origin.
+    pub(super) fn remove(&mut self, base: u64) -> Option<Block> {
         let block = self.blocks.remove(&base)?;
-        self.live[block.device] -= block.size();
+        if block.origin == Origin::Allocated {
+            self.live[block.device] -= block.size();
+        }
         Some(block)
     }
 
-    /// The allocation holding `addr`.
+    /// The block holding `addr`.
     pub(super) fn find(&self, addr: u64) -> Option<&Block> {
         let (_, block) = self.blocks.range(..=addr).next_back()?;
         (addr < block.base + block.size()).then_some(block)
     }
 
-    /// The allocation holding all of `[addr, addr + len)` (`len > 0`), and the offset of `addr` in it.
+    /// The block starting exactly at `base`.
+    pub(super) fn at(&self, base: u64) -> Option<&Block> {
+        self.blocks.get(&base)
+    }
+
+    /// Mutable [`Memory::at`].
+    pub(super) fn at_mut(&mut self, base: u64) -> Option<&mut Block> {
+        self.blocks.get_mut(&base)
+    }
+
+    /// The block holding all of `[addr, addr + len)` (`len > 0`), and the offset of `addr` in it.
     pub(super) fn span(&self, addr: u64, len: u64) -> Option<(&Block, usize)> {
         let block = self.find(addr)?;
         let offset = addr - block.base;
         (offset.checked_add(len)? <= block.size()).then_some((block, offset as usize))
     }
 
-    /// Mutable [`Memory::span`].
-    pub(super) fn span_mut(&mut self, addr: u64, len: u64) -> Option<(&mut Block, usize)> {
-        let (_, block) = self.blocks.range_mut(..=addr).next_back()?;
-        let offset = addr.checked_sub(block.base)?;
-        (offset.checked_add(len)? <= block.size()).then_some((block, offset as usize))
+    /// Blocks overlapping `[addr, addr + len)`, in address order.
+    pub(super) fn overlapping(&self, addr: u64, len: u64) -> Vec<&Block> {
+        let end = addr.saturating_add(len);
+        let first = self.find(addr).map_or(addr, |b| b.base);
+        self.blocks.range(first..end).map(|(_, b)| b).filter(|b| b.base + b.size() > addr).collect()
     }
 
     /// Base addresses of every allocation on `device` outside any pool.
     pub(super) fn legacy_on(&self, device: usize) -> Vec<u64> {
-        self.blocks.values().filter(|b| b.device == device && b.pool.is_none()).map(|b| b.base).collect()
+        let legacy = |b: &&Block| b.device == device && b.pool.is_none() && b.origin == Origin::Allocated;
+        self.blocks.values().filter(legacy).map(|b| b.base).collect()
     }
 
     /// How many allocations are live, and their bytes.
     pub(super) fn totals(&self) -> (usize, u64) {
         (self.blocks.len(), self.live.iter().sum())
+    }
+
+    // ---- reserved virtual ranges ----
+
+    /// A new range of `size` bytes aligned to `align` (both multiples of [`GRANULE`]), with a
+    /// granule of guard after it.
+    pub(super) fn reserve(&mut self, size: u64, align: u64) -> Result<u64, Exhausted> {
+        let start = (VA_BASE + self.next_va).next_multiple_of(align.max(GRANULE));
+        let end = start.checked_add(size).and_then(|e| e.checked_add(GRANULE)).ok_or(Exhausted::AddressSpace)?;
+        if end > VA_BASE + VA_SPAN {
+            return Err(Exhausted::AddressSpace);
+        }
+        self.next_va = end - VA_BASE;
+        self.reservations.insert(start, size);
+        Ok(start)
+    }
+
+    /// Whether `[addr, addr + len)` lies inside one reserved range.
+    pub(super) fn reserved(&self, addr: u64, len: u64) -> bool {
+        let Some((&start, &size)) = self.reservations.range(..=addr).next_back() else { return false };
+        addr.checked_add(len).is_some_and(|end| end <= start + size)
+    }
+
+    /// Ends the reservation `(base, size)` exactly; `false` if there is none.
+    pub(super) fn unreserve(&mut self, base: u64, size: u64) -> bool {
+        if self.reservations.get(&base) != Some(&size) {
+            return false;
+        }
+        self.reservations.remove(&base);
+        true
+    }
+
+    pub(super) fn reservation_count(&self) -> usize {
+        self.reservations.len()
+    }
+
+    /// Gives this copy (a forked process) private bytes wherever the bytes are not shared.
+    pub(super) fn fork_bytes(&mut self, copies: &mut HashMap<usize, Backing>) {
+        for block in self.blocks.values_mut() {
+            block.backing = block.backing.forked(copies);
+        }
     }
 }
 

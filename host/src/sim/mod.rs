@@ -40,13 +40,46 @@
 //!   faults; the real driver reuses addresses and maps in 2 MiB granules.
 //! - PCI bus ids are synthetic (`0x18 + 0x10 × ordinal`); every sticky error is the process's
 //!   last word, including for `cuDeviceGetCount` and `cuCtxSetCurrent`.
+//!
+//! ## Inter-process sharing (`registry.rs`, `share.rs`, `vmm.rs`)
+//! Two simulators in one process stand for two processes of one machine: an import maps the
+//! exporter's bytes, so writes on either side are seen by the other, and access does not travel
+//! (an imported pool is read-write for its owner only), as measured. Beyond that:
+//! - A POSIX-fd export handle is an eventfd (an anonymous inode; the real one is an open of the
+//!   device node, a character device) whose counter names an entry of a process-wide registry.
+//!   Export data, legacy IPC handles and fabric handles carry a tag and a check word. Anything
+//!   else (garbage data, a foreign fd) is `CUDA_ERROR_INVALID_VALUE`; the real driver's answer
+//!   to garbage was not measured (a reopened `/proc/<pid>/fd` gave `CUDA_ERROR_UNKNOWN`).
+//! - Handles do not keep memory alive: importing what the exporter has freed (a pool
+//!   allocation, `cuMemAlloc` memory, a `cuMemCreate` allocation with no reference or mapping
+//!   left) is `CUDA_ERROR_INVALID_VALUE`; a real exported fd keeps its allocation until closed.
+//!   An import does keep the bytes, as a real mapping does.
+//! - Not measured, chosen: `CUDA_ERROR_INVALID_VALUE` for exporting a pool or allocation without
+//!   the handle type asked for, re-exporting an imported pool, `cuMemPoolExportPointer` other than
+//!   at the start of a live allocation of a live exportable pool, `cuIpcGetMemHandle` other than
+//!   at the start of `cuMemAlloc` memory (pool memory measured), `cuMemAllocFromPoolAsync` and
+//!   `cuDeviceSetMemPool` on an imported pool (documented as unsupported). Importing into the
+//!   exporting simulator itself works. Opened IPC memory is reachable from its own device only,
+//!   reports `IS_LEGACY_CUDA_IPC_CAPABLE` 0, and survives a primary-context reset.
+//! - Virtual memory: the granularity is 2 MiB for both options and for every handle type the
+//!   device's pools support. `cuMemMap` needs offset 0, a granule-aligned address inside one
+//!   reservation with nothing mapped there, and at most the allocation's size; `cuMemSetAccess`
+//!   and `cuMemUnmap` need whole mappings tiling the range exactly; `cuMemSetAccess` refuses
+//!   read-only (`CUDA_ERROR_NOT_SUPPORTED`) and peers without a path (`CUDA_ERROR_INVALID_DEVICE`)
+//!   as pools do; `cuMemAddressFree` needs the exact reservation with nothing mapped. A copy or
+//!   kernel spanning two adjacent mappings is out of bounds (each mapping is its own block).
+//! - [`SimDriver::fork`] keeps exported and imported bytes shared with the fork (like
+//!   `MAP_SHARED` memory) and copies the rest.
 
 mod catalog;
 mod driver;
 mod kernels;
 mod memory;
+mod registry;
+mod share;
 mod state;
 mod topology;
+mod vmm;
 
 pub use catalog::{CatalogEntry, catalog, catalog_dir, catalog_topology};
 pub use driver::{SimDriver, SimOptions, SimStats};

@@ -3,7 +3,8 @@
 //! simulated process is dead.
 
 use super::kernels::Kernel;
-use super::memory::{Block, Memory};
+use super::memory::{Block, Memory, Origin};
+use super::share::Shares;
 use super::topology::Topology;
 use crate::driver::{Access, HandleTypes, Stream};
 use cudarc::driver::sys::CUresult;
@@ -78,6 +79,8 @@ pub(super) struct State {
     pub(super) streams: HashMap<u64, usize>,
     pub(super) modules: HashMap<u64, ModuleRec>,
     pub(super) functions: HashMap<u64, FunctionRec>,
+    /// Exports, imports and virtual-memory allocations.
+    pub(super) shares: Shares,
 }
 
 /// `CUDA_ERROR_INVALID_DEVICE` from `cuDeviceGet`, as the real wrapper reports a bad ordinal.
@@ -104,6 +107,7 @@ impl State {
             streams: HashMap::new(),
             modules: HashMap::new(),
             functions: HashMap::new(),
+            shares: Shares::default(),
         };
         for device in 0..n {
             let handle = s.mint();
@@ -174,6 +178,7 @@ impl State {
         let mut copy = self.clone();
         let thread = std::thread::current().id();
         copy.current.retain(|t, _| *t == thread);
+        super::share::fork_bytes(&mut copy);
         copy
     }
 
@@ -267,6 +272,9 @@ impl State {
     /// `cuMemAlloc` memory of another device is never reachable (peerpool never enables
     /// legacy peer access).
     pub(super) fn can_access(&self, device: usize, block: &Block) -> bool {
+        if let Origin::Mapped { access, .. } = &block.origin {
+            return access.get(device) == Some(&Access::ReadWrite); // cuMemSetAccess, owner included
+        }
         block.device == device
             || block.pool.is_some_and(|p| self.pools[p].access.get(device) == Some(&Access::ReadWrite))
     }

@@ -1,0 +1,79 @@
+//! Helpers for the inter-process tests on the simulator (`host/tests/ipc_sim_*.rs`): two
+//! simulators stand for two processes of one machine (they share exported bytes through the
+//! simulator's process-wide registry), and a real `Channel::pair()` joins them.
+#![allow(dead_code)] // each test crate uses a different subset
+
+use peerpool::ipc::{Channel, ShareHandle, ShareRequest};
+use peerpool::kernels::pattern::pattern;
+use peerpool::sim::{SimDriver, SimStats, Topology};
+use peerpool::{Allocation, OwnedPool, PoolOptions, System};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Words in each shared buffer (256 KiB).
+pub const WORDS: u64 = 1 << 16;
+pub const BYTES: usize = (WORDS * 4) as usize;
+
+pub const FD: ShareRequest = ShareRequest { handle: ShareHandle::PosixFd, allow_staging: false };
+pub const FABRIC: ShareRequest = ShareRequest { handle: ShareHandle::Fabric, allow_staging: false };
+pub const STAGED: ShareRequest = ShareRequest { handle: ShareHandle::PosixFd, allow_staging: true };
+
+/// One simulated process on two H200s.
+pub struct Process {
+    pub sim: Arc<SimDriver>,
+    pub system: System,
+}
+
+impl Process {
+    pub fn new() -> Process {
+        let sim = Arc::new(SimDriver::new(Topology::two_h200()));
+        let system = System::with_driver(sim.clone()).expect("a system opens on the simulator");
+        system.set_probe_bytes(4096);
+        Process { sim, system }
+    }
+
+    /// A copy of this process (as `fork(2)` makes one) with its own system, for a probe that
+    /// may kill it.
+    pub fn fork(&self) -> Process {
+        let sim = Arc::new(self.sim.fork());
+        let system = System::with_driver(sim.clone()).expect("a system opens on the fork");
+        Process { sim, system }
+    }
+
+    /// A pool on `device` exportable with POSIX fds, and an allocation in it filled by the
+    /// owner's kernel with `seed`.
+    pub fn filled_pool(&self, device: usize, seed: u32) -> (OwnedPool, Allocation) {
+        let options = PoolOptions { handle_types: peerpool::driver::HandleTypes::POSIX_FD, max_size: 0 };
+        let pool = self.system.create_pool(device, options).unwrap();
+        let memory = self.system.alloc(pool.as_ref(), BYTES).unwrap();
+        self.system.kernels(device).unwrap().fill(memory.ptr(), WORDS, seed).unwrap();
+        (pool, memory)
+    }
+
+    pub fn stats(&self) -> SimStats {
+        self.sim.stats()
+    }
+}
+
+/// A connected pair: (exporter's end, importer's end).
+pub fn channel() -> (Channel, Channel) {
+    Channel::pair().expect("socketpair")
+}
+
+/// Whether the first `words` words the host reads equal `pattern(i, seed)`.
+pub fn host_sees(words: &[u32], seed: u32) -> bool {
+    words.iter().enumerate().all(|(i, &w)| w == pattern(i as u64, seed))
+}
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn open_fds() -> usize {
+    std::fs::read_dir("/proc/self/fd").expect("/proc/self/fd").count()
+}
+
+/// Runs `scenario` alone among this binary's tests and fails if it leaves an fd open.
+pub fn leak_checked(scenario: impl FnOnce()) {
+    let _serial: MutexGuard<'_, ()> = SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let before = open_fds();
+    scenario();
+    assert_eq!(open_fds(), before, "file descriptors leaked");
+}
