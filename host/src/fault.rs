@@ -392,6 +392,21 @@ impl Driver for FaultInjector {
     fn launch_kernel(&self, f: Function, shape: LaunchShape, stream: Stream, args: &[KernelArg]) -> DriverResult<()> {
         self.call("cuLaunchKernel", |d| d.launch_kernel(f, shape, stream, args))
     }
+    fn event_create(&self) -> DriverResult<Event> {
+        self.call("cuEventCreate", |d| d.event_create())
+    }
+    fn event_record(&self, event: Event, stream: Stream) -> DriverResult<()> {
+        self.call("cuEventRecord", |d| d.event_record(event, stream))
+    }
+    fn event_synchronize(&self, event: Event) -> DriverResult<()> {
+        self.call("cuEventSynchronize", |d| d.event_synchronize(event))
+    }
+    fn event_elapsed_time(&self, start: Event, end: Event) -> DriverResult<f32> {
+        self.call("cuEventElapsedTime", |d| d.event_elapsed_time(start, end))
+    }
+    fn event_destroy(&self, event: Event) -> DriverResult<()> {
+        self.call("cuEventDestroy", |d| d.event_destroy(event))
+    }
     fn pointer_get_attribute(&self, ptr: DevicePtr, attribute: PointerAttribute) -> DriverResult<u64> {
         self.call("cuPointerGetAttribute", |d| d.pointer_get_attribute(ptr, attribute))
     }

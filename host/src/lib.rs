@@ -11,6 +11,7 @@
 //! - [`facts`]: what the driver reports about devices, peers and pools.
 #![cfg(target_endian = "little")] // kernel arguments and pointer attributes are read as LE words
 
+pub mod bench;
 pub mod check;
 pub mod child;
 mod context;

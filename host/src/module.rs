@@ -183,6 +183,22 @@ impl Kernels<'_> {
         Ok(self.driver.launch_kernel(self.loaded.copy16, shape, stream, &args)?)
     }
 
+    /// `pp_atomic_add_sys` queued on `stream`, not waited for (see [`Kernels::atomic_add_sys`]).
+    pub fn atomic_add_sys_on(
+        &self,
+        stream: Stream,
+        counters: DevicePtr,
+        slots: u64,
+        reps: u32,
+        shape: LaunchShape,
+    ) -> Result<()> {
+        if slots == 0 || counters.0 % 4 != 0 {
+            return Err(Error::InvalidArgument("atomic_add_sys needs at least one aligned counter".into()));
+        }
+        let args = [KernelArg::Ptr(counters), KernelArg::U64(slots), KernelArg::U32(reps)];
+        Ok(self.driver.launch_kernel(self.loaded.atomic_add_sys, shape, stream, &args)?)
+    }
+
     /// `pp_read16` queued on `stream`: reads `bytes` at `src` and writes nothing (unless a
     /// thread's fold equals `never`; `sink` must hold a word per thread of `shape`).
     pub fn read16_on(
@@ -209,10 +225,7 @@ impl Kernels<'_> {
     /// times, with system-scope atomics. Each counter gains `threads / slots * reps` (give a
     /// thread count divisible by `slots` for equal counts).
     pub fn atomic_add_sys(&self, counters: DevicePtr, slots: u64, reps: u32, shape: LaunchShape) -> Result<()> {
-        if slots == 0 || counters.0 % 4 != 0 {
-            return Err(Error::InvalidArgument("atomic_add_sys needs at least one aligned counter".into()));
-        }
-        let args = [KernelArg::Ptr(counters), KernelArg::U64(slots), KernelArg::U32(reps)];
-        self.run(self.loaded.atomic_add_sys, shape, &args)
+        self.atomic_add_sys_on(Stream::LEGACY, counters, slots, reps, shape)?;
+        Ok(self.driver.stream_synchronize(Stream::LEGACY)?)
     }
 }

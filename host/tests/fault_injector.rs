@@ -185,6 +185,11 @@ fn call_every_method(d: &dyn Driver) -> Vec<Option<CudaError>> {
         d.module_unload(Module(1)).err(),
         d.module_get_function(Module(1), c"pp_fill").err(),
         d.launch_kernel(Function(1), shape, Stream::LEGACY, &[]).err(),
+        d.event_create().err(),
+        d.event_record(Event(1), Stream::LEGACY).err(),
+        d.event_synchronize(Event(1)).err(),
+        d.event_elapsed_time(Event(1), Event(2)).err(),
+        d.event_destroy(Event(1)).err(),
         d.pointer_get_attribute(ptr, PointerAttribute::DeviceOrdinal).err(),
         d.mem_pool_export_to_shareable_handle(p, ShareHandle::PosixFd).err(),
         d.mem_pool_import_from_shareable_handle(ShareableRef::Fabric(&fabric)).err(),
@@ -218,7 +223,7 @@ fn call_names_are_the_real_drivers() {
     let (_, d) = injector(FaultPlan::new());
     call_every_method(d.as_ref());
     let recorded: BTreeSet<String> = d.calls().into_iter().map(str::to_string).collect();
-    assert_eq!(d.calls().len(), 55, "one record per method");
+    assert_eq!(d.calls().len(), 60, "one record per method");
     let mut real = real_call_names();
     assert!(real.remove("cuDeviceGet"), "the ordinal check, made inside other calls");
     assert_eq!(recorded, real);

@@ -52,6 +52,11 @@ const SYMBOLS: &[&str] = &[
     "cuModuleGetFunction",
     "cuLaunchKernel",
     "cuPointerGetAttribute",
+    "cuEventCreate",
+    "cuEventRecord",
+    "cuEventSynchronize",
+    "cuEventElapsedTime_v2",
+    "cuEventDestroy_v2",
     "cuMemPoolExportToShareableHandle",
     "cuMemPoolImportFromShareableHandle",
     "cuMemPoolExportPointer",
@@ -140,6 +145,9 @@ fn pool(p: Pool) -> sys::CUmemoryPool {
 }
 fn stream(s: Stream) -> sys::CUstream {
     s.0 as usize as sys::CUstream
+}
+fn event(e: Event) -> sys::CUevent {
+    e.0 as usize as sys::CUevent
 }
 fn raw<T>(p: *mut T) -> u64 {
     p as usize as u64
@@ -532,6 +540,30 @@ impl Driver for CudaDriver {
                 std::ptr::null_mut(),
             )
         })
+    }
+
+    fn event_create(&self) -> DriverResult<Event> {
+        let mut e = std::ptr::null_mut();
+        check("cuEventCreate", unsafe { sys::cuEventCreate(&mut e, 0) })?;
+        Ok(Event(raw(e)))
+    }
+
+    fn event_record(&self, e: Event, s: Stream) -> DriverResult<()> {
+        check("cuEventRecord", unsafe { sys::cuEventRecord(event(e), stream(s)) })
+    }
+
+    fn event_synchronize(&self, e: Event) -> DriverResult<()> {
+        check("cuEventSynchronize", unsafe { sys::cuEventSynchronize(event(e)) })
+    }
+
+    fn event_elapsed_time(&self, start: Event, end: Event) -> DriverResult<f32> {
+        let mut ms = 0f32;
+        check("cuEventElapsedTime", unsafe { sys::cuEventElapsedTime_v2(&mut ms, event(start), event(end)) })?;
+        Ok(ms)
+    }
+
+    fn event_destroy(&self, e: Event) -> DriverResult<()> {
+        check("cuEventDestroy", unsafe { sys::cuEventDestroy_v2(event(e)) })
     }
 
     fn pointer_get_attribute(&self, ptr: DevicePtr, attribute: PointerAttribute) -> DriverResult<u64> {

@@ -114,6 +114,17 @@ pub trait Driver: Send + Sync {
         args: &[KernelArg],
     ) -> DriverResult<()>;
 
+    /// `cuEventCreate` (default flags: timing enabled) in the current context.
+    fn event_create(&self) -> DriverResult<Event>;
+    /// `cuEventRecord` on `stream`.
+    fn event_record(&self, event: Event, stream: Stream) -> DriverResult<()>;
+    /// `cuEventSynchronize`.
+    fn event_synchronize(&self, event: Event) -> DriverResult<()>;
+    /// `cuEventElapsedTime`: milliseconds from `start` to `end`.
+    fn event_elapsed_time(&self, start: Event, end: Event) -> DriverResult<f32>;
+    /// `cuEventDestroy`.
+    fn event_destroy(&self, event: Event) -> DriverResult<()>;
+
     /// `cuPointerGetAttribute`, widened to `u64` (booleans are 0 or 1; handles are addresses).
     fn pointer_get_attribute(&self, ptr: DevicePtr, attribute: PointerAttribute) -> DriverResult<u64>;
 

@@ -31,6 +31,9 @@ handle!(/// A `CUmodule`.
     Module);
 handle!(/// A `CUfunction`.
     Function);
+handle!(/// A `CUevent` (created with timing enabled).
+    Event);
+
 impl Stream {
     /// The null stream of the current context (synchronises with the context's other work).
     pub const LEGACY: Stream = Stream(0);

@@ -512,6 +512,47 @@ impl Driver for SimDriver {
         })
     }
 
+    fn event_create(&self) -> DriverResult<Event> {
+        self.run("cuEventCreate", |s| {
+            let d = s.current_device()?;
+            let handle = s.mint();
+            s.events.insert(handle, d);
+            Ok(Event(handle))
+        })
+    }
+
+    fn event_record(&self, event: Event, stream: Stream) -> DriverResult<()> {
+        self.run("cuEventRecord", |s| {
+            let Some(&device) = s.events.get(&event.0) else { return fail(CUDA_ERROR_INVALID_HANDLE) };
+            if s.stream_device(stream)? != device {
+                return fail(CUDA_ERROR_INVALID_HANDLE);
+            }
+            Ok(())
+        })
+    }
+
+    fn event_synchronize(&self, event: Event) -> DriverResult<()> {
+        self.run("cuEventSynchronize", |s| match s.events.contains_key(&event.0) {
+            true => Ok(()),
+            false => fail(CUDA_ERROR_INVALID_HANDLE),
+        })
+    }
+
+    /// The simulator keeps no time: every interval is 0 ms.
+    fn event_elapsed_time(&self, start: Event, end: Event) -> DriverResult<f32> {
+        self.run("cuEventElapsedTime", |s| match s.events.contains_key(&start.0) && s.events.contains_key(&end.0) {
+            true => Ok(0.0),
+            false => fail(CUDA_ERROR_INVALID_HANDLE),
+        })
+    }
+
+    fn event_destroy(&self, event: Event) -> DriverResult<()> {
+        self.run("cuEventDestroy", |s| match s.events.remove(&event.0) {
+            Some(_) => Ok(()),
+            None => fail(CUDA_ERROR_INVALID_HANDLE),
+        })
+    }
+
     fn pointer_get_attribute(&self, ptr: DevicePtr, attribute: PointerAttribute) -> DriverResult<u64> {
         self.run("cuPointerGetAttribute", |s| share::attribute(s, ptr.0, attribute))
     }

@@ -77,6 +77,8 @@ pub(super) struct State {
     contexts: Vec<PrimaryCtx>,
     current: HashMap<ThreadId, u64>,
     pub(super) streams: HashMap<u64, usize>,
+    /// Events by handle, with their device.
+    pub(super) events: HashMap<u64, usize>,
     pub(super) modules: HashMap<u64, ModuleRec>,
     pub(super) functions: HashMap<u64, FunctionRec>,
     /// Exports, imports and virtual-memory allocations.
@@ -105,6 +107,7 @@ impl State {
             contexts: Vec::new(),
             current: HashMap::new(),
             streams: HashMap::new(),
+            events: HashMap::new(),
             modules: HashMap::new(),
             functions: HashMap::new(),
             shares: Shares::default(),

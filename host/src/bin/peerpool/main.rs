@@ -32,6 +32,17 @@ enum Command {
         #[arg(long)]
         quiet: bool,
     },
+    /// Measure on the real GPUs: copy engine against peerpool's kernels across each pair
+    /// (4 KiB to 1 GiB, one way and both ways), latency, atomics, grant cost against live
+    /// bytes, verification and PTX load. Writes bench.json and prints the headline ratios.
+    Bench {
+        /// Directory for bench.json.
+        #[arg(long, default_value = "peerpool-out")]
+        out: PathBuf,
+        /// Timed repeats per point.
+        #[arg(long, default_value_t = 10)]
+        repeats: usize,
+    },
     /// Print the devices, the peer-capability matrix and each default pool's access (the default).
     Facts,
     /// List the simulated topologies built in (the catalog in ci/topologies/).
@@ -60,6 +71,7 @@ enum Command {
 fn main() -> ExitCode {
     match Cli::parse().command.unwrap_or(Command::Facts) {
         Command::Check { topology, out, quiet } => check::run(check::Options { topology, out, quiet }),
+        Command::Bench { out, repeats } => bench(out, repeats),
         Command::Facts => facts(),
         Command::Topologies => topologies(),
         Command::Report { dir, json, markdown } => report(dir, json, markdown),
@@ -88,6 +100,44 @@ fn facts() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+    }
+}
+
+fn bench(out: PathBuf, repeats: usize) -> ExitCode {
+    let system = match peerpool::System::open() {
+        Ok(system) if system.device_count() >= 2 => system,
+        Ok(system) => {
+            eprintln!("peerpool bench: needs two GPUs, found {}", system.device_count());
+            return ExitCode::from(2);
+        }
+        Err(e) => {
+            eprintln!("peerpool bench: {e}; benchmarks run on real GPUs only");
+            return ExitCode::from(2);
+        }
+    };
+    let options = peerpool::bench::BenchOptions { repeats: repeats.max(1), ..Default::default() };
+    let report = match peerpool::bench::run(&system, &options) {
+        Ok(report) => report,
+        Err(e) => {
+            eprintln!("peerpool bench: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    for (name, ratio) in &report.ratios {
+        println!("{ratio:>8.3}  {name}");
+    }
+    let path = out.join("bench.json");
+    let written = std::fs::create_dir_all(&out)
+        .and_then(|()| std::fs::write(&path, serde_json::to_string_pretty(&report).expect("serialises")));
+    match written {
+        Ok(()) => {
+            println!("wrote {}", path.display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("peerpool bench: writing {}: {e}", path.display());
+            ExitCode::FAILURE
+        }
     }
 }
 

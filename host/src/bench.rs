@@ -1,0 +1,452 @@
+//! Measurements for `peerpool bench`, on real GPUs: bandwidth of the copy engine against
+//! peerpool's kernels across each ordered pair (4 KiB to 1 GiB, one direction and both at
+//! once), pointer-chase latency, system-scope atomic rates, grant and revoke latency against
+//! live bytes, verification and PTX-load cost. Times come from CUDA events where one stream
+//! covers the work, else from the host clock around work on both GPUs. Medians of repeats.
+
+use crate::driver::{DevicePtr, Driver, Event, Stream};
+use crate::{Allocation, BLOCK, Kernels, PoolOptions, Result, System};
+use serde::Serialize;
+use std::time::Instant;
+
+/// What to measure.
+#[derive(Clone, Debug)]
+pub struct BenchOptions {
+    /// Transfer sizes in bytes (multiples of 16).
+    pub sizes: Vec<u64>,
+    /// Timed repeats per point (after one warm-up).
+    pub repeats: usize,
+    /// Live GiB in the pool for the grant-latency curve.
+    pub live_gib: Vec<u64>,
+    /// Pointer-chase hops.
+    pub chase_hops: u64,
+}
+
+impl Default for BenchOptions {
+    fn default() -> Self {
+        BenchOptions {
+            sizes: (0..11).map(|i| 4096u64 << (2 * i)).take_while(|&b| b <= 1 << 30).collect(),
+            repeats: 10,
+            live_gib: vec![0, 1, 8, 32],
+            chase_hops: 100_000,
+        }
+    }
+}
+
+/// One bandwidth curve: GB/s (10^9 bytes per second) at each size.
+#[derive(Clone, Debug, Serialize)]
+pub struct Curve {
+    /// What moved the bytes, and which way.
+    pub path: String,
+    /// GB/s per size, in the order of `BenchReport::sizes`.
+    pub gbps: Vec<f64>,
+}
+
+/// One ordered pair's numbers.
+#[derive(Clone, Debug, Serialize)]
+pub struct PairBench {
+    /// The device whose memory is accessed.
+    pub owner: usize,
+    /// The device that accesses it.
+    pub accessor: usize,
+    /// Bandwidth curves.
+    pub curves: Vec<Curve>,
+    /// Pointer-chase latency through the owner's memory from the accessor, ns per hop.
+    pub latency_remote_ns: f64,
+    /// The same chase on the accessor's own memory.
+    pub latency_local_ns: f64,
+    /// System-scope atomic adds per second by the accessor on the owner's memory.
+    pub atomics_remote_per_s: f64,
+    /// The same on the accessor's own memory.
+    pub atomics_local_per_s: f64,
+}
+
+/// Grant and revoke latency with live bytes in the pool.
+#[derive(Clone, Debug, Serialize)]
+pub struct GrantPoint {
+    /// Live GiB allocated from the pool.
+    pub live_gib: u64,
+    /// `System::grant` (evidence cached), microseconds.
+    pub grant_us: f64,
+    /// `System::revoke`, microseconds.
+    pub revoke_us: f64,
+}
+
+/// Everything `peerpool bench` measured.
+#[derive(Clone, Debug, Serialize)]
+pub struct BenchReport {
+    /// The driver.
+    pub driver: String,
+    /// Transfer sizes, bytes.
+    pub sizes: Vec<u64>,
+    /// Per ordered pair.
+    pub pairs: Vec<PairBench>,
+    /// Grant latency against live bytes (pair 0 -> 1).
+    pub grant_vs_live: Vec<GrantPoint>,
+    /// `System::verify_pair(0, 1)`, milliseconds (median).
+    pub verify_ms: f64,
+    /// `cuModuleLoadData` of peerpool's PTX, milliseconds: first in this process, then median.
+    pub ptx_load_first_ms: f64,
+    /// Later loads (the driver may cache the JIT result).
+    pub ptx_load_ms: f64,
+    /// The NVLink line rate per direction from `nvidia-smi`, GB/s, when known.
+    pub nvlink_line_rate_gbps: Option<f64>,
+    /// Headline ratios at the largest size, from this one run.
+    pub ratios: Vec<(String, f64)>,
+}
+
+impl BenchReport {
+    /// The `path` curve of `pair` at the largest size.
+    fn at_max(pair: &PairBench, path: &str) -> Option<f64> {
+        pair.curves.iter().find(|c| c.path.starts_with(path)).and_then(|c| c.gbps.last().copied())
+    }
+
+    /// Kernel over copy engine, both directions over one, copy engine over line rate, remote
+    /// over local latency: for every pair, at the largest size.
+    fn compute_ratios(&mut self) {
+        let mut ratios = Vec::new();
+        for p in &self.pairs {
+            let tag = format!("gpu{}->gpu{}", p.owner, p.accessor);
+            let get = |path: &str| Self::at_max(p, path);
+            let pairs = [
+                ("kernel read / copy engine owner->accessor", get("kernel read"), get("copy engine owner->accessor")),
+                (
+                    "kernel copy in / copy engine owner->accessor",
+                    get("kernel copy owner->accessor"),
+                    get("copy engine owner->accessor"),
+                ),
+                (
+                    "kernel copy out / copy engine accessor->owner",
+                    get("kernel copy accessor->owner"),
+                    get("copy engine accessor->owner"),
+                ),
+                (
+                    "both directions / one direction (copy engine)",
+                    get("copy engine both"),
+                    get("copy engine owner->accessor"),
+                ),
+                ("both directions / one direction (kernels)", get("kernels both"), get("kernel copy owner->accessor")),
+                (
+                    "copy engine owner->accessor / NVLink line rate",
+                    get("copy engine owner->accessor"),
+                    self.nvlink_line_rate_gbps,
+                ),
+            ];
+            for (name, a, b) in pairs {
+                if let (Some(a), Some(b)) = (a, b) {
+                    ratios.push((format!("{tag} {name}"), a / b));
+                }
+            }
+            ratios.push((format!("{tag} latency remote / local"), p.latency_remote_ns / p.latency_local_ns));
+            ratios.push((format!("{tag} atomics remote / local"), p.atomics_remote_per_s / p.atomics_local_per_s));
+        }
+        self.ratios = ratios;
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    if v.is_empty() { f64::NAN } else { v[v.len() / 2] }
+}
+
+/// Two events in the current context, timing work queued on one stream.
+struct Timer<'d> {
+    driver: &'d dyn Driver,
+    start: Event,
+    end: Event,
+}
+
+impl<'d> Timer<'d> {
+    fn new(driver: &'d dyn Driver) -> Result<Self> {
+        let start = driver.event_create()?;
+        let end = driver.event_create().inspect_err(|_| {
+            let _ = driver.event_destroy(start);
+        })?;
+        Ok(Timer { driver, start, end })
+    }
+
+    /// Seconds the work `queue` puts on `stream` takes on the GPU.
+    fn time(&self, stream: Stream, queue: impl FnOnce() -> Result<()>) -> Result<f64> {
+        self.driver.event_record(self.start, stream)?;
+        queue()?;
+        self.driver.event_record(self.end, stream)?;
+        self.driver.event_synchronize(self.end)?;
+        Ok(self.driver.event_elapsed_time(self.start, self.end)? as f64 / 1e3)
+    }
+}
+
+impl Drop for Timer<'_> {
+    fn drop(&mut self) {
+        let _ = self.driver.event_destroy(self.start);
+        let _ = self.driver.event_destroy(self.end);
+    }
+}
+
+/// A stream of one device, destroyed on drop (in that device's context).
+struct DeviceStream<'s> {
+    system: &'s System,
+    device: usize,
+    stream: Stream,
+}
+
+impl<'s> DeviceStream<'s> {
+    fn new(system: &'s System, device: usize) -> Result<Self> {
+        let _current = system.enter(device)?;
+        Ok(DeviceStream { system, device, stream: system.driver().stream_create()? })
+    }
+}
+
+impl Drop for DeviceStream<'_> {
+    fn drop(&mut self) {
+        if let Ok(_current) = self.system.enter(self.device) {
+            let _ = self.system.driver().stream_destroy(self.stream);
+        }
+    }
+}
+
+/// Runs every measurement. Needs at least two GPUs with peer access both ways.
+pub fn run(system: &System, options: &BenchOptions) -> Result<BenchReport> {
+    let n = system.device_count();
+    let max = options.sizes.iter().copied().max().unwrap_or(4096);
+    let mut pairs = Vec::new();
+    for owner in 0..n {
+        for accessor in (0..n).filter(|&a| a != owner) {
+            pairs.push(pair(system, owner, accessor, max, options)?);
+        }
+    }
+    let grant_vs_live = grant_curve(system, options)?;
+    system.verify_pair(0, 1).map_err(|e| crate::Error::InvalidArgument(e.to_string()))?;
+    let mut verify = Vec::new();
+    for _ in 0..options.repeats {
+        let start = Instant::now();
+        system.verify_pair(0, 1).map_err(|e| crate::Error::InvalidArgument(e.to_string()))?;
+        verify.push(start.elapsed().as_secs_f64() * 1e3);
+    }
+    let (ptx_load_first_ms, ptx_load_ms) = ptx_load(system, options.repeats)?;
+    let mut report = BenchReport {
+        driver: system.driver().describe(),
+        sizes: options.sizes.clone(),
+        pairs,
+        grant_vs_live,
+        verify_ms: median(verify),
+        ptx_load_first_ms,
+        ptx_load_ms,
+        nvlink_line_rate_gbps: nvlink_line_rate(),
+        ratios: Vec::new(),
+    };
+    report.compute_ratios();
+    Ok(report)
+}
+
+/// Bandwidth, latency and atomics for `owner -> accessor`.
+fn pair(system: &System, owner: usize, accessor: usize, max: u64, options: &BenchOptions) -> Result<PairBench> {
+    let remote_pool = system.create_pool(owner, PoolOptions::default())?;
+    let local_pool = system.create_pool(accessor, PoolOptions::default())?;
+    system.grant(remote_pool.as_ref(), owner, accessor).map_err(|e| crate::Error::InvalidArgument(e.to_string()))?;
+    system.grant(local_pool.as_ref(), accessor, owner).map_err(|e| crate::Error::InvalidArgument(e.to_string()))?;
+    let remote = system.alloc(remote_pool.as_ref(), max as usize)?;
+    let local = system.alloc(local_pool.as_ref(), max as usize)?;
+    let (on_accessor, on_owner) = (DeviceStream::new(system, accessor)?, DeviceStream::new(system, owner)?);
+    let (r, l) = (remote.ptr(), local.ptr());
+    let mut curves: Vec<Curve> = Vec::new();
+    let mut add = |path: &str, gbps: Vec<f64>| curves.push(Curve { path: path.into(), gbps });
+
+    // One direction, one stream on the accessor: events time the GPU work alone.
+    let driver = system.driver().as_ref();
+    let copy = |dst: DevicePtr, src: DevicePtr| {
+        move |bytes: u64| driver.memcpy_dtod_async(dst, src, bytes as usize, on_accessor.stream).map_err(Into::into)
+    };
+    add("copy engine owner->accessor", sweep(system, accessor, &on_accessor, options, copy(l, r))?);
+    add("copy engine accessor->owner", sweep(system, accessor, &on_accessor, options, copy(r, l))?);
+    let kernels = system.kernels(accessor)?;
+    let sink = system.alloc(local_pool.as_ref(), (kernels.shape_for(u64::MAX).grid * BLOCK * 4) as usize)?;
+    drop(kernels);
+    let read = |bytes: u64| {
+        with_kernels(system, accessor, |k| {
+            k.read16_on(on_accessor.stream, r, bytes, sink.ptr(), k.shape_for(bytes / 16))
+        })
+    };
+    add("kernel read (accessor reads owner)", sweep(system, accessor, &on_accessor, options, read)?);
+    let pull = |bytes: u64| {
+        with_kernels(system, accessor, |k| k.copy16_on(on_accessor.stream, l, r, bytes, k.shape_for(bytes / 16)))
+    };
+    add(
+        "kernel copy owner->accessor (remote read, local write)",
+        sweep(system, accessor, &on_accessor, options, pull)?,
+    );
+    let push = |bytes: u64| {
+        with_kernels(system, accessor, |k| k.copy16_on(on_accessor.stream, r, l, bytes, k.shape_for(bytes / 16)))
+    };
+    add(
+        "kernel copy accessor->owner (local read, remote write)",
+        sweep(system, accessor, &on_accessor, options, push)?,
+    );
+
+    // Both directions at once: work queued on both GPUs, timed by the host around both.
+    let both = |kernel: bool| -> Result<Vec<f64>> {
+        let mut gbps = Vec::new();
+        for &bytes in &options.sizes {
+            let once = || -> Result<f64> {
+                let start = Instant::now();
+                if kernel {
+                    with_kernels(system, accessor, |k| {
+                        k.copy16_on(on_accessor.stream, l, r, bytes, k.shape_for(bytes / 16))
+                    })?;
+                    with_kernels(system, owner, |k| {
+                        k.copy16_on(on_owner.stream, r, l, bytes, k.shape_for(bytes / 16))
+                    })?;
+                } else {
+                    let _a = system.enter(accessor)?;
+                    driver.memcpy_dtod_async(l, r, bytes as usize, on_accessor.stream)?;
+                    let _o = system.enter(owner)?;
+                    driver.memcpy_dtod_async(r, l, bytes as usize, on_owner.stream)?;
+                }
+                sync(system, accessor, on_accessor.stream)?;
+                sync(system, owner, on_owner.stream)?;
+                Ok(2.0 * bytes as f64 / start.elapsed().as_secs_f64() / 1e9)
+            };
+            once()?;
+            gbps.push(median((0..options.repeats).map(|_| once()).collect::<Result<Vec<_>>>()?));
+        }
+        Ok(gbps)
+    };
+    add("copy engine both directions at once (sum)", both(false)?);
+    add("kernels both directions at once (sum)", both(true)?);
+
+    let latency_remote_ns = chase(system, accessor, &on_accessor, &remote, options.chase_hops)?;
+    let latency_local_ns = chase(system, accessor, &on_accessor, &local, options.chase_hops)?;
+    let atomics_remote_per_s = atomics(system, accessor, &on_accessor, &remote)?;
+    let atomics_local_per_s = atomics(system, accessor, &on_accessor, &local)?;
+    Ok(PairBench {
+        owner,
+        accessor,
+        curves,
+        latency_remote_ns,
+        latency_local_ns,
+        atomics_remote_per_s,
+        atomics_local_per_s,
+    })
+}
+
+fn with_kernels(system: &System, device: usize, f: impl FnOnce(&Kernels<'_>) -> Result<()>) -> Result<()> {
+    f(&system.kernels(device)?)
+}
+
+fn sync(system: &System, device: usize, stream: Stream) -> Result<()> {
+    let _current = system.enter(device)?;
+    Ok(system.driver().stream_synchronize(stream)?)
+}
+
+/// GB/s of `queue(bytes)` on `stream` at every size: one warm-up, median of the repeats.
+fn sweep(
+    system: &System,
+    device: usize,
+    stream: &DeviceStream<'_>,
+    options: &BenchOptions,
+    queue: impl Fn(u64) -> Result<()>,
+) -> Result<Vec<f64>> {
+    let _current = system.enter(device)?;
+    let timer = Timer::new(system.driver().as_ref())?;
+    let mut gbps = Vec::new();
+    for &bytes in &options.sizes {
+        timer.time(stream.stream, || queue(bytes))?;
+        let times =
+            (0..options.repeats).map(|_| timer.time(stream.stream, || queue(bytes))).collect::<Result<Vec<_>>>()?;
+        gbps.push(bytes as f64 / median(times) / 1e9);
+    }
+    Ok(gbps)
+}
+
+/// Nanoseconds per dependent load, hopping through `memory` from `device`: a random cycle
+/// through 1 Mi slots 256 bytes apart (256 MiB, beyond the 50 MB L2), when `memory` holds it.
+fn chase(system: &System, device: usize, stream: &DeviceStream<'_>, memory: &Allocation, hops: u64) -> Result<f64> {
+    let spacing = 64u64; // words: 256 bytes
+    // Leave the last 256 bytes for the result word.
+    let slots = ((memory.len() as u64).saturating_sub(256) / 4 / spacing).clamp(2, 1 << 20);
+    // Sattolo's algorithm: a single cycle through every slot, from a fixed seed.
+    let mut order: Vec<u64> = (0..slots).collect();
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    for i in (1..slots as usize).rev() {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        order.swap(i, (state % i as u64) as usize);
+    }
+    let mut next = vec![0u32; (slots * spacing) as usize];
+    for (i, &slot) in order.iter().enumerate() {
+        let to = order[(i + 1) % order.len()];
+        next[(slot * spacing) as usize] = (to * spacing) as u32;
+    }
+    let bytes: Vec<u8> = next.iter().flat_map(|w| w.to_le_bytes()).collect();
+    memory.write(&bytes)?;
+    let out = memory.ptr().offset(bytes.len() as u64);
+    let _current = system.enter(device)?;
+    let timer = Timer::new(system.driver().as_ref())?;
+    let kernels = system.kernels(device)?;
+    timer.time(stream.stream, || kernels.chase_on(stream.stream, memory.ptr(), 1000, out))?;
+    let seconds = timer.time(stream.stream, || kernels.chase_on(stream.stream, memory.ptr(), hops, out))?;
+    Ok(seconds * 1e9 / hops as f64)
+}
+
+/// System-scope atomic adds per second by `device` on `memory` (a full grid, 64 Ki counters).
+fn atomics(system: &System, device: usize, stream: &DeviceStream<'_>, memory: &Allocation) -> Result<f64> {
+    let kernels = system.kernels(device)?;
+    let shape = kernels.shape_for(u64::MAX);
+    let (slots, reps) = (1u64 << 16, 64u32);
+    let timer = Timer::new(system.driver().as_ref())?;
+    let run = || kernels.atomic_add_sys_on(stream.stream, memory.ptr(), slots, reps, shape);
+    timer.time(stream.stream, run)?;
+    let seconds = timer.time(stream.stream, run)?;
+    Ok((shape.grid as u64 * shape.block as u64 * reps as u64) as f64 / seconds)
+}
+
+/// Grant and revoke latency (pair 0 -> 1, evidence cached) with live bytes in the pool.
+fn grant_curve(system: &System, options: &BenchOptions) -> Result<Vec<GrantPoint>> {
+    let err = |e: crate::GrantError| crate::Error::InvalidArgument(e.to_string());
+    let mut points = Vec::new();
+    for &gib in &options.live_gib {
+        let pool = system.create_pool(0, PoolOptions::default())?;
+        let _live = if gib > 0 { Some(system.alloc(pool.as_ref(), (gib << 30) as usize)?) } else { None };
+        let (mut grant, mut revoke) = (Vec::new(), Vec::new());
+        for _ in 0..options.repeats.min(5) {
+            let start = Instant::now();
+            system.grant(pool.as_ref(), 0, 1).map_err(err)?;
+            grant.push(start.elapsed().as_secs_f64() * 1e6);
+            let start = Instant::now();
+            system.revoke(pool.as_ref(), 0, 1).map_err(err)?;
+            revoke.push(start.elapsed().as_secs_f64() * 1e6);
+        }
+        points.push(GrantPoint { live_gib: gib, grant_us: median(grant), revoke_us: median(revoke) });
+    }
+    Ok(points)
+}
+
+/// `cuModuleLoadData` of the PTX in gpu0's context: the first load in this process (unless
+/// the system already loaded it), then the median of later loads.
+fn ptx_load(system: &System, repeats: usize) -> Result<(f64, f64)> {
+    let _current = system.enter(0)?;
+    let driver = system.driver();
+    let mut times = Vec::new();
+    for _ in 0..repeats.max(2) {
+        let start = Instant::now();
+        let module = driver.module_load_data(crate::ptx_image())?;
+        times.push(start.elapsed().as_secs_f64() * 1e3);
+        driver.module_unload(module)?;
+    }
+    let first = times.remove(0);
+    Ok((first, median(times)))
+}
+
+/// The NVLink line rate per direction between GPUs, GB/s, from `nvidia-smi nvlink -s -i 0`:
+/// the sum of the active links' speeds. `None` where nvidia-smi does not run or shows none.
+pub fn nvlink_line_rate() -> Option<f64> {
+    let out = std::process::Command::new("nvidia-smi").args(["nvlink", "-s", "-i", "0"]).output().ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let total: f64 = text
+        .lines()
+        .filter_map(|l| l.split(':').nth(1))
+        .filter_map(|v| v.trim().strip_suffix("GB/s"))
+        .filter_map(|v| v.trim().parse::<f64>().ok())
+        .sum();
+    (total > 0.0).then_some(total)
+}
