@@ -11,6 +11,36 @@
 //! - Sharing ([`System::export`](crate::System::export), [`System::import`](crate::System::import)):
 //!   the path chosen from the pointer, the driver's export and import calls, the importer's own
 //!   grants, and [`Imported`] memory released on drop.
+//!
+//! # The flow
+//! The caller hands over a pointer and a request; how the memory was allocated is found out,
+//! not asked. The exporter keeps its memory alive while the importer uses it.
+//!
+//! | path (chosen by `sharing.rs`) | exporter ([`System::export`](crate::System::export)) | importer ([`System::import`](crate::System::import)) |
+//! | --- | --- | --- |
+//! | pool | `cuMemPoolExportToShareableHandle`, `cuMemPoolExportPointer` | `cuMemPoolImportFromShareableHandle`, `cuMemPoolImportPointer`, then [`System::grant`](crate::System::grant) on the imported pool per peer asked for |
+//! | virtual memory | `cuMemRetainAllocationHandle`, `cuMemExportToShareableHandle`, `cuMemRelease` | `cuMemImportFromShareableHandle`, `cuMemAddressReserve`, `cuMemMap`, `cuMemRelease`, `cuMemSetAccess` for the owner, then per peer after the grant engine's capability check and verification |
+//! | legacy (`cuMemAlloc`) | `cuIpcGetMemHandle` on the allocation's start | `cuIpcOpenMemHandle`; the owner only ([`ShareError::LegacyNotGrantable`]) |
+//! | staged copy | a pool with the wanted handle type, `cuMemcpyDtoDAsync`, then the pool path | the pool path; [`Imported::is_staged_copy`] |
+//!
+//! [`Exported::send`] sends an [`Offer`] and the handle's fd in one message; the importer checks
+//! the offer, the fd count and kind, and the memory's device before using it. A failed import
+//! leaves nothing imported; [`Imported`] frees, unmaps or closes on drop, and a closed import
+//! answers [`ShareError::Closed`]. Access never travels with a handle (measured): the importer
+//! grants its own devices. Fabric handles go inside the offer, no fd; they are simulated and
+//! were never tried on hardware (they need an IMEX channel).
+//!
+//! # Tested where
+//! | claim | CPU: two simulators over a real socketpair | hardware (`tests/ipc.rs`, not yet run) |
+//! | --- | --- | --- |
+//! | the importer's owner and peer kernels read, write and add; the exporter sees it | `ipc_sim_pool.rs`, `ipc_sim_vmm.rs` | `pool_importer_reads_writes_and_adds`, `vmm_importer_reads_writes_and_adds` |
+//! | access does not travel; an ungranted peer kernel faults, sticky | the same (on a fork of the importer) | `*_importer_without_grant_faults` (pool import measured once, `HARDWARE.md`) |
+//! | legacy IPC refuses pool memory, opens `cuMemAlloc` memory | `ipc_sim_paths.rs` | `legacy_refuses_pool_memory_and_opens_cu_mem_alloc` (refusal measured) |
+//! | the path for each kind of memory; staged copies | `ipc_sim_paths.rs`, `ipc_provenance.rs` | |
+//! | closed imports, garbage export data | `ipc_sim_pool.rs`, `ipc_sim_refusals.rs` | `closed_import_fails_cleanly`, `garbage_export_data_is_a_typed_error` |
+//! | wrong fds, closed sockets, strangers, malformed offers, every call failed in turn, no fd leaks | `ipc_sim_refusals.rs`, `ipc_channel.rs`, `ipc_child.rs`, `ipc_process.rs` | |
+//! | fabric handles | `ipc_sim_pool.rs`, `ipc_sim_paths.rs` | `fabric_pool_export_or_typed_refusal` (either outcome passes) |
+//! | costs | `ipc_bench --sim` checks the example only | `host/examples/ipc_bench.rs` |
 
 mod channel;
 mod cred;
@@ -21,6 +51,7 @@ mod import;
 mod listener;
 mod offer;
 mod private_dir;
+mod process;
 mod provenance;
 mod share_error;
 mod sharing;
@@ -36,6 +67,7 @@ pub use import::{ImportKind, Imported};
 pub use listener::Listener;
 pub use offer::{OFFER_LEN, Offer, OfferPath};
 pub use private_dir::PrivateDir;
+pub use process::{inherited_channel, spawn_with_channel, wait_or_kill};
 pub use provenance::{PointerFacts, Provenance, ProvenanceError, classify};
 pub use share_error::ShareError;
 pub use sharing::{NoExport, ShareHandle, ShareRequest, SharingError, SharingPath, choose_path, sharing_path};

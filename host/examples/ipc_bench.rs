@@ -1,0 +1,219 @@
+//! What sharing a pool allocation with another process costs, measured across two processes:
+//! export (pool handle and pointer), then in the importer pool import, pointer import, the first
+//! kernel access on the owner GPU and, with a second GPU, the importer's grant and first kernel
+//! access from the peer. Medians in microseconds, printed as JSON.
+//!
+//! `cargo run --release --example ipc_bench [rounds]` on a machine with a GPU (two for the peer
+//! figures): about 3 s with the default 20 rounds. The example re-executes itself as the
+//! importer, with the channel as its stdin; every wait has a 25 s timeout.
+
+use peerpool::driver::{HandleTypes, PoolPtrExportData, ShareHandle, ShareableRef, Stream};
+use peerpool::ipc::{Channel, Offer, ShareRequest, inherited_channel, spawn_with_channel, wait_or_kill};
+use peerpool::sim::{SimDriver, Topology};
+use peerpool::{PoolOptions, PoolRef, System};
+use rustix::fd::AsFd;
+use serde_json::{Value, json};
+use std::process::{Command, ExitCode, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const CHILD_ENV: &str = "PEERPOOL_IPC_BENCH_IMPORTER";
+const BYTES: usize = 4 << 20;
+const TIMEOUT: Duration = Duration::from_secs(25);
+
+type Failure = Box<dyn std::error::Error>;
+
+fn micros(start: Instant) -> f64 {
+    start.elapsed().as_secs_f64() * 1e6
+}
+
+fn median(mut v: Vec<f64>) -> Value {
+    if v.is_empty() {
+        return Value::Null;
+    }
+    v.sort_by(f64::total_cmp);
+    json!(v[v.len() / 2])
+}
+
+fn main() -> ExitCode {
+    let result = if std::env::var_os(CHILD_ENV).is_some() { importer_process() } else { exporter_process() };
+    match result {
+        Ok(report) => {
+            println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            println!("{}", json!({ "error": e.to_string() }));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `[rounds] [--sim]`: `--sim` runs both sides on simulators in one process (two threads), to
+/// check the example itself where there is no GPU; its timings mean nothing.
+fn exporter_process() -> Result<Value, Failure> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let rounds: usize = args.iter().find(|a| *a != "--sim").map_or(Ok(20), |a| a.parse())?;
+    if args.iter().any(|a| a == "--sim") {
+        let open = || System::with_driver(Arc::new(SimDriver::new(Topology::two_h200())));
+        let (exporter, importer) = (open()?, open()?);
+        let (ours, theirs) = Channel::pair()?;
+        let started = Instant::now();
+        return std::thread::scope(|s| {
+            let child = s.spawn(move || importer_side(&importer, &theirs, rounds).map_err(|e| e.to_string()));
+            let report = exporter_side(&exporter, &ours, rounds, started);
+            let child = child.join().map_err(|_| "the importer thread panicked")?;
+            child?;
+            report
+        });
+    }
+    let sys = System::open()?;
+    let mut command = Command::new(std::env::current_exe()?);
+    command.env(CHILD_ENV, rounds.to_string()).stdout(Stdio::null()).stderr(Stdio::inherit());
+    let started = Instant::now();
+    let (channel, mut child) = spawn_with_channel(command)?;
+    channel.set_timeout(Some(TIMEOUT))?;
+    let report = exporter_side(&sys, &channel, rounds, started);
+    drop(channel);
+    let status = wait_or_kill(&mut child, TIMEOUT)?;
+    let report = report?;
+    if status.is_none() {
+        return Err("the importer ran past its timeout and was killed".into());
+    }
+    Ok(report)
+}
+
+fn exporter_side(sys: &System, channel: &Channel, rounds: usize, started: Instant) -> Result<Value, Failure> {
+    if sys.device_count() == 0 {
+        return Err("no GPU".into());
+    }
+    let driver = sys.driver().clone();
+    let pool = sys.create_pool(0, PoolOptions { handle_types: HandleTypes::POSIX_FD, max_size: 0 })?;
+    let request = ShareRequest { handle: ShareHandle::PosixFd, allow_staging: false };
+    let ready = channel.recv()?;
+    let child_ready_ms = started.elapsed().as_secs_f64() * 1e3;
+    if ready.bytes != b"ready" {
+        return Err(format!("importer: {}", String::from_utf8_lossy(&ready.bytes)).into());
+    }
+
+    let (mut export, mut pool_export, mut pointer_export) = (vec![], vec![], vec![]);
+    for _ in 0..rounds {
+        let memory = sys.alloc(pool.as_ref(), BYTES)?;
+        sys.kernels(0)?.fill(memory.ptr(), 1024, 1)?;
+        let t = Instant::now();
+        let exported = sys.export_allocation(&memory, request)?;
+        export.push(micros(t));
+        {
+            // The two driver calls inside, timed alone (their handles are dropped unused).
+            let _current = sys.enter(0)?;
+            let t = Instant::now();
+            drop(driver.mem_pool_export_to_shareable_handle(pool.handle(), ShareHandle::PosixFd)?);
+            pool_export.push(micros(t));
+            let t = Instant::now();
+            driver.mem_pool_export_pointer(memory.ptr())?;
+            pointer_export.push(micros(t));
+        }
+        exported.send(channel)?;
+        let done = channel.recv()?; // the importer is done with this allocation
+        if done.bytes != b"done" {
+            return Err(format!("importer: {}", String::from_utf8_lossy(&done.bytes)).into());
+        }
+    }
+    let importer: Value = serde_json::from_slice(&channel.recv()?.bytes)?;
+    Ok(json!({
+        "rounds": rounds,
+        "bytes": BYTES,
+        "unit": "microseconds (median)",
+        "driver": sys.driver().describe(),
+        "devices": sys.device_count(),
+        "importer_start_to_ready_ms": child_ready_ms,
+        "export_total": median(export),
+        "export_pool_handle": median(pool_export),
+        "export_pointer": median(pointer_export),
+        "importer": importer,
+    }))
+}
+
+/// The importer process: the channel on stdin, the real driver.
+fn importer_process() -> Result<Value, Failure> {
+    let channel = inherited_channel()?;
+    channel.set_timeout(Some(TIMEOUT))?;
+    let rounds: usize = std::env::var(CHILD_ENV)?.parse()?;
+    importer_side(&System::open()?, &channel, rounds)
+}
+
+/// One raw import per round, each step timed; the medians go back to the exporter. A failure is
+/// sent too, so the exporter reports it instead of waiting for its timeout.
+fn importer_side(sys: &System, channel: &Channel, rounds: usize) -> Result<Value, Failure> {
+    let report = import_rounds(sys, channel, rounds);
+    match &report {
+        Ok(report) => channel.send(serde_json::to_string(report)?.as_bytes(), &[])?,
+        Err(e) => {
+            let _ = channel.send(format!("failed: {e}").as_bytes(), &[]);
+        }
+    }
+    report
+}
+
+fn import_rounds(sys: &System, channel: &Channel, rounds: usize) -> Result<Value, Failure> {
+    let peer = (sys.device_count() > 1 && sys.driver().device_can_access_peer(1, 0)?).then_some(1usize);
+    // Module loads and the pair's verification happen once per process: not per import.
+    let warm = sys.create_pool(0, PoolOptions::default())?;
+    let scratch = sys.alloc(warm.as_ref(), 4096)?;
+    sys.kernels(0)?.fill(scratch.ptr(), 1024, 1)?;
+    if let Some(peer) = peer {
+        sys.verify_pair(0, peer)?;
+        sys.kernels(peer)?;
+    }
+    channel.send(b"ready", &[])?;
+    let driver = sys.driver().clone();
+    let (mut pool_import, mut pointer_import, mut first_owner) = (vec![], vec![], vec![]);
+    let (mut grant, mut first_peer, mut release) = (vec![], vec![], vec![]);
+    for _ in 0..rounds {
+        let message = channel.recv()?;
+        let offer = Offer::decode(&message.bytes)?;
+        let fd = message.fds.first().ok_or("no fd came with the offer")?;
+        let _current = sys.enter(0)?;
+        let t = Instant::now();
+        let pool = driver.mem_pool_import_from_shareable_handle(ShareableRef::Fd(fd.as_fd()))?;
+        pool_import.push(micros(t));
+        let t = Instant::now();
+        let ptr = driver.mem_pool_import_pointer(pool, &PoolPtrExportData(offer.data))?;
+        pointer_import.push(micros(t));
+        let t = Instant::now();
+        let seen = sys.kernels(0)?.check(ptr, 1024, 1)?;
+        first_owner.push(micros(t));
+        if !seen.is_clean() {
+            return Err(format!("the importer read wrong bytes: {seen:?}").into());
+        }
+        if let Some(peer) = peer {
+            // SAFETY: the imported pool is live until destroyed below.
+            let pool_ref = unsafe { PoolRef::from_raw(pool, 0) }?;
+            let t = Instant::now();
+            sys.grant(pool_ref, 0, peer)?;
+            grant.push(micros(t));
+            let t = Instant::now();
+            sys.kernels(peer)?.check(ptr, 1024, 1)?;
+            first_peer.push(micros(t));
+        }
+        let t = Instant::now();
+        driver.mem_free_async(ptr, Stream::LEGACY)?;
+        driver.stream_synchronize(Stream::LEGACY)?;
+        if let Some(peer) = peer {
+            let none = [peerpool::driver::AccessDesc { device: peer as i32, access: peerpool::driver::Access::None }];
+            driver.mem_pool_set_access(pool, &none)?;
+        }
+        driver.mem_pool_destroy(pool)?;
+        release.push(micros(t));
+        drop(message);
+        channel.send(b"done", &[])?;
+    }
+    Ok(json!({
+        "pool_import": median(pool_import),
+        "pointer_import": median(pointer_import),
+        "first_kernel_access_owner": median(first_owner),
+        "grant_peer_on_imported_pool": median(grant),
+        "first_kernel_access_peer": median(first_peer),
+        "free_pointer_and_destroy_pool": median(release),
+    }))
+}

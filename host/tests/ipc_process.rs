@@ -1,0 +1,93 @@
+//! `ipc::spawn_with_channel`, `inherited_channel` and `wait_or_kill` with real child processes
+//! (this test binary re-executed, one `role_*` test selected): a reply comes back, a dead child
+//! reads as a closed peer at once, and a hung child is killed at its timeout.
+
+use peerpool::ipc::{IpcError, PeerCheck, inherited_channel, spawn_with_channel, wait_or_kill};
+use rustix::fd::AsFd;
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const ROLE: &str = "PEERPOOL_IPC_PROCESS_ROLE";
+
+fn child(role: &str) -> Command {
+    let mut command = Command::new(std::env::current_exe().expect("own path"));
+    command.args([role, "--exact", "--nocapture", "--test-threads=1"]).env(ROLE, role).stdout(Stdio::null());
+    command
+}
+
+fn is_role(role: &str) -> bool {
+    std::env::var(ROLE).is_ok_and(|r| r == role)
+}
+
+#[test]
+fn a_child_replies_over_its_inherited_channel() {
+    if std::env::var_os(ROLE).is_some() {
+        return;
+    }
+    let (channel, mut process) = spawn_with_channel(child("role_reply")).unwrap();
+    channel.set_timeout(Some(Duration::from_secs(20))).unwrap();
+    let (reader, writer) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).unwrap();
+    channel.send(b"write here", &[writer.as_fd()]).unwrap();
+    drop(writer);
+    let reply = channel.with_peer(PeerCheck::pid(process.id())).recv().unwrap();
+    assert_eq!(reply.bytes, b"written");
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut std::fs::File::from(reader), &mut text).unwrap();
+    assert_eq!(text, "from the child");
+    assert!(wait_or_kill(&mut process, Duration::from_secs(20)).unwrap().is_some_and(|s| s.success()));
+}
+
+#[test]
+fn role_reply() {
+    if !is_role("role_reply") {
+        return;
+    }
+    let channel = inherited_channel().unwrap();
+    let message = channel.recv().unwrap();
+    assert_eq!(message.bytes, b"write here");
+    let fd = message.fds.into_iter().next().unwrap();
+    std::fs::File::from(fd).write_all(b"from the child").unwrap();
+    channel.send(b"written", &[]).unwrap();
+}
+
+#[test]
+fn a_dead_child_reads_as_closed_at_once() {
+    if std::env::var_os(ROLE).is_some() {
+        return;
+    }
+    let (channel, mut process) = spawn_with_channel(child("role_exit")).unwrap();
+    channel.set_timeout(Some(Duration::from_secs(20))).unwrap();
+    let start = Instant::now();
+    assert_eq!(channel.recv().unwrap_err(), IpcError::PeerClosed);
+    assert!(start.elapsed() < Duration::from_secs(15), "not a timeout");
+    assert!(wait_or_kill(&mut process, Duration::from_secs(20)).unwrap().is_some());
+}
+
+#[test]
+fn role_exit() {
+    if is_role("role_exit") {
+        std::process::exit(0);
+    }
+}
+
+#[test]
+fn a_hung_child_is_killed_at_its_timeout() {
+    if std::env::var_os(ROLE).is_some() {
+        return;
+    }
+    let (channel, mut process) = spawn_with_channel(child("role_hang")).unwrap();
+    channel.set_timeout(Some(Duration::from_millis(200))).unwrap();
+    assert!(matches!(channel.recv(), Err(IpcError::TimedOut { .. })));
+    let start = Instant::now();
+    assert_eq!(wait_or_kill(&mut process, Duration::from_millis(300)).unwrap(), None);
+    assert!(start.elapsed() < Duration::from_secs(10));
+    assert!(process.try_wait().unwrap().is_some(), "killed and reaped");
+}
+
+#[test]
+fn role_hang() {
+    if is_role("role_hang") {
+        std::thread::sleep(Duration::from_secs(60));
+    }
+}
