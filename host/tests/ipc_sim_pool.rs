@@ -57,7 +57,7 @@ fn importer_kernels_on_owner_and_peer_read_write_and_add() {
 fn imported_pointer_has_the_importers_pool_and_the_pools_handle_types() {
     leak_checked(|| {
         let (exporter, importer) = (Process::new(), Process::new());
-        let (pool, memory) = exporter.filled_pool(1, 3);
+        let (_pool, memory) = exporter.filled_pool(1, 3);
         let (a, b) = channel();
         exporter.system.export_allocation(&memory, FD).unwrap().send(&a).unwrap();
         let imported = importer.system.import(&b, &[]).unwrap();
@@ -66,8 +66,6 @@ fn imported_pointer_has_the_importers_pool_and_the_pools_handle_types() {
         let imported_pool = attribute(PointerAttribute::MempoolHandle);
         let defaults = [0, 1].map(|d| importer.system.default_pool(d).unwrap().handle().0);
         assert!(imported_pool != 0 && !defaults.contains(&imported_pool), "a new pool of the importer's own");
-        // Handles are per process: the exporter's pool is not a pool here (but the same number may be).
-        let _ = pool;
         assert_eq!(attribute(PointerAttribute::AllowedHandleTypes), 0x1);
         assert_eq!(attribute(PointerAttribute::IsLegacyCudaIpcCapable), 0);
         assert_eq!(attribute(PointerAttribute::DeviceOrdinal), 1);

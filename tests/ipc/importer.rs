@@ -118,7 +118,12 @@ fn still_alive(system: &System, device: usize) -> Result<(), String> {
 }
 
 fn run(channel: &Channel, role: Role, owner: usize, accessor: usize) -> Result<String, String> {
-    let system = System::open().map_err(api)?;
+    run_on(&System::open().map_err(api)?, channel, role, owner, accessor)
+}
+
+/// The role on `system`: the real driver in the child, a simulator in the stand-in mode.
+pub fn run_on(system: &System, channel: &Channel, role: Role, owner: usize, accessor: usize) -> Result<String, String> {
+    let system = system.clone();
     match role {
         Role::ReadWriteAdd => {
             let imported = system.import(channel, &[accessor]).map_err(share)?;

@@ -31,6 +31,9 @@
 //! were never tried on hardware (they need an IMEX channel).
 //!
 //! # Tested where
+//! Every hardware check also runs on simulators in `tests/ipc_stand_in.rs` (`ipc_sim::…`), which
+//! checks the suite's own logic; only the hardware run proves the claims about the driver.
+//!
 //! | claim | CPU: two simulators over a real socketpair | hardware (`tests/ipc.rs`, not yet run) |
 //! | --- | --- | --- |
 //! | the importer's owner and peer kernels read, write and add; the exporter sees it | `ipc_sim_pool.rs`, `ipc_sim_vmm.rs` | `pool_importer_reads_writes_and_adds`, `vmm_importer_reads_writes_and_adds` |
