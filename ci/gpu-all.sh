@@ -17,6 +17,10 @@ check=$?
 ci/gpu-bench.sh "$bundle" "$out"
 bench=$?
 "$bundle/driver_probe" > "$out/driver_probe.txt" 2>&1
+for section in destroy-live fabric; do
+    "$bundle/driver_probe" "$section" > "$out/driver_probe_$section.txt" 2>&1
+    echo "exit: $?" >> "$out/driver_probe_$section.txt"
+done
 {
     echo "commit: $(head -n 1 "$bundle/COMMIT")"
     echo "tests exit: $tests"

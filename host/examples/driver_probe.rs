@@ -18,6 +18,11 @@ fn show<T: std::fmt::Debug>(case: &str, r: Result<T, peerpool::CudaError>) {
 }
 
 fn main() -> Result<(), Error> {
+    match std::env::args().nth(1).as_deref() {
+        Some("destroy-live") => return destroy_with_live_allocation(),
+        Some("fabric") => return fabric_pool(),
+        _ => {}
+    }
     let system = System::open()?;
     let d = system.driver().clone();
     let n = system.device_count();
@@ -215,5 +220,52 @@ fn main() -> Result<(), Error> {
     show("destroyed pool: destroy again", d.mem_pool_destroy(pool));
     show("destroy default pool", d.mem_pool_destroy(default));
     println!("probe done");
+    Ok(())
+}
+
+/// `driver_probe destroy-live`: a pool destroyed while an allocation is live, then the free.
+fn destroy_with_live_allocation() -> Result<(), Error> {
+    let system = System::open()?;
+    let d = system.driver().clone();
+    let _ctx0 = system.enter(0)?;
+    let pool = d.mem_pool_create(&PoolProps { device: 0, ..PoolProps::default() })?;
+    d.mem_pool_set_access(pool, &[AccessDesc { device: 1, access: Access::ReadWrite }])?;
+    let ptr = d.mem_alloc_from_pool_async(1 << 20, pool, Stream::LEGACY)?;
+    show("alloc then sync", d.stream_synchronize(Stream::LEGACY));
+    show(
+        "revoke peer (pool has a live allocation)",
+        d.mem_pool_set_access(pool, &[AccessDesc { device: 1, access: Access::None }]),
+    );
+    show("destroy pool with a live allocation", d.mem_pool_destroy(pool));
+    show(
+        "pointer attribute mempool after destroy",
+        d.pointer_get_attribute(ptr, PointerAttribute::MempoolHandle).map(|h| h == pool.0),
+    );
+    show("free after destroy", d.mem_free_async(ptr, Stream::LEGACY));
+    show("sync after free", d.stream_synchronize(Stream::LEGACY));
+    println!("destroy-live done");
+    Ok(())
+}
+
+/// `driver_probe fabric`: a fabric-exportable pool's life, one call per line (the suite saw a
+/// crash after a refused fabric export).
+fn fabric_pool() -> Result<(), Error> {
+    let system = System::open()?;
+    let d = system.driver().clone();
+    let _ctx0 = system.enter(0)?;
+    let pool = d.mem_pool_create(&PoolProps { device: 0, handle_types: HandleTypes::FABRIC, max_size: 0 })?;
+    println!("create fabric pool => ok");
+    let ptr = d.mem_alloc_from_pool_async(1 << 20, pool, Stream::LEGACY)?;
+    show("alloc from fabric pool + sync", d.stream_synchronize(Stream::LEGACY));
+    show("export fabric handle", d.mem_pool_export_to_shareable_handle(pool, ShareHandle::Fabric).map(|_| ()));
+    show(
+        "export posix fd from a fabric-only pool",
+        d.mem_pool_export_to_shareable_handle(pool, ShareHandle::PosixFd).map(|_| ()),
+    );
+    show("pool access of peer", d.mem_pool_get_access(pool, 1));
+    show("free", d.mem_free_async(ptr, Stream::LEGACY));
+    show("sync after free", d.stream_synchronize(Stream::LEGACY));
+    show("destroy fabric pool", d.mem_pool_destroy(pool));
+    println!("fabric done");
     Ok(())
 }

@@ -377,7 +377,7 @@ impl Driver for SimDriver {
             if src.is_empty() {
                 return Ok(());
             }
-            s.check_engine(d, dst.0, src.len() as u64)?;
+            s.check_copy(d, dst.0, src.len() as u64)?;
             if let Some((block, offset)) = s.memory.span(dst.0, src.len() as u64) {
                 block.write(offset, src);
             }
@@ -391,7 +391,7 @@ impl Driver for SimDriver {
             if dst.is_empty() {
                 return Ok(());
             }
-            s.check_engine(d, src.0, dst.len() as u64)?;
+            s.check_copy(d, src.0, dst.len() as u64)?;
             if let Some((block, offset)) = s.memory.span(src.0, dst.len() as u64) {
                 block.backing().with(offset, dst.len(), |bytes| dst.copy_from_slice(bytes));
             }
@@ -405,8 +405,8 @@ impl Driver for SimDriver {
             if bytes == 0 {
                 return Ok(());
             }
-            s.check_engine(d, src.0, bytes as u64)?;
-            s.check_engine(d, dst.0, bytes as u64)?;
+            s.check_copy(d, src.0, bytes as u64)?;
+            s.check_copy(d, dst.0, bytes as u64)?;
             copy(s, dst.0, src.0, bytes);
             Ok(())
         })

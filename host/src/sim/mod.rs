@@ -26,8 +26,9 @@
 //!   without a peer path (`cuDeviceCanAccessPeer` false) is `CUDA_ERROR_INVALID_DEVICE`, nothing
 //!   applied; `cuMemPoolCreate` with unsupported handle types, or on a device without pools, is
 //!   `CUDA_ERROR_NOT_SUPPORTED`; destroying a default pool is `CUDA_ERROR_INVALID_VALUE`;
-//!   another device's `cuMemAlloc` memory is unreachable by copies and kernels (peerpool never
-//!   calls `cuCtxEnablePeerAccess`); zero-byte copies and memsets succeed without looking at
+//!   another device's `cuMemAlloc` memory is unreachable by kernels (peerpool never calls
+//!   `cuCtxEnablePeerAccess`; copies do reach it and memsets do not, as measured by
+//!   `tests/differential.rs` on the H200s); zero-byte copies and memsets succeed without looking at
 //!   their addresses; `cuMemAlloc(0)` is `CUDA_ERROR_INVALID_VALUE`; `cuMemFree` and
 //!   `cuMemFreeAsync` each free either kind of memory; an async call on a created stream runs on
 //!   the stream's device whatever context is current; a function or stream of another device's

@@ -282,12 +282,22 @@ impl State {
             || block.pool.is_some_and(|p| self.pools[p].access.get(device) == Some(&Access::ReadWrite))
     }
 
-    /// For copies and memsets run by `device`: the range lies in one allocation `device` may
-    /// touch, else `CUDA_ERROR_INVALID_VALUE` (as the driver answers an ungranted pool).
+    /// For memsets run by `device`: the range lies in one allocation `device` may touch, else
+    /// `CUDA_ERROR_INVALID_VALUE` (as the driver answers an ungranted pool).
     pub(super) fn check_engine(&self, device: usize, addr: u64, len: u64) -> SimResult<usize> {
         match self.memory.span(addr, len) {
             Some((block, _)) if self.can_access(device, block) => Ok(block.device),
             _ => Err(CUresult::CUDA_ERROR_INVALID_VALUE.into()),
+        }
+    }
+
+    /// For copies (`cuMemcpyHtoD`, `DtoH`, `DtoDAsync`) run by `device`: as for memsets, except
+    /// that another device's `cuMemAlloc` memory is reachable (measured on the H200s: a copy
+    /// from gpu0's `cuMemAlloc` memory with gpu1's context current succeeds, a memset fails).
+    pub(super) fn check_copy(&self, device: usize, addr: u64, len: u64) -> SimResult<usize> {
+        match self.memory.span(addr, len) {
+            Some((block, _)) if block.pool.is_none() && matches!(block.origin, Origin::Allocated) => Ok(block.device),
+            _ => self.check_engine(device, addr, len),
         }
     }
 }

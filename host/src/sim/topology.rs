@@ -43,7 +43,7 @@ impl DeviceSpec {
     pub fn h200() -> DeviceSpec {
         DeviceSpec {
             name: "NVIDIA H200".into(),
-            total_memory: 143_155 << 20,
+            total_memory: 150_109_880_320, // 143155.9375 MiB, as cuDeviceTotalMem reports
             sms: 132,
             compute_capability: (9, 0),
             pools_supported: true,
@@ -248,7 +248,11 @@ struct DeviceGroup {
     #[serde(default = "one")]
     count: usize,
     name: String,
-    memory_mib: u64,
+    /// Total memory in MiB, or exactly in bytes with `memory_bytes` (one of the two).
+    #[serde(default)]
+    memory_mib: Option<u64>,
+    #[serde(default)]
+    memory_bytes: Option<u64>,
     sms: i32,
     compute_capability: [i32; 2],
     #[serde(default = "yes")]
@@ -323,10 +327,13 @@ impl TryFrom<TopologyFile> for Topology {
             for _ in 0..g.count {
                 devices.push(DeviceSpec {
                     name: g.name.clone(),
-                    total_memory: g
-                        .memory_mib
-                        .checked_mul(1 << 20)
-                        .ok_or_else(|| fail("memory_mib too large".into()))?,
+                    total_memory: match (g.memory_bytes, g.memory_mib) {
+                        (Some(bytes), None) => bytes,
+                        (None, Some(mib)) => {
+                            mib.checked_mul(1 << 20).ok_or_else(|| fail("memory_mib too large".into()))?
+                        }
+                        _ => return Err(fail(format!("device group {}: give memory_mib or memory_bytes", g.name))),
+                    },
                     sms: g.sms,
                     compute_capability: (g.compute_capability[0], g.compute_capability[1]),
                     pools_supported: g.pools,
