@@ -59,8 +59,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             engine_repeat.push(micros(|| drop(sys.grant(a.as_ref(), 0, 1))));
             raw_repeat.push(micros(|| d.mem_pool_set_access(b.handle(), &rw).unwrap()));
         }
-        engine_revoke.push(micros(|| drop(sys.revoke(a.as_ref(), 0, 1))));
-        raw_revoke.push(micros(|| d.mem_pool_set_access(b.handle(), &none).unwrap()));
+        let mut revoke_engine = || engine_revoke.push(micros(|| drop(sys.revoke(a.as_ref(), 0, 1))));
+        let mut revoke_raw = || raw_revoke.push(micros(|| d.mem_pool_set_access(b.handle(), &none).unwrap()));
+        if round % 2 == 0 {
+            revoke_engine();
+            revoke_raw();
+        } else {
+            revoke_raw();
+            revoke_engine();
+        }
         a.destroy()?;
         b.destroy()?;
     }
