@@ -17,7 +17,7 @@ check=$?
 ci/gpu-bench.sh "$bundle" "$out"
 bench=$?
 "$bundle/driver_probe" > "$out/driver_probe.txt" 2>&1
-for section in destroy-live fabric; do
+for section in destroy-live fabric-noexport fabric; do
     "$bundle/driver_probe" "$section" > "$out/driver_probe_$section.txt" 2>&1
     echo "exit: $?" >> "$out/driver_probe_$section.txt"
 done

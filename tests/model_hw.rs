@@ -47,6 +47,12 @@ impl NegativeProber for ChildProber {
 }
 
 fn sequences(system: &System) -> Result<(), Failed> {
+    // A crash of the real driver kills this process before proptest can record the failing
+    // seed, so the seed is fixed and printed first (PROPTEST_RNG_SEED replays it).
+    let seed = std::env::var("PROPTEST_RNG_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.as_secs())
+    });
+    println!("model::hardware_sequences seed {seed} (replay: PROPTEST_RNG_SEED={seed})");
     let facts = system.facts()?;
     println!("hardware: {:?}", HardwareRecord::from_facts(&facts).devices);
     // One process-wide system for all sequences (kernel modules load once); each sequence
@@ -60,6 +66,7 @@ fn sequences(system: &System) -> Result<(), Failed> {
         max_steps: 30,
         mix: Mix { negative_probes: 1, faults: 2, sticky_faults: 0, max_pools: 6 },
         regressions: Some(concat!(env!("CARGO_MANIFEST_DIR"), "/regressions/model_hardware.txt")),
+        seed: Some(seed),
     };
     let make = || reused_target(&target_system, &injector, Arc::new(ChildProber));
     take_coverage();

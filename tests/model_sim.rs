@@ -32,6 +32,7 @@ fn main() -> std::process::ExitCode {
                     max_steps: 50,
                     mix: Mix::default(),
                     regressions: Some(Box::leak(regressions.into_boxed_str())),
+                    seed: None,
                 };
                 let make = || {
                     let sim = Arc::new(SimDriver::new(topology.clone()));
@@ -62,6 +63,7 @@ fn reused_system() -> Result<(), libtest_mimic::Failed> {
         max_steps: 30,
         mix: Mix { sticky_faults: 0, ..Mix::default() },
         regressions: None,
+        seed: None,
     };
     let make = || peerpool_tests::reused_target(&system, &injector, Arc::new(SimProber(sim.clone())));
     let ran = check(Arc::new(Caps::of_topology(&topology)), &config, make).map_err(|f| f.to_string())?;

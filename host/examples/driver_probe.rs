@@ -20,7 +20,8 @@ fn show<T: std::fmt::Debug>(case: &str, r: Result<T, peerpool::CudaError>) {
 fn main() -> Result<(), Error> {
     match std::env::args().nth(1).as_deref() {
         Some("destroy-live") => return destroy_with_live_allocation(),
-        Some("fabric") => return fabric_pool(),
+        Some("fabric") => return fabric_pool(true),
+        Some("fabric-noexport") => return fabric_pool(false),
         _ => {}
     }
     let system = System::open()?;
@@ -247,9 +248,9 @@ fn destroy_with_live_allocation() -> Result<(), Error> {
     Ok(())
 }
 
-/// `driver_probe fabric`: a fabric-exportable pool's life, one call per line (the suite saw a
-/// crash after a refused fabric export).
-fn fabric_pool() -> Result<(), Error> {
+/// `driver_probe fabric` / `fabric-noexport`: a fabric-exportable pool's life, one call per
+/// line, with or without export attempts (the suite saw a crash after a refused fabric export).
+fn fabric_pool(export: bool) -> Result<(), Error> {
     let system = System::open()?;
     let d = system.driver().clone();
     let _ctx0 = system.enter(0)?;
@@ -257,11 +258,12 @@ fn fabric_pool() -> Result<(), Error> {
     println!("create fabric pool => ok");
     let ptr = d.mem_alloc_from_pool_async(1 << 20, pool, Stream::LEGACY)?;
     show("alloc from fabric pool + sync", d.stream_synchronize(Stream::LEGACY));
-    show("export fabric handle", d.mem_pool_export_to_shareable_handle(pool, ShareHandle::Fabric).map(|_| ()));
-    show(
-        "export posix fd from a fabric-only pool",
-        d.mem_pool_export_to_shareable_handle(pool, ShareHandle::PosixFd).map(|_| ()),
-    );
+    if export {
+        let fabric = d.mem_pool_export_to_shareable_handle(pool, ShareHandle::Fabric);
+        show("export fabric handle", fabric.map(|_| ()));
+        let fd = d.mem_pool_export_to_shareable_handle(pool, ShareHandle::PosixFd);
+        show("export posix fd from a fabric-only pool", fd.map(|_| ()));
+    }
     show("pool access of peer", d.mem_pool_get_access(pool, 1));
     show("free", d.mem_free_async(ptr, Stream::LEGACY));
     show("sync after free", d.stream_synchronize(Stream::LEGACY));

@@ -109,7 +109,12 @@ impl BenchReport {
             let tag = format!("gpu{}->gpu{}", p.owner, p.accessor);
             let get = |path: &str| Self::at_max(p, path);
             let pairs = [
-                ("kernel read / copy engine owner->accessor", get("kernel read"), get("copy engine owner->accessor")),
+                ("kernel read / copy engine owner->accessor", get("kernel read ("), get("copy engine owner->accessor")),
+                (
+                    "kernel read nc / copy engine owner->accessor",
+                    get("kernel read, ld.global.nc"),
+                    get("copy engine owner->accessor"),
+                ),
                 (
                     "kernel copy in / copy engine owner->accessor",
                     get("kernel copy owner->accessor"),
@@ -269,6 +274,12 @@ fn pair(system: &System, owner: usize, accessor: usize, max: u64, options: &Benc
         })
     };
     add("kernel read (accessor reads owner)", sweep(system, accessor, &on_accessor, options, read)?);
+    let read_nc = |bytes: u64| {
+        with_kernels(system, accessor, |k| {
+            k.read16_nc_on(on_accessor.stream, r, bytes, sink.ptr(), k.shape_for(bytes / 16))
+        })
+    };
+    add("kernel read, ld.global.nc (accessor reads owner)", sweep(system, accessor, &on_accessor, options, read_nc)?);
     let pull = |bytes: u64| {
         with_kernels(system, accessor, |k| k.copy16_on(on_accessor.stream, l, r, bytes, k.shape_for(bytes / 16)))
     };

@@ -24,6 +24,7 @@ pub(crate) struct LoadedModule {
     copy16: Function,
     atomic_add_sys: Function,
     read16: Function,
+    read16_nc: Function,
     chase: Function,
     /// 16 bytes of `cuMemAlloc` memory for `pp_check`'s result, freed with the context.
     scratch: DevicePtr,
@@ -102,10 +103,11 @@ fn load(driver: &dyn Driver, device: i32) -> Result<LoadedModule> {
             function(entry::COPY16)?,
             function(entry::ATOMIC_ADD_SYS)?,
         );
-        let (read16, chase) = (function(entry::READ16)?, function(entry::CHASE)?);
+        let (read16, read16_nc, chase) =
+            (function(entry::READ16)?, function(entry::READ16_NC)?, function(entry::CHASE)?);
         let scratch = driver.mem_alloc(16)?;
         let max_grid = sms.max(1) as u32 * BLOCKS_PER_SM;
-        Ok(LoadedModule { module, fill, check, copy16, atomic_add_sys, read16, chase, scratch, max_grid })
+        Ok(LoadedModule { module, fill, check, copy16, atomic_add_sys, read16, read16_nc, chase, scratch, max_grid })
     };
     finish().inspect_err(|_| {
         let _ = driver.module_unload(module);
@@ -209,9 +211,33 @@ impl Kernels<'_> {
         sink: DevicePtr,
         shape: LaunchShape,
     ) -> Result<()> {
+        self.read_on(self.loaded.read16, stream, src, bytes, sink, shape)
+    }
+
+    /// [`Kernels::read16_on`] through the non-coherent load path (`ld.global.nc`).
+    pub fn read16_nc_on(
+        &self,
+        stream: Stream,
+        src: DevicePtr,
+        bytes: u64,
+        sink: DevicePtr,
+        shape: LaunchShape,
+    ) -> Result<()> {
+        self.read_on(self.loaded.read16_nc, stream, src, bytes, sink, shape)
+    }
+
+    fn read_on(
+        &self,
+        f: Function,
+        stream: Stream,
+        src: DevicePtr,
+        bytes: u64,
+        sink: DevicePtr,
+        shape: LaunchShape,
+    ) -> Result<()> {
         Self::check_vectors(src, src, bytes)?;
         let args = [KernelArg::Ptr(src), KernelArg::U64(bytes / 16), KernelArg::Ptr(sink), KernelArg::U32(0x5EED_F00D)];
-        Ok(self.driver.launch_kernel(self.loaded.read16, shape, stream, &args)?)
+        Ok(self.driver.launch_kernel(f, shape, stream, &args)?)
     }
 
     /// `pp_chase` queued on `stream`: one thread hops `steps` times through the index array at

@@ -77,3 +77,14 @@ pub unsafe fn atomic_add_sys_u32(target: *mut u32, value: u32) {
     let _old: u32;
     unsafe { asm!("atom.add.sys.u32 {0}, [{1}], {2};", out(reg32) _old, in(reg64) target, in(reg32) value) };
 }
+
+/// Loads 16 bytes through the non-coherent read-only path and returns their xor (the caller
+/// only folds them). Caller: `p` is 16-byte aligned and readable for the kernel's lifetime.
+#[inline(always)]
+pub unsafe fn load_nc(p: *mut V4) -> u32 {
+    let (a, b, c, d): (u32, u32, u32, u32);
+    unsafe {
+        asm!("ld.global.nc.v4.u32 {{{0}, {1}, {2}, {3}}}, [{4}];", out(reg32) a, out(reg32) b, out(reg32) c, out(reg32) d, in(reg64) p)
+    };
+    a ^ b ^ c ^ d
+}

@@ -127,6 +127,30 @@ pub unsafe extern "ptx-kernel" fn pp_read16(src: *const V4, len: u64, sink: *mut
     }
 }
 
+/// `pp_read16` through the non-coherent read-only path (`ld.global.nc.v4`): a variant the
+/// benchmark measures beside it, to see which load path reads peer memory fastest.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn pp_read16_nc(src: *const V4, len: u64, sink: *mut u32, never: u32) {
+    let t = thread_index();
+    let mut i = t;
+    let stride = grid_stride();
+    let mut folded = 0u32;
+    while i + 3 * stride < len {
+        let (a, b, c, d) = unsafe {
+            (gpu::load_nc(at(src, i)), gpu::load_nc(at(src, i + stride)), gpu::load_nc(at(src, i + 2 * stride)), gpu::load_nc(at(src, i + 3 * stride)))
+        };
+        folded = folded ^ a ^ b ^ c ^ d;
+        i += 4 * stride;
+    }
+    while i < len {
+        folded = folded ^ unsafe { gpu::load_nc(at(src, i)) };
+        i += stride;
+    }
+    if folded == never {
+        unsafe { *at(sink, t) = folded };
+    }
+}
+
 /// One thread follows `next` from index 0 for `steps` hops and stores where it ended in
 /// `out[0]`: each load depends on the last, so the time per hop is the access latency.
 #[unsafe(no_mangle)]

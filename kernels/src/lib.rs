@@ -41,14 +41,16 @@ pub mod entry {
     /// `(src: *const [u32; 4], len: u64, sink: *mut u32, never: u32)`: reads `len` vectors,
     /// writes `sink[thread]` only if its fold equals `never`.
     pub const READ16: &str = "pp_read16";
+    /// `pp_read16` through `ld.global.nc` (same arguments).
+    pub const READ16_NC: &str = "pp_read16_nc";
     /// `(next: *const u32, steps: u64, out: *mut u32)`: one thread hops `index = next[index]`
     /// from 0, `steps` times; `out[0]` = the last index.
     pub const CHASE: &str = "pp_chase";
 }
 
 /// Every kernel the module holds.
-pub const ENTRY_POINTS: [&str; 6] =
-    [entry::FILL, entry::CHECK, entry::COPY16, entry::ATOMIC_ADD_SYS, entry::READ16, entry::CHASE];
+pub const ENTRY_POINTS: [&str; 7] =
+    [entry::FILL, entry::CHECK, entry::COPY16, entry::ATOMIC_ADD_SYS, entry::READ16, entry::READ16_NC, entry::CHASE];
 
 /// `true` when `ptx` declares a kernel entry named `name`.
 pub fn declares_entry(ptx: &str, name: &str) -> bool {

@@ -16,7 +16,8 @@ const STEPS: usize = 50;
 fn run(cases: u32) -> f64 {
     let topology = Topology::two_h200();
     let caps = Arc::new(Caps::of_topology(&topology));
-    let config = CheckConfig { cases, min_steps: STEPS, max_steps: STEPS, mix: Mix::default(), regressions: None };
+    let config =
+        CheckConfig { cases, min_steps: STEPS, max_steps: STEPS, mix: Mix::default(), regressions: None, seed: None };
     let start = Instant::now();
     let make = || {
         let sim = Arc::new(SimDriver::new(topology.clone()));

@@ -45,7 +45,7 @@ pub fn main(stand_in: bool) -> ExitCode {
     // Simulated trials carry their own prefix, so no report mistakes them for hardware ones.
     let named = |check: &str| format!("{}::{check}", if stand_in { "ipc_sim" } else { "ipc" });
     let fd = Needs { handle_types: HandleTypes::POSIX_FD, ..Needs::peer_pair() };
-    let fabric = Needs { handle_types: HandleTypes::FABRIC, ..Needs::peer_pair() };
+    let fabric = Needs { handle_types: HandleTypes::FABRIC, imex_channel: true, ..Needs::peer_pair() };
     PairSuite::new(hardware)
         .check(&named("pool_importer_reads_writes_and_adds"), fd, |pair| read_write_add(pair, Kind::Pool, FD))
         .check(&named("pool_importer_without_grant_faults"), fd, |pair| ungranted(pair, Kind::Pool))
