@@ -1,4 +1,4 @@
-//! A deterministic fault injector that wraps any [`Driver`](crate::driver::Driver).
+//! A deterministic fault injector that wraps any [`Driver`].
 //!
 //! [`FaultInjector`] passes each call to the driver it wraps unless a [`Rule`] of its
 //! [`FaultPlan`] says that call fails: then the call returns the rule's `CUresult` without

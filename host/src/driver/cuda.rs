@@ -191,6 +191,20 @@ fn allocation_prop(props: &AllocationProps) -> MaybeUninit<sys::CUmemAllocationP
 }
 
 /// Where an export call writes its handle: an `int` fd, or a fabric handle's 64 bytes.
+/// Refuses a fabric export, as the driver would (`CUDA_ERROR_NOT_PERMITTED`), without calling
+/// it, when there is no IMEX channel. On the lent H200s (no IMEX) the driver's own refusal left
+/// the process broken: freeing the pool's memory afterwards crashed it with SIGSEGV, while the
+/// same pool without the export attempt lived and died cleanly
+/// (`docs/hardware/2026-11-30-full-2/driver_probe_fabric*.txt`).
+fn fabric_needs_imex(call: &'static str, kind: ShareHandle) -> DriverResult<()> {
+    match kind {
+        ShareHandle::Fabric if !std::path::Path::new(IMEX_CHANNELS).exists() => {
+            Err(CudaError::new(call, sys::CUresult::CUDA_ERROR_NOT_PERMITTED))
+        }
+        _ => Ok(()),
+    }
+}
+
 struct HandleOut {
     fd: i32,
     fabric: sys::CUmemFabricHandle,
@@ -576,6 +590,7 @@ impl Driver for CudaDriver {
     }
 
     fn mem_pool_export_to_shareable_handle(&self, p: Pool, kind: ShareHandle) -> DriverResult<ShareableHandle> {
+        fabric_needs_imex("cuMemPoolExportToShareableHandle", kind)?;
         let mut out = HandleOut::new();
         check("cuMemPoolExportToShareableHandle", unsafe {
             sys::cuMemPoolExportToShareableHandle(out.ptr(kind), pool(p), handle_type(kind), 0)
@@ -672,6 +687,7 @@ impl Driver for CudaDriver {
     }
 
     fn mem_export_to_shareable_handle(&self, handle: MemHandle, kind: ShareHandle) -> DriverResult<ShareableHandle> {
+        fabric_needs_imex("cuMemExportToShareableHandle", kind)?;
         let mut out = HandleOut::new();
         check("cuMemExportToShareableHandle", unsafe {
             sys::cuMemExportToShareableHandle(out.ptr(kind), handle.0, handle_type(kind), 0)

@@ -17,6 +17,9 @@ pub use types::*;
 use crate::error::CudaError;
 use std::ffi::CStr;
 
+/// Where the IMEX channel device nodes live; fabric handles need one.
+pub const IMEX_CHANNELS: &str = "/dev/nvidia-caps-imex-channels";
+
 /// What one driver call returns.
 pub type DriverResult<T> = Result<T, CudaError>;
 
