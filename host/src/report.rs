@@ -225,10 +225,14 @@ impl Report {
                 results.push(serde_json::from_str(&text).map_err(std::io::Error::other)?);
             }
         }
+        // Suites that run on a simulator on purpose (stand-ins) write simulated hardware: the
+        // report names the machine the real-hardware suites saw, or why they saw none.
+        let simulated = |h: &HardwareRecord| h.driver.starts_with("simulated");
         let hardware = plans
             .iter()
-            .map(|p| p.hardware.clone())
-            .max_by_key(|h| h.devices.len())
+            .map(|p| &p.hardware)
+            .max_by_key(|h| (!simulated(h), h.devices.len()))
+            .cloned()
             .unwrap_or_else(|| HardwareRecord::missing("no plan found"));
         let build = plans.first().map_or_else(BuildRecord::current, |p| p.build.clone());
         let mut trials: Vec<TrialRecord> = plans.into_iter().flat_map(|p| p.trials).collect();
