@@ -5,7 +5,7 @@
 //! covers the work, else from the host clock around work on both GPUs. Medians of repeats.
 
 use crate::driver::{DevicePtr, Driver, Event, Stream};
-use crate::{Allocation, BLOCK, Kernels, PoolOptions, Result, System};
+use crate::{Allocation, BLOCK, Kernels, LoadPath, PoolOptions, Result, System};
 use serde::Serialize;
 use std::time::Instant;
 
@@ -270,13 +270,13 @@ fn pair(system: &System, owner: usize, accessor: usize, max: u64, options: &Benc
     drop(kernels);
     let read = |bytes: u64| {
         with_kernels(system, accessor, |k| {
-            k.read16_on(on_accessor.stream, r, bytes, sink.ptr(), k.shape_for(bytes / 16))
+            k.read16_on(LoadPath::Coherent, on_accessor.stream, r, bytes, sink.ptr(), k.shape_for(bytes / 16))
         })
     };
     add("kernel read (accessor reads owner)", sweep(system, accessor, &on_accessor, options, read)?);
     let read_nc = |bytes: u64| {
         with_kernels(system, accessor, |k| {
-            k.read16_nc_on(on_accessor.stream, r, bytes, sink.ptr(), k.shape_for(bytes / 16))
+            k.read16_on(LoadPath::NonCoherent, on_accessor.stream, r, bytes, sink.ptr(), k.shape_for(bytes / 16))
         })
     };
     add("kernel read, ld.global.nc (accessor reads owner)", sweep(system, accessor, &on_accessor, options, read_nc)?);

@@ -31,6 +31,15 @@ pub(crate) struct LoadedModule {
     max_grid: u32,
 }
 
+/// How a read kernel loads: the coherent global path or the non-coherent read-only one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LoadPath {
+    /// `ld.global`.
+    Coherent,
+    /// `ld.global.nc`.
+    NonCoherent,
+}
+
 /// What [`Kernels::check`] found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CheckResult {
@@ -201,40 +210,22 @@ impl Kernels<'_> {
         Ok(self.driver.launch_kernel(self.loaded.atomic_add_sys, shape, stream, &args)?)
     }
 
-    /// `pp_read16` queued on `stream`: reads `bytes` at `src` and writes nothing (unless a
-    /// thread's fold equals `never`; `sink` must hold a word per thread of `shape`).
+    /// `pp_read16` (or `pp_read16_nc`, through `ld.global.nc`) queued on `stream`: reads `bytes`
+    /// at `src` and writes nothing (unless a thread's fold equals `never`; `sink` must hold a
+    /// word per thread of `shape`).
     pub fn read16_on(
         &self,
+        path: LoadPath,
         stream: Stream,
         src: DevicePtr,
         bytes: u64,
         sink: DevicePtr,
         shape: LaunchShape,
     ) -> Result<()> {
-        self.read_on(self.loaded.read16, stream, src, bytes, sink, shape)
-    }
-
-    /// [`Kernels::read16_on`] through the non-coherent load path (`ld.global.nc`).
-    pub fn read16_nc_on(
-        &self,
-        stream: Stream,
-        src: DevicePtr,
-        bytes: u64,
-        sink: DevicePtr,
-        shape: LaunchShape,
-    ) -> Result<()> {
-        self.read_on(self.loaded.read16_nc, stream, src, bytes, sink, shape)
-    }
-
-    fn read_on(
-        &self,
-        f: Function,
-        stream: Stream,
-        src: DevicePtr,
-        bytes: u64,
-        sink: DevicePtr,
-        shape: LaunchShape,
-    ) -> Result<()> {
+        let f = match path {
+            LoadPath::Coherent => self.loaded.read16,
+            LoadPath::NonCoherent => self.loaded.read16_nc,
+        };
         Self::check_vectors(src, src, bytes)?;
         let args = [KernelArg::Ptr(src), KernelArg::U64(bytes / 16), KernelArg::Ptr(sink), KernelArg::U32(0x5EED_F00D)];
         Ok(self.driver.launch_kernel(f, shape, stream, &args)?)

@@ -58,6 +58,12 @@ fn grant_claim(r: &Result<Grant, GrantError>, device: usize, access: Access) -> 
     if matches!(r, Ok(Grant::Granted { .. })) { vec![(0, device, access)] } else { vec![] }
 }
 
+/// The pool (on gpu0) granted to gpu1: verifying or warm, depending on the scenario's setup.
+fn grant_0_to_1(s: &System, p: &[OwnedPool]) -> Outcome {
+    let r = s.grant(p[0].as_ref(), 0, 1);
+    outcome(&r, grant_claim(&r, 1, Access::ReadWrite))
+}
+
 const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "discovery",
@@ -73,10 +79,7 @@ const SCENARIOS: &[Scenario] = &[
         pools: &[0],
         warm: false,
         granted: false,
-        op: |s, p| {
-            let r = s.grant(p[0].as_ref(), 0, 1);
-            outcome(&r, grant_claim(&r, 1, Access::ReadWrite))
-        },
+        op: grant_0_to_1,
     },
     Scenario {
         name: "grant_warm",
@@ -84,10 +87,7 @@ const SCENARIOS: &[Scenario] = &[
         pools: &[0],
         warm: true,
         granted: false,
-        op: |s, p| {
-            let r = s.grant(p[0].as_ref(), 0, 1);
-            outcome(&r, grant_claim(&r, 1, Access::ReadWrite))
-        },
+        op: grant_0_to_1,
     },
     Scenario {
         name: "revoke",
