@@ -5,6 +5,10 @@
 //! another toolchain: then the compile can fail, and the committed `ptx/peerpool_kernels.ptx`
 //! is embedded instead, with a build warning. `tests/ptx.rs` fails when that file is stale.
 //! `PEERPOOL_UPDATE_PTX=1 cargo build` rewrites the committed file from a fresh compile.
+//!
+//! Beside the PTX sits machine code for sm_90 (`ptx/peerpool_kernels.sm_90.cubin`, made by
+//! CUDA's `ptxas` on a GPU machine: `ci/gpu-sass.sh`). It is embedded only while its recorded
+//! source hash is the embedded PTX's; a stale cubin is left out with a warning.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -13,9 +17,12 @@ use std::{env, fs};
 const DEVICE_ROOT: &str = "device/lib.rs";
 const COMMITTED: &str = "ptx/peerpool_kernels.ptx";
 const OUTPUT: &str = "peerpool_kernels.ptx";
+const SM90: &str = "ptx/peerpool_kernels.sm_90.cubin";
+const SM90_SOURCE: &str = "ptx/peerpool_kernels.sm_90.cubin.source";
+const SM90_OUTPUT: &str = "peerpool_kernels.sm_90.cubin";
 
 fn main() {
-    for watched in ["device", "src/pattern.rs", COMMITTED, "build.rs"] {
+    for watched in ["device", "src/pattern.rs", COMMITTED, SM90, SM90_SOURCE, "build.rs"] {
         println!("cargo:rerun-if-changed={watched}");
     }
     println!("cargo:rerun-if-env-changed=PEERPOOL_UPDATE_PTX");
@@ -42,6 +49,30 @@ fn main() {
             println!("cargo:rustc-env=PEERPOOL_PTX_ORIGIN=committed");
             println!("cargo:rustc-env=PEERPOOL_PTX_RUSTC=");
         }
+    }
+    embed_sass(&manifest, &built, &out_dir.join(SM90_OUTPUT));
+}
+
+/// Copies the sm_90 cubin to `output` when it was compiled from the PTX at `ptx`, else writes
+/// an empty file; sets `PEERPOOL_SASS_SM90` to `fresh` or `stale` for `src/lib.rs`.
+fn embed_sass(manifest: &Path, ptx: &Path, output: &Path) {
+    use sha2::{Digest, Sha256};
+    let text = fs::read(ptx).expect("the embedded PTX was just written");
+    let hash: String = Sha256::digest(&text).iter().map(|b| format!("{b:02x}")).collect();
+    let source = fs::read_to_string(manifest.join(SM90_SOURCE)).unwrap_or_default();
+    let recorded = source.lines().find_map(|l| l.strip_prefix("ptx-sha256 ")).map(str::trim);
+    if recorded == Some(hash.as_str()) {
+        fs::copy(manifest.join(SM90), output).expect("the committed cubin is part of the package");
+        println!("cargo:rustc-env=PEERPOOL_SASS_SM90=fresh");
+    } else {
+        println!(
+            "cargo:warning=peerpool-kernels: {SM90} was compiled from other PTX (sha256 {}, this \
+             PTX {hash}); leaving it out, so sm_90 devices JIT the PTX. Regenerate it with \
+             ci/gpu-sass.sh on a machine with ptxas.",
+            recorded.unwrap_or("none")
+        );
+        fs::write(output, b"").expect("write into OUT_DIR");
+        println!("cargo:rustc-env=PEERPOOL_SASS_SM90=stale");
     }
 }
 

@@ -108,7 +108,7 @@ impl Driver for Planted {
         memcpy_dtod_async(dst: DevicePtr, src: DevicePtr, bytes: usize, stream: Stream) -> ();
         memcpy_peer_async(copy: PeerCopy, stream: Stream) -> ();
         memset_d32_async(dst: DevicePtr, value: u32, words: usize, stream: Stream) -> ();
-        module_load_data(image: &CStr) -> Module;
+        module_load_data(image: ModuleImage<'_>) -> Module;
         module_unload(module: Module) -> ();
         module_get_function(module: Module, name: &CStr) -> Function;
         launch_kernel(function: Function, shape: LaunchShape, stream: Stream, args: &[KernelArg]) -> ();

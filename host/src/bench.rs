@@ -89,6 +89,9 @@ pub struct BenchReport {
     pub ptx_load_first_ms: f64,
     /// Later loads (the driver may cache the JIT result).
     pub ptx_load_ms: f64,
+    /// `cuModuleLoadData` of the sm_90 cubin in gpu0's context, milliseconds (median), where
+    /// gpu0 is compute capability 9.0 and the cubin is embedded.
+    pub sm90_cubin_load_ms: Option<f64>,
     /// The NVLink line rate per direction from `nvidia-smi`, GB/s, when known.
     pub nvlink_line_rate_gbps: Option<f64>,
     /// Headline ratios at the largest size, from this one run.
@@ -130,7 +133,16 @@ impl BenchReport {
                     get("copy engine both"),
                     get("copy engine owner->accessor"),
                 ),
-                ("both directions / one direction (kernels)", get("kernels both"), get("kernel copy owner->accessor")),
+                (
+                    "both directions, kernels push / copy engine",
+                    get("kernels both directions at once, push"),
+                    get("copy engine both"),
+                ),
+                (
+                    "both directions, kernels pull / copy engine",
+                    get("kernels both directions at once, pull"),
+                    get("copy engine both"),
+                ),
                 (
                     "copy engine owner->accessor / NVLink line rate",
                     get("copy engine owner->accessor"),
@@ -214,6 +226,7 @@ pub fn run(system: &System, options: &BenchOptions) -> Result<BenchReport> {
     // First, so that "first" means the first JIT of the PTX in this process (unless the caller
     // already used the kernels on gpu0).
     let (ptx_load_first_ms, ptx_load_ms) = ptx_load(system, options.repeats)?;
+    let sm90_cubin_load_ms = cubin_load(system, options.repeats)?;
     let n = system.device_count();
     let max = options.sizes.iter().copied().max().unwrap_or(4096);
     let mut pairs = Vec::new();
@@ -238,6 +251,7 @@ pub fn run(system: &System, options: &BenchOptions) -> Result<BenchReport> {
         verify_ms: median(verify),
         ptx_load_first_ms,
         ptx_load_ms,
+        sm90_cubin_load_ms,
         nvlink_line_rate_gbps: nvlink_line_rate(),
         ratios: Vec::new(),
     };
@@ -296,23 +310,25 @@ fn pair(system: &System, owner: usize, accessor: usize, max: u64, options: &Benc
     );
 
     // Both directions at once: work queued on both GPUs, timed by the host around both.
-    let both = |kernel: bool| -> Result<Vec<f64>> {
+    let both = |how: Both| -> Result<Vec<f64>> {
         let mut gbps = Vec::new();
         for &bytes in &options.sizes {
             let once = || -> Result<f64> {
                 let start = Instant::now();
-                if kernel {
-                    with_kernels(system, accessor, |k| {
-                        k.copy16_on(on_accessor.stream, l, r, bytes, k.shape_for(bytes / 16))
-                    })?;
-                    with_kernels(system, owner, |k| {
-                        k.copy16_on(on_owner.stream, r, l, bytes, k.shape_for(bytes / 16))
-                    })?;
-                } else {
+                // (destination, source) for the accessor's and the owner's work.
+                let ((a_dst, a_src), (o_dst, o_src)) = match how {
+                    Both::CopyEngine | Both::KernelsPull => ((l, r), (r, l)),
+                    Both::KernelsPush => ((r, l), (l, r)),
+                };
+                if how == Both::CopyEngine {
                     let _a = system.enter(accessor)?;
-                    driver.memcpy_dtod_async(l, r, bytes as usize, on_accessor.stream)?;
+                    driver.memcpy_dtod_async(a_dst, a_src, bytes as usize, on_accessor.stream)?;
                     let _o = system.enter(owner)?;
-                    driver.memcpy_dtod_async(r, l, bytes as usize, on_owner.stream)?;
+                    driver.memcpy_dtod_async(o_dst, o_src, bytes as usize, on_owner.stream)?;
+                } else {
+                    let shape = |k: &Kernels<'_>| k.shape_for(bytes / 16);
+                    with_kernels(system, accessor, |k| k.copy16_on(on_accessor.stream, a_dst, a_src, bytes, shape(k)))?;
+                    with_kernels(system, owner, |k| k.copy16_on(on_owner.stream, o_dst, o_src, bytes, shape(k)))?;
                 }
                 sync(system, accessor, on_accessor.stream)?;
                 sync(system, owner, on_owner.stream)?;
@@ -323,8 +339,9 @@ fn pair(system: &System, owner: usize, accessor: usize, max: u64, options: &Benc
         }
         Ok(gbps)
     };
-    add("copy engine both directions at once (sum)", both(false)?);
-    add("kernels both directions at once (sum)", both(true)?);
+    add("copy engine both directions at once (sum)", both(Both::CopyEngine)?);
+    add("kernels both directions at once, pull: each reads the other's memory (sum)", both(Both::KernelsPull)?);
+    add("kernels both directions at once, push: each writes the other's memory (sum)", both(Both::KernelsPush)?);
 
     let latency_remote_ns = chase(system, accessor, &on_accessor, &remote, options.chase_hops)?;
     let latency_local_ns = chase(system, accessor, &on_accessor, &local, options.chase_hops)?;
@@ -339,6 +356,17 @@ fn pair(system: &System, owner: usize, accessor: usize, max: u64, options: &Benc
         atomics_remote_per_s,
         atomics_local_per_s,
     })
+}
+
+/// How both GPUs move bytes at once: the copy engine (each context copies the other's memory
+/// into its own), or kernels that read the other's memory (pull) or write it (push). Pushing
+/// is faster over NVLink: pulling puts read requests on the link beside the other
+/// direction's data (docs/hardware/2026-11-30-nvlink-paths).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Both {
+    CopyEngine,
+    KernelsPull,
+    KernelsPush,
 }
 
 fn with_kernels(system: &System, device: usize, f: impl FnOnce(&Kernels<'_>) -> Result<()>) -> Result<()> {
@@ -442,12 +470,31 @@ fn ptx_load(system: &System, repeats: usize) -> Result<(f64, f64)> {
     let mut times = Vec::new();
     for _ in 0..repeats.max(2) {
         let start = Instant::now();
-        let module = driver.module_load_data(crate::ptx_image())?;
+        let module = driver.module_load_data(crate::driver::ModuleImage::Ptx(crate::ptx_image()))?;
         times.push(start.elapsed().as_secs_f64() * 1e3);
         driver.module_unload(module)?;
     }
     let first = times.remove(0);
     Ok((first, median(times)))
+}
+
+/// Median `cuModuleLoadData` of the sm_90 cubin in gpu0's context, when gpu0 can run it.
+fn cubin_load(system: &System, repeats: usize) -> Result<Option<f64>> {
+    let _current = system.enter(0)?;
+    let driver = system.driver();
+    let cc = (
+        driver.device_get_attribute(0, crate::driver::DeviceAttribute::ComputeCapabilityMajor)?,
+        driver.device_get_attribute(0, crate::driver::DeviceAttribute::ComputeCapabilityMinor)?,
+    );
+    let Some(elf) = peerpool_kernels::SM90_CUBIN.filter(|_| cc == (9, 0)) else { return Ok(None) };
+    let mut times = Vec::new();
+    for _ in 0..repeats.max(1) {
+        let start = Instant::now();
+        let module = driver.module_load_data(crate::driver::ModuleImage::Cubin { compute_capability: cc, elf })?;
+        times.push(start.elapsed().as_secs_f64() * 1e3);
+        driver.module_unload(module)?;
+    }
+    Ok(Some(median(times)))
 }
 
 /// The NVLink line rate per direction between GPUs, GB/s, from `nvidia-smi nvlink -s -i 0`:

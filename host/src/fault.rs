@@ -15,6 +15,7 @@ use cudarc::driver::sys::CUresult;
 use std::collections::BTreeMap;
 use std::ffi::CStr;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 /// Which calls of a name a rule fails.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -145,6 +146,8 @@ struct Log {
     seen: Vec<u64>,
     calls: Vec<&'static str>,
     counts: BTreeMap<&'static str, u64>,
+    /// Time spent inside the wrapped driver per call name.
+    time: BTreeMap<&'static str, Duration>,
     injected: Vec<Injected>,
     dead: Option<CUresult>,
 }
@@ -154,6 +157,7 @@ impl Log {
         self.seen = vec![0; self.plan.rules.len()];
         self.calls.clear();
         self.counts.clear();
+        self.time.clear();
         self.injected.clear();
         self.dead = None;
     }
@@ -249,6 +253,12 @@ impl FaultInjector {
         self.lock().counts.get(call).copied().unwrap_or(0)
     }
 
+    /// Time spent in the wrapped driver per call name since the last arm or reset (failed
+    /// calls that never reached it count nothing): where a slow operation's time goes.
+    pub fn times(&self) -> BTreeMap<&'static str, Duration> {
+        self.lock().time.clone()
+    }
+
     /// The failures returned since the last arm or reset, in order.
     pub fn injected(&self) -> Vec<Injected> {
         self.lock().injected.clone()
@@ -269,7 +279,10 @@ impl FaultInjector {
         if let Some(error) = self.lock().decide(name) {
             return Err(error);
         }
-        f(self.inner.as_ref())
+        let start = Instant::now();
+        let result = f(self.inner.as_ref());
+        *self.lock().time.entry(name).or_default() += start.elapsed();
+        result
     }
 }
 
@@ -380,7 +393,7 @@ impl Driver for FaultInjector {
     fn memset_d32_async(&self, dst: DevicePtr, value: u32, words: usize, stream: Stream) -> DriverResult<()> {
         self.call("cuMemsetD32Async", |d| d.memset_d32_async(dst, value, words, stream))
     }
-    fn module_load_data(&self, image: &CStr) -> DriverResult<Module> {
+    fn module_load_data(&self, image: ModuleImage<'_>) -> DriverResult<Module> {
         self.call("cuModuleLoadData", |d| d.module_load_data(image))
     }
     fn module_unload(&self, module: Module) -> DriverResult<()> {

@@ -34,7 +34,7 @@ pub use grant::{
     Direction, Evidence, Grant, GrantError, Method, PROBE_BYTES, PeerUpdate, Rejection, Revoke, Stage, VisibleReport,
 };
 pub use memory::{Allocation, DevicePtr, Origin};
-pub use module::{BLOCK, CheckResult, Kernels, LoadPath, ptx_image};
+pub use module::{BLOCK, CheckResult, KernelImage, Kernels, LoadPath, ptx_image};
 pub use pool::{OwnedPool, PoolOptions, PoolRef};
 pub use system::System;
 

@@ -1,11 +1,15 @@
-//! peerpool's kernels on one device: [`Kernels`] loads the embedded PTX into the device's
-//! primary context on first use (`cuModuleLoadData`, JIT-compiled by the driver) and launches
-//! the fill, check, vector-copy and system-atomic kernels, each run to completion.
+//! peerpool's kernels on one device: [`Kernels`] loads them into the device's primary context
+//! on first use (`cuModuleLoadData`: the sm_90 cubin on compute capability 9.0, else the PTX,
+//! which the driver JIT-compiles) and launches the fill, check, vector-copy and system-atomic
+//! kernels, each run to completion.
 
 use crate::context::CurrentContext;
-use crate::driver::{DeviceAttribute, DevicePtr, Driver, Function, KernelArg, LaunchShape, Module, Stream};
+use crate::driver::{
+    DeviceAttribute, DevicePtr, Driver, Function, KernelArg, LaunchShape, Module, ModuleImage, Stream,
+};
 use crate::error::{Error, Result};
 use crate::system::System;
+use cudarc::driver::sys::CUresult;
 use peerpool_kernels::entry;
 use std::ffi::{CStr, CString};
 use std::sync::OnceLock;
@@ -29,6 +33,16 @@ pub(crate) struct LoadedModule {
     /// 16 bytes of `cuMemAlloc` memory for `pp_check`'s result, freed with the context.
     scratch: DevicePtr,
     max_grid: u32,
+    image: KernelImage,
+}
+
+/// Which image of the kernels a device runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KernelImage {
+    /// The sm_90 cubin ([`peerpool_kernels::SM90_CUBIN`]): no JIT.
+    Sm90Cubin,
+    /// The PTX, compiled by the driver's JIT (or taken from its disk cache).
+    Ptx,
 }
 
 /// How a read kernel loads: the coherent global path or the non-coherent read-only one.
@@ -79,8 +93,10 @@ impl System {
     /// peerpool's kernels on `device`, loading the module on first use.
     ///
     /// Side effects: the device's primary context is retained and made current while the
-    /// returned value lives; the first call per device loads the PTX (a JIT compile, tens of
-    /// milliseconds) and allocates a 16-byte result buffer with `cuMemAlloc`.
+    /// returned value lives; the first call per device loads the kernels (the sm_90 cubin on
+    /// compute capability 9.0, under a millisecond; elsewhere the PTX, whose JIT takes tens of
+    /// milliseconds unless the driver's cache holds it) and allocates a 16-byte result buffer
+    /// with `cuMemAlloc`.
     pub fn kernels(&self, device: usize) -> Result<Kernels<'_>> {
         let current = self.enter(device)?;
         let driver = self.driver().as_ref();
@@ -97,9 +113,38 @@ impl System {
     }
 }
 
+/// The cubin, where one was compiled for this device's compute capability.
+fn cubin_for(driver: &dyn Driver, device: i32) -> Result<Option<ModuleImage<'static>>> {
+    let Some(elf) = peerpool_kernels::SM90_CUBIN else { return Ok(None) };
+    let major = driver.device_get_attribute(device, DeviceAttribute::ComputeCapabilityMajor)?;
+    let minor = driver.device_get_attribute(device, DeviceAttribute::ComputeCapabilityMinor)?;
+    Ok(((major, minor) == (9, 0)).then_some(ModuleImage::Cubin { compute_capability: (9, 0), elf }))
+}
+
+/// Loads the cubin where it fits, else (or when the driver refuses it as an image) the PTX.
+fn load_module(driver: &dyn Driver, device: i32) -> Result<(Module, KernelImage)> {
+    if let Some(cubin) = cubin_for(driver, device)? {
+        match driver.module_load_data(cubin) {
+            Ok(module) => return Ok((module, KernelImage::Sm90Cubin)),
+            // An older driver may not read a newer ptxas's output: the PTX still works.
+            Err(e) if IMAGE_REFUSED.contains(&e.code) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok((driver.module_load_data(ModuleImage::Ptx(ptx_image()))?, KernelImage::Ptx))
+}
+
+/// Codes with which `cuModuleLoadData` refuses an image it cannot use.
+const IMAGE_REFUSED: [CUresult; 4] = [
+    CUresult::CUDA_ERROR_INVALID_IMAGE,
+    CUresult::CUDA_ERROR_NO_BINARY_FOR_GPU,
+    CUresult::CUDA_ERROR_UNSUPPORTED_PTX_VERSION,
+    CUresult::CUDA_ERROR_INVALID_SOURCE,
+];
+
 /// Loads the module and looks up every entry; on failure nothing stays loaded or allocated.
 fn load(driver: &dyn Driver, device: i32) -> Result<LoadedModule> {
-    let module = driver.module_load_data(ptx_image())?;
+    let (module, image) = load_module(driver, device)?;
     let finish = || -> Result<LoadedModule> {
         let function = |name: &str| -> Result<Function> {
             let name = CString::new(name).expect("entry names have no NUL byte");
@@ -116,7 +161,19 @@ fn load(driver: &dyn Driver, device: i32) -> Result<LoadedModule> {
             (function(entry::READ16)?, function(entry::READ16_NC)?, function(entry::CHASE)?);
         let scratch = driver.mem_alloc(16)?;
         let max_grid = sms.max(1) as u32 * BLOCKS_PER_SM;
-        Ok(LoadedModule { module, fill, check, copy16, atomic_add_sys, read16, read16_nc, chase, scratch, max_grid })
+        Ok(LoadedModule {
+            module,
+            fill,
+            check,
+            copy16,
+            atomic_add_sys,
+            read16,
+            read16_nc,
+            chase,
+            scratch,
+            max_grid,
+            image,
+        })
     };
     finish().inspect_err(|_| {
         let _ = driver.module_unload(module);
@@ -131,6 +188,11 @@ impl LoadedModule {
 }
 
 impl Kernels<'_> {
+    /// Which image of the kernels this device runs.
+    pub fn image(&self) -> KernelImage {
+        self.loaded.image
+    }
+
     /// The device these kernels run on.
     pub fn device(&self) -> usize {
         self.device

@@ -14,7 +14,7 @@ fn every_measurement_runs_on_every_pair() {
     let report = run(&system, &options).expect("the bench runs");
     assert_eq!(report.pairs.len(), 2);
     for pair in &report.pairs {
-        assert_eq!(pair.curves.len(), 8, "{:?}", pair.curves.iter().map(|c| &c.path).collect::<Vec<_>>());
+        assert_eq!(pair.curves.len(), 9, "{:?}", pair.curves.iter().map(|c| &c.path).collect::<Vec<_>>());
         assert!(pair.curves.iter().all(|c| c.gbps.len() == 3));
     }
     assert_eq!(report.grant_vs_live.len(), 1);

@@ -62,7 +62,7 @@ fn a_sticky_rule_kills_every_later_call_until_reset() {
     assert!(error.sticky);
     for error in [
         d.device_get_count().unwrap_err(),
-        d.module_load_data(ptx_image()).unwrap_err(),
+        d.module_load_data(ModuleImage::Ptx(ptx_image())).unwrap_err(),
         d.mem_pool_get_access(Pool(1), 0).unwrap_err(),
     ] {
         assert!(error.sticky && error.code == CUresult::CUDA_ERROR_ILLEGAL_ADDRESS, "{error}");
@@ -181,7 +181,7 @@ fn call_every_method(d: &dyn Driver) -> Vec<Option<CudaError>> {
         d.memcpy_dtod_async(ptr, ptr, 4, Stream::LEGACY).err(),
         d.memcpy_peer_async(copy, Stream::LEGACY).err(),
         d.memset_d32_async(ptr, 0, 1, Stream::LEGACY).err(),
-        d.module_load_data(ptx_image()).err(),
+        d.module_load_data(ModuleImage::Ptx(ptx_image())).err(),
         d.module_unload(Module(1)).err(),
         d.module_get_function(Module(1), c"pp_fill").err(),
         d.launch_kernel(Function(1), shape, Stream::LEGACY, &[]).err(),

@@ -5,7 +5,7 @@
 mod sim_support;
 
 use peerpool::PoolOptions;
-use peerpool::driver::{Driver, Stream};
+use peerpool::driver::{Driver, ModuleImage, Stream};
 use peerpool::ptx_image;
 use peerpool::sim::Topology;
 use sim_support::{code, dyn_driver, sim};
@@ -47,7 +47,7 @@ fn calls_needing_a_context_fail_without_one() {
     assert_eq!(code(d.mem_alloc(256)).as_deref(), invalid);
     assert_eq!(code(d.stream_create()).as_deref(), invalid);
     assert_eq!(code(d.stream_synchronize(Stream::LEGACY)).as_deref(), invalid);
-    assert_eq!(code(d.module_load_data(ptx_image())).as_deref(), invalid);
+    assert_eq!(code(d.module_load_data(ModuleImage::Ptx(ptx_image()))).as_deref(), invalid);
     let pool = d.device_get_default_mem_pool(0).unwrap();
     assert_eq!(code(d.mem_alloc_from_pool_async(256, pool, Stream::LEGACY)).as_deref(), invalid);
     assert_eq!(code(d.ctx_set_current(Some(peerpool::driver::Context(12345)))).as_deref(), invalid);
@@ -61,7 +61,7 @@ fn primary_contexts_are_retain_counted_and_reset_at_zero() {
     let c0 = d.primary_ctx_retain(0).unwrap();
     assert_eq!(d.primary_ctx_retain(0).unwrap(), c0, "one primary context per device");
     d.ctx_set_current(Some(c0)).unwrap();
-    let module = d.module_load_data(ptx_image()).unwrap();
+    let module = d.module_load_data(ModuleImage::Ptx(ptx_image())).unwrap();
     let legacy = d.mem_alloc(4096).unwrap();
     let stream = d.stream_create().unwrap();
     d.primary_ctx_release(0).unwrap();

@@ -5,7 +5,7 @@
 
 mod sim_support;
 
-use peerpool::driver::{Access, AccessDesc, KernelArg, LaunchShape, Stream};
+use peerpool::driver::{Access, AccessDesc, KernelArg, LaunchShape, ModuleImage, Stream};
 use peerpool::kernels::pattern::pattern;
 use peerpool::sim::Topology;
 use peerpool::{BLOCK, PoolOptions, ptx_image};
@@ -112,7 +112,7 @@ fn ungranted_peer_read_kills_the_process_stickily() {
     let d = system.driver();
     assert!(is_dead_call(d.device_get_count()));
     assert!(is_dead_call(d.driver_get_version()));
-    assert!(is_dead_call(d.module_load_data(ptx_image())));
+    assert!(is_dead_call(d.module_load_data(ModuleImage::Ptx(ptx_image()))));
     assert!(is_dead_call(d.mem_pool_get_access(pool.handle(), 0)));
     assert!(is_dead_call(d.ctx_get_current()));
     assert!(api_code(system.create_pool(1, PoolOptions::default())).is_some());
@@ -170,10 +170,10 @@ fn raw_launch_rules() {
     let pool = system.create_pool(0, PoolOptions::default()).unwrap();
     let memory = system.alloc(pool.as_ref(), 4096).unwrap();
     // No context: nothing can load or launch.
-    assert_eq!(code(d.module_load_data(ptx_image())).as_deref(), Some("CUDA_ERROR_INVALID_CONTEXT"));
+    assert_eq!(code(d.module_load_data(ModuleImage::Ptx(ptx_image()))).as_deref(), Some("CUDA_ERROR_INVALID_CONTEXT"));
     let _ctx = system.enter(0).unwrap();
-    assert_eq!(code(d.module_load_data(c"not ptx")).as_deref(), Some("CUDA_ERROR_INVALID_IMAGE"));
-    let module = d.module_load_data(ptx_image()).unwrap();
+    assert_eq!(code(d.module_load_data(ModuleImage::Ptx(c"not ptx"))).as_deref(), Some("CUDA_ERROR_INVALID_IMAGE"));
+    let module = d.module_load_data(ModuleImage::Ptx(ptx_image())).unwrap();
     let unknown = CString::new("pp_nonexistent").unwrap();
     assert_eq!(code(d.module_get_function(module, &unknown)).as_deref(), Some("CUDA_ERROR_NOT_FOUND"));
     for name in peerpool::kernels::ENTRY_POINTS {
@@ -200,7 +200,7 @@ fn raw_launch_rules() {
     assert_eq!(code(d.module_unload(module)).as_deref(), Some("CUDA_ERROR_INVALID_HANDLE"));
     assert!(sim.sticky_error().is_none());
     // Misaligned kernel access is its own sticky error.
-    let module = d.module_load_data(ptx_image()).unwrap();
+    let module = d.module_load_data(ModuleImage::Ptx(ptx_image())).unwrap();
     let fill = d.module_get_function(module, c"pp_fill").unwrap();
     let odd = [KernelArg::Ptr(memory.ptr().offset(2)), KernelArg::U64(4), KernelArg::U32(5)];
     d.launch_kernel(fill, shape, Stream::LEGACY, &odd).unwrap();

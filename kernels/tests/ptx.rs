@@ -40,3 +40,17 @@ fn kernels_use_vector_and_system_scope_instructions() {
     assert!(PTX.contains("st.global.v4.b32"));
     assert!(PTX.contains("atom.add.sys.u32"), "pp_atomic_add_sys must use system scope");
 }
+
+/// Fails when the committed sm_90 cubin was compiled from other PTX than the embedded one
+/// (the build left it out). Fix: run `ci/gpu-sass.sh` on a machine with CUDA's ptxas and
+/// commit the two files it writes.
+#[test]
+fn sm90_cubin_is_fresh_and_holds_every_entry() {
+    let cubin =
+        peerpool_kernels::SM90_CUBIN.expect("kernels/ptx/peerpool_kernels.sm_90.cubin is stale: run ci/gpu-sass.sh");
+    assert!(cubin.starts_with(b"\x7fELF"), "a cubin is an ELF image");
+    for name in ENTRY_POINTS {
+        let symbol = [name.as_bytes(), b"\0"].concat();
+        assert!(cubin.windows(symbol.len()).any(|w| w == symbol), "the cubin has no symbol `{name}`");
+    }
+}

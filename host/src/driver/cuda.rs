@@ -495,9 +495,13 @@ impl Driver for CudaDriver {
         check("cuMemsetD32Async", unsafe { sys::cuMemsetD32Async(dst.0, value, words, stream(s)) })
     }
 
-    fn module_load_data(&self, image: &CStr) -> DriverResult<Module> {
+    fn module_load_data(&self, image: ModuleImage<'_>) -> DriverResult<Module> {
+        let data: *const c_void = match image {
+            ModuleImage::Ptx(text) => text.as_ptr().cast(),
+            ModuleImage::Cubin { elf, .. } => elf.as_ptr().cast(),
+        };
         let mut m = std::ptr::null_mut();
-        check("cuModuleLoadData", unsafe { sys::cuModuleLoadData(&mut m, image.as_ptr().cast()) })?;
+        check("cuModuleLoadData", unsafe { sys::cuModuleLoadData(&mut m, data) })?;
         Ok(Module(raw(m)))
     }
 

@@ -103,7 +103,7 @@ pub trait Driver: Send + Sync {
     fn memset_d32_async(&self, dst: DevicePtr, value: u32, words: usize, stream: Stream) -> DriverResult<()>;
 
     /// `cuModuleLoadData` into the current context.
-    fn module_load_data(&self, image: &CStr) -> DriverResult<Module>;
+    fn module_load_data(&self, image: ModuleImage<'_>) -> DriverResult<Module>;
     /// `cuModuleUnload`.
     fn module_unload(&self, module: Module) -> DriverResult<()>;
     /// `cuModuleGetFunction`.

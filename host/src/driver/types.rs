@@ -275,3 +275,18 @@ pub enum Granularity {
     /// `CU_MEM_ALLOC_GRANULARITY_RECOMMENDED`.
     Recommended,
 }
+
+/// What `cuModuleLoadData` is given.
+#[derive(Clone, Copy, Debug)]
+pub enum ModuleImage<'a> {
+    /// PTX text, compiled by the driver's JIT for the current device (or taken from its cache).
+    Ptx(&'a std::ffi::CStr),
+    /// A cubin: machine code for one compute capability, loaded without a JIT. The driver
+    /// reads the target from the ELF; `compute_capability` states it for the simulator.
+    Cubin {
+        /// `(major, minor)` the code was compiled for.
+        compute_capability: (i32, i32),
+        /// The ELF image.
+        elf: &'a [u8],
+    },
+}

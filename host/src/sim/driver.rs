@@ -455,16 +455,31 @@ impl Driver for SimDriver {
         })
     }
 
-    fn module_load_data(&self, image: &CStr) -> DriverResult<Module> {
+    fn module_load_data(&self, image: ModuleImage<'_>) -> DriverResult<Module> {
         self.run("cuModuleLoadData", |s| {
             let device = s.current_device()?;
-            let text = image.to_str().map_err(|_| Fail::from(CUDA_ERROR_INVALID_IMAGE))?;
-            if !text.contains(".version") || !text.contains(".target") {
-                return fail(CUDA_ERROR_INVALID_IMAGE);
-            }
+            let declares: Box<dyn Fn(&str) -> bool> = match image {
+                ModuleImage::Ptx(text) => {
+                    let text = text.to_str().map_err(|_| Fail::from(CUDA_ERROR_INVALID_IMAGE))?;
+                    if !text.contains(".version") || !text.contains(".target") {
+                        return fail(CUDA_ERROR_INVALID_IMAGE);
+                    }
+                    Box::new(move |name| peerpool_kernels::declares_entry(text, name))
+                }
+                ModuleImage::Cubin { compute_capability, elf } => {
+                    if !elf.starts_with(b"\x7fELF") {
+                        return fail(CUDA_ERROR_INVALID_IMAGE);
+                    }
+                    // Machine code runs only on the compute capability it was compiled for.
+                    if compute_capability != s.topo.devices[device].compute_capability {
+                        return fail(CUDA_ERROR_NO_BINARY_FOR_GPU);
+                    }
+                    Box::new(move |name| cubin_names(elf, name))
+                }
+            };
             let handle = s.mint();
             let mut functions = Vec::new();
-            for kernel in Kernel::ALL.into_iter().filter(|k| peerpool_kernels::declares_entry(text, k.name())) {
+            for kernel in Kernel::ALL.into_iter().filter(|k| declares(k.name())) {
                 let function = s.mint();
                 functions.push((kernel, function));
                 s.functions.insert(function, super::state::FunctionRec { module: handle, device, kernel });
@@ -641,4 +656,11 @@ fn free(s: &mut State, ptr: DevicePtr) -> SimResult<()> {
         s.pools[p].used -= block.size();
     }
     Ok(())
+}
+
+/// Whether a cubin's string table holds `name` (as `name\0`, the symbol of an entry).
+fn cubin_names(elf: &[u8], name: &str) -> bool {
+    let mut symbol = name.as_bytes().to_vec();
+    symbol.push(0);
+    elf.windows(symbol.len() + 1).any(|w| (w[0] == 0 || w[0] == b'.') && w[1..] == symbol[..])
 }
