@@ -5,6 +5,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bundle=$1; binary=$2; test=$3; out=${4:-/dev/stdout}
+# nextest extracts only into a folder that exists.
+rm -rf /tmp/peerpool-extract && mkdir -p /tmp/peerpool-extract
 "$bundle/cargo-nextest" nextest list --archive-file "$bundle/tests.tar.zst" --workspace-remap . \
     --extract-to /tmp/peerpool-extract --extract-overwrite > /dev/null 2>&1
 exe=$(ls /tmp/peerpool-extract/target/release/deps/"$binary"-* 2>/dev/null | grep -v '\.d$' | head -n 1)
