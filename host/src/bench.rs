@@ -1,7 +1,8 @@
 //! Measurements for `peerpool bench`, on real GPUs: bandwidth of the copy engine against
-//! peerpool's kernels across each ordered pair (4 KiB to 1 GiB, one direction and both at
-//! once), pointer-chase latency, system-scope atomic rates, grant and revoke latency against
-//! live bytes, verification and PTX-load cost. Times come from CUDA events where one stream
+//! peerpool's kernels across each ordered pair (4 KiB to 1 GiB, one direction, and both at
+//! once with kernels pulling and pushing), pointer-chase latency, system-scope atomic rates,
+//! grant and revoke latency against live bytes, verification and module-load cost (PTX and
+//! the sm_90 cubin). Times come from CUDA events where one stream
 //! covers the work, else from the host clock around work on both GPUs. Medians of repeats.
 
 use crate::driver::{DevicePtr, Driver, Event, Stream};
