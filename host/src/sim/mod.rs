@@ -39,6 +39,10 @@
 //! - Freed address ranges are never reused (256 GiB of address space per device), and
 //!   allocations are 256-byte aligned with a 256-byte gap after each, so running past the end
 //!   faults; the real driver reuses addresses and maps in 2 MiB granules.
+//! - A cubin is not parsed: it loads when it starts with the ELF magic and the image's stated
+//!   compute capability is the device's (else `CUDA_ERROR_NO_BINARY_FOR_GPU`, as a real driver
+//!   answers machine code for another GPU), and it holds the kernels whose names it contains.
+//!   The PTX JIT, its cache and their cost are not simulated.
 //! - PCI bus ids are synthetic (`0x18 + 0x10 × ordinal`); every sticky error is the process's
 //!   last word, including for `cuDeviceGetCount` and `cuCtxSetCurrent`.
 //!
