@@ -55,7 +55,6 @@ const SYMBOLS: &[&str] = &[
     "cuEventCreate",
     "cuEventRecord",
     "cuEventSynchronize",
-    "cuEventElapsedTime_v2",
     "cuEventDestroy_v2",
     "cuMemPoolExportToShareableHandle",
     "cuMemPoolImportFromShareableHandle",
@@ -77,11 +76,17 @@ const SYMBOLS: &[&str] = &[
     "cuMemRetainAllocationHandle",
 ];
 
+/// `cuEventElapsedTime`'s signature, shared by the original and `_v2`.
+type ElapsedTime = unsafe extern "C" fn(*mut f32, sys::CUevent, sys::CUevent) -> sys::CUresult;
+
 /// libcuda, loaded and initialised.
 #[derive(Debug)]
 pub struct CudaDriver {
     /// `cuInit` said `CUDA_ERROR_NO_DEVICE`: the driver is there, no GPU is.
     no_device: bool,
+    /// `cuEventElapsedTime_v2` where the driver has it (12.8 and later), else the original:
+    /// cudarc's CUDA 13 bindings name only `_v2`, which would shut out older drivers.
+    elapsed_time: ElapsedTime,
 }
 
 /// Whether libcuda can be loaded (checked once per process; cudarc re-opens it each time).
@@ -113,10 +118,22 @@ impl CudaDriver {
                 });
             }
         }
+        // SAFETY: both names have `ElapsedTime`'s signature; the library stays loaded for the
+        // process (cudarc keeps it in a static), so the pointer stays valid.
+        let elapsed_time = unsafe {
+            let found = lib.get::<ElapsedTime>(b"cuEventElapsedTime_v2").or_else(|_| lib.get(b"cuEventElapsedTime"));
+            match found {
+                Ok(symbol) => *symbol,
+                Err(_) => {
+                    let reason = "libcuda lacks cuEventElapsedTime: the driver is older than peerpool needs";
+                    return Err(Error::NoDriver { reason: reason.into() });
+                }
+            }
+        };
         // SAFETY: plain driver call; every symbol was found above.
         match unsafe { sys::cuInit(0) } {
-            sys::CUresult::CUDA_SUCCESS => Ok(CudaDriver { no_device: false }),
-            sys::CUresult::CUDA_ERROR_NO_DEVICE => Ok(CudaDriver { no_device: true }),
+            sys::CUresult::CUDA_SUCCESS => Ok(CudaDriver { no_device: false, elapsed_time }),
+            sys::CUresult::CUDA_ERROR_NO_DEVICE => Ok(CudaDriver { no_device: true, elapsed_time }),
             code => Err(CudaError::new("cuInit", code).into()),
         }
     }
@@ -576,7 +593,8 @@ impl Driver for CudaDriver {
 
     fn event_elapsed_time(&self, start: Event, end: Event) -> DriverResult<f32> {
         let mut ms = 0f32;
-        check("cuEventElapsedTime", unsafe { sys::cuEventElapsedTime_v2(&mut ms, event(start), event(end)) })?;
+        // SAFETY: writes one float; the events are the caller's.
+        check("cuEventElapsedTime", unsafe { (self.elapsed_time)(&mut ms, event(start), event(end)) })?;
         Ok(ms)
     }
 
