@@ -5,7 +5,7 @@
 //! the sm_90 cubin). Times come from CUDA events where one stream
 //! covers the work, else from the host clock around work on both GPUs. Medians of repeats.
 
-use crate::driver::{DevicePtr, Driver, Event, Stream};
+use crate::driver::{DevicePtr, Driver, Event, ModuleImage, Stream};
 use crate::{Allocation, BLOCK, Kernels, LoadPath, PoolOptions, Result, System};
 use serde::Serialize;
 use std::time::Instant;
@@ -467,14 +467,7 @@ fn grant_curve(system: &System, options: &BenchOptions) -> Result<Vec<GrantPoint
 /// the system already loaded it), then the median of later loads.
 fn ptx_load(system: &System, repeats: usize) -> Result<(f64, f64)> {
     let _current = system.enter(0)?;
-    let driver = system.driver();
-    let mut times = Vec::new();
-    for _ in 0..repeats.max(2) {
-        let start = Instant::now();
-        let module = driver.module_load_data(crate::driver::ModuleImage::Ptx(crate::ptx_image()))?;
-        times.push(start.elapsed().as_secs_f64() * 1e3);
-        driver.module_unload(module)?;
-    }
+    let mut times = load_times(system, ModuleImage::Ptx(crate::ptx_image()), repeats.max(2))?;
     let first = times.remove(0);
     Ok((first, median(times)))
 }
@@ -482,20 +475,23 @@ fn ptx_load(system: &System, repeats: usize) -> Result<(f64, f64)> {
 /// Median `cuModuleLoadData` of the sm_90 cubin in gpu0's context, when gpu0 can run it.
 fn cubin_load(system: &System, repeats: usize) -> Result<Option<f64>> {
     let _current = system.enter(0)?;
+    match crate::module::cubin_for(system.driver().as_ref(), 0)? {
+        Some(cubin) => Ok(Some(median(load_times(system, cubin, repeats.max(1))?))),
+        None => Ok(None),
+    }
+}
+
+/// Milliseconds of each of `rounds` loads (and unloads) of `image` in the current context.
+fn load_times(system: &System, image: ModuleImage<'_>, rounds: usize) -> Result<Vec<f64>> {
     let driver = system.driver();
-    let cc = (
-        driver.device_get_attribute(0, crate::driver::DeviceAttribute::ComputeCapabilityMajor)?,
-        driver.device_get_attribute(0, crate::driver::DeviceAttribute::ComputeCapabilityMinor)?,
-    );
-    let Some(elf) = peerpool_kernels::SM90_CUBIN.filter(|_| cc == (9, 0)) else { return Ok(None) };
     let mut times = Vec::new();
-    for _ in 0..repeats.max(1) {
+    for _ in 0..rounds {
         let start = Instant::now();
-        let module = driver.module_load_data(crate::driver::ModuleImage::Cubin { compute_capability: cc, elf })?;
+        let module = driver.module_load_data(image)?;
         times.push(start.elapsed().as_secs_f64() * 1e3);
         driver.module_unload(module)?;
     }
-    Ok(Some(median(times)))
+    Ok(times)
 }
 
 /// The NVLink line rate per direction between GPUs, GB/s, from `nvidia-smi nvlink -s -i 0`:

@@ -114,7 +114,7 @@ impl System {
 }
 
 /// The cubin, where one was compiled for this device's compute capability.
-fn cubin_for(driver: &dyn Driver, device: i32) -> Result<Option<ModuleImage<'static>>> {
+pub(crate) fn cubin_for(driver: &dyn Driver, device: i32) -> Result<Option<ModuleImage<'static>>> {
     let Some(elf) = peerpool_kernels::SM90_CUBIN else { return Ok(None) };
     let major = driver.device_get_attribute(device, DeviceAttribute::ComputeCapabilityMajor)?;
     let minor = driver.device_get_attribute(device, DeviceAttribute::ComputeCapabilityMinor)?;

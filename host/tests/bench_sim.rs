@@ -19,6 +19,9 @@ fn every_measurement_runs_on_every_pair() {
     }
     assert_eq!(report.grant_vs_live.len(), 1);
     assert!(report.ratios.iter().any(|(name, _)| name.contains("kernel read / copy engine")));
+    assert!(report.ratios.iter().any(|(name, _)| name.contains("both directions, kernels push / copy engine")));
+    // The simulated H200s are compute capability 9.0: the cubin's load is measured too.
+    assert!(report.sm90_cubin_load_ms.is_some());
     let json = serde_json::to_string(&report).unwrap();
     assert!(json.contains("\"sizes\":[4096,65536,1048576]"));
 }
