@@ -430,11 +430,13 @@ fn chase(system: &System, device: usize, stream: &DeviceStream<'_>, memory: &All
     Ok(seconds * 1e9 / hops as f64)
 }
 
-/// System-scope atomic adds per second by `device` on `memory` (a full grid, 64 Ki counters).
+/// System-scope atomic adds per second by `device` on `memory` (a full grid, 64 Ki counters,
+/// fewer when `memory` is smaller than their 256 KiB).
 fn atomics(system: &System, device: usize, stream: &DeviceStream<'_>, memory: &Allocation) -> Result<f64> {
     let kernels = system.kernels(device)?;
     let shape = kernels.shape_for(u64::MAX);
-    let (slots, reps) = (1u64 << 16, 64u32);
+    // The counters must stay inside the allocation: a kernel past its end kills the context.
+    let (slots, reps) = ((1u64 << 16).min(memory.len() as u64 / 4).max(1), 64u32);
     let timer = Timer::new(system.driver().as_ref())?;
     let run = || kernels.atomic_add_sys_on(stream.stream, memory.ptr(), slots, reps, shape);
     timer.time(stream.stream, run)?;

@@ -25,3 +25,15 @@ fn every_measurement_runs_on_every_pair() {
     let json = serde_json::to_string(&report).unwrap();
     assert!(json.contains("\"sizes\":[4096,65536,1048576]"));
 }
+
+#[test]
+fn the_cubin_load_is_measured_only_where_it_runs() {
+    let mut topology = Topology::two_h200();
+    for device in &mut topology.devices {
+        device.compute_capability = (8, 0);
+    }
+    let system = System::with_driver(Arc::new(SimDriver::new(topology))).unwrap();
+    system.set_probe_bytes(4096);
+    let options = BenchOptions { sizes: vec![4096], repeats: 1, live_gib: vec![0], chase_hops: 10 };
+    assert_eq!(run(&system, &options).expect("the bench runs").sm90_cubin_load_ms, None);
+}
