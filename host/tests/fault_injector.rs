@@ -261,3 +261,18 @@ fn the_sim_names_bad_ordinals_as_cu_device_get() {
     let error = sim.mem_pool_create(&PoolProps { device: 9, ..PoolProps::default() }).unwrap_err();
     assert_eq!((error.call, error.code), ("cuMemPoolCreate", CUresult::CUDA_ERROR_INVALID_VALUE));
 }
+
+#[test]
+fn times_cover_the_calls_that_reached_the_driver_and_clear_on_reset() {
+    let (_, d) = injector(FaultPlan::new().with(Rule::nth("cuMemPoolSetAccess", 1, INVALID)));
+    let pool = d.device_get_default_mem_pool(0).unwrap();
+    assert!(d.mem_pool_set_access(pool, &rw(1)).is_err());
+    d.device_get_count().unwrap();
+    let times = d.times();
+    let names: BTreeSet<_> = times.keys().copied().collect();
+    // The failed call was answered by the injector: it never reached the driver.
+    assert_eq!(names, BTreeSet::from(["cuDeviceGetDefaultMemPool", "cuDeviceGetCount"]));
+    assert_eq!(d.count("cuMemPoolSetAccess"), 1, "still counted");
+    d.reset();
+    assert!(d.times().is_empty());
+}
