@@ -458,13 +458,14 @@ impl Driver for SimDriver {
     fn module_load_data(&self, image: ModuleImage<'_>) -> DriverResult<Module> {
         self.run("cuModuleLoadData", |s| {
             let device = s.current_device()?;
-            let declares: Box<dyn Fn(&str) -> bool> = match image {
+            // The kernels the image holds.
+            let kernels: Vec<Kernel> = match image {
                 ModuleImage::Ptx(text) => {
                     let text = text.to_str().map_err(|_| Fail::from(CUDA_ERROR_INVALID_IMAGE))?;
                     if !text.contains(".version") || !text.contains(".target") {
                         return fail(CUDA_ERROR_INVALID_IMAGE);
                     }
-                    Box::new(move |name| peerpool_kernels::declares_entry(text, name))
+                    Kernel::ALL.into_iter().filter(|k| peerpool_kernels::declares_entry(text, k.name())).collect()
                 }
                 ModuleImage::Cubin { compute_capability, elf } => {
                     if !elf.starts_with(b"\x7fELF") {
@@ -474,12 +475,12 @@ impl Driver for SimDriver {
                     if compute_capability != s.topo.devices[device].compute_capability {
                         return fail(CUDA_ERROR_NO_BINARY_FOR_GPU);
                     }
-                    Box::new(move |name| cubin_names(elf, name))
+                    Kernel::ALL.into_iter().filter(|k| cubin_names(elf, k.name())).collect()
                 }
             };
             let handle = s.mint();
             let mut functions = Vec::new();
-            for kernel in Kernel::ALL.into_iter().filter(|k| declares(k.name())) {
+            for kernel in kernels {
                 let function = s.mint();
                 functions.push((kernel, function));
                 s.functions.insert(function, super::state::FunctionRec { module: handle, device, kernel });
