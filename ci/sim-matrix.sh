@@ -9,7 +9,7 @@ topologies=("$@")
 if [ ${#topologies[@]} -eq 0 ]; then
     mapfile -t topologies < <(ls ci/topologies | sed 's/\.toml$//')
 fi
-cargo build --release -q -p peerpool
+cargo build --release -q -p peerpool-cli
 for t in "${topologies[@]}"; do
     echo "== $t"
     expect=0

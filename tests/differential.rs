@@ -18,9 +18,9 @@ use peerpool::driver::{
     Access, AccessDesc, Context, DeviceAttribute, DevicePtr, Driver, HandleTypes, P2pAttribute, PeerCopy,
     PointerAttribute, Pool, PoolProps, Stream,
 };
-use peerpool::sim::{SimDriver, Topology, catalog_topology};
 use peerpool::{CudaError, System};
 use peerpool_fixtures::{Failed, Hardware, Needs, PairSuite};
+use peerpool_sim::{SimDriver, Topology, catalog_topology};
 use std::process::ExitCode;
 use std::sync::Arc;
 

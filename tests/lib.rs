@@ -36,7 +36,7 @@ pub fn ensure(condition: bool, what: impl FnOnce() -> String) -> Result<(), Fail
 
 /// A simulated target for the model: the simulator wrapped in a fault injector, small probes.
 pub fn sim_target(
-    sim: std::sync::Arc<peerpool::sim::SimDriver>,
+    sim: std::sync::Arc<peerpool_sim::SimDriver>,
     allocator: std::sync::Arc<dyn peerpool_fixtures::model::ModelAllocator>,
     prober: Option<std::sync::Arc<dyn peerpool_fixtures::model::NegativeProber>>,
 ) -> Result<peerpool_fixtures::model::Target, String> {
@@ -47,7 +47,7 @@ pub fn sim_target(
 }
 
 /// Negative probes on a fork of the simulated process: the fork dies, the original lives on.
-pub struct SimProber(pub std::sync::Arc<peerpool::sim::SimDriver>);
+pub struct SimProber(pub std::sync::Arc<peerpool_sim::SimDriver>);
 
 impl peerpool_fixtures::model::NegativeProber for SimProber {
     fn probe(

@@ -6,12 +6,11 @@
 
 use peerpool::driver::*;
 use peerpool::fault::FaultInjector;
-use peerpool::sim::{SimDriver, Topology, catalog_topology};
 use peerpool::{CudaError, System};
 use peerpool_fixtures::model::{Caps, CheckConfig, Mix, OwnedPools, Target, check};
+use peerpool_sim::{SimDriver, Topology, catalog_topology};
 use peerpool_tests::SimProber;
 use std::collections::HashMap;
-use std::ffi::CStr;
 use std::sync::{Arc, Mutex};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,13 +41,29 @@ impl Planted {
     }
 }
 
+/// One forwarding method per driver call of the seam's table, except the two written by hand
+/// in the impl below (matched by name and left out here).
 macro_rules! forward {
-    ($($name:ident($($arg:ident: $ty:ty),*) -> $ret:ty;)*) => {
-        $(fn $name(&self, $($arg: $ty),*) -> DriverResult<$ret> { self.after(self.inner.$name($($arg),*)) })*
+    (mem_pool_create $($rest:tt)*) => {};
+    (mem_pool_set_access $($rest:tt)*) => {};
+    ($method:ident($($arg:ident: $ty:ty),*) -> $out:ty) => {
+        fn $method(&self, $($arg: $ty),*) -> DriverResult<$out> {
+            self.after(self.inner.$method($($arg),*))
+        }
     };
 }
 
-impl Driver for Planted {
+macro_rules! planted_impl {
+    (($($by_hand:item)*) $( $(#[$doc:meta])* $safety:ident fn $method:ident($($arg:ident: $ty:ty),*) -> $out:ty
+        = $call:ident @ $symbol:ident; )*) => {
+        impl Driver for Planted {
+            $($by_hand)*
+            $( forward! { $method($($arg: $ty),*) -> $out } )*
+        }
+    };
+}
+
+peerpool::for_each_driver_call! { planted_impl,
     fn describe(&self) -> String {
         format!("{} with the planted bug {:?}", self.inner.describe(), self.bug)
     }
@@ -75,67 +90,6 @@ impl Driver for Planted {
             }
             _ => self.after(self.inner.mem_pool_set_access(pool, map)),
         }
-    }
-
-    forward! {
-        driver_get_version() -> i32;
-        device_get_count() -> i32;
-        device_get_name(device: i32) -> String;
-        device_get_attribute(device: i32, attribute: DeviceAttribute) -> i32;
-        device_total_mem(device: i32) -> u64;
-        device_can_access_peer(device: i32, peer: i32) -> bool;
-        device_get_p2p_attribute(attribute: P2pAttribute, src: i32, dst: i32) -> i32;
-        primary_ctx_retain(device: i32) -> Context;
-        primary_ctx_release(device: i32) -> ();
-        ctx_get_current() -> Option<Context>;
-        ctx_set_current(context: Option<Context>) -> ();
-        ctx_get_device() -> i32;
-        ctx_synchronize() -> ();
-        device_get_default_mem_pool(device: i32) -> Pool;
-        device_get_mem_pool(device: i32) -> Pool;
-        device_set_mem_pool(device: i32, pool: Pool) -> ();
-        mem_pool_destroy(pool: Pool) -> ();
-        mem_pool_get_access(pool: Pool, device: i32) -> Access;
-        mem_alloc(bytes: usize) -> DevicePtr;
-        mem_free(ptr: DevicePtr) -> ();
-        mem_alloc_from_pool_async(bytes: usize, pool: Pool, stream: Stream) -> DevicePtr;
-        mem_free_async(ptr: DevicePtr, stream: Stream) -> ();
-        stream_create() -> Stream;
-        stream_destroy(stream: Stream) -> ();
-        stream_synchronize(stream: Stream) -> ();
-        memcpy_htod(dst: DevicePtr, src: &[u8]) -> ();
-        memcpy_dtoh(dst: &mut [u8], src: DevicePtr) -> ();
-        memcpy_dtod_async(dst: DevicePtr, src: DevicePtr, bytes: usize, stream: Stream) -> ();
-        memcpy_peer_async(copy: PeerCopy, stream: Stream) -> ();
-        memset_d32_async(dst: DevicePtr, value: u32, words: usize, stream: Stream) -> ();
-        module_load_data(image: ModuleImage<'_>) -> Module;
-        module_unload(module: Module) -> ();
-        module_get_function(module: Module, name: &CStr) -> Function;
-        launch_kernel(function: Function, shape: LaunchShape, stream: Stream, args: &[KernelArg]) -> ();
-        event_create() -> Event;
-        event_record(event: Event, stream: Stream) -> ();
-        event_synchronize(event: Event) -> ();
-        event_elapsed_time(start: Event, end: Event) -> f32;
-        event_destroy(event: Event) -> ();
-        pointer_get_attribute(ptr: DevicePtr, attribute: PointerAttribute) -> u64;
-        mem_pool_export_to_shareable_handle(pool: Pool, handle: ShareHandle) -> ShareableHandle;
-        mem_pool_import_from_shareable_handle(handle: ShareableRef<'_>) -> Pool;
-        mem_pool_export_pointer(ptr: DevicePtr) -> PoolPtrExportData;
-        mem_pool_import_pointer(pool: Pool, data: &PoolPtrExportData) -> DevicePtr;
-        ipc_get_mem_handle(ptr: DevicePtr) -> IpcMemHandle;
-        ipc_open_mem_handle(handle: &IpcMemHandle) -> DevicePtr;
-        ipc_close_mem_handle(ptr: DevicePtr) -> ();
-        mem_get_allocation_granularity(props: &AllocationProps, option: Granularity) -> usize;
-        mem_create(bytes: usize, props: &AllocationProps) -> MemHandle;
-        mem_address_reserve(bytes: usize, alignment: usize) -> DevicePtr;
-        mem_map(ptr: DevicePtr, bytes: usize, offset: usize, handle: MemHandle) -> ();
-        mem_set_access(ptr: DevicePtr, bytes: usize, map: &[AccessDesc]) -> ();
-        mem_unmap(ptr: DevicePtr, bytes: usize) -> ();
-        mem_address_free(ptr: DevicePtr, bytes: usize) -> ();
-        mem_release(handle: MemHandle) -> ();
-        mem_export_to_shareable_handle(handle: MemHandle, kind: ShareHandle) -> ShareableHandle;
-        mem_import_from_shareable_handle(handle: ShareableRef<'_>) -> MemHandle;
-        mem_retain_allocation_handle(ptr: DevicePtr) -> MemHandle;
     }
 }
 

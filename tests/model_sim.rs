@@ -3,8 +3,8 @@
 //! the reference model. Failing sequences are shrunk and persisted in `tests/regressions/`.
 
 use libtest_mimic::{Arguments, Trial};
-use peerpool::sim::{SimDriver, catalog};
 use peerpool_fixtures::model::{Caps, CheckConfig, Mix, OwnedPools, check, take_coverage};
+use peerpool_sim::{SimDriver, catalog};
 use peerpool_tests::{SimProber, sim_target};
 use std::sync::Arc;
 
@@ -52,7 +52,7 @@ fn main() -> std::process::ExitCode {
 /// The hardware runner's shape (one system reset between sequences, no sticky faults) on the
 /// simulated H200 pair, so the reset itself is tested where CI can run it.
 fn reused_system() -> Result<(), libtest_mimic::Failed> {
-    let topology = peerpool::sim::Topology::two_h200();
+    let topology = peerpool_sim::Topology::two_h200();
     let sim = Arc::new(SimDriver::new(topology.clone()));
     let injector = Arc::new(peerpool::fault::FaultInjector::new(sim.clone()));
     let system = peerpool::System::with_driver(injector.clone())?;

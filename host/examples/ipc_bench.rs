@@ -9,8 +9,8 @@
 
 use peerpool::driver::{HandleTypes, PoolPtrExportData, ShareHandle, ShareableRef, Stream};
 use peerpool::ipc::{Channel, Offer, ShareRequest, inherited_channel, spawn_with_channel, wait_or_kill};
-use peerpool::sim::{SimDriver, Topology};
 use peerpool::{PoolOptions, PoolRef, System};
+use peerpool_sim::{SimDriver, Topology};
 use rustix::fd::AsFd;
 use serde_json::{Value, json};
 use std::process::{Command, ExitCode, Stdio};

@@ -207,16 +207,6 @@ pub fn negative_probe(system: &System, owner: usize, accessor: usize) -> crate::
     Ok(())
 }
 
-/// Negative probes on a fork of a simulated process.
-pub struct ForkSim(pub std::sync::Arc<crate::sim::SimDriver>);
-
-impl Isolate for ForkSim {
-    fn negative_probe(&self, owner: usize, accessor: usize) -> Result<Option<(String, bool)>, String> {
-        let fork = System::with_driver(std::sync::Arc::new(self.0.fork())).map_err(|e| e.to_string())?;
-        Ok(negative_probe(&fork, owner, accessor).err().and_then(|e| e.cuda().map(|c| (c.code_name(), c.sticky))))
-    }
-}
-
 /// The matrix like `nvidia-smi topo -m`: rows read (accessor), columns own the pool.
 pub fn render_matrix(n: usize, pairs: &[PairResult]) -> String {
     let mut out = format!("{:>8}", "");

@@ -13,7 +13,6 @@ use crate::driver::*;
 use crate::error::{CudaError, is_sticky};
 use cudarc::driver::sys::CUresult;
 use std::collections::BTreeMap;
-use std::ffi::CStr;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -273,9 +272,10 @@ impl FaultInjector {
         self.log.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Records `name`; fails it if the plan says so, else runs `f` on the wrapped driver
+    /// Records `call`; fails it if the plan says so, else runs `f` on the wrapped driver
     /// (with the lock released, so the wrapped driver may take its time).
-    fn call<T>(&self, name: &'static str, f: impl FnOnce(&dyn Driver) -> DriverResult<T>) -> DriverResult<T> {
+    fn call<T>(&self, call: Call, f: impl FnOnce(&dyn Driver) -> DriverResult<T>) -> DriverResult<T> {
+        let name = call.name();
         if let Some(error) = self.lock().decide(name) {
             return Err(error);
         }
@@ -292,189 +292,23 @@ impl std::fmt::Debug for FaultInjector {
     }
 }
 
-impl Driver for FaultInjector {
-    fn describe(&self) -> String {
-        format!("{} (faults injected)", self.inner.describe())
-    }
+macro_rules! delegate_to_inner {
+    (() $( $(#[$doc:meta])* $safety:ident fn $method:ident($($arg:ident: $ty:ty),*) -> $out:ty
+        = $call:ident @ $symbol:ident; )*) => {
+        impl Driver for FaultInjector {
+            fn describe(&self) -> String {
+                format!("{} (faults injected)", self.inner.describe())
+            }
 
-    fn driver_get_version(&self) -> DriverResult<i32> {
-        self.call("cuDriverGetVersion", |d| d.driver_get_version())
-    }
-    fn device_get_count(&self) -> DriverResult<i32> {
-        self.call("cuDeviceGetCount", |d| d.device_get_count())
-    }
-    fn device_get_name(&self, device: i32) -> DriverResult<String> {
-        self.call("cuDeviceGetName", |d| d.device_get_name(device))
-    }
-    fn device_get_attribute(&self, device: i32, attribute: DeviceAttribute) -> DriverResult<i32> {
-        self.call("cuDeviceGetAttribute", |d| d.device_get_attribute(device, attribute))
-    }
-    fn device_total_mem(&self, device: i32) -> DriverResult<u64> {
-        self.call("cuDeviceTotalMem", |d| d.device_total_mem(device))
-    }
-    fn device_can_access_peer(&self, device: i32, peer: i32) -> DriverResult<bool> {
-        self.call("cuDeviceCanAccessPeer", |d| d.device_can_access_peer(device, peer))
-    }
-    fn device_get_p2p_attribute(&self, attribute: P2pAttribute, src: i32, dst: i32) -> DriverResult<i32> {
-        self.call("cuDeviceGetP2PAttribute", |d| d.device_get_p2p_attribute(attribute, src, dst))
-    }
-    fn primary_ctx_retain(&self, device: i32) -> DriverResult<Context> {
-        self.call("cuDevicePrimaryCtxRetain", |d| d.primary_ctx_retain(device))
-    }
-    fn primary_ctx_release(&self, device: i32) -> DriverResult<()> {
-        self.call("cuDevicePrimaryCtxRelease", |d| d.primary_ctx_release(device))
-    }
-    fn ctx_get_current(&self) -> DriverResult<Option<Context>> {
-        self.call("cuCtxGetCurrent", |d| d.ctx_get_current())
-    }
-    fn ctx_set_current(&self, context: Option<Context>) -> DriverResult<()> {
-        self.call("cuCtxSetCurrent", |d| d.ctx_set_current(context))
-    }
-    fn ctx_get_device(&self) -> DriverResult<i32> {
-        self.call("cuCtxGetDevice", |d| d.ctx_get_device())
-    }
-    fn ctx_synchronize(&self) -> DriverResult<()> {
-        self.call("cuCtxSynchronize", |d| d.ctx_synchronize())
-    }
-    fn device_get_default_mem_pool(&self, device: i32) -> DriverResult<Pool> {
-        self.call("cuDeviceGetDefaultMemPool", |d| d.device_get_default_mem_pool(device))
-    }
-    fn device_get_mem_pool(&self, device: i32) -> DriverResult<Pool> {
-        self.call("cuDeviceGetMemPool", |d| d.device_get_mem_pool(device))
-    }
-    fn device_set_mem_pool(&self, device: i32, pool: Pool) -> DriverResult<()> {
-        self.call("cuDeviceSetMemPool", |d| d.device_set_mem_pool(device, pool))
-    }
-    fn mem_pool_create(&self, props: &PoolProps) -> DriverResult<Pool> {
-        self.call("cuMemPoolCreate", |d| d.mem_pool_create(props))
-    }
-    fn mem_pool_destroy(&self, pool: Pool) -> DriverResult<()> {
-        self.call("cuMemPoolDestroy", |d| d.mem_pool_destroy(pool))
-    }
-    fn mem_pool_set_access(&self, pool: Pool, map: &[AccessDesc]) -> DriverResult<()> {
-        self.call("cuMemPoolSetAccess", |d| d.mem_pool_set_access(pool, map))
-    }
-    fn mem_pool_get_access(&self, pool: Pool, device: i32) -> DriverResult<Access> {
-        self.call("cuMemPoolGetAccess", |d| d.mem_pool_get_access(pool, device))
-    }
-    fn mem_alloc(&self, bytes: usize) -> DriverResult<DevicePtr> {
-        self.call("cuMemAlloc", |d| d.mem_alloc(bytes))
-    }
-    fn mem_free(&self, ptr: DevicePtr) -> DriverResult<()> {
-        self.call("cuMemFree", |d| d.mem_free(ptr))
-    }
-    fn mem_alloc_from_pool_async(&self, bytes: usize, pool: Pool, stream: Stream) -> DriverResult<DevicePtr> {
-        self.call("cuMemAllocFromPoolAsync", |d| d.mem_alloc_from_pool_async(bytes, pool, stream))
-    }
-    fn mem_free_async(&self, ptr: DevicePtr, stream: Stream) -> DriverResult<()> {
-        self.call("cuMemFreeAsync", |d| d.mem_free_async(ptr, stream))
-    }
-    fn stream_create(&self) -> DriverResult<Stream> {
-        self.call("cuStreamCreate", |d| d.stream_create())
-    }
-    fn stream_destroy(&self, stream: Stream) -> DriverResult<()> {
-        self.call("cuStreamDestroy", |d| d.stream_destroy(stream))
-    }
-    fn stream_synchronize(&self, stream: Stream) -> DriverResult<()> {
-        self.call("cuStreamSynchronize", |d| d.stream_synchronize(stream))
-    }
-    fn memcpy_htod(&self, dst: DevicePtr, src: &[u8]) -> DriverResult<()> {
-        self.call("cuMemcpyHtoD", |d| d.memcpy_htod(dst, src))
-    }
-    fn memcpy_dtoh(&self, dst: &mut [u8], src: DevicePtr) -> DriverResult<()> {
-        self.call("cuMemcpyDtoH", |d| d.memcpy_dtoh(dst, src))
-    }
-    fn memcpy_dtod_async(&self, dst: DevicePtr, src: DevicePtr, bytes: usize, stream: Stream) -> DriverResult<()> {
-        self.call("cuMemcpyDtoDAsync", |d| d.memcpy_dtod_async(dst, src, bytes, stream))
-    }
-    fn memcpy_peer_async(&self, copy: PeerCopy, stream: Stream) -> DriverResult<()> {
-        self.call("cuMemcpyPeerAsync", |d| d.memcpy_peer_async(copy, stream))
-    }
-    fn memset_d32_async(&self, dst: DevicePtr, value: u32, words: usize, stream: Stream) -> DriverResult<()> {
-        self.call("cuMemsetD32Async", |d| d.memset_d32_async(dst, value, words, stream))
-    }
-    fn module_load_data(&self, image: ModuleImage<'_>) -> DriverResult<Module> {
-        self.call("cuModuleLoadData", |d| d.module_load_data(image))
-    }
-    fn module_unload(&self, module: Module) -> DriverResult<()> {
-        self.call("cuModuleUnload", |d| d.module_unload(module))
-    }
-    fn module_get_function(&self, module: Module, name: &CStr) -> DriverResult<Function> {
-        self.call("cuModuleGetFunction", |d| d.module_get_function(module, name))
-    }
-    fn launch_kernel(&self, f: Function, shape: LaunchShape, stream: Stream, args: &[KernelArg]) -> DriverResult<()> {
-        self.call("cuLaunchKernel", |d| d.launch_kernel(f, shape, stream, args))
-    }
-    fn event_create(&self) -> DriverResult<Event> {
-        self.call("cuEventCreate", |d| d.event_create())
-    }
-    fn event_record(&self, event: Event, stream: Stream) -> DriverResult<()> {
-        self.call("cuEventRecord", |d| d.event_record(event, stream))
-    }
-    fn event_synchronize(&self, event: Event) -> DriverResult<()> {
-        self.call("cuEventSynchronize", |d| d.event_synchronize(event))
-    }
-    fn event_elapsed_time(&self, start: Event, end: Event) -> DriverResult<f32> {
-        self.call("cuEventElapsedTime", |d| d.event_elapsed_time(start, end))
-    }
-    fn event_destroy(&self, event: Event) -> DriverResult<()> {
-        self.call("cuEventDestroy", |d| d.event_destroy(event))
-    }
-    fn pointer_get_attribute(&self, ptr: DevicePtr, attribute: PointerAttribute) -> DriverResult<u64> {
-        self.call("cuPointerGetAttribute", |d| d.pointer_get_attribute(ptr, attribute))
-    }
-    fn mem_pool_export_to_shareable_handle(&self, pool: Pool, handle: ShareHandle) -> DriverResult<ShareableHandle> {
-        self.call("cuMemPoolExportToShareableHandle", |d| d.mem_pool_export_to_shareable_handle(pool, handle))
-    }
-    fn mem_pool_import_from_shareable_handle(&self, handle: ShareableRef<'_>) -> DriverResult<Pool> {
-        self.call("cuMemPoolImportFromShareableHandle", |d| d.mem_pool_import_from_shareable_handle(handle))
-    }
-    fn mem_pool_export_pointer(&self, ptr: DevicePtr) -> DriverResult<PoolPtrExportData> {
-        self.call("cuMemPoolExportPointer", |d| d.mem_pool_export_pointer(ptr))
-    }
-    fn mem_pool_import_pointer(&self, pool: Pool, data: &PoolPtrExportData) -> DriverResult<DevicePtr> {
-        self.call("cuMemPoolImportPointer", |d| d.mem_pool_import_pointer(pool, data))
-    }
-    fn ipc_get_mem_handle(&self, ptr: DevicePtr) -> DriverResult<IpcMemHandle> {
-        self.call("cuIpcGetMemHandle", |d| d.ipc_get_mem_handle(ptr))
-    }
-    fn ipc_open_mem_handle(&self, handle: &IpcMemHandle) -> DriverResult<DevicePtr> {
-        self.call("cuIpcOpenMemHandle", |d| d.ipc_open_mem_handle(handle))
-    }
-    fn ipc_close_mem_handle(&self, ptr: DevicePtr) -> DriverResult<()> {
-        self.call("cuIpcCloseMemHandle", |d| d.ipc_close_mem_handle(ptr))
-    }
-    fn mem_get_allocation_granularity(&self, props: &AllocationProps, option: Granularity) -> DriverResult<usize> {
-        self.call("cuMemGetAllocationGranularity", |d| d.mem_get_allocation_granularity(props, option))
-    }
-    fn mem_create(&self, bytes: usize, props: &AllocationProps) -> DriverResult<MemHandle> {
-        self.call("cuMemCreate", |d| d.mem_create(bytes, props))
-    }
-    fn mem_address_reserve(&self, bytes: usize, alignment: usize) -> DriverResult<DevicePtr> {
-        self.call("cuMemAddressReserve", |d| d.mem_address_reserve(bytes, alignment))
-    }
-    fn mem_map(&self, ptr: DevicePtr, bytes: usize, offset: usize, handle: MemHandle) -> DriverResult<()> {
-        self.call("cuMemMap", |d| d.mem_map(ptr, bytes, offset, handle))
-    }
-    fn mem_set_access(&self, ptr: DevicePtr, bytes: usize, map: &[AccessDesc]) -> DriverResult<()> {
-        self.call("cuMemSetAccess", |d| d.mem_set_access(ptr, bytes, map))
-    }
-    fn mem_unmap(&self, ptr: DevicePtr, bytes: usize) -> DriverResult<()> {
-        self.call("cuMemUnmap", |d| d.mem_unmap(ptr, bytes))
-    }
-    fn mem_address_free(&self, ptr: DevicePtr, bytes: usize) -> DriverResult<()> {
-        self.call("cuMemAddressFree", |d| d.mem_address_free(ptr, bytes))
-    }
-    fn mem_release(&self, handle: MemHandle) -> DriverResult<()> {
-        self.call("cuMemRelease", |d| d.mem_release(handle))
-    }
-    fn mem_export_to_shareable_handle(&self, handle: MemHandle, kind: ShareHandle) -> DriverResult<ShareableHandle> {
-        self.call("cuMemExportToShareableHandle", |d| d.mem_export_to_shareable_handle(handle, kind))
-    }
-    fn mem_import_from_shareable_handle(&self, handle: ShareableRef<'_>) -> DriverResult<MemHandle> {
-        self.call("cuMemImportFromShareableHandle", |d| d.mem_import_from_shareable_handle(handle))
-    }
-    fn mem_retain_allocation_handle(&self, ptr: DevicePtr) -> DriverResult<MemHandle> {
-        self.call("cuMemRetainAllocationHandle", |d| d.mem_retain_allocation_handle(ptr))
-    }
+            $( crate::seam_fn! { $safety
+                #[allow(unused_unsafe)]
+                fn $method(&self, $($arg: $ty),*) -> DriverResult<$out> {
+                    // SAFETY: the caller's contract for this call, passed on unchanged.
+                    self.call(Call::$call, |d| unsafe { d.$method($($arg),*) })
+                }
+            } )*
+        }
+    };
 }
+
+crate::for_each_driver_call!(delegate_to_inner);

@@ -25,7 +25,6 @@ mod memory;
 mod module;
 mod pool;
 pub mod report;
-pub mod sim;
 mod system;
 
 pub use context::CurrentContext;

@@ -3,7 +3,7 @@
 
 use peerpool::System;
 use peerpool::bench::{BenchOptions, run};
-use peerpool::sim::{SimDriver, Topology};
+use peerpool_sim::{SimDriver, Topology};
 use std::sync::Arc;
 
 #[test]

@@ -6,8 +6,8 @@
 
 use peerpool::driver::{Access, AccessDesc, Driver};
 use peerpool::fault::{FaultInjector, FaultPlan, Injected, Rule};
-use peerpool::sim::{SimDriver, Topology};
 use peerpool::{CUresult, PoolOptions, System};
+use peerpool_sim::{SimDriver, Topology};
 use std::sync::Arc;
 
 const WORDS: u64 = 4096;

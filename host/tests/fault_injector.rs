@@ -1,13 +1,11 @@
+#![allow(unused_unsafe)] // the calls marked safe in the table are called like the others
 //! The fault injector: Nth-call and every-call rules, prefixes, stickiness, reset and re-arm,
 //! the recorded call list, seeded random plans, and call names that are the real driver's.
 
-mod sim_support;
-
 use peerpool::driver::*;
 use peerpool::fault::{FaultInjector, FaultPlan, Rule, When};
-use peerpool::sim::{SimDriver, Topology};
 use peerpool::{CUresult, CudaError, PoolOptions, System, ptx_image};
-use sim_support::code;
+use peerpool_sim::{SimDriver, Topology};
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
@@ -138,95 +136,75 @@ fn random_plans_are_seeded_and_name_recorded_call_sites() {
     assert!(FaultPlan::random(1, &[], 5).rules.is_empty());
 }
 
-/// Calls every method of the seam once, with arguments valid on a two-device machine.
-fn call_every_method(d: &dyn Driver) -> Vec<Option<CudaError>> {
-    let p = Pool(1);
-    let ptr = DevicePtr(0x1000);
-    let ctx = Context(1);
-    let copy = PeerCopy { dst: ptr, dst_ctx: ctx, src: ptr, src_ctx: ctx, bytes: 4 };
-    let shape = LaunchShape { grid: 1, block: 1 };
-    let mut out = [0u8; 4];
-    let fabric = FabricHandle([0; 64]);
-    let props = AllocationProps { device: 0, handle_types: HandleTypes::POSIX_FD };
-    vec![
-        d.driver_get_version().err(),
-        d.device_get_count().err(),
-        d.device_get_name(0).err(),
-        d.device_get_attribute(0, DeviceAttribute::MultiprocessorCount).err(),
-        d.device_total_mem(0).err(),
-        d.device_can_access_peer(0, 1).err(),
-        d.device_get_p2p_attribute(P2pAttribute::PerformanceRank, 0, 1).err(),
-        d.primary_ctx_retain(0).err(),
-        d.primary_ctx_release(0).err(),
-        d.ctx_get_current().err(),
-        d.ctx_set_current(None).err(),
-        d.ctx_get_device().err(),
-        d.ctx_synchronize().err(),
-        d.device_get_default_mem_pool(0).err(),
-        d.device_get_mem_pool(0).err(),
-        d.device_set_mem_pool(0, p).err(),
-        d.mem_pool_create(&PoolProps::default()).err(),
-        d.mem_pool_destroy(p).err(),
-        d.mem_pool_set_access(p, &[]).err(),
-        d.mem_pool_get_access(p, 0).err(),
-        d.mem_alloc(4).err(),
-        d.mem_free(ptr).err(),
-        d.mem_alloc_from_pool_async(4, p, Stream::LEGACY).err(),
-        d.mem_free_async(ptr, Stream::LEGACY).err(),
-        d.stream_create().err(),
-        d.stream_destroy(Stream(1)).err(),
-        d.stream_synchronize(Stream::LEGACY).err(),
-        d.memcpy_htod(ptr, &[0; 4]).err(),
-        d.memcpy_dtoh(&mut out, ptr).err(),
-        d.memcpy_dtod_async(ptr, ptr, 4, Stream::LEGACY).err(),
-        d.memcpy_peer_async(copy, Stream::LEGACY).err(),
-        d.memset_d32_async(ptr, 0, 1, Stream::LEGACY).err(),
-        d.module_load_data(ModuleImage::Ptx(ptx_image())).err(),
-        d.module_unload(Module(1)).err(),
-        d.module_get_function(Module(1), c"pp_fill").err(),
-        d.launch_kernel(Function(1), shape, Stream::LEGACY, &[]).err(),
-        d.event_create().err(),
-        d.event_record(Event(1), Stream::LEGACY).err(),
-        d.event_synchronize(Event(1)).err(),
-        d.event_elapsed_time(Event(1), Event(2)).err(),
-        d.event_destroy(Event(1)).err(),
-        d.pointer_get_attribute(ptr, PointerAttribute::DeviceOrdinal).err(),
-        d.mem_pool_export_to_shareable_handle(p, ShareHandle::PosixFd).err(),
-        d.mem_pool_import_from_shareable_handle(ShareableRef::Fabric(&fabric)).err(),
-        d.mem_pool_export_pointer(ptr).err(),
-        d.mem_pool_import_pointer(p, &PoolPtrExportData([0; 64])).err(),
-        d.ipc_get_mem_handle(ptr).err(),
-        d.ipc_open_mem_handle(&IpcMemHandle([0; 64])).err(),
-        d.ipc_close_mem_handle(ptr).err(),
-        d.mem_get_allocation_granularity(&props, Granularity::Minimum).err(),
-        d.mem_create(2 << 20, &props).err(),
-        d.mem_address_reserve(2 << 20, 0).err(),
-        d.mem_map(ptr, 2 << 20, 0, MemHandle(1)).err(),
-        d.mem_set_access(ptr, 2 << 20, &[]).err(),
-        d.mem_unmap(ptr, 2 << 20).err(),
-        d.mem_address_free(ptr, 2 << 20).err(),
-        d.mem_release(MemHandle(1)).err(),
-        d.mem_export_to_shareable_handle(MemHandle(1), ShareHandle::PosixFd).err(),
-        d.mem_import_from_shareable_handle(ShareableRef::Fabric(&fabric)).err(),
-        d.mem_retain_allocation_handle(ptr).err(),
-    ]
+/// A value of each argument type of the seam, valid or not: enough to reach every call.
+trait Sample {
+    fn sample() -> Self;
 }
 
-/// The call names in `host/src/driver/cuda.rs`'s `check("cu…", …)`s.
-fn real_call_names() -> BTreeSet<String> {
-    let source = include_str!("../src/driver/cuda.rs");
-    source.split("check(\"").skip(1).filter_map(|rest| rest.split('"').next()).map(str::to_string).collect()
+macro_rules! samples {
+    ($($ty:ty => $value:expr;)*) => { $(impl Sample for $ty { fn sample() -> Self { $value } })* };
 }
+
+static POOL_PROPS: PoolProps = PoolProps { device: 0, handle_types: HandleTypes::NONE, max_size: 0 };
+static ALLOC_PROPS: AllocationProps = AllocationProps { device: 0, handle_types: HandleTypes::POSIX_FD };
+static FABRIC: FabricHandle = FabricHandle([0; 64]);
+static EXPORT_DATA: PoolPtrExportData = PoolPtrExportData([0; 64]);
+static IPC_HANDLE: IpcMemHandle = IpcMemHandle([0; 64]);
+
+samples! {
+    i32 => 0;
+    u32 => 0;
+    usize => 4;
+    DeviceAttribute => DeviceAttribute::MultiprocessorCount;
+    P2pAttribute => P2pAttribute::PerformanceRank;
+    PointerAttribute => PointerAttribute::DeviceOrdinal;
+    Granularity => Granularity::Minimum;
+    ShareHandle => ShareHandle::PosixFd;
+    Option<Context> => None;
+    Context => Context(1);
+    Pool => Pool(1);
+    DevicePtr => DevicePtr(0x1000);
+    Stream => Stream::LEGACY;
+    Module => Module(1);
+    Function => Function(1);
+    Event => Event(1);
+    MemHandle => MemHandle(1);
+    LaunchShape => LaunchShape { grid: 1, block: 1 };
+    PeerCopy => PeerCopy { dst: DevicePtr(0x1000), dst_ctx: Context(1), src: DevicePtr(0x1000), src_ctx: Context(1), bytes: 4 };
+    &'static PoolProps => &POOL_PROPS;
+    &'static AllocationProps => &ALLOC_PROPS;
+    &'static PoolPtrExportData => &EXPORT_DATA;
+    &'static IpcMemHandle => &IPC_HANDLE;
+    &'static [AccessDesc] => &[];
+    &'static [KernelArg] => &[];
+    &'static [u8] => &[0; 4];
+    &'static mut [u8] => &mut [];
+    &'static std::ffi::CStr => c"pp_fill";
+    ModuleImage<'static> => ModuleImage::Ptx(c"");
+    ShareableRef<'static> => ShareableRef::Fabric(&FABRIC);
+}
+
+macro_rules! call_all {
+    (() $( $(#[$doc:meta])* $safety:ident fn $method:ident($($arg:ident: $ty:ty),*) -> $out:ty
+        = $call:ident @ $symbol:ident; )*) => {
+        /// Every method of the seam once, in the table's order, with sample arguments.
+        fn call_every_method(d: &dyn Driver) -> Vec<Option<CudaError>> {
+            // SAFETY: `d` is a simulator (or an injector over one), which checks every handle.
+            vec![$( unsafe { d.$method($(<$ty as Sample>::sample()),*) }.err(), )*]
+        }
+    };
+}
+
+peerpool::for_each_driver_call!(call_all);
 
 #[test]
-fn call_names_are_the_real_drivers() {
+fn each_method_is_recorded_once_under_its_name_in_the_table() {
     let (_, d) = injector(FaultPlan::new());
     call_every_method(d.as_ref());
-    let recorded: BTreeSet<String> = d.calls().into_iter().map(str::to_string).collect();
-    assert_eq!(d.calls().len(), 60, "one record per method");
-    let mut real = real_call_names();
-    assert!(real.remove("cuDeviceGet"), "the ordinal check, made inside other calls");
-    assert_eq!(recorded, real);
+    let table: Vec<&str> = Call::ALL.iter().map(|c| c.name()).collect();
+    assert_eq!(d.calls(), table);
+    assert!(Call::ALL.iter().all(|c| Call::from_name(c.name()) == Some(*c)));
+    assert_eq!(Call::cuMemAlloc.symbol(), "cuMemAlloc_v2");
 }
 
 #[test]
@@ -275,4 +253,9 @@ fn times_cover_the_calls_that_reached_the_driver_and_clear_on_reset() {
     assert_eq!(d.count("cuMemPoolSetAccess"), 1, "still counted");
     d.reset();
     assert!(d.times().is_empty());
+}
+
+/// The `CUresult` name of a failed call, `None` for success.
+fn code<T>(r: Result<T, CudaError>) -> Option<String> {
+    r.err().map(|e| e.code_name())
 }

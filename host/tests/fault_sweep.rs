@@ -13,8 +13,8 @@
 
 use peerpool::driver::{Access, Context, Driver};
 use peerpool::fault::{FaultInjector, FaultPlan, Rule};
-use peerpool::sim::{SimDriver, SimStats, Topology, catalog_topology};
 use peerpool::{CUresult, Grant, GrantError, OwnedPool, PoolOptions, Revoke, System};
+use peerpool_sim::{SimDriver, SimStats, Topology, catalog_topology};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 

@@ -2,8 +2,8 @@
 //! semantics, side effects and the caller's context, on the machines the catalog describes.
 
 use peerpool::driver::{Access, AccessDesc, Driver, PoolProps};
-use peerpool::sim::{SimDriver, SimOptions, Topology, catalog_topology};
 use peerpool::{Direction, Grant, GrantError, Method, PoolOptions, PoolRef, Revoke, Stage, System};
+use peerpool_sim::{SimDriver, SimOptions, Topology, catalog_topology};
 use std::sync::Arc;
 
 fn system(topology: Topology) -> (System, Arc<SimDriver>) {

@@ -9,8 +9,8 @@ use ipc_support::{BYTES, FD, Process, STAGED, channel, leak_checked};
 use peerpool::driver::{DevicePtr, Driver, HandleTypes};
 use peerpool::fault::{FaultInjector, FaultPlan, Rule};
 use peerpool::ipc::{Channel, Exported, FdKind, IpcError, Offer, OfferPath, PeerCheck, ShareError};
-use peerpool::sim::{SimDriver, SimStats, Topology};
 use peerpool::{CUresult, Error, System};
+use peerpool_sim::{SimDriver, SimStats, Topology};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::Arc;
 

@@ -4,8 +4,8 @@
 //!
 //! `cargo bench -p peerpool-tests --bench model_throughput` prints JSON.
 
-use peerpool::sim::{SimDriver, Topology};
 use peerpool_fixtures::model::{Caps, CheckConfig, Mix, OwnedPools, check};
+use peerpool_sim::{SimDriver, Topology};
 use peerpool_tests::{SimProber, sim_target};
 use std::sync::Arc;
 use std::time::Instant;

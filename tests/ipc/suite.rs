@@ -3,9 +3,9 @@
 use super::importer::{self, Layout, PAIR_ENV, ROLE_ENV, Role};
 use peerpool::driver::{DevicePtr, HandleTypes, ShareHandle, Stream};
 use peerpool::ipc::{Exported, Offer, ShareRequest, SharingPath, VirtualAllocation, spawn_with_channel, wait_or_kill};
-use peerpool::sim::{SimDriver, Topology};
 use peerpool::{Allocation, CUresult, OwnedPool, PoolOptions, System};
 use peerpool_fixtures::{Failed, Hardware, Needs, Pair, PairSuite};
+use peerpool_sim::{SimDriver, Topology};
 use peerpool_tests::ensure;
 use std::process::{Command, ExitCode, Stdio};
 use std::sync::{Arc, OnceLock};

@@ -7,74 +7,9 @@
 use super::*;
 use crate::error::Error;
 use cudarc::driver::sys;
-use std::ffi::c_void;
+use std::ffi::{CStr, c_void};
 use std::mem::MaybeUninit;
 use std::sync::OnceLock;
-
-/// Every libcuda symbol the methods below reach (cudarc's names: `_v2` where it binds those).
-const SYMBOLS: &[&str] = &[
-    "cuInit",
-    "cuDriverGetVersion",
-    "cuDeviceGetCount",
-    "cuDeviceGet",
-    "cuDeviceGetName",
-    "cuDeviceGetAttribute",
-    "cuDeviceTotalMem_v2",
-    "cuDeviceCanAccessPeer",
-    "cuDeviceGetP2PAttribute",
-    "cuDevicePrimaryCtxRetain",
-    "cuDevicePrimaryCtxRelease_v2",
-    "cuCtxGetCurrent",
-    "cuCtxSetCurrent",
-    "cuCtxGetDevice",
-    "cuCtxSynchronize",
-    "cuDeviceGetDefaultMemPool",
-    "cuDeviceGetMemPool",
-    "cuDeviceSetMemPool",
-    "cuMemPoolCreate",
-    "cuMemPoolDestroy",
-    "cuMemPoolSetAccess",
-    "cuMemPoolGetAccess",
-    "cuMemAlloc_v2",
-    "cuMemFree_v2",
-    "cuMemAllocFromPoolAsync",
-    "cuMemFreeAsync",
-    "cuStreamCreate",
-    "cuStreamDestroy_v2",
-    "cuStreamSynchronize",
-    "cuMemcpyHtoD_v2",
-    "cuMemcpyDtoH_v2",
-    "cuMemcpyDtoDAsync_v2",
-    "cuMemcpyPeerAsync",
-    "cuMemsetD32Async",
-    "cuModuleLoadData",
-    "cuModuleUnload",
-    "cuModuleGetFunction",
-    "cuLaunchKernel",
-    "cuPointerGetAttribute",
-    "cuEventCreate",
-    "cuEventRecord",
-    "cuEventSynchronize",
-    "cuEventDestroy_v2",
-    "cuMemPoolExportToShareableHandle",
-    "cuMemPoolImportFromShareableHandle",
-    "cuMemPoolExportPointer",
-    "cuMemPoolImportPointer",
-    "cuIpcGetMemHandle",
-    "cuIpcOpenMemHandle_v2",
-    "cuIpcCloseMemHandle",
-    "cuMemGetAllocationGranularity",
-    "cuMemCreate",
-    "cuMemAddressReserve",
-    "cuMemMap",
-    "cuMemSetAccess",
-    "cuMemUnmap",
-    "cuMemAddressFree",
-    "cuMemRelease",
-    "cuMemExportToShareableHandle",
-    "cuMemImportFromShareableHandle",
-    "cuMemRetainAllocationHandle",
-];
 
 /// `cuEventElapsedTime`'s signature, shared by the original and `_v2`.
 type ElapsedTime = unsafe extern "C" fn(*mut f32, sys::CUevent, sys::CUevent) -> sys::CUresult;
@@ -110,7 +45,9 @@ impl CudaDriver {
         }
         // SAFETY: the library is present (checked above), so culib() does not panic.
         let lib = unsafe { sys::culib() };
-        for name in SYMBOLS {
+        // Every symbol of the seam's table but the elapsed time, which has a fallback below.
+        let needed = Call::ALL.iter().filter(|&&c| c != Call::cuEventElapsedTime).map(|c| c.symbol());
+        for name in needed {
             // SAFETY: the symbol is only looked up, never called through this pointer.
             if unsafe { lib.get::<unsafe extern "C" fn()>(name.as_bytes()) }.is_err() {
                 return Err(Error::NoDriver {
@@ -134,23 +71,23 @@ impl CudaDriver {
         match unsafe { sys::cuInit(0) } {
             sys::CUresult::CUDA_SUCCESS => Ok(CudaDriver { no_device: false, elapsed_time }),
             sys::CUresult::CUDA_ERROR_NO_DEVICE => Ok(CudaDriver { no_device: true, elapsed_time }),
-            code => Err(CudaError::new("cuInit", code).into()),
+            code => Err(CudaError::new(Call::cuInit.name(), code).into()),
         }
     }
 }
 
 /// Turns a `CUresult` into `Ok(())` or a [`CudaError`] naming `call`.
-fn check(call: &'static str, code: sys::CUresult) -> DriverResult<()> {
+fn check(call: Call, code: sys::CUresult) -> DriverResult<()> {
     match code {
         sys::CUresult::CUDA_SUCCESS => Ok(()),
-        code => Err(CudaError::new(call, code)),
+        code => Err(CudaError::new(call.name(), code)),
     }
 }
 
 fn cu_device(ordinal: i32) -> DriverResult<sys::CUdevice> {
     let mut device = 0;
     // SAFETY: writes one int.
-    check("cuDeviceGet", unsafe { sys::cuDeviceGet(&mut device, ordinal) })?;
+    check(Call::cuDeviceGet, unsafe { sys::cuDeviceGet(&mut device, ordinal) })?;
     Ok(device)
 }
 
@@ -213,10 +150,10 @@ fn allocation_prop(props: &AllocationProps) -> MaybeUninit<sys::CUmemAllocationP
 /// the process broken: freeing the pool's memory afterwards crashed it with SIGSEGV, while the
 /// same pool without the export attempt lived and died cleanly
 /// (`docs/hardware/2026-11-30-full-2/driver_probe_fabric*.txt`).
-fn fabric_needs_imex(call: &'static str, kind: ShareHandle) -> DriverResult<()> {
+fn fabric_needs_imex(call: Call, kind: ShareHandle) -> DriverResult<()> {
     match kind {
         ShareHandle::Fabric if !std::path::Path::new(IMEX_CHANNELS).exists() => {
-            Err(CudaError::new(call, sys::CUresult::CUDA_ERROR_NOT_PERMITTED))
+            Err(CudaError::new(call.name(), sys::CUresult::CUDA_ERROR_NOT_PERMITTED))
         }
         _ => Ok(()),
     }
@@ -241,10 +178,10 @@ impl HandleOut {
 
     /// The handle written. The fd is made close-on-exec here: the driver's may not be, and a
     /// child spawned later must not inherit device memory by accident.
-    fn take(self, call: &'static str, kind: ShareHandle) -> DriverResult<ShareableHandle> {
+    fn take(self, call: Call, kind: ShareHandle) -> DriverResult<ShareableHandle> {
         match kind {
             ShareHandle::Fabric => Ok(ShareableHandle::Fabric(FabricHandle(self.fabric.data))),
-            ShareHandle::PosixFd if self.fd < 0 => Err(CudaError::new(call, sys::CUresult::CUDA_ERROR_UNKNOWN)),
+            ShareHandle::PosixFd if self.fd < 0 => Err(CudaError::new(call.name(), sys::CUresult::CUDA_ERROR_UNKNOWN)),
             ShareHandle::PosixFd => {
                 // SAFETY: the driver returned a new descriptor that nothing else owns.
                 let fd = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(self.fd) };
@@ -311,9 +248,13 @@ impl Driver for CudaDriver {
         }
     }
 
+    fn init(&self, flags: u32) -> DriverResult<()> {
+        check(Call::cuInit, unsafe { sys::cuInit(flags) })
+    }
+
     fn driver_get_version(&self) -> DriverResult<i32> {
         let mut version = 0;
-        check("cuDriverGetVersion", unsafe { sys::cuDriverGetVersion(&mut version) })?;
+        check(Call::cuDriverGetVersion, unsafe { sys::cuDriverGetVersion(&mut version) })?;
         Ok(version)
     }
 
@@ -322,14 +263,18 @@ impl Driver for CudaDriver {
             return Ok(0);
         }
         let mut count = 0;
-        check("cuDeviceGetCount", unsafe { sys::cuDeviceGetCount(&mut count) })?;
+        check(Call::cuDeviceGetCount, unsafe { sys::cuDeviceGetCount(&mut count) })?;
         Ok(count)
+    }
+
+    fn device_get(&self, ordinal: i32) -> DriverResult<i32> {
+        cu_device(ordinal)
     }
 
     fn device_get_name(&self, device: i32) -> DriverResult<String> {
         let dev = cu_device(device)?;
         let mut name = [0 as std::ffi::c_char; 256];
-        check("cuDeviceGetName", unsafe { sys::cuDeviceGetName(name.as_mut_ptr(), name.len() as i32, dev) })?;
+        check(Call::cuDeviceGetName, unsafe { sys::cuDeviceGetName(name.as_mut_ptr(), name.len() as i32, dev) })?;
         let bytes: Vec<u8> = name.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
         Ok(String::from_utf8_lossy(&bytes).into_owned())
     }
@@ -337,7 +282,7 @@ impl Driver for CudaDriver {
     fn device_get_attribute(&self, device: i32, attribute: DeviceAttribute) -> DriverResult<i32> {
         let dev = cu_device(device)?;
         let mut value = 0;
-        check("cuDeviceGetAttribute", unsafe {
+        check(Call::cuDeviceGetAttribute, unsafe {
             sys::cuDeviceGetAttribute(&mut value, device_attribute(attribute), dev)
         })?;
         Ok(value)
@@ -346,21 +291,21 @@ impl Driver for CudaDriver {
     fn device_total_mem(&self, device: i32) -> DriverResult<u64> {
         let dev = cu_device(device)?;
         let mut bytes = 0usize;
-        check("cuDeviceTotalMem", unsafe { sys::cuDeviceTotalMem_v2(&mut bytes, dev) })?;
+        check(Call::cuDeviceTotalMem, unsafe { sys::cuDeviceTotalMem_v2(&mut bytes, dev) })?;
         Ok(bytes as u64)
     }
 
     fn device_can_access_peer(&self, device: i32, peer: i32) -> DriverResult<bool> {
         let (dev, peer) = (cu_device(device)?, cu_device(peer)?);
         let mut can = 0;
-        check("cuDeviceCanAccessPeer", unsafe { sys::cuDeviceCanAccessPeer(&mut can, dev, peer) })?;
+        check(Call::cuDeviceCanAccessPeer, unsafe { sys::cuDeviceCanAccessPeer(&mut can, dev, peer) })?;
         Ok(can != 0)
     }
 
     fn device_get_p2p_attribute(&self, attribute: P2pAttribute, src: i32, dst: i32) -> DriverResult<i32> {
         let (src, dst) = (cu_device(src)?, cu_device(dst)?);
         let mut value = 0;
-        check("cuDeviceGetP2PAttribute", unsafe {
+        check(Call::cuDeviceGetP2PAttribute, unsafe {
             sys::cuDeviceGetP2PAttribute(&mut value, p2p_attribute(attribute), src, dst)
         })?;
         Ok(value)
@@ -369,53 +314,53 @@ impl Driver for CudaDriver {
     fn primary_ctx_retain(&self, device: i32) -> DriverResult<Context> {
         let dev = cu_device(device)?;
         let mut c = std::ptr::null_mut();
-        check("cuDevicePrimaryCtxRetain", unsafe { sys::cuDevicePrimaryCtxRetain(&mut c, dev) })?;
+        check(Call::cuDevicePrimaryCtxRetain, unsafe { sys::cuDevicePrimaryCtxRetain(&mut c, dev) })?;
         Ok(Context(raw(c)))
     }
 
     fn primary_ctx_release(&self, device: i32) -> DriverResult<()> {
         let dev = cu_device(device)?;
-        check("cuDevicePrimaryCtxRelease", unsafe { sys::cuDevicePrimaryCtxRelease_v2(dev) })
+        check(Call::cuDevicePrimaryCtxRelease, unsafe { sys::cuDevicePrimaryCtxRelease_v2(dev) })
     }
 
     fn ctx_get_current(&self) -> DriverResult<Option<Context>> {
         let mut c = std::ptr::null_mut();
-        check("cuCtxGetCurrent", unsafe { sys::cuCtxGetCurrent(&mut c) })?;
+        check(Call::cuCtxGetCurrent, unsafe { sys::cuCtxGetCurrent(&mut c) })?;
         Ok((!c.is_null()).then(|| Context(raw(c))))
     }
 
     fn ctx_set_current(&self, context: Option<Context>) -> DriverResult<()> {
         let c = context.map_or(std::ptr::null_mut(), ctx);
-        check("cuCtxSetCurrent", unsafe { sys::cuCtxSetCurrent(c) })
+        check(Call::cuCtxSetCurrent, unsafe { sys::cuCtxSetCurrent(c) })
     }
 
     fn ctx_get_device(&self) -> DriverResult<i32> {
         let mut dev = 0;
-        check("cuCtxGetDevice", unsafe { sys::cuCtxGetDevice(&mut dev) })?;
+        check(Call::cuCtxGetDevice, unsafe { sys::cuCtxGetDevice(&mut dev) })?;
         Ok(dev)
     }
 
     fn ctx_synchronize(&self) -> DriverResult<()> {
-        check("cuCtxSynchronize", unsafe { sys::cuCtxSynchronize() })
+        check(Call::cuCtxSynchronize, unsafe { sys::cuCtxSynchronize() })
     }
 
     fn device_get_default_mem_pool(&self, device: i32) -> DriverResult<Pool> {
         let dev = cu_device(device)?;
         let mut p = std::ptr::null_mut();
-        check("cuDeviceGetDefaultMemPool", unsafe { sys::cuDeviceGetDefaultMemPool(&mut p, dev) })?;
+        check(Call::cuDeviceGetDefaultMemPool, unsafe { sys::cuDeviceGetDefaultMemPool(&mut p, dev) })?;
         Ok(Pool(raw(p)))
     }
 
     fn device_get_mem_pool(&self, device: i32) -> DriverResult<Pool> {
         let dev = cu_device(device)?;
         let mut p = std::ptr::null_mut();
-        check("cuDeviceGetMemPool", unsafe { sys::cuDeviceGetMemPool(&mut p, dev) })?;
+        check(Call::cuDeviceGetMemPool, unsafe { sys::cuDeviceGetMemPool(&mut p, dev) })?;
         Ok(Pool(raw(p)))
     }
 
     fn device_set_mem_pool(&self, device: i32, p: Pool) -> DriverResult<()> {
         let dev = cu_device(device)?;
-        check("cuDeviceSetMemPool", unsafe { sys::cuDeviceSetMemPool(dev, pool(p)) })
+        check(Call::cuDeviceSetMemPool, unsafe { sys::cuDeviceSetMemPool(dev, pool(p)) })
     }
 
     fn mem_pool_create(&self, props: &PoolProps) -> DriverResult<Pool> {
@@ -431,23 +376,23 @@ impl Driver for CudaDriver {
             (&raw mut (*p).maxSize).write(props.max_size);
         }
         let mut out = std::ptr::null_mut();
-        check("cuMemPoolCreate", unsafe { sys::cuMemPoolCreate(&mut out, p) })?;
+        check(Call::cuMemPoolCreate, unsafe { sys::cuMemPoolCreate(&mut out, p) })?;
         Ok(Pool(raw(out)))
     }
 
     fn mem_pool_destroy(&self, p: Pool) -> DriverResult<()> {
-        check("cuMemPoolDestroy", unsafe { sys::cuMemPoolDestroy(pool(p)) })
+        check(Call::cuMemPoolDestroy, unsafe { sys::cuMemPoolDestroy(pool(p)) })
     }
 
     fn mem_pool_set_access(&self, p: Pool, map: &[AccessDesc]) -> DriverResult<()> {
         let descs = access_descs(map);
-        check("cuMemPoolSetAccess", unsafe { sys::cuMemPoolSetAccess(pool(p), descs.as_ptr(), descs.len()) })
+        check(Call::cuMemPoolSetAccess, unsafe { sys::cuMemPoolSetAccess(pool(p), descs.as_ptr(), descs.len()) })
     }
 
     fn mem_pool_get_access(&self, p: Pool, device: i32) -> DriverResult<Access> {
         let mut flags = sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_NONE;
         let mut loc = location(device);
-        check("cuMemPoolGetAccess", unsafe { sys::cuMemPoolGetAccess(&mut flags, pool(p), &mut loc) })?;
+        check(Call::cuMemPoolGetAccess, unsafe { sys::cuMemPoolGetAccess(&mut flags, pool(p), &mut loc) })?;
         Ok(match flags {
             sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE => Access::ReadWrite,
             sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READ => Access::Read,
@@ -457,59 +402,61 @@ impl Driver for CudaDriver {
 
     fn mem_alloc(&self, bytes: usize) -> DriverResult<DevicePtr> {
         let mut ptr = 0;
-        check("cuMemAlloc", unsafe { sys::cuMemAlloc_v2(&mut ptr, bytes) })?;
+        check(Call::cuMemAlloc, unsafe { sys::cuMemAlloc_v2(&mut ptr, bytes) })?;
         Ok(DevicePtr(ptr))
     }
 
     fn mem_free(&self, ptr: DevicePtr) -> DriverResult<()> {
-        check("cuMemFree", unsafe { sys::cuMemFree_v2(ptr.0) })
+        check(Call::cuMemFree, unsafe { sys::cuMemFree_v2(ptr.0) })
     }
 
     fn mem_alloc_from_pool_async(&self, bytes: usize, p: Pool, s: Stream) -> DriverResult<DevicePtr> {
         let mut ptr = 0;
-        check("cuMemAllocFromPoolAsync", unsafe { sys::cuMemAllocFromPoolAsync(&mut ptr, bytes, pool(p), stream(s)) })?;
+        check(Call::cuMemAllocFromPoolAsync, unsafe {
+            sys::cuMemAllocFromPoolAsync(&mut ptr, bytes, pool(p), stream(s))
+        })?;
         Ok(DevicePtr(ptr))
     }
 
     fn mem_free_async(&self, ptr: DevicePtr, s: Stream) -> DriverResult<()> {
-        check("cuMemFreeAsync", unsafe { sys::cuMemFreeAsync(ptr.0, stream(s)) })
+        check(Call::cuMemFreeAsync, unsafe { sys::cuMemFreeAsync(ptr.0, stream(s)) })
     }
 
     fn stream_create(&self) -> DriverResult<Stream> {
         let mut s = std::ptr::null_mut();
         let flags = sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32;
-        check("cuStreamCreate", unsafe { sys::cuStreamCreate(&mut s, flags) })?;
+        check(Call::cuStreamCreate, unsafe { sys::cuStreamCreate(&mut s, flags) })?;
         Ok(Stream(raw(s)))
     }
 
     fn stream_destroy(&self, s: Stream) -> DriverResult<()> {
-        check("cuStreamDestroy", unsafe { sys::cuStreamDestroy_v2(stream(s)) })
+        check(Call::cuStreamDestroy, unsafe { sys::cuStreamDestroy_v2(stream(s)) })
     }
 
     fn stream_synchronize(&self, s: Stream) -> DriverResult<()> {
-        check("cuStreamSynchronize", unsafe { sys::cuStreamSynchronize(stream(s)) })
+        check(Call::cuStreamSynchronize, unsafe { sys::cuStreamSynchronize(stream(s)) })
     }
 
     fn memcpy_htod(&self, dst: DevicePtr, src: &[u8]) -> DriverResult<()> {
-        check("cuMemcpyHtoD", unsafe { sys::cuMemcpyHtoD_v2(dst.0, src.as_ptr().cast(), src.len()) })
+        check(Call::cuMemcpyHtoD, unsafe { sys::cuMemcpyHtoD_v2(dst.0, src.as_ptr().cast(), src.len()) })
     }
 
     fn memcpy_dtoh(&self, dst: &mut [u8], src: DevicePtr) -> DriverResult<()> {
-        check("cuMemcpyDtoH", unsafe { sys::cuMemcpyDtoH_v2(dst.as_mut_ptr().cast(), src.0, dst.len()) })
+        check(Call::cuMemcpyDtoH, unsafe { sys::cuMemcpyDtoH_v2(dst.as_mut_ptr().cast(), src.0, dst.len()) })
     }
 
     fn memcpy_dtod_async(&self, dst: DevicePtr, src: DevicePtr, bytes: usize, s: Stream) -> DriverResult<()> {
-        check("cuMemcpyDtoDAsync", unsafe { sys::cuMemcpyDtoDAsync_v2(dst.0, src.0, bytes, stream(s)) })
+        check(Call::cuMemcpyDtoDAsync, unsafe { sys::cuMemcpyDtoDAsync_v2(dst.0, src.0, bytes, stream(s)) })
     }
 
     fn memcpy_peer_async(&self, c: PeerCopy, s: Stream) -> DriverResult<()> {
-        check("cuMemcpyPeerAsync", unsafe {
+        check(Call::cuMemcpyPeerAsync, unsafe {
             sys::cuMemcpyPeerAsync(c.dst.0, ctx(c.dst_ctx), c.src.0, ctx(c.src_ctx), c.bytes, stream(s))
         })
     }
 
     fn memset_d32_async(&self, dst: DevicePtr, value: u32, words: usize, s: Stream) -> DriverResult<()> {
-        check("cuMemsetD32Async", unsafe { sys::cuMemsetD32Async(dst.0, value, words, stream(s)) })
+        check(Call::cuMemsetD32Async, unsafe { sys::cuMemsetD32Async(dst.0, value, words, stream(s)) })
     }
 
     fn module_load_data(&self, image: ModuleImage<'_>) -> DriverResult<Module> {
@@ -518,17 +465,17 @@ impl Driver for CudaDriver {
             ModuleImage::Cubin { elf, .. } => elf.as_ptr().cast(),
         };
         let mut m = std::ptr::null_mut();
-        check("cuModuleLoadData", unsafe { sys::cuModuleLoadData(&mut m, data) })?;
+        check(Call::cuModuleLoadData, unsafe { sys::cuModuleLoadData(&mut m, data) })?;
         Ok(Module(raw(m)))
     }
 
     fn module_unload(&self, m: Module) -> DriverResult<()> {
-        check("cuModuleUnload", unsafe { sys::cuModuleUnload(m.0 as usize as sys::CUmodule) })
+        check(Call::cuModuleUnload, unsafe { sys::cuModuleUnload(m.0 as usize as sys::CUmodule) })
     }
 
     fn module_get_function(&self, m: Module, name: &CStr) -> DriverResult<Function> {
         let mut f = std::ptr::null_mut();
-        check("cuModuleGetFunction", unsafe {
+        check(Call::cuModuleGetFunction, unsafe {
             sys::cuModuleGetFunction(&mut f, m.0 as usize as sys::CUmodule, name.as_ptr())
         })?;
         Ok(Function(raw(f)))
@@ -560,7 +507,7 @@ impl Driver for CudaDriver {
                 }
             }
         }
-        check("cuLaunchKernel", unsafe {
+        check(Call::cuLaunchKernel, unsafe {
             sys::cuLaunchKernel(
                 f.0 as usize as sys::CUfunction,
                 shape.grid,
@@ -579,52 +526,52 @@ impl Driver for CudaDriver {
 
     fn event_create(&self) -> DriverResult<Event> {
         let mut e = std::ptr::null_mut();
-        check("cuEventCreate", unsafe { sys::cuEventCreate(&mut e, 0) })?;
+        check(Call::cuEventCreate, unsafe { sys::cuEventCreate(&mut e, 0) })?;
         Ok(Event(raw(e)))
     }
 
     fn event_record(&self, e: Event, s: Stream) -> DriverResult<()> {
-        check("cuEventRecord", unsafe { sys::cuEventRecord(event(e), stream(s)) })
+        check(Call::cuEventRecord, unsafe { sys::cuEventRecord(event(e), stream(s)) })
     }
 
     fn event_synchronize(&self, e: Event) -> DriverResult<()> {
-        check("cuEventSynchronize", unsafe { sys::cuEventSynchronize(event(e)) })
+        check(Call::cuEventSynchronize, unsafe { sys::cuEventSynchronize(event(e)) })
     }
 
     fn event_elapsed_time(&self, start: Event, end: Event) -> DriverResult<f32> {
         let mut ms = 0f32;
         // SAFETY: writes one float; the events are the caller's.
-        check("cuEventElapsedTime", unsafe { (self.elapsed_time)(&mut ms, event(start), event(end)) })?;
+        check(Call::cuEventElapsedTime, unsafe { (self.elapsed_time)(&mut ms, event(start), event(end)) })?;
         Ok(ms)
     }
 
     fn event_destroy(&self, e: Event) -> DriverResult<()> {
-        check("cuEventDestroy", unsafe { sys::cuEventDestroy_v2(event(e)) })
+        check(Call::cuEventDestroy, unsafe { sys::cuEventDestroy_v2(event(e)) })
     }
 
     fn pointer_get_attribute(&self, ptr: DevicePtr, attribute: PointerAttribute) -> DriverResult<u64> {
         // Attributes are 1 to 8 bytes; a zeroed u64 read back little-endian widens them all.
         let mut value = 0u64;
-        check("cuPointerGetAttribute", unsafe {
+        check(Call::cuPointerGetAttribute, unsafe {
             sys::cuPointerGetAttribute((&raw mut value).cast(), pointer_attribute(attribute), ptr.0)
         })?;
         Ok(value)
     }
 
     fn mem_pool_export_to_shareable_handle(&self, p: Pool, kind: ShareHandle) -> DriverResult<ShareableHandle> {
-        fabric_needs_imex("cuMemPoolExportToShareableHandle", kind)?;
+        fabric_needs_imex(Call::cuMemPoolExportToShareableHandle, kind)?;
         let mut out = HandleOut::new();
-        check("cuMemPoolExportToShareableHandle", unsafe {
+        check(Call::cuMemPoolExportToShareableHandle, unsafe {
             sys::cuMemPoolExportToShareableHandle(out.ptr(kind), pool(p), handle_type(kind), 0)
         })?;
-        out.take("cuMemPoolExportToShareableHandle", kind)
+        out.take(Call::cuMemPoolExportToShareableHandle, kind)
     }
 
     fn mem_pool_import_from_shareable_handle(&self, handle: ShareableRef<'_>) -> DriverResult<Pool> {
         let mut fabric = sys::CUmemFabricHandle { data: [0; 64] };
         let os = os_handle(handle, &mut fabric);
         let mut p = std::ptr::null_mut();
-        check("cuMemPoolImportFromShareableHandle", unsafe {
+        check(Call::cuMemPoolImportFromShareableHandle, unsafe {
             sys::cuMemPoolImportFromShareableHandle(&mut p, os, handle_type(handle.kind()), 0)
         })?;
         Ok(Pool(raw(p)))
@@ -632,20 +579,20 @@ impl Driver for CudaDriver {
 
     fn mem_pool_export_pointer(&self, ptr: DevicePtr) -> DriverResult<PoolPtrExportData> {
         let mut data = sys::CUmemPoolPtrExportData { reserved: [0; 64] };
-        check("cuMemPoolExportPointer", unsafe { sys::cuMemPoolExportPointer(&mut data, ptr.0) })?;
+        check(Call::cuMemPoolExportPointer, unsafe { sys::cuMemPoolExportPointer(&mut data, ptr.0) })?;
         Ok(PoolPtrExportData(data.reserved))
     }
 
     fn mem_pool_import_pointer(&self, p: Pool, data: &PoolPtrExportData) -> DriverResult<DevicePtr> {
         let mut data = sys::CUmemPoolPtrExportData { reserved: data.0 };
         let mut ptr = 0;
-        check("cuMemPoolImportPointer", unsafe { sys::cuMemPoolImportPointer(&mut ptr, pool(p), &mut data) })?;
+        check(Call::cuMemPoolImportPointer, unsafe { sys::cuMemPoolImportPointer(&mut ptr, pool(p), &mut data) })?;
         Ok(DevicePtr(ptr))
     }
 
     fn ipc_get_mem_handle(&self, ptr: DevicePtr) -> DriverResult<IpcMemHandle> {
         let mut handle = sys::CUipcMemHandle { reserved: [0; 64] };
-        check("cuIpcGetMemHandle", unsafe { sys::cuIpcGetMemHandle(&mut handle, ptr.0) })?;
+        check(Call::cuIpcGetMemHandle, unsafe { sys::cuIpcGetMemHandle(&mut handle, ptr.0) })?;
         Ok(IpcMemHandle(handle.reserved.map(|c| c as u8)))
     }
 
@@ -653,12 +600,12 @@ impl Driver for CudaDriver {
         let handle = sys::CUipcMemHandle { reserved: handle.0.map(|b| b as std::ffi::c_char) };
         let flags = sys::CUipcMem_flags::CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS as u32;
         let mut ptr = 0;
-        check("cuIpcOpenMemHandle", unsafe { sys::cuIpcOpenMemHandle_v2(&mut ptr, handle, flags) })?;
+        check(Call::cuIpcOpenMemHandle, unsafe { sys::cuIpcOpenMemHandle_v2(&mut ptr, handle, flags) })?;
         Ok(DevicePtr(ptr))
     }
 
     fn ipc_close_mem_handle(&self, ptr: DevicePtr) -> DriverResult<()> {
-        check("cuIpcCloseMemHandle", unsafe { sys::cuIpcCloseMemHandle(ptr.0) })
+        check(Call::cuIpcCloseMemHandle, unsafe { sys::cuIpcCloseMemHandle(ptr.0) })
     }
 
     fn mem_get_allocation_granularity(&self, props: &AllocationProps, option: Granularity) -> DriverResult<usize> {
@@ -668,7 +615,7 @@ impl Driver for CudaDriver {
             Granularity::Recommended => sys::CUmemAllocationGranularity_flags::CU_MEM_ALLOC_GRANULARITY_RECOMMENDED,
         };
         let mut bytes = 0usize;
-        check("cuMemGetAllocationGranularity", unsafe {
+        check(Call::cuMemGetAllocationGranularity, unsafe {
             sys::cuMemGetAllocationGranularity(&mut bytes, prop.as_ptr(), option)
         })?;
         Ok(bytes)
@@ -677,51 +624,51 @@ impl Driver for CudaDriver {
     fn mem_create(&self, bytes: usize, props: &AllocationProps) -> DriverResult<MemHandle> {
         let prop = allocation_prop(props);
         let mut handle = 0;
-        check("cuMemCreate", unsafe { sys::cuMemCreate(&mut handle, bytes, prop.as_ptr(), 0) })?;
+        check(Call::cuMemCreate, unsafe { sys::cuMemCreate(&mut handle, bytes, prop.as_ptr(), 0) })?;
         Ok(MemHandle(handle))
     }
 
     fn mem_address_reserve(&self, bytes: usize, alignment: usize) -> DriverResult<DevicePtr> {
         let mut ptr = 0;
-        check("cuMemAddressReserve", unsafe { sys::cuMemAddressReserve(&mut ptr, bytes, alignment, 0, 0) })?;
+        check(Call::cuMemAddressReserve, unsafe { sys::cuMemAddressReserve(&mut ptr, bytes, alignment, 0, 0) })?;
         Ok(DevicePtr(ptr))
     }
 
     fn mem_map(&self, ptr: DevicePtr, bytes: usize, offset: usize, handle: MemHandle) -> DriverResult<()> {
-        check("cuMemMap", unsafe { sys::cuMemMap(ptr.0, bytes, offset, handle.0, 0) })
+        check(Call::cuMemMap, unsafe { sys::cuMemMap(ptr.0, bytes, offset, handle.0, 0) })
     }
 
     fn mem_set_access(&self, ptr: DevicePtr, bytes: usize, map: &[AccessDesc]) -> DriverResult<()> {
         let descs = access_descs(map);
-        check("cuMemSetAccess", unsafe { sys::cuMemSetAccess(ptr.0, bytes, descs.as_ptr(), descs.len()) })
+        check(Call::cuMemSetAccess, unsafe { sys::cuMemSetAccess(ptr.0, bytes, descs.as_ptr(), descs.len()) })
     }
 
     fn mem_unmap(&self, ptr: DevicePtr, bytes: usize) -> DriverResult<()> {
-        check("cuMemUnmap", unsafe { sys::cuMemUnmap(ptr.0, bytes) })
+        check(Call::cuMemUnmap, unsafe { sys::cuMemUnmap(ptr.0, bytes) })
     }
 
     fn mem_address_free(&self, ptr: DevicePtr, bytes: usize) -> DriverResult<()> {
-        check("cuMemAddressFree", unsafe { sys::cuMemAddressFree(ptr.0, bytes) })
+        check(Call::cuMemAddressFree, unsafe { sys::cuMemAddressFree(ptr.0, bytes) })
     }
 
     fn mem_release(&self, handle: MemHandle) -> DriverResult<()> {
-        check("cuMemRelease", unsafe { sys::cuMemRelease(handle.0) })
+        check(Call::cuMemRelease, unsafe { sys::cuMemRelease(handle.0) })
     }
 
     fn mem_export_to_shareable_handle(&self, handle: MemHandle, kind: ShareHandle) -> DriverResult<ShareableHandle> {
-        fabric_needs_imex("cuMemExportToShareableHandle", kind)?;
+        fabric_needs_imex(Call::cuMemExportToShareableHandle, kind)?;
         let mut out = HandleOut::new();
-        check("cuMemExportToShareableHandle", unsafe {
+        check(Call::cuMemExportToShareableHandle, unsafe {
             sys::cuMemExportToShareableHandle(out.ptr(kind), handle.0, handle_type(kind), 0)
         })?;
-        out.take("cuMemExportToShareableHandle", kind)
+        out.take(Call::cuMemExportToShareableHandle, kind)
     }
 
     fn mem_import_from_shareable_handle(&self, handle: ShareableRef<'_>) -> DriverResult<MemHandle> {
         let mut fabric = sys::CUmemFabricHandle { data: [0; 64] };
         let os = os_handle(handle, &mut fabric);
         let mut out = 0;
-        check("cuMemImportFromShareableHandle", unsafe {
+        check(Call::cuMemImportFromShareableHandle, unsafe {
             sys::cuMemImportFromShareableHandle(&mut out, os, handle_type(handle.kind()))
         })?;
         Ok(MemHandle(out))
@@ -729,7 +676,7 @@ impl Driver for CudaDriver {
 
     fn mem_retain_allocation_handle(&self, ptr: DevicePtr) -> DriverResult<MemHandle> {
         let mut out = 0;
-        check("cuMemRetainAllocationHandle", unsafe {
+        check(Call::cuMemRetainAllocationHandle, unsafe {
             sys::cuMemRetainAllocationHandle(&mut out, ptr.0 as usize as *mut c_void)
         })?;
         Ok(MemHandle(out))

@@ -5,8 +5,8 @@
 
 use peerpool::ipc::{Channel, ShareHandle, ShareRequest};
 use peerpool::kernels::pattern::pattern;
-use peerpool::sim::{SimDriver, SimStats, Topology};
 use peerpool::{Allocation, OwnedPool, PoolOptions, System};
+use peerpool_sim::{SimDriver, SimStats, Topology};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Words in each shared buffer (256 KiB).

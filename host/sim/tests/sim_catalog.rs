@@ -4,10 +4,18 @@
 mod sim_support;
 
 use peerpool::driver::{HandleTypes, P2pAttribute};
-use peerpool::sim::{FaultKind, Link, LinkFault, SimDriver, Topology, catalog, catalog_dir, catalog_topology};
 use peerpool::{PoolOptions, System};
+use peerpool_sim::{FaultKind, Link, LinkFault, SimDriver, Topology, catalog, catalog_topology};
 use std::collections::BTreeSet;
+use std::path::PathBuf;
 use std::sync::Arc;
+
+/// The catalog directory of the checkout the tests run from, found at run time (nextest remaps
+/// `CARGO_MANIFEST_DIR` when an archive runs elsewhere).
+fn catalog_dir() -> PathBuf {
+    let manifest = std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo and nextest set CARGO_MANIFEST_DIR");
+    PathBuf::from(manifest).join("../../ci/topologies")
+}
 
 fn load(stem: &str) -> Topology {
     catalog_topology(stem).unwrap_or_else(|e| panic!("{e}"))
@@ -177,7 +185,7 @@ fn bad_topologies_are_refused_with_a_reason() {
 
 #[test]
 fn topologies_built_in_code() {
-    let mut t = Topology::uniform("ring", 4, peerpool::sim::DeviceSpec::h200(), Link::NONE);
+    let mut t = Topology::uniform("ring", 4, peerpool_sim::DeviceSpec::h200(), Link::NONE);
     for i in 0..4 {
         t.set_link(i, (i + 1) % 4, Link::NVLINK);
     }

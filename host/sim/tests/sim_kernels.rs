@@ -7,8 +7,8 @@ mod sim_support;
 
 use peerpool::driver::{Access, AccessDesc, KernelArg, LaunchShape, ModuleImage, Stream};
 use peerpool::kernels::pattern::pattern;
-use peerpool::sim::Topology;
 use peerpool::{BLOCK, PoolOptions, ptx_image};
+use peerpool_sim::Topology;
 use sim_support::{api_code, code, grant, is_dead_call, sim};
 use std::ffi::CString;
 

@@ -8,11 +8,11 @@
 use super::memory::{Backing, Origin};
 use super::registry::{self, Blob, Entry};
 use super::state::{Fail, SimResult, State};
-use crate::driver::{
+use cudarc::driver::sys::CUresult::{self, *};
+use peerpool::driver::{
     FabricHandle, HandleTypes, IpcMemHandle, PointerAttribute, PoolPtrExportData, ShareHandle, ShareableHandle,
     ShareableRef,
 };
-use cudarc::driver::sys::CUresult::{self, *};
 use std::collections::HashMap;
 
 /// One `cuMemCreate` (or imported) allocation.

@@ -6,7 +6,7 @@ mod sim_support;
 
 use peerpool::PoolOptions;
 use peerpool::driver::{Access, AccessDesc, PeerCopy, Stream};
-use peerpool::sim::{LinkFault, Topology, catalog_topology};
+use peerpool_sim::{LinkFault, Topology, catalog_topology};
 use sim_support::{code, grant, sim};
 
 const WORDS: u64 = 1 << 14; // 64 KiB: 16 affected bytes at one per 4096

@@ -7,8 +7,8 @@ mod sim_support;
 use cudarc::driver::sys::CUresult;
 use peerpool::driver::{Driver, ModuleImage};
 use peerpool::fault::{FaultInjector, Rule};
-use peerpool::sim::{SimDriver, Topology};
 use peerpool::{KernelImage, PoolOptions, System, ptx_image};
+use peerpool_sim::{SimDriver, Topology};
 use sim_support::{code, sim};
 use std::sync::Arc;
 

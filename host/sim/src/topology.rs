@@ -4,7 +4,7 @@
 //! The TOML form keeps large machines short: device groups (`count = 72`), one default link
 //! for every ordered pair, NVLink islands, then per-pair overrides, applied in that order.
 
-use crate::driver::HandleTypes;
+use peerpool::driver::HandleTypes;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -5,8 +5,8 @@
 
 use super::memory::apply_fault;
 use super::state::{SimResult, State};
-use crate::driver::{KernelArg, LaunchShape};
 use cudarc::driver::sys::CUresult;
+use peerpool::driver::{KernelArg, LaunchShape};
 use peerpool_kernels::{entry, pattern::pattern};
 
 /// One of the kernels in `peerpool_kernels::ENTRY_POINTS`.

@@ -4,8 +4,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use peerpool::check::{self, Isolate, PairResult, STEPS};
 use peerpool::child::{self, Finished};
 use peerpool::report::{BuildRecord, HardwareRecord, Report, Status};
-use peerpool::sim::{SimDriver, Topology, catalog_topology};
 use peerpool::{Error, System};
+use peerpool_sim::{SimDriver, Topology, catalog_topology};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::sync::Arc;
@@ -103,7 +103,7 @@ fn open(topology: Option<&str>) -> Result<(System, Box<dyn Isolate>, String), St
 fn simulated(topology: Topology, line: String) -> Result<(System, Box<dyn Isolate>, String), String> {
     let sim = Arc::new(SimDriver::new(topology));
     let system = System::with_driver(sim.clone()).map_err(|e| e.to_string())?;
-    Ok((system, Box::new(check::ForkSim(sim)), line))
+    Ok((system, Box::new(ForkSim(sim)), line))
 }
 
 /// A catalog stem (`four_gpu_islands`) or a path to a topology file.
@@ -112,7 +112,7 @@ fn load_topology(name: &str) -> Result<Topology, String> {
         return Topology::load(name).map_err(|e| e.to_string());
     }
     catalog_topology(name).map_err(|e| {
-        let stems: Vec<&str> = peerpool::sim::catalog().iter().map(|c| c.stem()).collect();
+        let stems: Vec<&str> = peerpool_sim::catalog().iter().map(|c| c.stem()).collect();
         format!("{e} (catalog: {})", stems.join(", "))
     })
 }
@@ -123,6 +123,18 @@ fn write(dir: &Path, report: &Report) -> std::io::Result<(PathBuf, PathBuf)> {
     std::fs::write(&json, serde_json::to_string_pretty(report).map_err(std::io::Error::other)?)?;
     std::fs::write(&md, report.to_markdown())?;
     Ok((json, md))
+}
+
+/// Negative probes on a fork of a simulated process: the fork dies, this one lives on.
+struct ForkSim(Arc<SimDriver>);
+
+impl Isolate for ForkSim {
+    fn negative_probe(&self, owner: usize, accessor: usize) -> Result<Option<(String, bool)>, String> {
+        let fork = System::with_driver(Arc::new(self.0.fork())).map_err(|e| e.to_string())?;
+        Ok(check::negative_probe(&fork, owner, accessor)
+            .err()
+            .and_then(|e| e.cuda().map(|c| (c.code_name(), c.sticky))))
+    }
 }
 
 /// Negative probes in a child process: this binary, `negative-probe`, with a timeout.

@@ -6,8 +6,8 @@ use super::kernels::Kernel;
 use super::memory::{Block, Memory, Origin};
 use super::share::Shares;
 use super::topology::Topology;
-use crate::driver::{Access, HandleTypes, Stream};
 use cudarc::driver::sys::CUresult;
+use peerpool::driver::{Access, HandleTypes, Stream};
 use std::collections::HashMap;
 use std::thread::ThreadId;
 

@@ -9,7 +9,7 @@
 //! backing, and a write through either is seen by both, as with real inter-process sharing.
 
 use super::topology::{FaultKind, LinkFault};
-use crate::driver::Access;
+use peerpool::driver::Access;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};

@@ -3,7 +3,6 @@
 //! it. A test keeps this list and the directory in step.
 
 use super::topology::{Topology, TopologyError};
-use std::path::PathBuf;
 
 /// One catalog file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,7 +29,7 @@ macro_rules! entries {
     ($($file:literal),* $(,)?) => {
         &[$(CatalogEntry {
             file: $file,
-            toml: include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../ci/topologies/", $file)),
+            toml: include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../ci/topologies/", $file)),
         }),*]
     };
 }
@@ -56,10 +55,4 @@ pub fn catalog_topology(stem: &str) -> Result<Topology, TopologyError> {
         Some(entry) => entry.topology(),
         None => Err(TopologyError { source_name: stem.into(), message: "no such catalog topology".into() }),
     }
-}
-
-/// Where the catalog lives in the source checkout this crate was built from (for tests that
-/// compare the embedded copies with the directory, and for loading files added since).
-pub fn catalog_dir() -> PathBuf {
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../ci/topologies"))
 }

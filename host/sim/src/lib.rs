@@ -1,10 +1,10 @@
-//! A simulated multi-GPU driver behind the [`Driver`](crate::driver::Driver) seam.
+//! A simulated multi-GPU driver behind the [`Driver`](peerpool::driver::Driver) seam.
 //!
 //! [`SimDriver`] answers every driver call peerpool makes from a [`Topology`] (devices, an
 //! ordered-pair peer matrix that may be asymmetric, per-direction link faults), holding real
 //! bytes so copies and peerpool's kernels move real data. Its answers follow the real driver's
 //! as measured on the lent 2 × H200 machine (`docs/hardware/2026-11-30-foundation/driver_probe.txt`,
-//! `HARDWARE.md`); the tests in `host/tests/sim_*.rs` replay that probe line by line, and
+//! `HARDWARE.md`); the tests in `host/sim/tests/sim_*.rs` replay that probe line by line, and
 //! `tests/differential.rs` compares the two step by step on hardware.
 //!
 //! # Known differences from the real driver
@@ -86,6 +86,6 @@ mod state;
 mod topology;
 mod vmm;
 
-pub use catalog::{CatalogEntry, catalog, catalog_dir, catalog_topology};
+pub use catalog::{CatalogEntry, catalog, catalog_topology};
 pub use driver::{SimDriver, SimOptions, SimStats};
 pub use topology::{DeviceSpec, FaultKind, Link, LinkFault, Topology, TopologyError};

@@ -5,8 +5,8 @@ mod sim_support;
 
 use peerpool::driver::{Driver, PeerCopy, PointerAttribute, PoolProps, Stream};
 use peerpool::fault::FaultInjector;
-use peerpool::sim::{DeviceSpec, Link, SimDriver, Topology};
 use peerpool::{PoolOptions, System};
+use peerpool_sim::{DeviceSpec, Link, SimDriver, Topology};
 use sim_support::{code, grant, sim};
 use std::collections::BTreeSet;
 

@@ -9,8 +9,8 @@
 //! bytes are refused. The registry holds no fds and keeps no bytes alive (weak backings).
 
 use super::memory::WeakBacking;
-use crate::driver::HandleTypes;
 use cudarc::driver::sys::CUresult;
+use peerpool::driver::HandleTypes;
 use rustix::event::EventfdFlags;
 use rustix::fd::{AsRawFd, BorrowedFd, OwnedFd};
 use std::collections::BTreeMap;

@@ -142,7 +142,7 @@ fn bench(out: PathBuf, repeats: usize) -> ExitCode {
 }
 
 fn topologies() -> ExitCode {
-    for entry in peerpool::sim::catalog() {
+    for entry in peerpool_sim::catalog() {
         match entry.topology() {
             Ok(t) => println!("{:<22} {} ({} GPUs)", entry.stem(), t.name, t.device_count()),
             Err(e) => println!("{:<22} unreadable: {e}", entry.stem()),

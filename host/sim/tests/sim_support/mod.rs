@@ -1,9 +1,9 @@
-//! Helpers shared by the simulator's tests (`host/tests/sim_*.rs`, `fault_*.rs`).
+//! Helpers shared by the simulator's tests (`host/sim/tests/sim_*.rs`, `fault_*.rs`).
 #![allow(dead_code)] // each test crate uses a different subset
 
 use peerpool::driver::{Access, AccessDesc, Driver};
-use peerpool::sim::{SimDriver, Topology};
 use peerpool::{CudaError, OwnedPool, System};
+use peerpool_sim::{SimDriver, Topology};
 use std::sync::Arc;
 
 /// A simulator on `topology` and a system over it; the handle stays for inspection.

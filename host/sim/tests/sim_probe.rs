@@ -9,11 +9,11 @@
 
 use peerpool::System;
 use peerpool::driver::*;
-use peerpool::sim::{SimDriver, SimOptions, Topology};
+use peerpool_sim::{SimDriver, SimOptions, Topology};
 use std::fmt::Debug;
 use std::sync::Arc;
 
-const PROBE: &str = include_str!("../../docs/hardware/2026-11-30-foundation/driver_probe.txt");
+const PROBE: &str = include_str!("../../../docs/hardware/2026-11-30-foundation/driver_probe.txt");
 
 /// The first probe line the simulator answers differently on purpose (see `peerpool::sim`).
 const KNOWN_DIFFERENCE: &str = "destroyed pool: get_access(owner)";

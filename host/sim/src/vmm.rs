@@ -8,8 +8,8 @@ use super::memory::{Backing, GRANULE, Origin};
 use super::registry::{self, Blob, Entry};
 use super::share::{Physical, entry_of, fail, handle_for, invalid};
 use super::state::{SimResult, State};
-use crate::driver::{Access, AccessDesc, AllocationProps, ShareHandle, ShareableHandle, ShareableRef};
 use cudarc::driver::sys::CUresult::*;
+use peerpool::driver::{Access, AccessDesc, AllocationProps, ShareHandle, ShareableHandle, ShareableRef};
 
 /// `cuMemGetAllocationGranularity`: 2 MiB for a device that supports the handle types.
 pub(super) fn granularity(s: &State, props: &AllocationProps) -> SimResult<usize> {

@@ -7,7 +7,7 @@ mod sim_support;
 use peerpool::PoolOptions;
 use peerpool::driver::{Driver, ModuleImage, Stream};
 use peerpool::ptx_image;
-use peerpool::sim::Topology;
+use peerpool_sim::Topology;
 use sim_support::{code, dyn_driver, sim};
 use std::sync::{Arc, Barrier};
 
@@ -112,7 +112,7 @@ fn a_system_releases_everything_it_took() {
     );
     drop(system);
     let after = sim.stats();
-    assert_eq!(after, peerpool::sim::SimStats { pools: 2, ..Default::default() });
+    assert_eq!(after, peerpool_sim::SimStats { pools: 2, ..Default::default() });
     let d: Arc<dyn Driver> = sim;
     assert_eq!(d.ctx_get_current().unwrap(), None, "every guard restored the caller's (no) context");
 }

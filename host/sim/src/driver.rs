@@ -5,9 +5,9 @@ use super::memory::{ALIGN, Exhausted, Origin, apply_fault};
 use super::state::{Fail, SimResult, State};
 use super::topology::Topology;
 use super::{share, vmm};
-use crate::driver::*;
-use crate::error::CudaError;
 use cudarc::driver::sys::CUresult::{self, *};
+use peerpool::CudaError;
+use peerpool::driver::*;
 use std::ffi::CStr;
 use std::sync::{Mutex, MutexGuard};
 
@@ -156,12 +156,21 @@ impl Driver for SimDriver {
         format!("simulated: {}", self.lock().topo.name)
     }
 
+    /// Flags must be 0, as the real driver requires; the simulator needs no start.
+    fn init(&self, flags: u32) -> DriverResult<()> {
+        self.run("cuInit", |_| if flags == 0 { Ok(()) } else { fail(CUDA_ERROR_INVALID_VALUE) })
+    }
+
     fn driver_get_version(&self) -> DriverResult<i32> {
         self.run("cuDriverGetVersion", |s| Ok(s.topo.driver_version))
     }
 
     fn device_get_count(&self) -> DriverResult<i32> {
         self.run("cuDeviceGetCount", |s| Ok(s.count() as i32))
+    }
+
+    fn device_get(&self, ordinal: i32) -> DriverResult<i32> {
+        self.run("cuDeviceGet", |s| s.device(ordinal).map(|d| d as i32))
     }
 
     fn device_get_name(&self, device: i32) -> DriverResult<String> {
