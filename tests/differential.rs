@@ -375,7 +375,8 @@ impl Side {
     }
 
     fn enter(&self, device: Option<usize>) -> Result<(), CudaError> {
-        self.driver.ctx_set_current(device.map(|d| self.contexts[d]))
+        // SAFETY: the primary contexts retained in `open`, released only in `close`.
+        unsafe { self.driver.ctx_set_current(device.map(|d| self.contexts[d])) }
     }
 
     /// Synchronises the current context after a successful asynchronous call.
@@ -389,116 +390,134 @@ impl Side {
         }
         let d = self.driver.clone();
         let missing = "skipped: its handle was not made";
-        match op.step {
-            Step::Facts => self.facts(),
-            Step::Create { owner, types } => {
-                let r = d.mem_pool_create(&PoolProps { device: owner, handle_types: HandleTypes(types), max_size: 0 });
-                self.pools.push(r.as_ref().ok().map(|&pool| PoolSlot { pool, owner, created: true, destroyed: false }));
-                show(r.map(|_| ()))
-            }
-            Step::Default { device } => {
-                let r = d.device_get_default_mem_pool(device);
-                let slot = |&pool| PoolSlot { pool, owner: device, created: false, destroyed: false };
-                self.pools.push(r.as_ref().ok().map(slot));
-                show(r.map(|_| ()))
-            }
-            Step::Destroy { pool } => {
-                let Some(p) = self.pool(pool) else { return missing.into() };
-                let r = d.mem_pool_destroy(p);
-                if let (Ok(()), Some(Some(slot))) = (&r, self.pools.get_mut(pool)) {
-                    slot.destroyed = true;
+        // SAFETY: the scripts keep the seam's contract on the real driver: every handle comes
+        // from an earlier step and is used while live (`slot` hides destroyed pools), and every
+        // range is inside an allocation a step made. The deliberate exceptions (a null pool
+        // handle, a read past an allocation's end) are refused by the driver, as measured on
+        // the H200s; nothing here faults a kernel or passes a destroyed pool.
+        unsafe {
+            match op.step {
+                Step::Facts => self.facts(),
+                Step::Create { owner, types } => {
+                    let r =
+                        d.mem_pool_create(&PoolProps { device: owner, handle_types: HandleTypes(types), max_size: 0 });
+                    self.pools.push(r.as_ref().ok().map(|&pool| PoolSlot {
+                        pool,
+                        owner,
+                        created: true,
+                        destroyed: false,
+                    }));
+                    show(r.map(|_| ()))
                 }
-                show(r)
+                Step::Default { device } => {
+                    let r = d.device_get_default_mem_pool(device);
+                    let slot = |&pool| PoolSlot { pool, owner: device, created: false, destroyed: false };
+                    self.pools.push(r.as_ref().ok().map(slot));
+                    show(r.map(|_| ()))
+                }
+                Step::Destroy { pool } => {
+                    let Some(p) = self.pool(pool) else { return missing.into() };
+                    let r = d.mem_pool_destroy(p);
+                    if let (Ok(()), Some(Some(slot))) = (&r, self.pools.get_mut(pool)) {
+                        slot.destroyed = true;
+                    }
+                    show(r)
+                }
+                Step::SetAccess { pool, ref map } => {
+                    let Some(p) = self.pool(pool) else { return missing.into() };
+                    let map: Vec<AccessDesc> =
+                        map.iter().map(|&(device, access)| AccessDesc { device, access }).collect();
+                    show(d.mem_pool_set_access(p, &map))
+                }
+                Step::NullPoolSetAccess => {
+                    show(d.mem_pool_set_access(Pool(0), &[AccessDesc { device: 1, access: RW }]))
+                }
+                Step::NullPoolGetAccess => show(d.mem_pool_get_access(Pool(0), 1)),
+                Step::SetCurrentPool { device, pool } => {
+                    let Some(p) = self.pool(pool) else { return missing.into() };
+                    show(d.device_set_mem_pool(device, p))
+                }
+                Step::CurrentPoolIs { device, pool } => {
+                    let want = self.pools.get(pool).copied().flatten().map(|s| s.pool);
+                    show(d.device_get_mem_pool(device).map(|p| Some(p) == want))
+                }
+                Step::Alloc { pool, bytes } => {
+                    let Some(slot) = self.slot(pool) else { return missing.into() };
+                    let r = d.mem_alloc_from_pool_async(bytes, slot.pool, Stream::LEGACY);
+                    self.ptrs.push(r.as_ref().ok().filter(|p| p.0 != 0).map(|&p| (p, slot.owner, false)));
+                    let sync = if r.is_ok() { d.ctx_synchronize().err() } else { None };
+                    format!(
+                        "{}{}",
+                        show(r.map(|p| p.0 == 0)),
+                        sync.map_or(String::new(), |e| format!("; sync err {}", e.code_name()))
+                    )
+                }
+                Step::AllocLegacy { bytes } => {
+                    let r = d.mem_alloc(bytes);
+                    self.ptrs.push(r.as_ref().ok().map(|&p| (p, op.ctx.map_or(-1, |c| c as i32), true)));
+                    show(r.map(|_| ()))
+                }
+                Step::Free { ptr } => {
+                    let Some((p, ..)) = self.ptr(ptr) else { return missing.into() };
+                    self.then_sync(d.mem_free_async(p, Stream::LEGACY))
+                }
+                Step::FreeLegacy { ptr } => {
+                    let Some((p, ..)) = self.ptr(ptr) else { return missing.into() };
+                    show(d.mem_free(p))
+                }
+                Step::Attributes { ptr, offset } => {
+                    let Some((p, ..)) = self.ptr(ptr) else { return missing.into() };
+                    self.attributes(p.offset(offset))
+                }
+                Step::ForeignAttributes { addr } => {
+                    let host = [0u8; 64];
+                    let raw = match addr {
+                        Foreign::Null => 0,
+                        Foreign::Low => 0x1000,
+                        Foreign::Host => host.as_ptr() as u64,
+                    };
+                    self.attributes(DevicePtr(raw))
+                }
+                Step::HtoD { ptr, bytes } => {
+                    let Some((p, ..)) = self.ptr(ptr) else { return missing.into() };
+                    self.then_sync(d.memcpy_htod(p, &host_bytes(ptr, bytes)))
+                }
+                Step::DtoH { ptr, bytes } => {
+                    let Some((p, ..)) = self.ptr(ptr) else { return missing.into() };
+                    let mut out = vec![0u8; bytes];
+                    show(d.memcpy_dtoh(&mut out, p).map(|()| format!("{:#x}", digest(&out))))
+                }
+                Step::DtoD { dst, src, bytes } => {
+                    let (Some((to, ..)), Some((from, ..))) = (self.ptr(dst), self.ptr(src)) else {
+                        return missing.into();
+                    };
+                    self.then_sync(d.memcpy_dtod_async(to, from, bytes, Stream::LEGACY))
+                }
+                Step::Memset { ptr, words } => {
+                    let Some((p, ..)) = self.ptr(ptr) else { return missing.into() };
+                    self.then_sync(d.memset_d32_async(p, 0xA5A5_0000 + ptr as u32, words, Stream::LEGACY))
+                }
+                Step::PeerCopy { dst, src, bytes } => {
+                    let (Some((to, to_dev, _)), Some((from, from_dev, _))) = (self.ptr(dst), self.ptr(src)) else {
+                        return missing.into();
+                    };
+                    let (Some(&dst_ctx), Some(&src_ctx)) =
+                        (self.contexts.get(to_dev as usize), self.contexts.get(from_dev as usize))
+                    else {
+                        return "skipped: owner unknown".into();
+                    };
+                    self.then_sync(
+                        d.memcpy_peer_async(PeerCopy { dst: to, dst_ctx, src: from, src_ctx, bytes }, Stream::LEGACY),
+                    )
+                }
+                Step::Contents { ptr, bytes } => {
+                    let Some((p, owner, _)) = self.ptr(ptr) else { return missing.into() };
+                    let mut out = vec![0u8; bytes];
+                    let read = self.enter(Some(owner as usize)).and_then(|()| d.memcpy_dtoh(&mut out, p));
+                    show(read.map(|()| format!("{:#x}", digest(&out))))
+                }
+                Step::Sync => show(d.stream_synchronize(Stream::LEGACY)),
             }
-            Step::SetAccess { pool, ref map } => {
-                let Some(p) = self.pool(pool) else { return missing.into() };
-                let map: Vec<AccessDesc> = map.iter().map(|&(device, access)| AccessDesc { device, access }).collect();
-                show(d.mem_pool_set_access(p, &map))
-            }
-            Step::NullPoolSetAccess => show(d.mem_pool_set_access(Pool(0), &[AccessDesc { device: 1, access: RW }])),
-            Step::NullPoolGetAccess => show(d.mem_pool_get_access(Pool(0), 1)),
-            Step::SetCurrentPool { device, pool } => {
-                let Some(p) = self.pool(pool) else { return missing.into() };
-                show(d.device_set_mem_pool(device, p))
-            }
-            Step::CurrentPoolIs { device, pool } => {
-                let want = self.pools.get(pool).copied().flatten().map(|s| s.pool);
-                show(d.device_get_mem_pool(device).map(|p| Some(p) == want))
-            }
-            Step::Alloc { pool, bytes } => {
-                let Some(slot) = self.slot(pool) else { return missing.into() };
-                let r = d.mem_alloc_from_pool_async(bytes, slot.pool, Stream::LEGACY);
-                self.ptrs.push(r.as_ref().ok().filter(|p| p.0 != 0).map(|&p| (p, slot.owner, false)));
-                let sync = if r.is_ok() { d.ctx_synchronize().err() } else { None };
-                format!(
-                    "{}{}",
-                    show(r.map(|p| p.0 == 0)),
-                    sync.map_or(String::new(), |e| format!("; sync err {}", e.code_name()))
-                )
-            }
-            Step::AllocLegacy { bytes } => {
-                let r = d.mem_alloc(bytes);
-                self.ptrs.push(r.as_ref().ok().map(|&p| (p, op.ctx.map_or(-1, |c| c as i32), true)));
-                show(r.map(|_| ()))
-            }
-            Step::Free { ptr } => {
-                let Some((p, ..)) = self.ptr(ptr) else { return missing.into() };
-                self.then_sync(d.mem_free_async(p, Stream::LEGACY))
-            }
-            Step::FreeLegacy { ptr } => {
-                let Some((p, ..)) = self.ptr(ptr) else { return missing.into() };
-                show(d.mem_free(p))
-            }
-            Step::Attributes { ptr, offset } => {
-                let Some((p, ..)) = self.ptr(ptr) else { return missing.into() };
-                self.attributes(p.offset(offset))
-            }
-            Step::ForeignAttributes { addr } => {
-                let host = [0u8; 64];
-                let raw = match addr {
-                    Foreign::Null => 0,
-                    Foreign::Low => 0x1000,
-                    Foreign::Host => host.as_ptr() as u64,
-                };
-                self.attributes(DevicePtr(raw))
-            }
-            Step::HtoD { ptr, bytes } => {
-                let Some((p, ..)) = self.ptr(ptr) else { return missing.into() };
-                self.then_sync(d.memcpy_htod(p, &host_bytes(ptr, bytes)))
-            }
-            Step::DtoH { ptr, bytes } => {
-                let Some((p, ..)) = self.ptr(ptr) else { return missing.into() };
-                let mut out = vec![0u8; bytes];
-                show(d.memcpy_dtoh(&mut out, p).map(|()| format!("{:#x}", digest(&out))))
-            }
-            Step::DtoD { dst, src, bytes } => {
-                let (Some((to, ..)), Some((from, ..))) = (self.ptr(dst), self.ptr(src)) else { return missing.into() };
-                self.then_sync(d.memcpy_dtod_async(to, from, bytes, Stream::LEGACY))
-            }
-            Step::Memset { ptr, words } => {
-                let Some((p, ..)) = self.ptr(ptr) else { return missing.into() };
-                self.then_sync(d.memset_d32_async(p, 0xA5A5_0000 + ptr as u32, words, Stream::LEGACY))
-            }
-            Step::PeerCopy { dst, src, bytes } => {
-                let (Some((to, to_dev, _)), Some((from, from_dev, _))) = (self.ptr(dst), self.ptr(src)) else {
-                    return missing.into();
-                };
-                let (Some(&dst_ctx), Some(&src_ctx)) =
-                    (self.contexts.get(to_dev as usize), self.contexts.get(from_dev as usize))
-                else {
-                    return "skipped: owner unknown".into();
-                };
-                self.then_sync(
-                    d.memcpy_peer_async(PeerCopy { dst: to, dst_ctx, src: from, src_ctx, bytes }, Stream::LEGACY),
-                )
-            }
-            Step::Contents { ptr, bytes } => {
-                let Some((p, owner, _)) = self.ptr(ptr) else { return missing.into() };
-                let mut out = vec![0u8; bytes];
-                let read = self.enter(Some(owner as usize)).and_then(|()| d.memcpy_dtoh(&mut out, p));
-                show(read.map(|()| format!("{:#x}", digest(&out))))
-            }
-            Step::Sync => show(d.stream_synchronize(Stream::LEGACY)),
         }
     }
 
@@ -559,7 +578,10 @@ impl Side {
         let live = (0..self.pools.len()).filter_map(|i| self.pool(i).map(|p| (i, p)));
         live.flat_map(|(i, p)| {
             TABLE_DEVICES
-                .map(|dev| format!("pool #{i} device {dev}: {}", show(self.driver.mem_pool_get_access(p, dev))))
+                // SAFETY: `self.pool` yields live pools only.
+                .map(|dev| {
+                    format!("pool #{i} device {dev}: {}", show(unsafe { self.driver.mem_pool_get_access(p, dev) }))
+                })
         })
         .collect()
     }
@@ -567,33 +589,37 @@ impl Side {
     /// Frees, revokes, destroys and restores what the steps left, then releases the contexts.
     fn close(self) {
         let d = &self.driver;
-        for (p, owner, legacy) in self.ptrs.iter().flatten().copied() {
-            if self.enter(Some(owner.max(0) as usize)).is_ok() {
-                let _ = if legacy { d.mem_free(p) } else { d.mem_free_async(p, Stream::LEGACY) };
-                let _ = d.ctx_synchronize();
+        // SAFETY: what the steps made and did not destroy, released once, then the contexts
+        // retained in `open`.
+        unsafe {
+            for (p, owner, legacy) in self.ptrs.iter().flatten().copied() {
+                if self.enter(Some(owner.max(0) as usize)).is_ok() {
+                    let _ = if legacy { d.mem_free(p) } else { d.mem_free_async(p, Stream::LEGACY) };
+                    let _ = d.ctx_synchronize();
+                }
             }
-        }
-        for (device, &context) in self.contexts.iter().enumerate() {
-            let _ = d.ctx_set_current(Some(context));
-            if let Ok(default) = d.device_get_default_mem_pool(device as i32) {
-                let _ = d.device_set_mem_pool(device as i32, default);
+            for (device, &context) in self.contexts.iter().enumerate() {
+                let _ = d.ctx_set_current(Some(context));
+                if let Ok(default) = d.device_get_default_mem_pool(device as i32) {
+                    let _ = d.device_set_mem_pool(device as i32, default);
+                }
             }
-        }
-        for slot in self.pools.iter().flatten().filter(|s| !s.destroyed) {
-            let revoke: Vec<AccessDesc> = (0..self.contexts.len() as i32)
-                .filter(|&dev| dev != slot.owner && d.mem_pool_get_access(slot.pool, dev).is_ok_and(|a| a != NONE))
-                .map(|device| AccessDesc { device, access: NONE })
-                .collect();
-            if !revoke.is_empty() {
-                let _ = d.mem_pool_set_access(slot.pool, &revoke);
+            for slot in self.pools.iter().flatten().filter(|s| !s.destroyed) {
+                let revoke: Vec<AccessDesc> = (0..self.contexts.len() as i32)
+                    .filter(|&dev| dev != slot.owner && d.mem_pool_get_access(slot.pool, dev).is_ok_and(|a| a != NONE))
+                    .map(|device| AccessDesc { device, access: NONE })
+                    .collect();
+                if !revoke.is_empty() {
+                    let _ = d.mem_pool_set_access(slot.pool, &revoke);
+                }
+                if slot.created {
+                    let _ = d.mem_pool_destroy(slot.pool);
+                }
             }
-            if slot.created {
-                let _ = d.mem_pool_destroy(slot.pool);
+            let _ = d.ctx_set_current(None);
+            for device in 0..self.contexts.len() {
+                let _ = d.primary_ctx_release(device as i32);
             }
-        }
-        let _ = d.ctx_set_current(None);
-        for device in 0..self.contexts.len() {
-            let _ = d.primary_ctx_release(device as i32);
         }
     }
 }

@@ -18,11 +18,11 @@ fn main() -> ExitCode {
             let evidence = sys.evidence(pair.owner, pair.accessor).ok_or("no evidence cached after a grant")?;
             ensure(evidence.reverse_checked, || "both GPUs can access each other: the reverse must be checked".into())?;
             let memory = sys.alloc(pool.as_ref(), (WORDS * 4) as usize)?;
-            sys.kernels(pair.accessor)?.fill(memory.ptr(), WORDS, 1)?;
-            let seen = sys.kernels(pair.owner)?.check(memory.ptr(), WORDS, 1)?;
+            sys.with_kernels(pair.accessor, |k| k.fill(memory.words(WORDS)?, 1))?;
+            let seen = sys.with_kernels(pair.owner, |k| k.check(memory.words(WORDS)?, 1))?;
             ensure(seen.is_clean(), || format!("accessor write: {seen:?}"))?;
-            sys.kernels(pair.owner)?.fill(memory.ptr(), WORDS, 2)?;
-            let seen = sys.kernels(pair.accessor)?.check(memory.ptr(), WORDS, 2)?;
+            sys.with_kernels(pair.owner, |k| k.fill(memory.words(WORDS)?, 2))?;
+            let seen = sys.with_kernels(pair.accessor, |k| k.check(memory.words(WORDS)?, 2))?;
             ensure(seen.is_clean(), || format!("accessor read: {seen:?}"))
         })
         .check("grant::scope_is_one_pool", Needs::peer_pair(), |pair| {
@@ -103,7 +103,8 @@ fn main() -> ExitCode {
                 let guard = match caller {
                     Some(device) => Some(sys.enter(device)?),
                     None => {
-                        sys.driver().ctx_set_current(None)?;
+                        // SAFETY: no context is named.
+                        unsafe { sys.driver().ctx_set_current(None) }?;
                         None
                     }
                 };
@@ -122,16 +123,18 @@ fn main() -> ExitCode {
             let sys = &pair.system;
             let pool = sys.create_pool(pair.owner, PoolOptions::default())?;
             let memory = sys.alloc(pool.as_ref(), 4096)?;
-            let found = sys.pool_of(memory.ptr())?.ok_or("a pool allocation has a pool")?;
+            // SAFETY: every pool found is `pool` or a default pool, both alive to the trial's end.
+            let pool_of = |ptr| unsafe { sys.pool_of(ptr) };
+            let found = pool_of(memory.ptr())?.ok_or("a pool allocation has a pool")?;
             ensure(found == pool.as_ref(), || format!("{found:?} != {:?}", pool.as_ref()))?;
-            let inner = sys.pool_of(memory.ptr().offset(1024))?;
+            let inner = pool_of(memory.ptr().offset(1024))?;
             ensure(inner == Some(pool.as_ref()), || "an interior pointer names the same pool".into())?;
             let from_default = sys.alloc(sys.default_pool(pair.owner)?, 4096)?;
-            ensure(sys.pool_of(from_default.ptr())? == Some(sys.default_pool(pair.owner)?), || "default pool".into())?;
+            ensure(pool_of(from_default.ptr())? == Some(sys.default_pool(pair.owner)?), || "default pool".into())?;
             let legacy = sys.alloc_legacy(pair.owner, 4096)?;
-            ensure(sys.pool_of(legacy.ptr())?.is_none(), || "cuMemAlloc memory has no pool".into())?;
+            ensure(pool_of(legacy.ptr())?.is_none(), || "cuMemAlloc memory has no pool".into())?;
             let host = [0u8; 16];
-            ensure(sys.pool_of(peerpool::DevicePtr(host.as_ptr() as u64))?.is_none(), || "host memory".into())?;
+            ensure(pool_of(peerpool::DevicePtr(host.as_ptr() as u64))?.is_none(), || "host memory".into())?;
             // A grant through the discovered handle is a grant on the pool itself.
             sys.grant(found, pair.owner, pair.accessor)?;
             expect(sys, pool.as_ref(), pair.accessor, Access::ReadWrite)
@@ -145,13 +148,13 @@ fn main() -> ExitCode {
                 let pool = sys.create_pool(pair.owner, PoolOptions::default())?;
                 let memory = sys.alloc(pool.as_ref(), (WORDS * 4) as usize)?;
                 sys.grant(pool.as_ref(), pair.owner, pair.accessor)?;
-                sys.kernels(pair.owner)?.fill(memory.ptr(), WORDS, 5)?;
-                let seen = sys.kernels(pair.accessor)?.check(memory.ptr(), WORDS, 5)?;
+                sys.with_kernels(pair.owner, |k| k.fill(memory.words(WORDS)?, 5))?;
+                let seen = sys.with_kernels(pair.accessor, |k| k.check(memory.words(WORDS)?, 5))?;
                 if !seen.is_clean() {
                     return Err(format!("granted read wrong: {seen:?}").into());
                 }
                 sys.revoke(pool.as_ref(), pair.owner, pair.accessor)?;
-                sys.kernels(pair.accessor)?.check(memory.ptr(), WORDS, 5)?; // must fault
+                sys.with_kernels(pair.accessor, |k| k.check(memory.words(WORDS)?, 5))?; // must fault
                 Ok(())
             },
             |outcome: &ChildOutcome| outcome.expect_cuda_error("CUDA_ERROR_ILLEGAL_ADDRESS", true),

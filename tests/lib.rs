@@ -12,10 +12,9 @@ pub const WORDS: u64 = 1 << 20;
 pub fn granted_pool(pair: &Pair) -> Result<OwnedPool, Failed> {
     let pool = pair.system.create_pool(pair.owner, PoolOptions::default())?;
     expect_access(&pair.system, &pool, pair.accessor, Access::None)?;
-    pair.system.driver().mem_pool_set_access(
-        pool.handle(),
-        &[AccessDesc { device: pair.accessor as i32, access: Access::ReadWrite }],
-    )?;
+    let rw = [AccessDesc { device: pair.accessor as i32, access: Access::ReadWrite }];
+    // SAFETY: the pool was just made and lives in the value returned.
+    unsafe { pair.system.driver().mem_pool_set_access(pool.handle(), &rw) }?;
     expect_access(&pair.system, &pool, pair.accessor, Access::ReadWrite)?;
     Ok(pool)
 }
@@ -57,8 +56,7 @@ impl peerpool_fixtures::model::NegativeProber for SimProber {
         accessor: usize,
     ) -> Result<Option<(String, bool)>, String> {
         let fork = System::with_driver(std::sync::Arc::new(self.0.fork())).map_err(|e| e.to_string())?;
-        let words = alloc.len() as u64 / 4;
-        match fork.kernels(accessor).and_then(|k| k.check(alloc.ptr(), words, 0)) {
+        match fork.with_kernels(accessor, |k| k.check(alloc.as_slice(), 0)) {
             Ok(_) => Ok(None),
             Err(e) => Ok(e.cuda().map(|c| (c.code_name(), c.sticky))),
         }

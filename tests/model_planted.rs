@@ -33,8 +33,12 @@ impl Planted {
         if self.bug == Bug::LeavesContextOnError && result.as_ref().is_err_and(|e: &CudaError| !e.sticky) {
             let last = self.inner.device_get_count().unwrap_or(1) - 1;
             if let Ok(context) = self.inner.primary_ctx_retain(last) {
-                let _ = self.inner.ctx_set_current(Some(context));
-                let _ = self.inner.primary_ctx_release(last);
+                // SAFETY: the context just retained; its retain is given back at once, as the
+                // planted bug means to leave it current (the system holds its own retain).
+                unsafe {
+                    let _ = self.inner.ctx_set_current(Some(context));
+                    let _ = self.inner.primary_ctx_release(last);
+                }
             }
         }
         result
@@ -44,11 +48,15 @@ impl Planted {
 /// One forwarding method per driver call of the seam's table, except the two written by hand
 /// in the impl below (matched by name and left out here).
 macro_rules! forward {
-    (mem_pool_create $($rest:tt)*) => {};
-    (mem_pool_set_access $($rest:tt)*) => {};
-    ($method:ident($($arg:ident: $ty:ty),*) -> $out:ty) => {
-        fn $method(&self, $($arg: $ty),*) -> DriverResult<$out> {
-            self.after(self.inner.$method($($arg),*))
+    ($safety:ident mem_pool_create $($rest:tt)*) => {};
+    ($safety:ident mem_pool_set_access $($rest:tt)*) => {};
+    ($safety:ident $method:ident($($arg:ident: $ty:ty),*) -> $out:ty) => {
+        peerpool::seam_fn! { $safety
+            #[allow(unused_unsafe)]
+            fn $method(&self, $($arg: $ty),*) -> DriverResult<$out> {
+                // SAFETY: the caller's contract, passed on unchanged.
+                self.after(unsafe { self.inner.$method($($arg),*) })
+            }
         }
     };
 }
@@ -58,7 +66,7 @@ macro_rules! planted_impl {
         = $call:ident @ $symbol:ident; )*) => {
         impl Driver for Planted {
             $($by_hand)*
-            $( forward! { $method($($arg: $ty),*) -> $out } )*
+            $( forward! { $safety $method($($arg: $ty),*) -> $out } )*
         }
     };
 }
@@ -74,21 +82,24 @@ peerpool::for_each_driver_call! { planted_impl,
         Ok(pool)
     }
 
-    fn mem_pool_set_access(&self, pool: Pool, map: &[AccessDesc]) -> DriverResult<()> {
+    unsafe fn mem_pool_set_access(&self, pool: Pool, map: &[AccessDesc]) -> DriverResult<()> {
         let owner = self.owners.lock().unwrap().get(&pool).copied();
-        match (self.bug, owner) {
-            (Bug::GrantsCurrentPool, Some(owner)) if map.iter().all(|d| d.access == Access::ReadWrite) => {
-                let current = self.inner.device_get_mem_pool(owner)?;
-                self.after(self.inner.mem_pool_set_access(current, map))
-            }
-            (Bug::SkipsOneRevoke, _) if map.len() > 1 => {
-                let mut kept = map.to_vec();
-                if let Some(last) = kept.iter().rposition(|d| d.access == Access::None) {
-                    kept.remove(last);
+        // SAFETY: the caller's pool, or the owner's current pool (a live pool of the driver).
+        unsafe {
+            match (self.bug, owner) {
+                (Bug::GrantsCurrentPool, Some(owner)) if map.iter().all(|d| d.access == Access::ReadWrite) => {
+                    let current = self.inner.device_get_mem_pool(owner)?;
+                    self.after(self.inner.mem_pool_set_access(current, map))
                 }
-                self.after(self.inner.mem_pool_set_access(pool, &kept))
+                (Bug::SkipsOneRevoke, _) if map.len() > 1 => {
+                    let mut kept = map.to_vec();
+                    if let Some(last) = kept.iter().rposition(|d| d.access == Access::None) {
+                        kept.remove(last);
+                    }
+                    self.after(self.inner.mem_pool_set_access(pool, &kept))
+                }
+                _ => self.after(self.inner.mem_pool_set_access(pool, map)),
             }
-            _ => self.after(self.inner.mem_pool_set_access(pool, map)),
         }
     }
 }

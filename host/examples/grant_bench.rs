@@ -4,6 +4,8 @@
 //! first grant also pays, timed apart). Prints JSON (medians in microseconds).
 //!
 //! `cargo run --release --example grant_bench [rounds]` on a machine with two GPUs.
+//
+// SAFETY (every `unsafe` block below): the pools are this example's own, alive while timed.
 
 use peerpool::driver::{Access, AccessDesc};
 use peerpool::{PoolOptions, System};
@@ -53,7 +55,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         // Alternate which goes first, so neither always meets a warmer driver.
         let mut ok = Ok(());
         let mut step_engine = |v: &mut Vec<f64>| v.push(micros(|| ok = sys.grant(a.as_ref(), 0, 1).map(drop)));
-        let step_raw = |v: &mut Vec<f64>| v.push(micros(|| d.mem_pool_set_access(b.handle(), &rw).unwrap()));
+        let step_raw = |v: &mut Vec<f64>| v.push(micros(|| unsafe { d.mem_pool_set_access(b.handle(), &rw) }.unwrap()));
         if round % 2 == 0 {
             step_engine(&mut engine);
             step_raw(&mut raw);
@@ -64,10 +66,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ok?;
         for _ in 0..10 {
             engine_repeat.push(micros(|| drop(sys.grant(a.as_ref(), 0, 1))));
-            raw_repeat.push(micros(|| d.mem_pool_set_access(b.handle(), &rw).unwrap()));
+            raw_repeat.push(micros(|| unsafe { d.mem_pool_set_access(b.handle(), &rw) }.unwrap()));
         }
         let mut revoke_engine = || engine_revoke.push(micros(|| drop(sys.revoke(a.as_ref(), 0, 1))));
-        let mut revoke_raw = || raw_revoke.push(micros(|| d.mem_pool_set_access(b.handle(), &none).unwrap()));
+        let mut revoke_raw =
+            || raw_revoke.push(micros(|| unsafe { d.mem_pool_set_access(b.handle(), &none) }.unwrap()));
         if round % 2 == 0 {
             revoke_engine();
             revoke_raw();

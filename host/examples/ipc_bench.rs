@@ -6,6 +6,9 @@
 //! `cargo run --release --example ipc_bench [rounds]` on a machine with a GPU (two for the peer
 //! figures): about 3 s with the default 20 rounds. The example re-executes itself as the
 //! importer, with the channel as its stdin; every wait has a 25 s timeout.
+//
+// SAFETY (every `unsafe` block below): the pools, pointers and handles are what this example made or imported, each used while
+// live and released once.
 
 use peerpool::driver::{HandleTypes, PoolPtrExportData, ShareHandle, ShareableRef, Stream};
 use peerpool::ipc::{Channel, Offer, ShareRequest, inherited_channel, spawn_with_channel, wait_or_kill};
@@ -99,7 +102,7 @@ fn exporter_side(sys: &System, channel: &Channel, rounds: usize, started: Instan
     let (mut export, mut pool_export, mut pointer_export) = (vec![], vec![], vec![]);
     for _ in 0..rounds {
         let memory = sys.alloc(pool.as_ref(), BYTES)?;
-        sys.kernels(0)?.fill(memory.ptr(), 1024, 1)?;
+        sys.with_kernels(0, |k| k.fill(memory.words(1024)?, 1))?;
         let t = Instant::now();
         let exported = sys.export_allocation(&memory, request)?;
         export.push(micros(t));
@@ -107,10 +110,10 @@ fn exporter_side(sys: &System, channel: &Channel, rounds: usize, started: Instan
             // The two driver calls inside, timed alone (their handles are dropped unused).
             let _current = sys.enter(0)?;
             let t = Instant::now();
-            drop(driver.mem_pool_export_to_shareable_handle(pool.handle(), ShareHandle::PosixFd)?);
+            drop(unsafe { driver.mem_pool_export_to_shareable_handle(pool.handle(), ShareHandle::PosixFd) }?);
             pool_export.push(micros(t));
             let t = Instant::now();
-            driver.mem_pool_export_pointer(memory.ptr())?;
+            unsafe { driver.mem_pool_export_pointer(memory.ptr()) }?;
             pointer_export.push(micros(t));
         }
         exported.send(channel)?;
@@ -160,7 +163,7 @@ fn import_rounds(sys: &System, channel: &Channel, rounds: usize) -> Result<Value
     // Module loads and the pair's verification happen once per process: not per import.
     let warm = sys.create_pool(0, PoolOptions::default())?;
     let scratch = sys.alloc(warm.as_ref(), 4096)?;
-    sys.kernels(0)?.fill(scratch.ptr(), 1024, 1)?;
+    sys.with_kernels(0, |k| k.fill(scratch.words(1024)?, 1))?;
     if let Some(peer) = peer {
         sys.verify_pair(0, peer)?;
         sys.kernels(peer)?;
@@ -175,13 +178,15 @@ fn import_rounds(sys: &System, channel: &Channel, rounds: usize) -> Result<Value
         let fd = message.fds.first().ok_or("no fd came with the offer")?;
         let _current = sys.enter(0)?;
         let t = Instant::now();
-        let pool = driver.mem_pool_import_from_shareable_handle(ShareableRef::Fd(fd.as_fd()))?;
+        let pool = unsafe { driver.mem_pool_import_from_shareable_handle(ShareableRef::Fd(fd.as_fd())) }?;
         pool_import.push(micros(t));
         let t = Instant::now();
-        let ptr = driver.mem_pool_import_pointer(pool, &PoolPtrExportData(offer.data))?;
+        let ptr = unsafe { driver.mem_pool_import_pointer(pool, &PoolPtrExportData(offer.data)) }?;
         pointer_import.push(micros(t));
         let t = Instant::now();
-        let seen = sys.kernels(0)?.check(ptr, 1024, 1)?;
+        // SAFETY: the imported allocation, `BYTES` long, held until it is freed below.
+        let imported = unsafe { peerpool::DeviceSlice::from_raw(ptr, 4096) };
+        let seen = sys.with_kernels(0, |k| k.check(imported, 1))?;
         first_owner.push(micros(t));
         if !seen.is_clean() {
             return Err(format!("the importer read wrong bytes: {seen:?}").into());
@@ -193,17 +198,17 @@ fn import_rounds(sys: &System, channel: &Channel, rounds: usize) -> Result<Value
             sys.grant(pool_ref, 0, peer)?;
             grant.push(micros(t));
             let t = Instant::now();
-            sys.kernels(peer)?.check(ptr, 1024, 1)?;
+            sys.with_kernels(peer, |k| k.check(imported, 1))?;
             first_peer.push(micros(t));
         }
         let t = Instant::now();
-        driver.mem_free_async(ptr, Stream::LEGACY)?;
-        driver.stream_synchronize(Stream::LEGACY)?;
+        unsafe { driver.mem_free_async(ptr, Stream::LEGACY) }?;
+        unsafe { driver.stream_synchronize(Stream::LEGACY) }?;
         if let Some(peer) = peer {
             let none = [peerpool::driver::AccessDesc { device: peer as i32, access: peerpool::driver::Access::None }];
-            driver.mem_pool_set_access(pool, &none)?;
+            unsafe { driver.mem_pool_set_access(pool, &none) }?;
         }
-        driver.mem_pool_destroy(pool)?;
+        unsafe { driver.mem_pool_destroy(pool) }?;
         release.push(micros(t));
         drop(message);
         channel.send(b"done", &[])?;

@@ -4,6 +4,8 @@
 //! Prints one JSON line per variant: medians over fresh pools, milliseconds.
 //!
 //! `cargo run --release --example pool_first_alloc [rounds]` on a machine with two GPUs.
+//
+// SAFETY (every `unsafe` block below): the pools are this example's own, alive while granted.
 
 use peerpool::driver::{Access, AccessDesc};
 use peerpool::{PoolOptions, System};
@@ -76,7 +78,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 [system.create_pool(0, PoolOptions::default())?, system.create_pool(1, PoolOptions::default())?];
             for (device, pool) in pools.iter().enumerate() {
                 let other = [AccessDesc { device: 1 - device as i32, access: Access::ReadWrite }];
-                system.driver().mem_pool_set_access(pool.handle(), &other)?;
+                unsafe { system.driver().mem_pool_set_access(pool.handle(), &other) }?;
             }
             let t = Instant::now();
             let allocations = if parallel {
@@ -114,7 +116,7 @@ fn measure(system: &System, v: &Variant, rounds: usize) -> Result<serde_json::Va
         let mut grant_ms = 0.0;
         if v.grant_first == Some(true) {
             let t = Instant::now();
-            d.mem_pool_set_access(pool.handle(), &rw)?;
+            unsafe { d.mem_pool_set_access(pool.handle(), &rw) }?;
             grant_ms = ms(t);
         }
         let t = Instant::now();
@@ -122,7 +124,7 @@ fn measure(system: &System, v: &Variant, rounds: usize) -> Result<serde_json::Va
         first.push(ms(t));
         if v.grant_first == Some(false) {
             let t = Instant::now();
-            d.mem_pool_set_access(pool.handle(), &rw)?;
+            unsafe { d.mem_pool_set_access(pool.handle(), &rw) }?;
             grant_ms = ms(t);
         }
         grant.push(grant_ms);

@@ -5,8 +5,8 @@
 //! the sm_90 cubin). Times come from CUDA events where one stream
 //! covers the work, else from the host clock around work on both GPUs. Medians of repeats.
 
-use crate::driver::{DevicePtr, Driver, Event, ModuleImage, Stream};
-use crate::{Allocation, BLOCK, Kernels, LoadPath, PoolOptions, Result, System};
+use crate::driver::{Driver, Event, ModuleImage};
+use crate::{Allocation, BLOCK, DeviceSlice, DeviceStream, LoadPath, PoolOptions, Result, System};
 use serde::Serialize;
 use std::time::Instant;
 
@@ -167,7 +167,7 @@ fn median(mut v: Vec<f64>) -> f64 {
     if v.is_empty() { f64::NAN } else { v[v.len() / 2] }
 }
 
-/// Two events in the current context, timing work queued on one stream.
+/// Two events in the current context, timing work queued on one stream of the same device.
 struct Timer<'d> {
     driver: &'d dyn Driver,
     start: Event,
@@ -178,46 +178,32 @@ impl<'d> Timer<'d> {
     fn new(driver: &'d dyn Driver) -> Result<Self> {
         let start = driver.event_create()?;
         let end = driver.event_create().inspect_err(|_| {
-            let _ = driver.event_destroy(start);
+            // SAFETY: the event just made, destroyed once.
+            let _ = unsafe { driver.event_destroy(start) };
         })?;
         Ok(Timer { driver, start, end })
     }
 
     /// Seconds the work `queue` puts on `stream` takes on the GPU.
-    fn time(&self, stream: Stream, queue: impl FnOnce() -> Result<()>) -> Result<f64> {
-        self.driver.event_record(self.start, stream)?;
-        queue()?;
-        self.driver.event_record(self.end, stream)?;
-        self.driver.event_synchronize(self.end)?;
-        Ok(self.driver.event_elapsed_time(self.start, self.end)? as f64 / 1e3)
+    fn time(&self, stream: &DeviceStream<'_>, queue: impl FnOnce() -> Result<()>) -> Result<f64> {
+        // SAFETY: both events are this timer's, live until it drops; the stream is live while
+        // borrowed (the caller made both in the same device's context).
+        unsafe {
+            self.driver.event_record(self.start, stream.handle())?;
+            queue()?;
+            self.driver.event_record(self.end, stream.handle())?;
+            self.driver.event_synchronize(self.end)?;
+            Ok(self.driver.event_elapsed_time(self.start, self.end)? as f64 / 1e3)
+        }
     }
 }
 
 impl Drop for Timer<'_> {
     fn drop(&mut self) {
-        let _ = self.driver.event_destroy(self.start);
-        let _ = self.driver.event_destroy(self.end);
-    }
-}
-
-/// A stream of one device, destroyed on drop (in that device's context).
-struct DeviceStream<'s> {
-    system: &'s System,
-    device: usize,
-    stream: Stream,
-}
-
-impl<'s> DeviceStream<'s> {
-    fn new(system: &'s System, device: usize) -> Result<Self> {
-        let _current = system.enter(device)?;
-        Ok(DeviceStream { system, device, stream: system.driver().stream_create()? })
-    }
-}
-
-impl Drop for DeviceStream<'_> {
-    fn drop(&mut self) {
-        if let Ok(_current) = self.system.enter(self.device) {
-            let _ = self.system.driver().stream_destroy(self.stream);
+        // SAFETY: this timer's events, destroyed once.
+        unsafe {
+            let _ = self.driver.event_destroy(self.start);
+            let _ = self.driver.event_destroy(self.end);
         }
     }
 }
@@ -268,43 +254,50 @@ fn pair(system: &System, owner: usize, accessor: usize, max: u64, options: &Benc
     system.grant(local_pool.as_ref(), accessor, owner).map_err(|e| crate::Error::InvalidArgument(e.to_string()))?;
     let remote = system.alloc(remote_pool.as_ref(), max as usize)?;
     let local = system.alloc(local_pool.as_ref(), max as usize)?;
-    let (on_accessor, on_owner) = (DeviceStream::new(system, accessor)?, DeviceStream::new(system, owner)?);
-    let (r, l) = (remote.ptr(), local.ptr());
+    let (on_accessor, on_owner) = (system.stream(accessor)?, system.stream(owner)?);
+    let (r, l) = (remote.as_slice(), local.as_slice());
     let mut curves: Vec<Curve> = Vec::new();
     let mut add = |path: &str, gbps: Vec<f64>| curves.push(Curve { path: path.into(), gbps });
 
     // One direction, one stream on the accessor: events time the GPU work alone.
     let driver = system.driver().as_ref();
-    let copy = |dst: DevicePtr, src: DevicePtr| {
-        move |bytes: u64| driver.memcpy_dtod_async(dst, src, bytes as usize, on_accessor.stream).map_err(Into::into)
+    let copy = |dst: DeviceSlice<'_>, src: DeviceSlice<'_>, bytes: u64, stream: &DeviceStream<'_>| -> Result<()> {
+        let (dst, src) = (dst.range(0, bytes)?, src.range(0, bytes)?);
+        // SAFETY: both ranges lie in live allocations; the stream is live and its device's
+        // context is current (the sweep and `both` enter it).
+        Ok(unsafe { driver.memcpy_dtod_async(dst.ptr(), src.ptr(), bytes as usize, stream.handle()) }?)
     };
-    add("copy engine owner->accessor", sweep(system, accessor, &on_accessor, options, copy(l, r))?);
-    add("copy engine accessor->owner", sweep(system, accessor, &on_accessor, options, copy(r, l))?);
-    let kernels = system.kernels(accessor)?;
-    let sink = system.alloc(local_pool.as_ref(), (kernels.shape_for(u64::MAX).grid * BLOCK * 4) as usize)?;
-    drop(kernels);
-    let read = |bytes: u64| {
-        with_kernels(system, accessor, |k| {
-            k.read16_on(LoadPath::Coherent, on_accessor.stream, r, bytes, sink.ptr(), k.shape_for(bytes / 16))
-        })
+    let to_accessor = |bytes: u64| copy(l, r, bytes, &on_accessor);
+    add("copy engine owner->accessor", sweep(system, accessor, &on_accessor, options, to_accessor)?);
+    let to_owner = |bytes: u64| copy(r, l, bytes, &on_accessor);
+    add("copy engine accessor->owner", sweep(system, accessor, &on_accessor, options, to_owner)?);
+    let grid = system.with_kernels(accessor, |k| Ok(k.shape_for(u64::MAX).grid))?;
+    let sink = system.alloc(local_pool.as_ref(), (grid * BLOCK * 4) as usize)?;
+    let read = |path: LoadPath| {
+        let (sink, on_accessor) = (sink.as_slice(), &on_accessor);
+        move |bytes: u64| {
+            system.with_kernels(accessor, |k| {
+                k.read16_on(path, on_accessor, r.range(0, bytes)?, sink, k.shape_for(bytes / 16))
+            })
+        }
     };
-    add("kernel read (accessor reads owner)", sweep(system, accessor, &on_accessor, options, read)?);
-    let read_nc = |bytes: u64| {
-        with_kernels(system, accessor, |k| {
-            k.read16_on(LoadPath::NonCoherent, on_accessor.stream, r, bytes, sink.ptr(), k.shape_for(bytes / 16))
-        })
-    };
+    add(
+        "kernel read (accessor reads owner)",
+        sweep(system, accessor, &on_accessor, options, read(LoadPath::Coherent))?,
+    );
+    let read_nc = read(LoadPath::NonCoherent);
     add("kernel read, ld.global.nc (accessor reads owner)", sweep(system, accessor, &on_accessor, options, read_nc)?);
-    let pull = |bytes: u64| {
-        with_kernels(system, accessor, |k| k.copy16_on(on_accessor.stream, l, r, bytes, k.shape_for(bytes / 16)))
+    let copy16 = |device: usize, stream: &DeviceStream<'_>, dst: DeviceSlice<'_>, src: DeviceSlice<'_>, bytes: u64| {
+        system.with_kernels(device, |k| {
+            k.copy16_on(stream, dst.range(0, bytes)?, src.range(0, bytes)?, k.shape_for(bytes / 16))
+        })
     };
+    let pull = |bytes: u64| copy16(accessor, &on_accessor, l, r, bytes);
     add(
         "kernel copy owner->accessor (remote read, local write)",
         sweep(system, accessor, &on_accessor, options, pull)?,
     );
-    let push = |bytes: u64| {
-        with_kernels(system, accessor, |k| k.copy16_on(on_accessor.stream, r, l, bytes, k.shape_for(bytes / 16)))
-    };
+    let push = |bytes: u64| copy16(accessor, &on_accessor, r, l, bytes);
     add(
         "kernel copy accessor->owner (local read, remote write)",
         sweep(system, accessor, &on_accessor, options, push)?,
@@ -322,17 +315,14 @@ fn pair(system: &System, owner: usize, accessor: usize, max: u64, options: &Benc
                     Both::KernelsPush => ((r, l), (l, r)),
                 };
                 if how == Both::CopyEngine {
-                    let _a = system.enter(accessor)?;
-                    driver.memcpy_dtod_async(a_dst, a_src, bytes as usize, on_accessor.stream)?;
-                    let _o = system.enter(owner)?;
-                    driver.memcpy_dtod_async(o_dst, o_src, bytes as usize, on_owner.stream)?;
+                    system.within(accessor, || copy(a_dst, a_src, bytes, &on_accessor))?;
+                    system.within(owner, || copy(o_dst, o_src, bytes, &on_owner))?;
                 } else {
-                    let shape = |k: &Kernels<'_>| k.shape_for(bytes / 16);
-                    with_kernels(system, accessor, |k| k.copy16_on(on_accessor.stream, a_dst, a_src, bytes, shape(k)))?;
-                    with_kernels(system, owner, |k| k.copy16_on(on_owner.stream, o_dst, o_src, bytes, shape(k)))?;
+                    copy16(accessor, &on_accessor, a_dst, a_src, bytes)?;
+                    copy16(owner, &on_owner, o_dst, o_src, bytes)?;
                 }
-                sync(system, accessor, on_accessor.stream)?;
-                sync(system, owner, on_owner.stream)?;
+                on_accessor.synchronize()?;
+                on_owner.synchronize()?;
                 Ok(2.0 * bytes as f64 / start.elapsed().as_secs_f64() / 1e9)
             };
             once()?;
@@ -370,15 +360,6 @@ enum Both {
     KernelsPush,
 }
 
-fn with_kernels(system: &System, device: usize, f: impl FnOnce(&Kernels<'_>) -> Result<()>) -> Result<()> {
-    f(&system.kernels(device)?)
-}
-
-fn sync(system: &System, device: usize, stream: Stream) -> Result<()> {
-    let _current = system.enter(device)?;
-    Ok(system.driver().stream_synchronize(stream)?)
-}
-
 /// GB/s of `queue(bytes)` on `stream` at every size: one warm-up, median of the repeats.
 fn sweep(
     system: &System,
@@ -387,16 +368,17 @@ fn sweep(
     options: &BenchOptions,
     queue: impl Fn(u64) -> Result<()>,
 ) -> Result<Vec<f64>> {
-    let _current = system.enter(device)?;
-    let timer = Timer::new(system.driver().as_ref())?;
-    let mut gbps = Vec::new();
-    for &bytes in &options.sizes {
-        timer.time(stream.stream, || queue(bytes))?;
-        let times =
-            (0..options.repeats).map(|_| timer.time(stream.stream, || queue(bytes))).collect::<Result<Vec<_>>>()?;
-        gbps.push(bytes as f64 / median(times) / 1e9);
-    }
-    Ok(gbps)
+    system.within(device, || {
+        let timer = Timer::new(system.driver().as_ref())?;
+        let mut gbps = Vec::new();
+        for &bytes in &options.sizes {
+            timer.time(stream, || queue(bytes))?;
+            let times =
+                (0..options.repeats).map(|_| timer.time(stream, || queue(bytes))).collect::<Result<Vec<_>>>()?;
+            gbps.push(bytes as f64 / median(times) / 1e9);
+        }
+        Ok(gbps)
+    })
 }
 
 /// Nanoseconds per dependent load, hopping through `memory` from `device`: a random cycle
@@ -421,27 +403,29 @@ fn chase(system: &System, device: usize, stream: &DeviceStream<'_>, memory: &All
     }
     let bytes: Vec<u8> = next.iter().flat_map(|w| w.to_le_bytes()).collect();
     memory.write(&bytes)?;
-    let out = memory.ptr().offset(bytes.len() as u64);
-    let _current = system.enter(device)?;
-    let timer = Timer::new(system.driver().as_ref())?;
-    let kernels = system.kernels(device)?;
-    timer.time(stream.stream, || kernels.chase_on(stream.stream, memory.ptr(), 1000, out))?;
-    let seconds = timer.time(stream.stream, || kernels.chase_on(stream.stream, memory.ptr(), hops, out))?;
-    Ok(seconds * 1e9 / hops as f64)
+    let (next, out) =
+        (memory.as_slice().range(0, bytes.len() as u64)?, memory.as_slice().range(bytes.len() as u64, 4)?);
+    system.with_kernels(device, |kernels| {
+        let timer = Timer::new(system.driver().as_ref())?;
+        timer.time(stream, || kernels.chase_on(stream, next, 1000, out))?;
+        let seconds = timer.time(stream, || kernels.chase_on(stream, next, hops, out))?;
+        Ok(seconds * 1e9 / hops as f64)
+    })
 }
 
 /// System-scope atomic adds per second by `device` on `memory` (a full grid, 64 Ki counters,
 /// fewer when `memory` is smaller than their 256 KiB).
 fn atomics(system: &System, device: usize, stream: &DeviceStream<'_>, memory: &Allocation) -> Result<f64> {
-    let kernels = system.kernels(device)?;
-    let shape = kernels.shape_for(u64::MAX);
-    // The counters must stay inside the allocation: a kernel past its end kills the context.
-    let (slots, reps) = ((1u64 << 16).min(memory.len() as u64 / 4).max(1), 64u32);
-    let timer = Timer::new(system.driver().as_ref())?;
-    let run = || kernels.atomic_add_sys_on(stream.stream, memory.ptr(), slots, reps, shape);
-    timer.time(stream.stream, run)?;
-    let seconds = timer.time(stream.stream, run)?;
-    Ok((shape.grid as u64 * shape.block as u64 * reps as u64) as f64 / seconds)
+    // The counters are a slice of the allocation: a kernel past its end would kill the context.
+    let (counters, reps) = (memory.words((1u64 << 16).min(memory.len() as u64 / 4).max(1))?, 64u32);
+    system.with_kernels(device, |kernels| {
+        let shape = kernels.shape_for(u64::MAX);
+        let timer = Timer::new(system.driver().as_ref())?;
+        let run = || kernels.atomic_add_sys_on(stream, counters, reps, shape);
+        timer.time(stream, run)?;
+        let seconds = timer.time(stream, run)?;
+        Ok((shape.grid as u64 * shape.block as u64 * reps as u64) as f64 / seconds)
+    })
 }
 
 /// Grant and revoke latency (pair 0 -> 1, evidence cached) with live bytes in the pool.
@@ -468,19 +452,17 @@ fn grant_curve(system: &System, options: &BenchOptions) -> Result<Vec<GrantPoint
 /// `cuModuleLoadData` of the PTX in gpu0's context: the first load in this process (unless
 /// the system already loaded it), then the median of later loads.
 fn ptx_load(system: &System, repeats: usize) -> Result<(f64, f64)> {
-    let _current = system.enter(0)?;
-    let mut times = load_times(system, ModuleImage::Ptx(crate::ptx_image()), repeats.max(2))?;
+    let mut times = system.within(0, || load_times(system, ModuleImage::Ptx(crate::ptx_image()), repeats.max(2)))?;
     let first = times.remove(0);
     Ok((first, median(times)))
 }
 
 /// Median `cuModuleLoadData` of the sm_90 cubin in gpu0's context, when gpu0 can run it.
 fn cubin_load(system: &System, repeats: usize) -> Result<Option<f64>> {
-    let _current = system.enter(0)?;
-    match crate::module::cubin_for(system.driver().as_ref(), 0)? {
+    system.within(0, || match crate::module::cubin_for(system.driver().as_ref(), 0)? {
         Some(cubin) => Ok(Some(median(load_times(system, cubin, repeats.max(1))?))),
         None => Ok(None),
-    }
+    })
 }
 
 /// Milliseconds of each of `rounds` loads (and unloads) of `image` in the current context.
@@ -491,7 +473,8 @@ fn load_times(system: &System, image: ModuleImage<'_>, rounds: usize) -> Result<
         let start = Instant::now();
         let module = driver.module_load_data(image)?;
         times.push(start.elapsed().as_secs_f64() * 1e3);
-        driver.module_unload(module)?;
+        // SAFETY: the module just loaded, unloaded once; no function of it was looked up.
+        unsafe { driver.module_unload(module) }?;
     }
     Ok(times)
 }

@@ -119,9 +119,9 @@ pub fn check_pair(
         skip(not_granted)
     };
     let kernel = |writer: usize, reader: usize, seed: u32| -> Result<String, (Status, String)> {
-        let memory = memory.as_ref().map_err(Clone::clone)?;
-        system.kernels(writer).and_then(|k| k.fill(memory.ptr(), WORDS, seed)).map_err(|e| fail(&e))?;
-        let seen = system.kernels(reader).and_then(|k| k.check(memory.ptr(), WORDS, seed)).map_err(|e| fail(&e))?;
+        let memory = memory.as_ref().map_err(Clone::clone)?.as_slice();
+        system.with_kernels(writer, |k| k.fill(memory, seed)).map_err(|e| fail(&e))?;
+        let seen = system.with_kernels(reader, |k| k.check(memory, seed)).map_err(|e| fail(&e))?;
         match seen.first_mismatch {
             None => Ok(format!("{} MiB written by gpu{writer}, checked by gpu{reader}", (WORDS * 4) >> 20)),
             Some(first) => Err(fail(&format!("{} wrong words, the first at word {first}", seen.mismatches))),
@@ -175,7 +175,8 @@ fn atomics_from_both(
     memory.write(&vec![0u8; (slots * 4) as usize]).map_err(|e| fail(&e))?;
     let shape = LaunchShape { grid: 64, block: BLOCK };
     let reps = 64u32;
-    let add = |device: usize| system.kernels(device).and_then(|k| k.atomic_add_sys(memory.ptr(), slots, reps, shape));
+    let counters = memory.words(slots).map_err(|e| fail(&e))?;
+    let add = |device: usize| system.with_kernels(device, |k| k.atomic_add_sys(counters, reps, shape));
     std::thread::scope(|s| {
         let other = s.spawn(|| add(accessor));
         let mine = add(owner);
@@ -202,8 +203,8 @@ pub fn negative_probe(system: &System, owner: usize, accessor: usize) -> crate::
         return Err(crate::Error::InvalidArgument("a new pool already grants the accessor".into()));
     }
     let memory = system.alloc(pool.as_ref(), 1 << 20)?;
-    system.kernels(owner)?.fill(memory.ptr(), 1 << 18, 1)?;
-    system.kernels(accessor)?.check(memory.ptr(), 1 << 18, 1)?;
+    system.with_kernels(owner, |k| k.fill(memory.as_slice(), 1))?;
+    system.with_kernels(accessor, |k| k.check(memory.as_slice(), 1))?;
     Ok(())
 }
 

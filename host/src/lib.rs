@@ -25,6 +25,7 @@ mod memory;
 mod module;
 mod pool;
 pub mod report;
+mod stream;
 mod system;
 
 pub use context::CurrentContext;
@@ -32,9 +33,10 @@ pub use error::{CudaError, Error, Result, code_name, is_sticky};
 pub use grant::{
     Direction, Evidence, Grant, GrantError, Method, PROBE_BYTES, PeerUpdate, Rejection, Revoke, Stage, VisibleReport,
 };
-pub use memory::{Allocation, DevicePtr, Origin};
+pub use memory::{Allocation, DevicePtr, DeviceSlice, Origin};
 pub use module::{BLOCK, CheckResult, KernelImage, Kernels, LoadPath, ptx_image};
 pub use pool::{OwnedPool, PoolOptions, PoolRef};
+pub use stream::DeviceStream;
 pub use system::System;
 
 pub use cudarc::driver::sys::CUresult;

@@ -1,13 +1,16 @@
 //! peerpool's kernels on one device: [`Kernels`] loads them into the device's primary context
 //! on first use (`cuModuleLoadData`: the sm_90 cubin on compute capability 9.0, else the PTX,
-//! which the driver JIT-compiles) and launches the fill, check, vector-copy and system-atomic
-//! kernels, each run to completion.
+//! which the driver JIT-compiles) and launches them on [`DeviceSlice`]s, whose bounds are
+//! checked: the plain launchers run to completion on the null stream, the `*_on` ones are
+//! queued on a [`DeviceStream`] and not waited for.
 
 use crate::context::CurrentContext;
 use crate::driver::{
-    DeviceAttribute, DevicePtr, Driver, Function, KernelArg, LaunchShape, Module, ModuleImage, Stream,
+    Cubin, DeviceAttribute, DevicePtr, Driver, Function, KernelArg, LaunchShape, Module, ModuleImage, Stream,
 };
 use crate::error::{Error, Result};
+use crate::memory::DeviceSlice;
+use crate::stream::DeviceStream;
 use crate::system::System;
 use cudarc::driver::sys::CUresult;
 use peerpool_kernels::entry;
@@ -77,9 +80,9 @@ pub fn ptx_image() -> &'static CStr {
 }
 
 /// Launches peerpool's kernels on one device. While it lives, that device's primary context is
-/// current on this thread; dropping it restores the caller's context.
+/// current on this thread; [`Kernels::finish`] (or dropping it) restores the caller's context.
 ///
-/// Every launch goes on the context's null stream and is synchronised, so a kernel that
+/// The plain launchers go on the context's null stream and are synchronised, so a kernel that
 /// touches memory it may not access reports `CUDA_ERROR_ILLEGAL_ADDRESS` from the very call
 /// that launched it. That error is sticky: the process's CUDA context is lost for good.
 pub struct Kernels<'s> {
@@ -113,12 +116,29 @@ impl System {
     }
 }
 
+impl System {
+    /// Runs `f` on `device`'s kernels; a failure to restore the caller's context afterwards is
+    /// the result when `f` succeeded.
+    pub fn with_kernels<T>(&self, device: usize, f: impl FnOnce(&Kernels<'_>) -> Result<T>) -> Result<T> {
+        let kernels = self.kernels(device)?;
+        let result = f(&kernels);
+        let restored = kernels.finish();
+        let value = result?;
+        restored?;
+        Ok(value)
+    }
+}
+
 /// The cubin, where one was compiled for this device's compute capability.
 pub(crate) fn cubin_for(driver: &dyn Driver, device: i32) -> Result<Option<ModuleImage<'static>>> {
     let Some(elf) = peerpool_kernels::SM90_CUBIN else { return Ok(None) };
     let major = driver.device_get_attribute(device, DeviceAttribute::ComputeCapabilityMajor)?;
     let minor = driver.device_get_attribute(device, DeviceAttribute::ComputeCapabilityMinor)?;
-    Ok(((major, minor) == (9, 0)).then_some(ModuleImage::Cubin { compute_capability: (9, 0), elf }))
+    if (major, minor) != (9, 0) {
+        return Ok(None);
+    }
+    let cubin = Cubin::new(elf).map_err(|e| Error::InvalidArgument(format!("the embedded sm_90 cubin: {e}")))?;
+    Ok(Some(ModuleImage::Cubin(cubin)))
 }
 
 /// Loads the cubin where it fits, else (or when the driver refuses it as an image) the PTX.
@@ -148,7 +168,8 @@ fn load(driver: &dyn Driver, device: i32) -> Result<LoadedModule> {
     let finish = || -> Result<LoadedModule> {
         let function = |name: &str| -> Result<Function> {
             let name = CString::new(name).expect("entry names have no NUL byte");
-            Ok(driver.module_get_function(module, &name)?)
+            // SAFETY: `module` was just loaded and is unloaded only on failure, below.
+            Ok(unsafe { driver.module_get_function(module, &name) }?)
         };
         let sms = driver.device_get_attribute(device, DeviceAttribute::MultiprocessorCount)?;
         let (fill, check, copy16, atomic_add_sys) = (
@@ -176,15 +197,28 @@ fn load(driver: &dyn Driver, device: i32) -> Result<LoadedModule> {
         })
     };
     finish().inspect_err(|_| {
-        let _ = driver.module_unload(module);
+        // SAFETY: the module loaded above, unloaded once; no function of it is kept.
+        let _ = unsafe { driver.module_unload(module) };
     })
 }
 
 impl LoadedModule {
     pub(crate) fn release(&self, driver: &dyn Driver) {
-        let _ = driver.mem_free(self.scratch);
-        let _ = driver.module_unload(self.module);
+        // SAFETY: the scratch buffer and the module are this device's, released once (the
+        // system's drop takes them out of their slot), with the device's context current.
+        unsafe {
+            let _ = driver.mem_free(self.scratch);
+            let _ = driver.module_unload(self.module);
+        }
     }
+}
+
+/// Why a slice cannot be given to a 16-byte vector kernel.
+fn check_vectors(slices: &[DeviceSlice<'_>]) -> Result<()> {
+    if slices.iter().any(|s| s.len() % 16 != 0 || s.ptr().0 % 16 != 0) {
+        return Err(Error::InvalidArgument("16-byte kernels need 16-byte aligned addresses and lengths".into()));
+    }
+    Ok(())
 }
 
 impl Kernels<'_> {
@@ -198,113 +232,182 @@ impl Kernels<'_> {
         self.device
     }
 
+    /// Restores the caller's context and says whether that worked (dropping restores too,
+    /// silently).
+    pub fn finish(self) -> Result<()> {
+        self._current.exit()
+    }
+
     /// A grid just large enough for `items` (one item per thread), capped at a full GPU.
     pub fn shape_for(&self, items: u64) -> LaunchShape {
         let blocks = items.div_ceil(BLOCK as u64).clamp(1, self.loaded.max_grid as u64);
         LaunchShape { grid: blocks as u32, block: BLOCK }
     }
 
-    fn run(&self, function: Function, shape: LaunchShape, args: &[KernelArg]) -> Result<()> {
-        self.driver.launch_kernel(function, shape, Stream::LEGACY, args)?;
-        Ok(self.driver.stream_synchronize(Stream::LEGACY)?)
-    }
-
-    fn check_vectors(dst: DevicePtr, src: DevicePtr, bytes: u64) -> Result<()> {
-        if bytes % 16 != 0 || dst.0 % 16 != 0 || src.0 % 16 != 0 {
-            return Err(Error::InvalidArgument("16-byte kernels need 16-byte aligned addresses and length".into()));
+    /// The stream a launch goes on: the null stream, or `stream` if it is this device's.
+    fn stream(&self, stream: Option<&DeviceStream<'_>>) -> Result<Stream> {
+        match stream {
+            None => Ok(Stream::LEGACY),
+            Some(s) if s.device() == self.device => Ok(s.handle()),
+            Some(s) => Err(Error::InvalidArgument(format!(
+                "a stream of gpu{} given to gpu{}'s kernels",
+                s.device(),
+                self.device
+            ))),
         }
-        Ok(())
     }
 
-    /// `pp_fill`: `words` 32-bit words at `ptr` get `pattern(i, seed)`.
-    pub fn fill(&self, ptr: DevicePtr, words: u64, seed: u32) -> Result<()> {
-        let args = [KernelArg::Ptr(ptr), KernelArg::U64(words), KernelArg::U32(seed)];
-        self.run(self.loaded.fill, self.shape_for(words), &args)
+    /// Launches one of this device's kernels with arguments its launcher built.
+    fn launch(&self, function: Function, shape: LaunchShape, stream: Stream, args: &[KernelArg]) -> Result<()> {
+        // SAFETY: `function` is a kernel of this device's module, loaded while the system lives;
+        // `stream` is the null stream or a live stream of this device (`Kernels::stream`); each
+        // launcher passes its kernel's parameters in order, with addresses from slices whose
+        // bounds cover what the kernel writes.
+        Ok(unsafe { self.driver.launch_kernel(function, shape, stream, args) }?)
     }
 
-    /// `pp_check`: compares `words` words at `ptr` with `pattern(i, seed)`.
-    pub fn check(&self, ptr: DevicePtr, words: u64, seed: u32) -> Result<CheckResult> {
-        let scratch = self.loaded.scratch;
-        self.driver.memset_d32_async(scratch, 0, 2, Stream::LEGACY)?;
-        self.driver.memset_d32_async(scratch.offset(8), u32::MAX, 2, Stream::LEGACY)?;
-        let args = [KernelArg::Ptr(ptr), KernelArg::U64(words), KernelArg::U32(seed), KernelArg::Ptr(scratch)];
-        self.run(self.loaded.check, self.shape_for(words), &args)?;
+    fn synchronize(&self) -> Result<()> {
+        // SAFETY: the null stream of the context this value keeps current.
+        Ok(unsafe { self.driver.stream_synchronize(Stream::LEGACY) }?)
+    }
+
+    /// `pp_fill`: every 32-bit word `i` of `memory` gets `pattern(i, seed)`.
+    pub fn fill(&self, memory: DeviceSlice<'_>, seed: u32) -> Result<()> {
+        let words = memory.words();
+        let args = [KernelArg::Ptr(memory.ptr()), KernelArg::U64(words), KernelArg::U32(seed)];
+        self.launch(self.loaded.fill, self.shape_for(words), Stream::LEGACY, &args)?;
+        self.synchronize()
+    }
+
+    /// `pp_check`: compares every 32-bit word `i` of `memory` with `pattern(i, seed)`.
+    pub fn check(&self, memory: DeviceSlice<'_>, seed: u32) -> Result<CheckResult> {
+        let (scratch, words) = (self.loaded.scratch, memory.words());
+        // SAFETY: `scratch` is this device's 16-byte result buffer, live while the system is.
+        unsafe {
+            self.driver.memset_d32_async(scratch, 0, 2, Stream::LEGACY)?;
+            self.driver.memset_d32_async(scratch.offset(8), u32::MAX, 2, Stream::LEGACY)?;
+        }
+        let args = [KernelArg::Ptr(memory.ptr()), KernelArg::U64(words), KernelArg::U32(seed), KernelArg::Ptr(scratch)];
+        self.launch(self.loaded.check, self.shape_for(words), Stream::LEGACY, &args)?;
+        self.synchronize()?;
         let mut out = [0u8; 16];
-        self.driver.memcpy_dtoh(&mut out, scratch)?;
+        // SAFETY: as above; 16 bytes.
+        unsafe { self.driver.memcpy_dtoh(&mut out, scratch) }?;
         let mismatches = u64::from_le_bytes(out[..8].try_into().expect("8 bytes"));
         let first = u64::from_le_bytes(out[8..].try_into().expect("8 bytes"));
         Ok(CheckResult { mismatches, first_mismatch: (mismatches > 0).then_some(first) })
     }
 
-    /// `pp_copy16`: `bytes` (a multiple of 16) from `src` to `dst` in 16-byte vectors.
-    pub fn copy16(&self, dst: DevicePtr, src: DevicePtr, bytes: u64) -> Result<()> {
-        self.copy16_on(Stream::LEGACY, dst, src, bytes, self.shape_for(bytes / 16))?;
-        Ok(self.driver.stream_synchronize(Stream::LEGACY)?)
+    /// `pp_copy16`: all of `src` to `dst` (equal lengths, multiples of 16) in 16-byte vectors.
+    pub fn copy16(&self, dst: DeviceSlice<'_>, src: DeviceSlice<'_>) -> Result<()> {
+        let shape = self.shape_for(src.len() / 16);
+        self.queue_copy16(None, dst, src, shape)?;
+        self.synchronize()
     }
 
     /// `pp_copy16` queued on `stream` with `shape`, not waited for (for timing with events).
     pub fn copy16_on(
         &self,
-        stream: Stream,
-        dst: DevicePtr,
-        src: DevicePtr,
-        bytes: u64,
+        stream: &DeviceStream<'_>,
+        dst: DeviceSlice<'_>,
+        src: DeviceSlice<'_>,
         shape: LaunchShape,
     ) -> Result<()> {
-        Self::check_vectors(dst, src, bytes)?;
-        let args = [KernelArg::Ptr(dst), KernelArg::Ptr(src), KernelArg::U64(bytes / 16)];
-        Ok(self.driver.launch_kernel(self.loaded.copy16, shape, stream, &args)?)
+        self.queue_copy16(Some(stream), dst, src, shape)
+    }
+
+    fn queue_copy16(
+        &self,
+        stream: Option<&DeviceStream<'_>>,
+        dst: DeviceSlice<'_>,
+        src: DeviceSlice<'_>,
+        shape: LaunchShape,
+    ) -> Result<()> {
+        check_vectors(&[dst, src])?;
+        if dst.len() != src.len() {
+            return Err(Error::InvalidArgument(format!("copy16 of {} bytes into {}", src.len(), dst.len())));
+        }
+        let args = [KernelArg::Ptr(dst.ptr()), KernelArg::Ptr(src.ptr()), KernelArg::U64(src.len() / 16)];
+        self.launch(self.loaded.copy16, shape, self.stream(stream)?, &args)
+    }
+
+    /// `pp_atomic_add_sys`: `shape`'s threads each add 1 to counter `thread % slots` of
+    /// `counters` (its whole 32-bit words), `reps` times, with system-scope atomics. Each counter
+    /// gains `threads / slots * reps` (give a thread count divisible by the slots for equal counts).
+    pub fn atomic_add_sys(&self, counters: DeviceSlice<'_>, reps: u32, shape: LaunchShape) -> Result<()> {
+        self.queue_atomic_add_sys(None, counters, reps, shape)?;
+        self.synchronize()
     }
 
     /// `pp_atomic_add_sys` queued on `stream`, not waited for (see [`Kernels::atomic_add_sys`]).
     pub fn atomic_add_sys_on(
         &self,
-        stream: Stream,
-        counters: DevicePtr,
-        slots: u64,
+        stream: &DeviceStream<'_>,
+        counters: DeviceSlice<'_>,
         reps: u32,
         shape: LaunchShape,
     ) -> Result<()> {
-        if slots == 0 || counters.0 % 4 != 0 {
-            return Err(Error::InvalidArgument("atomic_add_sys needs at least one aligned counter".into()));
-        }
-        let args = [KernelArg::Ptr(counters), KernelArg::U64(slots), KernelArg::U32(reps)];
-        Ok(self.driver.launch_kernel(self.loaded.atomic_add_sys, shape, stream, &args)?)
+        self.queue_atomic_add_sys(Some(stream), counters, reps, shape)
     }
 
-    /// `pp_read16` (or `pp_read16_nc`, through `ld.global.nc`) queued on `stream`: reads `bytes`
-    /// at `src` and writes nothing (unless a thread's fold equals `never`; `sink` must hold a
+    fn queue_atomic_add_sys(
+        &self,
+        stream: Option<&DeviceStream<'_>>,
+        counters: DeviceSlice<'_>,
+        reps: u32,
+        shape: LaunchShape,
+    ) -> Result<()> {
+        if counters.words() == 0 || counters.ptr().0 % 4 != 0 {
+            return Err(Error::InvalidArgument("atomic_add_sys needs at least one aligned counter".into()));
+        }
+        let args = [KernelArg::Ptr(counters.ptr()), KernelArg::U64(counters.words()), KernelArg::U32(reps)];
+        self.launch(self.loaded.atomic_add_sys, shape, self.stream(stream)?, &args)
+    }
+
+    /// `pp_read16` (or `pp_read16_nc`, through `ld.global.nc`) queued on `stream`: reads all of
+    /// `src` and writes nothing (unless a thread's fold equals a fixed value: `sink` must hold a
     /// word per thread of `shape`).
     pub fn read16_on(
         &self,
         path: LoadPath,
-        stream: Stream,
-        src: DevicePtr,
-        bytes: u64,
-        sink: DevicePtr,
+        stream: &DeviceStream<'_>,
+        src: DeviceSlice<'_>,
+        sink: DeviceSlice<'_>,
         shape: LaunchShape,
     ) -> Result<()> {
         let f = match path {
             LoadPath::Coherent => self.loaded.read16,
             LoadPath::NonCoherent => self.loaded.read16_nc,
         };
-        Self::check_vectors(src, src, bytes)?;
-        let args = [KernelArg::Ptr(src), KernelArg::U64(bytes / 16), KernelArg::Ptr(sink), KernelArg::U32(0x5EED_F00D)];
-        Ok(self.driver.launch_kernel(f, shape, stream, &args)?)
+        check_vectors(&[src])?;
+        let threads = shape.grid as u64 * shape.block as u64;
+        if sink.words() < threads {
+            return Err(Error::InvalidArgument(format!("a sink of {} words for {threads} threads", sink.words())));
+        }
+        let args = [
+            KernelArg::Ptr(src.ptr()),
+            KernelArg::U64(src.len() / 16),
+            KernelArg::Ptr(sink.ptr()),
+            KernelArg::U32(0x5EED_F00D),
+        ];
+        self.launch(f, shape, self.stream(Some(stream))?, &args)
     }
 
-    /// `pp_chase` queued on `stream`: one thread hops `steps` times through the index array at
-    /// `next` from index 0 and stores the last index at `out`.
-    pub fn chase_on(&self, stream: Stream, next: DevicePtr, steps: u64, out: DevicePtr) -> Result<()> {
-        let args = [KernelArg::Ptr(next), KernelArg::U64(steps), KernelArg::Ptr(out)];
-        Ok(self.driver.launch_kernel(self.loaded.chase, LaunchShape { grid: 1, block: 1 }, stream, &args)?)
-    }
-
-    /// `pp_atomic_add_sys`: `shape`'s threads each add 1 to `counters[thread % slots]`, `reps`
-    /// times, with system-scope atomics. Each counter gains `threads / slots * reps` (give a
-    /// thread count divisible by `slots` for equal counts).
-    pub fn atomic_add_sys(&self, counters: DevicePtr, slots: u64, reps: u32, shape: LaunchShape) -> Result<()> {
-        self.atomic_add_sys_on(Stream::LEGACY, counters, slots, reps, shape)?;
-        Ok(self.driver.stream_synchronize(Stream::LEGACY)?)
+    /// `pp_chase` queued on `stream`: one thread hops `steps` times through the index array
+    /// `next` from index 0 and stores the last index in the first word of `out`. The hops
+    /// follow the array's contents: an index past its end reads other memory (or faults) but
+    /// the kernel writes only `out`.
+    pub fn chase_on(
+        &self,
+        stream: &DeviceStream<'_>,
+        next: DeviceSlice<'_>,
+        steps: u64,
+        out: DeviceSlice<'_>,
+    ) -> Result<()> {
+        if next.words() == 0 || out.words() == 0 {
+            return Err(Error::InvalidArgument("pp_chase needs an index array and a result word".into()));
+        }
+        let args = [KernelArg::Ptr(next.ptr()), KernelArg::U64(steps), KernelArg::Ptr(out.ptr())];
+        self.launch(self.loaded.chase, LaunchShape { grid: 1, block: 1 }, self.stream(Some(stream))?, &args)
     }
 }

@@ -10,7 +10,9 @@ use std::marker::PhantomData;
 /// A borrowed pool handle and the device that owns the pool.
 ///
 /// The lifetime ties the handle to whatever keeps the pool alive: an [`OwnedPool`], or the
-/// [`System`] for a device's default or current pool. peerpool never destroys a pool through a
+/// [`System`] for a device's default or current pool (a current pool set and destroyed by code
+/// outside peerpool is that code's promise to keep), or the caller's promise
+/// ([`PoolRef::from_raw`], [`System::pool_of`]). peerpool never destroys a pool through a
 /// `PoolRef`. A handle supplied from outside ([`PoolRef::from_raw`]) is used as given: it must
 /// be the pool behind the allocations it is meant to vouch for, or a grant on it proves nothing
 /// about them.
@@ -89,44 +91,53 @@ impl OwnedPool {
     /// Resets every peer's access, then destroys the pool; reports what failed (and the drop
     /// then tries once more). Allocations still live are released by the driver once freed.
     pub fn destroy(mut self) -> Result<()> {
-        let result = destroy(&self.system, self.handle, self.owner);
-        self.destroyed = result.is_ok();
-        result
+        destroy(&self.system, self.handle, self.owner, &mut self.destroyed)
     }
 }
 
 impl Drop for OwnedPool {
     fn drop(&mut self) {
         if !self.destroyed {
-            let _ = destroy(&self.system, self.handle, self.owner);
+            let _ = destroy(&self.system, self.handle, self.owner, &mut self.destroyed);
         }
     }
 }
 
-fn destroy(system: &System, handle: Pool, owner: usize) -> Result<()> {
+/// Revokes the peers and destroys the pool; `destroyed` is set the moment the driver has
+/// destroyed it, whatever fails after (the handle must never reach the driver again).
+fn destroy(system: &System, handle: Pool, owner: usize, destroyed: &mut bool) -> Result<()> {
     let driver = system.driver();
-    let _current = system.enter(owner)?;
-    let mut revoke = Vec::new();
-    for device in 0..system.device_count() {
-        if device != owner && driver.mem_pool_get_access(handle, device as i32)? != Access::None {
-            revoke.push(AccessDesc { device: device as i32, access: Access::None });
+    system.within(owner, || {
+        let mut revoke = Vec::new();
+        for device in 0..system.device_count() {
+            // SAFETY: the pool is the `OwnedPool`'s, not yet destroyed.
+            if device != owner && unsafe { driver.mem_pool_get_access(handle, device as i32) }? != Access::None {
+                revoke.push(AccessDesc { device: device as i32, access: Access::None });
+            }
         }
-    }
-    if !revoke.is_empty() {
-        driver.mem_pool_set_access(handle, &revoke)?;
-    }
-    driver.mem_pool_destroy(handle)?;
-    Ok(())
+        if !revoke.is_empty() {
+            // SAFETY: as above.
+            unsafe { driver.mem_pool_set_access(handle, &revoke) }?;
+        }
+        // SAFETY: as above; it is marked destroyed the moment this succeeds, and a `PoolRef`
+        // borrowing it cannot outlive it.
+        unsafe { driver.mem_pool_destroy(handle) }?;
+        *destroyed = true;
+        Ok(())
+    })
 }
 
 impl System {
     /// Creates a pinned device pool on `owner` (`cuMemPoolCreate`), in its primary context.
     pub fn create_pool(&self, owner: usize, options: PoolOptions) -> Result<OwnedPool> {
         let device = self.check_device(owner)?;
-        let _current = self.enter(owner)?;
         let props = PoolProps { device, handle_types: options.handle_types, max_size: options.max_size };
-        let handle = self.driver().mem_pool_create(&props)?;
-        Ok(OwnedPool { system: self.clone(), handle, owner, destroyed: false })
+        // Owned inside the context: if restoring the caller's context fails, the drop destroys
+        // the new pool rather than leak it.
+        self.within(owner, || {
+            let handle = self.driver().mem_pool_create(&props)?;
+            Ok(OwnedPool { system: self.clone(), handle, owner, destroyed: false })
+        })
     }
 
     /// The device's default pool (`cuDeviceGetDefaultMemPool`).
@@ -147,9 +158,22 @@ impl System {
     /// owner from `CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL`. `None` when the memory is not from a
     /// pool (`cuMemAlloc`, virtual-memory mappings) or the driver does not know the address.
     ///
-    /// The borrow is tied to the system; the pool must outlive its use, which peerpool cannot
-    /// check for an address.
-    pub fn pool_of(&self, ptr: DevicePtr) -> Result<Option<PoolRef<'_>>> {
+    /// # Safety
+    /// The pool found must stay alive (not destroyed) for as long as the returned borrow is
+    /// used: peerpool cannot tell from an address who owns the pool or when it goes. An
+    /// allocation keeps its memory, not its pool, alive, so this cannot be safe:
+    /// ```compile_fail,E0133
+    /// # use peerpool::{PoolOptions, System};
+    /// # fn f(system: &System) -> peerpool::Result<()> {
+    /// let pool = system.create_pool(0, PoolOptions::default())?;
+    /// let memory = system.alloc(pool.as_ref(), 4096)?;
+    /// let found = system.pool_of(memory.ptr())?.unwrap(); // error: call to unsafe function
+    /// drop(pool); // destroys the pool while `found` still names it
+    /// let _ = system.grant(found, 0, 1);
+    /// # Ok(()) }
+    /// ```
+    /// (It compiles with `unsafe { system.pool_of(memory.ptr()) }` and the promise kept.)
+    pub unsafe fn pool_of(&self, ptr: DevicePtr) -> Result<Option<PoolRef<'_>>> {
         let driver = self.driver();
         let handle = match driver.pointer_get_attribute(ptr, PointerAttribute::MempoolHandle) {
             Ok(0) => return Ok(None),
@@ -165,7 +189,8 @@ impl System {
     /// A pool's access for one device (`cuMemPoolGetAccess`).
     pub fn pool_access(&self, pool: PoolRef<'_>, device: usize) -> Result<Access> {
         let ordinal = self.check_device(device)?;
-        Ok(self.driver().mem_pool_get_access(pool.handle(), ordinal)?)
+        // SAFETY: a `PoolRef` is live for its lifetime.
+        Ok(unsafe { self.driver().mem_pool_get_access(pool.handle(), ordinal) }?)
     }
 
     /// A pool's access for every device, indexed by ordinal.

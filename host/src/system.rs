@@ -1,7 +1,7 @@
 //! [`System`]: one driver, its devices, and the per-device state peerpool keeps
 //! (the retained primary context, the loaded kernel module, a small scratch buffer).
 
-use crate::context::CurrentContext;
+use crate::context::{CurrentContext, leave};
 use crate::driver::{CudaDriver, Driver};
 use crate::error::{Error, Result};
 use crate::grant::Evidence;
@@ -75,12 +75,21 @@ impl System {
         }
     }
 
-    /// Makes `ordinal`'s primary context current on this thread until the guard drops, which
-    /// restores whatever was current before (also on every error path).
+    /// Makes `ordinal`'s primary context current on this thread until the guard exits or
+    /// drops, which restores whatever was current before (also on every error path).
     pub fn enter(&self, ordinal: usize) -> Result<CurrentContext<'_>> {
         let device = self.check_device(ordinal)?;
         let context = self.primary_context(ordinal, device)?;
-        CurrentContext::enter(self.inner.driver.as_ref(), context)
+        // SAFETY: the primary context stays retained until this system drops, and the guard
+        // borrows the system.
+        unsafe { CurrentContext::enter(self.inner.driver.as_ref(), context) }
+    }
+
+    /// Runs `f` with `ordinal`'s primary context current, then restores the caller's; when `f`
+    /// succeeds but the restore fails, the restore's error is the result.
+    pub(crate) fn within<T, E: From<Error>>(&self, ordinal: usize, f: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
+        let guard = self.enter(ordinal)?;
+        leave(guard, f())
     }
 
     /// The primary context of a device, retained on first use and kept until the system drops.
@@ -113,12 +122,15 @@ impl Drop for Inner {
             let context = *slot.context.get_mut().unwrap_or_else(|e| e.into_inner());
             let module = slot.module.get_mut().unwrap_or_else(|e| e.into_inner()).take();
             if let (Some(context), Some(module)) = (context, module)
-                && let Ok(_guard) = CurrentContext::enter(driver, context)
+                // SAFETY: the context is still retained: it is released just below.
+                && let Ok(_guard) = unsafe { CurrentContext::enter(driver, context) }
             {
                 module.release(driver);
             }
             if context.is_some() {
-                let _ = driver.primary_ctx_release(ordinal as i32);
+                // SAFETY: the one retain this system made, released once; nothing of the system
+                // that used the context is left.
+                let _ = unsafe { driver.primary_ctx_release(ordinal as i32) };
             }
         }
     }

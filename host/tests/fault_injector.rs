@@ -1,6 +1,9 @@
 #![allow(unused_unsafe)] // the calls marked safe in the table are called like the others
 //! The fault injector: Nth-call and every-call rules, prefixes, stickiness, reset and re-arm,
 //! the recorded call list, seeded random plans, and call names that are the real driver's.
+//
+// SAFETY (every `unsafe` block below): the driver is a simulator, or a fault injector over
+// one, which checks every handle, range and argument list itself.
 
 use peerpool::driver::*;
 use peerpool::fault::{FaultInjector, FaultPlan, Rule, When};
@@ -24,12 +27,16 @@ fn rw(device: i32) -> [AccessDesc; 1] {
 fn nth_rule_fails_exactly_that_call_and_applies_nothing() {
     let (_, d) = injector(FaultPlan::new().with(Rule::nth("cuMemPoolSetAccess", 2, INVALID)));
     let pool = d.device_get_default_mem_pool(0).unwrap();
-    d.mem_pool_set_access(pool, &[]).unwrap();
-    let error = d.mem_pool_set_access(pool, &rw(1)).unwrap_err();
+    unsafe { d.mem_pool_set_access(pool, &[]) }.unwrap();
+    let error = unsafe { d.mem_pool_set_access(pool, &rw(1)) }.unwrap_err();
     assert_eq!(error, CudaError { call: "cuMemPoolSetAccess", code: INVALID, sticky: false });
-    assert_eq!(d.mem_pool_get_access(pool, 1).unwrap(), Access::None, "the failed call never reached the driver");
-    d.mem_pool_set_access(pool, &rw(1)).unwrap();
-    assert_eq!(d.mem_pool_get_access(pool, 1).unwrap(), Access::ReadWrite);
+    assert_eq!(
+        unsafe { d.mem_pool_get_access(pool, 1) }.unwrap(),
+        Access::None,
+        "the failed call never reached the driver"
+    );
+    unsafe { d.mem_pool_set_access(pool, &rw(1)) }.unwrap();
+    assert_eq!(unsafe { d.mem_pool_get_access(pool, 1) }.unwrap(), Access::ReadWrite);
     let injected = d.injected();
     assert_eq!(injected.len(), 1);
     assert_eq!((injected[0].call, injected[0].nth, injected[0].sticky), ("cuMemPoolSetAccess", 2, false));
@@ -56,12 +63,12 @@ fn a_sticky_rule_kills_every_later_call_until_reset() {
     let (_, d) =
         injector(FaultPlan::new().with(Rule::nth("cuStreamSynchronize", 1, CUresult::CUDA_ERROR_ILLEGAL_ADDRESS)));
     assert!(matches!(d.ctx_get_current(), Ok(None)));
-    let error = d.stream_synchronize(Stream::LEGACY).unwrap_err();
+    let error = unsafe { d.stream_synchronize(Stream::LEGACY) }.unwrap_err();
     assert!(error.sticky);
     for error in [
         d.device_get_count().unwrap_err(),
         d.module_load_data(ModuleImage::Ptx(ptx_image())).unwrap_err(),
-        d.mem_pool_get_access(Pool(1), 0).unwrap_err(),
+        unsafe { d.mem_pool_get_access(Pool(1), 0) }.unwrap_err(),
     ] {
         assert!(error.sticky && error.code == CUresult::CUDA_ERROR_ILLEGAL_ADDRESS, "{error}");
     }
@@ -71,7 +78,7 @@ fn a_sticky_rule_kills_every_later_call_until_reset() {
     assert_eq!(d.calls(), Vec::<&str>::new());
     assert_eq!(d.device_get_count().unwrap(), 2);
     // Re-armed: the first synchronise after the reset fails again.
-    assert!(d.stream_synchronize(Stream::LEGACY).unwrap_err().sticky);
+    assert!(unsafe { d.stream_synchronize(Stream::LEGACY) }.unwrap_err().sticky);
 }
 
 #[test]
@@ -213,7 +220,7 @@ fn a_dead_sim_names_each_call_as_the_injector_does() {
     let system = System::with_driver(sim.clone()).unwrap();
     let pool = system.create_pool(0, PoolOptions::default()).unwrap();
     let memory = system.alloc(pool.as_ref(), 4096).unwrap();
-    assert!(system.kernels(1).unwrap().fill(memory.ptr(), 1024, 1).unwrap_err().is_sticky());
+    assert!(system.kernels(1).unwrap().fill(memory.words(1024).unwrap(), 1).unwrap_err().is_sticky());
     let d = FaultInjector::new(sim);
     let errors = call_every_method(&d);
     let names = d.calls();
@@ -244,7 +251,7 @@ fn the_sim_names_bad_ordinals_as_cu_device_get() {
 fn times_cover_the_calls_that_reached_the_driver_and_clear_on_reset() {
     let (_, d) = injector(FaultPlan::new().with(Rule::nth("cuMemPoolSetAccess", 1, INVALID)));
     let pool = d.device_get_default_mem_pool(0).unwrap();
-    assert!(d.mem_pool_set_access(pool, &rw(1)).is_err());
+    assert!(unsafe { d.mem_pool_set_access(pool, &rw(1)) }.is_err());
     d.device_get_count().unwrap();
     let times = d.times();
     let names: BTreeSet<_> = times.keys().copied().collect();

@@ -1,5 +1,8 @@
 //! The grant engine on simulated topologies (no GPU needed): every typed outcome, scope, set
 //! semantics, side effects and the caller's context, on the machines the catalog describes.
+//
+// SAFETY (every `unsafe` block below): the driver is a simulator, or a fault injector over
+// one, which checks every handle, range and argument list itself.
 
 use peerpool::driver::{Access, AccessDesc, Driver, PoolProps};
 use peerpool::{Direction, Grant, GrantError, Method, PoolOptions, PoolRef, Revoke, Stage, System};
@@ -171,7 +174,7 @@ fn the_callers_context_is_restored_on_every_path() {
     let driver = sys.driver().clone();
     let contexts = [None, Some(driver.primary_ctx_retain(0).unwrap()), Some(driver.primary_ctx_retain(1).unwrap())];
     for caller in contexts {
-        driver.ctx_set_current(caller).unwrap();
+        unsafe { driver.ctx_set_current(caller) }.unwrap();
         sys.forget_evidence();
         sys.grant(pool.as_ref(), 0, 1).unwrap();
         assert_eq!(driver.ctx_get_current().unwrap(), caller, "after a verifying grant");
@@ -204,10 +207,10 @@ fn a_revoked_accessor_faults_and_the_fault_is_sticky() {
     let pool = sys.create_pool(0, PoolOptions::default()).unwrap();
     let memory = sys.alloc(pool.as_ref(), 4096).unwrap();
     sys.grant(pool.as_ref(), 0, 1).unwrap();
-    sys.kernels(0).unwrap().fill(memory.ptr(), 1024, 3).unwrap();
-    assert!(sys.kernels(1).unwrap().check(memory.ptr(), 1024, 3).unwrap().is_clean());
+    sys.kernels(0).unwrap().fill(memory.words(1024).unwrap(), 3).unwrap();
+    assert!(sys.kernels(1).unwrap().check(memory.words(1024).unwrap(), 3).unwrap().is_clean());
     sys.revoke(pool.as_ref(), 0, 1).unwrap();
-    let e = sys.kernels(1).and_then(|k| k.check(memory.ptr(), 1024, 3)).unwrap_err();
+    let e = sys.kernels(1).and_then(|k| k.check(memory.words(1024)?, 3)).unwrap_err();
     assert!(e.is_sticky() && e.cuda().unwrap().code_name() == "CUDA_ERROR_ILLEGAL_ADDRESS", "{e}");
     assert!(sim.sticky_error().is_some());
     let later = sys.grant(pool.as_ref(), 0, 1).unwrap_err();
@@ -222,12 +225,12 @@ fn owned_pools_reset_access_so_recycled_handles_come_back_clean() {
     let raw: &dyn Driver = sim.as_ref();
     let props = PoolProps { device: 0, ..PoolProps::default() };
     let leaky = raw.mem_pool_create(&props).unwrap();
-    raw.mem_pool_set_access(leaky, &[AccessDesc { device: 1, access: Access::ReadWrite }]).unwrap();
-    raw.mem_pool_destroy(leaky).unwrap();
+    unsafe { raw.mem_pool_set_access(leaky, &[AccessDesc { device: 1, access: Access::ReadWrite }]) }.unwrap();
+    unsafe { raw.mem_pool_destroy(leaky) }.unwrap();
     let reused = raw.mem_pool_create(&props).unwrap();
     assert_eq!(reused, leaky, "the bug: same handle");
-    assert_eq!(raw.mem_pool_get_access(reused, 1), Ok(Access::ReadWrite), "the bug: stale access");
-    raw.mem_pool_destroy(reused).unwrap();
+    assert_eq!(unsafe { raw.mem_pool_get_access(reused, 1) }, Ok(Access::ReadWrite), "the bug: stale access");
+    unsafe { raw.mem_pool_destroy(reused) }.unwrap();
     // peerpool's owned pools revoke before destroying, so the recycled handle starts clean.
     let sys = System::with_driver(sim.clone()).unwrap();
     let pool = sys.create_pool(0, PoolOptions::default()).unwrap();
@@ -244,14 +247,14 @@ fn pool_handles_are_found_from_pointers() {
     let (sys, _) = system(Topology::two_h200());
     let pool = sys.create_pool(1, PoolOptions::default()).unwrap();
     let memory = sys.alloc(pool.as_ref(), 8192).unwrap();
-    assert_eq!(sys.pool_of(memory.ptr()).unwrap(), Some(pool.as_ref()));
-    assert_eq!(sys.pool_of(memory.ptr().offset(4000)).unwrap(), Some(pool.as_ref()), "interior pointer");
+    assert_eq!(unsafe { sys.pool_of(memory.ptr()) }.unwrap(), Some(pool.as_ref()));
+    assert_eq!(unsafe { sys.pool_of(memory.ptr().offset(4000)) }.unwrap(), Some(pool.as_ref()), "interior pointer");
     let default = sys.alloc(sys.default_pool(0).unwrap(), 64).unwrap();
-    assert_eq!(sys.pool_of(default.ptr()).unwrap(), Some(sys.default_pool(0).unwrap()));
+    assert_eq!(unsafe { sys.pool_of(default.ptr()) }.unwrap(), Some(sys.default_pool(0).unwrap()));
     let legacy = sys.alloc_legacy(0, 64).unwrap();
-    assert_eq!(sys.pool_of(legacy.ptr()).unwrap(), None, "cuMemAlloc memory");
-    assert_eq!(sys.pool_of(peerpool::DevicePtr(0x1000)).unwrap(), None, "not device memory");
-    let found = sys.pool_of(memory.ptr()).unwrap().unwrap();
+    assert_eq!(unsafe { sys.pool_of(legacy.ptr()) }.unwrap(), None, "cuMemAlloc memory");
+    assert_eq!(unsafe { sys.pool_of(peerpool::DevicePtr(0x1000)) }.unwrap(), None, "not device memory");
+    let found = unsafe { sys.pool_of(memory.ptr()) }.unwrap().unwrap();
     sys.grant(found, 1, 0).unwrap();
     assert_eq!(access(&sys, pool.as_ref(), 0), Access::ReadWrite, "a grant through the found handle");
 }
@@ -260,10 +263,10 @@ fn pool_handles_are_found_from_pointers() {
 fn the_current_pool_is_not_the_pool_granted() {
     let (sys, _) = system(Topology::two_h200());
     let pool = sys.create_pool(0, PoolOptions::default()).unwrap();
-    sys.driver().device_set_mem_pool(0, pool.handle()).unwrap();
+    unsafe { sys.driver().device_set_mem_pool(0, pool.handle()) }.unwrap();
     assert_eq!(sys.current_pool(0).unwrap(), pool.as_ref());
     let other = sys.create_pool(0, PoolOptions::default()).unwrap();
     sys.grant(other.as_ref(), 0, 1).unwrap();
     assert_eq!(access(&sys, pool.as_ref(), 1), Access::None, "the current pool is not touched");
-    sys.driver().device_set_mem_pool(0, sys.default_pool(0).unwrap().handle()).unwrap();
+    unsafe { sys.driver().device_set_mem_pool(0, sys.default_pool(0).unwrap().handle()) }.unwrap();
 }

@@ -5,7 +5,7 @@
 
 mod ipc_support;
 
-use ipc_support::{BYTES, FABRIC, FD, Process, STAGED, WORDS, channel, host_sees, leak_checked};
+use ipc_support::{BYTES, FABRIC, FD, Process, STAGED, WORDS, bytes, channel, host_sees, leak_checked, words};
 use peerpool::driver::{DevicePtr, HandleTypes, ShareHandle};
 use peerpool::ipc::{ImportKind, NoExport, ShareError, ShareRequest, SharingError, SharingPath};
 use peerpool::{CUresult, Grant, PoolOptions};
@@ -44,7 +44,7 @@ fn provenance_picks_the_path_for_each_kind_of_memory() {
     assert_eq!(path(private_vm.ptr(), FD), no_path(NoExport::PrivateVirtualMemory, ShareHandle::PosixFd));
 
     assert_eq!(path(DevicePtr(0x1000), STAGED), Err(ShareError::NoPath(SharingError::NotDeviceMemory)));
-    assert!(matches!(s.export(DevicePtr(0x1000), 16, STAGED), Err(ShareError::NoPath(_))));
+    assert!(matches!(s.export(bytes(DevicePtr(0x1000), 16), STAGED), Err(ShareError::NoPath(_))));
 }
 
 #[test]
@@ -54,7 +54,7 @@ fn legacy_ipc_refuses_pool_memory_and_opens_cu_mem_alloc_memory() {
         let (_pool, pool_memory) = exporter.filled_pool(0, 1);
         let default = exporter.system.alloc(exporter.system.default_pool(0).unwrap(), 4096).unwrap();
         let legacy = exporter.system.alloc_legacy(0, BYTES).unwrap();
-        let driver = exporter.system.driver();
+        let driver = &exporter.sim;
         {
             let _current = exporter.system.enter(0).unwrap();
             for ptr in [pool_memory.ptr(), default.ptr()] {
@@ -64,7 +64,7 @@ fn legacy_ipc_refuses_pool_memory_and_opens_cu_mem_alloc_memory() {
             driver.ipc_get_mem_handle(legacy.ptr()).unwrap();
         }
         // Through the API, the legacy path is chosen by itself.
-        exporter.system.kernels(0).unwrap().fill(legacy.ptr(), WORDS, 71).unwrap();
+        exporter.system.kernels(0).unwrap().fill(legacy.words(WORDS).unwrap(), 71).unwrap();
         let exported = exporter.system.export_allocation(&legacy, FD).unwrap();
         assert_eq!(exported.path(), SharingPath::LegacyIpc);
         assert!(exported.fd().is_none());
@@ -73,8 +73,8 @@ fn legacy_ipc_refuses_pool_memory_and_opens_cu_mem_alloc_memory() {
         let mut imported = importer.system.import(&b, &[]).unwrap();
         assert_eq!((imported.kind(), imported.owner()), (ImportKind::Legacy, 0));
         let ptr = imported.ptr().unwrap();
-        assert!(importer.system.kernels(0).unwrap().check(ptr, WORDS, 71).unwrap().is_clean());
-        importer.system.kernels(0).unwrap().fill(ptr, WORDS, 72).unwrap();
+        assert!(importer.system.kernels(0).unwrap().check(words(ptr, WORDS), 71).unwrap().is_clean());
+        importer.system.kernels(0).unwrap().fill(words(ptr, WORDS), 72).unwrap();
         assert!(host_sees(&legacy.read_words(128).unwrap(), 72), "the exporter sees the importer's writes");
         assert_eq!(imported.grant(0), Ok(Grant::OwnerAccess));
         assert_eq!(imported.grant(1), Err(ShareError::LegacyNotGrantable { owner: 0, accessor: 1 }));
@@ -103,12 +103,12 @@ fn an_interior_legacy_range_travels_with_its_offset() {
         let (exporter, importer) = (Process::new(), Process::new());
         let legacy = exporter.system.alloc_legacy(1, BYTES).unwrap();
         let inner = legacy.ptr().offset(1024);
-        exporter.system.kernels(1).unwrap().fill(inner, 256, 81).unwrap();
+        exporter.system.kernels(1).unwrap().fill(words(inner, 256), 81).unwrap();
         let (a, b) = channel();
-        exporter.system.export(inner, 1024, FD).unwrap().send(&a).unwrap();
+        exporter.system.export(bytes(inner, 1024), FD).unwrap().send(&a).unwrap();
         let imported = importer.system.import(&b, &[]).unwrap();
         assert_eq!((imported.owner(), imported.len()), (1, 1024));
-        assert!(importer.system.kernels(1).unwrap().check(imported.ptr().unwrap(), 256, 81).unwrap().is_clean());
+        assert!(importer.system.kernels(1).unwrap().check(words(imported.ptr().unwrap(), 256), 81).unwrap().is_clean());
     });
 }
 
@@ -117,7 +117,7 @@ fn a_staged_copy_is_shared_when_the_memory_itself_cannot_be() {
     leak_checked(|| {
         let (exporter, importer) = (Process::new(), Process::new());
         let default = exporter.system.alloc(exporter.system.default_pool(0).unwrap(), BYTES).unwrap();
-        exporter.system.kernels(0).unwrap().fill(default.ptr(), WORDS, 91).unwrap();
+        exporter.system.kernels(0).unwrap().fill(default.words(WORDS).unwrap(), 91).unwrap();
         let pools = exporter.stats().pools;
         let exported = exporter.system.export_allocation(&default, STAGED).unwrap();
         assert!(matches!(exported.path(), SharingPath::StagedCopy { why: NoExport::PrivatePool, .. }));
@@ -128,9 +128,9 @@ fn a_staged_copy_is_shared_when_the_memory_itself_cannot_be() {
         let imported = importer.system.import(&b, &[1]).unwrap();
         assert!(imported.is_staged_copy());
         let ptr = imported.ptr().unwrap();
-        assert!(importer.system.kernels(1).unwrap().check(ptr, WORDS, 91).unwrap().is_clean());
+        assert!(importer.system.kernels(1).unwrap().check(words(ptr, WORDS), 91).unwrap().is_clean());
         // The importer writes the copy, not the original.
-        importer.system.kernels(1).unwrap().fill(ptr, WORDS, 92).unwrap();
+        importer.system.kernels(1).unwrap().fill(words(ptr, WORDS), 92).unwrap();
         assert!(host_sees(&copy.read_words(64).unwrap(), 92));
         assert!(host_sees(&default.read_words(64).unwrap(), 91));
         drop(imported);
@@ -144,7 +144,7 @@ fn legacy_and_private_virtual_memory_are_staged_for_fabric_and_fd() {
     leak_checked(|| {
         let (exporter, importer) = (Process::new(), Process::new());
         let legacy = exporter.system.alloc_legacy(0, BYTES).unwrap();
-        exporter.system.kernels(0).unwrap().fill(legacy.ptr(), WORDS, 93).unwrap();
+        exporter.system.kernels(0).unwrap().fill(legacy.words(WORDS).unwrap(), 93).unwrap();
         let fabric = ShareRequest { handle: ShareHandle::Fabric, allow_staging: true };
         let exported = exporter.system.export_allocation(&legacy, fabric).unwrap();
         assert!(matches!(exported.path(), SharingPath::StagedCopy { why: NoExport::LegacyOnly, .. }));
@@ -152,15 +152,19 @@ fn legacy_and_private_virtual_memory_are_staged_for_fabric_and_fd() {
         let (a, b) = channel();
         exported.send(&a).unwrap();
         let imported = importer.system.import(&b, &[]).unwrap();
-        assert!(importer.system.kernels(0).unwrap().check(imported.ptr().unwrap(), WORDS, 93).unwrap().is_clean());
+        assert!(
+            importer.system.kernels(0).unwrap().check(words(imported.ptr().unwrap(), WORDS), 93).unwrap().is_clean()
+        );
 
         let private = exporter.system.alloc_virtual(1, BYTES, HandleTypes::NONE).unwrap();
-        exporter.system.kernels(1).unwrap().fill(private.ptr(), WORDS, 94).unwrap();
-        let exported = exporter.system.export(private.ptr(), BYTES, STAGED).unwrap();
+        exporter.system.kernels(1).unwrap().fill(private.as_slice(), 94).unwrap();
+        let exported = exporter.system.export(bytes(private.ptr(), BYTES), STAGED).unwrap();
         assert!(matches!(exported.path(), SharingPath::StagedCopy { why: NoExport::PrivateVirtualMemory, .. }));
         exported.send(&a).unwrap();
         let imported = importer.system.import(&b, &[0]).unwrap();
         assert_eq!(imported.owner(), 1);
-        assert!(importer.system.kernels(0).unwrap().check(imported.ptr().unwrap(), WORDS, 94).unwrap().is_clean());
+        assert!(
+            importer.system.kernels(0).unwrap().check(words(imported.ptr().unwrap(), WORDS), 94).unwrap().is_clean()
+        );
     });
 }

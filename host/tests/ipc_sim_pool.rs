@@ -5,7 +5,7 @@
 
 mod ipc_support;
 
-use ipc_support::{BYTES, FABRIC, FD, Process, WORDS, channel, host_sees, leak_checked};
+use ipc_support::{BYTES, FABRIC, FD, Process, WORDS, channel, host_sees, leak_checked, words};
 use peerpool::driver::{Access, HandleTypes, PointerAttribute, ShareHandle, Stream};
 use peerpool::ipc::{ImportKind, ShareError, SharingPath};
 use peerpool::{BLOCK, CUresult, Grant, PoolOptions};
@@ -25,14 +25,14 @@ fn importer_kernels_on_owner_and_peer_read_write_and_add() {
         let ptr = imported.ptr().unwrap();
 
         // Reads on both of the importer's GPUs see the exporter's bytes.
-        assert!(importer.system.kernels(0).unwrap().check(ptr, WORDS, 11).unwrap().is_clean());
-        assert!(importer.system.kernels(1).unwrap().check(ptr, WORDS, 11).unwrap().is_clean());
+        assert!(importer.system.kernels(0).unwrap().check(words(ptr, WORDS), 11).unwrap().is_clean());
+        assert!(importer.system.kernels(1).unwrap().check(words(ptr, WORDS), 11).unwrap().is_clean());
         // The peer GPU's writes reach the exporter, through its own kernel and the host.
-        importer.system.kernels(1).unwrap().fill(ptr, WORDS, 12).unwrap();
-        assert!(exporter.system.kernels(0).unwrap().check(memory.ptr(), WORDS, 12).unwrap().is_clean());
+        importer.system.kernels(1).unwrap().fill(words(ptr, WORDS), 12).unwrap();
+        assert!(exporter.system.kernels(0).unwrap().check(memory.words(WORDS).unwrap(), 12).unwrap().is_clean());
         assert!(host_sees(&memory.read_words(256).unwrap(), 12));
         // And the owner GPU's writes in the importer too.
-        importer.system.kernels(0).unwrap().fill(ptr, WORDS, 13).unwrap();
+        importer.system.kernels(0).unwrap().fill(words(ptr, WORDS), 13).unwrap();
         assert!(host_sees(&memory.read_words(256).unwrap(), 13));
 
         // System-scope atomics from three places at once: both importer GPUs and the exporter.
@@ -41,9 +41,11 @@ fn importer_kernels_on_owner_and_peer_read_write_and_add() {
         let shape = peerpool::driver::LaunchShape { grid: 8, block: BLOCK };
         let reps = 50u32;
         std::thread::scope(|s| {
-            let peer = s.spawn(|| importer.system.kernels(1)?.atomic_add_sys(ptr, slots, reps, shape));
-            let there = s.spawn(|| exporter.system.kernels(0)?.atomic_add_sys(memory.ptr(), slots, reps, shape));
-            importer.system.kernels(0).unwrap().atomic_add_sys(ptr, slots, reps, shape).unwrap();
+            let peer =
+                s.spawn(|| importer.system.with_kernels(1, |k| k.atomic_add_sys(words(ptr, slots), reps, shape)));
+            let there =
+                s.spawn(|| exporter.system.with_kernels(0, |k| k.atomic_add_sys(memory.words(slots)?, reps, shape)));
+            importer.system.kernels(0).unwrap().atomic_add_sys(words(ptr, slots), reps, shape).unwrap();
             peer.join().unwrap().unwrap();
             there.join().unwrap().unwrap();
         });
@@ -62,7 +64,7 @@ fn imported_pointer_has_the_importers_pool_and_the_pools_handle_types() {
         exporter.system.export_allocation(&memory, FD).unwrap().send(&a).unwrap();
         let imported = importer.system.import(&b, &[]).unwrap();
         let ptr = imported.ptr().unwrap();
-        let attribute = |a| importer.system.driver().pointer_get_attribute(ptr, a).unwrap();
+        let attribute = |a| importer.sim.pointer_get_attribute(ptr, a).unwrap();
         let imported_pool = attribute(PointerAttribute::MempoolHandle);
         let defaults = [0, 1].map(|d| importer.system.default_pool(d).unwrap().handle().0);
         assert!(imported_pool != 0 && !defaults.contains(&imported_pool), "a new pool of the importer's own");
@@ -84,23 +86,24 @@ fn access_does_not_travel_and_an_ungranted_importer_faults_on_the_peer() {
         exporter.system.export_allocation(&memory, FD).unwrap().send(&a).unwrap();
         let mut imported = importer.system.import(&b, &[]).unwrap();
         let ptr = imported.ptr().unwrap();
-        let there = importer.system.pool_of(ptr).unwrap().unwrap();
+        // SAFETY: the imported pool lives until `imported` closes, after this borrow.
+        let there = unsafe { importer.system.pool_of(ptr) }.unwrap().unwrap();
         assert_eq!(importer.system.pool_access_table(there).unwrap(), vec![Access::ReadWrite, Access::None]);
 
         // A copy of the importer dies probing the peer GPU; the importer itself lives on.
         let probe = importer.fork();
-        let error = probe.system.kernels(1).unwrap().check(ptr, WORDS, 21).unwrap_err();
+        let error = probe.system.kernels(1).unwrap().check(words(ptr, WORDS), 21).unwrap_err();
         assert!(error.is_sticky(), "{error}");
         assert_eq!(probe.sim.sticky_error(), Some(CUresult::CUDA_ERROR_ILLEGAL_ADDRESS));
         drop(probe);
-        assert!(importer.system.kernels(0).unwrap().check(ptr, WORDS, 21).unwrap().is_clean());
+        assert!(importer.system.kernels(0).unwrap().check(words(ptr, WORDS), 21).unwrap().is_clean());
 
         // Granting through the grant engine: typed outcomes, then the peer reads.
         assert_eq!(imported.grant(1).unwrap(), Grant::Granted { previous: Access::None });
         assert!(importer.system.evidence(0, 1).is_some(), "the importer verified the pair itself");
         assert_eq!(imported.grant(1).unwrap(), Grant::AlreadyGranted);
         assert_eq!(imported.grant(0).unwrap(), Grant::OwnerAccess);
-        assert!(importer.system.kernels(1).unwrap().check(ptr, WORDS, 21).unwrap().is_clean());
+        assert!(importer.system.kernels(1).unwrap().check(words(ptr, WORDS), 21).unwrap().is_clean());
         // The importer's grant does not reach the exporter's table either.
         exporter.system.revoke(pool.as_ref(), 0, 1).unwrap();
         assert_eq!(importer.system.pool_access(there, 1).unwrap(), Access::ReadWrite);
@@ -114,13 +117,15 @@ fn fabric_pool_offers_travel_without_fds() {
         let options = PoolOptions { handle_types: HandleTypes::FABRIC, max_size: 0 };
         let pool = exporter.system.create_pool(0, options).unwrap();
         let memory = exporter.system.alloc(pool.as_ref(), BYTES).unwrap();
-        exporter.system.kernels(0).unwrap().fill(memory.ptr(), WORDS, 5).unwrap();
+        exporter.system.kernels(0).unwrap().fill(memory.words(WORDS).unwrap(), 5).unwrap();
         let exported = exporter.system.export_allocation(&memory, FABRIC).unwrap();
         assert!(exported.fd().is_none() && exported.offer().fabric.is_some());
         let (a, b) = channel();
         exported.send(&a).unwrap();
         let imported = importer.system.import(&b, &[1]).unwrap();
-        assert!(importer.system.kernels(1).unwrap().check(imported.ptr().unwrap(), WORDS, 5).unwrap().is_clean());
+        assert!(
+            importer.system.kernels(1).unwrap().check(words(imported.ptr().unwrap(), WORDS), 5).unwrap().is_clean()
+        );
         // A POSIX-fd request for a fabric-only pool has no path without staging.
         let refused = exporter.system.export_allocation(&memory, FD).unwrap_err();
         assert!(matches!(refused, ShareError::NoPath(_)), "{refused:?}");
@@ -173,9 +178,10 @@ fn importer_host_copies_and_imported_pools_refuse_new_allocations() {
         assert_eq!(seen[8..], [0xAB; 8]);
         assert!(imported.read_at(BYTES - 4, &mut [0u8; 8]).is_err(), "past the shared range");
         // Documented: imported pools cannot allocate.
-        let pool = importer.system.pool_of(imported.ptr().unwrap()).unwrap().unwrap();
+        // SAFETY: the imported pool lives until `imported` closes, after this borrow.
+        let pool = unsafe { importer.system.pool_of(imported.ptr().unwrap()) }.unwrap().unwrap();
         let _current = importer.system.enter(0).unwrap();
-        let refused = importer.system.driver().mem_alloc_from_pool_async(4096, pool.handle(), Stream::LEGACY);
+        let refused = importer.sim.mem_alloc_from_pool_async(4096, pool.handle(), Stream::LEGACY);
         assert_eq!(refused.unwrap_err().code, CUresult::CUDA_ERROR_INVALID_VALUE);
     });
 }

@@ -5,7 +5,7 @@
 
 mod ipc_support;
 
-use ipc_support::{BYTES, FD, Process, STAGED, channel, leak_checked};
+use ipc_support::{BYTES, FD, Process, STAGED, bytes, channel, leak_checked};
 use peerpool::driver::{DevicePtr, Driver, HandleTypes};
 use peerpool::fault::{FaultInjector, FaultPlan, Rule};
 use peerpool::ipc::{Channel, Exported, FdKind, IpcError, Offer, OfferPath, PeerCheck, ShareError};
@@ -135,11 +135,14 @@ fn malformed_offers_and_bad_arguments_touch_nothing() {
         assert_eq!(footprint(importer.stats()), before);
 
         let s = &exporter.system;
-        assert!(matches!(s.export(memory.ptr(), 0, FD), Err(ShareError::Api(Error::InvalidArgument(_)))));
-        assert!(matches!(s.export(memory.ptr(), BYTES + 1, FD), Err(ShareError::Api(Error::InvalidArgument(_)))));
-        let inner = s.export(memory.ptr().offset(256), 256, FD).unwrap_err();
+        assert!(matches!(s.export(bytes(memory.ptr(), 0), FD), Err(ShareError::Api(Error::InvalidArgument(_)))));
+        assert!(matches!(
+            s.export(bytes(memory.ptr(), BYTES + 1), FD),
+            Err(ShareError::Api(Error::InvalidArgument(_)))
+        ));
+        let inner = s.export(bytes(memory.ptr().offset(256), 256), FD).unwrap_err();
         assert_eq!(cuda_of(&inner).0, "cuMemPoolExportPointer", "pool memory goes from its allocation's start");
-        assert!(matches!(s.export(DevicePtr(0x1000), 16, FD), Err(ShareError::NoPath(_))));
+        assert!(matches!(s.export(bytes(DevicePtr(0x1000), 16), FD), Err(ShareError::NoPath(_))));
     });
 }
 
@@ -196,7 +199,7 @@ fn every_import_call_failed_in_turn_leaves_nothing_behind() {
         let legacy = exporter.system.alloc_legacy(0, BYTES).unwrap();
         let default = exporter.system.alloc(exporter.system.default_pool(0).unwrap(), BYTES).unwrap();
         sweep_import(&exporter.system.export_allocation(&memory, FD).unwrap(), &[1]);
-        sweep_import(&exporter.system.export(virtual_memory.ptr(), BYTES, FD).unwrap(), &[1]);
+        sweep_import(&exporter.system.export(bytes(virtual_memory.ptr(), BYTES), FD).unwrap(), &[1]);
         sweep_import(&exporter.system.export_allocation(&legacy, FD).unwrap(), &[]);
         sweep_import(&exporter.system.export_allocation(&default, STAGED).unwrap(), &[1]);
     });
@@ -219,12 +222,12 @@ fn every_export_call_failed_in_turn_leaves_nothing_behind() {
         {
             let before = footprint(sim.stats());
             injector.reset();
-            let exported = exporter.export(ptr, BYTES, request).unwrap();
+            let exported = exporter.export(bytes(ptr, BYTES), request).unwrap();
             let calls = injector.calls();
             drop(exported);
             for (call, nth) in sites(&calls) {
                 injector.arm(FaultPlan::new().with(Rule::nth(call, nth, CUresult::CUDA_ERROR_INVALID_VALUE)));
-                match exporter.export(ptr, BYTES, request) {
+                match exporter.export(bytes(ptr, BYTES), request) {
                     Err(ShareError::NoPath(_)) => assert_eq!(call, "cuPointerGetAttribute"),
                     Err(error) => assert_eq!(cuda_of(&error).0, call, "{call} #{nth}"),
                     Ok(exported) => {

@@ -4,7 +4,7 @@
 
 mod ipc_support;
 
-use ipc_support::{FD, Process, channel, host_sees, leak_checked};
+use ipc_support::{FD, Process, bytes, channel, host_sees, leak_checked, words};
 use peerpool::driver::{
     Access, AccessDesc, AllocationProps, DevicePtr, Granularity, HandleTypes, MemHandle, PointerAttribute,
 };
@@ -27,11 +27,11 @@ fn attributes_and_granularity_are_the_measured_ones() {
     let p = Process::new();
     let props = AllocationProps { device: 0, handle_types: HandleTypes::POSIX_FD };
     for option in [Granularity::Minimum, Granularity::Recommended] {
-        assert_eq!(p.system.driver().mem_get_allocation_granularity(&props, option).unwrap(), MIB2);
+        assert_eq!(p.sim.mem_get_allocation_granularity(&props, option).unwrap(), MIB2);
     }
     let memory = p.system.alloc_virtual(1, 4096, HandleTypes::POSIX_FD).unwrap();
     assert_eq!((memory.len(), memory.owner()), (MIB2, 1), "rounded up to the granularity");
-    let attribute = |a| p.system.driver().pointer_get_attribute(memory.ptr(), a).unwrap();
+    let attribute = |a| p.sim.pointer_get_attribute(memory.ptr(), a).unwrap();
     assert_eq!(attribute(PointerAttribute::IsLegacyCudaIpcCapable), 0);
     assert_eq!(attribute(PointerAttribute::AllowedHandleTypes), 0x1);
     assert_eq!(attribute(PointerAttribute::MempoolHandle), 0);
@@ -48,7 +48,7 @@ fn attributes_and_granularity_are_the_measured_ones() {
 #[test]
 fn a_mapping_is_reachable_only_where_access_was_set() {
     let p = Process::new();
-    let d = p.system.driver().clone();
+    let d = p.sim.clone();
     let props = AllocationProps { device: 0, handle_types: HandleTypes::NONE };
     for device in [0, 1] {
         p.system.kernels(device).unwrap(); // the modules' scratch memory first
@@ -62,13 +62,13 @@ fn a_mapping_is_reachable_only_where_access_was_set() {
     assert_eq!(p.stats().physical_allocations, 1, "released but mapped: still there");
     // Not even the owner may touch a fresh mapping.
     let probe = p.fork();
-    assert!(probe.system.kernels(0).unwrap().fill(base, WORDS, 1).unwrap_err().is_sticky());
+    assert!(probe.system.kernels(0).unwrap().fill(words(base, WORDS), 1).unwrap_err().is_sticky());
     d.mem_set_access(base, MIB2, &[rw(0)]).unwrap();
-    p.system.kernels(0).unwrap().fill(base, WORDS, 2).unwrap();
+    p.system.kernels(0).unwrap().fill(words(base, WORDS), 2).unwrap();
     let probe = p.fork();
-    assert!(probe.system.kernels(1).unwrap().check(base, WORDS, 2).unwrap_err().is_sticky());
+    assert!(probe.system.kernels(1).unwrap().check(words(base, WORDS), 2).unwrap_err().is_sticky());
     d.mem_set_access(base, MIB2, &[rw(1)]).unwrap();
-    assert!(p.system.kernels(1).unwrap().check(base, WORDS, 2).unwrap().is_clean());
+    assert!(p.system.kernels(1).unwrap().check(words(base, WORDS), 2).unwrap().is_clean());
     d.mem_unmap(base, MIB2).unwrap();
     assert_eq!(p.stats().physical_allocations, 0, "the last mapping took the memory with it");
     d.mem_address_free(base, 2 * MIB2).unwrap();
@@ -78,7 +78,7 @@ fn a_mapping_is_reachable_only_where_access_was_set() {
 #[test]
 fn the_virtual_memory_calls_refuse_what_the_driver_refuses() {
     let p = Process::new();
-    let d = p.system.driver().clone();
+    let d = p.sim.clone();
     let props = AllocationProps { device: 0, handle_types: HandleTypes::POSIX_FD };
     let _current = p.system.enter(0).unwrap();
     let invalid = CUresult::CUDA_ERROR_INVALID_VALUE;
@@ -117,28 +117,28 @@ fn importer_kernels_on_owner_and_peer_read_write_and_add() {
     leak_checked(|| {
         let (exporter, importer) = (Process::new(), Process::new());
         let memory = exporter.system.alloc_virtual(0, MIB2, HandleTypes::POSIX_FD).unwrap();
-        exporter.system.kernels(0).unwrap().fill(memory.ptr(), WORDS, 31).unwrap();
-        let exported = exporter.system.export(memory.ptr(), memory.len(), FD).unwrap();
+        exporter.system.kernels(0).unwrap().fill(memory.as_slice(), 31).unwrap();
+        let exported = exporter.system.export(bytes(memory.ptr(), memory.len()), FD).unwrap();
         assert!(matches!(exported.path(), SharingPath::VirtualMemoryExport { .. }));
         let (a, b) = channel();
         exported.send(&a).unwrap();
         let imported = importer.system.import(&b, &[1]).unwrap();
         assert_eq!((imported.kind(), imported.owner()), (ImportKind::VirtualMemory, 0));
         let ptr = imported.ptr().unwrap();
-        assert!(importer.system.kernels(0).unwrap().check(ptr, WORDS, 31).unwrap().is_clean());
-        assert!(importer.system.kernels(1).unwrap().check(ptr, WORDS, 31).unwrap().is_clean());
-        importer.system.kernels(1).unwrap().fill(ptr, WORDS, 32).unwrap();
-        assert!(exporter.system.kernels(0).unwrap().check(memory.ptr(), WORDS, 32).unwrap().is_clean());
+        assert!(importer.system.kernels(0).unwrap().check(words(ptr, WORDS), 31).unwrap().is_clean());
+        assert!(importer.system.kernels(1).unwrap().check(words(ptr, WORDS), 31).unwrap().is_clean());
+        importer.system.kernels(1).unwrap().fill(words(ptr, WORDS), 32).unwrap();
+        assert!(exporter.system.kernels(0).unwrap().check(memory.as_slice(), 32).unwrap().is_clean());
 
         let slots = 64u64;
         imported.write_at(0, &vec![0u8; slots as usize * 4]).unwrap();
         let shape = peerpool::driver::LaunchShape { grid: 4, block: BLOCK };
         for device in [0, 1] {
-            importer.system.kernels(device).unwrap().atomic_add_sys(ptr, slots, 10, shape).unwrap();
+            importer.system.kernels(device).unwrap().atomic_add_sys(words(ptr, slots), 10, shape).unwrap();
         }
         let mut counters = vec![0u8; slots as usize * 4];
         let _current = exporter.system.enter(0).unwrap();
-        exporter.system.driver().memcpy_dtoh(&mut counters, memory.ptr()).unwrap();
+        exporter.sim.memcpy_dtoh(&mut counters, memory.ptr()).unwrap();
         let expected = 2 * (4 * BLOCK as u64 / slots) * 10;
         assert!(counters.chunks_exact(4).all(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]) as u64 == expected));
     });
@@ -149,19 +149,19 @@ fn an_ungranted_importer_faults_on_the_peer_until_it_grants() {
     leak_checked(|| {
         let (exporter, importer) = (Process::new(), Process::new());
         let mut memory = exporter.system.alloc_virtual(0, MIB2, HandleTypes::POSIX_FD).unwrap();
-        exporter.system.kernels(0).unwrap().fill(memory.ptr(), WORDS, 41).unwrap();
+        exporter.system.kernels(0).unwrap().fill(memory.as_slice(), 41).unwrap();
         // The exporter's peer access stays in the exporter's mapping.
         assert_eq!(memory.grant(1).unwrap(), Grant::Granted { previous: Access::None });
         let (a, b) = channel();
-        exporter.system.export(memory.ptr(), memory.len(), FD).unwrap().send(&a).unwrap();
+        exporter.system.export(bytes(memory.ptr(), memory.len()), FD).unwrap().send(&a).unwrap();
         let mut imported = importer.system.import(&b, &[]).unwrap();
         let ptr = imported.ptr().unwrap();
         let probe = importer.fork();
-        assert!(probe.system.kernels(1).unwrap().check(ptr, WORDS, 41).unwrap_err().is_sticky());
+        assert!(probe.system.kernels(1).unwrap().check(words(ptr, WORDS), 41).unwrap_err().is_sticky());
         drop(probe);
         assert_eq!(imported.grant(1).unwrap(), Grant::Granted { previous: Access::None });
         assert_eq!(imported.grant(1).unwrap(), Grant::AlreadyGranted);
-        assert!(importer.system.kernels(1).unwrap().check(ptr, WORDS, 41).unwrap().is_clean());
+        assert!(importer.system.kernels(1).unwrap().check(words(ptr, WORDS), 41).unwrap().is_clean());
     });
 }
 
@@ -170,9 +170,9 @@ fn an_importers_mapping_keeps_the_memory_and_closing_gives_it_back() {
     leak_checked(|| {
         let (exporter, importer) = (Process::new(), Process::new());
         let memory = exporter.system.alloc_virtual(0, MIB2, HandleTypes::POSIX_FD).unwrap();
-        exporter.system.kernels(0).unwrap().fill(memory.ptr(), WORDS, 51).unwrap();
+        exporter.system.kernels(0).unwrap().fill(memory.as_slice(), 51).unwrap();
         let (a, b) = channel();
-        exporter.system.export(memory.ptr(), memory.len(), FD).unwrap().send(&a).unwrap();
+        exporter.system.export(bytes(memory.ptr(), memory.len()), FD).unwrap().send(&a).unwrap();
         let mut imported = importer.system.import(&b, &[]).unwrap();
         memory.free().unwrap();
         assert_eq!(exporter.stats().physical_allocations, 0);
@@ -192,12 +192,14 @@ fn a_range_inside_a_mapping_travels_with_its_offset() {
         let (exporter, importer) = (Process::new(), Process::new());
         let memory = exporter.system.alloc_virtual(0, MIB2, HandleTypes::POSIX_FD).unwrap();
         let inner = memory.ptr().offset(4096);
-        exporter.system.kernels(0).unwrap().fill(inner, 1024, 61).unwrap();
+        exporter.system.kernels(0).unwrap().fill(words(inner, 1024), 61).unwrap();
         let (a, b) = channel();
-        exporter.system.export(inner, 4096, FD).unwrap().send(&a).unwrap();
+        exporter.system.export(bytes(inner, 4096), FD).unwrap().send(&a).unwrap();
         let imported = importer.system.import(&b, &[]).unwrap();
         assert_eq!(imported.len(), 4096);
-        assert!(importer.system.kernels(0).unwrap().check(imported.ptr().unwrap(), 1024, 61).unwrap().is_clean());
-        assert!(exporter.system.export(inner, MIB2, FD).is_err(), "past the end of the mapping");
+        assert!(
+            importer.system.kernels(0).unwrap().check(words(imported.ptr().unwrap(), 1024), 61).unwrap().is_clean()
+        );
+        assert!(exporter.system.export(bytes(inner, MIB2), FD).is_err(), "past the end of the mapping");
     });
 }

@@ -3,9 +3,9 @@
 //! runs its role, and sends back one line: `ok`, `fail: <why>`, or
 //! `cuda: <call> <code> sticky=<bool>` for a driver error (an expected fault included).
 
-use peerpool::driver::{DevicePtr, LaunchShape};
+use peerpool::driver::LaunchShape;
 use peerpool::ipc::{Channel, ShareError, inherited_channel};
-use peerpool::{BLOCK, CudaError, PoolOptions, System};
+use peerpool::{BLOCK, CudaError, DeviceSlice, PoolOptions, System};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -29,8 +29,14 @@ impl Layout {
     const SHAPE: LaunchShape = LaunchShape { grid: 132, block: BLOCK };
     const REPS: u32 = 100;
 
-    pub fn counters(ptr: DevicePtr) -> DevicePtr {
-        ptr.offset(Self::WORDS * 4)
+    /// The data words of the shared buffer.
+    pub fn data(buffer: DeviceSlice<'_>) -> peerpool::Result<DeviceSlice<'_>> {
+        buffer.range(0, Self::WORDS * 4)
+    }
+
+    /// The counters after the data.
+    pub fn counters(buffer: DeviceSlice<'_>) -> peerpool::Result<DeviceSlice<'_>> {
+        buffer.range(Self::WORDS * 4, Self::SLOTS * 4)
     }
 
     /// Each counter after `devices` launches of the atomic kernel.
@@ -102,9 +108,9 @@ fn share(e: ShareError) -> String {
     e.cuda().map_or_else(|| format!("fail: {e}"), cuda)
 }
 
-/// `words` words at `ptr` read back as `seed` on `device`.
-fn reads(system: &System, device: usize, ptr: DevicePtr, seed: u32) -> Result<(), String> {
-    let seen = system.kernels(device).and_then(|k| k.check(ptr, Layout::WORDS, seed)).map_err(api)?;
+/// The data words of `buffer` read back as `seed` on `device`.
+fn reads(system: &System, device: usize, buffer: DeviceSlice<'_>, seed: u32) -> Result<(), String> {
+    let seen = system.with_kernels(device, |k| k.check(Layout::data(buffer)?, seed)).map_err(api)?;
     if seen.is_clean() { Ok(()) } else { Err(format!("fail: gpu{device} read {seen:?}")) }
 }
 
@@ -112,8 +118,8 @@ fn reads(system: &System, device: usize, ptr: DevicePtr, seed: u32) -> Result<()
 fn still_alive(system: &System, device: usize) -> Result<(), String> {
     let pool = system.create_pool(device, PoolOptions::default()).map_err(api)?;
     let memory = system.alloc(pool.as_ref(), 4096).map_err(api)?;
-    system.kernels(device).and_then(|k| k.fill(memory.ptr(), 1024, 9)).map_err(api)?;
-    let seen = system.kernels(device).and_then(|k| k.check(memory.ptr(), 1024, 9)).map_err(api)?;
+    system.with_kernels(device, |k| k.fill(memory.as_slice(), 9)).map_err(api)?;
+    let seen = system.with_kernels(device, |k| k.check(memory.as_slice(), 9)).map_err(api)?;
     if seen.is_clean() { Ok(()) } else { Err("fail: the context misbehaves after the error".into()) }
 }
 
@@ -127,15 +133,15 @@ pub fn run_on(system: &System, channel: &Channel, role: Role, owner: usize, acce
     match role {
         Role::ReadWriteAdd => {
             let imported = system.import(channel, &[accessor]).map_err(share)?;
-            let ptr = imported.ptr().map_err(share)?;
-            reads(&system, owner, ptr, Layout::SEED)?;
-            reads(&system, accessor, ptr, Layout::SEED)?;
-            system.kernels(accessor).and_then(|k| k.fill(ptr, Layout::WORDS, Layout::WRITTEN)).map_err(api)?;
-            reads(&system, owner, ptr, Layout::WRITTEN)?;
-            let (counters, slots, reps, shape) = (Layout::counters(ptr), Layout::SLOTS, Layout::REPS, Layout::SHAPE);
+            let buffer = imported.as_slice().map_err(share)?;
+            reads(&system, owner, buffer, Layout::SEED)?;
+            reads(&system, accessor, buffer, Layout::SEED)?;
+            system.with_kernels(accessor, |k| k.fill(Layout::data(buffer)?, Layout::WRITTEN)).map_err(api)?;
+            reads(&system, owner, buffer, Layout::WRITTEN)?;
+            let (counters, reps, shape) = (Layout::counters(buffer).map_err(api)?, Layout::REPS, Layout::SHAPE);
             std::thread::scope(|s| {
-                let other = s.spawn(|| system.kernels(accessor)?.atomic_add_sys(counters, slots, reps, shape));
-                let here = system.kernels(owner).and_then(|k| k.atomic_add_sys(counters, slots, reps, shape));
+                let other = s.spawn(|| system.with_kernels(accessor, |k| k.atomic_add_sys(counters, reps, shape)));
+                let here = system.with_kernels(owner, |k| k.atomic_add_sys(counters, reps, shape));
                 here.and(other.join().unwrap_or_else(|_| Err(peerpool::Error::InvalidArgument("panic".into()))))
             })
             .map_err(api)?;
@@ -143,9 +149,9 @@ pub fn run_on(system: &System, channel: &Channel, role: Role, owner: usize, acce
         }
         Role::Ungranted => {
             let imported = system.import(channel, &[]).map_err(share)?;
-            let ptr = imported.ptr().map_err(share)?;
-            reads(&system, owner, ptr, Layout::SEED)?;
-            match system.kernels(accessor).and_then(|k| k.check(ptr, Layout::WORDS, Layout::SEED)) {
+            let buffer = imported.as_slice().map_err(share)?;
+            reads(&system, owner, buffer, Layout::SEED)?;
+            match system.with_kernels(accessor, |k| k.check(Layout::data(buffer)?, Layout::SEED)) {
                 Err(e) => Ok(api(e)),
                 Ok(seen) => Ok(format!("fail: the accessor read ungranted memory: {seen:?}")),
             }
@@ -156,14 +162,14 @@ pub fn run_on(system: &System, channel: &Channel, role: Role, owner: usize, acce
             if refused != Err(ShareError::LegacyNotGrantable { owner, accessor }) {
                 return Err(format!("fail: granting legacy memory to gpu{accessor} gave {refused:?}"));
             }
-            let ptr = imported.ptr().map_err(share)?;
-            reads(&system, owner, ptr, Layout::SEED)?;
-            system.kernels(owner).and_then(|k| k.fill(ptr, Layout::WORDS, Layout::WRITTEN)).map_err(api)?;
+            let buffer = imported.as_slice().map_err(share)?;
+            reads(&system, owner, buffer, Layout::SEED)?;
+            system.with_kernels(owner, |k| k.fill(Layout::data(buffer)?, Layout::WRITTEN)).map_err(api)?;
             Ok("ok".into())
         }
         Role::Closed => {
             let mut imported = system.import(channel, &[accessor]).map_err(share)?;
-            reads(&system, accessor, imported.ptr().map_err(share)?, Layout::SEED)?;
+            reads(&system, accessor, imported.as_slice().map_err(share)?, Layout::SEED)?;
             imported.close().map_err(share)?;
             let uses = [imported.ptr().err(), imported.grant(accessor).err(), imported.read_at(0, &mut [0; 4]).err()];
             if uses.iter().any(|e| *e != Some(ShareError::Closed)) {

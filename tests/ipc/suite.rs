@@ -1,9 +1,9 @@
 //! The checks of `tests/ipc.rs` (real GPUs) and `tests/ipc_stand_in.rs` (simulators).
 
 use super::importer::{self, Layout, PAIR_ENV, ROLE_ENV, Role};
-use peerpool::driver::{DevicePtr, HandleTypes, ShareHandle, Stream};
+use peerpool::driver::{HandleTypes, ShareHandle, Stream};
 use peerpool::ipc::{Exported, Offer, ShareRequest, SharingPath, VirtualAllocation, spawn_with_channel, wait_or_kill};
-use peerpool::{Allocation, CUresult, OwnedPool, PoolOptions, System};
+use peerpool::{Allocation, CUresult, DeviceSlice, OwnedPool, PoolOptions, System};
 use peerpool_fixtures::{Failed, Hardware, Needs, Pair, PairSuite};
 use peerpool_sim::{SimDriver, Topology};
 use peerpool_tests::ensure;
@@ -86,21 +86,25 @@ impl Source {
         })
     }
 
-    fn ptr(&self) -> DevicePtr {
+    fn as_slice(&self) -> DeviceSlice<'_> {
         match self {
-            Source::Pool { memory, .. } | Source::Legacy(memory) => memory.ptr(),
-            Source::Virtual(memory) => memory.ptr(),
+            Source::Pool { memory, .. } | Source::Legacy(memory) => memory.as_slice(),
+            Source::Virtual(memory) => memory.as_slice(),
         }
     }
 }
 
 /// Fills the data with `seed` on the owner and zeroes the counters.
-fn prepare(pair: &Pair, ptr: DevicePtr, seed: u32) -> Result<(), Failed> {
-    pair.system.kernels(pair.owner)?.fill(ptr, Layout::WORDS, seed)?;
+fn prepare(pair: &Pair, buffer: DeviceSlice<'_>, seed: u32) -> Result<(), Failed> {
+    pair.system.with_kernels(pair.owner, |k| k.fill(Layout::data(buffer)?, seed))?;
+    let counters = Layout::counters(buffer)?;
     let _current = pair.system.enter(pair.owner)?;
     let driver = pair.system.driver();
-    driver.memset_d32_async(Layout::counters(ptr), 0, Layout::SLOTS as usize, Stream::LEGACY)?;
-    Ok(driver.stream_synchronize(Stream::LEGACY)?)
+    // SAFETY: the counters lie in the live buffer; the owner's context and null stream.
+    unsafe {
+        driver.memset_d32_async(counters.ptr(), 0, counters.words() as usize, Stream::LEGACY)?;
+        Ok(driver.stream_synchronize(Stream::LEGACY)?)
+    }
 }
 
 /// Runs the importer for `role` with `send` giving it the offer; returns its one-line report.
@@ -150,7 +154,7 @@ fn export(
     request: ShareRequest,
     expect: fn(&SharingPath) -> bool,
 ) -> Result<Exported, Failed> {
-    let exported = pair.system.export(source.ptr(), Layout::BYTES, request)?;
+    let exported = pair.system.export(source.as_slice(), request)?;
     ensure(expect(&exported.path()), || format!("unexpected path {:?}", exported.path()))?;
     Ok(exported)
 }
@@ -164,22 +168,24 @@ fn path_of(kind: Kind) -> fn(&SharingPath) -> bool {
 }
 
 /// The exporter's own owner kernel finds `seed` in the data.
-fn exporter_sees(pair: &Pair, ptr: DevicePtr, seed: u32) -> Result<(), Failed> {
-    let seen = pair.system.kernels(pair.owner)?.check(ptr, Layout::WORDS, seed)?;
+fn exporter_sees(pair: &Pair, buffer: DeviceSlice<'_>, seed: u32) -> Result<(), Failed> {
+    let seen = pair.system.with_kernels(pair.owner, |k| k.check(Layout::data(buffer)?, seed))?;
     ensure(seen.is_clean(), || format!("the exporter does not see seed {seed}: {seen:?}"))
 }
 
 fn read_write_add(pair: &Pair, kind: Kind, request: ShareRequest) -> Result<(), Failed> {
     let source = Source::new(pair, kind, request.handle.bits())?;
-    prepare(pair, source.ptr(), Layout::SEED)?;
+    prepare(pair, source.as_slice(), Layout::SEED)?;
     let exported = export(pair, &source, request, path_of(kind))?;
     let report = import_in_child(pair, Role::ReadWriteAdd, |channel| Ok(exported.send(channel)?))?;
     ensure(report == "ok", || format!("importer: {report}"))?;
-    exporter_sees(pair, source.ptr(), Layout::WRITTEN)?;
+    exporter_sees(pair, source.as_slice(), Layout::WRITTEN)?;
     let mut counters = vec![0u8; Layout::SLOTS as usize * 4];
     {
+        let from = Layout::counters(source.as_slice())?;
         let _current = pair.system.enter(pair.owner)?;
-        pair.system.driver().memcpy_dtoh(&mut counters, Layout::counters(source.ptr()))?;
+        // SAFETY: the counters lie in the live buffer, as many bytes as `counters` holds.
+        unsafe { pair.system.driver().memcpy_dtoh(&mut counters, from.ptr()) }?;
     }
     let expected = Layout::expected_count(2);
     let words: Vec<u32> = counters.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
@@ -188,13 +194,13 @@ fn read_write_add(pair: &Pair, kind: Kind, request: ShareRequest) -> Result<(), 
 
 fn ungranted(pair: &Pair, kind: Kind) -> Result<(), Failed> {
     let source = Source::new(pair, kind, HandleTypes::POSIX_FD)?;
-    prepare(pair, source.ptr(), Layout::SEED)?;
+    prepare(pair, source.as_slice(), Layout::SEED)?;
     let exported = export(pair, &source, FD, path_of(kind))?;
     let report = import_in_child(pair, Role::Ungranted, |channel| Ok(exported.send(channel)?))?;
     // The fault surfaces at the launch's synchronise on the H200s (`HARDWARE.md`).
     let faulted = report.starts_with("cuda: ") && report.ends_with("CUDA_ERROR_ILLEGAL_ADDRESS sticky=true");
     ensure(faulted, || format!("expected the importer's accessor kernel to fault, got: {report}"))?;
-    exporter_sees(pair, source.ptr(), Layout::SEED) // and this process is untouched
+    exporter_sees(pair, source.as_slice(), Layout::SEED) // and this process is untouched
 }
 
 fn legacy(pair: &Pair) -> Result<(), Failed> {
@@ -202,31 +208,32 @@ fn legacy(pair: &Pair) -> Result<(), Failed> {
     let pool = Source::new(pair, Kind::Pool, HandleTypes::POSIX_FD)?;
     {
         let _current = pair.system.enter(pair.owner)?;
-        let refused = pair.system.driver().ipc_get_mem_handle(pool.ptr());
+        // SAFETY: the start of a live allocation.
+        let refused = unsafe { pair.system.driver().ipc_get_mem_handle(pool.as_slice().ptr()) };
         ensure(refused.as_ref().is_err_and(|e| e.code == CUresult::CUDA_ERROR_INVALID_VALUE), || {
             format!("cuIpcGetMemHandle on pool memory: {refused:?}")
         })?;
     }
     let source = Source::new(pair, Kind::Legacy, HandleTypes::NONE)?;
-    prepare(pair, source.ptr(), Layout::SEED)?;
+    prepare(pair, source.as_slice(), Layout::SEED)?;
     let exported = export(pair, &source, FD, path_of(Kind::Legacy))?;
     let report = import_in_child(pair, Role::Legacy, |channel| Ok(exported.send(channel)?))?;
     ensure(report == "ok", || format!("importer: {report}"))?;
-    exporter_sees(pair, source.ptr(), Layout::WRITTEN)
+    exporter_sees(pair, source.as_slice(), Layout::WRITTEN)
 }
 
 fn closed(pair: &Pair) -> Result<(), Failed> {
     let source = Source::new(pair, Kind::Pool, HandleTypes::POSIX_FD)?;
-    prepare(pair, source.ptr(), Layout::SEED)?;
+    prepare(pair, source.as_slice(), Layout::SEED)?;
     let exported = export(pair, &source, FD, path_of(Kind::Pool))?;
     let report = import_in_child(pair, Role::Closed, |channel| Ok(exported.send(channel)?))?;
     ensure(report == "ok", || format!("importer: {report}"))?;
-    exporter_sees(pair, source.ptr(), Layout::SEED)
+    exporter_sees(pair, source.as_slice(), Layout::SEED)
 }
 
 fn garbage(pair: &Pair) -> Result<(), Failed> {
     let source = Source::new(pair, Kind::Pool, HandleTypes::POSIX_FD)?;
-    prepare(pair, source.ptr(), Layout::SEED)?;
+    prepare(pair, source.as_slice(), Layout::SEED)?;
     let exported = export(pair, &source, FD, path_of(Kind::Pool))?;
     let bent = Offer { data: [0xA5; 64], ..*exported.offer() };
     let fd = exported.fd().ok_or("a POSIX-fd pool export has an fd")?;
@@ -234,7 +241,7 @@ fn garbage(pair: &Pair) -> Result<(), Failed> {
     ensure(report.starts_with("cuda: cuMemPoolImportPointer ") && report.ends_with("sticky=false"), || {
         format!("expected a typed, non-sticky cuMemPoolImportPointer error, got: {report}")
     })?;
-    exporter_sees(pair, source.ptr(), Layout::SEED)
+    exporter_sees(pair, source.as_slice(), Layout::SEED)
 }
 
 /// Fabric handles were not tried on the H200s (they need an IMEX channel): a refused export is
@@ -242,7 +249,7 @@ fn garbage(pair: &Pair) -> Result<(), Failed> {
 fn fabric_pool(pair: &Pair) -> Result<(), Failed> {
     let request = ShareRequest { handle: ShareHandle::Fabric, allow_staging: false };
     let source = Source::new(pair, Kind::Pool, HandleTypes::FABRIC)?;
-    match pair.system.export(source.ptr(), Layout::BYTES, request) {
+    match pair.system.export(source.as_slice(), request) {
         Err(refused) if refused.cuda().is_some() => {
             eprintln!("ipc: fabric export refused here, as it may be without IMEX: {refused}");
             Ok(())

@@ -222,7 +222,7 @@ impl Driver for SimDriver {
         })
     }
 
-    fn primary_ctx_release(&self, device: i32) -> DriverResult<()> {
+    unsafe fn primary_ctx_release(&self, device: i32) -> DriverResult<()> {
         self.run("cuDevicePrimaryCtxRelease", |s| {
             let d = s.device(device)?;
             s.release(d)
@@ -233,7 +233,7 @@ impl Driver for SimDriver {
         self.run("cuCtxGetCurrent", |s| Ok(s.current_context().map(Context)))
     }
 
-    fn ctx_set_current(&self, context: Option<Context>) -> DriverResult<()> {
+    unsafe fn ctx_set_current(&self, context: Option<Context>) -> DriverResult<()> {
         self.run("cuCtxSetCurrent", |s| s.set_current(context.map(|c| c.0)))
     }
 
@@ -253,7 +253,7 @@ impl Driver for SimDriver {
         self.run("cuDeviceGetMemPool", |s| Ok(Pool(s.pools[s.current_pools[s.device(device)?]].handle)))
     }
 
-    fn device_set_mem_pool(&self, device: i32, pool: Pool) -> DriverResult<()> {
+    unsafe fn device_set_mem_pool(&self, device: i32, pool: Pool) -> DriverResult<()> {
         self.run("cuDeviceSetMemPool", |s| {
             let d = s.device(device)?;
             let id = s.pool(pool.0)?;
@@ -277,11 +277,11 @@ impl Driver for SimDriver {
         })
     }
 
-    fn mem_pool_destroy(&self, pool: Pool) -> DriverResult<()> {
+    unsafe fn mem_pool_destroy(&self, pool: Pool) -> DriverResult<()> {
         self.run("cuMemPoolDestroy", |s| s.destroy_pool(pool.0))
     }
 
-    fn mem_pool_set_access(&self, pool: Pool, map: &[AccessDesc]) -> DriverResult<()> {
+    unsafe fn mem_pool_set_access(&self, pool: Pool, map: &[AccessDesc]) -> DriverResult<()> {
         self.run("cuMemPoolSetAccess", |s| {
             let id = s.pool(pool.0)?;
             let owner = s.pools[id].device;
@@ -306,7 +306,7 @@ impl Driver for SimDriver {
         })
     }
 
-    fn mem_pool_get_access(&self, pool: Pool, device: i32) -> DriverResult<Access> {
+    unsafe fn mem_pool_get_access(&self, pool: Pool, device: i32) -> DriverResult<Access> {
         self.run("cuMemPoolGetAccess", |s| {
             let id = s.pool(pool.0)?;
             let Some(d) = s.in_range(device) else { return fail(CUDA_ERROR_INVALID_VALUE) };
@@ -325,14 +325,14 @@ impl Driver for SimDriver {
         })
     }
 
-    fn mem_free(&self, ptr: DevicePtr) -> DriverResult<()> {
+    unsafe fn mem_free(&self, ptr: DevicePtr) -> DriverResult<()> {
         self.run("cuMemFree", |s| {
             s.current_device()?;
             free(s, ptr)
         })
     }
 
-    fn mem_alloc_from_pool_async(&self, bytes: usize, pool: Pool, stream: Stream) -> DriverResult<DevicePtr> {
+    unsafe fn mem_alloc_from_pool_async(&self, bytes: usize, pool: Pool, stream: Stream) -> DriverResult<DevicePtr> {
         self.run("cuMemAllocFromPoolAsync", |s| {
             s.stream_device(stream)?;
             let id = s.pool(pool.0)?;
@@ -353,7 +353,7 @@ impl Driver for SimDriver {
         })
     }
 
-    fn mem_free_async(&self, ptr: DevicePtr, stream: Stream) -> DriverResult<()> {
+    unsafe fn mem_free_async(&self, ptr: DevicePtr, stream: Stream) -> DriverResult<()> {
         self.run("cuMemFreeAsync", |s| {
             s.stream_device(stream)?;
             free(s, ptr)
@@ -369,18 +369,18 @@ impl Driver for SimDriver {
         })
     }
 
-    fn stream_destroy(&self, stream: Stream) -> DriverResult<()> {
+    unsafe fn stream_destroy(&self, stream: Stream) -> DriverResult<()> {
         self.run("cuStreamDestroy", |s| match s.streams.remove(&stream.0) {
             Some(_) => Ok(()),
             None => fail(CUDA_ERROR_INVALID_HANDLE),
         })
     }
 
-    fn stream_synchronize(&self, stream: Stream) -> DriverResult<()> {
+    unsafe fn stream_synchronize(&self, stream: Stream) -> DriverResult<()> {
         self.run("cuStreamSynchronize", |s| s.stream_device(stream).map(drop))
     }
 
-    fn memcpy_htod(&self, dst: DevicePtr, src: &[u8]) -> DriverResult<()> {
+    unsafe fn memcpy_htod(&self, dst: DevicePtr, src: &[u8]) -> DriverResult<()> {
         self.run("cuMemcpyHtoD", |s| {
             let d = s.current_device()?;
             if src.is_empty() {
@@ -394,7 +394,7 @@ impl Driver for SimDriver {
         })
     }
 
-    fn memcpy_dtoh(&self, dst: &mut [u8], src: DevicePtr) -> DriverResult<()> {
+    unsafe fn memcpy_dtoh(&self, dst: &mut [u8], src: DevicePtr) -> DriverResult<()> {
         self.run("cuMemcpyDtoH", |s| {
             let d = s.current_device()?;
             if dst.is_empty() {
@@ -408,7 +408,13 @@ impl Driver for SimDriver {
         })
     }
 
-    fn memcpy_dtod_async(&self, dst: DevicePtr, src: DevicePtr, bytes: usize, stream: Stream) -> DriverResult<()> {
+    unsafe fn memcpy_dtod_async(
+        &self,
+        dst: DevicePtr,
+        src: DevicePtr,
+        bytes: usize,
+        stream: Stream,
+    ) -> DriverResult<()> {
         self.run("cuMemcpyDtoDAsync", |s| {
             let d = s.stream_device(stream)?;
             if bytes == 0 {
@@ -421,7 +427,7 @@ impl Driver for SimDriver {
         })
     }
 
-    fn memcpy_peer_async(&self, c: PeerCopy, stream: Stream) -> DriverResult<()> {
+    unsafe fn memcpy_peer_async(&self, c: PeerCopy, stream: Stream) -> DriverResult<()> {
         self.run("cuMemcpyPeerAsync", |s| {
             s.stream_device(stream)?;
             if s.context_device(c.dst_ctx.0).is_none() || s.context_device(c.src_ctx.0).is_none() {
@@ -439,7 +445,7 @@ impl Driver for SimDriver {
         })
     }
 
-    fn memset_d32_async(&self, dst: DevicePtr, value: u32, words: usize, stream: Stream) -> DriverResult<()> {
+    unsafe fn memset_d32_async(&self, dst: DevicePtr, value: u32, words: usize, stream: Stream) -> DriverResult<()> {
         self.run("cuMemsetD32Async", |s| {
             let d = s.stream_device(stream)?;
             if words == 0 {
@@ -476,12 +482,10 @@ impl Driver for SimDriver {
                     }
                     Kernel::ALL.into_iter().filter(|k| peerpool_kernels::declares_entry(text, k.name())).collect()
                 }
-                ModuleImage::Cubin { compute_capability, elf } => {
-                    if !elf.starts_with(b"\x7fELF") {
-                        return fail(CUDA_ERROR_INVALID_IMAGE);
-                    }
+                ModuleImage::Cubin(cubin) => {
+                    let elf = cubin.elf();
                     // Machine code runs only on the compute capability it was compiled for.
-                    if compute_capability != s.topo.devices[device].compute_capability {
+                    if cubin.compute_capability() != s.topo.devices[device].compute_capability {
                         return fail(CUDA_ERROR_NO_BINARY_FOR_GPU);
                     }
                     Kernel::ALL.into_iter().filter(|k| cubin_names(elf, k.name())).collect()
@@ -499,7 +503,7 @@ impl Driver for SimDriver {
         })
     }
 
-    fn module_unload(&self, module: Module) -> DriverResult<()> {
+    unsafe fn module_unload(&self, module: Module) -> DriverResult<()> {
         self.run("cuModuleUnload", |s| {
             if s.modules.remove(&module.0).is_none() {
                 return fail(CUDA_ERROR_INVALID_HANDLE);
@@ -509,7 +513,7 @@ impl Driver for SimDriver {
         })
     }
 
-    fn module_get_function(&self, module: Module, name: &CStr) -> DriverResult<Function> {
+    unsafe fn module_get_function(&self, module: Module, name: &CStr) -> DriverResult<Function> {
         self.run("cuModuleGetFunction", |s| {
             let Some(m) = s.modules.get(&module.0) else { return fail(CUDA_ERROR_INVALID_HANDLE) };
             let name = name.to_bytes();
@@ -520,7 +524,7 @@ impl Driver for SimDriver {
         })
     }
 
-    fn launch_kernel(
+    unsafe fn launch_kernel(
         &self,
         function: Function,
         shape: LaunchShape,
@@ -537,6 +541,13 @@ impl Driver for SimDriver {
         })
     }
 
+    unsafe fn func_get_param_info(&self, function: Function, index: usize) -> DriverResult<(usize, usize)> {
+        self.run("cuFuncGetParamInfo", |s| {
+            let Some(f) = s.functions.get(&function.0) else { return fail(CUDA_ERROR_INVALID_HANDLE) };
+            f.kernel.param_info(index).ok_or_else(|| CUDA_ERROR_INVALID_VALUE.into())
+        })
+    }
+
     fn event_create(&self) -> DriverResult<Event> {
         self.run("cuEventCreate", |s| {
             let d = s.current_device()?;
@@ -546,7 +557,7 @@ impl Driver for SimDriver {
         })
     }
 
-    fn event_record(&self, event: Event, stream: Stream) -> DriverResult<()> {
+    unsafe fn event_record(&self, event: Event, stream: Stream) -> DriverResult<()> {
         self.run("cuEventRecord", |s| {
             let Some(&device) = s.events.get(&event.0) else { return fail(CUDA_ERROR_INVALID_HANDLE) };
             if s.stream_device(stream)? != device {
@@ -556,7 +567,7 @@ impl Driver for SimDriver {
         })
     }
 
-    fn event_synchronize(&self, event: Event) -> DriverResult<()> {
+    unsafe fn event_synchronize(&self, event: Event) -> DriverResult<()> {
         self.run("cuEventSynchronize", |s| match s.events.contains_key(&event.0) {
             true => Ok(()),
             false => fail(CUDA_ERROR_INVALID_HANDLE),
@@ -564,14 +575,14 @@ impl Driver for SimDriver {
     }
 
     /// The simulator keeps no time: every interval is 0 ms.
-    fn event_elapsed_time(&self, start: Event, end: Event) -> DriverResult<f32> {
+    unsafe fn event_elapsed_time(&self, start: Event, end: Event) -> DriverResult<f32> {
         self.run("cuEventElapsedTime", |s| match s.events.contains_key(&start.0) && s.events.contains_key(&end.0) {
             true => Ok(0.0),
             false => fail(CUDA_ERROR_INVALID_HANDLE),
         })
     }
 
-    fn event_destroy(&self, event: Event) -> DriverResult<()> {
+    unsafe fn event_destroy(&self, event: Event) -> DriverResult<()> {
         self.run("cuEventDestroy", |s| match s.events.remove(&event.0) {
             Some(_) => Ok(()),
             None => fail(CUDA_ERROR_INVALID_HANDLE),
@@ -582,31 +593,35 @@ impl Driver for SimDriver {
         self.run("cuPointerGetAttribute", |s| share::attribute(s, ptr.0, attribute))
     }
 
-    fn mem_pool_export_to_shareable_handle(&self, pool: Pool, handle: ShareHandle) -> DriverResult<ShareableHandle> {
+    unsafe fn mem_pool_export_to_shareable_handle(
+        &self,
+        pool: Pool,
+        handle: ShareHandle,
+    ) -> DriverResult<ShareableHandle> {
         self.run("cuMemPoolExportToShareableHandle", |s| share::pool_export(s, pool.0, handle))
     }
 
-    fn mem_pool_import_from_shareable_handle(&self, handle: ShareableRef<'_>) -> DriverResult<Pool> {
+    unsafe fn mem_pool_import_from_shareable_handle(&self, handle: ShareableRef<'_>) -> DriverResult<Pool> {
         self.run("cuMemPoolImportFromShareableHandle", |s| share::pool_import(s, handle).map(Pool))
     }
 
-    fn mem_pool_export_pointer(&self, ptr: DevicePtr) -> DriverResult<PoolPtrExportData> {
+    unsafe fn mem_pool_export_pointer(&self, ptr: DevicePtr) -> DriverResult<PoolPtrExportData> {
         self.run("cuMemPoolExportPointer", |s| share::pointer_export(s, ptr.0))
     }
 
-    fn mem_pool_import_pointer(&self, pool: Pool, data: &PoolPtrExportData) -> DriverResult<DevicePtr> {
+    unsafe fn mem_pool_import_pointer(&self, pool: Pool, data: &PoolPtrExportData) -> DriverResult<DevicePtr> {
         self.run("cuMemPoolImportPointer", |s| share::pointer_import(s, pool.0, data).map(DevicePtr))
     }
 
-    fn ipc_get_mem_handle(&self, ptr: DevicePtr) -> DriverResult<IpcMemHandle> {
+    unsafe fn ipc_get_mem_handle(&self, ptr: DevicePtr) -> DriverResult<IpcMemHandle> {
         self.run("cuIpcGetMemHandle", |s| share::ipc_get(s, ptr.0))
     }
 
-    fn ipc_open_mem_handle(&self, handle: &IpcMemHandle) -> DriverResult<DevicePtr> {
+    unsafe fn ipc_open_mem_handle(&self, handle: &IpcMemHandle) -> DriverResult<DevicePtr> {
         self.run("cuIpcOpenMemHandle", |s| share::ipc_open(s, handle).map(DevicePtr))
     }
 
-    fn ipc_close_mem_handle(&self, ptr: DevicePtr) -> DriverResult<()> {
+    unsafe fn ipc_close_mem_handle(&self, ptr: DevicePtr) -> DriverResult<()> {
         self.run("cuIpcCloseMemHandle", |s| share::ipc_close(s, ptr.0))
     }
 
@@ -622,35 +637,39 @@ impl Driver for SimDriver {
         self.run("cuMemAddressReserve", |s| vmm::reserve(s, bytes, alignment).map(DevicePtr))
     }
 
-    fn mem_map(&self, ptr: DevicePtr, bytes: usize, offset: usize, handle: MemHandle) -> DriverResult<()> {
+    unsafe fn mem_map(&self, ptr: DevicePtr, bytes: usize, offset: usize, handle: MemHandle) -> DriverResult<()> {
         self.run("cuMemMap", |s| vmm::map(s, ptr.0, bytes, offset, handle.0))
     }
 
-    fn mem_set_access(&self, ptr: DevicePtr, bytes: usize, map: &[AccessDesc]) -> DriverResult<()> {
+    unsafe fn mem_set_access(&self, ptr: DevicePtr, bytes: usize, map: &[AccessDesc]) -> DriverResult<()> {
         self.run("cuMemSetAccess", |s| vmm::set_access(s, ptr.0, bytes, map))
     }
 
-    fn mem_unmap(&self, ptr: DevicePtr, bytes: usize) -> DriverResult<()> {
+    unsafe fn mem_unmap(&self, ptr: DevicePtr, bytes: usize) -> DriverResult<()> {
         self.run("cuMemUnmap", |s| vmm::unmap(s, ptr.0, bytes))
     }
 
-    fn mem_address_free(&self, ptr: DevicePtr, bytes: usize) -> DriverResult<()> {
+    unsafe fn mem_address_free(&self, ptr: DevicePtr, bytes: usize) -> DriverResult<()> {
         self.run("cuMemAddressFree", |s| vmm::address_free(s, ptr.0, bytes))
     }
 
-    fn mem_release(&self, handle: MemHandle) -> DriverResult<()> {
+    unsafe fn mem_release(&self, handle: MemHandle) -> DriverResult<()> {
         self.run("cuMemRelease", |s| vmm::release(s, handle.0))
     }
 
-    fn mem_export_to_shareable_handle(&self, handle: MemHandle, kind: ShareHandle) -> DriverResult<ShareableHandle> {
+    unsafe fn mem_export_to_shareable_handle(
+        &self,
+        handle: MemHandle,
+        kind: ShareHandle,
+    ) -> DriverResult<ShareableHandle> {
         self.run("cuMemExportToShareableHandle", |s| vmm::export(s, handle.0, kind))
     }
 
-    fn mem_import_from_shareable_handle(&self, handle: ShareableRef<'_>) -> DriverResult<MemHandle> {
+    unsafe fn mem_import_from_shareable_handle(&self, handle: ShareableRef<'_>) -> DriverResult<MemHandle> {
         self.run("cuMemImportFromShareableHandle", |s| vmm::import(s, handle).map(MemHandle))
     }
 
-    fn mem_retain_allocation_handle(&self, ptr: DevicePtr) -> DriverResult<MemHandle> {
+    unsafe fn mem_retain_allocation_handle(&self, ptr: DevicePtr) -> DriverResult<MemHandle> {
         self.run("cuMemRetainAllocationHandle", |s| vmm::retain(s, ptr.0).map(MemHandle))
     }
 }

@@ -44,6 +44,21 @@ impl Kernel {
         }
     }
 
+    /// `(offset, size)` of parameter `index`, as `cuFuncGetParamInfo` reports it: each
+    /// parameter aligned to its own size.
+    pub(super) fn param_info(self, index: usize) -> Option<(usize, usize)> {
+        let mut offset = 0usize;
+        for (i, &width) in self.params().iter().enumerate() {
+            let width = width as usize;
+            offset = offset.next_multiple_of(width);
+            if i == index {
+                return Some((offset, width));
+            }
+            offset += width;
+        }
+        None
+    }
+
     /// Parameter widths in bytes, in order.
     fn params(self) -> &'static [u8] {
         match self {

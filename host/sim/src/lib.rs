@@ -8,9 +8,9 @@
 //! `tests/differential.rs` compares the two step by step on hardware.
 //!
 //! # Known differences from the real driver
-//! - A destroyed pool's handle returns `CUDA_ERROR_INVALID_VALUE` everywhere. The real driver
-//!   returned stale data (`cuMemPoolGetAccess` said READWRITE) and crashed the process in
-//!   `cuMemPoolSetAccess`.
+//! - A destroyed pool's handle panics in every call that takes a pool, naming the handle: the
+//!   real driver returned stale data (`cuMemPoolGetAccess` said READWRITE) and crashed the
+//!   process in `cuMemPoolSetAccess`, so a path that sends one is a bug tests must see.
 //! - Everything is synchronous: streams never hold pending work, so ordering bugs that need a
 //!   real race (e.g. reading before an unsynchronised `cuMemcpyHtoD` lands) do not show.
 //! - A kernel that faults changes no byte (the check precedes the work); a real one may have
@@ -39,9 +39,10 @@
 //! - Freed address ranges are never reused (256 GiB of address space per device), and
 //!   allocations are 256-byte aligned with a 256-byte gap after each, so running past the end
 //!   faults; the real driver reuses addresses and maps in 2 MiB granules.
-//! - A cubin is not parsed: it loads when it starts with the ELF magic and the image's stated
-//!   compute capability is the device's (else `CUDA_ERROR_NO_BINARY_FOR_GPU`, as a real driver
-//!   answers machine code for another GPU), and it holds the kernels whose names it contains.
+//! - A cubin is not run: its headers are checked to lie within its bytes and its compute
+//!   capability is read from its ELF flags (`peerpool::driver::Cubin`); it loads when that is the
+//!   device's (else `CUDA_ERROR_NO_BINARY_FOR_GPU`, as a real driver answers machine code for
+//!   another GPU), and it holds the kernels whose names it contains.
 //!   The PTX JIT, its cache and their cost are not simulated.
 //! - PCI bus ids are synthetic (`0x18 + 0x10 × ordinal`); every sticky error is the process's
 //!   last word, including for `cuDeviceGetCount` and `cuCtxSetCurrent`.
@@ -77,6 +78,7 @@
 //!   `MAP_SHARED` memory) and copies the rest.
 
 mod catalog;
+mod checked;
 mod driver;
 mod kernels;
 mod memory;

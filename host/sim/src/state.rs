@@ -8,7 +8,7 @@ use super::share::Shares;
 use super::topology::Topology;
 use cudarc::driver::sys::CUresult;
 use peerpool::driver::{Access, HandleTypes, Stream};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::thread::ThreadId;
 
 /// A failed simulated call: its code, and the call to name when it is not the method's own
@@ -70,6 +70,8 @@ pub(super) struct State {
     next_handle: u64,
     pub(super) pools: Vec<PoolRec>,
     live_pools: HashMap<u64, usize>,
+    /// Handles of destroyed pools (until a recycled pool takes one again).
+    destroyed_pools: HashSet<u64>,
     recyclable: Vec<usize>,
     pub(super) default_pools: Vec<usize>,
     pub(super) current_pools: Vec<usize>,
@@ -101,6 +103,7 @@ impl State {
             next_handle: 0x5a00_0000,
             pools: Vec::new(),
             live_pools: HashMap::new(),
+            destroyed_pools: HashSet::new(),
             recyclable: Vec::new(),
             default_pools: Vec::new(),
             current_pools: Vec::new(),
@@ -238,11 +241,23 @@ impl State {
         self.pools.push(PoolRec { handle, device, handle_types, access, max_size, used: 0 });
         let id = self.pools.len() - 1;
         self.live_pools.insert(handle, id);
+        self.destroyed_pools.remove(&handle);
         id
     }
 
-    /// A live pool's index; `CUDA_ERROR_INVALID_VALUE` for null, unknown or destroyed handles.
+    /// A live pool's index; `CUDA_ERROR_INVALID_VALUE` for null or unknown handles.
+    ///
+    /// # Panics
+    /// On a destroyed pool's handle: on the H200s such a handle returned stale access and then
+    /// crashed the process in `cuMemPoolSetAccess`, so a path that sends one is a bug the
+    /// simulator makes loud rather than answer politely.
     pub(super) fn pool(&self, handle: u64) -> SimResult<usize> {
+        if self.destroyed_pools.contains(&handle) {
+            panic!(
+                "peerpool-sim: the destroyed pool {handle:#x} reached the driver (the real driver returned \
+                 stale access for such a handle and then crashed in cuMemPoolSetAccess)"
+            );
+        }
         self.live_pools.get(&handle).copied().ok_or_else(|| CUresult::CUDA_ERROR_INVALID_VALUE.into())
     }
 
@@ -254,6 +269,7 @@ impl State {
             return Err(CUresult::CUDA_ERROR_INVALID_VALUE.into());
         }
         self.live_pools.remove(&handle);
+        self.destroyed_pools.insert(handle);
         for d in 0..self.count() {
             if self.current_pools[d] == id {
                 self.current_pools[d] = self.default_pools[d];

@@ -104,7 +104,6 @@ fn one_way_pair_reaches_0_from_1_only() {
     let t = load("one_way_pair");
     assert_eq!(paths(&t), [(1, 0)].into_iter().collect());
     let sim = SimDriver::new(t);
-    use peerpool::driver::Driver;
     assert_eq!(sim.device_get_p2p_attribute(P2pAttribute::AccessSupported, 1, 0).unwrap(), 1);
     assert_eq!(sim.device_get_p2p_attribute(P2pAttribute::AccessSupported, 0, 1).unwrap(), 0);
     assert_eq!(sim.device_get_p2p_attribute(P2pAttribute::NativeAtomicSupported, 1, 0).unwrap(), 0);

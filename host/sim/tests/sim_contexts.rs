@@ -8,13 +8,13 @@ use peerpool::PoolOptions;
 use peerpool::driver::{Driver, ModuleImage, Stream};
 use peerpool::ptx_image;
 use peerpool_sim::Topology;
-use sim_support::{code, dyn_driver, sim};
+use sim_support::{code, sim};
 use std::sync::{Arc, Barrier};
 
 #[test]
 fn the_current_context_is_per_thread() {
     let (sim, _system) = sim(Topology::two_h200());
-    let d = dyn_driver(&sim);
+    let d = &sim;
     let c0 = d.primary_ctx_retain(0).unwrap();
     let c1 = d.primary_ctx_retain(1).unwrap();
     assert_ne!(c0, c1);
@@ -40,7 +40,7 @@ fn the_current_context_is_per_thread() {
 #[test]
 fn calls_needing_a_context_fail_without_one() {
     let (sim, _system) = sim(Topology::two_h200());
-    let d = dyn_driver(&sim);
+    let d = &sim;
     let invalid = Some("CUDA_ERROR_INVALID_CONTEXT");
     assert_eq!(code(d.ctx_get_device()).as_deref(), invalid);
     assert_eq!(code(d.ctx_synchronize()).as_deref(), invalid);
@@ -56,7 +56,7 @@ fn calls_needing_a_context_fail_without_one() {
 #[test]
 fn primary_contexts_are_retain_counted_and_reset_at_zero() {
     let (sim, _system) = sim(Topology::two_h200());
-    let d = dyn_driver(&sim);
+    let d = &sim;
     assert_eq!(code(d.primary_ctx_release(0)).as_deref(), Some("CUDA_ERROR_INVALID_CONTEXT"));
     let c0 = d.primary_ctx_retain(0).unwrap();
     assert_eq!(d.primary_ctx_retain(0).unwrap(), c0, "one primary context per device");
@@ -79,7 +79,7 @@ fn primary_contexts_are_retain_counted_and_reset_at_zero() {
 #[test]
 fn streams_run_on_their_own_device() {
     let (sim, system) = sim(Topology::two_h200());
-    let d = dyn_driver(&sim);
+    let d = &sim;
     let pool = system.create_pool(1, PoolOptions::default()).unwrap();
     let ctx1 = system.enter(1).unwrap();
     let stream = d.stream_create().unwrap();
@@ -101,7 +101,7 @@ fn a_system_releases_everything_it_took() {
     {
         let pool = system.create_pool(0, PoolOptions::default()).unwrap();
         let memory = system.alloc(pool.as_ref(), 4096).unwrap();
-        system.kernels(0).unwrap().fill(memory.ptr(), 1024, 1).unwrap();
+        system.kernels(0).unwrap().fill(memory.words(1024).unwrap(), 1).unwrap();
         system.kernels(1).unwrap();
     }
     let live = sim.stats();

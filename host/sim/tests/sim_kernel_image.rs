@@ -5,7 +5,7 @@
 mod sim_support;
 
 use cudarc::driver::sys::CUresult;
-use peerpool::driver::{Driver, ModuleImage};
+use peerpool::driver::{Cubin, ImageError, ModuleImage};
 use peerpool::fault::{FaultInjector, Rule};
 use peerpool::{KernelImage, PoolOptions, System, ptx_image};
 use peerpool_sim::{SimDriver, Topology};
@@ -25,8 +25,8 @@ fn kernels_run(system: &System, device: usize) {
     let pool = system.create_pool(device, PoolOptions::default()).unwrap();
     let memory = system.alloc(pool.as_ref(), 4096).unwrap();
     let kernels = system.kernels(device).unwrap();
-    kernels.fill(memory.ptr(), 1024, 7).unwrap();
-    assert!(kernels.check(memory.ptr(), 1024, 7).unwrap().is_clean());
+    kernels.fill(memory.as_slice(), 7).unwrap();
+    assert!(kernels.check(memory.as_slice(), 7).unwrap().is_clean());
 }
 
 #[test]
@@ -66,15 +66,18 @@ fn other_load_failures_are_reported_not_hidden() {
 
 #[test]
 fn the_simulator_refuses_machine_code_for_another_gpu_and_non_elf_images() {
-    let (driver, system) = sim(with_compute_capability((8, 0)));
     let cubin = peerpool_kernels::SM90_CUBIN.unwrap();
+    let sm90 = ModuleImage::Cubin(Cubin::new(cubin).unwrap());
+    let (driver, system) = sim(with_compute_capability((8, 0)));
+    {
+        let _current = system.enter(0).unwrap();
+        assert_eq!(code(driver.module_load_data(sm90)).as_deref(), Some("CUDA_ERROR_NO_BINARY_FOR_GPU"));
+    }
+    assert_eq!(Cubin::new(b"not an elf").unwrap_err(), ImageError::NotElf, "refused before any driver");
+    // On the GPU it was built for, it loads and names every entry.
+    let (driver, system) = sim(with_compute_capability((9, 0)));
     let _current = system.enter(0).unwrap();
-    let sm90 = ModuleImage::Cubin { compute_capability: (9, 0), elf: cubin };
-    assert_eq!(code(driver.module_load_data(sm90)).as_deref(), Some("CUDA_ERROR_NO_BINARY_FOR_GPU"));
-    let not_elf = ModuleImage::Cubin { compute_capability: (8, 0), elf: b"not an elf" };
-    assert_eq!(code(driver.module_load_data(not_elf)).as_deref(), Some("CUDA_ERROR_INVALID_IMAGE"));
-    // The matching image loads and names every entry.
-    let module = driver.module_load_data(ModuleImage::Cubin { compute_capability: (8, 0), elf: cubin }).unwrap();
+    let module = driver.module_load_data(sm90).unwrap();
     for name in peerpool_kernels::ENTRY_POINTS {
         let name = std::ffi::CString::new(name).unwrap();
         assert!(driver.module_get_function(module, &name).is_ok(), "{name:?}");

@@ -21,8 +21,8 @@ fn granted_peer_writes_are_seen_by_owner_and_host() {
     let pool = system.create_pool(0, PoolOptions::default()).unwrap();
     grant(&system, &pool, 1).unwrap();
     let memory = system.alloc(pool.as_ref(), BYTES).unwrap();
-    system.kernels(1).unwrap().fill(memory.ptr(), WORDS, 11).unwrap();
-    assert!(system.kernels(0).unwrap().check(memory.ptr(), WORDS, 11).unwrap().is_clean());
+    system.kernels(1).unwrap().fill(memory.words(WORDS).unwrap(), 11).unwrap();
+    assert!(system.kernels(0).unwrap().check(memory.words(WORDS).unwrap(), 11).unwrap().is_clean());
     let words = memory.read_words(64).unwrap();
     assert!(words.iter().enumerate().all(|(i, &w)| w == pattern(i as u64, 11)), "{words:x?}");
 }
@@ -33,15 +33,15 @@ fn granted_peer_reads_find_a_planted_word() {
     let pool = system.create_pool(0, PoolOptions::default()).unwrap();
     grant(&system, &pool, 1).unwrap();
     let memory = system.alloc(pool.as_ref(), BYTES).unwrap();
-    system.kernels(0).unwrap().fill(memory.ptr(), WORDS, 22).unwrap();
-    assert!(system.kernels(1).unwrap().check(memory.ptr(), WORDS, 22).unwrap().is_clean());
+    system.kernels(0).unwrap().fill(memory.words(WORDS).unwrap(), 22).unwrap();
+    assert!(system.kernels(1).unwrap().check(memory.words(WORDS).unwrap(), 22).unwrap().is_clean());
     for bad in [WORDS - 3, 5] {
         memory.write_at(bad as usize * 4, &(!pattern(bad, 22)).to_le_bytes()).unwrap();
     }
-    let seen = system.kernels(1).unwrap().check(memory.ptr(), WORDS, 22).unwrap();
+    let seen = system.kernels(1).unwrap().check(memory.words(WORDS).unwrap(), 22).unwrap();
     assert_eq!((seen.mismatches, seen.first_mismatch), (2, Some(5)));
     // A different seed mismatches everywhere (the pattern depends on it).
-    let other = system.kernels(1).unwrap().check(memory.ptr(), WORDS, 23).unwrap();
+    let other = system.kernels(1).unwrap().check(memory.words(WORDS).unwrap(), 23).unwrap();
     assert_eq!((other.mismatches, other.first_mismatch), (WORDS, Some(0)));
 }
 
@@ -53,14 +53,14 @@ fn granted_vector_copies_both_ways() {
     let remote = system.alloc(pool.as_ref(), BYTES).unwrap();
     let local_pool = system.create_pool(1, PoolOptions::default()).unwrap();
     let local = system.alloc(local_pool.as_ref(), BYTES).unwrap();
-    system.kernels(0).unwrap().fill(remote.ptr(), WORDS, 33).unwrap();
+    system.kernels(0).unwrap().fill(remote.words(WORDS).unwrap(), 33).unwrap();
     let k1 = system.kernels(1).unwrap();
-    k1.copy16(local.ptr(), remote.ptr(), BYTES as u64).unwrap();
-    assert!(k1.check(local.ptr(), WORDS, 33).unwrap().is_clean());
-    k1.fill(local.ptr(), WORDS, 34).unwrap();
-    k1.copy16(remote.ptr(), local.ptr(), BYTES as u64).unwrap();
+    k1.copy16(local.as_slice(), remote.as_slice()).unwrap();
+    assert!(k1.check(local.words(WORDS).unwrap(), 33).unwrap().is_clean());
+    k1.fill(local.words(WORDS).unwrap(), 34).unwrap();
+    k1.copy16(remote.as_slice(), local.as_slice()).unwrap();
     drop(k1);
-    assert!(system.kernels(0).unwrap().check(remote.ptr(), WORDS, 34).unwrap().is_clean());
+    assert!(system.kernels(0).unwrap().check(remote.words(WORDS).unwrap(), 34).unwrap().is_clean());
 }
 
 #[test]
@@ -74,8 +74,8 @@ fn system_atomics_from_both_devices_give_exact_totals() {
     let shape = LaunchShape { grid: 132, block: BLOCK };
     let reps = 100u32;
     std::thread::scope(|s| {
-        let other = s.spawn(|| system.kernels(1)?.atomic_add_sys(counters.ptr(), slots, reps, shape));
-        system.kernels(0).unwrap().atomic_add_sys(counters.ptr(), slots, reps, shape).unwrap();
+        let other = s.spawn(|| system.with_kernels(1, |k| k.atomic_add_sys(counters.words(slots)?, reps, shape)));
+        system.kernels(0).unwrap().atomic_add_sys(counters.words(slots).unwrap(), reps, shape).unwrap();
         other.join().unwrap().unwrap();
     });
     let expected = 2 * (shape.grid as u64 * shape.block as u64 / slots) * reps as u64;
@@ -90,7 +90,7 @@ fn atomics_with_uneven_slots_count_threads_per_slot() {
     counters.write(&[0u8; 64]).unwrap();
     // 10 threads over 4 slots: slots 0 and 1 get 3 threads, slots 2 and 3 get 2.
     let shape = LaunchShape { grid: 1, block: 10 };
-    system.kernels(0).unwrap().atomic_add_sys(counters.ptr(), 4, 7, shape).unwrap();
+    system.kernels(0).unwrap().atomic_add_sys(counters.words(4).unwrap(), 7, shape).unwrap();
     assert_eq!(counters.read_words(5).unwrap(), vec![21, 21, 14, 14, 0]);
 }
 
@@ -99,9 +99,9 @@ fn ungranted_peer_read_kills_the_process_stickily() {
     let (sim, system) = sim(Topology::two_h200());
     let pool = system.create_pool(0, PoolOptions::default()).unwrap();
     let memory = system.alloc(pool.as_ref(), BYTES).unwrap();
-    system.kernels(0).unwrap().fill(memory.ptr(), WORDS, 44).unwrap();
+    system.kernels(0).unwrap().fill(memory.words(WORDS).unwrap(), 44).unwrap();
     assert_eq!(system.pool_access(pool.as_ref(), 1).unwrap(), Access::None);
-    let result = system.kernels(1).unwrap().check(memory.ptr(), WORDS, 44);
+    let result = system.kernels(1).unwrap().check(memory.words(WORDS).unwrap(), 44);
     let error = result.unwrap_err();
     assert!(error.is_sticky(), "{error}");
     assert_eq!(error.cuda().unwrap().code_name(), "CUDA_ERROR_ILLEGAL_ADDRESS");
@@ -109,7 +109,7 @@ fn ungranted_peer_read_kills_the_process_stickily() {
     assert_eq!(error.cuda().unwrap().call, "cuStreamSynchronize");
     assert_eq!(sim.sticky_error().map(|c| format!("{c:?}")).as_deref(), Some("CUDA_ERROR_ILLEGAL_ADDRESS"));
     // Every later call fails, unrelated ones included, and module loads.
-    let d = system.driver();
+    let d = &sim;
     assert!(is_dead_call(d.device_get_count()));
     assert!(is_dead_call(d.driver_get_version()));
     assert!(is_dead_call(d.module_load_data(ModuleImage::Ptx(ptx_image()))));
@@ -126,10 +126,10 @@ fn peer_write_after_revoke_faults() {
     let pool = system.create_pool(0, PoolOptions::default()).unwrap();
     grant(&system, &pool, 1).unwrap();
     let memory = system.alloc(pool.as_ref(), BYTES).unwrap();
-    system.kernels(1).unwrap().fill(memory.ptr(), WORDS, 1).unwrap();
+    system.kernels(1).unwrap().fill(memory.words(WORDS).unwrap(), 1).unwrap();
     let revoke = [AccessDesc { device: 1, access: Access::None }];
-    system.driver().mem_pool_set_access(pool.handle(), &revoke).unwrap();
-    assert!(system.kernels(1).unwrap().fill(memory.ptr(), WORDS, 2).unwrap_err().is_sticky());
+    sim.mem_pool_set_access(pool.handle(), &revoke).unwrap();
+    assert!(system.kernels(1).unwrap().fill(memory.words(WORDS).unwrap(), 2).unwrap_err().is_sticky());
     assert!(sim.sticky_error().is_some());
 }
 
@@ -137,7 +137,7 @@ fn peer_write_after_revoke_faults() {
 fn legacy_memory_of_another_device_is_unreachable() {
     let (sim, system) = sim(Topology::two_h200());
     let legacy = system.alloc_legacy(0, BYTES).unwrap();
-    assert!(system.kernels(1).unwrap().fill(legacy.ptr(), WORDS, 3).unwrap_err().is_sticky());
+    assert!(system.kernels(1).unwrap().fill(legacy.words(WORDS).unwrap(), 3).unwrap_err().is_sticky());
     assert!(sim.sticky_error().is_some());
 }
 
@@ -146,7 +146,9 @@ fn a_kernel_running_past_its_allocation_faults() {
     let (sim, system) = sim(Topology::two_h200());
     let pool = system.create_pool(0, PoolOptions::default()).unwrap();
     let memory = system.alloc(pool.as_ref(), BYTES).unwrap();
-    assert!(system.kernels(0).unwrap().fill(memory.ptr(), WORDS + 1, 3).unwrap_err().is_sticky());
+    assert!(memory.words(WORDS + 1).is_err(), "the safe slice refuses to run past the end");
+    let past_the_end = sim_support::words(memory.ptr(), WORDS + 1);
+    assert!(system.kernels(0).unwrap().fill(past_the_end, 3).unwrap_err().is_sticky());
     assert!(sim.sticky_error().is_some());
 }
 
@@ -155,8 +157,8 @@ fn a_faulting_kernel_changes_no_byte() {
     let (sim, system) = sim(Topology::two_h200());
     let pool = system.create_pool(0, PoolOptions::default()).unwrap();
     let memory = system.alloc(pool.as_ref(), BYTES).unwrap();
-    system.kernels(0).unwrap().fill(memory.ptr(), WORDS, 9).unwrap();
-    let _ = system.kernels(1).unwrap().fill(memory.ptr(), WORDS, 10);
+    system.kernels(0).unwrap().fill(memory.words(WORDS).unwrap(), 9).unwrap();
+    let _ = system.kernels(1).unwrap().fill(memory.words(WORDS).unwrap(), 10);
     assert!(sim.sticky_error().is_some());
     // The process is dead, so read the bytes behind its back: still seed 9's pattern.
     let bytes = sim.peek(memory.ptr(), BYTES).unwrap();
@@ -166,7 +168,7 @@ fn a_faulting_kernel_changes_no_byte() {
 #[test]
 fn raw_launch_rules() {
     let (sim, system) = sim(Topology::two_h200());
-    let d = system.driver();
+    let d = &sim;
     let pool = system.create_pool(0, PoolOptions::default()).unwrap();
     let memory = system.alloc(pool.as_ref(), 4096).unwrap();
     // No context: nothing can load or launch.
@@ -214,16 +216,16 @@ fn a_fork_dies_alone() {
     let (sim, system) = sim(Topology::two_h200());
     let pool = system.create_pool(0, PoolOptions::default()).unwrap();
     let memory = system.alloc(pool.as_ref(), BYTES).unwrap();
-    system.kernels(0).unwrap().fill(memory.ptr(), WORDS, 12).unwrap();
+    system.kernels(0).unwrap().fill(memory.words(WORDS).unwrap(), 12).unwrap();
     let fork = std::sync::Arc::new(sim.fork());
     let forked = peerpool::System::with_driver(fork.clone()).unwrap();
     // Same addresses and bytes in the fork: the owner reads them clean there.
-    assert!(forked.kernels(0).unwrap().check(memory.ptr(), WORDS, 12).unwrap().is_clean());
-    assert!(forked.kernels(1).unwrap().check(memory.ptr(), WORDS, 12).unwrap_err().is_sticky());
+    assert!(forked.kernels(0).unwrap().check(memory.words(WORDS).unwrap(), 12).unwrap().is_clean());
+    assert!(forked.kernels(1).unwrap().check(memory.words(WORDS).unwrap(), 12).unwrap_err().is_sticky());
     assert!(fork.sticky_error().is_some());
     assert!(sim.sticky_error().is_none(), "the original lives on");
-    assert!(system.kernels(0).unwrap().check(memory.ptr(), WORDS, 12).unwrap().is_clean());
+    assert!(system.kernels(0).unwrap().check(memory.words(WORDS).unwrap(), 12).unwrap().is_clean());
     // A grant in the original does not reach the fork.
     grant(&system, &pool, 1).unwrap();
-    assert!(system.kernels(1).unwrap().check(memory.ptr(), WORDS, 12).unwrap().is_clean());
+    assert!(system.kernels(1).unwrap().check(memory.words(WORDS).unwrap(), 12).unwrap().is_clean());
 }

@@ -18,9 +18,12 @@ fn corrupt_link_damages_reads_flowing_0_to_1() {
     let pool = system.create_pool(0, PoolOptions::default()).unwrap();
     grant(&system, &pool, 1).unwrap();
     let memory = system.alloc(pool.as_ref(), BYTES).unwrap();
-    system.kernels(0).unwrap().fill(memory.ptr(), WORDS, 7).unwrap();
-    assert!(system.kernels(0).unwrap().check(memory.ptr(), WORDS, 7).unwrap().is_clean(), "local reads are clean");
-    let seen = system.kernels(1).unwrap().check(memory.ptr(), WORDS, 7).unwrap();
+    system.kernels(0).unwrap().fill(memory.words(WORDS).unwrap(), 7).unwrap();
+    assert!(
+        system.kernels(0).unwrap().check(memory.words(WORDS).unwrap(), 7).unwrap().is_clean(),
+        "local reads are clean"
+    );
+    let seen = system.kernels(1).unwrap().check(memory.words(WORDS).unwrap(), 7).unwrap();
     assert_eq!((seen.mismatches, seen.first_mismatch), (BYTES as u64 / 4096, Some(0)));
     // The memory itself is intact: the damage happened on the wire.
     let words = memory.read_words(1).unwrap();
@@ -34,21 +37,21 @@ fn corrupt_link_damages_writes_flowing_0_to_1_only() {
     let on1 = system.create_pool(1, PoolOptions::default()).unwrap();
     grant(&system, &on1, 0).unwrap();
     let remote = system.alloc(on1.as_ref(), BYTES).unwrap();
-    system.kernels(0).unwrap().fill(remote.ptr(), WORDS, 8).unwrap();
-    let seen = system.kernels(1).unwrap().check(remote.ptr(), WORDS, 8).unwrap();
+    system.kernels(0).unwrap().fill(remote.words(WORDS).unwrap(), 8).unwrap();
+    let seen = system.kernels(1).unwrap().check(remote.words(WORDS).unwrap(), 8).unwrap();
     assert_eq!(seen.mismatches, BYTES as u64 / 4096);
     // gpu1 writes and reads gpu0's memory... reads flow 0 -> 1 (corrupt), writes 1 -> 0 (clean).
     let on0 = system.create_pool(0, PoolOptions::default()).unwrap();
     grant(&system, &on0, 1).unwrap();
     let other = system.alloc(on0.as_ref(), BYTES).unwrap();
-    system.kernels(1).unwrap().fill(other.ptr(), WORDS, 9).unwrap();
-    assert!(system.kernels(0).unwrap().check(other.ptr(), WORDS, 9).unwrap().is_clean());
+    system.kernels(1).unwrap().fill(other.words(WORDS).unwrap(), 9).unwrap();
+    assert!(system.kernels(0).unwrap().check(other.words(WORDS).unwrap(), 9).unwrap().is_clean());
 }
 
 #[test]
 fn copies_across_a_faulty_direction_are_damaged() {
-    let (_, system) = sim(catalog_topology("corrupt_link_pair").unwrap());
-    let d = system.driver();
+    let (sim, system) = sim(catalog_topology("corrupt_link_pair").unwrap());
+    let d = &sim;
     let a = system.create_pool(0, PoolOptions::default()).unwrap();
     let b = system.create_pool(1, PoolOptions::default()).unwrap();
     let on0 = system.alloc(a.as_ref(), BYTES).unwrap();
@@ -81,7 +84,7 @@ fn dropping_link_loses_bytes_of_writes() {
     grant(&system, &pool, 1).unwrap();
     let memory = system.alloc(pool.as_ref(), BYTES).unwrap();
     memory.write(&vec![0xAA; BYTES]).unwrap();
-    system.kernels(1).unwrap().fill(memory.ptr(), WORDS, 3).unwrap();
+    system.kernels(1).unwrap().fill(memory.words(WORDS).unwrap(), 3).unwrap();
     let mut bytes = vec![0u8; BYTES];
     memory.read(&mut bytes).unwrap();
     for (i, b) in bytes.iter().enumerate() {
@@ -93,8 +96,8 @@ fn dropping_link_loses_bytes_of_writes() {
 
 #[test]
 fn one_way_pair_grants_only_the_capable_direction() {
-    let (_, system) = sim(catalog_topology("one_way_pair").unwrap());
-    let d = system.driver();
+    let (sim, system) = sim(catalog_topology("one_way_pair").unwrap());
+    let d = &sim;
     assert!(d.device_can_access_peer(1, 0).unwrap());
     assert!(!d.device_can_access_peer(0, 1).unwrap());
     let on0 = system.create_pool(0, PoolOptions::default()).unwrap();
@@ -114,9 +117,9 @@ fn one_way_pair_grants_only_the_capable_direction() {
 
 #[test]
 fn islands_have_no_path_between_them() {
-    let (_, system) = sim(catalog_topology("four_gpu_islands").unwrap());
+    let (sim, system) = sim(catalog_topology("four_gpu_islands").unwrap());
     for (from, to, path) in [(0, 1, true), (1, 0, true), (2, 3, true), (3, 2, true), (0, 2, false), (3, 1, false)] {
-        assert_eq!(system.driver().device_can_access_peer(from, to).unwrap(), path, "{from} -> {to}");
+        assert_eq!(sim.device_can_access_peer(from, to).unwrap(), path, "{from} -> {to}");
     }
     let pool = system.create_pool(2, PoolOptions::default()).unwrap();
     grant(&system, &pool, 3).unwrap();

@@ -3,7 +3,7 @@
 
 mod sim_support;
 
-use peerpool::driver::{Driver, PeerCopy, PointerAttribute, PoolProps, Stream};
+use peerpool::driver::{PeerCopy, PointerAttribute, PoolProps, Stream};
 use peerpool::fault::FaultInjector;
 use peerpool::{PoolOptions, System};
 use peerpool_sim::{DeviceSpec, Link, SimDriver, Topology};
@@ -19,8 +19,8 @@ fn simulator_and_injector_are_send_and_sync() {
 
 #[test]
 fn bytes_survive_every_kind_of_copy() {
-    let (_, system) = sim(Topology::two_h200());
-    let d = system.driver();
+    let (sim, system) = sim(Topology::two_h200());
+    let d = &sim;
     let a = system.create_pool(0, PoolOptions::default()).unwrap();
     grant(&system, &a, 1).unwrap();
     let on0 = system.alloc(a.as_ref(), 4096).unwrap();
@@ -53,8 +53,8 @@ fn bytes_survive_every_kind_of_copy() {
 
 #[test]
 fn copies_must_stay_inside_one_allocation() {
-    let (_, system) = sim(Topology::two_h200());
-    let d = system.driver();
+    let (sim, system) = sim(Topology::two_h200());
+    let d = &sim;
     let pool = system.create_pool(0, PoolOptions::default()).unwrap();
     let memory = system.alloc(pool.as_ref(), 1000).unwrap();
     let _ctx = system.enter(0).unwrap();
@@ -71,8 +71,8 @@ fn copies_must_stay_inside_one_allocation() {
 
 #[test]
 fn addresses_are_unique_aligned_and_never_reused() {
-    let (_, system) = sim(Topology::two_h200());
-    let d = system.driver();
+    let (sim, system) = sim(Topology::two_h200());
+    let d = &sim;
     let _ctx = system.enter(1).unwrap();
     let pool = d.device_get_default_mem_pool(1).unwrap();
     let mut seen = BTreeSet::new();
@@ -106,7 +106,7 @@ fn addresses_are_unique_aligned_and_never_reused() {
 fn device_memory_and_pool_limits_hold() {
     let small = DeviceSpec { total_memory: 1 << 20, ..DeviceSpec::h200() };
     let (sim, system) = sim(Topology::uniform("small", 2, small, Link::NVLINK));
-    let d = system.driver();
+    let d = &sim;
     let _ctx = system.enter(0).unwrap();
     let capped = d.mem_pool_create(&PoolProps { device: 0, max_size: 4096, ..PoolProps::default() }).unwrap();
     let first = d.mem_alloc_from_pool_async(4096, capped, Stream::LEGACY).unwrap();
@@ -128,7 +128,7 @@ fn device_memory_and_pool_limits_hold() {
 #[test]
 fn a_destroyed_current_pool_falls_back_to_the_default() {
     let (sim, system) = sim(Topology::two_h200());
-    let d = system.driver();
+    let d = &sim;
     let pool = system.create_pool(0, PoolOptions::default()).unwrap();
     d.device_set_mem_pool(0, pool.handle()).unwrap();
     let memory = system.alloc(pool.as_ref(), 256).unwrap();
@@ -148,7 +148,7 @@ fn two_runs_are_identical() {
         let system = System::with_driver(sim.clone()).unwrap();
         let pool = system.create_pool(1, PoolOptions::default()).unwrap();
         let memory = system.alloc(pool.as_ref(), 4096).unwrap();
-        system.kernels(1).unwrap().fill(memory.ptr(), 1024, 3).unwrap();
+        system.kernels(1).unwrap().fill(memory.words(1024).unwrap(), 3).unwrap();
         (pool.handle(), memory.ptr(), sim.peek(memory.ptr(), 4096).unwrap())
     };
     assert_eq!(run(), run());

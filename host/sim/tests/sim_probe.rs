@@ -43,8 +43,7 @@ fn read(device: i32) -> AccessDesc {
 }
 
 /// The probe's calls, in its order, on `system`; returns its lines and the destroyed pool.
-fn replay(system: &System) -> Result<(Lines, Pool), peerpool::Error> {
-    let d = system.driver().clone();
+fn replay((d, system): &(Arc<SimDriver>, System)) -> Result<(Lines, Pool), peerpool::Error> {
     let mut out = Lines::default();
     out.0.push(format!("devices => {}", system.device_count()));
     let _ctx0 = system.enter(0)?;
@@ -203,8 +202,9 @@ fn code<T>(r: Result<T, peerpool::CudaError>) -> Option<String> {
     r.err().map(|e| e.code_name())
 }
 
-fn two_h200(options: SimOptions) -> System {
-    System::with_driver(Arc::new(SimDriver::with_options(Topology::two_h200(), options))).expect("the sim opens")
+fn two_h200(options: SimOptions) -> (Arc<SimDriver>, System) {
+    let sim = Arc::new(SimDriver::with_options(Topology::two_h200(), options));
+    (sim.clone(), System::with_driver(sim).expect("the sim opens"))
 }
 
 #[test]
@@ -224,17 +224,25 @@ fn driver_probe_txt_replayed_line_by_line() {
 }
 
 /// driver_probe.txt, last lines: the real driver said `ok ReadWrite` for a destroyed pool and then
-/// crashed in `cuMemPoolSetAccess` (exit 139). The simulator refuses destroyed handles instead.
+/// crashed in `cuMemPoolSetAccess` (exit 139). The simulator panics on destroyed handles, naming
+/// them, so that any path that sends one fails its test loudly.
 #[test]
 fn driver_probe_destroyed_pool_is_a_known_difference() {
-    let system = two_h200(SimOptions::default());
-    let (_, destroyed) = replay(&system).expect("the replay runs");
-    let d = system.driver();
+    let sim = two_h200(SimOptions::default());
+    let (_, destroyed) = replay(&sim).expect("the replay runs");
+    let (d, system) = &sim;
     let _ctx = system.enter(0).expect("enter gpu0");
-    assert_eq!(code(d.mem_pool_get_access(destroyed, 0)), Some("CUDA_ERROR_INVALID_VALUE".into()));
     let grant = [AccessDesc { device: 1, access: Access::ReadWrite }];
-    assert_eq!(code(d.mem_pool_set_access(destroyed, &grant)), Some("CUDA_ERROR_INVALID_VALUE".into()));
-    assert_eq!(code(d.mem_pool_destroy(destroyed)), Some("CUDA_ERROR_INVALID_VALUE".into()));
+    let panics = [
+        std::panic::catch_unwind(|| d.mem_pool_get_access(destroyed, 0)).map(drop),
+        std::panic::catch_unwind(|| d.mem_pool_set_access(destroyed, &grant)).map(drop),
+        std::panic::catch_unwind(|| d.mem_pool_destroy(destroyed)).map(drop),
+    ];
+    for panic in panics {
+        let panic = panic.expect_err("a destroyed pool's handle panics");
+        let message = panic.downcast_ref::<String>().map_or("", String::as_str);
+        assert!(message.contains("destroyed pool") && message.contains(&format!("{:#x}", destroyed.0)), "{message}");
+    }
     let default = d.device_get_default_mem_pool(0).expect("default pool");
     assert_eq!(code(d.mem_pool_destroy(default)), Some("CUDA_ERROR_INVALID_VALUE".into()));
 }

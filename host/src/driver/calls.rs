@@ -52,11 +52,11 @@ macro_rules! for_each_driver_call {
             /// `cuDevicePrimaryCtxRetain`.
             safe fn primary_ctx_retain(device: i32) -> Context = cuDevicePrimaryCtxRetain @ cuDevicePrimaryCtxRetain;
             /// `cuDevicePrimaryCtxRelease`.
-            safe fn primary_ctx_release(device: i32) -> () = cuDevicePrimaryCtxRelease @ cuDevicePrimaryCtxRelease_v2;
+            unsafe fn primary_ctx_release(device: i32) -> () = cuDevicePrimaryCtxRelease @ cuDevicePrimaryCtxRelease_v2;
             /// `cuCtxGetCurrent`: the calling thread's current context, if any.
             safe fn ctx_get_current() -> Option<Context> = cuCtxGetCurrent @ cuCtxGetCurrent;
             /// `cuCtxSetCurrent` on the calling thread (`None` unbinds).
-            safe fn ctx_set_current(context: Option<Context>) -> () = cuCtxSetCurrent @ cuCtxSetCurrent;
+            unsafe fn ctx_set_current(context: Option<Context>) -> () = cuCtxSetCurrent @ cuCtxSetCurrent;
             /// `cuCtxGetDevice`: the device of the calling thread's current context.
             safe fn ctx_get_device() -> i32 = cuCtxGetDevice @ cuCtxGetDevice;
             /// `cuCtxSynchronize` on the current context.
@@ -69,50 +69,50 @@ macro_rules! for_each_driver_call {
             /// `cuDeviceGetMemPool`: the device's current pool (the default unless one was set).
             safe fn device_get_mem_pool(device: i32) -> Pool = cuDeviceGetMemPool @ cuDeviceGetMemPool;
             /// `cuDeviceSetMemPool`.
-            safe fn device_set_mem_pool(device: i32, pool: Pool) -> () = cuDeviceSetMemPool @ cuDeviceSetMemPool;
+            unsafe fn device_set_mem_pool(device: i32, pool: Pool) -> () = cuDeviceSetMemPool @ cuDeviceSetMemPool;
             /// `cuMemPoolCreate`: a pinned device pool on `props.device`.
             safe fn mem_pool_create(props: &PoolProps) -> Pool = cuMemPoolCreate @ cuMemPoolCreate;
             /// `cuMemPoolDestroy`.
-            safe fn mem_pool_destroy(pool: Pool) -> () = cuMemPoolDestroy @ cuMemPoolDestroy;
+            unsafe fn mem_pool_destroy(pool: Pool) -> () = cuMemPoolDestroy @ cuMemPoolDestroy;
             /// `cuMemPoolSetAccess`: all descriptors in one call (the driver applies all or none).
-            safe fn mem_pool_set_access(pool: Pool, map: &[AccessDesc]) -> () = cuMemPoolSetAccess @ cuMemPoolSetAccess;
+            unsafe fn mem_pool_set_access(pool: Pool, map: &[AccessDesc]) -> () = cuMemPoolSetAccess @ cuMemPoolSetAccess;
             /// `cuMemPoolGetAccess` for a device location.
-            safe fn mem_pool_get_access(pool: Pool, device: i32) -> Access = cuMemPoolGetAccess @ cuMemPoolGetAccess;
+            unsafe fn mem_pool_get_access(pool: Pool, device: i32) -> Access = cuMemPoolGetAccess @ cuMemPoolGetAccess;
 
             // ---- allocation ----
 
             /// `cuMemAlloc`: an allocation outside any pool (legacy-IPC capable).
             safe fn mem_alloc(bytes: usize) -> DevicePtr = cuMemAlloc @ cuMemAlloc_v2;
             /// `cuMemFree`.
-            safe fn mem_free(ptr: DevicePtr) -> () = cuMemFree @ cuMemFree_v2;
+            unsafe fn mem_free(ptr: DevicePtr) -> () = cuMemFree @ cuMemFree_v2;
             /// `cuMemAllocFromPoolAsync` on `stream` of the current context.
-            safe fn mem_alloc_from_pool_async(bytes: usize, pool: Pool, stream: Stream) -> DevicePtr
+            unsafe fn mem_alloc_from_pool_async(bytes: usize, pool: Pool, stream: Stream) -> DevicePtr
                 = cuMemAllocFromPoolAsync @ cuMemAllocFromPoolAsync;
             /// `cuMemFreeAsync`.
-            safe fn mem_free_async(ptr: DevicePtr, stream: Stream) -> () = cuMemFreeAsync @ cuMemFreeAsync;
+            unsafe fn mem_free_async(ptr: DevicePtr, stream: Stream) -> () = cuMemFreeAsync @ cuMemFreeAsync;
 
             // ---- streams ----
 
             /// `cuStreamCreate` (non-blocking) in the current context.
             safe fn stream_create() -> Stream = cuStreamCreate @ cuStreamCreate;
             /// `cuStreamDestroy`.
-            safe fn stream_destroy(stream: Stream) -> () = cuStreamDestroy @ cuStreamDestroy_v2;
+            unsafe fn stream_destroy(stream: Stream) -> () = cuStreamDestroy @ cuStreamDestroy_v2;
             /// `cuStreamSynchronize`; [`Stream::LEGACY`] is the current context's null stream.
-            safe fn stream_synchronize(stream: Stream) -> () = cuStreamSynchronize @ cuStreamSynchronize;
+            unsafe fn stream_synchronize(stream: Stream) -> () = cuStreamSynchronize @ cuStreamSynchronize;
 
             // ---- copies and memsets ----
 
             /// `cuMemcpyHtoD` (synchronous).
-            safe fn memcpy_htod(dst: DevicePtr, src: &[u8]) -> () = cuMemcpyHtoD @ cuMemcpyHtoD_v2;
+            unsafe fn memcpy_htod(dst: DevicePtr, src: &[u8]) -> () = cuMemcpyHtoD @ cuMemcpyHtoD_v2;
             /// `cuMemcpyDtoH` (synchronous).
-            safe fn memcpy_dtoh(dst: &mut [u8], src: DevicePtr) -> () = cuMemcpyDtoH @ cuMemcpyDtoH_v2;
+            unsafe fn memcpy_dtoh(dst: &mut [u8], src: DevicePtr) -> () = cuMemcpyDtoH @ cuMemcpyDtoH_v2;
             /// `cuMemcpyDtoDAsync` in the current context: the copy engine, on unified addresses.
-            safe fn memcpy_dtod_async(dst: DevicePtr, src: DevicePtr, bytes: usize, stream: Stream) -> ()
+            unsafe fn memcpy_dtod_async(dst: DevicePtr, src: DevicePtr, bytes: usize, stream: Stream) -> ()
                 = cuMemcpyDtoDAsync @ cuMemcpyDtoDAsync_v2;
             /// `cuMemcpyPeerAsync`: contexts named explicitly (may stage through the host).
-            safe fn memcpy_peer_async(copy: PeerCopy, stream: Stream) -> () = cuMemcpyPeerAsync @ cuMemcpyPeerAsync;
+            unsafe fn memcpy_peer_async(copy: PeerCopy, stream: Stream) -> () = cuMemcpyPeerAsync @ cuMemcpyPeerAsync;
             /// `cuMemsetD32Async`: `words` 32-bit words set to `value`.
-            safe fn memset_d32_async(dst: DevicePtr, value: u32, words: usize, stream: Stream) -> ()
+            unsafe fn memset_d32_async(dst: DevicePtr, value: u32, words: usize, stream: Stream) -> ()
                 = cuMemsetD32Async @ cuMemsetD32Async;
 
             // ---- modules and launches ----
@@ -120,26 +120,30 @@ macro_rules! for_each_driver_call {
             /// `cuModuleLoadData` into the current context.
             safe fn module_load_data(image: ModuleImage<'_>) -> Module = cuModuleLoadData @ cuModuleLoadData;
             /// `cuModuleUnload`.
-            safe fn module_unload(module: Module) -> () = cuModuleUnload @ cuModuleUnload;
+            unsafe fn module_unload(module: Module) -> () = cuModuleUnload @ cuModuleUnload;
             /// `cuModuleGetFunction`.
-            safe fn module_get_function(module: Module, name: &::std::ffi::CStr) -> Function = cuModuleGetFunction @ cuModuleGetFunction;
+            unsafe fn module_get_function(module: Module, name: &::std::ffi::CStr) -> Function = cuModuleGetFunction @ cuModuleGetFunction;
             /// `cuLaunchKernel`: one-dimensional grid and block, no dynamic shared memory.
-            safe fn launch_kernel(function: Function, shape: LaunchShape, stream: Stream, args: &[KernelArg]) -> ()
+            unsafe fn launch_kernel(function: Function, shape: LaunchShape, stream: Stream, args: &[KernelArg]) -> ()
                 = cuLaunchKernel @ cuLaunchKernel;
+            /// `cuFuncGetParamInfo`: the `(offset, size)` in bytes of a kernel's parameter
+            /// `index`; `CUDA_ERROR_INVALID_VALUE` past the last one (CUDA 12.4 and later).
+            unsafe fn func_get_param_info(function: Function, index: usize) -> (usize, usize)
+                = cuFuncGetParamInfo @ cuFuncGetParamInfo;
 
             // ---- events ----
 
             /// `cuEventCreate` (default flags: timing enabled) in the current context.
             safe fn event_create() -> Event = cuEventCreate @ cuEventCreate;
             /// `cuEventRecord` on `stream`.
-            safe fn event_record(event: Event, stream: Stream) -> () = cuEventRecord @ cuEventRecord;
+            unsafe fn event_record(event: Event, stream: Stream) -> () = cuEventRecord @ cuEventRecord;
             /// `cuEventSynchronize`.
-            safe fn event_synchronize(event: Event) -> () = cuEventSynchronize @ cuEventSynchronize;
+            unsafe fn event_synchronize(event: Event) -> () = cuEventSynchronize @ cuEventSynchronize;
             /// `cuEventElapsedTime`: milliseconds from `start` to `end`. (The real driver takes
             /// `_v2` where the library has it and the original before 12.8.)
-            safe fn event_elapsed_time(start: Event, end: Event) -> f32 = cuEventElapsedTime @ cuEventElapsedTime_v2;
+            unsafe fn event_elapsed_time(start: Event, end: Event) -> f32 = cuEventElapsedTime @ cuEventElapsedTime_v2;
             /// `cuEventDestroy`.
-            safe fn event_destroy(event: Event) -> () = cuEventDestroy @ cuEventDestroy_v2;
+            unsafe fn event_destroy(event: Event) -> () = cuEventDestroy @ cuEventDestroy_v2;
 
             // ---- pointers ----
 
@@ -150,23 +154,23 @@ macro_rules! for_each_driver_call {
             // ---- inter-process sharing (see `crate::ipc`) ----
 
             /// `cuMemPoolExportToShareableHandle`: a handle to the whole pool, for another process.
-            safe fn mem_pool_export_to_shareable_handle(pool: Pool, handle: ShareHandle) -> ShareableHandle
+            unsafe fn mem_pool_export_to_shareable_handle(pool: Pool, handle: ShareHandle) -> ShareableHandle
                 = cuMemPoolExportToShareableHandle @ cuMemPoolExportToShareableHandle;
             /// `cuMemPoolImportFromShareableHandle`: the exporter's pool in this process. Peer access
             /// does not travel with it: peers start with none.
-            safe fn mem_pool_import_from_shareable_handle(handle: ShareableRef<'_>) -> Pool
+            unsafe fn mem_pool_import_from_shareable_handle(handle: ShareableRef<'_>) -> Pool
                 = cuMemPoolImportFromShareableHandle @ cuMemPoolImportFromShareableHandle;
             /// `cuMemPoolExportPointer`: 64 bytes naming one allocation of an exportable pool.
-            safe fn mem_pool_export_pointer(ptr: DevicePtr) -> PoolPtrExportData = cuMemPoolExportPointer @ cuMemPoolExportPointer;
+            unsafe fn mem_pool_export_pointer(ptr: DevicePtr) -> PoolPtrExportData = cuMemPoolExportPointer @ cuMemPoolExportPointer;
             /// `cuMemPoolImportPointer`: the exported allocation's address in an imported pool.
-            safe fn mem_pool_import_pointer(pool: Pool, data: &PoolPtrExportData) -> DevicePtr
+            unsafe fn mem_pool_import_pointer(pool: Pool, data: &PoolPtrExportData) -> DevicePtr
                 = cuMemPoolImportPointer @ cuMemPoolImportPointer;
             /// `cuIpcGetMemHandle`: legacy IPC, for `cuMemAlloc` memory only (pool memory is refused).
-            safe fn ipc_get_mem_handle(ptr: DevicePtr) -> IpcMemHandle = cuIpcGetMemHandle @ cuIpcGetMemHandle;
+            unsafe fn ipc_get_mem_handle(ptr: DevicePtr) -> IpcMemHandle = cuIpcGetMemHandle @ cuIpcGetMemHandle;
             /// `cuIpcOpenMemHandle` (`CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS`) in the current context.
-            safe fn ipc_open_mem_handle(handle: &IpcMemHandle) -> DevicePtr = cuIpcOpenMemHandle @ cuIpcOpenMemHandle_v2;
+            unsafe fn ipc_open_mem_handle(handle: &IpcMemHandle) -> DevicePtr = cuIpcOpenMemHandle @ cuIpcOpenMemHandle_v2;
             /// `cuIpcCloseMemHandle`.
-            safe fn ipc_close_mem_handle(ptr: DevicePtr) -> () = cuIpcCloseMemHandle @ cuIpcCloseMemHandle;
+            unsafe fn ipc_close_mem_handle(ptr: DevicePtr) -> () = cuIpcCloseMemHandle @ cuIpcCloseMemHandle;
 
             // ---- virtual memory ----
 
@@ -179,35 +183,44 @@ macro_rules! for_each_driver_call {
             safe fn mem_address_reserve(bytes: usize, alignment: usize) -> DevicePtr = cuMemAddressReserve @ cuMemAddressReserve;
             /// `cuMemMap` (the driver requires `offset == 0`). No device may touch it until
             /// [`Driver::mem_set_access`].
-            safe fn mem_map(ptr: DevicePtr, bytes: usize, offset: usize, handle: MemHandle) -> () = cuMemMap @ cuMemMap;
+            unsafe fn mem_map(ptr: DevicePtr, bytes: usize, offset: usize, handle: MemHandle) -> () = cuMemMap @ cuMemMap;
             /// `cuMemSetAccess` on a mapped range: all descriptors in one call.
-            safe fn mem_set_access(ptr: DevicePtr, bytes: usize, map: &[AccessDesc]) -> () = cuMemSetAccess @ cuMemSetAccess;
+            unsafe fn mem_set_access(ptr: DevicePtr, bytes: usize, map: &[AccessDesc]) -> () = cuMemSetAccess @ cuMemSetAccess;
             /// `cuMemUnmap`.
-            safe fn mem_unmap(ptr: DevicePtr, bytes: usize) -> () = cuMemUnmap @ cuMemUnmap;
+            unsafe fn mem_unmap(ptr: DevicePtr, bytes: usize) -> () = cuMemUnmap @ cuMemUnmap;
             /// `cuMemAddressFree`.
-            safe fn mem_address_free(ptr: DevicePtr, bytes: usize) -> () = cuMemAddressFree @ cuMemAddressFree;
+            unsafe fn mem_address_free(ptr: DevicePtr, bytes: usize) -> () = cuMemAddressFree @ cuMemAddressFree;
             /// `cuMemRelease`: the memory goes once it is released and unmapped everywhere.
-            safe fn mem_release(handle: MemHandle) -> () = cuMemRelease @ cuMemRelease;
+            unsafe fn mem_release(handle: MemHandle) -> () = cuMemRelease @ cuMemRelease;
             /// `cuMemExportToShareableHandle`.
-            safe fn mem_export_to_shareable_handle(handle: MemHandle, kind: ShareHandle) -> ShareableHandle
+            unsafe fn mem_export_to_shareable_handle(handle: MemHandle, kind: ShareHandle) -> ShareableHandle
                 = cuMemExportToShareableHandle @ cuMemExportToShareableHandle;
             /// `cuMemImportFromShareableHandle`.
-            safe fn mem_import_from_shareable_handle(handle: ShareableRef<'_>) -> MemHandle
+            unsafe fn mem_import_from_shareable_handle(handle: ShareableRef<'_>) -> MemHandle
                 = cuMemImportFromShareableHandle @ cuMemImportFromShareableHandle;
             /// `cuMemRetainAllocationHandle`: the allocation mapped at `ptr`, retained once more.
-            safe fn mem_retain_allocation_handle(ptr: DevicePtr) -> MemHandle
+            unsafe fn mem_retain_allocation_handle(ptr: DevicePtr) -> MemHandle
                 = cuMemRetainAllocationHandle @ cuMemRetainAllocationHandle;
         }
     };
 }
 
-/// One item of a generated list, `unsafe` where the table says so:
-/// `seam_fn! { safe|unsafe #[attr].. fn name(..) -> T ; }` or with a body.
+/// One item of a generated list, `unsafe` where the table says so (with the seam's contract
+/// as its `# Safety` section): `seam_fn! { safe|unsafe #[attr].. fn name(..) -> T ; }`, or with
+/// a body.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! seam_fn {
     (safe $(#[$m:meta])* fn $($rest:tt)*) => { $(#[$m])* fn $($rest)* };
-    (unsafe $(#[$m:meta])* fn $($rest:tt)*) => { $(#[$m])* unsafe fn $($rest)* };
+    (unsafe $(#[$m:meta])* fn $($rest:tt)*) => {
+        $(#[$m])*
+        ///
+        /// # Safety
+        /// The seam's contract (`peerpool::driver::Driver`, section Safety): live handles of
+        /// this driver, address ranges inside live allocations, launch arguments that match the
+        /// kernel.
+        unsafe fn $($rest)*
+    };
 }
 
 macro_rules! define_calls {

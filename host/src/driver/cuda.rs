@@ -318,7 +318,7 @@ impl Driver for CudaDriver {
         Ok(Context(raw(c)))
     }
 
-    fn primary_ctx_release(&self, device: i32) -> DriverResult<()> {
+    unsafe fn primary_ctx_release(&self, device: i32) -> DriverResult<()> {
         let dev = cu_device(device)?;
         check(Call::cuDevicePrimaryCtxRelease, unsafe { sys::cuDevicePrimaryCtxRelease_v2(dev) })
     }
@@ -329,7 +329,7 @@ impl Driver for CudaDriver {
         Ok((!c.is_null()).then(|| Context(raw(c))))
     }
 
-    fn ctx_set_current(&self, context: Option<Context>) -> DriverResult<()> {
+    unsafe fn ctx_set_current(&self, context: Option<Context>) -> DriverResult<()> {
         let c = context.map_or(std::ptr::null_mut(), ctx);
         check(Call::cuCtxSetCurrent, unsafe { sys::cuCtxSetCurrent(c) })
     }
@@ -358,7 +358,7 @@ impl Driver for CudaDriver {
         Ok(Pool(raw(p)))
     }
 
-    fn device_set_mem_pool(&self, device: i32, p: Pool) -> DriverResult<()> {
+    unsafe fn device_set_mem_pool(&self, device: i32, p: Pool) -> DriverResult<()> {
         let dev = cu_device(device)?;
         check(Call::cuDeviceSetMemPool, unsafe { sys::cuDeviceSetMemPool(dev, pool(p)) })
     }
@@ -380,16 +380,16 @@ impl Driver for CudaDriver {
         Ok(Pool(raw(out)))
     }
 
-    fn mem_pool_destroy(&self, p: Pool) -> DriverResult<()> {
+    unsafe fn mem_pool_destroy(&self, p: Pool) -> DriverResult<()> {
         check(Call::cuMemPoolDestroy, unsafe { sys::cuMemPoolDestroy(pool(p)) })
     }
 
-    fn mem_pool_set_access(&self, p: Pool, map: &[AccessDesc]) -> DriverResult<()> {
+    unsafe fn mem_pool_set_access(&self, p: Pool, map: &[AccessDesc]) -> DriverResult<()> {
         let descs = access_descs(map);
         check(Call::cuMemPoolSetAccess, unsafe { sys::cuMemPoolSetAccess(pool(p), descs.as_ptr(), descs.len()) })
     }
 
-    fn mem_pool_get_access(&self, p: Pool, device: i32) -> DriverResult<Access> {
+    unsafe fn mem_pool_get_access(&self, p: Pool, device: i32) -> DriverResult<Access> {
         let mut flags = sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_NONE;
         let mut loc = location(device);
         check(Call::cuMemPoolGetAccess, unsafe { sys::cuMemPoolGetAccess(&mut flags, pool(p), &mut loc) })?;
@@ -406,11 +406,11 @@ impl Driver for CudaDriver {
         Ok(DevicePtr(ptr))
     }
 
-    fn mem_free(&self, ptr: DevicePtr) -> DriverResult<()> {
+    unsafe fn mem_free(&self, ptr: DevicePtr) -> DriverResult<()> {
         check(Call::cuMemFree, unsafe { sys::cuMemFree_v2(ptr.0) })
     }
 
-    fn mem_alloc_from_pool_async(&self, bytes: usize, p: Pool, s: Stream) -> DriverResult<DevicePtr> {
+    unsafe fn mem_alloc_from_pool_async(&self, bytes: usize, p: Pool, s: Stream) -> DriverResult<DevicePtr> {
         let mut ptr = 0;
         check(Call::cuMemAllocFromPoolAsync, unsafe {
             sys::cuMemAllocFromPoolAsync(&mut ptr, bytes, pool(p), stream(s))
@@ -418,7 +418,7 @@ impl Driver for CudaDriver {
         Ok(DevicePtr(ptr))
     }
 
-    fn mem_free_async(&self, ptr: DevicePtr, s: Stream) -> DriverResult<()> {
+    unsafe fn mem_free_async(&self, ptr: DevicePtr, s: Stream) -> DriverResult<()> {
         check(Call::cuMemFreeAsync, unsafe { sys::cuMemFreeAsync(ptr.0, stream(s)) })
     }
 
@@ -429,51 +429,53 @@ impl Driver for CudaDriver {
         Ok(Stream(raw(s)))
     }
 
-    fn stream_destroy(&self, s: Stream) -> DriverResult<()> {
+    unsafe fn stream_destroy(&self, s: Stream) -> DriverResult<()> {
         check(Call::cuStreamDestroy, unsafe { sys::cuStreamDestroy_v2(stream(s)) })
     }
 
-    fn stream_synchronize(&self, s: Stream) -> DriverResult<()> {
+    unsafe fn stream_synchronize(&self, s: Stream) -> DriverResult<()> {
         check(Call::cuStreamSynchronize, unsafe { sys::cuStreamSynchronize(stream(s)) })
     }
 
-    fn memcpy_htod(&self, dst: DevicePtr, src: &[u8]) -> DriverResult<()> {
+    unsafe fn memcpy_htod(&self, dst: DevicePtr, src: &[u8]) -> DriverResult<()> {
         check(Call::cuMemcpyHtoD, unsafe { sys::cuMemcpyHtoD_v2(dst.0, src.as_ptr().cast(), src.len()) })
     }
 
-    fn memcpy_dtoh(&self, dst: &mut [u8], src: DevicePtr) -> DriverResult<()> {
+    unsafe fn memcpy_dtoh(&self, dst: &mut [u8], src: DevicePtr) -> DriverResult<()> {
         check(Call::cuMemcpyDtoH, unsafe { sys::cuMemcpyDtoH_v2(dst.as_mut_ptr().cast(), src.0, dst.len()) })
     }
 
-    fn memcpy_dtod_async(&self, dst: DevicePtr, src: DevicePtr, bytes: usize, s: Stream) -> DriverResult<()> {
+    unsafe fn memcpy_dtod_async(&self, dst: DevicePtr, src: DevicePtr, bytes: usize, s: Stream) -> DriverResult<()> {
         check(Call::cuMemcpyDtoDAsync, unsafe { sys::cuMemcpyDtoDAsync_v2(dst.0, src.0, bytes, stream(s)) })
     }
 
-    fn memcpy_peer_async(&self, c: PeerCopy, s: Stream) -> DriverResult<()> {
+    unsafe fn memcpy_peer_async(&self, c: PeerCopy, s: Stream) -> DriverResult<()> {
         check(Call::cuMemcpyPeerAsync, unsafe {
             sys::cuMemcpyPeerAsync(c.dst.0, ctx(c.dst_ctx), c.src.0, ctx(c.src_ctx), c.bytes, stream(s))
         })
     }
 
-    fn memset_d32_async(&self, dst: DevicePtr, value: u32, words: usize, s: Stream) -> DriverResult<()> {
+    unsafe fn memset_d32_async(&self, dst: DevicePtr, value: u32, words: usize, s: Stream) -> DriverResult<()> {
         check(Call::cuMemsetD32Async, unsafe { sys::cuMemsetD32Async(dst.0, value, words, stream(s)) })
     }
 
     fn module_load_data(&self, image: ModuleImage<'_>) -> DriverResult<Module> {
+        // The PTX ends at its NUL and the cubin's headers were checked to lie inside its bytes,
+        // so the driver reads only what the image holds.
         let data: *const c_void = match image {
             ModuleImage::Ptx(text) => text.as_ptr().cast(),
-            ModuleImage::Cubin { elf, .. } => elf.as_ptr().cast(),
+            ModuleImage::Cubin(cubin) => cubin.elf().as_ptr().cast(),
         };
         let mut m = std::ptr::null_mut();
         check(Call::cuModuleLoadData, unsafe { sys::cuModuleLoadData(&mut m, data) })?;
         Ok(Module(raw(m)))
     }
 
-    fn module_unload(&self, m: Module) -> DriverResult<()> {
+    unsafe fn module_unload(&self, m: Module) -> DriverResult<()> {
         check(Call::cuModuleUnload, unsafe { sys::cuModuleUnload(m.0 as usize as sys::CUmodule) })
     }
 
-    fn module_get_function(&self, m: Module, name: &CStr) -> DriverResult<Function> {
+    unsafe fn module_get_function(&self, m: Module, name: &CStr) -> DriverResult<Function> {
         let mut f = std::ptr::null_mut();
         check(Call::cuModuleGetFunction, unsafe {
             sys::cuModuleGetFunction(&mut f, m.0 as usize as sys::CUmodule, name.as_ptr())
@@ -481,7 +483,21 @@ impl Driver for CudaDriver {
         Ok(Function(raw(f)))
     }
 
-    fn launch_kernel(&self, f: Function, shape: LaunchShape, s: Stream, args: &[KernelArg]) -> DriverResult<()> {
+    unsafe fn launch_kernel(&self, f: Function, shape: LaunchShape, s: Stream, args: &[KernelArg]) -> DriverResult<()> {
+        // Promise 3 of the seam, checked: the driver reads as many parameters as the kernel
+        // declares, each of its own size, whatever was passed.
+        let refused = |code| CudaError::new(Call::cuLaunchKernel.name(), code);
+        for (index, arg) in args.iter().enumerate() {
+            // SAFETY: the caller promises `f` is a live function of this driver.
+            let (_, size) = unsafe { self.func_get_param_info(f, index) }.map_err(|e| refused(e.code))?;
+            if size != arg.size() {
+                return Err(refused(sys::CUresult::CUDA_ERROR_INVALID_VALUE));
+            }
+        }
+        // SAFETY: as above.
+        if unsafe { self.func_get_param_info(f, args.len()) }.is_ok() {
+            return Err(refused(sys::CUresult::CUDA_ERROR_INVALID_VALUE));
+        }
         // The driver reads each parameter through a pointer to a value of the parameter's
         // own size, so 32- and 64-bit values live in separate, correctly sized slots.
         let mut wide: Vec<u64> = Vec::with_capacity(args.len());
@@ -524,28 +540,36 @@ impl Driver for CudaDriver {
         })
     }
 
+    unsafe fn func_get_param_info(&self, f: Function, index: usize) -> DriverResult<(usize, usize)> {
+        let (mut offset, mut size) = (0usize, 0usize);
+        check(Call::cuFuncGetParamInfo, unsafe {
+            sys::cuFuncGetParamInfo(f.0 as usize as sys::CUfunction, index, &mut offset, &mut size)
+        })?;
+        Ok((offset, size))
+    }
+
     fn event_create(&self) -> DriverResult<Event> {
         let mut e = std::ptr::null_mut();
         check(Call::cuEventCreate, unsafe { sys::cuEventCreate(&mut e, 0) })?;
         Ok(Event(raw(e)))
     }
 
-    fn event_record(&self, e: Event, s: Stream) -> DriverResult<()> {
+    unsafe fn event_record(&self, e: Event, s: Stream) -> DriverResult<()> {
         check(Call::cuEventRecord, unsafe { sys::cuEventRecord(event(e), stream(s)) })
     }
 
-    fn event_synchronize(&self, e: Event) -> DriverResult<()> {
+    unsafe fn event_synchronize(&self, e: Event) -> DriverResult<()> {
         check(Call::cuEventSynchronize, unsafe { sys::cuEventSynchronize(event(e)) })
     }
 
-    fn event_elapsed_time(&self, start: Event, end: Event) -> DriverResult<f32> {
+    unsafe fn event_elapsed_time(&self, start: Event, end: Event) -> DriverResult<f32> {
         let mut ms = 0f32;
         // SAFETY: writes one float; the events are the caller's.
         check(Call::cuEventElapsedTime, unsafe { (self.elapsed_time)(&mut ms, event(start), event(end)) })?;
         Ok(ms)
     }
 
-    fn event_destroy(&self, e: Event) -> DriverResult<()> {
+    unsafe fn event_destroy(&self, e: Event) -> DriverResult<()> {
         check(Call::cuEventDestroy, unsafe { sys::cuEventDestroy_v2(event(e)) })
     }
 
@@ -558,7 +582,7 @@ impl Driver for CudaDriver {
         Ok(value)
     }
 
-    fn mem_pool_export_to_shareable_handle(&self, p: Pool, kind: ShareHandle) -> DriverResult<ShareableHandle> {
+    unsafe fn mem_pool_export_to_shareable_handle(&self, p: Pool, kind: ShareHandle) -> DriverResult<ShareableHandle> {
         fabric_needs_imex(Call::cuMemPoolExportToShareableHandle, kind)?;
         let mut out = HandleOut::new();
         check(Call::cuMemPoolExportToShareableHandle, unsafe {
@@ -567,7 +591,7 @@ impl Driver for CudaDriver {
         out.take(Call::cuMemPoolExportToShareableHandle, kind)
     }
 
-    fn mem_pool_import_from_shareable_handle(&self, handle: ShareableRef<'_>) -> DriverResult<Pool> {
+    unsafe fn mem_pool_import_from_shareable_handle(&self, handle: ShareableRef<'_>) -> DriverResult<Pool> {
         let mut fabric = sys::CUmemFabricHandle { data: [0; 64] };
         let os = os_handle(handle, &mut fabric);
         let mut p = std::ptr::null_mut();
@@ -577,26 +601,26 @@ impl Driver for CudaDriver {
         Ok(Pool(raw(p)))
     }
 
-    fn mem_pool_export_pointer(&self, ptr: DevicePtr) -> DriverResult<PoolPtrExportData> {
+    unsafe fn mem_pool_export_pointer(&self, ptr: DevicePtr) -> DriverResult<PoolPtrExportData> {
         let mut data = sys::CUmemPoolPtrExportData { reserved: [0; 64] };
         check(Call::cuMemPoolExportPointer, unsafe { sys::cuMemPoolExportPointer(&mut data, ptr.0) })?;
         Ok(PoolPtrExportData(data.reserved))
     }
 
-    fn mem_pool_import_pointer(&self, p: Pool, data: &PoolPtrExportData) -> DriverResult<DevicePtr> {
+    unsafe fn mem_pool_import_pointer(&self, p: Pool, data: &PoolPtrExportData) -> DriverResult<DevicePtr> {
         let mut data = sys::CUmemPoolPtrExportData { reserved: data.0 };
         let mut ptr = 0;
         check(Call::cuMemPoolImportPointer, unsafe { sys::cuMemPoolImportPointer(&mut ptr, pool(p), &mut data) })?;
         Ok(DevicePtr(ptr))
     }
 
-    fn ipc_get_mem_handle(&self, ptr: DevicePtr) -> DriverResult<IpcMemHandle> {
+    unsafe fn ipc_get_mem_handle(&self, ptr: DevicePtr) -> DriverResult<IpcMemHandle> {
         let mut handle = sys::CUipcMemHandle { reserved: [0; 64] };
         check(Call::cuIpcGetMemHandle, unsafe { sys::cuIpcGetMemHandle(&mut handle, ptr.0) })?;
         Ok(IpcMemHandle(handle.reserved.map(|c| c as u8)))
     }
 
-    fn ipc_open_mem_handle(&self, handle: &IpcMemHandle) -> DriverResult<DevicePtr> {
+    unsafe fn ipc_open_mem_handle(&self, handle: &IpcMemHandle) -> DriverResult<DevicePtr> {
         let handle = sys::CUipcMemHandle { reserved: handle.0.map(|b| b as std::ffi::c_char) };
         let flags = sys::CUipcMem_flags::CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS as u32;
         let mut ptr = 0;
@@ -604,7 +628,7 @@ impl Driver for CudaDriver {
         Ok(DevicePtr(ptr))
     }
 
-    fn ipc_close_mem_handle(&self, ptr: DevicePtr) -> DriverResult<()> {
+    unsafe fn ipc_close_mem_handle(&self, ptr: DevicePtr) -> DriverResult<()> {
         check(Call::cuIpcCloseMemHandle, unsafe { sys::cuIpcCloseMemHandle(ptr.0) })
     }
 
@@ -634,28 +658,32 @@ impl Driver for CudaDriver {
         Ok(DevicePtr(ptr))
     }
 
-    fn mem_map(&self, ptr: DevicePtr, bytes: usize, offset: usize, handle: MemHandle) -> DriverResult<()> {
+    unsafe fn mem_map(&self, ptr: DevicePtr, bytes: usize, offset: usize, handle: MemHandle) -> DriverResult<()> {
         check(Call::cuMemMap, unsafe { sys::cuMemMap(ptr.0, bytes, offset, handle.0, 0) })
     }
 
-    fn mem_set_access(&self, ptr: DevicePtr, bytes: usize, map: &[AccessDesc]) -> DriverResult<()> {
+    unsafe fn mem_set_access(&self, ptr: DevicePtr, bytes: usize, map: &[AccessDesc]) -> DriverResult<()> {
         let descs = access_descs(map);
         check(Call::cuMemSetAccess, unsafe { sys::cuMemSetAccess(ptr.0, bytes, descs.as_ptr(), descs.len()) })
     }
 
-    fn mem_unmap(&self, ptr: DevicePtr, bytes: usize) -> DriverResult<()> {
+    unsafe fn mem_unmap(&self, ptr: DevicePtr, bytes: usize) -> DriverResult<()> {
         check(Call::cuMemUnmap, unsafe { sys::cuMemUnmap(ptr.0, bytes) })
     }
 
-    fn mem_address_free(&self, ptr: DevicePtr, bytes: usize) -> DriverResult<()> {
+    unsafe fn mem_address_free(&self, ptr: DevicePtr, bytes: usize) -> DriverResult<()> {
         check(Call::cuMemAddressFree, unsafe { sys::cuMemAddressFree(ptr.0, bytes) })
     }
 
-    fn mem_release(&self, handle: MemHandle) -> DriverResult<()> {
+    unsafe fn mem_release(&self, handle: MemHandle) -> DriverResult<()> {
         check(Call::cuMemRelease, unsafe { sys::cuMemRelease(handle.0) })
     }
 
-    fn mem_export_to_shareable_handle(&self, handle: MemHandle, kind: ShareHandle) -> DriverResult<ShareableHandle> {
+    unsafe fn mem_export_to_shareable_handle(
+        &self,
+        handle: MemHandle,
+        kind: ShareHandle,
+    ) -> DriverResult<ShareableHandle> {
         fabric_needs_imex(Call::cuMemExportToShareableHandle, kind)?;
         let mut out = HandleOut::new();
         check(Call::cuMemExportToShareableHandle, unsafe {
@@ -664,7 +692,7 @@ impl Driver for CudaDriver {
         out.take(Call::cuMemExportToShareableHandle, kind)
     }
 
-    fn mem_import_from_shareable_handle(&self, handle: ShareableRef<'_>) -> DriverResult<MemHandle> {
+    unsafe fn mem_import_from_shareable_handle(&self, handle: ShareableRef<'_>) -> DriverResult<MemHandle> {
         let mut fabric = sys::CUmemFabricHandle { data: [0; 64] };
         let os = os_handle(handle, &mut fabric);
         let mut out = 0;
@@ -674,7 +702,7 @@ impl Driver for CudaDriver {
         Ok(MemHandle(out))
     }
 
-    fn mem_retain_allocation_handle(&self, ptr: DevicePtr) -> DriverResult<MemHandle> {
+    unsafe fn mem_retain_allocation_handle(&self, ptr: DevicePtr) -> DriverResult<MemHandle> {
         let mut out = 0;
         check(Call::cuMemRetainAllocationHandle, unsafe {
             sys::cuMemRetainAllocationHandle(&mut out, ptr.0 as usize as *mut c_void)

@@ -14,10 +14,12 @@
 
 mod calls;
 mod cuda;
+mod image;
 mod types;
 
 pub use calls::Call;
 pub use cuda::CudaDriver;
+pub use image::{Cubin, ImageError, ModuleImage, elf_extent};
 pub use types::*;
 
 use crate::error::CudaError;
@@ -37,6 +39,51 @@ macro_rules! define_driver_trait {
         /// Implementations must be callable from any thread. The current context is per thread, as
         /// in CUDA: [`Driver::ctx_get_current`] and [`Driver::ctx_set_current`] act on the calling
         /// thread, and calls that need a context use the calling thread's.
+        ///
+        /// # Safety
+        /// The seam hands handles and addresses to the driver as they are: the real driver may
+        /// crash or write where it should not when they are wrong (on the H200s a destroyed
+        /// pool's handle crashed `cuMemPoolSetAccess`). Every call that takes one is `unsafe`,
+        /// and its caller promises:
+        /// 1. every handle it passes (context, pool, stream, event, module, function, physical
+        ///    allocation, export handle or export data) is live and belongs to this driver: made
+        ///    by it, imported into it, or built in (a device's primary context or default pool,
+        ///    [`Stream::LEGACY`]), and stays live until the call and the work it queues are done;
+        /// 2. every device address range lies inside one live allocation or mapping for as long
+        ///    as the call and its queued work use it;
+        /// 3. a launch's arguments match the kernel's parameters in number and size.
+        ///
+        /// peerpool's safe types ([`System`](crate::System), [`OwnedPool`](crate::OwnedPool),
+        /// [`PoolRef`](crate::PoolRef), [`Allocation`](crate::Allocation),
+        /// [`Kernels`](crate::Kernels)) keep these promises; other callers say how they keep
+        /// them in a `// SAFETY:` comment. [`CudaDriver`] also checks promise 3 against
+        /// `cuFuncGetParamInfo`, and the simulator checks all three.
+        ///
+        /// Safe code cannot hand the driver a handle it made up:
+        /// ```compile_fail,E0133
+        /// # use peerpool::driver::{Driver, Pool};
+        /// fn destroy_any(driver: &dyn Driver) {
+        ///     let _ = driver.mem_pool_destroy(Pool(0x1234)); // error: call to unsafe function
+        /// }
+        /// ```
+        /// nor an address it made up:
+        /// ```compile_fail,E0133
+        /// # use peerpool::driver::{DevicePtr, Driver};
+        /// fn write_anywhere(driver: &dyn Driver) {
+        ///     let _ = driver.memcpy_htod(DevicePtr(0x7f00_0000_0000), &[0u8; 64]); // error: unsafe
+        /// }
+        /// ```
+        /// The same calls compile once the caller takes on the promise (so the two examples
+        /// above fail for that reason alone):
+        /// ```no_run
+        /// # use peerpool::driver::{DevicePtr, Driver, Pool};
+        /// /// # Safety
+        /// /// `pool` is a live pool of `driver`, and `dst` the start of 64 bytes of its memory.
+        /// unsafe fn promised(driver: &dyn Driver, pool: Pool, dst: DevicePtr) {
+        ///     let _ = unsafe { driver.memcpy_htod(dst, &[0u8; 64]) };
+        ///     let _ = unsafe { driver.mem_pool_destroy(pool) };
+        /// }
+        /// ```
         pub trait Driver: Send + Sync {
             /// What this driver is, for reports: `"CUDA 13.0"`, `"simulated: 2 x H200 (NVLink)"`.
             fn describe(&self) -> String;

@@ -130,6 +130,16 @@ pub enum KernelArg {
     U32(u32),
 }
 
+impl KernelArg {
+    /// Bytes the kernel's parameter takes.
+    pub fn size(self) -> usize {
+        match self {
+            KernelArg::Ptr(_) | KernelArg::U64(_) => 8,
+            KernelArg::U32(_) => 4,
+        }
+    }
+}
+
 /// The `CUdevice_attribute`s peerpool reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum DeviceAttribute {
@@ -274,19 +284,4 @@ pub enum Granularity {
     Minimum,
     /// `CU_MEM_ALLOC_GRANULARITY_RECOMMENDED`.
     Recommended,
-}
-
-/// What `cuModuleLoadData` is given.
-#[derive(Clone, Copy, Debug)]
-pub enum ModuleImage<'a> {
-    /// PTX text, compiled by the driver's JIT for the current device (or taken from its cache).
-    Ptx(&'a std::ffi::CStr),
-    /// A cubin: machine code for one compute capability, loaded without a JIT. The driver
-    /// reads the target from the ELF; `compute_capability` states it for the simulator.
-    Cubin {
-        /// `(major, minor)` the code was compiled for.
-        compute_capability: (i32, i32),
-        /// The ELF image.
-        elf: &'a [u8],
-    },
 }

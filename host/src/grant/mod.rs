@@ -77,7 +77,8 @@ impl System {
         }
         self.require_capability(owner, accessor)?;
         let read = [AccessDesc { device: accessor as i32, access: Access::Read }];
-        match self.driver().mem_pool_set_access(pool.handle(), &read) {
+        // SAFETY: a `PoolRef` is live for its lifetime.
+        match unsafe { self.driver().mem_pool_set_access(pool.handle(), &read) } {
             Ok(()) => Ok(Grant::Granted { previous }),
             Err(e) if e.code == CUresult::CUDA_ERROR_NOT_SUPPORTED => {
                 Err(GrantError::ReadOnlyUnsupported { owner, accessor })
@@ -126,8 +127,8 @@ impl System {
     }
 
     fn query(&self, pool: PoolRef<'_>, device: usize) -> Result<Access, GrantError> {
-        self.driver()
-            .mem_pool_get_access(pool.handle(), device as i32)
+        // SAFETY: a `PoolRef` is live for its lifetime.
+        unsafe { self.driver().mem_pool_get_access(pool.handle(), device as i32) }
             .map_err(|error| GrantError::Cuda { stage: Stage::Query, error })
     }
 
@@ -144,8 +145,8 @@ impl System {
     }
 
     fn apply(&self, pool: PoolRef<'_>, map: &[AccessDesc]) -> Result<(), GrantError> {
-        self.driver()
-            .mem_pool_set_access(pool.handle(), map)
+        // SAFETY: a `PoolRef` is live for its lifetime.
+        unsafe { self.driver().mem_pool_set_access(pool.handle(), map) }
             .map_err(|error| GrantError::Cuda { stage: Stage::Apply, error })
     }
 }

@@ -19,6 +19,7 @@
 use super::outcome::{Direction, GrantError, Method, Rejection, Stage};
 use crate::driver::{Access, AccessDesc, Stream};
 use crate::error::Error;
+use crate::memory::DeviceSlice;
 use crate::pool::{OwnedPool, PoolOptions};
 use crate::system::System;
 use std::sync::atomic::Ordering;
@@ -110,7 +111,8 @@ impl<'s> Probe<'s> {
         let accessor_pool = system.create_pool(accessor, PoolOptions::default())?;
         let grant = |pool: &OwnedPool, device: usize| {
             let rw = [AccessDesc { device: device as i32, access: Access::ReadWrite }];
-            system.driver().mem_pool_set_access(pool.handle(), &rw)
+            // SAFETY: the probe's own pool, alive until `finish`.
+            unsafe { system.driver().mem_pool_set_access(pool.handle(), &rw) }
         };
         grant(&owner_pool, accessor)?;
         if reverse {
@@ -126,14 +128,18 @@ impl<'s> Probe<'s> {
     fn run(&self) -> Result<Option<Rejection>, Error> {
         use Direction::*;
         use Method::*;
-        let (o, a) = (self.on_owner.ptr(), self.on_accessor.ptr());
+        let (o, a) = (self.on_owner.as_slice(), self.on_accessor.as_slice());
         let (owner, accessor) = (self.owner, self.accessor);
-        // (writer device, written buffer, how it gets to the reader, reader device, read buffer)
-        let copy = |dst, src| -> Result<(), Error> {
-            let _current = self.system.enter(accessor)?;
+        let copy = |dst: DeviceSlice<'_>, src: DeviceSlice<'_>| -> Result<(), Error> {
             let driver = self.system.driver();
-            driver.memcpy_dtod_async(dst, src, self.bytes as usize, Stream::LEGACY)?;
-            Ok(driver.stream_synchronize(Stream::LEGACY)?)
+            self.system.within(accessor, || {
+                // SAFETY: both buffers are the probe's, `bytes` long, alive until `finish`; the
+                // null stream is the accessor's context's, current here.
+                unsafe {
+                    driver.memcpy_dtod_async(dst.ptr(), src.ptr(), self.bytes as usize, Stream::LEGACY)?;
+                    Ok(driver.stream_synchronize(Stream::LEGACY)?)
+                }
+            })
         };
         let mut steps: Vec<Step> = vec![
             Step {
@@ -188,12 +194,11 @@ impl<'s> Probe<'s> {
             });
         }
         for step in steps {
-            let words = self.bytes / 4;
-            self.system.kernels(step.fill.0)?.fill(step.fill.1, words, step.seed)?;
+            self.system.with_kernels(step.fill.0, |k| k.fill(step.fill.1, step.seed))?;
             if let Some((dst, src)) = step.copy {
                 copy(dst, src)?;
             }
-            let seen = self.system.kernels(step.check.0)?.check(step.check.1, words, step.seed)?;
+            let seen = self.system.with_kernels(step.check.0, |k| k.check(step.check.1, step.seed))?;
             if let Some(first) = seen.first_mismatch {
                 return Ok(Some(Rejection {
                     direction: step.direction,
@@ -218,11 +223,11 @@ impl<'s> Probe<'s> {
 }
 
 /// One verification step: fill with `seed` on a device, optionally copy, check on a device.
-struct Step {
+struct Step<'a> {
     seed: u32,
-    fill: (usize, crate::DevicePtr),
-    copy: Option<(crate::DevicePtr, crate::DevicePtr)>,
-    check: (usize, crate::DevicePtr),
+    fill: (usize, DeviceSlice<'a>),
+    copy: Option<(DeviceSlice<'a>, DeviceSlice<'a>)>,
+    check: (usize, DeviceSlice<'a>),
     direction: Direction,
     method: Method,
 }

@@ -9,7 +9,7 @@ use super::sharing::{ShareHandle, ShareRequest, SharingPath, sharing_path};
 use super::virtual_memory::release;
 use crate::driver::{DevicePtr, PointerAttribute, ShareableHandle, Stream};
 use crate::error::Error;
-use crate::memory::Allocation;
+use crate::memory::{Allocation, DeviceSlice};
 use crate::pool::{OwnedPool, PoolOptions};
 use crate::system::System;
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -77,7 +77,7 @@ impl System {
         Ok(sharing_path(facts, request)?)
     }
 
-    /// Exports `len` bytes at `ptr` for another process, however the memory was allocated:
+    /// Exports `memory` for another process, however it was allocated:
     /// pool memory by pool export (POSIX fd or fabric) and pointer export, virtual memory by
     /// allocation export, `cuMemAlloc` memory by a legacy IPC handle, and anything else by a
     /// staged copy into a new exportable pool when `request.allow_staging` (see
@@ -85,7 +85,8 @@ impl System {
     ///
     /// Side effects: the owner's primary context is made current for the calls; a staged copy
     /// allocates a pool and `len` bytes on the owner, freed when the [`Exported`] drops.
-    pub fn export(&self, ptr: DevicePtr, len: usize, request: ShareRequest) -> Result<Exported, ShareError> {
+    pub fn export(&self, memory: DeviceSlice<'_>, request: ShareRequest) -> Result<Exported, ShareError> {
+        let (ptr, len) = (memory.ptr(), memory.len() as usize);
         if len == 0 {
             return Err(Error::InvalidArgument("nothing to export: zero bytes".into()).into());
         }
@@ -99,7 +100,6 @@ impl System {
             let why = format!("{len} bytes at {:#x} overrun the allocation ({size} bytes at {start:#x})", ptr.0);
             return Err(Error::InvalidArgument(why).into());
         }
-        let _current = self.enter(device as usize)?;
         let base = Offer {
             path: OfferPath::Pool,
             handle: ShareHandle::PosixFd,
@@ -111,55 +111,62 @@ impl System {
             data: [0; 64],
             fabric: None,
         };
+        // SAFETY (the calls below): `memory` is live while borrowed and was checked above to lie
+        // inside the allocation the driver reports at `start`; the pool handle is the one the
+        // driver reports for that live allocation.
         let (offer, fd) = match path {
-            SharingPath::PoolExport { pool, handle } => {
-                let (fd, fabric) = split(driver.mem_pool_export_to_shareable_handle(pool, handle)?);
-                let data = driver.mem_pool_export_pointer(ptr)?.0;
-                (Offer { handle, data, fabric, ..base }, fd)
+            SharingPath::StagedCopy { handle, .. } => {
+                return self.export_staged(memory, device as usize, handle, path);
             }
-            SharingPath::VirtualMemoryExport { handle } => {
-                let allocation = driver.mem_retain_allocation_handle(ptr)?;
-                let exported = driver.mem_export_to_shareable_handle(allocation, handle);
-                release(self, allocation)?;
+            SharingPath::PoolExport { pool, handle } => self.within(device as usize, || {
+                let (fd, fabric) = split(unsafe { driver.mem_pool_export_to_shareable_handle(pool, handle) }?);
+                let data = unsafe { driver.mem_pool_export_pointer(ptr) }?.0;
+                Ok::<_, ShareError>((Offer { handle, data, fabric, ..base }, fd))
+            })?,
+            SharingPath::VirtualMemoryExport { handle } => self.within(device as usize, || {
+                let allocation = unsafe { driver.mem_retain_allocation_handle(ptr) }?;
+                let exported = unsafe { driver.mem_export_to_shareable_handle(allocation, handle) };
+                unsafe { release(self, allocation) }?;
                 let (fd, fabric) = split(exported?);
                 let path = OfferPath::VirtualMemory;
-                (Offer { path, handle, offset, span: size, fabric, ..base }, fd)
-            }
-            SharingPath::LegacyIpc => {
-                let data = driver.ipc_get_mem_handle(DevicePtr(start))?.0;
-                (Offer { path: OfferPath::Legacy, offset, span: size, data, ..base }, None)
-            }
-            SharingPath::StagedCopy { handle, .. } => {
-                return self.export_staged(ptr, len, device as usize, handle, path);
-            }
+                Ok::<_, ShareError>((Offer { path, handle, offset, span: size, fabric, ..base }, fd))
+            })?,
+            SharingPath::LegacyIpc => self.within(device as usize, || {
+                let data = unsafe { driver.ipc_get_mem_handle(DevicePtr(start)) }?.0;
+                Ok::<_, ShareError>((Offer { path: OfferPath::Legacy, offset, span: size, data, ..base }, None))
+            })?,
         };
         Ok(Exported { path, offer, fd, staging: None })
     }
 
     /// [`System::export`] of a whole allocation.
     pub fn export_allocation(&self, memory: &Allocation, request: ShareRequest) -> Result<Exported, ShareError> {
-        self.export(memory.ptr(), memory.len(), request)
+        self.export(memory.as_slice(), request)
     }
 
     /// Copies the range into a new pool exportable with `handle` (the copy engine, in the
     /// owner's context) and exports the copy.
     fn export_staged(
         &self,
-        ptr: DevicePtr,
-        len: usize,
+        source: DeviceSlice<'_>,
         owner: usize,
         handle: ShareHandle,
         path: SharingPath,
     ) -> Result<Exported, ShareError> {
+        let len = source.len() as usize;
         let pool = self.create_pool(owner, PoolOptions { handle_types: handle.bits(), max_size: 0 })?;
         let memory = self.alloc(pool.as_ref(), len)?;
-        {
-            let _current = self.enter(owner)?;
-            self.driver().memcpy_dtod_async(memory.ptr(), ptr, len, Stream::LEGACY)?;
-            self.driver().stream_synchronize(Stream::LEGACY)?;
-        }
+        let driver = self.driver();
+        self.within(owner, || {
+            // SAFETY: both ranges are live and `len` bytes long; the null stream is the owner's.
+            unsafe {
+                driver.memcpy_dtod_async(memory.ptr(), source.ptr(), len, Stream::LEGACY)?;
+                driver.stream_synchronize(Stream::LEGACY)
+            }
+            .map_err(Error::from)
+        })?;
         let request = ShareRequest { handle, allow_staging: false };
-        let mut exported = self.export(memory.ptr(), len, request)?;
+        let mut exported = self.export(memory.as_slice(), request)?;
         exported.path = path;
         exported.offer.staged = true;
         exported.staging = Some(Staging { memory, _pool: pool });

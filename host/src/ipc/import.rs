@@ -17,6 +17,7 @@ use crate::driver::{
 };
 use crate::error::Error;
 use crate::grant::Grant;
+use crate::memory::DeviceSlice;
 use crate::pool::PoolRef;
 use crate::system::System;
 use rustix::fd::AsFd;
@@ -72,6 +73,13 @@ impl Imported {
         self.len
     }
 
+    /// The shared bytes, for kernels; [`ShareError::Closed`] after [`Imported::close`].
+    pub fn as_slice(&self) -> Result<DeviceSlice<'_>, ShareError> {
+        // SAFETY: the range is the imported one (its length checked against the mapping at
+        // import), held until `close`, which needs `&mut self`.
+        Ok(unsafe { DeviceSlice::from_raw(self.ptr()?, self.len as u64) })
+    }
+
     /// Never empty: offers of zero bytes are refused.
     pub fn is_empty(&self) -> bool {
         self.len == 0
@@ -117,16 +125,19 @@ impl Imported {
     /// context, and waits for it.
     pub fn write_at(&self, offset: usize, data: &[u8]) -> Result<(), ShareError> {
         let ptr = self.checked(offset, data.len())?;
-        let _current = self.system.enter(self.owner)?;
-        self.system.driver().memcpy_htod(ptr, data)?;
-        Ok(self.system.driver().ctx_synchronize()?)
+        let driver = self.system.driver();
+        self.system.within(self.owner, || {
+            // SAFETY: `checked` kept the range inside the imported memory, held while `self` is.
+            unsafe { driver.memcpy_htod(ptr, data) }?;
+            Ok(driver.ctx_synchronize()?)
+        })
     }
 
     /// Copies from byte `offset` of the shared range into `out`.
     pub fn read_at(&self, offset: usize, out: &mut [u8]) -> Result<(), ShareError> {
         let ptr = self.checked(offset, out.len())?;
-        let _current = self.system.enter(self.owner)?;
-        Ok(self.system.driver().memcpy_dtoh(out, ptr)?)
+        // SAFETY: as in `write_at`.
+        self.system.within(self.owner, || Ok(unsafe { self.system.driver().memcpy_dtoh(out, ptr) }?))
     }
 
     fn checked(&self, offset: usize, len: usize) -> Result<DevicePtr, ShareError> {
@@ -142,26 +153,29 @@ impl Imported {
     pub fn close(&mut self) -> Result<(), ShareError> {
         let Some(held) = self.held.take() else { return Ok(()) };
         let driver = self.system.driver();
-        let _current = self.system.enter(self.owner)?;
-        match held {
-            Held::Pool { pool, base } => {
-                driver.mem_free_async(base, Stream::LEGACY)?;
-                driver.stream_synchronize(Stream::LEGACY)?;
-                // Peers first, as `OwnedPool` does: some drivers recycle a pool handle with its table.
-                let peers: Vec<AccessDesc> = (0..self.system.device_count())
-                    .filter(|&d| d != self.owner)
-                    .filter(|&d| driver.mem_pool_get_access(pool, d as i32).is_ok_and(|a| a != Access::None))
-                    .map(|d| AccessDesc { device: d as i32, access: Access::None })
-                    .collect();
-                if !peers.is_empty() {
-                    driver.mem_pool_set_access(pool, &peers)?;
+        let (system, owner) = (&self.system, self.owner);
+        // SAFETY: what the import made, released once (`held` is taken), in the owner's context.
+        system.within(owner, || unsafe {
+            match held {
+                Held::Pool { pool, base } => {
+                    driver.mem_free_async(base, Stream::LEGACY)?;
+                    driver.stream_synchronize(Stream::LEGACY)?;
+                    // Peers first, as `OwnedPool` does: some drivers recycle a pool handle with its table.
+                    let peers: Vec<AccessDesc> = (0..system.device_count())
+                        .filter(|&d| d != owner)
+                        .filter(|&d| driver.mem_pool_get_access(pool, d as i32).is_ok_and(|a| a != Access::None))
+                        .map(|d| AccessDesc { device: d as i32, access: Access::None })
+                        .collect();
+                    if !peers.is_empty() {
+                        driver.mem_pool_set_access(pool, &peers)?;
+                    }
+                    driver.mem_pool_destroy(pool)?;
                 }
-                driver.mem_pool_destroy(pool)?;
+                Held::Mapped(mut mapping) => mapping.release()?,
+                Held::Legacy { base } => driver.ipc_close_mem_handle(base)?,
             }
-            Held::Mapped(mut mapping) => mapping.release()?,
-            Held::Legacy { base } => driver.ipc_close_mem_handle(base)?,
-        }
-        Ok(())
+            Ok::<_, ShareError>(())
+        })
     }
 }
 
@@ -203,32 +217,34 @@ impl System {
             (None, Some(fabric)) => Some(ShareableRef::Fabric(fabric)),
             (None, None) => None,
         };
-        let held = {
-            let _current = self.enter(owner)?;
-            match (offer.path, handle) {
-                (OfferPath::Pool, Some(handle)) => self.import_pool(handle, &offer)?,
-                (OfferPath::VirtualMemory, Some(handle)) => self.import_mapping(handle, &offer, owner)?,
+        // SAFETY (the imports): peerpool trusts the exporter, a process of the same user whose
+        // credentials the channel checked; its fds were checked above to be device handles, and
+        // the driver is given its export data as received, which the driver validates.
+        let mut imported = self.within(owner, || {
+            let held = match (offer.path, handle) {
+                (OfferPath::Pool, Some(handle)) => unsafe { self.import_pool(handle, &offer) }?,
+                (OfferPath::VirtualMemory, Some(handle)) => unsafe { self.import_mapping(handle, &offer, owner) }?,
                 (OfferPath::Legacy, _) => {
-                    Held::Legacy { base: self.driver().ipc_open_mem_handle(&IpcMemHandle(offer.data))? }
+                    Held::Legacy { base: unsafe { self.driver().ipc_open_mem_handle(&IpcMemHandle(offer.data)) }? }
                 }
                 (_, None) => return Err(ShareError::Malformed("no handle came with the offer")),
-            }
-        };
-        let kind = match held {
-            Held::Pool { .. } => ImportKind::Pool,
-            Held::Mapped(_) => ImportKind::VirtualMemory,
-            Held::Legacy { .. } => ImportKind::Legacy,
-        };
-        let offset = if kind == ImportKind::Pool { 0 } else { offer.offset };
-        let mut imported = Imported {
-            system: self.clone(),
-            kind,
-            owner,
-            offset,
-            len: offer.len as usize,
-            staged: offer.staged,
-            held: Some(held),
-        };
+            };
+            let kind = match held {
+                Held::Pool { .. } => ImportKind::Pool,
+                Held::Mapped(_) => ImportKind::VirtualMemory,
+                Held::Legacy { .. } => ImportKind::Legacy,
+            };
+            // Owned at once: a failure from here on closes the import (the drop).
+            Ok(Imported {
+                system: self.clone(),
+                kind,
+                owner,
+                offset: if kind == ImportKind::Pool { 0 } else { offer.offset },
+                len: offer.len as usize,
+                staged: offer.staged,
+                held: Some(held),
+            })
+        })?;
         let ptr = imported.ptr()?;
         let device = self.driver().pointer_get_attribute(ptr, PointerAttribute::DeviceOrdinal)?;
         if device != owner as u64 {
@@ -240,28 +256,37 @@ impl System {
         Ok(imported)
     }
 
-    fn import_pool(&self, handle: ShareableRef<'_>, offer: &Offer) -> Result<Held, ShareError> {
+    /// # Safety
+    /// `handle` and the offer's data are a pool export of a trusted process.
+    unsafe fn import_pool(&self, handle: ShareableRef<'_>, offer: &Offer) -> Result<Held, ShareError> {
         let driver = self.driver();
-        let pool = driver.mem_pool_import_from_shareable_handle(handle)?;
-        match driver.mem_pool_import_pointer(pool, &PoolPtrExportData(offer.data)) {
-            Ok(base) => Ok(Held::Pool { pool, base }),
-            Err(e) => {
-                let _ = driver.mem_pool_destroy(pool);
-                Err(e.into())
+        // SAFETY: the caller's; the pool just imported is destroyed once, on failure only.
+        unsafe {
+            let pool = driver.mem_pool_import_from_shareable_handle(handle)?;
+            match driver.mem_pool_import_pointer(pool, &PoolPtrExportData(offer.data)) {
+                Ok(base) => Ok(Held::Pool { pool, base }),
+                Err(e) => {
+                    let _ = driver.mem_pool_destroy(pool);
+                    Err(e.into())
+                }
             }
         }
     }
 
-    fn import_mapping(&self, handle: ShareableRef<'_>, offer: &Offer, owner: usize) -> Result<Held, ShareError> {
+    /// # Safety
+    /// `handle` is an allocation export of a trusted process, at least the offer's span.
+    unsafe fn import_mapping(&self, handle: ShareableRef<'_>, offer: &Offer, owner: usize) -> Result<Held, ShareError> {
         let granule = granularity(self, owner, offer.handle.bits())?;
         let size = usize::try_from(offer.span)
             .ok()
             .and_then(|span| span.checked_next_multiple_of(granule))
             .ok_or(ShareError::Malformed("the mapped span does not fit this process"))?;
         let driver = self.driver();
-        let allocation: MemHandle = driver.mem_import_from_shareable_handle(handle)?;
-        let mapping = Mapping::map(self, allocation, size, owner);
-        let released = release(self, allocation);
+        // SAFETY: the caller's; the imported reference is released once, here.
+        let (mapping, released) = unsafe {
+            let allocation: MemHandle = driver.mem_import_from_shareable_handle(handle)?;
+            (Mapping::map(self, allocation, size, owner), release(self, allocation))
+        };
         let mapping = mapping?;
         released?;
         Ok(Held::Mapped(mapping))

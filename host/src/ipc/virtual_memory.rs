@@ -9,6 +9,7 @@
 use crate::driver::{Access, AccessDesc, AllocationProps, DevicePtr, Granularity, HandleTypes, MemHandle};
 use crate::error::{Error, Result};
 use crate::grant::{Grant, GrantError, Stage};
+use crate::memory::DeviceSlice;
 use crate::system::System;
 
 /// A mapped range of one allocation, unmapped and unreserved on drop.
@@ -26,18 +27,32 @@ pub(crate) struct Mapping {
 impl Mapping {
     /// Maps `size` bytes of `handle` at a fresh reservation, read-write for `owner`. The handle
     /// stays the caller's to release; the mapping keeps the memory alive on its own.
-    pub(crate) fn map(system: &System, handle: MemHandle, size: usize, owner: usize) -> Result<Mapping> {
+    ///
+    /// # Safety
+    /// `handle` is a live physical allocation of this system's driver, at least `size` bytes.
+    pub(crate) unsafe fn map(system: &System, handle: MemHandle, size: usize, owner: usize) -> Result<Mapping> {
         let driver = system.driver();
-        let _current = system.enter(owner)?;
-        let base = driver.mem_address_reserve(size, 0)?;
-        if let Err(e) = driver.mem_map(base, size, 0, handle) {
-            let _ = driver.mem_address_free(base, size);
-            return Err(e.into());
-        }
-        // From here on, dropping the mapping unmaps and unreserves.
-        let mapping = Mapping { system: system.clone(), base, size, owner, granted: vec![owner], released: false };
-        driver.mem_set_access(base, size, &[AccessDesc { device: owner as i32, access: Access::ReadWrite }])?;
-        Ok(mapping)
+        system.within(owner, || {
+            let base = driver.mem_address_reserve(size, 0)?;
+            // SAFETY: `base` is the fresh reservation of `size` bytes; the caller vouches for
+            // `handle`.
+            if let Err(e) = unsafe { driver.mem_map(base, size, 0, handle) } {
+                let _ = unsafe { driver.mem_address_free(base, size) };
+                return Err(e.into());
+            }
+            // From here on, dropping the mapping unmaps and unreserves.
+            let mapping = Mapping { system: system.clone(), base, size, owner, granted: vec![owner], released: false };
+            let owner_rw = [AccessDesc { device: owner as i32, access: Access::ReadWrite }];
+            // SAFETY: the whole mapping just made.
+            unsafe { driver.mem_set_access(base, size, &owner_rw) }?;
+            Ok(mapping)
+        })
+    }
+
+    /// The whole mapping, borrowed.
+    pub(crate) fn as_slice(&self) -> DeviceSlice<'_> {
+        // SAFETY: the mapping stays until `release` or drop, which need `&mut self`.
+        unsafe { DeviceSlice::from_raw(self.base, self.size as u64) }
     }
 
     pub(crate) fn base(&self) -> DevicePtr {
@@ -73,12 +88,13 @@ impl Mapping {
         if system.evidence(owner, accessor).is_none() {
             system.verify_pair(owner, accessor)?;
         }
-        let _current = system.enter(owner).map_err(|e| GrantError::at(Stage::Apply, e))?;
         let map = [AccessDesc { device: accessor as i32, access: Access::ReadWrite }];
         system
-            .driver()
-            .mem_set_access(self.base, self.size, &map)
-            .map_err(|error| GrantError::Cuda { stage: Stage::Apply, error })?;
+            .within(owner, || {
+                // SAFETY: the whole mapping, live while `self` is.
+                Ok::<_, Error>(unsafe { system.driver().mem_set_access(self.base, self.size, &map) }?)
+            })
+            .map_err(|e| GrantError::at(Stage::Apply, e))?;
         self.granted.push(accessor);
         Ok(Grant::Granted { previous: Access::None })
     }
@@ -89,9 +105,13 @@ impl Mapping {
             return Ok(());
         }
         let driver = self.system.driver();
-        let _current = self.system.enter(self.owner)?;
-        driver.mem_unmap(self.base, self.size)?;
-        Ok(driver.mem_address_free(self.base, self.size)?)
+        self.system.within(self.owner, || {
+            // SAFETY: the mapping and reservation made by `map`, released once (`released`).
+            unsafe {
+                driver.mem_unmap(self.base, self.size)?;
+                Ok(driver.mem_address_free(self.base, self.size)?)
+            }
+        })
     }
 }
 
@@ -103,9 +123,14 @@ impl Drop for Mapping {
 
 /// `cuMemRelease`, tried once more after a failure: a handle reference that is never released
 /// keeps the memory for the process's life.
-pub(crate) fn release(system: &System, handle: MemHandle) -> Result<()> {
+///
+/// # Safety
+/// `handle` is a live physical allocation handle of this system's driver whose reference the
+/// caller holds and gives up here.
+pub(crate) unsafe fn release(system: &System, handle: MemHandle) -> Result<()> {
     let driver = system.driver();
-    Ok(driver.mem_release(handle).or_else(|_| driver.mem_release(handle))?)
+    // SAFETY: the caller's reference; a failed release released nothing, so one retry is sound.
+    Ok(unsafe { driver.mem_release(handle).or_else(|_| driver.mem_release(handle)) }?)
 }
 
 /// The allocation granularity for `handle_types` memory on `device`.
@@ -147,6 +172,11 @@ impl VirtualAllocation {
         self.mapping.owner
     }
 
+    /// The whole mapping, for kernels and exports.
+    pub fn as_slice(&self) -> DeviceSlice<'_> {
+        self.mapping.as_slice()
+    }
+
     /// The handle types it can be exported with.
     pub fn handle_types(&self) -> HandleTypes {
         self.handle_types
@@ -177,14 +207,15 @@ impl System {
         let size = bytes
             .checked_next_multiple_of(granule)
             .ok_or_else(|| Error::InvalidArgument(format!("{bytes} bytes cannot be rounded to {granule}")))?;
-        let driver = self.driver();
-        let _current = self.enter(device)?;
         let props = AllocationProps { device: device as i32, handle_types };
-        let handle = driver.mem_create(size, &props)?;
-        let mapping = Mapping::map(self, handle, size, device);
-        let released = release(self, handle);
-        let mapping = mapping?;
-        released?;
-        Ok(VirtualAllocation { mapping, handle_types })
+        self.within(device, || {
+            let handle = self.driver().mem_create(size, &props)?;
+            // SAFETY: the handle was just made, `size` bytes, and released once, here, whatever
+            // the mapping did; the mapping keeps the memory on its own.
+            let (mapping, released) = unsafe { (Mapping::map(self, handle, size, device), release(self, handle)) };
+            let allocation = VirtualAllocation { mapping: mapping?, handle_types };
+            released?;
+            Ok(allocation)
+        })
     }
 }

@@ -3,9 +3,10 @@
 //! simulator's process-wide registry), and a real `Channel::pair()` joins them.
 #![allow(dead_code)] // each test crate uses a different subset
 
+use peerpool::driver::DevicePtr;
 use peerpool::ipc::{Channel, ShareHandle, ShareRequest};
 use peerpool::kernels::pattern::pattern;
-use peerpool::{Allocation, OwnedPool, PoolOptions, System};
+use peerpool::{Allocation, DeviceSlice, OwnedPool, PoolOptions, System};
 use peerpool_sim::{SimDriver, SimStats, Topology};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -45,13 +46,26 @@ impl Process {
         let options = PoolOptions { handle_types: peerpool::driver::HandleTypes::POSIX_FD, max_size: 0 };
         let pool = self.system.create_pool(device, options).unwrap();
         let memory = self.system.alloc(pool.as_ref(), BYTES).unwrap();
-        self.system.kernels(device).unwrap().fill(memory.ptr(), WORDS, seed).unwrap();
+        self.system.kernels(device).unwrap().fill(memory.as_slice(), seed).unwrap();
         (pool, memory)
     }
 
     pub fn stats(&self) -> SimStats {
         self.sim.stats()
     }
+}
+
+/// `words` 32-bit words at `ptr` (another process's import included), for a kernel on the
+/// simulator, which checks every range itself.
+pub fn words(ptr: DevicePtr, words: u64) -> DeviceSlice<'static> {
+    // SAFETY: only ever given to a simulator, which checks the range itself.
+    unsafe { DeviceSlice::from_raw(ptr, words * 4) }
+}
+
+/// `len` bytes at `ptr`, as [`words`] for whole bytes (what an export is given).
+pub fn bytes(ptr: DevicePtr, len: usize) -> DeviceSlice<'static> {
+    // SAFETY: only ever given to a simulator, which checks the range itself.
+    unsafe { DeviceSlice::from_raw(ptr, len as u64) }
 }
 
 /// A connected pair: (exporter's end, importer's end).

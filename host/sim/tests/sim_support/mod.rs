@@ -1,8 +1,8 @@
 //! Helpers shared by the simulator's tests (`host/sim/tests/sim_*.rs`, `fault_*.rs`).
 #![allow(dead_code)] // each test crate uses a different subset
 
-use peerpool::driver::{Access, AccessDesc, Driver};
-use peerpool::{CudaError, OwnedPool, System};
+use peerpool::driver::{Access, AccessDesc, DevicePtr};
+use peerpool::{CudaError, DeviceSlice, OwnedPool, System};
 use peerpool_sim::{SimDriver, Topology};
 use std::sync::Arc;
 
@@ -15,9 +15,16 @@ pub fn sim(topology: Topology) -> (Arc<SimDriver>, System) {
 
 /// Grants `device` read-write on `pool` with one raw `cuMemPoolSetAccess`.
 pub fn grant(system: &System, pool: &OwnedPool, device: usize) -> Result<(), CudaError> {
-    system
-        .driver()
-        .mem_pool_set_access(pool.handle(), &[AccessDesc { device: device as i32, access: Access::ReadWrite }])
+    let rw = [AccessDesc { device: device as i32, access: Access::ReadWrite }];
+    // SAFETY: the pool is alive while borrowed.
+    unsafe { system.driver().mem_pool_set_access(pool.handle(), &rw) }
+}
+
+/// `words` 32-bit words at `ptr`, for a kernel on the simulator, which checks every range (a
+/// slice past an allocation's end is how a test asks for the fault).
+pub fn words(ptr: DevicePtr, words: u64) -> DeviceSlice<'static> {
+    // SAFETY: only ever given to a simulator, which checks the range itself.
+    unsafe { DeviceSlice::from_raw(ptr, words * 4) }
 }
 
 /// The `CUresult` name of a failed call, `None` for success.
@@ -33,9 +40,4 @@ pub fn api_code<T>(r: peerpool::Result<T>) -> Option<String> {
 /// Whether `driver` is a dead process: the call fails sticky with `CUDA_ERROR_ILLEGAL_ADDRESS`.
 pub fn is_dead_call<T>(r: Result<T, CudaError>) -> bool {
     r.err().is_some_and(|e| e.sticky && e.code_name() == "CUDA_ERROR_ILLEGAL_ADDRESS")
-}
-
-/// `driver` as the trait object the library uses.
-pub fn dyn_driver(driver: &Arc<SimDriver>) -> Arc<dyn Driver> {
-    driver.clone()
 }
