@@ -160,7 +160,10 @@ static IPC_HANDLE: IpcMemHandle = IpcMemHandle([0; 64]);
 
 samples! {
     i32 => 0;
+    u8 => 0;
     u32 => 0;
+    u64 => 0;
+    PoolAttribute => PoolAttribute::ReleaseThreshold;
     usize => 4;
     DeviceAttribute => DeviceAttribute::MultiprocessorCount;
     P2pAttribute => P2pAttribute::PerformanceRank;

@@ -1,10 +1,10 @@
 //! [`SimDriver`]: the [`Driver`] seam answered from a [`Topology`] and the simulator's state.
 
 use super::kernels::{self, Kernel};
-use super::memory::{ALIGN, Exhausted, Origin, apply_fault};
+use super::memory::{ALIGN, Exhausted, Origin};
 use super::state::{Fail, SimResult, State};
 use super::topology::Topology;
-use super::{share, vmm};
+use super::{copies, pools, share, vmm};
 use cudarc::driver::sys::CUresult::{self, *};
 use peerpool::CudaError;
 use peerpool::driver::*;
@@ -135,22 +135,6 @@ fn out_of_memory(_: Exhausted) -> Fail {
     CUDA_ERROR_OUT_OF_MEMORY.into()
 }
 
-/// Copies `bytes` from `src` to `dst` (both checked), through the link between their devices.
-fn copy(s: &mut State, dst: u64, src: u64, bytes: usize) {
-    let Some((from, offset)) = s.memory.span(src, bytes as u64) else { return };
-    let (src_device, mut data) = (from.device, from.read(offset, bytes));
-    let dst_device = s.memory.find(dst).map_or(src_device, |b| b.device);
-    let fault = s.topo.fault(src_device, dst_device);
-    if let Some((to, offset)) = s.memory.span(dst, bytes as u64) {
-        to.backing().with(offset, bytes, |target| {
-            if let Some(fault) = fault {
-                apply_fault(fault, &mut data, Some(target));
-            }
-            target.copy_from_slice(&data);
-        });
-    }
-}
-
 impl Driver for SimDriver {
     fn describe(&self) -> String {
         format!("simulated: {}", self.lock().topo.name)
@@ -178,17 +162,30 @@ impl Driver for SimDriver {
     }
 
     fn device_get_attribute(&self, device: i32, attribute: DeviceAttribute) -> DriverResult<i32> {
-        self.run("cuDeviceGetAttribute", |s| {
-            let d = &s.topo.devices[s.device(device)?];
-            Ok(match attribute {
-                DeviceAttribute::ComputeCapabilityMajor => d.compute_capability.0,
-                DeviceAttribute::ComputeCapabilityMinor => d.compute_capability.1,
-                DeviceAttribute::MultiprocessorCount => d.sms,
-                DeviceAttribute::PciBusId => d.pci_bus_id,
-                DeviceAttribute::MemoryPoolsSupported => d.pools_supported as i32,
-                DeviceAttribute::MempoolSupportedHandleTypes => d.pool_handle_types.0 as i32,
-                DeviceAttribute::UnifiedAddressing => 1,
-            })
+        self.run("cuDeviceGetAttribute", |s| Ok(attribute_of(&s.topo.devices[s.device(device)?], attribute)))
+    }
+
+    /// Synthetic: the topology's name and the ordinal, hashed (FNV-1a), so that two devices of
+    /// one machine differ and a machine's answers repeat.
+    fn device_get_uuid(&self, device: i32) -> DriverResult<[u8; 16]> {
+        self.run("cuDeviceGetUuid", |s| {
+            let d = s.device(device)?;
+            let mut uuid = [0u8; 16];
+            for (half, salt) in uuid.chunks_exact_mut(8).zip([0x5eed_u64, 0xf00d]) {
+                let key = format!("{}/{d}/{salt}", s.topo.name);
+                let h =
+                    key.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3));
+                half.copy_from_slice(&h.to_le_bytes());
+            }
+            Ok(uuid)
+        })
+    }
+
+    fn mem_get_info(&self) -> DriverResult<(u64, u64)> {
+        self.run("cuMemGetInfo", |s| {
+            let d = s.current_device()?;
+            let total = s.topo.devices[d].total_memory;
+            Ok((total.saturating_sub(s.memory.live(d)), total))
         })
     }
 
@@ -242,7 +239,82 @@ impl Driver for SimDriver {
     }
 
     fn ctx_synchronize(&self) -> DriverResult<()> {
-        self.run("cuCtxSynchronize", |s| s.current_device().map(drop))
+        self.run("cuCtxSynchronize", |s| {
+            let device = s.current_device()?;
+            pools::release_on_sync(s, device);
+            Ok(())
+        })
+    }
+
+    fn primary_ctx_get_state(&self, device: i32) -> DriverResult<(u32, bool)> {
+        self.run("cuDevicePrimaryCtxGetState", |s| Ok(s.contexts.primary_state(s.device(device)?)))
+    }
+
+    fn primary_ctx_set_flags(&self, device: i32, flags: u32) -> DriverResult<()> {
+        self.run("cuDevicePrimaryCtxSetFlags", |s| {
+            let d = s.device(device)?;
+            s.contexts.set_primary_flags(d, flags);
+            Ok(())
+        })
+    }
+
+    unsafe fn primary_ctx_reset(&self, device: i32) -> DriverResult<()> {
+        self.run("cuDevicePrimaryCtxReset", |s| {
+            let handle = s.contexts.reset(s.device(device)?);
+            s.tear_down(handle);
+            Ok(())
+        })
+    }
+
+    fn ctx_create(&self, device: i32, _flags: u32) -> DriverResult<Context> {
+        self.run("cuCtxCreate", |s| {
+            let d = s.device(device)?;
+            let handle = s.mint();
+            s.contexts.create(handle, d);
+            Ok(Context(handle))
+        })
+    }
+
+    unsafe fn ctx_destroy(&self, context: Context) -> DriverResult<()> {
+        self.run("cuCtxDestroy", |s| {
+            s.contexts.destroy(context.0)?;
+            s.tear_down(context.0);
+            Ok(())
+        })
+    }
+
+    unsafe fn ctx_push_current(&self, context: Context) -> DriverResult<()> {
+        self.run("cuCtxPushCurrent", |s| Ok(s.contexts.push(context.0)?))
+    }
+
+    fn ctx_pop_current(&self) -> DriverResult<Option<Context>> {
+        self.run("cuCtxPopCurrent", |s| Ok(Some(Context(s.contexts.pop()?))))
+    }
+
+    /// Legacy peer access is kept per pair of devices (the real driver keeps it per context).
+    unsafe fn ctx_enable_peer_access(&self, peer: Context, flags: u32) -> DriverResult<()> {
+        self.run("cuCtxEnablePeerAccess", |s| {
+            let d = s.current_device()?;
+            let Some(p) = s.context_device(peer.0) else { return fail(CUDA_ERROR_INVALID_CONTEXT) };
+            if flags != 0 {
+                return fail(CUDA_ERROR_INVALID_VALUE);
+            }
+            if p == d {
+                return fail(CUDA_ERROR_INVALID_DEVICE);
+            }
+            if !s.topo.link(d, p).access {
+                return fail(CUDA_ERROR_PEER_ACCESS_UNSUPPORTED);
+            }
+            Ok(s.contexts.enable_peer(d, p)?)
+        })
+    }
+
+    unsafe fn ctx_disable_peer_access(&self, peer: Context) -> DriverResult<()> {
+        self.run("cuCtxDisablePeerAccess", |s| {
+            let d = s.current_device()?;
+            let Some(p) = s.context_device(peer.0) else { return fail(CUDA_ERROR_INVALID_CONTEXT) };
+            Ok(s.contexts.disable_peer(d, p)?)
+        })
     }
 
     fn device_get_default_mem_pool(&self, device: i32) -> DriverResult<Pool> {
@@ -321,7 +393,10 @@ impl Driver for SimDriver {
                 return fail(CUDA_ERROR_INVALID_VALUE);
             }
             let capacity = s.topo.devices[d].total_memory;
-            Ok(DevicePtr(s.memory.alloc(d, bytes as u64, capacity, None).map_err(out_of_memory)?))
+            let base = s.memory.alloc(d, bytes as u64, capacity, None).map_err(out_of_memory)?;
+            let ctx = s.current_context().unwrap_or_default();
+            s.legacy_owner.insert(base, ctx);
+            Ok(DevicePtr(base))
         })
     }
 
@@ -336,20 +411,31 @@ impl Driver for SimDriver {
         self.run("cuMemAllocFromPoolAsync", |s| {
             s.stream_device(stream)?;
             let id = s.pool(pool.0)?;
-            if s.shares.imported_pools.contains_key(&id) {
-                return fail(CUDA_ERROR_INVALID_VALUE); // imported pools cannot allocate (documented)
-            }
-            if bytes == 0 {
-                return Ok(DevicePtr(0));
-            }
-            let (device, max, used) = (s.pools[id].device, s.pools[id].max_size, s.pools[id].used);
-            if max != 0 && used.saturating_add(bytes as u64) > max {
-                return fail(CUDA_ERROR_OUT_OF_MEMORY);
-            }
-            let capacity = s.topo.devices[device].total_memory;
-            let base = s.memory.alloc(device, bytes as u64, capacity, Some(id)).map_err(out_of_memory)?;
-            s.pools[id].used += bytes as u64;
-            Ok(DevicePtr(base))
+            pools::alloc(s, id, bytes).map(DevicePtr)
+        })
+    }
+
+    unsafe fn mem_alloc_async(&self, bytes: usize, stream: Stream) -> DriverResult<DevicePtr> {
+        self.run("cuMemAllocAsync", |s| {
+            let device = s.stream_device(stream)?;
+            let id = s.current_pools[device];
+            pools::alloc(s, id, bytes).map(DevicePtr)
+        })
+    }
+
+    unsafe fn mem_pool_set_attribute(&self, pool: Pool, attribute: PoolAttribute, value: u64) -> DriverResult<()> {
+        self.run("cuMemPoolSetAttribute", |s| pools::set(s, s.pool(pool.0)?, attribute, value))
+    }
+
+    unsafe fn mem_pool_get_attribute(&self, pool: Pool, attribute: PoolAttribute) -> DriverResult<u64> {
+        self.run("cuMemPoolGetAttribute", |s| Ok(pools::get(s, s.pool(pool.0)?, attribute)))
+    }
+
+    unsafe fn mem_pool_trim_to(&self, pool: Pool, keep: usize) -> DriverResult<()> {
+        self.run("cuMemPoolTrimTo", |s| {
+            let id = s.pool(pool.0)?;
+            pools::trim(s, id, keep as u64);
+            Ok(())
         })
     }
 
@@ -362,9 +448,9 @@ impl Driver for SimDriver {
 
     fn stream_create(&self) -> DriverResult<Stream> {
         self.run("cuStreamCreate", |s| {
-            let d = s.current_device()?;
+            let owner = s.current_owner()?;
             let handle = s.mint();
-            s.streams.insert(handle, d);
+            s.streams.insert(handle, owner);
             Ok(Stream(handle))
         })
     }
@@ -377,35 +463,46 @@ impl Driver for SimDriver {
     }
 
     unsafe fn stream_synchronize(&self, stream: Stream) -> DriverResult<()> {
-        self.run("cuStreamSynchronize", |s| s.stream_device(stream).map(drop))
+        self.run("cuStreamSynchronize", |s| {
+            let device = s.stream_device(stream)?;
+            pools::release_on_sync(s, device);
+            Ok(())
+        })
+    }
+
+    /// Work is done when it is queued: every stream is always idle.
+    unsafe fn stream_query(&self, stream: Stream) -> DriverResult<()> {
+        self.run("cuStreamQuery", |s| s.stream_device(stream).map(drop))
+    }
+
+    unsafe fn stream_wait_event(&self, stream: Stream, event: Event, _flags: u32) -> DriverResult<()> {
+        self.run("cuStreamWaitEvent", |s| {
+            s.stream_device(stream)?;
+            match s.events.contains_key(&event.0) {
+                true => Ok(()),
+                false => fail(CUDA_ERROR_INVALID_HANDLE),
+            }
+        })
     }
 
     unsafe fn memcpy_htod(&self, dst: DevicePtr, src: &[u8]) -> DriverResult<()> {
-        self.run("cuMemcpyHtoD", |s| {
-            let d = s.current_device()?;
-            if src.is_empty() {
-                return Ok(());
-            }
-            s.check_copy(d, dst.0, src.len() as u64)?;
-            if let Some((block, offset)) = s.memory.span(dst.0, src.len() as u64) {
-                block.write(offset, src);
-            }
-            Ok(())
-        })
+        self.run("cuMemcpyHtoD", |s| copies::htod(s, s.current_device()?, dst.0, src))
     }
 
     unsafe fn memcpy_dtoh(&self, dst: &mut [u8], src: DevicePtr) -> DriverResult<()> {
-        self.run("cuMemcpyDtoH", |s| {
-            let d = s.current_device()?;
-            if dst.is_empty() {
-                return Ok(());
-            }
-            s.check_copy(d, src.0, dst.len() as u64)?;
-            if let Some((block, offset)) = s.memory.span(src.0, dst.len() as u64) {
-                block.backing().with(offset, dst.len(), |bytes| dst.copy_from_slice(bytes));
-            }
-            Ok(())
-        })
+        self.run("cuMemcpyDtoH", |s| copies::dtoh(s, s.current_device()?, dst, src.0))
+    }
+
+    unsafe fn memcpy_dtod(&self, dst: DevicePtr, src: DevicePtr, bytes: usize) -> DriverResult<()> {
+        self.run("cuMemcpyDtoD", |s| copies::dtod(s, s.current_device()?, dst.0, src.0, bytes))
+    }
+
+    unsafe fn memcpy_htod_async(&self, dst: DevicePtr, src: &[u8], stream: Stream) -> DriverResult<()> {
+        self.run("cuMemcpyHtoDAsync", |s| copies::htod(s, s.stream_device(stream)?, dst.0, src))
+    }
+
+    unsafe fn memcpy_dtoh_async(&self, dst: &mut [u8], src: DevicePtr, stream: Stream) -> DriverResult<()> {
+        self.run("cuMemcpyDtoHAsync", |s| copies::dtoh(s, s.stream_device(stream)?, dst, src.0))
     }
 
     unsafe fn memcpy_dtod_async(
@@ -415,59 +512,31 @@ impl Driver for SimDriver {
         bytes: usize,
         stream: Stream,
     ) -> DriverResult<()> {
-        self.run("cuMemcpyDtoDAsync", |s| {
-            let d = s.stream_device(stream)?;
-            if bytes == 0 {
-                return Ok(());
-            }
-            s.check_copy(d, src.0, bytes as u64)?;
-            s.check_copy(d, dst.0, bytes as u64)?;
-            copy(s, dst.0, src.0, bytes);
-            Ok(())
-        })
+        self.run("cuMemcpyDtoDAsync", |s| copies::dtod(s, s.stream_device(stream)?, dst.0, src.0, bytes))
     }
 
     unsafe fn memcpy_peer_async(&self, c: PeerCopy, stream: Stream) -> DriverResult<()> {
         self.run("cuMemcpyPeerAsync", |s| {
             s.stream_device(stream)?;
-            if s.context_device(c.dst_ctx.0).is_none() || s.context_device(c.src_ctx.0).is_none() {
-                return fail(CUDA_ERROR_INVALID_CONTEXT);
-            }
-            if c.bytes == 0 {
-                return Ok(());
-            }
-            // Explicit contexts: the driver stages the copy itself, granted or not.
-            if s.memory.span(c.src.0, c.bytes as u64).is_none() || s.memory.span(c.dst.0, c.bytes as u64).is_none() {
-                return fail(CUDA_ERROR_INVALID_VALUE);
-            }
-            copy(s, c.dst.0, c.src.0, c.bytes);
-            Ok(())
+            copies::peer(s, c)
+        })
+    }
+
+    unsafe fn memcpy_peer(&self, c: PeerCopy) -> DriverResult<()> {
+        self.run("cuMemcpyPeer", |s| {
+            s.current_device()?;
+            copies::peer(s, c)
         })
     }
 
     unsafe fn memset_d32_async(&self, dst: DevicePtr, value: u32, words: usize, stream: Stream) -> DriverResult<()> {
         self.run("cuMemsetD32Async", |s| {
-            let d = s.stream_device(stream)?;
-            if words == 0 {
-                return Ok(());
-            }
-            let Some(bytes) = words.checked_mul(4) else { return fail(CUDA_ERROR_INVALID_VALUE) };
-            if dst.0 % 4 != 0 {
-                return fail(CUDA_ERROR_INVALID_VALUE);
-            }
-            let owner = s.check_engine(d, dst.0, bytes as u64)?;
-            let mut data: Vec<u8> = std::iter::repeat_n(value.to_le_bytes(), words).flatten().collect();
-            let fault = s.topo.fault(d, owner);
-            if let Some((block, offset)) = s.memory.span(dst.0, bytes as u64) {
-                block.backing().with(offset, bytes, |target| {
-                    if let Some(fault) = fault {
-                        apply_fault(fault, &mut data, Some(target));
-                    }
-                    target.copy_from_slice(&data);
-                });
-            }
-            Ok(())
+            copies::memset(s, s.stream_device(stream)?, dst.0, &value.to_le_bytes(), words)
         })
+    }
+
+    unsafe fn memset_d8_async(&self, dst: DevicePtr, value: u8, bytes: usize, stream: Stream) -> DriverResult<()> {
+        self.run("cuMemsetD8Async", |s| copies::memset(s, s.stream_device(stream)?, dst.0, &[value], bytes))
     }
 
     fn module_load_data(&self, image: ModuleImage<'_>) -> DriverResult<Module> {
@@ -498,7 +567,8 @@ impl Driver for SimDriver {
                 functions.push((kernel, function));
                 s.functions.insert(function, super::state::FunctionRec { module: handle, device, kernel });
             }
-            s.modules.insert(handle, super::state::ModuleRec { device, functions });
+            let ctx = s.current_context().unwrap_or_default();
+            s.modules.insert(handle, super::state::ModuleRec { ctx, functions });
             Ok(Module(handle))
         })
     }
@@ -550,17 +620,17 @@ impl Driver for SimDriver {
 
     fn event_create(&self) -> DriverResult<Event> {
         self.run("cuEventCreate", |s| {
-            let d = s.current_device()?;
+            let owner = s.current_owner()?;
             let handle = s.mint();
-            s.events.insert(handle, d);
+            s.events.insert(handle, owner);
             Ok(Event(handle))
         })
     }
 
     unsafe fn event_record(&self, event: Event, stream: Stream) -> DriverResult<()> {
         self.run("cuEventRecord", |s| {
-            let Some(&device) = s.events.get(&event.0) else { return fail(CUDA_ERROR_INVALID_HANDLE) };
-            if s.stream_device(stream)? != device {
+            let Some(&owner) = s.events.get(&event.0) else { return fail(CUDA_ERROR_INVALID_HANDLE) };
+            if s.stream_device(stream)? != owner.device {
                 return fail(CUDA_ERROR_INVALID_HANDLE);
             }
             Ok(())
@@ -568,7 +638,18 @@ impl Driver for SimDriver {
     }
 
     unsafe fn event_synchronize(&self, event: Event) -> DriverResult<()> {
-        self.run("cuEventSynchronize", |s| match s.events.contains_key(&event.0) {
+        self.run("cuEventSynchronize", |s| match s.events.get(&event.0) {
+            Some(&owner) => {
+                pools::release_on_sync(s, owner.device);
+                Ok(())
+            }
+            None => fail(CUDA_ERROR_INVALID_HANDLE),
+        })
+    }
+
+    /// Every recorded event has happened (see `stream_query`).
+    unsafe fn event_query(&self, event: Event) -> DriverResult<()> {
+        self.run("cuEventQuery", |s| match s.events.contains_key(&event.0) {
             true => Ok(()),
             false => fail(CUDA_ERROR_INVALID_HANDLE),
         })
@@ -681,8 +762,9 @@ fn free(s: &mut State, ptr: DevicePtr) -> SimResult<()> {
         return fail(CUDA_ERROR_INVALID_VALUE);
     }
     let Some(block) = s.memory.free(ptr.0) else { return fail(CUDA_ERROR_INVALID_VALUE) };
+    s.legacy_owner.remove(&ptr.0);
     if let (Some(p), Origin::Allocated) = (block.pool, &block.origin) {
-        s.pools[p].used -= block.size();
+        pools::freed(s, p, block.size());
     }
     Ok(())
 }
@@ -692,4 +774,29 @@ fn cubin_names(elf: &[u8], name: &str) -> bool {
     let mut symbol = name.as_bytes().to_vec();
     symbol.push(0);
     elf.windows(symbol.len() + 1).any(|w| (w[0] == 0 || w[0] == b'.') && w[1..] == symbol[..])
+}
+
+/// What a simulated device answers for `attribute`: its spec where the topology gives it, else
+/// the H100/H200-class values real clients expect (documented among the known differences).
+fn attribute_of(d: &super::topology::DeviceSpec, attribute: DeviceAttribute) -> i32 {
+    use DeviceAttribute::*;
+    match attribute {
+        ComputeCapabilityMajor => d.compute_capability.0,
+        ComputeCapabilityMinor => d.compute_capability.1,
+        MultiprocessorCount => d.sms,
+        PciBusId => d.pci_bus_id,
+        MemoryPoolsSupported => d.pools_supported as i32,
+        MempoolSupportedHandleTypes => d.pool_handle_types.0 as i32,
+        HandleTypePosixFdSupported => d.pool_handle_types.contains(HandleTypes::POSIX_FD) as i32,
+        HandleTypeFabricSupported => d.pool_handle_types.contains(HandleTypes::FABRIC) as i32,
+        MaxThreadsPerBlock | MaxBlockDimX | MaxBlockDimY => 1024,
+        MaxBlockDimZ => 64,
+        MaxGridDimX => i32::MAX,
+        MaxGridDimY | MaxGridDimZ => 65535,
+        MaxSharedMemoryPerBlock => 48 << 10,
+        WarpSize => 32,
+        MaxThreadsPerMultiprocessor => 2048,
+        ComputeMode | PciDeviceId | PciDomainId => 0,
+        UnifiedAddressing | ConcurrentKernels | ManagedMemory | VirtualMemoryManagementSupported => 1,
+    }
 }

@@ -44,6 +44,16 @@
 //!   device's (else `CUDA_ERROR_NO_BINARY_FOR_GPU`, as a real driver answers machine code for
 //!   another GPU), and it holds the kernels whose names it contains.
 //!   The PTX JIT, its cache and their cost are not simulated.
+//! - Clients other than peerpool (through the libcuda shim): ordinary contexts (`cuCtxCreate`)
+//!   share their device's pools; destroying one, resetting a primary context or releasing its
+//!   last retain takes the modules, streams, events and `cuMemAlloc` memory made in it. Legacy
+//!   peer access (`cuCtxEnablePeerAccess`) is kept per pair of devices, not of contexts. Pools
+//!   reserve exactly what is allocated, keep freed bytes reserved until a synchronisation (of
+//!   a stream, event or context of the device) releases what exceeds the release threshold or
+//!   `cuMemPoolTrimTo` trims; the reuse policies are stored and have no effect. Streams and
+//!   events are always idle (`cuStreamQuery`, `cuEventQuery` succeed). Device attributes
+//!   beyond the topology's are an H100/H200-class device's; UUIDs are a hash of the topology
+//!   name and the ordinal.
 //! - PCI bus ids are synthetic (`0x18 + 0x10 × ordinal`); every sticky error is the process's
 //!   last word, including for `cuDeviceGetCount` and `cuCtxSetCurrent`.
 //!
@@ -79,9 +89,12 @@
 
 mod catalog;
 mod checked;
+mod contexts;
+mod copies;
 mod driver;
 mod kernels;
 mod memory;
+mod pools;
 mod registry;
 mod share;
 mod state;

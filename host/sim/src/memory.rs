@@ -179,6 +179,11 @@ impl Memory {
         Ok(())
     }
 
+    /// Bytes live on `device` (allocated here, not imported).
+    pub(super) fn live(&self, device: usize) -> u64 {
+        self.live[device]
+    }
+
     /// Gives back what [`Memory::charge`] counted.
     pub(super) fn uncharge(&mut self, device: usize, size: u64) {
         self.live[device] -= size;
@@ -273,12 +278,6 @@ impl Memory {
         let end = addr.saturating_add(len);
         let first = self.find(addr).map_or(addr, |b| b.base);
         self.blocks.range(first..end).map(|(_, b)| b).filter(|b| b.base + b.size() > addr).collect()
-    }
-
-    /// Base addresses of every allocation on `device` outside any pool.
-    pub(super) fn legacy_on(&self, device: usize) -> Vec<u64> {
-        let legacy = |b: &&Block| b.device == device && b.pool.is_none() && b.origin == Origin::Allocated;
-        self.blocks.values().filter(legacy).map(|b| b.base).collect()
     }
 
     /// How many allocations are live, and their bytes.

@@ -180,12 +180,20 @@ pub(super) fn attribute(s: &State, ptr: u64, attribute: PointerAttribute) -> Sim
         _ => None,
     };
     let handle_types = pool.map(|p| p.handle_types).or(physical.map(|p| p.handle_types));
+    let legacy = pool.is_none() && block.origin == Origin::Allocated;
     Ok(match attribute {
         PointerAttribute::DeviceOrdinal => block.device as u64,
         PointerAttribute::MempoolHandle => pool.map_or(0, |p| p.handle),
-        PointerAttribute::IsLegacyCudaIpcCapable => (pool.is_none() && block.origin == Origin::Allocated) as u64,
+        PointerAttribute::IsLegacyCudaIpcCapable => legacy as u64,
         PointerAttribute::AllowedHandleTypes => handle_types.map_or(0, |t| t.0 as u64),
         PointerAttribute::RangeStartAddr => block.base,
         PointerAttribute::RangeSize => block.size(),
+        // Device memory (CU_MEMORYTYPE_DEVICE), never managed, addressed as given, mapped.
+        PointerAttribute::MemoryType => 2,
+        PointerAttribute::IsManaged => 0,
+        PointerAttribute::DevicePointer => ptr,
+        PointerAttribute::Mapped => 1,
+        // Only `cuMemAlloc` memory belongs to a context.
+        PointerAttribute::Context => s.legacy_owner.get(&block.base).copied().filter(|_| legacy).unwrap_or(0),
     })
 }

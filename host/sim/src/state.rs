@@ -2,14 +2,15 @@
 //! primary contexts and each thread's current one, streams, modules, memory, and whether the
 //! simulated process is dead.
 
+use super::contexts::Contexts;
 use super::kernels::Kernel;
 use super::memory::{Block, Memory, Origin};
+use super::pools::PoolStats;
 use super::share::Shares;
 use super::topology::Topology;
 use cudarc::driver::sys::CUresult;
 use peerpool::driver::{Access, HandleTypes, Stream};
 use std::collections::{HashMap, HashSet};
-use std::thread::ThreadId;
 
 /// A failed simulated call: its code, and the call to name when it is not the method's own
 /// (the real driver checks ordinals with `cuDeviceGet` first).
@@ -36,21 +37,22 @@ pub(super) struct PoolRec {
     /// By device ordinal; the owner's entry is always read-write.
     pub(super) access: Vec<Access>,
     pub(super) max_size: u64,
-    pub(super) used: u64,
+    pub(super) stats: PoolStats,
 }
 
-/// One device's primary context.
-#[derive(Clone)]
-struct PrimaryCtx {
-    handle: u64,
-    retains: u32,
-}
-
-/// A loaded module: its device and `(kernel, function handle)` for each entry it declares.
+/// A loaded module: the context it was loaded into, and `(kernel, function handle)` for each
+/// entry it declares.
 #[derive(Clone)]
 pub(super) struct ModuleRec {
-    pub(super) device: usize,
+    pub(super) ctx: u64,
     pub(super) functions: Vec<(Kernel, u64)>,
+}
+
+/// A stream or event: the device it runs on and the context that made it.
+#[derive(Clone, Copy)]
+pub(super) struct Owned {
+    pub(super) device: usize,
+    pub(super) ctx: u64,
 }
 
 /// A function handle's kernel and device.
@@ -76,11 +78,11 @@ pub(super) struct State {
     pub(super) default_pools: Vec<usize>,
     pub(super) current_pools: Vec<usize>,
     pub(super) memory: Memory,
-    contexts: Vec<PrimaryCtx>,
-    current: HashMap<ThreadId, u64>,
-    pub(super) streams: HashMap<u64, usize>,
-    /// Events by handle, with their device.
-    pub(super) events: HashMap<u64, usize>,
+    pub(super) contexts: Contexts,
+    pub(super) streams: HashMap<u64, Owned>,
+    pub(super) events: HashMap<u64, Owned>,
+    /// The context each `cuMemAlloc` allocation was made in, by base address.
+    pub(super) legacy_owner: HashMap<u64, u64>,
     pub(super) modules: HashMap<u64, ModuleRec>,
     pub(super) functions: HashMap<u64, FunctionRec>,
     /// Exports, imports and virtual-memory allocations.
@@ -107,17 +109,17 @@ impl State {
             recyclable: Vec::new(),
             default_pools: Vec::new(),
             current_pools: Vec::new(),
-            contexts: Vec::new(),
-            current: HashMap::new(),
+            contexts: Contexts::default(),
             streams: HashMap::new(),
             events: HashMap::new(),
+            legacy_owner: HashMap::new(),
             modules: HashMap::new(),
             functions: HashMap::new(),
             shares: Shares::default(),
         };
+        let primary = (0..n).map(|_| s.mint()).collect();
+        s.contexts = Contexts::new(primary);
         for device in 0..n {
-            let handle = s.mint();
-            s.contexts.push(PrimaryCtx { handle, retains: 0 });
             let pool = s.new_pool(device, HandleTypes::NONE, 0);
             s.default_pools.push(pool);
             s.current_pools.push(pool);
@@ -149,71 +151,65 @@ impl State {
     // ---- contexts ----
 
     pub(super) fn retain(&mut self, device: usize) -> u64 {
-        let ctx = &mut self.contexts[device];
-        ctx.retains += 1;
-        ctx.handle
+        self.contexts.retain(device)
     }
 
-    /// Drops one retain; the last one resets the context: its modules, streams and `cuMemAlloc`
-    /// memory go, as the driver resets a primary context nobody holds.
+    /// Drops one retain; the last one resets the context: what was made in it goes, as the
+    /// driver resets a primary context nobody holds.
     pub(super) fn release(&mut self, device: usize) -> SimResult<()> {
-        let ctx = &mut self.contexts[device];
-        if ctx.retains == 0 {
-            return Err(CUresult::CUDA_ERROR_INVALID_CONTEXT.into());
-        }
-        ctx.retains -= 1;
-        if ctx.retains == 0 {
-            self.modules.retain(|_, m| m.device != device);
-            self.functions.retain(|_, f| f.device != device);
-            self.streams.retain(|_, &mut d| d != device);
-            for base in self.memory.legacy_on(device) {
-                self.memory.free(base);
-            }
+        if self.contexts.release(device)? {
+            self.tear_down(self.contexts.primary_handle(device));
         }
         Ok(())
     }
 
-    /// The device whose primary context `handle` is.
+    /// Takes away the modules, streams, events and `cuMemAlloc` memory made in context `ctx`.
+    /// Pools and pool memory belong to the device and stay.
+    pub(super) fn tear_down(&mut self, ctx: u64) {
+        self.modules.retain(|_, m| m.ctx != ctx);
+        let modules = &self.modules;
+        self.functions.retain(|_, f| modules.contains_key(&f.module));
+        self.streams.retain(|_, o| o.ctx != ctx);
+        self.events.retain(|_, o| o.ctx != ctx);
+        let bases: Vec<u64> = self.legacy_owner.iter().filter(|&(_, &c)| c == ctx).map(|(&b, _)| b).collect();
+        for base in bases {
+            self.legacy_owner.remove(&base);
+            self.memory.free(base);
+        }
+    }
+
+    /// The device of a context (primary or ordinary).
     pub(super) fn context_device(&self, handle: u64) -> Option<usize> {
-        self.contexts.iter().position(|c| c.handle == handle)
+        self.contexts.device_of(handle)
     }
 
     /// A copy for a forked process: everything but other threads' current contexts (a
     /// forked process has only the thread that forked it).
     pub(super) fn fork(&self) -> State {
         let mut copy = self.clone();
-        let thread = std::thread::current().id();
-        copy.current.retain(|t, _| *t == thread);
+        copy.contexts.keep_only_this_thread();
         super::share::fork_bytes(&mut copy);
         copy
     }
 
     pub(super) fn current_context(&self) -> Option<u64> {
-        self.current.get(&std::thread::current().id()).copied()
+        self.contexts.current()
     }
 
     pub(super) fn set_current(&mut self, handle: Option<u64>) -> SimResult<()> {
-        let thread = std::thread::current().id();
-        match handle {
-            None => {
-                self.current.remove(&thread);
-            }
-            Some(h) if self.context_device(h).is_some() => {
-                self.current.insert(thread, h);
-            }
-            Some(_) => return Err(CUresult::CUDA_ERROR_INVALID_CONTEXT.into()),
-        }
-        Ok(())
+        Ok(self.contexts.set_current(handle)?)
     }
 
     /// The calling thread's current context's device; `CUDA_ERROR_INVALID_CONTEXT` when there
     /// is none or nobody retains it.
     pub(super) fn current_device(&self) -> SimResult<usize> {
-        let device = self.current_context().and_then(|h| self.context_device(h));
-        match device {
-            Some(d) if self.contexts[d].retains > 0 => Ok(d),
-            _ => Err(CUresult::CUDA_ERROR_INVALID_CONTEXT.into()),
-        }
+        Ok(self.contexts.current_device()?)
+    }
+
+    /// The calling thread's current context and its device (for what a call makes in it).
+    pub(super) fn current_owner(&self) -> SimResult<Owned> {
+        let device = self.current_device()?;
+        Ok(Owned { device, ctx: self.current_context().unwrap_or_default() })
     }
 
     /// The device a stream runs on: the current context's for the null stream.
@@ -221,11 +217,11 @@ impl State {
         if stream == Stream::LEGACY {
             return self.current_device();
         }
-        self.streams.get(&stream.0).copied().ok_or_else(|| CUresult::CUDA_ERROR_INVALID_HANDLE.into())
+        self.streams.get(&stream.0).map(|o| o.device).ok_or_else(|| CUresult::CUDA_ERROR_INVALID_HANDLE.into())
     }
 
     pub(super) fn retained_contexts(&self) -> u32 {
-        self.contexts.iter().map(|c| c.retains).sum()
+        self.contexts.retained()
     }
 
     // ---- pools ----
@@ -238,7 +234,7 @@ impl State {
             _ => (self.mint(), vec![Access::None; self.count()]),
         };
         access[device] = Access::ReadWrite;
-        self.pools.push(PoolRec { handle, device, handle_types, access, max_size, used: 0 });
+        self.pools.push(PoolRec { handle, device, handle_types, access, max_size, stats: PoolStats::default() });
         let id = self.pools.len() - 1;
         self.live_pools.insert(handle, id);
         self.destroyed_pools.remove(&handle);
@@ -287,15 +283,16 @@ impl State {
 
     // ---- access ----
 
-    /// Whether `device` may touch `block`: its own memory, or a pool that grants it read-write.
-    /// `cuMemAlloc` memory of another device is never reachable (peerpool never enables
-    /// legacy peer access).
+    /// Whether `device` may touch `block`: its own memory, a pool that grants it read-write, or
+    /// another device's `cuMemAlloc` memory after `cuCtxEnablePeerAccess` to it.
     pub(super) fn can_access(&self, device: usize, block: &Block) -> bool {
         if let Origin::Mapped { access, .. } = &block.origin {
             return access.get(device) == Some(&Access::ReadWrite); // cuMemSetAccess, owner included
         }
+        let legacy = block.pool.is_none() && block.origin == Origin::Allocated;
         block.device == device
             || block.pool.is_some_and(|p| self.pools[p].access.get(device) == Some(&Access::ReadWrite))
+            || (legacy && self.contexts.peer_enabled(device, block.device))
     }
 
     /// For memsets run by `device`: the range lies in one allocation `device` may touch, else

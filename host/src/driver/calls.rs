@@ -46,6 +46,10 @@ macro_rules! for_each_driver_call {
             /// `cuDeviceGetP2PAttribute` for the ordered pair `src -> dst`.
             safe fn device_get_p2p_attribute(attribute: P2pAttribute, src: i32, dst: i32) -> i32
                 = cuDeviceGetP2PAttribute @ cuDeviceGetP2PAttribute;
+            /// `cuDeviceGetUuid`: 16 bytes naming the device.
+            safe fn device_get_uuid(device: i32) -> [u8; 16] = cuDeviceGetUuid @ cuDeviceGetUuid_v2;
+            /// `cuMemGetInfo`: `(free, total)` bytes of the current context's device.
+            safe fn mem_get_info() -> (u64, u64) = cuMemGetInfo @ cuMemGetInfo_v2;
 
             // ---- contexts ----
 
@@ -61,6 +65,25 @@ macro_rules! for_each_driver_call {
             safe fn ctx_get_device() -> i32 = cuCtxGetDevice @ cuCtxGetDevice;
             /// `cuCtxSynchronize` on the current context.
             safe fn ctx_synchronize() -> () = cuCtxSynchronize @ cuCtxSynchronize;
+            /// `cuDevicePrimaryCtxGetState`: the primary context's flags and whether it is active.
+            safe fn primary_ctx_get_state(device: i32) -> (u32, bool) = cuDevicePrimaryCtxGetState @ cuDevicePrimaryCtxGetState;
+            /// `cuDevicePrimaryCtxSetFlags`.
+            safe fn primary_ctx_set_flags(device: i32, flags: u32) -> () = cuDevicePrimaryCtxSetFlags @ cuDevicePrimaryCtxSetFlags_v2;
+            /// `cuDevicePrimaryCtxReset`: destroys everything made in the primary context.
+            unsafe fn primary_ctx_reset(device: i32) -> () = cuDevicePrimaryCtxReset @ cuDevicePrimaryCtxReset_v2;
+            /// `cuCtxCreate` (no creation parameters): a new ordinary context, made current.
+            safe fn ctx_create(device: i32, flags: u32) -> Context = cuCtxCreate @ cuCtxCreate_v4;
+            /// `cuCtxDestroy`: an ordinary context and what was made in it.
+            unsafe fn ctx_destroy(context: Context) -> () = cuCtxDestroy @ cuCtxDestroy_v2;
+            /// `cuCtxPushCurrent`: `context` on top of the calling thread's context stack.
+            unsafe fn ctx_push_current(context: Context) -> () = cuCtxPushCurrent @ cuCtxPushCurrent_v2;
+            /// `cuCtxPopCurrent`: takes the top of the calling thread's context stack off.
+            safe fn ctx_pop_current() -> Option<Context> = cuCtxPopCurrent @ cuCtxPopCurrent_v2;
+            /// `cuCtxEnablePeerAccess` from the current context to `peer` (legacy peer access:
+            /// `cuMemAlloc` memory only; pools keep their own access tables).
+            unsafe fn ctx_enable_peer_access(peer: Context, flags: u32) -> () = cuCtxEnablePeerAccess @ cuCtxEnablePeerAccess;
+            /// `cuCtxDisablePeerAccess`.
+            unsafe fn ctx_disable_peer_access(peer: Context) -> () = cuCtxDisablePeerAccess @ cuCtxDisablePeerAccess;
 
             // ---- pools ----
 
@@ -78,6 +101,14 @@ macro_rules! for_each_driver_call {
             unsafe fn mem_pool_set_access(pool: Pool, map: &[AccessDesc]) -> () = cuMemPoolSetAccess @ cuMemPoolSetAccess;
             /// `cuMemPoolGetAccess` for a device location.
             unsafe fn mem_pool_get_access(pool: Pool, device: i32) -> Access = cuMemPoolGetAccess @ cuMemPoolGetAccess;
+            /// `cuMemPoolSetAttribute` (the value widened to `u64`; flags are 0 or 1).
+            unsafe fn mem_pool_set_attribute(pool: Pool, attribute: PoolAttribute, value: u64) -> ()
+                = cuMemPoolSetAttribute @ cuMemPoolSetAttribute;
+            /// `cuMemPoolGetAttribute`, widened to `u64`.
+            unsafe fn mem_pool_get_attribute(pool: Pool, attribute: PoolAttribute) -> u64
+                = cuMemPoolGetAttribute @ cuMemPoolGetAttribute;
+            /// `cuMemPoolTrimTo`: gives back unused memory above `keep` bytes.
+            unsafe fn mem_pool_trim_to(pool: Pool, keep: usize) -> () = cuMemPoolTrimTo @ cuMemPoolTrimTo;
 
             // ---- allocation ----
 
@@ -90,6 +121,8 @@ macro_rules! for_each_driver_call {
                 = cuMemAllocFromPoolAsync @ cuMemAllocFromPoolAsync;
             /// `cuMemFreeAsync`.
             unsafe fn mem_free_async(ptr: DevicePtr, stream: Stream) -> () = cuMemFreeAsync @ cuMemFreeAsync;
+            /// `cuMemAllocAsync`: from the current pool of the stream's device.
+            unsafe fn mem_alloc_async(bytes: usize, stream: Stream) -> DevicePtr = cuMemAllocAsync @ cuMemAllocAsync;
 
             // ---- streams ----
 
@@ -99,6 +132,10 @@ macro_rules! for_each_driver_call {
             unsafe fn stream_destroy(stream: Stream) -> () = cuStreamDestroy @ cuStreamDestroy_v2;
             /// `cuStreamSynchronize`; [`Stream::LEGACY`] is the current context's null stream.
             unsafe fn stream_synchronize(stream: Stream) -> () = cuStreamSynchronize @ cuStreamSynchronize;
+            /// `cuStreamQuery`: `Ok` when everything queued is done (else `CUDA_ERROR_NOT_READY`).
+            unsafe fn stream_query(stream: Stream) -> () = cuStreamQuery @ cuStreamQuery;
+            /// `cuStreamWaitEvent`: later work on `stream` waits for `event`.
+            unsafe fn stream_wait_event(stream: Stream, event: Event, flags: u32) -> () = cuStreamWaitEvent @ cuStreamWaitEvent;
 
             // ---- copies and memsets ----
 
@@ -106,11 +143,21 @@ macro_rules! for_each_driver_call {
             unsafe fn memcpy_htod(dst: DevicePtr, src: &[u8]) -> () = cuMemcpyHtoD @ cuMemcpyHtoD_v2;
             /// `cuMemcpyDtoH` (synchronous).
             unsafe fn memcpy_dtoh(dst: &mut [u8], src: DevicePtr) -> () = cuMemcpyDtoH @ cuMemcpyDtoH_v2;
+            /// `cuMemcpyDtoD` (synchronous), on unified addresses.
+            unsafe fn memcpy_dtod(dst: DevicePtr, src: DevicePtr, bytes: usize) -> () = cuMemcpyDtoD @ cuMemcpyDtoD_v2;
+            /// `cuMemcpyHtoDAsync`: `src` must stay as it is until the copy is done.
+            unsafe fn memcpy_htod_async(dst: DevicePtr, src: &[u8], stream: Stream) -> () = cuMemcpyHtoDAsync @ cuMemcpyHtoDAsync_v2;
+            /// `cuMemcpyDtoHAsync`: `dst` must not be touched until the copy is done.
+            unsafe fn memcpy_dtoh_async(dst: &mut [u8], src: DevicePtr, stream: Stream) -> () = cuMemcpyDtoHAsync @ cuMemcpyDtoHAsync_v2;
             /// `cuMemcpyDtoDAsync` in the current context: the copy engine, on unified addresses.
             unsafe fn memcpy_dtod_async(dst: DevicePtr, src: DevicePtr, bytes: usize, stream: Stream) -> ()
                 = cuMemcpyDtoDAsync @ cuMemcpyDtoDAsync_v2;
             /// `cuMemcpyPeerAsync`: contexts named explicitly (may stage through the host).
             unsafe fn memcpy_peer_async(copy: PeerCopy, stream: Stream) -> () = cuMemcpyPeerAsync @ cuMemcpyPeerAsync;
+            /// `cuMemcpyPeer` (synchronous).
+            unsafe fn memcpy_peer(copy: PeerCopy) -> () = cuMemcpyPeer @ cuMemcpyPeer;
+            /// `cuMemsetD8Async`: `bytes` bytes set to `value`.
+            unsafe fn memset_d8_async(dst: DevicePtr, value: u8, bytes: usize, stream: Stream) -> () = cuMemsetD8Async @ cuMemsetD8Async;
             /// `cuMemsetD32Async`: `words` 32-bit words set to `value`.
             unsafe fn memset_d32_async(dst: DevicePtr, value: u32, words: usize, stream: Stream) -> ()
                 = cuMemsetD32Async @ cuMemsetD32Async;
@@ -139,6 +186,8 @@ macro_rules! for_each_driver_call {
             unsafe fn event_record(event: Event, stream: Stream) -> () = cuEventRecord @ cuEventRecord;
             /// `cuEventSynchronize`.
             unsafe fn event_synchronize(event: Event) -> () = cuEventSynchronize @ cuEventSynchronize;
+            /// `cuEventQuery`: `Ok` once the event has happened (else `CUDA_ERROR_NOT_READY`).
+            unsafe fn event_query(event: Event) -> () = cuEventQuery @ cuEventQuery;
             /// `cuEventElapsedTime`: milliseconds from `start` to `end`. (The real driver takes
             /// `_v2` where the library has it and the original before 12.8.)
             unsafe fn event_elapsed_time(start: Event, end: Event) -> f32 = cuEventElapsedTime @ cuEventElapsedTime_v2;

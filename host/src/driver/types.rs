@@ -140,51 +140,184 @@ impl KernelArg {
     }
 }
 
-/// The `CUdevice_attribute`s peerpool reads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum DeviceAttribute {
-    /// `CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR`.
-    ComputeCapabilityMajor,
-    /// `CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR`.
-    ComputeCapabilityMinor,
-    /// `CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT`.
-    MultiprocessorCount,
-    /// `CU_DEVICE_ATTRIBUTE_PCI_BUS_ID`.
-    PciBusId,
-    /// `CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED`.
-    MemoryPoolsSupported,
-    /// `CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES` (a [`HandleTypes`] bit set).
-    MempoolSupportedHandleTypes,
-    /// `CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING`.
-    UnifiedAddressing,
+/// Declares a peerpool enum over one of the driver's attribute enums, listed once: the variant,
+/// the `cudarc` name it stands for, and the conversions both ways (`from_raw` takes the C
+/// value a client passes, which need not be a valid Rust enum value).
+macro_rules! attributes {
+    ($(#[$doc:meta])* $name:ident => $sys:ident { $($(#[$vdoc:meta])* $variant:ident = $raw:ident,)* }) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum $name {
+            $($(#[$vdoc])* $variant,)*
+        }
+
+        impl $name {
+            /// Every value, in the listed order.
+            pub const ALL: &'static [$name] = &[$($name::$variant),*];
+
+            /// The driver's value.
+            pub(crate) fn to_sys(self) -> cudarc::driver::sys::$sys {
+                match self {
+                    $($name::$variant => cudarc::driver::sys::$sys::$raw,)*
+                }
+            }
+
+            /// The value a C client passed, if peerpool knows it.
+            pub fn from_raw(raw: u32) -> Option<$name> {
+                $name::ALL.iter().copied().find(|a| a.to_sys() as u32 == raw)
+            }
+
+            /// The driver's number for it.
+            pub fn raw(self) -> u32 {
+                self.to_sys() as u32
+            }
+        }
+    };
 }
 
-/// The `CUdevice_P2PAttribute`s peerpool reads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum P2pAttribute {
-    /// `CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK`.
-    PerformanceRank,
-    /// `CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED`.
-    AccessSupported,
-    /// `CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED`.
-    NativeAtomicSupported,
+attributes! {
+    /// The `CUdevice_attribute`s peerpool reads and the simulator answers.
+    DeviceAttribute => CUdevice_attribute {
+        /// `CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK`.
+        MaxThreadsPerBlock = CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+        /// `CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X`.
+        MaxBlockDimX = CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X,
+        /// `CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y`.
+        MaxBlockDimY = CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y,
+        /// `CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z`.
+        MaxBlockDimZ = CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z,
+        /// `CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X`.
+        MaxGridDimX = CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X,
+        /// `CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y`.
+        MaxGridDimY = CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y,
+        /// `CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z`.
+        MaxGridDimZ = CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z,
+        /// `CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK`.
+        MaxSharedMemoryPerBlock = CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK,
+        /// `CU_DEVICE_ATTRIBUTE_WARP_SIZE`.
+        WarpSize = CU_DEVICE_ATTRIBUTE_WARP_SIZE,
+        /// `CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT`.
+        MultiprocessorCount = CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+        /// `CU_DEVICE_ATTRIBUTE_COMPUTE_MODE` (0: default).
+        ComputeMode = CU_DEVICE_ATTRIBUTE_COMPUTE_MODE,
+        /// `CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS`.
+        ConcurrentKernels = CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS,
+        /// `CU_DEVICE_ATTRIBUTE_PCI_BUS_ID`.
+        PciBusId = CU_DEVICE_ATTRIBUTE_PCI_BUS_ID,
+        /// `CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID`.
+        PciDeviceId = CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID,
+        /// `CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID`.
+        PciDomainId = CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID,
+        /// `CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR`.
+        MaxThreadsPerMultiprocessor = CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR,
+        /// `CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING`.
+        UnifiedAddressing = CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING,
+        /// `CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR`.
+        ComputeCapabilityMajor = CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+        /// `CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR`.
+        ComputeCapabilityMinor = CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+        /// `CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY`.
+        ManagedMemory = CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY,
+        /// `CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED`.
+        VirtualMemoryManagementSupported = CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
+        /// `CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED`.
+        HandleTypePosixFdSupported = CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED,
+        /// `CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED`.
+        MemoryPoolsSupported = CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED,
+        /// `CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES` (a [`HandleTypes`] bit set).
+        MempoolSupportedHandleTypes = CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES,
+        /// `CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED`.
+        HandleTypeFabricSupported = CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED,
+    }
 }
 
-/// The `CUpointer_attribute`s peerpool reads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum PointerAttribute {
-    /// `CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL`.
-    DeviceOrdinal,
-    /// `CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE` (0 when the memory is not from a pool).
-    MempoolHandle,
-    /// `CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE`.
-    IsLegacyCudaIpcCapable,
-    /// `CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES`.
-    AllowedHandleTypes,
-    /// `CU_POINTER_ATTRIBUTE_RANGE_START_ADDR`.
-    RangeStartAddr,
-    /// `CU_POINTER_ATTRIBUTE_RANGE_SIZE`.
-    RangeSize,
+attributes! {
+    /// The `CUdevice_P2PAttribute`s peerpool reads.
+    P2pAttribute => CUdevice_P2PAttribute {
+        /// `CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK`.
+        PerformanceRank = CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK,
+        /// `CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED`.
+        AccessSupported = CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED,
+        /// `CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED`.
+        NativeAtomicSupported = CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED,
+    }
+}
+
+attributes! {
+    /// The `CUpointer_attribute`s peerpool reads and the simulator answers (each at most 8
+    /// bytes wide: [`PointerAttribute::width`]).
+    PointerAttribute => CUpointer_attribute {
+        /// `CU_POINTER_ATTRIBUTE_CONTEXT` (null for pool and virtual memory).
+        Context = CU_POINTER_ATTRIBUTE_CONTEXT,
+        /// `CU_POINTER_ATTRIBUTE_MEMORY_TYPE` (2: device).
+        MemoryType = CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+        /// `CU_POINTER_ATTRIBUTE_DEVICE_POINTER`.
+        DevicePointer = CU_POINTER_ATTRIBUTE_DEVICE_POINTER,
+        /// `CU_POINTER_ATTRIBUTE_IS_MANAGED`.
+        IsManaged = CU_POINTER_ATTRIBUTE_IS_MANAGED,
+        /// `CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL`.
+        DeviceOrdinal = CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+        /// `CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE`.
+        IsLegacyCudaIpcCapable = CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE,
+        /// `CU_POINTER_ATTRIBUTE_RANGE_START_ADDR`.
+        RangeStartAddr = CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+        /// `CU_POINTER_ATTRIBUTE_RANGE_SIZE`.
+        RangeSize = CU_POINTER_ATTRIBUTE_RANGE_SIZE,
+        /// `CU_POINTER_ATTRIBUTE_MAPPED`.
+        Mapped = CU_POINTER_ATTRIBUTE_MAPPED,
+        /// `CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES`.
+        AllowedHandleTypes = CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES,
+        /// `CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE` (0 when the memory is not from a pool).
+        MempoolHandle = CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE,
+    }
+}
+
+impl PointerAttribute {
+    /// Bytes the driver writes for it.
+    pub fn width(self) -> usize {
+        match self {
+            PointerAttribute::MemoryType
+            | PointerAttribute::IsManaged
+            | PointerAttribute::DeviceOrdinal
+            | PointerAttribute::IsLegacyCudaIpcCapable
+            | PointerAttribute::Mapped => 4,
+            _ => 8,
+        }
+    }
+}
+
+attributes! {
+    /// The `CUmemPool_attribute`s of CUDA 13.0.
+    PoolAttribute => CUmemPool_attribute {
+        /// `CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES` (an `int`).
+        ReuseFollowEventDependencies = CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES,
+        /// `CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC` (an `int`).
+        ReuseAllowOpportunistic = CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC,
+        /// `CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES` (an `int`).
+        ReuseAllowInternalDependencies = CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES,
+        /// `CU_MEMPOOL_ATTR_RELEASE_THRESHOLD`: bytes the pool keeps at a synchronisation.
+        ReleaseThreshold = CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+        /// `CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT`.
+        ReservedMemCurrent = CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT,
+        /// `CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH` (settable to 0 only: a reset).
+        ReservedMemHigh = CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH,
+        /// `CU_MEMPOOL_ATTR_USED_MEM_CURRENT`.
+        UsedMemCurrent = CU_MEMPOOL_ATTR_USED_MEM_CURRENT,
+        /// `CU_MEMPOOL_ATTR_USED_MEM_HIGH` (settable to 0 only: a reset).
+        UsedMemHigh = CU_MEMPOOL_ATTR_USED_MEM_HIGH,
+    }
+}
+
+impl PoolAttribute {
+    /// Bytes of the value: the reuse flags are C `int`s, the sizes `cuuint64_t`s.
+    pub fn width(self) -> usize {
+        match self {
+            PoolAttribute::ReuseFollowEventDependencies
+            | PoolAttribute::ReuseAllowOpportunistic
+            | PoolAttribute::ReuseAllowInternalDependencies => 4,
+            _ => 8,
+        }
+    }
 }
 
 handle!(/// A `CUmemGenericAllocationHandle`: the physical memory behind virtual-memory mappings.

@@ -4,8 +4,11 @@
 //! missing, so [`CudaDriver::load`] checks both before any call can reach cudarc: a machine
 //! without a driver gets [`Error::NoDriver`], never a panic.
 
+mod convert;
+
 use super::*;
 use crate::error::Error;
+use convert::*;
 use cudarc::driver::sys;
 use std::ffi::{CStr, c_void};
 use std::mem::MaybeUninit;
@@ -76,168 +79,6 @@ impl CudaDriver {
     }
 }
 
-/// Turns a `CUresult` into `Ok(())` or a [`CudaError`] naming `call`.
-fn check(call: Call, code: sys::CUresult) -> DriverResult<()> {
-    match code {
-        sys::CUresult::CUDA_SUCCESS => Ok(()),
-        code => Err(CudaError::new(call.name(), code)),
-    }
-}
-
-fn cu_device(ordinal: i32) -> DriverResult<sys::CUdevice> {
-    let mut device = 0;
-    // SAFETY: writes one int.
-    check(Call::cuDeviceGet, unsafe { sys::cuDeviceGet(&mut device, ordinal) })?;
-    Ok(device)
-}
-
-fn ctx(c: Context) -> sys::CUcontext {
-    c.0 as usize as sys::CUcontext
-}
-fn pool(p: Pool) -> sys::CUmemoryPool {
-    p.0 as usize as sys::CUmemoryPool
-}
-fn stream(s: Stream) -> sys::CUstream {
-    s.0 as usize as sys::CUstream
-}
-fn event(e: Event) -> sys::CUevent {
-    e.0 as usize as sys::CUevent
-}
-fn raw<T>(p: *mut T) -> u64 {
-    p as usize as u64
-}
-
-fn location(device: i32) -> sys::CUmemLocation {
-    sys::CUmemLocation { type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE, id: device }
-}
-
-fn access_flags(access: Access) -> sys::CUmemAccess_flags {
-    match access {
-        Access::None => sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_NONE,
-        Access::Read => sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READ,
-        Access::ReadWrite => sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
-    }
-}
-
-fn handle_type(kind: ShareHandle) -> sys::CUmemAllocationHandleType {
-    match kind {
-        ShareHandle::PosixFd => sys::CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
-        ShareHandle::Fabric => sys::CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_FABRIC,
-    }
-}
-
-fn access_descs(map: &[AccessDesc]) -> Vec<sys::CUmemAccessDesc> {
-    map.iter().map(|d| sys::CUmemAccessDesc { location: location(d.device), flags: access_flags(d.access) }).collect()
-}
-
-/// `CUmemAllocationProp` for pinned memory on `props.device`, zeroed elsewhere.
-fn allocation_prop(props: &AllocationProps) -> MaybeUninit<sys::CUmemAllocationProp> {
-    let mut raw_props = MaybeUninit::<sys::CUmemAllocationProp>::zeroed();
-    let p = raw_props.as_mut_ptr();
-    // SAFETY: fields written in place into zeroed memory; the handle types are a bit set
-    // written as the u32 they are in C (see `mem_pool_create`).
-    unsafe {
-        (&raw mut (*p).type_).write(sys::CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED);
-        (&raw mut (*p).requestedHandleTypes).cast::<u32>().write(props.handle_types.0);
-        (&raw mut (*p).location).write(location(props.device));
-    }
-    raw_props
-}
-
-/// Where an export call writes its handle: an `int` fd, or a fabric handle's 64 bytes.
-/// Refuses a fabric export, as the driver would (`CUDA_ERROR_NOT_PERMITTED`), without calling
-/// it, when there is no IMEX channel. On the lent H200s (no IMEX) the driver's own refusal left
-/// the process broken: freeing the pool's memory afterwards crashed it with SIGSEGV, while the
-/// same pool without the export attempt lived and died cleanly
-/// (`docs/hardware/2026-11-30-full-2/driver_probe_fabric*.txt`).
-fn fabric_needs_imex(call: Call, kind: ShareHandle) -> DriverResult<()> {
-    match kind {
-        ShareHandle::Fabric if !std::path::Path::new(IMEX_CHANNELS).exists() => {
-            Err(CudaError::new(call.name(), sys::CUresult::CUDA_ERROR_NOT_PERMITTED))
-        }
-        _ => Ok(()),
-    }
-}
-
-struct HandleOut {
-    fd: i32,
-    fabric: sys::CUmemFabricHandle,
-}
-
-impl HandleOut {
-    fn new() -> HandleOut {
-        HandleOut { fd: -1, fabric: sys::CUmemFabricHandle { data: [0; 64] } }
-    }
-
-    fn ptr(&mut self, kind: ShareHandle) -> *mut c_void {
-        match kind {
-            ShareHandle::PosixFd => (&raw mut self.fd).cast(),
-            ShareHandle::Fabric => (&raw mut self.fabric).cast(),
-        }
-    }
-
-    /// The handle written. The fd is made close-on-exec here: the driver's may not be, and a
-    /// child spawned later must not inherit device memory by accident.
-    fn take(self, call: Call, kind: ShareHandle) -> DriverResult<ShareableHandle> {
-        match kind {
-            ShareHandle::Fabric => Ok(ShareableHandle::Fabric(FabricHandle(self.fabric.data))),
-            ShareHandle::PosixFd if self.fd < 0 => Err(CudaError::new(call.name(), sys::CUresult::CUDA_ERROR_UNKNOWN)),
-            ShareHandle::PosixFd => {
-                // SAFETY: the driver returned a new descriptor that nothing else owns.
-                let fd = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(self.fd) };
-                let _ = rustix::io::fcntl_setfd(&fd, rustix::io::FdFlags::CLOEXEC);
-                Ok(ShareableHandle::Fd(fd))
-            }
-        }
-    }
-}
-
-/// The `void *` an import call takes: the fd's number for a POSIX fd, a pointer to the bytes
-/// for a fabric handle (`fabric` must outlive the call).
-fn os_handle(handle: ShareableRef<'_>, fabric: &mut sys::CUmemFabricHandle) -> *mut c_void {
-    match handle {
-        ShareableRef::Fd(fd) => std::os::fd::AsRawFd::as_raw_fd(&fd) as usize as *mut c_void,
-        ShareableRef::Fabric(bytes) => {
-            fabric.data = bytes.0;
-            (fabric as *mut sys::CUmemFabricHandle).cast()
-        }
-    }
-}
-
-fn device_attribute(attribute: DeviceAttribute) -> sys::CUdevice_attribute {
-    use sys::CUdevice_attribute::*;
-    match attribute {
-        DeviceAttribute::ComputeCapabilityMajor => CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
-        DeviceAttribute::ComputeCapabilityMinor => CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
-        DeviceAttribute::MultiprocessorCount => CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
-        DeviceAttribute::PciBusId => CU_DEVICE_ATTRIBUTE_PCI_BUS_ID,
-        DeviceAttribute::MemoryPoolsSupported => CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED,
-        DeviceAttribute::MempoolSupportedHandleTypes => CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES,
-        DeviceAttribute::UnifiedAddressing => CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING,
-    }
-}
-
-fn p2p_attribute(attribute: P2pAttribute) -> sys::CUdevice_P2PAttribute {
-    use sys::CUdevice_P2PAttribute::*;
-    match attribute {
-        P2pAttribute::PerformanceRank => CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK,
-        P2pAttribute::AccessSupported => CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED,
-        P2pAttribute::NativeAtomicSupported => CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED,
-    }
-}
-
-fn pointer_attribute(attribute: PointerAttribute) -> sys::CUpointer_attribute {
-    use sys::CUpointer_attribute::*;
-    match attribute {
-        PointerAttribute::DeviceOrdinal => CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
-        PointerAttribute::MempoolHandle => CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE,
-        PointerAttribute::IsLegacyCudaIpcCapable => CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE,
-        PointerAttribute::AllowedHandleTypes => CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES,
-        PointerAttribute::RangeStartAddr => CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
-        PointerAttribute::RangeSize => CU_POINTER_ATTRIBUTE_RANGE_SIZE,
-    }
-}
-
 // SAFETY (for every `unsafe` block below): each is one libcuda call whose symbol `load`
 // verified, with out-pointers to live locals and slices whose lengths are passed alongside.
 impl Driver for CudaDriver {
@@ -282,9 +123,7 @@ impl Driver for CudaDriver {
     fn device_get_attribute(&self, device: i32, attribute: DeviceAttribute) -> DriverResult<i32> {
         let dev = cu_device(device)?;
         let mut value = 0;
-        check(Call::cuDeviceGetAttribute, unsafe {
-            sys::cuDeviceGetAttribute(&mut value, device_attribute(attribute), dev)
-        })?;
+        check(Call::cuDeviceGetAttribute, unsafe { sys::cuDeviceGetAttribute(&mut value, attribute.to_sys(), dev) })?;
         Ok(value)
     }
 
@@ -306,9 +145,70 @@ impl Driver for CudaDriver {
         let (src, dst) = (cu_device(src)?, cu_device(dst)?);
         let mut value = 0;
         check(Call::cuDeviceGetP2PAttribute, unsafe {
-            sys::cuDeviceGetP2PAttribute(&mut value, p2p_attribute(attribute), src, dst)
+            sys::cuDeviceGetP2PAttribute(&mut value, attribute.to_sys(), src, dst)
         })?;
         Ok(value)
+    }
+
+    fn device_get_uuid(&self, device: i32) -> DriverResult<[u8; 16]> {
+        let dev = cu_device(device)?;
+        let mut uuid = sys::CUuuid { bytes: [0; 16] };
+        check(Call::cuDeviceGetUuid, unsafe { sys::cuDeviceGetUuid_v2(&mut uuid, dev) })?;
+        Ok(uuid.bytes.map(|b| b as u8))
+    }
+
+    fn mem_get_info(&self) -> DriverResult<(u64, u64)> {
+        let (mut free, mut total) = (0usize, 0usize);
+        check(Call::cuMemGetInfo, unsafe { sys::cuMemGetInfo_v2(&mut free, &mut total) })?;
+        Ok((free as u64, total as u64))
+    }
+
+    fn primary_ctx_get_state(&self, device: i32) -> DriverResult<(u32, bool)> {
+        let dev = cu_device(device)?;
+        let (mut flags, mut active) = (0u32, 0i32);
+        check(Call::cuDevicePrimaryCtxGetState, unsafe {
+            sys::cuDevicePrimaryCtxGetState(dev, &mut flags, &mut active)
+        })?;
+        Ok((flags, active != 0))
+    }
+
+    fn primary_ctx_set_flags(&self, device: i32, flags: u32) -> DriverResult<()> {
+        let dev = cu_device(device)?;
+        check(Call::cuDevicePrimaryCtxSetFlags, unsafe { sys::cuDevicePrimaryCtxSetFlags_v2(dev, flags) })
+    }
+
+    unsafe fn primary_ctx_reset(&self, device: i32) -> DriverResult<()> {
+        let dev = cu_device(device)?;
+        check(Call::cuDevicePrimaryCtxReset, unsafe { sys::cuDevicePrimaryCtxReset_v2(dev) })
+    }
+
+    fn ctx_create(&self, device: i32, flags: u32) -> DriverResult<Context> {
+        let dev = cu_device(device)?;
+        let mut c = std::ptr::null_mut();
+        check(Call::cuCtxCreate, unsafe { sys::cuCtxCreate_v4(&mut c, std::ptr::null_mut(), flags, dev) })?;
+        Ok(Context(raw(c)))
+    }
+
+    unsafe fn ctx_destroy(&self, c: Context) -> DriverResult<()> {
+        check(Call::cuCtxDestroy, unsafe { sys::cuCtxDestroy_v2(ctx(c)) })
+    }
+
+    unsafe fn ctx_push_current(&self, c: Context) -> DriverResult<()> {
+        check(Call::cuCtxPushCurrent, unsafe { sys::cuCtxPushCurrent_v2(ctx(c)) })
+    }
+
+    fn ctx_pop_current(&self) -> DriverResult<Option<Context>> {
+        let mut c = std::ptr::null_mut();
+        check(Call::cuCtxPopCurrent, unsafe { sys::cuCtxPopCurrent_v2(&mut c) })?;
+        Ok((!c.is_null()).then(|| Context(raw(c))))
+    }
+
+    unsafe fn ctx_enable_peer_access(&self, peer: Context, flags: u32) -> DriverResult<()> {
+        check(Call::cuCtxEnablePeerAccess, unsafe { sys::cuCtxEnablePeerAccess(ctx(peer), flags) })
+    }
+
+    unsafe fn ctx_disable_peer_access(&self, peer: Context) -> DriverResult<()> {
+        check(Call::cuCtxDisablePeerAccess, unsafe { sys::cuCtxDisablePeerAccess(ctx(peer)) })
     }
 
     fn primary_ctx_retain(&self, device: i32) -> DriverResult<Context> {
@@ -400,6 +300,26 @@ impl Driver for CudaDriver {
         })
     }
 
+    unsafe fn mem_pool_set_attribute(&self, p: Pool, attribute: PoolAttribute, value: u64) -> DriverResult<()> {
+        // The driver reads an `int` for the reuse flags and a `cuuint64_t` for the sizes.
+        let (mut int, mut wide) = (value as i32, value);
+        let at: *mut c_void = if attribute.width() == 4 { (&raw mut int).cast() } else { (&raw mut wide).cast() };
+        check(Call::cuMemPoolSetAttribute, unsafe { sys::cuMemPoolSetAttribute(pool(p), attribute.to_sys(), at) })
+    }
+
+    unsafe fn mem_pool_get_attribute(&self, p: Pool, attribute: PoolAttribute) -> DriverResult<u64> {
+        // A zeroed u64 read back little-endian widens the `int` flags too.
+        let mut value = 0u64;
+        check(Call::cuMemPoolGetAttribute, unsafe {
+            sys::cuMemPoolGetAttribute(pool(p), attribute.to_sys(), (&raw mut value).cast())
+        })?;
+        Ok(value)
+    }
+
+    unsafe fn mem_pool_trim_to(&self, p: Pool, keep: usize) -> DriverResult<()> {
+        check(Call::cuMemPoolTrimTo, unsafe { sys::cuMemPoolTrimTo(pool(p), keep) })
+    }
+
     fn mem_alloc(&self, bytes: usize) -> DriverResult<DevicePtr> {
         let mut ptr = 0;
         check(Call::cuMemAlloc, unsafe { sys::cuMemAlloc_v2(&mut ptr, bytes) })?;
@@ -422,6 +342,12 @@ impl Driver for CudaDriver {
         check(Call::cuMemFreeAsync, unsafe { sys::cuMemFreeAsync(ptr.0, stream(s)) })
     }
 
+    unsafe fn mem_alloc_async(&self, bytes: usize, s: Stream) -> DriverResult<DevicePtr> {
+        let mut ptr = 0;
+        check(Call::cuMemAllocAsync, unsafe { sys::cuMemAllocAsync(&mut ptr, bytes, stream(s)) })?;
+        Ok(DevicePtr(ptr))
+    }
+
     fn stream_create(&self) -> DriverResult<Stream> {
         let mut s = std::ptr::null_mut();
         let flags = sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32;
@@ -437,12 +363,36 @@ impl Driver for CudaDriver {
         check(Call::cuStreamSynchronize, unsafe { sys::cuStreamSynchronize(stream(s)) })
     }
 
+    unsafe fn stream_query(&self, s: Stream) -> DriverResult<()> {
+        check(Call::cuStreamQuery, unsafe { sys::cuStreamQuery(stream(s)) })
+    }
+
+    unsafe fn stream_wait_event(&self, s: Stream, e: Event, flags: u32) -> DriverResult<()> {
+        check(Call::cuStreamWaitEvent, unsafe { sys::cuStreamWaitEvent(stream(s), event(e), flags) })
+    }
+
     unsafe fn memcpy_htod(&self, dst: DevicePtr, src: &[u8]) -> DriverResult<()> {
         check(Call::cuMemcpyHtoD, unsafe { sys::cuMemcpyHtoD_v2(dst.0, src.as_ptr().cast(), src.len()) })
     }
 
     unsafe fn memcpy_dtoh(&self, dst: &mut [u8], src: DevicePtr) -> DriverResult<()> {
         check(Call::cuMemcpyDtoH, unsafe { sys::cuMemcpyDtoH_v2(dst.as_mut_ptr().cast(), src.0, dst.len()) })
+    }
+
+    unsafe fn memcpy_dtod(&self, dst: DevicePtr, src: DevicePtr, bytes: usize) -> DriverResult<()> {
+        check(Call::cuMemcpyDtoD, unsafe { sys::cuMemcpyDtoD_v2(dst.0, src.0, bytes) })
+    }
+
+    unsafe fn memcpy_htod_async(&self, dst: DevicePtr, src: &[u8], s: Stream) -> DriverResult<()> {
+        check(Call::cuMemcpyHtoDAsync, unsafe {
+            sys::cuMemcpyHtoDAsync_v2(dst.0, src.as_ptr().cast(), src.len(), stream(s))
+        })
+    }
+
+    unsafe fn memcpy_dtoh_async(&self, dst: &mut [u8], src: DevicePtr, s: Stream) -> DriverResult<()> {
+        check(Call::cuMemcpyDtoHAsync, unsafe {
+            sys::cuMemcpyDtoHAsync_v2(dst.as_mut_ptr().cast(), src.0, dst.len(), stream(s))
+        })
     }
 
     unsafe fn memcpy_dtod_async(&self, dst: DevicePtr, src: DevicePtr, bytes: usize, s: Stream) -> DriverResult<()> {
@@ -453,6 +403,16 @@ impl Driver for CudaDriver {
         check(Call::cuMemcpyPeerAsync, unsafe {
             sys::cuMemcpyPeerAsync(c.dst.0, ctx(c.dst_ctx), c.src.0, ctx(c.src_ctx), c.bytes, stream(s))
         })
+    }
+
+    unsafe fn memcpy_peer(&self, c: PeerCopy) -> DriverResult<()> {
+        check(Call::cuMemcpyPeer, unsafe {
+            sys::cuMemcpyPeer(c.dst.0, ctx(c.dst_ctx), c.src.0, ctx(c.src_ctx), c.bytes)
+        })
+    }
+
+    unsafe fn memset_d8_async(&self, dst: DevicePtr, value: u8, bytes: usize, s: Stream) -> DriverResult<()> {
+        check(Call::cuMemsetD8Async, unsafe { sys::cuMemsetD8Async(dst.0, value, bytes, stream(s)) })
     }
 
     unsafe fn memset_d32_async(&self, dst: DevicePtr, value: u32, words: usize, s: Stream) -> DriverResult<()> {
@@ -562,6 +522,10 @@ impl Driver for CudaDriver {
         check(Call::cuEventSynchronize, unsafe { sys::cuEventSynchronize(event(e)) })
     }
 
+    unsafe fn event_query(&self, e: Event) -> DriverResult<()> {
+        check(Call::cuEventQuery, unsafe { sys::cuEventQuery(event(e)) })
+    }
+
     unsafe fn event_elapsed_time(&self, start: Event, end: Event) -> DriverResult<f32> {
         let mut ms = 0f32;
         // SAFETY: writes one float; the events are the caller's.
@@ -577,7 +541,7 @@ impl Driver for CudaDriver {
         // Attributes are 1 to 8 bytes; a zeroed u64 read back little-endian widens them all.
         let mut value = 0u64;
         check(Call::cuPointerGetAttribute, unsafe {
-            sys::cuPointerGetAttribute((&raw mut value).cast(), pointer_attribute(attribute), ptr.0)
+            sys::cuPointerGetAttribute((&raw mut value).cast(), attribute.to_sys(), ptr.0)
         })?;
         Ok(value)
     }

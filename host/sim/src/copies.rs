@@ -1,0 +1,96 @@
+//! Copies and memsets: what each moves, which device's engine moves it, and what a faulty link
+//! does to the bytes on the way.
+
+use super::memory::apply_fault;
+use super::state::{SimResult, State};
+use cudarc::driver::sys::CUresult::*;
+use peerpool::driver::PeerCopy;
+
+/// Host to device, run by `device`'s engine.
+pub(super) fn htod(s: &mut State, device: usize, dst: u64, src: &[u8]) -> SimResult<()> {
+    if src.is_empty() {
+        return Ok(());
+    }
+    s.check_copy(device, dst, src.len() as u64)?;
+    if let Some((block, offset)) = s.memory.span(dst, src.len() as u64) {
+        block.write(offset, src);
+    }
+    Ok(())
+}
+
+/// Device to host, run by `device`'s engine.
+pub(super) fn dtoh(s: &mut State, device: usize, dst: &mut [u8], src: u64) -> SimResult<()> {
+    if dst.is_empty() {
+        return Ok(());
+    }
+    s.check_copy(device, src, dst.len() as u64)?;
+    if let Some((block, offset)) = s.memory.span(src, dst.len() as u64) {
+        block.backing().with(offset, dst.len(), |bytes| dst.copy_from_slice(bytes));
+    }
+    Ok(())
+}
+
+/// Device to device on unified addresses, run by `device`'s engine.
+pub(super) fn dtod(s: &mut State, device: usize, dst: u64, src: u64, bytes: usize) -> SimResult<()> {
+    if bytes == 0 {
+        return Ok(());
+    }
+    s.check_copy(device, src, bytes as u64)?;
+    s.check_copy(device, dst, bytes as u64)?;
+    copy(s, dst, src, bytes);
+    Ok(())
+}
+
+/// `cuMemcpyPeer`: contexts named explicitly; the driver stages the copy itself, granted or not.
+pub(super) fn peer(s: &mut State, c: PeerCopy) -> SimResult<()> {
+    if s.context_device(c.dst_ctx.0).is_none() || s.context_device(c.src_ctx.0).is_none() {
+        return Err(CUDA_ERROR_INVALID_CONTEXT.into());
+    }
+    if c.bytes == 0 {
+        return Ok(());
+    }
+    if s.memory.span(c.src.0, c.bytes as u64).is_none() || s.memory.span(c.dst.0, c.bytes as u64).is_none() {
+        return Err(CUDA_ERROR_INVALID_VALUE.into());
+    }
+    copy(s, c.dst.0, c.src.0, c.bytes);
+    Ok(())
+}
+
+/// `count` copies of `unit` (1 or 4 bytes, aligned to its size) at `dst`, by `device`'s engine.
+pub(super) fn memset(s: &mut State, device: usize, dst: u64, unit: &[u8], count: usize) -> SimResult<()> {
+    if count == 0 {
+        return Ok(());
+    }
+    let Some(bytes) = count.checked_mul(unit.len()) else { return Err(CUDA_ERROR_INVALID_VALUE.into()) };
+    if dst % unit.len() as u64 != 0 {
+        return Err(CUDA_ERROR_INVALID_VALUE.into());
+    }
+    let owner = s.check_engine(device, dst, bytes as u64)?;
+    let mut data: Vec<u8> = unit.iter().copied().cycle().take(bytes).collect();
+    let fault = s.topo.fault(device, owner);
+    if let Some((block, offset)) = s.memory.span(dst, bytes as u64) {
+        block.backing().with(offset, bytes, |target| {
+            if let Some(fault) = fault {
+                apply_fault(fault, &mut data, Some(target));
+            }
+            target.copy_from_slice(&data);
+        });
+    }
+    Ok(())
+}
+
+/// Copies `bytes` from `src` to `dst` (both checked), through the link between their devices.
+fn copy(s: &mut State, dst: u64, src: u64, bytes: usize) {
+    let Some((from, offset)) = s.memory.span(src, bytes as u64) else { return };
+    let (src_device, mut data) = (from.device, from.read(offset, bytes));
+    let dst_device = s.memory.find(dst).map_or(src_device, |b| b.device);
+    let fault = s.topo.fault(src_device, dst_device);
+    if let Some((to, offset)) = s.memory.span(dst, bytes as u64) {
+        to.backing().with(offset, bytes, |target| {
+            if let Some(fault) = fault {
+                apply_fault(fault, &mut data, Some(target));
+            }
+            target.copy_from_slice(&data);
+        });
+    }
+}

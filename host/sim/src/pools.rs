@@ -1,0 +1,108 @@
+//! Pool accounting: allocation from a pool (both `cuMemAllocFromPoolAsync` and
+//! `cuMemAllocAsync`), the attributes `cuMemPoolGetAttribute` reads and `cuMemPoolSetAttribute`
+//! writes, and trimming.
+//!
+//! The simulator reserves exactly the bytes allocated (a real pool reserves in larger chunks);
+//! it keeps freed bytes reserved until a synchronisation releases what exceeds the release
+//! threshold, or `cuMemPoolTrimTo` does.
+
+use super::memory::Exhausted;
+use super::state::{SimResult, State};
+use cudarc::driver::sys::CUresult::{self, *};
+use peerpool::driver::PoolAttribute;
+
+/// What `cuMemPoolGetAttribute` reads, per pool.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct PoolStats {
+    pub(super) used: u64,
+    pub(super) used_high: u64,
+    pub(super) reserved: u64,
+    pub(super) reserved_high: u64,
+    pub(super) release_threshold: u64,
+    /// The three reuse policies, off when set.
+    pub(super) reuse_off: [bool; 3],
+}
+
+fn fail<T>(code: CUresult) -> SimResult<T> {
+    Err(code.into())
+}
+
+/// `bytes` from pool `id` on the device's memory; `CUDA_ERROR_OUT_OF_MEMORY` past the pool's
+/// maximum or the device's memory. Zero bytes give the null pointer, as the driver does.
+pub(super) fn alloc(s: &mut State, id: usize, bytes: usize) -> SimResult<u64> {
+    if s.shares.imported_pools.contains_key(&id) {
+        return fail(CUDA_ERROR_INVALID_VALUE); // imported pools cannot allocate (documented)
+    }
+    if bytes == 0 {
+        return Ok(0);
+    }
+    let (device, max, used) = (s.pools[id].device, s.pools[id].max_size, s.pools[id].stats.used);
+    if max != 0 && used.saturating_add(bytes as u64) > max {
+        return fail(CUDA_ERROR_OUT_OF_MEMORY);
+    }
+    let capacity = s.topo.devices[device].total_memory;
+    let base =
+        s.memory.alloc(device, bytes as u64, capacity, Some(id)).map_err(|_: Exhausted| CUDA_ERROR_OUT_OF_MEMORY)?;
+    let stats = &mut s.pools[id].stats;
+    stats.used += bytes as u64;
+    stats.used_high = stats.used_high.max(stats.used);
+    stats.reserved = stats.reserved.max(stats.used);
+    stats.reserved_high = stats.reserved_high.max(stats.reserved);
+    Ok(base)
+}
+
+/// Gives `bytes` back to pool `id` (they stay reserved until released).
+pub(super) fn freed(s: &mut State, id: usize, bytes: u64) {
+    s.pools[id].stats.used -= bytes;
+}
+
+/// A synchronisation on `device`: each of its pools gives back what it reserves beyond both
+/// its use and its release threshold.
+pub(super) fn release_on_sync(s: &mut State, device: usize) {
+    for pool in s.pools.iter_mut().filter(|p| p.device == device) {
+        let stats = &mut pool.stats;
+        if stats.reserved > stats.release_threshold {
+            stats.reserved = stats.used.max(stats.release_threshold);
+        }
+    }
+}
+
+/// `cuMemPoolTrimTo`.
+pub(super) fn trim(s: &mut State, id: usize, keep: u64) {
+    let stats = &mut s.pools[id].stats;
+    stats.reserved = stats.used.max(stats.reserved.min(keep));
+}
+
+/// `cuMemPoolGetAttribute`.
+pub(super) fn get(s: &State, id: usize, attribute: PoolAttribute) -> u64 {
+    use PoolAttribute::*;
+    let stats = &s.pools[id].stats;
+    match attribute {
+        ReuseFollowEventDependencies => !stats.reuse_off[0] as u64,
+        ReuseAllowOpportunistic => !stats.reuse_off[1] as u64,
+        ReuseAllowInternalDependencies => !stats.reuse_off[2] as u64,
+        ReleaseThreshold => stats.release_threshold,
+        ReservedMemCurrent => stats.reserved,
+        ReservedMemHigh => stats.reserved_high,
+        UsedMemCurrent => stats.used,
+        UsedMemHigh => stats.used_high,
+    }
+}
+
+/// `cuMemPoolSetAttribute`: the reuse flags take any `int` (non-zero is on), the threshold any
+/// size, the high-water marks only 0 (a reset to the current value); the current values are
+/// read-only (`CUDA_ERROR_INVALID_VALUE`).
+pub(super) fn set(s: &mut State, id: usize, attribute: PoolAttribute, value: u64) -> SimResult<()> {
+    use PoolAttribute::*;
+    let stats = &mut s.pools[id].stats;
+    match attribute {
+        ReuseFollowEventDependencies => stats.reuse_off[0] = value as i32 == 0,
+        ReuseAllowOpportunistic => stats.reuse_off[1] = value as i32 == 0,
+        ReuseAllowInternalDependencies => stats.reuse_off[2] = value as i32 == 0,
+        ReleaseThreshold => stats.release_threshold = value,
+        ReservedMemHigh if value == 0 => stats.reserved_high = stats.reserved,
+        UsedMemHigh if value == 0 => stats.used_high = stats.used,
+        _ => return fail(CUDA_ERROR_INVALID_VALUE),
+    }
+    Ok(())
+}
