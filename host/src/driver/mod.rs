@@ -13,6 +13,7 @@
 //! driver's `int`, so out-of-range values reach the driver as they would from C.
 
 mod calls;
+pub mod codes;
 mod cuda;
 mod image;
 mod types;

@@ -1,0 +1,213 @@
+//! The [`Ledger`]: counts calls by name, decides which fail under a [`FaultPlan`], keeps what
+//! was injected and how long calls took, and writes a trace. The [`FaultInjector`](super::FaultInjector)
+//! keeps one for the seam's calls; the libcuda shim keeps one for the C entry points clients call.
+
+use super::plan::{FaultPlan, Rule, When};
+use crate::error::CudaError;
+use cudarc::driver::sys::CUresult;
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+/// A failure the injector returned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Injected {
+    /// The call that failed.
+    pub call: &'static str,
+    /// Which call of that name it was (1-based).
+    pub nth: u64,
+    /// The code returned.
+    pub code: CUresult,
+    /// Whether it was sticky (a rule firing, or the aftermath of a sticky one).
+    pub sticky: bool,
+}
+
+#[derive(Default)]
+struct Log {
+    plan: FaultPlan,
+    /// Matching calls seen per rule, by index in `plan.rules`.
+    seen: Vec<u64>,
+    keep_calls: bool,
+    calls: Vec<&'static str>,
+    counts: BTreeMap<&'static str, u64>,
+    /// Time spent in the driver per call name.
+    time: BTreeMap<&'static str, Duration>,
+    injected: Vec<Injected>,
+    dead: Option<CUresult>,
+}
+
+impl Log {
+    fn rearm(&mut self) {
+        self.seen = vec![0; self.plan.rules.len()];
+        self.calls.clear();
+        self.counts.clear();
+        self.time.clear();
+        self.injected.clear();
+        self.dead = None;
+    }
+
+    /// Counts `call` and decides whether it fails.
+    fn decide(&mut self, call: &'static str) -> Option<CudaError> {
+        if self.keep_calls {
+            self.calls.push(call);
+        }
+        let count = self.counts.entry(call).or_default();
+        *count += 1;
+        let nth = *count;
+        let mut fired = None;
+        for (rule, seen) in self.plan.rules.iter().zip(self.seen.iter_mut()) {
+            if rule.matches(call) {
+                *seen += 1;
+                let due = match rule.when {
+                    When::Nth(n) => *seen == n,
+                    When::Every => true,
+                };
+                if due && fired.is_none() {
+                    fired = Some((rule.code, rule.sticky));
+                }
+            }
+        }
+        let (code, sticky) = match (self.dead, fired) {
+            (Some(code), _) => (code, true),
+            (None, Some((code, sticky))) => (code, sticky),
+            (None, None) => return None,
+        };
+        if sticky {
+            self.dead = Some(code);
+        }
+        self.injected.push(Injected { call, nth, code, sticky });
+        Some(CudaError { call, code, sticky })
+    }
+}
+
+/// The record of a stream of driver calls, and the plan that fails some of them.
+///
+/// While no rule is armed, no trace is written and the call list is not kept, [`Ledger::decide`]
+/// and [`Ledger::trace`] return at once without taking a lock (the shim's hot path).
+pub struct Ledger {
+    log: Mutex<Log>,
+    /// A rule is armed, the call list is kept, or a trace is written.
+    active: AtomicBool,
+    trace: Option<Mutex<Box<dyn Write + Send>>>,
+}
+
+impl Ledger {
+    /// A ledger with `plan` armed, keeping the ordered call list when `keep_calls` (what a test
+    /// of every call site needs; a long-lived process should not).
+    pub fn new(plan: FaultPlan, keep_calls: bool) -> Ledger {
+        let ledger = Ledger {
+            log: Mutex::new(Log { keep_calls, ..Log::default() }),
+            active: AtomicBool::new(false),
+            trace: None,
+        };
+        ledger.arm(plan);
+        ledger
+    }
+
+    /// Also writes one line per traced call to `sink` (see [`Ledger::trace`]).
+    pub fn tracing_to(mut self, sink: Box<dyn Write + Send>) -> Ledger {
+        self.trace = Some(Mutex::new(sink));
+        self.refresh();
+        self
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Log> {
+        self.log.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn refresh(&self) {
+        let log = self.lock();
+        let active = !log.plan.rules.is_empty() || log.keep_calls || self.trace.is_some();
+        self.active.store(active, Ordering::Relaxed);
+    }
+
+    /// Replaces the plan and starts afresh: counts, the call list and any sticky fault cleared.
+    pub fn arm(&self, plan: FaultPlan) {
+        let mut log = self.lock();
+        log.plan = plan;
+        log.rearm();
+        drop(log);
+        self.refresh();
+    }
+
+    /// Adds a rule to the armed plan; it counts calls from now on.
+    pub fn add_rule(&self, rule: Rule) {
+        let mut log = self.lock();
+        log.plan.rules.push(rule);
+        log.seen.push(0);
+        drop(log);
+        self.refresh();
+    }
+
+    /// Keeps the plan, clears counts, the call list and any sticky fault (re-arms every rule).
+    pub fn reset(&self) {
+        self.lock().rearm();
+    }
+
+    /// The armed plan.
+    pub fn plan(&self) -> FaultPlan {
+        self.lock().plan.clone()
+    }
+
+    /// Counts `call` and returns the failure the plan gives it, if any (a sticky fault that
+    /// fired fails every later call).
+    pub fn decide(&self, call: &'static str) -> Option<CudaError> {
+        if !self.active.load(Ordering::Relaxed) {
+            return None;
+        }
+        self.lock().decide(call)
+    }
+
+    /// Adds `elapsed` to the time spent in `call`.
+    pub fn add_time(&self, call: &'static str, elapsed: Duration) {
+        *self.lock().time.entry(call).or_default() += elapsed;
+    }
+
+    /// Writes `call args => outcome` as one line, when tracing (`args` is only formatted then).
+    pub fn trace(&self, call: &str, args: impl FnOnce() -> String, outcome: &str) {
+        if let Some(sink) = &self.trace {
+            let line = format!("{call} {} => {outcome}\n", args());
+            let mut sink = sink.lock().unwrap_or_else(|e| e.into_inner());
+            // A trace that cannot be written must not change the call's result.
+            let _ = sink.write_all(line.as_bytes()).and_then(|()| sink.flush());
+        }
+    }
+
+    /// Every call seen since the last arm or reset, in order (empty unless kept).
+    pub fn calls(&self) -> Vec<&'static str> {
+        self.lock().calls.clone()
+    }
+
+    /// How many times each call was seen since the last arm or reset.
+    pub fn counts(&self) -> BTreeMap<&'static str, u64> {
+        self.lock().counts.clone()
+    }
+
+    /// How many times `call` was seen since the last arm or reset.
+    pub fn count(&self, call: &str) -> u64 {
+        self.lock().counts.get(call).copied().unwrap_or(0)
+    }
+
+    /// Time spent in the driver per call name since the last arm or reset.
+    pub fn times(&self) -> BTreeMap<&'static str, Duration> {
+        self.lock().time.clone()
+    }
+
+    /// The failures returned since the last arm or reset, in order.
+    pub fn injected(&self) -> Vec<Injected> {
+        self.lock().injected.clone()
+    }
+
+    /// The sticky code every call now fails with, if a sticky rule fired.
+    pub fn sticky_error(&self) -> Option<CUresult> {
+        self.lock().dead
+    }
+}
+
+impl std::fmt::Debug for Ledger {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ledger").field("plan", &self.lock().plan).field("tracing", &self.trace.is_some()).finish()
+    }
+}

@@ -1,0 +1,239 @@
+//! What fails: [`Rule`]s gathered in a [`FaultPlan`], built in code or read from text (the
+//! libcuda shim's `PEERPOOL_SIM_FAULTS`).
+//!
+//! The text form is rules separated by `;`:
+//! `call[@n]=CODE[!sticky|!transient]`, for example
+//! `cuMemPoolSetAccess@2=CUDA_ERROR_OUT_OF_MEMORY; cuLaunchKernel=ILLEGAL_ADDRESS`.
+//! `call` is a driver call's documented name (`cuMemAlloc`, not `cuMemAlloc_v2`) or a prefix
+//! ending in `*`; `@n` fails the nth matching call (1-based), and without it every matching
+//! call fails; `CODE` is a `CUresult` name, with or without `CUDA_ERROR_`; a rule is sticky when
+//! its code is sticky on hardware unless `!sticky` or `!transient` says otherwise.
+
+use crate::driver::codes;
+use crate::error::is_sticky;
+use cudarc::driver::sys::CUresult;
+use std::fmt;
+use std::str::FromStr;
+
+/// Which calls of a name a rule fails.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum When {
+    /// The `n`th matching call (1-based), counted since the plan was armed or reset.
+    Nth(u64),
+    /// Every matching call.
+    Every,
+}
+
+/// One injected failure: which calls, with which code, sticky or not.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rule {
+    /// A call name (`"cuMemPoolSetAccess"`), or a prefix ending in `*` (`"cuMemcpy*"`).
+    pub call: String,
+    /// Which matching calls fail.
+    pub when: When,
+    /// The `CUresult` returned.
+    pub code: CUresult,
+    /// Whether every later call fails too, like a real sticky error.
+    pub sticky: bool,
+}
+
+impl Rule {
+    /// Fails the `n`th (1-based) call matching `call`; sticky when the code is sticky on hardware.
+    pub fn nth(call: &str, n: u64, code: CUresult) -> Rule {
+        Rule { call: call.into(), when: When::Nth(n), code, sticky: is_sticky(code) }
+    }
+
+    /// Fails every call matching `call`; sticky when the code is sticky on hardware.
+    pub fn every(call: &str, code: CUresult) -> Rule {
+        Rule { call: call.into(), when: When::Every, code, sticky: is_sticky(code) }
+    }
+
+    /// Overrides the stickiness.
+    pub fn sticky(mut self, sticky: bool) -> Rule {
+        self.sticky = sticky;
+        self
+    }
+
+    pub(super) fn matches(&self, call: &str) -> bool {
+        match self.call.strip_suffix('*') {
+            Some(prefix) => call.starts_with(prefix),
+            None => self.call == call,
+        }
+    }
+}
+
+/// The rules an injector applies, in order (the first that fires wins).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FaultPlan {
+    /// The rules.
+    pub rules: Vec<Rule>,
+}
+
+/// Codes a random plan draws from: what real calls return when resources, arguments or the
+/// device give out.
+const RANDOM_CODES: [CUresult; 6] = [
+    CUresult::CUDA_ERROR_INVALID_VALUE,
+    CUresult::CUDA_ERROR_OUT_OF_MEMORY,
+    CUresult::CUDA_ERROR_INVALID_CONTEXT,
+    CUresult::CUDA_ERROR_NOT_SUPPORTED,
+    CUresult::CUDA_ERROR_UNKNOWN,
+    CUresult::CUDA_ERROR_ILLEGAL_ADDRESS,
+];
+
+impl FaultPlan {
+    /// No rules.
+    pub fn new() -> FaultPlan {
+        FaultPlan::default()
+    }
+
+    /// This plan and `rule`.
+    pub fn with(mut self, rule: Rule) -> FaultPlan {
+        self.rules.push(rule);
+        self
+    }
+
+    /// Up to `faults` distinct call sites drawn from `calls` (a recorded call list, see
+    /// [`FaultInjector::calls`]), each failed once with a code drawn from a fixed list;
+    /// sticky codes make sticky rules. The same seed and list give the same plan.
+    pub fn random(seed: u64, calls: &[&str], faults: usize) -> FaultPlan {
+        let mut rng = SplitMix64(seed);
+        let mut plan = FaultPlan::new();
+        for _ in 0..faults.min(calls.len()) {
+            let at = (rng.next() % calls.len() as u64) as usize;
+            let name = calls[at];
+            let nth = calls[..=at].iter().filter(|&&c| c == name).count() as u64;
+            let code = RANDOM_CODES[(rng.next() % RANDOM_CODES.len() as u64) as usize];
+            if !plan.rules.iter().any(|r| r.call == name && r.when == When::Nth(nth)) {
+                plan.rules.push(Rule::nth(name, nth, code));
+            }
+        }
+        plan
+    }
+}
+
+/// splitmix64 (Steele, Lea, Flood 2014): a tiny, good-enough seeded generator, no dependency.
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+}
+
+/// Why a fault plan's text was refused: the rule, counted from 1, and what is wrong with it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("fault rule {index} ({rule:?}): {why}")]
+pub struct PlanError {
+    /// Which rule, from 1.
+    pub index: usize,
+    /// Its text.
+    pub rule: String,
+    /// What is wrong.
+    pub why: String,
+}
+
+impl FromStr for Rule {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Rule, String> {
+        let (target, outcome) = text.split_once('=').ok_or("expected call[@n]=CODE")?;
+        let (call, when) = match target.trim().split_once('@') {
+            Some((call, n)) => {
+                let n: u64 = n.trim().parse().map_err(|_| format!("{n:?} is not a call count"))?;
+                if n == 0 {
+                    return Err("calls are counted from 1".into());
+                }
+                (call.trim(), When::Nth(n))
+            }
+            None => (target.trim(), When::Every),
+        };
+        let name_ok = |c: char| c.is_ascii_alphanumeric() || c == '_';
+        let stem = call.strip_suffix('*').unwrap_or(call);
+        if !stem.starts_with("cu") || !stem.chars().all(name_ok) {
+            return Err(format!("{call:?} is not a driver call name (cuMemAlloc) or prefix (cuMemcpy*)"));
+        }
+        let (code, flag) = match outcome.split_once('!') {
+            Some((code, flag)) => (code.trim(), Some(flag.trim())),
+            None => (outcome.trim(), None),
+        };
+        let code = codes::from_name(code).ok_or_else(|| format!("{code:?} is not a CUresult name"))?;
+        if code == CUresult::CUDA_SUCCESS {
+            return Err("a rule must fail the call, not succeed it".into());
+        }
+        let sticky = match flag {
+            None => is_sticky(code),
+            Some("sticky") => true,
+            Some("transient") => false,
+            Some(other) => return Err(format!("{other:?} is neither sticky nor transient")),
+        };
+        Ok(Rule { call: call.to_string(), when, code, sticky })
+    }
+}
+
+impl FromStr for FaultPlan {
+    type Err = PlanError;
+
+    /// Reads the text form described in the module docs; empty text is an empty plan.
+    fn from_str(text: &str) -> Result<FaultPlan, PlanError> {
+        let mut plan = FaultPlan::new();
+        for (i, rule) in text.split(';').map(str::trim).filter(|r| !r.is_empty()).enumerate() {
+            let parsed = rule.parse().map_err(|why| PlanError { index: i + 1, rule: rule.to_string(), why })?;
+            plan.rules.push(parsed);
+        }
+        Ok(plan)
+    }
+}
+
+impl fmt::Display for Rule {
+    /// The text form, which [`Rule::from_str`] reads back.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.call)?;
+        if let When::Nth(n) = self.when {
+            write!(f, "@{n}")?;
+        }
+        let flag = if self.sticky { "sticky" } else { "transient" };
+        write!(f, "={:?}!{flag}", self.code)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_text_form_reads_back_what_it_writes() {
+        let plan: FaultPlan = "cuMemPoolSetAccess@2=OUT_OF_MEMORY; cuLaunchKernel=CUDA_ERROR_ILLEGAL_ADDRESS; \
+                               cuMemcpy*@1=INVALID_VALUE!sticky"
+            .parse()
+            .unwrap();
+        assert_eq!(plan.rules[0], Rule::nth("cuMemPoolSetAccess", 2, CUresult::CUDA_ERROR_OUT_OF_MEMORY));
+        assert_eq!(plan.rules[1], Rule::every("cuLaunchKernel", CUresult::CUDA_ERROR_ILLEGAL_ADDRESS));
+        assert!(plan.rules[1].sticky, "sticky on hardware");
+        assert_eq!(plan.rules[2], Rule::nth("cuMemcpy*", 1, CUresult::CUDA_ERROR_INVALID_VALUE).sticky(true));
+        for rule in &plan.rules {
+            assert_eq!(&rule.to_string().parse::<Rule>().unwrap(), rule);
+        }
+        assert_eq!("".parse::<FaultPlan>().unwrap(), FaultPlan::new());
+    }
+
+    #[test]
+    fn malformed_rules_are_refused_with_their_place_and_reason() {
+        for (text, index, why) in [
+            ("cuMemAlloc", 1, "expected"),
+            ("cuMemAlloc=OOPS", 1, "not a CUresult"),
+            ("cuMemAlloc@0=OUT_OF_MEMORY", 1, "from 1"),
+            ("cuMemAlloc@x=OUT_OF_MEMORY", 1, "call count"),
+            ("ok=OUT_OF_MEMORY", 1, "not a driver call"),
+            ("cuMemAlloc=CUDA_SUCCESS", 1, "fail the call"),
+            ("cuMemAlloc=OUT_OF_MEMORY; cuInit=INVALID_VALUE!forever", 2, "neither"),
+        ] {
+            let error = text.parse::<FaultPlan>().unwrap_err();
+            assert_eq!(error.index, index, "{text}");
+            assert!(error.why.contains(why), "{text}: {error}");
+        }
+    }
+}
