@@ -1,6 +1,7 @@
 //! `peerpool`: prove which GPU may touch which CUDA memory pool.
 
 mod check;
+mod sim;
 
 use clap::{Parser, Subcommand};
 use peerpool::report::Report;
@@ -58,6 +59,34 @@ enum Command {
         #[arg(long)]
         markdown: Option<PathBuf>,
     },
+    /// Run a program on a simulated topology: the libcuda shim (`cargo build --release -p
+    /// peerpool-shim`) goes first on LD_LIBRARY_PATH, so the program's CUDA driver calls (cudarc,
+    /// C with -lcuda, cuda-python) reach simulated GPUs, with fault rules and a call trace. The
+    /// program's exit status is this command's. Example:
+    /// `peerpool sim --topology eight_gpu_nvswitch -- cargo test`.
+    Sim {
+        /// A catalog name (`peerpool topologies`) or a TOML file; default two_h200_nvlink.
+        #[arg(long)]
+        topology: Option<String>,
+        /// Fault rules: `call[@n|~p]=CODE[!sticky|!transient]`, separated by `;`.
+        #[arg(long)]
+        faults: Option<String>,
+        /// Append one line per driver call to this file (`-` for stderr).
+        #[arg(long)]
+        trace: Option<PathBuf>,
+        /// Seed of the `~p` fault rules' draws.
+        #[arg(long)]
+        seed: Option<u64>,
+        /// The shim library (default: beside this binary, or $PEERPOOL_SHIM).
+        #[arg(long)]
+        shim: Option<PathBuf>,
+        /// Print `export` lines for a shell instead of running a command.
+        #[arg(long)]
+        print_env: bool,
+        /// The program and its arguments, after `--`.
+        #[arg(last = true)]
+        command: Vec<std::ffi::OsString>,
+    },
     /// Internal: the isolated negative probe `check` runs in a child process.
     #[command(hide = true)]
     NegativeProbe {
@@ -76,6 +105,9 @@ fn main() -> ExitCode {
         Command::Topologies => topologies(),
         Command::Report { dir, json, markdown } => report(dir, json, markdown),
         Command::NegativeProbe { owner, accessor } => check::negative_probe(owner, accessor),
+        Command::Sim { topology, faults, trace, seed, shim, print_env, command } => {
+            sim::run(sim::Options { topology, faults, trace, seed, shim, print_env, command })
+        }
     }
 }
 

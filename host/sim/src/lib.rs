@@ -92,6 +92,7 @@ mod checked;
 mod contexts;
 mod copies;
 mod driver;
+pub mod env;
 mod kernels;
 mod memory;
 mod pools;

@@ -2,7 +2,7 @@
 //! was injected and how long calls took, and writes a trace. The [`FaultInjector`](super::FaultInjector)
 //! keeps one for the seam's calls; the libcuda shim keeps one for the C entry points clients call.
 
-use super::plan::{FaultPlan, Rule, When};
+use super::plan::{FaultPlan, Rule, SplitMix64, When};
 use crate::error::CudaError;
 use cudarc::driver::sys::CUresult;
 use std::collections::BTreeMap;
@@ -36,10 +36,13 @@ struct Log {
     time: BTreeMap<&'static str, Duration>,
     injected: Vec<Injected>,
     dead: Option<CUresult>,
+    /// Draws for `When::Chance` rules.
+    draws: SplitMix64,
 }
 
 impl Log {
     fn rearm(&mut self) {
+        self.draws = SplitMix64(self.plan.seed);
         self.seen = vec![0; self.plan.rules.len()];
         self.calls.clear();
         self.counts.clear();
@@ -63,6 +66,7 @@ impl Log {
                 let due = match rule.when {
                     When::Nth(n) => *seen == n,
                     When::Every => true,
+                    When::Chance(per_million) => self.draws.next() % 1_000_000 < per_million as u64,
                 };
                 if due && fired.is_none() {
                     fired = Some((rule.code, rule.sticky));

@@ -2,10 +2,11 @@
 //! libcuda shim's `PEERPOOL_SIM_FAULTS`).
 //!
 //! The text form is rules separated by `;`:
-//! `call[@n]=CODE[!sticky|!transient]`, for example
+//! `call[@n|~p]=CODE[!sticky|!transient]`, for example
 //! `cuMemPoolSetAccess@2=CUDA_ERROR_OUT_OF_MEMORY; cuLaunchKernel=ILLEGAL_ADDRESS`.
 //! `call` is a driver call's documented name (`cuMemAlloc`, not `cuMemAlloc_v2`) or a prefix
-//! ending in `*`; `@n` fails the nth matching call (1-based), and without it every matching
+//! ending in `*`; `@n` fails the nth matching call (1-based), `~p` each matching call with a
+//! chance of `p` percent (drawn from [`FaultPlan::seed`]), and without either every matching
 //! call fails; `CODE` is a `CUresult` name, with or without `CUDA_ERROR_`; a rule is sticky when
 //! its code is sticky on hardware unless `!sticky` or `!transient` says otherwise.
 
@@ -22,6 +23,9 @@ pub enum When {
     Nth(u64),
     /// Every matching call.
     Every,
+    /// Each matching call with this chance in a million, drawn from the plan's seed: the same
+    /// seed and the same calls fail the same calls.
+    Chance(u32),
 }
 
 /// One injected failure: which calls, with which code, sticky or not.
@@ -67,6 +71,8 @@ impl Rule {
 pub struct FaultPlan {
     /// The rules.
     pub rules: Vec<Rule>,
+    /// Seeds the draws of [`When::Chance`] rules.
+    pub seed: u64,
 }
 
 /// Codes a random plan draws from: what real calls return when resources, arguments or the
@@ -112,10 +118,11 @@ impl FaultPlan {
 }
 
 /// splitmix64 (Steele, Lea, Flood 2014): a tiny, good-enough seeded generator, no dependency.
-struct SplitMix64(u64);
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct SplitMix64(pub(super) u64);
 
 impl SplitMix64 {
-    fn next(&mut self) -> u64 {
+    pub(super) fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -141,15 +148,21 @@ impl FromStr for Rule {
 
     fn from_str(text: &str) -> Result<Rule, String> {
         let (target, outcome) = text.split_once('=').ok_or("expected call[@n]=CODE")?;
-        let (call, when) = match target.trim().split_once('@') {
-            Some((call, n)) => {
-                let n: u64 = n.trim().parse().map_err(|_| format!("{n:?} is not a call count"))?;
-                if n == 0 {
-                    return Err("calls are counted from 1".into());
-                }
-                (call.trim(), When::Nth(n))
+        let target = target.trim();
+        let (call, when) = if let Some((call, n)) = target.split_once('@') {
+            let n: u64 = n.trim().parse().map_err(|_| format!("{n:?} is not a call count"))?;
+            if n == 0 {
+                return Err("calls are counted from 1".into());
             }
-            None => (target.trim(), When::Every),
+            (call.trim(), When::Nth(n))
+        } else if let Some((call, p)) = target.split_once('~') {
+            let percent: f64 = p.trim().parse().map_err(|_| format!("{p:?} is not a percentage"))?;
+            if !(0.0..=100.0).contains(&percent) {
+                return Err(format!("{percent} is not a percentage from 0 to 100"));
+            }
+            (call.trim(), When::Chance((percent * 10_000.0).round() as u32))
+        } else {
+            (target, When::Every)
         };
         let name_ok = |c: char| c.is_ascii_alphanumeric() || c == '_';
         let stem = call.strip_suffix('*').unwrap_or(call);
@@ -192,8 +205,10 @@ impl fmt::Display for Rule {
     /// The text form, which [`Rule::from_str`] reads back.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", self.call)?;
-        if let When::Nth(n) = self.when {
-            write!(f, "@{n}")?;
+        match self.when {
+            When::Nth(n) => write!(f, "@{n}")?,
+            When::Chance(per_million) => write!(f, "~{}", per_million as f64 / 10_000.0)?,
+            When::Every => {}
         }
         let flag = if self.sticky { "sticky" } else { "transient" };
         write!(f, "={:?}!{flag}", self.code)
@@ -207,13 +222,14 @@ mod tests {
     #[test]
     fn the_text_form_reads_back_what_it_writes() {
         let plan: FaultPlan = "cuMemPoolSetAccess@2=OUT_OF_MEMORY; cuLaunchKernel=CUDA_ERROR_ILLEGAL_ADDRESS; \
-                               cuMemcpy*@1=INVALID_VALUE!sticky"
+                               cuMemcpy*@1=INVALID_VALUE!sticky; cuMemAllocAsync~2.5=OUT_OF_MEMORY"
             .parse()
             .unwrap();
         assert_eq!(plan.rules[0], Rule::nth("cuMemPoolSetAccess", 2, CUresult::CUDA_ERROR_OUT_OF_MEMORY));
         assert_eq!(plan.rules[1], Rule::every("cuLaunchKernel", CUresult::CUDA_ERROR_ILLEGAL_ADDRESS));
         assert!(plan.rules[1].sticky, "sticky on hardware");
         assert_eq!(plan.rules[2], Rule::nth("cuMemcpy*", 1, CUresult::CUDA_ERROR_INVALID_VALUE).sticky(true));
+        assert_eq!(plan.rules[3].when, When::Chance(25_000));
         for rule in &plan.rules {
             assert_eq!(&rule.to_string().parse::<Rule>().unwrap(), rule);
         }
@@ -227,6 +243,7 @@ mod tests {
             ("cuMemAlloc=OOPS", 1, "not a CUresult"),
             ("cuMemAlloc@0=OUT_OF_MEMORY", 1, "from 1"),
             ("cuMemAlloc@x=OUT_OF_MEMORY", 1, "call count"),
+            ("cuMemAlloc~150=OUT_OF_MEMORY", 1, "percentage"),
             ("ok=OUT_OF_MEMORY", 1, "not a driver call"),
             ("cuMemAlloc=CUDA_SUCCESS", 1, "fail the call"),
             ("cuMemAlloc=OUT_OF_MEMORY; cuInit=INVALID_VALUE!forever", 2, "neither"),

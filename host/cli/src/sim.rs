@@ -1,0 +1,154 @@
+//! `peerpool sim`: runs any program on a simulated topology, with fault rules and a call trace,
+//! through the libcuda shim (`peerpool-shim`), or prints the environment that does so.
+
+use peerpool_sim::env::{self, FAULTS, SEED, TOPOLOGY, TRACE};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+/// The shim's file as cargo builds it; installed as `libcuda.so` and `libcuda.so.1`.
+pub const SHIM_FILE: &str = "libpeerpool_shim.so";
+/// Names the shim's file when it is not beside this binary.
+pub const SHIM_ENV: &str = "PEERPOOL_SHIM";
+
+/// What `peerpool sim` was asked.
+pub struct Options {
+    pub topology: Option<String>,
+    pub faults: Option<String>,
+    pub trace: Option<PathBuf>,
+    pub seed: Option<u64>,
+    pub shim: Option<PathBuf>,
+    pub print_env: bool,
+    pub command: Vec<OsString>,
+}
+
+/// Exit status for bad input (arguments, topology, rules, the shim's place).
+const BAD_INPUT: u8 = 2;
+
+pub fn run(options: Options) -> ExitCode {
+    match prepare(&options) {
+        Err(why) => {
+            eprintln!("peerpool sim: {why}");
+            ExitCode::from(BAD_INPUT)
+        }
+        Ok(vars) if options.print_env => {
+            for (name, value) in vars {
+                println!("export {name}={}", shell_quote(&value));
+            }
+            ExitCode::SUCCESS
+        }
+        Ok(vars) => launch(&options.command, &vars),
+    }
+}
+
+/// The variables to set, after checking every setting as the shim will (so a mistake is found
+/// here, not in the program's first `cuInit`) and installing the shim.
+fn prepare(options: &Options) -> Result<Vec<(String, String)>, String> {
+    if options.command.is_empty() && !options.print_env {
+        return Err("give a command to run after `--`, or --print-env".into());
+    }
+    let mut vars = Vec::new();
+    if let Some(topology) = &options.topology {
+        vars.push((TOPOLOGY.to_string(), topology.clone()));
+    }
+    if let Some(faults) = &options.faults {
+        vars.push((FAULTS.to_string(), faults.clone()));
+    }
+    if let Some(trace) = &options.trace {
+        let absolute = std::path::absolute(trace).map_err(|e| format!("--trace {}: {e}", trace.display()))?;
+        vars.push((TRACE.to_string(), absolute.display().to_string()));
+    }
+    if let Some(seed) = options.seed {
+        vars.push((SEED.to_string(), seed.to_string()));
+    }
+    env::read(|name| vars.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone()))?;
+    let dir = install(&locate_shim(options.shim.clone())?)?;
+    let path = match std::env::var("LD_LIBRARY_PATH") {
+        Ok(rest) if !rest.is_empty() => format!("{}:{rest}", dir.display()),
+        _ => dir.display().to_string(),
+    };
+    vars.push(("LD_LIBRARY_PATH".to_string(), path));
+    Ok(vars)
+}
+
+/// The shim: `--shim`, else `$PEERPOOL_SHIM`, else beside this binary (where `cargo build -p
+/// peerpool-shim` puts it).
+fn locate_shim(explicit: Option<PathBuf>) -> Result<PathBuf, String> {
+    let beside = || std::env::current_exe().ok().and_then(|exe| Some(exe.parent()?.join(SHIM_FILE)));
+    let shim = explicit.or_else(|| std::env::var_os(SHIM_ENV).map(PathBuf::from)).or_else(beside);
+    match shim {
+        Some(path) if path.is_file() => std::path::absolute(&path).map_err(|e| format!("{}: {e}", path.display())),
+        Some(path) => Err(format!(
+            "no shim at {} (build it with `cargo build --release -p peerpool-shim`, or name it with --shim or ${SHIM_ENV})",
+            path.display()
+        )),
+        None => Err(format!("cannot tell where the shim is: name it with --shim or ${SHIM_ENV}")),
+    }
+}
+
+/// A directory beside the shim holding `libcuda.so` and `libcuda.so.1`, links to it: what goes
+/// first on `LD_LIBRARY_PATH`. Made once; a link left by another build is replaced.
+pub fn install(shim: &Path) -> Result<PathBuf, String> {
+    let dir = shim.parent().ok_or("the shim has no directory")?.join("peerpool-libcuda");
+    std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    for name in ["libcuda.so", "libcuda.so.1"] {
+        let link = dir.join(name);
+        if std::fs::read_link(&link).is_ok_and(|target| target == shim) {
+            continue;
+        }
+        // A fresh link beside, renamed over the old: never a moment without one.
+        let fresh = dir.join(format!(".{name}.{}", std::process::id()));
+        let _ = std::fs::remove_file(&fresh);
+        std::os::unix::fs::symlink(shim, &fresh)
+            .and_then(|()| std::fs::rename(&fresh, &link))
+            .map_err(|e| format!("linking {}: {e}", link.display()))?;
+    }
+    Ok(dir)
+}
+
+/// Runs the command with `vars`; its exit status is this one's (128 + the signal that ended it).
+fn launch(command: &[OsString], vars: &[(String, String)]) -> ExitCode {
+    let mut child = Command::new(&command[0]);
+    child.args(&command[1..]).envs(vars.iter().map(|(n, v)| (n, v)));
+    match child.status() {
+        Ok(status) => {
+            let signal = std::os::unix::process::ExitStatusExt::signal(&status).map(|s| 128 + s);
+            ExitCode::from(status.code().or(signal).unwrap_or(1).clamp(0, 255) as u8)
+        }
+        Err(e) => {
+            eprintln!("peerpool sim: cannot run {:?}: {e}", command[0]);
+            ExitCode::from(BAD_INPUT)
+        }
+    }
+}
+
+/// `value` as one word for a POSIX shell.
+fn shell_quote(value: &str) -> String {
+    format!("'{}'", value.replace('\'', r"'\''"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoting_survives_quotes() {
+        assert_eq!(shell_quote("a'b c"), r"'a'\''b c'");
+    }
+
+    #[test]
+    fn install_links_both_names_and_is_repeatable() {
+        let dir = std::env::temp_dir().join(format!("peerpool-sim-install-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let shim = dir.join(SHIM_FILE);
+        std::fs::write(&shim, b"not really a library").unwrap();
+        let installed = install(&shim).unwrap();
+        for _ in 0..2 {
+            for name in ["libcuda.so", "libcuda.so.1"] {
+                assert_eq!(std::fs::read_link(installed.join(name)).unwrap(), shim);
+            }
+            install(&shim).unwrap();
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,256 @@
+//! The C side of the boundary: handles as pointers, out-parameters, and the driver's structs read
+//! through mirrors whose enum fields are plain integers (a C caller may put any value there,
+//! which a Rust enum may not hold).
+
+use crate::boundary::Answer;
+use cudarc::driver::sys::{self, CUresult};
+use peerpool::driver::{
+    Access, AccessDesc, AllocationProps, Context, Event, Function, HandleTypes, MemHandle, Module, Pool, PoolProps,
+    ShareHandle, Stream,
+};
+use std::ffi::c_void;
+
+/// Writes `value` through an out-parameter; a null one is `CUDA_ERROR_INVALID_VALUE`.
+///
+/// # Safety
+/// A non-null `ptr` is valid for a write of a `T`.
+pub(crate) unsafe fn out<T>(ptr: *mut T, value: T) -> Answer {
+    if ptr.is_null() {
+        return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+    }
+    // SAFETY: the caller's.
+    unsafe { ptr.write(value) };
+    Ok(())
+}
+
+/// A handle as the pointer a client holds.
+pub(crate) fn as_ptr<T>(handle: u64) -> *mut T {
+    handle as usize as *mut T
+}
+
+fn raw<T>(ptr: *mut T) -> u64 {
+    ptr as usize as u64
+}
+
+pub(crate) fn context(c: sys::CUcontext) -> Context {
+    Context(raw(c))
+}
+
+pub(crate) fn pool(p: sys::CUmemoryPool) -> Pool {
+    Pool(raw(p))
+}
+
+pub(crate) fn event(e: sys::CUevent) -> Event {
+    Event(raw(e))
+}
+
+pub(crate) fn module(m: sys::CUmodule) -> Module {
+    Module(raw(m))
+}
+
+pub(crate) fn function(f: sys::CUfunction) -> Function {
+    Function(raw(f))
+}
+
+pub(crate) fn mem_handle(h: sys::CUmemGenericAllocationHandle) -> MemHandle {
+    MemHandle(h)
+}
+
+/// `CU_STREAM_LEGACY` (1) and `CU_STREAM_PER_THREAD` (2) are the null stream here: the
+/// simulator runs every stream's work at once, so their orderings cannot differ.
+pub(crate) fn stream(s: sys::CUstream) -> Stream {
+    match raw(s) {
+        0..=2 => Stream::LEGACY,
+        handle => Stream(handle),
+    }
+}
+
+/// `len` bytes at `ptr` (none for a null pointer with no length).
+///
+/// # Safety
+/// A non-null `ptr` is valid for reads of `len` bytes for `'a`.
+pub(crate) unsafe fn bytes<'a>(ptr: *const c_void, len: usize) -> Result<&'a [u8], CUresult> {
+    match (ptr.is_null(), len) {
+        (_, 0) => Ok(&[]),
+        (true, _) => Err(CUresult::CUDA_ERROR_INVALID_VALUE),
+        // SAFETY: the caller's.
+        (false, _) => Ok(unsafe { std::slice::from_raw_parts(ptr.cast(), len) }),
+    }
+}
+
+/// As [`bytes`], writable.
+///
+/// # Safety
+/// A non-null `ptr` is valid for writes of `len` bytes for `'a`, and nothing else uses them.
+pub(crate) unsafe fn bytes_mut<'a>(ptr: *mut c_void, len: usize) -> Result<&'a mut [u8], CUresult> {
+    match (ptr.is_null(), len) {
+        (_, 0) => Ok(&mut []),
+        (true, _) => Err(CUresult::CUDA_ERROR_INVALID_VALUE),
+        // SAFETY: the caller's.
+        (false, _) => Ok(unsafe { std::slice::from_raw_parts_mut(ptr.cast(), len) }),
+    }
+}
+
+/// `CUmemLocation`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct Location {
+    kind: u32,
+    id: i32,
+}
+
+impl Location {
+    /// A device location's ordinal (`CU_MEM_LOCATION_TYPE_DEVICE`); anything else is not
+    /// simulated.
+    fn device(self) -> Result<i32, CUresult> {
+        match self.kind == sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE as u32 {
+            true => Ok(self.id),
+            false => Err(CUresult::CUDA_ERROR_INVALID_VALUE),
+        }
+    }
+}
+
+/// `CUmemAccessDesc`.
+#[repr(C)]
+struct RawAccessDesc {
+    location: Location,
+    flags: u32,
+}
+
+/// `CUmemPoolProps` (CUDA 13.0).
+#[repr(C)]
+struct RawPoolProps {
+    alloc_type: u32,
+    handle_types: u32,
+    location: Location,
+    win32_security_attributes: *mut c_void,
+    max_size: usize,
+    usage: u16,
+    reserved: [u8; 54],
+}
+
+/// `CUmemAllocationProp` (CUDA 13.0).
+#[repr(C)]
+struct RawAllocationProp {
+    kind: u32,
+    requested_handle_types: u32,
+    location: Location,
+    win32_handle_meta_data: *mut c_void,
+    alloc_flags: [u8; 8],
+}
+
+const PINNED: u32 = sys::CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED as u32;
+
+/// The access an access-flags value names.
+pub(crate) fn access(flags: u32) -> Result<Access, CUresult> {
+    use sys::CUmemAccess_flags::*;
+    match flags {
+        f if f == CU_MEM_ACCESS_FLAGS_PROT_NONE as u32 => Ok(Access::None),
+        f if f == CU_MEM_ACCESS_FLAGS_PROT_READ as u32 => Ok(Access::Read),
+        f if f == CU_MEM_ACCESS_FLAGS_PROT_READWRITE as u32 => Ok(Access::ReadWrite),
+        _ => Err(CUresult::CUDA_ERROR_INVALID_VALUE),
+    }
+}
+
+/// The flags value for an access.
+pub(crate) fn access_flags(access: Access) -> sys::CUmemAccess_flags {
+    match access {
+        Access::None => sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_NONE,
+        Access::Read => sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READ,
+        Access::ReadWrite => sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+    }
+}
+
+/// `count` access descriptors at `map`.
+///
+/// # Safety
+/// A non-null `map` is valid for reads of `count` descriptors.
+pub(crate) unsafe fn access_descs(map: *const sys::CUmemAccessDesc, count: usize) -> Result<Vec<AccessDesc>, CUresult> {
+    if count == 0 {
+        return Ok(Vec::new());
+    }
+    if map.is_null() {
+        return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+    }
+    // SAFETY: the caller's; the mirror has the descriptor's layout (tested below).
+    let raw = unsafe { std::slice::from_raw_parts(map.cast::<RawAccessDesc>(), count) };
+    raw.iter().map(|d| Ok(AccessDesc { device: d.location.device()?, access: access(d.flags)? })).collect()
+}
+
+/// A device location's ordinal, read from a `CUmemLocation*`.
+///
+/// # Safety
+/// A non-null `location` is valid for a read.
+pub(crate) unsafe fn location_device(location: *const sys::CUmemLocation) -> Result<i32, CUresult> {
+    if location.is_null() {
+        return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+    }
+    // SAFETY: the caller's; the mirror has the location's layout.
+    unsafe { location.cast::<Location>().read() }.device()
+}
+
+/// `CUmemPoolProps` of a pinned device pool.
+///
+/// # Safety
+/// A non-null `props` is valid for a read.
+pub(crate) unsafe fn pool_props(props: *const sys::CUmemPoolProps) -> Result<PoolProps, CUresult> {
+    if props.is_null() {
+        return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+    }
+    // SAFETY: the caller's; the mirror has the struct's layout (tested below).
+    let raw = unsafe { props.cast::<RawPoolProps>().read() };
+    if raw.alloc_type != PINNED {
+        return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+    }
+    let device = raw.location.device()?;
+    Ok(PoolProps { device, handle_types: HandleTypes(raw.handle_types), max_size: raw.max_size })
+}
+
+/// `CUmemAllocationProp` of pinned device memory.
+///
+/// # Safety
+/// A non-null `prop` is valid for a read.
+pub(crate) unsafe fn allocation_props(prop: *const sys::CUmemAllocationProp) -> Result<AllocationProps, CUresult> {
+    if prop.is_null() {
+        return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+    }
+    // SAFETY: the caller's; the mirror has the struct's layout (tested below).
+    let raw = unsafe { prop.cast::<RawAllocationProp>().read() };
+    if raw.kind != PINNED {
+        return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+    }
+    Ok(AllocationProps { device: raw.location.device()?, handle_types: HandleTypes(raw.requested_handle_types) })
+}
+
+/// The one handle type of a shareable-handle call.
+pub(crate) fn share_handle(kind: u32) -> Result<ShareHandle, CUresult> {
+    match kind {
+        k if k == HandleTypes::POSIX_FD.0 => Ok(ShareHandle::PosixFd),
+        k if k == HandleTypes::FABRIC.0 => Ok(ShareHandle::Fabric),
+        _ => Err(CUresult::CUDA_ERROR_NOT_SUPPORTED),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::mem::{align_of, size_of};
+
+    #[test]
+    fn the_mirrors_have_the_drivers_layouts() {
+        assert_eq!(size_of::<RawAccessDesc>(), size_of::<sys::CUmemAccessDesc>());
+        assert_eq!(size_of::<Location>(), size_of::<sys::CUmemLocation>());
+        assert_eq!(size_of::<RawPoolProps>(), size_of::<sys::CUmemPoolProps>());
+        assert_eq!(align_of::<RawPoolProps>(), align_of::<sys::CUmemPoolProps>());
+        assert_eq!(size_of::<RawAllocationProp>(), size_of::<sys::CUmemAllocationProp>());
+        assert_eq!(std::mem::offset_of!(RawPoolProps, max_size), std::mem::offset_of!(sys::CUmemPoolProps, maxSize));
+    }
+
+    #[test]
+    fn a_bad_enum_value_is_refused_not_read() {
+        let desc = [RawAccessDesc { location: Location { kind: 1, id: 0 }, flags: 77 }];
+        // SAFETY: one live descriptor.
+        let read = unsafe { access_descs(desc.as_ptr().cast(), 1) };
+        assert_eq!(read, Err(CUresult::CUDA_ERROR_INVALID_VALUE));
+    }
+}

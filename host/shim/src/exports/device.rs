@@ -1,0 +1,93 @@
+//! Devices: count, names, attributes, memory, peer capability, and their pools.
+
+use crate::abi::{as_ptr, out, pool};
+use crate::boundary::{code, exports, sim};
+use cudarc::driver::sys::{self, CUresult};
+use peerpool::driver::{DeviceAttribute, P2pAttribute};
+use std::ffi::{c_char, c_int, c_uint};
+
+exports! {
+    /// `cuDeviceGet`: a device is its ordinal.
+    fn cuDeviceGet(device: *mut sys::CUdevice, ordinal: c_int) {
+        out(device, code(sim().device_get(ordinal))?)
+    }
+
+    fn cuDeviceGetCount(count: *mut c_int) {
+        out(count, code(sim().device_get_count())?)
+    }
+
+    /// The name, cut to `len - 1` bytes and NUL-terminated, as the driver does.
+    fn cuDeviceGetName(name: *mut c_char, len: c_int, device: sys::CUdevice) {
+        let text = code(sim().device_get_name(device))?;
+        let room = usize::try_from(len).map_err(|_| CUresult::CUDA_ERROR_INVALID_VALUE)?;
+        if name.is_null() || room == 0 {
+            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+        }
+        let kept = &text.as_bytes()[..text.len().min(room - 1)];
+        std::ptr::copy_nonoverlapping(kept.as_ptr().cast::<c_char>(), name, kept.len());
+        name.add(kept.len()).write(0);
+        Ok(())
+    }
+
+    /// Attributes the simulator does not know are `CUDA_ERROR_INVALID_VALUE`, as the driver
+    /// answers an unknown one.
+    fn cuDeviceGetAttribute(value: *mut c_int, attribute: c_uint, device: sys::CUdevice) {
+        let attribute = DeviceAttribute::from_raw(attribute).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
+        out(value, code(sim().device_get_attribute(device, attribute))?)
+    }
+
+    fn cuDeviceTotalMem_v2(bytes: *mut usize, device: sys::CUdevice) {
+        out(bytes, code(sim().device_total_mem(device))? as usize)
+    }
+
+    fn cuDeviceCanAccessPeer(can: *mut c_int, device: sys::CUdevice, peer: sys::CUdevice) {
+        out(can, code(sim().device_can_access_peer(device, peer))? as c_int)
+    }
+
+    fn cuDeviceGetP2PAttribute(value: *mut c_int, attribute: c_uint, src: sys::CUdevice, dst: sys::CUdevice) {
+        let attribute = P2pAttribute::from_raw(attribute).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
+        out(value, code(sim().device_get_p2p_attribute(attribute, src, dst))?)
+    }
+
+    fn cuDeviceGetUuid(uuid: *mut sys::CUuuid, device: sys::CUdevice) {
+        let bytes = code(sim().device_get_uuid(device))?;
+        out(uuid, sys::CUuuid { bytes: bytes.map(|b| b as c_char) })
+    }
+
+    fn cuDeviceGetUuid_v2(uuid: *mut sys::CUuuid, device: sys::CUdevice) {
+        let bytes = code(sim().device_get_uuid(device))?;
+        out(uuid, sys::CUuuid { bytes: bytes.map(|b| b as c_char) })
+    }
+
+    /// `0000:BB:00.0` from the PCI attributes, NUL-terminated in `len` bytes.
+    fn cuDeviceGetPCIBusId(id: *mut c_char, len: c_int, device: sys::CUdevice) {
+        let d = sim();
+        let bus = code(d.device_get_attribute(device, DeviceAttribute::PciBusId))?;
+        let domain = code(d.device_get_attribute(device, DeviceAttribute::PciDomainId))?;
+        let dev = code(d.device_get_attribute(device, DeviceAttribute::PciDeviceId))?;
+        let text = format!("{domain:08x}:{bus:02x}:{dev:02x}.0\0");
+        if id.is_null() || usize::try_from(len).map_or(true, |room| room < text.len()) {
+            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+        }
+        std::ptr::copy_nonoverlapping(text.as_ptr().cast::<c_char>(), id, text.len());
+        Ok(())
+    }
+
+    fn cuDeviceGetDefaultMemPool(pool_out: *mut sys::CUmemoryPool, device: sys::CUdevice) {
+        out(pool_out, as_ptr(code(sim().device_get_default_mem_pool(device))?.0))
+    }
+
+    fn cuDeviceGetMemPool(pool_out: *mut sys::CUmemoryPool, device: sys::CUdevice) {
+        out(pool_out, as_ptr(code(sim().device_get_mem_pool(device))?.0))
+    }
+
+    fn cuDeviceSetMemPool(device: sys::CUdevice, memory_pool: sys::CUmemoryPool) {
+        code(sim().device_set_mem_pool(device, pool(memory_pool)))
+    }
+
+    fn cuMemGetInfo_v2(free: *mut usize, total: *mut usize) {
+        let (f, t) = code(sim().mem_get_info())?;
+        out(free, f as usize)?;
+        out(total, t as usize)
+    }
+}

@@ -1,0 +1,102 @@
+//! Sharing between processes: pool export and import (POSIX fd or fabric handle), pointer
+//! export and import, and legacy IPC handles for `cuMemAlloc` memory.
+
+use crate::abi::{as_ptr, out, pool, share_handle};
+use crate::boundary::{code, exports, sim};
+use cudarc::driver::sys::{self, CUresult};
+use peerpool::driver::{
+    DevicePtr, FabricHandle, IpcMemHandle, PoolPtrExportData, ShareHandle, ShareableHandle, ShareableRef,
+};
+use std::ffi::{c_char, c_int, c_uint, c_void};
+use std::os::fd::{BorrowedFd, IntoRawFd};
+
+exports! {
+    fn cuMemPoolExportToShareableHandle(handle_out: *mut c_void, memory_pool: sys::CUmemoryPool, handle_type: c_uint, _flags: u64) {
+        let kind = share_handle(handle_type)?;
+        if handle_out.is_null() {
+            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+        }
+        write_handle(handle_out, code(sim().mem_pool_export_to_shareable_handle(pool(memory_pool), kind))?)
+    }
+
+    fn cuMemPoolImportFromShareableHandle(pool_out: *mut sys::CUmemoryPool, os_handle: *mut c_void, handle_type: c_uint, _flags: u64) {
+        let kind = share_handle(handle_type)?;
+        let imported = with_handle(os_handle, kind, |handle| sim().mem_pool_import_from_shareable_handle(handle))?;
+        out(pool_out, as_ptr(imported.0))
+    }
+
+    fn cuMemPoolExportPointer(data: *mut sys::CUmemPoolPtrExportData, ptr: sys::CUdeviceptr) {
+        let exported = code(sim().mem_pool_export_pointer(DevicePtr(ptr)))?;
+        out(data, sys::CUmemPoolPtrExportData { reserved: exported.0 })
+    }
+
+    fn cuMemPoolImportPointer(ptr_out: *mut sys::CUdeviceptr, memory_pool: sys::CUmemoryPool, data: *mut sys::CUmemPoolPtrExportData) {
+        if data.is_null() {
+            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+        }
+        let data = PoolPtrExportData(data.read().reserved);
+        out(ptr_out, code(sim().mem_pool_import_pointer(pool(memory_pool), &data))?.0)
+    }
+
+    fn cuIpcGetMemHandle(handle: *mut sys::CUipcMemHandle, ptr: sys::CUdeviceptr) {
+        let bytes = code(sim().ipc_get_mem_handle(DevicePtr(ptr)))?.0;
+        out(handle, sys::CUipcMemHandle { reserved: bytes.map(|b| b as c_char) })
+    }
+
+    /// Opened memory is reachable from its own device; the flags (lazy peer access) change
+    /// nothing the simulator models.
+    fn cuIpcOpenMemHandle_v2(ptr_out: *mut sys::CUdeviceptr, handle: sys::CUipcMemHandle, _flags: c_uint) {
+        let handle = IpcMemHandle(handle.reserved.map(|c| c as u8));
+        out(ptr_out, code(sim().ipc_open_mem_handle(&handle))?.0)
+    }
+
+    fn cuIpcCloseMemHandle(ptr: sys::CUdeviceptr) {
+        code(sim().ipc_close_mem_handle(DevicePtr(ptr)))
+    }
+}
+
+/// Writes an export handle where the caller asked: the fd as an `int` (now the caller's to
+/// close), or the fabric handle's 64 bytes.
+///
+/// # Safety
+/// `at` is valid for a write of an `int` (POSIX fd) or 64 bytes (fabric), as the handle type.
+pub(crate) unsafe fn write_handle(at: *mut c_void, handle: ShareableHandle) -> Result<(), CUresult> {
+    // SAFETY: the caller's.
+    unsafe {
+        match handle {
+            ShareableHandle::Fd(fd) => out(at.cast::<c_int>(), fd.into_raw_fd()),
+            ShareableHandle::Fabric(bytes) => out(at.cast::<[u8; 64]>(), bytes.0),
+        }
+    }
+}
+
+/// Runs `import` on the handle a caller passed as `void*`: the fd's number for a POSIX fd, a
+/// pointer to the 64 bytes of a fabric handle.
+///
+/// # Safety
+/// For a POSIX fd, `os_handle` is an open file descriptor for the call; for a fabric handle,
+/// a pointer valid for 64 bytes.
+pub(crate) unsafe fn with_handle<T>(
+    os_handle: *mut c_void,
+    kind: ShareHandle,
+    import: impl FnOnce(ShareableRef<'_>) -> peerpool::driver::DriverResult<T>,
+) -> Result<T, CUresult> {
+    match kind {
+        ShareHandle::PosixFd => {
+            let fd = c_int::try_from(os_handle as usize).map_err(|_| CUresult::CUDA_ERROR_INVALID_VALUE)?;
+            if fd < 0 {
+                return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+            }
+            // SAFETY: the caller's: the fd is open for the call.
+            code(import(ShareableRef::Fd(unsafe { BorrowedFd::borrow_raw(fd) })))
+        }
+        ShareHandle::Fabric => {
+            if os_handle.is_null() {
+                return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+            }
+            // SAFETY: the caller's: 64 readable bytes.
+            let bytes = FabricHandle(unsafe { os_handle.cast::<[u8; 64]>().read_unaligned() });
+            code(import(ShareableRef::Fabric(&bytes)))
+        }
+    }
+}

@@ -1,0 +1,128 @@
+//! Allocation (`cuMemAlloc`, pools, stream-ordered), pools and their access and attributes, and
+//! what an address is (pointer attributes, address ranges).
+
+use crate::abi::{access_descs, access_flags, as_ptr, location_device, out, pool, pool_props, stream};
+use crate::boundary::{code, exports, sim};
+use cudarc::driver::sys::{self, CUresult};
+use peerpool::driver::{DevicePtr, PointerAttribute, PoolAttribute};
+use std::ffi::{c_uint, c_void};
+
+exports! {
+    fn cuMemAlloc_v2(dptr: *mut sys::CUdeviceptr, bytes: usize) {
+        out(dptr, code(sim().mem_alloc(bytes))?.0)
+    }
+
+    fn cuMemFree_v2(dptr: sys::CUdeviceptr) {
+        code(sim().mem_free(DevicePtr(dptr)))
+    }
+
+    fn cuMemAllocAsync(dptr: *mut sys::CUdeviceptr, bytes: usize, h_stream: sys::CUstream) {
+        out(dptr, code(sim().mem_alloc_async(bytes, stream(h_stream)))?.0)
+    }
+
+    fn cuMemAllocFromPoolAsync(dptr: *mut sys::CUdeviceptr, bytes: usize, memory_pool: sys::CUmemoryPool, h_stream: sys::CUstream) {
+        out(dptr, code(sim().mem_alloc_from_pool_async(bytes, pool(memory_pool), stream(h_stream)))?.0)
+    }
+
+    fn cuMemFreeAsync(dptr: sys::CUdeviceptr, h_stream: sys::CUstream) {
+        code(sim().mem_free_async(DevicePtr(dptr), stream(h_stream)))
+    }
+
+    fn cuMemPoolCreate(pool_out: *mut sys::CUmemoryPool, props: *const sys::CUmemPoolProps) {
+        out(pool_out, as_ptr(code(sim().mem_pool_create(&pool_props(props)?))?.0))
+    }
+
+    fn cuMemPoolDestroy(memory_pool: sys::CUmemoryPool) {
+        code(sim().mem_pool_destroy(pool(memory_pool)))
+    }
+
+    fn cuMemPoolSetAccess(memory_pool: sys::CUmemoryPool, map: *const sys::CUmemAccessDesc, count: usize) {
+        code(sim().mem_pool_set_access(pool(memory_pool), &access_descs(map, count)?))
+    }
+
+    fn cuMemPoolGetAccess(flags: *mut sys::CUmemAccess_flags, memory_pool: sys::CUmemoryPool, location: *mut sys::CUmemLocation) {
+        let device = location_device(location)?;
+        out(flags, access_flags(code(sim().mem_pool_get_access(pool(memory_pool), device))?))
+    }
+
+    /// The value is read and written at the attribute's own width (`int` or `cuuint64_t`).
+    fn cuMemPoolSetAttribute(memory_pool: sys::CUmemoryPool, attribute: c_uint, value: *mut c_void) {
+        let attribute = PoolAttribute::from_raw(attribute).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
+        if value.is_null() {
+            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+        }
+        let v = match attribute.width() {
+            4 => value.cast::<i32>().read_unaligned() as u32 as u64,
+            _ => value.cast::<u64>().read_unaligned(),
+        };
+        code(sim().mem_pool_set_attribute(pool(memory_pool), attribute, v))
+    }
+
+    fn cuMemPoolGetAttribute(memory_pool: sys::CUmemoryPool, attribute: c_uint, value: *mut c_void) {
+        let attribute = PoolAttribute::from_raw(attribute).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
+        let v = code(sim().mem_pool_get_attribute(pool(memory_pool), attribute))?;
+        match attribute.width() {
+            4 => out(value.cast::<i32>(), v as i32),
+            _ => out(value.cast::<u64>(), v),
+        }
+    }
+
+    fn cuMemPoolTrimTo(memory_pool: sys::CUmemoryPool, keep: usize) {
+        code(sim().mem_pool_trim_to(pool(memory_pool), keep))
+    }
+
+    /// Written at the attribute's width; attributes the simulator does not know are
+    /// `CUDA_ERROR_INVALID_VALUE`.
+    fn cuPointerGetAttribute(data: *mut c_void, attribute: c_uint, ptr: sys::CUdeviceptr) {
+        let attribute = PointerAttribute::from_raw(attribute).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
+        write_attribute(data, attribute, code(sim().pointer_get_attribute(DevicePtr(ptr), attribute))?)
+    }
+
+    /// Each attribute in turn. An address the simulator does not know gives zeros, as the
+    /// driver documents; an attribute it does not know is left as the caller set it (its width
+    /// is not known here).
+    fn cuPointerGetAttributes(count: c_uint, attributes: *mut c_uint, data: *mut *mut c_void, ptr: sys::CUdeviceptr) {
+        if count > 0 && (attributes.is_null() || data.is_null()) {
+            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+        }
+        for i in 0..count as usize {
+            let (raw, at) = (attributes.add(i).read(), data.add(i).read());
+            if let Some(a) = PointerAttribute::from_raw(raw) {
+                let value = match sim().pointer_get_attribute(DevicePtr(ptr), a) {
+                    Ok(value) => value,
+                    Err(e) if e.sticky => return Err(e.code),
+                    Err(_) => 0,
+                };
+                write_attribute(at, a, value)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn cuMemGetAddressRange_v2(base: *mut sys::CUdeviceptr, size: *mut usize, ptr: sys::CUdeviceptr) {
+        let d = sim();
+        let start = code(d.pointer_get_attribute(DevicePtr(ptr), PointerAttribute::RangeStartAddr))?;
+        let len = code(d.pointer_get_attribute(DevicePtr(ptr), PointerAttribute::RangeSize))?;
+        if !base.is_null() {
+            base.write(start);
+        }
+        if !size.is_null() {
+            size.write(len as usize);
+        }
+        Ok(())
+    }
+}
+
+/// Writes a pointer attribute's value at its width.
+///
+/// # Safety
+/// A non-null `data` is valid for a write of the attribute's width.
+unsafe fn write_attribute(data: *mut c_void, attribute: PointerAttribute, value: u64) -> Result<(), CUresult> {
+    // SAFETY: the caller's.
+    unsafe {
+        match attribute.width() {
+            4 => out(data.cast::<u32>(), value as u32),
+            _ => out(data.cast::<u64>(), value),
+        }
+    }
+}

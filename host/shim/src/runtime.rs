@@ -1,0 +1,41 @@
+//! The shim's one simulated process: made by the first `cuInit` from the environment
+//! (`peerpool_sim::env`) and kept for the life of the process.
+
+use peerpool::fault::Ledger;
+use peerpool_sim::SimDriver;
+use peerpool_sim::env::{self, Config};
+use std::sync::OnceLock;
+
+/// The simulator and the ledger of the C calls made on it (fault rules and the trace).
+pub(crate) struct Runtime {
+    pub(crate) sim: SimDriver,
+    pub(crate) ledger: Ledger,
+}
+
+/// What the first `cuInit` made of the environment: the runtime, or why there is none.
+static RUNTIME: OnceLock<Result<Runtime, String>> = OnceLock::new();
+
+/// `cuInit`: reads the environment the first time; a mistake is printed once, and every
+/// `cuInit` returns it.
+pub(crate) fn init() -> Result<&'static Runtime, &'static str> {
+    let made = RUNTIME.get_or_init(|| {
+        let made = env::read(|name| std::env::var(name).ok()).map(|Config { topology, plan, trace }| {
+            let ledger = Ledger::new(plan, false);
+            let ledger = match trace {
+                Some(sink) => ledger.tracing_to(sink),
+                None => ledger,
+            };
+            Runtime { sim: SimDriver::new(topology), ledger }
+        });
+        if let Err(why) = &made {
+            eprintln!("peerpool-shim: {why}");
+        }
+        made
+    });
+    made.as_ref().map_err(String::as_str)
+}
+
+/// The runtime, if `cuInit` made one.
+pub(crate) fn get() -> Option<&'static Runtime> {
+    RUNTIME.get().and_then(|made| made.as_ref().ok())
+}
