@@ -3,7 +3,8 @@
 mod check;
 
 use clap::{Parser, Subcommand};
-use peerpool::report::Report;
+use peerpool::owned_dir::{self, OwnedDir};
+use peerpool::report::{Report, ReportError};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -152,21 +153,37 @@ fn topologies() -> ExitCode {
 }
 
 fn report(dir: Option<PathBuf>, json: Option<PathBuf>, markdown: Option<PathBuf>) -> ExitCode {
-    let dir = dir.unwrap_or_else(peerpool::report::report_dir);
-    let report = match Report::collect(&dir) {
-        Ok(report) => report,
+    let dir = match dir.map_or_else(peerpool::report::report_dir, Ok) {
+        Ok(dir) => dir,
         Err(e) => {
-            eprintln!("peerpool: cannot read reports in {}: {e}", dir.display());
+            eprintln!("peerpool report: {e}");
             return ExitCode::FAILURE;
         }
     };
-    let json = json.unwrap_or_else(|| dir.join("report.json"));
-    let markdown = markdown.unwrap_or_else(|| dir.join("report.md"));
-    let text = serde_json::to_string_pretty(&report).expect("reports serialise");
-    if let Err(e) = std::fs::write(&json, text).and_then(|()| std::fs::write(&markdown, report.to_markdown())) {
-        eprintln!("peerpool: cannot write the report: {e}");
-        return ExitCode::FAILURE;
-    }
+    let (owned, report) = match OwnedDir::open(&dir).map_err(ReportError::from).and_then(|d| {
+        let report = Report::collect_in(&d)?;
+        Ok((d, report))
+    }) {
+        Ok(found) => found,
+        Err(e) => {
+            eprintln!("peerpool report: cannot read the reports: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let text = serde_json::to_string_pretty(&report).unwrap_or_default();
+    let write = |path: &Option<PathBuf>, name: &str, bytes: &[u8]| match path {
+        Some(path) => owned_dir::write_file(path, bytes).map(|()| path.clone()),
+        None => owned.write(name, bytes),
+    };
+    let written = write(&json, "report.json", text.as_bytes())
+        .and_then(|j| Ok((j, write(&markdown, "report.md", report.to_markdown().as_bytes())?)));
+    let (json, markdown) = match written {
+        Ok(paths) => paths,
+        Err(e) => {
+            eprintln!("peerpool report: cannot write the report: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     use peerpool::report::Status::*;
     println!(
         "{} passed, {} failed, {} skipped, {} not run; wrote {} and {}",
