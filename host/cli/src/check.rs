@@ -2,7 +2,7 @@
 
 use indicatif::{ProgressBar, ProgressStyle};
 use peerpool::check::{self, Isolate, PairResult, STEPS};
-use peerpool::child::{self, Finished};
+use peerpool::child::{self, ChildOutcome, ChildReport};
 use peerpool::report::{BuildRecord, HardwareRecord, Report, Status};
 use peerpool::{Error, System};
 use peerpool_sim::{SimDriver, Topology, catalog_topology};
@@ -11,8 +11,8 @@ use std::process::{Command, ExitCode};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The prefix of the one line the `negative-probe` child prints.
-const PROBE_PREFIX: &str = "negative-probe: ";
+/// How long the `negative-probe` child may take.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Options of `peerpool check`.
 pub struct Options {
@@ -164,30 +164,24 @@ impl Isolate for ChildProbe {
         let exe = std::env::current_exe().map_err(|e| e.to_string())?;
         let mut command = Command::new(exe);
         command.args(["negative-probe", "--owner", &owner.to_string(), "--accessor", &accessor.to_string()]);
-        match child::run(command, Duration::from_secs(60)).map_err(|e| e.to_string())? {
-            Finished::TimedOut => Err("the probe hung for 60 s and was killed".into()),
-            Finished::Exited { stdout, stderr, status } => {
-                let line = stdout.lines().find_map(|l| l.strip_prefix(PROBE_PREFIX));
-                match line.map(str::split_whitespace).map(|mut w| (w.next(), w.next())) {
-                    Some((Some("ok"), _)) => Ok(None),
-                    Some((Some("error"), _)) => Err(format!("the probe could not run: {}", stdout.trim())),
-                    Some((Some(code), Some(sticky))) => Ok(Some((code.to_string(), sticky == "sticky"))),
-                    _ => Err(format!("the probe exited ({status}) without a result: {}", stderr.trim())),
-                }
+        match child::run_reporting(command, PROBE_TIMEOUT) {
+            ChildOutcome::Reported(ChildReport::Ok) => Ok(None),
+            ChildOutcome::Reported(ChildReport::CudaError { code, sticky, .. }) => Ok(Some((code, sticky))),
+            ChildOutcome::Reported(ChildReport::Failed { message }) => {
+                Err(format!("the probe could not run: {message}"))
             }
+            ChildOutcome::TimedOut { after } => Err(format!("the probe hung for {} s and was killed", after.as_secs())),
+            ChildOutcome::NoReport { status, stderr } => {
+                Err(format!("the probe exited ({status}) without a result: {}", stderr.trim()))
+            }
+            ChildOutcome::SpawnFailed(e) => Err(format!("the probe could not start: {e}")),
         }
     }
 }
 
 /// The `negative-probe` child: runs the probe on the real GPUs and prints how it ended.
 pub fn negative_probe(owner: usize, accessor: usize) -> ExitCode {
-    let line = match System::open().map(|s| check::negative_probe(&s, owner, accessor)) {
-        Ok(Ok(())) => "ok".to_string(),
-        Ok(Err(e)) | Err(e) => match e.cuda() {
-            Some(c) => format!("{} {}", c.code_name(), if c.sticky { "sticky" } else { "transient" }),
-            None => format!("error {e}"),
-        },
-    };
-    println!("{PROBE_PREFIX}{line}");
+    let result = System::open().and_then(|s| check::negative_probe(&s, owner, accessor));
+    println!("{}", ChildReport::from_result(result.map_err(Into::into)).line());
     ExitCode::SUCCESS
 }
