@@ -140,8 +140,16 @@ impl OwnedDir {
 
     /// Writes `bytes` to `name` in the directory atomically; returns the file's path.
     pub fn write(&self, name: &str, bytes: &[u8]) -> Result<PathBuf, DirError> {
+        self.stage(name, bytes)?.commit()
+    }
+
+    /// Writes `bytes` to a temporary file that [`Staged::commit`] puts in place as `name`;
+    /// staging several files before committing any keeps a failed write from leaving a new
+    /// file beside a stale one.
+    pub fn stage(&self, name: &str, bytes: &[u8]) -> Result<Staged, DirError> {
         check_name(name)?;
-        write_in(&self.fd, &self.path, name, bytes)
+        let dir = self.fd.try_clone().map_err(|e| io_error(&self.path, "dup", &e))?;
+        Staged::write(dir, &self.path, name, bytes)
     }
 
     /// The contents of the regular file `name`, at most `limit` bytes.
@@ -207,7 +215,12 @@ impl AsFd for OwnedDir {
 /// Writes `bytes` to the file at `path` atomically (a temporary file beside it, renamed over
 /// it): a link at `path` is replaced, not followed. The directory is the one the caller named,
 /// so it is opened as given (links followed) and not held to [`OwnedDir`]'s ownership rules.
-pub fn write_file(path: &Path, bytes: &[u8]) -> Result<(), DirError> {
+pub fn write_file(path: &Path, bytes: &[u8]) -> Result<PathBuf, DirError> {
+    stage_file(path, bytes)?.commit()
+}
+
+/// [`write_file`] up to the rename, which [`Staged::commit`] does.
+pub fn stage_file(path: &Path, bytes: &[u8]) -> Result<Staged, DirError> {
     let name = path
         .file_name()
         .and_then(|n| n.to_str())
@@ -219,7 +232,61 @@ pub fn write_file(path: &Path, bytes: &[u8]) -> Result<(), DirError> {
     };
     let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
     let dir = rustix::fs::open(parent, flags, Mode::empty()).map_err(|e| errno_error(parent, "open", e))?;
-    write_in(&dir, parent, name, bytes).map(drop)
+    Staged::write(dir, parent, name, bytes)
+}
+
+/// A file written under a temporary name in its directory, not yet in place. Dropping it
+/// without [`Staged::commit`] removes it.
+#[derive(Debug)]
+pub struct Staged {
+    dir: OwnedFd,
+    temp: String,
+    name: String,
+    path: PathBuf,
+    committed: bool,
+}
+
+impl Staged {
+    /// A new temporary file in `dir` (`O_EXCL | O_NOFOLLOW`, so never someone else's) holding `bytes`.
+    fn write(dir: OwnedFd, dir_path: &Path, name: &str, bytes: &[u8]) -> Result<Staged, DirError> {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let path = dir_path.join(name);
+        let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let mode = Mode::from_raw_mode(0o644);
+        let (temp, fd) = loop {
+            let temp = format!(".{name}.{}.{}.tmp", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
+            match rustix::fs::openat(&dir, &temp, flags, mode) {
+                Ok(fd) => break (temp, fd),
+                // Left by an earlier process of the same pid that died mid-write: another name.
+                Err(Errno::EXIST) => continue,
+                Err(errno) => return Err(errno_error(&path, "create a temporary file for", errno)),
+            }
+        };
+        let staged = Staged { dir, temp, name: name.to_string(), path, committed: false };
+        std::fs::File::from(fd).write_all(bytes).map_err(|e| io_error(&staged.path, "write", &e))?;
+        Ok(staged)
+    }
+
+    /// Renames the file over its name; returns its path.
+    pub fn commit(mut self) -> Result<PathBuf, DirError> {
+        rustix::fs::renameat(&self.dir, &self.temp, &self.dir, &self.name)
+            .map_err(|errno| errno_error(&self.path, "rename", errno))?;
+        self.committed = true;
+        Ok(self.path.clone())
+    }
+
+    /// Where it goes.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        if !self.committed {
+            let _ = rustix::fs::unlinkat(&self.dir, &self.temp, AtFlags::empty());
+        }
+    }
 }
 
 fn open_dir(path: &Path) -> Result<OwnedFd, DirError> {
@@ -236,31 +303,6 @@ fn open_dir(path: &Path) -> Result<OwnedFd, DirError> {
             _ => errno_error(path, "open", errno),
         }
     })
-}
-
-/// A temporary file in `dir`, renamed to `name`; removed again on any failure.
-fn write_in(dir: &OwnedFd, dir_path: &Path, name: &str, bytes: &[u8]) -> Result<PathBuf, DirError> {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let path = dir_path.join(name);
-    let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    let mode = Mode::from_raw_mode(0o644);
-    let (temp, fd) = loop {
-        let temp = format!(".{name}.{}.{}.tmp", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
-        match rustix::fs::openat(dir, &temp, flags, mode) {
-            Ok(fd) => break (temp, fd),
-            // Left by a process of the same pid that died mid-write: take another name.
-            Err(Errno::EXIST) => continue,
-            Err(errno) => return Err(errno_error(&path, "create a temporary file for", errno)),
-        }
-    };
-    let written = std::fs::File::from(fd).write_all(bytes).map_err(|e| io_error(&path, "write", &e));
-    let renamed = written.and_then(|()| {
-        rustix::fs::renameat(dir, &temp, dir, name).map_err(|errno| errno_error(&path, "rename", errno))
-    });
-    if renamed.is_err() {
-        let _ = rustix::fs::unlinkat(dir, &temp, AtFlags::empty());
-    }
-    renamed.map(|()| path)
 }
 
 fn check_name(name: &str) -> Result<(), DirError> {

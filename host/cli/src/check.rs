@@ -1,8 +1,10 @@
 //! `peerpool check`: verify every ordered GPU pair, print the verdict matrix, write the report.
 
+use crate::exit;
 use indicatif::{ProgressBar, ProgressStyle};
 use peerpool::check::{self, Isolate, PairResult, STEPS};
 use peerpool::child::{self, ChildOutcome, ChildReport};
+use peerpool::owned_dir::OwnedDir;
 use peerpool::report::{BuildRecord, HardwareRecord, Report, Status};
 use peerpool::{Error, System};
 use peerpool_sim::{SimDriver, Topology, catalog_topology};
@@ -26,7 +28,15 @@ pub fn run(options: Options) -> ExitCode {
         Ok(opened) => opened,
         Err(message) => {
             eprintln!("peerpool check: {message}");
-            return ExitCode::from(2);
+            return exit::code(exit::BAD_INPUT);
+        }
+    };
+    // Before any pair is checked: a directory that cannot be ours is bad input, not a late failure.
+    let out = match OwnedDir::create(&options.out) {
+        Ok(out) => out,
+        Err(e) => {
+            eprintln!("peerpool check: --out: {e}");
+            return exit::code(exit::BAD_INPUT);
         }
     };
     println!("{first_line}");
@@ -34,17 +44,19 @@ pub fn run(options: Options) -> ExitCode {
         Ok(facts) => facts,
         Err(e) => {
             eprintln!("peerpool check: reading the driver's facts failed: {e}");
-            return ExitCode::FAILURE;
+            return exit::code(exit::FAILURE);
         }
     };
     let n = facts.devices.len();
     let pairs: Vec<(usize, usize)> =
         (0..n).flat_map(|o| (0..n).filter(move |&a| a != o).map(move |a| (o, a))).collect();
     if pairs.is_empty() {
-        println!("only {n} GPU: no pair to check");
+        println!("{n} GPU(s): no pair to check");
     }
     let bar = if options.quiet { ProgressBar::hidden() } else { ProgressBar::new((pairs.len() * STEPS.len()) as u64) };
-    bar.set_style(ProgressStyle::with_template("{bar:40} {pos}/{len} {msg}").expect("valid template"));
+    if let Ok(style) = ProgressStyle::with_template("{bar:40} {pos}/{len} {msg}") {
+        bar.set_style(style);
+    }
     let mut results: Vec<PairResult> = Vec::new();
     for (owner, accessor) in pairs {
         let mut progress = |step: &check::StepResult| {
@@ -68,14 +80,21 @@ pub fn run(options: Options) -> ExitCode {
         build: BuildRecord::current(),
         trials: results.iter().flat_map(PairResult::trials).collect(),
     };
-    match write(&options.out, &report) {
+    match write(&out, &report) {
         Ok((json, md)) => println!("\nreport: {} and {}", json.display(), md.display()),
         Err(e) => {
-            eprintln!("peerpool check: writing the report to {}: {e}", options.out.display());
-            return ExitCode::FAILURE;
+            eprintln!("peerpool check: writing the report: {e}");
+            return exit::code(exit::FAILURE);
         }
     }
-    if failures.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+    if !failures.is_empty() {
+        exit::code(exit::FAILURE)
+    } else if report.count(Status::Passed) == 0 {
+        println!("nothing was checked: no pair with a peer path to verify");
+        exit::code(exit::NOTHING_CHECKED)
+    } else {
+        exit::code(exit::SUCCESS)
+    }
 }
 
 /// The real GPUs, or a simulated topology (asked for, or because there is no GPU).
@@ -136,12 +155,12 @@ fn load_topology(name: &str) -> Result<Topology, String> {
     Ok(topology)
 }
 
-fn write(dir: &Path, report: &Report) -> std::io::Result<(PathBuf, PathBuf)> {
-    std::fs::create_dir_all(dir)?;
-    let (json, md) = (dir.join("check.json"), dir.join("check.md"));
-    std::fs::write(&json, serde_json::to_string_pretty(report).map_err(std::io::Error::other)?)?;
-    std::fs::write(&md, report.to_markdown())?;
-    Ok((json, md))
+/// check.json and check.md, both staged before either replaces its old copy.
+fn write(out: &OwnedDir, report: &Report) -> Result<(PathBuf, PathBuf), String> {
+    let json = serde_json::to_string_pretty(report).map_err(|e| e.to_string())?;
+    let json = out.stage("check.json", json.as_bytes()).map_err(|e| e.to_string())?;
+    let md = out.stage("check.md", report.to_markdown().as_bytes()).map_err(|e| e.to_string())?;
+    Ok((json.commit().map_err(|e| e.to_string())?, md.commit().map_err(|e| e.to_string())?))
 }
 
 /// Negative probes on a fork of a simulated process: the fork dies, this one lives on.
