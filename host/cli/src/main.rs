@@ -72,6 +72,10 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // Rust starts with SIGPIPE ignored, so `peerpool check | head` made println! panic on the
+    // closed pipe; the default action ends the command quietly, as other Unix tools end.
+    // SAFETY: resets one signal to its default disposition, before any other thread exists.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     match Cli::parse().command.unwrap_or(Command::Facts) {
         Command::Check { topology, out, quiet } => check::run(check::Options { topology, out, quiet }),
         Command::Bench { out, repeats } => bench(out, repeats),

@@ -214,3 +214,19 @@ fn the_negative_probe_child_prints_the_shared_report_line() {
         other => panic!("expected a failed report, got {other:?}: {}", text(&output)),
     }
 }
+
+/// A reader that went away ends the command by SIGPIPE, as other Unix tools end, not a panic.
+#[test]
+fn a_closed_stdout_ends_the_command_without_a_panic() {
+    use std::os::unix::process::ExitStatusExt;
+    let (reader, writer) = rustix::pipe::pipe().unwrap();
+    drop(reader);
+    let output = Command::new(env!("CARGO_BIN_EXE_peerpool"))
+        .arg("topologies")
+        .stdout(std::process::Stdio::from(writer))
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.signal(), Some(libc::SIGPIPE), "{}", text(&output));
+    assert!(!text(&output).contains("panicked"), "{}", text(&output));
+}
