@@ -330,7 +330,6 @@ pub fn parse_topo(text: &str) -> Option<Vec<Vec<String>>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::fs;
 
     #[test]
     fn parses_the_h200_topology() {
@@ -344,8 +343,8 @@ mod tests {
 
     #[test]
     fn results_override_the_plan_and_render() {
-        let dir = std::env::temp_dir().join(format!("peerpool-report-test-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
+        let temp = tempfile::tempdir().unwrap();
+        let dir = temp.path().join("reports");
         let trial = |name: &str, status, detail: Option<&str>| TrialRecord {
             name: name.into(),
             binary: "grant".into(),
@@ -369,6 +368,5 @@ mod tests {
         assert!(md.contains("No GPUs: no CUDA driver."), "{md}");
         assert!(md.contains("wrong \\| bytes"), "{md}");
         assert!(md.contains("needs 2 GPUs"), "{md}");
-        fs::remove_dir_all(&dir).unwrap();
     }
 }
