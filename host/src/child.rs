@@ -1,9 +1,30 @@
-//! Running a child process with a timeout, its output drained: how checks that kill their CUDA
-//! context (a kernel touching memory it may not access) are isolated.
+//! Child processes for checks that may kill their CUDA context (a kernel touching memory it
+//! may not access): one runner with a timeout, and the one report line such a child prints,
+//! shared by `peerpool check` and the fixtures' sandboxed trials.
+//!
+//! The child runs in its own process group. When it exits, or when the time is up, the whole
+//! group is killed, so a grandchild holding the output pipes can neither stretch the call past
+//! its timeout nor outlive it. Output is read as bytes, and the report line is found in the
+//! bytes: a stray non-UTF-8 byte cannot hide it (text is made lossily, for display only).
 
-use std::io::Read;
+use crate::{CudaError, Error, GrantError};
+use rustix::event::{PollFd, PollFlags, Timespec};
+use rustix::fd::{AsFd, OwnedFd};
+use rustix::fs::OFlags;
+use rustix::io::Errno;
+use rustix::process::{Pid, Signal, WaitId, WaitIdOptions};
+use serde::{Deserialize, Serialize};
+use std::os::unix::process::CommandExt;
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
+
+/// What starts the one line a child reports on, followed by the [`ChildReport`] as JSON.
+pub const REPORT_PREFIX: &str = "peerpool-child-report: ";
+/// Bytes kept of each output stream: stdout's first ones (the report line comes early),
+/// stderr's last ones (a panic message comes last). The rest is read and dropped.
+pub const OUTPUT_LIMIT: usize = 1 << 20;
+/// How often the runner looks whether the child has exited while its pipes are quiet.
+const TICK: Duration = Duration::from_millis(10);
 
 /// How a child ended.
 #[derive(Debug)]
@@ -12,44 +33,237 @@ pub enum Finished {
     Exited {
         /// Its exit status.
         status: ExitStatus,
-        /// What it wrote to stdout.
-        stdout: String,
-        /// What it wrote to stderr.
+        /// What it wrote to stdout (at most [`OUTPUT_LIMIT`] bytes, the first ones).
+        stdout: Vec<u8>,
+        /// What it wrote to stderr (at most [`OUTPUT_LIMIT`] bytes, the last ones).
+        stderr: Vec<u8>,
+    },
+    /// It ran past the timeout; its process group was killed.
+    TimedOut {
+        /// What it wrote to stdout until then.
+        stdout: Vec<u8>,
+        /// What it wrote to stderr until then.
+        stderr: Vec<u8>,
+    },
+}
+
+/// Runs `command` (stdin closed, stdout and stderr captured, in a new process group) and
+/// returns within `timeout` (plus the time to reap it), its whole process group gone.
+pub fn run(mut command: Command, timeout: Duration) -> std::io::Result<Finished> {
+    let deadline = Instant::now().checked_add(timeout);
+    let mut child =
+        command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0).spawn()?;
+    let group = Pid::from_child(&child);
+    let mut streams = [child.stdout.take().map(OwnedFd::from), child.stderr.take().map(OwnedFd::from)];
+    let mut output = [Capture::new(false), Capture::new(true)];
+    for fd in streams.iter().flatten() {
+        rustix::fs::fcntl_setfl(fd, OFlags::NONBLOCK)?;
+    }
+    let mut exited = false;
+    let timed_out = loop {
+        // Looked at without reaping, so the group id cannot be reused before the kill below.
+        if !exited && rustix::process::waitid(WaitId::Pid(group), exit_options())?.is_some() {
+            exited = true;
+            kill_group(group);
+        }
+        if exited && streams.iter().all(Option::is_none) {
+            break false;
+        }
+        let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+        if left == Some(Duration::ZERO) {
+            kill_group(group);
+            break !exited;
+        }
+        let wait = left.map_or(TICK, |left| left.min(TICK));
+        drain_ready(&mut streams, &mut output, wait)?;
+    };
+    kill_group(group);
+    let status = child.wait()?;
+    let [stdout, stderr] = output.map(Capture::into_bytes);
+    Ok(if timed_out { Finished::TimedOut { stdout, stderr } } else { Finished::Exited { status, stdout, stderr } })
+}
+
+fn exit_options() -> WaitIdOptions {
+    WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT
+}
+
+fn kill_group(group: Pid) {
+    // ESRCH: nobody is left in the group.
+    let _ = rustix::process::kill_process_group(group, Signal::KILL);
+}
+
+/// Waits up to `wait` for output, then reads what is there; a stream at its end is closed.
+fn drain_ready(streams: &mut [Option<OwnedFd>; 2], output: &mut [Capture; 2], wait: Duration) -> std::io::Result<()> {
+    let open: Vec<usize> = (0..2).filter(|&i| streams[i].is_some()).collect();
+    if open.is_empty() {
+        std::thread::sleep(wait);
+        return Ok(());
+    }
+    let mut fds: Vec<PollFd<'_>> =
+        open.iter().filter_map(|&i| streams[i].as_ref()).map(|fd| PollFd::new(fd, PollFlags::IN)).collect();
+    let timeout = Timespec::try_from(wait).unwrap_or(Timespec { tv_sec: 0, tv_nsec: 10_000_000 });
+    match rustix::event::poll(&mut fds, Some(&timeout)) {
+        Ok(_) | Err(Errno::INTR) => {}
+        Err(e) => return Err(e.into()),
+    }
+    drop(fds);
+    let mut buffer = vec![0u8; 64 * 1024];
+    for i in open {
+        let Some(fd) = streams[i].as_ref() else { continue };
+        loop {
+            match rustix::io::read(fd.as_fd(), &mut buffer) {
+                Ok(0) => {
+                    streams[i] = None;
+                    break;
+                }
+                Ok(n) => output[i].push(&buffer[..n]),
+                Err(Errno::AGAIN) => break,
+                Err(Errno::INTR) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Output kept within [`OUTPUT_LIMIT`]: the first bytes, or the last.
+struct Capture {
+    bytes: Vec<u8>,
+    keep_last: bool,
+}
+
+impl Capture {
+    fn new(keep_last: bool) -> Capture {
+        Capture { bytes: Vec::new(), keep_last }
+    }
+
+    fn push(&mut self, data: &[u8]) {
+        if !self.keep_last {
+            let room = OUTPUT_LIMIT.saturating_sub(self.bytes.len());
+            self.bytes.extend_from_slice(&data[..data.len().min(room)]);
+            return;
+        }
+        self.bytes.extend_from_slice(data);
+        // Trimmed in batches, so that keeping the end costs no more than copying once.
+        if self.bytes.len() > 2 * OUTPUT_LIMIT {
+            self.bytes.drain(..self.bytes.len() - OUTPUT_LIMIT);
+        }
+    }
+
+    fn into_bytes(mut self) -> Vec<u8> {
+        if self.bytes.len() > OUTPUT_LIMIT {
+            self.bytes.drain(..self.bytes.len() - OUTPUT_LIMIT);
+        }
+        self.bytes
+    }
+}
+
+/// What a check run in a child process may return: any error; driver errors are found inside
+/// peerpool's types.
+pub type ChildError = Box<dyn std::error::Error + Send + Sync>;
+
+/// What the check in the child returned: the one line the child prints after [`REPORT_PREFIX`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum ChildReport {
+    /// The check returned `Ok`.
+    Ok,
+    /// A driver call failed.
+    CudaError {
+        /// The call, e.g. `"cuStreamSynchronize"`.
+        call: String,
+        /// The `CUresult` name.
+        code: String,
+        /// Whether the error was sticky.
+        sticky: bool,
+    },
+    /// Another peerpool error, or a failed assertion in the child.
+    Failed {
+        /// The error, displayed.
+        message: String,
+    },
+}
+
+impl ChildReport {
+    /// The report for a check's result: a driver error inside any of peerpool's error types
+    /// is reported as that driver error.
+    pub fn from_result(result: Result<(), ChildError>) -> ChildReport {
+        let Err(error) = result else { return ChildReport::Ok };
+        let cuda = error
+            .downcast_ref::<CudaError>()
+            .or_else(|| error.downcast_ref::<Error>().and_then(Error::cuda))
+            .or_else(|| match error.downcast_ref::<GrantError>() {
+                Some(GrantError::Cuda { error, .. }) => Some(error),
+                Some(GrantError::Other(e)) => e.cuda(),
+                _ => None,
+            });
+        match cuda {
+            Some(e) => ChildReport::CudaError { call: e.call.into(), code: e.code_name(), sticky: e.sticky },
+            None => ChildReport::Failed { message: error.to_string() },
+        }
+    }
+
+    /// The line the child prints: [`REPORT_PREFIX`] and the report as JSON.
+    pub fn line(&self) -> String {
+        // Serialising strings and a bool cannot fail; an empty object would read as no report.
+        format!("{REPORT_PREFIX}{}", serde_json::to_string(self).unwrap_or_default())
+    }
+
+    /// The first report line in a child's stdout, wherever it is among other bytes.
+    pub fn find(stdout: &[u8]) -> Option<ChildReport> {
+        stdout
+            .split(|&b| b == b'\n')
+            .filter_map(|line| line.strip_prefix(REPORT_PREFIX.as_bytes()))
+            .find_map(|json| serde_json::from_slice(json.trim_ascii_end()).ok())
+    }
+}
+
+/// How a child that was to report ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ChildOutcome {
+    /// It ran the check and reported.
+    Reported(ChildReport),
+    /// It did not finish in time and was killed, with its process group.
+    TimedOut {
+        /// The timeout.
+        after: Duration,
+    },
+    /// It exited without a report (a crash, a panic, a signal).
+    NoReport {
+        /// Its exit status, displayed.
+        status: String,
+        /// The last lines of what it wrote to stderr.
         stderr: String,
     },
-    /// It ran past the timeout and was killed.
-    TimedOut,
+    /// It could not be started.
+    SpawnFailed(String),
 }
 
-/// Runs `command` (stdin closed, stdout and stderr captured) for at most `timeout`.
-pub fn run(mut command: Command, timeout: Duration) -> std::io::Result<Finished> {
-    let mut child = command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
-    // Drain both pipes on threads so a chatty child cannot block on a full pipe.
-    let stdout = drain(child.stdout.take());
-    let stderr = drain(child.stderr.take());
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait()? {
-            break status;
+impl ChildOutcome {
+    /// `Ok` when the child reported exactly this CUDA error code (by name), sticky or not as given.
+    pub fn expect_cuda_error(&self, code: &str, sticky: bool) -> Result<(), String> {
+        match self {
+            ChildOutcome::Reported(ChildReport::CudaError { code: c, sticky: s, .. }) if c == code && *s == sticky => {
+                Ok(())
+            }
+            other => Err(format!("expected the child to fail with {code} (sticky: {sticky}), got {other:?}")),
         }
-        if start.elapsed() >= timeout {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Ok(Finished::TimedOut);
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    let stdout = stdout.join().unwrap_or_default();
-    let stderr = stderr.join().unwrap_or_default();
-    Ok(Finished::Exited { status, stdout, stderr })
+    }
 }
 
-fn drain(pipe: Option<impl Read + Send + 'static>) -> std::thread::JoinHandle<String> {
-    std::thread::spawn(move || {
-        let mut text = String::new();
-        if let Some(mut pipe) = pipe {
-            let _ = pipe.read_to_string(&mut text);
-        }
-        text
-    })
+/// Runs `command`, a child that prints a [`ChildReport`] line, for at most `timeout`.
+pub fn run_reporting(command: Command, timeout: Duration) -> ChildOutcome {
+    match run(command, timeout) {
+        Err(e) => ChildOutcome::SpawnFailed(e.to_string()),
+        Ok(Finished::TimedOut { .. }) => ChildOutcome::TimedOut { after: timeout },
+        Ok(Finished::Exited { status, stdout, stderr }) => match ChildReport::find(&stdout) {
+            Some(report) => ChildOutcome::Reported(report),
+            None => {
+                let stderr = String::from_utf8_lossy(&stderr);
+                let tail: Vec<&str> = stderr.lines().rev().take(20).collect();
+                let stderr = tail.into_iter().rev().collect::<Vec<_>>().join("\n");
+                ChildOutcome::NoReport { status: status.to_string(), stderr }
+            }
+        },
+    }
 }

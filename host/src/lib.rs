@@ -23,6 +23,7 @@ mod grant;
 pub mod ipc;
 mod memory;
 mod module;
+pub mod owned_dir;
 mod pool;
 pub mod report;
 mod stream;

@@ -93,8 +93,14 @@ impl Allocation {
     }
 
     /// Reads the first `words` 32-bit words.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when they do not fit the allocation (checked before any
+    /// buffer is made).
     pub fn read_words(&self, words: usize) -> Result<Vec<u32>> {
-        let mut bytes = vec![0u8; words * 4];
+        let len = words.checked_mul(4).ok_or_else(|| Error::InvalidArgument(format!("{words} words overflow")))?;
+        self.check_len(len)?;
+        let mut bytes = vec![0u8; len];
         self.read(&mut bytes)?;
         Ok(bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
     }

@@ -181,7 +181,8 @@ fn load(driver: &dyn Driver, device: i32) -> Result<LoadedModule> {
         let (read16, read16_nc, chase) =
             (function(entry::READ16)?, function(entry::READ16_NC)?, function(entry::CHASE)?);
         let scratch = driver.mem_alloc(16)?;
-        let max_grid = sms.max(1) as u32 * BLOCKS_PER_SM;
+        // Saturating, and within CUDA's grid limit: the count is the driver's (or a topology's) word.
+        let max_grid = (sms.max(1) as u32).saturating_mul(BLOCKS_PER_SM).min(i32::MAX as u32);
         Ok(LoadedModule {
             module,
             fill,

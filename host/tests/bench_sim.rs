@@ -9,7 +9,7 @@ use std::sync::Arc;
 #[test]
 fn every_measurement_runs_on_every_pair() {
     let system = System::with_driver(Arc::new(SimDriver::new(Topology::two_h200()))).unwrap();
-    system.set_probe_bytes(4096);
+    system.set_probe_bytes(4096).expect("a valid probe size");
     let options = BenchOptions { sizes: vec![4096, 1 << 16, 1 << 20], repeats: 2, live_gib: vec![0], chase_hops: 50 };
     let report = run(&system, &options).expect("the bench runs");
     assert_eq!(report.pairs.len(), 2);
@@ -33,7 +33,7 @@ fn the_cubin_load_is_measured_only_where_it_runs() {
         device.compute_capability = (8, 0);
     }
     let system = System::with_driver(Arc::new(SimDriver::new(topology))).unwrap();
-    system.set_probe_bytes(4096);
+    system.set_probe_bytes(4096).expect("a valid probe size");
     let options = BenchOptions { sizes: vec![4096], repeats: 1, live_gib: vec![0], chase_hops: 10 };
     assert_eq!(run(&system, &options).expect("the bench runs").sm90_cubin_load_ms, None);
 }

@@ -3,7 +3,9 @@
 //! Every test counts the entries of `/proc/self/fd` before and after; tests run on parallel
 //! threads of one process, so each holds `SERIAL` for its whole run to keep the counts its own.
 
-use peerpool::ipc::{Channel, FdKind, IpcError, Limits, Listener, MAX_FDS, MAX_PAYLOAD, PeerCheck, PrivateDir};
+use peerpool::ipc::{
+    Channel, DEFAULT_TIMEOUT, FdKind, IpcError, Limits, Listener, MAX_FDS, MAX_PAYLOAD, PeerCheck, PrivateDir,
+};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::io::FdFlags;
 use std::fs::File;
@@ -309,8 +311,21 @@ fn fd_kinds_are_told_apart() {
         assert_eq!(fd_kind(&a), Ok(FdKind::Socket));
         assert_eq!(fd_kind(File::open("/").unwrap()), Ok(FdKind::Directory));
         assert_eq!(fd_kind(File::open("/dev/null").unwrap()), Ok(FdKind::CharDevice));
-        let message = IpcError::WrongFdKind { expected: FdKind::DEVICE_HANDLE, found: FdKind::Regular }.to_string();
-        assert_eq!(message, "file descriptor is a regular file, expected a character device or an anonymous inode");
+        // Anonymous inodes are named: an eventfd (the simulator's handles) passes as a device
+        // handle, any other (here an epoll instance) does not.
+        let eventfd = rustix::event::eventfd(0, rustix::event::EventfdFlags::CLOEXEC).unwrap();
+        assert_eq!(peerpool::ipc::expect_device_handle(&eventfd), Ok(FdKind::EventFd));
+        let epoll = rustix::event::epoll::create(rustix::event::epoll::CreateFlags::CLOEXEC).unwrap();
+        assert_eq!(fd_kind(&epoll), Ok(FdKind::Anonymous));
+        assert_eq!(
+            peerpool::ipc::expect_device_handle(&epoll),
+            Err(IpcError::WrongFdKind { expected: FdKind::DEVICE_HANDLE, found: FdKind::Anonymous })
+        );
+        let message = IpcError::WrongFdKind { expected: FdKind::DEVICE_HANDLE, found: FdKind::Anonymous }.to_string();
+        assert_eq!(
+            message,
+            "file descriptor is an anonymous inode other than an eventfd, expected a character device or an eventfd"
+        );
     });
 }
 
@@ -344,5 +359,54 @@ fn listener_refusals() {
         assert!(matches!(Channel::connect(&gone).unwrap_err(), IpcError::Io { op: "connect", .. }));
         let long = base().join("x".repeat(200));
         assert!(matches!(Channel::connect(&long).unwrap_err(), IpcError::Io { op: "socket path", .. }));
+    });
+}
+
+#[test]
+fn channels_and_listeners_start_with_the_default_timeout() {
+    leak_checked(|| {
+        let (a, _b) = Channel::pair().unwrap();
+        assert_eq!(a.timeout(), Ok(Some(DEFAULT_TIMEOUT)));
+        let listener = Listener::bind_in(&base()).unwrap();
+        assert_eq!(listener.timeout(), Ok(Some(DEFAULT_TIMEOUT)));
+        listener.set_timeout(Some(Duration::from_millis(300))).unwrap();
+        let _client = Channel::connect(listener.path()).unwrap();
+        assert_eq!(listener.accept().unwrap().timeout(), Ok(Some(Duration::from_millis(300))));
+        listener.set_timeout(None).unwrap();
+        assert_eq!(listener.timeout(), Ok(None));
+    });
+}
+
+/// A client of our uid that connects and says nothing costs the accepting side its timeout,
+/// not forever.
+#[test]
+fn a_silent_client_does_not_stall_the_listener() {
+    leak_checked(|| {
+        let listener = Listener::bind_in(&base()).unwrap();
+        listener.set_timeout(Some(Duration::from_millis(100))).unwrap();
+        let client = Channel::connect(listener.path()).unwrap();
+        let server = listener.accept().unwrap();
+        let (done, outcome) = std::sync::mpsc::channel();
+        let waiter = std::thread::spawn(move || done.send(server.recv().map(|m| m.bytes)));
+        let outcome = outcome.recv_timeout(Duration::from_secs(10)).expect("the receive returned");
+        assert_eq!(outcome, Err(IpcError::TimedOut { op: "recvmsg" }));
+        waiter.join().unwrap().unwrap();
+        drop(client);
+    });
+}
+
+/// A zero-byte datagram (no peerpool header) is a malformed message, not the peer's end.
+#[test]
+fn an_empty_datagram_is_not_a_closed_peer() {
+    leak_checked(|| {
+        let (a, b) = Channel::pair().unwrap();
+        let raw = b.into_fd();
+        assert_eq!(rustix::net::send(&raw, &[], rustix::net::SendFlags::empty()), Ok(0));
+        assert!(matches!(a.recv(), Err(IpcError::Malformed(why)) if why.contains("empty datagram")));
+        let b = Channel::from_fd(raw).unwrap();
+        b.send(b"after", &[]).unwrap();
+        assert_eq!(a.recv().unwrap().bytes, b"after");
+        drop(b);
+        assert_eq!(a.recv().unwrap_err(), IpcError::PeerClosed);
     });
 }

@@ -64,9 +64,13 @@ fn fds_of_the_wrong_kind_are_refused_before_the_driver_sees_them() {
         let (pipe, _writer) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).unwrap();
         let file = OwnedFd::from(std::fs::File::open("/proc/self/exe").unwrap());
         let (socket, _other) = Channel::pair().unwrap();
-        for (fd, kind) in
-            [(pipe.as_fd(), FdKind::Fifo), (file.as_fd(), FdKind::Regular), (socket.as_fd(), FdKind::Socket)]
-        {
+        let epoll = rustix::event::epoll::create(rustix::event::epoll::CreateFlags::CLOEXEC).unwrap();
+        for (fd, kind) in [
+            (pipe.as_fd(), FdKind::Fifo),
+            (file.as_fd(), FdKind::Regular),
+            (socket.as_fd(), FdKind::Socket),
+            (epoll.as_fd(), FdKind::Anonymous),
+        ] {
             send_raw(&a, &offer, &[fd]);
             let refused = importer.system.import(&b, &[]).unwrap_err();
             assert!(
@@ -74,7 +78,7 @@ fn fds_of_the_wrong_kind_are_refused_before_the_driver_sees_them() {
                 "{refused:?}"
             );
         }
-        // An anonymous inode that is no export handle reaches the driver, which refuses it.
+        // An eventfd that is no export handle reaches the driver, which refuses it.
         let stranger = rustix::event::eventfd(7, rustix::event::EventfdFlags::CLOEXEC).unwrap();
         send_raw(&a, &offer, &[stranger.as_fd()]);
         let refused = importer.system.import(&b, &[]).unwrap_err();
@@ -146,6 +150,32 @@ fn malformed_offers_and_bad_arguments_touch_nothing() {
     });
 }
 
+/// An offer claiming more bytes than the exporter's allocation holds (1 MiB over 256 KiB) is
+/// refused after the import, by the imported pointer's own range, and nothing stays imported.
+#[test]
+fn a_forged_length_is_refused_by_the_imported_range() {
+    leak_checked(|| {
+        let (exporter, importer) = (Process::new(), Process::new());
+        let (_pool, memory) = exporter.filled_pool(0, 1);
+        let legacy = exporter.system.alloc_legacy(0, BYTES).unwrap();
+        let before = footprint(importer.stats());
+        let (a, b) = channel();
+        let forged = 1u64 << 20;
+        let exported = exporter.system.export_allocation(&memory, FD).unwrap();
+        send_raw(&a, &Offer { len: forged, span: forged, ..*exported.offer() }, &[exported.fd().unwrap()]);
+        let refused = importer.system.import(&b, &[1]).unwrap_err();
+        assert_eq!(refused, ShareError::BeyondAllocation { claimed: forged, available: BYTES as u64 });
+        assert!(refused.to_string().contains("claims 1048576 bytes"), "{refused}");
+        let legacy = exporter.system.export_allocation(&legacy, FD).unwrap();
+        send_raw(&a, &Offer { len: forged, span: forged, ..*legacy.offer() }, &[]);
+        let refused = importer.system.import(&b, &[]).unwrap_err();
+        assert_eq!(refused, ShareError::BeyondAllocation { claimed: forged, available: BYTES as u64 });
+        assert_eq!(footprint(importer.stats()), before);
+        exported.send(&a).unwrap();
+        assert_eq!(importer.system.import(&b, &[1]).unwrap().len(), BYTES, "the genuine offer imports");
+    });
+}
+
 /// `(call, n)` for every call in `calls`: the nth call of that name.
 fn sites(calls: &[&'static str]) -> Vec<(&'static str, u64)> {
     let nth = |i: usize| calls[..=i].iter().filter(|&&c| c == calls[i]).count() as u64;
@@ -158,7 +188,7 @@ fn injected_importer() -> (Arc<SimDriver>, Arc<FaultInjector>, System) {
     let sim = Arc::new(SimDriver::new(Topology::two_h200()));
     let injector = Arc::new(FaultInjector::new(sim.clone()));
     let system = System::with_driver(injector.clone()).unwrap();
-    system.set_probe_bytes(4096);
+    system.set_probe_bytes(4096).expect("a valid probe size");
     system.verify_pair(0, 1).unwrap();
     (sim, injector, system)
 }

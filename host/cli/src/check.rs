@@ -1,8 +1,10 @@
 //! `peerpool check`: verify every ordered GPU pair, print the verdict matrix, write the report.
 
+use crate::exit;
 use indicatif::{ProgressBar, ProgressStyle};
 use peerpool::check::{self, Isolate, PairResult, STEPS};
-use peerpool::child::{self, Finished};
+use peerpool::child::{self, ChildOutcome, ChildReport};
+use peerpool::owned_dir::OwnedDir;
 use peerpool::report::{BuildRecord, HardwareRecord, Report, Status};
 use peerpool::{Error, System};
 use peerpool_sim::{SimDriver, Topology, catalog_topology};
@@ -11,8 +13,8 @@ use std::process::{Command, ExitCode};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The prefix of the one line the `negative-probe` child prints.
-const PROBE_PREFIX: &str = "negative-probe: ";
+/// How long the `negative-probe` child may take.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Options of `peerpool check`.
 pub struct Options {
@@ -26,7 +28,15 @@ pub fn run(options: Options) -> ExitCode {
         Ok(opened) => opened,
         Err(message) => {
             eprintln!("peerpool check: {message}");
-            return ExitCode::from(2);
+            return exit::code(exit::BAD_INPUT);
+        }
+    };
+    // Before any pair is checked: a directory that cannot be ours is bad input, not a late failure.
+    let out = match OwnedDir::create(&options.out) {
+        Ok(out) => out,
+        Err(e) => {
+            eprintln!("peerpool check: --out: {e}");
+            return exit::code(exit::BAD_INPUT);
         }
     };
     println!("{first_line}");
@@ -34,17 +44,19 @@ pub fn run(options: Options) -> ExitCode {
         Ok(facts) => facts,
         Err(e) => {
             eprintln!("peerpool check: reading the driver's facts failed: {e}");
-            return ExitCode::FAILURE;
+            return exit::code(exit::FAILURE);
         }
     };
     let n = facts.devices.len();
     let pairs: Vec<(usize, usize)> =
         (0..n).flat_map(|o| (0..n).filter(move |&a| a != o).map(move |a| (o, a))).collect();
     if pairs.is_empty() {
-        println!("only {n} GPU: no pair to check");
+        println!("{n} GPU(s): no pair to check");
     }
     let bar = if options.quiet { ProgressBar::hidden() } else { ProgressBar::new((pairs.len() * STEPS.len()) as u64) };
-    bar.set_style(ProgressStyle::with_template("{bar:40} {pos}/{len} {msg}").expect("valid template"));
+    if let Ok(style) = ProgressStyle::with_template("{bar:40} {pos}/{len} {msg}") {
+        bar.set_style(style);
+    }
     let mut results: Vec<PairResult> = Vec::new();
     for (owner, accessor) in pairs {
         let mut progress = |step: &check::StepResult| {
@@ -68,14 +80,21 @@ pub fn run(options: Options) -> ExitCode {
         build: BuildRecord::current(),
         trials: results.iter().flat_map(PairResult::trials).collect(),
     };
-    match write(&options.out, &report) {
+    match write(&out, &report) {
         Ok((json, md)) => println!("\nreport: {} and {}", json.display(), md.display()),
         Err(e) => {
-            eprintln!("peerpool check: writing the report to {}: {e}", options.out.display());
-            return ExitCode::FAILURE;
+            eprintln!("peerpool check: writing the report: {e}");
+            return exit::code(exit::FAILURE);
         }
     }
-    if failures.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+    if !failures.is_empty() {
+        exit::code(exit::FAILURE)
+    } else if report.count(Status::Passed) == 0 {
+        println!("nothing was checked: no pair with a peer path to verify");
+        exit::code(exit::NOTHING_CHECKED)
+    } else {
+        exit::code(exit::SUCCESS)
+    }
 }
 
 /// The real GPUs, or a simulated topology (asked for, or because there is no GPU).
@@ -106,23 +125,42 @@ fn simulated(topology: Topology, line: String) -> Result<(System, Box<dyn Isolat
     Ok((system, Box::new(ForkSim(sim)), line))
 }
 
-/// A catalog stem (`four_gpu_islands`) or a path to a topology file.
+/// The most GPUs `check` takes on a simulated topology. It checks N × (N − 1) ordered pairs,
+/// 8 to 12 ms each on the simulator: on one core NVL72's 5,112 pairs took 40 s and 128 GPUs'
+/// 16,256 pairs 200 s, while the 1,024 a topology may hold would take hours.
+pub const MAX_CHECK_GPUS: usize = 128;
+
+/// A catalog stem (`four_gpu_islands`) or a path to a topology file (anything with a `/`, a
+/// `.toml` ending, or an existing file).
 fn load_topology(name: &str) -> Result<Topology, String> {
-    if Path::new(name).exists() {
-        return Topology::load(name).map_err(|e| e.to_string());
+    let path = Path::new(name);
+    let topology = if name.contains('/') || name.ends_with(".toml") || path.exists() {
+        if !path.exists() {
+            return Err(format!("topology file {name} does not exist"));
+        }
+        Topology::load(path).map_err(|e| e.to_string())?
+    } else {
+        catalog_topology(name).map_err(|e| {
+            let stems: Vec<&str> = peerpool_sim::catalog().iter().map(|c| c.stem()).collect();
+            format!("{e} (catalog: {}; a file needs a path such as ./{name}.toml)", stems.join(", "))
+        })?
+    };
+    if topology.device_count() > MAX_CHECK_GPUS {
+        return Err(format!(
+            "topology {name} has {} GPUs; check takes at most {MAX_CHECK_GPUS} ({} ordered pairs would take too long)",
+            topology.device_count(),
+            topology.device_count() * (topology.device_count() - 1)
+        ));
     }
-    catalog_topology(name).map_err(|e| {
-        let stems: Vec<&str> = peerpool_sim::catalog().iter().map(|c| c.stem()).collect();
-        format!("{e} (catalog: {})", stems.join(", "))
-    })
+    Ok(topology)
 }
 
-fn write(dir: &Path, report: &Report) -> std::io::Result<(PathBuf, PathBuf)> {
-    std::fs::create_dir_all(dir)?;
-    let (json, md) = (dir.join("check.json"), dir.join("check.md"));
-    std::fs::write(&json, serde_json::to_string_pretty(report).map_err(std::io::Error::other)?)?;
-    std::fs::write(&md, report.to_markdown())?;
-    Ok((json, md))
+/// check.json and check.md, both staged before either replaces its old copy.
+fn write(out: &OwnedDir, report: &Report) -> Result<(PathBuf, PathBuf), String> {
+    let json = serde_json::to_string_pretty(report).map_err(|e| e.to_string())?;
+    let json = out.stage("check.json", json.as_bytes()).map_err(|e| e.to_string())?;
+    let md = out.stage("check.md", report.to_markdown().as_bytes()).map_err(|e| e.to_string())?;
+    Ok((json.commit().map_err(|e| e.to_string())?, md.commit().map_err(|e| e.to_string())?))
 }
 
 /// Negative probes on a fork of a simulated process: the fork dies, this one lives on.
@@ -145,30 +183,24 @@ impl Isolate for ChildProbe {
         let exe = std::env::current_exe().map_err(|e| e.to_string())?;
         let mut command = Command::new(exe);
         command.args(["negative-probe", "--owner", &owner.to_string(), "--accessor", &accessor.to_string()]);
-        match child::run(command, Duration::from_secs(60)).map_err(|e| e.to_string())? {
-            Finished::TimedOut => Err("the probe hung for 60 s and was killed".into()),
-            Finished::Exited { stdout, stderr, status } => {
-                let line = stdout.lines().find_map(|l| l.strip_prefix(PROBE_PREFIX));
-                match line.map(str::split_whitespace).map(|mut w| (w.next(), w.next())) {
-                    Some((Some("ok"), _)) => Ok(None),
-                    Some((Some("error"), _)) => Err(format!("the probe could not run: {}", stdout.trim())),
-                    Some((Some(code), Some(sticky))) => Ok(Some((code.to_string(), sticky == "sticky"))),
-                    _ => Err(format!("the probe exited ({status}) without a result: {}", stderr.trim())),
-                }
+        match child::run_reporting(command, PROBE_TIMEOUT) {
+            ChildOutcome::Reported(ChildReport::Ok) => Ok(None),
+            ChildOutcome::Reported(ChildReport::CudaError { code, sticky, .. }) => Ok(Some((code, sticky))),
+            ChildOutcome::Reported(ChildReport::Failed { message }) => {
+                Err(format!("the probe could not run: {message}"))
             }
+            ChildOutcome::TimedOut { after } => Err(format!("the probe hung for {} s and was killed", after.as_secs())),
+            ChildOutcome::NoReport { status, stderr } => {
+                Err(format!("the probe exited ({status}) without a result: {}", stderr.trim()))
+            }
+            ChildOutcome::SpawnFailed(e) => Err(format!("the probe could not start: {e}")),
         }
     }
 }
 
 /// The `negative-probe` child: runs the probe on the real GPUs and prints how it ended.
 pub fn negative_probe(owner: usize, accessor: usize) -> ExitCode {
-    let line = match System::open().map(|s| check::negative_probe(&s, owner, accessor)) {
-        Ok(Ok(())) => "ok".to_string(),
-        Ok(Err(e)) | Err(e) => match e.cuda() {
-            Some(c) => format!("{} {}", c.code_name(), if c.sticky { "sticky" } else { "transient" }),
-            None => format!("error {e}"),
-        },
-    };
-    println!("{PROBE_PREFIX}{line}");
+    let result = System::open().and_then(|s| check::negative_probe(&s, owner, accessor));
+    println!("{}", ChildReport::from_result(result.map_err(Into::into)).line());
     ExitCode::SUCCESS
 }

@@ -1,16 +1,19 @@
 //! `peerpool`: prove which GPU may touch which CUDA memory pool.
 
 mod check;
+mod exit;
+mod outputs;
 mod sim;
 
 use clap::{Parser, Subcommand};
+use peerpool::owned_dir::{self, OwnedDir};
 use peerpool::report::Report;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// Prove which GPU may touch which CUDA memory pool.
 #[derive(Parser)]
-#[command(name = "peerpool", version, about)]
+#[command(name = "peerpool", version, about, after_help = exit::TABLE)]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
@@ -33,7 +36,7 @@ enum Command {
         #[arg(long)]
         quiet: bool,
     },
-    /// Measure on the real GPUs: copy engine against peerpool's kernels across each pair
+    /// Measure on the real GPUs (two at least): copy engine against peerpool's kernels across each pair
     /// (4 KiB to 1 GiB, one way and both ways), latency, atomics, grant cost against live
     /// bytes, verification and PTX load. Writes bench.json and prints the headline ratios.
     Bench {
@@ -41,8 +44,8 @@ enum Command {
         #[arg(long, default_value = "peerpool-out")]
         out: PathBuf,
         /// Timed repeats per point.
-        #[arg(long, default_value_t = 10)]
-        repeats: usize,
+        #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+        repeats: u32,
     },
     /// Print the devices, the peer-capability matrix and each default pool's access (the default).
     Facts,
@@ -98,6 +101,10 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // Rust starts with SIGPIPE ignored, so `peerpool check | head` made println! panic on the
+    // closed pipe; the default action ends the command quietly, as other Unix tools end.
+    // SAFETY: resets one signal to its default disposition, before any other thread exists.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     match Cli::parse().command.unwrap_or(Command::Facts) {
         Command::Check { topology, out, quiet } => check::run(check::Options { topology, out, quiet }),
         Command::Bench { out, repeats } => bench(out, repeats),
@@ -116,89 +123,126 @@ fn facts() -> ExitCode {
         Err(e) => {
             println!("peerpool: {e}");
             println!("nothing to inspect on this machine: no GPU is visible to CUDA.");
-            ExitCode::SUCCESS
+            exit::code(exit::NO_GPU)
         }
         Ok(system) if system.device_count() == 0 => {
             println!("peerpool: the CUDA driver is installed but reports no GPU.");
-            ExitCode::SUCCESS
+            exit::code(exit::NO_GPU)
         }
         Ok(system) => match system.facts() {
             Ok(facts) => {
                 print!("{}", facts.render());
-                ExitCode::SUCCESS
+                exit::code(exit::SUCCESS)
             }
             Err(e) => {
                 eprintln!("peerpool: reading the driver's facts failed: {e}");
-                ExitCode::FAILURE
+                exit::code(exit::FAILURE)
             }
         },
     }
 }
 
-fn bench(out: PathBuf, repeats: usize) -> ExitCode {
+fn bench(out: PathBuf, repeats: u32) -> ExitCode {
+    let out = match OwnedDir::create(&out) {
+        Ok(out) => out,
+        Err(e) => {
+            eprintln!("peerpool bench: --out: {e}");
+            return exit::code(exit::BAD_INPUT);
+        }
+    };
     let system = match peerpool::System::open() {
         Ok(system) if system.device_count() >= 2 => system,
         Ok(system) => {
             eprintln!("peerpool bench: needs two GPUs, found {}", system.device_count());
-            return ExitCode::from(2);
+            return exit::code(exit::NO_GPU);
         }
         Err(e) => {
             eprintln!("peerpool bench: {e}; benchmarks run on real GPUs only");
-            return ExitCode::from(2);
+            return exit::code(exit::NO_GPU);
         }
     };
-    let options = peerpool::bench::BenchOptions { repeats: repeats.max(1), ..Default::default() };
+    let options = peerpool::bench::BenchOptions { repeats: repeats as usize, ..Default::default() };
     let report = match peerpool::bench::run(&system, &options) {
         Ok(report) => report,
         Err(e) => {
             eprintln!("peerpool bench: {e}");
-            return ExitCode::FAILURE;
+            return exit::code(exit::FAILURE);
         }
     };
     for (name, ratio) in &report.ratios {
         println!("{ratio:>8.3}  {name}");
     }
-    let path = out.join("bench.json");
-    let written = std::fs::create_dir_all(&out)
-        .and_then(|()| std::fs::write(&path, serde_json::to_string_pretty(&report).expect("serialises")));
-    match written {
-        Ok(()) => {
+    let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string());
+    match json.and_then(|json| out.write("bench.json", json.as_bytes()).map_err(|e| e.to_string())) {
+        Ok(path) => {
             println!("wrote {}", path.display());
-            ExitCode::SUCCESS
+            exit::code(exit::SUCCESS)
         }
         Err(e) => {
-            eprintln!("peerpool bench: writing {}: {e}", path.display());
-            ExitCode::FAILURE
+            eprintln!("peerpool bench: writing bench.json: {e}");
+            exit::code(exit::FAILURE)
         }
     }
 }
 
 fn topologies() -> ExitCode {
+    let mut status = exit::SUCCESS;
     for entry in peerpool_sim::catalog() {
         match entry.topology() {
             Ok(t) => println!("{:<22} {} ({} GPUs)", entry.stem(), t.name, t.device_count()),
-            Err(e) => println!("{:<22} unreadable: {e}", entry.stem()),
+            Err(e) => {
+                println!("{:<22} unreadable: {e}", entry.stem());
+                status = exit::FAILURE;
+            }
         }
     }
-    ExitCode::SUCCESS
+    exit::code(status)
 }
 
 fn report(dir: Option<PathBuf>, json: Option<PathBuf>, markdown: Option<PathBuf>) -> ExitCode {
-    let dir = dir.unwrap_or_else(peerpool::report::report_dir);
-    let report = match Report::collect(&dir) {
+    let bad_input = |e: &dyn std::fmt::Display| {
+        eprintln!("peerpool report: {e}");
+        exit::code(exit::BAD_INPUT)
+    };
+    let dir = match dir.map_or_else(peerpool::report::report_dir, Ok) {
+        Ok(dir) => dir,
+        Err(e) => return bad_input(&e),
+    };
+    // Both outputs are checked before anything is read, so that neither overwrites the other.
+    let (json_path, markdown_path) = (json.clone(), markdown.clone());
+    let json_target = json.unwrap_or_else(|| dir.join("report.json"));
+    let markdown_target = markdown.unwrap_or_else(|| dir.join("report.md"));
+    let owned = match OwnedDir::open(&dir) {
+        Ok(owned) => owned,
+        Err(e) => return bad_input(&format!("cannot read the reports: {e}")),
+    };
+    if let Err(e) = outputs::distinct(&json_target, &markdown_target) {
+        return bad_input(&e);
+    }
+    let report = match Report::collect_in(&owned) {
         Ok(report) => report,
+        Err(e) => return bad_input(&format!("cannot read the reports: {e}")),
+    };
+    let text = match serde_json::to_string_pretty(&report) {
+        Ok(text) => text,
+        Err(e) => return bad_input(&format!("the merged report does not serialise: {e}")),
+    };
+    // Defaults go in the report directory through its open descriptor; named files as named.
+    let stage = |named: &Option<PathBuf>, default: &str, bytes: &[u8]| match named {
+        Some(path) => owned_dir::stage_file(path, bytes),
+        None => owned.stage(default, bytes),
+    };
+    let written = stage(&json_path, "report.json", text.as_bytes()).and_then(|json| {
+        let markdown = stage(&markdown_path, "report.md", report.to_markdown().as_bytes())?;
+        Ok((json.commit()?, markdown.commit()?))
+    });
+    let (json, markdown) = match written {
+        Ok(paths) => paths,
         Err(e) => {
-            eprintln!("peerpool: cannot read reports in {}: {e}", dir.display());
-            return ExitCode::FAILURE;
+            eprintln!("peerpool report: cannot write the report: {e}");
+            return exit::code(exit::FAILURE);
         }
     };
-    let json = json.unwrap_or_else(|| dir.join("report.json"));
-    let markdown = markdown.unwrap_or_else(|| dir.join("report.md"));
-    let text = serde_json::to_string_pretty(&report).expect("reports serialise");
-    if let Err(e) = std::fs::write(&json, text).and_then(|()| std::fs::write(&markdown, report.to_markdown())) {
-        eprintln!("peerpool: cannot write the report: {e}");
-        return ExitCode::FAILURE;
-    }
     use peerpool::report::Status::*;
     println!(
         "{} passed, {} failed, {} skipped, {} not run; wrote {} and {}",
@@ -209,5 +253,12 @@ fn report(dir: Option<PathBuf>, json: Option<PathBuf>, markdown: Option<PathBuf>
         json.display(),
         markdown.display()
     );
-    if report.count(Failed) > 0 { ExitCode::FAILURE } else { ExitCode::SUCCESS }
+    if report.count(Failed) > 0 {
+        exit::code(exit::FAILURE)
+    } else if report.count(Passed) == 0 {
+        eprintln!("peerpool report: no trial ran in {}", dir.display());
+        exit::code(exit::NOTHING_CHECKED)
+    } else {
+        exit::code(exit::SUCCESS)
+    }
 }

@@ -1,6 +1,7 @@
 //! `peerpool sim`: runs any program on a simulated topology, with fault rules and a call trace,
 //! through the libcuda shim (`peerpool-shim`), or prints the environment that does so.
 
+use crate::exit;
 use peerpool_sim::env::{self, FAULTS, SEED, TOPOLOGY, TRACE};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -22,14 +23,11 @@ pub struct Options {
     pub command: Vec<OsString>,
 }
 
-/// Exit status for bad input (arguments, topology, rules, the shim's place).
-const BAD_INPUT: u8 = 2;
-
 pub fn run(options: Options) -> ExitCode {
     match prepare(&options) {
         Err(why) => {
             eprintln!("peerpool sim: {why}");
-            ExitCode::from(BAD_INPUT)
+            exit::code(exit::BAD_INPUT)
         }
         Ok(vars) if options.print_env => {
             for (name, value) in vars {
@@ -117,7 +115,7 @@ fn launch(command: &[OsString], vars: &[(String, String)]) -> ExitCode {
         }
         Err(e) => {
             eprintln!("peerpool sim: cannot run {:?}: {e}", command[0]);
-            ExitCode::from(BAD_INPUT)
+            exit::code(exit::BAD_INPUT)
         }
     }
 }

@@ -36,7 +36,8 @@
 //! - Releasing a primary context's last retain resets it: its modules, streams and `cuMemAlloc`
 //!   memory go; calls made with it current are `CUDA_ERROR_INVALID_CONTEXT` until it is
 //!   retained again. Pools and pool memory survive.
-//! - Freed address ranges are never reused (256 GiB of address space per device), and
+//! - Freed address ranges are never reused (256 GiB of address space per device, from 2^48 up,
+//!   above any host pointer, laid out for [`MAX_DEVICES`] devices), and
 //!   allocations are 256-byte aligned with a 256-byte gap after each, so running past the end
 //!   faults; the real driver reuses addresses and maps in 2 MiB granules.
 //! - A cubin is not run: its headers are checked to lie within its bytes and its compute
@@ -100,8 +101,10 @@ mod registry;
 mod share;
 mod state;
 mod topology;
+mod topology_file;
 mod vmm;
 
 pub use catalog::{CatalogEntry, catalog, catalog_topology};
 pub use driver::{SimDriver, SimOptions, SimStats};
-pub use topology::{DeviceSpec, FaultKind, Link, LinkFault, Topology, TopologyError};
+pub use topology::{DeviceSpec, FaultKind, Link, LinkFault, MAX_DEVICES, Topology, TopologyError};
+pub use topology_file::MAX_TOPOLOGY_BYTES;

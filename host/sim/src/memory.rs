@@ -8,20 +8,24 @@
 //! "processes") can map the same bytes: an exported allocation and its imports share one
 //! backing, and a write through either is seen by both, as with real inter-process sharing.
 
-use super::topology::{FaultKind, LinkFault};
+use super::topology::{FaultKind, LinkFault, MAX_DEVICES};
 use peerpool::driver::Access;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
-/// Where device 0's addresses start: far from the host heap and stacks (0x55…, 0x7f…), so a
-/// host pointer is never mistaken for device memory.
-const BASE: u64 = 0x2000_0000_0000;
+/// Where device 0's addresses start: above the 47-bit user address space that holds host
+/// heaps, stacks and mappings (0x55…, 0x7f…), so a host pointer is never mistaken for device
+/// memory.
+const BASE: u64 = 1 << 48;
 /// Address space per device (256 GiB).
 const SPAN: u64 = 1 << 38;
-/// Where `cuMemAddressReserve` ranges start (above 256 devices' ranges), and their space.
-const VA_BASE: u64 = 0x6000_0000_0000;
+/// Where `cuMemAddressReserve` ranges start (after [`MAX_DEVICES`] devices' ranges), and their
+/// space.
+const VA_BASE: u64 = BASE + MAX_DEVICES as u64 * SPAN;
 const VA_SPAN: u64 = 1 << 44;
+// Every device range and the reservations fit in 64 bits without meeting.
+const _: () = assert!(VA_BASE.checked_add(VA_SPAN).is_some() && BASE > (1 << 47));
 /// Allocation alignment, as `cuMemAlloc` documents (256 bytes).
 pub(super) const ALIGN: u64 = 256;
 /// The virtual-memory granularity the H200s report (2 MiB).
@@ -217,7 +221,8 @@ impl Memory {
         // A 256-byte guard gap after each block: a kernel running past its end faults.
         let step = size.div_ceil(ALIGN).saturating_add(1).saturating_mul(ALIGN);
         let offset = self.next[device];
-        if offset.saturating_add(step) > SPAN {
+        // Devices past the layout's last range get none, rather than another's addresses.
+        if device >= MAX_DEVICES || offset.saturating_add(step) > SPAN {
             return Err(Exhausted::AddressSpace);
         }
         let base = BASE + device as u64 * SPAN + offset;

@@ -4,10 +4,16 @@
 //! The TOML form keeps large machines short: device groups (`count = 72`), one default link
 //! for every ordered pair, NVLink islands, then per-pair overrides, applied in that order.
 
+use super::topology_file::{MAX_TOPOLOGY_BYTES, TopologyFile};
 use peerpool::driver::HandleTypes;
 use serde::Deserialize;
 use std::collections::BTreeMap;
+use std::io::Read;
 use std::path::Path;
+
+/// The most devices a topology may have. Each simulated device gets its own 256 GiB address
+/// range below the virtual-memory reservations (`memory.rs`), laid out for this many.
+pub const MAX_DEVICES: usize = 1024;
 
 /// Why a topology could not be read.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -141,7 +147,8 @@ pub struct Topology {
 }
 
 impl Topology {
-    /// `n` copies of `device`, every ordered pair joined by `link`.
+    /// `n` copies of `device`, every ordered pair joined by `link`. Devices past
+    /// [`MAX_DEVICES`] have no address range: their allocations fail as out of memory.
     pub fn uniform(name: &str, n: usize, device: DeviceSpec, link: Link) -> Topology {
         let devices = (0..n).map(|i| DeviceSpec { pci_bus_id: bus_id(i), ..device.clone() }).collect();
         Topology {
@@ -162,16 +169,36 @@ impl Topology {
         t
     }
 
-    /// Parses the catalog's TOML form.
-    pub fn from_toml_str(text: &str) -> Result<Topology, TopologyError> {
-        toml::from_str(text).map_err(|e| TopologyError { source_name: "<string>".into(), message: e.to_string() })
+    /// `devices` with `link` on every ordered pair, no faults (what the TOML form starts from).
+    pub(super) fn with_links(
+        name: String,
+        description: String,
+        driver_version: i32,
+        devices: Vec<DeviceSpec>,
+        link: Link,
+    ) -> Topology {
+        let n = devices.len();
+        Topology { name, description, driver_version, devices, links: vec![link; n * n], faults: BTreeMap::new() }
     }
 
-    /// Reads and parses a TOML file.
+    /// Parses the catalog's TOML form, checked as `topology_file.rs` lists (at most 1 MiB,
+    /// [`MAX_DEVICES`] devices, every number in range, no duplicate pair or fault).
+    pub fn from_toml_str(text: &str) -> Result<Topology, TopologyError> {
+        let named = |message: String| TopologyError { source_name: "<string>".into(), message };
+        if text.len() > MAX_TOPOLOGY_BYTES {
+            return Err(named(format!("longer than {MAX_TOPOLOGY_BYTES} bytes")));
+        }
+        toml::from_str(text).map_err(|e| named(e.to_string()))
+    }
+
+    /// Reads and parses a TOML file (at most 1 MiB read); errors name the file.
     pub fn load(path: impl AsRef<Path>) -> Result<Topology, TopologyError> {
         let path = path.as_ref();
         let named = |message: String| TopologyError { source_name: path.display().to_string(), message };
-        let text = std::fs::read_to_string(path).map_err(|e| named(e.to_string()))?;
+        let mut text = String::new();
+        std::fs::File::open(path)
+            .and_then(|file| file.take(MAX_TOPOLOGY_BYTES as u64 + 1).read_to_string(&mut text))
+            .map_err(|e| named(e.to_string()))?;
         Topology::from_toml_str(&text).map_err(|e| named(e.message))
     }
 
@@ -216,166 +243,6 @@ impl Topology {
 }
 
 /// A synthetic but distinct PCI bus id per ordinal.
-fn bus_id(ordinal: usize) -> i32 {
+pub(super) fn bus_id(ordinal: usize) -> i32 {
     0x18 + 0x10 * ordinal as i32
-}
-
-// ---- the TOML form ----
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct TopologyFile {
-    name: String,
-    #[serde(default)]
-    description: String,
-    #[serde(default = "cuda_13")]
-    driver_version: i32,
-    devices: Vec<DeviceGroup>,
-    #[serde(default)]
-    links: LinksFile,
-    #[serde(default)]
-    faults: Vec<FaultFile>,
-}
-
-fn cuda_13() -> i32 {
-    13000
-}
-
-/// `count` identical devices, numbered after the groups before.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct DeviceGroup {
-    #[serde(default = "one")]
-    count: usize,
-    name: String,
-    /// Total memory in MiB, or exactly in bytes with `memory_bytes` (one of the two).
-    #[serde(default)]
-    memory_mib: Option<u64>,
-    #[serde(default)]
-    memory_bytes: Option<u64>,
-    sms: i32,
-    compute_capability: [i32; 2],
-    #[serde(default = "yes")]
-    pools: bool,
-    #[serde(default)]
-    pool_handle_types: u32,
-}
-
-fn one() -> usize {
-    1
-}
-
-#[derive(Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct LinksFile {
-    /// Every ordered pair; absent means no peer path.
-    default: Option<Link>,
-    #[serde(default)]
-    islands: Vec<IslandFile>,
-    #[serde(default)]
-    pairs: Vec<PairFile>,
-}
-
-/// Every ordered pair inside `devices` gets `link` (NVLink when omitted).
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct IslandFile {
-    devices: Vec<usize>,
-    #[serde(default)]
-    link: Link,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct PairFile {
-    from: usize,
-    to: usize,
-    #[serde(default = "yes")]
-    access: bool,
-    #[serde(default = "yes")]
-    atomics: bool,
-    #[serde(default)]
-    rank: i32,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct FaultFile {
-    from: usize,
-    to: usize,
-    kind: FaultKind,
-    #[serde(default = "page")]
-    period: u64,
-    #[serde(default = "low_bit")]
-    xor: u8,
-}
-
-fn page() -> u64 {
-    4096
-}
-fn low_bit() -> u8 {
-    1
-}
-
-impl TryFrom<TopologyFile> for Topology {
-    type Error = TopologyError;
-
-    fn try_from(file: TopologyFile) -> Result<Topology, TopologyError> {
-        let fail = |message: String| TopologyError { source_name: file.name.clone(), message };
-        let mut devices = Vec::new();
-        for g in &file.devices {
-            for _ in 0..g.count {
-                devices.push(DeviceSpec {
-                    name: g.name.clone(),
-                    total_memory: match (g.memory_bytes, g.memory_mib) {
-                        (Some(bytes), None) => bytes,
-                        (None, Some(mib)) => {
-                            mib.checked_mul(1 << 20).ok_or_else(|| fail("memory_mib too large".into()))?
-                        }
-                        _ => return Err(fail(format!("device group {}: give memory_mib or memory_bytes", g.name))),
-                    },
-                    sms: g.sms,
-                    compute_capability: (g.compute_capability[0], g.compute_capability[1]),
-                    pools_supported: g.pools,
-                    pool_handle_types: HandleTypes(g.pool_handle_types),
-                    pci_bus_id: bus_id(devices.len()),
-                });
-            }
-        }
-        let n = devices.len();
-        let check = |what: &str, d: usize| {
-            if d < n { Ok(d) } else { Err(fail(format!("{what}: device {d} does not exist ({n} devices)"))) }
-        };
-        let mut t = Topology {
-            name: file.name.clone(),
-            description: file.description.trim().to_string(),
-            driver_version: file.driver_version,
-            devices,
-            links: vec![file.links.default.unwrap_or(Link::NONE); n * n],
-            faults: BTreeMap::new(),
-        };
-        for island in &file.links.islands {
-            for &from in &island.devices {
-                check("island", from)?;
-                for &to in &island.devices {
-                    t.set_link(from, to, island.link);
-                }
-            }
-        }
-        for p in &file.links.pairs {
-            let (from, to) = (check("pair", p.from)?, check("pair", p.to)?);
-            if from == to {
-                return Err(fail(format!("pair {from} -> {to}: a device is not its own peer")));
-            }
-            t.set_link(from, to, Link { access: p.access, atomics: p.atomics, rank: p.rank });
-        }
-        for f in &file.faults {
-            let (from, to) = (check("fault", f.from)?, check("fault", f.to)?);
-            if from == to || f.period == 0 || (f.kind == FaultKind::Corrupt && f.xor == 0) {
-                return Err(fail(format!("fault {from} -> {to}: needs two devices, period > 0 and xor != 0")));
-            }
-            t.set_fault(from, to, Some(LinkFault { kind: f.kind, period: f.period, xor: f.xor }));
-        }
-        Ok(t)
-    }
 }

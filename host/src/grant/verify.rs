@@ -26,6 +26,8 @@ use std::sync::atomic::Ordering;
 
 /// Default probe buffer size: 1 MiB per side ([`System::set_probe_bytes`] changes it).
 pub const PROBE_BYTES: u64 = 1 << 20;
+/// The largest probe [`System::set_probe_bytes`] accepts.
+const MAX_PROBE_BYTES: u64 = 1 << 30;
 
 /// What verifying one ordered pair showed. Cached by the [`System`] until
 /// [`System::forget_evidence`].
@@ -50,8 +52,17 @@ impl System {
 
     /// Sets how many bytes each verification step moves (rounded up to 16, at least 16).
     /// Smaller is faster (simulated property tests use a few KiB); larger covers more pages.
-    pub fn set_probe_bytes(&self, bytes: u64) {
-        self.inner.probe_bytes.store(bytes.max(16).div_ceil(16) * 16, Ordering::Relaxed);
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] above 1 GiB (each step allocates this much on both devices
+    /// and the host); the size stays as it was.
+    pub fn set_probe_bytes(&self, bytes: u64) -> Result<(), Error> {
+        let rounded = bytes.max(16).checked_next_multiple_of(16).filter(|&b| b <= MAX_PROBE_BYTES);
+        let rounded = rounded.ok_or_else(|| {
+            Error::InvalidArgument(format!("probe size {bytes} bytes: at most {MAX_PROBE_BYTES} bytes"))
+        })?;
+        self.inner.probe_bytes.store(rounded, Ordering::Relaxed);
+        Ok(())
     }
 
     /// Bytes each verification step moves.

@@ -8,15 +8,15 @@
 use super::cred::{Credentials, PeerCheck, our_euid, our_uid, peer_credentials};
 use super::error::IpcError;
 use super::fd_kind::{FdKind, expect_kind};
+use super::recvmsg;
 use super::wire::{self, HEADER_LEN, Limits, MAX_FDS, MAX_PAYLOAD};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::io::Errno;
 use rustix::net::sockopt::{self, Timeout};
 use rustix::net::{
-    AddressFamily, RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, ReturnFlags, SendAncillaryBuffer,
-    SendAncillaryMessage, SendFlags, SocketAddrUnix, SocketFlags, SocketType,
+    AddressFamily, SendAncillaryBuffer, SendAncillaryMessage, SendFlags, SocketAddrUnix, SocketFlags, SocketType,
 };
-use std::io::{IoSlice, IoSliceMut};
+use std::io::IoSlice;
 use std::mem::MaybeUninit;
 use std::path::Path;
 use std::time::Duration;
@@ -87,10 +87,13 @@ impl Channel {
         Ok(channel)
     }
 
-    /// `socket` with `SO_PASSCRED` set, trusting our uid and applying the default limits.
+    /// `socket` with `SO_PASSCRED` set, trusting our uid and applying the default limits and
+    /// [`DEFAULT_TIMEOUT`](super::DEFAULT_TIMEOUT).
     pub(crate) fn wrap(socket: OwnedFd) -> Result<Channel, IpcError> {
         sockopt::set_socket_passcred(&socket, true).map_err(|e| IpcError::io("SO_PASSCRED", e))?;
-        Ok(Channel { socket, peer: PeerCheck::SAME_UID, limits: Limits::default() })
+        let channel = Channel { socket, peer: PeerCheck::SAME_UID, limits: Limits::default() };
+        channel.set_timeout(Some(super::DEFAULT_TIMEOUT))?;
+        Ok(channel)
     }
 
     /// The same channel, trusting only `peer` (our uid is always required).
@@ -116,12 +119,18 @@ impl Channel {
     }
 
     /// Sets how long a send or a receive may block (`None`: forever); expiry is
-    /// [`IpcError::TimedOut`].
+    /// [`IpcError::TimedOut`]. Every channel starts with
+    /// [`DEFAULT_TIMEOUT`](super::DEFAULT_TIMEOUT), so a silent peer cannot stall it for good.
     pub fn set_timeout(&self, timeout: Option<Duration>) -> Result<(), IpcError> {
-        for id in [Timeout::Recv, Timeout::Send] {
-            sockopt::set_socket_timeout(&self.socket, id, timeout).map_err(|e| IpcError::io("SO_RCVTIMEO", e))?;
+        for (id, op) in [(Timeout::Recv, "SO_RCVTIMEO"), (Timeout::Send, "SO_SNDTIMEO")] {
+            sockopt::set_socket_timeout(&self.socket, id, timeout).map_err(|e| IpcError::io(op, e))?;
         }
         Ok(())
+    }
+
+    /// The receive timeout in force (`None`: forever).
+    pub fn timeout(&self) -> Result<Option<Duration>, IpcError> {
+        sockopt::socket_timeout(&self.socket, Timeout::Recv).map_err(|e| IpcError::io("SO_RCVTIMEO", e))
     }
 
     /// `SO_PEERCRED` for this connection (see [`peer_credentials`]).
@@ -167,30 +176,18 @@ impl Channel {
     pub fn recv(&self) -> Result<Message, IpcError> {
         let limits = self.limits.clamped();
         let mut frame = vec![0u8; HEADER_LEN + limits.max_bytes];
-        let mut space = vec![MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(limits.max_fds), ScmCredentials(1))];
-        let mut control = RecvAncillaryBuffer::new(&mut space);
-        let flags = RecvFlags::CMSG_CLOEXEC | RecvFlags::TRUNC;
+        // Every fd is owned before the message is judged, so that every early return closes them.
         let received =
-            retry(|| rustix::net::recvmsg(&self.socket, &mut [IoSliceMut::new(&mut frame)], &mut control, flags))
-                .map_err(|e| IpcError::io("recvmsg", e))?;
-
-        // Own every fd before judging the message, so that every early return closes them.
-        let mut fds = Vec::new();
-        let mut sender = None;
-        for cmsg in control.drain() {
-            match cmsg {
-                RecvAncillaryMessage::ScmRights(received) => fds.extend(received),
-                RecvAncillaryMessage::ScmCredentials(cred) => sender = Some(Credentials::from(cred)),
-                _ => {}
-            }
-        }
-
-        if received.bytes == 0 {
-            return Err(IpcError::PeerClosed);
-        }
-        let sender = sender.ok_or(IpcError::NoCredentials)?;
+            recvmsg::recv(self.socket.as_fd(), &mut frame, limits.max_fds).map_err(|e| IpcError::io("recvmsg", e))?;
+        let fds = received.fds;
+        // End of file carries no credentials; an empty datagram from a live peer does.
+        let sender = match (received.bytes, received.sender) {
+            (0, None) => return Err(IpcError::PeerClosed),
+            (0, Some(_)) => return Err(IpcError::Malformed("an empty datagram (every peerpool message has a header)")),
+            (_, sender) => sender.ok_or(IpcError::NoCredentials)?,
+        };
         self.peer.verify(sender, our_uid())?;
-        if received.flags.contains(ReturnFlags::TRUNC) || received.bytes > frame.len() {
+        if received.truncated || received.bytes > frame.len() {
             return Err(IpcError::Truncated { len: received.bytes, limit: frame.len() });
         }
         frame.truncate(received.bytes);
@@ -198,7 +195,7 @@ impl Channel {
         if header.fds > limits.max_fds {
             return Err(IpcError::TooManyFds { count: header.fds, limit: limits.max_fds });
         }
-        if received.flags.contains(ReturnFlags::CTRUNC) || fds.len() < header.fds {
+        if received.fds_truncated || fds.len() < header.fds {
             return Err(IpcError::FdsTruncated { sent: header.fds, arrived: fds.len() });
         }
         if fds.len() > header.fds {

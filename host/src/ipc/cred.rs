@@ -2,23 +2,17 @@
 
 use super::error::IpcError;
 use rustix::fd::AsFd;
-use rustix::net::UCred;
 
 /// A process's identity as the kernel reports it (not as the process claims it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Credentials {
-    /// Process id, in our pid namespace.
+    /// Process id, in our pid namespace; 0 when the process is in a pid namespace we cannot
+    /// see (the kernel's answer then), which matches no pid a [`PeerCheck`] names.
     pub pid: u32,
     /// User id.
     pub uid: u32,
     /// Group id.
     pub gid: u32,
-}
-
-impl From<UCred> for Credentials {
-    fn from(cred: UCred) -> Self {
-        Self { pid: cred.pid.as_raw_pid().unsigned_abs(), uid: cred.uid.as_raw(), gid: cred.gid.as_raw() }
-    }
 }
 
 /// Whom a channel trusts: always only our own uid, and one pid where the caller names it.
@@ -34,14 +28,16 @@ impl PeerCheck {
     /// Any process of our uid.
     pub const SAME_UID: PeerCheck = PeerCheck { pid: None };
 
-    /// Only process `pid` (of our uid).
+    /// Only process `pid` (of our uid). A peer whose pid the kernel cannot show us (0) never
+    /// passes.
     pub fn pid(pid: u32) -> Self {
         Self { pid: Some(pid) }
     }
 
     /// Whether `found` passes, with `our_uid` the uid of the same kind (effective or real).
     pub(crate) fn verify(self, found: Credentials, our_uid: u32) -> Result<(), IpcError> {
-        if found.uid == our_uid && self.pid.is_none_or(|pid| pid == found.pid) {
+        // Pid 0 is "not visible from here", never a match for a named process.
+        if found.uid == our_uid && self.pid.is_none_or(|pid| found.pid != 0 && pid == found.pid) {
             return Ok(());
         }
         Err(IpcError::CredentialMismatch {
@@ -57,7 +53,7 @@ impl PeerCheck {
 /// a listener's connection; for a socketpair, the process that created the pair, on both ends).
 /// The uid is the effective one.
 pub fn peer_credentials(socket: impl AsFd) -> Result<Credentials, IpcError> {
-    rustix::net::sockopt::socket_peercred(socket).map(Credentials::from).map_err(|e| IpcError::io("SO_PEERCRED", e))
+    super::recvmsg::peer_credentials(socket.as_fd()).map_err(|e| IpcError::io("SO_PEERCRED", e))
 }
 
 /// Our effective uid, which `SO_PEERCRED` reports for a peer.

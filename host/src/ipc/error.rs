@@ -11,8 +11,9 @@ use rustix::io::Errno;
 pub enum IpcError {
     /// The peer is not who the caller trusts: another uid, or not the expected pid.
     #[error(
-        "peer credentials mismatch: expected uid {expected_uid}{}, found uid {found_uid} pid {found_pid}",
-        expected_pid.map(|p| format!(" pid {p}")).unwrap_or_default()
+        "peer credentials mismatch: expected uid {expected_uid}{}, found uid {found_uid} pid {found_pid}{}",
+        expected_pid.map(|p| format!(" pid {p}")).unwrap_or_default(),
+        if *found_pid == 0 { " (a process outside our pid namespace)" } else { "" }
     )]
     CredentialMismatch {
         /// Our uid (the only one trusted).
@@ -21,7 +22,7 @@ pub enum IpcError {
         expected_pid: Option<u32>,
         /// The peer's uid.
         found_uid: u32,
-        /// The peer's pid.
+        /// The peer's pid (0: in a pid namespace we cannot see).
         found_pid: u32,
     },
     /// A message arrived without the kernel's record of its sender (SCM_CREDENTIALS).

@@ -2,7 +2,7 @@
 //! directory where the sender promised a driver handle.
 
 use super::error::IpcError;
-use rustix::fd::AsFd;
+use rustix::fd::{AsFd, AsRawFd};
 use rustix::fs::FileType;
 use std::fmt;
 
@@ -24,13 +24,19 @@ pub enum FdKind {
     Socket,
     /// A symbolic link (only through `O_PATH`).
     Symlink,
-    /// No file type bits: an anonymous inode (eventfd, memfd-like driver objects).
+    /// An eventfd (an anonymous inode the kernel names `anon_inode:[eventfd]`): what the
+    /// simulator's export handles are.
+    EventFd,
+    /// Any other anonymous inode (epoll, timerfd, signalfd, pidfd, a driver object...), or
+    /// one whose name `/proc/self/fd` does not give.
     Anonymous,
 }
 
 impl FdKind {
-    /// What a driver export handle may be: never a regular file, a directory or a link.
-    pub const DEVICE_HANDLE: &'static [FdKind] = &[FdKind::CharDevice, FdKind::Anonymous];
+    /// What a driver export handle may be: a character device (the real driver's handles are
+    /// opens of its device node) or an eventfd (the simulator's); never a file, a directory, a
+    /// link, a pipe, a socket, or another anonymous inode.
+    pub const DEVICE_HANDLE: &'static [FdKind] = &[FdKind::CharDevice, FdKind::EventFd];
 }
 
 impl fmt::Display for FdKind {
@@ -43,13 +49,16 @@ impl fmt::Display for FdKind {
             FdKind::Fifo => "a pipe",
             FdKind::Socket => "a socket",
             FdKind::Symlink => "a symbolic link",
-            FdKind::Anonymous => "an anonymous inode",
+            FdKind::EventFd => "an eventfd",
+            FdKind::Anonymous => "an anonymous inode other than an eventfd",
         })
     }
 }
 
-/// What `fd` refers to.
+/// What `fd` refers to. Anonymous inodes have no file type bits; which one it is comes from
+/// the name the kernel gives it in `/proc/self/fd`.
 pub fn fd_kind(fd: impl AsFd) -> Result<FdKind, IpcError> {
+    let fd = fd.as_fd();
     let stat = rustix::fs::fstat(fd).map_err(|e| IpcError::io("fstat", e))?;
     Ok(match FileType::from_raw_mode(stat.st_mode) {
         FileType::RegularFile => FdKind::Regular,
@@ -59,7 +68,10 @@ pub fn fd_kind(fd: impl AsFd) -> Result<FdKind, IpcError> {
         FileType::Fifo => FdKind::Fifo,
         FileType::Socket => FdKind::Socket,
         FileType::Symlink => FdKind::Symlink,
-        _ => FdKind::Anonymous,
+        _ => match std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())) {
+            Ok(name) if name.as_os_str() == "anon_inode:[eventfd]" => FdKind::EventFd,
+            _ => FdKind::Anonymous,
+        },
     })
 }
 

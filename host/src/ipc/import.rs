@@ -250,6 +250,13 @@ impl System {
         if device != owner as u64 {
             return Err(ShareError::Malformed("the imported memory is on another device than the offer says"));
         }
+        // The offer's length is the sender's word; the imported allocation's own range bounds it.
+        let start = self.driver().pointer_get_attribute(ptr, PointerAttribute::RangeStartAddr)?;
+        let size = self.driver().pointer_get_attribute(ptr, PointerAttribute::RangeSize)?;
+        let available = start.checked_add(size).and_then(|end| end.checked_sub(ptr.0)).filter(|_| ptr.0 >= start);
+        if available.is_none_or(|available| offer.len > available) {
+            return Err(ShareError::BeyondAllocation { claimed: offer.len, available: available.unwrap_or(0) });
+        }
         for &peer in peers {
             imported.grant(peer)?;
         }

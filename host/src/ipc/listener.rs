@@ -40,6 +40,7 @@ impl Listener {
         rustix::net::bind(&socket, &address).map_err(|e| IpcError::io("bind", e))?;
         let listener = Listener { socket, path, peer: PeerCheck::SAME_UID, dir };
         rustix::net::listen(&listener.socket, 16).map_err(|e| IpcError::io("listen", e))?;
+        listener.set_timeout(Some(super::DEFAULT_TIMEOUT))?;
         Ok(listener)
     }
 
@@ -59,17 +60,27 @@ impl Listener {
         self.dir.path()
     }
 
-    /// Sets how long [`Listener::accept`] may block (`None`: forever).
+    /// Sets how long [`Listener::accept`] may block, and the send and receive timeout of the
+    /// channels it accepts from then on (`None`: forever). A new listener has
+    /// [`DEFAULT_TIMEOUT`](super::DEFAULT_TIMEOUT): a same-uid client that connects and stays
+    /// silent cannot stall the accepting side for good.
     pub fn set_timeout(&self, timeout: Option<Duration>) -> Result<(), IpcError> {
         sockopt::set_socket_timeout(&self.socket, Timeout::Recv, timeout).map_err(|e| IpcError::io("SO_RCVTIMEO", e))
     }
 
+    /// The timeout in force (`None`: forever).
+    pub fn timeout(&self) -> Result<Option<Duration>, IpcError> {
+        sockopt::socket_timeout(&self.socket, Timeout::Recv).map_err(|e| IpcError::io("SO_RCVTIMEO", e))
+    }
+
     /// The next connection, if its process passes the listener's [`PeerCheck`] (`SO_PEERCRED`);
-    /// otherwise the connection is closed and the error returned. The channel keeps the check.
+    /// otherwise the connection is closed and the error returned. The channel keeps the check
+    /// and the listener's timeout.
     pub fn accept(&self) -> Result<Channel, IpcError> {
         let socket = retry(|| rustix::net::accept_with(&self.socket, SocketFlags::CLOEXEC))
             .map_err(|e| IpcError::io("accept", e))?;
         let channel = Channel::wrap(socket)?.with_peer(self.peer);
+        channel.set_timeout(self.timeout()?)?;
         self.peer.verify(channel.peer_credentials()?, our_euid())?;
         Ok(channel)
     }

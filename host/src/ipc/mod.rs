@@ -24,7 +24,9 @@
 //! | staged copy | a pool with the wanted handle type, `cuMemcpyDtoDAsync`, then the pool path | the pool path; [`Imported::is_staged_copy`] |
 //!
 //! [`Exported::send`] sends an [`Offer`] and the handle's fd in one message; the importer checks
-//! the offer, the fd count and kind, and the memory's device before using it. A failed import
+//! the offer, the fd count and kind (a character device or an eventfd, see [`FdKind`]), the
+//! memory's device, and the offer's length against the imported allocation's own range
+//! ([`ShareError::BeyondAllocation`]) before using it. A failed import
 //! leaves nothing imported; [`Imported`] frees, unmaps or closes on drop, and a closed import
 //! answers [`ShareError::Closed`]. Access never travels with a handle (measured): the importer
 //! grants its own devices. Fabric handles go inside the offer, no fd; they are simulated and
@@ -42,6 +44,7 @@
 //! | the path for each kind of memory; staged copies | `ipc_sim_paths.rs`, `ipc_provenance.rs` | |
 //! | closed imports, garbage export data | `ipc_sim_pool.rs`, `ipc_sim_refusals.rs` | `closed_import_fails_cleanly`, `garbage_export_data_is_a_typed_error` |
 //! | wrong fds, closed sockets, strangers, malformed offers, every call failed in turn, no fd leaks | `ipc_sim_refusals.rs`, `ipc_channel.rs`, `ipc_child.rs`, `ipc_process.rs` | |
+//! | forged lengths, default timeouts, empty datagrams, a peer in another pid namespace (pid 0) | `ipc_sim_refusals.rs`, `ipc_channel.rs`, `ipc_pid_namespace.rs` (root) | |
 //! | fabric handles | `ipc_sim_pool.rs`, `ipc_sim_paths.rs` | `fabric_pool_export_or_typed_refusal` (either outcome passes) |
 //! | costs | `ipc_bench --sim` checks the example only | `host/examples/ipc_bench.rs` |
 
@@ -56,6 +59,7 @@ mod offer;
 mod private_dir;
 mod process;
 mod provenance;
+mod recvmsg;
 mod share_error;
 mod sharing;
 mod virtual_memory;
@@ -76,3 +80,9 @@ pub use share_error::ShareError;
 pub use sharing::{NoExport, ShareHandle, ShareRequest, SharingError, SharingPath, choose_path, sharing_path};
 pub use virtual_memory::VirtualAllocation;
 pub use wire::{Limits, MAX_FDS, MAX_PAYLOAD};
+
+/// How long a [`Channel`] send or receive and a [`Listener`] accept may block unless the
+/// caller sets another timeout: long enough for an importer's first grant (verification
+/// included, about 10 ms on the H200s) many times over, short enough that a silent peer of
+/// our uid cannot stall a process for good.
+pub const DEFAULT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);

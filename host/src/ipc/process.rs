@@ -24,6 +24,8 @@ pub fn spawn_with_channel(mut command: Command) -> Result<(Channel, Child), IpcE
 }
 
 /// In a child made by [`spawn_with_channel`]: the channel on stdin, trusting only the parent.
+/// In a pid namespace where the parent is invisible (pid 0) nothing passes that check: wrap
+/// stdin with [`Channel::from_fd`] to trust any process of our uid instead.
 pub fn inherited_channel() -> Result<Channel, IpcError> {
     let stdin = std::io::stdin().as_fd().try_clone_to_owned().map_err(|e| IpcError::Io {
         op: "dup stdin",

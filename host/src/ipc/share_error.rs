@@ -34,6 +34,16 @@ pub enum ShareError {
         /// The device asked for.
         accessor: usize,
     },
+    /// The offer claims more bytes than the imported allocation holds, as the driver reports
+    /// it (`CU_POINTER_ATTRIBUTE_RANGE_START_ADDR` and `RANGE_SIZE` of the imported pointer): a
+    /// forged or mistaken offer. Nothing stays imported.
+    #[error("the offer claims {claimed} bytes, but the imported allocation holds {available} from the shared address")]
+    BeyondAllocation {
+        /// Bytes the offer claims.
+        claimed: u64,
+        /// Bytes from the shared address to the end of the imported allocation.
+        available: u64,
+    },
     /// The import was closed; its address is no longer valid here.
     #[error("the imported memory was closed")]
     Closed,

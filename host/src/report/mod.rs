@@ -4,11 +4,21 @@
 //! A test binary writes a *plan* (every trial it built, with skip reasons) and one *result*
 //! file per trial it ran into a report directory; under cargo-nextest each trial runs in its
 //! own process, so results arrive as separate files. [`Report::collect`] merges a directory.
+//!
+//! The directory is held to [`OwnedDir`]'s rules (ours, not writable by others, no links
+//! followed, atomic writes), and only regular files with the expected names, at most
+//! [`MAX_FILE_BYTES`] each, are read: another user can neither plant results nor turn a write
+//! against a file of ours.
+
+mod markdown;
 
 use crate::facts::{self, Facts};
+use crate::owned_dir::{DirError, OwnedDir};
 use serde::{Deserialize, Serialize};
-use std::fs;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+
+pub use markdown::escape;
 
 /// Environment variable naming the report directory.
 pub const REPORT_DIR_ENV: &str = "PEERPOOL_REPORT_DIR";
@@ -174,15 +184,44 @@ pub struct Plan {
     pub trials: Vec<TrialRecord>,
 }
 
+/// The largest plan or result file read (a plan of a thousand trials is about 300 KiB).
+pub const MAX_FILE_BYTES: u64 = 4 << 20;
+
+/// Why a report directory could not be found, read or written.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ReportError {
+    /// The directory or one of its files was refused (see [`OwnedDir`]).
+    #[error(transparent)]
+    Dir(#[from] DirError),
+    /// A plan or result file that is not one.
+    #[error("{}: not a peerpool report file: {message}", path.display())]
+    Malformed {
+        /// The file.
+        path: PathBuf,
+        /// What the JSON parser said.
+        message: String,
+    },
+    /// No directory was named and none of ours could be found.
+    #[error(
+        "no report directory: set {REPORT_DIR_ENV} (this binary is not in a cargo target directory and \
+         $XDG_RUNTIME_DIR is not set)"
+    )]
+    NoDirectory,
+}
+
 /// The report directory: `$PEERPOOL_REPORT_DIR`, else `peerpool-report/` in the cargo target
-/// directory holding the running binary, else in the system temp directory.
-pub fn report_dir() -> PathBuf {
+/// directory holding the running binary, else in the user's runtime directory
+/// (`$XDG_RUNTIME_DIR`, private to the user). Never a shared directory such as `/tmp`, where
+/// another user could create it first: [`ReportError::NoDirectory`] instead.
+pub fn report_dir() -> Result<PathBuf, ReportError> {
     if let Some(dir) = std::env::var_os(REPORT_DIR_ENV) {
-        return dir.into();
+        return Ok(dir.into());
     }
     let exe = std::env::current_exe().ok();
     let target = exe.as_deref().and_then(|e| e.ancestors().find(|a| a.file_name().is_some_and(|n| n == "target")));
-    target.map_or_else(std::env::temp_dir, Path::to_path_buf).join("peerpool-report")
+    let runtime = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from).filter(|d| d.is_absolute());
+    let base = target.map(Path::to_path_buf).or(runtime).ok_or(ReportError::NoDirectory)?;
+    Ok(base.join("peerpool-report"))
 }
 
 /// A file-name-safe form of a trial or binary name.
@@ -191,38 +230,54 @@ pub fn file_stem(name: &str) -> String {
 }
 
 impl Plan {
-    /// Writes `<dir>/<binary>.plan.json`.
-    pub fn write(&self, dir: &Path, binary: &str) -> std::io::Result<()> {
-        fs::create_dir_all(dir)?;
-        let json = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
-        fs::write(dir.join(format!("{}.plan.json", file_stem(binary))), json)
+    /// Writes `<dir>/<binary>.plan.json` atomically, creating `dir` (mode 0700) if needed.
+    pub fn write(&self, dir: &Path, binary: &str) -> Result<PathBuf, ReportError> {
+        let name = format!("{}.plan.json", file_stem(binary));
+        let json = to_json(self, dir, &name)?;
+        Ok(OwnedDir::create(dir)?.write(&name, json.as_bytes())?)
     }
 }
 
 impl TrialRecord {
-    /// Writes `<dir>/<binary>.<trial>.result.json`.
-    pub fn write(&self, dir: &Path) -> std::io::Result<()> {
-        fs::create_dir_all(dir)?;
-        let json = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
+    /// Writes `<dir>/<binary>.<trial>.result.json` atomically, creating `dir` if needed.
+    pub fn write(&self, dir: &Path) -> Result<PathBuf, ReportError> {
         let name = format!("{}.{}.result.json", file_stem(&self.binary), file_stem(&self.name));
-        fs::write(dir.join(name), json)
+        let json = to_json(self, dir, &name)?;
+        Ok(OwnedDir::create(dir)?.write(&name, json.as_bytes())?)
     }
+}
+
+fn to_json(value: &impl Serialize, dir: &Path, name: &str) -> Result<String, ReportError> {
+    serde_json::to_string_pretty(value)
+        .map_err(|e| ReportError::Malformed { path: dir.join(name), message: e.to_string() })
 }
 
 impl Report {
     /// Merges every plan and result in `dir`: results override their trial's planned state.
-    pub fn collect(dir: &Path) -> std::io::Result<Report> {
+    ///
+    /// Only `*.plan.json` and `*.result.json` entries are opened, and each must be a regular
+    /// file of at most [`MAX_FILE_BYTES`] holding what its name says; anything else under those
+    /// names is refused, naming the file. Other entries are not opened.
+    pub fn collect(dir: &Path) -> Result<Report, ReportError> {
+        Report::collect_in(&OwnedDir::open(dir)?)
+    }
+
+    /// [`Report::collect`] on a directory already open.
+    pub fn collect_in(dir: &OwnedDir) -> Result<Report, ReportError> {
         let mut plans: Vec<Plan> = Vec::new();
         let mut results: Vec<TrialRecord> = Vec::new();
-        let mut entries: Vec<_> = fs::read_dir(dir)?.filter_map(Result::ok).map(|e| e.path()).collect();
-        entries.sort();
-        for path in entries {
-            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
-            let text = fs::read_to_string(&path)?;
-            if name.ends_with(".plan.json") {
-                plans.push(serde_json::from_str(&text).map_err(std::io::Error::other)?);
-            } else if name.ends_with(".result.json") {
-                results.push(serde_json::from_str(&text).map_err(std::io::Error::other)?);
+        for name in dir.names()? {
+            let (is_plan, is_result) = (name.ends_with(".plan.json"), name.ends_with(".result.json"));
+            if !is_plan && !is_result {
+                continue;
+            }
+            let bytes = dir.read(&name, MAX_FILE_BYTES)?;
+            let malformed =
+                |e: serde_json::Error| ReportError::Malformed { path: dir.path().join(&name), message: e.to_string() };
+            if is_plan {
+                plans.push(serde_json::from_slice(&bytes).map_err(malformed)?);
+            } else {
+                results.push(serde_json::from_slice(&bytes).map_err(malformed)?);
             }
         }
         // Suites that run on a simulator on purpose (stand-ins) write simulated hardware: the
@@ -235,69 +290,17 @@ impl Report {
             .cloned()
             .unwrap_or_else(|| HardwareRecord::missing("no plan found"));
         let build = plans.first().map_or_else(BuildRecord::current, |p| p.build.clone());
-        let mut trials: Vec<TrialRecord> = plans.into_iter().flat_map(|p| p.trials).collect();
-        for result in results {
-            match trials.iter_mut().find(|t| t.binary == result.binary && t.name == result.name) {
-                Some(t) => *t = result,
-                None => trials.push(result),
-            }
+        // Keyed by (binary, name): a later record of a trial replaces the earlier one.
+        let mut trials: BTreeMap<(String, String), TrialRecord> = BTreeMap::new();
+        for trial in plans.into_iter().flat_map(|p| p.trials).chain(results) {
+            trials.insert((trial.binary.clone(), trial.name.clone()), trial);
         }
-        trials.sort_by(|a, b| (&a.binary, &a.name).cmp(&(&b.binary, &b.name)));
-        Ok(Report { hardware, build, trials })
+        Ok(Report { hardware, build, trials: trials.into_values().collect() })
     }
 
     /// How many trials ended with `status`.
     pub fn count(&self, status: Status) -> usize {
         self.trials.iter().filter(|t| t.status == status).count()
-    }
-
-    /// The Markdown summary.
-    pub fn to_markdown(&self) -> String {
-        let mut md = String::from("# peerpool run report\n\n## Hardware\n");
-        let h = &self.hardware;
-        if let Some(why) = &h.missing {
-            md += &format!("No GPUs: {why}.\n");
-        }
-        if !h.driver.is_empty() {
-            md += &format!("Driver: {}\n\n", h.driver);
-        }
-        if !h.devices.is_empty() {
-            md += "| GPU | name | compute capability | memory (MiB) | pool handle types |\n| --- | --- | --- | --- | --- |\n";
-            for d in &h.devices {
-                md += &format!(
-                    "| {} | {} | {} | {} | {} |\n",
-                    d.ordinal, d.name, d.compute_capability, d.memory_mib, d.pool_handle_types
-                );
-            }
-            md += "\n| from -> to | link | peer access | native atomics | rank |\n| --- | --- | --- | --- | --- |\n";
-            for l in &h.links {
-                let link = l.link.as_deref().unwrap_or("unknown");
-                md += &format!(
-                    "| gpu{} -> gpu{} | {} | {} | {} | {} |\n",
-                    l.from, l.to, link, l.peer_access, l.native_atomics, l.performance_rank
-                );
-            }
-        }
-        let b = &self.build;
-        md += &format!(
-            "\n## Build\npeerpool {}, PTX {} ({}), commit {}\n\n",
-            b.peerpool,
-            b.ptx_origin,
-            if b.ptx_rustc.is_empty() { "committed copy" } else { &b.ptx_rustc },
-            b.commit.as_deref().unwrap_or("unknown")
-        );
-        md += &format!(
-            "## Trials\n{} passed, {} failed, {} skipped, {} not run\n\n| status | trial | detail |\n| --- | --- | --- |\n",
-            self.count(Status::Passed),
-            self.count(Status::Failed),
-            self.count(Status::Skipped),
-            self.count(Status::NotRun)
-        );
-        for t in &self.trials {
-            let detail = t.detail.as_deref().unwrap_or("").replace('|', "\\|").replace('\n', " ");
-            md += &format!("| {:?} | `{}` {} | {} |\n", t.status, t.binary, t.name, detail);
-        }
-        md
     }
 }
 
@@ -340,8 +343,8 @@ mod tests {
 
     #[test]
     fn results_override_the_plan_and_render() {
-        let dir = std::env::temp_dir().join(format!("peerpool-report-test-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
+        let temp = tempfile::tempdir().unwrap();
+        let dir = temp.path().join("reports");
         let trial = |name: &str, status, detail: Option<&str>| TrialRecord {
             name: name.into(),
             binary: "grant".into(),
@@ -365,6 +368,5 @@ mod tests {
         assert!(md.contains("No GPUs: no CUDA driver."), "{md}");
         assert!(md.contains("wrong \\| bytes"), "{md}");
         assert!(md.contains("needs 2 GPUs"), "{md}");
-        fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -1,0 +1,67 @@
+//! `peerpool check --topology`: bad topology input is refused at once with a clear line and
+//! exit status 2, before any pair is checked.
+
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+fn check(topology: &str) -> (Output, Duration) {
+    let out = std::env::temp_dir().join(format!("peerpool-cli-check-input-{}", std::process::id()));
+    let started = Instant::now();
+    let output = Command::new(env!("CARGO_BIN_EXE_peerpool"))
+        .args(["check", "--quiet", "--topology", topology, "--out"])
+        .arg(&out)
+        .output()
+        .expect("the command runs");
+    let _ = std::fs::remove_dir_all(&out);
+    (output, started.elapsed())
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn topology_file(name: &str, text: &str) -> std::path::PathBuf {
+    let path = std::env::temp_dir().join(format!("peerpool-cli-{name}-{}.toml", std::process::id()));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn a_missing_file_is_reported_as_missing() {
+    let (output, _) = check("./no-such-topology.toml");
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("topology file ./no-such-topology.toml does not exist"), "{}", stderr(&output));
+}
+
+#[test]
+fn an_unknown_catalog_name_lists_the_catalog() {
+    let (output, _) = check("no_such_machine");
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("no such catalog topology"), "{}", stderr(&output));
+    assert!(stderr(&output).contains("nvl72"), "{}", stderr(&output));
+}
+
+#[test]
+fn out_of_range_numbers_are_bad_input_not_a_panic() {
+    let path = topology_file(
+        "sms",
+        "name = \"t\"\n[[devices]]\ncount = 2\nname = \"X\"\nmemory_mib = 64\nsms = 536870912\ncompute_capability = [9, 0]\n",
+    );
+    let (output, _) = check(path.to_str().unwrap());
+    std::fs::remove_file(&path).unwrap();
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stderr(&output).contains("sms = 536870912"), "{}", stderr(&output));
+}
+
+#[test]
+fn more_gpus_than_check_takes_are_refused_at_once() {
+    let path = topology_file(
+        "count",
+        "name = \"t\"\n[[devices]]\ncount = 1000\nname = \"X\"\nmemory_mib = 64\nsms = 1\ncompute_capability = [9, 0]\n",
+    );
+    let (output, took) = check(path.to_str().unwrap());
+    std::fs::remove_file(&path).unwrap();
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stderr(&output).contains("at most 128"), "{}", stderr(&output));
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+}

@@ -1,0 +1,232 @@
+//! The built `peerpool` binary exits as its `--help` table says: 0 success, 1 a failure
+//! found, 2 bad input (before any work), 3 nothing checked, 4 no GPU where one is required.
+
+use peerpool::child::ChildReport;
+use peerpool::report::{BuildRecord, HardwareRecord, Plan, Status, TrialRecord};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+fn peerpool(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_peerpool")).args(args).output().expect("the command runs")
+}
+
+fn code(output: &Output) -> i32 {
+    output.status.code().unwrap_or(-1)
+}
+
+fn text(output: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr))
+}
+
+/// `check` on `topology` into a fresh `--out` directory.
+fn check(topology: Option<&str>, out: &Path) -> Output {
+    let mut args = vec!["check", "--quiet", "--out", out.to_str().unwrap()];
+    if let Some(t) = topology {
+        args.extend(["--topology", t]);
+    }
+    peerpool(&args)
+}
+
+fn no_driver() -> bool {
+    peerpool::System::open().is_err()
+}
+
+fn topology_file(dir: &Path, text: &str) -> PathBuf {
+    let path = dir.join("topology.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn help_shows_the_table() {
+    let output = peerpool(&["--help"]);
+    assert_eq!(code(&output), 0);
+    let help = text(&output);
+    for line in ["Exit codes", "0  success", "1  a failure", "2  bad input", "3  nothing was checked", "4  no GPU"] {
+        assert!(help.contains(line), "{line}: {help}");
+    }
+    assert_eq!(code(&peerpool(&["frobnicate"])), 2, "usage errors are bad input");
+    assert_eq!(code(&peerpool(&["bench", "--repeats", "0"])), 2);
+}
+
+#[test]
+fn check_exits_by_what_it_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let ok = check(Some("four_gpu_islands"), &out);
+    assert_eq!(code(&ok), 0, "{}", text(&ok));
+    assert!(out.join("check.json").is_file() && out.join("check.md").is_file());
+    assert_eq!(code(&check(Some("corrupt_link_pair"), &out)), 1);
+    assert_eq!(code(&check(Some("one_gpu"), &out)), 3);
+    let none = topology_file(dir.path(), "name = \"none\"\ndevices = []\n");
+    let output = check(Some(none.to_str().unwrap()), &out);
+    assert_eq!(code(&output), 3, "{}", text(&output));
+    let unlinked = topology_file(
+        dir.path(),
+        "name = \"unlinked\"\n[[devices]]\ncount = 2\nname = \"X\"\nmemory_mib = 64\nsms = 1\ncompute_capability = [9, 0]\npool_handle_types = 1\n",
+    );
+    let output = check(Some(unlinked.to_str().unwrap()), &out);
+    assert_eq!(code(&output), 3, "two GPUs without a peer path: {}", text(&output));
+    if no_driver() {
+        assert_eq!(code(&check(None, &out)), 0, "the simulated pair without a GPU");
+    }
+}
+
+#[test]
+fn a_bad_out_directory_is_refused_before_any_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("file");
+    std::fs::write(&file, "").unwrap();
+    let link = dir.path().join("link");
+    std::os::unix::fs::symlink(dir.path(), &link).unwrap();
+    for out in [file.clone(), file.join("below"), link] {
+        let started = Instant::now();
+        // nvl72 would take 40 s: a quick refusal shows nothing ran first.
+        let output = check(Some("nvl72"), &out);
+        assert_eq!(code(&output), 2, "{}: {}", out.display(), text(&output));
+        assert!(text(&output).contains("--out"), "{}", text(&output));
+        assert!(started.elapsed() < Duration::from_secs(10), "{}: {:?}", out.display(), started.elapsed());
+    }
+    let output = peerpool(&["bench", "--out", file.to_str().unwrap()]);
+    assert_eq!(code(&output), 2, "{}", text(&output));
+}
+
+#[test]
+fn check_replaces_a_planted_link_instead_of_writing_through_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    let victim = dir.path().join("victim");
+    std::fs::write(&victim, "precious").unwrap();
+    std::os::unix::fs::symlink(&victim, out.join("check.md")).unwrap();
+    assert_eq!(code(&check(Some("two_h200_nvlink"), &out)), 0);
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+    assert!(std::fs::symlink_metadata(out.join("check.md")).unwrap().is_file());
+}
+
+#[test]
+fn commands_that_need_a_gpu_say_so() {
+    if !no_driver() {
+        println!("skipped: a CUDA driver is here, so bench and facts would run");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let output = peerpool(&["bench", "--out", dir.path().join("bench").to_str().unwrap()]);
+    assert_eq!(code(&output), 4, "{}", text(&output));
+    assert_eq!(code(&peerpool(&["facts"])), 4);
+    assert_eq!(code(&peerpool(&[])), 4, "facts is the default");
+    assert_eq!(code(&peerpool(&["topologies"])), 0);
+}
+
+fn trial(name: &str, status: Status) -> TrialRecord {
+    TrialRecord { name: name.into(), binary: "suite".into(), status, detail: None, millis: None }
+}
+
+/// A report directory holding a plan of two trials and the given results.
+fn report_dir(results: &[TrialRecord]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = Plan {
+        hardware: HardwareRecord::missing("no CUDA driver"),
+        build: BuildRecord::current(),
+        trials: vec![trial("a", Status::NotRun), trial("b", Status::Skipped)],
+    };
+    plan.write(dir.path(), "suite").unwrap();
+    for result in results {
+        result.write(dir.path()).unwrap();
+    }
+    dir
+}
+
+fn report(dir: &Path, extra: &[&str]) -> Output {
+    let mut args = vec!["report", dir.to_str().unwrap()];
+    args.extend(extra);
+    peerpool(&args)
+}
+
+#[test]
+fn report_exits_by_what_it_merged() {
+    assert_eq!(code(&report(report_dir(&[trial("a", Status::Passed)]).path(), &[])), 0);
+    assert_eq!(code(&report(report_dir(&[trial("a", Status::Failed)]).path(), &[])), 1);
+    assert_eq!(code(&report(report_dir(&[]).path(), &[])), 3, "planned, nothing ran");
+    let empty = tempfile::tempdir().unwrap();
+    assert_eq!(code(&report(empty.path(), &[])), 3);
+    let output = report(&empty.path().join("missing"), &[]);
+    assert_eq!(code(&output), 2, "{}", text(&output));
+    assert!(text(&output).contains("does not exist"), "{}", text(&output));
+    let broken = report_dir(&[]);
+    std::fs::write(broken.path().join("x.result.json"), [0xFF, 0x00]).unwrap();
+    let output = report(broken.path(), &[]);
+    assert_eq!(code(&output), 2);
+    assert!(text(&output).contains("x.result.json"), "{}", text(&output));
+}
+
+#[test]
+fn report_refuses_one_path_for_both_outputs() {
+    let dir = report_dir(&[trial("a", Status::Passed)]);
+    let same = dir.path().join("same");
+    let same = same.to_str().unwrap();
+    let output = report(dir.path(), &["--json", same, "--markdown", same]);
+    assert_eq!(code(&output), 2, "{}", text(&output));
+    assert!(!Path::new(same).exists(), "nothing written");
+    let default_md = dir.path().join("report.md");
+    let output = report(dir.path(), &["--json", default_md.to_str().unwrap()]);
+    assert_eq!(code(&output), 2, "the JSON would overwrite the default Markdown: {}", text(&output));
+    let output = report(dir.path(), &["--json", &format!("{}/./report.md", dir.path().display())]);
+    assert_eq!(code(&output), 2, "the same file by another spelling");
+    assert_eq!(code(&report(dir.path(), &[])), 0);
+}
+
+/// Outside a cargo target directory, without $PEERPOOL_REPORT_DIR or $XDG_RUNTIME_DIR, there
+/// is no report directory: not a shared one in /tmp.
+#[test]
+fn no_report_directory_falls_back_to_a_shared_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("peerpool");
+    std::fs::copy(env!("CARGO_BIN_EXE_peerpool"), &copy).unwrap();
+    let run = |runtime: Option<&Path>| {
+        let mut command = Command::new(&copy);
+        command.arg("report").env_remove("PEERPOOL_REPORT_DIR").env_remove("XDG_RUNTIME_DIR");
+        if let Some(runtime) = runtime {
+            command.env("XDG_RUNTIME_DIR", runtime);
+        }
+        command.output().unwrap()
+    };
+    let output = run(None);
+    assert_eq!(code(&output), 2, "{}", text(&output));
+    assert!(text(&output).contains("set PEERPOOL_REPORT_DIR"), "{}", text(&output));
+    let runtime = dir.path().join("runtime");
+    std::fs::create_dir(&runtime).unwrap();
+    let output = run(Some(&runtime));
+    assert!(text(&output).contains(&format!("{}/peerpool-report", runtime.display())), "{}", text(&output));
+}
+
+#[test]
+fn the_negative_probe_child_prints_the_shared_report_line() {
+    if !no_driver() {
+        println!("skipped: a CUDA driver is here, so the probe would touch the GPUs");
+        return;
+    }
+    let output = peerpool(&["negative-probe", "--owner", "0", "--accessor", "1"]);
+    assert_eq!(code(&output), 0);
+    match ChildReport::find(&output.stdout) {
+        Some(ChildReport::Failed { message }) => assert!(message.contains("no CUDA driver"), "{message}"),
+        other => panic!("expected a failed report, got {other:?}: {}", text(&output)),
+    }
+}
+
+/// A reader that went away ends the command by SIGPIPE, as other Unix tools end, not a panic.
+#[test]
+fn a_closed_stdout_ends_the_command_without_a_panic() {
+    use std::os::unix::process::ExitStatusExt;
+    let (reader, writer) = rustix::pipe::pipe().unwrap();
+    drop(reader);
+    let output = Command::new(env!("CARGO_BIN_EXE_peerpool"))
+        .arg("topologies")
+        .stdout(std::process::Stdio::from(writer))
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.signal(), Some(libc::SIGPIPE), "{}", text(&output));
+    assert!(!text(&output).contains("panicked"), "{}", text(&output));
+}

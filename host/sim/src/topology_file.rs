@@ -1,0 +1,269 @@
+//! The TOML form of a [`Topology`] and the checks it passes before anything is built.
+//!
+//! A topology file is input from anywhere (`peerpool check --topology FILE`), so every number
+//! is checked against the range below before a device or a link table is allocated; anything
+//! else is a [`TopologyError`] naming the field, never a panic or an unbounded allocation.
+//!
+//! | field | accepted |
+//! | --- | --- |
+//! | text | at most [`MAX_TOPOLOGY_BYTES`] |
+//! | devices, all groups together | 0 to [`MAX_DEVICES`]; each group's `count` at least 1 |
+//! | `name` (machine, device group) | 1 to 256 bytes, no control characters |
+//! | `description` | at most 4096 bytes |
+//! | `driver_version` | 1000 to 99999 (`cuDriverGetVersion`'s 1000 × major + 10 × minor) |
+//! | `memory_mib` / `memory_bytes` | 1 byte to 16 TiB |
+//! | `sms` | 1 to 4096 |
+//! | `compute_capability` | major 1 to 99, minor 0 to 9 |
+//! | `pool_handle_types` | bits of `CUmemAllocationHandleType` only (0x1, 0x2, 0x4, 0x8) |
+//! | link `rank` | 0 to 1000 |
+//! | islands | devices that exist, each once, in at most one island |
+//! | pairs, faults | devices that exist, two different ones, each ordered pair once |
+//! | fault `period`, `xor` | period at least 1; xor not 0 for `corrupt` |
+
+use super::topology::{FaultKind, Link, LinkFault, MAX_DEVICES, Topology, TopologyError, bus_id};
+use crate::DeviceSpec;
+use peerpool::driver::HandleTypes;
+use serde::Deserialize;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Display;
+use std::ops::RangeInclusive;
+
+/// The longest topology text read (1 MiB): the catalog's largest file is under 2 KiB.
+pub const MAX_TOPOLOGY_BYTES: usize = 1 << 20;
+const NAME_BYTES: RangeInclusive<usize> = 1..=256;
+const DESCRIPTION_BYTES: usize = 4096;
+const DRIVER_VERSIONS: RangeInclusive<i32> = 1000..=99_999;
+const MEMORY_BYTES: RangeInclusive<u64> = 1..=(16 << 40);
+const SMS: RangeInclusive<i32> = 1..=4096;
+const CC_MAJOR: RangeInclusive<i32> = 1..=99;
+const CC_MINOR: RangeInclusive<i32> = 0..=9;
+const HANDLE_TYPE_BITS: u32 = 0xF;
+const RANKS: RangeInclusive<i32> = 0..=1000;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct TopologyFile {
+    name: String,
+    #[serde(default)]
+    description: String,
+    #[serde(default = "cuda_13")]
+    driver_version: i32,
+    devices: Vec<DeviceGroup>,
+    #[serde(default)]
+    links: LinksFile,
+    #[serde(default)]
+    faults: Vec<FaultFile>,
+}
+
+fn cuda_13() -> i32 {
+    13000
+}
+
+/// `count` identical devices, numbered after the groups before.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DeviceGroup {
+    #[serde(default = "one")]
+    count: usize,
+    name: String,
+    /// Total memory in MiB, or exactly in bytes with `memory_bytes` (one of the two).
+    #[serde(default)]
+    memory_mib: Option<u64>,
+    #[serde(default)]
+    memory_bytes: Option<u64>,
+    sms: i32,
+    compute_capability: [i32; 2],
+    #[serde(default = "yes")]
+    pools: bool,
+    #[serde(default)]
+    pool_handle_types: u32,
+}
+
+fn one() -> usize {
+    1
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LinksFile {
+    /// Every ordered pair; absent means no peer path.
+    default: Option<Link>,
+    #[serde(default)]
+    islands: Vec<IslandFile>,
+    #[serde(default)]
+    pairs: Vec<PairFile>,
+}
+
+/// Every ordered pair inside `devices` gets `link` (NVLink when omitted).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct IslandFile {
+    devices: Vec<usize>,
+    #[serde(default)]
+    link: Link,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PairFile {
+    from: usize,
+    to: usize,
+    #[serde(default = "yes")]
+    access: bool,
+    #[serde(default = "yes")]
+    atomics: bool,
+    #[serde(default)]
+    rank: i32,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FaultFile {
+    from: usize,
+    to: usize,
+    kind: FaultKind,
+    #[serde(default = "page")]
+    period: u64,
+    #[serde(default = "low_bit")]
+    xor: u8,
+}
+
+fn page() -> u64 {
+    4096
+}
+fn low_bit() -> u8 {
+    1
+}
+
+/// `value` if it lies in `range`, else why not.
+fn within<T: PartialOrd + Display>(what: &str, value: T, range: &RangeInclusive<T>) -> Result<T, String> {
+    if range.contains(&value) {
+        Ok(value)
+    } else {
+        Err(format!("{what} = {value} is outside {}..={}", range.start(), range.end()))
+    }
+}
+
+fn name(what: &str, text: &str) -> Result<String, String> {
+    within(&format!("{what} length"), text.len(), &NAME_BYTES)?;
+    if text.chars().any(char::is_control) {
+        return Err(format!("{what} {text:?} holds control characters"));
+    }
+    Ok(text.to_string())
+}
+
+fn link(what: &str, link: Link) -> Result<Link, String> {
+    within(&format!("{what}: rank"), link.rank, &RANKS)?;
+    Ok(link)
+}
+
+impl DeviceGroup {
+    /// The group's device, checked.
+    fn spec(&self) -> Result<DeviceSpec, String> {
+        let at = format!("device group {:?}", self.name);
+        let memory = match (self.memory_bytes, self.memory_mib) {
+            (Some(bytes), None) => bytes,
+            (None, Some(mib)) => {
+                mib.checked_mul(1 << 20).ok_or_else(|| format!("{at}: memory_mib = {mib} overflows"))?
+            }
+            _ => return Err(format!("{at}: give memory_mib or memory_bytes")),
+        };
+        let [major, minor] = self.compute_capability;
+        if self.pool_handle_types & !HANDLE_TYPE_BITS != 0 {
+            return Err(format!("{at}: pool_handle_types = {:#x} has unknown bits", self.pool_handle_types));
+        }
+        Ok(DeviceSpec {
+            name: name(&at, &self.name)?,
+            total_memory: within(&format!("{at}: memory in bytes"), memory, &MEMORY_BYTES)?,
+            sms: within(&format!("{at}: sms"), self.sms, &SMS)?,
+            compute_capability: (
+                within(&format!("{at}: compute capability major"), major, &CC_MAJOR)?,
+                within(&format!("{at}: compute capability minor"), minor, &CC_MINOR)?,
+            ),
+            pools_supported: self.pools,
+            pool_handle_types: HandleTypes(self.pool_handle_types),
+            pci_bus_id: 0,
+        })
+    }
+}
+
+impl TryFrom<TopologyFile> for Topology {
+    type Error = TopologyError;
+
+    fn try_from(file: TopologyFile) -> Result<Topology, TopologyError> {
+        build(&file).map_err(|message| TopologyError { source_name: file.name.clone(), message })
+    }
+}
+
+fn build(file: &TopologyFile) -> Result<Topology, String> {
+    let name = name("name", &file.name)?;
+    if file.description.len() > DESCRIPTION_BYTES {
+        return Err(format!("description longer than {DESCRIPTION_BYTES} bytes"));
+    }
+    let driver_version = within("driver_version", file.driver_version, &DRIVER_VERSIONS)?;
+    // Counted and checked before any device or link table is allocated.
+    let mut n = 0usize;
+    let mut groups = Vec::new();
+    for g in &file.devices {
+        within(&format!("device group {:?}: count", g.name), g.count, &(1..=MAX_DEVICES))?;
+        n = n.saturating_add(g.count);
+        if n > MAX_DEVICES {
+            return Err(format!("more than {MAX_DEVICES} devices"));
+        }
+        groups.push((g.count, g.spec()?));
+    }
+    let devices: Vec<DeviceSpec> = groups
+        .into_iter()
+        .flat_map(|(count, spec)| std::iter::repeat_n(spec, count))
+        .enumerate()
+        .map(|(i, spec)| DeviceSpec { pci_bus_id: bus_id(i), ..spec })
+        .collect();
+    let device = |what: &str, d: usize| {
+        if d < n { Ok(d) } else { Err(format!("{what}: device {d} does not exist ({n} devices)")) }
+    };
+    let default = link("links.default", file.links.default.unwrap_or(Link::NONE))?;
+    let mut t = Topology::with_links(name, file.description.trim().to_string(), driver_version, devices, default);
+    let mut in_island = BTreeSet::new();
+    for island in &file.links.islands {
+        let island_link = link("island", island.link)?;
+        for &d in &island.devices {
+            if !in_island.insert(device("island", d)?) {
+                return Err(format!("island: device {d} is listed twice (islands are disjoint)"));
+            }
+        }
+        for &from in &island.devices {
+            for &to in &island.devices {
+                t.set_link(from, to, island_link);
+            }
+        }
+    }
+    let mut seen = BTreeSet::new();
+    for p in &file.links.pairs {
+        let (from, to) = (device("pair", p.from)?, device("pair", p.to)?);
+        if from == to {
+            return Err(format!("pair {from} -> {to}: a device is not its own peer"));
+        }
+        if !seen.insert((from, to)) {
+            return Err(format!("pair {from} -> {to} is given twice"));
+        }
+        t.set_link(from, to, link("pair", Link { access: p.access, atomics: p.atomics, rank: p.rank })?);
+    }
+    let mut faults = BTreeMap::new();
+    for f in &file.faults {
+        let (from, to) = (device("fault", f.from)?, device("fault", f.to)?);
+        if from == to || f.period == 0 || (f.kind == FaultKind::Corrupt && f.xor == 0) {
+            return Err(format!("fault {from} -> {to}: needs two devices, period > 0 and xor != 0"));
+        }
+        if faults.insert((from, to), LinkFault { kind: f.kind, period: f.period, xor: f.xor }).is_some() {
+            return Err(format!("fault {from} -> {to} is given twice"));
+        }
+    }
+    for ((from, to), fault) in faults {
+        t.set_fault(from, to, Some(fault));
+    }
+    Ok(t)
+}

@@ -1,0 +1,160 @@
+//! Report directories and files: what another local user could plant is refused or replaced,
+//! never followed or believed; what is read is a regular file of bounded size, named in every
+//! error; Markdown from trial and device names stays literal text.
+
+use peerpool::owned_dir::{DirError, OwnedDir};
+use peerpool::report::{
+    BuildRecord, DeviceRecord, HardwareRecord, MAX_FILE_BYTES, Plan, Report, ReportError, Status, TrialRecord,
+};
+use rustix::fs::{FileType, Mode};
+use std::os::unix::fs::{PermissionsExt, symlink};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+fn trial(name: &str, status: Status, detail: Option<&str>) -> TrialRecord {
+    TrialRecord { name: name.into(), binary: "suite".into(), status, detail: detail.map(str::to_string), millis: None }
+}
+
+fn plan(trials: Vec<TrialRecord>) -> Plan {
+    Plan { hardware: HardwareRecord::missing("no CUDA driver"), build: BuildRecord::current(), trials }
+}
+
+/// A report directory holding one plan with one runnable trial.
+fn report_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    plan(vec![trial("a", Status::NotRun, None)]).write(dir.path(), "suite").unwrap();
+    dir
+}
+
+fn mode(path: &Path) -> u32 {
+    std::fs::symlink_metadata(path).unwrap().permissions().mode() & 0o7777
+}
+
+#[test]
+fn a_directory_planted_by_another_uid_is_refused() {
+    if !rustix::process::geteuid().is_root() {
+        println!("skipped: needs root to give a directory to another uid (chown)");
+        return;
+    }
+    let base = tempfile::tempdir().unwrap();
+    let planted = base.path().join("peerpool-report");
+    std::fs::create_dir(&planted).unwrap();
+    std::os::unix::fs::chown(&planted, Some(65534), Some(65534)).unwrap();
+    let refused = |e: ReportError| matches!(e, ReportError::Dir(DirError::NotOwned { owner: 65534, euid: 0, .. }));
+    let error = plan(vec![]).write(&planted, "suite").unwrap_err();
+    assert!(refused(error.clone()), "{error}");
+    assert!(error.to_string().contains("owned by uid 65534"), "{error}");
+    assert!(refused(Report::collect(&planted).unwrap_err()));
+    assert!(refused(trial("a", Status::Passed, None).write(&planted).unwrap_err()));
+    assert_eq!(std::fs::read_dir(&planted).unwrap().count(), 0, "nothing was written there");
+}
+
+#[test]
+fn directories_are_created_private_and_never_through_a_link() {
+    let base = tempfile::tempdir().unwrap();
+    let fresh = base.path().join("a/b/report");
+    OwnedDir::create(&fresh).unwrap();
+    assert_eq!(mode(&fresh), 0o700);
+    assert_eq!(mode(&base.path().join("a")), 0o700, "missing parents too");
+
+    let link = base.path().join("link");
+    symlink(&fresh, &link).unwrap();
+    assert!(matches!(OwnedDir::create(&link), Err(DirError::Link { .. })));
+    assert!(matches!(Report::collect(&link), Err(ReportError::Dir(DirError::Link { .. }))));
+    let dangling = base.path().join("dangling");
+    symlink(base.path().join("nowhere"), &dangling).unwrap();
+    assert!(OwnedDir::create(&dangling).is_err());
+    assert!(!base.path().join("nowhere").exists(), "a dangling link is not followed to create its target");
+
+    let open = base.path().join("open");
+    std::fs::create_dir(&open).unwrap();
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+    assert!(matches!(OwnedDir::open(&open), Err(DirError::OpenToOthers { mode: 0o777, .. })));
+}
+
+#[test]
+fn a_planted_link_is_replaced_not_followed() {
+    let dir = report_dir();
+    let victim = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(victim.path(), "precious").unwrap();
+    symlink(victim.path(), dir.path().join("report.md")).unwrap();
+    let owned = OwnedDir::open(dir.path()).unwrap();
+    owned.write("report.md", b"# report").unwrap();
+    assert_eq!(std::fs::read_to_string(victim.path()).unwrap(), "precious");
+    assert!(std::fs::symlink_metadata(dir.path().join("report.md")).unwrap().is_file());
+    let names = owned.names().unwrap();
+    assert!(names.iter().all(|n| !n.ends_with(".tmp")), "no temporary file left: {names:?}");
+}
+
+#[test]
+fn other_entries_are_not_opened() {
+    let dir = report_dir();
+    std::fs::create_dir(dir.path().join("subdir")).unwrap();
+    std::fs::write(dir.path().join("notes.bin"), [0xFF, 0x00, 0xFE]).unwrap();
+    mkfifo(&dir.path().join("pipe"));
+    symlink("/dev/zero", dir.path().join("zero")).unwrap();
+    std::fs::write(dir.path().join("report.md"), "old").unwrap();
+    let started = Instant::now();
+    let report = Report::collect(dir.path()).unwrap();
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_eq!(report.trials.len(), 1);
+}
+
+/// Each hostile entry under a name the reader opens: refused quickly, naming the file.
+#[test]
+fn hostile_report_files_are_refused_naming_them() {
+    type Plant = fn(&Path);
+    let cases: [(&str, Plant, &str); 6] = [
+        ("subdir.result.json", |p| std::fs::create_dir(p).unwrap(), "a directory"),
+        ("binary.result.json", |p| std::fs::write(p, [0xFF, 0xFE, 0x00, 0x9C]).unwrap(), "not a peerpool report file"),
+        ("fifo.plan.json", |p| mkfifo(p), "a FIFO"),
+        ("zero.result.json", |p| symlink("/dev/zero", p).unwrap(), "symbolic link"),
+        ("wrong.plan.json", |p| std::fs::write(p, "{\"trials\": 3}").unwrap(), "not a peerpool report file"),
+        ("huge.result.json", |p| std::fs::File::create(p).unwrap().set_len(MAX_FILE_BYTES + 1).unwrap(), "larger than"),
+    ];
+    for (name, plant, needle) in cases {
+        let dir = report_dir();
+        plant(&dir.path().join(name));
+        let started = Instant::now();
+        let error = Report::collect(dir.path()).expect_err(name).to_string();
+        assert!(started.elapsed() < Duration::from_secs(5), "{name}: took {:?}", started.elapsed());
+        assert!(error.contains(name), "{name}: the error names the file: {error}");
+        assert!(error.contains(needle), "{name}: {error}");
+    }
+}
+
+#[test]
+fn markdown_in_names_and_messages_stays_literal() {
+    let dir = report_dir();
+    let hostile = "x | y `z` **bold** [link](http://evil) <img src=x onerror=alert(1)>\n# heading\r\n| --- |";
+    let mut plan = plan(vec![trial(hostile, Status::Failed, Some(hostile))]);
+    plan.hardware = HardwareRecord {
+        driver: hostile.into(),
+        devices: vec![DeviceRecord {
+            ordinal: 0,
+            name: hostile.into(),
+            compute_capability: "9.0".into(),
+            memory_mib: 1,
+            pool_handle_types: hostile.into(),
+        }],
+        ..HardwareRecord::default()
+    };
+    plan.write(dir.path(), "evil|binary").unwrap();
+    let md = Report::collect(dir.path()).unwrap().to_markdown();
+    for line in md.lines().filter(|l| l.starts_with('|')) {
+        let cells = unescaped_pipes(line);
+        assert!(cells == 4 || cells == 6, "a row with {cells} cell borders: {line}");
+    }
+    assert!(!md.contains("<img") && !md.contains("**bold**") && !md.contains("[link]"), "{md}");
+    assert!(md.lines().all(|l| !l.starts_with("# heading")), "{md}");
+}
+
+/// `|` not preceded by a backslash.
+fn unescaped_pipes(line: &str) -> usize {
+    let bytes = line.as_bytes();
+    (0..bytes.len()).filter(|&i| bytes[i] == b'|' && (i == 0 || bytes[i - 1] != b'\\')).count()
+}
+
+fn mkfifo(path: &Path) {
+    rustix::fs::mknodat(rustix::fs::CWD, path, FileType::Fifo, Mode::RUSR | Mode::WUSR, 0).unwrap();
+}
