@@ -101,6 +101,18 @@ exports! {
         out(version, API_VERSION as c_uint)
     }
 
+    /// Stream priorities do not change the simulator's order; the range is an H100/H200's.
+    fn cuCtxGetStreamPriorityRange(least: *mut c_int, greatest: *mut c_int) {
+        code(sim().ctx_get_device())?;
+        if !least.is_null() {
+            least.write(0);
+        }
+        if !greatest.is_null() {
+            greatest.write(-5);
+        }
+        Ok(())
+    }
+
     /// The current context's flags: the scheduling defaults (0).
     fn cuCtxGetFlags(flags: *mut c_uint) {
         code(sim().ctx_get_device())?;

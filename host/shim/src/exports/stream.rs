@@ -28,6 +28,12 @@ exports! {
         code(sim().stream_query(stream(h_stream)))
     }
 
+    /// Nothing is ever captured into a graph here (graphs are not simulated).
+    fn cuStreamIsCapturing(h_stream: sys::CUstream, status: *mut sys::CUstreamCaptureStatus) {
+        code(sim().stream_query(stream(h_stream)))?;
+        out(status, sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
+    }
+
     fn cuStreamWaitEvent(h_stream: sys::CUstream, h_event: sys::CUevent, flags: c_uint) {
         code(sim().stream_wait_event(stream(h_stream), event(h_event), flags))
     }

@@ -1,18 +1,26 @@
 /* A C client of the CUDA driver API, linked with -lcuda, that knows nothing of peerpool:
  * it prints what it observes about every ordered GPU pair (peer capability, and whether a
  * pool grant to the peer takes, reads back and moves bytes), so that a test can compare it
- * with the simulated topology. One line per fact; "fail ..." on any unexpected error. */
+ * with the simulated topology. One line per fact. On an unexpected error it prints
+ * "fail <call>: <code>", then "after <code>" for one more call (a context killed by a sticky
+ * error answers it with the same code), and exits 1. */
 #include <cuda.h>
 #include <stdio.h>
 #include <string.h>
+
+static const char *name_of(CUresult r) {
+    const char *name = "?";
+    cuGetErrorName(r, &name);
+    return name;
+}
 
 #define TRY(call)                                                                        \
     do {                                                                                 \
         CUresult r_ = (call);                                                            \
         if (r_ != CUDA_SUCCESS) {                                                        \
-            const char *name_ = "?";                                                     \
-            cuGetErrorName(r_, &name_);                                                  \
-            printf("fail %s: %s\n", #call, name_);                                       \
+            printf("fail %s: %s\n", #call, name_of(r_));                                 \
+            int count_;                                                                  \
+            printf("after %s\n", name_of(cuDeviceGetCount(&count_)));                    \
             return 1;                                                                    \
         }                                                                                \
     } while (0)
@@ -75,7 +83,7 @@ int main(void) {
             }
             TRY(cuMemPoolDestroy(pool));
             printf("pair %d->%d can_access %d grant %s readback %s moved %d\n", peer, owner, can,
-                   grant == CUDA_SUCCESS ? "ok" : "refused",
+                   grant == CUDA_SUCCESS ? "ok" : name_of(grant),
                    flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE ? "rw" : "none", moved);
         }
     }

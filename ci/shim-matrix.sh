@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The suites that skip without a GPU, run through peerpool's real-driver code path (CudaDriver)
+# over the libcuda shim, on simulated topologies: every trial must run (no "no CUDA driver"
+# skip) and pass; `peerpool check` must print the topology's matrix. Then the clients that know
+# nothing of peerpool (a C program linked with -lcuda, a cuda.core script), when their tools
+# are installed ($PEERPOOL_CUDA_INCLUDE, $PEERPOOL_PYTHON: .ci/run sets both).
+# Usage: ci/shim-matrix.sh [TOPOLOGY ...]   (default: two_h200_nvlink four_gpu_islands eight_gpu_nvswitch)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+topologies=("$@")
+if [ ${#topologies[@]} -eq 0 ]; then
+    topologies=(two_h200_nvlink four_gpu_islands eight_gpu_nvswitch)
+fi
+cargo build -q -p peerpool-shim -p peerpool-cli
+mkdir -p target/shim-matrix
+for t in "${topologies[@]}"; do
+    echo "== $t (through the shim)"
+    suites=(--test first_proof --test grant --test model_hw)
+    # The differential compares the driver with an in-process simulated 2 x H200.
+    [ "$t" = two_h200_nvlink ] && suites+=(--test differential)
+    log="target/shim-matrix/$t.txt"
+    target/debug/peerpool sim --topology "$t" -- \
+        cargo test -p peerpool-tests "${suites[@]}" -p downstream-allocator --test pairs > "$log" 2>&1 || {
+        echo "suites failed through the shim on $t:" >&2
+        grep -E "FAILED|panicked|^error" "$log" >&2 || tail -40 "$log" >&2
+        exit 1
+    }
+    if grep -q "no CUDA driver" "$log"; then
+        echo "a trial was skipped for want of a driver on $t: the shim was not loaded" >&2
+        exit 1
+    fi
+    grep -E "^test result" "$log" | sed 's/^/    /'
+    target/debug/peerpool sim --topology "$t" -- \
+        target/debug/peerpool check --quiet --out "target/shim-matrix/check-$t" > "target/shim-matrix/check-$t.txt"
+    head -n 1 "target/shim-matrix/check-$t.txt" | grep -q "CUDA driver 13.0" || {
+        echo "peerpool check did not run on the shim's driver for $t" >&2
+        exit 1
+    }
+    sed -n '/GPU0/,/^$/p' "target/shim-matrix/check-$t.txt"
+done
+echo "== clients that know nothing of peerpool"
+cargo test -q -p peerpool-shim --test clients 2>&1 | tee target/shim-matrix/clients.txt
+if [ -n "${PEERPOOL_CUDA_INCLUDE:-}" ] && [ -n "${PEERPOOL_PYTHON:-}" ]; then
+    grep -q "0 failed; 0 ignored" target/shim-matrix/clients.txt || {
+        echo "with both tools given, no client trial may be skipped" >&2
+        exit 1
+    }
+fi

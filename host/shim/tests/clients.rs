@@ -1,0 +1,253 @@
+//! Programs that know nothing of peerpool, run against the shim as their libcuda: a C program
+//! linked with `-lcuda` (`clients/pools.c`) and a cuda.core script (`clients/pools.py`). What
+//! they observe of every ordered pair must be the simulated topology's peer matrix; fault rules
+//! and bad settings given by environment must reach them as documented.
+//!
+//! The C program needs NVIDIA's `cuda.h` (`$PEERPOOL_CUDA_INCLUDE`) and the script a Python
+//! with cuda-core (`$PEERPOOL_PYTHON`): `.ci/run` installs both from PyPI into a throwaway
+//! virtual environment. Without them those trials are skipped, with the reason in their name.
+
+use libtest_mimic::{Arguments, Failed, Trial};
+use peerpool_sim::{Topology, catalog_topology};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Output};
+use std::sync::OnceLock;
+
+const TOPOLOGIES: [&str; 2] = ["four_gpu_islands", "eight_gpu_nvswitch"];
+const CUDA_INCLUDE: &str = "PEERPOOL_CUDA_INCLUDE";
+const PYTHON: &str = "PEERPOOL_PYTHON";
+
+/// The directory of the build these tests belong to (`target/<profile>`), found at run time.
+fn build_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test knows its own path");
+    exe.parent().and_then(Path::parent).expect("target/<profile>/deps/<test>").to_path_buf()
+}
+
+/// A directory holding the shim as `libcuda.so` and `libcuda.so.1`, made once per run.
+static SHIM_DIR: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+
+fn shim_dir() -> Result<&'static Path, Failed> {
+    let made = SHIM_DIR.get_or_init(|| {
+        let shim = build_dir().join("libpeerpool_shim.so");
+        if !shim.is_file() {
+            return Err(format!("no shim at {} (cargo builds it with this package)", shim.display()));
+        }
+        let dir = std::env::temp_dir().join(format!("peerpool-shim-clients-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        for name in ["libcuda.so", "libcuda.so.1"] {
+            let _ = std::fs::remove_file(dir.join(name));
+            std::os::unix::fs::symlink(&shim, dir.join(name)).map_err(|e| e.to_string())?;
+        }
+        Ok(dir)
+    });
+    made.as_deref().map_err(|e| e.clone().into())
+}
+
+fn clients() -> PathBuf {
+    PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets it")).join("tests/clients")
+}
+
+/// The C client, compiled once against NVIDIA's header and linked with the shim's `-lcuda`.
+fn c_client() -> Result<&'static Path, Failed> {
+    static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    let built = BUILT.get_or_init(|| {
+        let include = std::env::var(CUDA_INCLUDE).map_err(|_| format!("{CUDA_INCLUDE} is not set"))?;
+        let dir = shim_dir().map_err(|e| e.message().unwrap_or_default().to_string())?;
+        let exe = dir.join("pools");
+        let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+        let out = Command::new(cc)
+            .arg("-o")
+            .arg(&exe)
+            .arg(clients().join("pools.c"))
+            .arg(format!("-I{include}"))
+            .arg(format!("-L{}", dir.display()))
+            .arg("-lcuda")
+            .output()
+            .map_err(|e| format!("running cc: {e}"))?;
+        match out.status.success() {
+            true => Ok(exe),
+            false => Err(format!("cc failed: {}", String::from_utf8_lossy(&out.stderr))),
+        }
+    });
+    built.as_deref().map_err(|e| e.clone().into())
+}
+
+/// Runs `program` with the shim first on the library path and `settings` in the environment.
+fn run(program: &mut Command, settings: &[(&str, &str)]) -> Result<Output, Failed> {
+    let dir = shim_dir()?;
+    program.env("LD_LIBRARY_PATH", dir);
+    for name in peerpool_sim::env::VARIABLES {
+        program.env_remove(name);
+    }
+    program.envs(settings.iter().copied());
+    Ok(program.output()?)
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// `pair a->b ...` lines by ordered pair (accessor, owner).
+fn pairs(text: &str) -> BTreeMap<(usize, usize), String> {
+    text.lines()
+        .filter_map(|l| {
+            let rest = l.strip_prefix("pair ")?;
+            let (pair, facts) = rest.split_once(' ')?;
+            let (a, o) = pair.split_once("->")?;
+            Some(((a.parse().ok()?, o.parse().ok()?), facts.to_string()))
+        })
+        .collect()
+}
+
+/// What the C client must print for `accessor -> owner` on `topology`.
+fn expected_c(topology: &Topology, accessor: usize, owner: usize) -> String {
+    match topology.link(accessor, owner).access {
+        true => "can_access 1 grant ok readback rw moved 1".into(),
+        false => "can_access 0 grant CUDA_ERROR_INVALID_DEVICE readback none moved 0".into(),
+    }
+}
+
+fn c_sees_the_peer_matrix(stem: &str) -> Result<(), Failed> {
+    let topology = catalog_topology(stem)?;
+    let out = run(&mut Command::new(c_client()?), &[("PEERPOOL_SIM_TOPOLOGY", stem)])?;
+    let text = stdout(&out);
+    if !out.status.success() || !text.contains("done version 13000") {
+        return Err(format!("the client failed: {text}{}", String::from_utf8_lossy(&out.stderr)).into());
+    }
+    let n = topology.device_count();
+    let seen = pairs(&text);
+    if seen.len() != n * (n - 1) {
+        return Err(format!("{} pairs reported, {} expected", seen.len(), n * (n - 1)).into());
+    }
+    for ((accessor, owner), facts) in seen {
+        let want = expected_c(&topology, accessor, owner);
+        if facts != want {
+            return Err(format!("gpu{accessor}->gpu{owner}: saw `{facts}`, the topology says `{want}`").into());
+        }
+    }
+    Ok(())
+}
+
+fn c_meets_a_fault_rule() -> Result<(), Failed> {
+    let rule = [("PEERPOOL_SIM_FAULTS", "cuMemPoolSetAccess@1=OUT_OF_MEMORY")];
+    let text = stdout(&run(&mut Command::new(c_client()?), &rule)?);
+    let first = pairs(&text).remove(&(1, 0)).unwrap_or_default();
+    if first != "can_access 1 grant CUDA_ERROR_OUT_OF_MEMORY readback none moved 0" {
+        return Err(format!("the first grant should meet the rule: {text}").into());
+    }
+    match pairs(&text).get(&(0, 1)).map(String::as_str) {
+        Some("can_access 1 grant ok readback rw moved 1") => Ok(()),
+        other => Err(format!("only the first call is failed; the second pair saw {other:?}").into()),
+    }
+}
+
+fn c_meets_a_sticky_rule() -> Result<(), Failed> {
+    let rule = [("PEERPOOL_SIM_FAULTS", "cuMemcpyDtoD@1=ILLEGAL_ADDRESS")];
+    let out = run(&mut Command::new(c_client()?), &rule)?;
+    let text = stdout(&out);
+    let died = text.contains("fail cuMemcpyDtoD(dst, src, sizeof out): CUDA_ERROR_ILLEGAL_ADDRESS")
+        && text.contains("after CUDA_ERROR_ILLEGAL_ADDRESS");
+    match (died, out.status.code()) {
+        (true, Some(1)) => Ok(()),
+        _ => Err(format!("expected the context dead after the sticky fault: {text}").into()),
+    }
+}
+
+fn c_gets_one_line_for_bad_settings() -> Result<(), Failed> {
+    for (name, value, says) in [
+        ("PEERPOOL_SIM_TOPOLOGY", "no_such_machine", "no such catalog topology"),
+        ("PEERPOOL_SIM_FAULTS", "cuMemAlloc=NOT_A_CODE", "not a CUresult name"),
+        ("PEERPOOL_SIM_TRACE", "/nonexistent/dir/trace.txt", "cannot open"),
+    ] {
+        let out = run(&mut Command::new(c_client()?), &[(name, value)])?;
+        let (text, err) = (stdout(&out), String::from_utf8_lossy(&out.stderr).into_owned());
+        let lines: Vec<&str> = err.lines().collect();
+        let one_line = lines.len() == 1 && lines[0].starts_with("peerpool-shim: ") && lines[0].contains(says);
+        if !one_line || !text.contains("fail cuInit(0): CUDA_ERROR_INVALID_VALUE") || out.status.code() != Some(1) {
+            return Err(format!("{name}={value}: stdout {text:?}, stderr {err:?}, {}", out.status).into());
+        }
+    }
+    Ok(())
+}
+
+fn c_leaves_a_trace() -> Result<(), Failed> {
+    let trace = shim_dir()?.join("trace.txt");
+    let _ = std::fs::remove_file(&trace);
+    let out = run(&mut Command::new(c_client()?), &[("PEERPOOL_SIM_TRACE", &trace.display().to_string())])?;
+    if !out.status.success() {
+        return Err(format!("the client failed: {}", stdout(&out)).into());
+    }
+    let text = std::fs::read_to_string(&trace)?;
+    let lines: Vec<&str> = text.lines().collect();
+    let named = |prefix: &str, result: &str| lines.iter().any(|l| l.starts_with(prefix) && l.ends_with(result));
+    if !(lines[0] == "cuInit flags=0 => CUDA_SUCCESS"
+        && named("cuMemPoolSetAccess memory_pool=", "=> CUDA_SUCCESS")
+        && named("cuMemAlloc ", "=> CUDA_SUCCESS"))
+    {
+        return Err(format!("unexpected trace:\n{text}").into());
+    }
+    Ok(())
+}
+
+fn python_sees_the_peer_matrix(stem: &str) -> Result<(), Failed> {
+    let python = std::env::var(PYTHON)?;
+    let topology = catalog_topology(stem)?;
+    let mut script = Command::new(python);
+    script.arg(clients().join("pools.py"));
+    let out = run(&mut script, &[("PEERPOOL_SIM_TOPOLOGY", stem)])?;
+    let text = stdout(&out);
+    if !out.status.success() || !text.ends_with("done\n") {
+        return Err(format!("the script failed: {text}{}", String::from_utf8_lossy(&out.stderr)).into());
+    }
+    let n = topology.device_count();
+    for owner in 0..n {
+        let reach: Vec<usize> = (0..n).filter(|&a| a != owner && topology.link(a, owner).access).collect();
+        let want = format!("pool {owner} reach {reach:?} peers {reach:?}");
+        if !text.lines().any(|l| l == want) {
+            return Err(format!("missing `{want}` in:\n{text}").into());
+        }
+        for peer in &reach {
+            if !text.lines().any(|l| l == format!("copy {owner}->{peer} moved 1")) {
+                return Err(format!("no bytes moved {owner}->{peer}:\n{text}").into());
+            }
+        }
+        if !text.lines().any(|l| l == format!("pool {owner} after revoke []")) {
+            return Err(format!("pool {owner} kept peers after the revoke:\n{text}").into());
+        }
+    }
+    Ok(())
+}
+
+/// A trial, or the same name skipped with why it cannot run here.
+fn trial(name: String, needs: &str, test: impl FnOnce() -> Result<(), Failed> + Send + 'static) -> Trial {
+    match std::env::var(needs) {
+        Ok(_) => Trial::test(name, test),
+        Err(_) => Trial::test(name, test).with_ignored_flag(true).with_kind(format!("skipped: {needs} is not set")),
+    }
+}
+
+fn main() -> ExitCode {
+    let mut trials = Vec::new();
+    for stem in TOPOLOGIES {
+        trials.push(trial(format!("c_client_sees_the_peer_matrix::{stem}"), CUDA_INCLUDE, move || {
+            c_sees_the_peer_matrix(stem)
+        }));
+        trials.push(trial(format!("cuda_core_sees_the_peer_matrix::{stem}"), PYTHON, move || {
+            python_sees_the_peer_matrix(stem)
+        }));
+    }
+    trials.push(trial("c_client_meets_a_fault_rule".into(), CUDA_INCLUDE, c_meets_a_fault_rule));
+    trials.push(trial("c_client_meets_a_sticky_rule".into(), CUDA_INCLUDE, c_meets_a_sticky_rule));
+    trials.push(trial(
+        "c_client_gets_one_line_for_bad_settings".into(),
+        CUDA_INCLUDE,
+        c_gets_one_line_for_bad_settings,
+    ));
+    trials.push(trial("c_client_leaves_a_trace".into(), CUDA_INCLUDE, c_leaves_a_trace));
+    let conclusion = libtest_mimic::run(&Arguments::from_args(), trials);
+    if let Some(Ok(dir)) = SHIM_DIR.get() {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+    conclusion.exit_code()
+}
