@@ -20,7 +20,7 @@ for t in "${topologies[@]}"; do
     [ "$t" = two_h200_nvlink ] && suites+=(--test differential)
     log="target/shim-matrix/$t.txt"
     target/debug/peerpool sim --topology "$t" -- \
-        cargo test -p peerpool-tests "${suites[@]}" -p downstream-allocator --test pairs > "$log" 2>&1 || {
+        cargo test -p peerpool-tests "${suites[@]}" -p downstream-allocator -p cudarc-allocator > "$log" 2>&1 || {
         echo "suites failed through the shim on $t:" >&2
         grep -E "FAILED|panicked|^error" "$log" >&2 || tail -40 "$log" >&2
         exit 1

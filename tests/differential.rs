@@ -13,11 +13,17 @@
 //! Self-check without GPUs: `PEERPOOL_DIFFERENTIAL_AGAINST=<catalog topology>` makes a
 //! simulator on that topology stand in for the real driver (`two_h200_nvlink` must pass,
 //! `one_way_pair` must fail).
+//!
+//! The record: the driver under test is wrapped in the fault injector's recorder, which keeps
+//! `call => result` for every call. On the H200s, `PEERPOOL_RECORD_OUT=<dir>` writes each
+//! scenario's record there; it is committed as `docs/hardware/recorded/<scenario>.txt`. Every
+//! other run (the libcuda shim in CI) compares its record with the committed one, call by call.
 
 use peerpool::driver::{
     Access, AccessDesc, Context, DeviceAttribute, DevicePtr, Driver, HandleTypes, P2pAttribute, PeerCopy,
     PointerAttribute, Pool, PoolProps, Stream,
 };
+use peerpool::fault::FaultInjector;
 use peerpool::{CudaError, System};
 use peerpool_fixtures::{Failed, Hardware, Needs, PairSuite};
 use peerpool_sim::{SimDriver, Topology, catalog_topology};
@@ -629,9 +635,39 @@ fn only(a: &[String], b: &[String]) -> Vec<String> {
     a.iter().filter(|l| !b.contains(l)).cloned().collect()
 }
 
-/// Runs `ops` on both drivers; returns every difference, step by step.
-fn compare(real: Arc<dyn Driver>, sim: Arc<dyn Driver>, ops: &[Op]) -> Result<(), Failed> {
-    let mut real = Side::open(real).map_err(|e| format!("opening the real driver: {e}"))?;
+/// Where the committed record of `scenario` lives in the checkout the tests run from.
+fn committed_record(scenario: &str) -> Option<std::path::PathBuf> {
+    let manifest = std::env::var_os("CARGO_MANIFEST_DIR")?;
+    Some(std::path::Path::new(&manifest).join("../docs/hardware/recorded").join(format!("{scenario}.txt")))
+}
+
+/// Writes the record (on the GPU machine) or compares it with the committed one.
+fn check_record(scenario: &str, record: &[String]) -> Result<(), Failed> {
+    if let Some(dir) = std::env::var_os("PEERPOOL_RECORD_OUT") {
+        let path = std::path::Path::new(&dir).join(format!("{scenario}.txt"));
+        std::fs::create_dir_all(&dir)?;
+        return Ok(std::fs::write(path, record.join("\n") + "\n")?);
+    }
+    let Some(text) = committed_record(scenario).and_then(|p| std::fs::read_to_string(p).ok()) else { return Ok(()) };
+    let committed: Vec<&str> = text.lines().collect();
+    let differing: Vec<String> = (0..committed.len().max(record.len()))
+        .filter(|&i| committed.get(i).copied() != record.get(i).map(String::as_str))
+        .map(|i| format!("call {i}: hardware {:?}, here {:?}", committed.get(i), record.get(i)))
+        .collect();
+    match differing.is_empty() {
+        true => Ok(()),
+        false => {
+            Err(format!("the record differs from the H200s' ({} calls):\n{}", differing.len(), differing.join("\n"))
+                .into())
+        }
+    }
+}
+
+/// Runs `ops` on both drivers; returns every difference, step by step, and checks the record of
+/// the driver under test.
+fn compare(scenario: &str, real: Arc<dyn Driver>, sim: Arc<dyn Driver>, ops: &[Op]) -> Result<(), Failed> {
+    let recorder = Arc::new(FaultInjector::recording(real));
+    let mut real = Side::open(recorder.clone()).map_err(|e| format!("opening the real driver: {e}"))?;
     let mut sim = Side::open(sim).map_err(|e| format!("opening the simulator: {e}"))?;
     let mut differences = Vec::new();
     for (k, op) in ops.iter().enumerate() {
@@ -658,6 +694,7 @@ fn compare(real: Arc<dyn Driver>, sim: Arc<dyn Driver>, ops: &[Op]) -> Result<()
     }
     real.close();
     sim.close();
+    check_record(scenario, &recorder.ledger().outcomes())?;
     if differences.is_empty() {
         Ok(())
     } else {
@@ -690,7 +727,7 @@ fn main() -> ExitCode {
         let needs = Needs { gpus: 2, ..Default::default() };
         suite = suite.machine_check(&format!("differential::{name}"), needs, move |system| {
             let sim: Arc<dyn Driver> = Arc::new(SimDriver::new(Topology::two_h200()));
-            compare(system.driver().clone(), sim, &ops)
+            compare(name, system.driver().clone(), sim, &ops)
         });
     }
     suite.main()

@@ -64,7 +64,7 @@ fn sequences(system: &System) -> Result<(), Failed> {
         cases: 40,
         min_steps: 1,
         max_steps: 30,
-        mix: Mix { negative_probes: 1, faults: 2, sticky_faults: 0, max_pools: 6 },
+        mix: Mix { negative_probes: 1, faults: 2, sticky_faults: 0, max_pools: 6, ..Mix::default() },
         regressions: Some(concat!(env!("CARGO_MANIFEST_DIR"), "/regressions/model_hardware.txt")),
         seed: Some(seed),
     };

@@ -36,6 +36,8 @@ struct Log {
     time: BTreeMap<&'static str, Duration>,
     injected: Vec<Injected>,
     dead: Option<CUresult>,
+    /// `call => outcome`, in order, when kept (see [`Ledger::keeping_outcomes`]).
+    outcomes: Option<Vec<String>>,
     /// Draws for `When::Chance` rules.
     draws: SplitMix64,
 }
@@ -45,6 +47,9 @@ impl Log {
         self.draws = SplitMix64(self.plan.seed);
         self.seen = vec![0; self.plan.rules.len()];
         self.calls.clear();
+        if let Some(outcomes) = &mut self.outcomes {
+            outcomes.clear();
+        }
         self.counts.clear();
         self.time.clear();
         self.injected.clear();
@@ -110,6 +115,14 @@ impl Ledger {
         ledger
     }
 
+    /// Also keeps every traced call's `call => outcome` line in memory ([`Ledger::outcomes`]):
+    /// the record two drivers' runs of one script are compared by.
+    pub fn keeping_outcomes(self) -> Ledger {
+        self.lock().outcomes = Some(Vec::new());
+        self.refresh();
+        self
+    }
+
     /// Also writes one line per traced call to `sink` (see [`Ledger::trace`]).
     pub fn tracing_to(mut self, sink: Box<dyn Write + Send>) -> Ledger {
         self.trace = Some(Mutex::new(sink));
@@ -123,7 +136,7 @@ impl Ledger {
 
     fn refresh(&self) {
         let log = self.lock();
-        let active = !log.plan.rules.is_empty() || log.keep_calls || self.trace.is_some();
+        let active = !log.plan.rules.is_empty() || log.keep_calls || log.outcomes.is_some() || self.trace.is_some();
         self.active.store(active, Ordering::Relaxed);
     }
 
@@ -169,14 +182,26 @@ impl Ledger {
         *self.lock().time.entry(call).or_default() += elapsed;
     }
 
-    /// Writes `call args => outcome` as one line, when tracing (`args` is only formatted then).
+    /// Writes `call args => outcome` as one line, when tracing (`args` is only formatted then),
+    /// and keeps `call => outcome` when keeping outcomes.
     pub fn trace(&self, call: &str, args: impl FnOnce() -> String, outcome: &str) {
+        if !self.active.load(Ordering::Relaxed) {
+            return;
+        }
+        if let Some(outcomes) = &mut self.lock().outcomes {
+            outcomes.push(format!("{call} => {outcome}"));
+        }
         if let Some(sink) = &self.trace {
             let line = format!("{call} {} => {outcome}\n", args());
             let mut sink = sink.lock().unwrap_or_else(|e| e.into_inner());
             // A trace that cannot be written must not change the call's result.
             let _ = sink.write_all(line.as_bytes()).and_then(|()| sink.flush());
         }
+    }
+
+    /// Every traced call's `call => outcome` since the last arm or reset (empty unless kept).
+    pub fn outcomes(&self) -> Vec<String> {
+        self.lock().outcomes.clone().unwrap_or_default()
     }
 
     /// Every call seen since the last arm or reset, in order (empty unless kept).

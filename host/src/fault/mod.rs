@@ -39,6 +39,12 @@ impl FaultInjector {
         FaultInjector { inner, ledger: Ledger::new(plan, true) }
     }
 
+    /// `inner`, keeping the outcome of every call ([`Ledger::outcomes`]): the recorder whose
+    /// records of one script on two drivers (a GPU machine's and the simulator's) are compared.
+    pub fn recording(inner: Arc<dyn Driver>) -> FaultInjector {
+        FaultInjector { inner, ledger: Ledger::new(FaultPlan::new(), true).keeping_outcomes() }
+    }
+
     /// The wrapped driver.
     pub fn inner(&self) -> &Arc<dyn Driver> {
         &self.inner
@@ -99,12 +105,20 @@ impl FaultInjector {
     /// (with the lock released, so the wrapped driver may take its time).
     fn call<T>(&self, call: Call, f: impl FnOnce(&dyn Driver) -> DriverResult<T>) -> DriverResult<T> {
         let name = call.name();
-        if let Some(error) = self.ledger.decide(name) {
-            return Err(error);
-        }
-        let start = Instant::now();
-        let result = f(self.inner.as_ref());
-        self.ledger.add_time(name, start.elapsed());
+        let result = match self.ledger.decide(name) {
+            Some(error) => Err(error),
+            None => {
+                let start = Instant::now();
+                let result = f(self.inner.as_ref());
+                self.ledger.add_time(name, start.elapsed());
+                result
+            }
+        };
+        let outcome = match &result {
+            Ok(_) => "CUDA_SUCCESS".to_string(),
+            Err(e) => e.code_name(),
+        };
+        self.ledger.trace(name, String::new, &outcome);
         result
     }
 }
