@@ -28,6 +28,12 @@ pub fn expect_access(system: &System, pool: &OwnedPool, device: usize, expected:
     Ok(())
 }
 
+/// A file in `tests/regressions/`, found at run time through `CARGO_MANIFEST_DIR` (cargo and
+/// nextest set it, also for an archive run elsewhere); `None` when neither did.
+pub fn regressions_file(name: &str) -> Option<std::path::PathBuf> {
+    std::env::var_os("CARGO_MANIFEST_DIR").map(|dir| std::path::Path::new(&dir).join("regressions").join(name))
+}
+
 /// Fails with `what` unless `condition`.
 pub fn ensure(condition: bool, what: impl FnOnce() -> String) -> Result<(), Failed> {
     if condition { Ok(()) } else { Err(what().into()) }

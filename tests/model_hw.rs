@@ -8,7 +8,7 @@ use peerpool::report::HardwareRecord;
 use peerpool_fixtures::model::{CheckConfig, Mix, NegativeProber, caps_of, check, take_coverage};
 use peerpool_fixtures::sandbox::run_in_child;
 use peerpool_fixtures::{ChildOutcome, ChildReport, Failed, Hardware, Needs, PairSuite};
-use peerpool_tests::reused_target;
+use peerpool_tests::{regressions_file, reused_target};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -65,7 +65,7 @@ fn sequences(system: &System) -> Result<(), Failed> {
         min_steps: 1,
         max_steps: 30,
         mix: Mix { negative_probes: 1, faults: 2, sticky_faults: 0, max_pools: 6, ..Mix::default() },
-        regressions: Some(concat!(env!("CARGO_MANIFEST_DIR"), "/regressions/model_hardware.txt")),
+        regressions: regressions_file("model_hardware.txt"),
         seed: Some(seed),
     };
     let make = || reused_target(&target_system, &injector, Arc::new(ChildProber));

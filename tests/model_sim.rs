@@ -5,7 +5,7 @@
 use libtest_mimic::{Arguments, Trial};
 use peerpool_fixtures::model::{Caps, CheckConfig, Mix, OwnedPools, check, take_coverage};
 use peerpool_sim::{SimDriver, catalog};
-use peerpool_tests::{SimProber, sim_target};
+use peerpool_tests::{SimProber, regressions_file, sim_target};
 use std::sync::Arc;
 
 /// Sequences per topology (`PROPTEST_CASES` overrides): more where the machine is small.
@@ -25,13 +25,12 @@ fn main() -> std::process::ExitCode {
             Trial::test(format!("model::sim::{}", entry.stem()), move || {
                 let topology = entry.topology()?;
                 let caps = Arc::new(Caps::of_topology(&topology));
-                let regressions = format!("{}/regressions/model_{}.txt", env!("CARGO_MANIFEST_DIR"), entry.stem());
                 let config = CheckConfig {
                     cases: cases(topology.device_count()),
                     min_steps: 1,
                     max_steps: 50,
                     mix: Mix::default(),
-                    regressions: Some(Box::leak(regressions.into_boxed_str())),
+                    regressions: regressions_file(&format!("model_{}.txt", entry.stem())),
                     seed: None,
                 };
                 let make = || {
