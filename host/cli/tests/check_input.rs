@@ -1,13 +1,15 @@
 //! `peerpool check --topology`: bad topology input is refused at once with a clear line and
 //! exit status 2, before any pair is checked.
 
+mod support;
+
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 fn check(topology: &str) -> (Output, Duration) {
     let out = std::env::temp_dir().join(format!("peerpool-cli-check-input-{}", std::process::id()));
     let started = Instant::now();
-    let output = Command::new(env!("CARGO_BIN_EXE_peerpool"))
+    let output = Command::new(support::binary())
         .args(["check", "--quiet", "--topology", topology, "--out"])
         .arg(&out)
         .output()

@@ -1,6 +1,8 @@
 //! The built `peerpool` binary exits as its `--help` table says: 0 success, 1 a failure
 //! found, 2 bad input (before any work), 3 nothing checked, 4 no GPU where one is required.
 
+mod support;
+
 use peerpool::child::ChildReport;
 use peerpool::report::{BuildRecord, HardwareRecord, Plan, Status, TrialRecord};
 use std::path::{Path, PathBuf};
@@ -8,7 +10,7 @@ use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 fn peerpool(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_peerpool")).args(args).output().expect("the command runs")
+    Command::new(support::binary()).args(args).output().expect("the command runs")
 }
 
 fn code(output: &Output) -> i32 {
@@ -183,7 +185,7 @@ fn report_refuses_one_path_for_both_outputs() {
 fn no_report_directory_falls_back_to_a_shared_one() {
     let dir = tempfile::tempdir().unwrap();
     let copy = dir.path().join("peerpool");
-    std::fs::copy(env!("CARGO_BIN_EXE_peerpool"), &copy).unwrap();
+    std::fs::copy(support::binary(), &copy).unwrap();
     let run = |runtime: Option<&Path>| {
         let mut command = Command::new(&copy);
         command.arg("report").env_remove("PEERPOOL_REPORT_DIR").env_remove("XDG_RUNTIME_DIR");
@@ -221,7 +223,7 @@ fn a_closed_stdout_ends_the_command_without_a_panic() {
     use std::os::unix::process::ExitStatusExt;
     let (reader, writer) = rustix::pipe::pipe().unwrap();
     drop(reader);
-    let output = Command::new(env!("CARGO_BIN_EXE_peerpool"))
+    let output = Command::new(support::binary())
         .arg("topologies")
         .stdout(std::process::Stdio::from(writer))
         .stderr(std::process::Stdio::piped())

@@ -219,6 +219,25 @@ fn python_sees_the_peer_matrix(stem: &str) -> Result<(), Failed> {
     Ok(())
 }
 
+/// What a client printed on the H200s against NVIDIA's libcuda, committed under
+/// `docs/hardware/recorded/` and found at run time.
+fn hardware_record(name: &str) -> Result<String, Failed> {
+    let manifest = std::env::var_os("CARGO_MANIFEST_DIR").ok_or("CARGO_MANIFEST_DIR is not set")?;
+    let path = Path::new(&manifest).join("../../docs/hardware/recorded").join(name);
+    std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()).into())
+}
+
+/// The client, run through the shim on the simulated H200 pair, prints what it printed on the
+/// real one, line for line.
+fn same_as_on_the_h200s(program: &mut Command, record: &str) -> Result<(), Failed> {
+    let want = hardware_record(record)?;
+    let out = run(program, &[("PEERPOOL_SIM_TOPOLOGY", "two_h200_nvlink")])?;
+    match stdout(&out) {
+        text if text == want => Ok(()),
+        text => Err(format!("the H200s printed:\n{want}through the shim:\n{text}").into()),
+    }
+}
+
 /// A trial, or the same name skipped with why it cannot run here.
 fn trial(name: String, needs: &str, test: impl FnOnce() -> Result<(), Failed> + Send + 'static) -> Trial {
     match std::env::var(needs) {
@@ -237,6 +256,13 @@ fn main() -> ExitCode {
             python_sees_the_peer_matrix(stem)
         }));
     }
+    trials.push(trial("c_client_prints_what_it_printed_on_the_h200s".into(), CUDA_INCLUDE, || {
+        same_as_on_the_h200s(&mut Command::new(c_client()?), "clients-c.txt")
+    }));
+    trials.push(trial("cuda_core_prints_what_it_printed_on_the_h200s".into(), PYTHON, || {
+        let mut script = Command::new(std::env::var(PYTHON)?);
+        same_as_on_the_h200s(script.arg(clients().join("pools.py")), "clients-cuda-core.txt")
+    }));
     trials.push(trial("c_client_meets_a_fault_rule".into(), CUDA_INCLUDE, c_meets_a_fault_rule));
     trials.push(trial("c_client_meets_a_sticky_rule".into(), CUDA_INCLUDE, c_meets_a_sticky_rule));
     trials.push(trial(

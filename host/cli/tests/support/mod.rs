@@ -1,0 +1,14 @@
+//! What the command's tests share.
+
+use std::path::PathBuf;
+
+/// The built `peerpool` binary, found at run time (tests in an archive run from another path
+/// than the build's): nextest names it in `NEXTEST_BIN_EXE_peerpool`; under `cargo test` it lies
+/// in `target/<profile>/`, above the `deps/` directory that holds this test.
+pub fn binary() -> PathBuf {
+    if let Some(path) = std::env::var_os("NEXTEST_BIN_EXE_peerpool") {
+        return PathBuf::from(path);
+    }
+    let exe = std::env::current_exe().expect("the test knows its own path");
+    exe.parent().and_then(|deps| deps.parent()).expect("target/<profile>/deps/<test>").join("peerpool")
+}

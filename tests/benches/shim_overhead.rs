@@ -1,0 +1,138 @@
+//! What the libcuda shim costs: model sequences per second through the real driver's code path
+//! (`CudaDriver` over the shim, in a child started by `peerpool sim`) against the same sequences
+//! on the in-process simulator, side by side in one run, rounds interleaved. Same seed, steps,
+//! mix and topology (two_h200_nvlink) on both sides; no negative probes (through the shim each
+//! costs a child process) and no sticky faults (they would end a reused system). Goal: the shim
+//! costs at most 2x.
+//!
+//! ```sh
+//! cargo build --release -p peerpool-shim -p peerpool-cli   # the shim and `peerpool sim`
+//! cargo bench -p peerpool-tests --bench shim_overhead      # prints JSON
+//! ```
+
+use peerpool::driver::{CudaDriver, Driver};
+use peerpool::fault::FaultInjector;
+use peerpool::{Allocation, System};
+use peerpool_fixtures::model::{Caps, CheckConfig, Mix, NegativeProber, caps_of, check};
+use peerpool_sim::{SimDriver, Topology};
+use peerpool_tests::reused_target;
+use std::path::PathBuf;
+use std::process::{Command, ExitCode};
+use std::sync::Arc;
+use std::time::Instant;
+
+const CASES: u32 = 300;
+const STEPS: usize = 30;
+const ROUNDS: usize = 5;
+const SEED: u64 = 20261201;
+/// The flag that makes this binary the measured child, under the shim.
+const CHILD: &str = "--through-shim";
+
+/// Never asked: the mix has no negative probes.
+struct NoProbes;
+
+impl NegativeProber for NoProbes {
+    fn probe(&self, _: &System, _: &Allocation, _: usize) -> Result<Option<(String, bool)>, String> {
+        Err("this benchmark generates no negative probes".into())
+    }
+}
+
+/// Seconds that `cases` sequences take on `driver`, after a short warm-up.
+fn measure(driver: Arc<dyn Driver>, cases: u32) -> Result<f64, String> {
+    let injector = Arc::new(FaultInjector::new(driver));
+    let system = System::with_driver(injector.clone()).map_err(|e| e.to_string())?;
+    system.set_probe_bytes(4096).map_err(|e| e.to_string())?;
+    let caps: Arc<Caps> = Arc::new(caps_of(&system.facts().map_err(|e| e.to_string())?));
+    let mix = Mix { negative_probes: 0, sticky_faults: 0, ..Mix::default() };
+    let config =
+        |cases| CheckConfig { cases, min_steps: STEPS, max_steps: STEPS, mix, regressions: None, seed: Some(SEED) };
+    let make = || reused_target(&system, &injector, Arc::new(NoProbes));
+    check(caps.clone(), &config(cases / 10), make).map_err(|f| f.to_string())?;
+    let start = Instant::now();
+    check(caps, &config(cases), make).map_err(|f| f.to_string())?;
+    Ok(start.elapsed().as_secs_f64())
+}
+
+/// The `peerpool` command built beside this bench (`target/release`), found at run time.
+fn peerpool_command() -> Result<PathBuf, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let dir = exe.parent().and_then(|deps| deps.parent()).ok_or("the bench lies in target/<profile>/deps")?;
+    let (cli, shim) = (dir.join("peerpool"), dir.join("libpeerpool_shim.so"));
+    match cli.is_file() && shim.is_file() {
+        true => Ok(cli),
+        false => Err(format!(
+            "no {} or {} beside this bench: run `cargo build --release -p peerpool-shim -p peerpool-cli` first",
+            cli.display(),
+            shim.display()
+        )),
+    }
+}
+
+/// One measured round in a child through the shim: its seconds, from its one line of output.
+fn through_shim(cli: &PathBuf) -> Result<f64, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let out = Command::new(cli)
+        .args(["sim", "--topology", "two_h200_nvlink", "--"])
+        .arg(exe)
+        .arg(CHILD)
+        .output()
+        .map_err(|e| format!("running {}: {e}", cli.display()))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    match (out.status.success(), text.trim().parse()) {
+        (true, Ok(seconds)) => Ok(seconds),
+        _ => Err(format!("the child through the shim: {}{text}{}", out.status, String::from_utf8_lossy(&out.stderr))),
+    }
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+fn bench() -> Result<serde_json::Value, String> {
+    let cli = peerpool_command()?;
+    let (mut local, mut shim) = (Vec::new(), Vec::new());
+    for _ in 0..ROUNDS {
+        local.push(measure(Arc::new(SimDriver::new(Topology::two_h200())), CASES)?);
+        shim.push(through_shim(&cli)?);
+    }
+    let rate = |seconds: &Vec<f64>| CASES as f64 / median(seconds.clone());
+    let ratio = median(shim.clone()) / median(local.clone());
+    Ok(serde_json::json!({
+        "topology": "two_h200_nvlink",
+        "sequences_per_round": CASES,
+        "steps_per_sequence": STEPS,
+        "rounds": ROUNDS,
+        "in_process_seconds": local,
+        "through_shim_seconds": shim,
+        "in_process_sequences_per_second": rate(&local),
+        "through_shim_sequences_per_second": rate(&shim),
+        "shim_cost_ratio": ratio,
+        "goal_ratio_at_most": 2.0,
+        "within_goal": ratio <= 2.0,
+    }))
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().collect();
+    if args.iter().any(|a| a == "--list") {
+        return ExitCode::SUCCESS; // `cargo test` asks benches for their tests
+    }
+    let result = match args.iter().any(|a| a == CHILD) {
+        true => CudaDriver::load()
+            .map_err(|e| e.to_string())
+            .and_then(|driver| measure(Arc::new(driver), CASES))
+            .map(|seconds| seconds.to_string()),
+        false => bench().map(|report| serde_json::to_string_pretty(&report).expect("serialises")),
+    };
+    match result {
+        Ok(text) => {
+            println!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("shim_overhead: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
