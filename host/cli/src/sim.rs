@@ -53,8 +53,7 @@ fn prepare(options: &Options) -> Result<Vec<(String, String)>, String> {
         vars.push((FAULTS.to_string(), faults.clone()));
     }
     if let Some(trace) = &options.trace {
-        let absolute = std::path::absolute(trace).map_err(|e| format!("--trace {}: {e}", trace.display()))?;
-        vars.push((TRACE.to_string(), absolute.display().to_string()));
+        vars.push((TRACE.to_string(), trace_setting(trace)?));
     }
     if let Some(seed) = options.seed {
         vars.push((SEED.to_string(), seed.to_string()));
@@ -67,6 +66,16 @@ fn prepare(options: &Options) -> Result<Vec<(String, String)>, String> {
     };
     vars.push(("LD_LIBRARY_PATH".to_string(), path));
     Ok(vars)
+}
+
+/// `--trace` as the shim reads it: `-` (stderr) as given, a file made absolute, since the
+/// program may change directory before its first `cuInit`.
+fn trace_setting(trace: &Path) -> Result<String, String> {
+    if trace == Path::new("-") {
+        return Ok("-".into());
+    }
+    let absolute = std::path::absolute(trace).map_err(|e| format!("--trace {}: {e}", trace.display()))?;
+    Ok(absolute.display().to_string())
 }
 
 /// The shim: `--shim`, else `$PEERPOOL_SHIM`, else beside this binary (where `cargo build -p
@@ -128,6 +137,13 @@ fn shell_quote(value: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_trace_to_stderr_stays_a_dash_and_a_file_becomes_absolute() {
+        assert_eq!(trace_setting(Path::new("-")).unwrap(), "-");
+        let file = trace_setting(Path::new("calls.txt")).unwrap();
+        assert!(Path::new(&file).is_absolute() && file.ends_with("calls.txt"), "{file}");
+    }
 
     #[test]
     fn quoting_survives_quotes() {

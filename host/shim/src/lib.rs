@@ -9,8 +9,9 @@
 //! of the API as stubs answering `CUDA_ERROR_NOT_SUPPORTED`. `proc_address.rs` answers
 //! `cuGetProcAddress` from the same exports.
 //!
-//! One simulated process per process: two programs that both load the shim are two simulated
-//! processes (their sharing across the process boundary is the simulator's export handles).
+//! One simulated process per process. Export handles work within it (a pool exported and
+//! imported again, as the IPC suites do between two `SimDriver`s); two programs that both load
+//! the shim do not yet share memory, because the simulator's export registry is per process.
 
 mod abi;
 mod boundary;
