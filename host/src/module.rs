@@ -89,6 +89,8 @@ pub struct Kernels<'s> {
     driver: &'s dyn Driver,
     device: usize,
     loaded: LoadedModule,
+    /// The device's result buffer's lock (see `DeviceSlot::scratch`).
+    scratch: &'s std::sync::Mutex<()>,
     _current: CurrentContext<'s>,
 }
 
@@ -112,7 +114,8 @@ impl System {
                 loaded
             }
         };
-        Ok(Kernels { driver, device, loaded, _current: current })
+        let scratch = &self.inner.devices[device].scratch;
+        Ok(Kernels { driver, device, loaded, scratch, _current: current })
     }
 }
 
@@ -283,6 +286,7 @@ impl Kernels<'_> {
     /// `pp_check`: compares every 32-bit word `i` of `memory` with `pattern(i, seed)`.
     pub fn check(&self, memory: DeviceSlice<'_>, seed: u32) -> Result<CheckResult> {
         let (scratch, words) = (self.loaded.scratch, memory.words());
+        let _only_this_thread = self.scratch.lock().unwrap_or_else(|e| e.into_inner());
         // SAFETY: `scratch` is this device's 16-byte result buffer, live while the system is.
         unsafe {
             self.driver.memset_d32_async(scratch, 0, 2, Stream::LEGACY)?;

@@ -36,6 +36,9 @@ pub(crate) struct DeviceSlot {
     pub(crate) context: Mutex<Option<crate::driver::Context>>,
     /// peerpool's kernels, loaded into the primary context on first kernel use.
     pub(crate) module: Mutex<Option<LoadedModule>>,
+    /// Held from clearing the module's result buffer to reading it back: threads checking
+    /// memory on one device at once would otherwise read each other's results.
+    pub(crate) scratch: Mutex<()>,
 }
 
 impl System {

@@ -71,7 +71,7 @@ enum Command {
         /// A catalog name (`peerpool topologies`) or a TOML file; default two_h200_nvlink.
         #[arg(long)]
         topology: Option<String>,
-        /// Fault rules: `call[@n|~p]=CODE[!sticky|!transient]`, separated by `;`.
+        /// Fault rules: `call[@n|~p]=CODE[!sticky|!transient][!before|!after]`, separated by `;`.
         #[arg(long)]
         faults: Option<String>,
         /// Append one line per driver call to this file (`-` for stderr).
@@ -83,6 +83,13 @@ enum Command {
         /// The shim library (default: beside this binary, or $PEERPOOL_SHIM).
         #[arg(long)]
         shim: Option<PathBuf>,
+        /// Forward every call to NVIDIA's libcuda instead of simulating: the real GPUs answer,
+        /// through the fault rules and the trace.
+        #[arg(long, conflicts_with = "topology")]
+        real: bool,
+        /// NVIDIA's libcuda for --real (default: found as the dynamic loader would).
+        #[arg(long, requires = "real")]
+        libcuda: Option<PathBuf>,
         /// Print `export` lines for a shell instead of running a command.
         #[arg(long)]
         print_env: bool,
@@ -112,8 +119,8 @@ fn main() -> ExitCode {
         Command::Topologies => topologies(),
         Command::Report { dir, json, markdown } => report(dir, json, markdown),
         Command::NegativeProbe { owner, accessor } => check::negative_probe(owner, accessor),
-        Command::Sim { topology, faults, trace, seed, shim, print_env, command } => {
-            sim::run(sim::Options { topology, faults, trace, seed, shim, print_env, command })
+        Command::Sim { topology, faults, trace, seed, shim, real, libcuda, print_env, command } => {
+            sim::run(sim::Options { topology, faults, trace, seed, shim, real, libcuda, print_env, command })
         }
     }
 }

@@ -1,8 +1,9 @@
 //! `peerpool sim`: runs any program on a simulated topology, with fault rules and a call trace,
-//! through the libcuda shim (`peerpool-shim`), or prints the environment that does so.
+//! through the libcuda shim (`peerpool-shim`), or prints the environment that does so. With
+//! `--real` the shim forwards to NVIDIA's libcuda instead, through the same rules and trace.
 
 use crate::exit;
-use peerpool_sim::env::{self, FAULTS, SEED, TOPOLOGY, TRACE};
+use peerpool_sim::env::{self, BACKEND, FAULTS, LIBCUDA, SEED, TOPOLOGY, TRACE};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -19,6 +20,8 @@ pub struct Options {
     pub trace: Option<PathBuf>,
     pub seed: Option<u64>,
     pub shim: Option<PathBuf>,
+    pub real: bool,
+    pub libcuda: Option<PathBuf>,
     pub print_env: bool,
     pub command: Vec<OsString>,
 }
@@ -58,8 +61,25 @@ fn prepare(options: &Options) -> Result<Vec<(String, String)>, String> {
     if let Some(seed) = options.seed {
         vars.push((SEED.to_string(), seed.to_string()));
     }
+    if options.real {
+        vars.push((BACKEND.to_string(), "real".into()));
+    }
+    if let Some(libcuda) = &options.libcuda {
+        let absolute = std::path::absolute(libcuda).map_err(|e| format!("--libcuda {}: {e}", libcuda.display()))?;
+        if !absolute.is_file() {
+            return Err(format!("--libcuda {}: no such file", libcuda.display()));
+        }
+        vars.push((LIBCUDA.to_string(), absolute.display().to_string()));
+    }
     env::read(|name| vars.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone()))?;
-    let dir = install(&locate_shim(options.shim.clone())?)?;
+    let shim = locate_shim(options.shim.clone())?;
+    if options.real && options.libcuda.is_none() {
+        let path = std::env::var("LD_LIBRARY_PATH").ok();
+        if env::libcuda_candidates(path.as_deref(), &shim).is_empty() {
+            return Err("--real: no NVIDIA libcuda.so.1 found as the loader would look; name it with --libcuda".into());
+        }
+    }
+    let dir = install(&shim)?;
     let path = match std::env::var("LD_LIBRARY_PATH") {
         Ok(rest) if !rest.is_empty() => format!("{}:{rest}", dir.display()),
         _ => dir.display().to_string(),

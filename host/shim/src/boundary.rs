@@ -1,6 +1,8 @@
-//! The C boundary every entry point crosses: `cuInit` first, the fault rules, the trace, and
-//! no panic unwinding into a C caller.
+//! The C boundary every entry point crosses: to the simulator (`cuInit` first, the fault rules,
+//! the trace, no panic unwinding into a C caller) or forwarded to NVIDIA's libcuda (the same
+//! rules and trace).
 
+use crate::backend::{Real, Slot};
 use crate::runtime;
 use cudarc::driver::sys::CUresult;
 use peerpool::driver::DriverResult;
@@ -19,20 +21,80 @@ pub(crate) type Answer = Result<(), CUresult>;
 pub(crate) fn enter(symbol: &'static str, args: impl FnOnce() -> String, body: impl FnOnce() -> Answer) -> CUresult {
     let Some(runtime) = runtime::get() else { return CUresult::CUDA_ERROR_NOT_INITIALIZED };
     let name = documented_name(symbol);
-    let code = match runtime.ledger.decide(name) {
-        Some(injected) => injected.code,
-        None => match std::panic::catch_unwind(AssertUnwindSafe(body)) {
-            Ok(Ok(())) => CUresult::CUDA_SUCCESS,
-            Ok(Err(code)) => code,
-            Err(panic) => {
-                let why = panic.downcast_ref::<String>().map(String::as_str).or(panic.downcast_ref::<&str>().copied());
-                eprintln!("peerpool-shim: {symbol} panicked: {}", why.unwrap_or("(no message)"));
-                CUresult::CUDA_ERROR_UNKNOWN
-            }
-        },
+    let run = || match std::panic::catch_unwind(AssertUnwindSafe(body)) {
+        Ok(Ok(())) => CUresult::CUDA_SUCCESS,
+        Ok(Err(code)) => code,
+        Err(panic) => {
+            let why = panic.downcast_ref::<String>().map(String::as_str).or(panic.downcast_ref::<&str>().copied());
+            eprintln!("peerpool-shim: {symbol} panicked: {}", why.unwrap_or("(no message)"));
+            CUresult::CUDA_ERROR_UNKNOWN
+        }
     };
-    runtime.ledger.trace(name, args, &format!("{code:?}"));
+    let code = ruled(&runtime.ledger, name, run);
+    runtime.ledger.trace(name, args, Code(code));
     code
+}
+
+/// Forwards the entry point `symbol` to the real library through the fault rules and the trace
+/// (the simulator's, under the same names); `call` calls the real entry point at the address
+/// given. A library without the symbol (an older driver) answers `CUDA_ERROR_NOT_FOUND`.
+#[inline]
+pub(crate) fn forward(
+    real: &'static Real,
+    symbol: &'static str,
+    slot: &Slot,
+    args: impl FnOnce() -> String,
+    call: impl FnOnce(*mut std::ffi::c_void) -> CUresult,
+) -> CUresult {
+    let name = documented_name(symbol);
+    let made = || match real.resolve(slot, symbol) {
+        Some(address) => call(address),
+        None => {
+            name_once(symbol, "is not in the real libcuda: it answers CUDA_ERROR_NOT_FOUND");
+            CUresult::CUDA_ERROR_NOT_FOUND
+        }
+    };
+    let code = match TEXT_LOOKUPS.contains(&name) {
+        true => made(),
+        false => ruled(&real.ledger, name, made),
+    };
+    real.ledger.trace(name, args, Code(code));
+    code
+}
+
+/// Calls that only look up text: no rule, and no sticky fault, reaches them (as on hardware,
+/// where a dead context still names its error).
+const TEXT_LOOKUPS: [&str; 2] = ["cuGetErrorName", "cuGetErrorString"];
+
+/// The fault rules' verdict on `name`, then `call` unless a rule fails it before the driver
+/// sees it; an `!after` rule replaces the result of the call made.
+#[inline]
+fn ruled(ledger: &peerpool::fault::Ledger, name: &'static str, call: impl FnOnce() -> CUresult) -> CUresult {
+    match ledger.decide(name) {
+        Some(fault) if !fault.after => fault.code,
+        fault => {
+            let made = call();
+            fault.map_or(made, |f| f.code)
+        }
+    }
+}
+
+/// A result code as the trace writes it, formatted only when a trace is written.
+struct Code(CUresult);
+
+impl std::fmt::Display for Code {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", self.0)
+    }
+}
+
+/// Prints `peerpool-shim: <symbol> <what>` on stderr the first time only.
+fn name_once(symbol: &'static str, what: &str) {
+    static NAMED: Mutex<Option<HashSet<&'static str>>> = Mutex::new(None);
+    let mut named = NAMED.lock().unwrap_or_else(|e| e.into_inner());
+    if named.get_or_insert_with(HashSet::new).insert(symbol) {
+        eprintln!("peerpool-shim: {symbol} {what}");
+    }
 }
 
 /// The simulator behind the entry points (only called inside [`enter`], after `cuInit`).
@@ -58,16 +120,11 @@ pub(crate) fn show_args(args: &[(&str, String)]) -> String {
     args.iter().map(|(name, value)| format!("{name}={value}")).collect::<Vec<_>>().join(" ")
 }
 
-/// An entry point the simulator does not model: `CUDA_ERROR_NOT_SUPPORTED`, named once on stderr.
-pub(crate) fn unsupported(symbol: &'static str) -> CUresult {
-    static NAMED: Mutex<Option<HashSet<&'static str>>> = Mutex::new(None);
-    enter(symbol, String::new, || {
-        let mut named = NAMED.lock().unwrap_or_else(|e| e.into_inner());
-        if named.get_or_insert_with(HashSet::new).insert(symbol) {
-            eprintln!("peerpool-shim: {symbol} is not simulated: it answers CUDA_ERROR_NOT_SUPPORTED");
-        }
-        Err(CUresult::CUDA_ERROR_NOT_SUPPORTED)
-    })
+/// The body of an entry point the simulator does not model: `CUDA_ERROR_NOT_SUPPORTED`, named
+/// once on stderr.
+pub(crate) fn not_simulated(symbol: &'static str) -> Answer {
+    name_once(symbol, "is not simulated: it answers CUDA_ERROR_NOT_SUPPORTED");
+    Err(CUresult::CUDA_ERROR_NOT_SUPPORTED)
 }
 
 /// Defines exported C entry points whose bodies return an [`Answer`]; each runs through
@@ -84,8 +141,9 @@ macro_rules! exports {
             /// Every pointer is valid for what the CUDA driver API documents this call reads or
             /// writes.
             #[unsafe(no_mangle)]
-            #[allow(non_snake_case, clippy::missing_safety_doc, unused_unsafe)]
+            #[allow(non_snake_case, clippy::missing_safety_doc, unused_unsafe, unused_variables)]
             pub unsafe extern "C" fn $name($($arg: $ty),*) -> cudarc::driver::sys::CUresult {
+                $crate::boundary::forward_if_real!($name($($arg: $ty),*));
                 $crate::boundary::enter(
                     stringify!($name),
                     || $crate::boundary::show_args(&[$((stringify!($arg), format!("{:?}", $arg))),*]),
@@ -102,6 +160,27 @@ macro_rules! exports {
     };
 }
 pub(crate) use exports;
+
+/// In an entry point `$name` with these parameters: when the backend is real, returns what
+/// NVIDIA's entry point of that name answers, through the fault rules and the trace.
+macro_rules! forward_if_real {
+    ($name:ident($($arg:ident: $ty:ty),*)) => {
+        if let Some(real) = $crate::backend::real() {
+            static REAL: $crate::backend::Slot = $crate::backend::Slot::new();
+            type Real = unsafe extern "C" fn($($ty),*) -> cudarc::driver::sys::CUresult;
+            return $crate::boundary::forward(
+                real,
+                stringify!($name),
+                &REAL,
+                || $crate::boundary::show_args(&[$((stringify!($arg), format!("{:?}", $arg))),*]),
+                // SAFETY: the real library's symbol of this name is this entry point, with the
+                // driver API's signature (these parameters); the caller's promise passes on.
+                |address| unsafe { std::mem::transmute::<*mut std::ffi::c_void, Real>(address)($($arg),*) },
+            );
+        }
+    };
+}
+pub(crate) use forward_if_real;
 
 #[cfg(test)]
 mod tests {

@@ -14,6 +14,7 @@
 //! the shim do not yet share memory, because the simulator's export registry is per process.
 
 mod abi;
+pub mod backend;
 mod boundary;
 pub mod exports;
 mod proc_address;

@@ -5,7 +5,15 @@
 //! whose ABI is not newer than asked; names it does not simulate get their stub (which answers
 //! `CUDA_ERROR_NOT_SUPPORTED` and names itself); unknown names get null and
 //! `CUDA_ERROR_NOT_FOUND`. It works before `cuInit`, as the driver's does.
-
+//!
+//! Forwarding to NVIDIA's libcuda, the real `cuGetProcAddress` answers (it knows every version
+//! and flag), and an address it gives that is one of its exported entry points is swapped for
+//! the shim's entry point of the same name, so that calls made through it meet the fault rules
+//! and the trace too. Addresses of anything else (the per-thread default-stream variants,
+//! entry points newer than the shim's list) pass through unchanged: those calls are forwarded
+//! by the loader alone, untraced.
+use crate::backend::{self, Real, Slot};
+use crate::boundary;
 use crate::exports;
 use crate::unsupported;
 use cudarc::driver::sys::{self, CUresult};
@@ -75,9 +83,13 @@ pub unsafe extern "C" fn cuGetProcAddress_v2(
     symbol: *const c_char,
     pfn: *mut *mut c_void,
     version: c_int,
-    _flags: u64,
+    flags: u64,
     status: *mut sys::CUdriverProcAddressQueryResult,
 ) -> CUresult {
+    if let Some(real) = backend::real() {
+        // SAFETY: the caller's.
+        return unsafe { forward(real, symbol, pfn, version, flags, status) };
+    }
     if symbol.is_null() || pfn.is_null() {
         return CUresult::CUDA_ERROR_INVALID_VALUE;
     }
@@ -95,6 +107,55 @@ pub unsafe extern "C" fn cuGetProcAddress_v2(
         }
     }
     code
+}
+
+/// The real `cuGetProcAddress_v2`, with the shim's entry points swapped in for NVIDIA's.
+///
+/// # Safety
+/// As for [`cuGetProcAddress_v2`].
+unsafe fn forward(
+    real: &'static Real,
+    symbol: *const c_char,
+    pfn: *mut *mut c_void,
+    version: c_int,
+    flags: u64,
+    status: *mut sys::CUdriverProcAddressQueryResult,
+) -> CUresult {
+    static REAL: Slot = Slot::new();
+    type Lookup = unsafe extern "C" fn(
+        *const c_char,
+        *mut *mut c_void,
+        c_int,
+        u64,
+        *mut sys::CUdriverProcAddressQueryResult,
+    ) -> CUresult;
+    let args = || {
+        // SAFETY: a non-null symbol is NUL-terminated, the caller's promise.
+        let name = (!symbol.is_null()).then(|| unsafe { CStr::from_ptr(symbol) }.to_string_lossy());
+        format!("symbol={} version={version} flags={flags}", name.unwrap_or_default())
+    };
+    let code = boundary::forward(real, "cuGetProcAddress_v2", &REAL, args, |address| {
+        // SAFETY: NVIDIA's cuGetProcAddress_v2 has this signature; the pointers are the caller's.
+        unsafe { std::mem::transmute::<*mut c_void, Lookup>(address)(symbol, pfn, version, flags, status) }
+    });
+    if code == CUresult::CUDA_SUCCESS && !pfn.is_null() {
+        // SAFETY: the real call succeeded and wrote `*pfn`, the caller's pointer.
+        unsafe {
+            if let Some(&ours) = shim_for_real(real).get(&(*pfn as usize)) {
+                pfn.write(ours as *mut c_void);
+            }
+        }
+    }
+    code
+}
+
+/// The shim's entry point for each address of a real entry point of the same name.
+fn shim_for_real(real: &Real) -> &'static HashMap<usize, usize> {
+    static MAP: OnceLock<HashMap<usize, usize>> = OnceLock::new();
+    MAP.get_or_init(|| {
+        let ours = symbols();
+        ours.iter().filter_map(|(name, &f)| Some((real.address(name)? as usize, f))).collect()
+    })
 }
 
 /// The CUDA 11.3 form, without the status.

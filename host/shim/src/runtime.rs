@@ -3,7 +3,7 @@
 
 use peerpool::fault::Ledger;
 use peerpool_sim::SimDriver;
-use peerpool_sim::env::{self, Config};
+use peerpool_sim::env::{self, Config, Target};
 use std::sync::OnceLock;
 
 /// The simulator and the ledger of the C calls made on it (fault rules and the trace).
@@ -16,16 +16,23 @@ pub(crate) struct Runtime {
 static RUNTIME: OnceLock<Result<Runtime, String>> = OnceLock::new();
 
 /// `cuInit`: reads the environment the first time; a mistake is printed once, and every
-/// `cuInit` returns it.
+/// `cuInit` returns it. A copy of the shim pinned by a forwarding one reads only the topology:
+/// the rules and the trace are the forwarder's.
 pub(crate) fn init() -> Result<&'static Runtime, &'static str> {
     let made = RUNTIME.get_or_init(|| {
-        let made = env::read(|name| std::env::var(name).ok()).map(|Config { topology, plan, trace }| {
+        let pinned = crate::backend::pinned();
+        let var = |name: &str| match pinned && name != env::TOPOLOGY {
+            true => None,
+            false => std::env::var(name).ok(),
+        };
+        let made = env::read(var).and_then(|Config { target, plan, trace }| {
+            let Target::Simulated(topology) = target else { return Err("the simulator was asked to forward".into()) };
             let ledger = Ledger::new(plan, false);
             let ledger = match trace {
                 Some(sink) => ledger.tracing_to(sink),
                 None => ledger,
             };
-            Runtime { sim: SimDriver::new(topology), ledger }
+            Ok(Runtime { sim: SimDriver::new(topology), ledger })
         });
         if let Err(why) = &made {
             eprintln!("peerpool-shim: {why}");

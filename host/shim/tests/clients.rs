@@ -7,86 +7,16 @@
 //! with cuda-core (`$PEERPOOL_PYTHON`): `.ci/run` installs both from PyPI into a throwaway
 //! virtual environment. Without them those trials are skipped, with the reason in their name.
 
-use libtest_mimic::{Arguments, Failed, Trial};
+mod support;
+
+use libtest_mimic::{Arguments, Failed};
 use peerpool_sim::{Topology, catalog_topology};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode, Output};
-use std::sync::OnceLock;
+use std::path::Path;
+use std::process::{Command, ExitCode};
+use support::{CUDA_INCLUDE, PYTHON, c_program, clients, run, shim_dir, stdout, trial};
 
 const TOPOLOGIES: [&str; 2] = ["four_gpu_islands", "eight_gpu_nvswitch"];
-const CUDA_INCLUDE: &str = "PEERPOOL_CUDA_INCLUDE";
-const PYTHON: &str = "PEERPOOL_PYTHON";
-
-/// The directory of the build these tests belong to (`target/<profile>`), found at run time.
-fn build_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test knows its own path");
-    exe.parent().and_then(Path::parent).expect("target/<profile>/deps/<test>").to_path_buf()
-}
-
-/// A directory holding the shim as `libcuda.so` and `libcuda.so.1`, made once per run.
-static SHIM_DIR: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-
-fn shim_dir() -> Result<&'static Path, Failed> {
-    let made = SHIM_DIR.get_or_init(|| {
-        let shim = build_dir().join("libpeerpool_shim.so");
-        if !shim.is_file() {
-            return Err(format!("no shim at {} (cargo builds it with this package)", shim.display()));
-        }
-        let dir = std::env::temp_dir().join(format!("peerpool-shim-clients-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-        for name in ["libcuda.so", "libcuda.so.1"] {
-            let _ = std::fs::remove_file(dir.join(name));
-            std::os::unix::fs::symlink(&shim, dir.join(name)).map_err(|e| e.to_string())?;
-        }
-        Ok(dir)
-    });
-    made.as_deref().map_err(|e| e.clone().into())
-}
-
-fn clients() -> PathBuf {
-    PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets it")).join("tests/clients")
-}
-
-/// The C client, compiled once against NVIDIA's header and linked with the shim's `-lcuda`.
-fn c_client() -> Result<&'static Path, Failed> {
-    static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    let built = BUILT.get_or_init(|| {
-        let include = std::env::var(CUDA_INCLUDE).map_err(|_| format!("{CUDA_INCLUDE} is not set"))?;
-        let dir = shim_dir().map_err(|e| e.message().unwrap_or_default().to_string())?;
-        let exe = dir.join("pools");
-        let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
-        let out = Command::new(cc)
-            .arg("-o")
-            .arg(&exe)
-            .arg(clients().join("pools.c"))
-            .arg(format!("-I{include}"))
-            .arg(format!("-L{}", dir.display()))
-            .arg("-lcuda")
-            .output()
-            .map_err(|e| format!("running cc: {e}"))?;
-        match out.status.success() {
-            true => Ok(exe),
-            false => Err(format!("cc failed: {}", String::from_utf8_lossy(&out.stderr))),
-        }
-    });
-    built.as_deref().map_err(|e| e.clone().into())
-}
-
-/// Runs `program` with the shim first on the library path and `settings` in the environment.
-fn run(program: &mut Command, settings: &[(&str, &str)]) -> Result<Output, Failed> {
-    let dir = shim_dir()?;
-    program.env("LD_LIBRARY_PATH", dir);
-    for name in peerpool_sim::env::VARIABLES {
-        program.env_remove(name);
-    }
-    program.envs(settings.iter().copied());
-    Ok(program.output()?)
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
 
 /// `pair a->b ...` lines by ordered pair (accessor, owner).
 fn pairs(text: &str) -> BTreeMap<(usize, usize), String> {
@@ -110,7 +40,7 @@ fn expected_c(topology: &Topology, accessor: usize, owner: usize) -> String {
 
 fn c_sees_the_peer_matrix(stem: &str) -> Result<(), Failed> {
     let topology = catalog_topology(stem)?;
-    let out = run(&mut Command::new(c_client()?), &[("PEERPOOL_SIM_TOPOLOGY", stem)])?;
+    let out = run(&mut Command::new(c_program("pools")?), &[("PEERPOOL_SIM_TOPOLOGY", stem)])?;
     let text = stdout(&out);
     if !out.status.success() || !text.contains("done version 13000") {
         return Err(format!("the client failed: {text}{}", String::from_utf8_lossy(&out.stderr)).into());
@@ -131,7 +61,7 @@ fn c_sees_the_peer_matrix(stem: &str) -> Result<(), Failed> {
 
 fn c_meets_a_fault_rule() -> Result<(), Failed> {
     let rule = [("PEERPOOL_SIM_FAULTS", "cuMemPoolSetAccess@1=OUT_OF_MEMORY")];
-    let text = stdout(&run(&mut Command::new(c_client()?), &rule)?);
+    let text = stdout(&run(&mut Command::new(c_program("pools")?), &rule)?);
     let first = pairs(&text).remove(&(1, 0)).unwrap_or_default();
     if first != "can_access 1 grant CUDA_ERROR_OUT_OF_MEMORY readback none moved 0" {
         return Err(format!("the first grant should meet the rule: {text}").into());
@@ -144,7 +74,7 @@ fn c_meets_a_fault_rule() -> Result<(), Failed> {
 
 fn c_meets_a_sticky_rule() -> Result<(), Failed> {
     let rule = [("PEERPOOL_SIM_FAULTS", "cuMemcpyDtoD@1=ILLEGAL_ADDRESS")];
-    let out = run(&mut Command::new(c_client()?), &rule)?;
+    let out = run(&mut Command::new(c_program("pools")?), &rule)?;
     let text = stdout(&out);
     let died = text.contains("fail cuMemcpyDtoD(dst, src, sizeof out): CUDA_ERROR_ILLEGAL_ADDRESS")
         && text.contains("after CUDA_ERROR_ILLEGAL_ADDRESS");
@@ -160,7 +90,7 @@ fn c_gets_one_line_for_bad_settings() -> Result<(), Failed> {
         ("PEERPOOL_SIM_FAULTS", "cuMemAlloc=NOT_A_CODE", "not a CUresult name"),
         ("PEERPOOL_SIM_TRACE", "/nonexistent/dir/trace.txt", "cannot open"),
     ] {
-        let out = run(&mut Command::new(c_client()?), &[(name, value)])?;
+        let out = run(&mut Command::new(c_program("pools")?), &[(name, value)])?;
         let (text, err) = (stdout(&out), String::from_utf8_lossy(&out.stderr).into_owned());
         let lines: Vec<&str> = err.lines().collect();
         let one_line = lines.len() == 1 && lines[0].starts_with("peerpool-shim: ") && lines[0].contains(says);
@@ -174,7 +104,7 @@ fn c_gets_one_line_for_bad_settings() -> Result<(), Failed> {
 fn c_leaves_a_trace() -> Result<(), Failed> {
     let trace = shim_dir()?.join("trace.txt");
     let _ = std::fs::remove_file(&trace);
-    let out = run(&mut Command::new(c_client()?), &[("PEERPOOL_SIM_TRACE", &trace.display().to_string())])?;
+    let out = run(&mut Command::new(c_program("pools")?), &[("PEERPOOL_SIM_TRACE", &trace.display().to_string())])?;
     if !out.status.success() {
         return Err(format!("the client failed: {}", stdout(&out)).into());
     }
@@ -238,14 +168,6 @@ fn same_as_on_the_h200s(program: &mut Command, record: &str) -> Result<(), Faile
     }
 }
 
-/// A trial, or the same name skipped with why it cannot run here.
-fn trial(name: String, needs: &str, test: impl FnOnce() -> Result<(), Failed> + Send + 'static) -> Trial {
-    match std::env::var(needs) {
-        Ok(_) => Trial::test(name, test),
-        Err(_) => Trial::test(name, test).with_ignored_flag(true).with_kind(format!("skipped: {needs} is not set")),
-    }
-}
-
 fn main() -> ExitCode {
     let mut trials = Vec::new();
     for stem in TOPOLOGIES {
@@ -257,7 +179,7 @@ fn main() -> ExitCode {
         }));
     }
     trials.push(trial("c_client_prints_what_it_printed_on_the_h200s".into(), CUDA_INCLUDE, || {
-        same_as_on_the_h200s(&mut Command::new(c_client()?), "clients-c.txt")
+        same_as_on_the_h200s(&mut Command::new(c_program("pools")?), "clients-c.txt")
     }));
     trials.push(trial("cuda_core_prints_what_it_printed_on_the_h200s".into(), PYTHON, || {
         let mut script = Command::new(std::env::var(PYTHON)?);
@@ -272,8 +194,6 @@ fn main() -> ExitCode {
     ));
     trials.push(trial("c_client_leaves_a_trace".into(), CUDA_INCLUDE, c_leaves_a_trace));
     let conclusion = libtest_mimic::run(&Arguments::from_args(), trials);
-    if let Some(Ok(dir)) = SHIM_DIR.get() {
-        let _ = std::fs::remove_dir_all(dir);
-    }
+    support::clean_up();
     conclusion.exit_code()
 }

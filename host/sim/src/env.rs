@@ -1,12 +1,14 @@
-//! What the environment asks of a simulated libcuda (`peerpool-shim`), read by its first `cuInit`
-//! and checked up front by `peerpool sim`:
+//! What the environment asks of the libcuda shim (`peerpool-shim`), read at its first call and
+//! checked up front by `peerpool sim`:
 //!
 //! | variable | meaning | default |
 //! | --- | --- | --- |
 //! | `PEERPOOL_SIM_TOPOLOGY` | a catalog name (`eight_gpu_nvswitch`) or a TOML file | `two_h200_nvlink` |
-//! | `PEERPOOL_SIM_FAULTS` | fault rules, `call[@n\|~p]=CODE[!sticky\|!transient]; ...` (`peerpool::fault`) | none |
+//! | `PEERPOOL_SIM_FAULTS` | fault rules, `call[@n\|~p]=CODE[!sticky\|!transient][!before\|!after]; ...` (`peerpool::fault`) | none |
 //! | `PEERPOOL_SIM_TRACE` | a file to append one line per call to (`-` for stderr) | none |
 //! | `PEERPOOL_SIM_SEED` | the seed of the `~p` rules' draws | 0 |
+//! | `PEERPOOL_SHIM_BACKEND` | `sim` (the simulator answers) or `real` (NVIDIA's libcuda does, through the rules and the trace) | `sim` |
+//! | `PEERPOOL_SHIM_LIBCUDA` | NVIDIA's libcuda for `real`, an absolute path | found as the loader would |
 //!
 //! Anything wrong is one line on stderr and an error from `cuInit`, never a crash.
 
@@ -14,20 +16,36 @@ use crate::{Topology, catalog, catalog_topology};
 use peerpool::fault::FaultPlan;
 use std::fs::OpenOptions;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 pub const TOPOLOGY: &str = "PEERPOOL_SIM_TOPOLOGY";
 pub const FAULTS: &str = "PEERPOOL_SIM_FAULTS";
 pub const TRACE: &str = "PEERPOOL_SIM_TRACE";
 pub const SEED: &str = "PEERPOOL_SIM_SEED";
+pub const BACKEND: &str = "PEERPOOL_SHIM_BACKEND";
+pub const LIBCUDA: &str = "PEERPOOL_SHIM_LIBCUDA";
 
 /// The names of the variables, in the table's order.
-pub const VARIABLES: [&str; 4] = [TOPOLOGY, FAULTS, TRACE, SEED];
+pub const VARIABLES: [&str; 6] = [TOPOLOGY, FAULTS, TRACE, SEED, BACKEND, LIBCUDA];
 
-/// A simulated libcuda's settings.
+/// The symbol every build of the shim exports, which NVIDIA's libcuda does not: how a shim that
+/// forwards tells a copy of itself from the real library.
+pub const SHIM_MARKER: &str = "peerpool_shim_pin_simulator";
+
+/// Who answers the calls.
+#[derive(Debug)]
+pub enum Target {
+    /// The simulator, on this machine.
+    Simulated(Topology),
+    /// NVIDIA's libcuda, forwarded to: at this path, or found as the loader would
+    /// ([`libcuda_candidates`]).
+    Real(Option<PathBuf>),
+}
+
+/// The shim's settings.
 pub struct Config {
-    /// The machine simulated.
-    pub topology: Topology,
+    /// Who answers.
+    pub target: Target,
     /// The fault rules, seeded.
     pub plan: FaultPlan,
     /// Where trace lines go.
@@ -36,9 +54,28 @@ pub struct Config {
 
 /// Reads the settings from `var` (the environment, or a test's map); every mistake is one line.
 pub fn read(var: impl Fn(&str) -> Option<String>) -> Result<Config, String> {
-    let topology = match var(TOPOLOGY).filter(|t| !t.is_empty()) {
-        None => Topology::two_h200(),
-        Some(name) => load_topology(&name)?,
+    let set = |name| var(name).filter(|v: &String| !v.is_empty());
+    let target = match (set(BACKEND).as_deref(), set(LIBCUDA), set(TOPOLOGY)) {
+        (None | Some("sim"), None, topology) => {
+            Target::Simulated(topology.map_or_else(|| Ok(Topology::two_h200()), |name| load_topology(&name))?)
+        }
+        (None | Some("sim"), Some(_), _) => return Err(format!("{LIBCUDA} is only read with {BACKEND}=real")),
+        (Some("real"), None, Some(_)) => {
+            return Err(format!("{TOPOLOGY} has no meaning with {BACKEND}=real (the real GPUs answer)"));
+        }
+        (Some("real"), Some(path), _) if !Path::new(&path).is_absolute() => {
+            return Err(format!("{LIBCUDA}: {path:?} is not an absolute path"));
+        }
+        // A topology is for a copy of the shim named as the library (how CI tests forwarding);
+        // the backend refuses it when the library turns out to be NVIDIA's.
+        (Some("real"), Some(path), topology) => {
+            if let Some(name) = topology {
+                load_topology(&name)?;
+            }
+            Target::Real(Some(PathBuf::from(path)))
+        }
+        (Some("real"), None, None) => Target::Real(None),
+        (Some(other), _, _) => return Err(format!("{BACKEND}: {other:?} is neither sim nor real")),
     };
     let plan = match var(FAULTS) {
         None => FaultPlan::new(),
@@ -56,7 +93,61 @@ pub fn read(var: impl Fn(&str) -> Option<String>) -> Result<Config, String> {
         None => 0,
         Some(text) => text.trim().parse().map_err(|_| format!("{SEED}: {text:?} is not a number"))?,
     };
-    Ok(Config { topology, plan: FaultPlan { seed, ..plan }, trace })
+    Ok(Config { target, plan: FaultPlan { seed, ..plan }, trace })
+}
+
+/// Where the dynamic loader would look for `libcuda.so.1`, in its order, less the files that
+/// are `shim` itself (the links `peerpool sim` makes to it): `LD_LIBRARY_PATH`, the directories
+/// of `/etc/ld.so.conf` (and the files it includes), then the system's library directories.
+/// Only existing files are listed; the caller still refuses one that turns out to be a shim.
+pub fn libcuda_candidates(ld_library_path: Option<&str>, shim: &Path) -> Vec<PathBuf> {
+    let same_file = |a: &Path, b: &Path| {
+        use std::os::unix::fs::MetadataExt;
+        match (std::fs::metadata(a), std::fs::metadata(b)) {
+            (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
+            _ => false,
+        }
+    };
+    let mut dirs: Vec<PathBuf> = ld_library_path.unwrap_or_default().split(':').map(PathBuf::from).collect();
+    dirs.extend(ld_so_conf(Path::new("/etc/ld.so.conf"), 0));
+    dirs.extend(
+        ["/lib64", "/usr/lib64", "/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib", "/usr/lib"]
+            .map(PathBuf::from),
+    );
+    let mut found: Vec<PathBuf> = Vec::new();
+    for dir in dirs.iter().filter(|d| d.is_absolute()) {
+        let file = dir.join("libcuda.so.1");
+        if file.is_file() && !same_file(&file, shim) && !found.iter().any(|f| same_file(f, &file)) {
+            found.push(file);
+        }
+    }
+    found
+}
+
+/// The directories an `ld.so.conf` names, its `include` globs (`dir/*.conf`) followed to a
+/// small depth; anything unreadable is skipped, as the loader's cache would have.
+fn ld_so_conf(file: &Path, depth: usize) -> Vec<PathBuf> {
+    let Ok(text) = std::fs::read_to_string(file) else { return Vec::new() };
+    let mut dirs = Vec::new();
+    for line in text.lines().map(|l| l.split('#').next().unwrap_or_default().trim()) {
+        match line.strip_prefix("include") {
+            Some(pattern) if depth < 3 => {
+                let pattern = Path::new(pattern.trim());
+                let (Some(dir), Some(name)) = (pattern.parent(), pattern.file_name()) else { continue };
+                let suffix = name.to_string_lossy().trim_start_matches('*').to_string();
+                let Ok(entries) = std::fs::read_dir(dir) else { continue };
+                let mut files: Vec<PathBuf> =
+                    entries.flatten().map(|e| e.path()).filter(|p| p.to_string_lossy().ends_with(&suffix)).collect();
+                files.sort();
+                for included in files {
+                    dirs.extend(ld_so_conf(&included, depth + 1));
+                }
+            }
+            _ if line.starts_with('/') => dirs.push(PathBuf::from(line)),
+            _ => {}
+        }
+    }
+    dirs
 }
 
 /// A catalog stem, or a path to a TOML file (a name with a `/` or ending in `.toml`).
@@ -83,10 +174,17 @@ mod tests {
         read(|k| map.get(k).cloned())
     }
 
+    fn topology(config: &Config) -> &Topology {
+        match &config.target {
+            Target::Simulated(topology) => topology,
+            other => panic!("not simulated: {other:?}"),
+        }
+    }
+
     #[test]
     fn defaults_are_the_lent_pair_without_faults() {
         let config = read_from(&[]).unwrap();
-        assert_eq!(config.topology.device_count(), 2);
+        assert_eq!(topology(&config).device_count(), 2);
         assert!(config.plan.rules.is_empty() && config.trace.is_none() && config.plan.seed == 0);
     }
 
@@ -95,17 +193,49 @@ mod tests {
         let config =
             read_from(&[(TOPOLOGY, "eight_gpu_nvswitch"), (FAULTS, "cuMemAlloc@2=OUT_OF_MEMORY"), (SEED, "7")]);
         let config = config.unwrap();
-        assert_eq!((config.topology.device_count(), config.plan.rules.len(), config.plan.seed), (8, 1, 7));
+        assert_eq!((topology(&config).device_count(), config.plan.rules.len(), config.plan.seed), (8, 1, 7));
         for (pairs, says) in [
             (vec![(TOPOLOGY, "no_such_machine")], "no_such_machine"),
             (vec![(TOPOLOGY, "/nowhere/machine.toml")], "no topology file"),
             (vec![(FAULTS, "cuMemAlloc=NOT_A_CODE")], "PEERPOOL_SIM_FAULTS"),
             (vec![(TRACE, "/nowhere/at/all/trace.txt")], "cannot open"),
             (vec![(SEED, "many")], "not a number"),
+            (vec![(BACKEND, "both")], "neither sim nor real"),
+            (vec![(LIBCUDA, "/usr/lib/libcuda.so.1")], "only read with"),
+            (vec![(BACKEND, "real"), (TOPOLOGY, "one_gpu")], "no meaning"),
+            (vec![(BACKEND, "real"), (LIBCUDA, "libcuda.so.1")], "not an absolute path"),
         ] {
             let error = read_from(&pairs).err().expect("refused");
             assert!(error.contains(says), "{pairs:?}: {error}");
             assert!(!error.contains('\n'), "one line: {error}");
         }
+    }
+
+    #[test]
+    fn the_real_backend_takes_a_named_library_or_none() {
+        let named = read_from(&[(BACKEND, "real"), (LIBCUDA, "/opt/nvidia/libcuda.so.1"), (FAULTS, "cuInit=UNKNOWN")]);
+        let named = named.unwrap();
+        assert!(matches!(&named.target, Target::Real(Some(p)) if p == Path::new("/opt/nvidia/libcuda.so.1")));
+        assert_eq!(named.plan.rules.len(), 1, "the rules apply to the real backend too");
+        assert!(matches!(read_from(&[(BACKEND, "real")]).unwrap().target, Target::Real(None)));
+    }
+
+    #[test]
+    fn the_search_skips_the_shim_and_its_links_and_keeps_the_loader_order() {
+        let dir = std::env::temp_dir().join(format!("peerpool-env-search-{}", std::process::id()));
+        let (shim_dir, a, b) = (dir.join("shim"), dir.join("a"), dir.join("b"));
+        for d in [&shim_dir, &a, &b] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        let shim = shim_dir.join("libpeerpool_shim.so");
+        std::fs::write(&shim, b"shim").unwrap();
+        std::os::unix::fs::symlink(&shim, shim_dir.join("libcuda.so.1")).unwrap();
+        std::fs::write(a.join("libcuda.so.1"), b"first").unwrap();
+        std::fs::write(b.join("libcuda.so.1"), b"second").unwrap();
+        let path = format!("{}:relative/dir:{}:{}", shim_dir.display(), a.display(), b.display());
+        let found = libcuda_candidates(Some(&path), &shim);
+        assert_eq!(found[..2], [a.join("libcuda.so.1"), b.join("libcuda.so.1")]);
+        assert!(!found.iter().any(|f| f.starts_with(&shim_dir)), "{found:?}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -22,6 +22,16 @@ pub struct Injected {
     pub code: CUresult,
     /// Whether it was sticky (a rule firing, or the aftermath of a sticky one).
     pub sticky: bool,
+    /// Whether the call is made first and its result replaced (a `!after` rule); the
+    /// aftermath of a sticky fault never reaches the driver.
+    pub after: bool,
+}
+
+impl Injected {
+    /// The error the caller sees.
+    pub fn error(&self) -> CudaError {
+        CudaError { call: self.call, code: self.code, sticky: self.sticky }
+    }
 }
 
 #[derive(Default)]
@@ -57,7 +67,7 @@ impl Log {
     }
 
     /// Counts `call` and decides whether it fails.
-    fn decide(&mut self, call: &'static str) -> Option<CudaError> {
+    fn decide(&mut self, call: &'static str) -> Option<Injected> {
         if self.keep_calls {
             self.calls.push(call);
         }
@@ -74,20 +84,21 @@ impl Log {
                     When::Chance(per_million) => self.draws.next() % 1_000_000 < per_million as u64,
                 };
                 if due && fired.is_none() {
-                    fired = Some((rule.code, rule.sticky));
+                    fired = Some((rule.code, rule.sticky, rule.after));
                 }
             }
         }
-        let (code, sticky) = match (self.dead, fired) {
-            (Some(code), _) => (code, true),
-            (None, Some((code, sticky))) => (code, sticky),
+        let (code, sticky, after) = match (self.dead, fired) {
+            (Some(code), _) => (code, true, false),
+            (None, Some(fired)) => fired,
             (None, None) => return None,
         };
         if sticky {
             self.dead = Some(code);
         }
-        self.injected.push(Injected { call, nth, code, sticky });
-        Some(CudaError { call, code, sticky })
+        let injected = Injected { call, nth, code, sticky, after };
+        self.injected.push(injected);
+        Some(injected)
     }
 }
 
@@ -169,8 +180,8 @@ impl Ledger {
     }
 
     /// Counts `call` and returns the failure the plan gives it, if any (a sticky fault that
-    /// fired fails every later call).
-    pub fn decide(&self, call: &'static str) -> Option<CudaError> {
+    /// fired fails every later call). The caller makes the call first when it says `after`.
+    pub fn decide(&self, call: &'static str) -> Option<Injected> {
         if !self.active.load(Ordering::Relaxed) {
             return None;
         }
@@ -184,7 +195,7 @@ impl Ledger {
 
     /// Writes `call args => outcome` as one line, when tracing (`args` is only formatted then),
     /// and keeps `call => outcome` when keeping outcomes.
-    pub fn trace(&self, call: &str, args: impl FnOnce() -> String, outcome: &str) {
+    pub fn trace(&self, call: &str, args: impl FnOnce() -> String, outcome: impl std::fmt::Display) {
         if !self.active.load(Ordering::Relaxed) {
             return;
         }

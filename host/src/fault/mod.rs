@@ -105,13 +105,18 @@ impl FaultInjector {
     /// (with the lock released, so the wrapped driver may take its time).
     fn call<T>(&self, call: Call, f: impl FnOnce(&dyn Driver) -> DriverResult<T>) -> DriverResult<T> {
         let name = call.name();
-        let result = match self.ledger.decide(name) {
-            Some(error) => Err(error),
-            None => {
+        let injected = self.ledger.decide(name);
+        let result = match injected {
+            Some(fault) if !fault.after => Err(fault.error()),
+            _ => {
                 let start = Instant::now();
                 let result = f(self.inner.as_ref());
                 self.ledger.add_time(name, start.elapsed());
-                result
+                // An `!after` fault: the call was made; whatever it made is dropped unseen.
+                match injected {
+                    Some(fault) => Err(fault.error()),
+                    None => result,
+                }
             }
         };
         let outcome = match &result {

@@ -2,13 +2,15 @@
 //! libcuda shim's `PEERPOOL_SIM_FAULTS`).
 //!
 //! The text form is rules separated by `;`:
-//! `call[@n|~p]=CODE[!sticky|!transient]`, for example
-//! `cuMemPoolSetAccess@2=CUDA_ERROR_OUT_OF_MEMORY; cuLaunchKernel=ILLEGAL_ADDRESS`.
+//! `call[@n|~p]=CODE[!sticky|!transient][!before|!after]`, for example
+//! `cuMemPoolSetAccess@2=CUDA_ERROR_OUT_OF_MEMORY; cuLaunchKernel=ILLEGAL_ADDRESS!after`.
 //! `call` is a driver call's documented name (`cuMemAlloc`, not `cuMemAlloc_v2`) or a prefix
 //! ending in `*`; `@n` fails the nth matching call (1-based), `~p` each matching call with a
 //! chance of `p` percent (drawn from [`FaultPlan::seed`]), and without either every matching
 //! call fails; `CODE` is a `CUresult` name, with or without `CUDA_ERROR_`; a rule is sticky when
-//! its code is sticky on hardware unless `!sticky` or `!transient` says otherwise.
+//! its code is sticky on hardware unless `!sticky` or `!transient` says otherwise. A rule fails
+//! the call before the driver sees it unless `!after` says to make the call and then replace its
+//! result (the driver's work is done: what it made is the caller's to find and release).
 
 use crate::driver::codes;
 use crate::error::is_sticky;
@@ -39,22 +41,30 @@ pub struct Rule {
     pub code: CUresult,
     /// Whether every later call fails too, like a real sticky error.
     pub sticky: bool,
+    /// Whether the call is made first and its result replaced (else it is never made).
+    pub after: bool,
 }
 
 impl Rule {
     /// Fails the `n`th (1-based) call matching `call`; sticky when the code is sticky on hardware.
     pub fn nth(call: &str, n: u64, code: CUresult) -> Rule {
-        Rule { call: call.into(), when: When::Nth(n), code, sticky: is_sticky(code) }
+        Rule { call: call.into(), when: When::Nth(n), code, sticky: is_sticky(code), after: false }
     }
 
     /// Fails every call matching `call`; sticky when the code is sticky on hardware.
     pub fn every(call: &str, code: CUresult) -> Rule {
-        Rule { call: call.into(), when: When::Every, code, sticky: is_sticky(code) }
+        Rule { call: call.into(), when: When::Every, code, sticky: is_sticky(code), after: false }
     }
 
     /// Overrides the stickiness.
     pub fn sticky(mut self, sticky: bool) -> Rule {
         self.sticky = sticky;
+        self
+    }
+
+    /// Makes the call first and replaces its result (`true`), or fails it unmade (`false`).
+    pub fn after(mut self, after: bool) -> Rule {
+        self.after = after;
         self
     }
 
@@ -169,21 +179,27 @@ impl FromStr for Rule {
         if !stem.starts_with("cu") || !stem.chars().all(name_ok) {
             return Err(format!("{call:?} is not a driver call name (cuMemAlloc) or prefix (cuMemcpy*)"));
         }
-        let (code, flag) = match outcome.split_once('!') {
-            Some((code, flag)) => (code.trim(), Some(flag.trim())),
-            None => (outcome.trim(), None),
-        };
+        let mut parts = outcome.split('!').map(str::trim);
+        let code = parts.next().unwrap_or_default();
         let code = codes::from_name(code).ok_or_else(|| format!("{code:?} is not a CUresult name"))?;
         if code == CUresult::CUDA_SUCCESS {
             return Err("a rule must fail the call, not succeed it".into());
         }
-        let sticky = match flag {
-            None => is_sticky(code),
-            Some("sticky") => true,
-            Some("transient") => false,
-            Some(other) => return Err(format!("{other:?} is neither sticky nor transient")),
-        };
-        Ok(Rule { call: call.to_string(), when, code, sticky })
+        let (mut sticky, mut after) = (None, None);
+        for flag in parts {
+            let (slot, value) = match flag {
+                "sticky" => (&mut sticky, true),
+                "transient" => (&mut sticky, false),
+                "after" => (&mut after, true),
+                "before" => (&mut after, false),
+                other => return Err(format!("{other:?} is none of sticky, transient, before, after")),
+            };
+            if slot.replace(value).is_some() {
+                return Err(format!("{flag:?} repeats or contradicts an earlier flag"));
+            }
+        }
+        let sticky = sticky.unwrap_or_else(|| is_sticky(code));
+        Ok(Rule { call: call.to_string(), when, code, sticky, after: after.unwrap_or(false) })
     }
 }
 
@@ -211,7 +227,11 @@ impl fmt::Display for Rule {
             When::Every => {}
         }
         let flag = if self.sticky { "sticky" } else { "transient" };
-        write!(f, "={:?}!{flag}", self.code)
+        write!(f, "={:?}!{flag}", self.code)?;
+        if self.after {
+            f.write_str("!after")?;
+        }
+        Ok(())
     }
 }
 
@@ -222,7 +242,8 @@ mod tests {
     #[test]
     fn the_text_form_reads_back_what_it_writes() {
         let plan: FaultPlan = "cuMemPoolSetAccess@2=OUT_OF_MEMORY; cuLaunchKernel=CUDA_ERROR_ILLEGAL_ADDRESS; \
-                               cuMemcpy*@1=INVALID_VALUE!sticky; cuMemAllocAsync~2.5=OUT_OF_MEMORY"
+                               cuMemcpy*@1=INVALID_VALUE!sticky; cuMemAllocAsync~2.5=OUT_OF_MEMORY; \
+                               cuMemPoolCreate@1=OUT_OF_MEMORY!after; cuMemFree=UNKNOWN!before!transient"
             .parse()
             .unwrap();
         assert_eq!(plan.rules[0], Rule::nth("cuMemPoolSetAccess", 2, CUresult::CUDA_ERROR_OUT_OF_MEMORY));
@@ -230,6 +251,9 @@ mod tests {
         assert!(plan.rules[1].sticky, "sticky on hardware");
         assert_eq!(plan.rules[2], Rule::nth("cuMemcpy*", 1, CUresult::CUDA_ERROR_INVALID_VALUE).sticky(true));
         assert_eq!(plan.rules[3].when, When::Chance(25_000));
+        assert_eq!(plan.rules[4], Rule::nth("cuMemPoolCreate", 1, CUresult::CUDA_ERROR_OUT_OF_MEMORY).after(true));
+        assert_eq!(plan.rules[5], Rule::every("cuMemFree", CUresult::CUDA_ERROR_UNKNOWN).sticky(false));
+        assert!(plan.rules[..4].iter().all(|r| !r.after), "before unless said");
         for rule in &plan.rules {
             assert_eq!(&rule.to_string().parse::<Rule>().unwrap(), rule);
         }
@@ -246,7 +270,9 @@ mod tests {
             ("cuMemAlloc~150=OUT_OF_MEMORY", 1, "percentage"),
             ("ok=OUT_OF_MEMORY", 1, "not a driver call"),
             ("cuMemAlloc=CUDA_SUCCESS", 1, "fail the call"),
-            ("cuMemAlloc=OUT_OF_MEMORY; cuInit=INVALID_VALUE!forever", 2, "neither"),
+            ("cuMemAlloc=OUT_OF_MEMORY; cuInit=INVALID_VALUE!forever", 2, "none of"),
+            ("cuMemAlloc=OUT_OF_MEMORY!after!before", 1, "contradicts"),
+            ("cuMemAlloc=OUT_OF_MEMORY!sticky!sticky", 1, "repeats"),
         ] {
             let error = text.parse::<FaultPlan>().unwrap_err();
             assert_eq!(error.index, index, "{text}");

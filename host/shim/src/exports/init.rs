@@ -3,7 +3,8 @@
 
 use super::context::API_VERSION;
 use crate::abi::out;
-use crate::boundary::{self, code, sim};
+use crate::backend;
+use crate::boundary::{self, code, forward_if_real, sim};
 use crate::runtime;
 use cudarc::driver::sys::CUresult;
 use peerpool::driver::codes;
@@ -17,6 +18,10 @@ use std::sync::OnceLock;
 /// None needed: takes no pointer.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuInit(flags: c_uint) -> CUresult {
+    if backend::get().is_err() {
+        return CUresult::CUDA_ERROR_INVALID_VALUE;
+    }
+    forward_if_real!(cuInit(flags: c_uint));
     if runtime::init().is_err() {
         return CUresult::CUDA_ERROR_INVALID_VALUE;
     }
@@ -29,6 +34,7 @@ pub unsafe extern "C" fn cuInit(flags: c_uint) -> CUresult {
 /// `version` is valid for a write of an `int`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuDriverGetVersion(version: *mut c_int) -> CUresult {
+    forward_if_real!(cuDriverGetVersion(version: *mut c_int));
     // SAFETY (the writes): the caller's.
     let answer = match runtime::get() {
         Some(_) => {
@@ -79,6 +85,7 @@ unsafe fn describe(
 /// `name` is valid for a write of a pointer.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuGetErrorName(error: c_uint, name: *mut *const c_char) -> CUresult {
+    forward_if_real!(cuGetErrorName(error: c_uint, name: *mut *const c_char));
     // SAFETY: the caller's.
     unsafe { describe(error, name, |t| t.1.as_ptr()) }
 }
@@ -87,20 +94,9 @@ pub unsafe extern "C" fn cuGetErrorName(error: c_uint, name: *mut *const c_char)
 /// `text` is valid for a write of a pointer.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuGetErrorString(error: c_uint, text: *mut *const c_char) -> CUresult {
+    forward_if_real!(cuGetErrorString(error: c_uint, text: *mut *const c_char));
     // SAFETY: the caller's.
     unsafe { describe(error, text, |t| t.2.as_ptr()) }
-}
-
-/// The private tables of the CUDA runtime are not simulated.
-///
-/// # Safety
-/// None needed: reads nothing.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuGetExportTable(_table: *mut *const c_void, _id: *const c_void) -> CUresult {
-    if runtime::get().is_none() {
-        return CUresult::CUDA_ERROR_NOT_INITIALIZED;
-    }
-    boundary::unsupported("cuGetExportTable")
 }
 
 /// This module's entry points, by exported name.
@@ -110,7 +106,6 @@ pub(crate) fn table() -> Vec<(&'static str, *const c_void)> {
         ("cuDriverGetVersion", cuDriverGetVersion as *const c_void),
         ("cuGetErrorName", cuGetErrorName as *const c_void),
         ("cuGetErrorString", cuGetErrorString as *const c_void),
-        ("cuGetExportTable", cuGetExportTable as *const c_void),
     ]
 }
 

@@ -1,0 +1,111 @@
+//! What the shim's client tests share: the shim installed as `libcuda.so.1` in a directory of
+//! their own, C programs compiled against NVIDIA's header and linked with it, and running a
+//! program with chosen settings and nothing else of peerpool's in its environment.
+//!
+//! The C programs need NVIDIA's `cuda.h` (`$PEERPOOL_CUDA_INCLUDE`) and the scripts a Python
+//! with cuda-core (`$PEERPOOL_PYTHON`): `.ci/run` installs both from PyPI into a throwaway
+//! virtual environment. Without them those trials are skipped, with the reason in their name.
+
+#![allow(dead_code)] // each test binary uses its own part
+
+use libtest_mimic::{Failed, Trial};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::{Mutex, OnceLock};
+
+pub const CUDA_INCLUDE: &str = "PEERPOOL_CUDA_INCLUDE";
+pub const PYTHON: &str = "PEERPOOL_PYTHON";
+
+/// The directory of the build these tests belong to (`target/<profile>`), found at run time.
+fn build_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test knows its own path");
+    exe.parent().and_then(Path::parent).expect("target/<profile>/deps/<test>").to_path_buf()
+}
+
+/// A directory holding the shim as `libcuda.so` and `libcuda.so.1`, made once per run.
+static SHIM_DIR: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+
+pub fn shim_dir() -> Result<&'static Path, Failed> {
+    let made = SHIM_DIR.get_or_init(|| {
+        let shim = build_dir().join("libpeerpool_shim.so");
+        if !shim.is_file() {
+            return Err(format!("no shim at {} (cargo builds it with this package)", shim.display()));
+        }
+        let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+        let test = exe.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        let dir = std::env::temp_dir().join(format!("peerpool-shim-{test}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        for name in ["libcuda.so", "libcuda.so.1"] {
+            let _ = std::fs::remove_file(dir.join(name));
+            std::os::unix::fs::symlink(&shim, dir.join(name)).map_err(|e| e.to_string())?;
+        }
+        Ok(dir)
+    });
+    made.as_deref().map_err(|e| e.clone().into())
+}
+
+/// Removes the directory `shim_dir` made.
+pub fn clean_up() {
+    if let Some(Ok(dir)) = SHIM_DIR.get() {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
+
+/// Where the client programs' sources are, found at run time.
+pub fn clients() -> PathBuf {
+    PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets it")).join("tests/clients")
+}
+
+/// `clients/<name>.c`, compiled once against NVIDIA's header and linked with the shim's `-lcuda`.
+pub fn c_program(name: &'static str) -> Result<PathBuf, Failed> {
+    static BUILT: Mutex<Option<HashMap<&'static str, Result<PathBuf, String>>>> = Mutex::new(None);
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    let built = built.get_or_insert_with(HashMap::new).entry(name).or_insert_with(|| {
+        let include = std::env::var(CUDA_INCLUDE).map_err(|_| format!("{CUDA_INCLUDE} is not set"))?;
+        let dir = shim_dir().map_err(|e| e.message().unwrap_or_default().to_string())?;
+        let exe = dir.join(name);
+        let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+        let out = Command::new(cc)
+            .arg("-o")
+            .arg(&exe)
+            .arg(clients().join(format!("{name}.c")))
+            .arg(format!("-I{include}"))
+            .arg(format!("-L{}", dir.display()))
+            .arg("-lcuda")
+            .output()
+            .map_err(|e| format!("running cc: {e}"))?;
+        match out.status.success() {
+            true => Ok(exe),
+            false => Err(format!("cc failed: {}", String::from_utf8_lossy(&out.stderr))),
+        }
+    });
+    built.clone().map_err(Failed::from)
+}
+
+/// Runs `program` with the shim first on the library path and `settings` in the environment.
+pub fn run(program: &mut Command, settings: &[(&str, &str)]) -> Result<Output, Failed> {
+    let dir = shim_dir()?;
+    program.env("LD_LIBRARY_PATH", dir);
+    for name in peerpool_sim::env::VARIABLES {
+        program.env_remove(name);
+    }
+    program.envs(settings.iter().copied());
+    Ok(program.output()?)
+}
+
+pub fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// A trial, or the same name skipped with why it cannot run here.
+pub fn trial(name: String, needs: &str, test: impl FnOnce() -> Result<(), Failed> + Send + 'static) -> Trial {
+    match std::env::var(needs) {
+        Ok(_) => Trial::test(name, test),
+        Err(_) => Trial::test(name, test).with_ignored_flag(true).with_kind(format!("skipped: {needs} is not set")),
+    }
+}
