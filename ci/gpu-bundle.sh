@@ -7,10 +7,12 @@ cd "$(dirname "$0")/.."
 bundle=${1:-.gpu}
 mkdir -p "$bundle"
 cargo build --release --workspace --bins --examples
+cargo build --release -p peerpool-shim   # libpeerpool_shim.so, beside `peerpool` in the bundle
 cargo nextest archive --release --workspace --zstd-level 19 --archive-file "$bundle/tests.tar.zst"
 cp "$(command -v cargo-nextest)" "$bundle/cargo-nextest"
 # The whole tree that travels to a GPU machine is limited to 64 MiB: strip what can be.
 strip "$bundle/cargo-nextest" 2>/dev/null || true
+cp target/release/libpeerpool_shim.so "$bundle/"
 for bin in target/release/peerpool target/release/examples/*; do
     [ -f "$bin" ] && [ -x "$bin" ] && case "$bin" in *.d|*-*) ;; *) cp "$bin" "$bundle/" ;; esac
 done

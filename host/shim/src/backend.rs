@@ -8,6 +8,7 @@
 use peerpool::fault::Ledger;
 use peerpool_sim::env::{self, Config, SHIM_MARKER, Target};
 use std::ffi::{CStr, c_int, c_void};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicPtr, Ordering};
@@ -71,14 +72,18 @@ pub extern "C" fn peerpool_shim_pin_simulator() -> c_int {
 
 fn decide() -> Result<Backend, String> {
     let Config { target, plan, trace } = env::read(|name| std::env::var(name).ok())?;
-    let library = match target {
+    let (library, path) = match target {
         Target::Simulated(_) => return Ok(Backend::Sim { pinned: false }),
-        Target::Real(Some(path)) => open(&path, true)?,
+        Target::Real(Some(path)) => (open(&path, true)?, path),
         Target::Real(None) => find()?,
     };
     let ledger = Ledger::new(plan, false);
     let ledger = match trace {
-        Some(sink) => ledger.tracing_to(sink),
+        Some(mut sink) => {
+            // The trace says first which library answered (a write error is the trace's loss only).
+            let _ = writeln!(sink, "# peerpool-shim: forwarding to {}", path.display());
+            ledger.tracing_to(sink)
+        }
         None => ledger,
     };
     Ok(Backend::Real(Real { library, ledger }))
@@ -99,14 +104,14 @@ fn own_file() -> Option<PathBuf> {
 }
 
 /// NVIDIA's libcuda, found as the loader would: the first candidate that is not a shim.
-fn find() -> Result<libloading::os::unix::Library, String> {
+fn find() -> Result<(libloading::os::unix::Library, PathBuf), String> {
     let own = own_file().unwrap_or_default();
     let path = std::env::var("LD_LIBRARY_PATH").ok();
     let candidates = env::libcuda_candidates(path.as_deref(), &own);
     let mut refused = Vec::new();
     for candidate in &candidates {
         match open(candidate, false) {
-            Ok(library) => return Ok(library),
+            Ok(library) => return Ok((library, candidate.clone())),
             Err(why) => refused.push(why),
         }
     }
