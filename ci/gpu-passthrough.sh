@@ -79,6 +79,8 @@ done
 echo "== bad settings"
 {
     "$pp" "${real[@]}" --libcuda /nonexistent/libcuda.so.1 -- true; echo "exit $?"
-    PEERPOOL_SHIM_BACKEND=real PEERPOOL_SHIM_LIBCUDA=/etc/hostname "$out/rules"; echo "exit $?"
+    # The shim first on the path (where `peerpool sim` linked it), a file that is no library named:
+    LD_LIBRARY_PATH="$bundle/peerpool-libcuda" PEERPOOL_SHIM_BACKEND=real PEERPOOL_SHIM_LIBCUDA=/etc/hostname \
+        "$out/rules"; echo "exit $?"
 } > "$out/bad_settings.txt" 2>&1
 cat "$out/bad_settings.txt"

@@ -151,6 +151,13 @@ impl Ledger {
         self.active.store(active, Ordering::Relaxed);
     }
 
+    /// Whether nothing is armed, kept or traced: then [`Ledger::decide`] fails nothing and
+    /// [`Ledger::trace`] writes nothing, and a hot path may skip both.
+    #[inline]
+    pub fn is_idle(&self) -> bool {
+        !self.active.load(Ordering::Relaxed)
+    }
+
     /// Replaces the plan and starts afresh: counts, the call list and any sticky fault cleared.
     pub fn arm(&self, plan: FaultPlan) {
         let mut log = self.lock();
