@@ -15,7 +15,8 @@ cargo build -q -p peerpool-shim -p peerpool-cli
 mkdir -p target/shim-matrix
 for t in "${topologies[@]}"; do
     echo "== $t (through the shim)"
-    suites=(--test first_proof --test grant --test model_hw)
+    # ipc: this binary exports and re-executes itself as the importer, a second process on the shim.
+    suites=(--test first_proof --test grant --test model_hw --test ipc)
     # The differential compares the driver with an in-process simulated 2 x H200.
     [ "$t" = two_h200_nvlink ] && suites+=(--test differential)
     log="target/shim-matrix/$t.txt"

@@ -8,8 +8,9 @@
 //! reports and ends; this process is untouched). Legacy IPC refuses pool memory and works on
 //! `cuMemAlloc` memory; closed imports and garbage export data give typed errors. Every child
 //! runs under a timeout and is killed past it.
-
 //!
+//! Through the libcuda shim (`peerpool sim -- cargo test --test ipc`, as `ci/shim-matrix.sh`
+//! runs it) both processes get a simulator of their own, and they share the exported memory.
 //! `PEERPOOL_IPC_AGAINST=sim` runs the same checks on simulators (as `tests/ipc_stand_in.rs` does
 //! in every `cargo test`).
 

@@ -9,9 +9,10 @@
 //! of the API as stubs answering `CUDA_ERROR_NOT_SUPPORTED`. `proc_address.rs` answers
 //! `cuGetProcAddress` from the same exports.
 //!
-//! One simulated process per process. Export handles work within it (a pool exported and
-//! imported again, as the IPC suites do between two `SimDriver`s); two programs that both load
-//! the shim do not yet share memory, because the simulator's export registry is per process.
+//! One simulated process per process. Two programs that both load the shim share memory as two
+//! processes on GPUs do: export handles (an fd passed over a Unix socket, export data, legacy
+//! IPC handles) name the exporter's shared memfd, which the importer's simulator maps
+//! (`peerpool_sim`'s "Inter-process sharing"); within one program export and import work too.
 
 mod abi;
 pub mod backend;

@@ -60,19 +60,27 @@
 //! - PCI bus ids are synthetic (`0x18 + 0x10 × ordinal`); every sticky error is the process's
 //!   last word, including for `cuDeviceGetCount` and `cuCtxSetCurrent`.
 //!
-//! ## Inter-process sharing (`registry.rs`, `share.rs`, `vmm.rs`)
-//! Two simulators in one process stand for two processes of one machine: an import maps the
-//! exporter's bytes, so writes on either side are seen by the other, and access does not travel
-//! (an imported pool is read-write for its owner only), as measured. Beyond that:
+//! ## Inter-process sharing (`shared_file.rs`, `handles.rs`, `share.rs`, `vmm.rs`)
+//! Processes share as on a GPU machine: two programs on the libcuda shim, each with its own
+//! simulator, or two simulators in one process. An export moves the allocation's bytes into a
+//! sealed memfd mapped `MAP_SHARED` (a header page with a lock word, then the data); an import
+//! opens that file through `/proc/<exporter pid>/fd/<n>` and maps it, so writes on either side
+//! are seen by the other, and every copy or atomic kernel update holds the file's lock word, one
+//! step for all processes. Access does not travel (an imported pool is read-write for its owner
+//! only), as measured. Beyond that:
 //! - A POSIX-fd export handle is an eventfd (an anonymous inode; the real one is an open of the
-//!   device node, a character device) whose counter names an entry of a process-wide registry.
-//!   Export data, legacy IPC handles and fabric handles carry a tag and a check word. Anything
-//!   else (garbage data, a foreign fd) is `CUDA_ERROR_INVALID_VALUE`; the real driver's answer
-//!   to garbage was not measured (a reopened `/proc/<pid>/fd` gave `CUDA_ERROR_UNKNOWN`).
-//! - Handles do not keep memory alive: importing what the exporter has freed (a pool
-//!   allocation, `cuMemAlloc` memory, a `cuMemCreate` allocation with no reference or mapping
-//!   left) is `CUDA_ERROR_INVALID_VALUE`; a real exported fd keeps its allocation until closed.
-//!   An import does keep the bytes, as a real mapping does.
+//!   device node, a character device) whose 64-bit counter names the exporter's pid, the memfd's
+//!   fd number there and part of the memfd's nonce. Export data, legacy IPC handles and fabric
+//!   handles carry the pid, fd number and whole nonce with a tag and a check word. Anything else
+//!   (garbage data, a foreign fd, a file that is not one of ours) is `CUDA_ERROR_INVALID_VALUE`;
+//!   the real driver's answer to garbage was not measured (a reopened `/proc/<pid>/fd` gave
+//!   `CUDA_ERROR_UNKNOWN`). Exporter and importer need the same user and pid namespace (the
+//!   real driver's handles need neither).
+//! - Handles do not keep memory alive: the exporter holds the memfd, so importing what it has
+//!   freed (a pool allocation, `cuMemAlloc` memory, a `cuMemCreate` allocation with no
+//!   reference or mapping left), or anything from an exporter that has exited, is
+//!   `CUDA_ERROR_INVALID_VALUE`; a real exported fd keeps its allocation until closed. An
+//!   import does keep the bytes, as a real mapping does.
 //! - Not measured, chosen: `CUDA_ERROR_INVALID_VALUE` for exporting a pool or allocation without
 //!   the handle type asked for, re-exporting an imported pool, `cuMemPoolExportPointer` other than
 //!   at the start of a live allocation of a live exportable pool, `cuIpcGetMemHandle` other than
@@ -96,11 +104,12 @@ mod contexts;
 mod copies;
 mod driver;
 pub mod env;
+mod handles;
 mod kernels;
 mod memory;
 mod pools;
-mod registry;
 mod share;
+mod shared_file;
 mod state;
 mod topology;
 mod topology_file;

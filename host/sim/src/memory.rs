@@ -4,15 +4,16 @@
 //! Addresses are unique for the simulator's life (a bump allocator per device that never
 //! reuses a freed range), so a stale pointer can never reach a newer allocation by accident.
 //!
-//! Bytes live in a [`Backing`] behind its own lock, so that two simulators in one test (two
-//! "processes") can map the same bytes: an exported allocation and its imports share one
-//! backing, and a write through either is seen by both, as with real inter-process sharing.
+//! Bytes live in a [`Backing`] behind its own lock. Exported bytes move into a shared file
+//! (`shared_file.rs`) that importers map, in another process or in another simulator of this
+//! one, so a write through any mapping is seen by all, as with real inter-process sharing.
 
+use super::shared_file::{Header, Locator, SharedFile};
 use super::topology::{FaultKind, LinkFault, MAX_DEVICES};
+use cudarc::driver::sys::CUresult;
 use peerpool::driver::Access;
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 
 /// Where device 0's addresses start: above the 47-bit user address space that holds host
 /// heaps, stacks and mappings (0x55…, 0x7f…), so a host pointer is never mistaken for device
@@ -31,66 +32,77 @@ pub(super) const ALIGN: u64 = 256;
 /// The virtual-memory granularity the H200s report (2 MiB).
 pub(super) const GRANULE: u64 = 2 << 20;
 
-struct Bytes {
-    data: Mutex<Vec<u8>>,
-    /// Exported or imported: a forked process keeps sharing it (as `MAP_SHARED` memory).
-    shared: AtomicBool,
+/// Where one allocation's bytes are.
+enum Store {
+    /// In this process alone (never exported): a plain vector, the fastest.
+    Private(Vec<u8>),
+    /// In a shared file mapped here: exported from here, or imported from another process (or
+    /// another simulator of this one). A fork of the simulator keeps sharing it (as it would
+    /// `MAP_SHARED` memory).
+    Shared(SharedFile),
 }
 
-/// The bytes of one allocation; clones share them.
+/// The bytes of one allocation; clones share them. The lock orders this process's threads (and
+/// lets an export move the bytes into a shared file under every block that maps them); the
+/// shared file's own lock word orders every mapping in every process.
 #[derive(Clone)]
-pub(super) struct Backing(Arc<Bytes>);
-
-/// A backing that does not keep the bytes alive (what an export registry holds).
-#[derive(Clone)]
-pub(super) struct WeakBacking(Weak<Bytes>);
-
-impl WeakBacking {
-    /// The bytes, if some allocation still holds them.
-    pub(super) fn upgrade(&self) -> Option<Backing> {
-        self.0.upgrade().map(Backing)
-    }
-}
+pub(super) struct Backing(Arc<Mutex<Store>>);
 
 impl Backing {
     /// `len` zero bytes.
     pub(super) fn zeroed(len: usize) -> Backing {
-        Backing(Arc::new(Bytes { data: Mutex::new(vec![0; len]), shared: AtomicBool::new(false) }))
+        Backing(Arc::new(Mutex::new(Store::Private(vec![0; len]))))
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<u8>> {
-        self.0.data.lock().unwrap_or_else(|e| e.into_inner())
+    /// The bytes of a shared file opened here.
+    pub(super) fn mapped(file: SharedFile) -> Backing {
+        Backing(Arc::new(Mutex::new(Store::Shared(file))))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Store> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Runs `f` on `[offset, offset + len)` with the bytes locked: one atomic step for every
     /// process that maps them. The caller has checked the range.
     pub(super) fn with<R>(&self, offset: usize, len: usize, f: impl FnOnce(&mut [u8]) -> R) -> R {
-        f(&mut self.lock()[offset..offset + len])
+        match &mut *self.lock() {
+            Store::Private(bytes) => f(&mut bytes[offset..offset + len]),
+            Store::Shared(file) => file.with(offset, len, f),
+        }
     }
 
-    /// Marks the bytes as shared between processes.
-    pub(super) fn share(&self) {
-        self.0.shared.store(true, Ordering::Relaxed);
-    }
-
-    pub(super) fn downgrade(&self) -> WeakBacking {
-        WeakBacking(Arc::downgrade(&self.0))
+    /// Where another process finds these bytes, moving them into a shared file described by
+    /// `header` on the first export (every block mapping them follows). Bytes already shared
+    /// under another description (another kind, pool or device) are `CUDA_ERROR_INVALID_VALUE`;
+    /// a shared file that cannot be made is `CUDA_ERROR_OPERATING_SYSTEM`.
+    pub(super) fn share(&self, header: Header) -> Result<Locator, CUresult> {
+        let mut store = self.lock();
+        match &*store {
+            Store::Shared(file) if file.header() == header => Ok(file.locator()),
+            Store::Shared(_) => Err(CUresult::CUDA_ERROR_INVALID_VALUE),
+            Store::Private(bytes) => {
+                let file = SharedFile::create(header, bytes).map_err(|_| CUresult::CUDA_ERROR_OPERATING_SYSTEM)?;
+                let at = file.locator();
+                *store = Store::Shared(file);
+                Ok(at)
+            }
+        }
     }
 
     /// For a forked process: the same backing when shared, else a private copy (one per
     /// original, so blocks that shared a backing still share the copy).
     pub(super) fn forked(&self, copies: &mut HashMap<usize, Backing>) -> Backing {
-        if self.0.shared.load(Ordering::Relaxed) {
-            return self.clone();
-        }
         let key = Arc::as_ptr(&self.0) as usize;
-        copies
-            .entry(key)
-            .or_insert_with(|| {
-                let bytes = self.lock().clone();
-                Backing(Arc::new(Bytes { data: Mutex::new(bytes), shared: AtomicBool::new(false) }))
-            })
-            .clone()
+        if let Some(copy) = copies.get(&key) {
+            return copy.clone();
+        }
+        let copy = match &*self.lock() {
+            Store::Shared(_) => return self.clone(),
+            Store::Private(bytes) => Backing(Arc::new(Mutex::new(Store::Private(bytes.clone())))),
+        };
+        copies.insert(key, copy.clone());
+        copy
     }
 }
 

@@ -1,19 +1,21 @@
 //! Simulated inter-process sharing: pool and pointer export and import, legacy IPC handles,
 //! and the pointer attributes that tell them apart (as measured on the H200s, `HARDWARE.md`).
 //!
-//! An import maps the exporter's bytes (one [`Backing`](super::memory::Backing)) into the
-//! importing simulator, so a write on either side is seen by the other. Access does not
+//! An export moves the allocation's bytes into a shared file (`shared_file.rs`) and hands out
+//! a handle naming it (`handles.rs`); an import, in another process or in another simulator
+//! of this one, maps that file, so a write on either side is seen by the other. Access does not
 //! travel: an imported pool is a new pool in the importer, read-write for its owner only.
 
+use super::handles::{self, Blob};
 use super::memory::{Backing, Origin};
-use super::registry::{self, Blob, Entry};
+use super::shared_file::{Header, Kind, SharedFile};
 use super::state::{Fail, SimResult, State};
 use cudarc::driver::sys::CUresult::{self, *};
 use peerpool::driver::{
-    FabricHandle, HandleTypes, IpcMemHandle, PointerAttribute, PoolPtrExportData, ShareHandle, ShareableHandle,
-    ShareableRef,
+    HandleTypes, IpcMemHandle, PointerAttribute, PoolPtrExportData, ShareHandle, ShareableHandle, ShareableRef,
 };
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// One `cuMemCreate` (or imported) allocation.
 #[derive(Clone)]
@@ -33,9 +35,10 @@ pub(super) struct Physical {
 /// What a simulated process shares and maps.
 #[derive(Clone, Default)]
 pub(super) struct Shares {
-    /// Exported pools (by index) and their registry tokens.
-    pub(super) pool_tokens: HashMap<usize, u64>,
-    /// Imported pools (by index) and the tokens they came from.
+    /// Exported pools (by index) and the files that name them to importers (a header, no
+    /// data), kept open for the simulator's life.
+    pub(super) pool_files: HashMap<usize, Arc<SharedFile>>,
+    /// Imported pools (by index) and the nonce of the exporter's pool file.
     pub(super) imported_pools: HashMap<usize, u64>,
     /// Physical allocations by handle.
     pub(super) physical: HashMap<u64, Physical>,
@@ -58,32 +61,22 @@ pub(super) fn fork_bytes(s: &mut State) {
     }
 }
 
-/// An export handle of `kind` for `token`.
-pub(super) fn handle_for(token: u64, kind: ShareHandle, fabric: Blob) -> SimResult<ShareableHandle> {
-    match kind {
-        ShareHandle::PosixFd => registry::export_fd(token).map(ShareableHandle::Fd).map_err(Fail::from),
-        ShareHandle::Fabric => Ok(ShareableHandle::Fabric(FabricHandle(registry::seal(fabric, token)))),
-    }
+/// The device a received header names, if this simulator has it.
+pub(super) fn device_of(s: &State, header: &Header) -> SimResult<usize> {
+    let device = header.device as usize;
+    if device < s.count() { Ok(device) } else { fail(CUDA_ERROR_INVALID_DEVICE) }
 }
 
-/// The registry token an export handle carries, and what it names.
-pub(super) fn entry_of(handle: ShareableRef<'_>, fabric: Blob) -> Option<(u64, Entry)> {
-    let token = match handle {
-        ShareableRef::Fd(fd) => registry::fd_token(fd),
-        ShareableRef::Fabric(bytes) => registry::unseal(fabric, &bytes.0),
-    }?;
-    Some((token, registry::lookup(token)?))
-}
-
-/// The pool's registry token, registered on first use.
-fn pool_token(s: &mut State, id: usize) -> u64 {
-    if let Some(&token) = s.shares.pool_tokens.get(&id) {
-        return token;
+/// The pool's file, made on first use.
+fn pool_file(s: &mut State, id: usize) -> SimResult<Arc<SharedFile>> {
+    if let Some(file) = s.shares.pool_files.get(&id) {
+        return Ok(file.clone());
     }
     let pool = &s.pools[id];
-    let token = registry::register(Entry::Pool { device: pool.device, handle_types: pool.handle_types });
-    s.shares.pool_tokens.insert(id, token);
-    token
+    let header = Header { kind: Kind::Pool, device: pool.device as u32, handle_types: pool.handle_types, pool: 0 };
+    let file = Arc::new(SharedFile::create(header, &[]).map_err(|_| CUDA_ERROR_OPERATING_SYSTEM)?);
+    s.shares.pool_files.insert(id, file.clone());
+    Ok(file)
 }
 
 /// `cuMemPoolExportToShareableHandle`: only pools created with `kind`, and not imported ones.
@@ -92,21 +85,20 @@ pub(super) fn pool_export(s: &mut State, pool: u64, kind: ShareHandle) -> SimRes
     if s.shares.imported_pools.contains_key(&id) || !s.pools[id].handle_types.contains(kind.bits()) {
         return invalid();
     }
-    let token = pool_token(s, id);
-    handle_for(token, kind, Blob::FabricPool)
+    let at = pool_file(s, id)?.locator();
+    handles::handle_for(at, kind, Blob::FabricPool).map_err(Fail::from)
 }
 
 /// `cuMemPoolImportFromShareableHandle`: a new pool here, read-write for its owner only.
 pub(super) fn pool_import(s: &mut State, handle: ShareableRef<'_>) -> SimResult<u64> {
-    let Some((token, Entry::Pool { device, handle_types })) = entry_of(handle, Blob::FabricPool) else {
-        return invalid();
-    };
-    if !handle_types.contains(handle.kind().bits()) {
+    let Some(file) = handles::open(handle, Blob::FabricPool) else { return invalid() };
+    let header = file.header();
+    if header.kind != Kind::Pool || !header.handle_types.contains(handle.kind().bits()) {
         return invalid();
     }
-    let Some(device) = s.in_range(device as i32) else { return fail(CUDA_ERROR_INVALID_DEVICE) };
-    let id = s.new_pool(device, handle_types, 0);
-    s.shares.imported_pools.insert(id, token);
+    let device = device_of(s, &header)?;
+    let id = s.new_pool(device, header.handle_types, 0);
+    s.shares.imported_pools.insert(id, file.nonce());
     Ok(s.pools[id].handle)
 }
 
@@ -114,25 +106,30 @@ pub(super) fn pool_import(s: &mut State, handle: ShareableRef<'_>) -> SimResult<
 pub(super) fn pointer_export(s: &mut State, ptr: u64) -> SimResult<PoolPtrExportData> {
     let Some(block) = s.memory.at(ptr) else { return invalid() };
     let (Some(id), Origin::Allocated) = (block.pool, &block.origin) else { return invalid() };
-    let (backing, len, device) = (block.backing().clone(), block.size(), block.device);
+    let (backing, device) = (block.backing().clone(), block.device as u32);
     if s.pool(s.pools[id].handle).is_err() || s.pools[id].handle_types == HandleTypes::NONE {
         return invalid();
     }
-    backing.share();
-    let pool = pool_token(s, id);
-    let token = registry::register(Entry::Pointer { pool, backing: backing.downgrade(), len, device });
-    Ok(PoolPtrExportData(registry::seal(Blob::Pointer, token)))
+    let pool = pool_file(s, id)?.nonce();
+    let header = Header { kind: Kind::PoolMemory, device, handle_types: s.pools[id].handle_types, pool };
+    let at = backing.share(header)?;
+    Ok(PoolPtrExportData(handles::seal(Blob::Pointer, at)))
 }
 
 /// `cuMemPoolImportPointer`: data exported from the pool `pool` was imported from, whose
 /// allocation is still live in the exporter.
 pub(super) fn pointer_import(s: &mut State, pool: u64, data: &PoolPtrExportData) -> SimResult<u64> {
     let id = s.pool(pool)?;
-    let Some(&pool_token) = s.shares.imported_pools.get(&id) else { return invalid() };
-    let entry = registry::unseal(Blob::Pointer, &data.0).and_then(registry::lookup);
-    let Some(Entry::Pointer { pool, backing, len, device }) = entry else { return invalid() };
-    let Some(backing) = backing.upgrade().filter(|_| pool == pool_token) else { return invalid() };
-    s.memory.place(device, backing, len, Some(id), Origin::Imported).map_err(|_| CUDA_ERROR_OUT_OF_MEMORY.into())
+    let Some(&pool_nonce) = s.shares.imported_pools.get(&id) else { return invalid() };
+    let Some(file) = handles::open_bytes(Blob::Pointer, &data.0) else { return invalid() };
+    let (header, device) = (file.header(), s.pools[id].device);
+    if header.kind != Kind::PoolMemory || header.pool != pool_nonce || header.device as usize != device {
+        return invalid();
+    }
+    let len = file.len() as u64;
+    s.memory
+        .place(device, Backing::mapped(file), len, Some(id), Origin::Imported)
+        .map_err(|_| CUDA_ERROR_OUT_OF_MEMORY.into())
 }
 
 /// `cuIpcGetMemHandle`: the start of `cuMemAlloc` memory only. Pool and virtual memory are
@@ -143,20 +140,23 @@ pub(super) fn ipc_get(s: &mut State, ptr: u64) -> SimResult<IpcMemHandle> {
     if block.pool.is_some() || block.origin != Origin::Allocated {
         return invalid();
     }
-    let (backing, len, device) = (block.backing().clone(), block.size(), block.device);
-    backing.share();
-    let token = registry::register(Entry::Legacy { backing: backing.downgrade(), len, device });
-    Ok(IpcMemHandle(registry::seal(Blob::Legacy, token)))
+    let header = Header { kind: Kind::Legacy, device: block.device as u32, handle_types: HandleTypes::NONE, pool: 0 };
+    let at = block.backing().share(header)?;
+    Ok(IpcMemHandle(handles::seal(Blob::Legacy, at)))
 }
 
 /// `cuIpcOpenMemHandle`: maps the exporter's live `cuMemAlloc` memory here.
 pub(super) fn ipc_open(s: &mut State, handle: &IpcMemHandle) -> SimResult<u64> {
     s.current_device()?;
-    let entry = registry::unseal(Blob::Legacy, &handle.0).and_then(registry::lookup);
-    let Some(Entry::Legacy { backing, len, device }) = entry else { return invalid() };
-    let Some(device) = s.in_range(device as i32) else { return fail(CUDA_ERROR_INVALID_DEVICE) };
-    let Some(backing) = backing.upgrade() else { return invalid() };
-    s.memory.place(device, backing, len, None, Origin::IpcOpened).map_err(|_| CUDA_ERROR_OUT_OF_MEMORY.into())
+    let Some(file) = handles::open_bytes(Blob::Legacy, &handle.0) else { return invalid() };
+    if file.header().kind != Kind::Legacy {
+        return invalid();
+    }
+    let device = device_of(s, &file.header())?;
+    let len = file.len() as u64;
+    s.memory
+        .place(device, Backing::mapped(file), len, None, Origin::IpcOpened)
+        .map_err(|_| CUDA_ERROR_OUT_OF_MEMORY.into())
 }
 
 /// `cuIpcCloseMemHandle`: the address `cuIpcOpenMemHandle` returned.

@@ -4,10 +4,11 @@
 //! Sizes, addresses and alignments are multiples of the 2 MiB granularity the H200s report.
 //! A fresh mapping is reachable by no device, its owner included, until `cuMemSetAccess`.
 
+use super::handles::{self, Blob};
 use super::memory::{Backing, GRANULE, Origin};
-use super::registry::{self, Blob, Entry};
-use super::share::{Physical, entry_of, fail, handle_for, invalid};
-use super::state::{SimResult, State};
+use super::share::{Physical, device_of, fail, invalid};
+use super::shared_file::{Header, Kind};
+use super::state::{Fail, SimResult, State};
 use cudarc::driver::sys::CUresult::*;
 use peerpool::driver::{Access, AccessDesc, AllocationProps, ShareHandle, ShareableHandle, ShareableRef};
 
@@ -156,27 +157,22 @@ pub(super) fn export(s: &mut State, handle: u64, kind: ShareHandle) -> SimResult
     if !physical.handle_types.contains(kind.bits()) {
         return invalid();
     }
-    physical.backing.share();
-    let entry = Entry::Allocation {
-        backing: physical.backing.downgrade(),
-        len: physical.size,
-        device: physical.device,
-        handle_types: physical.handle_types,
-    };
-    handle_for(registry::register(entry), kind, Blob::FabricAllocation)
+    let (device, handle_types) = (physical.device as u32, physical.handle_types);
+    let at = physical.backing.share(Header { kind: Kind::Allocation, device, handle_types, pool: 0 })?;
+    handles::handle_for(at, kind, Blob::FabricAllocation).map_err(Fail::from)
 }
 
 /// `cuMemImportFromShareableHandle`: a new handle here to the exporter's live allocation.
 pub(super) fn import(s: &mut State, handle: ShareableRef<'_>) -> SimResult<u64> {
-    let entry = entry_of(handle, Blob::FabricAllocation);
-    let Some((_, Entry::Allocation { backing, len, device, handle_types })) = entry else { return invalid() };
-    if !handle_types.contains(handle.kind().bits()) {
+    let Some(file) = handles::open(handle, Blob::FabricAllocation) else { return invalid() };
+    let header = file.header();
+    if header.kind != Kind::Allocation || !header.handle_types.contains(handle.kind().bits()) {
         return invalid();
     }
-    let Some(device) = s.in_range(device as i32) else { return fail(CUDA_ERROR_INVALID_DEVICE) };
-    let Some(backing) = backing.upgrade() else { return invalid() };
+    let device = device_of(s, &header)?;
+    let (size, handle_types, backing) = (file.len() as u64, header.handle_types, Backing::mapped(file));
     let minted = s.mint();
-    let physical = Physical { device, size: len, handle_types, backing, refs: 1, mappings: 0, imported: true };
+    let physical = Physical { device, size, handle_types, backing, refs: 1, mappings: 0, imported: true };
     s.shares.physical.insert(minted, physical);
     Ok(minted)
 }

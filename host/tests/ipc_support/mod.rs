@@ -1,6 +1,6 @@
 //! Helpers for the inter-process tests on the simulator (`host/tests/ipc_sim_*.rs`): two
-//! simulators stand for two processes of one machine (they share exported bytes through the
-//! simulator's process-wide registry), and a real `Channel::pair()` joins them.
+//! simulators stand for two processes of one machine (they map the same shared files, as two
+//! processes would), and a real `Channel::pair()` joins them.
 #![allow(dead_code)] // each test crate uses a different subset
 
 use peerpool::driver::DevicePtr;

@@ -1,0 +1,129 @@
+//! Two real processes, each with a simulator of its own, sharing memory as two processes on
+//! GPUs do: this test binary exports and re-executes itself (`--exact <test>`, the role in
+//! [`ROLE`], a socketpair as its stdin) as the other process. The importer maps the exporter's
+//! shared files, so bytes and system-scope atomics meet; once the exporter has exited its
+//! handles name nothing (a known difference: a real exported fd keeps the memory alive).
+
+mod sim_support;
+
+use peerpool::driver::{HandleTypes, LaunchShape};
+use peerpool::ipc::{
+    Channel, ShareError, ShareHandle, ShareRequest, inherited_channel, spawn_with_channel, wait_or_kill,
+};
+use peerpool::{BLOCK, CUresult, PoolOptions, System};
+use peerpool_sim::Topology;
+use sim_support::sim;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+/// The role of the re-executed test binary.
+const ROLE: &str = "PEERPOOL_SIM_TEST_PROCESS_ROLE";
+const FD: ShareRequest = ShareRequest { handle: ShareHandle::PosixFd, allow_staging: false };
+const TIMEOUT: Duration = Duration::from_secs(60);
+const WORDS: u64 = 1 << 14;
+const SLOTS: u64 = 64;
+const SHAPE: LaunchShape = LaunchShape { grid: 8, block: BLOCK };
+const REPS: u32 = 20;
+
+/// This binary as the other process, running `test` in `role`.
+fn other_process(test: &str, role: &str) -> (Channel, Child) {
+    let mut command = Command::new(std::env::current_exe().expect("the test binary"));
+    command.args(["--exact", test, "--nocapture", "--test-threads=1"]).env(ROLE, role).stdout(Stdio::null());
+    let (channel, child) = spawn_with_channel(command).expect("the other process starts");
+    channel.set_timeout(Some(TIMEOUT)).unwrap();
+    (channel, child)
+}
+
+fn finish(mut child: Child) {
+    let status = wait_or_kill(&mut child, TIMEOUT).unwrap().expect("the other process ends in time");
+    assert!(status.success(), "the other process failed: {status:?}");
+}
+
+fn system() -> System {
+    let (_, system) = sim(Topology::two_h200());
+    system.set_probe_bytes(4096).unwrap();
+    system
+}
+
+fn text(channel: &Channel) -> String {
+    String::from_utf8_lossy(&channel.recv().expect("a message").bytes).into_owned()
+}
+
+#[test]
+fn another_process_reads_writes_and_adds_on_both_gpus() {
+    const TEST: &str = "another_process_reads_writes_and_adds_on_both_gpus";
+    if std::env::var(ROLE).is_ok_and(|r| r == "importer") {
+        return importer();
+    }
+    let system = system();
+    let options = PoolOptions { handle_types: HandleTypes::POSIX_FD, max_size: 0 };
+    let pool = system.create_pool(0, options).unwrap();
+    let memory = system.alloc(pool.as_ref(), ((WORDS + SLOTS) * 4) as usize).unwrap();
+    let (data, counters) = (memory.words(WORDS).unwrap(), memory.as_slice().range(WORDS * 4, SLOTS * 4).unwrap());
+    system.kernels(0).unwrap().fill(data, 11).unwrap();
+    let (channel, child) = other_process(TEST, "importer");
+    system.export_allocation(&memory, FD).unwrap().send(&channel).unwrap();
+    // The importer's GPUs add while this process's GPU adds: one atomic step each, across processes.
+    assert_eq!(text(&channel), "adding");
+    system.kernels(0).unwrap().atomic_add_sys(counters, REPS, SHAPE).unwrap();
+    assert_eq!(text(&channel), "ok");
+    finish(child);
+    assert!(system.kernels(0).unwrap().check(data, 12).unwrap().is_clean(), "the importer's write is here");
+    let per_launch = SHAPE.grid as u64 * SHAPE.block as u64 / SLOTS * REPS as u64;
+    let seen = memory.read_words((WORDS + SLOTS) as usize).unwrap();
+    assert!(
+        seen[WORDS as usize..].iter().all(|&c| c as u64 == 3 * per_launch),
+        "counters: {:?}",
+        &seen[WORDS as usize..]
+    );
+}
+
+/// Imports, granting gpu1; both GPUs read the exporter's seed, gpu1 writes another, then both
+/// add to the counters while the exporter does.
+fn importer() {
+    let channel = inherited_channel().unwrap();
+    channel.set_timeout(Some(TIMEOUT)).unwrap();
+    let system = system();
+    let imported = system.import(&channel, &[1]).unwrap();
+    let buffer = imported.as_slice().unwrap();
+    let (data, counters) = (buffer.range(0, WORDS * 4).unwrap(), buffer.range(WORDS * 4, SLOTS * 4).unwrap());
+    for device in [0, 1] {
+        assert!(system.kernels(device).unwrap().check(data, 11).unwrap().is_clean(), "gpu{device} reads");
+    }
+    system.kernels(1).unwrap().fill(data, 12).unwrap();
+    channel.send(b"adding", &[]).unwrap();
+    std::thread::scope(|s| {
+        let peer = s.spawn(|| system.kernels(1).unwrap().atomic_add_sys(counters, REPS, SHAPE).unwrap());
+        system.kernels(0).unwrap().atomic_add_sys(counters, REPS, SHAPE).unwrap();
+        peer.join().unwrap();
+    });
+    channel.send(b"ok", &[]).unwrap();
+}
+
+#[test]
+fn handles_from_a_process_that_has_exited_name_nothing() {
+    const TEST: &str = "handles_from_a_process_that_has_exited_name_nothing";
+    if std::env::var(ROLE).is_ok_and(|r| r == "exporter") {
+        return exporter();
+    }
+    let (channel, child) = other_process(TEST, "exporter");
+    let (pool, legacy) = (channel.recv().unwrap(), channel.recv().unwrap());
+    finish(child);
+    let system = system();
+    let refused = |r: Result<peerpool::ipc::Imported, ShareError>| r.unwrap_err().cuda().map(|e| (e.call, e.code));
+    let invalid = CUresult::CUDA_ERROR_INVALID_VALUE;
+    assert_eq!(refused(system.import_message(pool, &[])), Some(("cuMemPoolImportFromShareableHandle", invalid)));
+    assert_eq!(refused(system.import_message(legacy, &[])), Some(("cuIpcOpenMemHandle", invalid)));
+}
+
+/// Exports pool memory and `cuMemAlloc` memory, sends both offers and exits.
+fn exporter() {
+    let channel = inherited_channel().unwrap();
+    let system = system();
+    let options = PoolOptions { handle_types: HandleTypes::POSIX_FD, max_size: 0 };
+    let pool = system.create_pool(0, options).unwrap();
+    let memory = system.alloc(pool.as_ref(), 4096).unwrap();
+    system.export_allocation(&memory, FD).unwrap().send(&channel).unwrap();
+    let legacy = system.alloc_legacy(1, 4096).unwrap();
+    system.export_allocation(&legacy, FD).unwrap().send(&channel).unwrap();
+}
