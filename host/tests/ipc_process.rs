@@ -91,3 +91,32 @@ fn role_hang() {
         std::thread::sleep(Duration::from_secs(60));
     }
 }
+
+/// Whether process `pid` is gone or a zombie (dead, waiting for its parent to reap it).
+fn dead(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+    }
+}
+
+#[test]
+fn the_timeout_ends_what_the_child_started_too() {
+    if std::env::var_os(ROLE).is_some() {
+        return;
+    }
+    // The child starts a grandchild that would outlive it, says its pid and waits.
+    let mut command = Command::new("sh");
+    command.args(["-c", "sleep 60 & echo $!; wait"]).stdout(Stdio::piped());
+    let (_channel, mut process) = spawn_with_channel(command).unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(process.stdout.take().unwrap()), &mut line).unwrap();
+    let grandchild: u32 = line.trim().parse().unwrap();
+    assert!(!dead(grandchild), "the grandchild runs");
+    assert_eq!(wait_or_kill(&mut process, Duration::from_millis(200)).unwrap(), None);
+    let start = Instant::now();
+    while !dead(grandchild) && start.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(dead(grandchild), "the grandchild {grandchild} outlived the timeout");
+}

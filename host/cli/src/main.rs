@@ -55,10 +55,10 @@ enum Command {
     Report {
         /// The directory (`$PEERPOOL_REPORT_DIR`, or target/peerpool-report).
         dir: Option<PathBuf>,
-        /// Where to write the merged JSON (default: <dir>/report.json).
+        /// Where to write the merged JSON (default: DIR/report.json).
         #[arg(long)]
         json: Option<PathBuf>,
-        /// Where to write the Markdown summary (default: <dir>/report.md).
+        /// Where to write the Markdown summary (default: DIR/report.md).
         #[arg(long)]
         markdown: Option<PathBuf>,
     },

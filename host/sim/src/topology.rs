@@ -147,9 +147,13 @@ pub struct Topology {
 }
 
 impl Topology {
-    /// `n` copies of `device`, every ordered pair joined by `link`. Devices past
-    /// [`MAX_DEVICES`] have no address range: their allocations fail as out of memory.
+    /// `n` copies of `device`, every ordered pair joined by `link`.
+    ///
+    /// # Panics
+    /// When `n` exceeds [`MAX_DEVICES`], the most a topology may hold (a file with more is
+    /// refused as bad input; in code it is a caller's bug).
     pub fn uniform(name: &str, n: usize, device: DeviceSpec, link: Link) -> Topology {
+        assert!(n <= MAX_DEVICES, "a topology holds at most {MAX_DEVICES} devices, not {n}");
         let devices = (0..n).map(|i| DeviceSpec { pci_bus_id: bus_id(i), ..device.clone() }).collect();
         Topology {
             name: name.into(),

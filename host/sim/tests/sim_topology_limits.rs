@@ -137,3 +137,11 @@ fn a_huge_sm_count_gives_a_capped_grid() {
     kernels.fill(memory.words(1024).unwrap(), 7).unwrap();
     assert_eq!(kernels.check(memory.words(1024).unwrap(), 7).unwrap().first_mismatch, None);
 }
+
+/// A topology built in code holds at most as many devices as a file may: past it, the
+/// constructor says so instead of making devices without an address range.
+#[test]
+#[should_panic(expected = "at most 1024 devices")]
+fn a_uniform_topology_past_the_cap_is_refused() {
+    Topology::uniform("too many", MAX_DEVICES + 1, DeviceSpec::h200(), Link::NONE);
+}

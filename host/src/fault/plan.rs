@@ -109,7 +109,7 @@ impl FaultPlan {
     }
 
     /// Up to `faults` distinct call sites drawn from `calls` (a recorded call list, see
-    /// [`FaultInjector::calls`]), each failed once with a code drawn from a fixed list;
+    /// [`FaultInjector::calls`](super::FaultInjector::calls)), each failed once with a code drawn from a fixed list;
     /// sticky codes make sticky rules. The same seed and list give the same plan.
     pub fn random(seed: u64, calls: &[&str], faults: usize) -> FaultPlan {
         let mut rng = SplitMix64(seed);

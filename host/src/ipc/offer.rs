@@ -106,6 +106,9 @@ impl Offer {
         if flags & !3 != 0 || bytes.len() != OFFER_LEN + if has_fabric { 64 } else { 0 } {
             return malformed("length or flags do not match");
         }
+        if bytes[12..16] != [0; 4] {
+            return malformed("reserved bytes are not zero");
+        }
         if has_fabric != (handle == ShareHandle::Fabric && path != OfferPath::Legacy) {
             return malformed("a fabric handle belongs to fabric pool and allocation offers only");
         }
@@ -180,5 +183,6 @@ mod tests {
         assert!(bad(&|b| b[24..32].copy_from_slice(&8192u64.to_le_bytes())), "len beyond span");
         assert!(bad(&|b| b[24..32].copy_from_slice(&0u64.to_le_bytes())), "empty");
         assert!(bad(&|b| b.push(0)));
+        assert!(bad(&|b| b[13] = 1), "reserved bytes set");
     }
 }

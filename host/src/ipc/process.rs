@@ -14,9 +14,13 @@ use std::time::{Duration, Instant};
 /// dies then reads as [`IpcError::PeerClosed`], not as silence until a timeout. Our end trusts
 /// our uid: a socketpair's `SO_PEERCRED` names its creator (us), so a pid can only be checked
 /// on receipt (`channel.with_peer(PeerCheck::pid(child.id()))` before a receive).
+///
+/// The child leads a process group of its own, so that [`wait_or_kill`] ends whatever it
+/// started too.
 pub fn spawn_with_channel(mut command: Command) -> Result<(Channel, Child), IpcError> {
+    use std::os::unix::process::CommandExt;
     let (ours, theirs) = Channel::pair()?;
-    let child = command.stdin(Stdio::from(theirs.into_fd())).spawn().map_err(|e| IpcError::Io {
+    let child = command.stdin(Stdio::from(theirs.into_fd())).process_group(0).spawn().map_err(|e| IpcError::Io {
         op: "spawn",
         errno: rustix::io::Errno::from_io_error(&e).unwrap_or(rustix::io::Errno::IO),
     })?;
@@ -34,7 +38,8 @@ pub fn inherited_channel() -> Result<Channel, IpcError> {
     Ok(Channel::from_fd(stdin)?.with_peer(PeerCheck::pid(std::os::unix::process::parent_id())))
 }
 
-/// Waits for `child` at most `timeout`; past it, kills and reaps the child and returns `None`.
+/// Waits for `child` at most `timeout`; past it, kills the child's process group (the child and
+/// what it started, for a child from [`spawn_with_channel`]), reaps the child and returns `None`.
 pub fn wait_or_kill(child: &mut Child, timeout: Duration) -> std::io::Result<Option<ExitStatus>> {
     let start = Instant::now();
     loop {
@@ -42,6 +47,10 @@ pub fn wait_or_kill(child: &mut Child, timeout: Duration) -> std::io::Result<Opt
             return Ok(Some(status));
         }
         if start.elapsed() >= timeout {
+            // The group is the child's pid when it leads one; otherwise this finds no group.
+            if let Some(group) = rustix::process::Pid::from_raw(child.id() as i32) {
+                let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+            }
             let _ = child.kill();
             child.wait()?;
             return Ok(None);
