@@ -13,7 +13,7 @@ use crate::memory::DeviceSlice;
 use crate::stream::DeviceStream;
 use crate::system::System;
 use cudarc::driver::sys::CUresult;
-use peerpool_kernels::entry;
+use peerpool_kernels::{Kernel, ParamKind};
 use std::ffi::{CStr, CString};
 use std::sync::OnceLock;
 
@@ -26,13 +26,8 @@ const BLOCKS_PER_SM: u32 = 8;
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct LoadedModule {
     pub(crate) module: Module,
-    fill: Function,
-    check: Function,
-    copy16: Function,
-    atomic_add_sys: Function,
-    read16: Function,
-    read16_nc: Function,
-    chase: Function,
+    /// Every kernel's function, by [`Kernel::index`].
+    functions: [Function; Kernel::ALL.len()],
     /// 16 bytes of `cuMemAlloc` memory for `pp_check`'s result, freed with the context.
     scratch: DevicePtr,
     max_grid: u32,
@@ -175,30 +170,14 @@ fn load(driver: &dyn Driver, device: i32) -> Result<LoadedModule> {
             Ok(unsafe { driver.module_get_function(module, &name) }?)
         };
         let sms = driver.device_get_attribute(device, DeviceAttribute::MultiprocessorCount)?;
-        let (fill, check, copy16, atomic_add_sys) = (
-            function(entry::FILL)?,
-            function(entry::CHECK)?,
-            function(entry::COPY16)?,
-            function(entry::ATOMIC_ADD_SYS)?,
-        );
-        let (read16, read16_nc, chase) =
-            (function(entry::READ16)?, function(entry::READ16_NC)?, function(entry::CHASE)?);
+        let mut functions = [Function(0); Kernel::ALL.len()];
+        for kernel in Kernel::ALL {
+            functions[kernel.index()] = function(kernel.entry())?;
+        }
         let scratch = driver.mem_alloc(16)?;
         // Saturating, and within CUDA's grid limit: the count is the driver's (or a topology's) word.
         let max_grid = (sms.max(1) as u32).saturating_mul(BLOCKS_PER_SM).min(i32::MAX as u32);
-        Ok(LoadedModule {
-            module,
-            fill,
-            check,
-            copy16,
-            atomic_add_sys,
-            read16,
-            read16_nc,
-            chase,
-            scratch,
-            max_grid,
-            image,
-        })
+        Ok(LoadedModule { module, functions, scratch, max_grid, image })
     };
     finish().inspect_err(|_| {
         // SAFETY: the module loaded above, unloaded once; no function of it is kept.
@@ -261,12 +240,25 @@ impl Kernels<'_> {
         }
     }
 
-    /// Launches one of this device's kernels with arguments its launcher built.
-    fn launch(&self, function: Function, shape: LaunchShape, stream: Stream, args: &[KernelArg]) -> Result<()> {
-        // SAFETY: `function` is a kernel of this device's module, loaded while the system lives;
-        // `stream` is the null stream or a live stream of this device (`Kernels::stream`); each
-        // launcher passes its kernel's parameters in order, with addresses from slices whose
-        // bounds cover what the kernel writes.
+    /// Launches `kernel` on this device with arguments its launcher built, checked first against
+    /// the kernel's parameters in the table (`peerpool_kernels::Kernel::params`).
+    fn launch(&self, kernel: Kernel, shape: LaunchShape, stream: Stream, args: &[KernelArg]) -> Result<()> {
+        let fits = |(arg, param): (&KernelArg, &peerpool_kernels::Param)| {
+            matches!(
+                (arg, param.kind),
+                (KernelArg::Ptr(_), ParamKind::Ptr)
+                    | (KernelArg::U64(_), ParamKind::U64)
+                    | (KernelArg::U32(_), ParamKind::U32)
+            )
+        };
+        if args.len() != kernel.params().len() || !args.iter().zip(kernel.params()).all(fits) {
+            return Err(Error::InvalidArgument(format!("{args:?} do not fit {}'s parameters", kernel.entry())));
+        }
+        let function = self.loaded.functions[kernel.index()];
+        // SAFETY: `function` is `kernel` in this device's module, loaded while the system lives;
+        // `stream` is the null stream or a live stream of this device (`Kernels::stream`); the
+        // arguments fit the kernel's parameters (checked above), with addresses from slices
+        // whose bounds cover what the kernel writes (each launcher's part).
         Ok(unsafe { self.driver.launch_kernel(function, shape, stream, args) }?)
     }
 
@@ -279,7 +271,7 @@ impl Kernels<'_> {
     pub fn fill(&self, memory: DeviceSlice<'_>, seed: u32) -> Result<()> {
         let words = memory.words();
         let args = [KernelArg::Ptr(memory.ptr()), KernelArg::U64(words), KernelArg::U32(seed)];
-        self.launch(self.loaded.fill, self.shape_for(words), Stream::LEGACY, &args)?;
+        self.launch(Kernel::Fill, self.shape_for(words), Stream::LEGACY, &args)?;
         self.synchronize()
     }
 
@@ -293,7 +285,7 @@ impl Kernels<'_> {
             self.driver.memset_d32_async(scratch.offset(8), u32::MAX, 2, Stream::LEGACY)?;
         }
         let args = [KernelArg::Ptr(memory.ptr()), KernelArg::U64(words), KernelArg::U32(seed), KernelArg::Ptr(scratch)];
-        self.launch(self.loaded.check, self.shape_for(words), Stream::LEGACY, &args)?;
+        self.launch(Kernel::Check, self.shape_for(words), Stream::LEGACY, &args)?;
         self.synchronize()?;
         let mut out = [0u8; 16];
         // SAFETY: as above; 16 bytes.
@@ -333,7 +325,7 @@ impl Kernels<'_> {
             return Err(Error::InvalidArgument(format!("copy16 of {} bytes into {}", src.len(), dst.len())));
         }
         let args = [KernelArg::Ptr(dst.ptr()), KernelArg::Ptr(src.ptr()), KernelArg::U64(src.len() / 16)];
-        self.launch(self.loaded.copy16, shape, self.stream(stream)?, &args)
+        self.launch(Kernel::Copy16, shape, self.stream(stream)?, &args)
     }
 
     /// `pp_atomic_add_sys`: `shape`'s threads each add 1 to counter `thread % slots` of
@@ -366,7 +358,7 @@ impl Kernels<'_> {
             return Err(Error::InvalidArgument("atomic_add_sys needs at least one aligned counter".into()));
         }
         let args = [KernelArg::Ptr(counters.ptr()), KernelArg::U64(counters.words()), KernelArg::U32(reps)];
-        self.launch(self.loaded.atomic_add_sys, shape, self.stream(stream)?, &args)
+        self.launch(Kernel::AtomicAddSys, shape, self.stream(stream)?, &args)
     }
 
     /// `pp_read16` (or `pp_read16_nc`, through `ld.global.nc`) queued on `stream`: reads all of
@@ -380,9 +372,9 @@ impl Kernels<'_> {
         sink: DeviceSlice<'_>,
         shape: LaunchShape,
     ) -> Result<()> {
-        let f = match path {
-            LoadPath::Coherent => self.loaded.read16,
-            LoadPath::NonCoherent => self.loaded.read16_nc,
+        let kernel = match path {
+            LoadPath::Coherent => Kernel::Read16,
+            LoadPath::NonCoherent => Kernel::Read16Nc,
         };
         check_vectors(&[src])?;
         let threads = shape.grid as u64 * shape.block as u64;
@@ -395,7 +387,7 @@ impl Kernels<'_> {
             KernelArg::Ptr(sink.ptr()),
             KernelArg::U32(0x5EED_F00D),
         ];
-        self.launch(f, shape, self.stream(Some(stream))?, &args)
+        self.launch(kernel, shape, self.stream(Some(stream))?, &args)
     }
 
     /// `pp_chase` queued on `stream`: one thread hops `steps` times through the index array
@@ -413,6 +405,6 @@ impl Kernels<'_> {
             return Err(Error::InvalidArgument("pp_chase needs an index array and a result word".into()));
         }
         let args = [KernelArg::Ptr(next.ptr()), KernelArg::U64(steps), KernelArg::Ptr(out.ptr())];
-        self.launch(self.loaded.chase, LaunchShape { grid: 1, block: 1 }, self.stream(Some(stream))?, &args)
+        self.launch(Kernel::Chase, LaunchShape { grid: 1, block: 1 }, self.stream(Some(stream))?, &args)
     }
 }

@@ -2,7 +2,7 @@
 //!
 //! Built by `kernels/build.rs` (never by cargo as a crate of its own). Every kernel walks its
 //! buffer grid-stride, so any launch shape covers any length. Entry names start with `pp_` and
-//! are listed in `kernels/src/lib.rs` (`ENTRY_POINTS`), which a test checks against the PTX.
+//! are listed once in `kernels/src/lib.rs` (the `kernels!` table), which a test checks against the PTX.
 #![feature(
     no_core,
     lang_items,
@@ -65,9 +65,10 @@ pub unsafe extern "ptx-kernel" fn pp_check(words: *const u32, len: u64, seed: u3
 
 /// `dst[i] = src[i]` in 16-byte vectors (`ld.global.v4` / `st.global.v4`); `len` counts vectors.
 ///
-/// Four loads are issued before the first store: a thread issues in order and waits at the first
-/// use of a load, so one load at a time leaves too few bytes in flight to cover NVLink latency
-/// (about a microsecond; measured 0.94 of the copy engine that way on the H200s).
+/// Four loads are issued before the first store. On the H200s one load per round read just as
+/// fast: NVLink's packet protocol, not loads in flight, holds kernels at 0.94 of the copy engine
+/// (README, `docs/hardware/2026-11-30-nvlink-paths`). The unrolled form stays because it is the
+/// one measured.
 #[unsafe(no_mangle)]
 pub unsafe extern "ptx-kernel" fn pp_copy16(dst: *mut V4, src: *const V4, len: u64) {
     let mut i = thread_index();
@@ -111,7 +112,7 @@ pub unsafe extern "ptx-kernel" fn pp_read16(src: *const V4, len: u64, sink: *mut
     let mut i = t;
     let stride = grid_stride();
     let mut folded = V4([0; 4]);
-    // Four independent loads per round, for the same reason as in `pp_copy16`.
+    // Four independent loads per round, as in `pp_copy16` (measured no faster than one).
     while i + 3 * stride < len {
         let (a, b, c, d) = unsafe { (*at(src, i), *at(src, i + stride), *at(src, i + 2 * stride), *at(src, i + 3 * stride)) };
         folded = unsafe { gpu::simd_xor(gpu::simd_xor(folded, gpu::simd_xor(a, b)), gpu::simd_xor(c, d)) };

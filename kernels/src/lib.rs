@@ -5,7 +5,7 @@
 
 pub mod pattern;
 
-/// The PTX module holding every kernel in [`ENTRY_POINTS`].
+/// The PTX module holding every [`Kernel`].
 pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/peerpool_kernels.ptx"));
 
 /// Whether [`PTX`] was compiled in this build or is the committed copy (another toolchain).
@@ -35,31 +35,97 @@ pub enum PtxOrigin {
     Committed,
 }
 
-/// Kernel entry names, as they appear in the PTX.
-pub mod entry {
-    /// `(words: *mut u32, len: u64, seed: u32)`: `words[i] = pattern(i, seed)`.
-    pub const FILL: &str = "pp_fill";
-    /// `(words: *const u32, len: u64, seed: u32, result: *mut u64)`: `result[0] +=` mismatches,
-    /// `result[1] = min(result[1], first mismatching index)`; start `result` at `[0, u64::MAX]`.
-    pub const CHECK: &str = "pp_check";
-    /// `(dst: *mut [u32; 4], src: *const [u32; 4], len: u64)`: 16-byte vector copy.
-    pub const COPY16: &str = "pp_copy16";
-    /// `(counters: *mut u32, slots: u64, reps: u32)`: each thread adds 1 to
-    /// `counters[thread % slots]` `reps` times with `atom.add.sys`.
-    pub const ATOMIC_ADD_SYS: &str = "pp_atomic_add_sys";
-    /// `(src: *const [u32; 4], len: u64, sink: *mut u32, never: u32)`: reads `len` vectors,
-    /// writes `sink[thread]` only if its fold equals `never`.
-    pub const READ16: &str = "pp_read16";
-    /// `pp_read16` through `ld.global.nc` (same arguments).
-    pub const READ16_NC: &str = "pp_read16_nc";
-    /// `(next: *const u32, steps: u64, out: *mut u32)`: one thread hops `index = next[index]`
-    /// from 0, `steps` times; `out[0]` = the last index.
-    pub const CHASE: &str = "pp_chase";
+/// The one list of kernels: each kernel's variant, its entry name in the PTX, and its
+/// parameters in order. From it come [`Kernel`], [`ENTRY_POINTS`] and each kernel's parameter
+/// list, which the host checks every launch against and the simulator decodes launches by. A
+/// new kernel is one line here plus its device code in `device/lib.rs` (and its semantics in
+/// the simulator, whose exhaustive match over [`Kernel`] names what is missing).
+macro_rules! kernels {
+    ($( $(#[$doc:meta])* $variant:ident = $entry:literal ( $($param:ident: $kind:ident),* ); )*) => {
+        /// One of peerpool's kernels.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum Kernel {
+            $( $(#[$doc])* $variant, )*
+        }
+
+        impl Kernel {
+            /// Every kernel, in the table's order ([`Kernel::index`]).
+            pub const ALL: [Kernel; [$($entry),*].len()] = [$(Kernel::$variant),*];
+
+            /// The entry name in the PTX and the cubin.
+            pub const fn entry(self) -> &'static str {
+                match self {
+                    $(Kernel::$variant => $entry,)*
+                }
+            }
+
+            /// The parameters, in order.
+            pub const fn params(self) -> &'static [Param] {
+                match self {
+                    $(Kernel::$variant => &[$(Param { name: stringify!($param), kind: ParamKind::$kind }),*],)*
+                }
+            }
+        }
+
+        /// Every kernel's entry name, in the table's order.
+        pub const ENTRY_POINTS: [&str; [$($entry),*].len()] = [$($entry),*];
+    };
 }
 
-/// Every kernel the module holds.
-pub const ENTRY_POINTS: [&str; 7] =
-    [entry::FILL, entry::CHECK, entry::COPY16, entry::ATOMIC_ADD_SYS, entry::READ16, entry::READ16_NC, entry::CHASE];
+kernels! {
+    /// `words[i] = pattern(i, seed)` for `i < len`.
+    Fill = "pp_fill" (words: Ptr, len: U64, seed: U32);
+    /// `result[0] +=` mismatching words, `result[1] = min(result[1], first mismatching index)`;
+    /// start `result` at `[0, u64::MAX]`.
+    Check = "pp_check" (words: Ptr, len: U64, seed: U32, result: Ptr);
+    /// `len` 16-byte vectors from `src` to `dst`.
+    Copy16 = "pp_copy16" (dst: Ptr, src: Ptr, len: U64);
+    /// Each thread adds 1 to `counters[thread % slots]` `reps` times with `atom.add.sys`.
+    AtomicAddSys = "pp_atomic_add_sys" (counters: Ptr, slots: U64, reps: U32);
+    /// Reads `len` vectors; writes `sink[thread]` only if its fold equals `never`.
+    Read16 = "pp_read16" (src: Ptr, len: U64, sink: Ptr, never: U32);
+    /// `pp_read16` through `ld.global.nc`.
+    Read16Nc = "pp_read16_nc" (src: Ptr, len: U64, sink: Ptr, never: U32);
+    /// One thread hops `index = next[index]` from 0, `steps` times; `out[0]` = the last index.
+    Chase = "pp_chase" (next: Ptr, steps: U64, out: Ptr);
+}
+
+impl Kernel {
+    /// Its place in [`Kernel::ALL`], for tables indexed by kernel.
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// One parameter of a kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Param {
+    /// Its name in the device code.
+    pub name: &'static str,
+    /// What is passed.
+    pub kind: ParamKind,
+}
+
+/// What a kernel parameter holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ParamKind {
+    /// A device address (8 bytes).
+    Ptr,
+    /// A 64-bit count.
+    U64,
+    /// A 32-bit value.
+    U32,
+}
+
+impl ParamKind {
+    /// Its size and alignment in the parameter buffer, in bytes.
+    pub const fn width(self) -> usize {
+        match self {
+            ParamKind::Ptr | ParamKind::U64 => 8,
+            ParamKind::U32 => 4,
+        }
+    }
+}
 
 /// `true` when `ptx` declares a kernel entry named `name`.
 pub fn declares_entry(ptx: &str, name: &str) -> bool {

@@ -1,6 +1,6 @@
 //! The embedded PTX: complete, fresh, and built from the pinned toolchain.
 
-use peerpool_kernels::{ENTRY_POINTS, PTX, PTX_ORIGIN, PtxOrigin, declares_entry};
+use peerpool_kernels::{ENTRY_POINTS, Kernel, PTX, PTX_ORIGIN, ParamKind, PtxOrigin, declares_entry};
 
 #[test]
 fn embedded_ptx_declares_every_entry_point() {
@@ -10,6 +10,33 @@ fn embedded_ptx_declares_every_entry_point() {
     assert!(!declares_entry(PTX, "pp_no_such_kernel"));
     // `pp_fill` must not match `pp_fill_more`, nor the other way round.
     assert!(!declares_entry(".visible .entry pp_fill_more(", "pp_fill"));
+}
+
+/// The parameters `entry` declares in `ptx`, as the table's kinds (`.u64 .ptr` is an address).
+fn declared_params(ptx: &str, entry: &str) -> Vec<ParamKind> {
+    let head = format!(".visible .entry {entry}(");
+    let start = ptx.find(&head).unwrap_or_else(|| panic!("no entry {entry}")) + head.len();
+    let list = &ptx[start..start + ptx[start..].find(')').expect("a closed parameter list")];
+    list.split(',')
+        .map(|p| {
+            let words: Vec<&str> = p.split_whitespace().collect();
+            match (words.get(1), words.get(2)) {
+                (Some(&".u64"), Some(&".ptr")) => ParamKind::Ptr,
+                (Some(&".u64"), _) => ParamKind::U64,
+                (Some(&".u32"), _) => ParamKind::U32,
+                other => panic!("{entry}: an unexpected parameter {p:?} ({other:?})"),
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn the_kernel_table_matches_the_parameters_the_ptx_declares() {
+    for kernel in Kernel::ALL {
+        let table: Vec<ParamKind> = kernel.params().iter().map(|p| p.kind).collect();
+        assert_eq!(table, declared_params(PTX, kernel.entry()), "{kernel:?}");
+    }
+    assert_eq!(ENTRY_POINTS.len(), Kernel::ALL.len());
 }
 
 #[test]

@@ -549,7 +549,7 @@ impl Driver for SimDriver {
                     if !text.contains(".version") || !text.contains(".target") {
                         return fail(CUDA_ERROR_INVALID_IMAGE);
                     }
-                    Kernel::ALL.into_iter().filter(|k| peerpool_kernels::declares_entry(text, k.name())).collect()
+                    Kernel::ALL.into_iter().filter(|k| peerpool_kernels::declares_entry(text, k.entry())).collect()
                 }
                 ModuleImage::Cubin(cubin) => {
                     let elf = cubin.elf();
@@ -557,7 +557,7 @@ impl Driver for SimDriver {
                     if cubin.compute_capability() != s.topo.devices[device].compute_capability {
                         return fail(CUDA_ERROR_NO_BINARY_FOR_GPU);
                     }
-                    Kernel::ALL.into_iter().filter(|k| cubin_names(elf, k.name())).collect()
+                    Kernel::ALL.into_iter().filter(|k| cubin_names(elf, k.entry())).collect()
                 }
             };
             let handle = s.mint();
@@ -587,7 +587,7 @@ impl Driver for SimDriver {
         self.run("cuModuleGetFunction", |s| {
             let Some(m) = s.modules.get(&module.0) else { return fail(CUDA_ERROR_INVALID_HANDLE) };
             let name = name.to_bytes();
-            match m.functions.iter().find(|(k, _)| k.name().as_bytes() == name) {
+            match m.functions.iter().find(|(k, _)| k.entry().as_bytes() == name) {
                 Some(&(_, f)) => Ok(Function(f)),
                 None => fail(CUDA_ERROR_NOT_FOUND),
             }
@@ -614,7 +614,7 @@ impl Driver for SimDriver {
     unsafe fn func_get_param_info(&self, function: Function, index: usize) -> DriverResult<(usize, usize)> {
         self.run("cuFuncGetParamInfo", |s| {
             let Some(f) = s.functions.get(&function.0) else { return fail(CUDA_ERROR_INVALID_HANDLE) };
-            f.kernel.param_info(index).ok_or_else(|| CUDA_ERROR_INVALID_VALUE.into())
+            super::kernels::param_info(f.kernel, index).ok_or_else(|| CUDA_ERROR_INVALID_VALUE.into())
         })
     }
 

@@ -7,68 +7,33 @@ use super::memory::apply_fault;
 use super::state::{SimResult, State};
 use cudarc::driver::sys::CUresult;
 use peerpool::driver::{KernelArg, LaunchShape};
-use peerpool_kernels::{entry, pattern::pattern};
+pub(super) use peerpool_kernels::Kernel;
+use peerpool_kernels::{ParamKind, pattern::pattern};
 
-/// One of the kernels in `peerpool_kernels::ENTRY_POINTS`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Kernel {
-    Fill,
-    Check,
-    Copy16,
-    AtomicAddSys,
-    Read16,
-    Read16Nc,
-    Chase,
+/// `(offset, size)` of `kernel`'s parameter `index`, as `cuFuncGetParamInfo` reports it: each
+/// parameter aligned to its own size.
+pub(super) fn param_info(kernel: Kernel, index: usize) -> Option<(usize, usize)> {
+    let mut offset = 0usize;
+    for (i, param) in kernel.params().iter().enumerate() {
+        let width = param.kind.width();
+        offset = offset.next_multiple_of(width);
+        if i == index {
+            return Some((offset, width));
+        }
+        offset += width;
+    }
+    None
 }
 
-impl Kernel {
-    pub(super) const ALL: [Kernel; 7] = [
-        Kernel::Fill,
-        Kernel::Check,
-        Kernel::Copy16,
-        Kernel::AtomicAddSys,
-        Kernel::Read16,
-        Kernel::Read16Nc,
-        Kernel::Chase,
-    ];
-
-    pub(super) fn name(self) -> &'static str {
-        match self {
-            Kernel::Fill => entry::FILL,
-            Kernel::Check => entry::CHECK,
-            Kernel::Copy16 => entry::COPY16,
-            Kernel::AtomicAddSys => entry::ATOMIC_ADD_SYS,
-            Kernel::Read16 => entry::READ16,
-            Kernel::Read16Nc => entry::READ16_NC,
-            Kernel::Chase => entry::CHASE,
-        }
+/// The most parameters a kernel has: launches are decoded into this many values.
+const MAX_PARAMS: usize = 4;
+const _: () = {
+    let mut i = 0;
+    while i < Kernel::ALL.len() {
+        assert!(Kernel::ALL[i].params().len() <= MAX_PARAMS, "raise MAX_PARAMS for the new kernel");
+        i += 1;
     }
-
-    /// `(offset, size)` of parameter `index`, as `cuFuncGetParamInfo` reports it: each
-    /// parameter aligned to its own size.
-    pub(super) fn param_info(self, index: usize) -> Option<(usize, usize)> {
-        let mut offset = 0usize;
-        for (i, &width) in self.params().iter().enumerate() {
-            let width = width as usize;
-            offset = offset.next_multiple_of(width);
-            if i == index {
-                return Some((offset, width));
-            }
-            offset += width;
-        }
-        None
-    }
-
-    /// Parameter widths in bytes, in order.
-    fn params(self) -> &'static [u8] {
-        match self {
-            Kernel::Fill | Kernel::AtomicAddSys => &[8, 8, 4],
-            Kernel::Check => &[8, 8, 4, 8],
-            Kernel::Copy16 | Kernel::Chase => &[8, 8, 8],
-            Kernel::Read16 | Kernel::Read16Nc => &[8, 8, 8, 4],
-        }
-    }
-}
+};
 
 /// A device fault: the code the whole simulated process dies with.
 struct Trap(CUresult);
@@ -89,16 +54,16 @@ pub(super) fn launch(
     if shape.grid == 0 || shape.grid > i32::MAX as u32 || shape.block == 0 || shape.block > 1024 {
         return Err(invalid());
     }
-    let widths = kernel.params();
-    if args.len() != widths.len() {
+    let params = kernel.params();
+    if args.len() != params.len() {
         return Err(invalid());
     }
-    let mut values = [0u64; 4];
-    for ((arg, &width), value) in args.iter().zip(widths).zip(values.iter_mut()) {
-        *value = match (*arg, width) {
-            (KernelArg::Ptr(p), 8) => p.0,
-            (KernelArg::U64(v), 8) => v,
-            (KernelArg::U32(v), 4) => v as u64,
+    let mut values = [0u64; MAX_PARAMS];
+    for ((arg, param), value) in args.iter().zip(params).zip(values.iter_mut()) {
+        *value = match (*arg, param.kind) {
+            (KernelArg::Ptr(p), ParamKind::Ptr) => p.0,
+            (KernelArg::U64(v), ParamKind::U64) => v,
+            (KernelArg::U32(v), ParamKind::U32) => v as u64,
             _ => return Err(invalid()),
         };
     }
