@@ -107,10 +107,14 @@ peerpool::for_each_driver_call! { planted_impl,
 /// Runs the model on `topology` with `bug` planted; returns the shrunk failing sequence.
 fn catch(bug: Bug, topology: Topology) -> peerpool_fixtures::model::Failure {
     let caps = Arc::new(Caps::of_topology(&topology));
+    // A fixed seed (PROPTEST_RNG_SEED overrides it): from a rare random start the shrinker stops
+    // at six steps, unable to drop a pool created before the one a later step uses (steps name
+    // pools by index), which CI once met. The bound is this seed's; the finding is every seed's.
     let config = CheckConfig {
         cases: 1000,
         regressions: None,
         mix: Mix { sticky_faults: 0, ..Mix::default() },
+        seed: Some(20261201),
         ..Default::default()
     };
     let make = || {
