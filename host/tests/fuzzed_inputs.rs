@@ -10,7 +10,7 @@ use peerpool_sim::{MAX_DEVICES, Topology, catalog};
 use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
-use rustix::fd::AsFd;
+use rustix::fd::{AsFd, AsRawFd};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -334,8 +334,13 @@ fn datagram() -> impl Strategy<Value = (Vec<u8>, usize)> {
     prop_oneof![1 => (noise, 0usize..6), 3 => frame]
 }
 
-fn open_fds() -> usize {
-    std::fs::read_dir("/proc/self/fd").map(|d| d.count()).unwrap_or(0)
+/// How many of this process's fds refer to what `fd` refers to (a pipe's two ends count
+/// alike): unmoved by fds other threads of the test harness open or close meanwhile.
+fn fds_like(fd: impl AsFd) -> usize {
+    let link = |path: std::path::PathBuf| std::fs::read_link(path).ok();
+    let target = link(format!("/proc/self/fd/{}", fd.as_fd().as_raw_fd()).into());
+    let Ok(entries) = std::fs::read_dir("/proc/self/fd") else { return 0 };
+    entries.flatten().filter(|e| target.is_some() && link(e.path()) == target).count()
 }
 
 #[test]
@@ -345,7 +350,7 @@ fn the_wire_decoder_answers_any_datagram_with_a_typed_error() {
     let a = a.with_limits(Limits { max_bytes: 512, max_fds: 3 });
     let raw = b.into_fd();
     let (_keep, spare) = rustix::pipe::pipe().unwrap();
-    let before = open_fds();
+    let before = fds_like(&spare);
     runner(1000)
         .run(&datagram(), |(bytes, fds)| {
             let attached: Vec<_> = (0..fds).map(|_| spare.as_fd()).collect();
@@ -372,7 +377,7 @@ fn the_wire_decoder_answers_any_datagram_with_a_typed_error() {
                 // Refused messages are typed; only a live channel was used, so never PeerClosed.
                 Err(error) => prop_assert!(error != peerpool::ipc::IpcError::PeerClosed, "{:?}", error),
             }
-            prop_assert_eq!(open_fds(), before, "received fds are all closed");
+            prop_assert_eq!(fds_like(&spare), before, "received fds are all closed");
             Ok(())
         })
         .unwrap();
