@@ -8,7 +8,7 @@ use super::state::{SimResult, State};
 use cudarc::driver::sys::CUresult;
 use peerpool::driver::{KernelArg, LaunchShape};
 pub(super) use peerpool_kernels::Kernel;
-use peerpool_kernels::{ParamKind, pattern::pattern};
+use peerpool_kernels::pattern::pattern;
 
 /// `(offset, size)` of `kernel`'s parameter `index`, as `cuFuncGetParamInfo` reports it: each
 /// parameter aligned to its own size.
@@ -59,11 +59,13 @@ pub(super) fn launch(
         return Err(invalid());
     }
     let mut values = [0u64; MAX_PARAMS];
+    // By width, as the driver reads its parameter buffer: an address and a count are both 8
+    // bytes to it (a C caller through the shim passes bytes, not kinds).
     for ((arg, param), value) in args.iter().zip(params).zip(values.iter_mut()) {
-        *value = match (*arg, param.kind) {
-            (KernelArg::Ptr(p), ParamKind::Ptr) => p.0,
-            (KernelArg::U64(v), ParamKind::U64) => v,
-            (KernelArg::U32(v), ParamKind::U32) => v as u64,
+        *value = match (*arg, param.kind.width()) {
+            (KernelArg::Ptr(p), 8) => p.0,
+            (KernelArg::U64(v), 8) => v,
+            (KernelArg::U32(v), 4) => v as u64,
             _ => return Err(invalid()),
         };
     }
