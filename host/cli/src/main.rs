@@ -24,7 +24,9 @@ enum Command {
     /// Verify every ordered GPU pair: grant a fresh pool, the accessor's kernels write, read and
     /// add atomically, and an ungranted access faults (in a child process). Prints the verdict
     /// matrix, writes check.json and check.md, exits non-zero on any failure. Without a GPU it
-    /// runs on the built-in simulated 2 x H200 topology and says so on its first line.
+    /// runs on the built-in simulated 2 x H200 topology and says so on its first line, unless
+    /// GPUs are required. $PEERPOOL_HARDWARE (a catalog name or TOML file) simulates a topology
+    /// as --topology does.
     Check {
         /// Run on a simulated topology instead: a catalog name (e.g. four_gpu_islands) or a TOML file.
         #[arg(long)]
@@ -35,6 +37,10 @@ enum Command {
         /// No progress bar.
         #[arg(long)]
         quiet: bool,
+        /// Fail (exit 4) unless at least N real GPUs are checked: no simulated fallback, no
+        /// --topology. Default: $PEERPOOL_REQUIRE_GPUS.
+        #[arg(long, value_name = "N")]
+        require_gpus: Option<usize>,
     },
     /// Measure on the real GPUs (two at least): copy engine against peerpool's kernels across each pair
     /// (4 KiB to 1 GiB, one way and both ways), latency, atomics, grant cost against live
@@ -113,7 +119,9 @@ fn main() -> ExitCode {
     // SAFETY: resets one signal to its default disposition, before any other thread exists.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     match Cli::parse().command.unwrap_or(Command::Facts) {
-        Command::Check { topology, out, quiet } => check::run(check::Options { topology, out, quiet }),
+        Command::Check { topology, out, quiet, require_gpus } => {
+            check::run(check::Options { topology, out, quiet, require_gpus })
+        }
         Command::Bench { out, repeats } => bench(out, repeats),
         Command::Facts => facts(),
         Command::Topologies => topologies(),

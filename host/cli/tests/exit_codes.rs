@@ -1,5 +1,5 @@
 //! The built `peerpool` binary exits as its `--help` table says: 0 success, 1 a failure
-//! found, 2 bad input (before any work), 3 nothing checked, 4 no GPU where one is required.
+//! found, 2 bad input (before any work), 3 nothing checked, 4 fewer GPUs than required.
 
 mod support;
 
@@ -9,8 +9,16 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
+/// The command with `args`, its hardware settings cleared (a GPU job may set them for the
+/// whole run) and then `env` set.
+fn peerpool_with(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut command = Command::new(support::binary());
+    command.args(args).env_remove("PEERPOOL_HARDWARE").env_remove("PEERPOOL_REQUIRE_GPUS");
+    command.envs(env.iter().copied()).output().expect("the command runs")
+}
+
 fn peerpool(args: &[&str]) -> Output {
-    Command::new(support::binary()).args(args).output().expect("the command runs")
+    peerpool_with(args, &[])
 }
 
 fn code(output: &Output) -> i32 {
@@ -45,7 +53,8 @@ fn help_shows_the_table() {
     let output = peerpool(&["--help"]);
     assert_eq!(code(&output), 0);
     let help = text(&output);
-    for line in ["Exit codes", "0  success", "1  a failure", "2  bad input", "3  nothing was checked", "4  no GPU"] {
+    for line in ["Exit codes", "0  success", "1  a failure", "2  bad input", "3  nothing was checked", "4  fewer GPUs"]
+    {
         assert!(help.contains(line), "{line}: {help}");
     }
     assert_eq!(code(&peerpool(&["frobnicate"])), 2, "usage errors are bad input");
@@ -72,6 +81,60 @@ fn check_exits_by_what_it_found() {
     assert_eq!(code(&output), 3, "two GPUs without a peer path: {}", text(&output));
     if no_driver() {
         assert_eq!(code(&check(None, &out)), 0, "the simulated pair without a GPU");
+    }
+}
+
+#[test]
+fn check_simulates_the_topology_the_environment_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let args = ["check", "--quiet", "--out", out.to_str().unwrap()];
+    let output = peerpool_with(&args, &[("PEERPOOL_HARDWARE", "four_gpu_islands")]);
+    assert_eq!(code(&output), 0, "{}", text(&output));
+    assert!(text(&output).starts_with("peerpool check: simulated topology `four_gpu_islands`"), "{}", text(&output));
+    assert!(text(&output).contains("GPU3"), "four GPUs in the matrix: {}", text(&output));
+    let output = peerpool_with(&args, &[("PEERPOOL_HARDWARE", "corrupt_link_pair")]);
+    assert_eq!(code(&output), 1, "{}", text(&output));
+    let output = peerpool_with(&args, &[("PEERPOOL_HARDWARE", "no_such_machine")]);
+    assert_eq!(code(&output), 2, "{}", text(&output));
+    assert!(text(&output).contains("PEERPOOL_HARDWARE=no_such_machine"), "{}", text(&output));
+    // --topology wins over the environment.
+    let mut with_topology = args.to_vec();
+    with_topology.extend(["--topology", "one_gpu"]);
+    assert_eq!(code(&peerpool_with(&with_topology, &[("PEERPOOL_HARDWARE", "four_gpu_islands")])), 3);
+}
+
+#[test]
+fn check_with_gpus_required_never_falls_back_to_the_simulator() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let args = ["check", "--quiet", "--out", out.to_str().unwrap()];
+    // No machine here has 99 GPUs: by flag or by environment, the verdict is 4, not a simulated pass.
+    let mut flagged = args.to_vec();
+    flagged.extend(["--require-gpus", "99"]);
+    let output = peerpool(&flagged);
+    assert_eq!(code(&output), 4, "{}", text(&output));
+    assert!(text(&output).contains("99 real GPU(s) are required (--require-gpus)"), "{}", text(&output));
+    assert!(!text(&output).contains("SIMULATED"), "{}", text(&output));
+    let output = peerpool_with(&args, &[("PEERPOOL_REQUIRE_GPUS", "99")]);
+    assert_eq!(code(&output), 4, "{}", text(&output));
+    assert!(text(&output).contains("(PEERPOOL_REQUIRE_GPUS)"), "{}", text(&output));
+    // A simulated topology never stands in for required GPUs, named either way.
+    let output = peerpool_with(&args, &[("PEERPOOL_REQUIRE_GPUS", "1"), ("PEERPOOL_HARDWARE", "two_h200_nvlink")]);
+    assert_eq!(code(&output), 4, "{}", text(&output));
+    assert!(text(&output).contains("simulated topology `two_h200_nvlink`"), "{}", text(&output));
+    flagged.extend(["--topology", "two_h200_nvlink"]);
+    assert_eq!(code(&peerpool(&flagged)), 4);
+    if no_driver() {
+        let output = peerpool_with(&args, &[("PEERPOOL_REQUIRE_GPUS", "1")]);
+        assert_eq!(code(&output), 4, "{}", text(&output));
+        assert!(text(&output).contains("no CUDA driver here (no simulated fallback)"), "{}", text(&output));
+    }
+    assert!(!out.join("check.json").exists(), "nothing is written when the GPUs are not there");
+    // `0` turns the mode off; a word is bad input.
+    assert_eq!(code(&peerpool_with(&args, &[("PEERPOOL_REQUIRE_GPUS", "two")])), 2);
+    if no_driver() {
+        assert_eq!(code(&peerpool_with(&args, &[("PEERPOOL_REQUIRE_GPUS", "0")])), 0);
     }
 }
 
