@@ -107,7 +107,10 @@ pub fn run(options: Options) -> ExitCode {
         trials: results.iter().flat_map(PairResult::trials).collect(),
     };
     match write(&out, &report) {
-        Ok((json, md)) => println!("\nreport: {} and {}", json.display(), md.display()),
+        Ok(paths) => {
+            let shown: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+            println!("\nreport: {}", shown.join(", "));
+        }
         Err(e) => {
             eprintln!("peerpool check: writing the report: {e}");
             return exit::code(exit::FAILURE);
@@ -198,12 +201,17 @@ fn load_topology(name: &str) -> Result<Topology, String> {
     Ok(topology)
 }
 
-/// check.json and check.md, both staged before either replaces its old copy.
-fn write(out: &OwnedDir, report: &Report) -> Result<(PathBuf, PathBuf), String> {
+/// check.json, check.md and junit.xml, all staged before any replaces its old copy.
+fn write(out: &OwnedDir, report: &Report) -> Result<Vec<PathBuf>, String> {
     let json = serde_json::to_string_pretty(report).map_err(|e| e.to_string())?;
-    let json = out.stage("check.json", json.as_bytes()).map_err(|e| e.to_string())?;
-    let md = out.stage("check.md", report.to_markdown().as_bytes()).map_err(|e| e.to_string())?;
-    Ok((json.commit().map_err(|e| e.to_string())?, md.commit().map_err(|e| e.to_string())?))
+    let junit = crate::junit::render(report, "peerpool check")?;
+    let files = [("check.json", json), ("check.md", report.to_markdown()), ("junit.xml", junit)];
+    let staged: Vec<_> = files
+        .iter()
+        .map(|(name, text)| out.stage(name, text.as_bytes()))
+        .collect::<Result<_, _>>()
+        .map_err(|e| e.to_string())?;
+    staged.into_iter().map(|s| s.commit().map_err(|e| e.to_string())).collect()
 }
 
 /// Negative probes on a fork of a simulated process: the fork dies, this one lives on.

@@ -68,6 +68,9 @@ fn check_exits_by_what_it_found() {
     let ok = check(Some("four_gpu_islands"), &out);
     assert_eq!(code(&ok), 0, "{}", text(&ok));
     assert!(out.join("check.json").is_file() && out.join("check.md").is_file());
+    let junit = std::fs::read_to_string(out.join("junit.xml")).unwrap();
+    assert!(junit.contains(r#"<testcase name="check::grant::gpu0-&gt;gpu1" classname="peerpool-check""#), "{junit}");
+    assert!(junit.contains(r#"<property name="gpus" value="4"/>"#), "{junit}");
     assert_eq!(code(&check(Some("corrupt_link_pair"), &out)), 1);
     assert_eq!(code(&check(Some("one_gpu"), &out)), 3);
     let none = topology_file(dir.path(), "name = \"none\"\ndevices = []\n");
@@ -227,6 +230,23 @@ fn report_exits_by_what_it_merged() {
 }
 
 #[test]
+fn report_writes_junit_with_every_skip_and_its_reason() {
+    let mut skipped = trial("b", Status::Skipped);
+    skipped.detail = Some("needs 2 GPUs, found 0".into());
+    let dir = report_dir(&[trial("a", Status::Passed), skipped]);
+    let output = report(dir.path(), &[]);
+    assert_eq!(code(&output), 0, "{}", text(&output));
+    let junit = std::fs::read_to_string(dir.path().join("junit.xml")).unwrap();
+    assert!(junit.contains(r#"<testsuite name="suite" tests="2" skipped="1" errors="0" failures="0">"#), "{junit}");
+    assert!(junit.contains(r#"<skipped message="needs 2 GPUs, found 0"/>"#), "{junit}");
+    assert!(junit.contains(r#"<property name="hardware.missing" value="no CUDA driver"/>"#), "{junit}");
+    let elsewhere = dir.path().join("elsewhere.xml");
+    let output = report(dir.path(), &["--junit", elsewhere.to_str().unwrap()]);
+    assert_eq!(code(&output), 0, "{}", text(&output));
+    assert!(std::fs::read_to_string(&elsewhere).unwrap().contains("<testcase name=\"a\""));
+}
+
+#[test]
 fn report_refuses_one_path_for_both_outputs() {
     let dir = report_dir(&[trial("a", Status::Passed)]);
     let same = dir.path().join("same");
@@ -239,6 +259,9 @@ fn report_refuses_one_path_for_both_outputs() {
     assert_eq!(code(&output), 2, "the JSON would overwrite the default Markdown: {}", text(&output));
     let output = report(dir.path(), &["--json", &format!("{}/./report.md", dir.path().display())]);
     assert_eq!(code(&output), 2, "the same file by another spelling");
+    let output = report(dir.path(), &["--junit", dir.path().join("report.json").to_str().unwrap()]);
+    assert_eq!(code(&output), 2, "the JUnit would overwrite the default JSON: {}", text(&output));
+    assert!(text(&output).contains("--json and --junit both name"), "{}", text(&output));
     assert_eq!(code(&report(dir.path(), &[])), 0);
 }
 
