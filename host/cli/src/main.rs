@@ -56,7 +56,7 @@ enum Command {
     },
     /// Print the devices, the peer-capability matrix and each default pool's access (the default).
     Facts,
-    /// List the simulated topologies built in (the catalog in ci/topologies/).
+    /// List the simulated topologies built in (the catalog in host/sim/topologies/).
     Topologies,
     /// Merge a report directory written by peerpool's test fixtures into one JSON and Markdown
     /// report and JUnit XML (every skipped trial with its reason, the hardware as properties).
