@@ -5,7 +5,7 @@
 use peerpool::driver::{Access, KernelArg, LaunchShape, ModuleImage, Stream};
 use peerpool::kernels::pattern::pattern;
 use peerpool::{BLOCK, PoolOptions};
-use peerpool_fixtures::{ChildError, Failed, Needs, Pair, pair_test};
+use peerpool_fixtures::{ChildError, Failed, Needs, Pair, System, machine_test, pair_test};
 use peerpool_tests::{WORDS, ensure, expect_illegal_address, granted_pool};
 
 #[pair_test]
@@ -123,6 +123,31 @@ fn ungranted_read_faults(pair: &Pair) -> Result<(), ChildError> {
     // Expected to end in a sticky CUDA_ERROR_ILLEGAL_ADDRESS.
     pair.system.with_kernels(pair.accessor, |k| k.check(memory.words(WORDS)?, 44))?;
     Ok(())
+}
+
+/// Skips where link names cannot come from NVML: a simulated topology, or no NVML here.
+fn nvml_here() -> Result<(), String> {
+    match std::env::var("PEERPOOL_HARDWARE") {
+        Ok(v) if !v.trim().is_empty() && v.trim() != "real" => Err("a simulated topology has no NVML links".into()),
+        _ => peerpool::links::nvml_available(),
+    }
+}
+
+/// NVML names the link of every pair with a peer path (NV18 on the H200s), its devices found by
+/// PCI address, so the names follow CUDA's ordinals.
+#[machine_test(name = "facts::links_named_by_nvml", needs = Needs::gpus(2), precondition = nvml_here)]
+fn links_named_by_nvml(system: &System) -> Result<(), Failed> {
+    let facts = system.facts()?;
+    for p in &facts.peers {
+        println!("gpu{} -> gpu{}: peer access {}, link {:?}", p.from, p.to, p.can_access, p.link);
+    }
+    let unnamed: Vec<String> = facts
+        .peers
+        .iter()
+        .filter(|p| p.can_access && p.link.is_none())
+        .map(|p| format!("gpu{}->gpu{}", p.from, p.to))
+        .collect();
+    ensure(unnamed.is_empty(), || format!("NVML named no link for {unnamed:?}"))
 }
 
 peerpool_fixtures::main!();

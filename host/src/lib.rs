@@ -21,6 +21,7 @@ pub mod facts;
 pub mod fault;
 mod grant;
 pub mod ipc;
+pub mod links;
 mod memory;
 mod module;
 pub mod owned_dir;

@@ -92,7 +92,7 @@ pub fn run(options: Options) -> ExitCode {
         results.push(check::check_pair(&system, &facts, owner, accessor, isolate.as_ref(), &mut progress));
     }
     bar.finish_and_clear();
-    print!("\n{}", check::render_matrix(n, &results));
+    print!("\n{}", check::render_matrix(&facts, &results));
     let failures: Vec<String> = results
         .iter()
         .flat_map(|p| p.steps.iter().filter(|s| s.status == Status::Failed).map(move |s| (p, s)))
