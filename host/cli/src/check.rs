@@ -151,6 +151,12 @@ fn open(
     }
     let why = match System::open() {
         Ok(system) if system.device_count() > 0 => {
+            let driver = system.driver().describe();
+            if let Some((n, how)) = required.filter(|_| driver.starts_with("simulated")) {
+                return Err(Refused::GpusRequired(format!(
+                    "{n} real GPU(s) are required ({how}), but these are {driver}"
+                )));
+            }
             if let Some((n, how)) = required.filter(|&(n, _)| system.device_count() < n) {
                 return Err(Refused::GpusRequired(format!(
                     "{n} real GPU(s) are required ({how}), found {}",
