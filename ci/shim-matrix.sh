@@ -20,8 +20,11 @@ for t in "${topologies[@]}"; do
     # The differential compares the driver with an in-process simulated 2 x H200.
     [ "$t" = two_h200_nvlink ] && suites+=(--test differential)
     log="target/shim-matrix/$t.txt"
-    target/debug/peerpool sim --topology "$t" -- \
-        cargo test -p peerpool-tests "${suites[@]}" -p downstream-allocator -p cudarc-allocator > "$log" 2>&1 || {
+    # Two runs: `--test` selects targets in every package named, so the examples (whose tests
+    # are `pairs`, `model`, `injected`) go in a run of their own.
+    { target/debug/peerpool sim --topology "$t" -- cargo test -p peerpool-tests "${suites[@]}" &&
+        target/debug/peerpool sim --topology "$t" -- cargo test -p downstream-allocator -p cudarc-allocator; } \
+        > "$log" 2>&1 || {
         echo "suites failed through the shim on $t:" >&2
         grep -E "FAILED|panicked|^error" "$log" >&2 || tail -40 "$log" >&2
         exit 1
@@ -39,6 +42,21 @@ for t in "${topologies[@]}"; do
     }
     sed -n '/GPU0/,/^$/p' "target/shim-matrix/check-$t.txt"
 done
+echo "== GPUs required: the shim's simulated GPUs do not count (peerpool check 4, a suite 4)"
+set +e
+PEERPOOL_REQUIRE_GPUS=1 target/debug/peerpool sim -- target/debug/peerpool check --quiet \
+    --out target/shim-matrix/required > target/shim-matrix/required.txt 2>&1
+check_status=$?
+PEERPOOL_REQUIRE_GPUS=1 target/debug/peerpool sim -- cargo test -q -p peerpool-tests --test grant \
+    >> target/shim-matrix/required.txt 2>&1
+suite_status=$?
+set -e
+if [ "$check_status" != 4 ] || [ "$suite_status" != 4 ] ||
+    ! grep -q "simulated by peerpool's libcuda shim" target/shim-matrix/required.txt; then
+    echo "GPUs required through the shim: check exited $check_status, the suite $suite_status (4 and 4 expected)" >&2
+    cat target/shim-matrix/required.txt >&2
+    exit 1
+fi
 echo "== a driver fault the cudarc allocator did not provoke (the rule by environment)"
 target/debug/peerpool sim --faults 'cuMemPoolSetAccess@2=OUT_OF_MEMORY' -- \
     cargo test -q -p cudarc-allocator --test injected 2>&1 | tee target/shim-matrix/injected.txt

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The CPU half of the CI matrix, for one simulated topology of ci/topologies/ (or all):
+# The CPU half of the CI matrix, for one simulated topology of host/sim/topologies/ (or all):
 # `peerpool check` on it (a topology whose link corrupts bytes must fail, one GPU checks
 # nothing), then the model property suite's trial for it.
 # Usage: ci/sim-matrix.sh [TOPOLOGY ...]   (default: every catalog topology)
@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 topologies=("$@")
 if [ ${#topologies[@]} -eq 0 ]; then
-    mapfile -t topologies < <(ls ci/topologies | sed 's/\.toml$//')
+    mapfile -t topologies < <(ls host/sim/topologies | sed 's/\.toml$//')
 fi
 cargo build --release -q -p peerpool-cli
 for t in "${topologies[@]}"; do

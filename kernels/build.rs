@@ -1,10 +1,12 @@
 //! Compiles `device/lib.rs` to PTX with rustc's nvptx64 backend and hands it to `src/lib.rs`.
 //!
 //! The device crate is `#![no_core]`, so it names compiler lang items that belong to one rustc
-//! release (the one `rust-toolchain.toml` pins). A downstream crate may build peerpool with
-//! another toolchain: then the compile can fail, and the committed `ptx/peerpool_kernels.ptx`
-//! is embedded instead, with a build warning. `tests/ptx.rs` fails when that file is stale.
-//! `PEERPOOL_UPDATE_PTX=1 cargo build` rewrites the committed file from a fresh compile.
+//! release: [`PINNED`], the one `rust-toolchain.toml` pins (`tests/ptx.rs` keeps the two
+//! equal). Only that rustc rebuilds the kernels. Any other toolchain (a downstream crate's, a
+//! nightly) embeds the committed `ptx/peerpool_kernels.ptx` as it is, without trying: another
+//! rustc could compile it into different PTX, whose hash would no longer match the cubin's. On
+//! the pinned toolchain, `tests/ptx.rs` fails when the committed file is stale, and
+//! `PEERPOOL_UPDATE_PTX=1 cargo build` rewrites it from a fresh compile.
 //!
 //! Beside the PTX sits machine code for sm_90 (`ptx/peerpool_kernels.sm_90.cubin`, made by
 //! CUDA's `ptxas` on a GPU machine: `ci/gpu-sass.sh`). It is embedded only while its recorded
@@ -20,6 +22,8 @@ const OUTPUT: &str = "peerpool_kernels.ptx";
 const SM90: &str = "ptx/peerpool_kernels.sm_90.cubin";
 const SM90_SOURCE: &str = "ptx/peerpool_kernels.sm_90.cubin.source";
 const SM90_OUTPUT: &str = "peerpool_kernels.sm_90.cubin";
+/// The rustc release that rebuilds the kernels (`rust-toolchain.toml`'s channel).
+const PINNED: &str = "1.95.0";
 
 fn main() {
     for watched in ["device", "src/pattern.rs", COMMITTED, SM90, SM90_SOURCE, "build.rs"] {
@@ -32,7 +36,17 @@ fn main() {
     let built = out_dir.join(OUTPUT);
     let committed = manifest.join(COMMITTED);
 
-    match compile(&manifest.join(DEVICE_ROOT), &built) {
+    let rustc = env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let version =
+        Command::new(&rustc).arg("--version").output().map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    let pinned = version.as_deref().is_ok_and(|v| v.starts_with(&format!("rustc {PINNED} ")));
+    println!("cargo:rustc-env=PEERPOOL_PTX_PINNED={PINNED}");
+    println!("cargo:rustc-env=PEERPOOL_PTX_ON_PINNED={}", if pinned { "yes" } else { "no" });
+    let compiled = match pinned {
+        true => compile(&manifest.join(DEVICE_ROOT), &built),
+        false => Err(String::new()),
+    };
+    match compiled {
         Ok(version) => {
             println!("cargo:rustc-env=PEERPOOL_PTX_ORIGIN=built");
             println!("cargo:rustc-env=PEERPOOL_PTX_RUSTC={version}");
@@ -41,10 +55,13 @@ fn main() {
             }
         }
         Err(why) => {
-            println!(
-                "cargo:warning=peerpool-kernels: this toolchain could not rebuild the kernels \
-                 ({why}); embedding the committed {COMMITTED} instead"
-            );
+            // Another toolchain takes the committed files silently; the pinned one failing is news.
+            if pinned {
+                println!(
+                    "cargo:warning=peerpool-kernels: the pinned toolchain could not rebuild the kernels \
+                     ({why}); embedding the committed {COMMITTED} instead"
+                );
+            }
             fs::copy(&committed, &built).expect("the committed PTX is part of the package");
             println!("cargo:rustc-env=PEERPOOL_PTX_ORIGIN=committed");
             println!("cargo:rustc-env=PEERPOOL_PTX_RUSTC=");

@@ -10,9 +10,9 @@
 //! Nothing here faults a kernel or passes a destroyed pool handle to the driver: either would
 //! end (or crash) the real process.
 //!
-//! Self-check without GPUs: `PEERPOOL_DIFFERENTIAL_AGAINST=<catalog topology>` makes a
-//! simulator on that topology stand in for the real driver (`two_h200_nvlink` must pass,
-//! `one_way_pair` must fail).
+//! Self-check without GPUs: `PEERPOOL_HARDWARE=<catalog topology>` makes a simulator on that
+//! topology stand in for the real driver (`two_h200_nvlink` must pass, `one_way_pair` must
+//! fail), as for every suite on `peerpool_fixtures`.
 //!
 //! The record: the driver under test is wrapped in the fault injector's recorder, which keeps
 //! `call => result` for every call. On the H200s, `PEERPOOL_RECORD_OUT=<dir>` writes each
@@ -25,9 +25,8 @@ use peerpool::driver::{
 };
 use peerpool::fault::FaultInjector;
 use peerpool::{CudaError, System};
-use peerpool_fixtures::{Failed, Hardware, Needs, PairSuite};
-use peerpool_sim::{SimDriver, Topology, catalog_topology};
-use std::process::ExitCode;
+use peerpool_fixtures::{Failed, Needs, machine_test};
+use peerpool_sim::{SimDriver, Topology};
 use std::sync::Arc;
 
 /// An address that is no device memory.
@@ -143,6 +142,7 @@ fn set(pool: usize, map: &[(i32, Access)]) -> Step {
     Step::SetAccess { pool, map: map.to_vec() }
 }
 
+/// Every scenario; each has its `#[machine_test]` at the end of this file.
 fn scenarios() -> Vec<(&'static str, Vec<Op>)> {
     use Step::*;
     vec![
@@ -707,28 +707,46 @@ fn compare(scenario: &str, real: Arc<dyn Driver>, sim: Arc<dyn Driver>, ops: &[O
     }
 }
 
-/// The hardware to compare against: the real driver, or a simulator standing in for it.
-fn hardware() -> Hardware {
-    match std::env::var("PEERPOOL_DIFFERENTIAL_AGAINST") {
-        Ok(stem) => match catalog_topology(&stem) {
-            Ok(topology) => match System::with_driver(Arc::new(SimDriver::new(topology))) {
-                Ok(system) => Hardware::from_system(system),
-                Err(e) => Hardware::none(format!("simulated stand-in: {e}")),
-            },
-            Err(e) => Hardware::none(format!("PEERPOOL_DIFFERENTIAL_AGAINST: {e}")),
-        },
-        Err(_) => Hardware::detect(),
-    }
+/// Runs scenario `name` on `system`'s driver against a simulated 2 x H200.
+fn scenario(system: &System, name: &str) -> Result<(), Failed> {
+    let (_, ops) = scenarios().into_iter().find(|(n, _)| *n == name).ok_or("no such scenario")?;
+    let sim: Arc<dyn Driver> = Arc::new(SimDriver::new(Topology::two_h200()));
+    compare(name, system.driver().clone(), sim, &ops)
 }
 
-fn main() -> ExitCode {
-    let mut suite = PairSuite::new(hardware());
-    for (name, ops) in scenarios() {
-        let needs = Needs { gpus: 2, ..Default::default() };
-        suite = suite.machine_check(&format!("differential::{name}"), needs, move |system| {
-            let sim: Arc<dyn Driver> = Arc::new(SimDriver::new(Topology::two_h200()));
-            compare(name, system.driver().clone(), sim, &ops)
-        });
-    }
-    suite.main()
+#[machine_test(needs = Needs::gpus(2))]
+fn facts(system: &System) -> Result<(), Failed> {
+    scenario(system, "facts")
 }
+
+#[machine_test(needs = Needs::gpus(2))]
+fn grants(system: &System) -> Result<(), Failed> {
+    scenario(system, "grants")
+}
+
+#[machine_test(needs = Needs::gpus(2))]
+fn pools(system: &System) -> Result<(), Failed> {
+    scenario(system, "pools")
+}
+
+#[machine_test(needs = Needs::gpus(2))]
+fn pointer_attributes(system: &System) -> Result<(), Failed> {
+    scenario(system, "pointer_attributes")
+}
+
+#[machine_test(needs = Needs::gpus(2))]
+fn copies(system: &System) -> Result<(), Failed> {
+    scenario(system, "copies")
+}
+
+#[machine_test(needs = Needs::gpus(2))]
+fn legacy_copies(system: &System) -> Result<(), Failed> {
+    scenario(system, "legacy_copies")
+}
+
+#[machine_test(needs = Needs::gpus(2))]
+fn without_context(system: &System) -> Result<(), Failed> {
+    scenario(system, "without_context")
+}
+
+peerpool_fixtures::main!();

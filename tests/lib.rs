@@ -34,6 +34,11 @@ pub fn regressions_file(name: &str) -> Option<std::path::PathBuf> {
     std::env::var_os("CARGO_MANIFEST_DIR").map(|dir| std::path::Path::new(&dir).join("regressions").join(name))
 }
 
+/// The verdict on a sandboxed child that must end in a sticky `CUDA_ERROR_ILLEGAL_ADDRESS`.
+pub fn expect_illegal_address(outcome: &peerpool_fixtures::ChildOutcome) -> Result<(), String> {
+    outcome.expect_cuda_error("CUDA_ERROR_ILLEGAL_ADDRESS", true)
+}
+
 /// Fails with `what` unless `condition`.
 pub fn ensure(condition: bool, what: impl FnOnce() -> String) -> Result<(), Failed> {
     if condition { Ok(()) } else { Err(what().into()) }

@@ -208,27 +208,91 @@ pub fn negative_probe(system: &System, owner: usize, accessor: usize) -> crate::
     Ok(())
 }
 
-/// The matrix like `nvidia-smi topo -m`: rows read (accessor), columns own the pool.
-pub fn render_matrix(n: usize, pairs: &[PairResult]) -> String {
-    let mut out = format!("{:>8}", "");
+/// The matrix like `nvidia-smi topo -m`: rows read (accessor), columns own the pool. Each
+/// verdict has the pair's link beside it where `facts` name one (`OK NV18`; NVML's names, see
+/// [`crate::links`]).
+pub fn render_matrix(facts: &Facts, pairs: &[PairResult]) -> String {
+    let n = facts.devices.len();
+    let linked = facts.peers.iter().any(|p| p.link.is_some());
+    let width = if linked { 11 } else { 8 };
+    let mut out = format!("{:>width$}", "");
     for owner in 0..n {
-        out += &format!("{:>8}", format!("GPU{owner}"));
+        out += &format!("{:>width$}", format!("GPU{owner}"));
     }
     out.push('\n');
     for accessor in 0..n {
-        out += &format!("{:>8}", format!("GPU{accessor}"));
+        out += &format!("{:>width$}", format!("GPU{accessor}"));
         for owner in 0..n {
             let cell = if owner == accessor {
-                "X"
+                "X".to_string()
             } else {
-                pairs.iter().find(|p| p.owner == owner && p.accessor == accessor).map_or("-", PairResult::verdict)
+                let verdict =
+                    pairs.iter().find(|p| p.owner == owner && p.accessor == accessor).map_or("-", PairResult::verdict);
+                match facts.peer(accessor, owner).and_then(|p| p.link.as_deref()) {
+                    Some(link) => format!("{verdict} {link}"),
+                    None => verdict.to_string(),
+                }
             };
-            out += &format!("{cell:>8}");
+            out += &format!("{cell:>width$}");
         }
         out.push('\n');
     }
     out += "\nrow: the GPU whose kernels access; column: the GPU that owns the pool.\n";
     out += "OK: granted, kernels read, write and add atomically, and an ungranted access faults;\n";
     out += "FAIL: a step failed (listed below); N/A: no peer path; -: not checked.\n";
+    if linked {
+        out += "Beside each verdict, the link as NVML names it (NV<n>: n NVLinks; PIX, PXB, PHB, NODE, SYS: PCIe).\n";
+    }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::facts::PeerFacts;
+
+    fn pair(owner: usize, accessor: usize, status: Status) -> PairResult {
+        let step = StepResult { step: "grant", status, detail: String::new(), millis: 0 };
+        PairResult { owner, accessor, steps: vec![step] }
+    }
+
+    fn facts(links: [Option<&str>; 2]) -> Facts {
+        let device = |ordinal| crate::facts::DeviceFacts {
+            ordinal,
+            name: "NVIDIA H200".into(),
+            compute_capability: (9, 0),
+            total_memory: 1 << 30,
+            pools_supported: true,
+            pool_handle_types: crate::driver::HandleTypes::POSIX_FD,
+            current_pool_is_default: true,
+            default_pool_access: vec![],
+            pci_address: (0, 0x18 + ordinal as u32, 0),
+        };
+        let peer = |from, to, link: Option<&str>| PeerFacts {
+            from,
+            to,
+            can_access: true,
+            native_atomics: true,
+            performance_rank: 0,
+            link: link.map(str::to_string),
+        };
+        Facts {
+            driver: "CUDA driver 13.0".into(),
+            devices: vec![device(0), device(1)],
+            peers: vec![peer(0, 1, links[0]), peer(1, 0, links[1])],
+        }
+    }
+
+    #[test]
+    fn the_matrix_shows_each_pair_s_link_beside_its_verdict() {
+        let results = [pair(0, 1, Status::Passed), pair(1, 0, Status::Failed)];
+        let text = render_matrix(&facts([Some("NV18"), Some("NV18")]), &results);
+        let rows: Vec<&str> = text.lines().take(3).collect();
+        assert_eq!(rows[1].split_whitespace().collect::<Vec<_>>(), ["GPU0", "X", "FAIL", "NV18"], "{text}");
+        assert_eq!(rows[2].split_whitespace().collect::<Vec<_>>(), ["GPU1", "OK", "NV18", "X"], "{text}");
+        assert!(text.contains("the link as NVML names it"), "{text}");
+        let plain = render_matrix(&facts([None, None]), &results);
+        assert_eq!(plain.lines().nth(2).unwrap().split_whitespace().collect::<Vec<_>>(), ["GPU1", "OK", "X"]);
+        assert!(!plain.contains("NVML"), "{plain}");
+    }
 }

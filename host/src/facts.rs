@@ -25,10 +25,12 @@ pub struct DeviceFacts {
     pub current_pool_is_default: bool,
     /// The default pool's access for every device, by ordinal.
     pub default_pool_access: Vec<Access>,
+    /// The PCI address `(domain, bus, device)` (`CU_DEVICE_ATTRIBUTE_PCI_*`).
+    pub pci_address: crate::links::PciAddress,
 }
 
 /// One ordered pair `from -> to` (`from`'s kernels reaching `to`'s memory).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PeerFacts {
     /// Accessing device.
     pub from: usize,
@@ -40,6 +42,9 @@ pub struct PeerFacts {
     pub native_atomics: bool,
     /// `CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK` (lower is faster).
     pub performance_rank: i32,
+    /// The link as NVML names it (`NV18`, `PIX`, `SYS`, ... [`crate::links`]); `None` without
+    /// NVML (no driver, a simulated topology).
+    pub link: Option<String>,
 }
 
 /// Everything [`System::facts`] reads.
@@ -75,8 +80,19 @@ impl System {
                 pool_handle_types: HandleTypes(attribute(DeviceAttribute::MempoolSupportedHandleTypes)? as u32),
                 current_pool_is_default: self.current_pool(ordinal)? == default,
                 default_pool_access: self.pool_access_table(default)?,
+                pci_address: (
+                    attribute(DeviceAttribute::PciDomainId)? as u32,
+                    attribute(DeviceAttribute::PciBusId)? as u32,
+                    attribute(DeviceAttribute::PciDeviceId)? as u32,
+                ),
             });
         }
+        // A simulated driver's PCI addresses are made up: NVML is asked about real ones only.
+        let description = driver.describe();
+        let links = match description.starts_with("simulated") {
+            true => None,
+            false => crate::links::nvml_links(&devices.iter().map(|d| d.pci_address).collect::<Vec<_>>()).ok(),
+        };
         let mut peers = Vec::new();
         for from in 0..n {
             for to in (0..n).filter(|&to| to != from) {
@@ -87,10 +103,11 @@ impl System {
                     can_access: driver.device_can_access_peer(f, t)?,
                     native_atomics: driver.device_get_p2p_attribute(P2pAttribute::NativeAtomicSupported, f, t)? != 0,
                     performance_rank: driver.device_get_p2p_attribute(P2pAttribute::PerformanceRank, f, t)?,
+                    link: links.as_ref().and_then(|l| l[from][to].clone()),
                 });
             }
         }
-        Ok(Facts { driver: driver.describe(), devices, peers })
+        Ok(Facts { driver: description, devices, peers })
     }
 }
 
@@ -122,22 +139,25 @@ impl Facts {
         if self.devices.len() > 1 {
             let _ = writeln!(
                 out,
-                "\npeer capability (row reads column's memory: P = can access peer, A = native atomics, r = performance rank):"
+                "\npeer capability (row reads column's memory: P = can access peer, A = native atomics, r = performance rank, then the link NVML names):"
             );
-            let _ = write!(out, "{:>8}", "");
+            let _ = write!(out, "{:>12}", "");
             for d in &self.devices {
-                let _ = write!(out, "{:>8}", format!("GPU{}", d.ordinal));
+                let _ = write!(out, "{:>12}", format!("GPU{}", d.ordinal));
             }
             let _ = writeln!(out);
             for from in &self.devices {
-                let _ = write!(out, "{:>8}", format!("GPU{}", from.ordinal));
+                let _ = write!(out, "{:>12}", format!("GPU{}", from.ordinal));
                 for to in &self.devices {
                     let cell = match self.peer(from.ordinal, to.ordinal) {
                         None => "X".to_string(),
                         Some(p) if !p.can_access => "-".to_string(),
-                        Some(p) => format!("P{} r{}", if p.native_atomics { "A" } else { "" }, p.performance_rank),
+                        Some(p) => {
+                            let link = p.link.as_deref().map_or(String::new(), |l| format!(" {l}"));
+                            format!("P{} r{}{link}", if p.native_atomics { "A" } else { "" }, p.performance_rank)
+                        }
                     };
-                    let _ = write!(out, "{cell:>8}");
+                    let _ = write!(out, "{cell:>12}");
                 }
                 let _ = writeln!(out);
             }

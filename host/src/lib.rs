@@ -21,6 +21,7 @@ pub mod facts;
 pub mod fault;
 mod grant;
 pub mod ipc;
+pub mod links;
 mod memory;
 mod module;
 pub mod owned_dir;
@@ -36,7 +37,7 @@ pub use grant::{
 };
 pub use memory::{Allocation, DevicePtr, DeviceSlice, Origin};
 pub use module::{BLOCK, CheckResult, KernelImage, Kernels, LoadPath, ptx_image};
-pub use pool::{OwnedPool, PoolOptions, PoolRef};
+pub use pool::{ForeignPool, IntoForeignPool, OwnedPool, PoolOptions, PoolRef};
 pub use stream::DeviceStream;
 pub use system::System;
 

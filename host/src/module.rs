@@ -354,7 +354,7 @@ impl Kernels<'_> {
         reps: u32,
         shape: LaunchShape,
     ) -> Result<()> {
-        if counters.words() == 0 || counters.ptr().0 % 4 != 0 {
+        if counters.words() == 0 || !counters.ptr().0.is_multiple_of(4) {
             return Err(Error::InvalidArgument("atomic_add_sys needs at least one aligned counter".into()));
         }
         let args = [KernelArg::Ptr(counters.ptr()), KernelArg::U64(counters.words()), KernelArg::U32(reps)];

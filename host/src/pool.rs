@@ -50,6 +50,54 @@ impl<'a> PoolRef<'a> {
     }
 }
 
+/// A pool made outside peerpool (by cudarc, RMM, your allocator), lent to peerpool for as long
+/// as the value is borrowed: [`PoolRef::borrow`] turns `&value` into a [`PoolRef`] with the
+/// borrow's lifetime, safely, because implementing this trait is the promise that makes it
+/// sound. The allocator's type implements it once, next to the code that owns the pool (an
+/// optional `peerpool` feature of the allocator's crate is the usual place; see
+/// `fixtures/examples/cudarc-allocator`).
+///
+/// # Safety
+/// While `&self` is borrowed, [`ForeignPool::raw_pool`] returns the same live `CUmemoryPool`
+/// of the CUDA driver the [`System`] using it talks to (the process's libcuda for
+/// [`System::open`]), whose memory is on device [`ForeignPool::pool_device`], and nothing
+/// destroys that pool: it is destroyed only after every borrow ends (typically in the
+/// allocator's `Drop`, which needs `&mut self` or `self`).
+pub unsafe trait ForeignPool {
+    /// The pool's handle.
+    fn raw_pool(&self) -> cudarc::driver::sys::CUmemoryPool;
+    /// The ordinal of the device whose memory the pool hands out.
+    fn pool_device(&self) -> usize;
+}
+
+/// A pool made outside peerpool and handed over whole: [`System::adopt_pool`] takes it and
+/// returns an [`OwnedPool`], which revokes every peer before destroying it, on drop or
+/// [`OwnedPool::destroy`].
+///
+/// # Safety
+/// [`IntoForeignPool::into_raw_pool`] returns a live `CUmemoryPool` of the CUDA driver the
+/// [`System`] adopting it talks to, whose memory is on the device returned with it, and gives up
+/// every claim on it: after the call, nothing but the returned [`OwnedPool`] destroys it (the
+/// value's own `Drop` must not, e.g. `std::mem::forget` after releasing what else it held).
+pub unsafe trait IntoForeignPool {
+    /// The handle and its device, ownership passing to the caller.
+    fn into_raw_pool(self) -> (cudarc::driver::sys::CUmemoryPool, usize);
+}
+
+impl<'a> PoolRef<'a> {
+    /// Borrows a pool made outside peerpool for as long as `pool` is borrowed. Safe: the
+    /// [`ForeignPool`] implementation made the promise [`PoolRef::from_raw`] asks of its caller.
+    /// An allocation from the pool keeps its memory, not the pool, alive: the allocator must not
+    /// destroy the pool while this borrow lives, which the borrow of `pool` enforces.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a null handle.
+    pub fn borrow<P: ForeignPool + ?Sized>(pool: &'a P) -> Result<PoolRef<'a>> {
+        // SAFETY: `ForeignPool`'s contract: live, of this driver, on this device, for `'a`.
+        unsafe { PoolRef::from_raw(Pool(pool.raw_pool() as usize as u64), pool.pool_device()) }
+    }
+}
+
 /// Options for [`System::create_pool`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PoolOptions {
@@ -138,6 +186,32 @@ impl System {
             let handle = self.driver().mem_pool_create(&props)?;
             Ok(OwnedPool { system: self.clone(), handle, owner, destroyed: false })
         })
+    }
+
+    /// Takes a pool made outside peerpool (cudarc's `cuMemPoolCreate`, another allocator) into
+    /// an [`OwnedPool`]: from then on peerpool destroys it, after revoking every peer, when the
+    /// `OwnedPool` drops. Its allocations must be freed first or be freed by the driver with the
+    /// pool (pool memory still allocated is released when freed). Checks that `owner` exists and
+    /// has read-write access to the pool, as its owning device always has.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a null handle or a pool not on `owner`; driver errors. A
+    /// refused pool is neither destroyed nor given back (peerpool cannot tell whose it is).
+    pub fn adopt_pool(&self, pool: impl IntoForeignPool) -> Result<OwnedPool> {
+        let (raw, owner) = pool.into_raw_pool();
+        let handle = Pool(raw as usize as u64);
+        if handle.0 == 0 {
+            return Err(Error::InvalidArgument("null pool handle".into()));
+        }
+        let ordinal = self.check_device(owner)?;
+        // SAFETY: `IntoForeignPool`'s contract: a live pool of this driver.
+        let access = unsafe { self.driver().mem_pool_get_access(handle, ordinal) }?;
+        if access != Access::ReadWrite {
+            return Err(Error::InvalidArgument(format!(
+                "the pool is not on gpu{owner} (its access there: {access:?})"
+            )));
+        }
+        Ok(OwnedPool { system: self.clone(), handle, owner, destroyed: false })
     }
 
     /// The device's default pool (`cuDeviceGetDefaultMemPool`).

@@ -178,7 +178,7 @@ const SITES: &[(&str, &[(&str, u64)])] = &[
         "discovery",
         &[
             ("cuDeviceCanAccessPeer", 2),
-            ("cuDeviceGetAttribute", 8),
+            ("cuDeviceGetAttribute", 14),
             ("cuDeviceGetDefaultMemPool", 2),
             ("cuDeviceGetMemPool", 2),
             ("cuDeviceGetName", 2),

@@ -26,12 +26,20 @@ pub const SM90_CUBIN: Option<&[u8]> = match env!("PEERPOOL_SASS_SM90").as_bytes(
 /// The rustc that compiled [`PTX`] in this build; empty when the committed copy is used.
 pub const PTX_RUSTC: &str = env!("PEERPOOL_PTX_RUSTC");
 
+/// The rustc release that rebuilds the kernels; every other toolchain embeds the committed
+/// PTX and cubin as they are.
+pub const PTX_PINNED_RUSTC: &str = env!("PEERPOOL_PTX_PINNED");
+
+/// Whether this build's rustc was [`PTX_PINNED_RUSTC`] (and so rebuilt [`PTX`]).
+pub const BUILT_ON_PINNED_RUSTC: bool = matches!(env!("PEERPOOL_PTX_ON_PINNED").as_bytes(), b"yes");
+
 /// Where the embedded PTX came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PtxOrigin {
     /// Compiled from `device/` by this build's rustc.
     Built,
-    /// `ptx/peerpool_kernels.ptx`, because this build's rustc could not compile the kernels.
+    /// `ptx/peerpool_kernels.ptx`, because this build's rustc is not [`PTX_PINNED_RUSTC`] (or,
+    /// with a warning, the pinned one could not compile the kernels).
     Committed,
 }
 

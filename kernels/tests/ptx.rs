@@ -46,9 +46,15 @@ fn embedded_ptx_targets_sm_70_with_64_bit_addresses() {
 }
 
 /// Fails when `kernels/ptx/peerpool_kernels.ptx` no longer matches the kernel source.
-/// Fix: `PEERPOOL_UPDATE_PTX=1 cargo build -p peerpool-kernels` and commit the file.
+/// Fix: `PEERPOOL_UPDATE_PTX=1 cargo build -p peerpool-kernels` and commit the file. Only the
+/// pinned toolchain rebuilds the kernels; under another one this checks nothing.
 #[test]
 fn committed_ptx_is_fresh() {
+    if !peerpool_kernels::BUILT_ON_PINNED_RUSTC {
+        println!("not the pinned rustc {}: the committed PTX is embedded as it is", peerpool_kernels::PTX_PINNED_RUSTC);
+        assert_eq!(PTX_ORIGIN, PtxOrigin::Committed);
+        return;
+    }
     assert_eq!(
         PTX_ORIGIN,
         PtxOrigin::Built,
@@ -59,6 +65,24 @@ fn committed_ptx_is_fresh() {
         committed == PTX,
         "ptx/peerpool_kernels.ptx is stale: run `PEERPOOL_UPDATE_PTX=1 cargo build -p peerpool-kernels` and commit it"
     );
+}
+
+/// The toolchain that rebuilds the kernels is the one the repository pins.
+#[test]
+fn the_pinned_rustc_is_the_toolchain_file_s() {
+    let manifest = std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo and nextest set it");
+    let file = std::path::Path::new(&manifest).join("../rust-toolchain.toml");
+    let text = std::fs::read_to_string(&file).expect("rust-toolchain.toml beside the kernels");
+    let channel = text.lines().find_map(|l| l.trim().strip_prefix("channel = ")).map(|c| c.trim_matches('"'));
+    assert_eq!(channel, Some(peerpool_kernels::PTX_PINNED_RUSTC), "kernels/build.rs's PINNED and {}", file.display());
+}
+
+/// Whatever built it, the embedded PTX is the committed file or compiled to be equal to it, so
+/// the committed cubin (made from that file) always goes with it.
+#[test]
+fn the_embedded_ptx_is_the_committed_file() {
+    let committed = include_str!("../ptx/peerpool_kernels.ptx");
+    assert!(committed == PTX, "embedded PTX ({PTX_ORIGIN:?}) differs from the committed file");
 }
 
 #[test]

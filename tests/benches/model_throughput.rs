@@ -1,55 +1,43 @@
-//! Simulator throughput of the model suite: sequences of 50 steps per second, checked step by
-//! step (outcome, whole access table, current context), on the simulated H200 pair, on one
-//! thread and on every core. Goal: at least 1,000 sequences per second on a 2-core machine.
+//! Simulator throughput of the model suite (divan): sequences of 50 steps, checked step by step
+//! (outcome, whole access table, current context), on the simulated H200 pair, on one thread and
+//! on every core. Each sample runs 20 sequences; divan reports the time per run and the
+//! throughput in sequences per second (`item/s`). Goal: at least 1,000 sequences per second on
+//! a 2-core machine.
 //!
-//! `cargo bench -p peerpool-tests --bench model_throughput` prints JSON.
+//! `cargo bench -p peerpool-tests --bench model_throughput` (add `-- --sample-count N` for a
+//! quicker or steadier figure).
 
+use divan::Bencher;
+use divan::counter::ItemsCount;
 use peerpool_fixtures::model::{Caps, CheckConfig, Mix, OwnedPools, check};
 use peerpool_sim::{SimDriver, Topology};
 use peerpool_tests::{SimProber, sim_target};
 use std::sync::Arc;
-use std::time::Instant;
 
 const STEPS: usize = 50;
+/// Sequences per measured run.
+const CASES: u32 = 20;
 
-/// Runs `cases` sequences of exactly `STEPS` steps on this thread; returns the seconds taken.
-fn run(cases: u32) -> f64 {
+fn main() {
+    divan::main();
+}
+
+/// Runs `cases` sequences of exactly `STEPS` steps on this thread.
+fn run(cases: u32) {
     let topology = Topology::two_h200();
     let caps = Arc::new(Caps::of_topology(&topology));
     let config =
         CheckConfig { cases, min_steps: STEPS, max_steps: STEPS, mix: Mix::default(), regressions: None, seed: None };
-    let start = Instant::now();
     let make = || {
         let sim = Arc::new(SimDriver::new(topology.clone()));
         sim_target(sim.clone(), Arc::new(OwnedPools), Some(Arc::new(SimProber(sim))))
     };
-    check(caps, &config, make).expect("the model suite passes");
-    start.elapsed().as_secs_f64()
+    let ran = check(caps, &config, make).expect("the model suite passes");
+    assert_eq!(ran, cases);
 }
 
-fn main() {
-    if std::env::args().any(|a| a == "--list") {
-        return; // `cargo test` asks benches for their tests
-    }
-    let cases = 2000;
-    run(200); // warm up
-    let one = run(cases);
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let start = Instant::now();
-    std::thread::scope(|s| {
-        for _ in 0..threads {
-            s.spawn(|| run(cases));
-        }
-    });
-    let all = start.elapsed().as_secs_f64();
-    let report = serde_json::json!({
-        "topology": "two_h200_nvlink (simulated)",
-        "steps_per_sequence": STEPS,
-        "sequences": cases,
-        "one_thread_sequences_per_second": cases as f64 / one,
-        "threads": threads,
-        "all_threads_sequences_per_second": (cases as usize * threads) as f64 / all,
-        "goal_sequences_per_second": 1000,
-    });
-    println!("{}", serde_json::to_string_pretty(&report).expect("serialises"));
+/// One thread, then every core (`0`: as many threads as the machine has).
+#[divan::bench(threads = [1, 0], sample_count = 30)]
+fn sequences_of_50_steps_on_two_h200(bencher: Bencher) {
+    bencher.counter(ItemsCount::new(CASES)).bench(|| run(CASES));
 }

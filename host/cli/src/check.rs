@@ -7,8 +7,9 @@ use peerpool::child::{self, ChildOutcome, ChildReport};
 use peerpool::owned_dir::OwnedDir;
 use peerpool::report::{BuildRecord, HardwareRecord, Report, Status};
 use peerpool::{Error, System};
-use peerpool_sim::{SimDriver, Topology, catalog_topology};
-use std::path::{Path, PathBuf};
+use peerpool_sim::select::{self, Choice};
+use peerpool_sim::{SimDriver, Topology};
+use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,16 +22,41 @@ pub struct Options {
     pub topology: Option<String>,
     pub out: PathBuf,
     pub quiet: bool,
+    /// At least this many real GPUs (`--require-gpus`, else `PEERPOOL_REQUIRE_GPUS`).
+    pub require_gpus: Option<usize>,
+}
+
+/// Why no system was opened, and the exit code that says so.
+enum Refused {
+    /// A setting is wrong: [`exit::BAD_INPUT`].
+    BadInput(String),
+    /// Fewer real GPUs than required, or a simulated topology in their place: [`exit::NO_GPU`].
+    GpusRequired(String),
 }
 
 pub fn run(options: Options) -> ExitCode {
-    let (system, isolate, first_line): (System, Box<dyn Isolate>, String) = match open(options.topology.as_deref()) {
-        Ok(opened) => opened,
-        Err(message) => {
-            eprintln!("peerpool check: {message}");
-            return exit::code(exit::BAD_INPUT);
-        }
+    let required = match options.require_gpus {
+        Some(n) => (n > 0).then_some((n, "--require-gpus")),
+        None => match select::required_gpus_from_env() {
+            Ok(n) => n.map(|n| (n, select::REQUIRE_GPUS)),
+            Err(e) => {
+                eprintln!("peerpool check: {e}");
+                return exit::code(exit::BAD_INPUT);
+            }
+        },
     };
+    let (system, isolate, first_line): (System, Box<dyn Isolate>, String) =
+        match open(options.topology.as_deref(), required) {
+            Ok(opened) => opened,
+            Err(Refused::BadInput(message)) => {
+                eprintln!("peerpool check: {message}");
+                return exit::code(exit::BAD_INPUT);
+            }
+            Err(Refused::GpusRequired(message)) => {
+                eprintln!("peerpool check: GPUs required: {message}");
+                return exit::code(exit::NO_GPU);
+            }
+        };
     // Before any pair is checked: a directory that cannot be ours is bad input, not a late failure.
     let out = match OwnedDir::create(&options.out) {
         Ok(out) => out,
@@ -66,7 +92,7 @@ pub fn run(options: Options) -> ExitCode {
         results.push(check::check_pair(&system, &facts, owner, accessor, isolate.as_ref(), &mut progress));
     }
     bar.finish_and_clear();
-    print!("\n{}", check::render_matrix(n, &results));
+    print!("\n{}", check::render_matrix(&facts, &results));
     let failures: Vec<String> = results
         .iter()
         .flat_map(|p| p.steps.iter().filter(|s| s.status == Status::Failed).map(move |s| (p, s)))
@@ -81,7 +107,10 @@ pub fn run(options: Options) -> ExitCode {
         trials: results.iter().flat_map(PairResult::trials).collect(),
     };
     match write(&out, &report) {
-        Ok((json, md)) => println!("\nreport: {} and {}", json.display(), md.display()),
+        Ok(paths) => {
+            let shown: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+            println!("\nreport: {}", shown.join(", "));
+        }
         Err(e) => {
             eprintln!("peerpool check: writing the report: {e}");
             return exit::code(exit::FAILURE);
@@ -97,14 +126,43 @@ pub fn run(options: Options) -> ExitCode {
     }
 }
 
-/// The real GPUs, or a simulated topology (asked for, or because there is no GPU).
-fn open(topology: Option<&str>) -> Result<(System, Box<dyn Isolate>, String), String> {
-    if let Some(name) = topology {
-        let topo = load_topology(name)?;
-        return simulated(topo, format!("peerpool check: simulated topology `{name}`"));
+/// The real GPUs, or a simulated topology: asked for by `--topology` or `PEERPOOL_HARDWARE`, or
+/// because there is no GPU, unless `required` GPUs (and by what) must be real.
+fn open(
+    topology: Option<&str>,
+    required: Option<(usize, &str)>,
+) -> Result<(System, Box<dyn Isolate>, String), Refused> {
+    let asked = match topology {
+        Some(name) => Some((name.to_string(), "--topology")),
+        None => match select::choice_from_env() {
+            Ok(Choice::Real) => None,
+            Ok(Choice::Simulated { name, .. }) => Some((name, select::HARDWARE)),
+            Err(e) => return Err(Refused::BadInput(e)),
+        },
+    };
+    if let Some((name, by)) = asked {
+        if let Some((n, how)) = required {
+            return Err(Refused::GpusRequired(format!(
+                "{n} real GPU(s) are required ({how}), but {by} asks for the simulated topology `{name}`"
+            )));
+        }
+        let topo = load_topology(&name).map_err(Refused::BadInput)?;
+        return simulated(topo, format!("peerpool check: simulated topology `{name}`")).map_err(Refused::BadInput);
     }
     let why = match System::open() {
         Ok(system) if system.device_count() > 0 => {
+            let driver = system.driver().describe();
+            if let Some((n, how)) = required.filter(|_| driver.starts_with("simulated")) {
+                return Err(Refused::GpusRequired(format!(
+                    "{n} real GPU(s) are required ({how}), but these are {driver}"
+                )));
+            }
+            if let Some((n, how)) = required.filter(|&(n, _)| system.device_count() < n) {
+                return Err(Refused::GpusRequired(format!(
+                    "{n} real GPU(s) are required ({how}), found {}",
+                    system.device_count()
+                )));
+            }
             let line = format!("peerpool check: {} with {} GPU(s)", system.driver().describe(), system.device_count());
             return Ok((system, Box::new(ChildProbe), line));
         }
@@ -112,11 +170,16 @@ fn open(topology: Option<&str>) -> Result<(System, Box<dyn Isolate>, String), St
         Err(Error::NoDriver { .. }) => "no CUDA driver".to_string(),
         Err(e) => format!("the CUDA driver is unusable ({e})"),
     };
+    if let Some((n, how)) = required {
+        return Err(Refused::GpusRequired(format!(
+            "{n} real GPU(s) are required ({how}), but {why} here (no simulated fallback)"
+        )));
+    }
     let line = format!(
         "peerpool check: SIMULATED: {why} here, so this run uses the built-in simulated topology \
          (2 x NVIDIA H200 over NVLink); no real GPU is checked"
     );
-    simulated(Topology::two_h200(), line)
+    simulated(Topology::two_h200(), line).map_err(Refused::BadInput)
 }
 
 fn simulated(topology: Topology, line: String) -> Result<(System, Box<dyn Isolate>, String), String> {
@@ -131,20 +194,9 @@ fn simulated(topology: Topology, line: String) -> Result<(System, Box<dyn Isolat
 pub const MAX_CHECK_GPUS: usize = 128;
 
 /// A catalog stem (`four_gpu_islands`) or a path to a topology file (anything with a `/`, a
-/// `.toml` ending, or an existing file).
+/// `.toml` ending, or an existing file), refused when `check` would take too long on it.
 fn load_topology(name: &str) -> Result<Topology, String> {
-    let path = Path::new(name);
-    let topology = if name.contains('/') || name.ends_with(".toml") || path.exists() {
-        if !path.exists() {
-            return Err(format!("topology file {name} does not exist"));
-        }
-        Topology::load(path).map_err(|e| e.to_string())?
-    } else {
-        catalog_topology(name).map_err(|e| {
-            let stems: Vec<&str> = peerpool_sim::catalog().iter().map(|c| c.stem()).collect();
-            format!("{e} (catalog: {}; a file needs a path such as ./{name}.toml)", stems.join(", "))
-        })?
-    };
+    let topology = peerpool_sim::select::resolve_topology(name)?;
     if topology.device_count() > MAX_CHECK_GPUS {
         return Err(format!(
             "topology {name} has {} GPUs; check takes at most {MAX_CHECK_GPUS} ({} ordered pairs would take too long)",
@@ -155,12 +207,17 @@ fn load_topology(name: &str) -> Result<Topology, String> {
     Ok(topology)
 }
 
-/// check.json and check.md, both staged before either replaces its old copy.
-fn write(out: &OwnedDir, report: &Report) -> Result<(PathBuf, PathBuf), String> {
+/// check.json, check.md and junit.xml, all staged before any replaces its old copy.
+fn write(out: &OwnedDir, report: &Report) -> Result<Vec<PathBuf>, String> {
     let json = serde_json::to_string_pretty(report).map_err(|e| e.to_string())?;
-    let json = out.stage("check.json", json.as_bytes()).map_err(|e| e.to_string())?;
-    let md = out.stage("check.md", report.to_markdown().as_bytes()).map_err(|e| e.to_string())?;
-    Ok((json.commit().map_err(|e| e.to_string())?, md.commit().map_err(|e| e.to_string())?))
+    let junit = crate::junit::render(report, "peerpool check")?;
+    let files = [("check.json", json), ("check.md", report.to_markdown()), ("junit.xml", junit)];
+    let staged: Vec<_> = files
+        .iter()
+        .map(|(name, text)| out.stage(name, text.as_bytes()))
+        .collect::<Result<_, _>>()
+        .map_err(|e| e.to_string())?;
+    staged.into_iter().map(|s| s.commit().map_err(|e| e.to_string())).collect()
 }
 
 /// Negative probes on a fork of a simulated process: the fork dies, this one lives on.

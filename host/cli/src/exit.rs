@@ -12,7 +12,9 @@ pub const FAILURE: u8 = 1;
 pub const BAD_INPUT: u8 = 2;
 /// Nothing was checked: no GPU pair, only pairs without a peer path, or no trial that ran.
 pub const NOTHING_CHECKED: u8 = 3;
-/// No GPU where one is required (`bench` needs two, `facts` one).
+/// Fewer GPUs than required: `bench` needs two, `facts` one, `check --require-gpus N` (or
+/// `PEERPOOL_REQUIRE_GPUS=N`) N real ones, with no simulated topology in their place. Test
+/// binaries built on peerpool-fixtures exit with it too.
 pub const NO_GPU: u8 = 4;
 
 /// The table, for `--help`.
@@ -22,7 +24,8 @@ Exit codes (every subcommand):
   1  a failure was found (a pair, a trial, a benchmark, writing the results)
   2  bad input, refused before any work (arguments, topology, directories, report files)
   3  nothing was checked (no GPU pair, only pairs without a peer path, no trial that ran)
-  4  no GPU where one is required (bench needs two, facts one)";
+  4  fewer GPUs than required (bench needs two, facts one; check --require-gpus N
+     or PEERPOOL_REQUIRE_GPUS=N: N real ones, no simulated fallback)";
 
 /// `code` as the process's exit status.
 pub fn code(code: u8) -> ExitCode {

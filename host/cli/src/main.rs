@@ -2,6 +2,7 @@
 
 mod check;
 mod exit;
+mod junit;
 mod outputs;
 mod sim;
 
@@ -24,7 +25,9 @@ enum Command {
     /// Verify every ordered GPU pair: grant a fresh pool, the accessor's kernels write, read and
     /// add atomically, and an ungranted access faults (in a child process). Prints the verdict
     /// matrix, writes check.json and check.md, exits non-zero on any failure. Without a GPU it
-    /// runs on the built-in simulated 2 x H200 topology and says so on its first line.
+    /// runs on the built-in simulated 2 x H200 topology and says so on its first line, unless
+    /// GPUs are required. $PEERPOOL_HARDWARE (a catalog name or TOML file) simulates a topology
+    /// as --topology does.
     Check {
         /// Run on a simulated topology instead: a catalog name (e.g. four_gpu_islands) or a TOML file.
         #[arg(long)]
@@ -35,6 +38,10 @@ enum Command {
         /// No progress bar.
         #[arg(long)]
         quiet: bool,
+        /// Fail (exit 4) unless at least N real GPUs are checked: no simulated fallback, no
+        /// --topology. Default: $PEERPOOL_REQUIRE_GPUS.
+        #[arg(long, value_name = "N")]
+        require_gpus: Option<usize>,
     },
     /// Measure on the real GPUs (two at least): copy engine against peerpool's kernels across each pair
     /// (4 KiB to 1 GiB, one way and both ways), latency, atomics, grant cost against live
@@ -49,9 +56,10 @@ enum Command {
     },
     /// Print the devices, the peer-capability matrix and each default pool's access (the default).
     Facts,
-    /// List the simulated topologies built in (the catalog in ci/topologies/).
+    /// List the simulated topologies built in (the catalog in host/sim/topologies/).
     Topologies,
-    /// Merge a report directory written by peerpool's test fixtures into one JSON and Markdown report.
+    /// Merge a report directory written by peerpool's test fixtures into one JSON and Markdown
+    /// report and JUnit XML (every skipped trial with its reason, the hardware as properties).
     Report {
         /// The directory (`$PEERPOOL_REPORT_DIR`, or target/peerpool-report).
         dir: Option<PathBuf>,
@@ -61,6 +69,9 @@ enum Command {
         /// Where to write the Markdown summary (default: DIR/report.md).
         #[arg(long)]
         markdown: Option<PathBuf>,
+        /// Where to write the JUnit XML (default: DIR/junit.xml).
+        #[arg(long)]
+        junit: Option<PathBuf>,
     },
     /// Run a program on a simulated topology: the libcuda shim (`cargo build --release -p
     /// peerpool-shim`) goes first on LD_LIBRARY_PATH, so the program's CUDA driver calls (cudarc,
@@ -113,11 +124,13 @@ fn main() -> ExitCode {
     // SAFETY: resets one signal to its default disposition, before any other thread exists.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     match Cli::parse().command.unwrap_or(Command::Facts) {
-        Command::Check { topology, out, quiet } => check::run(check::Options { topology, out, quiet }),
+        Command::Check { topology, out, quiet, require_gpus } => {
+            check::run(check::Options { topology, out, quiet, require_gpus })
+        }
         Command::Bench { out, repeats } => bench(out, repeats),
         Command::Facts => facts(),
         Command::Topologies => topologies(),
-        Command::Report { dir, json, markdown } => report(dir, json, markdown),
+        Command::Report { dir, json, markdown, junit } => report(dir, json, markdown, junit),
         Command::NegativeProbe { owner, accessor } => check::negative_probe(owner, accessor),
         Command::Sim { topology, faults, trace, seed, shim, real, libcuda, print_env, command } => {
             sim::run(sim::Options { topology, faults, trace, seed, shim, real, libcuda, print_env, command })
@@ -206,7 +219,7 @@ fn topologies() -> ExitCode {
     exit::code(status)
 }
 
-fn report(dir: Option<PathBuf>, json: Option<PathBuf>, markdown: Option<PathBuf>) -> ExitCode {
+fn report(dir: Option<PathBuf>, json: Option<PathBuf>, markdown: Option<PathBuf>, junit: Option<PathBuf>) -> ExitCode {
     let bad_input = |e: &dyn std::fmt::Display| {
         eprintln!("peerpool report: {e}");
         exit::code(exit::BAD_INPUT)
@@ -215,35 +228,40 @@ fn report(dir: Option<PathBuf>, json: Option<PathBuf>, markdown: Option<PathBuf>
         Ok(dir) => dir,
         Err(e) => return bad_input(&e),
     };
-    // Both outputs are checked before anything is read, so that neither overwrites the other.
-    let (json_path, markdown_path) = (json.clone(), markdown.clone());
-    let json_target = json.unwrap_or_else(|| dir.join("report.json"));
-    let markdown_target = markdown.unwrap_or_else(|| dir.join("report.md"));
+    // Every output is checked before anything is read, so that none overwrites another.
+    let named =
+        [("--json", json, "report.json"), ("--markdown", markdown, "report.md"), ("--junit", junit, "junit.xml")];
+    let targets: Vec<PathBuf> =
+        named.iter().map(|(_, path, default)| path.clone().unwrap_or_else(|| dir.join(default))).collect();
     let owned = match OwnedDir::open(&dir) {
         Ok(owned) => owned,
         Err(e) => return bad_input(&format!("cannot read the reports: {e}")),
     };
-    if let Err(e) = outputs::distinct(&json_target, &markdown_target) {
+    let flagged: Vec<(&str, &std::path::Path)> =
+        named.iter().zip(&targets).map(|((flag, ..), t)| (*flag, t.as_path())).collect();
+    if let Err(e) = outputs::distinct(&flagged) {
         return bad_input(&e);
     }
     let report = match Report::collect_in(&owned) {
         Ok(report) => report,
         Err(e) => return bad_input(&format!("cannot read the reports: {e}")),
     };
-    let text = match serde_json::to_string_pretty(&report) {
-        Ok(text) => text,
-        Err(e) => return bad_input(&format!("the merged report does not serialise: {e}")),
+    let texts = serde_json::to_string_pretty(&report)
+        .map_err(|e| format!("the merged report does not serialise: {e}"))
+        .and_then(|json| Ok([json, report.to_markdown(), junit::render(&report, "peerpool report")?]));
+    let texts = match texts {
+        Ok(texts) => texts,
+        Err(e) => return bad_input(&e),
     };
     // Defaults go in the report directory through its open descriptor; named files as named.
     let stage = |named: &Option<PathBuf>, default: &str, bytes: &[u8]| match named {
         Some(path) => owned_dir::stage_file(path, bytes),
         None => owned.stage(default, bytes),
     };
-    let written = stage(&json_path, "report.json", text.as_bytes()).and_then(|json| {
-        let markdown = stage(&markdown_path, "report.md", report.to_markdown().as_bytes())?;
-        Ok((json.commit()?, markdown.commit()?))
-    });
-    let (json, markdown) = match written {
+    let staged: Result<Vec<_>, _> =
+        named.iter().zip(&texts).map(|((_, path, default), text)| stage(path, default, text.as_bytes())).collect();
+    let written: Result<Vec<PathBuf>, _> = staged.and_then(|staged| staged.into_iter().map(|s| s.commit()).collect());
+    let written = match written {
         Ok(paths) => paths,
         Err(e) => {
             eprintln!("peerpool report: cannot write the report: {e}");
@@ -251,14 +269,14 @@ fn report(dir: Option<PathBuf>, json: Option<PathBuf>, markdown: Option<PathBuf>
         }
     };
     use peerpool::report::Status::*;
+    let shown: Vec<String> = written.iter().map(|p| p.display().to_string()).collect();
     println!(
-        "{} passed, {} failed, {} skipped, {} not run; wrote {} and {}",
+        "{} passed, {} failed, {} skipped, {} not run; wrote {}",
         report.count(Passed),
         report.count(Failed),
         report.count(Skipped),
         report.count(NotRun),
-        json.display(),
-        markdown.display()
+        shown.join(", ")
     );
     if report.count(Failed) > 0 {
         exit::code(exit::FAILURE)

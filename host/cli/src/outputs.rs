@@ -1,12 +1,13 @@
-//! Output files named on the command line (`report --json`, `--markdown`): checked before any
-//! work, and written only after both are staged, so a failure leaves the old pair whole.
+//! Output files named on the command line (`report --json`, `--markdown`, `--junit`): checked
+//! before any work, and written only after all are staged, so a failure leaves the old ones whole.
 
 use std::path::{Path, PathBuf};
 
-/// Refuses two outputs that name one file (which would overwrite one report with the other),
-/// or a path that cannot become a file (a directory, or no directory to put it in).
-pub fn distinct(a: &Path, b: &Path) -> Result<(), String> {
-    for path in [a, b] {
+/// Refuses two outputs that name one file (which would overwrite one report with another),
+/// or a path that cannot become a file (a directory, or no directory to put it in). Each output
+/// comes with the option that names it.
+pub fn distinct(outputs: &[(&str, &Path)]) -> Result<(), String> {
+    for (_, path) in outputs {
         if path.is_dir() {
             return Err(format!("{} is a directory; name a file", path.display()));
         }
@@ -15,8 +16,12 @@ pub fn distinct(a: &Path, b: &Path) -> Result<(), String> {
             return Err(format!("{}: no directory {} to write it in", path.display(), parent.display()));
         }
     }
-    if a == b || resolved(a).is_some_and(|r| Some(r) == resolved(b)) {
-        return Err(format!("--json and --markdown both name {}", a.display()));
+    for (i, (a_flag, a)) in outputs.iter().enumerate() {
+        for (b_flag, b) in &outputs[i + 1..] {
+            if a == b || resolved(a).is_some_and(|r| Some(r) == resolved(b)) {
+                return Err(format!("{a_flag} and {b_flag} both name {}", a.display()));
+            }
+        }
     }
     Ok(())
 }

@@ -11,6 +11,7 @@ fn check(topology: &str) -> (Output, Duration) {
     let started = Instant::now();
     let output = Command::new(support::binary())
         .args(["check", "--quiet", "--topology", topology, "--out"])
+        .env_remove("PEERPOOL_REQUIRE_GPUS")
         .arg(&out)
         .output()
         .expect("the command runs");

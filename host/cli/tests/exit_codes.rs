@@ -1,5 +1,5 @@
 //! The built `peerpool` binary exits as its `--help` table says: 0 success, 1 a failure
-//! found, 2 bad input (before any work), 3 nothing checked, 4 no GPU where one is required.
+//! found, 2 bad input (before any work), 3 nothing checked, 4 fewer GPUs than required.
 
 mod support;
 
@@ -9,8 +9,16 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
+/// The command with `args`, its hardware settings cleared (a GPU job may set them for the
+/// whole run) and then `env` set.
+fn peerpool_with(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut command = Command::new(support::binary());
+    command.args(args).env_remove("PEERPOOL_HARDWARE").env_remove("PEERPOOL_REQUIRE_GPUS");
+    command.envs(env.iter().copied()).output().expect("the command runs")
+}
+
 fn peerpool(args: &[&str]) -> Output {
-    Command::new(support::binary()).args(args).output().expect("the command runs")
+    peerpool_with(args, &[])
 }
 
 fn code(output: &Output) -> i32 {
@@ -45,7 +53,8 @@ fn help_shows_the_table() {
     let output = peerpool(&["--help"]);
     assert_eq!(code(&output), 0);
     let help = text(&output);
-    for line in ["Exit codes", "0  success", "1  a failure", "2  bad input", "3  nothing was checked", "4  no GPU"] {
+    for line in ["Exit codes", "0  success", "1  a failure", "2  bad input", "3  nothing was checked", "4  fewer GPUs"]
+    {
         assert!(help.contains(line), "{line}: {help}");
     }
     assert_eq!(code(&peerpool(&["frobnicate"])), 2, "usage errors are bad input");
@@ -59,6 +68,9 @@ fn check_exits_by_what_it_found() {
     let ok = check(Some("four_gpu_islands"), &out);
     assert_eq!(code(&ok), 0, "{}", text(&ok));
     assert!(out.join("check.json").is_file() && out.join("check.md").is_file());
+    let junit = std::fs::read_to_string(out.join("junit.xml")).unwrap();
+    assert!(junit.contains(r#"<testcase name="check::grant::gpu0-&gt;gpu1" classname="peerpool-check""#), "{junit}");
+    assert!(junit.contains(r#"<property name="gpus" value="4"/>"#), "{junit}");
     assert_eq!(code(&check(Some("corrupt_link_pair"), &out)), 1);
     assert_eq!(code(&check(Some("one_gpu"), &out)), 3);
     let none = topology_file(dir.path(), "name = \"none\"\ndevices = []\n");
@@ -72,6 +84,60 @@ fn check_exits_by_what_it_found() {
     assert_eq!(code(&output), 3, "two GPUs without a peer path: {}", text(&output));
     if no_driver() {
         assert_eq!(code(&check(None, &out)), 0, "the simulated pair without a GPU");
+    }
+}
+
+#[test]
+fn check_simulates_the_topology_the_environment_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let args = ["check", "--quiet", "--out", out.to_str().unwrap()];
+    let output = peerpool_with(&args, &[("PEERPOOL_HARDWARE", "four_gpu_islands")]);
+    assert_eq!(code(&output), 0, "{}", text(&output));
+    assert!(text(&output).starts_with("peerpool check: simulated topology `four_gpu_islands`"), "{}", text(&output));
+    assert!(text(&output).contains("GPU3"), "four GPUs in the matrix: {}", text(&output));
+    let output = peerpool_with(&args, &[("PEERPOOL_HARDWARE", "corrupt_link_pair")]);
+    assert_eq!(code(&output), 1, "{}", text(&output));
+    let output = peerpool_with(&args, &[("PEERPOOL_HARDWARE", "no_such_machine")]);
+    assert_eq!(code(&output), 2, "{}", text(&output));
+    assert!(text(&output).contains("PEERPOOL_HARDWARE=no_such_machine"), "{}", text(&output));
+    // --topology wins over the environment.
+    let mut with_topology = args.to_vec();
+    with_topology.extend(["--topology", "one_gpu"]);
+    assert_eq!(code(&peerpool_with(&with_topology, &[("PEERPOOL_HARDWARE", "four_gpu_islands")])), 3);
+}
+
+#[test]
+fn check_with_gpus_required_never_falls_back_to_the_simulator() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let args = ["check", "--quiet", "--out", out.to_str().unwrap()];
+    // No machine here has 99 GPUs: by flag or by environment, the verdict is 4, not a simulated pass.
+    let mut flagged = args.to_vec();
+    flagged.extend(["--require-gpus", "99"]);
+    let output = peerpool(&flagged);
+    assert_eq!(code(&output), 4, "{}", text(&output));
+    assert!(text(&output).contains("99 real GPU(s) are required (--require-gpus)"), "{}", text(&output));
+    assert!(!text(&output).contains("SIMULATED"), "{}", text(&output));
+    let output = peerpool_with(&args, &[("PEERPOOL_REQUIRE_GPUS", "99")]);
+    assert_eq!(code(&output), 4, "{}", text(&output));
+    assert!(text(&output).contains("(PEERPOOL_REQUIRE_GPUS)"), "{}", text(&output));
+    // A simulated topology never stands in for required GPUs, named either way.
+    let output = peerpool_with(&args, &[("PEERPOOL_REQUIRE_GPUS", "1"), ("PEERPOOL_HARDWARE", "two_h200_nvlink")]);
+    assert_eq!(code(&output), 4, "{}", text(&output));
+    assert!(text(&output).contains("simulated topology `two_h200_nvlink`"), "{}", text(&output));
+    flagged.extend(["--topology", "two_h200_nvlink"]);
+    assert_eq!(code(&peerpool(&flagged)), 4);
+    if no_driver() {
+        let output = peerpool_with(&args, &[("PEERPOOL_REQUIRE_GPUS", "1")]);
+        assert_eq!(code(&output), 4, "{}", text(&output));
+        assert!(text(&output).contains("no CUDA driver here (no simulated fallback)"), "{}", text(&output));
+    }
+    assert!(!out.join("check.json").exists(), "nothing is written when the GPUs are not there");
+    // `0` turns the mode off; a word is bad input.
+    assert_eq!(code(&peerpool_with(&args, &[("PEERPOOL_REQUIRE_GPUS", "two")])), 2);
+    if no_driver() {
+        assert_eq!(code(&peerpool_with(&args, &[("PEERPOOL_REQUIRE_GPUS", "0")])), 0);
     }
 }
 
@@ -164,6 +230,23 @@ fn report_exits_by_what_it_merged() {
 }
 
 #[test]
+fn report_writes_junit_with_every_skip_and_its_reason() {
+    let mut skipped = trial("b", Status::Skipped);
+    skipped.detail = Some("needs 2 GPUs, found 0".into());
+    let dir = report_dir(&[trial("a", Status::Passed), skipped]);
+    let output = report(dir.path(), &[]);
+    assert_eq!(code(&output), 0, "{}", text(&output));
+    let junit = std::fs::read_to_string(dir.path().join("junit.xml")).unwrap();
+    assert!(junit.contains(r#"<testsuite name="suite" tests="2" skipped="1" errors="0" failures="0">"#), "{junit}");
+    assert!(junit.contains(r#"<skipped message="needs 2 GPUs, found 0"/>"#), "{junit}");
+    assert!(junit.contains(r#"<property name="hardware.missing" value="no CUDA driver"/>"#), "{junit}");
+    let elsewhere = dir.path().join("elsewhere.xml");
+    let output = report(dir.path(), &["--junit", elsewhere.to_str().unwrap()]);
+    assert_eq!(code(&output), 0, "{}", text(&output));
+    assert!(std::fs::read_to_string(&elsewhere).unwrap().contains("<testcase name=\"a\""));
+}
+
+#[test]
 fn report_refuses_one_path_for_both_outputs() {
     let dir = report_dir(&[trial("a", Status::Passed)]);
     let same = dir.path().join("same");
@@ -176,6 +259,9 @@ fn report_refuses_one_path_for_both_outputs() {
     assert_eq!(code(&output), 2, "the JSON would overwrite the default Markdown: {}", text(&output));
     let output = report(dir.path(), &["--json", &format!("{}/./report.md", dir.path().display())]);
     assert_eq!(code(&output), 2, "the same file by another spelling");
+    let output = report(dir.path(), &["--junit", dir.path().join("report.json").to_str().unwrap()]);
+    assert_eq!(code(&output), 2, "the JUnit would overwrite the default JSON: {}", text(&output));
+    assert!(text(&output).contains("--json and --junit both name"), "{}", text(&output));
     assert_eq!(code(&report(dir.path(), &[])), 0);
 }
 

@@ -1,4 +1,4 @@
-//! The topology catalog: the commented TOML files in `ci/topologies/`, embedded at compile time
+//! The topology catalog: the commented TOML files in `topologies/` (in this crate, `host/sim/topologies/` in the repository), embedded at compile time
 //! with `include_str!`, so the catalog works from an installed binary with no checkout beside
 //! it. A test keeps this list and the directory in step.
 
@@ -7,7 +7,7 @@ use super::topology::{Topology, TopologyError};
 /// One catalog file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CatalogEntry {
-    /// The file name in `ci/topologies/`, e.g. `"two_h200_nvlink.toml"`.
+    /// The file name in `topologies/`, e.g. `"two_h200_nvlink.toml"`.
     pub file: &'static str,
     /// Its text, as embedded.
     pub toml: &'static str,
@@ -29,7 +29,7 @@ macro_rules! entries {
     ($($file:literal),* $(,)?) => {
         &[$(CatalogEntry {
             file: $file,
-            toml: include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../ci/topologies/", $file)),
+            toml: include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/topologies/", $file)),
         }),*]
     };
 }

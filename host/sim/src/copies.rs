@@ -62,7 +62,7 @@ pub(super) fn memset(s: &mut State, device: usize, dst: u64, unit: &[u8], count:
         return Ok(());
     }
     let Some(bytes) = count.checked_mul(unit.len()) else { return Err(CUDA_ERROR_INVALID_VALUE.into()) };
-    if dst % unit.len() as u64 != 0 {
+    if !dst.is_multiple_of(unit.len() as u64) {
         return Err(CUDA_ERROR_INVALID_VALUE.into());
     }
     let owner = s.check_engine(device, dst, bytes as u64)?;

@@ -758,7 +758,7 @@ impl Driver for SimDriver {
 /// Frees the allocation starting at `ptr` (pool or `cuMemAlloc` memory, through either call);
 /// an interior, unknown or already freed address is `CUDA_ERROR_INVALID_VALUE`.
 fn free(s: &mut State, ptr: DevicePtr) -> SimResult<()> {
-    if ptr.0 % ALIGN != 0 {
+    if !ptr.0.is_multiple_of(ALIGN) {
         return fail(CUDA_ERROR_INVALID_VALUE);
     }
     let Some(block) = s.memory.free(ptr.0) else { return fail(CUDA_ERROR_INVALID_VALUE) };

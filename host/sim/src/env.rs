@@ -30,7 +30,7 @@ pub const VARIABLES: [&str; 6] = [TOPOLOGY, FAULTS, TRACE, SEED, BACKEND, LIBCUD
 
 /// The symbol every build of the shim exports, which NVIDIA's libcuda does not: how a shim that
 /// forwards tells a copy of itself from the real library.
-pub const SHIM_MARKER: &str = "peerpool_shim_pin_simulator";
+pub const SHIM_MARKER: &str = peerpool::driver::SHIM_MARKER;
 
 /// Who answers the calls.
 #[derive(Debug)]

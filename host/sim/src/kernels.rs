@@ -198,7 +198,7 @@ fn probe(state: &State, device: usize, addr: u64, len: u64, align: u64) -> Resul
     if len == 0 {
         return Ok(());
     }
-    if addr % align != 0 {
+    if !addr.is_multiple_of(align) {
         return Err(Trap(CUresult::CUDA_ERROR_MISALIGNED_ADDRESS));
     }
     match state.memory.span(addr, len) {

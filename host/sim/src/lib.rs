@@ -108,6 +108,7 @@ mod handles;
 mod kernels;
 mod memory;
 mod pools;
+pub mod select;
 mod share;
 mod shared_file;
 mod state;

@@ -220,7 +220,7 @@ impl SharedFile {
                 Err(holder) => holder,
             };
             tries += 1;
-            if tries % 4096 == 0 && holder != 0 && holder != me && is_dead(holder) {
+            if tries.is_multiple_of(4096) && holder != 0 && holder != me && is_dead(holder) {
                 if word.compare_exchange(holder, me, Ordering::Acquire, Ordering::Relaxed).is_ok() {
                     return Held(word);
                 }

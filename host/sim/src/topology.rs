@@ -1,5 +1,5 @@
 //! [`Topology`]: the simulated machine. Devices, the ordered-pair peer matrix and link faults,
-//! read from TOML (the catalog in `ci/topologies/`) or built in code.
+//! read from TOML (the catalog in `host/sim/topologies/`) or built in code.
 //!
 //! The TOML form keeps large machines short: device groups (`count = 72`), one default link
 //! for every ordered pair, NVLink islands, then per-pair overrides, applied in that order.

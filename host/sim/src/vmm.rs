@@ -25,7 +25,7 @@ pub(super) fn granularity(s: &State, props: &AllocationProps) -> SimResult<usize
 pub(super) fn create(s: &mut State, bytes: usize, props: &AllocationProps) -> SimResult<u64> {
     granularity(s, props)?;
     let size = bytes as u64;
-    if size == 0 || size % GRANULE != 0 {
+    if size == 0 || !size.is_multiple_of(GRANULE) {
         return invalid();
     }
     let device = props.device as usize;
@@ -52,7 +52,8 @@ pub(super) fn reserve(s: &mut State, bytes: usize, alignment: usize) -> SimResul
 pub(super) fn map(s: &mut State, ptr: u64, bytes: usize, offset: usize, handle: u64) -> SimResult<()> {
     let size = bytes as u64;
     let Some(physical) = s.shares.physical.get(&handle).filter(|p| p.refs > 0) else { return invalid() };
-    if offset != 0 || size == 0 || size % GRANULE != 0 || ptr % GRANULE != 0 || size > physical.size {
+    if offset != 0 || size == 0 || !size.is_multiple_of(GRANULE) || !ptr.is_multiple_of(GRANULE) || size > physical.size
+    {
         return invalid();
     }
     if !s.memory.reserved(ptr, size) || !s.memory.overlapping(ptr, size).is_empty() {

@@ -1,4 +1,4 @@
-//! The topology catalog (`ci/topologies/*.toml`): every file is embedded, loads, and has the
+//! The topology catalog (`host/sim/topologies/*.toml`): every file is embedded, loads, and has the
 //! shape its comments document; the TOML form's defaults, islands, overrides and errors.
 
 mod sim_support;
@@ -14,7 +14,7 @@ use std::sync::Arc;
 /// `CARGO_MANIFEST_DIR` when an archive runs elsewhere).
 fn catalog_dir() -> PathBuf {
     let manifest = std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo and nextest set CARGO_MANIFEST_DIR");
-    PathBuf::from(manifest).join("../../ci/topologies")
+    PathBuf::from(manifest).join("topologies")
 }
 
 fn load(stem: &str) -> Topology {

@@ -19,7 +19,7 @@ mod image;
 mod types;
 
 pub use calls::Call;
-pub use cuda::CudaDriver;
+pub use cuda::{CudaDriver, SHIM_MARKER};
 pub use image::{Cubin, ImageError, ModuleImage, elf_extent};
 pub use types::*;
 

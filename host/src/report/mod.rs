@@ -51,7 +51,7 @@ pub struct LinkRecord {
     pub native_atomics: bool,
     /// Performance rank.
     pub performance_rank: i32,
-    /// The link as `nvidia-smi topo -m` names it (`NV18`, `PIX`, `SYS`...), when available.
+    /// The link as NVML names it (`NV18`, `PIX`, `SYS`...; [`crate::links`]), when available.
     pub link: Option<String>,
 }
 
@@ -69,9 +69,8 @@ pub struct HardwareRecord {
 }
 
 impl HardwareRecord {
-    /// From the driver's facts, with link names from `nvidia-smi topo -m` where it runs.
+    /// From the driver's facts (link names from NVML, where the facts have them).
     pub fn from_facts(facts: &Facts) -> HardwareRecord {
-        let topo = nvidia_smi_links();
         HardwareRecord {
             driver: facts.driver.clone(),
             devices: facts
@@ -94,7 +93,7 @@ impl HardwareRecord {
                     peer_access: p.can_access,
                     native_atomics: p.native_atomics,
                     performance_rank: p.performance_rank,
-                    link: topo.as_ref().and_then(|t| t.get(p.from)?.get(p.to).cloned()),
+                    link: p.link.clone(),
                 })
                 .collect(),
             missing: None,
@@ -304,42 +303,9 @@ impl Report {
     }
 }
 
-/// The link matrix from `nvidia-smi topo -m` (`[from][to]`), when nvidia-smi runs here.
-pub fn nvidia_smi_links() -> Option<Vec<Vec<String>>> {
-    let out = std::process::Command::new("nvidia-smi").args(["topo", "-m"]).output().ok()?;
-    parse_topo(&String::from_utf8_lossy(&out.stdout))
-}
-
-/// Parses `nvidia-smi topo -m`: rows starting `GPU<n>`, the first columns being GPUs.
-pub fn parse_topo(text: &str) -> Option<Vec<Vec<String>>> {
-    let clean: String = text.chars().filter(|c| !c.is_control() || *c == '\n' || *c == '\t').collect();
-    let clean = clean.replace("[4m", "").replace("[0m", "");
-    let rows: Vec<Vec<String>> = clean
-        .lines()
-        // Matrix rows start at column 0 with `GPU<n>`; the header row starts with a tab.
-        .filter(|l| l.starts_with("GPU"))
-        .map(|l| l.split_whitespace().skip(1).map(str::to_string).collect())
-        .collect();
-    let n = rows.len();
-    if n == 0 || rows.iter().any(|r| r.len() < n) {
-        return None;
-    }
-    Some(rows.into_iter().map(|r| r.into_iter().take(n).collect()).collect())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn parses_the_h200_topology() {
-        let text = "\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\nGPU0\t X \tNV18\t0-31\t0\t\tN/A\nGPU1\tNV18\t X \t0-31\t0\t\tN/A\n\nLegend:\n";
-        let m = parse_topo(text).expect("parses");
-        assert_eq!(m, vec![vec!["X".to_string(), "NV18".into()], vec!["NV18".into(), "X".into()]]);
-        assert!(parse_topo("no gpus here").is_none());
-        let one = "\tGPU0\tCPU Affinity\tNUMA Affinity\nGPU0\t X \t0-31\t0\n";
-        assert_eq!(parse_topo(one), Some(vec![vec!["X".to_string()]]));
-    }
 
     #[test]
     fn results_override_the_plan_and_render() {

@@ -102,10 +102,14 @@ pub fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
-/// A trial, or the same name skipped with why it cannot run here.
+/// A trial, or the same name skipped (the name is the same either way; the reason is printed
+/// on stderr).
 pub fn trial(name: String, needs: &str, test: impl FnOnce() -> Result<(), Failed> + Send + 'static) -> Trial {
     match std::env::var(needs) {
         Ok(_) => Trial::test(name, test),
-        Err(_) => Trial::test(name, test).with_ignored_flag(true).with_kind(format!("skipped: {needs} is not set")),
+        Err(_) => {
+            eprintln!("skipped: {name}: {needs} is not set");
+            Trial::test(name, test).with_ignored_flag(true)
+        }
     }
 }

@@ -25,7 +25,13 @@ pub struct CudaDriver {
     /// `cuEventElapsedTime_v2` where the driver has it (12.8 and later), else the original:
     /// cudarc's CUDA 13 bindings name only `_v2`, which would shut out older drivers.
     elapsed_time: ElapsedTime,
+    /// The library is peerpool's libcuda shim answering from its simulator (`peerpool sim`),
+    /// not NVIDIA's driver nor the shim forwarding to it.
+    shim_simulates: bool,
 }
+
+/// The symbol every build of peerpool's libcuda shim exports and NVIDIA's libcuda does not.
+pub const SHIM_MARKER: &str = "peerpool_shim_pin_simulator";
 
 /// Whether libcuda can be loaded (checked once per process; cudarc re-opens it each time).
 fn library_present() -> bool {
@@ -70,10 +76,13 @@ impl CudaDriver {
                 }
             }
         };
+        // SAFETY: looked up, never called.
+        let shim = unsafe { lib.get::<unsafe extern "C" fn()>(SHIM_MARKER.as_bytes()) }.is_ok();
+        let shim_simulates = shim && std::env::var("PEERPOOL_SHIM_BACKEND").map_or(true, |b| b != "real");
         // SAFETY: plain driver call; every symbol was found above.
         match unsafe { sys::cuInit(0) } {
-            sys::CUresult::CUDA_SUCCESS => Ok(CudaDriver { no_device: false, elapsed_time }),
-            sys::CUresult::CUDA_ERROR_NO_DEVICE => Ok(CudaDriver { no_device: true, elapsed_time }),
+            sys::CUresult::CUDA_SUCCESS => Ok(CudaDriver { no_device: false, elapsed_time, shim_simulates }),
+            sys::CUresult::CUDA_ERROR_NO_DEVICE => Ok(CudaDriver { no_device: true, elapsed_time, shim_simulates }),
             code => Err(CudaError::new(Call::cuInit.name(), code).into()),
         }
     }
@@ -82,10 +91,17 @@ impl CudaDriver {
 // SAFETY (for every `unsafe` block below): each is one libcuda call whose symbol `load`
 // verified, with out-pointers to live locals and slices whose lengths are passed alongside.
 impl Driver for CudaDriver {
+    /// `CUDA driver 13.0`; under peerpool's libcuda shim answering from its simulator,
+    /// `simulated by peerpool's libcuda shim: CUDA driver 13.0` (what `simulated` GPUs are to
+    /// reports and to the GPUs-required mode).
     fn describe(&self) -> String {
-        match self.driver_get_version() {
+        let version = match self.driver_get_version() {
             Ok(v) => format!("CUDA driver {}.{}", v / 1000, (v % 1000) / 10),
             Err(e) => format!("CUDA driver (version unknown: {e})"),
+        };
+        match self.shim_simulates {
+            true => format!("simulated by peerpool's libcuda shim: {version}"),
+            false => version,
         }
     }
 

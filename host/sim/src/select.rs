@@ -1,0 +1,128 @@
+//! Which GPUs a process checks, chosen by the environment, for code that opens them itself
+//! (`peerpool_fixtures::Hardware::detect`, `peerpool check`): one test binary serves CPU and GPU
+//! CI alike.
+//!
+//! | variable | meaning | default |
+//! | --- | --- | --- |
+//! | `PEERPOOL_HARDWARE` | `real` (the CUDA driver), or a catalog name (`four_gpu_islands`) or TOML file (a name with a `/` or ending in `.toml`): that topology, simulated in this process | `real` |
+//! | `PEERPOOL_REQUIRE_GPUS` | `N`: at least N real GPUs must be there; none, fewer, or a simulated topology in their place is an error with its own exit code (4) instead of skips or a simulated fallback | not required |
+//!
+//! How this relates to the libcuda shim's `PEERPOOL_SIM_TOPOLOGY` ([`crate::env`]): the shim
+//! stands in for NVIDIA's library, so a process under `peerpool sim` opens what it takes for
+//! the real driver (`PEERPOOL_HARDWARE=real`, through peerpool's `CudaDriver`), and the shim
+//! answers from its own topology. `PEERPOOL_HARDWARE=<topology>` never loads any libcuda: the
+//! simulator runs in the process itself, behind peerpool's driver seam. Set both and the
+//! in-process one wins (no driver call reaches the shim). Programs that do not use peerpool
+//! (cudarc, C, Python) can only be simulated through the shim.
+
+use crate::{Topology, catalog, catalog_topology};
+use std::path::Path;
+
+/// The in-process switch: `real`, or a simulated topology.
+pub const HARDWARE: &str = "PEERPOOL_HARDWARE";
+/// The GPUs-required mode: the least number of real GPUs.
+pub const REQUIRE_GPUS: &str = "PEERPOOL_REQUIRE_GPUS";
+
+/// What [`HARDWARE`] asks for.
+#[derive(Clone, Debug)]
+pub enum Choice {
+    /// The CUDA driver and its GPUs (or none, where there is no driver).
+    Real,
+    /// A topology simulated in this process.
+    Simulated {
+        /// The name it was given by (a catalog stem or a file's path).
+        name: String,
+        /// The topology.
+        topology: Topology,
+    },
+}
+
+/// Reads [`HARDWARE`] from `var` (the environment, or a test's map). An unknown name or a
+/// topology file that cannot be read is an error naming the variable.
+pub fn choice(var: impl Fn(&str) -> Option<String>) -> Result<Choice, String> {
+    match var(HARDWARE).as_deref().map(str::trim) {
+        None | Some("") | Some("real") => Ok(Choice::Real),
+        Some(name) => match resolve_topology(name) {
+            Ok(topology) => Ok(Choice::Simulated { name: name.to_string(), topology }),
+            Err(e) => Err(format!("{HARDWARE}={name}: {e} (or `real` for the CUDA driver)")),
+        },
+    }
+}
+
+/// [`choice`] from this process's environment.
+pub fn choice_from_env() -> Result<Choice, String> {
+    choice(|name| std::env::var(name).ok())
+}
+
+/// Reads [`REQUIRE_GPUS`] from `var`: `None` when unset, empty or `0`.
+pub fn required_gpus(var: impl Fn(&str) -> Option<String>) -> Result<Option<usize>, String> {
+    match var(REQUIRE_GPUS).as_deref().map(str::trim) {
+        None | Some("") => Ok(None),
+        Some(text) => match text.parse::<usize>() {
+            Ok(0) => Ok(None),
+            Ok(n) => Ok(Some(n)),
+            Err(_) => Err(format!("{REQUIRE_GPUS}={text:?}: not a number of GPUs")),
+        },
+    }
+}
+
+/// [`required_gpus`] from this process's environment.
+pub fn required_gpus_from_env() -> Result<Option<usize>, String> {
+    required_gpus(|name| std::env::var(name).ok())
+}
+
+/// A catalog stem (`four_gpu_islands`), or a topology file: a name with a `/`, ending in
+/// `.toml`, or naming an existing file. Errors say which, and list the catalog for a stem.
+pub fn resolve_topology(name: &str) -> Result<Topology, String> {
+    let path = Path::new(name);
+    if name.contains('/') || name.ends_with(".toml") || path.is_file() {
+        if !path.exists() {
+            return Err(format!("topology file {name} does not exist"));
+        }
+        return Topology::load(path).map_err(|e| e.to_string());
+    }
+    catalog_topology(name).map_err(|e| {
+        let stems: Vec<&str> = catalog().iter().map(|c| c.stem()).collect();
+        format!("{e} (catalog: {}; a file needs a path such as ./{name}.toml)", stems.join(", "))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+        move |name| pairs.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string())
+    }
+
+    #[test]
+    fn unset_empty_and_real_are_the_driver() {
+        for env in [&[][..], &[(HARDWARE, "")], &[(HARDWARE, "real")], &[(HARDWARE, " real ")]] {
+            let pairs: &'static [(&str, &str)] = env;
+            assert!(matches!(choice(with(pairs)), Ok(Choice::Real)));
+        }
+    }
+
+    #[test]
+    fn a_catalog_name_is_simulated_and_a_typo_is_named() {
+        match choice(with(&[(HARDWARE, "four_gpu_islands")])) {
+            Ok(Choice::Simulated { name, topology }) => {
+                assert_eq!((name.as_str(), topology.device_count()), ("four_gpu_islands", 4));
+            }
+            other => panic!("{other:?}"),
+        }
+        let e = choice(with(&[(HARDWARE, "four_gpu_island")])).unwrap_err();
+        assert!(e.starts_with("PEERPOOL_HARDWARE=four_gpu_island: ") && e.contains("two_h200_nvlink"), "{e}");
+        let e = choice(with(&[(HARDWARE, "./nowhere.toml")])).unwrap_err();
+        assert!(e.contains("topology file ./nowhere.toml does not exist"), "{e}");
+    }
+
+    #[test]
+    fn required_gpus_is_a_count() {
+        assert_eq!(required_gpus(with(&[])), Ok(None));
+        assert_eq!(required_gpus(with(&[(REQUIRE_GPUS, "0")])), Ok(None));
+        assert_eq!(required_gpus(with(&[(REQUIRE_GPUS, " 2 ")])), Ok(Some(2)));
+        assert!(required_gpus(with(&[(REQUIRE_GPUS, "two")])).unwrap_err().contains("not a number"));
+        assert!(required_gpus(with(&[(REQUIRE_GPUS, "-1")])).is_err());
+    }
+}
