@@ -196,7 +196,10 @@ fn topologies() -> ExitCode {
     let mut status = exit::SUCCESS;
     for entry in peerpool_sim::catalog() {
         match entry.topology() {
-            Ok(t) => println!("{:<22} {} ({} GPUs)", entry.stem(), t.name, t.device_count()),
+            Ok(t) => {
+                println!("{:<22} {} ({} GPUs)", entry.stem(), t.name, t.device_count());
+                println!("{:<22} stands for: {}", "", t.stands_for);
+            }
             Err(e) => {
                 println!("{:<22} unreadable: {e}", entry.stem());
                 status = exit::FAILURE;
