@@ -173,9 +173,11 @@ impl Topology {
     pub fn two_h200() -> Topology {
         let mut t = Topology::uniform("2 x H200 (NV18)", 2, DeviceSpec::h200(), Link::NVLINK);
         t.description = "The lent machine: two H200s over 18 NVLinks, peer access and atomics both ways.".into();
-        t.stands_for = "The lent 2 x H200 machine (nvidia-h200-x2): 2 x NVIDIA H200 joined by NV18, driver 580.159.04, \
-                        measured in docs/hardware/"
-            .into();
+        t.stands_for = concat!(
+            "The lent 2 x H200 machine (nvidia-h200-x2): 2 x NVIDIA H200 joined by NV18, ",
+            "driver 580.159.04, measured in docs/hardware/"
+        )
+        .into();
         t
     }
 
