@@ -7,11 +7,11 @@ use peerpool::child::{self, ChildOutcome, ChildReport};
 use peerpool::owned_dir::OwnedDir;
 use peerpool::report::{BuildRecord, HardwareRecord, Report, Status};
 use peerpool::{Error, System};
-use peerpool_sim::{SimDriver, Topology, catalog_topology};
+use peerpool_sim::{Latencies, SimDriver, Topology, catalog_topology};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// How long the `negative-probe` child may take.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(60);
@@ -19,18 +19,20 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(60);
 /// Options of `peerpool check`.
 pub struct Options {
     pub topology: Option<String>,
+    pub timing: Option<PathBuf>,
     pub out: PathBuf,
     pub quiet: bool,
 }
 
 pub fn run(options: Options) -> ExitCode {
-    let (system, isolate, first_line): (System, Box<dyn Isolate>, String) = match open(options.topology.as_deref()) {
-        Ok(opened) => opened,
-        Err(message) => {
-            eprintln!("peerpool check: {message}");
-            return exit::code(exit::BAD_INPUT);
-        }
-    };
+    let (system, isolate, first_line): (System, Box<dyn Isolate>, String) =
+        match open(options.topology.as_deref(), options.timing.as_deref()) {
+            Ok(opened) => opened,
+            Err(message) => {
+                eprintln!("peerpool check: {message}");
+                return exit::code(exit::BAD_INPUT);
+            }
+        };
     // Before any pair is checked: a directory that cannot be ours is bad input, not a late failure.
     let out = match OwnedDir::create(&options.out) {
         Ok(out) => out,
@@ -40,6 +42,7 @@ pub fn run(options: Options) -> ExitCode {
         }
     };
     println!("{first_line}");
+    let started = Instant::now();
     let facts = match system.facts() {
         Ok(facts) => facts,
         Err(e) => {
@@ -48,23 +51,19 @@ pub fn run(options: Options) -> ExitCode {
         }
     };
     let n = facts.devices.len();
-    let pairs: Vec<(usize, usize)> =
-        (0..n).flat_map(|o| (0..n).filter(move |&a| a != o).map(move |a| (o, a))).collect();
-    if pairs.is_empty() {
+    let pair_count = n * n.saturating_sub(1);
+    if pair_count == 0 {
         println!("{n} GPU(s): no pair to check");
     }
-    let bar = if options.quiet { ProgressBar::hidden() } else { ProgressBar::new((pairs.len() * STEPS.len()) as u64) };
+    let bar = if options.quiet { ProgressBar::hidden() } else { ProgressBar::new((pair_count * STEPS.len()) as u64) };
     if let Ok(style) = ProgressStyle::with_template("{bar:40} {pos}/{len} {msg}") {
         bar.set_style(style);
     }
-    let mut results: Vec<PairResult> = Vec::new();
-    for (owner, accessor) in pairs {
-        let mut progress = |step: &check::StepResult| {
-            bar.set_message(format!("gpu{owner} -> gpu{accessor} {} {:?}", step.step, step.status));
-            bar.inc(1);
-        };
-        results.push(check::check_pair(&system, &facts, owner, accessor, isolate.as_ref(), &mut progress));
-    }
+    let progress = |owner: usize, accessor: usize, step: &check::StepResult| {
+        bar.set_message(format!("gpu{owner} -> gpu{accessor} {} {:?}", step.step, step.status));
+        bar.inc(1);
+    };
+    let results: Vec<PairResult> = check::check_all(&system, &facts, isolate.as_ref(), &progress);
     bar.finish_and_clear();
     print!("\n{}", check::render_matrix(n, &results));
     let failures: Vec<String> = results
@@ -75,6 +74,7 @@ pub fn run(options: Options) -> ExitCode {
     if !failures.is_empty() {
         println!("\nfailed:\n{}", failures.join("\n"));
     }
+    println!("\n{}", timing_line(&system, started.elapsed(), n));
     let report = Report {
         hardware: HardwareRecord::from_facts(&facts),
         build: BuildRecord::current(),
@@ -98,12 +98,15 @@ pub fn run(options: Options) -> ExitCode {
 }
 
 /// The real GPUs, or a simulated topology (asked for, or because there is no GPU).
-fn open(topology: Option<&str>) -> Result<(System, Box<dyn Isolate>, String), String> {
+fn open(topology: Option<&str>, timing: Option<&Path>) -> Result<(System, Box<dyn Isolate>, String), String> {
     if let Some(name) = topology {
         let topo = load_topology(name)?;
-        return simulated(topo, format!("peerpool check: simulated topology `{name}`"));
+        return simulated(topo, timing, format!("peerpool check: simulated topology `{name}`"));
     }
     let why = match System::open() {
+        Ok(system) if system.device_count() > 0 && timing.is_some() => {
+            return Err("--timing times a simulated machine: name one with --topology".into());
+        }
         Ok(system) if system.device_count() > 0 => {
             let line = format!("peerpool check: {} with {} GPU(s)", system.driver().describe(), system.device_count());
             return Ok((system, Box::new(ChildProbe), line));
@@ -116,18 +119,29 @@ fn open(topology: Option<&str>) -> Result<(System, Box<dyn Isolate>, String), St
         "peerpool check: SIMULATED: {why} here, so this run uses the built-in simulated topology \
          (2 x NVIDIA H200 over NVLink); no real GPU is checked"
     );
-    simulated(Topology::two_h200(), line)
+    simulated(Topology::two_h200(), timing, line)
 }
 
-fn simulated(topology: Topology, line: String) -> Result<(System, Box<dyn Isolate>, String), String> {
-    let sim = Arc::new(SimDriver::new(topology));
+fn simulated(
+    topology: Topology,
+    timing: Option<&Path>,
+    line: String,
+) -> Result<(System, Box<dyn Isolate>, String), String> {
+    let mut sim = SimDriver::new(topology);
+    if let Some(path) = timing {
+        sim = sim.timed(Latencies::load(path)?);
+    }
+    let sim = Arc::new(sim);
+    // As `System::open` does on a GPU machine: the clock counts cuInit.
+    sim.init(0).map_err(|e| e.to_string())?;
     let system = System::with_driver(sim.clone()).map_err(|e| e.to_string())?;
-    Ok((system, Box::new(ForkSim(sim)), line))
+    Ok((system, Box::new(ChildSim(sim)), line))
 }
 
 /// The most GPUs `check` takes on a simulated topology. It checks N × (N − 1) ordered pairs,
-/// 8 to 12 ms each on the simulator: on one core NVL72's 5,112 pairs took 40 s and 128 GPUs'
-/// 16,256 pairs 200 s, while the 1,024 a topology may hold would take hours.
+/// 8 to 12 ms each on the simulator: on this project's 2-core machine 72 GPUs' 5,112 pairs
+/// took 40 s and 128 GPUs' 16,256 pairs about 200 s, while the 1,024 a topology may hold
+/// would take hours.
 pub const MAX_CHECK_GPUS: usize = 128;
 
 /// A catalog stem (`four_gpu_islands`) or a path to a topology file (anything with a `/`, a
@@ -163,15 +177,38 @@ fn write(out: &OwnedDir, report: &Report) -> Result<(PathBuf, PathBuf), String> 
     Ok((json.commit().map_err(|e| e.to_string())?, md.commit().map_err(|e| e.to_string())?))
 }
 
-/// Negative probes on a fork of a simulated process: the fork dies, this one lives on.
-struct ForkSim(Arc<SimDriver>);
+/// How long the run took, and on a simulated machine what it would take on the real one (the
+/// simulator's timing model, its process start and exit included).
+fn timing_line(system: &System, took: Duration, devices: usize) -> String {
+    let took = format!("took {:.2} s", took.as_secs_f64());
+    match system.driver().timeline() {
+        Some(timeline) => {
+            let projected = timeline.wall();
+            format!(
+                "timing: {took} here; projected on the simulated machine ({devices} GPU(s), the timing model of {}): {:.2} s",
+                timeline.describe(),
+                projected.as_secs_f64()
+            )
+        }
+        None => format!("timing: {took}"),
+    }
+}
 
-impl Isolate for ForkSim {
+/// Negative probes in a new simulated process on the same machine, as on GPUs in a child
+/// process: the child dies, this one lives on.
+struct ChildSim(Arc<SimDriver>);
+
+impl Isolate for ChildSim {
     fn negative_probe(&self, owner: usize, accessor: usize) -> Result<Option<(String, bool)>, String> {
-        let fork = System::with_driver(Arc::new(self.0.fork())).map_err(|e| e.to_string())?;
-        Ok(check::negative_probe(&fork, owner, accessor)
+        let child = Arc::new(self.0.child_process());
+        let fork = System::with_driver(child.clone()).map_err(|e| e.to_string())?;
+        let outcome = check::negative_probe(&fork, owner, accessor)
             .err()
-            .and_then(|e| e.cuda().map(|c| (c.code_name(), c.sticky))))
+            .and_then(|e| e.cuda().map(|c| (c.code_name(), c.sticky)));
+        drop(fork);
+        // The parent waits for its child process: on the simulator's clock too.
+        self.0.wait_for(&child);
+        Ok(outcome)
     }
 }
 

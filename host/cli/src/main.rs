@@ -29,6 +29,10 @@ enum Command {
         /// Run on a simulated topology instead: a catalog name (e.g. four_gpu_islands) or a TOML file.
         #[arg(long)]
         topology: Option<String>,
+        /// The timing model of the simulated machine: a calibration JSON file (default: the
+        /// H200s', built in). The run prints its projected wall time beside the time it took.
+        #[arg(long)]
+        timing: Option<PathBuf>,
         /// Directory for check.json and check.md.
         #[arg(long, default_value = "peerpool-out")]
         out: PathBuf,
@@ -113,7 +117,7 @@ fn main() -> ExitCode {
     // SAFETY: resets one signal to its default disposition, before any other thread exists.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     match Cli::parse().command.unwrap_or(Command::Facts) {
-        Command::Check { topology, out, quiet } => check::run(check::Options { topology, out, quiet }),
+        Command::Check { topology, timing, out, quiet } => check::run(check::Options { topology, timing, out, quiet }),
         Command::Bench { out, repeats } => bench(out, repeats),
         Command::Facts => facts(),
         Command::Topologies => topologies(),

@@ -89,7 +89,24 @@ impl SimDriver {
         self.machine().model.clone()
     }
 
-    /// After `child` (a [`SimDriver::fork`] of this one) has done its work: the calling
+    /// A new process on the same machine, as a parent starts a child program (what
+    /// `peerpool check` and the fixtures start for a negative probe): its own simulator state,
+    /// empty (no context, pool or memory of this one; the same topology and options), and on
+    /// the clock a child started by the calling thread now, after the model's process start,
+    /// which calls `cuInit` at once and shares the machine's devices and machine-wide locks
+    /// with this process. [`SimDriver::wait_for`] puts the parent's thread at its end.
+    pub fn child_process(&self) -> SimDriver {
+        let start = timing::us(self.machine().model.process_start_us);
+        let state = {
+            let parent = self.lock();
+            State::new(parent.topo.clone(), parent.recycle, parent.timing.child(start))
+        };
+        let child = SimDriver { state: Mutex::new(state), machine: self.machine.clone() };
+        let _ = child.init(0); // succeeds: a new process is alive
+        child
+    }
+
+    /// After `child` (a [`SimDriver::fork`] or [`SimDriver::child_process`] of this one) has done its work: the calling
     /// thread waits for the child's last call and its exit, as a parent waiting for a child
     /// process does.
     pub fn wait_for(&self, child: &SimDriver) {

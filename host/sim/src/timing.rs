@@ -259,15 +259,61 @@ impl Cost {
     }
 }
 
+/// When one resource (a device's engines, a lock) is busy: sorted, disjoint intervals. Work
+/// takes the earliest gap that fits it from the time it is ready, so work that the simulator
+/// happens to run later in real time can still go first in virtual time, as it would on the
+/// machine (two processes each creating a context on the other's device first, say).
+#[derive(Clone, Debug, Default)]
+struct Busy(Vec<(Nanos, Nanos)>);
+
+impl Busy {
+    /// The end of the first busy interval that `[at, at + len)` overlaps, if any.
+    fn conflict(&self, at: Nanos, len: Nanos) -> Option<Nanos> {
+        let i = self.0.partition_point(|&(_, end)| end <= at);
+        match self.0.get(i) {
+            Some(&(start, end)) if start < at.saturating_add(len) || (len == 0 && start <= at) => Some(end),
+            _ => None,
+        }
+    }
+
+    /// Marks `[at, at + len)` busy (merged with the intervals it touches).
+    fn take(&mut self, at: Nanos, len: Nanos) {
+        if len == 0 {
+            return;
+        }
+        let end = at.saturating_add(len);
+        let first = self.0.partition_point(|&(_, e)| e < at);
+        let last = self.0.partition_point(|&(s, _)| s <= end);
+        let (mut start, mut stop) = (at, end);
+        if first < last {
+            start = start.min(self.0[first].0);
+            stop = stop.max(self.0[last - 1].1);
+        }
+        self.0.splice(first..last, [(start, stop)]);
+    }
+}
+
+/// The earliest time from `ready` at which `len` fits in every one of `resources`.
+fn fit(ready: Nanos, len: Nanos, resources: &[&Busy]) -> Nanos {
+    let mut at = ready;
+    loop {
+        let moved = resources.iter().filter_map(|r| r.conflict(at, len)).max();
+        match moved {
+            Some(end) if end > at => at = end,
+            _ => return at,
+        }
+    }
+}
+
 /// The part of the clock every process on the machine shares.
 #[derive(Debug)]
 pub(crate) struct Machine {
     pub(crate) model: Latencies,
-    /// When each device's engines are free.
-    devices: Vec<Nanos>,
-    /// Per lock kind: per-device and machine-wide lock clocks.
-    device_locks: HashMap<(Lock, usize), Nanos>,
-    machine_locks: HashMap<Lock, Nanos>,
+    /// When each device's engines are busy.
+    devices: Vec<Busy>,
+    /// Per lock kind: per-device and machine-wide locks.
+    device_locks: HashMap<(Lock, usize), Busy>,
+    machine_locks: HashMap<Lock, Busy>,
     /// Compute capabilities whose PTX was compiled by the JIT already.
     jitted: BTreeSet<(i32, i32)>,
 }
@@ -276,7 +322,7 @@ impl Machine {
     pub(crate) fn new(model: Latencies, devices: usize) -> Machine {
         Machine {
             model,
-            devices: vec![0; devices],
+            devices: vec![Busy::default(); devices],
             device_locks: HashMap::new(),
             machine_locks: HashMap::new(),
             jitted: BTreeSet::new(),
@@ -302,9 +348,18 @@ pub(crate) struct ProcessTime {
     last_end: Nanos,
     /// The latest time any lane reached.
     latest: Nanos,
-    process_locks: HashMap<Lock, Nanos>,
+    process_locks: HashMap<Lock, Busy>,
     /// Devices whose primary context this process has created.
     pub(crate) contexts: Vec<bool>,
+}
+
+/// A resource a call needs, named so that its busy intervals can be found and updated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Resource {
+    Device(usize),
+    DeviceLock(Lock, usize),
+    ProcessLock(Lock),
+    MachineLock(Lock),
 }
 
 impl ProcessTime {
@@ -340,8 +395,31 @@ impl ProcessTime {
         self.latest.max(self.origin)
     }
 
-    /// Runs one call of `cost` on the calling thread: it starts when the lane, its devices and
-    /// its locks are free; all of them move to its end.
+    fn busy<'a>(&'a self, machine: &'a Machine, r: Resource) -> Option<&'a Busy> {
+        match r {
+            Resource::Device(d) => machine.devices.get(d),
+            Resource::DeviceLock(lock, d) => machine.device_locks.get(&(lock, d)),
+            Resource::ProcessLock(lock) => self.process_locks.get(&lock),
+            Resource::MachineLock(lock) => machine.machine_locks.get(&lock),
+        }
+    }
+
+    fn take(&mut self, machine: &mut Machine, r: Resource, at: Nanos, len: Nanos) {
+        let busy = match r {
+            Resource::Device(d) => match machine.devices.get_mut(d) {
+                Some(busy) => busy,
+                None => return,
+            },
+            Resource::DeviceLock(lock, d) => machine.device_locks.entry((lock, d)).or_default(),
+            Resource::ProcessLock(lock) => self.process_locks.entry(lock).or_default(),
+            Resource::MachineLock(lock) => machine.machine_locks.entry(lock).or_default(),
+        };
+        busy.take(at, len);
+    }
+
+    /// Runs one call of `cost` on the calling thread: it takes the earliest time from the
+    /// lane's at which its devices and its locks are all free; all of them are busy until its
+    /// end, where the lane moves.
     pub(crate) fn advance(&mut self, machine: &mut Machine, cost: &Cost) {
         let mut time = cost.time;
         if let Some(cc) = cost.ptx
@@ -349,45 +427,27 @@ impl ProcessTime {
         {
             time = ns(machine.model.module_ptx_jit_us);
         }
-        let mut start = self.now();
-        for &d in &cost.devices {
-            if let Some(&free) = machine.devices.get(d) {
-                start = start.max(free);
-            }
-        }
-        let serial = cost.lock.as_ref().map(|(lock, devices)| (*lock, devices, machine.serial(*lock)));
-        if let Some((lock, devices, serial)) = &serial {
+        let mut needs: Vec<Resource> = cost.devices.iter().map(|&d| Resource::Device(d)).collect();
+        if let Some((lock, devices)) = &cost.lock {
+            let serial = machine.serial(*lock);
             if serial.device {
-                for &d in devices.iter() {
-                    start = start.max(machine.device_locks.get(&(*lock, d)).copied().unwrap_or(0));
-                }
+                needs.extend(devices.iter().map(|&d| Resource::DeviceLock(*lock, d)));
             }
             if serial.process {
-                start = start.max(self.process_locks.get(lock).copied().unwrap_or(0));
+                needs.push(Resource::ProcessLock(*lock));
             }
             if serial.machine {
-                start = start.max(machine.machine_locks.get(lock).copied().unwrap_or(0));
+                needs.push(Resource::MachineLock(*lock));
             }
+        }
+        let start = {
+            let sets: Vec<&Busy> = needs.iter().filter_map(|&r| self.busy(machine, r)).collect();
+            fit(self.now(), time, &sets)
+        };
+        for &r in &needs {
+            self.take(machine, r, start, time);
         }
         let end = start.saturating_add(time);
-        for &d in &cost.devices {
-            if let Some(free) = machine.devices.get_mut(d) {
-                *free = end;
-            }
-        }
-        if let Some((lock, devices, serial)) = serial {
-            if serial.device {
-                for &d in devices.iter() {
-                    machine.device_locks.insert((lock, d), end);
-                }
-            }
-            if serial.process {
-                self.process_locks.insert(lock, end);
-            }
-            if serial.machine {
-                machine.machine_locks.insert(lock, end);
-            }
-        }
         self.set_now(end);
         self.last_end = end;
     }
@@ -604,14 +664,46 @@ mod tests {
                 assert_eq!(parent.now(), 200);
             });
         });
-        // A child process starting at 0 on device 1 waits for device 1 only, not for the
-        // parent's lock: it ends at 300 (device 1 free at 200).
+        // A child process starting at 0 on device 1 needs device 1's lock only, not the
+        // parent's: free before the parent took it at 100.
         let mut child = ProcessTime::new(0, 2);
         child.advance(&mut machine, &ctx(1));
-        assert_eq!(child.now(), 300);
+        assert_eq!(child.now(), 100);
         let mut other = ProcessTime::new(0, 2);
         other.advance(&mut machine, &ctx(0));
         assert_eq!(other.now(), 200, "device 0 was free from 100");
+    }
+
+    #[test]
+    fn work_ready_earlier_takes_an_earlier_gap_whatever_the_order_it_is_made_in() {
+        let mut machine = Machine::new(model(), 2);
+        let ctx = |d| Cost::on(100, vec![]).locked(Lock::Context, vec![d]);
+        // Child A creates contexts on 0 then 1; child B, simulated after A, on 1 then 0.
+        let mut a = ProcessTime::new(0, 2);
+        a.advance(&mut machine, &ctx(0));
+        a.advance(&mut machine, &ctx(1));
+        let mut b = ProcessTime::new(0, 2);
+        b.advance(&mut machine, &ctx(1));
+        assert_eq!(b.now(), 100, "device 1 was free until A needed it at 100");
+        b.advance(&mut machine, &ctx(0));
+        assert_eq!(b.now(), 200);
+        // A third one finds both devices' locks busy until 200.
+        let mut c = ProcessTime::new(0, 2);
+        c.advance(&mut machine, &ctx(0));
+        assert_eq!(c.now(), 300);
+    }
+
+    #[test]
+    fn busy_intervals_merge_and_leave_gaps() {
+        let mut busy = Busy::default();
+        busy.take(10, 10);
+        busy.take(30, 10);
+        assert_eq!(fit(0, 10, &[&busy]), 0);
+        assert_eq!(fit(0, 11, &[&busy]), 40);
+        assert_eq!(fit(15, 5, &[&busy]), 20);
+        busy.take(20, 10);
+        assert_eq!(busy.0, vec![(10, 40)]);
+        assert_eq!(fit(12, 0, &[&busy]), 40, "nothing starts inside a busy interval");
     }
 
     #[test]
