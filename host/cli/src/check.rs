@@ -109,7 +109,8 @@ fn open(topology: Option<&str>, timing: Option<&Path>) -> Result<(System, Box<dy
         }
         Ok(system) if system.device_count() > 0 => {
             let line = format!("peerpool check: {} with {} GPU(s)", system.driver().describe(), system.device_count());
-            return Ok((system, Box::new(ChildProbe), line));
+            let probe = ChildProbe(system.driver().clone());
+            return Ok((system, Box::new(probe), line));
         }
         Ok(_) => "the CUDA driver reports no GPU".to_string(),
         Err(Error::NoDriver { .. }) => "no CUDA driver".to_string(),
@@ -212,15 +213,21 @@ impl Isolate for ChildSim {
     }
 }
 
-/// Negative probes in a child process: this binary, `negative-probe`, with a timeout.
-struct ChildProbe;
+/// Negative probes in a child process: this binary, `negative-probe`, with a timeout. On the
+/// libcuda shim (a driver with a timeline) the child reports its projected wall time, which
+/// this thread waited for.
+struct ChildProbe(Arc<dyn peerpool::driver::Driver>);
 
 impl Isolate for ChildProbe {
     fn negative_probe(&self, owner: usize, accessor: usize) -> Result<Option<(String, bool)>, String> {
         let exe = std::env::current_exe().map_err(|e| e.to_string())?;
         let mut command = Command::new(exe);
         command.args(["negative-probe", "--owner", &owner.to_string(), "--accessor", &accessor.to_string()]);
-        match child::run_reporting(command, PROBE_TIMEOUT) {
+        let (outcome, wall) = child::run_reporting_timed(command, PROBE_TIMEOUT);
+        if let (Some(timeline), Some(wall)) = (self.0.timeline(), wall) {
+            timeline.charge(wall);
+        }
+        match outcome {
             ChildOutcome::Reported(ChildReport::Ok) => Ok(None),
             ChildOutcome::Reported(ChildReport::CudaError { code, sticky, .. }) => Ok(Some((code, sticky))),
             ChildOutcome::Reported(ChildReport::Failed { message }) => {
@@ -235,9 +242,14 @@ impl Isolate for ChildProbe {
     }
 }
 
-/// The `negative-probe` child: runs the probe on the real GPUs and prints how it ended.
+/// The `negative-probe` child: runs the probe on the real GPUs and prints how it ended (and,
+/// on the libcuda shim, its projected wall time).
 pub fn negative_probe(owner: usize, accessor: usize) -> ExitCode {
-    let result = System::open().and_then(|s| check::negative_probe(&s, owner, accessor));
+    let system = System::open();
+    let result = system.as_ref().map_err(Clone::clone).and_then(|s| check::negative_probe(s, owner, accessor));
+    if let Some(timeline) = system.as_ref().ok().and_then(|s| s.driver().timeline()) {
+        println!("{}", child::wall_line(timeline.wall()));
+    }
     println!("{}", ChildReport::from_result(result.map_err(Into::into)).line());
     ExitCode::SUCCESS
 }

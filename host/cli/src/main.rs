@@ -84,6 +84,10 @@ enum Command {
         /// Seed of the `~p` fault rules' draws.
         #[arg(long)]
         seed: Option<u64>,
+        /// The simulator's timing model: a calibration JSON file (default: the H200s').
+        /// Programs built on peerpool print their projected wall time from it.
+        #[arg(long, conflicts_with = "real")]
+        timing: Option<PathBuf>,
         /// The shim library (default: beside this binary, or $PEERPOOL_SHIM).
         #[arg(long)]
         shim: Option<PathBuf>,
@@ -123,8 +127,8 @@ fn main() -> ExitCode {
         Command::Topologies => topologies(),
         Command::Report { dir, json, markdown } => report(dir, json, markdown),
         Command::NegativeProbe { owner, accessor } => check::negative_probe(owner, accessor),
-        Command::Sim { topology, faults, trace, seed, shim, real, libcuda, print_env, command } => {
-            sim::run(sim::Options { topology, faults, trace, seed, shim, real, libcuda, print_env, command })
+        Command::Sim { topology, faults, trace, seed, timing, shim, real, libcuda, print_env, command } => {
+            sim::run(sim::Options { topology, faults, trace, seed, timing, shim, real, libcuda, print_env, command })
         }
     }
 }

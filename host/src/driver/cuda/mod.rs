@@ -25,6 +25,64 @@ pub struct CudaDriver {
     /// `cuEventElapsedTime_v2` where the driver has it (12.8 and later), else the original:
     /// cudarc's CUDA 13 bindings name only `_v2`, which would shut out older drivers.
     elapsed_time: ElapsedTime,
+    /// The simulator's virtual time, when the library is peerpool's libcuda shim simulating.
+    shim_time: Option<ShimTime>,
+}
+
+/// The virtual time the libcuda shim keeps (`peerpool-shim`'s `timeline.rs`), through the
+/// functions it exports beside the CUDA API.
+#[derive(Debug)]
+struct ShimTime {
+    now: unsafe extern "C" fn() -> u64,
+    set: unsafe extern "C" fn(u64),
+    elapsed: unsafe extern "C" fn() -> u64,
+    wall: unsafe extern "C" fn() -> u64,
+}
+
+impl ShimTime {
+    /// The shim's functions, when `lib` has them and its simulator keeps time (called after
+    /// `cuInit`, which makes the simulator).
+    fn find(lib: &libloading::Library) -> Option<ShimTime> {
+        // SAFETY: each symbol, when present, is the shim's function of exactly this signature
+        // (`host/shim/src/timeline.rs`); the library stays loaded for the process (cudarc keeps
+        // it in a static), so the pointers stay valid. `peerpool_shim_timed` only reads.
+        unsafe {
+            let timed = lib.get::<unsafe extern "C" fn() -> std::ffi::c_int>(b"peerpool_shim_timed").ok()?;
+            if timed() != 1 {
+                return None;
+            }
+            Some(ShimTime {
+                now: *lib.get(b"peerpool_shim_time_now_ns").ok()?,
+                set: *lib.get(b"peerpool_shim_time_set_ns").ok()?,
+                elapsed: *lib.get(b"peerpool_shim_time_elapsed_ns").ok()?,
+                wall: *lib.get(b"peerpool_shim_time_wall_ns").ok()?,
+            })
+        }
+    }
+}
+
+// SAFETY (every `unsafe` block of this impl): the shim's functions found by `ShimTime::find`,
+// which take and return plain integers and never unwind into Rust.
+impl Timeline for ShimTime {
+    fn now(&self) -> std::time::Duration {
+        std::time::Duration::from_nanos(unsafe { (self.now)() })
+    }
+
+    fn set_now(&self, at: std::time::Duration) {
+        unsafe { (self.set)(u64::try_from(at.as_nanos()).unwrap_or(u64::MAX)) }
+    }
+
+    fn elapsed(&self) -> std::time::Duration {
+        std::time::Duration::from_nanos(unsafe { (self.elapsed)() })
+    }
+
+    fn wall(&self) -> std::time::Duration {
+        std::time::Duration::from_nanos(unsafe { (self.wall)() })
+    }
+
+    fn describe(&self) -> String {
+        "the libcuda shim's simulator".into()
+    }
 }
 
 /// Whether libcuda can be loaded (checked once per process; cudarc re-opens it each time).
@@ -71,11 +129,12 @@ impl CudaDriver {
             }
         };
         // SAFETY: plain driver call; every symbol was found above.
-        match unsafe { sys::cuInit(0) } {
-            sys::CUresult::CUDA_SUCCESS => Ok(CudaDriver { no_device: false, elapsed_time }),
-            sys::CUresult::CUDA_ERROR_NO_DEVICE => Ok(CudaDriver { no_device: true, elapsed_time }),
-            code => Err(CudaError::new(Call::cuInit.name(), code).into()),
-        }
+        let no_device = match unsafe { sys::cuInit(0) } {
+            sys::CUresult::CUDA_SUCCESS => false,
+            sys::CUresult::CUDA_ERROR_NO_DEVICE => true,
+            code => return Err(CudaError::new(Call::cuInit.name(), code).into()),
+        };
+        Ok(CudaDriver { no_device, elapsed_time, shim_time: ShimTime::find(lib) })
     }
 }
 
@@ -87,6 +146,12 @@ impl Driver for CudaDriver {
             Ok(v) => format!("CUDA driver {}.{}", v / 1000, (v % 1000) / 10),
             Err(e) => format!("CUDA driver (version unknown: {e})"),
         }
+    }
+
+    /// The libcuda shim's virtual time when the library is the shim simulating; none on a
+    /// real driver.
+    fn timeline(&self) -> Option<&dyn Timeline> {
+        self.shim_time.as_ref().map(|t| t as &dyn Timeline)
     }
 
     fn init(&self, flags: u32) -> DriverResult<()> {
