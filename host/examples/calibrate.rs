@@ -320,6 +320,10 @@ fn processes_alone(model: &mut Latencies) -> Res<Value> {
                 .push(ran.reaped.saturating_sub(ran.at("end").unwrap_or(0)) as f64 / 1e3);
         }
         for ran in run_children(&[spec(&["context", "0", "1"])])? {
+            samples
+                .entry("context_process_exit_us")
+                .or_default()
+                .push(ran.reaped.saturating_sub(ran.at("end").unwrap_or(0)) as f64 / 1e3);
             samples.entry("init_us").or_default().extend(ran.micros("init"));
             samples.entry("context_first_us").or_default().extend(ran.micros("context0"));
             samples.entry("context_second_us").or_default().extend(ran.micros("context1"));
@@ -343,8 +347,10 @@ fn processes_alone(model: &mut Latencies) -> Res<Value> {
     set(&mut model.init_us, m["init_us"]);
     set(&mut model.context_create_us, median(vec![m["context_first_us"], m["context_second_us"]]));
     set(&mut model.module_cubin_us, m["probe_module_us"]);
-    // The exit that counts is a faulted child's (a negative probe's), plus what its fault took.
-    set(&mut model.process_exit_us, m["probe_exit_us"] + m["probe_fault_us"]);
+    // A CUDA process's clean exit, and a faulted one's (a negative probe's) with what the fault
+    // took to surface.
+    set(&mut model.process_exit_us, m["context_process_exit_us"]);
+    set(&mut model.fault_exit_us, m["probe_exit_us"] + m["probe_fault_us"]);
     Ok(json!({ "medians": m, "samples": samples }))
 }
 

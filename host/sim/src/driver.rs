@@ -106,15 +106,23 @@ impl SimDriver {
         child
     }
 
-    /// After `child` (a [`SimDriver::fork`] or [`SimDriver::child_process`] of this one) has done its work: the calling
-    /// thread waits for the child's last call and its exit, as a parent waiting for a child
-    /// process does.
+    /// After `child` (a [`SimDriver::fork`] or [`SimDriver::child_process`] of this one) has
+    /// done its work: the calling thread waits for the child's last call and its exit (a
+    /// faulted one's when a sticky error killed it), as a parent waiting for a child process.
     pub fn wait_for(&self, child: &SimDriver) {
-        let exit = timing::us(self.machine().model.process_exit_us);
-        let end = child.lock().timing.latest().saturating_add(exit);
+        let last = child.lock().timing.latest();
+        let end = Duration::from_nanos(last) + child.exit();
+        let end = u64::try_from(end.as_nanos()).unwrap_or(u64::MAX);
         let mut state = self.lock();
         let now = state.timing.now();
         state.timing.set_now(now.max(end));
+    }
+
+    /// What this process's exit takes: a clean one's, or one whose context a fault killed.
+    fn exit(&self) -> Duration {
+        let dead = self.lock().dead.is_some();
+        let model = &self.machine().model;
+        Duration::from_nanos(timing::us(if dead { model.fault_exit_us } else { model.process_exit_us }))
     }
 
     fn machine(&self) -> MutexGuard<'_, Machine> {
@@ -237,8 +245,8 @@ impl Timeline for SimDriver {
     }
 
     fn wall(&self) -> Duration {
-        let exit = timing::us(self.machine().model.process_exit_us);
-        Duration::from_nanos(self.lock().timing.latest().saturating_add(exit))
+        let last = self.lock().timing.latest();
+        Duration::from_nanos(last) + self.exit()
     }
 
     fn describe(&self) -> String {

@@ -64,8 +64,11 @@ pub struct Latencies {
     pub process_start_us: f64,
     /// `cuInit`, libcuda's loading included (`System::open` on the H200s: 230-240 ms).
     pub init_us: f64,
-    /// From a process's last call to its parent seeing it gone (a faulted context torn down).
+    /// From a CUDA process's last call to its parent seeing it gone (its contexts torn down).
     pub process_exit_us: f64,
+    /// The same for a process a sticky fault killed (a negative probe): the fault surfacing
+    /// and the dead context torn down.
+    pub fault_exit_us: f64,
     /// The first `cuDevicePrimaryCtxRetain` of a device in a process, or any `cuCtxCreate`
     /// (95-127 ms on the H200s).
     pub context_create_us: f64,
@@ -154,7 +157,8 @@ impl Default for Latencies {
                 .into(),
             process_start_us: 20_000.0,
             init_us: 230_000.0,
-            process_exit_us: 90_000.0,
+            process_exit_us: 30_000.0,
+            fault_exit_us: 90_000.0,
             context_create_us: 112_000.0,
             module_cubin_us: 300.0,
             module_ptx_cached_us: 2_000.0,
