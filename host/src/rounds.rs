@@ -20,8 +20,9 @@
 //! ```
 
 use crate::driver::Timeline;
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Condvar, Mutex, MutexGuard};
+use std::thread::ThreadId;
 use std::time::Duration;
 
 /// Two devices that meet in a round, and the ordered pairs `(owner, accessor)` to run for them,
@@ -203,13 +204,22 @@ pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 /// run the pairs of one round at once.
 ///
 /// With a timeline, a holder starts at the virtual time its devices were last released (or
-/// when the locks were made), so the projected wall time follows the devices' availability,
-/// not the order threads happened to pick work.
+/// when the locks were made), and not before its own thread finished its previous work there
+/// (a pool of K threads runs at most K pieces of work at once), so the projected wall time
+/// follows the devices' and the threads' availability, not the order the threads happened to
+/// run in.
 #[derive(Debug)]
 pub struct DeviceLocks {
-    /// Per device: in use, and the virtual time it was last released.
-    state: Mutex<Vec<(bool, Duration)>>,
+    state: Mutex<LockState>,
     freed: Condvar,
+}
+
+#[derive(Debug)]
+struct LockState {
+    /// Per device: in use, and the virtual time it was last released.
+    devices: Vec<(bool, Duration)>,
+    /// Per thread: the virtual time it last released devices.
+    threads: HashMap<ThreadId, Duration>,
 }
 
 /// Devices held by one piece of work; released on drop.
@@ -223,29 +233,30 @@ pub struct HeldDevices<'l> {
 impl DeviceLocks {
     /// Locks for `n` devices, all free since `origin` (virtual time; zero without a timeline).
     pub fn new(n: usize, origin: Duration) -> DeviceLocks {
-        DeviceLocks { state: Mutex::new(vec![(false, origin); n]), freed: Condvar::new() }
+        let state = LockState { devices: vec![(false, origin); n], threads: HashMap::new() };
+        DeviceLocks { state: Mutex::new(state), freed: Condvar::new() }
     }
 
-    fn lock(&self) -> MutexGuard<'_, Vec<(bool, Duration)>> {
+    fn lock(&self) -> MutexGuard<'_, LockState> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Waits until every device in `devices` (ordinals beyond the locks' count are ignored) is
     /// free, then holds them all. With a timeline, the calling thread is put at the latest
-    /// virtual time one of them was released.
+    /// virtual time one of them was released, or it released its last ones, if later.
     pub fn hold<'l>(&'l self, devices: &[usize], timeline: Option<&'l dyn Timeline>) -> HeldDevices<'l> {
         let mut devices: Vec<usize> = devices.to_vec();
         devices.sort_unstable();
         devices.dedup();
         let mut state = self.lock();
-        devices.retain(|&d| d < state.len());
-        while devices.iter().any(|&d| state[d].0) {
+        devices.retain(|&d| d < state.devices.len());
+        while devices.iter().any(|&d| state.devices[d].0) {
             state = self.freed.wait(state).unwrap_or_else(|e| e.into_inner());
         }
-        let mut start = Duration::ZERO;
+        let mut start = state.threads.get(&std::thread::current().id()).copied().unwrap_or(Duration::ZERO);
         for &d in &devices {
-            state[d].0 = true;
-            start = start.max(state[d].1);
+            state.devices[d].0 = true;
+            start = start.max(state.devices[d].1);
         }
         drop(state);
         if let Some(t) = timeline {
@@ -260,8 +271,9 @@ impl Drop for HeldDevices<'_> {
         let now = self.timeline.map_or(Duration::ZERO, |t| t.now());
         let mut state = self.locks.lock();
         for &d in &self.devices {
-            state[d] = (false, now);
+            state.devices[d] = (false, now);
         }
+        state.threads.insert(std::thread::current().id(), now);
         drop(state);
         self.locks.freed.notify_all();
     }

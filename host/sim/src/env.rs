@@ -215,11 +215,27 @@ mod tests {
             (vec![(LIBCUDA, "/usr/lib/libcuda.so.1")], "only read with"),
             (vec![(BACKEND, "real"), (TOPOLOGY, "one_gpu")], "no meaning"),
             (vec![(BACKEND, "real"), (LIBCUDA, "libcuda.so.1")], "not an absolute path"),
+            (vec![(TIMING, "/nowhere/timing.json")], "PEERPOOL_SIM_TIMING"),
+            (vec![(BACKEND, "real"), (TIMING, "/nowhere/timing.json")], "real GPUs take real time"),
         ] {
             let error = read_from(&pairs).err().expect("refused");
             assert!(error.contains(says), "{pairs:?}: {error}");
             assert!(!error.contains('\n'), "one line: {error}");
         }
+    }
+
+    #[test]
+    fn a_timing_model_is_read_from_its_file() {
+        let file = std::env::temp_dir().join(format!("peerpool-env-timing-{}.json", std::process::id()));
+        std::fs::write(&file, r#"{"machine": "test", "init_us": 5.0}"#).unwrap();
+        let config = read_from(&[(TIMING, file.to_str().unwrap())]);
+        std::fs::write(&file, r#"{"init_microseconds": 5.0}"#).unwrap();
+        let bad = read_from(&[(TIMING, file.to_str().unwrap())]).err().unwrap_or_default();
+        std::fs::remove_file(&file).unwrap();
+        let timing = config.unwrap().timing.expect("read");
+        assert_eq!((timing.machine.as_str(), timing.init_us), ("test", 5.0));
+        assert!(bad.contains("init_microseconds"), "{bad}");
+        assert!(read_from(&[]).unwrap().timing.is_none(), "the built-in model by default");
     }
 
     #[test]
