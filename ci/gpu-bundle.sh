@@ -9,6 +9,10 @@ mkdir -p "$bundle"
 cargo build --release --workspace --bins --examples
 cargo build --release -p peerpool-shim   # libpeerpool_shim.so, beside `peerpool` in the bundle
 cargo nextest archive --release --workspace --zstd-level 19 --archive-file "$bundle/tests.tar.zst"
+# The first_proof and grant suites as plain binaries: ci/gpu-calibrate.sh times each as one process.
+mkdir -p "$bundle/suites"
+cargo test --release -q -p peerpool-tests --test first_proof --test grant --no-run --message-format=json 2>/dev/null |
+    ci/suite_binaries.py "$bundle/suites"
 cp "$(command -v cargo-nextest)" "$bundle/cargo-nextest"
 # Every trial's name as this machine lists it (without GPUs, unless it has some): a GPU run must
 # list each of them under the same name (ci/gpu-run.sh checks).
@@ -16,7 +20,7 @@ env -u PEERPOOL_HARDWARE -u PEERPOOL_REQUIRE_GPUS "$bundle/cargo-nextest" nextes
     --archive-file "$bundle/tests.tar.zst" --workspace-remap . --run-ignored all -T oneline \
     > "$bundle/trials-built.txt"
 # The whole tree that travels to a GPU machine is limited to 64 MiB: strip what can be.
-strip "$bundle/cargo-nextest" 2>/dev/null || true
+strip "$bundle/cargo-nextest" "$bundle"/suites/* 2>/dev/null || true
 cp target/release/libpeerpool_shim.so "$bundle/"
 for bin in target/release/peerpool target/release/examples/*; do
     [ -f "$bin" ] && [ -x "$bin" ] && case "$bin" in *.d|*-*) ;; *) cp "$bin" "$bundle/" ;; esac

@@ -33,7 +33,12 @@ for t in "${topologies[@]}"; do
         echo "a trial was skipped for want of a driver on $t: the shim was not loaded" >&2
         exit 1
     fi
-    grep -E "^test result" "$log" | sed 's/^/    /'
+    # On the shim the suites know their simulated machine's time: each prints its projection.
+    grep -q "projected on the simulated machine" "$log" || {
+        echo "the suites printed no projected wall time on $t" >&2
+        exit 1
+    }
+    grep -E "^test result|^peerpool-fixtures: took" "$log" | sed 's/^/    /'
     target/debug/peerpool sim --topology "$t" -- \
         target/debug/peerpool check --quiet --out "target/shim-matrix/check-$t" > "target/shim-matrix/check-$t.txt"
     head -n 1 "target/shim-matrix/check-$t.txt" | grep -q "CUDA driver 13.0" || {

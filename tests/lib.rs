@@ -75,7 +75,7 @@ impl peerpool_fixtures::model::NegativeProber for SimProber {
 }
 
 /// A target over one long-lived system, reset for each sequence as the model's initial state
-/// requires: no cached evidence, no armed fault, default pools without peers. Real GPUs use
+/// requires: no cached evidence, no verifier probes, no armed fault, default pools without peers. Real GPUs use
 /// this (modules load once per process); `model_sim` runs it too, to test the reset.
 pub fn reused_target(
     system: &System,
@@ -84,6 +84,7 @@ pub fn reused_target(
 ) -> Result<peerpool_fixtures::model::Target, String> {
     injector.arm(peerpool::fault::FaultPlan::new());
     system.forget_evidence();
+    system.release_probes().map_err(|e| e.to_string())?;
     for device in 0..system.device_count() {
         let pool = system.default_pool(device).map_err(|e| e.to_string())?;
         system.set_peers(pool, device, &[]).map_err(|e| e.to_string())?;

@@ -1,12 +1,16 @@
 //! The per-pair verification behind `peerpool check`: for each ordered pair, a grant on a fresh
 //! pool, the accessor's kernels writing and reading the owner's memory, system-scope atomics
 //! from both GPUs, and a negative probe (an ungranted access must fault) run in isolation.
+//! [`check_all`] runs the pairs in rounds ([`crate::rounds`]), pairs on different devices at
+//! once.
 
 use crate::driver::LaunchShape;
+use crate::driver::timeline;
 use crate::facts::Facts;
 use crate::report::{Status, TrialRecord};
+use crate::rounds;
 use crate::{BLOCK, Grant, GrantError, PoolOptions, System};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Words in each check buffer: 4 MiB.
 pub const WORDS: u64 = 1 << 20;
@@ -72,8 +76,8 @@ impl PairResult {
 /// The steps, in order, for progress reporting.
 pub const STEPS: [&str; 5] = ["grant", "kernel_write", "kernel_read", "system_atomics", "negative_probe"];
 
-/// Runs every step for `owner -> accessor`. Never panics; a step that cannot run is skipped
-/// with the reason. `progress` is called after each step.
+/// Runs every step for `owner -> accessor`, one after another. Never panics; a step that
+/// cannot run is skipped with the reason. `progress` is called after each step.
 pub fn check_pair(
     system: &System,
     facts: &Facts,
@@ -82,6 +86,107 @@ pub fn check_pair(
     isolate: &dyn Isolate,
     progress: &mut dyn FnMut(&StepResult),
 ) -> PairResult {
+    let mut steps = in_process_steps(system, facts, owner, accessor, progress);
+    let probe = probe_step(isolate, facts, owner, accessor);
+    progress(&probe);
+    steps.push(probe);
+    PairResult { owner, accessor, steps }
+}
+
+/// Checks every ordered pair of the system's devices in rounds ([`crate::rounds`]): the
+/// device pairs of one round at once, each on its own thread, its two directions in turn;
+/// each ordered pair's negative probe starts (in isolation: a child process) when its round
+/// does, so a round's probes run at once, beside the in-process steps. Before the first
+/// round, the verifier's probes are readied for every pair with a peer path at once
+/// ([`System::prepare_verification`]; a failure there shows again in the pairs' grants).
+///
+/// Returns one [`PairResult`] per ordered pair, sorted by owner then accessor; a failure, or
+/// a panic, in one pair is that pair's alone. `progress` is called from the worker threads
+/// after each step, with the pair.
+pub fn check_all(
+    system: &System,
+    facts: &Facts,
+    isolate: &dyn Isolate,
+    progress: &(dyn Fn(usize, usize, &StepResult) + Sync),
+) -> Vec<PairResult> {
+    let n = facts.devices.len();
+    let capable = |o: usize, a: usize| facts.peer(a, o).is_some_and(|p| p.can_access);
+    let pairs: Vec<(usize, usize)> = (0..n)
+        .flat_map(|o| (0..n).filter(move |&a| a != o).map(move |a| (o, a)))
+        .filter(|&(o, a)| capable(o, a))
+        .collect();
+    let _ = system.prepare_verification(&pairs);
+    let timeline = system.driver().timeline();
+    let schedule = rounds::Schedule::round_robin(n);
+    let outcomes = rounds::run(&schedule, timeline, |pair| {
+        std::thread::scope(|s| {
+            let start = timeline.map_or(Duration::ZERO, |t| t.now());
+            let probes: Vec<_> = pair
+                .directions
+                .iter()
+                .map(|&(o, a)| {
+                    s.spawn(move || {
+                        timeline::from(timeline, start, || {
+                            let step = probe_step(isolate, facts, o, a);
+                            progress(o, a, &step);
+                            step
+                        })
+                    })
+                })
+                .collect();
+            let mut results: Vec<PairResult> = pair
+                .directions
+                .iter()
+                .map(|&(o, a)| {
+                    let steps = in_process_steps(system, facts, o, a, &mut |step| progress(o, a, step));
+                    PairResult { owner: o, accessor: a, steps }
+                })
+                .collect();
+            let mut end = timeline.map_or(Duration::ZERO, |t| t.now());
+            for (result, probe) in results.iter_mut().zip(probes) {
+                let (step, at) = probe.join().unwrap_or_else(|panic| {
+                    let detail = format!("the probe's thread {}", rounds::panic_message(panic.as_ref()));
+                    (StepResult { step: "negative_probe", status: Status::Failed, detail, millis: 0 }, end)
+                });
+                end = end.max(at);
+                result.steps.push(step);
+            }
+            if let Some(t) = timeline {
+                t.set_now(end);
+            }
+            results
+        })
+    });
+    let mut results: Vec<PairResult> = Vec::new();
+    for (round, outcomes) in schedule.rounds().iter().zip(outcomes) {
+        for (pair, outcome) in round.pairs.iter().zip(outcomes) {
+            match outcome {
+                Ok(done) => results.extend(done),
+                Err(panic) => results.extend(pair.directions.iter().map(|&(owner, accessor)| PairResult {
+                    owner,
+                    accessor,
+                    steps: vec![StepResult {
+                        step: "grant",
+                        status: Status::Failed,
+                        detail: format!("the pair's thread {panic}"),
+                        millis: 0,
+                    }],
+                })),
+            }
+        }
+    }
+    results.sort_by_key(|p| (p.owner, p.accessor));
+    results
+}
+
+/// The steps of one pair that run in this process: grant, kernel write and read, atomics.
+fn in_process_steps(
+    system: &System,
+    facts: &Facts,
+    owner: usize,
+    accessor: usize,
+    progress: &mut dyn FnMut(&StepResult),
+) -> Vec<StepResult> {
     let mut steps = Vec::new();
     let mut record = |step: &'static str, start: Instant, outcome: Result<String, (Status, String)>| {
         let (status, detail) = match outcome {
@@ -98,7 +203,7 @@ pub fn check_pair(
         Ok(pool) => pool,
         Err(e) => {
             record("grant", start, Err(fail(&format!("creating a pool on gpu{owner}: {e}"))));
-            return PairResult { owner, accessor, steps };
+            return steps;
         }
     };
     let granted = match system.grant(pool.as_ref(), owner, accessor) {
@@ -139,10 +244,14 @@ pub fn check_pair(
         (Ok(memory), true) => atomics_from_both(system, memory, owner, accessor),
     };
     record("system_atomics", start, outcome);
-    drop(memory);
+    steps
+}
 
+/// The negative probe of one pair, isolated: skipped without a peer path (nothing to deny).
+fn probe_step(isolate: &dyn Isolate, facts: &Facts, owner: usize, accessor: usize) -> StepResult {
     let start = Instant::now();
-    let outcome = if unsupported {
+    let fail = |e: &dyn std::fmt::Display| (Status::Failed, e.to_string());
+    let outcome = if !facts.peer(accessor, owner).is_some_and(|p| p.can_access) {
         skip("no peer path")
     } else {
         match isolate.negative_probe(owner, accessor) {
@@ -154,8 +263,11 @@ pub fn check_pair(
             Err(e) => Err(fail(&e)),
         }
     };
-    record("negative_probe", start, outcome);
-    PairResult { owner, accessor, steps }
+    let (status, detail) = match outcome {
+        Ok(seen) => (Status::Passed, seen),
+        Err(other) => other,
+    };
+    StepResult { step: "negative_probe", status, detail, millis: start.elapsed().as_millis() as u64 }
 }
 
 fn skip<T>(why: &str) -> Result<T, (Status, String)> {
@@ -177,10 +289,18 @@ fn atomics_from_both(
     let reps = 64u32;
     let counters = memory.words(slots).map_err(|e| fail(&e))?;
     let add = |device: usize| system.with_kernels(device, |k| k.atomic_add_sys(counters, reps, shape));
+    let timeline = system.driver().timeline();
+    let start = timeline.map_or(Duration::ZERO, |t| t.now());
     std::thread::scope(|s| {
-        let other = s.spawn(|| add(accessor));
+        let other = s.spawn(|| timeline::from(timeline, start, || add(accessor)));
         let mine = add(owner);
-        other.join().unwrap_or_else(|_| Err(crate::Error::InvalidArgument("the atomics thread panicked".into())))?;
+        let (theirs, end) = other
+            .join()
+            .unwrap_or_else(|_| (Err(crate::Error::InvalidArgument("the atomics thread panicked".into())), start));
+        if let Some(t) = timeline {
+            t.set_now(t.now().max(end));
+        }
+        theirs?;
         mine
     })
     .map_err(|e| fail(&e))?;

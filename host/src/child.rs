@@ -251,19 +251,48 @@ impl ChildOutcome {
     }
 }
 
+/// What starts the line in which a child on a simulated machine reports its projected wall
+/// time (nanoseconds): the time its parent waits for it there ([`run_reporting_timed`]).
+pub const ELAPSED_PREFIX: &str = "peerpool-child-wall-ns: ";
+
+/// The line a child on a simulated machine prints with its projected wall time.
+pub fn wall_line(wall: Duration) -> String {
+    format!("{ELAPSED_PREFIX}{}", wall.as_nanos())
+}
+
+/// The projected wall time a child printed ([`wall_line`]), if it did.
+pub fn find_wall(stdout: &[u8]) -> Option<Duration> {
+    stdout
+        .split(|&b| b == b'\n')
+        .filter_map(|line| line.strip_prefix(ELAPSED_PREFIX.as_bytes()))
+        .find_map(|n| std::str::from_utf8(n.trim_ascii_end()).ok()?.parse::<u64>().ok())
+        .map(Duration::from_nanos)
+}
+
 /// Runs `command`, a child that prints a [`ChildReport`] line, for at most `timeout`.
 pub fn run_reporting(command: Command, timeout: Duration) -> ChildOutcome {
+    run_reporting_timed(command, timeout).0
+}
+
+/// [`run_reporting`], with the projected wall time the child printed when it ran on a
+/// simulated machine (a caller with a [`Timeline`](crate::driver::Timeline) charges it to its
+/// thread: the child ran on its own simulator, whose clock the parent's never saw).
+pub fn run_reporting_timed(command: Command, timeout: Duration) -> (ChildOutcome, Option<Duration>) {
     match run(command, timeout) {
-        Err(e) => ChildOutcome::SpawnFailed(e.to_string()),
-        Ok(Finished::TimedOut { .. }) => ChildOutcome::TimedOut { after: timeout },
-        Ok(Finished::Exited { status, stdout, stderr }) => match ChildReport::find(&stdout) {
-            Some(report) => ChildOutcome::Reported(report),
-            None => {
-                let stderr = String::from_utf8_lossy(&stderr);
-                let tail: Vec<&str> = stderr.lines().rev().take(20).collect();
-                let stderr = tail.into_iter().rev().collect::<Vec<_>>().join("\n");
-                ChildOutcome::NoReport { status: status.to_string(), stderr }
-            }
-        },
+        Err(e) => (ChildOutcome::SpawnFailed(e.to_string()), None),
+        Ok(Finished::TimedOut { .. }) => (ChildOutcome::TimedOut { after: timeout }, None),
+        Ok(Finished::Exited { status, stdout, stderr }) => (reported(status, &stdout, &stderr), find_wall(&stdout)),
+    }
+}
+
+fn reported(status: ExitStatus, stdout: &[u8], stderr: &[u8]) -> ChildOutcome {
+    match ChildReport::find(stdout) {
+        Some(report) => ChildOutcome::Reported(report),
+        None => {
+            let stderr = String::from_utf8_lossy(stderr);
+            let tail: Vec<&str> = stderr.lines().rev().take(20).collect();
+            let stderr = tail.into_iter().rev().collect::<Vec<_>>().join("\n");
+            ChildOutcome::NoReport { status: status.to_string(), stderr }
+        }
     }
 }

@@ -27,6 +27,7 @@ mod module;
 pub mod owned_dir;
 mod pool;
 pub mod report;
+pub mod rounds;
 mod stream;
 mod system;
 

@@ -4,7 +4,7 @@
 use crate::context::{CurrentContext, leave};
 use crate::driver::{CudaDriver, Driver};
 use crate::error::{Error, Result};
-use crate::grant::Evidence;
+use crate::grant::{Evidence, ProbeSlot};
 use crate::module::LoadedModule;
 use std::collections::HashMap;
 use std::fmt;
@@ -27,6 +27,8 @@ pub(crate) struct Inner {
     pub(crate) evidence: Mutex<HashMap<(usize, usize), Evidence>>,
     /// Bytes each verification step moves (see `System::set_probe_bytes`).
     pub(crate) probe_bytes: AtomicU64,
+    /// Verifications started: salts each one's seeds.
+    pub(crate) verifications: AtomicU64,
 }
 
 /// What peerpool holds for one device. Filled on first use, released when the system drops.
@@ -39,6 +41,9 @@ pub(crate) struct DeviceSlot {
     /// Held from clearing the module's result buffer to reading it back: threads checking
     /// memory on one device at once would otherwise read each other's results.
     pub(crate) scratch: Mutex<()>,
+    /// The verifier's probe pool, its grants and buffer on this device (`grant/verify.rs`),
+    /// made on the device's first verification and released when the system drops.
+    pub(crate) probe: Mutex<ProbeSlot>,
 }
 
 impl System {
@@ -56,7 +61,9 @@ impl System {
         let count = driver.device_get_count()?;
         let devices = (0..count.max(0)).map(|_| DeviceSlot::default()).collect();
         let probe_bytes = AtomicU64::new(crate::grant::PROBE_BYTES);
-        Ok(System { inner: Arc::new(Inner { driver, devices, evidence: Mutex::default(), probe_bytes }) })
+        let inner =
+            Inner { driver, devices, evidence: Mutex::default(), probe_bytes, verifications: AtomicU64::new(0) };
+        Ok(System { inner: Arc::new(inner) })
     }
 
     /// The driver behind this system.
@@ -117,18 +124,25 @@ impl fmt::Debug for System {
 }
 
 impl Drop for Inner {
-    /// Unloads the modules and releases the primary contexts this system retained. Errors are
-    /// ignored: a sticky error leaves nothing to release, and a drop cannot report.
+    /// Releases the verifier's probes, unloads the modules and releases the primary contexts
+    /// this system retained. Errors are ignored: a sticky error leaves nothing to release, and
+    /// a drop cannot report.
     fn drop(&mut self) {
         let driver = self.driver.as_ref();
         for (ordinal, slot) in self.devices.iter_mut().enumerate() {
             let context = *slot.context.get_mut().unwrap_or_else(|e| e.into_inner());
             let module = slot.module.get_mut().unwrap_or_else(|e| e.into_inner()).take();
-            if let (Some(context), Some(module)) = (context, module)
+            let probe = slot.probe.get_mut().unwrap_or_else(|e| e.into_inner());
+            if let Some(context) = context
                 // SAFETY: the context is still retained: it is released just below.
                 && let Ok(_guard) = unsafe { CurrentContext::enter(driver, context) }
             {
-                module.release(driver);
+                // SAFETY: the probe's handles are this driver's, made in this context, and no
+                // verification runs (the system is being dropped).
+                let _ = unsafe { probe.release(driver) };
+                if let Some(module) = module {
+                    module.release(driver);
+                }
             }
             if context.is_some() {
                 // SAFETY: the one retain this system made, released once; nothing of the system

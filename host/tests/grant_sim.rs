@@ -82,7 +82,9 @@ fn a_corrupting_link_rejects_verification_with_direction_and_method() {
     let GrantError::Rejected { rejection, .. } = sys.grant(on1.as_ref(), 1, 0).unwrap_err() else { panic!() };
     assert_eq!(rejection.direction, Direction::AccessorToOwner);
     drop((on0, on1));
-    assert_eq!(sim.stats().pools, pools_before, "probe pools and test pools are all destroyed");
+    assert_eq!(sim.stats().pools, pools_before + 2, "the test pools are destroyed, one probe pool per device stays");
+    drop(sys);
+    assert_eq!(sim.stats().pools, pools_before, "the probe pools go with the system");
 }
 
 #[test]
@@ -187,18 +189,48 @@ fn the_callers_context_is_restored_on_every_path() {
 }
 
 #[test]
-fn verification_leaves_no_probe_pools_or_memory_behind() {
+fn probes_are_made_once_per_device_and_go_with_the_system() {
     let (sys, sim) = system(Topology::two_h200());
     let before = sim.stats();
     sys.verify_pair(0, 1).unwrap();
     let after = sim.stats();
-    assert_eq!(after.pools, before.pools, "probe pools destroyed");
-    // What stays, by design: both primary contexts, the loaded modules and their 16-byte
-    // result buffers (documented side effects), released when the system drops.
-    assert_eq!((after.modules, after.allocations), (2, 2));
+    assert_eq!(after.pools, before.pools + 2, "one probe pool per device");
+    // Also kept, by design: both primary contexts, the loaded modules and their 16-byte
+    // result buffers (documented side effects), and each probe pool's one buffer.
+    assert_eq!((after.modules, after.allocations), (2, 4));
+    // The other direction and a second verification reuse them: nothing new.
+    sys.verify_pair(1, 0).unwrap();
+    sys.verify_pair(0, 1).unwrap();
+    assert_eq!(sim.stats(), after);
+    // A new probe size replaces the buffers, not the pools.
+    sys.set_probe_bytes(8192).unwrap();
+    sys.verify_pair(0, 1).unwrap();
+    let resized = sim.stats();
+    assert_eq!((resized.pools, resized.allocations), (after.pools, 4));
+    assert_eq!(resized.allocated_bytes + 2 * (peerpool::PROBE_BYTES - 8192), after.allocated_bytes);
+    // Released on demand, made again by the next verification.
+    sys.release_probes().unwrap();
+    assert_eq!((sim.stats().pools, sim.stats().allocations), (before.pools, 2));
+    sys.verify_pair(1, 0).unwrap();
+    assert_eq!(sim.stats().pools, before.pools + 2);
     drop(sys);
     let last = sim.stats();
-    assert_eq!((last.modules, last.allocations, last.context_retains), (0, 0, 0));
+    assert_eq!((last.pools, last.modules, last.allocations, last.context_retains), (before.pools, 0, 0, 0));
+}
+
+#[test]
+fn verifying_a_pair_touches_no_caller_pool_and_probes_only_its_two_devices() {
+    let (sys, sim) = system(catalog_topology("eight_gpu_nvswitch").unwrap());
+    let pool = sys.create_pool(2, PoolOptions::default()).unwrap();
+    sys.verify_pair(2, 5).unwrap();
+    // Every live pool but the probes: untouched.
+    assert_eq!(sys.pool_access_table(pool.as_ref()).unwrap().iter().filter(|&&a| a == Access::ReadWrite).count(), 1);
+    for d in 0..8 {
+        let default = sys.default_pool(d).unwrap();
+        assert_eq!(sys.peers(default).unwrap(), Vec::<usize>::new(), "gpu{d}'s default pool");
+    }
+    // Devices 2 and 5 have probes; the others none.
+    assert_eq!(sim.stats().pools, 8 + 1 + 2);
 }
 
 #[test]

@@ -8,11 +8,11 @@ use peerpool::owned_dir::OwnedDir;
 use peerpool::report::{BuildRecord, HardwareRecord, Report, Status};
 use peerpool::{Error, System};
 use peerpool_sim::select::{self, Choice};
-use peerpool_sim::{SimDriver, Topology};
-use std::path::PathBuf;
+use peerpool_sim::{Latencies, SimDriver, Topology};
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// How long the `negative-probe` child may take.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(60);
@@ -20,6 +20,7 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(60);
 /// Options of `peerpool check`.
 pub struct Options {
     pub topology: Option<String>,
+    pub timing: Option<PathBuf>,
     pub out: PathBuf,
     pub quiet: bool,
     /// At least this many real GPUs (`--require-gpus`, else `PEERPOOL_REQUIRE_GPUS`).
@@ -46,7 +47,7 @@ pub fn run(options: Options) -> ExitCode {
         },
     };
     let (system, isolate, first_line): (System, Box<dyn Isolate>, String) =
-        match open(options.topology.as_deref(), required) {
+        match open(options.topology.as_deref(), options.timing.as_deref(), required) {
             Ok(opened) => opened,
             Err(Refused::BadInput(message)) => {
                 eprintln!("peerpool check: {message}");
@@ -66,6 +67,7 @@ pub fn run(options: Options) -> ExitCode {
         }
     };
     println!("{first_line}");
+    let started = Instant::now();
     let facts = match system.facts() {
         Ok(facts) => facts,
         Err(e) => {
@@ -74,23 +76,19 @@ pub fn run(options: Options) -> ExitCode {
         }
     };
     let n = facts.devices.len();
-    let pairs: Vec<(usize, usize)> =
-        (0..n).flat_map(|o| (0..n).filter(move |&a| a != o).map(move |a| (o, a))).collect();
-    if pairs.is_empty() {
+    let pair_count = n * n.saturating_sub(1);
+    if pair_count == 0 {
         println!("{n} GPU(s): no pair to check");
     }
-    let bar = if options.quiet { ProgressBar::hidden() } else { ProgressBar::new((pairs.len() * STEPS.len()) as u64) };
+    let bar = if options.quiet { ProgressBar::hidden() } else { ProgressBar::new((pair_count * STEPS.len()) as u64) };
     if let Ok(style) = ProgressStyle::with_template("{bar:40} {pos}/{len} {msg}") {
         bar.set_style(style);
     }
-    let mut results: Vec<PairResult> = Vec::new();
-    for (owner, accessor) in pairs {
-        let mut progress = |step: &check::StepResult| {
-            bar.set_message(format!("gpu{owner} -> gpu{accessor} {} {:?}", step.step, step.status));
-            bar.inc(1);
-        };
-        results.push(check::check_pair(&system, &facts, owner, accessor, isolate.as_ref(), &mut progress));
-    }
+    let progress = |owner: usize, accessor: usize, step: &check::StepResult| {
+        bar.set_message(format!("gpu{owner} -> gpu{accessor} {} {:?}", step.step, step.status));
+        bar.inc(1);
+    };
+    let results: Vec<PairResult> = check::check_all(&system, &facts, isolate.as_ref(), &progress);
     bar.finish_and_clear();
     print!("\n{}", check::render_matrix(&facts, &results));
     let failures: Vec<String> = results
@@ -101,6 +99,7 @@ pub fn run(options: Options) -> ExitCode {
     if !failures.is_empty() {
         println!("\nfailed:\n{}", failures.join("\n"));
     }
+    println!("\n{}", timing_line(&system, started.elapsed(), n));
     let report = Report {
         hardware: HardwareRecord::from_facts(&facts),
         build: BuildRecord::current(),
@@ -127,9 +126,11 @@ pub fn run(options: Options) -> ExitCode {
 }
 
 /// The real GPUs, or a simulated topology: asked for by `--topology` or `PEERPOOL_HARDWARE`, or
-/// because there is no GPU, unless `required` GPUs (and by what) must be real.
+/// because there is no GPU, unless `required` GPUs (and by what) must be real. `timing` times a
+/// simulated machine.
 fn open(
     topology: Option<&str>,
+    timing: Option<&Path>,
     required: Option<(usize, &str)>,
 ) -> Result<(System, Box<dyn Isolate>, String), Refused> {
     let asked = match topology {
@@ -147,9 +148,13 @@ fn open(
             )));
         }
         let topo = load_topology(&name).map_err(Refused::BadInput)?;
-        return simulated(topo, format!("peerpool check: simulated topology `{name}`")).map_err(Refused::BadInput);
+        return simulated(topo, timing, format!("peerpool check: simulated topology `{name}`"))
+            .map_err(Refused::BadInput);
     }
     let why = match System::open() {
+        Ok(system) if system.device_count() > 0 && timing.is_some() => {
+            return Err(Refused::BadInput("--timing times a simulated machine: name one with --topology".into()));
+        }
         Ok(system) if system.device_count() > 0 => {
             let driver = system.driver().describe();
             if let Some((n, how)) = required.filter(|_| driver.starts_with("simulated")) {
@@ -164,7 +169,8 @@ fn open(
                 )));
             }
             let line = format!("peerpool check: {} with {} GPU(s)", system.driver().describe(), system.device_count());
-            return Ok((system, Box::new(ChildProbe), line));
+            let probe = ChildProbe(system.driver().clone());
+            return Ok((system, Box::new(probe), line));
         }
         Ok(_) => "the CUDA driver reports no GPU".to_string(),
         Err(Error::NoDriver { .. }) => "no CUDA driver".to_string(),
@@ -179,18 +185,29 @@ fn open(
         "peerpool check: SIMULATED: {why} here, so this run uses the built-in simulated topology \
          (2 x NVIDIA H200 over NVLink); no real GPU is checked"
     );
-    simulated(Topology::two_h200(), line).map_err(Refused::BadInput)
+    simulated(Topology::two_h200(), timing, line).map_err(Refused::BadInput)
 }
 
-fn simulated(topology: Topology, line: String) -> Result<(System, Box<dyn Isolate>, String), String> {
-    let sim = Arc::new(SimDriver::new(topology));
+fn simulated(
+    topology: Topology,
+    timing: Option<&Path>,
+    line: String,
+) -> Result<(System, Box<dyn Isolate>, String), String> {
+    let mut sim = SimDriver::new(topology);
+    if let Some(path) = timing {
+        sim = sim.timed(Latencies::load(path)?);
+    }
+    let sim = Arc::new(sim);
+    // As `System::open` does on a GPU machine: the clock counts cuInit.
+    sim.init(0).map_err(|e| e.to_string())?;
     let system = System::with_driver(sim.clone()).map_err(|e| e.to_string())?;
-    Ok((system, Box::new(ForkSim(sim)), line))
+    Ok((system, Box::new(ChildSim(sim)), line))
 }
 
 /// The most GPUs `check` takes on a simulated topology. It checks N × (N − 1) ordered pairs,
-/// 8 to 12 ms each on the simulator: on one core NVL72's 5,112 pairs took 40 s and 128 GPUs'
-/// 16,256 pairs 200 s, while the 1,024 a topology may hold would take hours.
+/// 8 to 12 ms each on the simulator: on this project's 2-core machine 72 GPUs' 5,112 pairs
+/// took 40 s and 128 GPUs' 16,256 pairs about 200 s, while the 1,024 a topology may hold
+/// would take hours.
 pub const MAX_CHECK_GPUS: usize = 128;
 
 /// A catalog stem (`four_gpu_islands`) or a path to a topology file (anything with a `/`, a
@@ -220,27 +237,56 @@ fn write(out: &OwnedDir, report: &Report) -> Result<Vec<PathBuf>, String> {
     staged.into_iter().map(|s| s.commit().map_err(|e| e.to_string())).collect()
 }
 
-/// Negative probes on a fork of a simulated process: the fork dies, this one lives on.
-struct ForkSim(Arc<SimDriver>);
-
-impl Isolate for ForkSim {
-    fn negative_probe(&self, owner: usize, accessor: usize) -> Result<Option<(String, bool)>, String> {
-        let fork = System::with_driver(Arc::new(self.0.fork())).map_err(|e| e.to_string())?;
-        Ok(check::negative_probe(&fork, owner, accessor)
-            .err()
-            .and_then(|e| e.cuda().map(|c| (c.code_name(), c.sticky))))
+/// How long the run took, and on a simulated machine what it would take on the real one (the
+/// simulator's timing model, its process start and exit included).
+fn timing_line(system: &System, took: Duration, devices: usize) -> String {
+    let took = format!("took {:.2} s", took.as_secs_f64());
+    match system.driver().timeline() {
+        Some(timeline) => {
+            let projected = timeline.wall();
+            format!(
+                "timing: {took} here; projected on the simulated machine ({devices} GPU(s), the timing model of {}): {:.2} s",
+                timeline.describe(),
+                projected.as_secs_f64()
+            )
+        }
+        None => format!("timing: {took}"),
     }
 }
 
-/// Negative probes in a child process: this binary, `negative-probe`, with a timeout.
-struct ChildProbe;
+/// Negative probes in a new simulated process on the same machine, as on GPUs in a child
+/// process: the child dies, this one lives on.
+struct ChildSim(Arc<SimDriver>);
+
+impl Isolate for ChildSim {
+    fn negative_probe(&self, owner: usize, accessor: usize) -> Result<Option<(String, bool)>, String> {
+        let child = Arc::new(self.0.child_process());
+        let fork = System::with_driver(child.clone()).map_err(|e| e.to_string())?;
+        let outcome = check::negative_probe(&fork, owner, accessor)
+            .err()
+            .and_then(|e| e.cuda().map(|c| (c.code_name(), c.sticky)));
+        drop(fork);
+        // The parent waits for its child process: on the simulator's clock too.
+        self.0.wait_for(&child);
+        Ok(outcome)
+    }
+}
+
+/// Negative probes in a child process: this binary, `negative-probe`, with a timeout. On the
+/// libcuda shim (a driver with a timeline) the child reports its projected wall time, which
+/// this thread waited for.
+struct ChildProbe(Arc<dyn peerpool::driver::Driver>);
 
 impl Isolate for ChildProbe {
     fn negative_probe(&self, owner: usize, accessor: usize) -> Result<Option<(String, bool)>, String> {
         let exe = std::env::current_exe().map_err(|e| e.to_string())?;
         let mut command = Command::new(exe);
         command.args(["negative-probe", "--owner", &owner.to_string(), "--accessor", &accessor.to_string()]);
-        match child::run_reporting(command, PROBE_TIMEOUT) {
+        let (outcome, wall) = child::run_reporting_timed(command, PROBE_TIMEOUT);
+        if let (Some(timeline), Some(wall)) = (self.0.timeline(), wall) {
+            timeline.charge(wall);
+        }
+        match outcome {
             ChildOutcome::Reported(ChildReport::Ok) => Ok(None),
             ChildOutcome::Reported(ChildReport::CudaError { code, sticky, .. }) => Ok(Some((code, sticky))),
             ChildOutcome::Reported(ChildReport::Failed { message }) => {
@@ -255,9 +301,14 @@ impl Isolate for ChildProbe {
     }
 }
 
-/// The `negative-probe` child: runs the probe on the real GPUs and prints how it ended.
+/// The `negative-probe` child: runs the probe on the real GPUs and prints how it ended (and,
+/// on the libcuda shim, its projected wall time).
 pub fn negative_probe(owner: usize, accessor: usize) -> ExitCode {
-    let result = System::open().and_then(|s| check::negative_probe(&s, owner, accessor));
+    let system = System::open();
+    let result = system.as_ref().map_err(Clone::clone).and_then(|s| check::negative_probe(s, owner, accessor));
+    if let Some(timeline) = system.as_ref().ok().and_then(|s| s.driver().timeline()) {
+        println!("{}", child::wall_line(timeline.wall()));
+    }
     println!("{}", ChildReport::from_result(result.map_err(Into::into)).line());
     ExitCode::SUCCESS
 }

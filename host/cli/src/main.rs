@@ -32,6 +32,10 @@ enum Command {
         /// Run on a simulated topology instead: a catalog name (e.g. four_gpu_islands) or a TOML file.
         #[arg(long)]
         topology: Option<String>,
+        /// The timing model of the simulated machine: a calibration JSON file (default: the
+        /// H200s', built in). The run prints its projected wall time beside the time it took.
+        #[arg(long)]
+        timing: Option<PathBuf>,
         /// Directory for check.json and check.md.
         #[arg(long, default_value = "peerpool-out")]
         out: PathBuf,
@@ -91,6 +95,10 @@ enum Command {
         /// Seed of the `~p` fault rules' draws.
         #[arg(long)]
         seed: Option<u64>,
+        /// The simulator's timing model: a calibration JSON file (default: the H200s').
+        /// Programs built on peerpool print their projected wall time from it.
+        #[arg(long, conflicts_with = "real")]
+        timing: Option<PathBuf>,
         /// The shim library (default: beside this binary, or $PEERPOOL_SHIM).
         #[arg(long)]
         shim: Option<PathBuf>,
@@ -124,16 +132,16 @@ fn main() -> ExitCode {
     // SAFETY: resets one signal to its default disposition, before any other thread exists.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     match Cli::parse().command.unwrap_or(Command::Facts) {
-        Command::Check { topology, out, quiet, require_gpus } => {
-            check::run(check::Options { topology, out, quiet, require_gpus })
+        Command::Check { topology, timing, out, quiet, require_gpus } => {
+            check::run(check::Options { topology, timing, out, quiet, require_gpus })
         }
         Command::Bench { out, repeats } => bench(out, repeats),
         Command::Facts => facts(),
         Command::Topologies => topologies(),
         Command::Report { dir, json, markdown, junit } => report(dir, json, markdown, junit),
         Command::NegativeProbe { owner, accessor } => check::negative_probe(owner, accessor),
-        Command::Sim { topology, faults, trace, seed, shim, real, libcuda, print_env, command } => {
-            sim::run(sim::Options { topology, faults, trace, seed, shim, real, libcuda, print_env, command })
+        Command::Sim { topology, faults, trace, seed, timing, shim, real, libcuda, print_env, command } => {
+            sim::run(sim::Options { topology, faults, trace, seed, timing, shim, real, libcuda, print_env, command })
         }
     }
 }
@@ -209,7 +217,10 @@ fn topologies() -> ExitCode {
     let mut status = exit::SUCCESS;
     for entry in peerpool_sim::catalog() {
         match entry.topology() {
-            Ok(t) => println!("{:<22} {} ({} GPUs)", entry.stem(), t.name, t.device_count()),
+            Ok(t) => {
+                println!("{:<22} {} ({} GPUs)", entry.stem(), t.name, t.device_count());
+                println!("{:<22} stands for: {}", "", t.stands_for);
+            }
             Err(e) => {
                 println!("{:<22} unreadable: {e}", entry.stem());
                 status = exit::FAILURE;

@@ -3,7 +3,7 @@
 //! `--real` the shim forwards to NVIDIA's libcuda instead, through the same rules and trace.
 
 use crate::exit;
-use peerpool_sim::env::{self, BACKEND, FAULTS, LIBCUDA, SEED, TOPOLOGY, TRACE};
+use peerpool_sim::env::{self, BACKEND, FAULTS, LIBCUDA, SEED, TIMING, TOPOLOGY, TRACE};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -19,6 +19,7 @@ pub struct Options {
     pub faults: Option<String>,
     pub trace: Option<PathBuf>,
     pub seed: Option<u64>,
+    pub timing: Option<PathBuf>,
     pub shim: Option<PathBuf>,
     pub real: bool,
     pub libcuda: Option<PathBuf>,
@@ -60,6 +61,10 @@ fn prepare(options: &Options) -> Result<Vec<(String, String)>, String> {
     }
     if let Some(seed) = options.seed {
         vars.push((SEED.to_string(), seed.to_string()));
+    }
+    if let Some(timing) = &options.timing {
+        let absolute = std::path::absolute(timing).map_err(|e| format!("--timing {}: {e}", timing.display()))?;
+        vars.push((TIMING.to_string(), absolute.display().to_string()));
     }
     if options.real {
         vars.push((BACKEND.to_string(), "real".into()));

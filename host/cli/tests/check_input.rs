@@ -41,7 +41,7 @@ fn an_unknown_catalog_name_lists_the_catalog() {
     let (output, _) = check("no_such_machine");
     assert_eq!(output.status.code(), Some(2));
     assert!(stderr(&output).contains("no such catalog topology"), "{}", stderr(&output));
-    assert!(stderr(&output).contains("nvl72"), "{}", stderr(&output));
+    assert!(stderr(&output).contains("sixteen_gpu_nvswitch"), "{}", stderr(&output));
 }
 
 #[test]

@@ -20,4 +20,5 @@ mod boundary;
 pub mod exports;
 mod proc_address;
 mod runtime;
+pub mod timeline;
 pub mod unsupported;

@@ -21,18 +21,22 @@ static RUNTIME: OnceLock<Result<Runtime, String>> = OnceLock::new();
 pub(crate) fn init() -> Result<&'static Runtime, &'static str> {
     let made = RUNTIME.get_or_init(|| {
         let pinned = crate::backend::pinned();
-        let var = |name: &str| match pinned && name != env::TOPOLOGY {
+        let var = |name: &str| match pinned && name != env::TOPOLOGY && name != env::TIMING {
             true => None,
             false => std::env::var(name).ok(),
         };
-        let made = env::read(var).and_then(|Config { target, plan, trace }| {
+        let made = env::read(var).and_then(|Config { target, plan, trace, timing }| {
             let Target::Simulated(topology) = target else { return Err("the simulator was asked to forward".into()) };
             let ledger = Ledger::new(plan, false);
             let ledger = match trace {
                 Some(sink) => ledger.tracing_to(sink),
                 None => ledger,
             };
-            Ok(Runtime { sim: SimDriver::new(topology), ledger })
+            let sim = match timing {
+                Some(model) => SimDriver::new(topology).timed(model),
+                None => SimDriver::new(topology),
+            };
+            Ok(Runtime { sim, ledger })
         });
         if let Err(why) = &made {
             eprintln!("peerpool-shim: {why}");

@@ -39,9 +39,10 @@ const CATALOG: &[CatalogEntry] = entries![
     "two_h200_nvlink.toml",
     "four_gpu_islands.toml",
     "eight_gpu_nvswitch.toml",
+    "sixteen_gpu_nvswitch.toml",
+    "gb200_nvl72_tray.toml",
     "one_way_pair.toml",
     "corrupt_link_pair.toml",
-    "nvl72.toml",
 ];
 
 /// Every catalog file.
@@ -49,7 +50,7 @@ pub fn catalog() -> &'static [CatalogEntry] {
     CATALOG
 }
 
-/// The catalog topology named `stem` (`"nvl72"`, `"one_way_pair"`, …).
+/// The catalog topology named `stem` (`"eight_gpu_nvswitch"`, `"one_way_pair"`, …).
 pub fn catalog_topology(stem: &str) -> Result<Topology, TopologyError> {
     match CATALOG.iter().find(|e| e.stem() == stem) {
         Some(entry) => entry.topology(),

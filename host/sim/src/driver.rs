@@ -3,13 +3,15 @@
 use super::kernels::{self, Kernel};
 use super::memory::{ALIGN, Exhausted, Origin};
 use super::state::{Fail, SimResult, State};
+use super::timing::{self, Latencies, Machine, Path, ProcessTime, Work};
 use super::topology::Topology;
 use super::{copies, pools, share, vmm};
 use cudarc::driver::sys::CUresult::{self, *};
 use peerpool::CudaError;
 use peerpool::driver::*;
 use std::ffi::CStr;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 /// How the simulator departs from the measured driver, on purpose.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -43,8 +45,14 @@ pub struct SimStats {
 
 /// A simulated multi-GPU CUDA driver. Deterministic, `Send + Sync` (one lock inside), and
 /// proportional in cost to the bytes each call moves.
+///
+/// Every call also advances a virtual clock by what it would have taken on real GPUs
+/// ([`crate::timing`]; the H200 calibration unless [`SimDriver::timed`] names another): the
+/// driver's [`Timeline`] gives each thread's time and the projected wall time.
 pub struct SimDriver {
     state: Mutex<State>,
+    /// The clock's part shared with forked processes: devices, machine-wide locks, the model.
+    machine: Arc<Mutex<Machine>>,
 }
 
 impl SimDriver {
@@ -55,7 +63,70 @@ impl SimDriver {
 
     /// With deliberate departures (see [`SimOptions`]).
     pub fn with_options(topology: Topology, options: SimOptions) -> SimDriver {
-        SimDriver { state: Mutex::new(State::new(topology, options.recycle_pool_handles)) }
+        SimDriver::built(topology, options, Latencies::h200())
+    }
+
+    fn built(topology: Topology, options: SimOptions, model: Latencies) -> SimDriver {
+        let n = topology.device_count();
+        let timing = ProcessTime::new(timing::us(model.process_start_us), n);
+        SimDriver {
+            state: Mutex::new(State::new(topology, options.recycle_pool_handles, timing)),
+            machine: Arc::new(Mutex::new(Machine::new(model, n))),
+        }
+    }
+
+    /// The same machine, timed by `model` instead of the H200 calibration. Meant right after
+    /// construction: the clock restarts at the model's process start.
+    pub fn timed(self, model: Latencies) -> SimDriver {
+        let n = self.lock().count();
+        self.lock().timing = ProcessTime::new(timing::us(model.process_start_us), n);
+        *self.machine() = Machine::new(model, n);
+        self
+    }
+
+    /// The timing model in use.
+    pub fn latencies(&self) -> Latencies {
+        self.machine().model.clone()
+    }
+
+    /// A new process on the same machine, as a parent starts a child program (what
+    /// `peerpool check` and the fixtures start for a negative probe): its own simulator state,
+    /// empty (no context, pool or memory of this one; the same topology and options), and on
+    /// the clock a child started by the calling thread now, after the model's process start,
+    /// which calls `cuInit` at once and shares the machine's devices and machine-wide locks
+    /// with this process. [`SimDriver::wait_for`] puts the parent's thread at its end.
+    pub fn child_process(&self) -> SimDriver {
+        let start = timing::us(self.machine().model.process_start_us);
+        let state = {
+            let parent = self.lock();
+            State::new(parent.topo.clone(), parent.recycle, parent.timing.child(start))
+        };
+        let child = SimDriver { state: Mutex::new(state), machine: self.machine.clone() };
+        let _ = child.init(0); // succeeds: a new process is alive
+        child
+    }
+
+    /// After `child` (a [`SimDriver::fork`] or [`SimDriver::child_process`] of this one) has
+    /// done its work: the calling thread waits for the child's last call and its exit (a
+    /// faulted one's when a sticky error killed it), as a parent waiting for a child process.
+    pub fn wait_for(&self, child: &SimDriver) {
+        let last = child.lock().timing.latest();
+        let end = Duration::from_nanos(last) + child.exit();
+        let end = u64::try_from(end.as_nanos()).unwrap_or(u64::MAX);
+        let mut state = self.lock();
+        let now = state.timing.now();
+        state.timing.set_now(now.max(end));
+    }
+
+    /// What this process's exit takes: a clean one's, or one whose context a fault killed.
+    fn exit(&self) -> Duration {
+        let dead = self.lock().dead.is_some();
+        let model = &self.machine().model;
+        Duration::from_nanos(timing::us(if dead { model.fault_exit_us } else { model.process_exit_us }))
+    }
+
+    fn machine(&self) -> MutexGuard<'_, Machine> {
+        self.machine.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Makes a new pool reuse the last destroyed handle with its old access table.
@@ -94,8 +165,23 @@ impl SimDriver {
     /// addresses, bytes, grants and retains, and the calling thread's current context. What
     /// happens in one (a sticky fault, a grant) never reaches the other, so a negative probe
     /// can kill the fork and leave this one alive. Costs a copy of every allocated byte.
+    ///
+    /// On the clock the fork is a child process started by the calling thread now (what a
+    /// real negative probe needs, CUDA not surviving `fork`): it starts after the model's
+    /// process start, calls `cuInit` at once, creates each context again on its first retain,
+    /// and shares the machine's devices and machine-wide locks with this process.
+    /// [`SimDriver::wait_for`] puts the parent's thread at its end.
     pub fn fork(&self) -> SimDriver {
-        SimDriver { state: Mutex::new(self.lock().fork()) }
+        let start = timing::us(self.machine().model.process_start_us);
+        let state = {
+            let parent = self.lock();
+            let mut state = parent.fork();
+            state.timing = parent.timing.child(start);
+            state
+        };
+        let child = SimDriver { state: Mutex::new(state), machine: self.machine.clone() };
+        let _ = child.init(0); // a dead parent's fork is dead too: nothing to start
+        child
     }
 
     /// The bytes at `[ptr, ptr + len)` if one allocation holds them, read directly: no
@@ -111,13 +197,24 @@ impl SimDriver {
     }
 
     /// Runs one call: a dead process fails every call with its sticky error; otherwise `f`'s
-    /// failure is reported under `call` (or the call it names).
+    /// failure is reported under `call` (or the call it names). Either way the clock advances
+    /// by the call's cost: what `f` recorded in `State::work`, else a plain call's.
     fn run<T>(&self, call: &'static str, f: impl FnOnce(&mut State) -> SimResult<T>) -> DriverResult<T> {
         let mut state = self.lock();
-        if let Some(code) = state.dead {
-            return Err(CudaError { call, code, sticky: true });
-        }
-        f(&mut state).map_err(|Fail { code, call: named }| CudaError::new(named.unwrap_or(call), code))
+        state.work = None;
+        let result = match state.dead {
+            Some(code) => Err(CudaError { call, code, sticky: true }),
+            None => f(&mut state).map_err(|Fail { code, call: named }| CudaError::new(named.unwrap_or(call), code)),
+        };
+        let work = match (state.work.take(), &result) {
+            (Some(work), Ok(_)) => work,
+            _ if CONTEXT_SWITCHES.contains(&call) => Work::ContextSwitch,
+            _ => Work::Call,
+        };
+        let mut machine = self.machine();
+        let cost = timing::price(&machine.model, &work);
+        state.timing.advance(&mut machine, &cost);
+        result
     }
 }
 
@@ -131,6 +228,32 @@ fn fail<T>(code: CUresult) -> SimResult<T> {
     Err(code.into())
 }
 
+/// Calls that only read or change the calling thread's current context.
+const CONTEXT_SWITCHES: &[&str] = &["cuCtxGetCurrent", "cuCtxSetCurrent", "cuCtxPushCurrent", "cuCtxPopCurrent"];
+
+impl Timeline for SimDriver {
+    fn now(&self) -> Duration {
+        Duration::from_nanos(self.lock().timing.now())
+    }
+
+    fn set_now(&self, at: Duration) {
+        self.lock().timing.set_now(u64::try_from(at.as_nanos()).unwrap_or(u64::MAX));
+    }
+
+    fn elapsed(&self) -> Duration {
+        Duration::from_nanos(self.lock().timing.latest())
+    }
+
+    fn wall(&self) -> Duration {
+        let last = self.lock().timing.latest();
+        Duration::from_nanos(last) + self.exit()
+    }
+
+    fn describe(&self) -> String {
+        self.machine().model.machine.clone()
+    }
+}
+
 fn out_of_memory(_: Exhausted) -> Fail {
     CUDA_ERROR_OUT_OF_MEMORY.into()
 }
@@ -140,9 +263,20 @@ impl Driver for SimDriver {
         format!("simulated: {}", self.lock().topo.name)
     }
 
-    /// Flags must be 0, as the real driver requires; the simulator needs no start.
+    fn timeline(&self) -> Option<&dyn Timeline> {
+        Some(self)
+    }
+
+    /// Flags must be 0, as the real driver requires; the simulator needs no start (its clock
+    /// counts `cuInit`'s cost, every time: peerpool calls it once per process).
     fn init(&self, flags: u32) -> DriverResult<()> {
-        self.run("cuInit", |_| if flags == 0 { Ok(()) } else { fail(CUDA_ERROR_INVALID_VALUE) })
+        self.run("cuInit", |s| {
+            if flags != 0 {
+                return fail(CUDA_ERROR_INVALID_VALUE);
+            }
+            s.work = Some(Work::Init(s.count()));
+            Ok(())
+        })
     }
 
     fn driver_get_version(&self) -> DriverResult<i32> {
@@ -215,6 +349,9 @@ impl Driver for SimDriver {
     fn primary_ctx_retain(&self, device: i32) -> DriverResult<Context> {
         self.run("cuDevicePrimaryCtxRetain", |s| {
             let d = s.device(device)?;
+            if !std::mem::replace(&mut s.timing.contexts[d], true) {
+                s.work = Some(Work::Context(d));
+            }
             Ok(Context(s.retain(d)))
         })
     }
@@ -242,6 +379,7 @@ impl Driver for SimDriver {
         self.run("cuCtxSynchronize", |s| {
             let device = s.current_device()?;
             pools::release_on_sync(s, device);
+            s.work = Some(Work::Sync(device));
             Ok(())
         })
     }
@@ -260,8 +398,10 @@ impl Driver for SimDriver {
 
     unsafe fn primary_ctx_reset(&self, device: i32) -> DriverResult<()> {
         self.run("cuDevicePrimaryCtxReset", |s| {
-            let handle = s.contexts.reset(s.device(device)?);
+            let d = s.device(device)?;
+            let handle = s.contexts.reset(d);
             s.tear_down(handle);
+            s.timing.contexts[d] = false;
             Ok(())
         })
     }
@@ -271,6 +411,7 @@ impl Driver for SimDriver {
             let d = s.device(device)?;
             let handle = s.mint();
             s.contexts.create(handle, d);
+            s.work = Some(Work::Context(d));
             Ok(Context(handle))
         })
     }
@@ -345,12 +486,17 @@ impl Driver for SimDriver {
                 return fail(CUDA_ERROR_NOT_SUPPORTED);
             }
             let id = s.new_pool(d, props.handle_types, props.max_size as u64);
+            s.work = Some(Work::PoolCreate);
             Ok(Pool(s.pools[id].handle))
         })
     }
 
     unsafe fn mem_pool_destroy(&self, pool: Pool) -> DriverResult<()> {
-        self.run("cuMemPoolDestroy", |s| s.destroy_pool(pool.0))
+        self.run("cuMemPoolDestroy", |s| {
+            s.destroy_pool(pool.0)?;
+            s.work = Some(Work::PoolDestroy);
+            Ok(())
+        })
     }
 
     unsafe fn mem_pool_set_access(&self, pool: Pool, map: &[AccessDesc]) -> DriverResult<()> {
@@ -369,11 +515,13 @@ impl Driver for SimDriver {
                     _ => {}
                 }
             }
+            let before = s.pools[id].access.clone();
             for desc in map {
                 if let Some(d) = s.in_range(desc.device).filter(|&d| d != owner) {
                     s.pools[id].access[d] = desc.access; // in order: the last entry for a device wins
                 }
             }
+            s.work = Some(access_work(&mut s.pools[id], owner, &before));
             Ok(())
         })
     }
@@ -396,6 +544,7 @@ impl Driver for SimDriver {
             let base = s.memory.alloc(d, bytes as u64, capacity, None).map_err(out_of_memory)?;
             let ctx = s.current_context().unwrap_or_default();
             s.legacy_owner.insert(base, ctx);
+            s.work = Some(Work::LegacyAlloc);
             Ok(DevicePtr(base))
         })
     }
@@ -403,7 +552,9 @@ impl Driver for SimDriver {
     unsafe fn mem_free(&self, ptr: DevicePtr) -> DriverResult<()> {
         self.run("cuMemFree", |s| {
             s.current_device()?;
-            free(s, ptr)
+            free(s, ptr)?;
+            s.work = Some(Work::Free);
+            Ok(())
         })
     }
 
@@ -411,7 +562,7 @@ impl Driver for SimDriver {
         self.run("cuMemAllocFromPoolAsync", |s| {
             s.stream_device(stream)?;
             let id = s.pool(pool.0)?;
-            pools::alloc(s, id, bytes).map(DevicePtr)
+            pool_alloc(s, id, bytes).map(DevicePtr)
         })
     }
 
@@ -419,7 +570,7 @@ impl Driver for SimDriver {
         self.run("cuMemAllocAsync", |s| {
             let device = s.stream_device(stream)?;
             let id = s.current_pools[device];
-            pools::alloc(s, id, bytes).map(DevicePtr)
+            pool_alloc(s, id, bytes).map(DevicePtr)
         })
     }
 
@@ -442,7 +593,9 @@ impl Driver for SimDriver {
     unsafe fn mem_free_async(&self, ptr: DevicePtr, stream: Stream) -> DriverResult<()> {
         self.run("cuMemFreeAsync", |s| {
             s.stream_device(stream)?;
-            free(s, ptr)
+            free(s, ptr)?;
+            s.work = Some(Work::Free);
+            Ok(())
         })
     }
 
@@ -466,6 +619,7 @@ impl Driver for SimDriver {
         self.run("cuStreamSynchronize", |s| {
             let device = s.stream_device(stream)?;
             pools::release_on_sync(s, device);
+            s.work = Some(Work::Sync(device));
             Ok(())
         })
     }
@@ -486,23 +640,31 @@ impl Driver for SimDriver {
     }
 
     unsafe fn memcpy_htod(&self, dst: DevicePtr, src: &[u8]) -> DriverResult<()> {
-        self.run("cuMemcpyHtoD", |s| copies::htod(s, s.current_device()?, dst.0, src))
+        self.run("cuMemcpyHtoD", |s| {
+            host_copy(s, s.current_device()?, src.len(), |s, d| copies::htod(s, d, dst.0, src))
+        })
     }
 
     unsafe fn memcpy_dtoh(&self, dst: &mut [u8], src: DevicePtr) -> DriverResult<()> {
-        self.run("cuMemcpyDtoH", |s| copies::dtoh(s, s.current_device()?, dst, src.0))
+        let len = dst.len();
+        self.run("cuMemcpyDtoH", |s| host_copy(s, s.current_device()?, len, |s, d| copies::dtoh(s, d, dst, src.0)))
     }
 
     unsafe fn memcpy_dtod(&self, dst: DevicePtr, src: DevicePtr, bytes: usize) -> DriverResult<()> {
-        self.run("cuMemcpyDtoD", |s| copies::dtod(s, s.current_device()?, dst.0, src.0, bytes))
+        self.run("cuMemcpyDtoD", |s| device_copy(s, s.current_device()?, dst.0, src.0, bytes))
     }
 
     unsafe fn memcpy_htod_async(&self, dst: DevicePtr, src: &[u8], stream: Stream) -> DriverResult<()> {
-        self.run("cuMemcpyHtoDAsync", |s| copies::htod(s, s.stream_device(stream)?, dst.0, src))
+        self.run("cuMemcpyHtoDAsync", |s| {
+            host_copy(s, s.stream_device(stream)?, src.len(), |s, d| copies::htod(s, d, dst.0, src))
+        })
     }
 
     unsafe fn memcpy_dtoh_async(&self, dst: &mut [u8], src: DevicePtr, stream: Stream) -> DriverResult<()> {
-        self.run("cuMemcpyDtoHAsync", |s| copies::dtoh(s, s.stream_device(stream)?, dst, src.0))
+        let len = dst.len();
+        self.run("cuMemcpyDtoHAsync", |s| {
+            host_copy(s, s.stream_device(stream)?, len, |s, d| copies::dtoh(s, d, dst, src.0))
+        })
     }
 
     unsafe fn memcpy_dtod_async(
@@ -512,31 +674,43 @@ impl Driver for SimDriver {
         bytes: usize,
         stream: Stream,
     ) -> DriverResult<()> {
-        self.run("cuMemcpyDtoDAsync", |s| copies::dtod(s, s.stream_device(stream)?, dst.0, src.0, bytes))
+        self.run("cuMemcpyDtoDAsync", |s| device_copy(s, s.stream_device(stream)?, dst.0, src.0, bytes))
     }
 
     unsafe fn memcpy_peer_async(&self, c: PeerCopy, stream: Stream) -> DriverResult<()> {
         self.run("cuMemcpyPeerAsync", |s| {
-            s.stream_device(stream)?;
-            copies::peer(s, c)
+            let device = s.stream_device(stream)?;
+            copies::peer(s, c)?;
+            s.work = Some(Work::Copy { device, bytes: c.bytes as u64, path: Path::Peer });
+            Ok(())
         })
     }
 
     unsafe fn memcpy_peer(&self, c: PeerCopy) -> DriverResult<()> {
         self.run("cuMemcpyPeer", |s| {
-            s.current_device()?;
-            copies::peer(s, c)
+            let device = s.current_device()?;
+            copies::peer(s, c)?;
+            s.work = Some(Work::Copy { device, bytes: c.bytes as u64, path: Path::Peer });
+            Ok(())
         })
     }
 
     unsafe fn memset_d32_async(&self, dst: DevicePtr, value: u32, words: usize, stream: Stream) -> DriverResult<()> {
         self.run("cuMemsetD32Async", |s| {
-            copies::memset(s, s.stream_device(stream)?, dst.0, &value.to_le_bytes(), words)
+            let device = s.stream_device(stream)?;
+            copies::memset(s, device, dst.0, &value.to_le_bytes(), words)?;
+            s.work = Some(Work::Memset { device, bytes: words as u64 * 4 });
+            Ok(())
         })
     }
 
     unsafe fn memset_d8_async(&self, dst: DevicePtr, value: u8, bytes: usize, stream: Stream) -> DriverResult<()> {
-        self.run("cuMemsetD8Async", |s| copies::memset(s, s.stream_device(stream)?, dst.0, &[value], bytes))
+        self.run("cuMemsetD8Async", |s| {
+            let device = s.stream_device(stream)?;
+            copies::memset(s, device, dst.0, &[value], bytes)?;
+            s.work = Some(Work::Memset { device, bytes: bytes as u64 });
+            Ok(())
+        })
     }
 
     fn module_load_data(&self, image: ModuleImage<'_>) -> DriverResult<Module> {
@@ -560,6 +734,8 @@ impl Driver for SimDriver {
                     Kernel::ALL.into_iter().filter(|k| cubin_names(elf, k.entry())).collect()
                 }
             };
+            let ptx = matches!(image, ModuleImage::Ptx(_)).then_some(s.topo.devices[device].compute_capability);
+            s.work = Some(Work::Module { ptx });
             let handle = s.mint();
             let mut functions = Vec::new();
             for kernel in kernels {
@@ -607,7 +783,9 @@ impl Driver for SimDriver {
             if f.device != device || s.stream_device(stream)? != device {
                 return fail(CUDA_ERROR_INVALID_HANDLE);
             }
-            kernels::launch(s, device, f.kernel, shape, args)
+            kernels::launch(s, device, f.kernel, shape, args)?;
+            s.work = Some(Work::Kernel { device, traffic: kernels::traffic(s, device, f.kernel, shape, args) });
+            Ok(())
         })
     }
 
@@ -641,6 +819,7 @@ impl Driver for SimDriver {
         self.run("cuEventSynchronize", |s| match s.events.get(&event.0) {
             Some(&owner) => {
                 pools::release_on_sync(s, owner.device);
+                s.work = Some(Work::Sync(owner.device));
                 Ok(())
             }
             None => fail(CUDA_ERROR_INVALID_HANDLE),
@@ -766,6 +945,68 @@ fn free(s: &mut State, ptr: DevicePtr) -> SimResult<()> {
     if let (Some(p), Origin::Allocated) = (block.pool, &block.origin) {
         pools::freed(s, p, block.size());
     }
+    Ok(())
+}
+
+/// An allocation from pool `id`, with its cost: the first one from a pool that holds no memory
+/// maps it into every peer the pool grants.
+fn pool_alloc(s: &mut State, id: usize, bytes: usize) -> SimResult<u64> {
+    let first = s.pools[id].stats.reserved == 0;
+    let owner = s.pools[id].device;
+    let base = pools::alloc(s, id, bytes)?;
+    let pool = &mut s.pools[id];
+    let peers: Vec<usize> = match first && bytes > 0 {
+        true => (0..pool.access.len()).filter(|&d| d != owner && pool.access[d] == Access::ReadWrite).collect(),
+        false => Vec::new(),
+    };
+    for &peer in &peers {
+        pool.mapped[peer] = true;
+    }
+    s.work = Some(Work::Alloc { device: owner, first: first && bytes > 0, peers });
+    Ok(base)
+}
+
+/// What a `cuMemPoolSetAccess` changed from `before`, for its cost; marks peers now mapped.
+fn access_work(pool: &mut super::state::PoolRec, owner: usize, before: &[Access]) -> Work {
+    let live = pool.stats.reserved;
+    let (mut map_first, mut map_again, mut granted_empty, mut revoked) = (Vec::new(), Vec::new(), false, 0);
+    for d in (0..before.len()).filter(|&d| d != owner) {
+        match (before[d], pool.access[d]) {
+            (old, Access::ReadWrite) if old != Access::ReadWrite => {
+                if live == 0 {
+                    granted_empty = true;
+                } else if std::mem::replace(&mut pool.mapped[d], true) {
+                    map_again.push(d);
+                } else {
+                    map_first.push(d);
+                }
+            }
+            (Access::ReadWrite, new) if new != Access::ReadWrite => revoked += 1,
+            _ => {}
+        }
+    }
+    Work::Access { owner, live, map_first, map_again, granted_empty, revoked }
+}
+
+/// A copy between the host and `device`, `len` bytes.
+fn host_copy(
+    s: &mut State,
+    device: usize,
+    len: usize,
+    copy: impl FnOnce(&mut State, usize) -> SimResult<()>,
+) -> SimResult<()> {
+    copy(s, device)?;
+    s.work = Some(Work::Copy { device, bytes: len as u64, path: Path::Host });
+    Ok(())
+}
+
+/// A copy between device addresses by `device`'s engine: a peer copy when the two ends lie on
+/// different devices.
+fn device_copy(s: &mut State, device: usize, dst: u64, src: u64, bytes: usize) -> SimResult<()> {
+    copies::dtod(s, device, dst, src, bytes)?;
+    let on = |addr: u64| s.memory.find(addr).map(|b| b.device);
+    let path = if on(dst) == on(src) { Path::Local } else { Path::Peer };
+    s.work = Some(Work::Copy { device, bytes: bytes as u64, path });
     Ok(())
 }
 

@@ -7,12 +7,13 @@
 //! | `PEERPOOL_SIM_FAULTS` | fault rules, `call[@n\|~p]=CODE[!sticky\|!transient][!before\|!after]; ...` (`peerpool::fault`) | none |
 //! | `PEERPOOL_SIM_TRACE` | a file to append one line per call to (`-` for stderr) | none |
 //! | `PEERPOOL_SIM_SEED` | the seed of the `~p` rules' draws | 0 |
+//! | `PEERPOOL_SIM_TIMING` | the timing model: a calibration JSON file (`peerpool_sim::timing`) | the H200s' (`host/sim/timing/h200.json`) |
 //! | `PEERPOOL_SHIM_BACKEND` | `sim` (the simulator answers) or `real` (NVIDIA's libcuda does, through the rules and the trace) | `sim` |
 //! | `PEERPOOL_SHIM_LIBCUDA` | NVIDIA's libcuda for `real`, an absolute path | found as the loader would |
 //!
 //! Anything wrong is one line on stderr and an error from `cuInit`, never a crash.
 
-use crate::{Topology, catalog, catalog_topology};
+use crate::{Latencies, Topology, catalog, catalog_topology};
 use peerpool::fault::FaultPlan;
 use std::fs::OpenOptions;
 use std::io::Write;
@@ -22,11 +23,12 @@ pub const TOPOLOGY: &str = "PEERPOOL_SIM_TOPOLOGY";
 pub const FAULTS: &str = "PEERPOOL_SIM_FAULTS";
 pub const TRACE: &str = "PEERPOOL_SIM_TRACE";
 pub const SEED: &str = "PEERPOOL_SIM_SEED";
+pub const TIMING: &str = "PEERPOOL_SIM_TIMING";
 pub const BACKEND: &str = "PEERPOOL_SHIM_BACKEND";
 pub const LIBCUDA: &str = "PEERPOOL_SHIM_LIBCUDA";
 
 /// The names of the variables, in the table's order.
-pub const VARIABLES: [&str; 6] = [TOPOLOGY, FAULTS, TRACE, SEED, BACKEND, LIBCUDA];
+pub const VARIABLES: [&str; 7] = [TOPOLOGY, FAULTS, TRACE, SEED, TIMING, BACKEND, LIBCUDA];
 
 /// The symbol every build of the shim exports, which NVIDIA's libcuda does not: how a shim that
 /// forwards tells a copy of itself from the real library.
@@ -50,6 +52,8 @@ pub struct Config {
     pub plan: FaultPlan,
     /// Where trace lines go.
     pub trace: Option<Box<dyn Write + Send>>,
+    /// The simulator's timing model, when not the built-in one.
+    pub timing: Option<Latencies>,
 }
 
 /// Reads the settings from `var` (the environment, or a test's map); every mistake is one line.
@@ -93,7 +97,14 @@ pub fn read(var: impl Fn(&str) -> Option<String>) -> Result<Config, String> {
         None => 0,
         Some(text) => text.trim().parse().map_err(|_| format!("{SEED}: {text:?} is not a number"))?,
     };
-    Ok(Config { target, plan: FaultPlan { seed, ..plan }, trace })
+    let timing = match set(TIMING) {
+        None => None,
+        Some(_) if matches!(target, Target::Real(None)) => {
+            return Err(format!("{TIMING} has no meaning with {BACKEND}=real (the real GPUs take real time)"));
+        }
+        Some(path) => Some(Latencies::load(Path::new(&path)).map_err(|e| format!("{TIMING}: {e}"))?),
+    };
+    Ok(Config { target, plan: FaultPlan { seed, ..plan }, trace, timing })
 }
 
 /// Where the dynamic loader would look for `libcuda.so.1`, in its order, less the files that
@@ -204,11 +215,27 @@ mod tests {
             (vec![(LIBCUDA, "/usr/lib/libcuda.so.1")], "only read with"),
             (vec![(BACKEND, "real"), (TOPOLOGY, "one_gpu")], "no meaning"),
             (vec![(BACKEND, "real"), (LIBCUDA, "libcuda.so.1")], "not an absolute path"),
+            (vec![(TIMING, "/nowhere/timing.json")], "PEERPOOL_SIM_TIMING"),
+            (vec![(BACKEND, "real"), (TIMING, "/nowhere/timing.json")], "real GPUs take real time"),
         ] {
             let error = read_from(&pairs).err().expect("refused");
             assert!(error.contains(says), "{pairs:?}: {error}");
             assert!(!error.contains('\n'), "one line: {error}");
         }
+    }
+
+    #[test]
+    fn a_timing_model_is_read_from_its_file() {
+        let file = std::env::temp_dir().join(format!("peerpool-env-timing-{}.json", std::process::id()));
+        std::fs::write(&file, r#"{"machine": "test", "init_us": 5.0}"#).unwrap();
+        let config = read_from(&[(TIMING, file.to_str().unwrap())]);
+        std::fs::write(&file, r#"{"init_microseconds": 5.0}"#).unwrap();
+        let bad = read_from(&[(TIMING, file.to_str().unwrap())]).err().unwrap_or_default();
+        std::fs::remove_file(&file).unwrap();
+        let timing = config.unwrap().timing.expect("read");
+        assert_eq!((timing.machine.as_str(), timing.init_us), ("test", 5.0));
+        assert!(bad.contains("init_microseconds"), "{bad}");
+        assert!(read_from(&[]).unwrap().timing.is_none(), "the built-in model by default");
     }
 
     #[test]

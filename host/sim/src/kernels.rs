@@ -5,6 +5,7 @@
 
 use super::memory::apply_fault;
 use super::state::{SimResult, State};
+use super::timing::Traffic;
 use cudarc::driver::sys::CUresult;
 use peerpool::driver::{KernelArg, LaunchShape};
 pub(super) use peerpool_kernels::Kernel;
@@ -85,6 +86,43 @@ pub(super) fn launch(
         state.dead = Some(code);
     }
     Ok(())
+}
+
+/// What a launch that succeeded moved, by whose memory (for the clock): the kernels' own
+/// arguments give the ranges, as `launch` read them.
+pub(super) fn traffic(state: &State, device: usize, kernel: Kernel, shape: LaunchShape, args: &[KernelArg]) -> Traffic {
+    let value = |i: usize| match args.get(i) {
+        Some(KernelArg::Ptr(p)) => p.0,
+        Some(KernelArg::U64(v)) => *v,
+        Some(KernelArg::U32(v)) => *v as u64,
+        None => 0,
+    };
+    let local = |addr: u64| state.memory.find(addr).is_none_or(|b| b.device == device);
+    let mut t = Traffic::default();
+    let mut bytes = |addr: u64, n: u64| match local(addr) {
+        true => t.local_bytes = t.local_bytes.saturating_add(n),
+        false => t.peer_bytes = t.peer_bytes.saturating_add(n),
+    };
+    match kernel {
+        Kernel::Fill | Kernel::Check => bytes(value(0), value(1).saturating_mul(4)),
+        Kernel::Copy16 => {
+            bytes(value(1), value(2).saturating_mul(16));
+            bytes(value(0), value(2).saturating_mul(16));
+        }
+        Kernel::Read16 | Kernel::Read16Nc => bytes(value(0), value(1).saturating_mul(16)),
+        Kernel::AtomicAddSys => {
+            let adds = (shape.grid as u64 * shape.block as u64).saturating_mul(value(2));
+            match local(value(0)) {
+                true => t.local_atomics = adds,
+                false => t.peer_atomics = adds,
+            }
+        }
+        Kernel::Chase => match local(value(0)) {
+            true => t.local_loads = value(1),
+            false => t.peer_loads = value(1),
+        },
+    }
+    t
 }
 
 /// `words[i] = pattern(i, seed)` for `i < len`.

@@ -112,11 +112,13 @@ pub mod select;
 mod share;
 mod shared_file;
 mod state;
+pub mod timing;
 mod topology;
 mod topology_file;
 mod vmm;
 
 pub use catalog::{CatalogEntry, catalog, catalog_topology};
 pub use driver::{SimDriver, SimOptions, SimStats};
+pub use timing::{Latencies, Serial};
 pub use topology::{DeviceSpec, FaultKind, Link, LinkFault, MAX_DEVICES, Topology, TopologyError};
 pub use topology_file::MAX_TOPOLOGY_BYTES;

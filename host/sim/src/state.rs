@@ -7,6 +7,7 @@ use super::kernels::Kernel;
 use super::memory::{Block, Memory, Origin};
 use super::pools::PoolStats;
 use super::share::Shares;
+use super::timing::{ProcessTime, Work};
 use super::topology::Topology;
 use cudarc::driver::sys::CUresult;
 use peerpool::driver::{Access, HandleTypes, Stream};
@@ -38,6 +39,8 @@ pub(super) struct PoolRec {
     pub(super) access: Vec<Access>,
     pub(super) max_size: u64,
     pub(super) stats: PoolStats,
+    /// By device ordinal: whether the pool's memory was ever mapped into that peer (timing).
+    pub(super) mapped: Vec<bool>,
 }
 
 /// A loaded module: the context it was loaded into, and `(kernel, function handle)` for each
@@ -87,6 +90,10 @@ pub(super) struct State {
     pub(super) functions: HashMap<u64, FunctionRec>,
     /// Exports, imports and virtual-memory allocations.
     pub(super) shares: Shares,
+    /// This process's part of the virtual clock.
+    pub(super) timing: ProcessTime,
+    /// What the call being made did, for its cost (`None`: a plain call).
+    pub(super) work: Option<Work>,
 }
 
 /// `CUDA_ERROR_INVALID_DEVICE` from `cuDeviceGet`, as the real wrapper reports a bad ordinal.
@@ -95,7 +102,7 @@ fn bad_ordinal() -> Fail {
 }
 
 impl State {
-    pub(super) fn new(topo: Topology, recycle: bool) -> State {
+    pub(super) fn new(topo: Topology, recycle: bool, timing: ProcessTime) -> State {
         let n = topo.device_count();
         let mut s = State {
             memory: Memory::new(n),
@@ -116,6 +123,8 @@ impl State {
             modules: HashMap::new(),
             functions: HashMap::new(),
             shares: Shares::default(),
+            timing,
+            work: None,
         };
         let primary = (0..n).map(|_| s.mint()).collect();
         s.contexts = Contexts::new(primary);
@@ -159,6 +168,7 @@ impl State {
     pub(super) fn release(&mut self, device: usize) -> SimResult<()> {
         if self.contexts.release(device)? {
             self.tear_down(self.contexts.primary_handle(device));
+            self.timing.contexts[device] = false; // the next retain creates it again
         }
         Ok(())
     }
@@ -234,7 +244,16 @@ impl State {
             _ => (self.mint(), vec![Access::None; self.count()]),
         };
         access[device] = Access::ReadWrite;
-        self.pools.push(PoolRec { handle, device, handle_types, access, max_size, stats: PoolStats::default() });
+        let mapped = vec![false; self.count()];
+        self.pools.push(PoolRec {
+            handle,
+            device,
+            handle_types,
+            access,
+            max_size,
+            stats: PoolStats::default(),
+            mapped,
+        });
         let id = self.pools.len() - 1;
         self.live_pools.insert(handle, id);
         self.destroyed_pools.remove(&handle);

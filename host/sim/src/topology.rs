@@ -1,7 +1,7 @@
 //! [`Topology`]: the simulated machine. Devices, the ordered-pair peer matrix and link faults,
 //! read from TOML (the catalog in `host/sim/topologies/`) or built in code.
 //!
-//! The TOML form keeps large machines short: device groups (`count = 72`), one default link
+//! The TOML form keeps large machines short: device groups (`count = 16`), one default link
 //! for every ordered pair, NVLink islands, then per-pair overrides, applied in that order.
 
 use super::topology_file::{MAX_TOPOLOGY_BYTES, TopologyFile};
@@ -136,6 +136,8 @@ pub struct Topology {
     pub name: String,
     /// What the topology stands for.
     pub description: String,
+    /// The real machine it stands for (or why it stands for none: a synthetic case).
+    pub stands_for: String,
     /// `cuDriverGetVersion`.
     pub driver_version: i32,
     /// The devices, by ordinal.
@@ -158,6 +160,7 @@ impl Topology {
         Topology {
             name: name.into(),
             description: String::new(),
+            stands_for: String::new(),
             driver_version: 13000,
             devices,
             links: vec![link; n * n],
@@ -170,6 +173,11 @@ impl Topology {
     pub fn two_h200() -> Topology {
         let mut t = Topology::uniform("2 x H200 (NV18)", 2, DeviceSpec::h200(), Link::NVLINK);
         t.description = "The lent machine: two H200s over 18 NVLinks, peer access and atomics both ways.".into();
+        t.stands_for = concat!(
+            "The lent 2 x H200 machine (nvidia-h200-x2): 2 x NVIDIA H200 joined by NV18, ",
+            "driver 580.159.04, measured in docs/hardware/"
+        )
+        .into();
         t
     }
 
@@ -182,7 +190,15 @@ impl Topology {
         link: Link,
     ) -> Topology {
         let n = devices.len();
-        Topology { name, description, driver_version, devices, links: vec![link; n * n], faults: BTreeMap::new() }
+        Topology {
+            name,
+            description,
+            stands_for: String::new(),
+            driver_version,
+            devices,
+            links: vec![link; n * n],
+            faults: BTreeMap::new(),
+        }
     }
 
     /// Parses the catalog's TOML form, checked as `topology_file.rs` lists (at most 1 MiB,

@@ -9,7 +9,7 @@
 //! | text | at most [`MAX_TOPOLOGY_BYTES`] |
 //! | devices, all groups together | 0 to [`MAX_DEVICES`]; each group's `count` at least 1 |
 //! | `name` (machine, device group) | 1 to 256 bytes, no control characters |
-//! | `description` | at most 4096 bytes |
+//! | `description`, `stands_for` | at most 4096 bytes each |
 //! | `driver_version` | 1000 to 99999 (`cuDriverGetVersion`'s 1000 × major + 10 × minor) |
 //! | `memory_mib` / `memory_bytes` | 1 byte to 16 TiB |
 //! | `sms` | 1 to 4096 |
@@ -46,6 +46,8 @@ pub(super) struct TopologyFile {
     name: String,
     #[serde(default)]
     description: String,
+    #[serde(default)]
+    stands_for: String,
     #[serde(default = "cuda_13")]
     driver_version: i32,
     devices: Vec<DeviceGroup>,
@@ -204,6 +206,9 @@ fn build(file: &TopologyFile) -> Result<Topology, String> {
     if file.description.len() > DESCRIPTION_BYTES {
         return Err(format!("description longer than {DESCRIPTION_BYTES} bytes"));
     }
+    if file.stands_for.len() > DESCRIPTION_BYTES {
+        return Err(format!("stands_for longer than {DESCRIPTION_BYTES} bytes"));
+    }
     let driver_version = within("driver_version", file.driver_version, &DRIVER_VERSIONS)?;
     // Counted and checked before any device or link table is allocated.
     let mut n = 0usize;
@@ -227,6 +232,7 @@ fn build(file: &TopologyFile) -> Result<Topology, String> {
     };
     let default = link("links.default", file.links.default.unwrap_or(Link::NONE))?;
     let mut t = Topology::with_links(name, file.description.trim().to_string(), driver_version, devices, default);
+    t.stands_for = file.stands_for.trim().to_string();
     let mut in_island = BTreeSet::new();
     for island in &file.links.islands {
         let island_link = link("island", island.link)?;

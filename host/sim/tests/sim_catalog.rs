@@ -53,6 +53,7 @@ fn every_catalog_topology_opens_as_a_system() {
     for entry in catalog() {
         let topology = entry.topology().unwrap_or_else(|e| panic!("{e}"));
         assert!(!topology.description.is_empty(), "{} has no description", entry.file);
+        assert!(!topology.stands_for.is_empty(), "{} does not say what machine it stands for", entry.file);
         let n = topology.device_count();
         let system = System::with_driver(Arc::new(SimDriver::new(topology.clone()))).unwrap();
         let facts = system.facts().unwrap();
@@ -119,13 +120,24 @@ fn corrupt_link_pair_corrupts_0_to_1_only() {
 }
 
 #[test]
-fn nvl72_is_72_gpus_all_to_all() {
-    let t = load("nvl72");
-    assert_eq!(t.device_count(), 72);
-    assert_eq!(paths(&t), all_pairs(72));
-    assert!(t.devices.iter().all(|d| d.name == "NVIDIA GB200"));
+fn sixteen_gpu_nvswitch_is_a_dgx2_all_to_all() {
+    let t = load("sixteen_gpu_nvswitch");
+    assert_eq!(t.device_count(), 16);
+    assert_eq!(paths(&t), all_pairs(16));
+    assert!(t.devices.iter().all(|d| d.name == "Tesla V100-SXM3-32GB" && d.compute_capability == (7, 0)));
     let buses: BTreeSet<i32> = t.devices.iter().map(|d| d.pci_bus_id).collect();
-    assert_eq!(buses.len(), 72, "distinct bus ids");
+    assert_eq!(buses.len(), 16, "distinct bus ids");
+}
+
+#[test]
+fn an_nvl72_tray_is_the_four_gpus_one_operating_system_sees() {
+    // No NVL72 rack shows its 72 GPUs to one process: a tray's operating system sees its own 4,
+    // and the rest are reached through fabric handles.
+    let t = load("gb200_nvl72_tray");
+    assert_eq!(t.device_count(), 4);
+    assert_eq!(paths(&t), all_pairs(4));
+    assert!(t.devices.iter().all(|d| d.name == "NVIDIA GB200" && d.pool_handle_types.contains(HandleTypes::FABRIC)));
+    assert!(catalog().iter().all(|e| e.topology().unwrap().device_count() <= 16), "no rack-sized single process");
 }
 
 #[test]

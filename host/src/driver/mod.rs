@@ -16,11 +16,13 @@ mod calls;
 pub mod codes;
 mod cuda;
 mod image;
+pub mod timeline;
 mod types;
 
 pub use calls::Call;
 pub use cuda::{CudaDriver, SHIM_MARKER};
 pub use image::{Cubin, ImageError, ModuleImage, elf_extent};
+pub use timeline::Timeline;
 pub use types::*;
 
 use crate::error::CudaError;
@@ -88,6 +90,12 @@ macro_rules! define_driver_trait {
         pub trait Driver: Send + Sync {
             /// What this driver is, for reports: `"CUDA 13.0"`, `"simulated: 2 x H200 (NVLink)"`.
             fn describe(&self) -> String;
+
+            /// The driver's virtual time, when it models how long calls take (the simulator
+            /// does); `None` for a driver whose time is real.
+            fn timeline(&self) -> Option<&dyn Timeline> {
+                None
+            }
 
             $( crate::seam_fn! { $safety $(#[$doc])* fn $method(&self, $($arg: $ty),*) -> DriverResult<$out>; } )*
         }

@@ -145,6 +145,10 @@ macro_rules! delegate_to_inner {
                 format!("{} (faults injected)", self.inner.describe())
             }
 
+            fn timeline(&self) -> Option<&dyn Timeline> {
+                self.inner.timeline()
+            }
+
             $( crate::seam_fn! { $safety
                 #[allow(unused_unsafe)]
                 fn $method(&self, $($arg: $ty),*) -> DriverResult<$out> {

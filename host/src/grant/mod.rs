@@ -24,6 +24,7 @@ mod verify;
 
 pub use outcome::{Direction, Grant, GrantError, Method, Rejection, Revoke, Stage};
 pub use peers::{PeerUpdate, VisibleReport};
+pub(crate) use verify::ProbeSlot;
 pub use verify::{Evidence, PROBE_BYTES};
 
 use crate::driver::{Access, AccessDesc};

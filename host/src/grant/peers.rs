@@ -1,9 +1,11 @@
 //! Set semantics (the pool's peers become a given list) and the all-visible helper.
 
-use super::outcome::{Grant, GrantError};
+use super::outcome::{Grant, GrantError, Stage};
 use crate::driver::{Access, AccessDesc};
 use crate::pool::PoolRef;
+use crate::rounds::{self, Schedule};
 use crate::system::System;
+use std::collections::BTreeMap;
 
 /// What [`System::set_peers`] did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -103,15 +105,66 @@ impl System {
     /// peer in ordinal order, and reports each result. A failing peer does not stop the others.
     ///
     /// Broader than a single grant: it verifies every pair `owner -> peer` not yet verified
-    /// (contexts retained and kernels loaded on every visible device, each pair's probe pools),
-    /// and grants only `pool`: the owner's default or current pool and other pools are not
-    /// touched (the helper it replaces also changed the owner's current pool).
+    /// (contexts retained and kernels loaded on every visible device), first readying the
+    /// probes of all of them at once ([`System::prepare_verification`]: the owner's probe pool
+    /// is mapped into every such peer before its memory is allocated), then verifying them in
+    /// rounds ([`crate::rounds`]; they all share the owner, so one after another). It grants
+    /// only `pool`: the owner's default or current pool and other pools are not touched (the
+    /// helper it replaces also changed the owner's current pool). A peer whose verification
+    /// failed gets that error and no grant.
     pub fn grant_all_visible(&self, pool: PoolRef<'_>, owner: usize) -> Result<VisibleReport, GrantError> {
         if owner >= self.device_count() {
             return Err(GrantError::InvalidDevice { ordinal: owner, count: self.device_count() });
         }
-        let results =
-            (0..self.device_count()).filter(|&d| d != owner).map(|d| (d, self.grant(pool, owner, d))).collect();
+        if pool.owner() != owner {
+            return Err(GrantError::PoolNotOnOwner { pool_owner: pool.owner(), owner });
+        }
+        let peers: Vec<usize> = (0..self.device_count()).filter(|&d| d != owner).collect();
+        // The pairs a grant would verify: not granted yet, capable, no evidence. A driver error
+        // on the way is that peer's result (its grant is not tried).
+        let mut failed: BTreeMap<usize, GrantError> = BTreeMap::new();
+        let mut needs: Vec<(usize, usize)> = Vec::new();
+        for &d in peers.iter().filter(|_| pool.owner() == owner) {
+            let needed = self.query(pool, d).and_then(|access| match access {
+                Access::ReadWrite => Ok(false),
+                _ => self
+                    .driver()
+                    .device_can_access_peer(d as i32, owner as i32)
+                    .map_err(|error| GrantError::Cuda { stage: Stage::Query, error }),
+            });
+            match needed {
+                Ok(true) if self.evidence(owner, d).is_none() => needs.push((owner, d)),
+                Ok(_) => {}
+                Err(error) => {
+                    failed.insert(d, error);
+                }
+            }
+        }
+        if !needs.is_empty() {
+            // A probe that could not be readied fails the pairs it serves: all of them for the
+            // owner's, one for a peer's.
+            if let Err((device, error)) = self.prepare_probes(&needs) {
+                for &(_, d) in needs.iter().filter(|&&(_, d)| device == owner || device == d) {
+                    failed.insert(d, error.clone());
+                }
+                needs.retain(|(_, d)| !failed.contains_key(d));
+            }
+            let schedule = Schedule::for_ordered_pairs(self.device_count(), &needs);
+            let outcomes = rounds::run(&schedule, self.driver().timeline(), |pair| {
+                pair.directions.iter().map(|&(o, a)| (a, self.verify_pair(o, a))).collect::<Vec<_>>()
+            });
+            // A verification that panicked (an `Err` outcome): its grant verifies again and reports.
+            for verified in outcomes.into_iter().flatten().flatten() {
+                failed.extend(verified.into_iter().filter_map(|(a, r)| r.err().map(|e| (a, e))));
+            }
+        }
+        let results = peers
+            .into_iter()
+            .map(|d| match failed.remove(&d) {
+                Some(error) => (d, Err(error)),
+                None => (d, self.grant(pool, owner, d)),
+            })
+            .collect();
         Ok(VisibleReport { owner, results })
     }
 }

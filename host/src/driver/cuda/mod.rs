@@ -5,11 +5,13 @@
 //! without a driver gets [`Error::NoDriver`], never a panic.
 
 mod convert;
+mod shim_time;
 
 use super::*;
 use crate::error::Error;
 use convert::*;
 use cudarc::driver::sys;
+use shim_time::ShimTime;
 use std::ffi::{CStr, c_void};
 use std::mem::MaybeUninit;
 use std::sync::OnceLock;
@@ -28,6 +30,8 @@ pub struct CudaDriver {
     /// The library is peerpool's libcuda shim answering from its simulator (`peerpool sim`),
     /// not NVIDIA's driver nor the shim forwarding to it.
     shim_simulates: bool,
+    /// The simulator's virtual time, when the library is peerpool's libcuda shim simulating.
+    shim_time: Option<ShimTime>,
 }
 
 /// The symbol every build of peerpool's libcuda shim exports and NVIDIA's libcuda does not.
@@ -80,11 +84,12 @@ impl CudaDriver {
         let shim = unsafe { lib.get::<unsafe extern "C" fn()>(SHIM_MARKER.as_bytes()) }.is_ok();
         let shim_simulates = shim && std::env::var("PEERPOOL_SHIM_BACKEND").map_or(true, |b| b != "real");
         // SAFETY: plain driver call; every symbol was found above.
-        match unsafe { sys::cuInit(0) } {
-            sys::CUresult::CUDA_SUCCESS => Ok(CudaDriver { no_device: false, elapsed_time, shim_simulates }),
-            sys::CUresult::CUDA_ERROR_NO_DEVICE => Ok(CudaDriver { no_device: true, elapsed_time, shim_simulates }),
-            code => Err(CudaError::new(Call::cuInit.name(), code).into()),
-        }
+        let no_device = match unsafe { sys::cuInit(0) } {
+            sys::CUresult::CUDA_SUCCESS => false,
+            sys::CUresult::CUDA_ERROR_NO_DEVICE => true,
+            code => return Err(CudaError::new(Call::cuInit.name(), code).into()),
+        };
+        Ok(CudaDriver { no_device, elapsed_time, shim_simulates, shim_time: ShimTime::find(lib) })
     }
 }
 
@@ -103,6 +108,12 @@ impl Driver for CudaDriver {
             true => format!("simulated by peerpool's libcuda shim: {version}"),
             false => version,
         }
+    }
+
+    /// The libcuda shim's virtual time when the library is the shim simulating; none on a
+    /// real driver.
+    fn timeline(&self) -> Option<&dyn Timeline> {
+        self.shim_time.as_ref().map(|t| t as &dyn Timeline)
     }
 
     fn init(&self, flags: u32) -> DriverResult<()> {

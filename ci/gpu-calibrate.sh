@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Issue 19 on a GPU machine, in one call: the wall time of `peerpool check` and of the
+# first_proof and grant suites (each suite one process, libtest's threads, as `cargo test`
+# runs it), three times each; the grant benchmark (the first grant of a new ordered pair beside
+# the old verification, in the same run) and the cold start's driver-call stopwatch; the timing
+# model's calibration (`calibrate`: timing.json and calibration.json); then the model's
+# projection of the same three runs on the simulated machine, with that calibration, beside
+# the measurements (ci/calibration-compare.sh; within 25% passes).
+# Usage: ci/gpu-calibrate.sh BUNDLE_DIR OUT_DIR     (a bundle from ci/gpu-bundle.sh, same commit)
+# Commit OUT_DIR as docs/hardware/<date>-calibration/ (everything in it is small text).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+bundle=${1:?usage: ci/gpu-calibrate.sh BUNDLE_DIR OUT_DIR}
+out=${2:?usage: ci/gpu-calibrate.sh BUNDLE_DIR OUT_DIR}
+mkdir -p "$out/runs"
+bundle=$(cd "$bundle" && pwd)
+export PEERPOOL_COMMIT=$(head -n 1 "$bundle/COMMIT" 2>/dev/null)
+export PEERPOOL_CALIBRATION_DATE=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+threads=${PEERPOOL_TEST_THREADS:-16}
+{
+    echo "commit: $(tr '\n' ' ' < "$bundle/COMMIT" 2>/dev/null)"
+    echo "date: $PEERPOOL_CALIBRATION_DATE"
+    echo "host: $(uname -srm), $(nproc) CPUs"
+    echo "test threads: $threads"
+    nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv 2>&1
+    nvidia-smi topo -m 2>&1
+} > "$out/environment.txt"
+
+# Seconds a command took from the shell's spawn to its exit; its output to runs/NAME.txt.
+measured=()
+timed() {
+    local name=$1
+    shift
+    local start end status
+    start=$(date +%s%N)
+    "$@" > "$out/runs/$name.txt" 2>&1
+    status=$?
+    end=$(date +%s%N)
+    local seconds
+    seconds=$(awk "BEGIN { printf \"%.4f\", ($end - $start) / 1e9 }")
+    echo "$name: $seconds s (exit $status)"
+    measured+=("{\"run\": \"$name\", \"seconds\": $seconds, \"exit\": $status}")
+}
+
+reports=$(mktemp -d "${TMPDIR:-/tmp}/peerpool-report.XXXXXX")
+export PEERPOOL_REPORT_DIR=$reports
+# A fresh machine first: the grant benchmark's cold figures.
+"$bundle/grant_bench" 200 > "$out/grant_bench_1.json" 2> "$out/grant_bench_1.err"
+"$bundle/cold_start" sequential > "$out/cold_start.jsonl" 2>&1
+"$bundle/calibrate" "$out" > "$out/calibrate.txt" 2>&1 || echo "calibrate failed: $out/calibrate.txt"
+for i in 1 2 3; do
+    timed "check_$i" "$bundle/peerpool" check --quiet --out "$out/runs/check_$i"
+    timed "first_proof_$i" "$bundle/suites/first_proof" --test-threads "$threads"
+    timed "grant_$i" "$bundle/suites/grant" --test-threads "$threads"
+done
+"$bundle/grant_bench" 200 > "$out/grant_bench_2.json" 2> "$out/grant_bench_2.err"
+"$bundle/cold_start" sequential >> "$out/cold_start.jsonl" 2>&1
+rm -rf "$reports"
+(IFS=,; echo "{\"test_threads\": $threads, \"runs\": [${measured[*]}]}") > "$out/measured.json"
+
+# The model's projection of the same runs, with this machine's calibration, and the verdict.
+PEERPOOL_PROJECTION_OUT="$out/projection.json" ci/calibration-compare.sh "$out" "$bundle" | tee "$out/comparison.txt"
+status=${PIPESTATUS[0]}
+grep -hE '"(cold_first_grant_contexts_ready|first_grant_new_pair_devices_ready|first_grant_after_prepare|prepare_verification_two_devices|verify_pair_0_to_1|verify_pair_with_fresh_probe_pools_as_before)"' \
+    "$out"/grant_bench_*.json | sed 's/^/grant bench: /' | tee -a "$out/comparison.txt"
+exit "$status"

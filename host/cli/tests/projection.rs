@@ -1,0 +1,60 @@
+//! `peerpool check` on simulated machines prints the wall time the simulator's timing model
+//! projects for the real machine beside the time it took; checked in rounds, an 8-GPU node must
+//! come out at 10 s at most and a 16-GPU node at 25 s (issue 19), with the committed H200
+//! calibration (`host/sim/timing/h200.json`).
+
+mod support;
+
+use std::process::Command;
+
+/// The projected seconds `peerpool check` prints for a catalog topology.
+fn projected(topology: &str, timing: Option<&str>) -> f64 {
+    let out = tempfile::tempdir().unwrap();
+    let mut command = Command::new(support::binary());
+    command.args(["check", "--quiet", "--topology", topology, "--out"]).arg(out.path());
+    if let Some(timing) = timing {
+        command.args(["--timing", timing]);
+    }
+    let output = command.output().expect("the command runs");
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert_eq!(output.status.code(), Some(0), "{topology}: {text}{}", String::from_utf8_lossy(&output.stderr));
+    let line = text.lines().find(|l| l.starts_with("timing: ")).unwrap_or_else(|| panic!("no timing line: {text}"));
+    assert!(line.contains("took ") && line.contains(" s here"), "{line}");
+    let seconds = line.rsplit(": ").next().and_then(|v| v.strip_suffix(" s")).and_then(|v| v.parse().ok());
+    seconds.unwrap_or_else(|| panic!("no projection in {line}"))
+}
+
+#[test]
+fn an_8_gpu_node_projects_at_most_10_s_and_a_16_gpu_node_at_most_25_s() {
+    let two = projected("two_h200_nvlink", None);
+    let eight = projected("eight_gpu_nvswitch", None);
+    let sixteen = projected("sixteen_gpu_nvswitch", None);
+    println!("projected check: 2 GPUs {two:.2} s, 8 GPUs {eight:.2} s, 16 GPUs {sixteen:.2} s");
+    assert!(eight <= 10.0, "8 GPUs: {eight} s");
+    assert!(sixteen <= 25.0, "16 GPUs: {sixteen} s");
+    // Rounds: 28x and 120x the pairs of the H200 pair, nowhere near that much time.
+    assert!(two < eight && eight < sixteen && sixteen < 28.0 * two, "{two} {eight} {sixteen}");
+}
+
+#[test]
+fn another_timing_model_changes_the_projection_and_a_bad_one_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let slow = dir.path().join("slow.json");
+    std::fs::write(&slow, r#"{"machine": "slow", "init_us": 2000000.0}"#).unwrap();
+    let default = projected("two_h200_nvlink", None);
+    let slower = projected("two_h200_nvlink", slow.to_str());
+    // The parent's cuInit and each negative probe's child's: 1.77 s more each, the children of
+    // a round in parallel.
+    assert!(slower > default + 3.0, "{default} -> {slower}");
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, r#"{"init_usec": 1.0}"#).unwrap();
+    let output = Command::new(support::binary())
+        .args(["check", "--quiet", "--topology", "two_h200_nvlink", "--timing"])
+        .arg(&bad)
+        .args(["--out"])
+        .arg(dir.path().join("out"))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("init_usec"));
+}

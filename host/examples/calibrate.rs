@@ -1,0 +1,631 @@
+//! Calibrates the simulator's timing model (`peerpool_sim::timing`) on a real machine with two
+//! GPUs: what each kind of driver call costs, what the costs depend on, and how processes,
+//! threads and devices serialise them.
+//!
+//! `calibrate OUT_DIR` writes `OUT_DIR/timing.json` (the model, `peerpool_sim::Latencies`:
+//! what `peerpool check --timing` and `peerpool sim --timing` read) and
+//! `OUT_DIR/calibration.json` (every measurement behind it, raw). It runs itself as child
+//! processes for what only a fresh process shows (`calibrate child MODE ...`, one JSON line
+//! each, with wall-clock timestamps): process start and exit, `cuInit`, context creation, and
+//! a negative probe's whole run, alone and several at once.
+//!
+//! In this process the driver runs behind a `FaultInjector` with no faults: its stopwatch
+//! (`times()`) gives the cost of plain calls over a representative workload; conditional
+//! costs (a new pool's first grant, the first allocation after a grant, a grant over live
+//! bytes, kernels and copies by size) are timed one by one. Medians throughout.
+//!
+//! Every experiment reports an error instead of stopping the rest; a model field whose
+//! measurement failed keeps its built-in value and `calibration.json` says why.
+//
+// SAFETY (every `unsafe` block below): pools, buffers and streams are this program's own,
+// alive while used; copies stay inside allocations of at least the sizes copied.
+
+use peerpool::driver::{Access, AccessDesc, CudaDriver, DeviceAttribute, Stream};
+use peerpool::fault::FaultInjector;
+use peerpool::{PoolOptions, System};
+use peerpool_sim::{Latencies, Serial};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+type Res<T> = Result<T, Box<dyn std::error::Error>>;
+
+/// Wall-clock nanoseconds since the epoch: comparable between processes on one machine.
+fn epoch() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
+}
+
+fn us(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64() * 1e6
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("child") {
+        child(&args[1..]);
+        return;
+    }
+    let Some(out) = args.first() else {
+        eprintln!("usage: calibrate OUT_DIR");
+        std::process::exit(2);
+    };
+    if let Err(e) = calibrate(Path::new(out)) {
+        eprintln!("calibrate: {e}");
+        std::process::exit(1);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Children: one JSON line of timestamps (epoch nanoseconds), then exit.
+
+fn child(args: &[String]) {
+    let main = epoch();
+    let mode = args.first().cloned().unwrap_or_default();
+    let devices: Vec<usize> = args.iter().skip(1).filter_map(|a| a.parse().ok()).collect();
+    let mut phases: BTreeMap<String, Value> = BTreeMap::new();
+    phases.insert("main".into(), json!(main));
+    let result = run_child(&mode, &devices, &mut phases);
+    phases.insert("end".into(), json!(epoch()));
+    let error = result.err().map(|e| e.to_string());
+    println!("{}", json!({ "mode": mode, "devices": devices, "phases": phases, "error": error }));
+}
+
+fn stamp(phases: &mut BTreeMap<String, Value>, name: &str, f: impl FnOnce() -> Res<()>) -> Res<()> {
+    let start = epoch();
+    let result = f();
+    phases.insert(name.into(), json!([start, epoch()]));
+    result
+}
+
+fn run_child(mode: &str, devices: &[usize], phases: &mut BTreeMap<String, Value>) -> Res<()> {
+    if mode == "noop" {
+        return Ok(());
+    }
+    let mut system = None;
+    stamp(phases, "init", || {
+        system = Some(System::with_driver(Arc::new(CudaDriver::load()?))?);
+        Ok(())
+    })?;
+    let system = system.ok_or("no system")?;
+    match mode {
+        "init" => Ok(()),
+        "context" => {
+            for &d in devices {
+                stamp(phases, &format!("context{d}"), || system.enter(d).map(drop).map_err(Into::into))?;
+            }
+            Ok(())
+        }
+        // Two threads, one context each, at once.
+        "context_threads" => {
+            let stamps: Vec<(usize, u64, u64, Result<(), String>)> = std::thread::scope(|s| {
+                let handles: Vec<_> = devices
+                    .iter()
+                    .map(|&d| {
+                        let system = &system;
+                        s.spawn(move || {
+                            let start = epoch();
+                            let r = system.enter(d).map(drop).map_err(|e| e.to_string());
+                            (d, start, epoch(), r)
+                        })
+                    })
+                    .collect();
+                handles.into_iter().filter_map(|h| h.join().ok()).collect()
+            });
+            for (d, start, end, r) in stamps {
+                phases.insert(format!("context{d}"), json!([start, end]));
+                r?;
+            }
+            Ok(())
+        }
+        // What `peerpool check`'s negative probe does, phase by phase: ends in a fault.
+        "probe" => {
+            let (owner, accessor) = (devices[0], devices[1]);
+            stamp(phases, &format!("context{owner}"), || system.enter(owner).map(drop).map_err(Into::into))?;
+            stamp(phases, "module_owner", || system.kernels(owner).map(drop).map_err(Into::into))?;
+            let mut memory = None;
+            stamp(phases, "pool_alloc_fill", || {
+                let pool = system.create_pool(owner, PoolOptions::default())?;
+                let m = system.alloc(pool.as_ref(), 1 << 20)?;
+                system.with_kernels(owner, |k| k.fill(m.as_slice(), 1))?;
+                memory = Some((pool, m));
+                Ok(())
+            })?;
+            stamp(phases, &format!("context{accessor}"), || system.enter(accessor).map(drop).map_err(Into::into))?;
+            stamp(phases, "module_accessor", || system.kernels(accessor).map(drop).map_err(Into::into))?;
+            let (_pool, m) = memory.ok_or("no memory")?;
+            let faulted = epoch();
+            let seen = system.with_kernels(accessor, |k| k.check(m.as_slice(), 1));
+            phases.insert("fault".into(), json!([faulted, epoch()]));
+            phases.insert("fault_code".into(), json!(seen.err().and_then(|e| e.cuda().map(|c| c.code_name()))));
+            std::mem::forget(m); // freeing after a sticky fault only fails
+            Ok(())
+        }
+        other => Err(format!("unknown child mode {other}").into()),
+    }
+}
+
+/// A child's report and when its parent spawned and reaped it.
+struct Ran {
+    spawn: u64,
+    reaped: u64,
+    report: Value,
+}
+
+impl Ran {
+    fn phase(&self, name: &str) -> Option<(u64, u64)> {
+        let p = self.report.get("phases")?.get(name)?;
+        Some((p.get(0)?.as_u64()?, p.get(1)?.as_u64()?))
+    }
+
+    fn at(&self, name: &str) -> Option<u64> {
+        self.report.get("phases")?.get(name)?.as_u64()
+    }
+
+    fn micros(&self, name: &str) -> Option<f64> {
+        self.phase(name).map(|(a, b)| b.saturating_sub(a) as f64 / 1e3)
+    }
+}
+
+/// Runs these children at once; returns each one's report with its spawn and reap times.
+fn run_children(specs: &[Vec<String>]) -> Res<Vec<Ran>> {
+    let exe = std::env::current_exe()?;
+    let mut running = Vec::new();
+    for spec in specs {
+        let spawn = epoch();
+        let child = Command::new(&exe).arg("child").args(spec).stdout(Stdio::piped()).stderr(Stdio::null()).spawn()?;
+        running.push((spawn, child));
+    }
+    let mut done = Vec::new();
+    for (spawn, mut child) in running {
+        let stdout = child.stdout.take().ok_or("no stdout")?;
+        let mut line = String::new();
+        BufReader::new(stdout).read_line(&mut line)?;
+        child.wait()?;
+        let reaped = epoch();
+        let report: Value = serde_json::from_str(line.trim()).unwrap_or(json!({ "unparsed": line }));
+        done.push(Ran { spawn, reaped, report });
+    }
+    Ok(done)
+}
+
+fn spec(words: &[&str]) -> Vec<String> {
+    words.iter().map(|w| w.to_string()).collect()
+}
+
+/// How much `intervals` ran at once: their summed length over the length of their union
+/// (1: one after another; n: n fully at once). `None` for fewer than two.
+fn concurrency(intervals: &[(u64, u64)]) -> Option<f64> {
+    if intervals.len() < 2 {
+        return None;
+    }
+    let mut sorted: Vec<(u64, u64)> = intervals.to_vec();
+    sorted.sort();
+    let (mut union, mut cur): (u64, Option<(u64, u64)>) = (0, None);
+    for (s, e) in sorted {
+        cur = match cur {
+            Some((cs, ce)) if s <= ce => Some((cs, ce.max(e))),
+            Some((cs, ce)) => {
+                union += ce - cs;
+                Some((s, e))
+            }
+            None => Some((s, e)),
+        };
+    }
+    if let Some((cs, ce)) = cur {
+        union += ce - cs;
+    }
+    let sum: u64 = intervals.iter().map(|(s, e)| e - s).sum();
+    Some(if union == 0 { 1.0 } else { sum as f64 / union as f64 })
+}
+
+// ---------------------------------------------------------------------------------------------
+// The parent.
+
+fn calibrate(out: &Path) -> Res<()> {
+    std::fs::create_dir_all(out)?;
+    let mut raw: BTreeMap<String, Value> = BTreeMap::new();
+    let mut model = Latencies::default();
+    let record = |raw: &mut BTreeMap<String, Value>, name: &str, r: Res<Value>| {
+        let v = r.unwrap_or_else(|e| json!({ "error": e.to_string() }));
+        eprintln!("calibrate: {name}: {v}");
+        raw.insert(name.into(), v);
+    };
+
+    // Children alone, five of each, one after another.
+    let r = processes_alone(&mut model);
+    record(&mut raw, "processes_alone", r);
+    // Children at once.
+    let r = processes_at_once(&mut model);
+    record(&mut raw, "processes_at_once", r);
+
+    // This process.
+    let opened = (|| -> Res<(Arc<FaultInjector>, System)> {
+        let injector = Arc::new(FaultInjector::new(Arc::new(CudaDriver::load()?)));
+        let system = System::with_driver(injector.clone())?;
+        if system.device_count() < 2 {
+            return Err("needs two GPUs".into());
+        }
+        for d in 0..2 {
+            drop(system.kernels(d)?);
+        }
+        Ok((injector, system))
+    })();
+    let failed = match &opened {
+        Ok((injector, system)) => {
+            let r = plain_calls(system, injector, &mut model);
+            record(&mut raw, "plain_calls", r);
+            let r = pool_costs(system, &mut model);
+            record(&mut raw, "pool_costs", r);
+            let r = live_bytes(system, &mut model);
+            record(&mut raw, "live_bytes", r);
+            let r = transfers(system, &mut model);
+            record(&mut raw, "transfers", r);
+            let r = mapping_threads(system, &mut model);
+            record(&mut raw, "mapping_threads", r);
+            let name = system.driver().device_get_name(0).unwrap_or_default();
+            let version = system.driver().driver_get_version().unwrap_or(0);
+            model.machine = format!("2 x {name} (calibrated), CUDA {}.{}", version / 1000, (version % 1000) / 10);
+            None
+        }
+        Err(e) => {
+            raw.insert("this_process".into(), json!({ "error": e.to_string() }));
+            Some(e.to_string())
+        }
+    };
+    model.source = format!(
+        "host/examples/calibrate.rs at {} on {}; raw measurements in calibration.json",
+        std::env::var("PEERPOOL_COMMIT").unwrap_or_else(|_| "an unknown commit".into()),
+        std::env::var("PEERPOOL_CALIBRATION_DATE").unwrap_or_else(|_| format!("epoch {}", epoch() / 1_000_000_000))
+    );
+    std::fs::write(out.join("timing.json"), serde_json::to_string_pretty(&model)? + "\n")?;
+    std::fs::write(out.join("calibration.json"), serde_json::to_string_pretty(&raw)? + "\n")?;
+    println!("calibrate: wrote {} and {}", out.join("timing.json").display(), out.join("calibration.json").display());
+    match failed {
+        Some(e) => Err(e.into()),
+        None => Ok(()),
+    }
+}
+
+fn set(field: &mut f64, value: f64) {
+    if value.is_finite() && value > 0.0 {
+        *field = value;
+    }
+}
+
+/// Process start, `cuInit`, a context, a negative probe and its exit, each in a fresh process
+/// with nothing else running.
+fn processes_alone(model: &mut Latencies) -> Res<Value> {
+    let mut samples: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+    for _ in 0..5 {
+        for ran in run_children(&[spec(&["noop"])])? {
+            samples
+                .entry("process_start_us")
+                .or_default()
+                .push(ran.at("main").unwrap_or(0).saturating_sub(ran.spawn) as f64 / 1e3);
+            samples
+                .entry("exit_us")
+                .or_default()
+                .push(ran.reaped.saturating_sub(ran.at("end").unwrap_or(0)) as f64 / 1e3);
+        }
+        for ran in run_children(&[spec(&["context", "0", "1"])])? {
+            samples
+                .entry("context_process_exit_us")
+                .or_default()
+                .push(ran.reaped.saturating_sub(ran.at("end").unwrap_or(0)) as f64 / 1e3);
+            samples.entry("init_us").or_default().extend(ran.micros("init"));
+            samples.entry("context_first_us").or_default().extend(ran.micros("context0"));
+            samples.entry("context_second_us").or_default().extend(ran.micros("context1"));
+        }
+        for ran in run_children(&[spec(&["probe", "0", "1"])])? {
+            samples.entry("probe_wall_us").or_default().push(ran.reaped.saturating_sub(ran.spawn) as f64 / 1e3);
+            samples.entry("probe_module_us").or_default().extend(ran.micros("module_owner"));
+            samples.entry("probe_module_us").or_default().extend(ran.micros("module_accessor"));
+            samples.entry("probe_fault_us").or_default().extend(ran.micros("fault"));
+            samples
+                .entry("probe_exit_us")
+                .or_default()
+                .push(ran.reaped.saturating_sub(ran.at("end").unwrap_or(0)) as f64 / 1e3);
+            if ran.report["phases"]["fault_code"] != json!("CUDA_ERROR_ILLEGAL_ADDRESS") {
+                eprintln!("calibrate: the probe child did not fault as expected: {}", ran.report);
+            }
+        }
+    }
+    let m: BTreeMap<&str, f64> = samples.iter().map(|(k, v)| (*k, median(v.clone()))).collect();
+    set(&mut model.process_start_us, m["process_start_us"]);
+    set(&mut model.init_us, m["init_us"]);
+    set(&mut model.context_create_us, median(vec![m["context_first_us"], m["context_second_us"]]));
+    set(&mut model.module_cubin_us, m["probe_module_us"]);
+    // A CUDA process's clean exit, and a faulted one's (a negative probe's) with what the fault
+    // took to surface.
+    set(&mut model.process_exit_us, m["context_process_exit_us"]);
+    set(&mut model.fault_exit_us, m["probe_exit_us"] + m["probe_fault_us"]);
+    Ok(json!({ "medians": m, "samples": samples }))
+}
+
+/// Several children at once: do `cuInit`s overlap, do contexts on one device, on two devices,
+/// on two threads of one process; what a round's probes cost together.
+fn processes_at_once(model: &mut Latencies) -> Res<Value> {
+    let mut out = BTreeMap::new();
+    let intervals =
+        |ran: &[Ran], phase: &str| -> Vec<(u64, u64)> { ran.iter().filter_map(|r| r.phase(phase)).collect() };
+    let wall = |ran: &[Ran]| -> f64 {
+        let start = ran.iter().map(|r| r.spawn).min().unwrap_or(0);
+        let end = ran.iter().map(|r| r.reaped).max().unwrap_or(0);
+        end.saturating_sub(start) as f64 / 1e3
+    };
+    let mut init_concurrency = Vec::new();
+    for k in [2usize, 4, 8] {
+        let ran = run_children(&vec![spec(&["init"]); k])?;
+        let c = concurrency(&intervals(&ran, "init"));
+        init_concurrency.extend(c.map(|c| c / k as f64));
+        out.insert(format!("init_x{k}"), json!({ "wall_us": wall(&ran), "concurrency": c }));
+    }
+    // Contexts on one device from k processes; then half on each device.
+    let mut same = Vec::new();
+    let mut split = Vec::new();
+    for k in [2usize, 4] {
+        let ran = run_children(&vec![spec(&["context", "0"]); k])?;
+        let c = concurrency(&intervals(&ran, "context0"));
+        same.extend(c);
+        out.insert(format!("context_device0_x{k}"), json!({ "wall_us": wall(&ran), "concurrency": c }));
+        let specs: Vec<Vec<String>> = (0..k).map(|i| spec(&["context", if i % 2 == 0 { "0" } else { "1" }])).collect();
+        let ran = run_children(&specs)?;
+        let mut both = intervals(&ran, "context0");
+        both.extend(intervals(&ran, "context1"));
+        let c = concurrency(&both);
+        split.extend(c);
+        out.insert(format!("context_split_x{k}"), json!({ "wall_us": wall(&ran), "concurrency": c }));
+    }
+    let ran = run_children(&[spec(&["context_threads", "0", "1"])])?;
+    let mut threads = intervals(&ran, "context0");
+    threads.extend(intervals(&ran, "context1"));
+    let thread_c = concurrency(&threads);
+    out.insert("context_two_threads".into(), json!({ "concurrency": thread_c }));
+    // A round's probes on two GPUs: both directions at once, as `peerpool check` runs them.
+    let ran = run_children(&[spec(&["probe", "0", "1"]), spec(&["probe", "1", "0"])])?;
+    out.insert("probe_round".into(), json!({ "wall_us": wall(&ran) }));
+    // Below 1.25, work ran essentially one at a time. Nothing measured: the model keeps its own.
+    let serial = |c: f64| c < 1.25;
+    let (same_c, split_c, init_c) = (median(same), median(split), median(init_concurrency));
+    if let (false, false, Some(thread_c)) = (same_c.is_nan(), split_c.is_nan(), thread_c) {
+        model.context_serial = Serial { device: serial(same_c), process: serial(thread_c), machine: serial(split_c) };
+    }
+    if !init_c.is_nan() {
+        model.init_serial = Serial { device: false, process: false, machine: init_c < 0.35 };
+    }
+    out.insert(
+        "decided".into(),
+        json!({ "context_serial": model.context_serial, "init_serial": model.init_serial,
+                "context_same_device_concurrency": same_c, "context_split_concurrency": split_c,
+                "init_concurrency_per_process": init_c }),
+    );
+    Ok(json!(out))
+}
+
+/// The base cost of plain calls, from the stopwatch over a representative workload: two
+/// verifications and `peerpool check`'s steps for both ordered pairs.
+fn plain_calls(system: &System, injector: &FaultInjector, model: &mut Latencies) -> Res<Value> {
+    let driver = system.driver();
+    injector.reset();
+    for _ in 0..2000 {
+        driver.ctx_get_current()?;
+        driver.device_get_attribute(0, DeviceAttribute::MultiprocessorCount)?;
+    }
+    for (o, a) in [(0, 1), (1, 0)] {
+        system.forget_evidence();
+        let pool = system.create_pool(o, PoolOptions::default())?;
+        system.grant(pool.as_ref(), o, a)?;
+        let m = system.alloc(pool.as_ref(), 4 << 20)?;
+        system.with_kernels(a, |k| k.fill(m.as_slice(), 1))?;
+        system.with_kernels(o, |k| k.check(m.as_slice(), 1))?;
+        m.free()?;
+        pool.destroy()?;
+    }
+    let times = injector.times();
+    let counts = injector.counts();
+    let per_call: BTreeMap<&str, f64> = times
+        .iter()
+        .filter_map(|(name, t)| {
+            let n = *counts.get(name)?;
+            (n > 0).then(|| (*name, t.as_secs_f64() * 1e6 / n as f64))
+        })
+        .collect();
+    let get = |n: &str| per_call.get(n).copied().unwrap_or(f64::NAN);
+    set(&mut model.context_switch_us, get("cuCtxGetCurrent"));
+    set(&mut model.call_us, get("cuDeviceGetAttribute"));
+    set(&mut model.launch_us, get("cuLaunchKernel"));
+    set(&mut model.sync_us, get("cuStreamSynchronize"));
+    set(&mut model.free_us, get("cuMemFreeAsync"));
+    set(&mut model.memset_us, get("cuMemsetD32Async"));
+    set(&mut model.pool_create_us, get("cuMemPoolCreate"));
+    set(&mut model.pool_destroy_us, get("cuMemPoolDestroy"));
+    Ok(json!({ "per_call_us": per_call, "counts": counts }))
+}
+
+/// A new pool's first grant, an unchanged grant, first allocations with and without a peer,
+/// allocating first and granting after.
+fn pool_costs(system: &System, model: &mut Latencies) -> Res<Value> {
+    let driver = system.driver().clone();
+    let rw = [AccessDesc { device: 1, access: Access::ReadWrite }];
+    let mut s: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+    for _ in 0..7 {
+        // No peer.
+        let pool = system.create_pool(0, PoolOptions::default())?;
+        let t = Instant::now();
+        let a = system.alloc(pool.as_ref(), 1 << 20)?;
+        s.entry("alloc_first_no_peer").or_default().push(us(t));
+        let t = Instant::now();
+        let b = system.alloc(pool.as_ref(), 1 << 20)?;
+        s.entry("alloc_later").or_default().push(us(t));
+        drop((a, b));
+        pool.destroy()?;
+        // Grant, then allocate.
+        let pool = system.create_pool(0, PoolOptions::default())?;
+        let t = Instant::now();
+        unsafe { driver.mem_pool_set_access(pool.handle(), &rw) }?;
+        s.entry("grant_empty").or_default().push(us(t));
+        let t = Instant::now();
+        unsafe { driver.mem_pool_set_access(pool.handle(), &rw) }?;
+        s.entry("grant_unchanged").or_default().push(us(t));
+        let t = Instant::now();
+        let a = system.alloc(pool.as_ref(), 1 << 20)?;
+        s.entry("alloc_first_after_grant").or_default().push(us(t));
+        drop(a);
+        pool.destroy()?;
+        // Allocate, then grant.
+        let pool = system.create_pool(0, PoolOptions::default())?;
+        let a = system.alloc(pool.as_ref(), 1 << 20)?;
+        let t = Instant::now();
+        unsafe { driver.mem_pool_set_access(pool.handle(), &rw) }?;
+        s.entry("grant_over_live_first").or_default().push(us(t));
+        drop(a);
+        pool.destroy()?;
+    }
+    let m: BTreeMap<&str, f64> = s.iter().map(|(k, v)| (*k, median(v.clone()))).collect();
+    set(&mut model.alloc_first_us, m["alloc_first_no_peer"]);
+    set(&mut model.alloc_us, m["alloc_later"]);
+    set(&mut model.grant_empty_us, m["grant_empty"]);
+    set(&mut model.set_access_unchanged_us, m["grant_unchanged"]);
+    set(&mut model.map_on_alloc_us, m["alloc_first_after_grant"] - m["alloc_first_no_peer"]);
+    set(&mut model.map_on_grant_first_us, m["grant_over_live_first"]);
+    Ok(json!({ "medians_us": m, "samples_us": s }))
+}
+
+/// Grant and revoke again over 1 and 8 GiB live: the growth with live bytes.
+fn live_bytes(system: &System, model: &mut Latencies) -> Res<Value> {
+    let driver = system.driver().clone();
+    let rw = [AccessDesc { device: 1, access: Access::ReadWrite }];
+    let none = [AccessDesc { device: 1, access: Access::None }];
+    let mut points = BTreeMap::new();
+    for gib in [1u64, 8] {
+        let pool = system.create_pool(0, PoolOptions::default())?;
+        let live = system.alloc(pool.as_ref(), (gib << 30) as usize)?;
+        unsafe { driver.mem_pool_set_access(pool.handle(), &rw) }?;
+        let (mut grant, mut revoke) = (vec![], vec![]);
+        for _ in 0..5 {
+            let t = Instant::now();
+            unsafe { driver.mem_pool_set_access(pool.handle(), &none) }?;
+            revoke.push(us(t));
+            let t = Instant::now();
+            unsafe { driver.mem_pool_set_access(pool.handle(), &rw) }?;
+            grant.push(us(t));
+        }
+        points.insert(gib, (median(grant), median(revoke)));
+        drop(live);
+        pool.destroy()?;
+    }
+    let ((g1, r1), (g8, r8)) = (points[&1], points[&8]);
+    let (grant_slope, revoke_slope) = ((g8 - g1) / 7.0, (r8 - r1) / 7.0);
+    set(&mut model.map_per_gib_us, grant_slope);
+    set(&mut model.map_on_grant_again_us, g1 - grant_slope.max(0.0));
+    set(&mut model.revoke_per_gib_us, revoke_slope);
+    set(&mut model.revoke_us, r1 - revoke_slope.max(0.0));
+    Ok(json!({ "grant_us_by_gib": { "1": g1, "8": g8 }, "revoke_us_by_gib": { "1": r1, "8": r8 } }))
+}
+
+/// Kernels and copies, small and large: their fixed cost and their rate.
+fn transfers(system: &System, model: &mut Latencies) -> Res<Value> {
+    let driver = system.driver().clone();
+    let (small, big) = (4096usize, 256usize << 20);
+    let pools = [system.create_pool(0, PoolOptions::default())?, system.create_pool(1, PoolOptions::default())?];
+    let rw = [AccessDesc { device: 1, access: Access::ReadWrite }];
+    unsafe { driver.mem_pool_set_access(pools[0].handle(), &rw) }?;
+    let on0 = system.alloc(pools[0].as_ref(), big)?;
+    let on1 = system.alloc(pools[1].as_ref(), big)?;
+    let time = |f: &mut dyn FnMut() -> Res<()>| -> Res<f64> {
+        f()?; // warm
+        let mut v = vec![];
+        for _ in 0..5 {
+            let t = Instant::now();
+            f()?;
+            v.push(us(t));
+        }
+        Ok(median(v))
+    };
+    let words = |bytes: usize| (bytes / 4) as u64;
+    let fill = |device: usize, bytes: usize| -> Res<f64> {
+        time(&mut || Ok(system.with_kernels(device, |k| k.fill(on0.words(words(bytes))?, 7))?))
+    };
+    let (local_small, local_big) = (fill(0, small)?, fill(0, big)?);
+    let (peer_small, peer_big) = (fill(1, small)?, fill(1, big)?);
+    let copy = |bytes: usize| -> Res<f64> {
+        time(&mut || {
+            let _current = system.enter(1)?;
+            unsafe {
+                driver.memcpy_dtod_async(on1.ptr(), on0.ptr(), bytes, Stream::LEGACY)?;
+                driver.stream_synchronize(Stream::LEGACY)?;
+            }
+            Ok(())
+        })
+    };
+    let (copy_small, copy_big) = (copy(small)?, copy(big)?);
+    let host = |bytes: usize| -> Res<f64> {
+        let mut buffer = vec![0u8; bytes];
+        time(&mut || Ok(on0.read(&mut buffer)?))
+    };
+    let (host_small, host_big) = (host(small)?, host(64 << 20)?);
+    let gbps = |bytes: usize, t_big: f64, t_small: f64| (bytes - small) as f64 / ((t_big - t_small) * 1e3);
+    set(&mut model.local_gbps, gbps(big, local_big, local_small));
+    set(&mut model.peer_kernel_gbps, gbps(big, peer_big, peer_small));
+    set(&mut model.peer_copy_gbps, gbps(big, copy_big, copy_small));
+    set(&mut model.host_copy_gbps, gbps(64 << 20, host_big, host_small));
+    set(&mut model.copy_us, copy_small - model.sync_us);
+    Ok(json!({
+        "fill_local_us": { "4KiB": local_small, "256MiB": local_big },
+        "fill_peer_us": { "4KiB": peer_small, "256MiB": peer_big },
+        "copy_peer_us": { "4KiB": copy_small, "256MiB": copy_big },
+        "read_to_host_us": { "4KiB": host_small, "64MiB": host_big },
+    }))
+}
+
+/// Two threads making the first allocation after a grant in two new pools, one per device:
+/// does the mapping serialise within a process?
+fn mapping_threads(system: &System, model: &mut Latencies) -> Res<Value> {
+    let mut apart = vec![];
+    let mut together = vec![];
+    for round in 0..6 {
+        let pools = [system.create_pool(0, PoolOptions::default())?, system.create_pool(1, PoolOptions::default())?];
+        for (device, pool) in pools.iter().enumerate() {
+            let other = [AccessDesc { device: 1 - device as i32, access: Access::ReadWrite }];
+            unsafe { system.driver().mem_pool_set_access(pool.handle(), &other) }?;
+        }
+        let t = Instant::now();
+        let made = if round % 2 == 0 {
+            [system.alloc(pools[0].as_ref(), 1 << 20), system.alloc(pools[1].as_ref(), 1 << 20)]
+        } else {
+            std::thread::scope(|s| {
+                let second = s.spawn(|| system.alloc(pools[1].as_ref(), 1 << 20));
+                let first = system.alloc(pools[0].as_ref(), 1 << 20);
+                [first, second.join().unwrap_or_else(|_| Err(peerpool::Error::InvalidArgument("thread".into())))]
+            })
+        };
+        let took = us(t);
+        if round % 2 == 0 {
+            apart.push(took)
+        } else {
+            together.push(took)
+        }
+        for m in made {
+            m?.free()?;
+        }
+        for pool in pools {
+            pool.destroy()?;
+        }
+    }
+    let (apart, together) = (median(apart), median(together));
+    // Two threads no faster than one after the other: one at a time.
+    model.map_serial = Serial { device: false, process: together > 0.8 * apart, machine: false };
+    Ok(json!({ "one_after_the_other_us": apart, "two_threads_us": together, "decided": model.map_serial }))
+}

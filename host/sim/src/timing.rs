@@ -1,0 +1,723 @@
+//! The timing model: what each simulated driver call would have taken on real GPUs, and a
+//! virtual clock that adds it up into a projected wall time.
+//!
+//! [`Latencies`] are per-call costs and what they depend on, calibrated on the lent 2 x H200
+//! machine (`host/sim/timing/h200.json`, from `host/examples/calibrate.rs` and the driver-call
+//! stopwatch of `host/examples/cold_start.rs`): process start and `cuInit`, a context's
+//! creation, a module's load, a pool's creation and its first access change, mapping a pool's
+//! memory into a peer (the first allocation after a grant, or a grant over live bytes, growing
+//! with them), kernels and copies by bytes and path, and a small base cost for everything else.
+//!
+//! The clock (a machine part shared by every simulated process, and a part per process)
+//! follows these rules:
+//! - every thread of a simulated process has its own virtual time (a lane); a call starts when
+//!   its lane is there, when every device whose engines it occupies is free (work on one device
+//!   is serialised, devices run in parallel), and when the locks its kind of work takes are
+//!   free ([`Serial`]: per device, per process, per machine, as calibrated), then moves all of
+//!   them to its end;
+//! - a lane first seen starts at the end of the latest call of its process (a thread spawned
+//!   just now); code that knows better says so through [`peerpool::driver::Timeline::set_now`]
+//!   (`peerpool::rounds::run` does);
+//! - a fork ([`crate::SimDriver::fork`]) is a child process: it starts at its parent's thread's
+//!   time plus the process start, calls `cuInit`, creates its contexts and loads its modules
+//!   again, and shares the machine's devices and machine-wide locks with its parent;
+//! - nothing really sleeps: the clock is a model, computed under the simulator's lock.
+
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeSet, HashMap};
+use std::thread::ThreadId;
+
+/// Nanoseconds of virtual time.
+pub(crate) type Nanos = u64;
+
+fn ns(micros: f64) -> Nanos {
+    if micros.is_finite() && micros > 0.0 { (micros * 1e3).round() as Nanos } else { 0 }
+}
+
+/// Which work serialises with which, for one kind of expensive driver work.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Serial {
+    /// One at a time per device, across every process on the machine.
+    pub device: bool,
+    /// One at a time per process (libcuda's own lock), whatever the device.
+    pub process: bool,
+    /// One at a time on the whole machine (the kernel driver's lock), whatever the process.
+    pub machine: bool,
+}
+
+impl Serial {
+    const NONE: Serial = Serial { device: false, process: false, machine: false };
+}
+
+/// Per-call latencies of a real machine and what they depend on, in microseconds unless a
+/// name says otherwise. Read from JSON (every field optional: missing ones keep the
+/// defaults, which are the H200s' as measured before calibration; unknown ones are refused).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Latencies {
+    /// The machine the numbers were measured on.
+    pub machine: String,
+    /// Where they come from (runs, commits).
+    pub source: String,
+    /// From `exec` to the first driver call: loading the program and its libraries.
+    pub process_start_us: f64,
+    /// `cuInit`, libcuda's loading included (`System::open` on the H200s: 230-240 ms).
+    pub init_us: f64,
+    /// From a CUDA process's last call to its parent seeing it gone (its contexts torn down).
+    pub process_exit_us: f64,
+    /// The same for a process a sticky fault killed (a negative probe): the fault surfacing
+    /// and the dead context torn down.
+    pub fault_exit_us: f64,
+    /// The first `cuDevicePrimaryCtxRetain` of a device in a process, or any `cuCtxCreate`
+    /// (95-127 ms on the H200s).
+    pub context_create_us: f64,
+    /// `cuModuleLoadData` of a cubin (0.2-0.5 ms).
+    pub module_cubin_us: f64,
+    /// `cuModuleLoadData` of PTX the driver's JIT cache holds.
+    pub module_ptx_cached_us: f64,
+    /// The first PTX load for a compute capability on the machine: the JIT (50-112 ms).
+    pub module_ptx_jit_us: f64,
+    /// Any call not listed here (attributes, queries).
+    pub call_us: f64,
+    /// `cuCtxGetCurrent`, `cuCtxSetCurrent`, push and pop.
+    pub context_switch_us: f64,
+    /// `cuMemPoolCreate`.
+    pub pool_create_us: f64,
+    /// `cuMemPoolDestroy`.
+    pub pool_destroy_us: f64,
+    /// A `cuMemPoolSetAccess` that grants a peer on a pool holding no memory (0.74 ms).
+    pub grant_empty_us: f64,
+    /// A `cuMemPoolSetAccess` that changes nothing.
+    pub set_access_unchanged_us: f64,
+    /// A revoke, plus [`Latencies::revoke_per_gib_us`] per GiB the pool holds.
+    pub revoke_us: f64,
+    /// A revoke's growth with live bytes.
+    pub revoke_per_gib_us: f64,
+    /// Mapping a pool's new memory into one peer that has access: the first allocation from
+    /// a pool after a grant costs this per peer granted (8.4 ms on the H200s).
+    pub map_on_alloc_us: f64,
+    /// A grant of a peer over a pool's live memory, the first time that peer is mapped (17.9
+    /// ms: allocating first and granting after).
+    pub map_on_grant_first_us: f64,
+    /// The same grant again after a revoke (9.0 ms with 1 GiB live).
+    pub map_on_grant_again_us: f64,
+    /// A grant over live memory: growth per GiB the pool holds.
+    pub map_per_gib_us: f64,
+    /// The first allocation from a pool with no peer (0.06 ms).
+    pub alloc_first_us: f64,
+    /// An allocation from a pool that already holds memory.
+    pub alloc_us: f64,
+    /// `cuMemAlloc`.
+    pub legacy_alloc_us: f64,
+    /// A free (pool or `cuMemAlloc` memory).
+    pub free_us: f64,
+    /// A stream, context or event synchronisation with nothing left to wait for.
+    pub sync_us: f64,
+    /// `cuLaunchKernel`'s own cost, before the kernel's work.
+    pub launch_us: f64,
+    /// A copy call's own cost, before its bytes.
+    pub copy_us: f64,
+    /// A memset call's own cost, before its bytes.
+    pub memset_us: f64,
+    /// Bytes per second a kernel reads or writes its own device's memory, GB/s.
+    pub local_gbps: f64,
+    /// A kernel reading or writing a peer's memory, GB/s.
+    pub peer_kernel_gbps: f64,
+    /// The copy engine between devices, GB/s.
+    pub peer_copy_gbps: f64,
+    /// Copies between host and device, GB/s.
+    pub host_copy_gbps: f64,
+    /// System-scope atomic adds per second on the device's own memory.
+    pub atomics_local_per_s: f64,
+    /// System-scope atomic adds per second on a peer's memory.
+    pub atomics_peer_per_s: f64,
+    /// One dependent load of the pointer chase, local / peer, nanoseconds.
+    pub chase_local_ns: f64,
+    /// See [`Latencies::chase_local_ns`].
+    pub chase_peer_ns: f64,
+    /// How `cuInit` serialises with other processes' `cuInit`.
+    pub init_serial: Serial,
+    /// How context creation serialises.
+    pub context_serial: Serial,
+    /// How mapping pool memory into peers serialises.
+    pub map_serial: Serial,
+}
+
+impl Default for Latencies {
+    /// The H200s before their calibration run: `docs/hardware/2026-11-30-perf` (cold start,
+    /// first-allocation probe, grant bench, `peerpool bench`), `HARDWARE.md`. What no run
+    /// measured (process start and exit apart from `cuInit`, how processes serialise) is
+    /// chosen to fit the negative probe's 566-586 ms and marked so in `source`.
+    fn default() -> Latencies {
+        Latencies {
+            machine: "2 x NVIDIA H200 (NV18), driver 580.159.04".into(),
+            source: "docs/hardware/2026-11-30-perf and HARDWARE.md; process start/exit and cross-process \
+                     serialisation not measured (fitted to the negative probe's 566-586 ms)"
+                .into(),
+            process_start_us: 20_000.0,
+            init_us: 230_000.0,
+            process_exit_us: 30_000.0,
+            fault_exit_us: 90_000.0,
+            context_create_us: 112_000.0,
+            module_cubin_us: 300.0,
+            module_ptx_cached_us: 2_000.0,
+            module_ptx_jit_us: 112_000.0,
+            call_us: 0.5,
+            context_switch_us: 0.1,
+            pool_create_us: 100.0,
+            pool_destroy_us: 80.0,
+            grant_empty_us: 740.0,
+            set_access_unchanged_us: 1.0,
+            revoke_us: 12.0,
+            revoke_per_gib_us: 34.0,
+            map_on_alloc_us: 8_400.0,
+            map_on_grant_first_us: 17_900.0,
+            map_on_grant_again_us: 8_900.0,
+            map_per_gib_us: 63.0,
+            alloc_first_us: 60.0,
+            alloc_us: 4.0,
+            legacy_alloc_us: 60.0,
+            free_us: 5.0,
+            sync_us: 25.0,
+            launch_us: 7.0,
+            copy_us: 14.0,
+            memset_us: 2.5,
+            local_gbps: 1_970.0,
+            peer_kernel_gbps: 370.0,
+            peer_copy_gbps: 396.0,
+            host_copy_gbps: 20.0,
+            atomics_local_per_s: 3.7e11,
+            atomics_peer_per_s: 7.1e10,
+            chase_local_ns: 333.0,
+            chase_peer_ns: 997.0,
+            init_serial: Serial::NONE,
+            context_serial: Serial { device: true, process: true, machine: false },
+            map_serial: Serial { device: false, process: true, machine: false },
+        }
+    }
+}
+
+/// The calibration committed with the simulator (`host/sim/timing/h200.json`).
+const H200: &str = include_str!("../timing/h200.json");
+
+impl Latencies {
+    /// The model the simulator uses unless told otherwise: the committed H200 calibration.
+    ///
+    /// # Panics
+    /// If the committed file does not parse (a test keeps it parsing).
+    pub fn h200() -> Latencies {
+        Latencies::from_json(H200).expect("host/sim/timing/h200.json parses")
+    }
+
+    /// Parses the JSON form (fields missing keep [`Latencies::default`]'s values).
+    pub fn from_json(text: &str) -> Result<Latencies, String> {
+        serde_json::from_str(text).map_err(|e| e.to_string())
+    }
+
+    /// Reads a JSON file (at most 1 MiB).
+    pub fn load(path: &std::path::Path) -> Result<Latencies, String> {
+        use std::io::Read;
+        let mut text = String::new();
+        std::fs::File::open(path)
+            .and_then(|f| f.take(1 << 20).read_to_string(&mut text))
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        Latencies::from_json(&text).map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    /// Nanoseconds for `bytes` at `gbps` GB/s.
+    pub(crate) fn transfer(bytes: u64, gbps: f64) -> Nanos {
+        if gbps > 0.0 { (bytes as f64 / gbps).round() as Nanos } else { 0 }
+    }
+}
+
+/// The kind of lock an expensive piece of driver work takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Lock {
+    Init,
+    Context,
+    Map,
+}
+
+/// What one call did, for the clock: set by the call (or the default: a base cost, no device).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Cost {
+    /// Nanoseconds.
+    pub(crate) time: Nanos,
+    /// Devices whose engines the call occupies.
+    pub(crate) devices: Vec<usize>,
+    /// The lock it takes, and on which devices (per-device scope).
+    pub(crate) lock: Option<(Lock, Vec<usize>)>,
+    /// A PTX load for this compute capability: costs the JIT the first time on the machine.
+    pub(crate) ptx: Option<(i32, i32)>,
+}
+
+impl Cost {
+    pub(crate) fn on(time: Nanos, devices: Vec<usize>) -> Cost {
+        Cost { time, devices, ..Cost::default() }
+    }
+
+    pub(crate) fn locked(mut self, lock: Lock, devices: Vec<usize>) -> Cost {
+        self.lock = Some((lock, devices));
+        self
+    }
+}
+
+/// When one resource (a device's engines, a lock) is busy: sorted, disjoint intervals. Work
+/// takes the earliest gap that fits it from the time it is ready, so work that the simulator
+/// happens to run later in real time can still go first in virtual time, as it would on the
+/// machine (two processes each creating a context on the other's device first, say).
+#[derive(Clone, Debug, Default)]
+struct Busy(Vec<(Nanos, Nanos)>);
+
+impl Busy {
+    /// The end of the first busy interval that `[at, at + len)` overlaps, if any.
+    fn conflict(&self, at: Nanos, len: Nanos) -> Option<Nanos> {
+        let i = self.0.partition_point(|&(_, end)| end <= at);
+        match self.0.get(i) {
+            Some(&(start, end)) if start < at.saturating_add(len) || (len == 0 && start <= at) => Some(end),
+            _ => None,
+        }
+    }
+
+    /// Marks `[at, at + len)` busy (merged with the intervals it touches).
+    fn take(&mut self, at: Nanos, len: Nanos) {
+        if len == 0 {
+            return;
+        }
+        let end = at.saturating_add(len);
+        let first = self.0.partition_point(|&(_, e)| e < at);
+        let last = self.0.partition_point(|&(s, _)| s <= end);
+        let (mut start, mut stop) = (at, end);
+        if first < last {
+            start = start.min(self.0[first].0);
+            stop = stop.max(self.0[last - 1].1);
+        }
+        self.0.splice(first..last, [(start, stop)]);
+    }
+}
+
+/// The earliest time from `ready` at which `len` fits in every one of `resources`.
+fn fit(ready: Nanos, len: Nanos, resources: &[&Busy]) -> Nanos {
+    let mut at = ready;
+    loop {
+        let moved = resources.iter().filter_map(|r| r.conflict(at, len)).max();
+        match moved {
+            Some(end) if end > at => at = end,
+            _ => return at,
+        }
+    }
+}
+
+/// The part of the clock every process on the machine shares.
+#[derive(Debug)]
+pub(crate) struct Machine {
+    pub(crate) model: Latencies,
+    /// When each device's engines are busy.
+    devices: Vec<Busy>,
+    /// Per lock kind: per-device and machine-wide locks.
+    device_locks: HashMap<(Lock, usize), Busy>,
+    machine_locks: HashMap<Lock, Busy>,
+    /// Compute capabilities whose PTX was compiled by the JIT already.
+    jitted: BTreeSet<(i32, i32)>,
+}
+
+impl Machine {
+    pub(crate) fn new(model: Latencies, devices: usize) -> Machine {
+        Machine {
+            model,
+            devices: vec![Busy::default(); devices],
+            device_locks: HashMap::new(),
+            machine_locks: HashMap::new(),
+            jitted: BTreeSet::new(),
+        }
+    }
+
+    fn serial(&self, lock: Lock) -> Serial {
+        match lock {
+            Lock::Init => self.model.init_serial,
+            Lock::Context => self.model.context_serial,
+            Lock::Map => self.model.map_serial,
+        }
+    }
+}
+
+/// One simulated process's part of the clock: its threads' lanes and its own locks.
+#[derive(Clone, Debug)]
+pub(crate) struct ProcessTime {
+    /// When the process started (its first lane's time).
+    origin: Nanos,
+    lanes: HashMap<ThreadId, Nanos>,
+    /// The end of the latest call, in the order calls were made: where a new lane starts.
+    last_end: Nanos,
+    /// The latest time any lane reached.
+    latest: Nanos,
+    process_locks: HashMap<Lock, Busy>,
+    /// Devices whose primary context this process has created.
+    pub(crate) contexts: Vec<bool>,
+}
+
+/// A resource a call needs, named so that its busy intervals can be found and updated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Resource {
+    Device(usize),
+    DeviceLock(Lock, usize),
+    ProcessLock(Lock),
+    MachineLock(Lock),
+}
+
+impl ProcessTime {
+    pub(crate) fn new(origin: Nanos, devices: usize) -> ProcessTime {
+        ProcessTime {
+            origin,
+            lanes: HashMap::new(),
+            last_end: origin,
+            latest: origin,
+            process_locks: HashMap::new(),
+            contexts: vec![false; devices],
+        }
+    }
+
+    /// A child process started by the calling thread now, after `start` nanoseconds of
+    /// process start-up: no lane, lock or context of this one.
+    pub(crate) fn child(&self, start: Nanos) -> ProcessTime {
+        ProcessTime::new(self.now().saturating_add(start), self.contexts.len())
+    }
+
+    /// The calling thread's time.
+    pub(crate) fn now(&self) -> Nanos {
+        self.lanes.get(&std::thread::current().id()).copied().unwrap_or(self.last_end)
+    }
+
+    pub(crate) fn set_now(&mut self, at: Nanos) {
+        self.lanes.insert(std::thread::current().id(), at);
+        self.latest = self.latest.max(at);
+    }
+
+    /// The latest time anything in this process reached.
+    pub(crate) fn latest(&self) -> Nanos {
+        self.latest.max(self.origin)
+    }
+
+    fn busy<'a>(&'a self, machine: &'a Machine, r: Resource) -> Option<&'a Busy> {
+        match r {
+            Resource::Device(d) => machine.devices.get(d),
+            Resource::DeviceLock(lock, d) => machine.device_locks.get(&(lock, d)),
+            Resource::ProcessLock(lock) => self.process_locks.get(&lock),
+            Resource::MachineLock(lock) => machine.machine_locks.get(&lock),
+        }
+    }
+
+    fn take(&mut self, machine: &mut Machine, r: Resource, at: Nanos, len: Nanos) {
+        let busy = match r {
+            Resource::Device(d) => match machine.devices.get_mut(d) {
+                Some(busy) => busy,
+                None => return,
+            },
+            Resource::DeviceLock(lock, d) => machine.device_locks.entry((lock, d)).or_default(),
+            Resource::ProcessLock(lock) => self.process_locks.entry(lock).or_default(),
+            Resource::MachineLock(lock) => machine.machine_locks.entry(lock).or_default(),
+        };
+        busy.take(at, len);
+    }
+
+    /// Runs one call of `cost` on the calling thread: it takes the earliest time from the
+    /// lane's at which its devices and its locks are all free; all of them are busy until its
+    /// end, where the lane moves.
+    pub(crate) fn advance(&mut self, machine: &mut Machine, cost: &Cost) {
+        let mut time = cost.time;
+        if let Some(cc) = cost.ptx
+            && machine.jitted.insert(cc)
+        {
+            time = ns(machine.model.module_ptx_jit_us);
+        }
+        let mut needs: Vec<Resource> = cost.devices.iter().map(|&d| Resource::Device(d)).collect();
+        if let Some((lock, devices)) = &cost.lock {
+            let serial = machine.serial(*lock);
+            if serial.device {
+                needs.extend(devices.iter().map(|&d| Resource::DeviceLock(*lock, d)));
+            }
+            if serial.process {
+                needs.push(Resource::ProcessLock(*lock));
+            }
+            if serial.machine {
+                needs.push(Resource::MachineLock(*lock));
+            }
+        }
+        let start = {
+            let sets: Vec<&Busy> = needs.iter().filter_map(|&r| self.busy(machine, r)).collect();
+            fit(self.now(), time, &sets)
+        };
+        for &r in &needs {
+            self.take(machine, r, start, time);
+        }
+        let end = start.saturating_add(time);
+        self.set_now(end);
+        self.last_end = end;
+    }
+}
+
+/// What a call did that its cost depends on, as the driver saw it; [`price`] turns it into a
+/// [`Cost`] under a model.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Work {
+    /// A call with only its base cost.
+    Call,
+    /// `cuCtxGetCurrent`, `cuCtxSetCurrent`, push, pop.
+    ContextSwitch,
+    /// `cuInit`, on a machine of this many devices.
+    Init(usize),
+    /// A context created on this device (a primary context's first retain in the process).
+    Context(usize),
+    /// A module loaded on `device`; PTX for the given compute capability, or a cubin.
+    Module {
+        ptx: Option<(i32, i32)>,
+    },
+    PoolCreate,
+    PoolDestroy,
+    /// `cuMemPoolSetAccess` on a pool of `owner` holding `live` bytes.
+    Access {
+        owner: usize,
+        live: u64,
+        /// Peers granted over live memory for the first time / again.
+        map_first: Vec<usize>,
+        map_again: Vec<usize>,
+        /// A peer granted while the pool holds no memory.
+        granted_empty: bool,
+        revoked: usize,
+    },
+    /// An allocation from a pool on `device`; the first one from memory-less pool maps the
+    /// memory into every peer with access.
+    Alloc {
+        device: usize,
+        first: bool,
+        peers: Vec<usize>,
+    },
+    LegacyAlloc,
+    Free,
+    /// A synchronisation that waits for `device`'s work.
+    Sync(usize),
+    /// A kernel on `device` and what it moved.
+    Kernel {
+        device: usize,
+        traffic: Traffic,
+    },
+    /// A copy by `device`'s engine: `bytes` between two devices' memory (`peer`), within one
+    /// device's, or to or from the host.
+    Copy {
+        device: usize,
+        bytes: u64,
+        path: Path,
+    },
+    /// A memset by `device`'s engine.
+    Memset {
+        device: usize,
+        bytes: u64,
+    },
+}
+
+/// Where a copy's bytes go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Path {
+    Host,
+    Local,
+    Peer,
+}
+
+/// What a kernel touched, split by whose memory.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct Traffic {
+    pub(crate) local_bytes: u64,
+    pub(crate) peer_bytes: u64,
+    pub(crate) local_atomics: u64,
+    pub(crate) peer_atomics: u64,
+    pub(crate) local_loads: u64,
+    pub(crate) peer_loads: u64,
+}
+
+/// What `work` costs under `m`.
+pub(crate) fn price(m: &Latencies, work: &Work) -> Cost {
+    let gib = |bytes: u64| bytes as f64 / (1u64 << 30) as f64;
+    match work {
+        Work::Call => Cost::on(ns(m.call_us), vec![]),
+        Work::ContextSwitch => Cost::on(ns(m.context_switch_us), vec![]),
+        Work::Init(devices) => Cost::on(ns(m.init_us), vec![]).locked(Lock::Init, (0..*devices).collect()),
+        Work::Context(d) => Cost::on(ns(m.context_create_us), vec![]).locked(Lock::Context, vec![*d]),
+        Work::Module { ptx: None } => Cost::on(ns(m.module_cubin_us), vec![]),
+        Work::Module { ptx } => Cost { ptx: *ptx, ..Cost::on(ns(m.module_ptx_cached_us), vec![]) },
+        Work::PoolCreate => Cost::on(ns(m.pool_create_us), vec![]),
+        Work::PoolDestroy => Cost::on(ns(m.pool_destroy_us), vec![]),
+        Work::Access { owner, live, map_first, map_again, granted_empty, revoked } => {
+            let per_gib = gib(*live);
+            let mut micros = 0.0;
+            if *granted_empty {
+                micros += m.grant_empty_us;
+            }
+            micros += map_first.len() as f64 * (m.map_on_grant_first_us + m.map_per_gib_us * per_gib);
+            micros += map_again.len() as f64 * (m.map_on_grant_again_us + m.map_per_gib_us * per_gib);
+            micros += *revoked as f64 * (m.revoke_us + m.revoke_per_gib_us * per_gib);
+            if micros == 0.0 {
+                micros = m.set_access_unchanged_us;
+            }
+            let cost = Cost::on(ns(micros), vec![]);
+            let mapped: Vec<usize> = map_first.iter().chain(map_again).copied().collect();
+            match mapped.is_empty() {
+                true => cost,
+                false => cost.locked(Lock::Map, std::iter::once(*owner).chain(mapped).collect()),
+            }
+        }
+        Work::Alloc { device, first: true, peers } => {
+            let cost = Cost::on(ns(m.alloc_first_us + m.map_on_alloc_us * peers.len() as f64), vec![]);
+            match peers.is_empty() {
+                true => cost,
+                false => cost.locked(Lock::Map, std::iter::once(*device).chain(peers.iter().copied()).collect()),
+            }
+        }
+        Work::Alloc { first: false, .. } => Cost::on(ns(m.alloc_us), vec![]),
+        Work::LegacyAlloc => Cost::on(ns(m.legacy_alloc_us), vec![]),
+        Work::Free => Cost::on(ns(m.free_us), vec![]),
+        Work::Sync(d) => Cost::on(ns(m.sync_us), vec![*d]),
+        Work::Kernel { device, traffic: t } => {
+            let mut time = ns(m.launch_us);
+            time += Latencies::transfer(t.local_bytes, m.local_gbps);
+            time += Latencies::transfer(t.peer_bytes, m.peer_kernel_gbps);
+            let rate = |count: u64, per_s: f64| if per_s > 0.0 { (count as f64 / per_s * 1e9) as Nanos } else { 0 };
+            time += rate(t.local_atomics, m.atomics_local_per_s) + rate(t.peer_atomics, m.atomics_peer_per_s);
+            time += (t.local_loads as f64 * m.chase_local_ns + t.peer_loads as f64 * m.chase_peer_ns) as Nanos;
+            Cost::on(time, vec![*device])
+        }
+        Work::Copy { device, bytes, path } => {
+            let gbps = match path {
+                Path::Host => m.host_copy_gbps,
+                Path::Local => m.local_gbps / 2.0, // read and write on one device
+                Path::Peer => m.peer_copy_gbps,
+            };
+            Cost::on(ns(m.copy_us) + Latencies::transfer(*bytes, gbps), vec![*device])
+        }
+        Work::Memset { device, bytes } => {
+            Cost::on(ns(m.memset_us) + Latencies::transfer(*bytes, m.local_gbps), vec![*device])
+        }
+    }
+}
+
+/// Nanoseconds from microseconds, for the driver's cost table.
+pub(crate) fn us(micros: f64) -> Nanos {
+    ns(micros)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn model() -> Latencies {
+        Latencies { context_serial: Serial { device: true, process: true, machine: false }, ..Latencies::default() }
+    }
+
+    #[test]
+    fn the_committed_calibration_parses_and_unknown_fields_are_refused() {
+        let h200 = Latencies::h200();
+        assert!(h200.context_create_us > 0.0 && h200.map_on_alloc_us > 0.0);
+        assert!(Latencies::from_json(r#"{"context_create_us": 1.0, "typo_us": 2.0}"#).is_err());
+        let partial = Latencies::from_json(r#"{"context_create_us": 1.0}"#).unwrap();
+        assert_eq!((partial.context_create_us, partial.init_us), (1.0, Latencies::default().init_us));
+    }
+
+    #[test]
+    fn calls_on_one_device_serialise_and_devices_run_in_parallel() {
+        let mut machine = Machine::new(model(), 2);
+        let mut p = ProcessTime::new(0, 2);
+        let kernel = |d| Cost::on(1_000, vec![d]);
+        p.advance(&mut machine, &kernel(0));
+        assert_eq!(p.now(), 1_000);
+        // Threads (lanes) of the same process, each starting at 0.
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                p.set_now(0);
+                p.advance(&mut machine, &kernel(1));
+                assert_eq!(p.now(), 1_000, "device 1 was free: in parallel with device 0");
+            });
+        });
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                p.set_now(0);
+                p.advance(&mut machine, &kernel(0));
+                assert_eq!(p.now(), 2_000, "device 0 was busy until 1 us");
+                p.advance(&mut machine, &kernel(1));
+                assert_eq!(p.now(), 3_000, "device 1 was free, the lane was not");
+            });
+        });
+        assert_eq!(p.now(), 1_000, "the first lane kept its time");
+        assert_eq!(p.latest(), 3_000);
+        // A lane first seen starts where the latest call ended.
+        std::thread::scope(|s| {
+            s.spawn(|| assert_eq!(p.now(), 3_000));
+        });
+    }
+
+    #[test]
+    fn context_creation_serialises_per_process_and_per_device() {
+        let mut machine = Machine::new(model(), 2);
+        let ctx = |d| Cost::on(100, vec![]).locked(Lock::Context, vec![d]);
+        let mut parent = ProcessTime::new(0, 2);
+        parent.advance(&mut machine, &ctx(0));
+        // The same process, another thread, another device: libcuda's lock makes it wait.
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                parent.set_now(0);
+                parent.advance(&mut machine, &ctx(1));
+                assert_eq!(parent.now(), 200);
+            });
+        });
+        // A child process starting at 0 on device 1 needs device 1's lock only, not the
+        // parent's: free before the parent took it at 100.
+        let mut child = ProcessTime::new(0, 2);
+        child.advance(&mut machine, &ctx(1));
+        assert_eq!(child.now(), 100);
+        let mut other = ProcessTime::new(0, 2);
+        other.advance(&mut machine, &ctx(0));
+        assert_eq!(other.now(), 200, "device 0 was free from 100");
+    }
+
+    #[test]
+    fn work_ready_earlier_takes_an_earlier_gap_whatever_the_order_it_is_made_in() {
+        let mut machine = Machine::new(model(), 2);
+        let ctx = |d| Cost::on(100, vec![]).locked(Lock::Context, vec![d]);
+        // Child A creates contexts on 0 then 1; child B, simulated after A, on 1 then 0.
+        let mut a = ProcessTime::new(0, 2);
+        a.advance(&mut machine, &ctx(0));
+        a.advance(&mut machine, &ctx(1));
+        let mut b = ProcessTime::new(0, 2);
+        b.advance(&mut machine, &ctx(1));
+        assert_eq!(b.now(), 100, "device 1 was free until A needed it at 100");
+        b.advance(&mut machine, &ctx(0));
+        assert_eq!(b.now(), 200);
+        // A third one finds both devices' locks busy until 200.
+        let mut c = ProcessTime::new(0, 2);
+        c.advance(&mut machine, &ctx(0));
+        assert_eq!(c.now(), 300);
+    }
+
+    #[test]
+    fn busy_intervals_merge_and_leave_gaps() {
+        let mut busy = Busy::default();
+        busy.take(10, 10);
+        busy.take(30, 10);
+        assert_eq!(fit(0, 10, &[&busy]), 0);
+        assert_eq!(fit(0, 11, &[&busy]), 40);
+        assert_eq!(fit(15, 5, &[&busy]), 20);
+        busy.take(20, 10);
+        assert_eq!(busy.0, vec![(10, 40)]);
+        assert_eq!(fit(12, 0, &[&busy]), 40, "nothing starts inside a busy interval");
+    }
+
+    #[test]
+    fn the_first_ptx_load_per_compute_capability_pays_the_jit() {
+        let mut machine = Machine::new(model(), 2);
+        let mut p = ProcessTime::new(0, 2);
+        let load = Cost { ptx: Some((8, 0)), ..Cost::on(us(2_000.0), vec![]) };
+        p.advance(&mut machine, &load);
+        assert_eq!(p.now(), us(112_000.0));
+        p.advance(&mut machine, &load);
+        assert_eq!(p.now(), us(114_000.0));
+    }
+}
