@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# What the four- and eight-GPU issues ask of real machines, on the simulated ones this project's
+# CPUs can run (while nvidia-h200-x4 and -x8 are not lent): for each topology, `peerpool check`
+# (its matrix, the time it took and the wall time the H200-calibrated timing model projects),
+# then the per-pair suites, the property sequences on the real-driver path and IPC between two
+# processes, through the libcuda shim, each suite in rounds with its projected wall time.
+# Usage: ci/many-gpus.sh OUT_DIR [TOPOLOGY ...]
+#        (default: four_gpu_islands gb200_nvl72_tray eight_gpu_nvswitch sixteen_gpu_nvswitch)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${1:?usage: ci/many-gpus.sh OUT_DIR [TOPOLOGY ...]}
+shift
+topologies=("$@")
+if [ ${#topologies[@]} -eq 0 ]; then
+    topologies=(four_gpu_islands gb200_nvl72_tray eight_gpu_nvswitch sixteen_gpu_nvswitch)
+fi
+mkdir -p "$out"
+cargo build -q --release -p peerpool-cli || exit 1
+cargo build -q -p peerpool-shim -p peerpool-cli || exit 1
+failed=0
+{
+    echo "commit: $(git rev-parse HEAD)$(git diff --quiet HEAD || echo ' (with uncommitted changes)')"
+    echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    echo "host: $(uname -srm), $(nproc) CPUs, no GPU"
+} > "$out/summary.txt"
+for t in "${topologies[@]}"; do
+    echo "== $t" | tee -a "$out/summary.txt"
+    target/release/peerpool check --quiet --topology "$t" --out "$out/$t-check" > "$out/$t-check.txt" 2>&1
+    status=$?
+    {
+        echo "peerpool check exit: $status"
+        sed -n '/GPU0/,/^$/p' "$out/$t-check.txt"
+        grep -E "took|projected" "$out/$t-check.txt"
+    } | tee -a "$out/summary.txt"
+    [ "$status" = 0 ] || failed=1
+    target/debug/peerpool sim --topology "$t" -- \
+        cargo test -q -p peerpool-tests --test first_proof --test grant --test model_hw --test ipc \
+        > "$out/$t-suites.txt" 2>&1
+    status=$?
+    {
+        echo "suites through the shim exit: $status"
+        grep -E "^test result|projected on the simulated machine" "$out/$t-suites.txt"
+    } | tee -a "$out/summary.txt"
+    [ "$status" = 0 ] || failed=1
+    rm -rf "$out/$t-check"
+done
+exit "$failed"
