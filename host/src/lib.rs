@@ -15,8 +15,10 @@ pub mod bench;
 pub mod check;
 pub mod child;
 mod context;
+mod device_state;
 pub mod driver;
 mod error;
+mod evidence;
 pub mod facts;
 pub mod fault;
 mod grant;
@@ -32,11 +34,12 @@ mod stream;
 mod system;
 
 pub use context::CurrentContext;
+pub use driver::DevicePtr;
 pub use error::{CudaError, Error, Result, code_name, is_sticky};
 pub use grant::{
     Direction, Evidence, Grant, GrantError, Method, PROBE_BYTES, PeerUpdate, Rejection, Revoke, Stage, VisibleReport,
 };
-pub use memory::{Allocation, DevicePtr, DeviceSlice, Origin};
+pub use memory::{Allocation, DeviceSlice, Origin};
 pub use module::{BLOCK, CheckResult, KernelImage, Kernels, LoadPath, ptx_image};
 pub use pool::{ForeignPool, IntoForeignPool, OwnedPool, PoolOptions, PoolRef};
 pub use stream::DeviceStream;

@@ -5,9 +5,9 @@
 //! queued on a [`DeviceStream`] and not waited for.
 
 use crate::context::CurrentContext;
-use crate::driver::{
-    Cubin, DeviceAttribute, DevicePtr, Driver, Function, KernelArg, LaunchShape, Module, ModuleImage, Stream,
-};
+pub use crate::device_state::KernelImage;
+use crate::device_state::LoadedModule;
+use crate::driver::{Cubin, DeviceAttribute, Driver, Function, KernelArg, LaunchShape, Module, ModuleImage, Stream};
 use crate::error::{Error, Result};
 use crate::memory::DeviceSlice;
 use crate::stream::DeviceStream;
@@ -21,27 +21,6 @@ use std::sync::OnceLock;
 pub const BLOCK: u32 = 256;
 /// Blocks per multiprocessor when a buffer is large enough to fill the GPU.
 const BLOCKS_PER_SM: u32 = 8;
-
-/// The module as loaded into one device's primary context. Kept until the system drops.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct LoadedModule {
-    pub(crate) module: Module,
-    /// Every kernel's function, by [`Kernel::index`].
-    functions: [Function; Kernel::ALL.len()],
-    /// 16 bytes of `cuMemAlloc` memory for `pp_check`'s result, freed with the context.
-    scratch: DevicePtr,
-    max_grid: u32,
-    image: KernelImage,
-}
-
-/// Which image of the kernels a device runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum KernelImage {
-    /// The sm_90 cubin ([`peerpool_kernels::SM90_CUBIN`]): no JIT.
-    Sm90Cubin,
-    /// The PTX, compiled by the driver's JIT (or taken from its disk cache).
-    Ptx,
-}
 
 /// How a read kernel loads: the coherent global path or the non-coherent read-only one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -183,17 +162,6 @@ fn load(driver: &dyn Driver, device: i32) -> Result<LoadedModule> {
         // SAFETY: the module loaded above, unloaded once; no function of it is kept.
         let _ = unsafe { driver.module_unload(module) };
     })
-}
-
-impl LoadedModule {
-    pub(crate) fn release(&self, driver: &dyn Driver) {
-        // SAFETY: the scratch buffer and the module are this device's, released once (the
-        // system's drop takes them out of their slot), with the device's context current.
-        unsafe {
-            let _ = driver.mem_free(self.scratch);
-            let _ = driver.module_unload(self.module);
-        }
-    }
 }
 
 /// Why a slice cannot be given to a 16-byte vector kernel.

@@ -1,9 +1,8 @@
 //! Pools: [`OwnedPool`] (created, reset and destroyed by peerpool) and [`PoolRef`] (a borrowed
 //! handle to any pool, peerpool's or not: it never creates, replaces or destroys one).
 
-use crate::driver::{Access, AccessDesc, HandleTypes, PointerAttribute, Pool, PoolProps};
+use crate::driver::{Access, AccessDesc, DevicePtr, HandleTypes, PointerAttribute, Pool, PoolProps};
 use crate::error::{Error, Result};
-use crate::memory::DevicePtr;
 use crate::system::System;
 use std::marker::PhantomData;
 

@@ -22,10 +22,9 @@ mod outcome;
 mod peers;
 mod verify;
 
+pub use crate::evidence::{Evidence, PROBE_BYTES};
 pub use outcome::{Direction, Grant, GrantError, Method, Rejection, Revoke, Stage};
 pub use peers::{PeerUpdate, VisibleReport};
-pub(crate) use verify::ProbeSlot;
-pub use verify::{Evidence, PROBE_BYTES};
 
 use crate::driver::{Access, AccessDesc};
 use crate::pool::PoolRef;
