@@ -24,6 +24,11 @@ impl CudaError {
         Self { call, code, sticky: is_sticky(code) }
     }
 
+    /// This error: every error type of peerpool has `cuda()`, the driver error inside it.
+    pub fn cuda(&self) -> Option<&CudaError> {
+        Some(self)
+    }
+
     /// The `CUresult` name, e.g. `"CUDA_ERROR_ILLEGAL_ADDRESS"`.
     pub fn code_name(&self) -> String {
         code_name(self.code)
@@ -75,12 +80,6 @@ pub enum Error {
     /// An argument the API refuses before touching any state.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
-    /// Passing handles to another process failed (`crate::ipc`'s channels).
-    #[error(transparent)]
-    Ipc(#[from] crate::ipc::IpcError),
-    /// Memory cannot be shared as asked (`crate::ipc`'s provenance check).
-    #[error(transparent)]
-    Sharing(#[from] crate::ipc::SharingError),
 }
 
 impl Error {

@@ -148,13 +148,18 @@ pub enum GrantError {
 }
 
 impl GrantError {
+    /// The failed driver call inside, if there is one.
+    pub fn cuda(&self) -> Option<&CudaError> {
+        match self {
+            GrantError::Cuda { error, .. } => Some(error),
+            GrantError::Other(e) => e.cuda(),
+            _ => None,
+        }
+    }
+
     /// Whether the process's CUDA context is lost.
     pub fn is_sticky(&self) -> bool {
-        match self {
-            GrantError::Cuda { error, .. } => error.sticky,
-            GrantError::Other(e) => e.is_sticky(),
-            _ => false,
-        }
+        self.cuda().is_some_and(|e| e.sticky)
     }
 
     /// Whether this is an argument error, raised before anything was touched.
