@@ -2,9 +2,10 @@
 //! and atomically update the owner's pool memory; without it, the accessor's read faults
 //! (checked in a child process, because the fault kills the CUDA context for good).
 
+use peerpool::PoolOptions;
 use peerpool::driver::{Access, KernelArg, LaunchShape, ModuleImage, Stream};
+use peerpool::kernels::BLOCK;
 use peerpool::kernels::pattern::pattern;
-use peerpool::{BLOCK, PoolOptions};
 use peerpool_fixtures::{ChildError, Failed, Needs, Pair, System, machine_test, pair_test};
 use peerpool_tests::{WORDS, ensure, expect_illegal_address, granted_pool};
 

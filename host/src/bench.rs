@@ -6,7 +6,8 @@
 //! covers the work, else from the host clock around work on both GPUs. Medians of repeats.
 
 use crate::driver::{Driver, Event, ModuleImage};
-use crate::{Allocation, BLOCK, DeviceSlice, DeviceStream, LoadPath, PoolOptions, Result, System};
+use crate::module::BLOCK;
+use crate::{Allocation, DeviceSlice, DeviceStream, LoadPath, PoolOptions, Result, System};
 use serde::Serialize;
 use std::time::Instant;
 

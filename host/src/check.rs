@@ -7,9 +7,10 @@
 use crate::driver::LaunchShape;
 use crate::driver::timeline;
 use crate::facts::Facts;
+use crate::module::BLOCK;
 use crate::report::{Status, TrialRecord};
 use crate::rounds;
-use crate::{BLOCK, Grant, GrantError, PoolOptions, System};
+use crate::{Grant, GrantError, PoolOptions, System};
 use std::time::{Duration, Instant};
 
 /// Words in each check buffer: 4 MiB.

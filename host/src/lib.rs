@@ -21,7 +21,7 @@ mod error;
 mod evidence;
 pub mod facts;
 pub mod fault;
-mod grant;
+pub mod grant;
 pub mod ipc;
 pub mod links;
 mod memory;
@@ -36,15 +36,17 @@ mod system;
 pub use context::CurrentContext;
 pub use driver::DevicePtr;
 pub use error::{CudaError, Error, Result, code_name, is_sticky};
-pub use grant::{
-    Direction, Evidence, Grant, GrantError, Method, PROBE_BYTES, PeerUpdate, Rejection, Revoke, Stage, VisibleReport,
-};
+pub use grant::{Evidence, Grant, GrantError, PROBE_BYTES, PeerUpdate, Rejection, Revoke, VisibleReport};
 pub use memory::{Allocation, DeviceSlice, Origin};
-pub use module::{BLOCK, CheckResult, KernelImage, Kernels, LoadPath, ptx_image};
+pub use module::{CheckResult, KernelImage, Kernels, LoadPath, ptx_image};
 pub use pool::{ForeignPool, IntoForeignPool, OwnedPool, PoolOptions, PoolRef};
 pub use stream::DeviceStream;
 pub use system::System;
 
 pub use cudarc::driver::sys::CUresult;
-/// The kernels crate: the PTX, its entry names, and the shared byte pattern.
-pub use peerpool_kernels as kernels;
+/// peerpool's kernels: the kernels crate (the PTX, its entry names, the shared byte pattern) and
+/// the block size every launch uses.
+pub mod kernels {
+    pub use crate::module::BLOCK;
+    pub use peerpool_kernels::*;
+}

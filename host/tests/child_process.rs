@@ -91,8 +91,9 @@ fn output_is_kept_within_the_limit() {
 
 #[test]
 fn a_driver_error_inside_each_layers_error_is_reported_as_one() {
+    use peerpool::grant::Stage;
     use peerpool::ipc::ShareError;
-    use peerpool::{CUresult, CudaError, Error, GrantError, Stage};
+    use peerpool::{CUresult, CudaError, Error, GrantError};
     let cuda = CudaError::new("cuStreamSynchronize", CUresult::CUDA_ERROR_ILLEGAL_ADDRESS);
     let expected = ChildReport::CudaError {
         call: "cuStreamSynchronize".into(),

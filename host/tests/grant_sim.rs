@@ -5,7 +5,8 @@
 // one, which checks every handle, range and argument list itself.
 
 use peerpool::driver::{Access, AccessDesc, Driver, PoolProps};
-use peerpool::{Direction, Grant, GrantError, Method, PoolOptions, PoolRef, Revoke, Stage, System};
+use peerpool::grant::{Direction, Method, Stage};
+use peerpool::{Grant, GrantError, PoolOptions, PoolRef, Revoke, System};
 use peerpool_sim::{SimDriver, SimOptions, Topology, catalog_topology};
 use std::sync::Arc;
 

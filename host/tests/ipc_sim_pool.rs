@@ -8,7 +8,8 @@ mod ipc_support;
 use ipc_support::{BYTES, FABRIC, FD, Process, WORDS, channel, host_sees, leak_checked, words};
 use peerpool::driver::{Access, HandleTypes, PointerAttribute, ShareHandle, Stream};
 use peerpool::ipc::{ImportKind, ShareError, SharingPath};
-use peerpool::{BLOCK, CUresult, Grant, PoolOptions};
+use peerpool::kernels::BLOCK;
+use peerpool::{CUresult, Grant, PoolOptions};
 
 #[test]
 fn importer_kernels_on_owner_and_peer_read_write_and_add() {

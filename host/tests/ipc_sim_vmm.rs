@@ -9,7 +9,8 @@ use peerpool::driver::{
     Access, AccessDesc, AllocationProps, DevicePtr, Granularity, HandleTypes, MemHandle, PointerAttribute,
 };
 use peerpool::ipc::{ImportKind, SharingPath};
-use peerpool::{BLOCK, CUresult, Grant};
+use peerpool::kernels::BLOCK;
+use peerpool::{CUresult, Grant};
 
 const MIB2: usize = 2 << 20;
 const WORDS: u64 = (MIB2 / 4) as u64;

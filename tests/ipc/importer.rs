@@ -5,7 +5,8 @@
 
 use peerpool::driver::LaunchShape;
 use peerpool::ipc::{Channel, ShareError, inherited_channel};
-use peerpool::{BLOCK, CudaError, DeviceSlice, PoolOptions, System};
+use peerpool::kernels::BLOCK;
+use peerpool::{CudaError, DeviceSlice, PoolOptions, System};
 use std::process::ExitCode;
 use std::time::Duration;
 

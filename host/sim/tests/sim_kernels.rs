@@ -6,8 +6,9 @@
 mod sim_support;
 
 use peerpool::driver::{Access, AccessDesc, KernelArg, LaunchShape, ModuleImage, Stream};
+use peerpool::kernels::BLOCK;
 use peerpool::kernels::pattern::pattern;
-use peerpool::{BLOCK, PoolOptions, ptx_image};
+use peerpool::{PoolOptions, ptx_image};
 use peerpool_sim::Topology;
 use sim_support::{api_code, code, grant, is_dead_call, sim};
 use std::ffi::CString;

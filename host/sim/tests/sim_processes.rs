@@ -10,7 +10,8 @@ use peerpool::driver::{HandleTypes, LaunchShape};
 use peerpool::ipc::{
     Channel, ShareError, ShareHandle, ShareRequest, inherited_channel, spawn_with_channel, wait_or_kill,
 };
-use peerpool::{BLOCK, CUresult, PoolOptions, System};
+use peerpool::kernels::BLOCK;
+use peerpool::{CUresult, PoolOptions, System};
 use peerpool_sim::Topology;
 use sim_support::sim;
 use std::process::{Child, Command, Stdio};
