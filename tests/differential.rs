@@ -20,7 +20,7 @@
 //! other run (the libcuda shim in CI) compares its record with the committed one, call by call.
 
 use peerpool::driver::{
-    Access, AccessDesc, Context, DeviceAttribute, DevicePtr, Driver, HandleTypes, P2pAttribute, PeerCopy,
+    Access, AccessDesc, Context, DeviceAttribute, DevicePtr, Driver, HandleKinds, P2pAttribute, PeerCopy,
     PointerAttribute, Pool, PoolProps, Stream,
 };
 use peerpool::fault::FaultInjector;
@@ -406,7 +406,7 @@ impl Side {
                 Step::Facts => self.facts(),
                 Step::Create { owner, types } => {
                     let r =
-                        d.mem_pool_create(&PoolProps { device: owner, handle_types: HandleTypes(types), max_size: 0 });
+                        d.mem_pool_create(&PoolProps { device: owner, handle_types: HandleKinds(types), max_size: 0 });
                     self.pools.push(r.as_ref().ok().map(|&pool| PoolSlot {
                         pool,
                         owner,

@@ -16,10 +16,10 @@ fn kernels_read_and_write_after_grant(pair: &Pair) -> Result<(), Failed> {
     ensure(evidence.reverse_checked, || "both GPUs can access each other: the reverse must be checked".into())?;
     let memory = sys.alloc(pool.as_ref(), (WORDS * 4) as usize)?;
     sys.with_kernels(pair.accessor, |k| k.fill(memory.words(WORDS)?, 1))?;
-    let seen = sys.with_kernels(pair.owner, |k| k.check(memory.words(WORDS)?, 1))?;
+    let seen = sys.with_kernels(pair.owner, |k| k.compare_pattern(memory.words(WORDS)?, 1))?;
     ensure(seen.is_clean(), || format!("accessor write: {seen:?}"))?;
     sys.with_kernels(pair.owner, |k| k.fill(memory.words(WORDS)?, 2))?;
-    let seen = sys.with_kernels(pair.accessor, |k| k.check(memory.words(WORDS)?, 2))?;
+    let seen = sys.with_kernels(pair.accessor, |k| k.compare_pattern(memory.words(WORDS)?, 2))?;
     ensure(seen.is_clean(), || format!("accessor read: {seen:?}"))
 }
 
@@ -168,12 +168,12 @@ fn revoke_then_kernel_faults(pair: &Pair) -> Result<(), ChildError> {
     let memory = sys.alloc(pool.as_ref(), (WORDS * 4) as usize)?;
     sys.grant(pool.as_ref(), pair.owner, pair.accessor)?;
     sys.with_kernels(pair.owner, |k| k.fill(memory.words(WORDS)?, 5))?;
-    let seen = sys.with_kernels(pair.accessor, |k| k.check(memory.words(WORDS)?, 5))?;
+    let seen = sys.with_kernels(pair.accessor, |k| k.compare_pattern(memory.words(WORDS)?, 5))?;
     if !seen.is_clean() {
         return Err(format!("granted read wrong: {seen:?}").into());
     }
     sys.revoke(pool.as_ref(), pair.owner, pair.accessor)?;
-    sys.with_kernels(pair.accessor, |k| k.check(memory.words(WORDS)?, 5))?; // must fault
+    sys.with_kernels(pair.accessor, |k| k.compare_pattern(memory.words(WORDS)?, 5))?; // must fault
     Ok(())
 }
 

@@ -227,7 +227,7 @@ fn in_process_steps(
     let kernel = |writer: usize, reader: usize, seed: u32| -> Result<String, (Status, String)> {
         let memory = memory.as_ref().map_err(Clone::clone)?.as_slice();
         system.with_kernels(writer, |k| k.fill(memory, seed)).map_err(|e| fail(&e))?;
-        let seen = system.with_kernels(reader, |k| k.check(memory, seed)).map_err(|e| fail(&e))?;
+        let seen = system.with_kernels(reader, |k| k.compare_pattern(memory, seed)).map_err(|e| fail(&e))?;
         match seen.first_mismatch {
             None => Ok(format!("{} MiB written by gpu{writer}, checked by gpu{reader}", (WORDS * 4) >> 20)),
             Some(first) => Err(fail(&format!("{} wrong words, the first at word {first}", seen.mismatches))),
@@ -325,7 +325,7 @@ pub fn negative_probe(system: &System, owner: usize, accessor: usize) -> crate::
     }
     let memory = system.alloc(pool.as_ref(), 1 << 20)?;
     system.with_kernels(owner, |k| k.fill(memory.as_slice(), 1))?;
-    system.with_kernels(accessor, |k| k.check(memory.as_slice(), 1))?;
+    system.with_kernels(accessor, |k| k.compare_pattern(memory.as_slice(), 1))?;
     Ok(())
 }
 
@@ -384,7 +384,7 @@ mod tests {
             compute_capability: (9, 0),
             total_memory: 1 << 30,
             pools_supported: true,
-            pool_handle_types: crate::driver::HandleTypes::POSIX_FD,
+            pool_handle_types: crate::driver::HandleKinds::POSIX_FD,
             current_pool_is_default: true,
             default_pool_access: vec![],
             pci_address: (0, 0x18 + ordinal as u32, 0),

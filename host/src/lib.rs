@@ -38,7 +38,7 @@ pub use driver::DevicePtr;
 pub use error::{CudaError, Error, Result, code_name, is_sticky};
 pub use grant::{Evidence, Grant, GrantError, PROBE_BYTES, PeerUpdate, Rejection, Revoke, VisibleReport};
 pub use memory::{Allocation, DeviceSlice, Origin};
-pub use module::{CheckResult, KernelImage, Kernels, LoadPath, ptx_image};
+pub use module::{KernelImage, Kernels, LoadPath, PatternComparison, ptx_image};
 pub use pool::{ForeignPool, IntoForeignPool, OwnedPool, PoolOptions, PoolRef};
 pub use stream::DeviceStream;
 pub use system::System;

@@ -31,16 +31,16 @@ pub enum LoadPath {
     NonCoherent,
 }
 
-/// What [`Kernels::check`] found.
+/// What [`Kernels::compare_pattern`] found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct CheckResult {
+pub struct PatternComparison {
     /// Words that differ from the pattern.
     pub mismatches: u64,
     /// The first differing word's index.
     pub first_mismatch: Option<u64>,
 }
 
-impl CheckResult {
+impl PatternComparison {
     /// No word differs.
     pub fn is_clean(&self) -> bool {
         self.mismatches == 0
@@ -244,7 +244,7 @@ impl Kernels<'_> {
     }
 
     /// `pp_check`: compares every 32-bit word `i` of `memory` with `pattern(i, seed)`.
-    pub fn check(&self, memory: DeviceSlice<'_>, seed: u32) -> Result<CheckResult> {
+    pub fn compare_pattern(&self, memory: DeviceSlice<'_>, seed: u32) -> Result<PatternComparison> {
         let (scratch, words) = (self.loaded.scratch, memory.words());
         let _only_this_thread = self.scratch.lock().unwrap_or_else(|e| e.into_inner());
         // SAFETY: `scratch` is this device's 16-byte result buffer, live while the system is.
@@ -260,7 +260,7 @@ impl Kernels<'_> {
         unsafe { self.driver.memcpy_dtoh(&mut out, scratch) }?;
         let mismatches = u64::from_le_bytes(out[..8].try_into().expect("8 bytes"));
         let first = u64::from_le_bytes(out[8..].try_into().expect("8 bytes"));
-        Ok(CheckResult { mismatches, first_mismatch: (mismatches > 0).then_some(first) })
+        Ok(PatternComparison { mismatches, first_mismatch: (mismatches > 0).then_some(first) })
     }
 
     /// `pp_copy16`: all of `src` to `dst` (equal lengths, multiples of 16) in 16-byte vectors.

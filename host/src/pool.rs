@@ -1,7 +1,7 @@
 //! Pools: [`OwnedPool`] (created, reset and destroyed by peerpool) and [`PoolRef`] (a borrowed
 //! handle to any pool, peerpool's or not: it never creates, replaces or destroys one).
 
-use crate::driver::{Access, AccessDesc, DevicePtr, HandleTypes, PointerAttribute, Pool, PoolProps};
+use crate::driver::{Access, AccessDesc, DevicePtr, HandleKinds, PointerAttribute, Pool, PoolProps};
 use crate::error::{Error, Result};
 use crate::system::System;
 use std::marker::PhantomData;
@@ -100,8 +100,8 @@ impl<'a> PoolRef<'a> {
 /// Options for [`System::create_pool`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PoolOptions {
-    /// Handle types the pool may be exported with (`HandleTypes::POSIX_FD` for IPC).
-    pub handle_types: HandleTypes,
+    /// Handle types the pool may be exported with (`HandleKinds::POSIX_FD` for IPC).
+    pub handle_types: HandleKinds,
     /// Maximum size in bytes; 0 for the driver's default.
     pub max_size: usize,
 }

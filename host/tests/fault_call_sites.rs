@@ -24,7 +24,7 @@ fn scenario(system: &System) -> peerpool::Result<()> {
     unsafe { system.driver().mem_pool_set_access(pool.handle(), &grant) }?;
     let memory = system.alloc(pool.as_ref(), (WORDS * 4) as usize)?;
     system.with_kernels(1, |k| k.fill(memory.words(WORDS)?, 5))?;
-    let seen = system.with_kernels(0, |k| k.check(memory.words(WORDS)?, 5))?;
+    let seen = system.with_kernels(0, |k| k.compare_pattern(memory.words(WORDS)?, 5))?;
     if !seen.is_clean() {
         return Err(peerpool::Error::InvalidArgument(format!("unexpected mismatches: {seen:?}")));
     }

@@ -152,8 +152,8 @@ macro_rules! samples {
     ($($ty:ty => $value:expr;)*) => { $(impl Sample for $ty { fn sample() -> Self { $value } })* };
 }
 
-static POOL_PROPS: PoolProps = PoolProps { device: 0, handle_types: HandleTypes::NONE, max_size: 0 };
-static ALLOC_PROPS: AllocationProps = AllocationProps { device: 0, handle_types: HandleTypes::POSIX_FD };
+static POOL_PROPS: PoolProps = PoolProps { device: 0, handle_types: HandleKinds::NONE, max_size: 0 };
+static ALLOC_PROPS: AllocationProps = AllocationProps { device: 0, handle_types: HandleKinds::POSIX_FD };
 static FABRIC: FabricHandle = FabricHandle([0; 64]);
 static EXPORT_DATA: PoolPtrExportData = PoolPtrExportData([0; 64]);
 static IPC_HANDLE: IpcMemHandle = IpcMemHandle([0; 64]);
@@ -169,7 +169,7 @@ samples! {
     P2pAttribute => P2pAttribute::PerformanceRank;
     PointerAttribute => PointerAttribute::DeviceOrdinal;
     Granularity => Granularity::Minimum;
-    ShareHandle => ShareHandle::PosixFd;
+    HandleKind => HandleKind::PosixFd;
     Option<Context> => None;
     Context => Context(1);
     Pool => Pool(1);
@@ -191,7 +191,7 @@ samples! {
     &'static mut [u8] => &mut [];
     &'static std::ffi::CStr => c"pp_fill";
     ModuleImage<'static> => ModuleImage::Ptx(c"");
-    ShareableRef<'static> => ShareableRef::Fabric(&FABRIC);
+    ExportedHandleRef<'static> => ExportedHandleRef::Fabric(&FABRIC);
 }
 
 macro_rules! call_all {

@@ -2,7 +2,7 @@
 //! of the allocator's value is the pool's lifetime) and handed over through `IntoForeignPool`
 //! (peerpool then revokes and destroys it), on the simulator.
 
-use peerpool::driver::{Access, HandleTypes, Pool, PoolProps};
+use peerpool::driver::{Access, HandleKinds, Pool, PoolProps};
 use peerpool::{ForeignPool, IntoForeignPool, PoolRef, System};
 use peerpool_sim::{SimDriver, Topology};
 use std::sync::Arc;
@@ -16,7 +16,7 @@ struct TheirPool {
 
 impl TheirPool {
     fn new(driver: &Arc<SimDriver>, device: usize) -> TheirPool {
-        let props = PoolProps { device: device as i32, handle_types: HandleTypes::NONE, max_size: 0 };
+        let props = PoolProps { device: device as i32, handle_types: HandleKinds::NONE, max_size: 0 };
         let handle = driver.mem_pool_create(&props).expect("the simulator makes pools");
         TheirPool { driver: driver.clone(), handle, device }
     }
@@ -73,7 +73,7 @@ fn a_borrowed_pool_is_granted_and_read_back_and_stays_theirs() {
         assert_eq!(system.peers(pool).unwrap(), vec![1]);
         let memory = system.alloc(pool, 4096).unwrap();
         system.with_kernels(1, |k| k.fill(memory.as_slice(), 3)).unwrap();
-        assert!(system.with_kernels(0, |k| k.check(memory.as_slice(), 3)).unwrap().is_clean());
+        assert!(system.with_kernels(0, |k| k.compare_pattern(memory.as_slice(), 3)).unwrap().is_clean());
         system.revoke(pool, 0, 1).unwrap();
     }
     // The verifier's probe pools (kept for the system's life) are peerpool's own: out of the count.

@@ -241,9 +241,9 @@ fn a_revoked_accessor_faults_and_the_fault_is_sticky() {
     let memory = sys.alloc(pool.as_ref(), 4096).unwrap();
     sys.grant(pool.as_ref(), 0, 1).unwrap();
     sys.kernels(0).unwrap().fill(memory.words(1024).unwrap(), 3).unwrap();
-    assert!(sys.kernels(1).unwrap().check(memory.words(1024).unwrap(), 3).unwrap().is_clean());
+    assert!(sys.kernels(1).unwrap().compare_pattern(memory.words(1024).unwrap(), 3).unwrap().is_clean());
     sys.revoke(pool.as_ref(), 0, 1).unwrap();
-    let e = sys.kernels(1).and_then(|k| k.check(memory.words(1024)?, 3)).unwrap_err();
+    let e = sys.kernels(1).and_then(|k| k.compare_pattern(memory.words(1024)?, 3)).unwrap_err();
     assert!(e.is_sticky() && e.cuda().unwrap().code_name() == "CUDA_ERROR_ILLEGAL_ADDRESS", "{e}");
     assert!(sim.sticky_error().is_some());
     let later = sys.grant(pool.as_ref(), 0, 1).unwrap_err();

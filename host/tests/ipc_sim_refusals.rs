@@ -6,7 +6,7 @@
 mod ipc_support;
 
 use ipc_support::{BYTES, FD, Process, STAGED, bytes, channel, leak_checked};
-use peerpool::driver::{DevicePtr, Driver, HandleTypes};
+use peerpool::driver::{DevicePtr, Driver, HandleKinds};
 use peerpool::fault::{FaultInjector, FaultPlan, Rule};
 use peerpool::ipc::{Channel, Exported, FdKind, IpcError, Offer, OfferPath, PeerCheck, ShareError};
 use peerpool::{CUresult, Error, System};
@@ -225,7 +225,7 @@ fn every_import_call_failed_in_turn_leaves_nothing_behind() {
     leak_checked(|| {
         let exporter = Process::new();
         let (_pool, memory) = exporter.filled_pool(0, 1);
-        let virtual_memory = exporter.system.alloc_virtual(0, BYTES, HandleTypes::POSIX_FD).unwrap();
+        let virtual_memory = exporter.system.alloc_virtual(0, BYTES, HandleKinds::POSIX_FD).unwrap();
         let legacy = exporter.system.alloc_legacy(0, BYTES).unwrap();
         let default = exporter.system.alloc(exporter.system.default_pool(0).unwrap(), BYTES).unwrap();
         sweep_import(&exporter.system.export_allocation(&memory, FD).unwrap(), &[1]);
@@ -241,10 +241,10 @@ fn every_export_call_failed_in_turn_leaves_nothing_behind() {
         let sim = Arc::new(SimDriver::new(Topology::two_h200()));
         let injector = Arc::new(FaultInjector::new(sim.clone()));
         let exporter = System::with_driver(injector.clone()).unwrap();
-        let pool = exporter.create_pool(0, peerpool::PoolOptions { handle_types: HandleTypes::POSIX_FD, max_size: 0 });
+        let pool = exporter.create_pool(0, peerpool::PoolOptions { handle_types: HandleKinds::POSIX_FD, max_size: 0 });
         let pool = pool.unwrap();
         let memory = exporter.alloc(pool.as_ref(), BYTES).unwrap();
-        let virtual_memory = exporter.alloc_virtual(0, BYTES, HandleTypes::POSIX_FD).unwrap();
+        let virtual_memory = exporter.alloc_virtual(0, BYTES, HandleKinds::POSIX_FD).unwrap();
         let legacy = exporter.alloc_legacy(0, BYTES).unwrap();
         let default = exporter.alloc(exporter.default_pool(0).unwrap(), BYTES).unwrap();
         for (ptr, request) in

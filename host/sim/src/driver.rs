@@ -856,12 +856,12 @@ impl Driver for SimDriver {
     unsafe fn mem_pool_export_to_shareable_handle(
         &self,
         pool: Pool,
-        handle: ShareHandle,
-    ) -> DriverResult<ShareableHandle> {
+        handle: HandleKind,
+    ) -> DriverResult<ExportedHandle> {
         self.run("cuMemPoolExportToShareableHandle", |s| share::pool_export(s, pool.0, handle))
     }
 
-    unsafe fn mem_pool_import_from_shareable_handle(&self, handle: ShareableRef<'_>) -> DriverResult<Pool> {
+    unsafe fn mem_pool_import_from_shareable_handle(&self, handle: ExportedHandleRef<'_>) -> DriverResult<Pool> {
         self.run("cuMemPoolImportFromShareableHandle", |s| share::pool_import(s, handle).map(Pool))
     }
 
@@ -920,12 +920,12 @@ impl Driver for SimDriver {
     unsafe fn mem_export_to_shareable_handle(
         &self,
         handle: MemHandle,
-        kind: ShareHandle,
-    ) -> DriverResult<ShareableHandle> {
+        kind: HandleKind,
+    ) -> DriverResult<ExportedHandle> {
         self.run("cuMemExportToShareableHandle", |s| vmm::export(s, handle.0, kind))
     }
 
-    unsafe fn mem_import_from_shareable_handle(&self, handle: ShareableRef<'_>) -> DriverResult<MemHandle> {
+    unsafe fn mem_import_from_shareable_handle(&self, handle: ExportedHandleRef<'_>) -> DriverResult<MemHandle> {
         self.run("cuMemImportFromShareableHandle", |s| vmm::import(s, handle).map(MemHandle))
     }
 
@@ -1028,8 +1028,8 @@ fn attribute_of(d: &super::topology::DeviceSpec, attribute: DeviceAttribute) -> 
         PciBusId => d.pci_bus_id,
         MemoryPoolsSupported => d.pools_supported as i32,
         MempoolSupportedHandleTypes => d.pool_handle_types.0 as i32,
-        HandleTypePosixFdSupported => d.pool_handle_types.contains(HandleTypes::POSIX_FD) as i32,
-        HandleTypeFabricSupported => d.pool_handle_types.contains(HandleTypes::FABRIC) as i32,
+        HandleTypePosixFdSupported => d.pool_handle_types.contains(HandleKinds::POSIX_FD) as i32,
+        HandleTypeFabricSupported => d.pool_handle_types.contains(HandleKinds::FABRIC) as i32,
         MaxThreadsPerBlock | MaxBlockDimX | MaxBlockDimY => 1024,
         MaxBlockDimZ => 64,
         MaxGridDimX => i32::MAX,

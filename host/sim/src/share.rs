@@ -12,7 +12,7 @@ use super::shared_file::{Header, Kind, SharedFile};
 use super::state::{Fail, SimResult, State};
 use cudarc::driver::sys::CUresult::{self, *};
 use peerpool::driver::{
-    HandleTypes, IpcMemHandle, PointerAttribute, PoolPtrExportData, ShareHandle, ShareableHandle, ShareableRef,
+    ExportedHandle, ExportedHandleRef, HandleKind, HandleKinds, IpcMemHandle, PointerAttribute, PoolPtrExportData,
 };
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -22,7 +22,7 @@ use std::sync::Arc;
 pub(super) struct Physical {
     pub(super) device: usize,
     pub(super) size: u64,
-    pub(super) handle_types: HandleTypes,
+    pub(super) handle_types: HandleKinds,
     pub(super) backing: Backing,
     /// Handle references: the creating or importing call, and each retain.
     pub(super) refs: u32,
@@ -80,7 +80,7 @@ fn pool_file(s: &mut State, id: usize) -> SimResult<Arc<SharedFile>> {
 }
 
 /// `cuMemPoolExportToShareableHandle`: only pools created with `kind`, and not imported ones.
-pub(super) fn pool_export(s: &mut State, pool: u64, kind: ShareHandle) -> SimResult<ShareableHandle> {
+pub(super) fn pool_export(s: &mut State, pool: u64, kind: HandleKind) -> SimResult<ExportedHandle> {
     let id = s.pool(pool)?;
     if s.shares.imported_pools.contains_key(&id) || !s.pools[id].handle_types.contains(kind.bits()) {
         return invalid();
@@ -90,7 +90,7 @@ pub(super) fn pool_export(s: &mut State, pool: u64, kind: ShareHandle) -> SimRes
 }
 
 /// `cuMemPoolImportFromShareableHandle`: a new pool here, read-write for its owner only.
-pub(super) fn pool_import(s: &mut State, handle: ShareableRef<'_>) -> SimResult<u64> {
+pub(super) fn pool_import(s: &mut State, handle: ExportedHandleRef<'_>) -> SimResult<u64> {
     let Some(file) = handles::open(handle, Blob::FabricPool) else { return invalid() };
     let header = file.header();
     if header.kind != Kind::Pool || !header.handle_types.contains(handle.kind().bits()) {
@@ -107,7 +107,7 @@ pub(super) fn pointer_export(s: &mut State, ptr: u64) -> SimResult<PoolPtrExport
     let Some(block) = s.memory.at(ptr) else { return invalid() };
     let (Some(id), Origin::Allocated) = (block.pool, &block.origin) else { return invalid() };
     let (backing, device) = (block.backing().clone(), block.device as u32);
-    if s.pool(s.pools[id].handle).is_err() || s.pools[id].handle_types == HandleTypes::NONE {
+    if s.pool(s.pools[id].handle).is_err() || s.pools[id].handle_types == HandleKinds::NONE {
         return invalid();
     }
     let pool = pool_file(s, id)?.nonce();
@@ -140,7 +140,7 @@ pub(super) fn ipc_get(s: &mut State, ptr: u64) -> SimResult<IpcMemHandle> {
     if block.pool.is_some() || block.origin != Origin::Allocated {
         return invalid();
     }
-    let header = Header { kind: Kind::Legacy, device: block.device as u32, handle_types: HandleTypes::NONE, pool: 0 };
+    let header = Header { kind: Kind::Legacy, device: block.device as u32, handle_types: HandleKinds::NONE, pool: 0 };
     let at = block.backing().share(header)?;
     Ok(IpcMemHandle(handles::seal(Blob::Legacy, at)))
 }

@@ -10,7 +10,7 @@ use super::share::Shares;
 use super::timing::{ProcessTime, Work};
 use super::topology::Topology;
 use cudarc::driver::sys::CUresult;
-use peerpool::driver::{Access, HandleTypes, Stream};
+use peerpool::driver::{Access, HandleKinds, Stream};
 use std::collections::{HashMap, HashSet};
 
 /// A failed simulated call: its code, and the call to name when it is not the method's own
@@ -34,7 +34,7 @@ pub(super) type SimResult<T> = Result<T, Fail>;
 pub(super) struct PoolRec {
     pub(super) handle: u64,
     pub(super) device: usize,
-    pub(super) handle_types: HandleTypes,
+    pub(super) handle_types: HandleKinds,
     /// By device ordinal; the owner's entry is always read-write.
     pub(super) access: Vec<Access>,
     pub(super) max_size: u64,
@@ -129,7 +129,7 @@ impl State {
         let primary = (0..n).map(|_| s.mint()).collect();
         s.contexts = Contexts::new(primary);
         for device in 0..n {
-            let pool = s.new_pool(device, HandleTypes::NONE, 0);
+            let pool = s.new_pool(device, HandleKinds::NONE, 0);
             s.default_pools.push(pool);
             s.current_pools.push(pool);
         }
@@ -238,7 +238,7 @@ impl State {
 
     /// A new pool on `device`: read-write for the owner, none for every peer; or, when
     /// recycling, the last destroyed pool's handle and access table (nvbug 5698116).
-    pub(super) fn new_pool(&mut self, device: usize, handle_types: HandleTypes, max_size: u64) -> usize {
+    pub(super) fn new_pool(&mut self, device: usize, handle_types: HandleKinds, max_size: u64) -> usize {
         let (handle, mut access) = match self.recyclable.pop() {
             Some(old) if self.recycle => (self.pools[old].handle, self.pools[old].access.clone()),
             _ => (self.mint(), vec![Access::None; self.count()]),

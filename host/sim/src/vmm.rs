@@ -10,7 +10,7 @@ use super::share::{Physical, device_of, fail, invalid};
 use super::shared_file::{Header, Kind};
 use super::state::{Fail, SimResult, State};
 use cudarc::driver::sys::CUresult::*;
-use peerpool::driver::{Access, AccessDesc, AllocationProps, ShareHandle, ShareableHandle, ShareableRef};
+use peerpool::driver::{Access, AccessDesc, AllocationProps, ExportedHandle, ExportedHandleRef, HandleKind};
 
 /// `cuMemGetAllocationGranularity`: 2 MiB for a device that supports the handle types.
 pub(super) fn granularity(s: &State, props: &AllocationProps) -> SimResult<usize> {
@@ -153,7 +153,7 @@ pub(super) fn release(s: &mut State, handle: u64) -> SimResult<()> {
 }
 
 /// `cuMemExportToShareableHandle`: only with a handle type the allocation was created with.
-pub(super) fn export(s: &mut State, handle: u64, kind: ShareHandle) -> SimResult<ShareableHandle> {
+pub(super) fn export(s: &mut State, handle: u64, kind: HandleKind) -> SimResult<ExportedHandle> {
     let Some(physical) = s.shares.physical.get(&handle).filter(|p| p.refs > 0) else { return invalid() };
     if !physical.handle_types.contains(kind.bits()) {
         return invalid();
@@ -164,7 +164,7 @@ pub(super) fn export(s: &mut State, handle: u64, kind: ShareHandle) -> SimResult
 }
 
 /// `cuMemImportFromShareableHandle`: a new handle here to the exporter's live allocation.
-pub(super) fn import(s: &mut State, handle: ShareableRef<'_>) -> SimResult<u64> {
+pub(super) fn import(s: &mut State, handle: ExportedHandleRef<'_>) -> SimResult<u64> {
     let Some(file) = handles::open(handle, Blob::FabricAllocation) else { return invalid() };
     let header = file.header();
     if header.kind != Kind::Allocation || !header.handle_types.contains(handle.kind().bits()) {

@@ -26,7 +26,7 @@ fn kernels_run(system: &System, device: usize) {
     let memory = system.alloc(pool.as_ref(), 4096).unwrap();
     let kernels = system.kernels(device).unwrap();
     kernels.fill(memory.as_slice(), 7).unwrap();
-    assert!(kernels.check(memory.as_slice(), 7).unwrap().is_clean());
+    assert!(kernels.compare_pattern(memory.as_slice(), 7).unwrap().is_clean());
 }
 
 #[test]

@@ -66,20 +66,20 @@ pub struct AccessDesc {
     pub access: Access,
 }
 
-/// Bit set of `CUmemAllocationHandleType`.
+/// A set of [`HandleKind`]s: bits of `CUmemAllocationHandleType`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
-pub struct HandleTypes(pub u32);
+pub struct HandleKinds(pub u32);
 
-impl HandleTypes {
+impl HandleKinds {
     /// Not exportable.
-    pub const NONE: HandleTypes = HandleTypes(0);
+    pub const NONE: HandleKinds = HandleKinds(0);
     /// `CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR`.
-    pub const POSIX_FD: HandleTypes = HandleTypes(0x1);
+    pub const POSIX_FD: HandleKinds = HandleKinds(0x1);
     /// `CU_MEM_HANDLE_TYPE_FABRIC`.
-    pub const FABRIC: HandleTypes = HandleTypes(0x8);
+    pub const FABRIC: HandleKinds = HandleKinds(0x8);
 
     /// Whether every bit of `other` is set here.
-    pub fn contains(self, other: HandleTypes) -> bool {
+    pub fn contains(self, other: HandleKinds) -> bool {
         self.0 & other.0 == other.0
     }
 }
@@ -90,7 +90,7 @@ pub struct PoolProps {
     /// The owning device.
     pub device: i32,
     /// Handle types the pool can be exported with.
-    pub handle_types: HandleTypes,
+    pub handle_types: HandleKinds,
     /// Maximum pool size in bytes; 0 for the driver's default.
     pub max_size: usize,
 }
@@ -224,7 +224,7 @@ attributes! {
         HandleTypePosixFdSupported = CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED,
         /// `CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED`.
         MemoryPoolsSupported = CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED,
-        /// `CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES` (a [`HandleTypes`] bit set).
+        /// `CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES` (a [`HandleKinds`] bit set).
         MempoolSupportedHandleTypes = CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES,
         /// `CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED`.
         HandleTypeFabricSupported = CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED,
@@ -325,19 +325,19 @@ handle!(/// A `CUmemGenericAllocationHandle`: the physical memory behind virtual
 
 /// One `CUmemAllocationHandleType`: how an export handle reaches the importing process.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ShareHandle {
+pub enum HandleKind {
     /// `CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR`: a process on this node, fd over a Unix socket.
     PosixFd,
     /// `CU_MEM_HANDLE_TYPE_FABRIC`: 64 opaque bytes, usable across an NVLink fabric.
     Fabric,
 }
 
-impl ShareHandle {
+impl HandleKind {
     /// The handle type's bit.
-    pub fn bits(self) -> HandleTypes {
+    pub fn bits(self) -> HandleKinds {
         match self {
-            ShareHandle::PosixFd => HandleTypes::POSIX_FD,
-            ShareHandle::Fabric => HandleTypes::FABRIC,
+            HandleKind::PosixFd => HandleKinds::POSIX_FD,
+            HandleKind::Fabric => HandleKinds::FABRIC,
         }
     }
 }
@@ -357,46 +357,46 @@ pub struct FabricHandle(pub [u8; 64]);
 /// An export handle as the exporting driver call returns it. The fd is ours to close (and is
 /// close-on-exec, so a spawned child never inherits memory by accident).
 #[derive(Debug)]
-pub enum ShareableHandle {
+pub enum ExportedHandle {
     /// A POSIX file descriptor.
     Fd(std::os::fd::OwnedFd),
     /// A fabric handle.
     Fabric(FabricHandle),
 }
 
-impl ShareableHandle {
+impl ExportedHandle {
     /// Which handle type this is.
-    pub fn kind(&self) -> ShareHandle {
+    pub fn kind(&self) -> HandleKind {
         match self {
-            ShareableHandle::Fd(_) => ShareHandle::PosixFd,
-            ShareableHandle::Fabric(_) => ShareHandle::Fabric,
+            ExportedHandle::Fd(_) => HandleKind::PosixFd,
+            ExportedHandle::Fabric(_) => HandleKind::Fabric,
         }
     }
 
     /// Borrowed, for an import call.
-    pub fn as_ref(&self) -> ShareableRef<'_> {
+    pub fn as_ref(&self) -> ExportedHandleRef<'_> {
         match self {
-            ShareableHandle::Fd(fd) => ShareableRef::Fd(std::os::fd::AsFd::as_fd(fd)),
-            ShareableHandle::Fabric(handle) => ShareableRef::Fabric(handle),
+            ExportedHandle::Fd(fd) => ExportedHandleRef::Fd(std::os::fd::AsFd::as_fd(fd)),
+            ExportedHandle::Fabric(handle) => ExportedHandleRef::Fabric(handle),
         }
     }
 }
 
 /// An export handle as an importing driver call takes it: the caller keeps (and closes) the fd.
 #[derive(Clone, Copy, Debug)]
-pub enum ShareableRef<'a> {
+pub enum ExportedHandleRef<'a> {
     /// A POSIX file descriptor received from the exporter.
     Fd(std::os::fd::BorrowedFd<'a>),
     /// A fabric handle.
     Fabric(&'a FabricHandle),
 }
 
-impl ShareableRef<'_> {
+impl ExportedHandleRef<'_> {
     /// Which handle type this is.
-    pub fn kind(&self) -> ShareHandle {
+    pub fn kind(&self) -> HandleKind {
         match self {
-            ShareableRef::Fd(_) => ShareHandle::PosixFd,
-            ShareableRef::Fabric(_) => ShareHandle::Fabric,
+            ExportedHandleRef::Fd(_) => HandleKind::PosixFd,
+            ExportedHandleRef::Fabric(_) => HandleKind::Fabric,
         }
     }
 }
@@ -407,7 +407,7 @@ pub struct AllocationProps {
     /// The device whose memory it is.
     pub device: i32,
     /// Handle types the allocation can be exported with.
-    pub handle_types: HandleTypes,
+    pub handle_types: HandleKinds,
 }
 
 /// `CUmemAllocationGranularity_flags`.

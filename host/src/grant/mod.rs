@@ -47,7 +47,7 @@ impl System {
     /// context is restored on every path. A failed grant does not prove that the access is
     /// absent, nor that a host-staged fallback is safe: read [`System::pool_access`].
     pub fn grant(&self, pool: PoolRef<'_>, owner: usize, accessor: usize) -> Result<Grant, GrantError> {
-        self.check_pair(pool, owner, accessor)?;
+        self.validate_pair(pool, owner, accessor)?;
         if owner == accessor {
             return Ok(Grant::OwnerAccess);
         }
@@ -67,7 +67,7 @@ impl System {
     /// (`CUDA_ERROR_NOT_SUPPORTED`), reported as [`GrantError::ReadOnlyUnsupported`] with nothing
     /// changed. Where a driver allows it, the pair's read direction is verified first.
     pub fn grant_read_only(&self, pool: PoolRef<'_>, owner: usize, accessor: usize) -> Result<Grant, GrantError> {
-        self.check_pair(pool, owner, accessor)?;
+        self.validate_pair(pool, owner, accessor)?;
         if owner == accessor {
             return Ok(Grant::OwnerAccess);
         }
@@ -90,7 +90,7 @@ impl System {
     /// Revokes `accessor`'s access to `pool` (one `cuMemPoolSetAccess` to none). Live
     /// allocations stay valid for the owner; an accessor kernel touching them faults afterwards.
     pub fn revoke(&self, pool: PoolRef<'_>, owner: usize, accessor: usize) -> Result<Revoke, GrantError> {
-        self.check_pair(pool, owner, accessor)?;
+        self.validate_pair(pool, owner, accessor)?;
         if owner == accessor {
             return Err(GrantError::OwnerRevoke { owner });
         }
@@ -114,7 +114,7 @@ impl System {
     }
 
     /// Argument checks shared by every operation: both devices exist, the pool is the owner's.
-    fn check_pair(&self, pool: PoolRef<'_>, owner: usize, accessor: usize) -> Result<(), GrantError> {
+    fn validate_pair(&self, pool: PoolRef<'_>, owner: usize, accessor: usize) -> Result<(), GrantError> {
         for ordinal in [owner, accessor, pool.owner()] {
             if ordinal >= self.device_count() {
                 return Err(GrantError::InvalidDevice { ordinal, count: self.device_count() });

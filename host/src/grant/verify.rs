@@ -27,7 +27,7 @@
 
 use super::outcome::{Direction, GrantError, Method, Rejection, Stage};
 use crate::device_state::ProbeSlot;
-use crate::driver::{Access, AccessDesc, DevicePtr, HandleTypes, PoolProps, Stream};
+use crate::driver::{Access, AccessDesc, DevicePtr, HandleKinds, PoolProps, Stream};
 use crate::error::Error;
 use crate::evidence::Evidence;
 use crate::memory::DeviceSlice;
@@ -191,7 +191,7 @@ impl System {
         let pool = match slot.pool {
             Some(pool) => pool,
             None => self.within(device, || {
-                let props = PoolProps { device: ordinal, handle_types: HandleTypes::NONE, max_size: 0 };
+                let props = PoolProps { device: ordinal, handle_types: HandleKinds::NONE, max_size: 0 };
                 let pool = driver.mem_pool_create(&props)?;
                 slot.pool = Some(pool);
                 Ok::<_, Error>(pool)
@@ -332,7 +332,7 @@ impl Probe<'_> {
             if let Some((dst, src)) = step.copy {
                 copy(dst, src)?;
             }
-            let seen = self.system.with_kernels(step.check.0, |k| k.check(step.check.1, step.seed))?;
+            let seen = self.system.with_kernels(step.check.0, |k| k.compare_pattern(step.check.1, step.seed))?;
             if let Some(first) = seen.first_mismatch {
                 return Ok(Some(Rejection {
                     direction: step.direction,

@@ -573,7 +573,7 @@ impl Driver for CudaDriver {
         Ok(value)
     }
 
-    unsafe fn mem_pool_export_to_shareable_handle(&self, p: Pool, kind: ShareHandle) -> DriverResult<ShareableHandle> {
+    unsafe fn mem_pool_export_to_shareable_handle(&self, p: Pool, kind: HandleKind) -> DriverResult<ExportedHandle> {
         fabric_needs_imex(Call::cuMemPoolExportToShareableHandle, kind)?;
         let mut out = HandleOut::new();
         check(Call::cuMemPoolExportToShareableHandle, unsafe {
@@ -582,7 +582,7 @@ impl Driver for CudaDriver {
         out.take(Call::cuMemPoolExportToShareableHandle, kind)
     }
 
-    unsafe fn mem_pool_import_from_shareable_handle(&self, handle: ShareableRef<'_>) -> DriverResult<Pool> {
+    unsafe fn mem_pool_import_from_shareable_handle(&self, handle: ExportedHandleRef<'_>) -> DriverResult<Pool> {
         let mut fabric = sys::CUmemFabricHandle { data: [0; 64] };
         let os = os_handle(handle, &mut fabric);
         let mut p = std::ptr::null_mut();
@@ -673,8 +673,8 @@ impl Driver for CudaDriver {
     unsafe fn mem_export_to_shareable_handle(
         &self,
         handle: MemHandle,
-        kind: ShareHandle,
-    ) -> DriverResult<ShareableHandle> {
+        kind: HandleKind,
+    ) -> DriverResult<ExportedHandle> {
         fabric_needs_imex(Call::cuMemExportToShareableHandle, kind)?;
         let mut out = HandleOut::new();
         check(Call::cuMemExportToShareableHandle, unsafe {
@@ -683,7 +683,7 @@ impl Driver for CudaDriver {
         out.take(Call::cuMemExportToShareableHandle, kind)
     }
 
-    unsafe fn mem_import_from_shareable_handle(&self, handle: ShareableRef<'_>) -> DriverResult<MemHandle> {
+    unsafe fn mem_import_from_shareable_handle(&self, handle: ExportedHandleRef<'_>) -> DriverResult<MemHandle> {
         let mut fabric = sys::CUmemFabricHandle { data: [0; 64] };
         let os = os_handle(handle, &mut fabric);
         let mut out = 0;
