@@ -87,7 +87,7 @@ pub fn reused_target(
     system.release_probes().map_err(|e| e.to_string())?;
     for device in 0..system.device_count() {
         let pool = system.default_pool(device).map_err(|e| e.to_string())?;
-        system.set_peers(pool, device, &[]).map_err(|e| e.to_string())?;
+        system.set_peers(pool, &[]).map_err(|e| e.to_string())?;
     }
     Ok(peerpool_fixtures::model::Target {
         system: system.clone(),

@@ -426,7 +426,7 @@ fn plain_calls(system: &System, injector: &FaultInjector, model: &mut Latencies)
     for (o, a) in [(0, 1), (1, 0)] {
         system.forget_evidence();
         let pool = system.create_pool(o, PoolOptions::default())?;
-        system.grant(pool.as_ref(), o, a)?;
+        system.grant(pool.as_ref(), a)?;
         let m = system.alloc(pool.as_ref(), 4 << 20)?;
         system.with_kernels(a, |k| k.fill(m.as_slice(), 1))?;
         system.with_kernels(o, |k| k.compare_pattern(m.as_slice(), 1))?;

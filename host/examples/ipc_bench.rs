@@ -195,7 +195,7 @@ fn import_rounds(sys: &System, channel: &Channel, rounds: usize) -> Result<Value
             // SAFETY: the imported pool is live until destroyed below.
             let pool_ref = unsafe { PoolRef::from_raw(pool, 0) }?;
             let t = Instant::now();
-            sys.grant(pool_ref, 0, peer)?;
+            sys.grant(pool_ref, peer)?;
             grant.push(micros(t));
             let t = Instant::now();
             sys.with_kernels(peer, |k| k.compare_pattern(imported, 1))?;

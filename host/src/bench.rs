@@ -251,8 +251,8 @@ pub fn run(system: &System, options: &BenchOptions) -> Result<BenchReport> {
 fn pair(system: &System, owner: usize, accessor: usize, max: u64, options: &BenchOptions) -> Result<PairBench> {
     let remote_pool = system.create_pool(owner, PoolOptions::default())?;
     let local_pool = system.create_pool(accessor, PoolOptions::default())?;
-    system.grant(remote_pool.as_ref(), owner, accessor).map_err(|e| crate::Error::InvalidArgument(e.to_string()))?;
-    system.grant(local_pool.as_ref(), accessor, owner).map_err(|e| crate::Error::InvalidArgument(e.to_string()))?;
+    system.grant(remote_pool.as_ref(), accessor).map_err(|e| crate::Error::InvalidArgument(e.to_string()))?;
+    system.grant(local_pool.as_ref(), owner).map_err(|e| crate::Error::InvalidArgument(e.to_string()))?;
     let remote = system.alloc(remote_pool.as_ref(), max as usize)?;
     let local = system.alloc(local_pool.as_ref(), max as usize)?;
     let (on_accessor, on_owner) = (system.stream(accessor)?, system.stream(owner)?);
@@ -439,10 +439,10 @@ fn grant_curve(system: &System, options: &BenchOptions) -> Result<Vec<GrantPoint
         let (mut grant, mut revoke) = (Vec::new(), Vec::new());
         for _ in 0..options.repeats.min(5) {
             let start = Instant::now();
-            system.grant(pool.as_ref(), 0, 1).map_err(err)?;
+            system.grant(pool.as_ref(), 1).map_err(err)?;
             grant.push(start.elapsed().as_secs_f64() * 1e6);
             let start = Instant::now();
-            system.revoke(pool.as_ref(), 0, 1).map_err(err)?;
+            system.revoke(pool.as_ref(), 1).map_err(err)?;
             revoke.push(start.elapsed().as_secs_f64() * 1e6);
         }
         points.push(GrantPoint { live_gib: gib, grant_us: median(grant), revoke_us: median(revoke) });

@@ -207,7 +207,7 @@ fn in_process_steps(
             return steps;
         }
     };
-    let granted = match system.grant(pool.as_ref(), owner, accessor) {
+    let granted = match system.grant(pool.as_ref(), accessor) {
         Ok(g @ (Grant::Granted { .. } | Grant::AlreadyGranted)) => Ok(format!("{g:?}")),
         Ok(other) => Err(fail(&format!("unexpected {other:?}"))),
         Err(e @ GrantError::Unsupported { .. }) => Err((Status::Skipped, e.to_string())),

@@ -242,7 +242,7 @@ impl System {
     /// let memory = system.alloc(pool.as_ref(), 4096)?;
     /// let found = system.pool_of(memory.ptr())?.unwrap(); // error: call to unsafe function
     /// drop(pool); // destroys the pool while `found` still names it
-    /// let _ = system.grant(found, 0, 1);
+    /// let _ = system.grant(found, 1);
     /// # Ok(()) }
     /// ```
     /// (It compiles with `unsafe { system.pool_of(memory.ptr()) }` and the promise kept.)

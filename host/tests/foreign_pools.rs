@@ -69,12 +69,12 @@ fn a_borrowed_pool_is_granted_and_read_back_and_stays_theirs() {
     {
         let pool: PoolRef<'_> = PoolRef::borrow(&theirs).unwrap();
         assert_eq!(pool.owner(), 0);
-        system.grant(pool, 0, 1).unwrap();
+        system.grant(pool, 1).unwrap();
         assert_eq!(system.peers(pool).unwrap(), vec![1]);
         let memory = system.alloc(pool, 4096).unwrap();
         system.with_kernels(1, |k| k.fill(memory.as_slice(), 3)).unwrap();
         assert!(system.with_kernels(0, |k| k.compare_pattern(memory.as_slice(), 3)).unwrap().is_clean());
-        system.revoke(pool, 0, 1).unwrap();
+        system.revoke(pool, 1).unwrap();
     }
     // The verifier's probe pools (kept for the system's life) are peerpool's own: out of the count.
     system.release_probes().unwrap();
@@ -89,7 +89,7 @@ fn an_adopted_pool_is_revoked_and_destroyed_by_peerpool() {
     let pools_before = sim.stats().pools;
     let owned = system.adopt_pool(TheirPool::new(&sim, 1)).unwrap();
     assert_eq!((owned.owner(), sim.stats().pools), (1, pools_before + 1));
-    system.grant(owned.as_ref(), 1, 0).unwrap();
+    system.grant(owned.as_ref(), 0).unwrap();
     assert_eq!(system.pool_access(owned.as_ref(), 0).unwrap(), Access::ReadWrite);
     owned.destroy().unwrap();
     system.release_probes().unwrap();

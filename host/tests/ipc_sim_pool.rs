@@ -84,7 +84,7 @@ fn access_does_not_travel_and_an_ungranted_importer_faults_on_the_peer() {
         let (exporter, importer) = (Process::new(), Process::new());
         let (pool, memory) = exporter.filled_pool(0, 21);
         // The exporter's own grant stays in the exporter.
-        exporter.system.grant(pool.as_ref(), 0, 1).unwrap();
+        exporter.system.grant(pool.as_ref(), 1).unwrap();
         let (a, b) = channel();
         exporter.system.export_allocation(&memory, FD).unwrap().send(&a).unwrap();
         let mut imported = importer.system.import(&b, &[]).unwrap();
@@ -108,7 +108,7 @@ fn access_does_not_travel_and_an_ungranted_importer_faults_on_the_peer() {
         assert_eq!(imported.grant(0).unwrap(), Grant::OwnerAccess);
         assert!(importer.system.kernels(1).unwrap().compare_pattern(words(ptr, WORDS), 21).unwrap().is_clean());
         // The importer's grant does not reach the exporter's table either.
-        exporter.system.revoke(pool.as_ref(), 0, 1).unwrap();
+        exporter.system.revoke(pool.as_ref(), 1).unwrap();
         assert_eq!(importer.system.pool_access(there, 1).unwrap(), Access::ReadWrite);
     });
 }

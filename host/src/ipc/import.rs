@@ -113,7 +113,7 @@ impl Imported {
             Held::Pool { pool, .. } => {
                 // SAFETY: the imported pool is live while it is held, and only used here.
                 let pool = unsafe { PoolRef::from_raw(*pool, owner) }?;
-                Ok(self.system.grant(pool, owner, accessor)?)
+                Ok(self.system.grant(pool, accessor)?)
             }
             Held::Mapped(mapping) => Ok(mapping.grant(accessor)?),
             Held::Legacy { .. } if accessor == owner => Ok(Grant::OwnerAccess),
