@@ -108,7 +108,7 @@ fn launch_arguments_are_checked(pair: &Pair) -> Result<(), Failed> {
         refused
     };
     ensure(
-        refused.iter().all(|r| r.is_err_and(|e| e.code == peerpool::CUresult::CUDA_ERROR_INVALID_VALUE && !e.sticky)),
+        refused.iter().all(|r| r.is_err_and(|e| e.code == peerpool::CudaCode::CUDA_ERROR_INVALID_VALUE && !e.sticky)),
         || format!("mismatched launches were not all refused: {refused:?}"),
     )
 }

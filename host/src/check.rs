@@ -19,7 +19,7 @@ pub const WORDS: u64 = 1 << 20;
 /// How a negative probe is isolated from the process running the checks.
 pub trait Isolate: Send + Sync {
     /// Runs [`negative_probe`] for the pair somewhere its fault cannot hurt this process;
-    /// returns the `CUresult` name and stickiness it ended with, `None` if it did not fail.
+    /// returns the `CudaCode` name and stickiness it ended with, `None` if it did not fail.
     fn negative_probe(&self, owner: usize, accessor: usize) -> Result<Option<(String, bool)>, String>;
 }
 

@@ -173,7 +173,7 @@ pub enum ChildReport {
     CudaError {
         /// The call, e.g. `"cuStreamSynchronize"`.
         call: String,
-        /// The `CUresult` name.
+        /// The `CudaCode` name.
         code: String,
         /// Whether the error was sticky.
         sticky: bool,

@@ -34,8 +34,9 @@ mod stream;
 mod system;
 
 pub use context::CurrentContext;
+pub use driver::CudaCode;
 pub use driver::DevicePtr;
-pub use error::{CudaError, Error, Result, code_name, is_sticky};
+pub use error::{CudaError, Error, Result};
 pub use grant::{Evidence, Grant, GrantError, PROBE_BYTES, PeerUpdate, Rejection, Revoke, VisibleReport};
 pub use memory::{Allocation, DeviceSlice, Origin};
 pub use module::{KernelImage, Kernels, LoadPath, PatternComparison, ptx_image};
@@ -43,7 +44,6 @@ pub use pool::{ForeignPool, IntoForeignPool, OwnedPool, PoolOptions, PoolRef};
 pub use stream::DeviceStream;
 pub use system::System;
 
-pub use cudarc::driver::sys::CUresult;
 /// peerpool's kernels: the kernels crate (the PTX, its entry names, the shared byte pattern) and
 /// the block size every launch uses.
 pub mod kernels {

@@ -7,12 +7,12 @@
 use crate::context::CurrentContext;
 pub use crate::device_state::KernelImage;
 use crate::device_state::LoadedModule;
+use crate::driver::codes::CudaCode;
 use crate::driver::{Cubin, DeviceAttribute, Driver, Function, KernelArg, LaunchShape, Module, ModuleImage, Stream};
 use crate::error::{Error, Result};
 use crate::memory::DeviceSlice;
 use crate::stream::DeviceStream;
 use crate::system::System;
-use cudarc::driver::sys::CUresult;
 use peerpool_kernels::{Kernel, ParamKind};
 use std::ffi::{CStr, CString};
 use std::sync::OnceLock;
@@ -132,11 +132,11 @@ fn load_module(driver: &dyn Driver, device: i32) -> Result<(Module, KernelImage)
 }
 
 /// Codes with which `cuModuleLoadData` refuses an image it cannot use.
-const IMAGE_REFUSED: [CUresult; 4] = [
-    CUresult::CUDA_ERROR_INVALID_IMAGE,
-    CUresult::CUDA_ERROR_NO_BINARY_FOR_GPU,
-    CUresult::CUDA_ERROR_UNSUPPORTED_PTX_VERSION,
-    CUresult::CUDA_ERROR_INVALID_SOURCE,
+const IMAGE_REFUSED: [CudaCode; 4] = [
+    CudaCode::CUDA_ERROR_INVALID_IMAGE,
+    CudaCode::CUDA_ERROR_NO_BINARY_FOR_GPU,
+    CudaCode::CUDA_ERROR_UNSUPPORTED_PTX_VERSION,
+    CudaCode::CUDA_ERROR_INVALID_SOURCE,
 ];
 
 /// Loads the module and looks up every entry; on failure nothing stays loaded or allocated.

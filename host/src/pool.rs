@@ -1,7 +1,7 @@
 //! Pools: [`OwnedPool`] (created, reset and destroyed by peerpool) and [`PoolRef`] (a borrowed
 //! handle to any pool, peerpool's or not: it never creates, replaces or destroys one).
 
-use crate::driver::{Access, AccessDesc, DevicePtr, HandleKinds, PointerAttribute, Pool, PoolProps};
+use crate::driver::{Access, AccessDesc, CudaCode, DevicePtr, HandleKinds, PointerAttribute, Pool, PoolProps};
 use crate::error::{Error, Result};
 use crate::system::System;
 use std::marker::PhantomData;
@@ -251,7 +251,7 @@ impl System {
         let handle = match driver.pointer_get_attribute(ptr, PointerAttribute::MempoolHandle) {
             Ok(0) => return Ok(None),
             Ok(handle) => Pool(handle),
-            Err(e) if e.code == cudarc::driver::sys::CUresult::CUDA_ERROR_INVALID_VALUE => return Ok(None),
+            Err(e) if e.code == CudaCode::CUDA_ERROR_INVALID_VALUE => return Ok(None),
             Err(e) => return Err(e.into()),
         };
         let owner = driver.pointer_get_attribute(ptr, PointerAttribute::DeviceOrdinal)? as usize;

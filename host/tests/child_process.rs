@@ -93,8 +93,8 @@ fn output_is_kept_within_the_limit() {
 fn a_driver_error_inside_each_layers_error_is_reported_as_one() {
     use peerpool::grant::Stage;
     use peerpool::ipc::ShareError;
-    use peerpool::{CUresult, CudaError, Error, GrantError};
-    let cuda = CudaError::new("cuStreamSynchronize", CUresult::CUDA_ERROR_ILLEGAL_ADDRESS);
+    use peerpool::{CudaCode, CudaError, Error, GrantError};
+    let cuda = CudaError::new("cuStreamSynchronize", CudaCode::CUDA_ERROR_ILLEGAL_ADDRESS);
     let expected = ChildReport::CudaError {
         call: "cuStreamSynchronize".into(),
         code: "CUDA_ERROR_ILLEGAL_ADDRESS".into(),

@@ -14,7 +14,7 @@
 
 use peerpool::driver::{Access, Context};
 use peerpool::fault::{FaultInjector, FaultPlan, Rule};
-use peerpool::{CUresult, Grant, GrantError, OwnedPool, PoolOptions, Revoke, System};
+use peerpool::{CudaCode, Grant, GrantError, OwnedPool, PoolOptions, Revoke, System};
 use peerpool_sim::{SimDriver, SimStats, Topology, catalog_topology};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -262,7 +262,7 @@ fn sweep(s: &Scenario) -> usize {
     for &(call, nth) in &sites {
         let setup = setup(s);
         let before = tables(&setup);
-        setup.injector.add_rule(Rule::nth(call, nth, CUresult::CUDA_ERROR_UNKNOWN).sticky(false));
+        setup.injector.add_rule(Rule::nth(call, nth, CudaCode::CUDA_ERROR_UNKNOWN).sticky(false));
         let Outcome { text: result, claims } = (s.op)(&setup.system, &setup.pools);
         let site = format!("{} at {call} #{nth}", s.name);
         assert_eq!(setup.injector.injected().len(), 1, "{site}: the fault fired once");

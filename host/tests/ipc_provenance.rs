@@ -1,7 +1,7 @@
 //! Every row of the provenance and sharing-path decision tables (`ipc::provenance`,
 //! `ipc::sharing`), with the attribute values measured on the H200s where there are some.
 
-use peerpool::CUresult;
+use peerpool::CudaCode;
 use peerpool::driver::{HandleKinds, PointerAttribute, Pool};
 use peerpool::ipc::{
     HandleKind, NoExport, PointerFacts, Provenance, ProvenanceError, ShareRequest, SharingError, SharingPath,
@@ -26,12 +26,12 @@ const FABRIC: ShareRequest = ShareRequest { handle: HandleKind::Fabric, allow_st
 
 #[test]
 fn invalid_value_is_not_device_memory() {
-    assert_eq!(classify(Err(CUresult::CUDA_ERROR_INVALID_VALUE)), Ok(Provenance::NotDeviceMemory));
+    assert_eq!(classify(Err(CudaCode::CUDA_ERROR_INVALID_VALUE)), Ok(Provenance::NotDeviceMemory));
 }
 
 #[test]
 fn other_driver_errors_are_passed_on() {
-    for code in [CUresult::CUDA_ERROR_NOT_INITIALIZED, CUresult::CUDA_ERROR_ILLEGAL_ADDRESS] {
+    for code in [CudaCode::CUDA_ERROR_NOT_INITIALIZED, CudaCode::CUDA_ERROR_ILLEGAL_ADDRESS] {
         assert_eq!(classify(Err(code)), Err(ProvenanceError::Driver { code }));
     }
 }
@@ -105,9 +105,9 @@ fn the_first_failed_attribute_stops_the_reading() {
     let mut asked = Vec::new();
     let host = |attribute| {
         asked.push(attribute);
-        Err(CUresult::CUDA_ERROR_INVALID_VALUE)
+        Err(CudaCode::CUDA_ERROR_INVALID_VALUE)
     };
-    assert_eq!(PointerFacts::read(host), Err(CUresult::CUDA_ERROR_INVALID_VALUE));
+    assert_eq!(PointerFacts::read(host), Err(CudaCode::CUDA_ERROR_INVALID_VALUE));
     assert_eq!(asked, [PointerAttribute::MempoolHandle]);
     assert_eq!(PointerFacts::ATTRIBUTES.len(), 4);
 }
@@ -226,8 +226,8 @@ fn sharing_path_chains_classification_and_choice() {
         sharing_path(Ok(facts(Some(POOL), false, HandleKinds::POSIX_FD)), FD),
         Ok(SharingPath::PoolExport { pool: POOL, handle: HandleKind::PosixFd })
     );
-    assert_eq!(sharing_path(Err(CUresult::CUDA_ERROR_INVALID_VALUE), FD), Err(SharingError::NotDeviceMemory));
-    let code = CUresult::CUDA_ERROR_NOT_INITIALIZED;
+    assert_eq!(sharing_path(Err(CudaCode::CUDA_ERROR_INVALID_VALUE), FD), Err(SharingError::NotDeviceMemory));
+    let code = CudaCode::CUDA_ERROR_NOT_INITIALIZED;
     assert_eq!(sharing_path(Err(code), FD), Err(SharingError::Provenance(ProvenanceError::Driver { code })));
     assert!(matches!(
         sharing_path(Ok(facts(Some(POOL), true, HandleKinds::NONE)), FD),

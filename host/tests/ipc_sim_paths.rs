@@ -8,7 +8,7 @@ mod ipc_support;
 use ipc_support::{BYTES, FABRIC, FD, Process, STAGED, WORDS, bytes, channel, host_sees, leak_checked, words};
 use peerpool::driver::{DevicePtr, HandleKind, HandleKinds};
 use peerpool::ipc::{ImportKind, NoExport, ShareError, ShareRequest, SharingError, SharingPath};
-use peerpool::{CUresult, Grant, PoolOptions};
+use peerpool::{CudaCode, Grant, PoolOptions};
 
 fn no_path(why: NoExport, handle: HandleKind) -> Result<SharingPath, ShareError> {
     Err(ShareError::NoPath(SharingError::NotExportable { handle, why }))
@@ -59,7 +59,7 @@ fn legacy_ipc_refuses_pool_memory_and_opens_cu_mem_alloc_memory() {
             let _current = exporter.system.enter(0).unwrap();
             for ptr in [pool_memory.ptr(), default.ptr()] {
                 let error = driver.ipc_get_mem_handle(ptr).unwrap_err();
-                assert_eq!((error.call, error.code), ("cuIpcGetMemHandle", CUresult::CUDA_ERROR_INVALID_VALUE));
+                assert_eq!((error.call, error.code), ("cuIpcGetMemHandle", CudaCode::CUDA_ERROR_INVALID_VALUE));
             }
             driver.ipc_get_mem_handle(legacy.ptr()).unwrap();
         }

@@ -9,7 +9,7 @@ use ipc_support::{BYTES, FABRIC, FD, Process, WORDS, channel, host_sees, leak_ch
 use peerpool::driver::{Access, HandleKind, HandleKinds, PointerAttribute, Stream};
 use peerpool::ipc::{ImportKind, ShareError, SharingPath};
 use peerpool::kernels::BLOCK;
-use peerpool::{CUresult, Grant, PoolOptions};
+use peerpool::{CudaCode, Grant, PoolOptions};
 
 #[test]
 fn importer_kernels_on_owner_and_peer_read_write_and_add() {
@@ -97,7 +97,7 @@ fn access_does_not_travel_and_an_ungranted_importer_faults_on_the_peer() {
         let probe = importer.fork();
         let error = probe.system.kernels(1).unwrap().compare_pattern(words(ptr, WORDS), 21).unwrap_err();
         assert!(error.is_sticky(), "{error}");
-        assert_eq!(probe.sim.sticky_error(), Some(CUresult::CUDA_ERROR_ILLEGAL_ADDRESS));
+        assert_eq!(probe.sim.sticky_error(), Some(CudaCode::CUDA_ERROR_ILLEGAL_ADDRESS));
         drop(probe);
         assert!(importer.system.kernels(0).unwrap().compare_pattern(words(ptr, WORDS), 21).unwrap().is_clean());
 
@@ -191,7 +191,7 @@ fn importer_host_copies_and_imported_pools_refuse_new_allocations() {
         let pool = unsafe { importer.system.pool_of(imported.ptr().unwrap()) }.unwrap().unwrap();
         let _current = importer.system.enter(0).unwrap();
         let refused = importer.sim.mem_alloc_from_pool_async(4096, pool.handle(), Stream::LEGACY);
-        assert_eq!(refused.unwrap_err().code, CUresult::CUDA_ERROR_INVALID_VALUE);
+        assert_eq!(refused.unwrap_err().code, CudaCode::CUDA_ERROR_INVALID_VALUE);
     });
 }
 
@@ -206,7 +206,7 @@ fn an_allocation_freed_before_the_import_cannot_be_imported() {
         memory.free().unwrap();
         let refused = importer.system.import(&b, &[]).unwrap_err();
         let error = refused.cuda().copied().unwrap_or_else(|| panic!("not a driver error: {refused:?}"));
-        assert_eq!((error.call, error.code), ("cuMemPoolImportPointer", CUresult::CUDA_ERROR_INVALID_VALUE));
+        assert_eq!((error.call, error.code), ("cuMemPoolImportPointer", CudaCode::CUDA_ERROR_INVALID_VALUE));
         let after = importer.stats();
         assert_eq!((after.pools, after.allocations), (before.pools, before.allocations), "nothing stays imported");
     });

@@ -9,7 +9,7 @@ use ipc_support::{BYTES, FD, Process, STAGED, bytes, channel, leak_checked};
 use peerpool::driver::{DevicePtr, Driver, HandleKinds};
 use peerpool::fault::{FaultInjector, FaultPlan, Rule};
 use peerpool::ipc::{Channel, Exported, FdKind, IpcError, Offer, OfferPath, PeerCheck, ShareError};
-use peerpool::{CUresult, Error, System};
+use peerpool::{CudaCode, Error, System};
 use peerpool_sim::{SimDriver, SimStats, Topology};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::Arc;
@@ -23,7 +23,7 @@ fn send_raw(channel: &Channel, offer: &Offer, fds: &[BorrowedFd<'_>]) {
     channel.send(&offer.encode(), fds).unwrap();
 }
 
-fn cuda_of(error: &ShareError) -> (&'static str, CUresult) {
+fn cuda_of(error: &ShareError) -> (&'static str, CudaCode) {
     let cuda = error.cuda().unwrap_or_else(|| panic!("not a driver error: {error:?}"));
     (cuda.call, cuda.code)
 }
@@ -40,11 +40,11 @@ fn garbage_export_data_is_refused_by_the_importing_driver() {
         let garbage = Offer { data: [0xA5; 64], ..*exported.offer() };
         send_raw(&a, &garbage, &[exported.fd().unwrap()]);
         let refused = importer.system.import(&b, &[1]).unwrap_err();
-        assert_eq!(cuda_of(&refused), ("cuMemPoolImportPointer", CUresult::CUDA_ERROR_INVALID_VALUE));
+        assert_eq!(cuda_of(&refused), ("cuMemPoolImportPointer", CudaCode::CUDA_ERROR_INVALID_VALUE));
         let legacy = exporter.system.export_allocation(&legacy, FD).unwrap();
         send_raw(&a, &Offer { data: [0x5A; 64], ..*legacy.offer() }, &[]);
         let refused = importer.system.import(&b, &[]).unwrap_err();
-        assert_eq!(cuda_of(&refused), ("cuIpcOpenMemHandle", CUresult::CUDA_ERROR_INVALID_VALUE));
+        assert_eq!(cuda_of(&refused), ("cuIpcOpenMemHandle", CudaCode::CUDA_ERROR_INVALID_VALUE));
         assert_eq!(footprint(importer.stats()), before);
         // The genuine offer still imports afterwards.
         exported.send(&a).unwrap();
@@ -82,7 +82,7 @@ fn fds_of_the_wrong_kind_are_refused_before_the_driver_sees_them() {
         let stranger = rustix::event::eventfd(7, rustix::event::EventfdFlags::CLOEXEC).unwrap();
         send_raw(&a, &offer, &[stranger.as_fd()]);
         let refused = importer.system.import(&b, &[]).unwrap_err();
-        assert_eq!(cuda_of(&refused), ("cuMemPoolImportFromShareableHandle", CUresult::CUDA_ERROR_INVALID_VALUE));
+        assert_eq!(cuda_of(&refused), ("cuMemPoolImportFromShareableHandle", CudaCode::CUDA_ERROR_INVALID_VALUE));
         assert_eq!(footprint(importer.stats()), before);
     });
 }
@@ -205,10 +205,10 @@ fn sweep_import(exported: &Exported, peers: &[usize]) {
     assert!(calls.len() >= 4, "an import makes several calls: {calls:?}");
     assert_eq!(footprint(sim.stats()), before, "a clean import and drop give everything back");
     for (call, nth) in sites(&calls) {
-        injector.arm(FaultPlan::new().with(Rule::nth(call, nth, CUresult::CUDA_ERROR_INVALID_VALUE)));
+        injector.arm(FaultPlan::new().with(Rule::nth(call, nth, CudaCode::CUDA_ERROR_INVALID_VALUE)));
         exported.send(&a).unwrap();
         match importer.import(&b, peers) {
-            Err(error) => assert_eq!(cuda_of(&error), (call, CUresult::CUDA_ERROR_INVALID_VALUE), "{call} #{nth}"),
+            Err(error) => assert_eq!(cuda_of(&error), (call, CudaCode::CUDA_ERROR_INVALID_VALUE), "{call} #{nth}"),
             // Unseen: restoring the caller's context (a guard's drop cannot report), and a
             // release that succeeded when tried again.
             Ok(imported) => {
@@ -256,7 +256,7 @@ fn every_export_call_failed_in_turn_leaves_nothing_behind() {
             let calls = injector.calls();
             drop(exported);
             for (call, nth) in sites(&calls) {
-                injector.arm(FaultPlan::new().with(Rule::nth(call, nth, CUresult::CUDA_ERROR_INVALID_VALUE)));
+                injector.arm(FaultPlan::new().with(Rule::nth(call, nth, CudaCode::CUDA_ERROR_INVALID_VALUE)));
                 match exporter.export(bytes(ptr, BYTES), request) {
                     Err(ShareError::NoPath(_)) => assert_eq!(call, "cuPointerGetAttribute"),
                     Err(error) => assert_eq!(cuda_of(&error).0, call, "{call} #{nth}"),

@@ -10,7 +10,7 @@ use peerpool::driver::{
 };
 use peerpool::ipc::{ImportKind, SharingPath};
 use peerpool::kernels::BLOCK;
-use peerpool::{CUresult, Grant};
+use peerpool::{CudaCode, Grant};
 
 const MIB2: usize = 2 << 20;
 const WORDS: u64 = (MIB2 / 4) as u64;
@@ -19,7 +19,7 @@ fn rw(device: i32) -> AccessDesc {
     AccessDesc { device, access: Access::ReadWrite }
 }
 
-fn code<T: std::fmt::Debug>(r: Result<T, peerpool::CudaError>) -> CUresult {
+fn code<T: std::fmt::Debug>(r: Result<T, peerpool::CudaError>) -> CudaCode {
     r.unwrap_err().code
 }
 
@@ -82,7 +82,7 @@ fn the_virtual_memory_calls_refuse_what_the_driver_refuses() {
     let d = p.sim.clone();
     let props = AllocationProps { device: 0, handle_types: HandleKinds::POSIX_FD };
     let _current = p.system.enter(0).unwrap();
-    let invalid = CUresult::CUDA_ERROR_INVALID_VALUE;
+    let invalid = CudaCode::CUDA_ERROR_INVALID_VALUE;
     assert_eq!(code(d.mem_create(4096, &props)), invalid, "not a granule multiple");
     let bad_device = AllocationProps { device: 7, ..props };
     assert_eq!(code(d.mem_create(MIB2, &bad_device)), invalid);
@@ -98,8 +98,8 @@ fn the_virtual_memory_calls_refuse_what_the_driver_refuses() {
     assert_eq!(code(d.mem_map(base, MIB2, 0, handle)), invalid, "already mapped there");
     assert_eq!(code(d.mem_set_access(base, 2 * MIB2, &[rw(0)])), invalid, "half of it is unmapped");
     let read = AccessDesc { device: 1, access: Access::Read };
-    assert_eq!(code(d.mem_set_access(base, MIB2, &[read])), CUresult::CUDA_ERROR_NOT_SUPPORTED);
-    assert_eq!(code(d.mem_set_access(base, MIB2, &[rw(9)])), CUresult::CUDA_ERROR_INVALID_DEVICE);
+    assert_eq!(code(d.mem_set_access(base, MIB2, &[read])), CudaCode::CUDA_ERROR_NOT_SUPPORTED);
+    assert_eq!(code(d.mem_set_access(base, MIB2, &[rw(9)])), CudaCode::CUDA_ERROR_INVALID_DEVICE);
     assert_eq!(code(d.mem_address_free(base, 4 * MIB2)), invalid, "still mapped");
     assert_eq!(d.mem_retain_allocation_handle(base.offset(4096)).unwrap(), handle, "any address inside");
     d.mem_release(handle).unwrap();

@@ -3,7 +3,7 @@
 use super::importer::{self, Layout, PAIR_ENV, ROLE_ENV, Role};
 use peerpool::driver::{HandleKind, HandleKinds, Stream};
 use peerpool::ipc::{Exported, Offer, ShareRequest, SharingPath, VirtualAllocation, spawn_with_channel, wait_or_kill};
-use peerpool::{Allocation, CUresult, DeviceSlice, OwnedPool, PoolOptions, System};
+use peerpool::{Allocation, CudaCode, DeviceSlice, OwnedPool, PoolOptions, System};
 use peerpool_fixtures::{Failed, Hardware, Needs, Pair, PairSuite};
 use peerpool_sim::{SimDriver, Topology};
 use peerpool_tests::ensure;
@@ -210,7 +210,7 @@ fn legacy(pair: &Pair) -> Result<(), Failed> {
         let _current = pair.system.enter(pair.owner)?;
         // SAFETY: the start of a live allocation.
         let refused = unsafe { pair.system.driver().ipc_get_mem_handle(pool.as_slice().ptr()) };
-        ensure(refused.as_ref().is_err_and(|e| e.code == CUresult::CUDA_ERROR_INVALID_VALUE), || {
+        ensure(refused.as_ref().is_err_and(|e| e.code == CudaCode::CUDA_ERROR_INVALID_VALUE), || {
             format!("cuIpcGetMemHandle on pool memory: {refused:?}")
         })?;
     }

@@ -15,7 +15,7 @@
 //! freed, the process gone) names nothing, even when its fd number or pid is used again.
 
 use super::shared_file::{Locator, SharedFile};
-use cudarc::driver::sys::CUresult;
+use peerpool::CudaCode;
 use peerpool::driver::ExportedHandleRef;
 use rustix::event::EventfdFlags;
 use rustix::fd::{AsRawFd, BorrowedFd, OwnedFd};
@@ -86,13 +86,13 @@ fn counter(at: Locator) -> Option<u64> {
 }
 
 /// A POSIX-fd handle naming `at`: a close-on-exec eventfd counting [`counter`].
-pub(super) fn export_fd(at: Locator) -> Result<OwnedFd, CUresult> {
-    let value = counter(at).ok_or(CUresult::CUDA_ERROR_OPERATING_SYSTEM)?;
-    let failed = |_| CUresult::CUDA_ERROR_OPERATING_SYSTEM;
+pub(super) fn export_fd(at: Locator) -> Result<OwnedFd, CudaCode> {
+    let value = counter(at).ok_or(CudaCode::CUDA_ERROR_OPERATING_SYSTEM)?;
+    let failed = |_| CudaCode::CUDA_ERROR_OPERATING_SYSTEM;
     let fd = rustix::event::eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK).map_err(failed)?;
     match rustix::io::write(&fd, &value.to_ne_bytes()).map_err(failed)? {
         8 => Ok(fd),
-        _ => Err(CUresult::CUDA_ERROR_OPERATING_SYSTEM),
+        _ => Err(CudaCode::CUDA_ERROR_OPERATING_SYSTEM),
     }
 }
 
@@ -127,7 +127,7 @@ pub(super) fn handle_for(
     at: Locator,
     kind: peerpool::driver::HandleKind,
     fabric: Blob,
-) -> Result<peerpool::driver::ExportedHandle, CUresult> {
+) -> Result<peerpool::driver::ExportedHandle, CudaCode> {
     use peerpool::driver::{ExportedHandle, FabricHandle, HandleKind};
     match kind {
         HandleKind::PosixFd => export_fd(at).map(ExportedHandle::Fd),

@@ -10,7 +10,7 @@ use super::handles::{self, Blob};
 use super::memory::{Backing, Origin};
 use super::shared_file::{Header, Kind, SharedFile};
 use super::state::{Fail, SimResult, State};
-use cudarc::driver::sys::CUresult::{self, *};
+use peerpool::CudaCode;
 use peerpool::driver::{
     ExportedHandle, ExportedHandleRef, HandleKind, HandleKinds, IpcMemHandle, PointerAttribute, PoolPtrExportData,
 };
@@ -45,10 +45,10 @@ pub(super) struct Shares {
 }
 
 pub(super) fn invalid<T>() -> SimResult<T> {
-    Err(CUDA_ERROR_INVALID_VALUE.into())
+    Err(CudaCode::CUDA_ERROR_INVALID_VALUE.into())
 }
 
-pub(super) fn fail<T>(code: CUresult) -> SimResult<T> {
+pub(super) fn fail<T>(code: CudaCode) -> SimResult<T> {
     Err(code.into())
 }
 
@@ -64,7 +64,7 @@ pub(super) fn fork_bytes(s: &mut State) {
 /// The device a received header names, if this simulator has it.
 pub(super) fn device_of(s: &State, header: &Header) -> SimResult<usize> {
     let device = header.device as usize;
-    if device < s.count() { Ok(device) } else { fail(CUDA_ERROR_INVALID_DEVICE) }
+    if device < s.count() { Ok(device) } else { fail(CudaCode::CUDA_ERROR_INVALID_DEVICE) }
 }
 
 /// The pool's file, made on first use.
@@ -74,7 +74,7 @@ fn pool_file(s: &mut State, id: usize) -> SimResult<Arc<SharedFile>> {
     }
     let pool = &s.pools[id];
     let header = Header { kind: Kind::Pool, device: pool.device as u32, handle_types: pool.handle_types, pool: 0 };
-    let file = Arc::new(SharedFile::create(header, &[]).map_err(|_| CUDA_ERROR_OPERATING_SYSTEM)?);
+    let file = Arc::new(SharedFile::create(header, &[]).map_err(|_| CudaCode::CUDA_ERROR_OPERATING_SYSTEM)?);
     s.shares.pool_files.insert(id, file.clone());
     Ok(file)
 }
@@ -129,7 +129,7 @@ pub(super) fn pointer_import(s: &mut State, pool: u64, data: &PoolPtrExportData)
     let len = file.len() as u64;
     s.memory
         .place(device, Backing::mapped(file), len, Some(id), Origin::Imported)
-        .map_err(|_| CUDA_ERROR_OUT_OF_MEMORY.into())
+        .map_err(|_| CudaCode::CUDA_ERROR_OUT_OF_MEMORY.into())
 }
 
 /// `cuIpcGetMemHandle`: the start of `cuMemAlloc` memory only. Pool and virtual memory are
@@ -156,7 +156,7 @@ pub(super) fn ipc_open(s: &mut State, handle: &IpcMemHandle) -> SimResult<u64> {
     let len = file.len() as u64;
     s.memory
         .place(device, Backing::mapped(file), len, None, Origin::IpcOpened)
-        .map_err(|_| CUDA_ERROR_OUT_OF_MEMORY.into())
+        .map_err(|_| CudaCode::CUDA_ERROR_OUT_OF_MEMORY.into())
 }
 
 /// `cuIpcCloseMemHandle`: the address `cuIpcOpenMemHandle` returned.

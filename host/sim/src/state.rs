@@ -9,19 +9,19 @@ use super::pools::PoolStats;
 use super::share::Shares;
 use super::timing::{ProcessTime, Work};
 use super::topology::Topology;
-use cudarc::driver::sys::CUresult;
+use peerpool::CudaCode;
 use peerpool::driver::{Access, HandleKinds, Stream};
 use std::collections::{HashMap, HashSet};
 
 /// A failed simulated call: its code, and the call to name when it is not the method's own
 /// (the real driver checks ordinals with `cuDeviceGet` first).
 pub(super) struct Fail {
-    pub(super) code: CUresult,
+    pub(super) code: CudaCode,
     pub(super) call: Option<&'static str>,
 }
 
-impl From<CUresult> for Fail {
-    fn from(code: CUresult) -> Fail {
+impl From<CudaCode> for Fail {
+    fn from(code: CudaCode) -> Fail {
         Fail { code, call: None }
     }
 }
@@ -71,7 +71,7 @@ pub(super) struct State {
     pub(super) topo: Topology,
     pub(super) recycle: bool,
     /// The sticky error that killed the simulated process, if one did.
-    pub(super) dead: Option<CUresult>,
+    pub(super) dead: Option<CudaCode>,
     next_handle: u64,
     pub(super) pools: Vec<PoolRec>,
     live_pools: HashMap<u64, usize>,
@@ -98,7 +98,7 @@ pub(super) struct State {
 
 /// `CUDA_ERROR_INVALID_DEVICE` from `cuDeviceGet`, as the real wrapper reports a bad ordinal.
 fn bad_ordinal() -> Fail {
-    Fail { code: CUresult::CUDA_ERROR_INVALID_DEVICE, call: Some("cuDeviceGet") }
+    Fail { code: CudaCode::CUDA_ERROR_INVALID_DEVICE, call: Some("cuDeviceGet") }
 }
 
 impl State {
@@ -227,7 +227,7 @@ impl State {
         if stream == Stream::LEGACY {
             return self.current_device();
         }
-        self.streams.get(&stream.0).map(|o| o.device).ok_or_else(|| CUresult::CUDA_ERROR_INVALID_HANDLE.into())
+        self.streams.get(&stream.0).map(|o| o.device).ok_or_else(|| CudaCode::CUDA_ERROR_INVALID_HANDLE.into())
     }
 
     pub(super) fn retained_contexts(&self) -> u32 {
@@ -273,7 +273,7 @@ impl State {
                  stale access for such a handle and then crashed in cuMemPoolSetAccess)"
             );
         }
-        self.live_pools.get(&handle).copied().ok_or_else(|| CUresult::CUDA_ERROR_INVALID_VALUE.into())
+        self.live_pools.get(&handle).copied().ok_or_else(|| CudaCode::CUDA_ERROR_INVALID_VALUE.into())
     }
 
     /// Destroys a created pool (a default pool cannot be). Its live allocations stay usable
@@ -281,7 +281,7 @@ impl State {
     pub(super) fn destroy_pool(&mut self, handle: u64) -> SimResult<()> {
         let id = self.pool(handle)?;
         if self.default_pools.contains(&id) {
-            return Err(CUresult::CUDA_ERROR_INVALID_VALUE.into());
+            return Err(CudaCode::CUDA_ERROR_INVALID_VALUE.into());
         }
         self.live_pools.remove(&handle);
         self.destroyed_pools.insert(handle);
@@ -319,7 +319,7 @@ impl State {
     pub(super) fn check_engine(&self, device: usize, addr: u64, len: u64) -> SimResult<usize> {
         match self.memory.span(addr, len) {
             Some((block, _)) if self.can_access(device, block) => Ok(block.device),
-            _ => Err(CUresult::CUDA_ERROR_INVALID_VALUE.into()),
+            _ => Err(CudaCode::CUDA_ERROR_INVALID_VALUE.into()),
         }
     }
 

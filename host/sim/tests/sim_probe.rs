@@ -197,7 +197,7 @@ fn replay((d, system): &(Arc<SimDriver>, System)) -> Result<(Lines, Pool), peerp
     Ok((out, pool))
 }
 
-/// The failure's `CUresult` name, `None` on success.
+/// The failure's `CudaCode` name, `None` on success.
 fn code<T>(r: Result<T, peerpool::CudaError>) -> Option<String> {
     r.err().map(|e| e.code_name())
 }

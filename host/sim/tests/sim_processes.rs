@@ -11,7 +11,7 @@ use peerpool::ipc::{
     Channel, HandleKind, ShareError, ShareRequest, inherited_channel, spawn_with_channel, wait_or_kill,
 };
 use peerpool::kernels::BLOCK;
-use peerpool::{CUresult, PoolOptions, System};
+use peerpool::{CudaCode, PoolOptions, System};
 use peerpool_sim::Topology;
 use sim_support::sim;
 use std::process::{Child, Command, Stdio};
@@ -112,7 +112,7 @@ fn handles_from_a_process_that_has_exited_name_nothing() {
     finish(child);
     let system = system();
     let refused = |r: Result<peerpool::ipc::Imported, ShareError>| r.unwrap_err().cuda().map(|e| (e.call, e.code));
-    let invalid = CUresult::CUDA_ERROR_INVALID_VALUE;
+    let invalid = CudaCode::CUDA_ERROR_INVALID_VALUE;
     assert_eq!(refused(system.import_message(pool, &[])), Some(("cuMemPoolImportFromShareableHandle", invalid)));
     assert_eq!(refused(system.import_message(legacy, &[])), Some(("cuIpcOpenMemHandle", invalid)));
 }

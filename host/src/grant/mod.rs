@@ -26,10 +26,10 @@ pub use crate::evidence::{Evidence, PROBE_BYTES};
 pub use outcome::{Direction, Grant, GrantError, Method, Rejection, Revoke, Stage};
 pub use peers::{PeerUpdate, VisibleReport};
 
+use crate::driver::codes::CudaCode;
 use crate::driver::{Access, AccessDesc};
 use crate::pool::PoolRef;
 use crate::system::System;
-use cudarc::driver::sys::CUresult;
 
 impl System {
     /// Grants `accessor` read-write access to `pool` (owned by `pool.owner()`, the owner below).
@@ -80,7 +80,7 @@ impl System {
         // SAFETY: a `PoolRef` is live for its lifetime.
         match unsafe { self.driver().mem_pool_set_access(pool.handle(), &read) } {
             Ok(()) => Ok(Grant::Granted { previous }),
-            Err(e) if e.code == CUresult::CUDA_ERROR_NOT_SUPPORTED => {
+            Err(e) if e.code == CudaCode::CUDA_ERROR_NOT_SUPPORTED => {
                 Err(GrantError::ReadOnlyUnsupported { owner, accessor })
             }
             Err(error) => Err(GrantError::Cuda { stage: Stage::Apply, error }),

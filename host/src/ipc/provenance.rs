@@ -19,7 +19,7 @@
 //! apart from unexportable virtual memory (pinned host memory, managed memory); the sharing
 //! path is the same for them: a staged copy.
 
-use crate::CUresult;
+use crate::driver::codes::CudaCode;
 use crate::driver::{HandleKinds, PointerAttribute, Pool};
 
 /// What the driver reports about one device pointer (`cuPointerGetAttribute`).
@@ -46,7 +46,7 @@ impl PointerFacts {
 
     /// The facts from `query`, which answers one attribute as `Driver::pointer_get_attribute`
     /// does (widened to `u64`); the first error stops the reading and is returned.
-    pub fn read(mut query: impl FnMut(PointerAttribute) -> Result<u64, CUresult>) -> Result<PointerFacts, CUresult> {
+    pub fn read(mut query: impl FnMut(PointerAttribute) -> Result<u64, CudaCode>) -> Result<PointerFacts, CudaCode> {
         let mempool = query(PointerAttribute::MempoolHandle)?;
         let legacy_ipc = query(PointerAttribute::IsLegacyCudaIpcCapable)?;
         let handle_types = query(PointerAttribute::AllowedHandleTypes)?;
@@ -104,7 +104,7 @@ pub enum ProvenanceError {
     #[error("cuPointerGetAttribute failed: {code:?}")]
     Driver {
         /// What the driver returned.
-        code: CUresult,
+        code: CudaCode,
     },
     /// Facts no known allocator produces; sharing by guesswork could hand out the wrong memory.
     #[error("inconsistent pointer attributes ({why}): {facts:?}")]
@@ -117,10 +117,10 @@ pub enum ProvenanceError {
 }
 
 /// The [`Provenance`] for the driver's answer about a pointer (see the table above).
-pub fn classify(answer: Result<PointerFacts, CUresult>) -> Result<Provenance, ProvenanceError> {
+pub fn classify(answer: Result<PointerFacts, CudaCode>) -> Result<Provenance, ProvenanceError> {
     let facts = match answer {
         Ok(facts) => facts,
-        Err(CUresult::CUDA_ERROR_INVALID_VALUE) => return Ok(Provenance::NotDeviceMemory),
+        Err(CudaCode::CUDA_ERROR_INVALID_VALUE) => return Ok(Provenance::NotDeviceMemory),
         Err(code) => return Err(ProvenanceError::Driver { code }),
     };
     let PointerFacts { mempool, legacy_ipc, handle_types, device } = facts;

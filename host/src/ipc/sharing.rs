@@ -129,7 +129,7 @@ pub fn choose_path(provenance: Provenance, request: ShareRequest) -> Result<Shar
 
 /// [`classify`](super::classify) then [`choose_path`]: from the driver's answer to a path.
 pub fn sharing_path(
-    answer: Result<super::PointerFacts, crate::CUresult>,
+    answer: Result<super::PointerFacts, crate::driver::codes::CudaCode>,
     request: ShareRequest,
 ) -> Result<SharingPath, SharingError> {
     choose_path(super::classify(answer)?, request)

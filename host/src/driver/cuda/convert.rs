@@ -9,7 +9,7 @@ use std::mem::MaybeUninit;
 pub(super) fn check(call: Call, code: sys::CUresult) -> DriverResult<()> {
     match code {
         sys::CUresult::CUDA_SUCCESS => Ok(()),
-        code => Err(CudaError::new(call.name(), code)),
+        code => Err(CudaError::new(call.name(), CudaCode::from_bindings(code))),
     }
 }
 
@@ -82,7 +82,7 @@ pub(super) fn allocation_prop(props: &AllocationProps) -> MaybeUninit<sys::CUmem
 pub(super) fn fabric_needs_imex(call: Call, kind: HandleKind) -> DriverResult<()> {
     match kind {
         HandleKind::Fabric if !std::path::Path::new(IMEX_CHANNELS).exists() => {
-            Err(CudaError::new(call.name(), sys::CUresult::CUDA_ERROR_NOT_PERMITTED))
+            Err(CudaError::new(call.name(), CudaCode::CUDA_ERROR_NOT_PERMITTED))
         }
         _ => Ok(()),
     }
@@ -110,7 +110,7 @@ impl HandleOut {
     pub(super) fn take(self, call: Call, kind: HandleKind) -> DriverResult<ExportedHandle> {
         match kind {
             HandleKind::Fabric => Ok(ExportedHandle::Fabric(FabricHandle(self.fabric.data))),
-            HandleKind::PosixFd if self.fd < 0 => Err(CudaError::new(call.name(), sys::CUresult::CUDA_ERROR_UNKNOWN)),
+            HandleKind::PosixFd if self.fd < 0 => Err(CudaError::new(call.name(), CudaCode::CUDA_ERROR_UNKNOWN)),
             HandleKind::PosixFd => {
                 // SAFETY: the driver returned a new descriptor that nothing else owns.
                 let fd = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(self.fd) };

@@ -87,7 +87,7 @@ impl CudaDriver {
         let no_device = match unsafe { sys::cuInit(0) } {
             sys::CUresult::CUDA_SUCCESS => false,
             sys::CUresult::CUDA_ERROR_NO_DEVICE => true,
-            code => return Err(CudaError::new(Call::cuInit.name(), code).into()),
+            code => return Err(CudaError::new(Call::cuInit.name(), CudaCode::from_bindings(code)).into()),
         };
         Ok(CudaDriver { no_device, elapsed_time, shim_simulates, shim_time: ShimTime::find(lib) })
     }
@@ -478,12 +478,12 @@ impl Driver for CudaDriver {
             // SAFETY: the caller promises `f` is a live function of this driver.
             let (_, size) = unsafe { self.func_get_param_info(f, index) }.map_err(|e| refused(e.code))?;
             if size != arg.size() {
-                return Err(refused(sys::CUresult::CUDA_ERROR_INVALID_VALUE));
+                return Err(refused(CudaCode::CUDA_ERROR_INVALID_VALUE));
             }
         }
         // SAFETY: as above.
         if unsafe { self.func_get_param_info(f, args.len()) }.is_ok() {
-            return Err(refused(sys::CUresult::CUDA_ERROR_INVALID_VALUE));
+            return Err(refused(CudaCode::CUDA_ERROR_INVALID_VALUE));
         }
         // The driver reads each parameter through a pointer to a value of the parameter's
         // own size, so 32- and 64-bit values live in separate, correctly sized slots.
