@@ -6,7 +6,7 @@
 //! covers the work, else from the host clock around work on both GPUs. Medians of repeats.
 
 use crate::driver::{Driver, Event, ModuleImage};
-use crate::module::BLOCK;
+use crate::kernels::BLOCK;
 use crate::{Allocation, DeviceSlice, DeviceStream, LoadPath, PoolOptions, Result, System};
 use serde::Serialize;
 use std::time::Instant;
@@ -460,7 +460,7 @@ fn ptx_load(system: &System, repeats: usize) -> Result<(f64, f64)> {
 
 /// Median `cuModuleLoadData` of the sm_90 cubin in gpu0's context, when gpu0 can run it.
 fn cubin_load(system: &System, repeats: usize) -> Result<Option<f64>> {
-    system.within(0, || match crate::module::cubin_for(system.driver().as_ref(), 0)? {
+    system.within(0, || match crate::kernels::cubin_for(system.driver().as_ref(), 0)? {
         Some(cubin) => Ok(Some(median(load_times(system, cubin, repeats.max(1))?))),
         None => Ok(None),
     })

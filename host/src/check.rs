@@ -7,7 +7,7 @@
 use crate::driver::LaunchShape;
 use crate::driver::timeline;
 use crate::facts::Facts;
-use crate::module::BLOCK;
+use crate::kernels::BLOCK;
 use crate::report::{Status, TrialRecord};
 use crate::rounds;
 use crate::{Grant, GrantError, PoolOptions, System};

@@ -1,6 +1,6 @@
 //! The state a [`System`](crate::System) keeps for each device, filled on first use and
 //! released when the system drops: the retained primary context, peerpool's loaded kernels
-//! (`module.rs` loads and launches them) and the verifier's probe (`grant/verify.rs` makes and
+//! (`kernels.rs` loads and launches them) and the verifier's probe (`grant/verify.rs` makes and
 //! uses it). Kept below `system.rs`, which holds one [`DeviceSlot`] per device, so that the
 //! system imports nothing from the layers that use it.
 

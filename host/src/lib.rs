@@ -23,9 +23,9 @@ pub mod facts;
 pub mod fault;
 pub mod grant;
 pub mod ipc;
+pub mod kernels;
 pub mod links;
 mod memory;
-mod module;
 pub mod owned_dir;
 mod pool;
 pub mod report;
@@ -38,15 +38,8 @@ pub use driver::CudaCode;
 pub use driver::DevicePtr;
 pub use error::{CudaError, Error, Result};
 pub use grant::{Evidence, Grant, GrantError, PROBE_BYTES, PeerUpdate, Rejection, Revoke, VisibleReport};
+pub use kernels::{KernelImage, Kernels, LoadPath, PatternComparison, ptx_image};
 pub use memory::{Allocation, DeviceSlice, Origin};
-pub use module::{KernelImage, Kernels, LoadPath, PatternComparison, ptx_image};
 pub use pool::{ForeignPool, IntoForeignPool, OwnedPool, PoolOptions, PoolRef};
 pub use stream::DeviceStream;
 pub use system::System;
-
-/// peerpool's kernels: the kernels crate (the PTX, its entry names, the shared byte pattern) and
-/// the block size every launch uses.
-pub mod kernels {
-    pub use crate::module::BLOCK;
-    pub use peerpool_kernels::*;
-}

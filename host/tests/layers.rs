@@ -1,7 +1,8 @@
 //! The layers of `host/src` as ARCHITECTURE.md lists them, checked against the imports: no
 //! module names one of a layer above its own (`use crate::...`, a `crate::` path anywhere in
 //! code, or a `super::` that leaves the module). The list is read from ARCHITECTURE.md, so the
-//! document and this check cannot disagree; every module must be in it exactly once.
+//! document and this check cannot disagree; every module must be in it exactly once. Also
+//! ARCHITECTURE.md's table of where `System`'s public methods live, against the code.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -323,4 +324,43 @@ fn every_kind_of_upward_import_is_found() {
     let mut planted = files.clone();
     planted.push((PathBuf::from("unlisted.rs"), String::new()));
     assert!(violations(&planted, &architecture).unwrap_err().contains("every module is listed"));
+}
+
+/// Header of ARCHITECTURE.md's table of where `System`'s public methods live.
+const SURFACE_HEADER: &str = "| concern | file | methods |";
+
+/// Every public method of an `impl System` block, by file (`host/src`-relative).
+fn system_methods(files: &[(PathBuf, String)]) -> BTreeMap<String, BTreeSet<String>> {
+    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (path, text) in files {
+        let mut inside = false;
+        for line in text.lines() {
+            if line == "impl System {" {
+                inside = true;
+            } else if line == "}" {
+                inside = false;
+            } else if inside
+                && let Some(rest) = line.strip_prefix("    pub fn ").or_else(|| line.strip_prefix("    pub unsafe fn "))
+            {
+                let name: String = rest.chars().take_while(|&c| c.is_ascii_alphanumeric() || c == '_').collect();
+                out.entry(path.display().to_string()).or_default().insert(name);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn every_public_system_method_is_in_the_file_architecture_names() {
+    let (files, architecture) = tree();
+    let mut listed: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let rows = architecture.lines().skip_while(|l| l.trim() != SURFACE_HEADER).skip(2);
+    for row in rows.take_while(|l| l.starts_with('|')) {
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        let file = cells[2].trim_matches('`').to_owned();
+        let methods = cells[3].split(", ").map(|m| m.trim_matches('`').to_owned());
+        listed.entry(file).or_default().extend(methods);
+    }
+    assert!(!listed.is_empty(), "ARCHITECTURE.md has no table headed {SURFACE_HEADER}");
+    assert_eq!(system_methods(&files), listed, "System's public methods (left) against ARCHITECTURE.md (right)");
 }

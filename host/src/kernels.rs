@@ -1,8 +1,9 @@
-//! peerpool's kernels on one device: [`Kernels`] loads them into the device's primary context
-//! on first use (`cuModuleLoadData`: the sm_90 cubin on compute capability 9.0, else the PTX,
-//! which the driver JIT-compiles) and launches them on [`DeviceSlice`]s, whose bounds are
-//! checked: the plain launchers run to completion on the null stream, the `*_on` ones are
-//! queued on a [`DeviceStream`] and not waited for.
+//! peerpool's kernels: the kernels crate re-exported (the PTX and cubin, the kernel table, the
+//! shared pattern), the block size of every launch ([`BLOCK`]), and [`Kernels`], which loads
+//! them into one device's primary context on first use (`cuModuleLoadData`: the sm_90 cubin on
+//! compute capability 9.0, else the PTX, which the driver JIT-compiles) and launches them on
+//! [`DeviceSlice`]s, whose bounds are checked: the plain launchers run to completion on the null
+//! stream, the `*_on` ones are queued on a [`DeviceStream`] and not waited for.
 
 use crate::context::CurrentContext;
 pub use crate::device_state::KernelImage;
@@ -13,7 +14,8 @@ use crate::error::{Error, Result};
 use crate::memory::DeviceSlice;
 use crate::stream::DeviceStream;
 use crate::system::System;
-use peerpool_kernels::{Kernel, ParamKind};
+/// The kernels crate: the PTX and cubin, the kernel table ([`Kernel`]), the shared pattern.
+pub use peerpool_kernels::*;
 use std::ffi::{CStr, CString};
 use std::sync::OnceLock;
 
@@ -91,9 +93,7 @@ impl System {
         let scratch = &self.inner.devices[device].scratch;
         Ok(Kernels { driver, device, loaded, scratch, _current: current })
     }
-}
 
-impl System {
     /// Runs `f` on `device`'s kernels; a failure to restore the caller's context afterwards is
     /// the result when `f` succeeded.
     pub fn with_kernels<T>(&self, device: usize, f: impl FnOnce(&Kernels<'_>) -> Result<T>) -> Result<T> {
