@@ -143,7 +143,32 @@ impl KernelArg {
 /// Declares a peerpool enum over one of the driver's attribute enums, listed once: the variant,
 /// the `cudarc` name it stands for, and the conversions both ways (`from_raw` takes the C
 /// value a client passes, which need not be a valid Rust enum value).
+/// A variant's width as written after it, else the enum's default.
+macro_rules! width_or {
+    ($default:literal) => {
+        $default
+    };
+    ($default:literal $width:literal) => {
+        $width
+    };
+}
+
 macro_rules! attributes {
+    // With value widths: each variant's width in bytes, written `(4)` after it, else the default.
+    ($(#[$doc:meta])* $name:ident => $sys:ident, $default:literal bytes wide {
+        $($(#[$vdoc:meta])* $variant:ident = $raw:ident $(($width:literal))?,)*
+    }) => {
+        attributes! { $(#[$doc])* $name => $sys { $($(#[$vdoc])* $variant = $raw,)* } }
+
+        impl $name {
+            /// Bytes of the value the driver writes for it.
+            pub fn width(self) -> usize {
+                match self {
+                    $($name::$variant => width_or!($default $($width)?),)*
+                }
+            }
+        }
+    };
     ($(#[$doc:meta])* $name:ident => $sys:ident { $($(#[$vdoc:meta])* $variant:ident = $raw:ident,)* }) => {
         $(#[$doc])*
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -246,25 +271,25 @@ attributes! {
 attributes! {
     /// The `CUpointer_attribute`s peerpool reads and the simulator answers (each at most 8
     /// bytes wide: [`PointerAttribute::width`]).
-    PointerAttribute => CUpointer_attribute {
+    PointerAttribute => CUpointer_attribute, 8 bytes wide {
         /// `CU_POINTER_ATTRIBUTE_CONTEXT` (null for pool and virtual memory).
         Context = CU_POINTER_ATTRIBUTE_CONTEXT,
         /// `CU_POINTER_ATTRIBUTE_MEMORY_TYPE` (2: device).
-        MemoryType = CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+        MemoryType = CU_POINTER_ATTRIBUTE_MEMORY_TYPE (4),
         /// `CU_POINTER_ATTRIBUTE_DEVICE_POINTER`.
         DevicePointer = CU_POINTER_ATTRIBUTE_DEVICE_POINTER,
         /// `CU_POINTER_ATTRIBUTE_IS_MANAGED`.
-        IsManaged = CU_POINTER_ATTRIBUTE_IS_MANAGED,
+        IsManaged = CU_POINTER_ATTRIBUTE_IS_MANAGED (4),
         /// `CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL`.
-        DeviceOrdinal = CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+        DeviceOrdinal = CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL (4),
         /// `CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE`.
-        IsLegacyCudaIpcCapable = CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE,
+        IsLegacyCudaIpcCapable = CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE (4),
         /// `CU_POINTER_ATTRIBUTE_RANGE_START_ADDR`.
         RangeStartAddr = CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
         /// `CU_POINTER_ATTRIBUTE_RANGE_SIZE`.
         RangeSize = CU_POINTER_ATTRIBUTE_RANGE_SIZE,
         /// `CU_POINTER_ATTRIBUTE_MAPPED`.
-        Mapped = CU_POINTER_ATTRIBUTE_MAPPED,
+        Mapped = CU_POINTER_ATTRIBUTE_MAPPED (4),
         /// `CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES`.
         AllowedHandleTypes = CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES,
         /// `CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE` (0 when the memory is not from a pool).
@@ -272,29 +297,15 @@ attributes! {
     }
 }
 
-impl PointerAttribute {
-    /// Bytes the driver writes for it.
-    pub fn width(self) -> usize {
-        match self {
-            PointerAttribute::MemoryType
-            | PointerAttribute::IsManaged
-            | PointerAttribute::DeviceOrdinal
-            | PointerAttribute::IsLegacyCudaIpcCapable
-            | PointerAttribute::Mapped => 4,
-            _ => 8,
-        }
-    }
-}
-
 attributes! {
     /// The `CUmemPool_attribute`s of CUDA 13.0.
-    PoolAttribute => CUmemPool_attribute {
+    PoolAttribute => CUmemPool_attribute, 8 bytes wide {
         /// `CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES` (an `int`).
-        ReuseFollowEventDependencies = CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES,
+        ReuseFollowEventDependencies = CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES (4),
         /// `CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC` (an `int`).
-        ReuseAllowOpportunistic = CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC,
+        ReuseAllowOpportunistic = CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC (4),
         /// `CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES` (an `int`).
-        ReuseAllowInternalDependencies = CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES,
+        ReuseAllowInternalDependencies = CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES (4),
         /// `CU_MEMPOOL_ATTR_RELEASE_THRESHOLD`: bytes the pool keeps at a synchronisation.
         ReleaseThreshold = CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
         /// `CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT`.
@@ -305,18 +316,6 @@ attributes! {
         UsedMemCurrent = CU_MEMPOOL_ATTR_USED_MEM_CURRENT,
         /// `CU_MEMPOOL_ATTR_USED_MEM_HIGH` (settable to 0 only: a reset).
         UsedMemHigh = CU_MEMPOOL_ATTR_USED_MEM_HIGH,
-    }
-}
-
-impl PoolAttribute {
-    /// Bytes of the value: the reuse flags are C `int`s, the sizes `cuuint64_t`s.
-    pub fn width(self) -> usize {
-        match self {
-            PoolAttribute::ReuseFollowEventDependencies
-            | PoolAttribute::ReuseAllowOpportunistic
-            | PoolAttribute::ReuseAllowInternalDependencies => 4,
-            _ => 8,
-        }
     }
 }
 
@@ -417,4 +416,21 @@ pub enum Granularity {
     Minimum,
     /// `CU_MEM_ALLOC_GRANULARITY_RECOMMENDED`.
     Recommended,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_int_valued_attributes_are_4_bytes_wide_and_the_rest_8() {
+        let ints: Vec<_> = PointerAttribute::ALL.iter().filter(|a| a.width() == 4).collect();
+        use PointerAttribute::*;
+        assert_eq!(ints, [&MemoryType, &IsManaged, &DeviceOrdinal, &IsLegacyCudaIpcCapable, &Mapped]);
+        assert!(PointerAttribute::ALL.iter().all(|a| matches!(a.width(), 4 | 8)));
+        let ints: Vec<_> = PoolAttribute::ALL.iter().filter(|a| a.width() == 4).collect();
+        use PoolAttribute::*;
+        assert_eq!(ints, [&ReuseFollowEventDependencies, &ReuseAllowOpportunistic, &ReuseAllowInternalDependencies]);
+        assert!(PoolAttribute::ALL.iter().all(|a| matches!(a.width(), 4 | 8)));
+    }
 }
