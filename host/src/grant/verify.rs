@@ -274,57 +274,23 @@ impl Probe<'_> {
                 }
             })
         };
+        let step = |n: u32, fill, copy, check, direction, method| Step {
+            seed: 0x5EED_0000 + n,
+            fill,
+            copy,
+            check,
+            direction,
+            method,
+        };
         let mut steps: Vec<Step> = vec![
-            Step {
-                seed: 0x5EED_0001,
-                fill: (owner, o),
-                copy: Some((a, o)),
-                check: (accessor, a),
-                direction: OwnerToAccessor,
-                method: CopyEngine,
-            },
-            Step {
-                seed: 0x5EED_0002,
-                fill: (accessor, a),
-                copy: Some((o, a)),
-                check: (owner, o),
-                direction: AccessorToOwner,
-                method: CopyEngine,
-            },
-            Step {
-                seed: 0x5EED_0003,
-                fill: (owner, o),
-                copy: None,
-                check: (accessor, o),
-                direction: OwnerToAccessor,
-                method: AccessorKernel,
-            },
-            Step {
-                seed: 0x5EED_0004,
-                fill: (accessor, o),
-                copy: None,
-                check: (owner, o),
-                direction: AccessorToOwner,
-                method: AccessorKernel,
-            },
+            step(1, (owner, o), Some((a, o)), (accessor, a), OwnerToAccessor, CopyEngine),
+            step(2, (accessor, a), Some((o, a)), (owner, o), AccessorToOwner, CopyEngine),
+            step(3, (owner, o), None, (accessor, o), OwnerToAccessor, AccessorKernel),
+            step(4, (accessor, o), None, (owner, o), AccessorToOwner, AccessorKernel),
         ];
         if self.reverse {
-            steps.push(Step {
-                seed: 0x5EED_0005,
-                fill: (accessor, a),
-                copy: None,
-                check: (owner, a),
-                direction: AccessorToOwner,
-                method: OwnerKernel,
-            });
-            steps.push(Step {
-                seed: 0x5EED_0006,
-                fill: (owner, a),
-                copy: None,
-                check: (accessor, a),
-                direction: OwnerToAccessor,
-                method: OwnerKernel,
-            });
+            steps.push(step(5, (accessor, a), None, (owner, a), AccessorToOwner, OwnerKernel));
+            steps.push(step(6, (owner, a), None, (accessor, a), OwnerToAccessor, OwnerKernel));
         }
         for mut step in steps {
             step.seed = step.seed.wrapping_add(self.salt);
