@@ -28,8 +28,11 @@ fn cuda_of(error: &ShareError) -> (&'static str, CudaCode) {
     (cuda.call, cuda.code)
 }
 
-#[test]
-fn garbage_export_data_is_refused_by_the_importing_driver() {
+/// Sends a pool allocation's offer (with its fd) and a legacy allocation's offer, each altered
+/// by `alter` (told which it is: `true` for legacy), to a new importer; `judge` gets each
+/// refusal the same way. Afterwards the importer holds nothing more than before, and the genuine
+/// pool offer still imports.
+fn altered_offers_are_refused(alter: impl Fn(Offer, bool) -> Offer, judge: impl Fn(ShareError, bool)) {
     leak_checked(|| {
         let (exporter, importer) = (Process::new(), Process::new());
         let (_pool, memory) = exporter.filled_pool(0, 1);
@@ -37,19 +40,26 @@ fn garbage_export_data_is_refused_by_the_importing_driver() {
         let before = footprint(importer.stats());
         let (a, b) = channel();
         let exported = exporter.system.export_allocation(&memory, FD).unwrap();
-        let garbage = Offer { data: [0xA5; 64], ..*exported.offer() };
-        send_raw(&a, &garbage, &[exported.fd().unwrap()]);
-        let refused = importer.system.import(&b, &[1]).unwrap_err();
-        assert_eq!(cuda_of(&refused), ("cuMemPoolImportPointer", CudaCode::CUDA_ERROR_INVALID_VALUE));
+        send_raw(&a, &alter(*exported.offer(), false), &[exported.fd().unwrap()]);
+        judge(importer.system.import(&b, &[1]).unwrap_err(), false);
         let legacy = exporter.system.export_allocation(&legacy, FD).unwrap();
-        send_raw(&a, &Offer { data: [0x5A; 64], ..*legacy.offer() }, &[]);
-        let refused = importer.system.import(&b, &[]).unwrap_err();
-        assert_eq!(cuda_of(&refused), ("cuIpcOpenMemHandle", CudaCode::CUDA_ERROR_INVALID_VALUE));
+        send_raw(&a, &alter(*legacy.offer(), true), &[]);
+        judge(importer.system.import(&b, &[]).unwrap_err(), true);
         assert_eq!(footprint(importer.stats()), before);
-        // The genuine offer still imports afterwards.
         exported.send(&a).unwrap();
-        importer.system.import(&b, &[1]).unwrap();
+        assert_eq!(importer.system.import(&b, &[1]).unwrap().len(), BYTES, "the genuine offer imports");
     });
+}
+
+#[test]
+fn garbage_export_data_is_refused_by_the_importing_driver() {
+    altered_offers_are_refused(
+        |offer, legacy| Offer { data: [if legacy { 0x5A } else { 0xA5 }; 64], ..offer },
+        |refused, legacy| {
+            let call = if legacy { "cuIpcOpenMemHandle" } else { "cuMemPoolImportPointer" };
+            assert_eq!(cuda_of(&refused), (call, CudaCode::CUDA_ERROR_INVALID_VALUE));
+        },
+    );
 }
 
 #[test]
@@ -154,26 +164,14 @@ fn malformed_offers_and_bad_arguments_touch_nothing() {
 /// refused after the import, by the imported pointer's own range, and nothing stays imported.
 #[test]
 fn a_forged_length_is_refused_by_the_imported_range() {
-    leak_checked(|| {
-        let (exporter, importer) = (Process::new(), Process::new());
-        let (_pool, memory) = exporter.filled_pool(0, 1);
-        let legacy = exporter.system.alloc_legacy(0, BYTES).unwrap();
-        let before = footprint(importer.stats());
-        let (a, b) = channel();
-        let forged = 1u64 << 20;
-        let exported = exporter.system.export_allocation(&memory, FD).unwrap();
-        send_raw(&a, &Offer { len: forged, span: forged, ..*exported.offer() }, &[exported.fd().unwrap()]);
-        let refused = importer.system.import(&b, &[1]).unwrap_err();
-        assert_eq!(refused, ShareError::BeyondAllocation { claimed: forged, available: BYTES as u64 });
-        assert!(refused.to_string().contains("claims 1048576 bytes"), "{refused}");
-        let legacy = exporter.system.export_allocation(&legacy, FD).unwrap();
-        send_raw(&a, &Offer { len: forged, span: forged, ..*legacy.offer() }, &[]);
-        let refused = importer.system.import(&b, &[]).unwrap_err();
-        assert_eq!(refused, ShareError::BeyondAllocation { claimed: forged, available: BYTES as u64 });
-        assert_eq!(footprint(importer.stats()), before);
-        exported.send(&a).unwrap();
-        assert_eq!(importer.system.import(&b, &[1]).unwrap().len(), BYTES, "the genuine offer imports");
-    });
+    let forged = 1u64 << 20;
+    altered_offers_are_refused(
+        |offer, _| Offer { len: forged, span: forged, ..offer },
+        |refused, _| {
+            assert_eq!(refused, ShareError::BeyondAllocation { claimed: forged, available: BYTES as u64 });
+            assert!(refused.to_string().contains("claims 1048576 bytes"), "{refused}");
+        },
+    );
 }
 
 /// `(call, n)` for every call in `calls`: the nth call of that name.
