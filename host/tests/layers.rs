@@ -35,21 +35,19 @@ fn root_names(lib: &str) -> BTreeMap<String, Option<String>> {
     let mut names = BTreeMap::new();
     for line_start in lib.match_indices("\npub use ").map(|(at, _)| at + "\npub use ".len()) {
         let statement = &lib[line_start..];
-        let statement: String = statement[..statement.find(';').unwrap_or(0)].split_whitespace().collect();
+        let statement = statement[..statement.find(';').unwrap_or(0)].split_whitespace().collect::<Vec<_>>().join(" ");
+        let statement = statement.replace(", ", ",").replace("{ ", "{").replace(" }", "}");
         let (module, rest) = statement.split_once("::").unwrap_or((statement.as_str(), ""));
         let ours = !rest.is_empty() && !["cudarc", "peerpool_kernels", "std"].contains(&module);
         let leaves: Vec<&str> = match rest.rsplit_once("::") {
             _ if rest.contains('{') => rest.trim_matches(['{', '}']).split(',').collect(),
             Some((_, leaf)) => vec![leaf],
+            None if rest.is_empty() => vec![module], // `pub use other_crate as name`
             None => vec![rest],
         };
-        // `pub use peerpool_kernels as kernels` reads `peerpool_kernelsaskernels` here: another
-        // crate's either way, and `crate::kernels` is looked up as such below.
         for leaf in leaves.into_iter().filter(|l| !l.is_empty()) {
-            names.insert(leaf.to_owned(), ours.then(|| module.to_owned()));
-        }
-        if rest.is_empty() {
-            names.insert(statement.rsplit("as").next().unwrap_or_default().to_owned(), None);
+            let name = leaf.rsplit(" as ").next().unwrap_or(leaf);
+            names.insert(name.to_owned(), ours.then(|| module.to_owned()));
         }
     }
     names
@@ -320,6 +318,13 @@ fn every_kind_of_upward_import_is_found() {
     ] {
         assert_eq!(plant(file, line), Vec::<String>::new(), "{file} + {line:?}");
     }
+    // The root's re-exports, renamed ones and other crates' included.
+    let root = root_names(
+        "//!\npub use grant::{\n    Grant, Stage as GrantStage,\n};\npub use driver::codes::CudaCode;\npub use other as alias;\n",
+    );
+    let expected =
+        [("Grant", Some("grant")), ("GrantStage", Some("grant")), ("CudaCode", Some("driver")), ("alias", None)];
+    assert_eq!(root, expected.into_iter().map(|(n, m)| (n.to_owned(), m.map(str::to_owned))).collect());
     // A module missing from the list is an error of its own.
     let mut planted = files.clone();
     planted.push((PathBuf::from("unlisted.rs"), String::new()));
