@@ -11,10 +11,8 @@
 # Usage: ci/gpu-downstream.sh [BUNDLE_DIR] [OUT_DIR]   (writes OUT_DIR/summary.txt last)
 set -uo pipefail
 cd "$(dirname "$0")/.."
-bundle=$(realpath "${1:-.gpu}")
-out=${2:-gpu-out/downstream}
-mkdir -p "$out"
-out=$(realpath "$out")
+default_out=gpu-out/downstream
+. ci/bundle-args.sh "$@"
 export PEERPOOL_REQUIRE_GPUS=${PEERPOOL_REQUIRE_GPUS:-2}
 "$bundle/peerpool" check --quiet --out "$out/check" > "$out/check.txt" 2>&1
 check=$?

@@ -8,10 +8,8 @@
 # Usage: ci/gpu-passthrough.sh [BUNDLE_DIR] [OUT_DIR]
 set -uo pipefail
 cd "$(dirname "$0")/.."
-bundle=$(realpath "${1:-.gpu}")
-out=${2:-gpu-out/passthrough}
-mkdir -p "$out"
-out=$(realpath "$out")
+default_out=gpu-out/passthrough
+. ci/bundle-args.sh "$@"
 pp="$bundle/peerpool"
 inc="${CUDA_HOME:-/usr/local/cuda}/include"
 real=(sim --real)

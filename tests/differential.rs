@@ -3,7 +3,7 @@
 //! Each scenario is a fixed list of driver operations on symbolic handles (pool #i, pointer
 //! #j), run on the real driver (`System::open()`) and on `SimDriver` with
 //! `Topology::two_h200()`. After every step the two results (Ok and its value, or the
-//! `CUresult` name) and every live pool's access table are compared; a scenario fails with
+//! `CudaCode` name) and every live pool's access table are compared; a scenario fails with
 //! each differing step and both answers. Needs two GPUs: elsewhere every trial is listed as
 //! ignored with the reason.
 //!
@@ -20,7 +20,7 @@
 //! other run (the libcuda shim in CI) compares its record with the committed one, call by call.
 
 use peerpool::driver::{
-    Access, AccessDesc, Context, DeviceAttribute, DevicePtr, Driver, HandleTypes, P2pAttribute, PeerCopy,
+    Access, AccessDesc, Context, DeviceAttribute, DevicePtr, Driver, HandleKinds, P2pAttribute, PeerCopy,
     PointerAttribute, Pool, PoolProps, Stream,
 };
 use peerpool::fault::FaultInjector;
@@ -341,7 +341,7 @@ struct Side {
     ptrs: Vec<Option<(DevicePtr, i32, bool)>>,
 }
 
-/// `"ok <value>"` or `"err <CUresult name>"`.
+/// `"ok <value>"` or `"err <CudaCode name>"`.
 fn show<T: std::fmt::Debug>(r: Result<T, CudaError>) -> String {
     match r {
         Ok(v) => format!("ok {v:?}"),
@@ -406,7 +406,7 @@ impl Side {
                 Step::Facts => self.facts(),
                 Step::Create { owner, types } => {
                     let r =
-                        d.mem_pool_create(&PoolProps { device: owner, handle_types: HandleTypes(types), max_size: 0 });
+                        d.mem_pool_create(&PoolProps { device: owner, handle_types: HandleKinds(types), max_size: 0 });
                     self.pools.push(r.as_ref().ok().map(|&pool| PoolSlot {
                         pool,
                         owner,

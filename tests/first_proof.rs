@@ -2,9 +2,10 @@
 //! and atomically update the owner's pool memory; without it, the accessor's read faults
 //! (checked in a child process, because the fault kills the CUDA context for good).
 
+use peerpool::PoolOptions;
 use peerpool::driver::{Access, KernelArg, LaunchShape, ModuleImage, Stream};
+use peerpool::kernels::BLOCK;
 use peerpool::kernels::pattern::pattern;
-use peerpool::{BLOCK, PoolOptions};
 use peerpool_fixtures::{ChildError, Failed, Needs, Pair, System, machine_test, pair_test};
 use peerpool_tests::{WORDS, ensure, expect_illegal_address, granted_pool};
 
@@ -13,7 +14,7 @@ fn accessor_writes(pair: &Pair) -> Result<(), Failed> {
     let pool = granted_pool(pair)?;
     let memory = pair.system.alloc(pool.as_ref(), (WORDS * 4) as usize)?;
     pair.system.with_kernels(pair.accessor, |k| k.fill(memory.words(WORDS)?, 11))?;
-    let seen = pair.system.with_kernels(pair.owner, |k| k.check(memory.words(WORDS)?, 11))?;
+    let seen = pair.system.with_kernels(pair.owner, |k| k.compare_pattern(memory.words(WORDS)?, 11))?;
     ensure(seen.is_clean(), || format!("the owner found the accessor's writes wrong: {seen:?}"))?;
     // The host computes the same pattern from the same source file.
     let words = memory.read_words(64)?;
@@ -26,13 +27,13 @@ fn accessor_reads(pair: &Pair) -> Result<(), Failed> {
     let memory = pair.system.alloc(pool.as_ref(), (WORDS * 4) as usize)?;
     pair.system.with_kernels(pair.owner, |k| k.fill(memory.words(WORDS)?, 22))?;
     let accessor = pair.system.kernels(pair.accessor)?;
-    let seen = accessor.check(memory.words(WORDS)?, 22)?;
+    let seen = accessor.compare_pattern(memory.words(WORDS)?, 22)?;
     ensure(seen.is_clean(), || format!("the accessor read wrong bytes: {seen:?}"))?;
     // The check is not vacuous: one planted bad word is found, at its index.
     drop(accessor);
     let bad_index = WORDS - 3;
     memory.write_at(bad_index as usize * 4, &(!pattern(bad_index, 22)).to_le_bytes())?;
-    let seen = pair.system.with_kernels(pair.accessor, |k| k.check(memory.words(WORDS)?, 22))?;
+    let seen = pair.system.with_kernels(pair.accessor, |k| k.compare_pattern(memory.words(WORDS)?, 22))?;
     ensure(seen.mismatches == 1 && seen.first_mismatch == Some(bad_index), || {
         format!("planted word not found: {seen:?}")
     })
@@ -47,12 +48,12 @@ fn vector_copy_both_ways(pair: &Pair) -> Result<(), Failed> {
     pair.system.with_kernels(pair.owner, |k| k.fill(remote.words(WORDS)?, 33))?;
     let accessor = pair.system.kernels(pair.accessor)?;
     accessor.copy16(local.words(WORDS)?, remote.words(WORDS)?)?; // read the owner's memory
-    let seen = accessor.check(local.words(WORDS)?, 33)?;
+    let seen = accessor.compare_pattern(local.words(WORDS)?, 33)?;
     ensure(seen.is_clean(), || format!("owner -> accessor copy wrong: {seen:?}"))?;
     accessor.fill(local.words(WORDS)?, 34)?;
     accessor.copy16(remote.words(WORDS)?, local.words(WORDS)?)?; // write the owner's memory
     drop(accessor);
-    let seen = pair.system.with_kernels(pair.owner, |k| k.check(remote.words(WORDS)?, 34))?;
+    let seen = pair.system.with_kernels(pair.owner, |k| k.compare_pattern(remote.words(WORDS)?, 34))?;
     ensure(seen.is_clean(), || format!("accessor -> owner copy wrong: {seen:?}"))
 }
 
@@ -107,7 +108,7 @@ fn launch_arguments_are_checked(pair: &Pair) -> Result<(), Failed> {
         refused
     };
     ensure(
-        refused.iter().all(|r| r.is_err_and(|e| e.code == peerpool::CUresult::CUDA_ERROR_INVALID_VALUE && !e.sticky)),
+        refused.iter().all(|r| r.is_err_and(|e| e.code == peerpool::CudaCode::CUDA_ERROR_INVALID_VALUE && !e.sticky)),
         || format!("mismatched launches were not all refused: {refused:?}"),
     )
 }
@@ -121,7 +122,7 @@ fn ungranted_read_faults(pair: &Pair) -> Result<(), ChildError> {
         return Err("a new pool already grants the accessor".into());
     }
     // Expected to end in a sticky CUDA_ERROR_ILLEGAL_ADDRESS.
-    pair.system.with_kernels(pair.accessor, |k| k.check(memory.words(WORDS)?, 44))?;
+    pair.system.with_kernels(pair.accessor, |k| k.compare_pattern(memory.words(WORDS)?, 44))?;
     Ok(())
 }
 

@@ -10,16 +10,16 @@ use peerpool_tests::{WORDS, ensure, expect_illegal_address};
 fn kernels_read_and_write_after_grant(pair: &Pair) -> Result<(), Failed> {
     let sys = &pair.system;
     let pool = sys.create_pool(pair.owner, PoolOptions::default())?;
-    let outcome = sys.grant(pool.as_ref(), pair.owner, pair.accessor)?;
+    let outcome = sys.grant(pool.as_ref(), pair.accessor)?;
     ensure(outcome == Grant::Granted { previous: Access::None }, || format!("first grant gave {outcome:?}"))?;
     let evidence = sys.evidence(pair.owner, pair.accessor).ok_or("no evidence cached after a grant")?;
     ensure(evidence.reverse_checked, || "both GPUs can access each other: the reverse must be checked".into())?;
     let memory = sys.alloc(pool.as_ref(), (WORDS * 4) as usize)?;
     sys.with_kernels(pair.accessor, |k| k.fill(memory.words(WORDS)?, 1))?;
-    let seen = sys.with_kernels(pair.owner, |k| k.check(memory.words(WORDS)?, 1))?;
+    let seen = sys.with_kernels(pair.owner, |k| k.compare_pattern(memory.words(WORDS)?, 1))?;
     ensure(seen.is_clean(), || format!("accessor write: {seen:?}"))?;
     sys.with_kernels(pair.owner, |k| k.fill(memory.words(WORDS)?, 2))?;
-    let seen = sys.with_kernels(pair.accessor, |k| k.check(memory.words(WORDS)?, 2))?;
+    let seen = sys.with_kernels(pair.accessor, |k| k.compare_pattern(memory.words(WORDS)?, 2))?;
     ensure(seen.is_clean(), || format!("accessor read: {seen:?}"))
 }
 
@@ -28,14 +28,14 @@ fn scope_is_one_pool(pair: &Pair) -> Result<(), Failed> {
     let sys = &pair.system;
     let target = sys.create_pool(pair.owner, PoolOptions::default())?;
     let second = sys.create_pool(pair.owner, PoolOptions::default())?;
-    sys.grant(target.as_ref(), pair.owner, pair.accessor)?;
+    sys.grant(target.as_ref(), pair.accessor)?;
     expect(sys, target.as_ref(), pair.accessor, Access::ReadWrite)?;
     expect(sys, second.as_ref(), pair.accessor, Access::None)?;
     expect(sys, sys.default_pool(pair.owner)?, pair.accessor, Access::None)?;
     expect(sys, sys.current_pool(pair.owner)?, pair.accessor, Access::None)?;
     // Independent both ways: grant the second, revoke the first.
-    sys.grant(second.as_ref(), pair.owner, pair.accessor)?;
-    sys.revoke(target.as_ref(), pair.owner, pair.accessor)?;
+    sys.grant(second.as_ref(), pair.accessor)?;
+    sys.revoke(target.as_ref(), pair.accessor)?;
     expect(sys, target.as_ref(), pair.accessor, Access::None)?;
     expect(sys, second.as_ref(), pair.accessor, Access::ReadWrite)
 }
@@ -46,12 +46,12 @@ fn repeat_self_and_revoke_outcomes(pair: &Pair) -> Result<(), Failed> {
     let pool = sys.create_pool(pair.owner, PoolOptions::default())?;
     let p = pool.as_ref();
     let (o, a) = (pair.owner, pair.accessor);
-    ensure(sys.grant(p, o, o)? == Grant::OwnerAccess, || "self access".into())?;
-    ensure(matches!(sys.grant(p, o, a)?, Grant::Granted { .. }), || "first grant".into())?;
-    ensure(sys.grant(p, o, a)? == Grant::AlreadyGranted, || "repeat".into())?;
-    ensure(matches!(sys.revoke(p, o, o), Err(GrantError::OwnerRevoke { .. })), || "owner revoke".into())?;
-    ensure(sys.revoke(p, o, a)? == Revoke::Revoked { previous: Access::ReadWrite }, || "revoke".into())?;
-    ensure(sys.revoke(p, o, a)? == Revoke::AlreadyNone, || "repeat revoke".into())?;
+    ensure(sys.grant(p, o)? == Grant::OwnerAccess, || "self access".into())?;
+    ensure(matches!(sys.grant(p, a)?, Grant::Granted { .. }), || "first grant".into())?;
+    ensure(sys.grant(p, a)? == Grant::AlreadyGranted, || "repeat".into())?;
+    ensure(matches!(sys.revoke(p, o), Err(GrantError::OwnerRevoke { .. })), || "owner revoke".into())?;
+    ensure(sys.revoke(p, a)? == Revoke::Revoked { previous: Access::ReadWrite }, || "revoke".into())?;
+    ensure(sys.revoke(p, a)? == Revoke::AlreadyNone, || "repeat revoke".into())?;
     expect(sys, p, o, Access::ReadWrite)
 }
 
@@ -60,11 +60,9 @@ fn invalid_arguments_change_nothing(pair: &Pair) -> Result<(), Failed> {
     let sys = &pair.system;
     let pool = sys.create_pool(pair.owner, PoolOptions::default())?;
     let p = pool.as_ref();
-    let e = sys.grant(p, pair.owner, 99).unwrap_err();
+    let e = sys.grant(p, 99).unwrap_err();
     ensure(matches!(e, GrantError::InvalidDevice { ordinal: 99, .. }), || format!("{e:?}"))?;
-    let e = sys.grant(p, pair.accessor, pair.owner).unwrap_err();
-    ensure(matches!(e, GrantError::PoolNotOnOwner { .. }), || format!("{e:?}"))?;
-    let e = sys.set_peers(p, pair.owner, &[pair.accessor, 99]).unwrap_err();
+    let e = sys.set_peers(p, &[pair.accessor, 99]).unwrap_err();
     ensure(matches!(e, GrantError::InvalidDevice { .. }), || format!("{e:?}"))?;
     expect(sys, p, pair.accessor, Access::None)
 }
@@ -73,7 +71,7 @@ fn invalid_arguments_change_nothing(pair: &Pair) -> Result<(), Failed> {
 fn read_only_is_refused(pair: &Pair) -> Result<(), Failed> {
     let sys = &pair.system;
     let pool = sys.create_pool(pair.owner, PoolOptions::default())?;
-    let e = sys.grant_read_only(pool.as_ref(), pair.owner, pair.accessor);
+    let e = sys.grant_read_only(pool.as_ref(), pair.accessor);
     ensure(matches!(e, Err(GrantError::ReadOnlyUnsupported { .. })), || format!("{e:?}"))?;
     expect(sys, pool.as_ref(), pair.accessor, Access::None)
 }
@@ -83,12 +81,12 @@ fn set_peers_is_a_set(pair: &Pair) -> Result<(), Failed> {
     let sys = &pair.system;
     let pool = sys.create_pool(pair.owner, PoolOptions::default())?;
     let p = pool.as_ref();
-    let up = sys.set_peers(p, pair.owner, &[pair.accessor, pair.owner, pair.accessor])?;
+    let up = sys.set_peers(p, &[pair.accessor, pair.owner, pair.accessor])?;
     ensure(up.granted == vec![pair.accessor] && up.owner_ignored && up.duplicates_ignored, || format!("{up:?}"))?;
     ensure(up.peers == vec![pair.accessor] && sys.peers(p)? == vec![pair.accessor], || format!("{up:?}"))?;
-    let up = sys.set_peers(p, pair.owner, &[pair.accessor])?;
+    let up = sys.set_peers(p, &[pair.accessor])?;
     ensure(up.granted.is_empty() && up.revoked.is_empty(), || format!("no-op update: {up:?}"))?;
-    let up = sys.set_peers(p, pair.owner, &[])?;
+    let up = sys.set_peers(p, &[])?;
     ensure(up.revoked == vec![pair.accessor] && up.peers.is_empty(), || format!("{up:?}"))?;
     expect(sys, p, pair.owner, Access::ReadWrite)
 }
@@ -97,7 +95,7 @@ fn set_peers_is_a_set(pair: &Pair) -> Result<(), Failed> {
 fn all_visible_reports_each_peer(pair: &Pair) -> Result<(), Failed> {
     let sys = &pair.system;
     let pool = sys.create_pool(pair.owner, PoolOptions::default())?;
-    let report = sys.grant_all_visible(pool.as_ref(), pair.owner)?;
+    let report = sys.grant_all_visible(pool.as_ref())?;
     ensure(report.granted().contains(&pair.accessor), || format!("{report:?}"))?;
     ensure(report.results.len() == sys.device_count() - 1, || "one result per peer".into())?;
     // Every peer with a path is granted; one without (another island) is refused as such.
@@ -128,9 +126,9 @@ fn caller_context_restored(pair: &Pair) -> Result<(), Failed> {
             }
         };
         let before: Option<Context> = sys.driver().ctx_get_current()?;
-        let _ = sys.grant(pool.as_ref(), pair.owner, pair.accessor)?;
-        let _ = sys.grant(pool.as_ref(), pair.owner, 99); // an error path
-        let _ = sys.revoke(pool.as_ref(), pair.owner, pair.accessor)?;
+        let _ = sys.grant(pool.as_ref(), pair.accessor)?;
+        let _ = sys.grant(pool.as_ref(), 99); // an error path
+        let _ = sys.revoke(pool.as_ref(), pair.accessor)?;
         sys.forget_evidence();
         let after = sys.driver().ctx_get_current()?;
         ensure(before == after, || format!("caller {caller:?}: current context {before:?} became {after:?}"))?;
@@ -157,7 +155,7 @@ fn pool_handles_from_pointers(pair: &Pair) -> Result<(), Failed> {
     let host = [0u8; 16];
     ensure(pool_of(peerpool::DevicePtr(host.as_ptr() as u64))?.is_none(), || "host memory".into())?;
     // A grant through the discovered handle is a grant on the pool itself.
-    sys.grant(found, pair.owner, pair.accessor)?;
+    sys.grant(found, pair.accessor)?;
     expect(sys, pool.as_ref(), pair.accessor, Access::ReadWrite)
 }
 
@@ -166,14 +164,14 @@ fn revoke_then_kernel_faults(pair: &Pair) -> Result<(), ChildError> {
     let sys = &pair.system;
     let pool = sys.create_pool(pair.owner, PoolOptions::default())?;
     let memory = sys.alloc(pool.as_ref(), (WORDS * 4) as usize)?;
-    sys.grant(pool.as_ref(), pair.owner, pair.accessor)?;
+    sys.grant(pool.as_ref(), pair.accessor)?;
     sys.with_kernels(pair.owner, |k| k.fill(memory.words(WORDS)?, 5))?;
-    let seen = sys.with_kernels(pair.accessor, |k| k.check(memory.words(WORDS)?, 5))?;
+    let seen = sys.with_kernels(pair.accessor, |k| k.compare_pattern(memory.words(WORDS)?, 5))?;
     if !seen.is_clean() {
         return Err(format!("granted read wrong: {seen:?}").into());
     }
-    sys.revoke(pool.as_ref(), pair.owner, pair.accessor)?;
-    sys.with_kernels(pair.accessor, |k| k.check(memory.words(WORDS)?, 5))?; // must fault
+    sys.revoke(pool.as_ref(), pair.accessor)?;
+    sys.with_kernels(pair.accessor, |k| k.compare_pattern(memory.words(WORDS)?, 5))?; // must fault
     Ok(())
 }
 
@@ -189,7 +187,7 @@ fn recycled_handle_detector(sys: &System) -> Result<(), Failed> {
             reused += 1;
             expect(sys, pool.as_ref(), 1, Access::None)?;
         }
-        sys.grant(pool.as_ref(), 0, 1)?;
+        sys.grant(pool.as_ref(), 1)?;
         destroyed.push(pool.handle());
         pool.destroy()?;
     }

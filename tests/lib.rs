@@ -67,7 +67,7 @@ impl peerpool_fixtures::model::NegativeProber for SimProber {
         accessor: usize,
     ) -> Result<Option<(String, bool)>, String> {
         let fork = System::with_driver(std::sync::Arc::new(self.0.fork())).map_err(|e| e.to_string())?;
-        match fork.with_kernels(accessor, |k| k.check(alloc.as_slice(), 0)) {
+        match fork.with_kernels(accessor, |k| k.compare_pattern(alloc.as_slice(), 0)) {
             Ok(_) => Ok(None),
             Err(e) => Ok(e.cuda().map(|c| (c.code_name(), c.sticky))),
         }
@@ -87,7 +87,7 @@ pub fn reused_target(
     system.release_probes().map_err(|e| e.to_string())?;
     for device in 0..system.device_count() {
         let pool = system.default_pool(device).map_err(|e| e.to_string())?;
-        system.set_peers(pool, device, &[]).map_err(|e| e.to_string())?;
+        system.set_peers(pool, &[]).map_err(|e| e.to_string())?;
     }
     Ok(peerpool_fixtures::model::Target {
         system: system.clone(),

@@ -146,7 +146,7 @@ fn run_child(mode: &str, devices: &[usize], phases: &mut BTreeMap<String, Value>
             stamp(phases, "module_accessor", || system.kernels(accessor).map(drop).map_err(Into::into))?;
             let (_pool, m) = memory.ok_or("no memory")?;
             let faulted = epoch();
-            let seen = system.with_kernels(accessor, |k| k.check(m.as_slice(), 1));
+            let seen = system.with_kernels(accessor, |k| k.compare_pattern(m.as_slice(), 1));
             phases.insert("fault".into(), json!([faulted, epoch()]));
             phases.insert("fault_code".into(), json!(seen.err().and_then(|e| e.cuda().map(|c| c.code_name()))));
             std::mem::forget(m); // freeing after a sticky fault only fails
@@ -426,10 +426,10 @@ fn plain_calls(system: &System, injector: &FaultInjector, model: &mut Latencies)
     for (o, a) in [(0, 1), (1, 0)] {
         system.forget_evidence();
         let pool = system.create_pool(o, PoolOptions::default())?;
-        system.grant(pool.as_ref(), o, a)?;
+        system.grant(pool.as_ref(), a)?;
         let m = system.alloc(pool.as_ref(), 4 << 20)?;
         system.with_kernels(a, |k| k.fill(m.as_slice(), 1))?;
-        system.with_kernels(o, |k| k.check(m.as_slice(), 1))?;
+        system.with_kernels(o, |k| k.compare_pattern(m.as_slice(), 1))?;
         m.free()?;
         pool.destroy()?;
     }

@@ -65,7 +65,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let pool = system.create_pool(0, PoolOptions::default())?;
     injector.reset();
     let t = Instant::now();
-    system.grant(pool.as_ref(), 0, 1)?;
+    system.grant(pool.as_ref(), 1)?;
     let first_grant = ms(t);
     let first_grant_calls = slowest(&injector);
     injector.reset();

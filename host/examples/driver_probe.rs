@@ -82,12 +82,12 @@ fn main() -> Result<(), Error> {
         show("mem_pool_create(device -1)", d.mem_pool_create(&PoolProps { device: -1, ..props }));
         show(
             "mem_pool_create(posix fd)",
-            d.mem_pool_create(&PoolProps { handle_types: HandleTypes::POSIX_FD, ..props })
+            d.mem_pool_create(&PoolProps { handle_types: HandleKinds::POSIX_FD, ..props })
                 .map(|p| d.mem_pool_destroy(p)),
         );
         show(
             "mem_pool_create(posix fd | fabric)",
-            d.mem_pool_create(&PoolProps { handle_types: HandleTypes(0x9), ..props }).map(|p| d.mem_pool_destroy(p)),
+            d.mem_pool_create(&PoolProps { handle_types: HandleKinds(0x9), ..props }).map(|p| d.mem_pool_destroy(p)),
         );
         show("device_get_default_mem_pool(99)", d.device_get_default_mem_pool(99));
         show("device_get_mem_pool(99)", d.device_get_mem_pool(99));
@@ -286,14 +286,14 @@ fn fabric_pool(export: bool) -> Result<(), Error> {
         let system = System::open()?;
         let d = system.driver().clone();
         let _ctx0 = system.enter(0)?;
-        let pool = d.mem_pool_create(&PoolProps { device: 0, handle_types: HandleTypes::FABRIC, max_size: 0 })?;
+        let pool = d.mem_pool_create(&PoolProps { device: 0, handle_types: HandleKinds::FABRIC, max_size: 0 })?;
         println!("create fabric pool => ok");
         let ptr = d.mem_alloc_from_pool_async(1 << 20, pool, Stream::LEGACY)?;
         show("alloc from fabric pool + sync", d.stream_synchronize(Stream::LEGACY));
         if export {
-            let fabric = d.mem_pool_export_to_shareable_handle(pool, ShareHandle::Fabric);
+            let fabric = d.mem_pool_export_to_shareable_handle(pool, HandleKind::Fabric);
             show("export fabric handle", fabric.map(|_| ()));
-            let fd = d.mem_pool_export_to_shareable_handle(pool, ShareHandle::PosixFd);
+            let fd = d.mem_pool_export_to_shareable_handle(pool, HandleKind::PosixFd);
             show("export posix fd from a fabric-only pool", fd.map(|_| ()));
         }
         show("pool access of peer", d.mem_pool_get_access(pool, 1));

@@ -45,7 +45,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let context_us = micros(|| entered = sys.enter(1).map(drop));
     entered?;
     let mut cold = Ok(());
-    let cold_us = micros(|| cold = sys.grant(pool.as_ref(), 0, 1).map(drop));
+    let cold_us = micros(|| cold = sys.grant(pool.as_ref(), 1).map(drop));
     cold?;
     let images = [sys.kernels(0)?.image(), sys.kernels(1)?.image()].map(|i| format!("{i:?}"));
     drop(pool);
@@ -53,7 +53,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // grant made both devices' probe pools and mapped each into the other).
     let other = sys.create_pool(1, PoolOptions::default())?;
     let mut first = Ok(());
-    let new_pair_us = micros(|| first = sys.grant(other.as_ref(), 1, 0).map(drop));
+    let new_pair_us = micros(|| first = sys.grant(other.as_ref(), 0).map(drop));
     first?;
     drop(other);
     // A second system on the same driver (contexts exist; kernels loaded again, no probes):
@@ -66,7 +66,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     ready?;
     let pool = fresh.create_pool(0, PoolOptions::default())?;
     let mut first = Ok(());
-    let after_prepare_us = micros(|| first = fresh.grant(pool.as_ref(), 0, 1).map(drop));
+    let after_prepare_us = micros(|| first = fresh.grant(pool.as_ref(), 1).map(drop));
     first?;
     drop((pool, fresh));
 
@@ -77,7 +77,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let b = sys.create_pool(0, PoolOptions::default())?;
         // Alternate which goes first, so neither always meets a warmer driver.
         let mut ok = Ok(());
-        let mut step_engine = |v: &mut Vec<f64>| v.push(micros(|| ok = sys.grant(a.as_ref(), 0, 1).map(drop)));
+        let mut step_engine = |v: &mut Vec<f64>| v.push(micros(|| ok = sys.grant(a.as_ref(), 1).map(drop)));
         let step_raw = |v: &mut Vec<f64>| v.push(micros(|| unsafe { d.mem_pool_set_access(b.handle(), &rw) }.unwrap()));
         if round % 2 == 0 {
             step_engine(&mut engine);
@@ -88,10 +88,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         ok?;
         for _ in 0..10 {
-            engine_repeat.push(micros(|| drop(sys.grant(a.as_ref(), 0, 1))));
+            engine_repeat.push(micros(|| drop(sys.grant(a.as_ref(), 1))));
             raw_repeat.push(micros(|| unsafe { d.mem_pool_set_access(b.handle(), &rw) }.unwrap()));
         }
-        let mut revoke_engine = || engine_revoke.push(micros(|| drop(sys.revoke(a.as_ref(), 0, 1))));
+        let mut revoke_engine = || engine_revoke.push(micros(|| drop(sys.revoke(a.as_ref(), 1))));
         let mut revoke_raw =
             || raw_revoke.push(micros(|| unsafe { d.mem_pool_set_access(b.handle(), &none) }.unwrap()));
         if round % 2 == 0 {

@@ -10,7 +10,7 @@
 // SAFETY (every `unsafe` block below): the pools, pointers and handles are what this example made or imported, each used while
 // live and released once.
 
-use peerpool::driver::{HandleTypes, PoolPtrExportData, ShareHandle, ShareableRef, Stream};
+use peerpool::driver::{ExportedHandleRef, HandleKind, HandleKinds, PoolPtrExportData, Stream};
 use peerpool::ipc::{Channel, Offer, ShareRequest, inherited_channel, spawn_with_channel, wait_or_kill};
 use peerpool::{PoolOptions, PoolRef, System};
 use peerpool_sim::{SimDriver, Topology};
@@ -91,8 +91,8 @@ fn exporter_side(sys: &System, channel: &Channel, rounds: usize, started: Instan
         return Err("no GPU".into());
     }
     let driver = sys.driver().clone();
-    let pool = sys.create_pool(0, PoolOptions { handle_types: HandleTypes::POSIX_FD, max_size: 0 })?;
-    let request = ShareRequest { handle: ShareHandle::PosixFd, allow_staging: false };
+    let pool = sys.create_pool(0, PoolOptions { handle_types: HandleKinds::POSIX_FD, max_size: 0 })?;
+    let request = ShareRequest { handle: HandleKind::PosixFd, allow_staging: false };
     let ready = channel.recv()?;
     let child_ready_ms = started.elapsed().as_secs_f64() * 1e3;
     if ready.bytes != b"ready" {
@@ -110,7 +110,7 @@ fn exporter_side(sys: &System, channel: &Channel, rounds: usize, started: Instan
             // The two driver calls inside, timed alone (their handles are dropped unused).
             let _current = sys.enter(0)?;
             let t = Instant::now();
-            drop(unsafe { driver.mem_pool_export_to_shareable_handle(pool.handle(), ShareHandle::PosixFd) }?);
+            drop(unsafe { driver.mem_pool_export_to_shareable_handle(pool.handle(), HandleKind::PosixFd) }?);
             pool_export.push(micros(t));
             let t = Instant::now();
             unsafe { driver.mem_pool_export_pointer(memory.ptr()) }?;
@@ -178,7 +178,7 @@ fn import_rounds(sys: &System, channel: &Channel, rounds: usize) -> Result<Value
         let fd = message.fds.first().ok_or("no fd came with the offer")?;
         let _current = sys.enter(0)?;
         let t = Instant::now();
-        let pool = unsafe { driver.mem_pool_import_from_shareable_handle(ShareableRef::Fd(fd.as_fd())) }?;
+        let pool = unsafe { driver.mem_pool_import_from_shareable_handle(ExportedHandleRef::Fd(fd.as_fd())) }?;
         pool_import.push(micros(t));
         let t = Instant::now();
         let ptr = unsafe { driver.mem_pool_import_pointer(pool, &PoolPtrExportData(offer.data)) }?;
@@ -186,7 +186,7 @@ fn import_rounds(sys: &System, channel: &Channel, rounds: usize) -> Result<Value
         let t = Instant::now();
         // SAFETY: the imported allocation, `BYTES` long, held until it is freed below.
         let imported = unsafe { peerpool::DeviceSlice::from_raw(ptr, 4096) };
-        let seen = sys.with_kernels(0, |k| k.check(imported, 1))?;
+        let seen = sys.with_kernels(0, |k| k.compare_pattern(imported, 1))?;
         first_owner.push(micros(t));
         if !seen.is_clean() {
             return Err(format!("the importer read wrong bytes: {seen:?}").into());
@@ -195,10 +195,10 @@ fn import_rounds(sys: &System, channel: &Channel, rounds: usize) -> Result<Value
             // SAFETY: the imported pool is live until destroyed below.
             let pool_ref = unsafe { PoolRef::from_raw(pool, 0) }?;
             let t = Instant::now();
-            sys.grant(pool_ref, 0, peer)?;
+            sys.grant(pool_ref, peer)?;
             grant.push(micros(t));
             let t = Instant::now();
-            sys.with_kernels(peer, |k| k.check(imported, 1))?;
+            sys.with_kernels(peer, |k| k.compare_pattern(imported, 1))?;
             first_peer.push(micros(t));
         }
         let t = Instant::now();

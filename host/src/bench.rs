@@ -6,7 +6,8 @@
 //! covers the work, else from the host clock around work on both GPUs. Medians of repeats.
 
 use crate::driver::{Driver, Event, ModuleImage};
-use crate::{Allocation, BLOCK, DeviceSlice, DeviceStream, LoadPath, PoolOptions, Result, System};
+use crate::kernels::BLOCK;
+use crate::{Allocation, DeviceSlice, DeviceStream, LoadPath, PoolOptions, Result, System};
 use serde::Serialize;
 use std::time::Instant;
 
@@ -250,8 +251,8 @@ pub fn run(system: &System, options: &BenchOptions) -> Result<BenchReport> {
 fn pair(system: &System, owner: usize, accessor: usize, max: u64, options: &BenchOptions) -> Result<PairBench> {
     let remote_pool = system.create_pool(owner, PoolOptions::default())?;
     let local_pool = system.create_pool(accessor, PoolOptions::default())?;
-    system.grant(remote_pool.as_ref(), owner, accessor).map_err(|e| crate::Error::InvalidArgument(e.to_string()))?;
-    system.grant(local_pool.as_ref(), accessor, owner).map_err(|e| crate::Error::InvalidArgument(e.to_string()))?;
+    system.grant(remote_pool.as_ref(), accessor).map_err(|e| crate::Error::InvalidArgument(e.to_string()))?;
+    system.grant(local_pool.as_ref(), owner).map_err(|e| crate::Error::InvalidArgument(e.to_string()))?;
     let remote = system.alloc(remote_pool.as_ref(), max as usize)?;
     let local = system.alloc(local_pool.as_ref(), max as usize)?;
     let (on_accessor, on_owner) = (system.stream(accessor)?, system.stream(owner)?);
@@ -438,10 +439,10 @@ fn grant_curve(system: &System, options: &BenchOptions) -> Result<Vec<GrantPoint
         let (mut grant, mut revoke) = (Vec::new(), Vec::new());
         for _ in 0..options.repeats.min(5) {
             let start = Instant::now();
-            system.grant(pool.as_ref(), 0, 1).map_err(err)?;
+            system.grant(pool.as_ref(), 1).map_err(err)?;
             grant.push(start.elapsed().as_secs_f64() * 1e6);
             let start = Instant::now();
-            system.revoke(pool.as_ref(), 0, 1).map_err(err)?;
+            system.revoke(pool.as_ref(), 1).map_err(err)?;
             revoke.push(start.elapsed().as_secs_f64() * 1e6);
         }
         points.push(GrantPoint { live_gib: gib, grant_us: median(grant), revoke_us: median(revoke) });
@@ -459,7 +460,7 @@ fn ptx_load(system: &System, repeats: usize) -> Result<(f64, f64)> {
 
 /// Median `cuModuleLoadData` of the sm_90 cubin in gpu0's context, when gpu0 can run it.
 fn cubin_load(system: &System, repeats: usize) -> Result<Option<f64>> {
-    system.within(0, || match crate::module::cubin_for(system.driver().as_ref(), 0)? {
+    system.within(0, || match crate::kernels::cubin_for(system.driver().as_ref(), 0)? {
         Some(cubin) => Ok(Some(median(load_times(system, cubin, repeats.max(1))?))),
         None => Ok(None),
     })

@@ -7,9 +7,10 @@
 use crate::driver::LaunchShape;
 use crate::driver::timeline;
 use crate::facts::Facts;
+use crate::kernels::BLOCK;
 use crate::report::{Status, TrialRecord};
 use crate::rounds;
-use crate::{BLOCK, Grant, GrantError, PoolOptions, System};
+use crate::{Grant, GrantError, PoolOptions, System};
 use std::time::{Duration, Instant};
 
 /// Words in each check buffer: 4 MiB.
@@ -18,7 +19,7 @@ pub const WORDS: u64 = 1 << 20;
 /// How a negative probe is isolated from the process running the checks.
 pub trait Isolate: Send + Sync {
     /// Runs [`negative_probe`] for the pair somewhere its fault cannot hurt this process;
-    /// returns the `CUresult` name and stickiness it ended with, `None` if it did not fail.
+    /// returns the `CudaCode` name and stickiness it ended with, `None` if it did not fail.
     fn negative_probe(&self, owner: usize, accessor: usize) -> Result<Option<(String, bool)>, String>;
 }
 
@@ -206,7 +207,7 @@ fn in_process_steps(
             return steps;
         }
     };
-    let granted = match system.grant(pool.as_ref(), owner, accessor) {
+    let granted = match system.grant(pool.as_ref(), accessor) {
         Ok(g @ (Grant::Granted { .. } | Grant::AlreadyGranted)) => Ok(format!("{g:?}")),
         Ok(other) => Err(fail(&format!("unexpected {other:?}"))),
         Err(e @ GrantError::Unsupported { .. }) => Err((Status::Skipped, e.to_string())),
@@ -226,7 +227,7 @@ fn in_process_steps(
     let kernel = |writer: usize, reader: usize, seed: u32| -> Result<String, (Status, String)> {
         let memory = memory.as_ref().map_err(Clone::clone)?.as_slice();
         system.with_kernels(writer, |k| k.fill(memory, seed)).map_err(|e| fail(&e))?;
-        let seen = system.with_kernels(reader, |k| k.check(memory, seed)).map_err(|e| fail(&e))?;
+        let seen = system.with_kernels(reader, |k| k.compare_pattern(memory, seed)).map_err(|e| fail(&e))?;
         match seen.first_mismatch {
             None => Ok(format!("{} MiB written by gpu{writer}, checked by gpu{reader}", (WORDS * 4) >> 20)),
             Some(first) => Err(fail(&format!("{} wrong words, the first at word {first}", seen.mismatches))),
@@ -324,7 +325,7 @@ pub fn negative_probe(system: &System, owner: usize, accessor: usize) -> crate::
     }
     let memory = system.alloc(pool.as_ref(), 1 << 20)?;
     system.with_kernels(owner, |k| k.fill(memory.as_slice(), 1))?;
-    system.with_kernels(accessor, |k| k.check(memory.as_slice(), 1))?;
+    system.with_kernels(accessor, |k| k.compare_pattern(memory.as_slice(), 1))?;
     Ok(())
 }
 
@@ -383,7 +384,7 @@ mod tests {
             compute_capability: (9, 0),
             total_memory: 1 << 30,
             pools_supported: true,
-            pool_handle_types: crate::driver::HandleTypes::POSIX_FD,
+            pool_handle_types: crate::driver::HandleKinds::POSIX_FD,
             current_pool_is_default: true,
             default_pool_access: vec![],
             pci_address: (0, 0x18 + ordinal as u32, 0),

@@ -7,6 +7,7 @@
 //! its timeout nor outlive it. Output is read as bytes, and the report line is found in the
 //! bytes: a stray non-UTF-8 byte cannot hide it (text is made lossily, for display only).
 
+use crate::ipc::ShareError;
 use crate::{CudaError, Error, GrantError};
 use rustix::event::{PollFd, PollFlags, Timespec};
 use rustix::fd::{AsFd, OwnedFd};
@@ -172,7 +173,7 @@ pub enum ChildReport {
     CudaError {
         /// The call, e.g. `"cuStreamSynchronize"`.
         call: String,
-        /// The `CUresult` name.
+        /// The `CudaCode` name.
         code: String,
         /// Whether the error was sticky.
         sticky: bool,
@@ -186,17 +187,20 @@ pub enum ChildReport {
 
 impl ChildReport {
     /// The report for a check's result: a driver error inside any of peerpool's error types
-    /// is reported as that driver error.
+    /// (one per layer, each saying where its driver error is through `cuda()`) is reported as
+    /// that driver error.
     pub fn from_result(result: Result<(), ChildError>) -> ChildReport {
         let Err(error) = result else { return ChildReport::Ok };
-        let cuda = error
-            .downcast_ref::<CudaError>()
-            .or_else(|| error.downcast_ref::<Error>().and_then(Error::cuda))
-            .or_else(|| match error.downcast_ref::<GrantError>() {
-                Some(GrantError::Cuda { error, .. }) => Some(error),
-                Some(GrantError::Other(e)) => e.cuda(),
-                _ => None,
-            });
+        fn inside<E: std::error::Error + 'static>(
+            error: &ChildError,
+            cuda: fn(&E) -> Option<&CudaError>,
+        ) -> Option<&CudaError> {
+            error.downcast_ref::<E>().and_then(cuda)
+        }
+        let cuda = inside(&error, CudaError::cuda)
+            .or_else(|| inside(&error, Error::cuda))
+            .or_else(|| inside(&error, GrantError::cuda))
+            .or_else(|| inside(&error, ShareError::cuda));
         match cuda {
             Some(e) => ChildReport::CudaError { call: e.call.into(), code: e.code_name(), sticky: e.sticky },
             None => ChildReport::Failed { message: error.to_string() },

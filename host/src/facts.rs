@@ -1,7 +1,7 @@
 //! What the driver reports about devices, peer pairs and each device's pools, gathered without
 //! changing anything (no grant, no allocation, no kernel).
 
-use crate::driver::{Access, DeviceAttribute, HandleTypes, P2pAttribute};
+use crate::driver::{Access, DeviceAttribute, HandleKinds, P2pAttribute};
 use crate::error::Result;
 use crate::system::System;
 use std::fmt::Write as _;
@@ -20,7 +20,7 @@ pub struct DeviceFacts {
     /// `CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED`.
     pub pools_supported: bool,
     /// `CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES`.
-    pub pool_handle_types: HandleTypes,
+    pub pool_handle_types: HandleKinds,
     /// Whether the default pool is also the current pool.
     pub current_pool_is_default: bool,
     /// The default pool's access for every device, by ordinal.
@@ -77,7 +77,7 @@ impl System {
                 ),
                 total_memory: driver.device_total_mem(d)?,
                 pools_supported: attribute(DeviceAttribute::MemoryPoolsSupported)? != 0,
-                pool_handle_types: HandleTypes(attribute(DeviceAttribute::MempoolSupportedHandleTypes)? as u32),
+                pool_handle_types: HandleKinds(attribute(DeviceAttribute::MempoolSupportedHandleTypes)? as u32),
                 current_pool_is_default: self.current_pool(ordinal)? == default,
                 default_pool_access: self.pool_access_table(default)?,
                 pci_address: (
@@ -192,15 +192,15 @@ pub fn access(a: Access) -> &'static str {
 }
 
 /// `"posix-fd|fabric"`, or `"none"`.
-pub fn handle_types(h: HandleTypes) -> String {
+pub fn handle_types(h: HandleKinds) -> String {
     let mut names = Vec::new();
-    if h.contains(HandleTypes::POSIX_FD) {
+    if h.contains(HandleKinds::POSIX_FD) {
         names.push("posix-fd".to_string());
     }
-    if h.contains(HandleTypes::FABRIC) {
+    if h.contains(HandleKinds::FABRIC) {
         names.push("fabric".to_string());
     }
-    let other = h.0 & !(HandleTypes::POSIX_FD.0 | HandleTypes::FABRIC.0);
+    let other = h.0 & !(HandleKinds::POSIX_FD.0 | HandleKinds::FABRIC.0);
     if other != 0 {
         names.push(format!("{other:#x}"));
     }

@@ -15,15 +15,17 @@ pub mod bench;
 pub mod check;
 pub mod child;
 mod context;
+mod device_state;
 pub mod driver;
 mod error;
+mod evidence;
 pub mod facts;
 pub mod fault;
-mod grant;
+pub mod grant;
 pub mod ipc;
+pub mod kernels;
 pub mod links;
 mod memory;
-mod module;
 pub mod owned_dir;
 mod pool;
 pub mod report;
@@ -32,16 +34,12 @@ mod stream;
 mod system;
 
 pub use context::CurrentContext;
-pub use error::{CudaError, Error, Result, code_name, is_sticky};
-pub use grant::{
-    Direction, Evidence, Grant, GrantError, Method, PROBE_BYTES, PeerUpdate, Rejection, Revoke, Stage, VisibleReport,
-};
-pub use memory::{Allocation, DevicePtr, DeviceSlice, Origin};
-pub use module::{BLOCK, CheckResult, KernelImage, Kernels, LoadPath, ptx_image};
+pub use driver::CudaCode;
+pub use driver::DevicePtr;
+pub use error::{CudaError, Error, Result};
+pub use grant::{Evidence, Grant, GrantError, PROBE_BYTES, PeerUpdate, Rejection, Revoke, VisibleReport};
+pub use kernels::{KernelImage, Kernels, LoadPath, PatternComparison, ptx_image};
+pub use memory::{Allocation, DeviceSlice, Origin};
 pub use pool::{ForeignPool, IntoForeignPool, OwnedPool, PoolOptions, PoolRef};
 pub use stream::DeviceStream;
 pub use system::System;
-
-pub use cudarc::driver::sys::CUresult;
-/// The kernels crate: the PTX, its entry names, and the shared byte pattern.
-pub use peerpool_kernels as kernels;

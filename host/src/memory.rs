@@ -1,8 +1,7 @@
 //! [`Allocation`]: device memory from a pool (`cuMemAllocFromPoolAsync`) or outside any pool
 //! (`cuMemAlloc`), freed on drop in its owner's primary context.
 
-pub use crate::driver::DevicePtr;
-use crate::driver::{Pool, Stream};
+use crate::driver::{DevicePtr, Pool, Stream};
 use crate::error::{Error, Result};
 use crate::pool::PoolRef;
 use crate::system::System;

@@ -1,9 +1,8 @@
 //! Pools: [`OwnedPool`] (created, reset and destroyed by peerpool) and [`PoolRef`] (a borrowed
 //! handle to any pool, peerpool's or not: it never creates, replaces or destroys one).
 
-use crate::driver::{Access, AccessDesc, HandleTypes, PointerAttribute, Pool, PoolProps};
+use crate::driver::{Access, AccessDesc, CudaCode, DevicePtr, HandleKinds, PointerAttribute, Pool, PoolProps};
 use crate::error::{Error, Result};
-use crate::memory::DevicePtr;
 use crate::system::System;
 use std::marker::PhantomData;
 
@@ -101,8 +100,8 @@ impl<'a> PoolRef<'a> {
 /// Options for [`System::create_pool`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PoolOptions {
-    /// Handle types the pool may be exported with (`HandleTypes::POSIX_FD` for IPC).
-    pub handle_types: HandleTypes,
+    /// Handle types the pool may be exported with (`HandleKinds::POSIX_FD` for IPC).
+    pub handle_types: HandleKinds,
     /// Maximum size in bytes; 0 for the driver's default.
     pub max_size: usize,
 }
@@ -243,7 +242,7 @@ impl System {
     /// let memory = system.alloc(pool.as_ref(), 4096)?;
     /// let found = system.pool_of(memory.ptr())?.unwrap(); // error: call to unsafe function
     /// drop(pool); // destroys the pool while `found` still names it
-    /// let _ = system.grant(found, 0, 1);
+    /// let _ = system.grant(found, 1);
     /// # Ok(()) }
     /// ```
     /// (It compiles with `unsafe { system.pool_of(memory.ptr()) }` and the promise kept.)
@@ -252,7 +251,7 @@ impl System {
         let handle = match driver.pointer_get_attribute(ptr, PointerAttribute::MempoolHandle) {
             Ok(0) => return Ok(None),
             Ok(handle) => Pool(handle),
-            Err(e) if e.code == cudarc::driver::sys::CUresult::CUDA_ERROR_INVALID_VALUE => return Ok(None),
+            Err(e) if e.code == CudaCode::CUDA_ERROR_INVALID_VALUE => return Ok(None),
             Err(e) => return Err(e.into()),
         };
         let owner = driver.pointer_get_attribute(ptr, PointerAttribute::DeviceOrdinal)? as usize;

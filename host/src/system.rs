@@ -2,10 +2,10 @@
 //! (the retained primary context, the loaded kernel module, a small scratch buffer).
 
 use crate::context::{CurrentContext, leave};
-use crate::driver::{CudaDriver, Driver};
+use crate::device_state::DeviceSlot;
+use crate::driver::{Context, CudaDriver, Driver};
 use crate::error::{Error, Result};
-use crate::grant::{Evidence, ProbeSlot};
-use crate::module::LoadedModule;
+use crate::evidence::{Evidence, PROBE_BYTES};
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::AtomicU64;
@@ -31,21 +31,6 @@ pub(crate) struct Inner {
     pub(crate) verifications: AtomicU64,
 }
 
-/// What peerpool holds for one device. Filled on first use, released when the system drops.
-#[derive(Default)]
-pub(crate) struct DeviceSlot {
-    /// The primary context, retained once (`cuDevicePrimaryCtxRetain`) on first use.
-    pub(crate) context: Mutex<Option<crate::driver::Context>>,
-    /// peerpool's kernels, loaded into the primary context on first kernel use.
-    pub(crate) module: Mutex<Option<LoadedModule>>,
-    /// Held from clearing the module's result buffer to reading it back: threads checking
-    /// memory on one device at once would otherwise read each other's results.
-    pub(crate) scratch: Mutex<()>,
-    /// The verifier's probe pool, its grants and buffer on this device (`grant/verify.rs`),
-    /// made on the device's first verification and released when the system drops.
-    pub(crate) probe: Mutex<ProbeSlot>,
-}
-
 impl System {
     /// The real driver (libcuda, loaded at run time).
     ///
@@ -60,7 +45,7 @@ impl System {
     pub fn with_driver(driver: Arc<dyn Driver>) -> Result<System> {
         let count = driver.device_get_count()?;
         let devices = (0..count.max(0)).map(|_| DeviceSlot::default()).collect();
-        let probe_bytes = AtomicU64::new(crate::grant::PROBE_BYTES);
+        let probe_bytes = AtomicU64::new(PROBE_BYTES);
         let inner =
             Inner { driver, devices, evidence: Mutex::default(), probe_bytes, verifications: AtomicU64::new(0) };
         Ok(System { inner: Arc::new(inner) })
@@ -103,7 +88,7 @@ impl System {
     }
 
     /// The primary context of a device, retained on first use and kept until the system drops.
-    pub(crate) fn primary_context(&self, ordinal: usize, device: i32) -> Result<crate::driver::Context> {
+    pub(crate) fn primary_context(&self, ordinal: usize, device: i32) -> Result<Context> {
         let mut slot = self.inner.devices[ordinal].context.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(context) = *slot {
             return Ok(context);

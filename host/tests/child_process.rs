@@ -88,3 +88,29 @@ fn output_is_kept_within_the_limit() {
     assert_eq!(stderr.len(), OUTPUT_LIMIT);
     assert!(stderr.ends_with(b"end\n"), "stderr keeps its end");
 }
+
+#[test]
+fn a_driver_error_inside_each_layers_error_is_reported_as_one() {
+    use peerpool::grant::Stage;
+    use peerpool::ipc::ShareError;
+    use peerpool::{CudaCode, CudaError, Error, GrantError};
+    let cuda = CudaError::new("cuStreamSynchronize", CudaCode::CUDA_ERROR_ILLEGAL_ADDRESS);
+    let expected = ChildReport::CudaError {
+        call: "cuStreamSynchronize".into(),
+        code: "CUDA_ERROR_ILLEGAL_ADDRESS".into(),
+        sticky: true,
+    };
+    let errors: [child::ChildError; 5] = [
+        Box::new(cuda),
+        Box::new(Error::Cuda(cuda)),
+        Box::new(GrantError::Cuda { stage: Stage::Verify, error: cuda }),
+        Box::new(GrantError::Other(Error::Cuda(cuda))),
+        Box::new(ShareError::Grant(GrantError::Cuda { stage: Stage::Apply, error: cuda })),
+    ];
+    for error in errors {
+        let shown = error.to_string();
+        assert_eq!(ChildReport::from_result(Err(error)), expected, "{shown}");
+    }
+    let other = ChildReport::from_result(Err(Box::new(Error::InvalidArgument("no".into()))));
+    assert_eq!(other, ChildReport::Failed { message: "invalid argument: no".into() });
+}

@@ -9,7 +9,7 @@
 
 use peerpool::driver::{Access, AccessDesc};
 use peerpool::fault::{FaultInjector, FaultPlan, Injected, Rule};
-use peerpool::{CUresult, PoolOptions, System};
+use peerpool::{CudaCode, PoolOptions, System};
 use peerpool_sim::{SimDriver, Topology};
 use std::sync::Arc;
 
@@ -24,7 +24,7 @@ fn scenario(system: &System) -> peerpool::Result<()> {
     unsafe { system.driver().mem_pool_set_access(pool.handle(), &grant) }?;
     let memory = system.alloc(pool.as_ref(), (WORDS * 4) as usize)?;
     system.with_kernels(1, |k| k.fill(memory.words(WORDS)?, 5))?;
-    let seen = system.with_kernels(0, |k| k.check(memory.words(WORDS)?, 5))?;
+    let seen = system.with_kernels(0, |k| k.compare_pattern(memory.words(WORDS)?, 5))?;
     if !seen.is_clean() {
         return Err(peerpool::Error::InvalidArgument(format!("unexpected mismatches: {seen:?}")));
     }
@@ -71,7 +71,7 @@ fn every_call_site_fails_cleanly() {
     assert!(calls.len() > 50, "the scenario reaches many call sites: {}", calls.len());
     let mut reported = 0;
     for (at, (name, nth)) in sites(&calls).into_iter().enumerate() {
-        let (result, injected, sim, _) = run(FaultPlan::new().with(Rule::nth(name, nth, CUresult::CUDA_ERROR_UNKNOWN)));
+        let (result, injected, sim, _) = run(FaultPlan::new().with(Rule::nth(name, nth, CudaCode::CUDA_ERROR_UNKNOWN)));
         assert_eq!(injected.len(), 1, "{name} #{nth}");
         // This thread's (absent) context is back, unless restoring it failed and said so, or
         // failed in the system's drop, which has no caller to tell.
@@ -85,7 +85,7 @@ fn every_call_site_fails_cleanly() {
         if let Err(error) = result {
             // Errors are never misattributed: what failed is what was injected.
             let cuda = error.cuda().unwrap_or_else(|| panic!("{name} #{nth}: not a driver error: {error}"));
-            assert_eq!((cuda.call, cuda.code), (name, CUresult::CUDA_ERROR_UNKNOWN), "{name} #{nth}");
+            assert_eq!((cuda.call, cuda.code), (name, CudaCode::CUDA_ERROR_UNKNOWN), "{name} #{nth}");
             reported += 1;
         }
         // Whatever else failed, the system released what it retained (unless the release itself
@@ -103,7 +103,7 @@ fn every_call_site_fails_cleanly() {
 fn a_sticky_fault_at_any_site_ends_the_session_with_it() {
     let (calls, _) = recorded_calls();
     for (name, nth) in sites(&calls) {
-        let rule = Rule::nth(name, nth, CUresult::CUDA_ERROR_ILLEGAL_ADDRESS);
+        let rule = Rule::nth(name, nth, CudaCode::CUDA_ERROR_ILLEGAL_ADDRESS);
         let (result, injected, _, injector) = run(FaultPlan::new().with(rule));
         assert!(injector.sticky_error().is_some());
         assert!(injected.iter().all(|i| i.sticky), "{name} #{nth}");

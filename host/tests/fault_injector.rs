@@ -7,12 +7,12 @@
 
 use peerpool::driver::*;
 use peerpool::fault::{FaultInjector, FaultPlan, Rule, When};
-use peerpool::{CUresult, CudaError, PoolOptions, System, ptx_image};
+use peerpool::{CudaCode, CudaError, PoolOptions, System, ptx_image};
 use peerpool_sim::{SimDriver, Topology};
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-const INVALID: CUresult = CUresult::CUDA_ERROR_INVALID_VALUE;
+const INVALID: CudaCode = CudaCode::CUDA_ERROR_INVALID_VALUE;
 
 fn injector(plan: FaultPlan) -> (Arc<SimDriver>, Arc<FaultInjector>) {
     let sim = Arc::new(SimDriver::new(Topology::two_h200()));
@@ -46,8 +46,8 @@ fn nth_rule_fails_exactly_that_call_and_applies_nothing() {
 #[test]
 fn every_rule_and_prefix_rule() {
     let plan = FaultPlan::new()
-        .with(Rule::every("cuDeviceGetName", CUresult::CUDA_ERROR_UNKNOWN))
-        .with(Rule::every("cuDeviceGetP2P*", CUresult::CUDA_ERROR_NOT_SUPPORTED));
+        .with(Rule::every("cuDeviceGetName", CudaCode::CUDA_ERROR_UNKNOWN))
+        .with(Rule::every("cuDeviceGetP2P*", CudaCode::CUDA_ERROR_NOT_SUPPORTED));
     let (_, d) = injector(plan);
     for _ in 0..3 {
         assert_eq!(code(d.device_get_name(0)).as_deref(), Some("CUDA_ERROR_UNKNOWN"));
@@ -61,7 +61,7 @@ fn every_rule_and_prefix_rule() {
 #[test]
 fn a_sticky_rule_kills_every_later_call_until_reset() {
     let (_, d) =
-        injector(FaultPlan::new().with(Rule::nth("cuStreamSynchronize", 1, CUresult::CUDA_ERROR_ILLEGAL_ADDRESS)));
+        injector(FaultPlan::new().with(Rule::nth("cuStreamSynchronize", 1, CudaCode::CUDA_ERROR_ILLEGAL_ADDRESS)));
     assert!(matches!(d.ctx_get_current(), Ok(None)));
     let error = unsafe { d.stream_synchronize(Stream::LEGACY) }.unwrap_err();
     assert!(error.sticky);
@@ -70,9 +70,9 @@ fn a_sticky_rule_kills_every_later_call_until_reset() {
         d.module_load_data(ModuleImage::Ptx(ptx_image())).unwrap_err(),
         unsafe { d.mem_pool_get_access(Pool(1), 0) }.unwrap_err(),
     ] {
-        assert!(error.sticky && error.code == CUresult::CUDA_ERROR_ILLEGAL_ADDRESS, "{error}");
+        assert!(error.sticky && error.code == CudaCode::CUDA_ERROR_ILLEGAL_ADDRESS, "{error}");
     }
-    assert_eq!(d.sticky_error(), Some(CUresult::CUDA_ERROR_ILLEGAL_ADDRESS));
+    assert_eq!(d.sticky_error(), Some(CudaCode::CUDA_ERROR_ILLEGAL_ADDRESS));
     d.reset();
     assert_eq!(d.sticky_error(), None);
     assert_eq!(d.calls(), Vec::<&str>::new());
@@ -84,7 +84,7 @@ fn a_sticky_rule_kills_every_later_call_until_reset() {
 #[test]
 fn stickiness_can_be_overridden_either_way() {
     let plan = FaultPlan::new()
-        .with(Rule::nth("cuDeviceGetCount", 1, CUresult::CUDA_ERROR_ILLEGAL_ADDRESS).sticky(false))
+        .with(Rule::nth("cuDeviceGetCount", 1, CudaCode::CUDA_ERROR_ILLEGAL_ADDRESS).sticky(false))
         .with(Rule::nth("cuDeviceGetCount", 3, INVALID).sticky(true));
     let (_, d) = injector(plan);
     assert!(!d.device_get_count().unwrap_err().sticky);
@@ -137,7 +137,7 @@ fn random_plans_are_seeded_and_name_recorded_call_sites() {
             let When::Nth(n) = rule.when else { panic!("random rules are Nth rules") };
             let seen = calls.iter().filter(|&&c| c == rule.call).count() as u64;
             assert!(n >= 1 && n <= seen, "{rule:?}");
-            assert_eq!(rule.sticky, peerpool::is_sticky(rule.code));
+            assert_eq!(rule.sticky, rule.code.is_sticky());
         }
     }
     assert!(FaultPlan::random(1, &[], 5).rules.is_empty());
@@ -152,8 +152,8 @@ macro_rules! samples {
     ($($ty:ty => $value:expr;)*) => { $(impl Sample for $ty { fn sample() -> Self { $value } })* };
 }
 
-static POOL_PROPS: PoolProps = PoolProps { device: 0, handle_types: HandleTypes::NONE, max_size: 0 };
-static ALLOC_PROPS: AllocationProps = AllocationProps { device: 0, handle_types: HandleTypes::POSIX_FD };
+static POOL_PROPS: PoolProps = PoolProps { device: 0, handle_types: HandleKinds::NONE, max_size: 0 };
+static ALLOC_PROPS: AllocationProps = AllocationProps { device: 0, handle_types: HandleKinds::POSIX_FD };
 static FABRIC: FabricHandle = FabricHandle([0; 64]);
 static EXPORT_DATA: PoolPtrExportData = PoolPtrExportData([0; 64]);
 static IPC_HANDLE: IpcMemHandle = IpcMemHandle([0; 64]);
@@ -169,7 +169,7 @@ samples! {
     P2pAttribute => P2pAttribute::PerformanceRank;
     PointerAttribute => PointerAttribute::DeviceOrdinal;
     Granularity => Granularity::Minimum;
-    ShareHandle => ShareHandle::PosixFd;
+    HandleKind => HandleKind::PosixFd;
     Option<Context> => None;
     Context => Context(1);
     Pool => Pool(1);
@@ -191,7 +191,7 @@ samples! {
     &'static mut [u8] => &mut [];
     &'static std::ffi::CStr => c"pp_fill";
     ModuleImage<'static> => ModuleImage::Ptx(c"");
-    ShareableRef<'static> => ShareableRef::Fabric(&FABRIC);
+    ExportedHandleRef<'static> => ExportedHandleRef::Fabric(&FABRIC);
 }
 
 macro_rules! call_all {
@@ -230,7 +230,7 @@ fn a_dead_sim_names_each_call_as_the_injector_does() {
     assert_eq!(errors.len(), names.len());
     for (error, name) in errors.into_iter().zip(names) {
         let error = error.unwrap_or_else(|| panic!("{name} succeeded on a dead process"));
-        assert_eq!((error.call, error.code, error.sticky), (name, CUresult::CUDA_ERROR_ILLEGAL_ADDRESS, true));
+        assert_eq!((error.call, error.code, error.sticky), (name, CudaCode::CUDA_ERROR_ILLEGAL_ADDRESS, true));
     }
 }
 
@@ -244,10 +244,10 @@ fn the_sim_names_bad_ordinals_as_cu_device_get() {
         sim.primary_ctx_retain(2).unwrap_err(),
         sim.device_get_default_mem_pool(99).unwrap_err(),
     ] {
-        assert_eq!((error.call, error.code), ("cuDeviceGet", CUresult::CUDA_ERROR_INVALID_DEVICE));
+        assert_eq!((error.call, error.code), ("cuDeviceGet", CudaCode::CUDA_ERROR_INVALID_DEVICE));
     }
     let error = sim.mem_pool_create(&PoolProps { device: 9, ..PoolProps::default() }).unwrap_err();
-    assert_eq!((error.call, error.code), ("cuMemPoolCreate", CUresult::CUDA_ERROR_INVALID_VALUE));
+    assert_eq!((error.call, error.code), ("cuMemPoolCreate", CudaCode::CUDA_ERROR_INVALID_VALUE));
 }
 
 #[test]
@@ -265,7 +265,7 @@ fn times_cover_the_calls_that_reached_the_driver_and_clear_on_reset() {
     assert!(d.times().is_empty());
 }
 
-/// The `CUresult` name of a failed call, `None` for success.
+/// The `CudaCode` name of a failed call, `None` for success.
 fn code<T>(r: Result<T, CudaError>) -> Option<String> {
     r.err().map(|e| e.code_name())
 }

@@ -14,7 +14,7 @@
 
 use peerpool::driver::{Access, Context};
 use peerpool::fault::{FaultInjector, FaultPlan, Rule};
-use peerpool::{CUresult, Grant, GrantError, OwnedPool, PoolOptions, Revoke, System};
+use peerpool::{CudaCode, Grant, GrantError, OwnedPool, PoolOptions, Revoke, System};
 use peerpool_sim::{SimDriver, SimStats, Topology, catalog_topology};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -61,7 +61,7 @@ fn grant_claim(r: &Result<Grant, GrantError>, device: usize, access: Access) -> 
 
 /// The pool (on gpu0) granted to gpu1: verifying or warm, depending on the scenario's setup.
 fn grant_0_to_1(s: &System, p: &[OwnedPool]) -> Outcome {
-    let r = s.grant(p[0].as_ref(), 0, 1);
+    let r = s.grant(p[0].as_ref(), 1);
     outcome(&r, grant_claim(&r, 1, Access::ReadWrite))
 }
 
@@ -97,7 +97,7 @@ const SCENARIOS: &[Scenario] = &[
         warm: true,
         granted: true,
         op: |s, p| {
-            let r = s.revoke(p[0].as_ref(), 1, 0);
+            let r = s.revoke(p[0].as_ref(), 0);
             let claims = if matches!(r, Ok(Revoke::Revoked { .. })) { vec![(0, 0, Access::None)] } else { vec![] };
             outcome(&r, claims)
         },
@@ -109,7 +109,7 @@ const SCENARIOS: &[Scenario] = &[
         warm: false,
         granted: false,
         op: |s, p| {
-            let r = s.set_peers(p[0].as_ref(), 2, &[3]);
+            let r = s.set_peers(p[0].as_ref(), &[3]);
             let claims = r.as_ref().map_or(vec![], |up| {
                 let granted = up.granted.iter().map(|&d| (0, d, Access::ReadWrite));
                 granted.chain(up.revoked.iter().map(|&d| (0, d, Access::None))).collect()
@@ -124,7 +124,7 @@ const SCENARIOS: &[Scenario] = &[
         warm: false,
         granted: false,
         op: |s, p| {
-            let r = s.grant_all_visible(p[0].as_ref(), 0);
+            let r = s.grant_all_visible(p[0].as_ref());
             let claims = r.as_ref().map_or(vec![], |report| {
                 report.results.iter().flat_map(|(d, g)| grant_claim(g, *d, Access::ReadWrite)).collect()
             });
@@ -138,7 +138,7 @@ const SCENARIOS: &[Scenario] = &[
         warm: true,
         granted: false,
         op: |s, p| {
-            let r = s.grant_read_only(p[0].as_ref(), 0, 1);
+            let r = s.grant_read_only(p[0].as_ref(), 1);
             outcome(&r, grant_claim(&r, 1, Access::Read))
         },
     },
@@ -222,7 +222,7 @@ fn setup(s: &Scenario) -> Setup {
     if s.granted {
         for pool in &pools {
             let accessor = usize::from(pool.owner() == 0);
-            system.grant(pool.as_ref(), pool.owner(), accessor).expect("setup grant");
+            system.grant(pool.as_ref(), accessor).expect("setup grant");
         }
     }
     let caller = system.device_count().checked_sub(1).map(|d| sim.primary_ctx_retain(d as i32).unwrap());
@@ -262,7 +262,7 @@ fn sweep(s: &Scenario) -> usize {
     for &(call, nth) in &sites {
         let setup = setup(s);
         let before = tables(&setup);
-        setup.injector.add_rule(Rule::nth(call, nth, CUresult::CUDA_ERROR_UNKNOWN).sticky(false));
+        setup.injector.add_rule(Rule::nth(call, nth, CudaCode::CUDA_ERROR_UNKNOWN).sticky(false));
         let Outcome { text: result, claims } = (s.op)(&setup.system, &setup.pools);
         let site = format!("{} at {call} #{nth}", s.name);
         assert_eq!(setup.injector.injected().len(), 1, "{site}: the fault fired once");

@@ -2,7 +2,7 @@
 //! of the allocator's value is the pool's lifetime) and handed over through `IntoForeignPool`
 //! (peerpool then revokes and destroys it), on the simulator.
 
-use peerpool::driver::{Access, HandleTypes, Pool, PoolProps};
+use peerpool::driver::{Access, HandleKinds, Pool, PoolProps};
 use peerpool::{ForeignPool, IntoForeignPool, PoolRef, System};
 use peerpool_sim::{SimDriver, Topology};
 use std::sync::Arc;
@@ -16,7 +16,7 @@ struct TheirPool {
 
 impl TheirPool {
     fn new(driver: &Arc<SimDriver>, device: usize) -> TheirPool {
-        let props = PoolProps { device: device as i32, handle_types: HandleTypes::NONE, max_size: 0 };
+        let props = PoolProps { device: device as i32, handle_types: HandleKinds::NONE, max_size: 0 };
         let handle = driver.mem_pool_create(&props).expect("the simulator makes pools");
         TheirPool { driver: driver.clone(), handle, device }
     }
@@ -72,12 +72,12 @@ fn a_borrowed_pool_is_granted_and_read_back_and_stays_theirs() {
     {
         let pool: PoolRef<'_> = PoolRef::borrow(&theirs).unwrap();
         assert_eq!(pool.owner(), 0);
-        system.grant(pool, 0, 1).unwrap();
+        system.grant(pool, 1).unwrap();
         assert_eq!(system.peers(pool).unwrap(), vec![1]);
         let memory = system.alloc(pool, 4096).unwrap();
         system.with_kernels(1, |k| k.fill(memory.as_slice(), 3)).unwrap();
-        assert!(system.with_kernels(0, |k| k.check(memory.as_slice(), 3)).unwrap().is_clean());
-        system.revoke(pool, 0, 1).unwrap();
+        assert!(system.with_kernels(0, |k| k.compare_pattern(memory.as_slice(), 3)).unwrap().is_clean());
+        system.revoke(pool, 1).unwrap();
     }
     assert_eq!(sim.stats().pools, pools_before + 1, "peerpool destroyed nothing of theirs");
     drop(theirs);
@@ -90,7 +90,7 @@ fn an_adopted_pool_is_revoked_and_destroyed_by_peerpool() {
     let pools_before = sim.stats().pools;
     let owned = system.adopt_pool(TheirPool::new(&sim, 1)).unwrap();
     assert_eq!((owned.owner(), sim.stats().pools), (1, pools_before + 1));
-    system.grant(owned.as_ref(), 1, 0).unwrap();
+    system.grant(owned.as_ref(), 0).unwrap();
     assert_eq!(system.pool_access(owned.as_ref(), 0).unwrap(), Access::ReadWrite);
     owned.destroy().unwrap();
     assert_eq!(sim.stats().pools, pools_before, "destroyed once, by peerpool");

@@ -3,7 +3,7 @@
 //! Each must answer with a value or a typed error, never panic, and stay within a memory
 //! bound (a counting allocator measures each case's peak above where it started).
 
-use peerpool::driver::{FabricHandle, ShareHandle};
+use peerpool::driver::{FabricHandle, HandleKind};
 use peerpool::ipc::{Channel, Limits, Offer, OfferPath};
 use peerpool::report::{BuildRecord, HardwareRecord, Plan, Report, Status, TrialRecord};
 use peerpool_sim::{MAX_DEVICES, Topology, catalog};
@@ -296,7 +296,7 @@ fn datagram() -> impl Strategy<Value = (Vec<u8>, usize)> {
     let offer_bytes = (offer, prop::option::of((any::<Index>(), any::<u8>()))).prop_map(
         |((path, fabric, staged, device, offset, len, span), edit)| {
             let path = [OfferPath::Pool, OfferPath::VirtualMemory, OfferPath::Legacy][path as usize];
-            let handle = if fabric { ShareHandle::Fabric } else { ShareHandle::PosixFd };
+            let handle = if fabric { HandleKind::Fabric } else { HandleKind::PosixFd };
             let with_fabric = fabric && path != OfferPath::Legacy;
             let offer = Offer {
                 path,

@@ -5,7 +5,8 @@
 // one, which checks every handle, range and argument list itself.
 
 use peerpool::driver::{Access, AccessDesc, Driver, PoolProps};
-use peerpool::{Direction, Grant, GrantError, Method, PoolOptions, PoolRef, Revoke, Stage, System};
+use peerpool::grant::{Direction, Method, Stage};
+use peerpool::{Grant, GrantError, PoolOptions, PoolRef, Revoke, System};
 use peerpool_sim::{SimDriver, SimOptions, Topology, catalog_topology};
 use std::sync::Arc;
 
@@ -27,12 +28,12 @@ fn first_grant_verifies_then_repeats_are_already_granted() {
     let (sys, _) = system(Topology::two_h200());
     let pool = sys.create_pool(0, PoolOptions::default()).unwrap();
     assert_eq!(sys.evidence(0, 1), None);
-    assert_eq!(sys.grant(pool.as_ref(), 0, 1), Ok(Grant::Granted { previous: Access::None }));
+    assert_eq!(sys.grant(pool.as_ref(), 1), Ok(Grant::Granted { previous: Access::None }));
     let evidence = sys.evidence(0, 1).expect("cached after the first grant");
     assert!(evidence.reverse_checked);
     assert_eq!(sys.evidence(1, 0), None, "evidence is per ordered pair");
-    assert_eq!(sys.grant(pool.as_ref(), 0, 1), Ok(Grant::AlreadyGranted));
-    assert_eq!(sys.grant(pool.as_ref(), 0, 0), Ok(Grant::OwnerAccess));
+    assert_eq!(sys.grant(pool.as_ref(), 1), Ok(Grant::AlreadyGranted));
+    assert_eq!(sys.grant(pool.as_ref(), 0), Ok(Grant::OwnerAccess));
     assert_eq!(sys.peers(pool.as_ref()), Ok(vec![1]));
 }
 
@@ -41,7 +42,7 @@ fn a_grant_changes_one_pool_for_one_accessor() {
     let (sys, _) = system(topology("eight_gpu_nvswitch"));
     let target = sys.create_pool(3, PoolOptions::default()).unwrap();
     let second = sys.create_pool(3, PoolOptions::default()).unwrap();
-    sys.grant(target.as_ref(), 3, 5).unwrap();
+    sys.grant(target.as_ref(), 5).unwrap();
     for device in 0..8 {
         let want = if device == 3 || device == 5 { Access::ReadWrite } else { Access::None };
         assert_eq!(access(&sys, target.as_ref(), device), want, "target pool, gpu{device}");
@@ -55,12 +56,12 @@ fn a_grant_changes_one_pool_for_one_accessor() {
 fn a_pair_without_peer_capability_is_unsupported_and_says_which_way() {
     let (sys, _) = system(topology("one_way_pair")); // 1 can access 0; 0 cannot access 1
     let on1 = sys.create_pool(1, PoolOptions::default()).unwrap();
-    let e = sys.grant(on1.as_ref(), 1, 0).unwrap_err();
+    let e = sys.grant(on1.as_ref(), 0).unwrap_err();
     assert_eq!(e, GrantError::Unsupported { owner: 1, accessor: 0, reverse_capable: true });
     assert_eq!(access(&sys, on1.as_ref(), 0), Access::None);
     // The capable direction works; the reverse kernel check is skipped and says so.
     let on0 = sys.create_pool(0, PoolOptions::default()).unwrap();
-    assert!(matches!(sys.grant(on0.as_ref(), 0, 1), Ok(Grant::Granted { .. })));
+    assert!(matches!(sys.grant(on0.as_ref(), 1), Ok(Grant::Granted { .. })));
     assert!(!sys.evidence(0, 1).unwrap().reverse_checked);
 }
 
@@ -69,7 +70,7 @@ fn a_corrupting_link_rejects_verification_with_direction_and_method() {
     let (sys, sim) = system(topology("corrupt_link_pair")); // data flowing 0 -> 1 is corrupted
     let pools_before = sim.stats().pools;
     let on0 = sys.create_pool(0, PoolOptions::default()).unwrap();
-    let GrantError::Rejected { owner: 0, accessor: 1, rejection } = sys.grant(on0.as_ref(), 0, 1).unwrap_err() else {
+    let GrantError::Rejected { owner: 0, accessor: 1, rejection } = sys.grant(on0.as_ref(), 1).unwrap_err() else {
         panic!("expected a rejection");
     };
     assert_eq!((rejection.direction, rejection.method), (Direction::OwnerToAccessor, Method::CopyEngine));
@@ -79,7 +80,7 @@ fn a_corrupting_link_rejects_verification_with_direction_and_method() {
     assert_eq!(sys.evidence(0, 1), None, "a rejection is not cached");
     // The other ordered pair meets the same link when its accessor writes.
     let on1 = sys.create_pool(1, PoolOptions::default()).unwrap();
-    let GrantError::Rejected { rejection, .. } = sys.grant(on1.as_ref(), 1, 0).unwrap_err() else { panic!() };
+    let GrantError::Rejected { rejection, .. } = sys.grant(on1.as_ref(), 0).unwrap_err() else { panic!() };
     assert_eq!(rejection.direction, Direction::AccessorToOwner);
     drop((on0, on1));
     assert_eq!(sim.stats().pools, pools_before + 2, "the test pools are destroyed, one probe pool per device stays");
@@ -92,12 +93,9 @@ fn invalid_arguments_are_refused_before_anything_changes() {
     let (sys, sim) = system(Topology::two_h200());
     let pool = sys.create_pool(0, PoolOptions::default()).unwrap();
     let p = pool.as_ref();
-    assert_eq!(sys.grant(p, 0, 99), Err(GrantError::InvalidDevice { ordinal: 99, count: 2 }));
-    assert_eq!(sys.grant(p, 7, 1), Err(GrantError::InvalidDevice { ordinal: 7, count: 2 }));
-    assert_eq!(sys.grant(p, 1, 0), Err(GrantError::PoolNotOnOwner { pool_owner: 0, owner: 1 }));
-    assert_eq!(sys.revoke(p, 0, 0), Err(GrantError::OwnerRevoke { owner: 0 }));
-    assert!(sys.set_peers(p, 0, &[1, 5]).unwrap_err().is_invalid_argument());
-    assert!(sys.grant_all_visible(p, 4).unwrap_err().is_invalid_argument());
+    assert_eq!(sys.grant(p, 99), Err(GrantError::InvalidDevice { ordinal: 99, count: 2 }));
+    assert_eq!(sys.revoke(p, 0), Err(GrantError::OwnerRevoke { owner: 0 }));
+    assert!(sys.set_peers(p, &[1, 5]).unwrap_err().is_invalid_argument());
     assert_eq!(access(&sys, p, 1), Access::None);
     assert_eq!(sys.evidence(0, 1), None, "no verification ran");
     assert_eq!(sim.stats().pools, 3, "two default pools and ours");
@@ -108,10 +106,7 @@ fn invalid_arguments_are_refused_before_anything_changes() {
 fn read_only_access_is_its_own_outcome() {
     let (sys, _) = system(Topology::two_h200());
     let pool = sys.create_pool(0, PoolOptions::default()).unwrap();
-    assert_eq!(
-        sys.grant_read_only(pool.as_ref(), 0, 1),
-        Err(GrantError::ReadOnlyUnsupported { owner: 0, accessor: 1 })
-    );
+    assert_eq!(sys.grant_read_only(pool.as_ref(), 1), Err(GrantError::ReadOnlyUnsupported { owner: 0, accessor: 1 }));
     assert_eq!(access(&sys, pool.as_ref(), 1), Access::None);
 }
 
@@ -119,9 +114,9 @@ fn read_only_access_is_its_own_outcome() {
 fn revoke_reports_what_it_changed() {
     let (sys, _) = system(Topology::two_h200());
     let pool = sys.create_pool(1, PoolOptions::default()).unwrap();
-    assert_eq!(sys.revoke(pool.as_ref(), 1, 0), Ok(Revoke::AlreadyNone));
-    sys.grant(pool.as_ref(), 1, 0).unwrap();
-    assert_eq!(sys.revoke(pool.as_ref(), 1, 0), Ok(Revoke::Revoked { previous: Access::ReadWrite }));
+    assert_eq!(sys.revoke(pool.as_ref(), 0), Ok(Revoke::AlreadyNone));
+    sys.grant(pool.as_ref(), 0).unwrap();
+    assert_eq!(sys.revoke(pool.as_ref(), 0), Ok(Revoke::Revoked { previous: Access::ReadWrite }));
     assert_eq!(access(&sys, pool.as_ref(), 0), Access::None);
 }
 
@@ -130,13 +125,13 @@ fn set_peers_is_a_set_applied_in_one_call() {
     let (sys, _) = system(topology("eight_gpu_nvswitch"));
     let pool = sys.create_pool(2, PoolOptions::default()).unwrap();
     let p = pool.as_ref();
-    let up = sys.set_peers(p, 2, &[5, 1, 2, 5]).unwrap();
+    let up = sys.set_peers(p, &[5, 1, 2, 5]).unwrap();
     assert_eq!((up.granted.clone(), up.peers.clone()), (vec![1, 5], vec![1, 5]));
     assert!(up.owner_ignored && up.duplicates_ignored);
-    let up = sys.set_peers(p, 2, &[5, 7]).unwrap();
+    let up = sys.set_peers(p, &[5, 7]).unwrap();
     assert_eq!((up.granted, up.revoked, up.peers), (vec![7], vec![1], vec![5, 7]));
     assert!(!up.owner_ignored && !up.duplicates_ignored);
-    let up = sys.set_peers(p, 2, &[]).unwrap();
+    let up = sys.set_peers(p, &[]).unwrap();
     assert_eq!((up.revoked, up.peers), (vec![5, 7], vec![]));
     assert_eq!(access(&sys, p, 2), Access::ReadWrite, "the owner keeps its access");
 }
@@ -145,8 +140,8 @@ fn set_peers_is_a_set_applied_in_one_call() {
 fn set_peers_changes_nothing_when_one_peer_is_unsupported() {
     let (sys, _) = system(topology("four_gpu_islands")); // {0,1} and {2,3}
     let pool = sys.create_pool(0, PoolOptions::default()).unwrap();
-    sys.grant(pool.as_ref(), 0, 1).unwrap();
-    let e = sys.set_peers(pool.as_ref(), 0, &[2]).unwrap_err();
+    sys.grant(pool.as_ref(), 1).unwrap();
+    let e = sys.set_peers(pool.as_ref(), &[2]).unwrap_err();
     assert!(matches!(e, GrantError::Unsupported { owner: 0, accessor: 2, reverse_capable: false }), "{e:?}");
     assert_eq!(sys.peers(pool.as_ref()), Ok(vec![1]), "the revoke of gpu1 was not applied either");
 }
@@ -155,7 +150,7 @@ fn set_peers_changes_nothing_when_one_peer_is_unsupported() {
 fn all_visible_reports_each_peer_and_touches_only_that_pool() {
     let (sys, _) = system(topology("four_gpu_islands"));
     let pool = sys.create_pool(2, PoolOptions::default()).unwrap();
-    let report = sys.grant_all_visible(pool.as_ref(), 2).unwrap();
+    let report = sys.grant_all_visible(pool.as_ref()).unwrap();
     assert_eq!(report.granted(), vec![3]);
     assert!(!report.all_granted());
     let unsupported: Vec<usize> = report
@@ -178,12 +173,12 @@ fn the_callers_context_is_restored_on_every_path() {
     for caller in contexts {
         unsafe { driver.ctx_set_current(caller) }.unwrap();
         sys.forget_evidence();
-        sys.grant(pool.as_ref(), 0, 1).unwrap();
+        sys.grant(pool.as_ref(), 1).unwrap();
         assert_eq!(driver.ctx_get_current().unwrap(), caller, "after a verifying grant");
-        let _ = sys.grant(pool.as_ref(), 0, 9);
-        let _ = sys.grant(pool.as_ref(), 1, 0);
+        let _ = sys.grant(pool.as_ref(), 9);
+        let _ = sys.grant(pool.as_ref(), 0);
         assert_eq!(driver.ctx_get_current().unwrap(), caller, "after argument errors");
-        sys.revoke(pool.as_ref(), 0, 1).unwrap();
+        sys.revoke(pool.as_ref(), 1).unwrap();
         assert_eq!(driver.ctx_get_current().unwrap(), caller, "after a revoke");
     }
 }
@@ -238,14 +233,14 @@ fn a_revoked_accessor_faults_and_the_fault_is_sticky() {
     let (sys, sim) = system(Topology::two_h200());
     let pool = sys.create_pool(0, PoolOptions::default()).unwrap();
     let memory = sys.alloc(pool.as_ref(), 4096).unwrap();
-    sys.grant(pool.as_ref(), 0, 1).unwrap();
+    sys.grant(pool.as_ref(), 1).unwrap();
     sys.kernels(0).unwrap().fill(memory.words(1024).unwrap(), 3).unwrap();
-    assert!(sys.kernels(1).unwrap().check(memory.words(1024).unwrap(), 3).unwrap().is_clean());
-    sys.revoke(pool.as_ref(), 0, 1).unwrap();
-    let e = sys.kernels(1).and_then(|k| k.check(memory.words(1024)?, 3)).unwrap_err();
+    assert!(sys.kernels(1).unwrap().compare_pattern(memory.words(1024).unwrap(), 3).unwrap().is_clean());
+    sys.revoke(pool.as_ref(), 1).unwrap();
+    let e = sys.kernels(1).and_then(|k| k.compare_pattern(memory.words(1024)?, 3)).unwrap_err();
     assert!(e.is_sticky() && e.cuda().unwrap().code_name() == "CUDA_ERROR_ILLEGAL_ADDRESS", "{e}");
     assert!(sim.sticky_error().is_some());
-    let later = sys.grant(pool.as_ref(), 0, 1).unwrap_err();
+    let later = sys.grant(pool.as_ref(), 1).unwrap_err();
     assert!(later.is_sticky() && matches!(later, GrantError::Cuda { stage: Stage::Query, .. }), "{later:?}");
 }
 
@@ -266,7 +261,7 @@ fn owned_pools_reset_access_so_recycled_handles_come_back_clean() {
     // peerpool's owned pools revoke before destroying, so the recycled handle starts clean.
     let sys = System::with_driver(sim.clone()).unwrap();
     let pool = sys.create_pool(0, PoolOptions::default()).unwrap();
-    sys.grant(pool.as_ref(), 0, 1).unwrap();
+    sys.grant(pool.as_ref(), 1).unwrap();
     let handle = pool.handle();
     pool.destroy().unwrap();
     let again = sys.create_pool(0, PoolOptions::default()).unwrap();
@@ -287,7 +282,7 @@ fn pool_handles_are_found_from_pointers() {
     assert_eq!(unsafe { sys.pool_of(legacy.ptr()) }.unwrap(), None, "cuMemAlloc memory");
     assert_eq!(unsafe { sys.pool_of(peerpool::DevicePtr(0x1000)) }.unwrap(), None, "not device memory");
     let found = unsafe { sys.pool_of(memory.ptr()) }.unwrap().unwrap();
-    sys.grant(found, 1, 0).unwrap();
+    sys.grant(found, 0).unwrap();
     assert_eq!(access(&sys, pool.as_ref(), 0), Access::ReadWrite, "a grant through the found handle");
 }
 
@@ -298,7 +293,7 @@ fn the_current_pool_is_not_the_pool_granted() {
     unsafe { sys.driver().device_set_mem_pool(0, pool.handle()) }.unwrap();
     assert_eq!(sys.current_pool(0).unwrap(), pool.as_ref());
     let other = sys.create_pool(0, PoolOptions::default()).unwrap();
-    sys.grant(other.as_ref(), 0, 1).unwrap();
+    sys.grant(other.as_ref(), 1).unwrap();
     assert_eq!(access(&sys, pool.as_ref(), 1), Access::None, "the current pool is not touched");
     unsafe { sys.driver().device_set_mem_pool(0, sys.default_pool(0).unwrap().handle()) }.unwrap();
 }

@@ -6,11 +6,11 @@
 mod ipc_support;
 
 use ipc_support::{BYTES, FABRIC, FD, Process, STAGED, WORDS, bytes, channel, host_sees, leak_checked, words};
-use peerpool::driver::{DevicePtr, HandleTypes, ShareHandle};
+use peerpool::driver::{DevicePtr, HandleKind, HandleKinds};
 use peerpool::ipc::{ImportKind, NoExport, ShareError, ShareRequest, SharingError, SharingPath};
-use peerpool::{CUresult, Grant, PoolOptions};
+use peerpool::{CudaCode, Grant, PoolOptions};
 
-fn no_path(why: NoExport, handle: ShareHandle) -> Result<SharingPath, ShareError> {
+fn no_path(why: NoExport, handle: HandleKind) -> Result<SharingPath, ShareError> {
     Err(ShareError::NoPath(SharingError::NotExportable { handle, why }))
 }
 
@@ -21,27 +21,27 @@ fn provenance_picks_the_path_for_each_kind_of_memory() {
     let (exportable, pool_memory) = p.filled_pool(0, 1);
     let path = |ptr: DevicePtr, request: ShareRequest| s.sharing_path(ptr, request);
     let pool = exportable.handle();
-    assert_eq!(path(pool_memory.ptr(), FD), Ok(SharingPath::PoolExport { pool, handle: ShareHandle::PosixFd }));
-    let missing = NoExport::HandleTypeMissing { available: HandleTypes::POSIX_FD };
-    assert_eq!(path(pool_memory.ptr(), FABRIC), no_path(missing, ShareHandle::Fabric));
+    assert_eq!(path(pool_memory.ptr(), FD), Ok(SharingPath::PoolExport { pool, handle: HandleKind::PosixFd }));
+    let missing = NoExport::HandleTypeMissing { available: HandleKinds::POSIX_FD };
+    assert_eq!(path(pool_memory.ptr(), FABRIC), no_path(missing, HandleKind::Fabric));
 
     let default = s.alloc(s.default_pool(1).unwrap(), 4096).unwrap();
-    assert_eq!(path(default.ptr(), FD), no_path(NoExport::PrivatePool, ShareHandle::PosixFd));
-    let staged = SharingPath::StagedCopy { handle: ShareHandle::PosixFd, why: NoExport::PrivatePool };
+    assert_eq!(path(default.ptr(), FD), no_path(NoExport::PrivatePool, HandleKind::PosixFd));
+    let staged = SharingPath::StagedCopy { handle: HandleKind::PosixFd, why: NoExport::PrivatePool };
     assert_eq!(path(default.ptr(), STAGED), Ok(staged));
     let private = s.create_pool(0, PoolOptions::default()).unwrap();
     let private_memory = s.alloc(private.as_ref(), 4096).unwrap();
-    assert_eq!(path(private_memory.ptr(), FD), no_path(NoExport::PrivatePool, ShareHandle::PosixFd));
+    assert_eq!(path(private_memory.ptr(), FD), no_path(NoExport::PrivatePool, HandleKind::PosixFd));
 
     let legacy = s.alloc_legacy(0, 4096).unwrap();
     assert_eq!(path(legacy.ptr(), FD), Ok(SharingPath::LegacyIpc));
-    assert_eq!(path(legacy.ptr(), FABRIC), no_path(NoExport::LegacyOnly, ShareHandle::Fabric));
+    assert_eq!(path(legacy.ptr(), FABRIC), no_path(NoExport::LegacyOnly, HandleKind::Fabric));
 
-    let exportable_vm = s.alloc_virtual(0, 4096, HandleTypes::POSIX_FD).unwrap();
-    let vm = SharingPath::VirtualMemoryExport { handle: ShareHandle::PosixFd };
+    let exportable_vm = s.alloc_virtual(0, 4096, HandleKinds::POSIX_FD).unwrap();
+    let vm = SharingPath::VirtualMemoryExport { handle: HandleKind::PosixFd };
     assert_eq!(path(exportable_vm.ptr(), FD), Ok(vm));
-    let private_vm = s.alloc_virtual(0, 4096, HandleTypes::NONE).unwrap();
-    assert_eq!(path(private_vm.ptr(), FD), no_path(NoExport::PrivateVirtualMemory, ShareHandle::PosixFd));
+    let private_vm = s.alloc_virtual(0, 4096, HandleKinds::NONE).unwrap();
+    assert_eq!(path(private_vm.ptr(), FD), no_path(NoExport::PrivateVirtualMemory, HandleKind::PosixFd));
 
     assert_eq!(path(DevicePtr(0x1000), STAGED), Err(ShareError::NoPath(SharingError::NotDeviceMemory)));
     assert!(matches!(s.export(bytes(DevicePtr(0x1000), 16), STAGED), Err(ShareError::NoPath(_))));
@@ -59,7 +59,7 @@ fn legacy_ipc_refuses_pool_memory_and_opens_cu_mem_alloc_memory() {
             let _current = exporter.system.enter(0).unwrap();
             for ptr in [pool_memory.ptr(), default.ptr()] {
                 let error = driver.ipc_get_mem_handle(ptr).unwrap_err();
-                assert_eq!((error.call, error.code), ("cuIpcGetMemHandle", CUresult::CUDA_ERROR_INVALID_VALUE));
+                assert_eq!((error.call, error.code), ("cuIpcGetMemHandle", CudaCode::CUDA_ERROR_INVALID_VALUE));
             }
             driver.ipc_get_mem_handle(legacy.ptr()).unwrap();
         }
@@ -73,7 +73,7 @@ fn legacy_ipc_refuses_pool_memory_and_opens_cu_mem_alloc_memory() {
         let mut imported = importer.system.import(&b, &[]).unwrap();
         assert_eq!((imported.kind(), imported.owner()), (ImportKind::Legacy, 0));
         let ptr = imported.ptr().unwrap();
-        assert!(importer.system.kernels(0).unwrap().check(words(ptr, WORDS), 71).unwrap().is_clean());
+        assert!(importer.system.kernels(0).unwrap().compare_pattern(words(ptr, WORDS), 71).unwrap().is_clean());
         importer.system.kernels(0).unwrap().fill(words(ptr, WORDS), 72).unwrap();
         assert!(host_sees(&legacy.read_words(128).unwrap(), 72), "the exporter sees the importer's writes");
         assert_eq!(imported.grant(0), Ok(Grant::OwnerAccess));
@@ -108,7 +108,15 @@ fn an_interior_legacy_range_travels_with_its_offset() {
         exporter.system.export(bytes(inner, 1024), FD).unwrap().send(&a).unwrap();
         let imported = importer.system.import(&b, &[]).unwrap();
         assert_eq!((imported.owner(), imported.len()), (1, 1024));
-        assert!(importer.system.kernels(1).unwrap().check(words(imported.ptr().unwrap(), 256), 81).unwrap().is_clean());
+        assert!(
+            importer
+                .system
+                .kernels(1)
+                .unwrap()
+                .compare_pattern(words(imported.ptr().unwrap(), 256), 81)
+                .unwrap()
+                .is_clean()
+        );
     });
 }
 
@@ -128,7 +136,7 @@ fn a_staged_copy_is_shared_when_the_memory_itself_cannot_be() {
         let imported = importer.system.import(&b, &[1]).unwrap();
         assert!(imported.is_staged_copy());
         let ptr = imported.ptr().unwrap();
-        assert!(importer.system.kernels(1).unwrap().check(words(ptr, WORDS), 91).unwrap().is_clean());
+        assert!(importer.system.kernels(1).unwrap().compare_pattern(words(ptr, WORDS), 91).unwrap().is_clean());
         // The importer writes the copy, not the original.
         importer.system.kernels(1).unwrap().fill(words(ptr, WORDS), 92).unwrap();
         assert!(host_sees(&copy.read_words(64).unwrap(), 92));
@@ -145,7 +153,7 @@ fn legacy_and_private_virtual_memory_are_staged_for_fabric_and_fd() {
         let (exporter, importer) = (Process::new(), Process::new());
         let legacy = exporter.system.alloc_legacy(0, BYTES).unwrap();
         exporter.system.kernels(0).unwrap().fill(legacy.words(WORDS).unwrap(), 93).unwrap();
-        let fabric = ShareRequest { handle: ShareHandle::Fabric, allow_staging: true };
+        let fabric = ShareRequest { handle: HandleKind::Fabric, allow_staging: true };
         let exported = exporter.system.export_allocation(&legacy, fabric).unwrap();
         assert!(matches!(exported.path(), SharingPath::StagedCopy { why: NoExport::LegacyOnly, .. }));
         assert!(exported.fd().is_none() && exported.offer().fabric.is_some());
@@ -153,10 +161,16 @@ fn legacy_and_private_virtual_memory_are_staged_for_fabric_and_fd() {
         exported.send(&a).unwrap();
         let imported = importer.system.import(&b, &[]).unwrap();
         assert!(
-            importer.system.kernels(0).unwrap().check(words(imported.ptr().unwrap(), WORDS), 93).unwrap().is_clean()
+            importer
+                .system
+                .kernels(0)
+                .unwrap()
+                .compare_pattern(words(imported.ptr().unwrap(), WORDS), 93)
+                .unwrap()
+                .is_clean()
         );
 
-        let private = exporter.system.alloc_virtual(1, BYTES, HandleTypes::NONE).unwrap();
+        let private = exporter.system.alloc_virtual(1, BYTES, HandleKinds::NONE).unwrap();
         exporter.system.kernels(1).unwrap().fill(private.as_slice(), 94).unwrap();
         let exported = exporter.system.export(bytes(private.ptr(), BYTES), STAGED).unwrap();
         assert!(matches!(exported.path(), SharingPath::StagedCopy { why: NoExport::PrivateVirtualMemory, .. }));
@@ -164,7 +178,13 @@ fn legacy_and_private_virtual_memory_are_staged_for_fabric_and_fd() {
         let imported = importer.system.import(&b, &[0]).unwrap();
         assert_eq!(imported.owner(), 1);
         assert!(
-            importer.system.kernels(0).unwrap().check(words(imported.ptr().unwrap(), WORDS), 94).unwrap().is_clean()
+            importer
+                .system
+                .kernels(0)
+                .unwrap()
+                .compare_pattern(words(imported.ptr().unwrap(), WORDS), 94)
+                .unwrap()
+                .is_clean()
         );
     });
 }

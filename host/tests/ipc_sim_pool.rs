@@ -6,9 +6,10 @@
 mod ipc_support;
 
 use ipc_support::{BYTES, FABRIC, FD, Process, WORDS, channel, host_sees, leak_checked, words};
-use peerpool::driver::{Access, HandleTypes, PointerAttribute, ShareHandle, Stream};
+use peerpool::driver::{Access, HandleKind, HandleKinds, PointerAttribute, Stream};
 use peerpool::ipc::{ImportKind, ShareError, SharingPath};
-use peerpool::{BLOCK, CUresult, Grant, PoolOptions};
+use peerpool::kernels::BLOCK;
+use peerpool::{CudaCode, Grant, PoolOptions};
 
 #[test]
 fn importer_kernels_on_owner_and_peer_read_write_and_add() {
@@ -16,7 +17,7 @@ fn importer_kernels_on_owner_and_peer_read_write_and_add() {
         let (exporter, importer) = (Process::new(), Process::new());
         let (pool, memory) = exporter.filled_pool(0, 11);
         let exported = exporter.system.export_allocation(&memory, FD).unwrap();
-        assert_eq!(exported.path(), SharingPath::PoolExport { pool: pool.handle(), handle: ShareHandle::PosixFd });
+        assert_eq!(exported.path(), SharingPath::PoolExport { pool: pool.handle(), handle: HandleKind::PosixFd });
         assert!(exported.fd().is_some() && exported.staged().is_none());
         let (to_importer, from_exporter) = channel();
         exported.send(&to_importer).unwrap();
@@ -25,11 +26,13 @@ fn importer_kernels_on_owner_and_peer_read_write_and_add() {
         let ptr = imported.ptr().unwrap();
 
         // Reads on both of the importer's GPUs see the exporter's bytes.
-        assert!(importer.system.kernels(0).unwrap().check(words(ptr, WORDS), 11).unwrap().is_clean());
-        assert!(importer.system.kernels(1).unwrap().check(words(ptr, WORDS), 11).unwrap().is_clean());
+        assert!(importer.system.kernels(0).unwrap().compare_pattern(words(ptr, WORDS), 11).unwrap().is_clean());
+        assert!(importer.system.kernels(1).unwrap().compare_pattern(words(ptr, WORDS), 11).unwrap().is_clean());
         // The peer GPU's writes reach the exporter, through its own kernel and the host.
         importer.system.kernels(1).unwrap().fill(words(ptr, WORDS), 12).unwrap();
-        assert!(exporter.system.kernels(0).unwrap().check(memory.words(WORDS).unwrap(), 12).unwrap().is_clean());
+        assert!(
+            exporter.system.kernels(0).unwrap().compare_pattern(memory.words(WORDS).unwrap(), 12).unwrap().is_clean()
+        );
         assert!(host_sees(&memory.read_words(256).unwrap(), 12));
         // And the owner GPU's writes in the importer too.
         importer.system.kernels(0).unwrap().fill(words(ptr, WORDS), 13).unwrap();
@@ -81,7 +84,7 @@ fn access_does_not_travel_and_an_ungranted_importer_faults_on_the_peer() {
         let (exporter, importer) = (Process::new(), Process::new());
         let (pool, memory) = exporter.filled_pool(0, 21);
         // The exporter's own grant stays in the exporter.
-        exporter.system.grant(pool.as_ref(), 0, 1).unwrap();
+        exporter.system.grant(pool.as_ref(), 1).unwrap();
         let (a, b) = channel();
         exporter.system.export_allocation(&memory, FD).unwrap().send(&a).unwrap();
         let mut imported = importer.system.import(&b, &[]).unwrap();
@@ -92,20 +95,20 @@ fn access_does_not_travel_and_an_ungranted_importer_faults_on_the_peer() {
 
         // A copy of the importer dies probing the peer GPU; the importer itself lives on.
         let probe = importer.fork();
-        let error = probe.system.kernels(1).unwrap().check(words(ptr, WORDS), 21).unwrap_err();
+        let error = probe.system.kernels(1).unwrap().compare_pattern(words(ptr, WORDS), 21).unwrap_err();
         assert!(error.is_sticky(), "{error}");
-        assert_eq!(probe.sim.sticky_error(), Some(CUresult::CUDA_ERROR_ILLEGAL_ADDRESS));
+        assert_eq!(probe.sim.sticky_error(), Some(CudaCode::CUDA_ERROR_ILLEGAL_ADDRESS));
         drop(probe);
-        assert!(importer.system.kernels(0).unwrap().check(words(ptr, WORDS), 21).unwrap().is_clean());
+        assert!(importer.system.kernels(0).unwrap().compare_pattern(words(ptr, WORDS), 21).unwrap().is_clean());
 
         // Granting through the grant engine: typed outcomes, then the peer reads.
         assert_eq!(imported.grant(1).unwrap(), Grant::Granted { previous: Access::None });
         assert!(importer.system.evidence(0, 1).is_some(), "the importer verified the pair itself");
         assert_eq!(imported.grant(1).unwrap(), Grant::AlreadyGranted);
         assert_eq!(imported.grant(0).unwrap(), Grant::OwnerAccess);
-        assert!(importer.system.kernels(1).unwrap().check(words(ptr, WORDS), 21).unwrap().is_clean());
+        assert!(importer.system.kernels(1).unwrap().compare_pattern(words(ptr, WORDS), 21).unwrap().is_clean());
         // The importer's grant does not reach the exporter's table either.
-        exporter.system.revoke(pool.as_ref(), 0, 1).unwrap();
+        exporter.system.revoke(pool.as_ref(), 1).unwrap();
         assert_eq!(importer.system.pool_access(there, 1).unwrap(), Access::ReadWrite);
     });
 }
@@ -114,7 +117,7 @@ fn access_does_not_travel_and_an_ungranted_importer_faults_on_the_peer() {
 fn fabric_pool_offers_travel_without_fds() {
     leak_checked(|| {
         let (exporter, importer) = (Process::new(), Process::new());
-        let options = PoolOptions { handle_types: HandleTypes::FABRIC, max_size: 0 };
+        let options = PoolOptions { handle_types: HandleKinds::FABRIC, max_size: 0 };
         let pool = exporter.system.create_pool(0, options).unwrap();
         let memory = exporter.system.alloc(pool.as_ref(), BYTES).unwrap();
         exporter.system.kernels(0).unwrap().fill(memory.words(WORDS).unwrap(), 5).unwrap();
@@ -124,7 +127,13 @@ fn fabric_pool_offers_travel_without_fds() {
         exported.send(&a).unwrap();
         let imported = importer.system.import(&b, &[1]).unwrap();
         assert!(
-            importer.system.kernels(1).unwrap().check(words(imported.ptr().unwrap(), WORDS), 5).unwrap().is_clean()
+            importer
+                .system
+                .kernels(1)
+                .unwrap()
+                .compare_pattern(words(imported.ptr().unwrap(), WORDS), 5)
+                .unwrap()
+                .is_clean()
         );
         // A POSIX-fd request for a fabric-only pool has no path without staging.
         let refused = exporter.system.export_allocation(&memory, FD).unwrap_err();
@@ -182,7 +191,7 @@ fn importer_host_copies_and_imported_pools_refuse_new_allocations() {
         let pool = unsafe { importer.system.pool_of(imported.ptr().unwrap()) }.unwrap().unwrap();
         let _current = importer.system.enter(0).unwrap();
         let refused = importer.sim.mem_alloc_from_pool_async(4096, pool.handle(), Stream::LEGACY);
-        assert_eq!(refused.unwrap_err().code, CUresult::CUDA_ERROR_INVALID_VALUE);
+        assert_eq!(refused.unwrap_err().code, CudaCode::CUDA_ERROR_INVALID_VALUE);
     });
 }
 
@@ -197,7 +206,7 @@ fn an_allocation_freed_before_the_import_cannot_be_imported() {
         memory.free().unwrap();
         let refused = importer.system.import(&b, &[]).unwrap_err();
         let error = refused.cuda().copied().unwrap_or_else(|| panic!("not a driver error: {refused:?}"));
-        assert_eq!((error.call, error.code), ("cuMemPoolImportPointer", CUresult::CUDA_ERROR_INVALID_VALUE));
+        assert_eq!((error.call, error.code), ("cuMemPoolImportPointer", CudaCode::CUDA_ERROR_INVALID_VALUE));
         let after = importer.stats();
         assert_eq!((after.pools, after.allocations), (before.pools, before.allocations), "nothing stays imported");
     });

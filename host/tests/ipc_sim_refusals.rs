@@ -6,10 +6,10 @@
 mod ipc_support;
 
 use ipc_support::{BYTES, FD, Process, STAGED, bytes, channel, leak_checked};
-use peerpool::driver::{DevicePtr, Driver, HandleTypes};
+use peerpool::driver::{DevicePtr, Driver, HandleKinds};
 use peerpool::fault::{FaultInjector, FaultPlan, Rule};
 use peerpool::ipc::{Channel, Exported, FdKind, IpcError, Offer, OfferPath, PeerCheck, ShareError};
-use peerpool::{CUresult, Error, System};
+use peerpool::{CudaCode, Error, System};
 use peerpool_sim::{SimDriver, SimStats, Topology};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::Arc;
@@ -23,13 +23,16 @@ fn send_raw(channel: &Channel, offer: &Offer, fds: &[BorrowedFd<'_>]) {
     channel.send(&offer.encode(), fds).unwrap();
 }
 
-fn cuda_of(error: &ShareError) -> (&'static str, CUresult) {
+fn cuda_of(error: &ShareError) -> (&'static str, CudaCode) {
     let cuda = error.cuda().unwrap_or_else(|| panic!("not a driver error: {error:?}"));
     (cuda.call, cuda.code)
 }
 
-#[test]
-fn garbage_export_data_is_refused_by_the_importing_driver() {
+/// Sends a pool allocation's offer (with its fd) and a legacy allocation's offer, each altered
+/// by `alter` (told which it is: `true` for legacy), to a new importer; `judge` gets each
+/// refusal the same way. Afterwards the importer holds nothing more than before, and the genuine
+/// pool offer still imports.
+fn altered_offers_are_refused(alter: impl Fn(Offer, bool) -> Offer, judge: impl Fn(ShareError, bool)) {
     leak_checked(|| {
         let (exporter, importer) = (Process::new(), Process::new());
         let (_pool, memory) = exporter.filled_pool(0, 1);
@@ -37,19 +40,26 @@ fn garbage_export_data_is_refused_by_the_importing_driver() {
         let before = footprint(importer.stats());
         let (a, b) = channel();
         let exported = exporter.system.export_allocation(&memory, FD).unwrap();
-        let garbage = Offer { data: [0xA5; 64], ..*exported.offer() };
-        send_raw(&a, &garbage, &[exported.fd().unwrap()]);
-        let refused = importer.system.import(&b, &[1]).unwrap_err();
-        assert_eq!(cuda_of(&refused), ("cuMemPoolImportPointer", CUresult::CUDA_ERROR_INVALID_VALUE));
+        send_raw(&a, &alter(*exported.offer(), false), &[exported.fd().unwrap()]);
+        judge(importer.system.import(&b, &[1]).unwrap_err(), false);
         let legacy = exporter.system.export_allocation(&legacy, FD).unwrap();
-        send_raw(&a, &Offer { data: [0x5A; 64], ..*legacy.offer() }, &[]);
-        let refused = importer.system.import(&b, &[]).unwrap_err();
-        assert_eq!(cuda_of(&refused), ("cuIpcOpenMemHandle", CUresult::CUDA_ERROR_INVALID_VALUE));
+        send_raw(&a, &alter(*legacy.offer(), true), &[]);
+        judge(importer.system.import(&b, &[]).unwrap_err(), true);
         assert_eq!(footprint(importer.stats()), before);
-        // The genuine offer still imports afterwards.
         exported.send(&a).unwrap();
-        importer.system.import(&b, &[1]).unwrap();
+        assert_eq!(importer.system.import(&b, &[1]).unwrap().len(), BYTES, "the genuine offer imports");
     });
+}
+
+#[test]
+fn garbage_export_data_is_refused_by_the_importing_driver() {
+    altered_offers_are_refused(
+        |offer, legacy| Offer { data: [if legacy { 0x5A } else { 0xA5 }; 64], ..offer },
+        |refused, legacy| {
+            let call = if legacy { "cuIpcOpenMemHandle" } else { "cuMemPoolImportPointer" };
+            assert_eq!(cuda_of(&refused), (call, CudaCode::CUDA_ERROR_INVALID_VALUE));
+        },
+    );
 }
 
 #[test]
@@ -82,7 +92,7 @@ fn fds_of_the_wrong_kind_are_refused_before_the_driver_sees_them() {
         let stranger = rustix::event::eventfd(7, rustix::event::EventfdFlags::CLOEXEC).unwrap();
         send_raw(&a, &offer, &[stranger.as_fd()]);
         let refused = importer.system.import(&b, &[]).unwrap_err();
-        assert_eq!(cuda_of(&refused), ("cuMemPoolImportFromShareableHandle", CUresult::CUDA_ERROR_INVALID_VALUE));
+        assert_eq!(cuda_of(&refused), ("cuMemPoolImportFromShareableHandle", CudaCode::CUDA_ERROR_INVALID_VALUE));
         assert_eq!(footprint(importer.stats()), before);
     });
 }
@@ -154,26 +164,14 @@ fn malformed_offers_and_bad_arguments_touch_nothing() {
 /// refused after the import, by the imported pointer's own range, and nothing stays imported.
 #[test]
 fn a_forged_length_is_refused_by_the_imported_range() {
-    leak_checked(|| {
-        let (exporter, importer) = (Process::new(), Process::new());
-        let (_pool, memory) = exporter.filled_pool(0, 1);
-        let legacy = exporter.system.alloc_legacy(0, BYTES).unwrap();
-        let before = footprint(importer.stats());
-        let (a, b) = channel();
-        let forged = 1u64 << 20;
-        let exported = exporter.system.export_allocation(&memory, FD).unwrap();
-        send_raw(&a, &Offer { len: forged, span: forged, ..*exported.offer() }, &[exported.fd().unwrap()]);
-        let refused = importer.system.import(&b, &[1]).unwrap_err();
-        assert_eq!(refused, ShareError::BeyondAllocation { claimed: forged, available: BYTES as u64 });
-        assert!(refused.to_string().contains("claims 1048576 bytes"), "{refused}");
-        let legacy = exporter.system.export_allocation(&legacy, FD).unwrap();
-        send_raw(&a, &Offer { len: forged, span: forged, ..*legacy.offer() }, &[]);
-        let refused = importer.system.import(&b, &[]).unwrap_err();
-        assert_eq!(refused, ShareError::BeyondAllocation { claimed: forged, available: BYTES as u64 });
-        assert_eq!(footprint(importer.stats()), before);
-        exported.send(&a).unwrap();
-        assert_eq!(importer.system.import(&b, &[1]).unwrap().len(), BYTES, "the genuine offer imports");
-    });
+    let forged = 1u64 << 20;
+    altered_offers_are_refused(
+        |offer, _| Offer { len: forged, span: forged, ..offer },
+        |refused, _| {
+            assert_eq!(refused, ShareError::BeyondAllocation { claimed: forged, available: BYTES as u64 });
+            assert!(refused.to_string().contains("claims 1048576 bytes"), "{refused}");
+        },
+    );
 }
 
 /// `(call, n)` for every call in `calls`: the nth call of that name.
@@ -205,10 +203,10 @@ fn sweep_import(exported: &Exported, peers: &[usize]) {
     assert!(calls.len() >= 4, "an import makes several calls: {calls:?}");
     assert_eq!(footprint(sim.stats()), before, "a clean import and drop give everything back");
     for (call, nth) in sites(&calls) {
-        injector.arm(FaultPlan::new().with(Rule::nth(call, nth, CUresult::CUDA_ERROR_INVALID_VALUE)));
+        injector.arm(FaultPlan::new().with(Rule::nth(call, nth, CudaCode::CUDA_ERROR_INVALID_VALUE)));
         exported.send(&a).unwrap();
         match importer.import(&b, peers) {
-            Err(error) => assert_eq!(cuda_of(&error), (call, CUresult::CUDA_ERROR_INVALID_VALUE), "{call} #{nth}"),
+            Err(error) => assert_eq!(cuda_of(&error), (call, CudaCode::CUDA_ERROR_INVALID_VALUE), "{call} #{nth}"),
             // Unseen: restoring the caller's context (a guard's drop cannot report), and a
             // release that succeeded when tried again.
             Ok(imported) => {
@@ -225,7 +223,7 @@ fn every_import_call_failed_in_turn_leaves_nothing_behind() {
     leak_checked(|| {
         let exporter = Process::new();
         let (_pool, memory) = exporter.filled_pool(0, 1);
-        let virtual_memory = exporter.system.alloc_virtual(0, BYTES, HandleTypes::POSIX_FD).unwrap();
+        let virtual_memory = exporter.system.alloc_virtual(0, BYTES, HandleKinds::POSIX_FD).unwrap();
         let legacy = exporter.system.alloc_legacy(0, BYTES).unwrap();
         let default = exporter.system.alloc(exporter.system.default_pool(0).unwrap(), BYTES).unwrap();
         sweep_import(&exporter.system.export_allocation(&memory, FD).unwrap(), &[1]);
@@ -241,10 +239,10 @@ fn every_export_call_failed_in_turn_leaves_nothing_behind() {
         let sim = Arc::new(SimDriver::new(Topology::two_h200()));
         let injector = Arc::new(FaultInjector::new(sim.clone()));
         let exporter = System::with_driver(injector.clone()).unwrap();
-        let pool = exporter.create_pool(0, peerpool::PoolOptions { handle_types: HandleTypes::POSIX_FD, max_size: 0 });
+        let pool = exporter.create_pool(0, peerpool::PoolOptions { handle_types: HandleKinds::POSIX_FD, max_size: 0 });
         let pool = pool.unwrap();
         let memory = exporter.alloc(pool.as_ref(), BYTES).unwrap();
-        let virtual_memory = exporter.alloc_virtual(0, BYTES, HandleTypes::POSIX_FD).unwrap();
+        let virtual_memory = exporter.alloc_virtual(0, BYTES, HandleKinds::POSIX_FD).unwrap();
         let legacy = exporter.alloc_legacy(0, BYTES).unwrap();
         let default = exporter.alloc(exporter.default_pool(0).unwrap(), BYTES).unwrap();
         for (ptr, request) in
@@ -256,7 +254,7 @@ fn every_export_call_failed_in_turn_leaves_nothing_behind() {
             let calls = injector.calls();
             drop(exported);
             for (call, nth) in sites(&calls) {
-                injector.arm(FaultPlan::new().with(Rule::nth(call, nth, CUresult::CUDA_ERROR_INVALID_VALUE)));
+                injector.arm(FaultPlan::new().with(Rule::nth(call, nth, CudaCode::CUDA_ERROR_INVALID_VALUE)));
                 match exporter.export(bytes(ptr, BYTES), request) {
                     Err(ShareError::NoPath(_)) => assert_eq!(call, "cuPointerGetAttribute"),
                     Err(error) => assert_eq!(cuda_of(&error).0, call, "{call} #{nth}"),

@@ -6,10 +6,11 @@ mod ipc_support;
 
 use ipc_support::{FD, Process, bytes, channel, host_sees, leak_checked, words};
 use peerpool::driver::{
-    Access, AccessDesc, AllocationProps, DevicePtr, Granularity, HandleTypes, MemHandle, PointerAttribute,
+    Access, AccessDesc, AllocationProps, DevicePtr, Granularity, HandleKinds, MemHandle, PointerAttribute,
 };
 use peerpool::ipc::{ImportKind, SharingPath};
-use peerpool::{BLOCK, CUresult, Grant};
+use peerpool::kernels::BLOCK;
+use peerpool::{CudaCode, Grant};
 
 const MIB2: usize = 2 << 20;
 const WORDS: u64 = (MIB2 / 4) as u64;
@@ -18,18 +19,18 @@ fn rw(device: i32) -> AccessDesc {
     AccessDesc { device, access: Access::ReadWrite }
 }
 
-fn code<T: std::fmt::Debug>(r: Result<T, peerpool::CudaError>) -> CUresult {
+fn code<T: std::fmt::Debug>(r: Result<T, peerpool::CudaError>) -> CudaCode {
     r.unwrap_err().code
 }
 
 #[test]
 fn attributes_and_granularity_are_the_measured_ones() {
     let p = Process::new();
-    let props = AllocationProps { device: 0, handle_types: HandleTypes::POSIX_FD };
+    let props = AllocationProps { device: 0, handle_types: HandleKinds::POSIX_FD };
     for option in [Granularity::Minimum, Granularity::Recommended] {
         assert_eq!(p.sim.mem_get_allocation_granularity(&props, option).unwrap(), MIB2);
     }
-    let memory = p.system.alloc_virtual(1, 4096, HandleTypes::POSIX_FD).unwrap();
+    let memory = p.system.alloc_virtual(1, 4096, HandleKinds::POSIX_FD).unwrap();
     assert_eq!((memory.len(), memory.owner()), (MIB2, 1), "rounded up to the granularity");
     let attribute = |a| p.sim.pointer_get_attribute(memory.ptr(), a).unwrap();
     assert_eq!(attribute(PointerAttribute::IsLegacyCudaIpcCapable), 0);
@@ -38,7 +39,7 @@ fn attributes_and_granularity_are_the_measured_ones() {
     assert_eq!(attribute(PointerAttribute::DeviceOrdinal), 1);
     assert_eq!(
         p.system.sharing_path(memory.ptr(), FD).unwrap(),
-        SharingPath::VirtualMemoryExport { handle: peerpool::ipc::ShareHandle::PosixFd }
+        SharingPath::VirtualMemoryExport { handle: peerpool::ipc::HandleKind::PosixFd }
     );
     memory.free().unwrap();
     let stats = p.stats();
@@ -49,7 +50,7 @@ fn attributes_and_granularity_are_the_measured_ones() {
 fn a_mapping_is_reachable_only_where_access_was_set() {
     let p = Process::new();
     let d = p.sim.clone();
-    let props = AllocationProps { device: 0, handle_types: HandleTypes::NONE };
+    let props = AllocationProps { device: 0, handle_types: HandleKinds::NONE };
     for device in [0, 1] {
         p.system.kernels(device).unwrap(); // the modules' scratch memory first
     }
@@ -66,9 +67,9 @@ fn a_mapping_is_reachable_only_where_access_was_set() {
     d.mem_set_access(base, MIB2, &[rw(0)]).unwrap();
     p.system.kernels(0).unwrap().fill(words(base, WORDS), 2).unwrap();
     let probe = p.fork();
-    assert!(probe.system.kernels(1).unwrap().check(words(base, WORDS), 2).unwrap_err().is_sticky());
+    assert!(probe.system.kernels(1).unwrap().compare_pattern(words(base, WORDS), 2).unwrap_err().is_sticky());
     d.mem_set_access(base, MIB2, &[rw(1)]).unwrap();
-    assert!(p.system.kernels(1).unwrap().check(words(base, WORDS), 2).unwrap().is_clean());
+    assert!(p.system.kernels(1).unwrap().compare_pattern(words(base, WORDS), 2).unwrap().is_clean());
     d.mem_unmap(base, MIB2).unwrap();
     assert_eq!(p.stats().physical_allocations, 0, "the last mapping took the memory with it");
     d.mem_address_free(base, 2 * MIB2).unwrap();
@@ -79,9 +80,9 @@ fn a_mapping_is_reachable_only_where_access_was_set() {
 fn the_virtual_memory_calls_refuse_what_the_driver_refuses() {
     let p = Process::new();
     let d = p.sim.clone();
-    let props = AllocationProps { device: 0, handle_types: HandleTypes::POSIX_FD };
+    let props = AllocationProps { device: 0, handle_types: HandleKinds::POSIX_FD };
     let _current = p.system.enter(0).unwrap();
-    let invalid = CUresult::CUDA_ERROR_INVALID_VALUE;
+    let invalid = CudaCode::CUDA_ERROR_INVALID_VALUE;
     assert_eq!(code(d.mem_create(4096, &props)), invalid, "not a granule multiple");
     let bad_device = AllocationProps { device: 7, ..props };
     assert_eq!(code(d.mem_create(MIB2, &bad_device)), invalid);
@@ -97,8 +98,8 @@ fn the_virtual_memory_calls_refuse_what_the_driver_refuses() {
     assert_eq!(code(d.mem_map(base, MIB2, 0, handle)), invalid, "already mapped there");
     assert_eq!(code(d.mem_set_access(base, 2 * MIB2, &[rw(0)])), invalid, "half of it is unmapped");
     let read = AccessDesc { device: 1, access: Access::Read };
-    assert_eq!(code(d.mem_set_access(base, MIB2, &[read])), CUresult::CUDA_ERROR_NOT_SUPPORTED);
-    assert_eq!(code(d.mem_set_access(base, MIB2, &[rw(9)])), CUresult::CUDA_ERROR_INVALID_DEVICE);
+    assert_eq!(code(d.mem_set_access(base, MIB2, &[read])), CudaCode::CUDA_ERROR_NOT_SUPPORTED);
+    assert_eq!(code(d.mem_set_access(base, MIB2, &[rw(9)])), CudaCode::CUDA_ERROR_INVALID_DEVICE);
     assert_eq!(code(d.mem_address_free(base, 4 * MIB2)), invalid, "still mapped");
     assert_eq!(d.mem_retain_allocation_handle(base.offset(4096)).unwrap(), handle, "any address inside");
     d.mem_release(handle).unwrap();
@@ -116,7 +117,7 @@ fn the_virtual_memory_calls_refuse_what_the_driver_refuses() {
 fn importer_kernels_on_owner_and_peer_read_write_and_add() {
     leak_checked(|| {
         let (exporter, importer) = (Process::new(), Process::new());
-        let memory = exporter.system.alloc_virtual(0, MIB2, HandleTypes::POSIX_FD).unwrap();
+        let memory = exporter.system.alloc_virtual(0, MIB2, HandleKinds::POSIX_FD).unwrap();
         exporter.system.kernels(0).unwrap().fill(memory.as_slice(), 31).unwrap();
         let exported = exporter.system.export(bytes(memory.ptr(), memory.len()), FD).unwrap();
         assert!(matches!(exported.path(), SharingPath::VirtualMemoryExport { .. }));
@@ -125,10 +126,10 @@ fn importer_kernels_on_owner_and_peer_read_write_and_add() {
         let imported = importer.system.import(&b, &[1]).unwrap();
         assert_eq!((imported.kind(), imported.owner()), (ImportKind::VirtualMemory, 0));
         let ptr = imported.ptr().unwrap();
-        assert!(importer.system.kernels(0).unwrap().check(words(ptr, WORDS), 31).unwrap().is_clean());
-        assert!(importer.system.kernels(1).unwrap().check(words(ptr, WORDS), 31).unwrap().is_clean());
+        assert!(importer.system.kernels(0).unwrap().compare_pattern(words(ptr, WORDS), 31).unwrap().is_clean());
+        assert!(importer.system.kernels(1).unwrap().compare_pattern(words(ptr, WORDS), 31).unwrap().is_clean());
         importer.system.kernels(1).unwrap().fill(words(ptr, WORDS), 32).unwrap();
-        assert!(exporter.system.kernels(0).unwrap().check(memory.as_slice(), 32).unwrap().is_clean());
+        assert!(exporter.system.kernels(0).unwrap().compare_pattern(memory.as_slice(), 32).unwrap().is_clean());
 
         let slots = 64u64;
         imported.write_at(0, &vec![0u8; slots as usize * 4]).unwrap();
@@ -148,7 +149,7 @@ fn importer_kernels_on_owner_and_peer_read_write_and_add() {
 fn an_ungranted_importer_faults_on_the_peer_until_it_grants() {
     leak_checked(|| {
         let (exporter, importer) = (Process::new(), Process::new());
-        let mut memory = exporter.system.alloc_virtual(0, MIB2, HandleTypes::POSIX_FD).unwrap();
+        let mut memory = exporter.system.alloc_virtual(0, MIB2, HandleKinds::POSIX_FD).unwrap();
         exporter.system.kernels(0).unwrap().fill(memory.as_slice(), 41).unwrap();
         // The exporter's peer access stays in the exporter's mapping.
         assert_eq!(memory.grant(1).unwrap(), Grant::Granted { previous: Access::None });
@@ -157,11 +158,11 @@ fn an_ungranted_importer_faults_on_the_peer_until_it_grants() {
         let mut imported = importer.system.import(&b, &[]).unwrap();
         let ptr = imported.ptr().unwrap();
         let probe = importer.fork();
-        assert!(probe.system.kernels(1).unwrap().check(words(ptr, WORDS), 41).unwrap_err().is_sticky());
+        assert!(probe.system.kernels(1).unwrap().compare_pattern(words(ptr, WORDS), 41).unwrap_err().is_sticky());
         drop(probe);
         assert_eq!(imported.grant(1).unwrap(), Grant::Granted { previous: Access::None });
         assert_eq!(imported.grant(1).unwrap(), Grant::AlreadyGranted);
-        assert!(importer.system.kernels(1).unwrap().check(words(ptr, WORDS), 41).unwrap().is_clean());
+        assert!(importer.system.kernels(1).unwrap().compare_pattern(words(ptr, WORDS), 41).unwrap().is_clean());
     });
 }
 
@@ -169,7 +170,7 @@ fn an_ungranted_importer_faults_on_the_peer_until_it_grants() {
 fn an_importers_mapping_keeps_the_memory_and_closing_gives_it_back() {
     leak_checked(|| {
         let (exporter, importer) = (Process::new(), Process::new());
-        let memory = exporter.system.alloc_virtual(0, MIB2, HandleTypes::POSIX_FD).unwrap();
+        let memory = exporter.system.alloc_virtual(0, MIB2, HandleKinds::POSIX_FD).unwrap();
         exporter.system.kernels(0).unwrap().fill(memory.as_slice(), 51).unwrap();
         let (a, b) = channel();
         exporter.system.export(bytes(memory.ptr(), memory.len()), FD).unwrap().send(&a).unwrap();
@@ -190,7 +191,7 @@ fn an_importers_mapping_keeps_the_memory_and_closing_gives_it_back() {
 fn a_range_inside_a_mapping_travels_with_its_offset() {
     leak_checked(|| {
         let (exporter, importer) = (Process::new(), Process::new());
-        let memory = exporter.system.alloc_virtual(0, MIB2, HandleTypes::POSIX_FD).unwrap();
+        let memory = exporter.system.alloc_virtual(0, MIB2, HandleKinds::POSIX_FD).unwrap();
         let inner = memory.ptr().offset(4096);
         exporter.system.kernels(0).unwrap().fill(words(inner, 1024), 61).unwrap();
         let (a, b) = channel();
@@ -198,7 +199,13 @@ fn a_range_inside_a_mapping_travels_with_its_offset() {
         let imported = importer.system.import(&b, &[]).unwrap();
         assert_eq!(imported.len(), 4096);
         assert!(
-            importer.system.kernels(0).unwrap().check(words(imported.ptr().unwrap(), 1024), 61).unwrap().is_clean()
+            importer
+                .system
+                .kernels(0)
+                .unwrap()
+                .compare_pattern(words(imported.ptr().unwrap(), 1024), 61)
+                .unwrap()
+                .is_clean()
         );
         assert!(exporter.system.export(bytes(inner, MIB2), FD).is_err(), "past the end of the mapping");
     });

@@ -21,12 +21,12 @@ fn concurrent_checks_on_one_device_keep_their_own_results() {
     std::thread::scope(|s| {
         let dirty_side = s.spawn(|| {
             for _ in 0..2000 {
-                let seen = system.with_kernels(0, |k| k.check(dirty.words(words)?, 5)).unwrap();
+                let seen = system.with_kernels(0, |k| k.compare_pattern(dirty.words(words)?, 5)).unwrap();
                 assert_eq!(seen.mismatches, words, "every word of the other pattern mismatches");
             }
         });
         for _ in 0..2000 {
-            let seen = system.with_kernels(0, |k| k.check(clean.words(words)?, 5)).unwrap();
+            let seen = system.with_kernels(0, |k| k.compare_pattern(clean.words(words)?, 5)).unwrap();
             assert!(seen.is_clean(), "a clean range read back {seen:?}");
         }
         dirty_side.join().unwrap();

@@ -5,7 +5,8 @@
 
 use peerpool::driver::LaunchShape;
 use peerpool::ipc::{Channel, ShareError, inherited_channel};
-use peerpool::{BLOCK, CudaError, DeviceSlice, PoolOptions, System};
+use peerpool::kernels::BLOCK;
+use peerpool::{CudaError, DeviceSlice, PoolOptions, System};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -110,7 +111,7 @@ fn share(e: ShareError) -> String {
 
 /// The data words of `buffer` read back as `seed` on `device`.
 fn reads(system: &System, device: usize, buffer: DeviceSlice<'_>, seed: u32) -> Result<(), String> {
-    let seen = system.with_kernels(device, |k| k.check(Layout::data(buffer)?, seed)).map_err(api)?;
+    let seen = system.with_kernels(device, |k| k.compare_pattern(Layout::data(buffer)?, seed)).map_err(api)?;
     if seen.is_clean() { Ok(()) } else { Err(format!("fail: gpu{device} read {seen:?}")) }
 }
 
@@ -119,7 +120,7 @@ fn still_alive(system: &System, device: usize) -> Result<(), String> {
     let pool = system.create_pool(device, PoolOptions::default()).map_err(api)?;
     let memory = system.alloc(pool.as_ref(), 4096).map_err(api)?;
     system.with_kernels(device, |k| k.fill(memory.as_slice(), 9)).map_err(api)?;
-    let seen = system.with_kernels(device, |k| k.check(memory.as_slice(), 9)).map_err(api)?;
+    let seen = system.with_kernels(device, |k| k.compare_pattern(memory.as_slice(), 9)).map_err(api)?;
     if seen.is_clean() { Ok(()) } else { Err("fail: the context misbehaves after the error".into()) }
 }
 
@@ -151,7 +152,7 @@ pub fn run_on(system: &System, channel: &Channel, role: Role, owner: usize, acce
             let imported = system.import(channel, &[]).map_err(share)?;
             let buffer = imported.as_slice().map_err(share)?;
             reads(&system, owner, buffer, Layout::SEED)?;
-            match system.with_kernels(accessor, |k| k.check(Layout::data(buffer)?, Layout::SEED)) {
+            match system.with_kernels(accessor, |k| k.compare_pattern(Layout::data(buffer)?, Layout::SEED)) {
                 Err(e) => Ok(api(e)),
                 Ok(seen) => Ok(format!("fail: the accessor read ungranted memory: {seen:?}")),
             }

@@ -1,9 +1,9 @@
 //! The checks of `tests/ipc.rs` (real GPUs) and `tests/ipc_stand_in.rs` (simulators).
 
 use super::importer::{self, Layout, PAIR_ENV, ROLE_ENV, Role};
-use peerpool::driver::{HandleTypes, ShareHandle, Stream};
+use peerpool::driver::{HandleKind, HandleKinds, Stream};
 use peerpool::ipc::{Exported, Offer, ShareRequest, SharingPath, VirtualAllocation, spawn_with_channel, wait_or_kill};
-use peerpool::{Allocation, CUresult, DeviceSlice, OwnedPool, PoolOptions, System};
+use peerpool::{Allocation, CudaCode, DeviceSlice, OwnedPool, PoolOptions, System};
 use peerpool_fixtures::{Failed, Hardware, Needs, Pair, PairSuite};
 use peerpool_sim::{SimDriver, Topology};
 use peerpool_tests::ensure;
@@ -14,7 +14,7 @@ use std::time::Duration;
 /// How long an importer may take in all (CUDA start-up is about 0.5 s; verification, module
 /// loads and 4 MiB kernels take well under a second more on the H200s).
 const CHILD_TIMEOUT: Duration = Duration::from_secs(120);
-const FD: ShareRequest = ShareRequest { handle: ShareHandle::PosixFd, allow_staging: false };
+const FD: ShareRequest = ShareRequest { handle: HandleKind::PosixFd, allow_staging: false };
 
 /// Whether the checks run on simulators (see [`main`]).
 static STAND_IN: OnceLock<bool> = OnceLock::new();
@@ -44,8 +44,8 @@ pub fn main(stand_in: bool) -> ExitCode {
     };
     // Simulated trials carry their own prefix, so no report mistakes them for hardware ones.
     let named = |check: &str| format!("{}::{check}", if stand_in { "ipc_sim" } else { "ipc" });
-    let fd = Needs { handle_types: HandleTypes::POSIX_FD, ..Needs::peer_pair() };
-    let fabric = Needs { handle_types: HandleTypes::FABRIC, imex_channel: true, ..Needs::peer_pair() };
+    let fd = Needs { handle_types: HandleKinds::POSIX_FD, ..Needs::peer_pair() };
+    let fabric = Needs { handle_types: HandleKinds::FABRIC, imex_channel: true, ..Needs::peer_pair() };
     PairSuite::new(hardware)
         .check(&named("pool_importer_reads_writes_and_adds"), fd, |pair| read_write_add(pair, Kind::Pool, FD))
         .check(&named("pool_importer_without_grant_faults"), fd, |pair| ungranted(pair, Kind::Pool))
@@ -74,7 +74,7 @@ enum Source {
 }
 
 impl Source {
-    fn new(pair: &Pair, kind: Kind, handle_types: HandleTypes) -> Result<Source, Failed> {
+    fn new(pair: &Pair, kind: Kind, handle_types: HandleKinds) -> Result<Source, Failed> {
         let sys = &pair.system;
         Ok(match kind {
             Kind::Pool => {
@@ -169,7 +169,7 @@ fn path_of(kind: Kind) -> fn(&SharingPath) -> bool {
 
 /// The exporter's own owner kernel finds `seed` in the data.
 fn exporter_sees(pair: &Pair, buffer: DeviceSlice<'_>, seed: u32) -> Result<(), Failed> {
-    let seen = pair.system.with_kernels(pair.owner, |k| k.check(Layout::data(buffer)?, seed))?;
+    let seen = pair.system.with_kernels(pair.owner, |k| k.compare_pattern(Layout::data(buffer)?, seed))?;
     ensure(seen.is_clean(), || format!("the exporter does not see seed {seed}: {seen:?}"))
 }
 
@@ -193,7 +193,7 @@ fn read_write_add(pair: &Pair, kind: Kind, request: ShareRequest) -> Result<(), 
 }
 
 fn ungranted(pair: &Pair, kind: Kind) -> Result<(), Failed> {
-    let source = Source::new(pair, kind, HandleTypes::POSIX_FD)?;
+    let source = Source::new(pair, kind, HandleKinds::POSIX_FD)?;
     prepare(pair, source.as_slice(), Layout::SEED)?;
     let exported = export(pair, &source, FD, path_of(kind))?;
     let report = import_in_child(pair, Role::Ungranted, |channel| Ok(exported.send(channel)?))?;
@@ -205,16 +205,16 @@ fn ungranted(pair: &Pair, kind: Kind) -> Result<(), Failed> {
 
 fn legacy(pair: &Pair) -> Result<(), Failed> {
     // The seed's bug, measured on the H200s: legacy IPC refuses pool memory.
-    let pool = Source::new(pair, Kind::Pool, HandleTypes::POSIX_FD)?;
+    let pool = Source::new(pair, Kind::Pool, HandleKinds::POSIX_FD)?;
     {
         let _current = pair.system.enter(pair.owner)?;
         // SAFETY: the start of a live allocation.
         let refused = unsafe { pair.system.driver().ipc_get_mem_handle(pool.as_slice().ptr()) };
-        ensure(refused.as_ref().is_err_and(|e| e.code == CUresult::CUDA_ERROR_INVALID_VALUE), || {
+        ensure(refused.as_ref().is_err_and(|e| e.code == CudaCode::CUDA_ERROR_INVALID_VALUE), || {
             format!("cuIpcGetMemHandle on pool memory: {refused:?}")
         })?;
     }
-    let source = Source::new(pair, Kind::Legacy, HandleTypes::NONE)?;
+    let source = Source::new(pair, Kind::Legacy, HandleKinds::NONE)?;
     prepare(pair, source.as_slice(), Layout::SEED)?;
     let exported = export(pair, &source, FD, path_of(Kind::Legacy))?;
     let report = import_in_child(pair, Role::Legacy, |channel| Ok(exported.send(channel)?))?;
@@ -223,7 +223,7 @@ fn legacy(pair: &Pair) -> Result<(), Failed> {
 }
 
 fn closed(pair: &Pair) -> Result<(), Failed> {
-    let source = Source::new(pair, Kind::Pool, HandleTypes::POSIX_FD)?;
+    let source = Source::new(pair, Kind::Pool, HandleKinds::POSIX_FD)?;
     prepare(pair, source.as_slice(), Layout::SEED)?;
     let exported = export(pair, &source, FD, path_of(Kind::Pool))?;
     let report = import_in_child(pair, Role::Closed, |channel| Ok(exported.send(channel)?))?;
@@ -232,7 +232,7 @@ fn closed(pair: &Pair) -> Result<(), Failed> {
 }
 
 fn garbage(pair: &Pair) -> Result<(), Failed> {
-    let source = Source::new(pair, Kind::Pool, HandleTypes::POSIX_FD)?;
+    let source = Source::new(pair, Kind::Pool, HandleKinds::POSIX_FD)?;
     prepare(pair, source.as_slice(), Layout::SEED)?;
     let exported = export(pair, &source, FD, path_of(Kind::Pool))?;
     let bent = Offer { data: [0xA5; 64], ..*exported.offer() };
@@ -247,8 +247,8 @@ fn garbage(pair: &Pair) -> Result<(), Failed> {
 /// Fabric handles were not tried on the H200s (they need an IMEX channel): a refused export is
 /// reported and passes; an export that works must import and pass the full kernel proof.
 fn fabric_pool(pair: &Pair) -> Result<(), Failed> {
-    let request = ShareRequest { handle: ShareHandle::Fabric, allow_staging: false };
-    let source = Source::new(pair, Kind::Pool, HandleTypes::FABRIC)?;
+    let request = ShareRequest { handle: HandleKind::Fabric, allow_staging: false };
+    let source = Source::new(pair, Kind::Pool, HandleKinds::FABRIC)?;
     match pair.system.export(source.as_slice(), request) {
         Err(refused) if refused.cuda().is_some() => {
             eprintln!("ipc: fabric export refused here, as it may be without IMEX: {refused}");

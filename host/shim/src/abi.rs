@@ -5,8 +5,8 @@
 use crate::boundary::Answer;
 use cudarc::driver::sys::{self, CUresult};
 use peerpool::driver::{
-    Access, AccessDesc, AllocationProps, Context, Event, Function, HandleTypes, MemHandle, Module, Pool, PoolProps,
-    ShareHandle, Stream,
+    Access, AccessDesc, AllocationProps, Context, Event, Function, HandleKind, HandleKinds, MemHandle, Module, Pool,
+    PoolProps, Stream,
 };
 use std::ffi::c_void;
 
@@ -203,7 +203,7 @@ pub(crate) unsafe fn pool_props(props: *const sys::CUmemPoolProps) -> Result<Poo
         return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
     }
     let device = raw.location.device()?;
-    Ok(PoolProps { device, handle_types: HandleTypes(raw.handle_types), max_size: raw.max_size })
+    Ok(PoolProps { device, handle_types: HandleKinds(raw.handle_types), max_size: raw.max_size })
 }
 
 /// `CUmemAllocationProp` of pinned device memory.
@@ -219,14 +219,14 @@ pub(crate) unsafe fn allocation_props(prop: *const sys::CUmemAllocationProp) -> 
     if raw.kind != PINNED {
         return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
     }
-    Ok(AllocationProps { device: raw.location.device()?, handle_types: HandleTypes(raw.requested_handle_types) })
+    Ok(AllocationProps { device: raw.location.device()?, handle_types: HandleKinds(raw.requested_handle_types) })
 }
 
 /// The one handle type of a shareable-handle call.
-pub(crate) fn share_handle(kind: u32) -> Result<ShareHandle, CUresult> {
+pub(crate) fn share_handle(kind: u32) -> Result<HandleKind, CUresult> {
     match kind {
-        k if k == HandleTypes::POSIX_FD.0 => Ok(ShareHandle::PosixFd),
-        k if k == HandleTypes::FABRIC.0 => Ok(ShareHandle::Fabric),
+        k if k == HandleKinds::POSIX_FD.0 => Ok(HandleKind::PosixFd),
+        k if k == HandleKinds::FABRIC.0 => Ok(HandleKind::Fabric),
         _ => Err(CUresult::CUDA_ERROR_NOT_SUPPORTED),
     }
 }

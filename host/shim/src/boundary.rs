@@ -74,10 +74,10 @@ const TEXT_LOOKUPS: [&str; 2] = ["cuGetErrorName", "cuGetErrorString"];
 #[inline]
 fn ruled(ledger: &peerpool::fault::Ledger, name: &'static str, call: impl FnOnce() -> CUresult) -> CUresult {
     match ledger.decide(name) {
-        Some(fault) if !fault.after => fault.code,
+        Some(fault) if !fault.after => fault.code.to_bindings(),
         fault => {
             let made = call();
-            fault.map_or(made, |f| f.code)
+            fault.map_or(made, |f| f.code.to_bindings())
         }
     }
 }
@@ -115,7 +115,7 @@ pub(crate) fn documented_name(symbol: &'static str) -> &'static str {
 
 /// A call's error code.
 pub(crate) fn code<T>(result: DriverResult<T>) -> Result<T, CUresult> {
-    result.map_err(|e| e.code)
+    result.map_err(|e| e.code.to_bindings())
 }
 
 /// `name=value` pairs for the trace.

@@ -87,8 +87,27 @@ pub unsafe extern "C" fn cuGetProcAddress_v2(
     status: *mut sys::CUdriverProcAddressQueryResult,
 ) -> CUresult {
     if let Some(real) = backend::real() {
-        // SAFETY: the caller's.
-        return unsafe { forward(real, symbol, pfn, version, flags, status) };
+        // The real call, with the shim's entry points swapped in for NVIDIA's.
+        static REAL: Slot = Slot::new();
+        let args = || {
+            // SAFETY: a non-null symbol is NUL-terminated, the caller's promise.
+            let name = (!symbol.is_null()).then(|| unsafe { CStr::from_ptr(symbol) }.to_string_lossy());
+            format!("symbol={} version={version} flags={flags}", name.unwrap_or_default())
+        };
+        let code = boundary::forward(real, "cuGetProcAddress_v2", &REAL, args, |address| {
+            // SAFETY: NVIDIA's cuGetProcAddress_v2 has this function's signature (`Lookup`); the
+            // pointers are the caller's.
+            unsafe { std::mem::transmute::<*mut c_void, Lookup>(address)(symbol, pfn, version, flags, status) }
+        });
+        if code == CUresult::CUDA_SUCCESS && !pfn.is_null() {
+            // SAFETY: the real call succeeded and wrote `*pfn`, the caller's pointer.
+            unsafe {
+                if let Some(&ours) = shim_for_real(real).get(&(*pfn as usize)) {
+                    pfn.write(ours as *mut c_void);
+                }
+            }
+        }
+        return code;
     }
     if symbol.is_null() || pfn.is_null() {
         return CUresult::CUDA_ERROR_INVALID_VALUE;
@@ -109,45 +128,16 @@ pub unsafe extern "C" fn cuGetProcAddress_v2(
     code
 }
 
-/// The real `cuGetProcAddress_v2`, with the shim's entry points swapped in for NVIDIA's.
-///
-/// # Safety
-/// As for [`cuGetProcAddress_v2`].
-unsafe fn forward(
-    real: &'static Real,
-    symbol: *const c_char,
-    pfn: *mut *mut c_void,
-    version: c_int,
-    flags: u64,
-    status: *mut sys::CUdriverProcAddressQueryResult,
-) -> CUresult {
-    static REAL: Slot = Slot::new();
-    type Lookup = unsafe extern "C" fn(
-        *const c_char,
-        *mut *mut c_void,
-        c_int,
-        u64,
-        *mut sys::CUdriverProcAddressQueryResult,
-    ) -> CUresult;
-    let args = || {
-        // SAFETY: a non-null symbol is NUL-terminated, the caller's promise.
-        let name = (!symbol.is_null()).then(|| unsafe { CStr::from_ptr(symbol) }.to_string_lossy());
-        format!("symbol={} version={version} flags={flags}", name.unwrap_or_default())
-    };
-    let code = boundary::forward(real, "cuGetProcAddress_v2", &REAL, args, |address| {
-        // SAFETY: NVIDIA's cuGetProcAddress_v2 has this signature; the pointers are the caller's.
-        unsafe { std::mem::transmute::<*mut c_void, Lookup>(address)(symbol, pfn, version, flags, status) }
-    });
-    if code == CUresult::CUDA_SUCCESS && !pfn.is_null() {
-        // SAFETY: the real call succeeded and wrote `*pfn`, the caller's pointer.
-        unsafe {
-            if let Some(&ours) = shim_for_real(real).get(&(*pfn as usize)) {
-                pfn.write(ours as *mut c_void);
-            }
-        }
-    }
-    code
-}
+/// `cuGetProcAddress_v2`'s C type.
+type Lookup = unsafe extern "C" fn(
+    *const c_char,
+    *mut *mut c_void,
+    c_int,
+    u64,
+    *mut sys::CUdriverProcAddressQueryResult,
+) -> CUresult;
+// The exported function has that type (checked here, relied on by the transmute above).
+const _: Lookup = cuGetProcAddress_v2;
 
 /// The shim's entry point for each address of a real entry point of the same name.
 fn shim_for_real(real: &Real) -> &'static HashMap<usize, usize> {

@@ -5,7 +5,7 @@
 //! context's handle, so that destroying an ordinary context, resetting a primary one or
 //! releasing its last retain takes exactly those things away (`State::tear_down`).
 
-use cudarc::driver::sys::CUresult;
+use peerpool::CudaCode;
 use std::collections::{HashMap, HashSet};
 use std::thread::ThreadId;
 
@@ -54,20 +54,20 @@ impl Contexts {
     /// The calling thread's current context's device: `CUDA_ERROR_INVALID_CONTEXT` when there is
     /// none or it is a primary context nobody retains, `CUDA_ERROR_CONTEXT_IS_DESTROYED` when
     /// another thread destroyed it.
-    pub(super) fn current_device(&self) -> Result<usize, CUresult> {
-        let Some(handle) = self.current() else { return Err(CUresult::CUDA_ERROR_INVALID_CONTEXT) };
+    pub(super) fn current_device(&self) -> Result<usize, CudaCode> {
+        let Some(handle) = self.current() else { return Err(CudaCode::CUDA_ERROR_INVALID_CONTEXT) };
         if self.destroyed.contains(&handle) {
-            return Err(CUresult::CUDA_ERROR_CONTEXT_IS_DESTROYED);
+            return Err(CudaCode::CUDA_ERROR_CONTEXT_IS_DESTROYED);
         }
         match self.primary.iter().position(|c| c.handle == handle) {
             Some(d) if self.primary[d].retains > 0 => Ok(d),
-            Some(_) => Err(CUresult::CUDA_ERROR_INVALID_CONTEXT),
-            None => self.ordinary.get(&handle).copied().ok_or(CUresult::CUDA_ERROR_INVALID_CONTEXT),
+            Some(_) => Err(CudaCode::CUDA_ERROR_INVALID_CONTEXT),
+            None => self.ordinary.get(&handle).copied().ok_or(CudaCode::CUDA_ERROR_INVALID_CONTEXT),
         }
     }
 
     /// `cuCtxSetCurrent`: replaces the top of the stack; `None` pops it.
-    pub(super) fn set_current(&mut self, handle: Option<u64>) -> Result<(), CUresult> {
+    pub(super) fn set_current(&mut self, handle: Option<u64>) -> Result<(), CudaCode> {
         let known = handle.is_some_and(|h| self.device_of(h).is_some());
         let stack = self.stacks.entry(thread()).or_default();
         match handle {
@@ -78,23 +78,23 @@ impl Contexts {
                 stack.pop();
                 stack.push(h);
             }
-            Some(_) => return Err(CUresult::CUDA_ERROR_INVALID_CONTEXT),
+            Some(_) => return Err(CudaCode::CUDA_ERROR_INVALID_CONTEXT),
         }
         Ok(())
     }
 
     /// `cuCtxPushCurrent`.
-    pub(super) fn push(&mut self, handle: u64) -> Result<(), CUresult> {
+    pub(super) fn push(&mut self, handle: u64) -> Result<(), CudaCode> {
         if self.device_of(handle).is_none() {
-            return Err(CUresult::CUDA_ERROR_INVALID_CONTEXT);
+            return Err(CudaCode::CUDA_ERROR_INVALID_CONTEXT);
         }
         self.stacks.entry(thread()).or_default().push(handle);
         Ok(())
     }
 
     /// `cuCtxPopCurrent`: the popped context (`CUDA_ERROR_INVALID_CONTEXT` on an empty stack).
-    pub(super) fn pop(&mut self) -> Result<u64, CUresult> {
-        self.stacks.get_mut(&thread()).and_then(Vec::pop).ok_or(CUresult::CUDA_ERROR_INVALID_CONTEXT)
+    pub(super) fn pop(&mut self) -> Result<u64, CudaCode> {
+        self.stacks.get_mut(&thread()).and_then(Vec::pop).ok_or(CudaCode::CUDA_ERROR_INVALID_CONTEXT)
     }
 
     /// One more retain of `device`'s primary context.
@@ -105,10 +105,10 @@ impl Contexts {
     }
 
     /// One retain fewer; `Ok(true)` when it was the last (the context is reset).
-    pub(super) fn release(&mut self, device: usize) -> Result<bool, CUresult> {
+    pub(super) fn release(&mut self, device: usize) -> Result<bool, CudaCode> {
         let primary = &mut self.primary[device];
         if primary.retains == 0 {
-            return Err(CUresult::CUDA_ERROR_INVALID_CONTEXT);
+            return Err(CudaCode::CUDA_ERROR_INVALID_CONTEXT);
         }
         primary.retains -= 1;
         Ok(primary.retains == 0)
@@ -141,9 +141,9 @@ impl Contexts {
 
     /// Ends an ordinary context: popped from the calling thread's stack; other threads that
     /// still have it current get `CUDA_ERROR_CONTEXT_IS_DESTROYED`.
-    pub(super) fn destroy(&mut self, handle: u64) -> Result<(), CUresult> {
+    pub(super) fn destroy(&mut self, handle: u64) -> Result<(), CudaCode> {
         if self.ordinary.remove(&handle).is_none() {
-            return Err(CUresult::CUDA_ERROR_INVALID_CONTEXT);
+            return Err(CudaCode::CUDA_ERROR_INVALID_CONTEXT);
         }
         if let Some(stack) = self.stacks.get_mut(&thread()) {
             stack.retain(|&h| h != handle);
@@ -159,18 +159,18 @@ impl Contexts {
     }
 
     /// `cuCtxEnablePeerAccess` from `device` to `peer`'s memory.
-    pub(super) fn enable_peer(&mut self, device: usize, peer: usize) -> Result<(), CUresult> {
+    pub(super) fn enable_peer(&mut self, device: usize, peer: usize) -> Result<(), CudaCode> {
         match self.peers.insert((device, peer)) {
             true => Ok(()),
-            false => Err(CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED),
+            false => Err(CudaCode::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED),
         }
     }
 
     /// `cuCtxDisablePeerAccess`.
-    pub(super) fn disable_peer(&mut self, device: usize, peer: usize) -> Result<(), CUresult> {
+    pub(super) fn disable_peer(&mut self, device: usize, peer: usize) -> Result<(), CudaCode> {
         match self.peers.remove(&(device, peer)) {
             true => Ok(()),
-            false => Err(CUresult::CUDA_ERROR_PEER_ACCESS_NOT_ENABLED),
+            false => Err(CudaCode::CUDA_ERROR_PEER_ACCESS_NOT_ENABLED),
         }
     }
 

@@ -3,7 +3,7 @@
 
 use super::memory::apply_fault;
 use super::state::{SimResult, State};
-use cudarc::driver::sys::CUresult::*;
+use peerpool::CudaCode;
 use peerpool::driver::PeerCopy;
 
 /// Host to device, run by `device`'s engine.
@@ -44,13 +44,13 @@ pub(super) fn dtod(s: &mut State, device: usize, dst: u64, src: u64, bytes: usiz
 /// `cuMemcpyPeer`: contexts named explicitly; the driver stages the copy itself, granted or not.
 pub(super) fn peer(s: &mut State, c: PeerCopy) -> SimResult<()> {
     if s.context_device(c.dst_ctx.0).is_none() || s.context_device(c.src_ctx.0).is_none() {
-        return Err(CUDA_ERROR_INVALID_CONTEXT.into());
+        return Err(CudaCode::CUDA_ERROR_INVALID_CONTEXT.into());
     }
     if c.bytes == 0 {
         return Ok(());
     }
     if s.memory.span(c.src.0, c.bytes as u64).is_none() || s.memory.span(c.dst.0, c.bytes as u64).is_none() {
-        return Err(CUDA_ERROR_INVALID_VALUE.into());
+        return Err(CudaCode::CUDA_ERROR_INVALID_VALUE.into());
     }
     copy(s, c.dst.0, c.src.0, c.bytes);
     Ok(())
@@ -61,9 +61,9 @@ pub(super) fn memset(s: &mut State, device: usize, dst: u64, unit: &[u8], count:
     if count == 0 {
         return Ok(());
     }
-    let Some(bytes) = count.checked_mul(unit.len()) else { return Err(CUDA_ERROR_INVALID_VALUE.into()) };
+    let Some(bytes) = count.checked_mul(unit.len()) else { return Err(CudaCode::CUDA_ERROR_INVALID_VALUE.into()) };
     if !dst.is_multiple_of(unit.len() as u64) {
-        return Err(CUDA_ERROR_INVALID_VALUE.into());
+        return Err(CudaCode::CUDA_ERROR_INVALID_VALUE.into());
     }
     let owner = s.check_engine(device, dst, bytes as u64)?;
     let mut data: Vec<u8> = unit.iter().copied().cycle().take(bytes).collect();

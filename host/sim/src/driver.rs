@@ -6,7 +6,7 @@ use super::state::{Fail, SimResult, State};
 use super::timing::{self, Latencies, Machine, Path, ProcessTime, Work};
 use super::topology::Topology;
 use super::{copies, pools, share, vmm};
-use cudarc::driver::sys::CUresult::{self, *};
+use peerpool::CudaCode;
 use peerpool::CudaError;
 use peerpool::driver::*;
 use std::ffi::CStr;
@@ -141,7 +141,7 @@ impl SimDriver {
     }
 
     /// The sticky error that killed the simulated process, if a kernel faulted.
-    pub fn sticky_error(&self) -> Option<CUresult> {
+    pub fn sticky_error(&self) -> Option<CudaCode> {
         self.lock().dead
     }
 
@@ -224,7 +224,7 @@ impl std::fmt::Debug for SimDriver {
     }
 }
 
-fn fail<T>(code: CUresult) -> SimResult<T> {
+fn fail<T>(code: CudaCode) -> SimResult<T> {
     Err(code.into())
 }
 
@@ -255,7 +255,7 @@ impl Timeline for SimDriver {
 }
 
 fn out_of_memory(_: Exhausted) -> Fail {
-    CUDA_ERROR_OUT_OF_MEMORY.into()
+    CudaCode::CUDA_ERROR_OUT_OF_MEMORY.into()
 }
 
 impl Driver for SimDriver {
@@ -272,7 +272,7 @@ impl Driver for SimDriver {
     fn init(&self, flags: u32) -> DriverResult<()> {
         self.run("cuInit", |s| {
             if flags != 0 {
-                return fail(CUDA_ERROR_INVALID_VALUE);
+                return fail(CudaCode::CUDA_ERROR_INVALID_VALUE);
             }
             s.work = Some(Work::Init(s.count()));
             Ok(())
@@ -335,7 +335,7 @@ impl Driver for SimDriver {
         self.run("cuDeviceGetP2PAttribute", |s| {
             let (src, dst) = (s.device(src)?, s.device(dst)?);
             if src == dst {
-                return fail(CUDA_ERROR_INVALID_DEVICE);
+                return fail(CudaCode::CUDA_ERROR_INVALID_DEVICE);
             }
             let link = s.topo.link(src, dst);
             Ok(match attribute {
@@ -436,15 +436,15 @@ impl Driver for SimDriver {
     unsafe fn ctx_enable_peer_access(&self, peer: Context, flags: u32) -> DriverResult<()> {
         self.run("cuCtxEnablePeerAccess", |s| {
             let d = s.current_device()?;
-            let Some(p) = s.context_device(peer.0) else { return fail(CUDA_ERROR_INVALID_CONTEXT) };
+            let Some(p) = s.context_device(peer.0) else { return fail(CudaCode::CUDA_ERROR_INVALID_CONTEXT) };
             if flags != 0 {
-                return fail(CUDA_ERROR_INVALID_VALUE);
+                return fail(CudaCode::CUDA_ERROR_INVALID_VALUE);
             }
             if p == d {
-                return fail(CUDA_ERROR_INVALID_DEVICE);
+                return fail(CudaCode::CUDA_ERROR_INVALID_DEVICE);
             }
             if !s.topo.link(d, p).access {
-                return fail(CUDA_ERROR_PEER_ACCESS_UNSUPPORTED);
+                return fail(CudaCode::CUDA_ERROR_PEER_ACCESS_UNSUPPORTED);
             }
             Ok(s.contexts.enable_peer(d, p)?)
         })
@@ -453,7 +453,7 @@ impl Driver for SimDriver {
     unsafe fn ctx_disable_peer_access(&self, peer: Context) -> DriverResult<()> {
         self.run("cuCtxDisablePeerAccess", |s| {
             let d = s.current_device()?;
-            let Some(p) = s.context_device(peer.0) else { return fail(CUDA_ERROR_INVALID_CONTEXT) };
+            let Some(p) = s.context_device(peer.0) else { return fail(CudaCode::CUDA_ERROR_INVALID_CONTEXT) };
             Ok(s.contexts.disable_peer(d, p)?)
         })
     }
@@ -471,7 +471,7 @@ impl Driver for SimDriver {
             let d = s.device(device)?;
             let id = s.pool(pool.0)?;
             if s.pools[id].device != d || s.shares.imported_pools.contains_key(&id) {
-                return fail(CUDA_ERROR_INVALID_VALUE);
+                return fail(CudaCode::CUDA_ERROR_INVALID_VALUE);
             }
             s.current_pools[d] = id;
             Ok(())
@@ -480,10 +480,10 @@ impl Driver for SimDriver {
 
     fn mem_pool_create(&self, props: &PoolProps) -> DriverResult<Pool> {
         self.run("cuMemPoolCreate", |s| {
-            let Some(d) = s.in_range(props.device) else { return fail(CUDA_ERROR_INVALID_VALUE) };
+            let Some(d) = s.in_range(props.device) else { return fail(CudaCode::CUDA_ERROR_INVALID_VALUE) };
             let spec = &s.topo.devices[d];
             if !spec.pools_supported || !spec.pool_handle_types.contains(props.handle_types) {
-                return fail(CUDA_ERROR_NOT_SUPPORTED);
+                return fail(CudaCode::CUDA_ERROR_NOT_SUPPORTED);
             }
             let id = s.new_pool(d, props.handle_types, props.max_size as u64);
             s.work = Some(Work::PoolCreate);
@@ -505,12 +505,12 @@ impl Driver for SimDriver {
             let owner = s.pools[id].device;
             // Every entry is checked before any is applied: the driver applies all or none.
             for desc in map {
-                let Some(d) = s.in_range(desc.device) else { return fail(CUDA_ERROR_INVALID_DEVICE) };
+                let Some(d) = s.in_range(desc.device) else { return fail(CudaCode::CUDA_ERROR_INVALID_DEVICE) };
                 match desc.access {
-                    Access::Read => return fail(CUDA_ERROR_NOT_SUPPORTED),
-                    Access::None if d == owner => return fail(CUDA_ERROR_INVALID_DEVICE),
+                    Access::Read => return fail(CudaCode::CUDA_ERROR_NOT_SUPPORTED),
+                    Access::None if d == owner => return fail(CudaCode::CUDA_ERROR_INVALID_DEVICE),
                     Access::ReadWrite if d != owner && !s.topo.link(d, owner).access => {
-                        return fail(CUDA_ERROR_INVALID_DEVICE);
+                        return fail(CudaCode::CUDA_ERROR_INVALID_DEVICE);
                     }
                     _ => {}
                 }
@@ -529,7 +529,7 @@ impl Driver for SimDriver {
     unsafe fn mem_pool_get_access(&self, pool: Pool, device: i32) -> DriverResult<Access> {
         self.run("cuMemPoolGetAccess", |s| {
             let id = s.pool(pool.0)?;
-            let Some(d) = s.in_range(device) else { return fail(CUDA_ERROR_INVALID_VALUE) };
+            let Some(d) = s.in_range(device) else { return fail(CudaCode::CUDA_ERROR_INVALID_VALUE) };
             Ok(s.pools[id].access[d])
         })
     }
@@ -538,7 +538,7 @@ impl Driver for SimDriver {
         self.run("cuMemAlloc", |s| {
             let d = s.current_device()?;
             if bytes == 0 {
-                return fail(CUDA_ERROR_INVALID_VALUE);
+                return fail(CudaCode::CUDA_ERROR_INVALID_VALUE);
             }
             let capacity = s.topo.devices[d].total_memory;
             let base = s.memory.alloc(d, bytes as u64, capacity, None).map_err(out_of_memory)?;
@@ -611,7 +611,7 @@ impl Driver for SimDriver {
     unsafe fn stream_destroy(&self, stream: Stream) -> DriverResult<()> {
         self.run("cuStreamDestroy", |s| match s.streams.remove(&stream.0) {
             Some(_) => Ok(()),
-            None => fail(CUDA_ERROR_INVALID_HANDLE),
+            None => fail(CudaCode::CUDA_ERROR_INVALID_HANDLE),
         })
     }
 
@@ -634,7 +634,7 @@ impl Driver for SimDriver {
             s.stream_device(stream)?;
             match s.events.contains_key(&event.0) {
                 true => Ok(()),
-                false => fail(CUDA_ERROR_INVALID_HANDLE),
+                false => fail(CudaCode::CUDA_ERROR_INVALID_HANDLE),
             }
         })
     }
@@ -719,9 +719,9 @@ impl Driver for SimDriver {
             // The kernels the image holds.
             let kernels: Vec<Kernel> = match image {
                 ModuleImage::Ptx(text) => {
-                    let text = text.to_str().map_err(|_| Fail::from(CUDA_ERROR_INVALID_IMAGE))?;
+                    let text = text.to_str().map_err(|_| Fail::from(CudaCode::CUDA_ERROR_INVALID_IMAGE))?;
                     if !text.contains(".version") || !text.contains(".target") {
-                        return fail(CUDA_ERROR_INVALID_IMAGE);
+                        return fail(CudaCode::CUDA_ERROR_INVALID_IMAGE);
                     }
                     Kernel::ALL.into_iter().filter(|k| peerpool_kernels::declares_entry(text, k.entry())).collect()
                 }
@@ -729,7 +729,7 @@ impl Driver for SimDriver {
                     let elf = cubin.elf();
                     // Machine code runs only on the compute capability it was compiled for.
                     if cubin.compute_capability() != s.topo.devices[device].compute_capability {
-                        return fail(CUDA_ERROR_NO_BINARY_FOR_GPU);
+                        return fail(CudaCode::CUDA_ERROR_NO_BINARY_FOR_GPU);
                     }
                     Kernel::ALL.into_iter().filter(|k| cubin_names(elf, k.entry())).collect()
                 }
@@ -752,7 +752,7 @@ impl Driver for SimDriver {
     unsafe fn module_unload(&self, module: Module) -> DriverResult<()> {
         self.run("cuModuleUnload", |s| {
             if s.modules.remove(&module.0).is_none() {
-                return fail(CUDA_ERROR_INVALID_HANDLE);
+                return fail(CudaCode::CUDA_ERROR_INVALID_HANDLE);
             }
             s.functions.retain(|_, f| f.module != module.0);
             Ok(())
@@ -761,11 +761,11 @@ impl Driver for SimDriver {
 
     unsafe fn module_get_function(&self, module: Module, name: &CStr) -> DriverResult<Function> {
         self.run("cuModuleGetFunction", |s| {
-            let Some(m) = s.modules.get(&module.0) else { return fail(CUDA_ERROR_INVALID_HANDLE) };
+            let Some(m) = s.modules.get(&module.0) else { return fail(CudaCode::CUDA_ERROR_INVALID_HANDLE) };
             let name = name.to_bytes();
             match m.functions.iter().find(|(k, _)| k.entry().as_bytes() == name) {
                 Some(&(_, f)) => Ok(Function(f)),
-                None => fail(CUDA_ERROR_NOT_FOUND),
+                None => fail(CudaCode::CUDA_ERROR_NOT_FOUND),
             }
         })
     }
@@ -779,9 +779,11 @@ impl Driver for SimDriver {
     ) -> DriverResult<()> {
         self.run("cuLaunchKernel", |s| {
             let device = s.current_device()?;
-            let Some(f) = s.functions.get(&function.0).copied() else { return fail(CUDA_ERROR_INVALID_HANDLE) };
+            let Some(f) = s.functions.get(&function.0).copied() else {
+                return fail(CudaCode::CUDA_ERROR_INVALID_HANDLE);
+            };
             if f.device != device || s.stream_device(stream)? != device {
-                return fail(CUDA_ERROR_INVALID_HANDLE);
+                return fail(CudaCode::CUDA_ERROR_INVALID_HANDLE);
             }
             kernels::launch(s, device, f.kernel, shape, args)?;
             s.work = Some(Work::Kernel { device, traffic: kernels::traffic(s, device, f.kernel, shape, args) });
@@ -791,8 +793,8 @@ impl Driver for SimDriver {
 
     unsafe fn func_get_param_info(&self, function: Function, index: usize) -> DriverResult<(usize, usize)> {
         self.run("cuFuncGetParamInfo", |s| {
-            let Some(f) = s.functions.get(&function.0) else { return fail(CUDA_ERROR_INVALID_HANDLE) };
-            super::kernels::param_info(f.kernel, index).ok_or_else(|| CUDA_ERROR_INVALID_VALUE.into())
+            let Some(f) = s.functions.get(&function.0) else { return fail(CudaCode::CUDA_ERROR_INVALID_HANDLE) };
+            super::kernels::param_info(f.kernel, index).ok_or_else(|| CudaCode::CUDA_ERROR_INVALID_VALUE.into())
         })
     }
 
@@ -807,9 +809,9 @@ impl Driver for SimDriver {
 
     unsafe fn event_record(&self, event: Event, stream: Stream) -> DriverResult<()> {
         self.run("cuEventRecord", |s| {
-            let Some(&owner) = s.events.get(&event.0) else { return fail(CUDA_ERROR_INVALID_HANDLE) };
+            let Some(&owner) = s.events.get(&event.0) else { return fail(CudaCode::CUDA_ERROR_INVALID_HANDLE) };
             if s.stream_device(stream)? != owner.device {
-                return fail(CUDA_ERROR_INVALID_HANDLE);
+                return fail(CudaCode::CUDA_ERROR_INVALID_HANDLE);
             }
             Ok(())
         })
@@ -822,7 +824,7 @@ impl Driver for SimDriver {
                 s.work = Some(Work::Sync(owner.device));
                 Ok(())
             }
-            None => fail(CUDA_ERROR_INVALID_HANDLE),
+            None => fail(CudaCode::CUDA_ERROR_INVALID_HANDLE),
         })
     }
 
@@ -830,7 +832,7 @@ impl Driver for SimDriver {
     unsafe fn event_query(&self, event: Event) -> DriverResult<()> {
         self.run("cuEventQuery", |s| match s.events.contains_key(&event.0) {
             true => Ok(()),
-            false => fail(CUDA_ERROR_INVALID_HANDLE),
+            false => fail(CudaCode::CUDA_ERROR_INVALID_HANDLE),
         })
     }
 
@@ -838,14 +840,14 @@ impl Driver for SimDriver {
     unsafe fn event_elapsed_time(&self, start: Event, end: Event) -> DriverResult<f32> {
         self.run("cuEventElapsedTime", |s| match s.events.contains_key(&start.0) && s.events.contains_key(&end.0) {
             true => Ok(0.0),
-            false => fail(CUDA_ERROR_INVALID_HANDLE),
+            false => fail(CudaCode::CUDA_ERROR_INVALID_HANDLE),
         })
     }
 
     unsafe fn event_destroy(&self, event: Event) -> DriverResult<()> {
         self.run("cuEventDestroy", |s| match s.events.remove(&event.0) {
             Some(_) => Ok(()),
-            None => fail(CUDA_ERROR_INVALID_HANDLE),
+            None => fail(CudaCode::CUDA_ERROR_INVALID_HANDLE),
         })
     }
 
@@ -856,12 +858,12 @@ impl Driver for SimDriver {
     unsafe fn mem_pool_export_to_shareable_handle(
         &self,
         pool: Pool,
-        handle: ShareHandle,
-    ) -> DriverResult<ShareableHandle> {
+        handle: HandleKind,
+    ) -> DriverResult<ExportedHandle> {
         self.run("cuMemPoolExportToShareableHandle", |s| share::pool_export(s, pool.0, handle))
     }
 
-    unsafe fn mem_pool_import_from_shareable_handle(&self, handle: ShareableRef<'_>) -> DriverResult<Pool> {
+    unsafe fn mem_pool_import_from_shareable_handle(&self, handle: ExportedHandleRef<'_>) -> DriverResult<Pool> {
         self.run("cuMemPoolImportFromShareableHandle", |s| share::pool_import(s, handle).map(Pool))
     }
 
@@ -920,12 +922,12 @@ impl Driver for SimDriver {
     unsafe fn mem_export_to_shareable_handle(
         &self,
         handle: MemHandle,
-        kind: ShareHandle,
-    ) -> DriverResult<ShareableHandle> {
+        kind: HandleKind,
+    ) -> DriverResult<ExportedHandle> {
         self.run("cuMemExportToShareableHandle", |s| vmm::export(s, handle.0, kind))
     }
 
-    unsafe fn mem_import_from_shareable_handle(&self, handle: ShareableRef<'_>) -> DriverResult<MemHandle> {
+    unsafe fn mem_import_from_shareable_handle(&self, handle: ExportedHandleRef<'_>) -> DriverResult<MemHandle> {
         self.run("cuMemImportFromShareableHandle", |s| vmm::import(s, handle).map(MemHandle))
     }
 
@@ -938,9 +940,9 @@ impl Driver for SimDriver {
 /// an interior, unknown or already freed address is `CUDA_ERROR_INVALID_VALUE`.
 fn free(s: &mut State, ptr: DevicePtr) -> SimResult<()> {
     if !ptr.0.is_multiple_of(ALIGN) {
-        return fail(CUDA_ERROR_INVALID_VALUE);
+        return fail(CudaCode::CUDA_ERROR_INVALID_VALUE);
     }
-    let Some(block) = s.memory.free(ptr.0) else { return fail(CUDA_ERROR_INVALID_VALUE) };
+    let Some(block) = s.memory.free(ptr.0) else { return fail(CudaCode::CUDA_ERROR_INVALID_VALUE) };
     s.legacy_owner.remove(&ptr.0);
     if let (Some(p), Origin::Allocated) = (block.pool, &block.origin) {
         pools::freed(s, p, block.size());
@@ -1028,8 +1030,8 @@ fn attribute_of(d: &super::topology::DeviceSpec, attribute: DeviceAttribute) -> 
         PciBusId => d.pci_bus_id,
         MemoryPoolsSupported => d.pools_supported as i32,
         MempoolSupportedHandleTypes => d.pool_handle_types.0 as i32,
-        HandleTypePosixFdSupported => d.pool_handle_types.contains(HandleTypes::POSIX_FD) as i32,
-        HandleTypeFabricSupported => d.pool_handle_types.contains(HandleTypes::FABRIC) as i32,
+        HandleTypePosixFdSupported => d.pool_handle_types.contains(HandleKinds::POSIX_FD) as i32,
+        HandleTypeFabricSupported => d.pool_handle_types.contains(HandleKinds::FABRIC) as i32,
         MaxThreadsPerBlock | MaxBlockDimX | MaxBlockDimY => 1024,
         MaxBlockDimZ => 64,
         MaxGridDimX => i32::MAX,

@@ -15,8 +15,8 @@
 //! freed, the process gone) names nothing, even when its fd number or pid is used again.
 
 use super::shared_file::{Locator, SharedFile};
-use cudarc::driver::sys::CUresult;
-use peerpool::driver::ShareableRef;
+use peerpool::CudaCode;
+use peerpool::driver::ExportedHandleRef;
 use rustix::event::EventfdFlags;
 use rustix::fd::{AsRawFd, BorrowedFd, OwnedFd};
 
@@ -86,13 +86,13 @@ fn counter(at: Locator) -> Option<u64> {
 }
 
 /// A POSIX-fd handle naming `at`: a close-on-exec eventfd counting [`counter`].
-pub(super) fn export_fd(at: Locator) -> Result<OwnedFd, CUresult> {
-    let value = counter(at).ok_or(CUresult::CUDA_ERROR_OPERATING_SYSTEM)?;
-    let failed = |_| CUresult::CUDA_ERROR_OPERATING_SYSTEM;
+pub(super) fn export_fd(at: Locator) -> Result<OwnedFd, CudaCode> {
+    let value = counter(at).ok_or(CudaCode::CUDA_ERROR_OPERATING_SYSTEM)?;
+    let failed = |_| CudaCode::CUDA_ERROR_OPERATING_SYSTEM;
     let fd = rustix::event::eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK).map_err(failed)?;
     match rustix::io::write(&fd, &value.to_ne_bytes()).map_err(failed)? {
         8 => Ok(fd),
-        _ => Err(CUresult::CUDA_ERROR_OPERATING_SYSTEM),
+        _ => Err(CudaCode::CUDA_ERROR_OPERATING_SYSTEM),
     }
 }
 
@@ -104,15 +104,15 @@ fn fd_counter(fd: BorrowedFd<'_>) -> Option<u64> {
 }
 
 /// The shared file a received handle names, opened and mapped here, if it still exists.
-pub(super) fn open(handle: ShareableRef<'_>, fabric: Blob) -> Option<SharedFile> {
+pub(super) fn open(handle: ExportedHandleRef<'_>, fabric: Blob) -> Option<SharedFile> {
     match handle {
-        ShareableRef::Fd(fd) => {
+        ExportedHandleRef::Fd(fd) => {
             let value = fd_counter(fd)?;
             let (pid, number) = ((value & low(PID_BITS)) as u32, (value >> PID_BITS & low(FD_BITS)) as u32);
             let file = SharedFile::open(pid, number)?;
             (file.nonce() & low(CHECK_BITS) == value >> (PID_BITS + FD_BITS)).then_some(file)
         }
-        ShareableRef::Fabric(bytes) => open_bytes(fabric, &bytes.0),
+        ExportedHandleRef::Fabric(bytes) => open_bytes(fabric, &bytes.0),
     }
 }
 
@@ -125,13 +125,13 @@ pub(super) fn open_bytes(kind: Blob, bytes: &[u8; 64]) -> Option<SharedFile> {
 /// The handle `kind` asks for, naming the file at `at`.
 pub(super) fn handle_for(
     at: Locator,
-    kind: peerpool::driver::ShareHandle,
+    kind: peerpool::driver::HandleKind,
     fabric: Blob,
-) -> Result<peerpool::driver::ShareableHandle, CUresult> {
-    use peerpool::driver::{FabricHandle, ShareHandle, ShareableHandle};
+) -> Result<peerpool::driver::ExportedHandle, CudaCode> {
+    use peerpool::driver::{ExportedHandle, FabricHandle, HandleKind};
     match kind {
-        ShareHandle::PosixFd => export_fd(at).map(ShareableHandle::Fd),
-        ShareHandle::Fabric => Ok(ShareableHandle::Fabric(FabricHandle(seal(fabric, at)))),
+        HandleKind::PosixFd => export_fd(at).map(ExportedHandle::Fd),
+        HandleKind::Fabric => Ok(ExportedHandle::Fabric(FabricHandle(seal(fabric, at)))),
     }
 }
 
@@ -139,7 +139,7 @@ pub(super) fn handle_for(
 mod tests {
     use super::*;
     use crate::shared_file::{Header, Kind};
-    use peerpool::driver::{FabricHandle, HandleTypes};
+    use peerpool::driver::{FabricHandle, HandleKinds};
     use rustix::fd::AsFd;
 
     const AT: Locator = Locator { pid: 4_000_000, fd: 1000, nonce: 0x0123_4567_89ab_cdef };
@@ -174,19 +174,19 @@ mod tests {
 
     #[test]
     fn handles_open_the_file_they_name_and_nothing_else() {
-        let header = Header { kind: Kind::Legacy, device: 0, handle_types: HandleTypes::NONE, pool: 0 };
+        let header = Header { kind: Kind::Legacy, device: 0, handle_types: HandleKinds::NONE, pool: 0 };
         let file = SharedFile::create(header, &[7; 16]).unwrap();
         let at = file.locator();
         let fd = export_fd(at).unwrap();
-        let opened = open(ShareableRef::Fd(fd.as_fd()), Blob::FabricPool).unwrap();
+        let opened = open(ExportedHandleRef::Fd(fd.as_fd()), Blob::FabricPool).unwrap();
         assert_eq!((opened.nonce(), opened.with(0, 16, |b| b.to_vec())), (at.nonce, vec![7; 16]));
         let fabric = FabricHandle(seal(Blob::FabricAllocation, at));
-        assert!(open(ShareableRef::Fabric(&fabric), Blob::FabricAllocation).is_some());
-        assert!(open(ShareableRef::Fabric(&fabric), Blob::FabricPool).is_none(), "another kind of handle");
+        assert!(open(ExportedHandleRef::Fabric(&fabric), Blob::FabricAllocation).is_some());
+        assert!(open(ExportedHandleRef::Fabric(&fabric), Blob::FabricPool).is_none(), "another kind of handle");
         let stale = seal(Blob::Legacy, Locator { nonce: at.nonce ^ 1, ..at });
         assert!(open_bytes(Blob::Legacy, &stale).is_none(), "another file at the same fd number");
         let stranger = rustix::event::eventfd(7, EventfdFlags::CLOEXEC).unwrap();
-        assert!(open(ShareableRef::Fd(stranger.as_fd()), Blob::FabricPool).is_none());
+        assert!(open(ExportedHandleRef::Fd(stranger.as_fd()), Blob::FabricPool).is_none());
         let sealed = seal(Blob::Legacy, at);
         drop((file, opened));
         assert!(open_bytes(Blob::Legacy, &sealed).is_none(), "closed by its holder");

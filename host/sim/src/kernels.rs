@@ -6,7 +6,7 @@
 use super::memory::apply_fault;
 use super::state::{SimResult, State};
 use super::timing::Traffic;
-use cudarc::driver::sys::CUresult;
+use peerpool::CudaCode;
 use peerpool::driver::{KernelArg, LaunchShape};
 pub(super) use peerpool_kernels::Kernel;
 use peerpool_kernels::pattern::pattern;
@@ -37,9 +37,9 @@ const _: () = {
 };
 
 /// A device fault: the code the whole simulated process dies with.
-struct Trap(CUresult);
+struct Trap(CudaCode);
 
-const ILLEGAL: Trap = Trap(CUresult::CUDA_ERROR_ILLEGAL_ADDRESS);
+const ILLEGAL: Trap = Trap(CudaCode::CUDA_ERROR_ILLEGAL_ADDRESS);
 
 /// `cuLaunchKernel` on `device`. A bad shape or argument list is refused at launch (not sticky);
 /// a fault inside the kernel returns `Ok` and kills the process, so the error surfaces at the
@@ -51,7 +51,7 @@ pub(super) fn launch(
     shape: LaunchShape,
     args: &[KernelArg],
 ) -> SimResult<()> {
-    let invalid = || CUresult::CUDA_ERROR_INVALID_VALUE.into();
+    let invalid = || CudaCode::CUDA_ERROR_INVALID_VALUE.into();
     if shape.grid == 0 || shape.grid > i32::MAX as u32 || shape.block == 0 || shape.block > 1024 {
         return Err(invalid());
     }
@@ -237,7 +237,7 @@ fn probe(state: &State, device: usize, addr: u64, len: u64, align: u64) -> Resul
         return Ok(());
     }
     if !addr.is_multiple_of(align) {
-        return Err(Trap(CUresult::CUDA_ERROR_MISALIGNED_ADDRESS));
+        return Err(Trap(CudaCode::CUDA_ERROR_MISALIGNED_ADDRESS));
     }
     match state.memory.span(addr, len) {
         Some((block, _)) if state.can_access(device, block) => Ok(()),

@@ -10,7 +10,7 @@
 
 use super::shared_file::{Header, Locator, SharedFile};
 use super::topology::{FaultKind, LinkFault, MAX_DEVICES};
-use cudarc::driver::sys::CUresult;
+use peerpool::CudaCode;
 use peerpool::driver::Access;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -76,13 +76,13 @@ impl Backing {
     /// `header` on the first export (every block mapping them follows). Bytes already shared
     /// under another description (another kind, pool or device) are `CUDA_ERROR_INVALID_VALUE`;
     /// a shared file that cannot be made is `CUDA_ERROR_OPERATING_SYSTEM`.
-    pub(super) fn share(&self, header: Header) -> Result<Locator, CUresult> {
+    pub(super) fn share(&self, header: Header) -> Result<Locator, CudaCode> {
         let mut store = self.lock();
         match &*store {
             Store::Shared(file) if file.header() == header => Ok(file.locator()),
-            Store::Shared(_) => Err(CUresult::CUDA_ERROR_INVALID_VALUE),
+            Store::Shared(_) => Err(CudaCode::CUDA_ERROR_INVALID_VALUE),
             Store::Private(bytes) => {
-                let file = SharedFile::create(header, bytes).map_err(|_| CUresult::CUDA_ERROR_OPERATING_SYSTEM)?;
+                let file = SharedFile::create(header, bytes).map_err(|_| CudaCode::CUDA_ERROR_OPERATING_SYSTEM)?;
                 let at = file.locator();
                 *store = Store::Shared(file);
                 Ok(at)

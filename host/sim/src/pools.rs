@@ -8,7 +8,7 @@
 
 use super::memory::Exhausted;
 use super::state::{SimResult, State};
-use cudarc::driver::sys::CUresult::{self, *};
+use peerpool::CudaCode;
 use peerpool::driver::PoolAttribute;
 
 /// What `cuMemPoolGetAttribute` reads, per pool.
@@ -23,7 +23,7 @@ pub(super) struct PoolStats {
     pub(super) reuse_off: [bool; 3],
 }
 
-fn fail<T>(code: CUresult) -> SimResult<T> {
+fn fail<T>(code: CudaCode) -> SimResult<T> {
     Err(code.into())
 }
 
@@ -31,18 +31,20 @@ fn fail<T>(code: CUresult) -> SimResult<T> {
 /// maximum or the device's memory. Zero bytes give the null pointer, as the driver does.
 pub(super) fn alloc(s: &mut State, id: usize, bytes: usize) -> SimResult<u64> {
     if s.shares.imported_pools.contains_key(&id) {
-        return fail(CUDA_ERROR_INVALID_VALUE); // imported pools cannot allocate (documented)
+        return fail(CudaCode::CUDA_ERROR_INVALID_VALUE); // imported pools cannot allocate (documented)
     }
     if bytes == 0 {
         return Ok(0);
     }
     let (device, max, used) = (s.pools[id].device, s.pools[id].max_size, s.pools[id].stats.used);
     if max != 0 && used.saturating_add(bytes as u64) > max {
-        return fail(CUDA_ERROR_OUT_OF_MEMORY);
+        return fail(CudaCode::CUDA_ERROR_OUT_OF_MEMORY);
     }
     let capacity = s.topo.devices[device].total_memory;
-    let base =
-        s.memory.alloc(device, bytes as u64, capacity, Some(id)).map_err(|_: Exhausted| CUDA_ERROR_OUT_OF_MEMORY)?;
+    let base = s
+        .memory
+        .alloc(device, bytes as u64, capacity, Some(id))
+        .map_err(|_: Exhausted| CudaCode::CUDA_ERROR_OUT_OF_MEMORY)?;
     let stats = &mut s.pools[id].stats;
     stats.used += bytes as u64;
     stats.used_high = stats.used_high.max(stats.used);
@@ -102,7 +104,7 @@ pub(super) fn set(s: &mut State, id: usize, attribute: PoolAttribute, value: u64
         ReleaseThreshold => stats.release_threshold = value,
         ReservedMemHigh if value == 0 => stats.reserved_high = stats.reserved,
         UsedMemHigh if value == 0 => stats.used_high = stats.used,
-        _ => return fail(CUDA_ERROR_INVALID_VALUE),
+        _ => return fail(CudaCode::CUDA_ERROR_INVALID_VALUE),
     }
     Ok(())
 }

@@ -10,9 +10,9 @@ use super::handles::{self, Blob};
 use super::memory::{Backing, Origin};
 use super::shared_file::{Header, Kind, SharedFile};
 use super::state::{Fail, SimResult, State};
-use cudarc::driver::sys::CUresult::{self, *};
+use peerpool::CudaCode;
 use peerpool::driver::{
-    HandleTypes, IpcMemHandle, PointerAttribute, PoolPtrExportData, ShareHandle, ShareableHandle, ShareableRef,
+    ExportedHandle, ExportedHandleRef, HandleKind, HandleKinds, IpcMemHandle, PointerAttribute, PoolPtrExportData,
 };
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -22,7 +22,7 @@ use std::sync::Arc;
 pub(super) struct Physical {
     pub(super) device: usize,
     pub(super) size: u64,
-    pub(super) handle_types: HandleTypes,
+    pub(super) handle_types: HandleKinds,
     pub(super) backing: Backing,
     /// Handle references: the creating or importing call, and each retain.
     pub(super) refs: u32,
@@ -45,10 +45,10 @@ pub(super) struct Shares {
 }
 
 pub(super) fn invalid<T>() -> SimResult<T> {
-    Err(CUDA_ERROR_INVALID_VALUE.into())
+    Err(CudaCode::CUDA_ERROR_INVALID_VALUE.into())
 }
 
-pub(super) fn fail<T>(code: CUresult) -> SimResult<T> {
+pub(super) fn fail<T>(code: CudaCode) -> SimResult<T> {
     Err(code.into())
 }
 
@@ -64,7 +64,7 @@ pub(super) fn fork_bytes(s: &mut State) {
 /// The device a received header names, if this simulator has it.
 pub(super) fn device_of(s: &State, header: &Header) -> SimResult<usize> {
     let device = header.device as usize;
-    if device < s.count() { Ok(device) } else { fail(CUDA_ERROR_INVALID_DEVICE) }
+    if device < s.count() { Ok(device) } else { fail(CudaCode::CUDA_ERROR_INVALID_DEVICE) }
 }
 
 /// The pool's file, made on first use.
@@ -74,13 +74,13 @@ fn pool_file(s: &mut State, id: usize) -> SimResult<Arc<SharedFile>> {
     }
     let pool = &s.pools[id];
     let header = Header { kind: Kind::Pool, device: pool.device as u32, handle_types: pool.handle_types, pool: 0 };
-    let file = Arc::new(SharedFile::create(header, &[]).map_err(|_| CUDA_ERROR_OPERATING_SYSTEM)?);
+    let file = Arc::new(SharedFile::create(header, &[]).map_err(|_| CudaCode::CUDA_ERROR_OPERATING_SYSTEM)?);
     s.shares.pool_files.insert(id, file.clone());
     Ok(file)
 }
 
 /// `cuMemPoolExportToShareableHandle`: only pools created with `kind`, and not imported ones.
-pub(super) fn pool_export(s: &mut State, pool: u64, kind: ShareHandle) -> SimResult<ShareableHandle> {
+pub(super) fn pool_export(s: &mut State, pool: u64, kind: HandleKind) -> SimResult<ExportedHandle> {
     let id = s.pool(pool)?;
     if s.shares.imported_pools.contains_key(&id) || !s.pools[id].handle_types.contains(kind.bits()) {
         return invalid();
@@ -90,7 +90,7 @@ pub(super) fn pool_export(s: &mut State, pool: u64, kind: ShareHandle) -> SimRes
 }
 
 /// `cuMemPoolImportFromShareableHandle`: a new pool here, read-write for its owner only.
-pub(super) fn pool_import(s: &mut State, handle: ShareableRef<'_>) -> SimResult<u64> {
+pub(super) fn pool_import(s: &mut State, handle: ExportedHandleRef<'_>) -> SimResult<u64> {
     let Some(file) = handles::open(handle, Blob::FabricPool) else { return invalid() };
     let header = file.header();
     if header.kind != Kind::Pool || !header.handle_types.contains(handle.kind().bits()) {
@@ -107,7 +107,7 @@ pub(super) fn pointer_export(s: &mut State, ptr: u64) -> SimResult<PoolPtrExport
     let Some(block) = s.memory.at(ptr) else { return invalid() };
     let (Some(id), Origin::Allocated) = (block.pool, &block.origin) else { return invalid() };
     let (backing, device) = (block.backing().clone(), block.device as u32);
-    if s.pool(s.pools[id].handle).is_err() || s.pools[id].handle_types == HandleTypes::NONE {
+    if s.pool(s.pools[id].handle).is_err() || s.pools[id].handle_types == HandleKinds::NONE {
         return invalid();
     }
     let pool = pool_file(s, id)?.nonce();
@@ -129,7 +129,7 @@ pub(super) fn pointer_import(s: &mut State, pool: u64, data: &PoolPtrExportData)
     let len = file.len() as u64;
     s.memory
         .place(device, Backing::mapped(file), len, Some(id), Origin::Imported)
-        .map_err(|_| CUDA_ERROR_OUT_OF_MEMORY.into())
+        .map_err(|_| CudaCode::CUDA_ERROR_OUT_OF_MEMORY.into())
 }
 
 /// `cuIpcGetMemHandle`: the start of `cuMemAlloc` memory only. Pool and virtual memory are
@@ -140,7 +140,7 @@ pub(super) fn ipc_get(s: &mut State, ptr: u64) -> SimResult<IpcMemHandle> {
     if block.pool.is_some() || block.origin != Origin::Allocated {
         return invalid();
     }
-    let header = Header { kind: Kind::Legacy, device: block.device as u32, handle_types: HandleTypes::NONE, pool: 0 };
+    let header = Header { kind: Kind::Legacy, device: block.device as u32, handle_types: HandleKinds::NONE, pool: 0 };
     let at = block.backing().share(header)?;
     Ok(IpcMemHandle(handles::seal(Blob::Legacy, at)))
 }
@@ -156,7 +156,7 @@ pub(super) fn ipc_open(s: &mut State, handle: &IpcMemHandle) -> SimResult<u64> {
     let len = file.len() as u64;
     s.memory
         .place(device, Backing::mapped(file), len, None, Origin::IpcOpened)
-        .map_err(|_| CUDA_ERROR_OUT_OF_MEMORY.into())
+        .map_err(|_| CudaCode::CUDA_ERROR_OUT_OF_MEMORY.into())
 }
 
 /// `cuIpcCloseMemHandle`: the address `cuIpcOpenMemHandle` returned.

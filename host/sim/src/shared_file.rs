@@ -13,7 +13,7 @@
 //! every mapping in every process. A process that dies holding it (killed mid-copy) would stall
 //! the others for ever, so a waiter takes a dead holder's lock over.
 
-use peerpool::driver::HandleTypes;
+use peerpool::driver::HandleKinds;
 use rustix::fd::{AsFd, AsRawFd, OwnedFd};
 use rustix::fs::{MemfdFlags, Mode, OFlags, SealFlags};
 use rustix::mm::{MapFlags, ProtFlags};
@@ -56,7 +56,7 @@ pub(super) struct Header {
     pub(super) kind: Kind,
     /// The owning device's ordinal, in the exporter's numbering.
     pub(super) device: u32,
-    pub(super) handle_types: HandleTypes,
+    pub(super) handle_types: HandleKinds,
     /// For pool memory, the nonce of its pool's file (so it imports into that pool only); else 0.
     pub(super) pool: u64,
 }
@@ -147,7 +147,7 @@ impl SharedFile {
             return None;
         }
         let size = usize::try_from(rustix::fs::fstat(&file).ok()?.st_size).ok().filter(|&s| s >= HEADER)?;
-        let placeholder = Header { kind: Kind::Pool, device: 0, handle_types: HandleTypes::NONE, pool: 0 };
+        let placeholder = Header { kind: Kind::Pool, device: 0, handle_types: HandleKinds::NONE, pool: 0 };
         let mut mapped = SharedFile::map(file, size, placeholder, 0).ok()?;
         let word = |i: usize| mapped.word(i).load(Ordering::Relaxed);
         let kind = Kind::from_word(word(2))?;
@@ -155,7 +155,7 @@ impl SharedFile {
         if word(0) != MAGIC || !fits {
             return None;
         }
-        let (device, handle_types) = (u32::try_from(word(3)).ok()?, HandleTypes(u32::try_from(word(4)).ok()?));
+        let (device, handle_types) = (u32::try_from(word(3)).ok()?, HandleKinds(u32::try_from(word(4)).ok()?));
         let (header, nonce) = (Header { kind, device, handle_types, pool: word(6) }, word(1));
         (mapped.header, mapped.nonce) = (header, nonce);
         Some(mapped)
@@ -258,7 +258,7 @@ impl Drop for SharedFile {
 mod tests {
     use super::*;
 
-    const POOL_MEMORY: Header = Header { kind: Kind::PoolMemory, device: 1, handle_types: HandleTypes(1), pool: 7 };
+    const POOL_MEMORY: Header = Header { kind: Kind::PoolMemory, device: 1, handle_types: HandleKinds(1), pool: 7 };
 
     #[test]
     fn a_second_mapping_sees_the_same_bytes_and_header() {

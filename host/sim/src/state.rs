@@ -9,19 +9,19 @@ use super::pools::PoolStats;
 use super::share::Shares;
 use super::timing::{ProcessTime, Work};
 use super::topology::Topology;
-use cudarc::driver::sys::CUresult;
-use peerpool::driver::{Access, HandleTypes, Stream};
+use peerpool::CudaCode;
+use peerpool::driver::{Access, HandleKinds, Stream};
 use std::collections::{HashMap, HashSet};
 
 /// A failed simulated call: its code, and the call to name when it is not the method's own
 /// (the real driver checks ordinals with `cuDeviceGet` first).
 pub(super) struct Fail {
-    pub(super) code: CUresult,
+    pub(super) code: CudaCode,
     pub(super) call: Option<&'static str>,
 }
 
-impl From<CUresult> for Fail {
-    fn from(code: CUresult) -> Fail {
+impl From<CudaCode> for Fail {
+    fn from(code: CudaCode) -> Fail {
         Fail { code, call: None }
     }
 }
@@ -34,7 +34,7 @@ pub(super) type SimResult<T> = Result<T, Fail>;
 pub(super) struct PoolRec {
     pub(super) handle: u64,
     pub(super) device: usize,
-    pub(super) handle_types: HandleTypes,
+    pub(super) handle_types: HandleKinds,
     /// By device ordinal; the owner's entry is always read-write.
     pub(super) access: Vec<Access>,
     pub(super) max_size: u64,
@@ -71,7 +71,7 @@ pub(super) struct State {
     pub(super) topo: Topology,
     pub(super) recycle: bool,
     /// The sticky error that killed the simulated process, if one did.
-    pub(super) dead: Option<CUresult>,
+    pub(super) dead: Option<CudaCode>,
     next_handle: u64,
     pub(super) pools: Vec<PoolRec>,
     live_pools: HashMap<u64, usize>,
@@ -98,7 +98,7 @@ pub(super) struct State {
 
 /// `CUDA_ERROR_INVALID_DEVICE` from `cuDeviceGet`, as the real wrapper reports a bad ordinal.
 fn bad_ordinal() -> Fail {
-    Fail { code: CUresult::CUDA_ERROR_INVALID_DEVICE, call: Some("cuDeviceGet") }
+    Fail { code: CudaCode::CUDA_ERROR_INVALID_DEVICE, call: Some("cuDeviceGet") }
 }
 
 impl State {
@@ -129,7 +129,7 @@ impl State {
         let primary = (0..n).map(|_| s.mint()).collect();
         s.contexts = Contexts::new(primary);
         for device in 0..n {
-            let pool = s.new_pool(device, HandleTypes::NONE, 0);
+            let pool = s.new_pool(device, HandleKinds::NONE, 0);
             s.default_pools.push(pool);
             s.current_pools.push(pool);
         }
@@ -227,7 +227,7 @@ impl State {
         if stream == Stream::LEGACY {
             return self.current_device();
         }
-        self.streams.get(&stream.0).map(|o| o.device).ok_or_else(|| CUresult::CUDA_ERROR_INVALID_HANDLE.into())
+        self.streams.get(&stream.0).map(|o| o.device).ok_or_else(|| CudaCode::CUDA_ERROR_INVALID_HANDLE.into())
     }
 
     pub(super) fn retained_contexts(&self) -> u32 {
@@ -238,7 +238,7 @@ impl State {
 
     /// A new pool on `device`: read-write for the owner, none for every peer; or, when
     /// recycling, the last destroyed pool's handle and access table (nvbug 5698116).
-    pub(super) fn new_pool(&mut self, device: usize, handle_types: HandleTypes, max_size: u64) -> usize {
+    pub(super) fn new_pool(&mut self, device: usize, handle_types: HandleKinds, max_size: u64) -> usize {
         let (handle, mut access) = match self.recyclable.pop() {
             Some(old) if self.recycle => (self.pools[old].handle, self.pools[old].access.clone()),
             _ => (self.mint(), vec![Access::None; self.count()]),
@@ -273,7 +273,7 @@ impl State {
                  stale access for such a handle and then crashed in cuMemPoolSetAccess)"
             );
         }
-        self.live_pools.get(&handle).copied().ok_or_else(|| CUresult::CUDA_ERROR_INVALID_VALUE.into())
+        self.live_pools.get(&handle).copied().ok_or_else(|| CudaCode::CUDA_ERROR_INVALID_VALUE.into())
     }
 
     /// Destroys a created pool (a default pool cannot be). Its live allocations stay usable
@@ -281,7 +281,7 @@ impl State {
     pub(super) fn destroy_pool(&mut self, handle: u64) -> SimResult<()> {
         let id = self.pool(handle)?;
         if self.default_pools.contains(&id) {
-            return Err(CUresult::CUDA_ERROR_INVALID_VALUE.into());
+            return Err(CudaCode::CUDA_ERROR_INVALID_VALUE.into());
         }
         self.live_pools.remove(&handle);
         self.destroyed_pools.insert(handle);
@@ -319,7 +319,7 @@ impl State {
     pub(super) fn check_engine(&self, device: usize, addr: u64, len: u64) -> SimResult<usize> {
         match self.memory.span(addr, len) {
             Some((block, _)) if self.can_access(device, block) => Ok(block.device),
-            _ => Err(CUresult::CUDA_ERROR_INVALID_VALUE.into()),
+            _ => Err(CudaCode::CUDA_ERROR_INVALID_VALUE.into()),
         }
     }
 

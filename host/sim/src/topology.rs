@@ -5,7 +5,7 @@
 //! for every ordered pair, NVLink islands, then per-pair overrides, applied in that order.
 
 use super::topology_file::{MAX_TOPOLOGY_BYTES, TopologyFile};
-use peerpool::driver::HandleTypes;
+use peerpool::driver::HandleKinds;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -39,7 +39,7 @@ pub struct DeviceSpec {
     /// `CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED`: without it `cuMemPoolCreate` is refused.
     pub pools_supported: bool,
     /// `CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES`.
-    pub pool_handle_types: HandleTypes,
+    pub pool_handle_types: HandleKinds,
     /// `CU_DEVICE_ATTRIBUTE_PCI_BUS_ID`.
     pub pci_bus_id: i32,
 }
@@ -53,7 +53,7 @@ impl DeviceSpec {
             sms: 132,
             compute_capability: (9, 0),
             pools_supported: true,
-            pool_handle_types: HandleTypes(0x9),
+            pool_handle_types: HandleKinds(0x9),
             pci_bus_id: 0,
         }
     }

@@ -22,7 +22,7 @@
 
 use super::topology::{FaultKind, Link, LinkFault, MAX_DEVICES, Topology, TopologyError, bus_id};
 use crate::DeviceSpec;
-use peerpool::driver::HandleTypes;
+use peerpool::driver::HandleKinds;
 use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Display;
@@ -187,7 +187,7 @@ impl DeviceGroup {
                 within(&format!("{at}: compute capability minor"), minor, &CC_MINOR)?,
             ),
             pools_supported: self.pools,
-            pool_handle_types: HandleTypes(self.pool_handle_types),
+            pool_handle_types: HandleKinds(self.pool_handle_types),
             pci_bus_id: 0,
         })
     }

@@ -9,14 +9,14 @@ use super::memory::{Backing, GRANULE, Origin};
 use super::share::{Physical, device_of, fail, invalid};
 use super::shared_file::{Header, Kind};
 use super::state::{Fail, SimResult, State};
-use cudarc::driver::sys::CUresult::*;
-use peerpool::driver::{Access, AccessDesc, AllocationProps, ShareHandle, ShareableHandle, ShareableRef};
+use peerpool::CudaCode;
+use peerpool::driver::{Access, AccessDesc, AllocationProps, ExportedHandle, ExportedHandleRef, HandleKind};
 
 /// `cuMemGetAllocationGranularity`: 2 MiB for a device that supports the handle types.
 pub(super) fn granularity(s: &State, props: &AllocationProps) -> SimResult<usize> {
     let Some(device) = s.in_range(props.device) else { return invalid() };
     if !s.topo.devices[device].pool_handle_types.contains(props.handle_types) {
-        return fail(CUDA_ERROR_NOT_SUPPORTED);
+        return fail(CudaCode::CUDA_ERROR_NOT_SUPPORTED);
     }
     Ok(GRANULE as usize)
 }
@@ -30,7 +30,7 @@ pub(super) fn create(s: &mut State, bytes: usize, props: &AllocationProps) -> Si
     }
     let device = props.device as usize;
     let capacity = s.topo.devices[device].total_memory;
-    s.memory.charge(device, size, capacity).map_err(|_| CUDA_ERROR_OUT_OF_MEMORY)?;
+    s.memory.charge(device, size, capacity).map_err(|_| CudaCode::CUDA_ERROR_OUT_OF_MEMORY)?;
     let handle = s.mint();
     let backing = Backing::zeroed(bytes);
     let physical =
@@ -45,7 +45,7 @@ pub(super) fn reserve(s: &mut State, bytes: usize, alignment: usize) -> SimResul
     if size == 0 || size % GRANULE != 0 || (align != 0 && !align.is_power_of_two()) {
         return invalid();
     }
-    s.memory.reserve(size, align).map_err(|_| CUDA_ERROR_OUT_OF_MEMORY.into())
+    s.memory.reserve(size, align).map_err(|_| CudaCode::CUDA_ERROR_OUT_OF_MEMORY.into())
 }
 
 /// `cuMemMap`: a free, granule-aligned part of one reservation; no device has access yet.
@@ -89,14 +89,14 @@ fn tiling(s: &State, ptr: u64, size: u64) -> SimResult<Vec<u64>> {
 pub(super) fn set_access(s: &mut State, ptr: u64, bytes: usize, map: &[AccessDesc]) -> SimResult<()> {
     let bases = tiling(s, ptr, bytes as u64)?;
     for desc in map {
-        let Some(device) = s.in_range(desc.device) else { return fail(CUDA_ERROR_INVALID_DEVICE) };
+        let Some(device) = s.in_range(desc.device) else { return fail(CudaCode::CUDA_ERROR_INVALID_DEVICE) };
         if desc.access == Access::Read {
-            return fail(CUDA_ERROR_NOT_SUPPORTED);
+            return fail(CudaCode::CUDA_ERROR_NOT_SUPPORTED);
         }
         for base in &bases {
             let owner = s.memory.at(*base).map_or(device, |b| b.device);
             if desc.access == Access::ReadWrite && device != owner && !s.topo.link(device, owner).access {
-                return fail(CUDA_ERROR_INVALID_DEVICE);
+                return fail(CudaCode::CUDA_ERROR_INVALID_DEVICE);
             }
         }
     }
@@ -153,7 +153,7 @@ pub(super) fn release(s: &mut State, handle: u64) -> SimResult<()> {
 }
 
 /// `cuMemExportToShareableHandle`: only with a handle type the allocation was created with.
-pub(super) fn export(s: &mut State, handle: u64, kind: ShareHandle) -> SimResult<ShareableHandle> {
+pub(super) fn export(s: &mut State, handle: u64, kind: HandleKind) -> SimResult<ExportedHandle> {
     let Some(physical) = s.shares.physical.get(&handle).filter(|p| p.refs > 0) else { return invalid() };
     if !physical.handle_types.contains(kind.bits()) {
         return invalid();
@@ -164,7 +164,7 @@ pub(super) fn export(s: &mut State, handle: u64, kind: ShareHandle) -> SimResult
 }
 
 /// `cuMemImportFromShareableHandle`: a new handle here to the exporter's live allocation.
-pub(super) fn import(s: &mut State, handle: ShareableRef<'_>) -> SimResult<u64> {
+pub(super) fn import(s: &mut State, handle: ExportedHandleRef<'_>) -> SimResult<u64> {
     let Some(file) = handles::open(handle, Blob::FabricAllocation) else { return invalid() };
     let header = file.header();
     if header.kind != Kind::Allocation || !header.handle_types.contains(handle.kind().bits()) {

@@ -3,7 +3,7 @@
 
 mod sim_support;
 
-use peerpool::driver::{HandleTypes, P2pAttribute};
+use peerpool::driver::{HandleKinds, P2pAttribute};
 use peerpool::{PoolOptions, System};
 use peerpool_sim::{FaultKind, Link, LinkFault, SimDriver, Topology, catalog, catalog_topology};
 use std::collections::BTreeSet;
@@ -70,7 +70,7 @@ fn one_gpu_has_no_pairs() {
     let t = load("one_gpu");
     assert_eq!(t.device_count(), 1);
     assert!(paths(&t).is_empty());
-    assert_eq!(t.devices[0].pool_handle_types, HandleTypes(0x9));
+    assert_eq!(t.devices[0].pool_handle_types, HandleKinds(0x9));
 }
 
 #[test]
@@ -90,7 +90,7 @@ fn four_gpu_islands_are_two_pairs() {
     let t = load("four_gpu_islands");
     assert_eq!(t.device_count(), 4);
     assert_eq!(paths(&t), [(0, 1), (1, 0), (2, 3), (3, 2)].into_iter().collect());
-    assert_eq!(t.devices[3].pool_handle_types, HandleTypes::POSIX_FD);
+    assert_eq!(t.devices[3].pool_handle_types, HandleKinds::POSIX_FD);
 }
 
 #[test]
@@ -136,7 +136,7 @@ fn an_nvl72_tray_is_the_four_gpus_one_operating_system_sees() {
     let t = load("gb200_nvl72_tray");
     assert_eq!(t.device_count(), 4);
     assert_eq!(paths(&t), all_pairs(4));
-    assert!(t.devices.iter().all(|d| d.name == "NVIDIA GB200" && d.pool_handle_types.contains(HandleTypes::FABRIC)));
+    assert!(t.devices.iter().all(|d| d.name == "NVIDIA GB200" && d.pool_handle_types.contains(HandleKinds::FABRIC)));
     assert!(catalog().iter().all(|e| e.topology().unwrap().device_count() <= 16), "no rack-sized single process");
 }
 
@@ -166,7 +166,7 @@ fn links_apply_default_then_islands_then_pairs() {
     assert_eq!(t.link(0, 1), Link { access: true, atomics: true, rank: 2 });
     assert_eq!(t.link(2, 0), Link { access: false, atomics: true, rank: 0 });
     assert_eq!(t.link(0, 2).rank, 2);
-    assert_eq!(t.devices[0].pool_handle_types, HandleTypes::NONE, "handle types default to none");
+    assert_eq!(t.devices[0].pool_handle_types, HandleKinds::NONE, "handle types default to none");
     assert_eq!(t.driver_version, 13000);
 }
 

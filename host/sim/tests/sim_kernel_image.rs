@@ -4,7 +4,7 @@
 
 mod sim_support;
 
-use cudarc::driver::sys::CUresult;
+use peerpool::CudaCode;
 use peerpool::driver::{Cubin, ImageError, ModuleImage};
 use peerpool::fault::{FaultInjector, Rule};
 use peerpool::{KernelImage, PoolOptions, System, ptx_image};
@@ -26,7 +26,7 @@ fn kernels_run(system: &System, device: usize) {
     let memory = system.alloc(pool.as_ref(), 4096).unwrap();
     let kernels = system.kernels(device).unwrap();
     kernels.fill(memory.as_slice(), 7).unwrap();
-    assert!(kernels.check(memory.as_slice(), 7).unwrap().is_clean());
+    assert!(kernels.compare_pattern(memory.as_slice(), 7).unwrap().is_clean());
 }
 
 #[test]
@@ -43,7 +43,7 @@ fn hopper_devices_load_the_cubin_and_others_the_ptx() {
 #[test]
 fn a_refused_cubin_falls_back_to_the_ptx() {
     let injector = Arc::new(FaultInjector::new(Arc::new(SimDriver::new(Topology::two_h200()))));
-    injector.add_rule(Rule::nth("cuModuleLoadData", 1, CUresult::CUDA_ERROR_NO_BINARY_FOR_GPU).sticky(false));
+    injector.add_rule(Rule::nth("cuModuleLoadData", 1, CudaCode::CUDA_ERROR_NO_BINARY_FOR_GPU).sticky(false));
     let system = System::with_driver(injector.clone()).unwrap();
     assert_eq!(system.kernels(0).unwrap().image(), KernelImage::Ptx);
     assert_eq!(injector.count("cuModuleLoadData"), 2, "the cubin, then the PTX");
@@ -55,7 +55,7 @@ fn a_refused_cubin_falls_back_to_the_ptx() {
 #[test]
 fn other_load_failures_are_reported_not_hidden() {
     let injector = Arc::new(FaultInjector::new(Arc::new(SimDriver::new(Topology::two_h200()))));
-    injector.add_rule(Rule::nth("cuModuleLoadData", 1, CUresult::CUDA_ERROR_OUT_OF_MEMORY).sticky(false));
+    injector.add_rule(Rule::nth("cuModuleLoadData", 1, CudaCode::CUDA_ERROR_OUT_OF_MEMORY).sticky(false));
     let system = System::with_driver(injector.clone()).unwrap();
     let error = system.kernels(0).err().expect("the load failed");
     assert!(error.to_string().contains("cuModuleLoadData"), "{error}");

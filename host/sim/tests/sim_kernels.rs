@@ -6,8 +6,9 @@
 mod sim_support;
 
 use peerpool::driver::{Access, AccessDesc, KernelArg, LaunchShape, ModuleImage, Stream};
+use peerpool::kernels::BLOCK;
 use peerpool::kernels::pattern::pattern;
-use peerpool::{BLOCK, PoolOptions, ptx_image};
+use peerpool::{PoolOptions, ptx_image};
 use peerpool_sim::Topology;
 use sim_support::{api_code, code, grant, is_dead_call, sim};
 use std::ffi::CString;
@@ -22,7 +23,7 @@ fn granted_peer_writes_are_seen_by_owner_and_host() {
     grant(&system, &pool, 1).unwrap();
     let memory = system.alloc(pool.as_ref(), BYTES).unwrap();
     system.kernels(1).unwrap().fill(memory.words(WORDS).unwrap(), 11).unwrap();
-    assert!(system.kernels(0).unwrap().check(memory.words(WORDS).unwrap(), 11).unwrap().is_clean());
+    assert!(system.kernels(0).unwrap().compare_pattern(memory.words(WORDS).unwrap(), 11).unwrap().is_clean());
     let words = memory.read_words(64).unwrap();
     assert!(words.iter().enumerate().all(|(i, &w)| w == pattern(i as u64, 11)), "{words:x?}");
 }
@@ -34,14 +35,14 @@ fn granted_peer_reads_find_a_planted_word() {
     grant(&system, &pool, 1).unwrap();
     let memory = system.alloc(pool.as_ref(), BYTES).unwrap();
     system.kernels(0).unwrap().fill(memory.words(WORDS).unwrap(), 22).unwrap();
-    assert!(system.kernels(1).unwrap().check(memory.words(WORDS).unwrap(), 22).unwrap().is_clean());
+    assert!(system.kernels(1).unwrap().compare_pattern(memory.words(WORDS).unwrap(), 22).unwrap().is_clean());
     for bad in [WORDS - 3, 5] {
         memory.write_at(bad as usize * 4, &(!pattern(bad, 22)).to_le_bytes()).unwrap();
     }
-    let seen = system.kernels(1).unwrap().check(memory.words(WORDS).unwrap(), 22).unwrap();
+    let seen = system.kernels(1).unwrap().compare_pattern(memory.words(WORDS).unwrap(), 22).unwrap();
     assert_eq!((seen.mismatches, seen.first_mismatch), (2, Some(5)));
     // A different seed mismatches everywhere (the pattern depends on it).
-    let other = system.kernels(1).unwrap().check(memory.words(WORDS).unwrap(), 23).unwrap();
+    let other = system.kernels(1).unwrap().compare_pattern(memory.words(WORDS).unwrap(), 23).unwrap();
     assert_eq!((other.mismatches, other.first_mismatch), (WORDS, Some(0)));
 }
 
@@ -56,11 +57,11 @@ fn granted_vector_copies_both_ways() {
     system.kernels(0).unwrap().fill(remote.words(WORDS).unwrap(), 33).unwrap();
     let k1 = system.kernels(1).unwrap();
     k1.copy16(local.as_slice(), remote.as_slice()).unwrap();
-    assert!(k1.check(local.words(WORDS).unwrap(), 33).unwrap().is_clean());
+    assert!(k1.compare_pattern(local.words(WORDS).unwrap(), 33).unwrap().is_clean());
     k1.fill(local.words(WORDS).unwrap(), 34).unwrap();
     k1.copy16(remote.as_slice(), local.as_slice()).unwrap();
     drop(k1);
-    assert!(system.kernels(0).unwrap().check(remote.words(WORDS).unwrap(), 34).unwrap().is_clean());
+    assert!(system.kernels(0).unwrap().compare_pattern(remote.words(WORDS).unwrap(), 34).unwrap().is_clean());
 }
 
 #[test]
@@ -101,7 +102,7 @@ fn ungranted_peer_read_kills_the_process_stickily() {
     let memory = system.alloc(pool.as_ref(), BYTES).unwrap();
     system.kernels(0).unwrap().fill(memory.words(WORDS).unwrap(), 44).unwrap();
     assert_eq!(system.pool_access(pool.as_ref(), 1).unwrap(), Access::None);
-    let result = system.kernels(1).unwrap().check(memory.words(WORDS).unwrap(), 44);
+    let result = system.kernels(1).unwrap().compare_pattern(memory.words(WORDS).unwrap(), 44);
     let error = result.unwrap_err();
     assert!(error.is_sticky(), "{error}");
     assert_eq!(error.cuda().unwrap().code_name(), "CUDA_ERROR_ILLEGAL_ADDRESS");
@@ -220,12 +221,12 @@ fn a_fork_dies_alone() {
     let fork = std::sync::Arc::new(sim.fork());
     let forked = peerpool::System::with_driver(fork.clone()).unwrap();
     // Same addresses and bytes in the fork: the owner reads them clean there.
-    assert!(forked.kernels(0).unwrap().check(memory.words(WORDS).unwrap(), 12).unwrap().is_clean());
-    assert!(forked.kernels(1).unwrap().check(memory.words(WORDS).unwrap(), 12).unwrap_err().is_sticky());
+    assert!(forked.kernels(0).unwrap().compare_pattern(memory.words(WORDS).unwrap(), 12).unwrap().is_clean());
+    assert!(forked.kernels(1).unwrap().compare_pattern(memory.words(WORDS).unwrap(), 12).unwrap_err().is_sticky());
     assert!(fork.sticky_error().is_some());
     assert!(sim.sticky_error().is_none(), "the original lives on");
-    assert!(system.kernels(0).unwrap().check(memory.words(WORDS).unwrap(), 12).unwrap().is_clean());
+    assert!(system.kernels(0).unwrap().compare_pattern(memory.words(WORDS).unwrap(), 12).unwrap().is_clean());
     // A grant in the original does not reach the fork.
     grant(&system, &pool, 1).unwrap();
-    assert!(system.kernels(1).unwrap().check(memory.words(WORDS).unwrap(), 12).unwrap().is_clean());
+    assert!(system.kernels(1).unwrap().compare_pattern(memory.words(WORDS).unwrap(), 12).unwrap().is_clean());
 }

@@ -20,10 +20,10 @@ fn corrupt_link_damages_reads_flowing_0_to_1() {
     let memory = system.alloc(pool.as_ref(), BYTES).unwrap();
     system.kernels(0).unwrap().fill(memory.words(WORDS).unwrap(), 7).unwrap();
     assert!(
-        system.kernels(0).unwrap().check(memory.words(WORDS).unwrap(), 7).unwrap().is_clean(),
+        system.kernels(0).unwrap().compare_pattern(memory.words(WORDS).unwrap(), 7).unwrap().is_clean(),
         "local reads are clean"
     );
-    let seen = system.kernels(1).unwrap().check(memory.words(WORDS).unwrap(), 7).unwrap();
+    let seen = system.kernels(1).unwrap().compare_pattern(memory.words(WORDS).unwrap(), 7).unwrap();
     assert_eq!((seen.mismatches, seen.first_mismatch), (BYTES as u64 / 4096, Some(0)));
     // The memory itself is intact: the damage happened on the wire.
     let words = memory.read_words(1).unwrap();
@@ -38,14 +38,14 @@ fn corrupt_link_damages_writes_flowing_0_to_1_only() {
     grant(&system, &on1, 0).unwrap();
     let remote = system.alloc(on1.as_ref(), BYTES).unwrap();
     system.kernels(0).unwrap().fill(remote.words(WORDS).unwrap(), 8).unwrap();
-    let seen = system.kernels(1).unwrap().check(remote.words(WORDS).unwrap(), 8).unwrap();
+    let seen = system.kernels(1).unwrap().compare_pattern(remote.words(WORDS).unwrap(), 8).unwrap();
     assert_eq!(seen.mismatches, BYTES as u64 / 4096);
     // gpu1 writes and reads gpu0's memory... reads flow 0 -> 1 (corrupt), writes 1 -> 0 (clean).
     let on0 = system.create_pool(0, PoolOptions::default()).unwrap();
     grant(&system, &on0, 1).unwrap();
     let other = system.alloc(on0.as_ref(), BYTES).unwrap();
     system.kernels(1).unwrap().fill(other.words(WORDS).unwrap(), 9).unwrap();
-    assert!(system.kernels(0).unwrap().check(other.words(WORDS).unwrap(), 9).unwrap().is_clean());
+    assert!(system.kernels(0).unwrap().compare_pattern(other.words(WORDS).unwrap(), 9).unwrap().is_clean());
 }
 
 #[test]

@@ -119,9 +119,9 @@ fn device_memory_and_pool_limits_hold() {
     assert_eq!(sim.stats().allocated_bytes, 1 << 20);
     d.mem_free(rest).unwrap();
     // Unsupported handle types are refused.
-    let fd_only = DeviceSpec { pool_handle_types: peerpool::driver::HandleTypes::POSIX_FD, ..DeviceSpec::h200() };
+    let fd_only = DeviceSpec { pool_handle_types: peerpool::driver::HandleKinds::POSIX_FD, ..DeviceSpec::h200() };
     let sim2 = SimDriver::new(Topology::uniform("fd only", 1, fd_only, Link::NONE));
-    let fabric = PoolProps { device: 0, handle_types: peerpool::driver::HandleTypes::FABRIC, max_size: 0 };
+    let fabric = PoolProps { device: 0, handle_types: peerpool::driver::HandleKinds::FABRIC, max_size: 0 };
     assert_eq!(code(sim2.mem_pool_create(&fabric)).as_deref(), Some("CUDA_ERROR_NOT_SUPPORTED"));
 }
 

@@ -81,7 +81,7 @@ fn replay((d, system): &(Arc<SimDriver>, System)) -> Result<(Lines, Pool), peerp
     for device in [99, -1] {
         out.show(&format!("mem_pool_create(device {device})"), d.mem_pool_create(&PoolProps { device, ..props }));
     }
-    for (what, types) in [("posix fd", HandleTypes::POSIX_FD), ("posix fd | fabric", HandleTypes(0x9))] {
+    for (what, types) in [("posix fd", HandleKinds::POSIX_FD), ("posix fd | fabric", HandleKinds(0x9))] {
         let made = d.mem_pool_create(&PoolProps { handle_types: types, ..props });
         out.show(&format!("mem_pool_create({what})"), made.map(|p| d.mem_pool_destroy(p)));
     }
@@ -197,7 +197,7 @@ fn replay((d, system): &(Arc<SimDriver>, System)) -> Result<(Lines, Pool), peerp
     Ok((out, pool))
 }
 
-/// The failure's `CUresult` name, `None` on success.
+/// The failure's `CudaCode` name, `None` on success.
 fn code<T>(r: Result<T, peerpool::CudaError>) -> Option<String> {
     r.err().map(|e| e.code_name())
 }

@@ -6,11 +6,12 @@
 
 mod sim_support;
 
-use peerpool::driver::{HandleTypes, LaunchShape};
+use peerpool::driver::{HandleKinds, LaunchShape};
 use peerpool::ipc::{
-    Channel, ShareError, ShareHandle, ShareRequest, inherited_channel, spawn_with_channel, wait_or_kill,
+    Channel, HandleKind, ShareError, ShareRequest, inherited_channel, spawn_with_channel, wait_or_kill,
 };
-use peerpool::{BLOCK, CUresult, PoolOptions, System};
+use peerpool::kernels::BLOCK;
+use peerpool::{CudaCode, PoolOptions, System};
 use peerpool_sim::Topology;
 use sim_support::sim;
 use std::process::{Child, Command, Stdio};
@@ -18,7 +19,7 @@ use std::time::Duration;
 
 /// The role of the re-executed test binary.
 const ROLE: &str = "PEERPOOL_SIM_TEST_PROCESS_ROLE";
-const FD: ShareRequest = ShareRequest { handle: ShareHandle::PosixFd, allow_staging: false };
+const FD: ShareRequest = ShareRequest { handle: HandleKind::PosixFd, allow_staging: false };
 const TIMEOUT: Duration = Duration::from_secs(60);
 const WORDS: u64 = 1 << 14;
 const SLOTS: u64 = 64;
@@ -56,7 +57,7 @@ fn another_process_reads_writes_and_adds_on_both_gpus() {
         return importer();
     }
     let system = system();
-    let options = PoolOptions { handle_types: HandleTypes::POSIX_FD, max_size: 0 };
+    let options = PoolOptions { handle_types: HandleKinds::POSIX_FD, max_size: 0 };
     let pool = system.create_pool(0, options).unwrap();
     let memory = system.alloc(pool.as_ref(), ((WORDS + SLOTS) * 4) as usize).unwrap();
     let (data, counters) = (memory.words(WORDS).unwrap(), memory.as_slice().range(WORDS * 4, SLOTS * 4).unwrap());
@@ -68,7 +69,7 @@ fn another_process_reads_writes_and_adds_on_both_gpus() {
     system.kernels(0).unwrap().atomic_add_sys(counters, REPS, SHAPE).unwrap();
     assert_eq!(text(&channel), "ok");
     finish(child);
-    assert!(system.kernels(0).unwrap().check(data, 12).unwrap().is_clean(), "the importer's write is here");
+    assert!(system.kernels(0).unwrap().compare_pattern(data, 12).unwrap().is_clean(), "the importer's write is here");
     let per_launch = SHAPE.grid as u64 * SHAPE.block as u64 / SLOTS * REPS as u64;
     let seen = memory.read_words((WORDS + SLOTS) as usize).unwrap();
     assert!(
@@ -88,7 +89,7 @@ fn importer() {
     let buffer = imported.as_slice().unwrap();
     let (data, counters) = (buffer.range(0, WORDS * 4).unwrap(), buffer.range(WORDS * 4, SLOTS * 4).unwrap());
     for device in [0, 1] {
-        assert!(system.kernels(device).unwrap().check(data, 11).unwrap().is_clean(), "gpu{device} reads");
+        assert!(system.kernels(device).unwrap().compare_pattern(data, 11).unwrap().is_clean(), "gpu{device} reads");
     }
     system.kernels(1).unwrap().fill(data, 12).unwrap();
     channel.send(b"adding", &[]).unwrap();
@@ -111,7 +112,7 @@ fn handles_from_a_process_that_has_exited_name_nothing() {
     finish(child);
     let system = system();
     let refused = |r: Result<peerpool::ipc::Imported, ShareError>| r.unwrap_err().cuda().map(|e| (e.call, e.code));
-    let invalid = CUresult::CUDA_ERROR_INVALID_VALUE;
+    let invalid = CudaCode::CUDA_ERROR_INVALID_VALUE;
     assert_eq!(refused(system.import_message(pool, &[])), Some(("cuMemPoolImportFromShareableHandle", invalid)));
     assert_eq!(refused(system.import_message(legacy, &[])), Some(("cuIpcOpenMemHandle", invalid)));
 }
@@ -120,7 +121,7 @@ fn handles_from_a_process_that_has_exited_name_nothing() {
 fn exporter() {
     let channel = inherited_channel().unwrap();
     let system = system();
-    let options = PoolOptions { handle_types: HandleTypes::POSIX_FD, max_size: 0 };
+    let options = PoolOptions { handle_types: HandleKinds::POSIX_FD, max_size: 0 };
     let pool = system.create_pool(0, options).unwrap();
     let memory = system.alloc(pool.as_ref(), 4096).unwrap();
     system.export_allocation(&memory, FD).unwrap().send(&channel).unwrap();

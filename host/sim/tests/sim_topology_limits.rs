@@ -2,7 +2,7 @@
 //! range, at most `MAX_DEVICES` devices, no duplicate pair or fault; and every allowed device
 //! count gets disjoint address ranges.
 
-use peerpool::driver::{HandleTypes, PointerAttribute};
+use peerpool::driver::{HandleKinds, PointerAttribute};
 use peerpool::{PoolOptions, System};
 use peerpool_sim::{DeviceSpec, Link, MAX_DEVICES, MAX_TOPOLOGY_BYTES, SimDriver, Topology};
 use std::sync::Arc;
@@ -103,7 +103,7 @@ fn device_ranges_are_disjoint_for_every_allowed_count() {
     let system =
         System::with_driver(Arc::new(SimDriver::new(Topology::uniform("many", MAX_DEVICES, device, Link::NONE))))
             .unwrap();
-    let mapped = system.alloc_virtual(0, 2 << 20, HandleTypes::POSIX_FD).unwrap();
+    let mapped = system.alloc_virtual(0, 2 << 20, HandleKinds::POSIX_FD).unwrap();
     let mut held = Vec::new();
     for ordinal in [0, 1, 255, 256, 257, 511, 512, MAX_DEVICES - 1] {
         let pool = system.create_pool(ordinal, PoolOptions::default()).unwrap();
@@ -135,7 +135,7 @@ fn a_huge_sm_count_gives_a_capped_grid() {
     let pool = system.create_pool(0, PoolOptions::default()).unwrap();
     let memory = system.alloc(pool.as_ref(), 4096).unwrap();
     kernels.fill(memory.words(1024).unwrap(), 7).unwrap();
-    assert_eq!(kernels.check(memory.words(1024).unwrap(), 7).unwrap().first_mismatch, None);
+    assert_eq!(kernels.compare_pattern(memory.words(1024).unwrap(), 7).unwrap().first_mismatch, None);
 }
 
 /// A topology built in code holds at most as many devices as a file may: past it, the

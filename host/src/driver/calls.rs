@@ -203,11 +203,11 @@ macro_rules! for_each_driver_call {
             // ---- inter-process sharing (see `crate::ipc`) ----
 
             /// `cuMemPoolExportToShareableHandle`: a handle to the whole pool, for another process.
-            unsafe fn mem_pool_export_to_shareable_handle(pool: Pool, handle: ShareHandle) -> ShareableHandle
+            unsafe fn mem_pool_export_to_shareable_handle(pool: Pool, handle: HandleKind) -> ExportedHandle
                 = cuMemPoolExportToShareableHandle @ cuMemPoolExportToShareableHandle;
             /// `cuMemPoolImportFromShareableHandle`: the exporter's pool in this process. Peer access
             /// does not travel with it: peers start with none.
-            unsafe fn mem_pool_import_from_shareable_handle(handle: ShareableRef<'_>) -> Pool
+            unsafe fn mem_pool_import_from_shareable_handle(handle: ExportedHandleRef<'_>) -> Pool
                 = cuMemPoolImportFromShareableHandle @ cuMemPoolImportFromShareableHandle;
             /// `cuMemPoolExportPointer`: 64 bytes naming one allocation of an exportable pool.
             unsafe fn mem_pool_export_pointer(ptr: DevicePtr) -> PoolPtrExportData = cuMemPoolExportPointer @ cuMemPoolExportPointer;
@@ -242,10 +242,10 @@ macro_rules! for_each_driver_call {
             /// `cuMemRelease`: the memory goes once it is released and unmapped everywhere.
             unsafe fn mem_release(handle: MemHandle) -> () = cuMemRelease @ cuMemRelease;
             /// `cuMemExportToShareableHandle`.
-            unsafe fn mem_export_to_shareable_handle(handle: MemHandle, kind: ShareHandle) -> ShareableHandle
+            unsafe fn mem_export_to_shareable_handle(handle: MemHandle, kind: HandleKind) -> ExportedHandle
                 = cuMemExportToShareableHandle @ cuMemExportToShareableHandle;
             /// `cuMemImportFromShareableHandle`.
-            unsafe fn mem_import_from_shareable_handle(handle: ShareableRef<'_>) -> MemHandle
+            unsafe fn mem_import_from_shareable_handle(handle: ExportedHandleRef<'_>) -> MemHandle
                 = cuMemImportFromShareableHandle @ cuMemImportFromShareableHandle;
             /// `cuMemRetainAllocationHandle`: the allocation mapped at `ptr`, retained once more.
             unsafe fn mem_retain_allocation_handle(ptr: DevicePtr) -> MemHandle

@@ -1,14 +1,75 @@
-//! Every `CUresult` of CUDA 13.0, listed once: what the fault-rule parser reads by name and the
-//! libcuda shim names and describes (`cuGetErrorName`, `cuGetErrorString`) from a C value, which
-//! need not be a valid Rust enum value.
+//! [`CudaCode`], and every `CUresult` of CUDA 13.0 listed once: peerpool's names for the codes,
+//! what the fault-rule parser reads by name and the libcuda shim names and describes
+//! (`cuGetErrorName`, `cuGetErrorString`) from a C value, which need not be a valid Rust enum
+//! value.
 
 use cudarc::driver::sys::CUresult;
+use std::fmt;
+
+/// A CUDA driver result code (`CUresult`), as peerpool's own type: its API does not change with
+/// the bindings it is built on. The constants carry `cuda.h`'s names (`CudaCode::CUDA_ERROR_ILLEGAL_ADDRESS`);
+/// `Debug` prints that name.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct CudaCode(CUresult);
 
 macro_rules! codes {
     ($($code:ident,)*) => {
-        /// Every `CUresult`, in the header's order.
-        pub const ALL: &[CUresult] = &[$(CUresult::$code),*];
+        /// Every code, in the header's order.
+        pub const ALL: &[CudaCode] = &[$(CudaCode::$code),*];
+
+        #[allow(missing_docs)] // named as in cuda.h
+        impl CudaCode {
+            $(pub const $code: CudaCode = CudaCode(CUresult::$code);)*
+        }
     };
+}
+
+impl CudaCode {
+    /// The name in `cuda.h`, e.g. `"CUDA_ERROR_ILLEGAL_ADDRESS"`.
+    pub fn name(self) -> String {
+        format!("{:?}", self.0)
+    }
+
+    /// The C value.
+    pub fn raw(self) -> u32 {
+        self.0 as u32
+    }
+
+    /// Whether CUDA documents that after this code "the process must be terminated and
+    /// relaunched": the context is lost for good.
+    pub fn is_sticky(self) -> bool {
+        matches!(
+            self,
+            CudaCode::CUDA_ERROR_ILLEGAL_ADDRESS
+                | CudaCode::CUDA_ERROR_LAUNCH_FAILED
+                | CudaCode::CUDA_ERROR_HARDWARE_STACK_ERROR
+                | CudaCode::CUDA_ERROR_ILLEGAL_INSTRUCTION
+                | CudaCode::CUDA_ERROR_MISALIGNED_ADDRESS
+                | CudaCode::CUDA_ERROR_INVALID_ADDRESS_SPACE
+                | CudaCode::CUDA_ERROR_INVALID_PC
+                | CudaCode::CUDA_ERROR_ASSERT
+                | CudaCode::CUDA_ERROR_ECC_UNCORRECTABLE
+        )
+    }
+
+    /// The code of the bindings peerpool calls libcuda through (its driver and the libcuda shim
+    /// convert at that boundary; not for other crates: the bindings' type may change).
+    #[doc(hidden)]
+    pub fn from_bindings(code: CUresult) -> CudaCode {
+        CudaCode(code)
+    }
+
+    /// The code as the bindings' type (see [`CudaCode::from_bindings`]).
+    #[doc(hidden)]
+    pub fn to_bindings(self) -> CUresult {
+        self.0
+    }
+}
+
+impl fmt::Debug for CudaCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.0, f)
+    }
 }
 
 codes! {
@@ -116,14 +177,14 @@ codes! {
 }
 
 /// The code a C client passed, if CUDA 13.0 has it.
-pub fn from_raw(raw: u32) -> Option<CUresult> {
-    ALL.iter().copied().find(|&c| c as u32 == raw)
+pub fn from_raw(raw: u32) -> Option<CudaCode> {
+    ALL.iter().copied().find(|&c| c.raw() == raw)
 }
 
 /// The code named `name`, with or without its `CUDA_ERROR_` prefix: `"OUT_OF_MEMORY"`.
-pub fn from_name(name: &str) -> Option<CUresult> {
+pub fn from_name(name: &str) -> Option<CudaCode> {
     ALL.iter().copied().find(|c| {
-        let full = format!("{c:?}");
+        let full = c.name();
         full == name || full.strip_prefix("CUDA_ERROR_") == Some(name)
     })
 }
@@ -134,11 +195,13 @@ mod tests {
 
     #[test]
     fn names_and_values_round_trip() {
-        assert_eq!(from_name("CUDA_ERROR_OUT_OF_MEMORY"), Some(CUresult::CUDA_ERROR_OUT_OF_MEMORY));
-        assert_eq!(from_name("ILLEGAL_ADDRESS"), Some(CUresult::CUDA_ERROR_ILLEGAL_ADDRESS));
+        assert_eq!(from_name("CUDA_ERROR_OUT_OF_MEMORY"), Some(CudaCode::CUDA_ERROR_OUT_OF_MEMORY));
+        assert_eq!(from_name("ILLEGAL_ADDRESS"), Some(CudaCode::CUDA_ERROR_ILLEGAL_ADDRESS));
         assert_eq!(from_name("NOT_A_CODE"), None);
-        assert_eq!(from_raw(2), Some(CUresult::CUDA_ERROR_OUT_OF_MEMORY));
+        assert_eq!(from_raw(2), Some(CudaCode::CUDA_ERROR_OUT_OF_MEMORY));
         assert_eq!(from_raw(0xdead), None);
-        assert!(ALL.iter().all(|&c| from_raw(c as u32) == Some(c)));
+        assert!(ALL.iter().all(|&c| from_raw(c.raw()) == Some(c)));
+        assert_eq!(format!("{:?}", CudaCode::CUDA_ERROR_INVALID_VALUE), "CUDA_ERROR_INVALID_VALUE");
+        assert!(CudaCode::CUDA_ERROR_ILLEGAL_ADDRESS.is_sticky() && !CudaCode::CUDA_ERROR_INVALID_VALUE.is_sticky());
     }
 }

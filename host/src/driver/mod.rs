@@ -20,6 +20,7 @@ pub mod timeline;
 mod types;
 
 pub use calls::Call;
+pub use codes::CudaCode;
 pub use cuda::{CudaDriver, SHIM_MARKER};
 pub use image::{Cubin, ImageError, ModuleImage, elf_extent};
 pub use timeline::Timeline;

@@ -66,20 +66,20 @@ pub struct AccessDesc {
     pub access: Access,
 }
 
-/// Bit set of `CUmemAllocationHandleType`.
+/// A set of [`HandleKind`]s: bits of `CUmemAllocationHandleType`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
-pub struct HandleTypes(pub u32);
+pub struct HandleKinds(pub u32);
 
-impl HandleTypes {
+impl HandleKinds {
     /// Not exportable.
-    pub const NONE: HandleTypes = HandleTypes(0);
+    pub const NONE: HandleKinds = HandleKinds(0);
     /// `CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR`.
-    pub const POSIX_FD: HandleTypes = HandleTypes(0x1);
+    pub const POSIX_FD: HandleKinds = HandleKinds(0x1);
     /// `CU_MEM_HANDLE_TYPE_FABRIC`.
-    pub const FABRIC: HandleTypes = HandleTypes(0x8);
+    pub const FABRIC: HandleKinds = HandleKinds(0x8);
 
     /// Whether every bit of `other` is set here.
-    pub fn contains(self, other: HandleTypes) -> bool {
+    pub fn contains(self, other: HandleKinds) -> bool {
         self.0 & other.0 == other.0
     }
 }
@@ -90,7 +90,7 @@ pub struct PoolProps {
     /// The owning device.
     pub device: i32,
     /// Handle types the pool can be exported with.
-    pub handle_types: HandleTypes,
+    pub handle_types: HandleKinds,
     /// Maximum pool size in bytes; 0 for the driver's default.
     pub max_size: usize,
 }
@@ -143,7 +143,32 @@ impl KernelArg {
 /// Declares a peerpool enum over one of the driver's attribute enums, listed once: the variant,
 /// the `cudarc` name it stands for, and the conversions both ways (`from_raw` takes the C
 /// value a client passes, which need not be a valid Rust enum value).
+/// A variant's width as written after it, else the enum's default.
+macro_rules! width_or {
+    ($default:literal) => {
+        $default
+    };
+    ($default:literal $width:literal) => {
+        $width
+    };
+}
+
 macro_rules! attributes {
+    // With value widths: each variant's width in bytes, written `(4)` after it, else the default.
+    ($(#[$doc:meta])* $name:ident => $sys:ident, $default:literal bytes wide {
+        $($(#[$vdoc:meta])* $variant:ident = $raw:ident $(($width:literal))?,)*
+    }) => {
+        attributes! { $(#[$doc])* $name => $sys { $($(#[$vdoc])* $variant = $raw,)* } }
+
+        impl $name {
+            /// Bytes of the value the driver writes for it.
+            pub fn width(self) -> usize {
+                match self {
+                    $($name::$variant => width_or!($default $($width)?),)*
+                }
+            }
+        }
+    };
     ($(#[$doc:meta])* $name:ident => $sys:ident { $($(#[$vdoc:meta])* $variant:ident = $raw:ident,)* }) => {
         $(#[$doc])*
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -224,7 +249,7 @@ attributes! {
         HandleTypePosixFdSupported = CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED,
         /// `CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED`.
         MemoryPoolsSupported = CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED,
-        /// `CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES` (a [`HandleTypes`] bit set).
+        /// `CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES` (a [`HandleKinds`] bit set).
         MempoolSupportedHandleTypes = CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES,
         /// `CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED`.
         HandleTypeFabricSupported = CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED,
@@ -246,25 +271,25 @@ attributes! {
 attributes! {
     /// The `CUpointer_attribute`s peerpool reads and the simulator answers (each at most 8
     /// bytes wide: [`PointerAttribute::width`]).
-    PointerAttribute => CUpointer_attribute {
+    PointerAttribute => CUpointer_attribute, 8 bytes wide {
         /// `CU_POINTER_ATTRIBUTE_CONTEXT` (null for pool and virtual memory).
         Context = CU_POINTER_ATTRIBUTE_CONTEXT,
         /// `CU_POINTER_ATTRIBUTE_MEMORY_TYPE` (2: device).
-        MemoryType = CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+        MemoryType = CU_POINTER_ATTRIBUTE_MEMORY_TYPE (4),
         /// `CU_POINTER_ATTRIBUTE_DEVICE_POINTER`.
         DevicePointer = CU_POINTER_ATTRIBUTE_DEVICE_POINTER,
         /// `CU_POINTER_ATTRIBUTE_IS_MANAGED`.
-        IsManaged = CU_POINTER_ATTRIBUTE_IS_MANAGED,
+        IsManaged = CU_POINTER_ATTRIBUTE_IS_MANAGED (4),
         /// `CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL`.
-        DeviceOrdinal = CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+        DeviceOrdinal = CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL (4),
         /// `CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE`.
-        IsLegacyCudaIpcCapable = CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE,
+        IsLegacyCudaIpcCapable = CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE (4),
         /// `CU_POINTER_ATTRIBUTE_RANGE_START_ADDR`.
         RangeStartAddr = CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
         /// `CU_POINTER_ATTRIBUTE_RANGE_SIZE`.
         RangeSize = CU_POINTER_ATTRIBUTE_RANGE_SIZE,
         /// `CU_POINTER_ATTRIBUTE_MAPPED`.
-        Mapped = CU_POINTER_ATTRIBUTE_MAPPED,
+        Mapped = CU_POINTER_ATTRIBUTE_MAPPED (4),
         /// `CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES`.
         AllowedHandleTypes = CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES,
         /// `CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE` (0 when the memory is not from a pool).
@@ -272,29 +297,15 @@ attributes! {
     }
 }
 
-impl PointerAttribute {
-    /// Bytes the driver writes for it.
-    pub fn width(self) -> usize {
-        match self {
-            PointerAttribute::MemoryType
-            | PointerAttribute::IsManaged
-            | PointerAttribute::DeviceOrdinal
-            | PointerAttribute::IsLegacyCudaIpcCapable
-            | PointerAttribute::Mapped => 4,
-            _ => 8,
-        }
-    }
-}
-
 attributes! {
     /// The `CUmemPool_attribute`s of CUDA 13.0.
-    PoolAttribute => CUmemPool_attribute {
+    PoolAttribute => CUmemPool_attribute, 8 bytes wide {
         /// `CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES` (an `int`).
-        ReuseFollowEventDependencies = CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES,
+        ReuseFollowEventDependencies = CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES (4),
         /// `CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC` (an `int`).
-        ReuseAllowOpportunistic = CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC,
+        ReuseAllowOpportunistic = CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC (4),
         /// `CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES` (an `int`).
-        ReuseAllowInternalDependencies = CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES,
+        ReuseAllowInternalDependencies = CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES (4),
         /// `CU_MEMPOOL_ATTR_RELEASE_THRESHOLD`: bytes the pool keeps at a synchronisation.
         ReleaseThreshold = CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
         /// `CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT`.
@@ -308,36 +319,24 @@ attributes! {
     }
 }
 
-impl PoolAttribute {
-    /// Bytes of the value: the reuse flags are C `int`s, the sizes `cuuint64_t`s.
-    pub fn width(self) -> usize {
-        match self {
-            PoolAttribute::ReuseFollowEventDependencies
-            | PoolAttribute::ReuseAllowOpportunistic
-            | PoolAttribute::ReuseAllowInternalDependencies => 4,
-            _ => 8,
-        }
-    }
-}
-
 handle!(/// A `CUmemGenericAllocationHandle`: the physical memory behind virtual-memory mappings.
     MemHandle);
 
 /// One `CUmemAllocationHandleType`: how an export handle reaches the importing process.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ShareHandle {
+pub enum HandleKind {
     /// `CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR`: a process on this node, fd over a Unix socket.
     PosixFd,
     /// `CU_MEM_HANDLE_TYPE_FABRIC`: 64 opaque bytes, usable across an NVLink fabric.
     Fabric,
 }
 
-impl ShareHandle {
+impl HandleKind {
     /// The handle type's bit.
-    pub fn bits(self) -> HandleTypes {
+    pub fn bits(self) -> HandleKinds {
         match self {
-            ShareHandle::PosixFd => HandleTypes::POSIX_FD,
-            ShareHandle::Fabric => HandleTypes::FABRIC,
+            HandleKind::PosixFd => HandleKinds::POSIX_FD,
+            HandleKind::Fabric => HandleKinds::FABRIC,
         }
     }
 }
@@ -357,46 +356,46 @@ pub struct FabricHandle(pub [u8; 64]);
 /// An export handle as the exporting driver call returns it. The fd is ours to close (and is
 /// close-on-exec, so a spawned child never inherits memory by accident).
 #[derive(Debug)]
-pub enum ShareableHandle {
+pub enum ExportedHandle {
     /// A POSIX file descriptor.
     Fd(std::os::fd::OwnedFd),
     /// A fabric handle.
     Fabric(FabricHandle),
 }
 
-impl ShareableHandle {
+impl ExportedHandle {
     /// Which handle type this is.
-    pub fn kind(&self) -> ShareHandle {
+    pub fn kind(&self) -> HandleKind {
         match self {
-            ShareableHandle::Fd(_) => ShareHandle::PosixFd,
-            ShareableHandle::Fabric(_) => ShareHandle::Fabric,
+            ExportedHandle::Fd(_) => HandleKind::PosixFd,
+            ExportedHandle::Fabric(_) => HandleKind::Fabric,
         }
     }
 
     /// Borrowed, for an import call.
-    pub fn as_ref(&self) -> ShareableRef<'_> {
+    pub fn as_ref(&self) -> ExportedHandleRef<'_> {
         match self {
-            ShareableHandle::Fd(fd) => ShareableRef::Fd(std::os::fd::AsFd::as_fd(fd)),
-            ShareableHandle::Fabric(handle) => ShareableRef::Fabric(handle),
+            ExportedHandle::Fd(fd) => ExportedHandleRef::Fd(std::os::fd::AsFd::as_fd(fd)),
+            ExportedHandle::Fabric(handle) => ExportedHandleRef::Fabric(handle),
         }
     }
 }
 
 /// An export handle as an importing driver call takes it: the caller keeps (and closes) the fd.
 #[derive(Clone, Copy, Debug)]
-pub enum ShareableRef<'a> {
+pub enum ExportedHandleRef<'a> {
     /// A POSIX file descriptor received from the exporter.
     Fd(std::os::fd::BorrowedFd<'a>),
     /// A fabric handle.
     Fabric(&'a FabricHandle),
 }
 
-impl ShareableRef<'_> {
+impl ExportedHandleRef<'_> {
     /// Which handle type this is.
-    pub fn kind(&self) -> ShareHandle {
+    pub fn kind(&self) -> HandleKind {
         match self {
-            ShareableRef::Fd(_) => ShareHandle::PosixFd,
-            ShareableRef::Fabric(_) => ShareHandle::Fabric,
+            ExportedHandleRef::Fd(_) => HandleKind::PosixFd,
+            ExportedHandleRef::Fabric(_) => HandleKind::Fabric,
         }
     }
 }
@@ -407,7 +406,7 @@ pub struct AllocationProps {
     /// The device whose memory it is.
     pub device: i32,
     /// Handle types the allocation can be exported with.
-    pub handle_types: HandleTypes,
+    pub handle_types: HandleKinds,
 }
 
 /// `CUmemAllocationGranularity_flags`.
@@ -417,4 +416,21 @@ pub enum Granularity {
     Minimum,
     /// `CU_MEM_ALLOC_GRANULARITY_RECOMMENDED`.
     Recommended,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_int_valued_attributes_are_4_bytes_wide_and_the_rest_8() {
+        let ints: Vec<_> = PointerAttribute::ALL.iter().filter(|a| a.width() == 4).collect();
+        use PointerAttribute::*;
+        assert_eq!(ints, [&MemoryType, &IsManaged, &DeviceOrdinal, &IsLegacyCudaIpcCapable, &Mapped]);
+        assert!(PointerAttribute::ALL.iter().all(|a| matches!(a.width(), 4 | 8)));
+        let ints: Vec<_> = PoolAttribute::ALL.iter().filter(|a| a.width() == 4).collect();
+        use PoolAttribute::*;
+        assert_eq!(ints, [&ReuseFollowEventDependencies, &ReuseAllowOpportunistic, &ReuseAllowInternalDependencies]);
+        assert!(PoolAttribute::ALL.iter().all(|a| matches!(a.width(), 4 | 8)));
+    }
 }

@@ -3,8 +3,8 @@
 //! keeps one for the seam's calls; the libcuda shim keeps one for the C entry points clients call.
 
 use super::plan::{FaultPlan, Rule, SplitMix64, When};
+use crate::driver::codes::CudaCode;
 use crate::error::CudaError;
-use cudarc::driver::sys::CUresult;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -19,7 +19,7 @@ pub struct Injected {
     /// Which call of that name it was (1-based).
     pub nth: u64,
     /// The code returned.
-    pub code: CUresult,
+    pub code: CudaCode,
     /// Whether it was sticky (a rule firing, or the aftermath of a sticky one).
     pub sticky: bool,
     /// Whether the call is made first and its result replaced (a `!after` rule); the
@@ -45,7 +45,7 @@ struct Log {
     /// Time spent in the driver per call name.
     time: BTreeMap<&'static str, Duration>,
     injected: Vec<Injected>,
-    dead: Option<CUresult>,
+    dead: Option<CudaCode>,
     /// `call => outcome`, in order, when kept (see [`Ledger::keeping_outcomes`]).
     outcomes: Option<Vec<String>>,
     /// Draws for `When::Chance` rules.
@@ -248,7 +248,7 @@ impl Ledger {
     }
 
     /// The sticky code every call now fails with, if a sticky rule fired.
-    pub fn sticky_error(&self) -> Option<CUresult> {
+    pub fn sticky_error(&self) -> Option<CudaCode> {
         self.lock().dead
     }
 }

@@ -1,7 +1,7 @@
 //! A deterministic fault injector that wraps any [`Driver`].
 //!
 //! [`FaultInjector`] passes each call to the driver it wraps unless a [`Rule`] of its
-//! [`FaultPlan`] says that call fails: then the call returns the rule's `CUresult` without
+//! [`FaultPlan`] says that call fails: then the call returns the rule's `CudaCode` without
 //! reaching the wrapped driver (nothing is applied). Calls are named as the real driver's
 //! (`CudaError::call`: `"cuMemPoolSetAccess"`, …) and every call is recorded in order, so a
 //! test can first run a scenario clean, list its call sites, then fail each one in turn.
@@ -15,8 +15,8 @@ mod plan;
 pub use ledger::{Injected, Ledger};
 pub use plan::{FaultPlan, PlanError, Rule, When};
 
+use crate::driver::codes::CudaCode;
 use crate::driver::*;
-use cudarc::driver::sys::CUresult;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -97,7 +97,7 @@ impl FaultInjector {
     }
 
     /// The sticky code every call now fails with, if a sticky rule fired.
-    pub fn sticky_error(&self) -> Option<CUresult> {
+    pub fn sticky_error(&self) -> Option<CudaCode> {
         self.ledger.sticky_error()
     }
 

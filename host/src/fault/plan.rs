@@ -7,14 +7,13 @@
 //! `call` is a driver call's documented name (`cuMemAlloc`, not `cuMemAlloc_v2`) or a prefix
 //! ending in `*`; `@n` fails the nth matching call (1-based), `~p` each matching call with a
 //! chance of `p` percent (drawn from [`FaultPlan::seed`]), and without either every matching
-//! call fails; `CODE` is a `CUresult` name, with or without `CUDA_ERROR_`; a rule is sticky when
+//! call fails; `CODE` is a `CudaCode` name, with or without `CUDA_ERROR_`; a rule is sticky when
 //! its code is sticky on hardware unless `!sticky` or `!transient` says otherwise. A rule fails
 //! the call before the driver sees it unless `!after` says to make the call and then replace its
 //! result (the driver's work is done: what it made is the caller's to find and release).
 
 use crate::driver::codes;
-use crate::error::is_sticky;
-use cudarc::driver::sys::CUresult;
+use crate::driver::codes::CudaCode;
 use std::fmt;
 use std::str::FromStr;
 
@@ -37,8 +36,8 @@ pub struct Rule {
     pub call: String,
     /// Which matching calls fail.
     pub when: When,
-    /// The `CUresult` returned.
-    pub code: CUresult,
+    /// The `CudaCode` returned.
+    pub code: CudaCode,
     /// Whether every later call fails too, like a real sticky error.
     pub sticky: bool,
     /// Whether the call is made first and its result replaced (else it is never made).
@@ -47,13 +46,13 @@ pub struct Rule {
 
 impl Rule {
     /// Fails the `n`th (1-based) call matching `call`; sticky when the code is sticky on hardware.
-    pub fn nth(call: &str, n: u64, code: CUresult) -> Rule {
-        Rule { call: call.into(), when: When::Nth(n), code, sticky: is_sticky(code), after: false }
+    pub fn nth(call: &str, n: u64, code: CudaCode) -> Rule {
+        Rule { call: call.into(), when: When::Nth(n), code, sticky: code.is_sticky(), after: false }
     }
 
     /// Fails every call matching `call`; sticky when the code is sticky on hardware.
-    pub fn every(call: &str, code: CUresult) -> Rule {
-        Rule { call: call.into(), when: When::Every, code, sticky: is_sticky(code), after: false }
+    pub fn every(call: &str, code: CudaCode) -> Rule {
+        Rule { call: call.into(), when: When::Every, code, sticky: code.is_sticky(), after: false }
     }
 
     /// Overrides the stickiness.
@@ -87,13 +86,13 @@ pub struct FaultPlan {
 
 /// Codes a random plan draws from: what real calls return when resources, arguments or the
 /// device give out.
-const RANDOM_CODES: [CUresult; 6] = [
-    CUresult::CUDA_ERROR_INVALID_VALUE,
-    CUresult::CUDA_ERROR_OUT_OF_MEMORY,
-    CUresult::CUDA_ERROR_INVALID_CONTEXT,
-    CUresult::CUDA_ERROR_NOT_SUPPORTED,
-    CUresult::CUDA_ERROR_UNKNOWN,
-    CUresult::CUDA_ERROR_ILLEGAL_ADDRESS,
+const RANDOM_CODES: [CudaCode; 6] = [
+    CudaCode::CUDA_ERROR_INVALID_VALUE,
+    CudaCode::CUDA_ERROR_OUT_OF_MEMORY,
+    CudaCode::CUDA_ERROR_INVALID_CONTEXT,
+    CudaCode::CUDA_ERROR_NOT_SUPPORTED,
+    CudaCode::CUDA_ERROR_UNKNOWN,
+    CudaCode::CUDA_ERROR_ILLEGAL_ADDRESS,
 ];
 
 impl FaultPlan {
@@ -182,7 +181,7 @@ impl FromStr for Rule {
         let mut parts = outcome.split('!').map(str::trim);
         let code = parts.next().unwrap_or_default();
         let code = codes::from_name(code).ok_or_else(|| format!("{code:?} is not a CUresult name"))?;
-        if code == CUresult::CUDA_SUCCESS {
+        if code == CudaCode::CUDA_SUCCESS {
             return Err("a rule must fail the call, not succeed it".into());
         }
         let (mut sticky, mut after) = (None, None);
@@ -198,7 +197,7 @@ impl FromStr for Rule {
                 return Err(format!("{flag:?} repeats or contradicts an earlier flag"));
             }
         }
-        let sticky = sticky.unwrap_or_else(|| is_sticky(code));
+        let sticky = sticky.unwrap_or_else(|| code.is_sticky());
         Ok(Rule { call: call.to_string(), when, code, sticky, after: after.unwrap_or(false) })
     }
 }
@@ -246,13 +245,13 @@ mod tests {
                                cuMemPoolCreate@1=OUT_OF_MEMORY!after; cuMemFree=UNKNOWN!before!transient"
             .parse()
             .unwrap();
-        assert_eq!(plan.rules[0], Rule::nth("cuMemPoolSetAccess", 2, CUresult::CUDA_ERROR_OUT_OF_MEMORY));
-        assert_eq!(plan.rules[1], Rule::every("cuLaunchKernel", CUresult::CUDA_ERROR_ILLEGAL_ADDRESS));
+        assert_eq!(plan.rules[0], Rule::nth("cuMemPoolSetAccess", 2, CudaCode::CUDA_ERROR_OUT_OF_MEMORY));
+        assert_eq!(plan.rules[1], Rule::every("cuLaunchKernel", CudaCode::CUDA_ERROR_ILLEGAL_ADDRESS));
         assert!(plan.rules[1].sticky, "sticky on hardware");
-        assert_eq!(plan.rules[2], Rule::nth("cuMemcpy*", 1, CUresult::CUDA_ERROR_INVALID_VALUE).sticky(true));
+        assert_eq!(plan.rules[2], Rule::nth("cuMemcpy*", 1, CudaCode::CUDA_ERROR_INVALID_VALUE).sticky(true));
         assert_eq!(plan.rules[3].when, When::Chance(25_000));
-        assert_eq!(plan.rules[4], Rule::nth("cuMemPoolCreate", 1, CUresult::CUDA_ERROR_OUT_OF_MEMORY).after(true));
-        assert_eq!(plan.rules[5], Rule::every("cuMemFree", CUresult::CUDA_ERROR_UNKNOWN).sticky(false));
+        assert_eq!(plan.rules[4], Rule::nth("cuMemPoolCreate", 1, CudaCode::CUDA_ERROR_OUT_OF_MEMORY).after(true));
+        assert_eq!(plan.rules[5], Rule::every("cuMemFree", CudaCode::CUDA_ERROR_UNKNOWN).sticky(false));
         assert!(plan.rules[..4].iter().all(|r| !r.after), "before unless said");
         for rule in &plan.rules {
             assert_eq!(&rule.to_string().parse::<Rule>().unwrap(), rule);

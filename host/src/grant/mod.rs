@@ -4,7 +4,7 @@
 //! use peerpool::{Grant, PoolOptions, System};
 //! let gpus = System::open()?;
 //! let pool = gpus.create_pool(0, PoolOptions::default())?;
-//! match gpus.grant(pool.as_ref(), 0, 1) {
+//! match gpus.grant(pool.as_ref(), 1) {
 //!     Ok(Grant::Granted { previous }) => println!("gpu1 may now use the pool (had {previous:?})"),
 //!     Ok(other) => println!("nothing to change: {other:?}"),
 //!     Err(e) if e.is_sticky() => panic!("CUDA context lost: {e}"),
@@ -22,18 +22,17 @@ mod outcome;
 mod peers;
 mod verify;
 
+pub use crate::evidence::{Evidence, PROBE_BYTES};
 pub use outcome::{Direction, Grant, GrantError, Method, Rejection, Revoke, Stage};
 pub use peers::{PeerUpdate, VisibleReport};
-pub(crate) use verify::ProbeSlot;
-pub use verify::{Evidence, PROBE_BYTES};
 
+use crate::driver::codes::CudaCode;
 use crate::driver::{Access, AccessDesc};
 use crate::pool::PoolRef;
 use crate::system::System;
-use cudarc::driver::sys::CUresult;
 
 impl System {
-    /// Grants `accessor` read-write access to `pool`, which `owner` owns.
+    /// Grants `accessor` read-write access to `pool` (owned by `pool.owner()`, the owner below).
     ///
     /// Order: arguments are checked (before anything is touched); the accessor's current
     /// access is read (already read-write: [`Grant::AlreadyGranted`], no verification); peer
@@ -47,8 +46,8 @@ impl System {
     /// both devices' null streams synchronised); none on later grants. The caller's current
     /// context is restored on every path. A failed grant does not prove that the access is
     /// absent, nor that a host-staged fallback is safe: read [`System::pool_access`].
-    pub fn grant(&self, pool: PoolRef<'_>, owner: usize, accessor: usize) -> Result<Grant, GrantError> {
-        self.check_pair(pool, owner, accessor)?;
+    pub fn grant(&self, pool: PoolRef<'_>, accessor: usize) -> Result<Grant, GrantError> {
+        let owner = self.validate_pair(pool, accessor)?;
         if owner == accessor {
             return Ok(Grant::OwnerAccess);
         }
@@ -67,8 +66,8 @@ impl System {
     /// Asks for read-only access. The H200s' driver refuses it for device pools
     /// (`CUDA_ERROR_NOT_SUPPORTED`), reported as [`GrantError::ReadOnlyUnsupported`] with nothing
     /// changed. Where a driver allows it, the pair's read direction is verified first.
-    pub fn grant_read_only(&self, pool: PoolRef<'_>, owner: usize, accessor: usize) -> Result<Grant, GrantError> {
-        self.check_pair(pool, owner, accessor)?;
+    pub fn grant_read_only(&self, pool: PoolRef<'_>, accessor: usize) -> Result<Grant, GrantError> {
+        let owner = self.validate_pair(pool, accessor)?;
         if owner == accessor {
             return Ok(Grant::OwnerAccess);
         }
@@ -81,7 +80,7 @@ impl System {
         // SAFETY: a `PoolRef` is live for its lifetime.
         match unsafe { self.driver().mem_pool_set_access(pool.handle(), &read) } {
             Ok(()) => Ok(Grant::Granted { previous }),
-            Err(e) if e.code == CUresult::CUDA_ERROR_NOT_SUPPORTED => {
+            Err(e) if e.code == CudaCode::CUDA_ERROR_NOT_SUPPORTED => {
                 Err(GrantError::ReadOnlyUnsupported { owner, accessor })
             }
             Err(error) => Err(GrantError::Cuda { stage: Stage::Apply, error }),
@@ -90,8 +89,8 @@ impl System {
 
     /// Revokes `accessor`'s access to `pool` (one `cuMemPoolSetAccess` to none). Live
     /// allocations stay valid for the owner; an accessor kernel touching them faults afterwards.
-    pub fn revoke(&self, pool: PoolRef<'_>, owner: usize, accessor: usize) -> Result<Revoke, GrantError> {
-        self.check_pair(pool, owner, accessor)?;
+    pub fn revoke(&self, pool: PoolRef<'_>, accessor: usize) -> Result<Revoke, GrantError> {
+        let owner = self.validate_pair(pool, accessor)?;
         if owner == accessor {
             return Err(GrantError::OwnerRevoke { owner });
         }
@@ -114,17 +113,14 @@ impl System {
         Ok(peers)
     }
 
-    /// Argument checks shared by every operation: both devices exist, the pool is the owner's.
-    fn check_pair(&self, pool: PoolRef<'_>, owner: usize, accessor: usize) -> Result<(), GrantError> {
-        for ordinal in [owner, accessor, pool.owner()] {
+    /// Argument checks shared by every operation: both devices exist. Returns the pool's owner.
+    fn validate_pair(&self, pool: PoolRef<'_>, accessor: usize) -> Result<usize, GrantError> {
+        for ordinal in [pool.owner(), accessor] {
             if ordinal >= self.device_count() {
                 return Err(GrantError::InvalidDevice { ordinal, count: self.device_count() });
             }
         }
-        if pool.owner() != owner {
-            return Err(GrantError::PoolNotOnOwner { pool_owner: pool.owner(), owner });
-        }
-        Ok(())
+        Ok(pool.owner())
     }
 
     fn query(&self, pool: PoolRef<'_>, device: usize) -> Result<Access, GrantError> {

@@ -78,7 +78,7 @@ pub enum Stage {
 
 /// Why a grant, revoke or peer-set update did not happen.
 ///
-/// Argument errors (`InvalidDevice`, `PoolNotOnOwner`, `OwnerRevoke`) are raised before any
+/// Argument errors (`InvalidDevice`, `OwnerRevoke`) are raised before any
 /// state changes. For the others, the pool's permissions are as they were, except where a
 /// `Cuda` error at [`Stage::Apply`] leaves them unknown (read them back to know).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -90,14 +90,6 @@ pub enum GrantError {
         ordinal: usize,
         /// Devices visible.
         count: usize,
-    },
-    /// The pool belongs to another device than the owner named.
-    #[error("the pool belongs to gpu{pool_owner}, not to gpu{owner}")]
-    PoolNotOnOwner {
-        /// The pool's device.
-        pool_owner: usize,
-        /// The owner the caller named.
-        owner: usize,
     },
     /// The owner's own access cannot be revoked (the driver rejects the whole call).
     #[error("the owner gpu{owner} always has read-write access to its pool; it cannot be revoked")]
@@ -148,21 +140,23 @@ pub enum GrantError {
 }
 
 impl GrantError {
+    /// The failed driver call inside, if there is one.
+    pub fn cuda(&self) -> Option<&CudaError> {
+        match self {
+            GrantError::Cuda { error, .. } => Some(error),
+            GrantError::Other(e) => e.cuda(),
+            _ => None,
+        }
+    }
+
     /// Whether the process's CUDA context is lost.
     pub fn is_sticky(&self) -> bool {
-        match self {
-            GrantError::Cuda { error, .. } => error.sticky,
-            GrantError::Other(e) => e.is_sticky(),
-            _ => false,
-        }
+        self.cuda().is_some_and(|e| e.sticky)
     }
 
     /// Whether this is an argument error, raised before anything was touched.
     pub fn is_invalid_argument(&self) -> bool {
-        matches!(
-            self,
-            GrantError::InvalidDevice { .. } | GrantError::PoolNotOnOwner { .. } | GrantError::OwnerRevoke { .. }
-        )
+        matches!(self, GrantError::InvalidDevice { .. } | GrantError::OwnerRevoke { .. })
     }
 
     /// Wraps a library error met at `stage`, keeping driver errors typed.

@@ -58,13 +58,10 @@ impl System {
     /// and only then are all grants and revokes applied in ONE `cuMemPoolSetAccess` call that
     /// never names the owner (the driver would reject the whole call). Any failure leaves the
     /// pool as it was.
-    pub fn set_peers(&self, pool: PoolRef<'_>, owner: usize, peers: &[usize]) -> Result<PeerUpdate, GrantError> {
-        let count = self.device_count();
-        if let Some(&ordinal) = peers.iter().chain([&owner, &pool.owner()]).find(|&&d| d >= count) {
+    pub fn set_peers(&self, pool: PoolRef<'_>, peers: &[usize]) -> Result<PeerUpdate, GrantError> {
+        let (owner, count) = (pool.owner(), self.device_count());
+        if let Some(&ordinal) = peers.iter().chain([&owner]).find(|&&d| d >= count) {
             return Err(GrantError::InvalidDevice { ordinal, count });
-        }
-        if pool.owner() != owner {
-            return Err(GrantError::PoolNotOnOwner { pool_owner: pool.owner(), owner });
         }
         let mut wanted: Vec<usize> = peers.iter().copied().filter(|&d| d != owner).collect();
         wanted.sort_unstable();
@@ -112,19 +109,17 @@ impl System {
     /// only `pool`: the owner's default or current pool and other pools are not touched (the
     /// helper it replaces also changed the owner's current pool). A peer whose verification
     /// failed gets that error and no grant.
-    pub fn grant_all_visible(&self, pool: PoolRef<'_>, owner: usize) -> Result<VisibleReport, GrantError> {
+    pub fn grant_all_visible(&self, pool: PoolRef<'_>) -> Result<VisibleReport, GrantError> {
+        let owner = pool.owner();
         if owner >= self.device_count() {
             return Err(GrantError::InvalidDevice { ordinal: owner, count: self.device_count() });
-        }
-        if pool.owner() != owner {
-            return Err(GrantError::PoolNotOnOwner { pool_owner: pool.owner(), owner });
         }
         let peers: Vec<usize> = (0..self.device_count()).filter(|&d| d != owner).collect();
         // The pairs a grant would verify: not granted yet, capable, no evidence. A driver error
         // on the way is that peer's result (its grant is not tried).
         let mut failed: BTreeMap<usize, GrantError> = BTreeMap::new();
         let mut needs: Vec<(usize, usize)> = Vec::new();
-        for &d in peers.iter().filter(|_| pool.owner() == owner) {
+        for &d in &peers {
             let needed = self.query(pool, d).and_then(|access| match access {
                 Access::ReadWrite => Ok(false),
                 _ => self
@@ -162,7 +157,7 @@ impl System {
             .into_iter()
             .map(|d| match failed.remove(&d) {
                 Some(error) => (d, Err(error)),
-                None => (d, self.grant(pool, owner, d)),
+                None => (d, self.grant(pool, d)),
             })
             .collect();
         Ok(VisibleReport { owner, results })

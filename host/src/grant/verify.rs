@@ -26,33 +26,18 @@
 //! host), and a later failure is not excluded.
 
 use super::outcome::{Direction, GrantError, Method, Rejection, Stage};
-use crate::driver::{Access, AccessDesc, DevicePtr, HandleTypes, Pool, PoolProps, Stream};
+use crate::device_state::ProbeSlot;
+use crate::driver::{Access, AccessDesc, DevicePtr, HandleKinds, PoolProps, Stream};
 use crate::error::Error;
+use crate::evidence::Evidence;
 use crate::memory::DeviceSlice;
 use crate::system::System;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::MutexGuard;
 use std::sync::atomic::Ordering;
 
-/// Default probe buffer size: 1 MiB per side ([`System::set_probe_bytes`] changes it).
-pub const PROBE_BYTES: u64 = 1 << 20;
 /// The largest probe [`System::set_probe_bytes`] accepts.
 const MAX_PROBE_BYTES: u64 = 1 << 30;
-
-/// What verifying one ordered pair showed. Cached by the [`System`] until
-/// [`System::forget_evidence`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Evidence {
-    /// The pool owner.
-    pub owner: usize,
-    /// The accessing device.
-    pub accessor: usize,
-    /// Bytes checked in each step.
-    pub bytes_per_step: u64,
-    /// Whether the owner's kernels were checked on the accessor's memory too (steps 5, 6):
-    /// false when the owner cannot access the accessor.
-    pub reverse_checked: bool,
-}
 
 impl System {
     /// The cached evidence for `owner -> accessor`, if that pair was verified.
@@ -206,7 +191,7 @@ impl System {
         let pool = match slot.pool {
             Some(pool) => pool,
             None => self.within(device, || {
-                let props = PoolProps { device: ordinal, handle_types: HandleTypes::NONE, max_size: 0 };
+                let props = PoolProps { device: ordinal, handle_types: HandleKinds::NONE, max_size: 0 };
                 let pool = driver.mem_pool_create(&props)?;
                 slot.pool = Some(pool);
                 Ok::<_, Error>(pool)
@@ -254,65 +239,6 @@ impl System {
     }
 }
 
-/// One device's probe: made on its first verification, kept until the system drops
-/// ([`ProbeSlot::release`]).
-#[derive(Debug, Default)]
-pub(crate) struct ProbeSlot {
-    /// The private pool.
-    pool: Option<Pool>,
-    /// Peers the pool grants read-write.
-    granted: BTreeSet<usize>,
-    /// The buffer and its size.
-    buffer: Option<(DevicePtr, u64)>,
-}
-
-impl ProbeSlot {
-    /// Frees the buffer, revokes the grants and destroys the pool, every step attempted; the
-    /// slot forgets each handle once the driver took it back, and the first failure is returned.
-    ///
-    /// # Safety
-    /// `driver` is the one that made the slot's handles, the device's context is current on
-    /// this thread, and nothing uses the buffer any more.
-    pub(crate) unsafe fn release(&mut self, driver: &dyn crate::driver::Driver) -> Result<(), Error> {
-        let mut results: Vec<Result<(), Error>> = Vec::new();
-        if let Some((ptr, _)) = self.buffer {
-            // SAFETY: the caller's promise: this driver's buffer, unused, its context current.
-            let freed = unsafe { driver.mem_free_async(ptr, Stream::LEGACY) };
-            if freed.is_ok() {
-                self.buffer = None;
-            }
-            results.push(freed.map_err(Into::into));
-            // SAFETY: as above.
-            results.push(unsafe { driver.stream_synchronize(Stream::LEGACY) }.map_err(Into::into));
-        }
-        if let Some(pool) = self.pool {
-            let none: Vec<AccessDesc> =
-                self.granted.iter().map(|&p| AccessDesc { device: p as i32, access: Access::None }).collect();
-            // SAFETY: the probe's pool, alive until destroyed here; revoked first, as
-            // `OwnedPool` does (a recycled handle must not inherit the grants).
-            if !none.is_empty() {
-                let revoked = unsafe { driver.mem_pool_set_access(pool, &none) };
-                if revoked.is_ok() {
-                    self.granted.clear();
-                }
-                results.push(revoked.map_err(Into::into));
-            }
-            // SAFETY: as above; the slot forgets the pool once it is destroyed.
-            let destroyed = unsafe { driver.mem_pool_destroy(pool) };
-            if destroyed.is_ok() {
-                (self.pool, self.buffer) = (None, None);
-                self.granted.clear();
-            }
-            results.push(destroyed.map_err(Into::into));
-        }
-        results.into_iter().collect()
-    }
-
-    fn is_empty(&self) -> bool {
-        self.pool.is_none() && self.buffer.is_none()
-    }
-}
-
 /// The two probe buffers of one verification, each `(address, bytes)`; the first on the
 /// owner.
 struct Probe<'s> {
@@ -348,57 +274,23 @@ impl Probe<'_> {
                 }
             })
         };
+        let step = |n: u32, fill, copy, check, direction, method| Step {
+            seed: 0x5EED_0000 + n,
+            fill,
+            copy,
+            check,
+            direction,
+            method,
+        };
         let mut steps: Vec<Step> = vec![
-            Step {
-                seed: 0x5EED_0001,
-                fill: (owner, o),
-                copy: Some((a, o)),
-                check: (accessor, a),
-                direction: OwnerToAccessor,
-                method: CopyEngine,
-            },
-            Step {
-                seed: 0x5EED_0002,
-                fill: (accessor, a),
-                copy: Some((o, a)),
-                check: (owner, o),
-                direction: AccessorToOwner,
-                method: CopyEngine,
-            },
-            Step {
-                seed: 0x5EED_0003,
-                fill: (owner, o),
-                copy: None,
-                check: (accessor, o),
-                direction: OwnerToAccessor,
-                method: AccessorKernel,
-            },
-            Step {
-                seed: 0x5EED_0004,
-                fill: (accessor, o),
-                copy: None,
-                check: (owner, o),
-                direction: AccessorToOwner,
-                method: AccessorKernel,
-            },
+            step(1, (owner, o), Some((a, o)), (accessor, a), OwnerToAccessor, CopyEngine),
+            step(2, (accessor, a), Some((o, a)), (owner, o), AccessorToOwner, CopyEngine),
+            step(3, (owner, o), None, (accessor, o), OwnerToAccessor, AccessorKernel),
+            step(4, (accessor, o), None, (owner, o), AccessorToOwner, AccessorKernel),
         ];
         if self.reverse {
-            steps.push(Step {
-                seed: 0x5EED_0005,
-                fill: (accessor, a),
-                copy: None,
-                check: (owner, a),
-                direction: AccessorToOwner,
-                method: OwnerKernel,
-            });
-            steps.push(Step {
-                seed: 0x5EED_0006,
-                fill: (owner, a),
-                copy: None,
-                check: (accessor, a),
-                direction: OwnerToAccessor,
-                method: OwnerKernel,
-            });
+            steps.push(step(5, (accessor, a), None, (owner, a), AccessorToOwner, OwnerKernel));
+            steps.push(step(6, (owner, a), None, (accessor, a), OwnerToAccessor, OwnerKernel));
         }
         for mut step in steps {
             step.seed = step.seed.wrapping_add(self.salt);
@@ -406,7 +298,7 @@ impl Probe<'_> {
             if let Some((dst, src)) = step.copy {
                 copy(dst, src)?;
             }
-            let seen = self.system.with_kernels(step.check.0, |k| k.check(step.check.1, step.seed))?;
+            let seen = self.system.with_kernels(step.check.0, |k| k.compare_pattern(step.check.1, step.seed))?;
             if let Some(first) = seen.first_mismatch {
                 return Ok(Some(Rejection {
                     direction: step.direction,

@@ -1,7 +1,5 @@
-//! [`IpcError`]: everything the fd-passing side of IPC can refuse.
-//!
-//! [`crate::Error::Ipc`] carries it where a peerpool result is wanted; the sharing API returns
-//! it inside [`ShareError`](super::ShareError).
+//! [`IpcError`]: everything the fd-passing side of IPC can refuse. The sharing API returns it
+//! inside [`ShareError`](super::ShareError), the IPC layer's error.
 
 use super::fd_kind::FdKind;
 use rustix::io::Errno;

@@ -5,9 +5,9 @@ use super::channel::Channel;
 use super::offer::{Offer, OfferPath};
 use super::provenance::PointerFacts;
 use super::share_error::ShareError;
-use super::sharing::{ShareHandle, ShareRequest, SharingPath, sharing_path};
+use super::sharing::{HandleKind, ShareRequest, SharingPath, sharing_path};
 use super::virtual_memory::release;
-use crate::driver::{DevicePtr, PointerAttribute, ShareableHandle, Stream};
+use crate::driver::{DevicePtr, ExportedHandle, PointerAttribute, Stream};
 use crate::error::Error;
 use crate::memory::{Allocation, DeviceSlice};
 use crate::pool::{OwnedPool, PoolOptions};
@@ -63,10 +63,10 @@ impl Exported {
 }
 
 /// An export handle split into what travels: an fd, or fabric bytes inside the offer.
-fn split(handle: ShareableHandle) -> (Option<OwnedFd>, Option<crate::driver::FabricHandle>) {
+fn split(handle: ExportedHandle) -> (Option<OwnedFd>, Option<crate::driver::FabricHandle>) {
     match handle {
-        ShareableHandle::Fd(fd) => (Some(fd), None),
-        ShareableHandle::Fabric(bytes) => (None, Some(bytes)),
+        ExportedHandle::Fd(fd) => (Some(fd), None),
+        ExportedHandle::Fabric(bytes) => (None, Some(bytes)),
     }
 }
 
@@ -102,7 +102,7 @@ impl System {
         }
         let base = Offer {
             path: OfferPath::Pool,
-            handle: ShareHandle::PosixFd,
+            handle: HandleKind::PosixFd,
             staged: false,
             device,
             offset: 0,
@@ -150,7 +150,7 @@ impl System {
         &self,
         source: DeviceSlice<'_>,
         owner: usize,
-        handle: ShareHandle,
+        handle: HandleKind,
         path: SharingPath,
     ) -> Result<Exported, ShareError> {
         let len = source.len() as usize;

@@ -12,8 +12,8 @@ use super::offer::{Offer, OfferPath};
 use super::share_error::ShareError;
 use super::virtual_memory::{Mapping, granularity, release};
 use crate::driver::{
-    Access, AccessDesc, DevicePtr, IpcMemHandle, MemHandle, PointerAttribute, Pool, PoolPtrExportData, ShareableRef,
-    Stream,
+    Access, AccessDesc, DevicePtr, ExportedHandleRef, IpcMemHandle, MemHandle, PointerAttribute, Pool,
+    PoolPtrExportData, Stream,
 };
 use crate::error::Error;
 use crate::grant::Grant;
@@ -113,7 +113,7 @@ impl Imported {
             Held::Pool { pool, .. } => {
                 // SAFETY: the imported pool is live while it is held, and only used here.
                 let pool = unsafe { PoolRef::from_raw(*pool, owner) }?;
-                Ok(self.system.grant(pool, owner, accessor)?)
+                Ok(self.system.grant(pool, accessor)?)
             }
             Held::Mapped(mapping) => Ok(mapping.grant(accessor)?),
             Held::Legacy { .. } if accessor == owner => Ok(Grant::OwnerAccess),
@@ -213,8 +213,8 @@ impl System {
             self.check_device(peer)?;
         }
         let handle = match (message.fds.first(), &offer.fabric) {
-            (Some(fd), _) => Some(ShareableRef::Fd(fd.as_fd())),
-            (None, Some(fabric)) => Some(ShareableRef::Fabric(fabric)),
+            (Some(fd), _) => Some(ExportedHandleRef::Fd(fd.as_fd())),
+            (None, Some(fabric)) => Some(ExportedHandleRef::Fabric(fabric)),
             (None, None) => None,
         };
         // SAFETY (the imports): peerpool trusts the exporter, a process of the same user whose
@@ -265,7 +265,7 @@ impl System {
 
     /// # Safety
     /// `handle` and the offer's data are a pool export of a trusted process.
-    unsafe fn import_pool(&self, handle: ShareableRef<'_>, offer: &Offer) -> Result<Held, ShareError> {
+    unsafe fn import_pool(&self, handle: ExportedHandleRef<'_>, offer: &Offer) -> Result<Held, ShareError> {
         let driver = self.driver();
         // SAFETY: the caller's; the pool just imported is destroyed once, on failure only.
         unsafe {
@@ -282,7 +282,12 @@ impl System {
 
     /// # Safety
     /// `handle` is an allocation export of a trusted process, at least the offer's span.
-    unsafe fn import_mapping(&self, handle: ShareableRef<'_>, offer: &Offer, owner: usize) -> Result<Held, ShareError> {
+    unsafe fn import_mapping(
+        &self,
+        handle: ExportedHandleRef<'_>,
+        offer: &Offer,
+        owner: usize,
+    ) -> Result<Held, ShareError> {
         let granule = granularity(self, owner, offer.handle.bits())?;
         let size = usize::try_from(offer.span)
             .ok()

@@ -79,7 +79,7 @@ pub use private_dir::PrivateDir;
 pub use process::{inherited_channel, spawn_with_channel, wait_or_kill};
 pub use provenance::{PointerFacts, Provenance, ProvenanceError, classify};
 pub use share_error::ShareError;
-pub use sharing::{NoExport, ShareHandle, ShareRequest, SharingError, SharingPath, choose_path, sharing_path};
+pub use sharing::{HandleKind, NoExport, ShareRequest, SharingError, SharingPath, choose_path, sharing_path};
 pub use virtual_memory::VirtualAllocation;
 pub use wire::{Limits, MAX_FDS, MAX_PAYLOAD};
 

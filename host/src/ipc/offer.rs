@@ -6,7 +6,7 @@
 //! bytes. The driver data is opaque here; the importing driver judges it.
 
 use super::share_error::ShareError;
-use crate::driver::{FabricHandle, ShareHandle};
+use crate::driver::{FabricHandle, HandleKind};
 
 const MAGIC: [u8; 4] = *b"PPOF";
 const VERSION: u8 = 1;
@@ -31,7 +31,7 @@ pub struct Offer {
     /// How it travels.
     pub path: OfferPath,
     /// The handle type of the pool or allocation handle (POSIX fd for legacy handles).
-    pub handle: ShareHandle,
+    pub handle: HandleKind,
     /// A copy made for sharing, not the caller's memory: writes do not reach the original.
     pub staged: bool,
     /// The owning device, in the exporter's numbering (the importer checks it against the
@@ -45,14 +45,14 @@ pub struct Offer {
     pub span: u64,
     /// `CUmemPoolPtrExportData` (pool) or `CUipcMemHandle` (legacy); zero otherwise.
     pub data: [u8; 64],
-    /// The fabric handle, when `handle` is [`ShareHandle::Fabric`].
+    /// The fabric handle, when `handle` is [`HandleKind::Fabric`].
     pub fabric: Option<FabricHandle>,
 }
 
 impl Offer {
     /// How many fds travel with it: one for a POSIX-fd pool or allocation handle.
     pub fn fd_count(&self) -> usize {
-        usize::from(self.path != OfferPath::Legacy && self.handle == ShareHandle::PosixFd)
+        usize::from(self.path != OfferPath::Legacy && self.handle == HandleKind::PosixFd)
     }
 
     /// The message bytes.
@@ -65,8 +65,8 @@ impl Offer {
             OfferPath::Legacy => 2,
         };
         let handle = match self.handle {
-            ShareHandle::PosixFd => 0,
-            ShareHandle::Fabric => 1,
+            HandleKind::PosixFd => 0,
+            HandleKind::Fabric => 1,
         };
         let flags = u8::from(self.staged) | (u8::from(self.fabric.is_some()) << 1);
         out.extend_from_slice(&[VERSION, path, handle, flags]);
@@ -98,8 +98,8 @@ impl Offer {
             _ => return malformed("unknown sharing path"),
         };
         let handle = match bytes[6] {
-            0 => ShareHandle::PosixFd,
-            1 => ShareHandle::Fabric,
+            0 => HandleKind::PosixFd,
+            1 => HandleKind::Fabric,
             _ => return malformed("unknown handle type"),
         };
         let (flags, has_fabric) = (bytes[7], bytes[7] & 2 != 0);
@@ -109,7 +109,7 @@ impl Offer {
         if bytes[12..16] != [0; 4] {
             return malformed("reserved bytes are not zero");
         }
-        if has_fabric != (handle == ShareHandle::Fabric && path != OfferPath::Legacy) {
+        if has_fabric != (handle == HandleKind::Fabric && path != OfferPath::Legacy) {
             return malformed("a fabric handle belongs to fabric pool and allocation offers only");
         }
         let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap_or_default());
@@ -145,7 +145,7 @@ mod tests {
     fn offer() -> Offer {
         Offer {
             path: OfferPath::Pool,
-            handle: ShareHandle::PosixFd,
+            handle: HandleKind::PosixFd,
             staged: true,
             device: 1,
             offset: 0,
@@ -160,7 +160,7 @@ mod tests {
     fn round_trips() {
         let plain = offer();
         assert_eq!(Offer::decode(&plain.encode()).unwrap(), plain);
-        let fabric = Offer { handle: ShareHandle::Fabric, fabric: Some(FabricHandle([9; 64])), ..offer() };
+        let fabric = Offer { handle: HandleKind::Fabric, fabric: Some(FabricHandle([9; 64])), ..offer() };
         assert_eq!(fabric.encode().len(), OFFER_LEN + 64);
         assert_eq!(Offer::decode(&fabric.encode()).unwrap(), fabric);
         assert_eq!((plain.fd_count(), fabric.fd_count()), (1, 0));

@@ -19,8 +19,8 @@
 //! apart from unexportable virtual memory (pinned host memory, managed memory); the sharing
 //! path is the same for them: a staged copy.
 
-use crate::CUresult;
-use crate::driver::{HandleTypes, PointerAttribute, Pool};
+use crate::driver::codes::CudaCode;
+use crate::driver::{HandleKinds, PointerAttribute, Pool};
 
 /// What the driver reports about one device pointer (`cuPointerGetAttribute`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -30,7 +30,7 @@ pub struct PointerFacts {
     /// `CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE`.
     pub legacy_ipc: bool,
     /// `CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES`.
-    pub handle_types: HandleTypes,
+    pub handle_types: HandleKinds,
     /// `CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL`.
     pub device: i32,
 }
@@ -46,7 +46,7 @@ impl PointerFacts {
 
     /// The facts from `query`, which answers one attribute as `Driver::pointer_get_attribute`
     /// does (widened to `u64`); the first error stops the reading and is returned.
-    pub fn read(mut query: impl FnMut(PointerAttribute) -> Result<u64, CUresult>) -> Result<PointerFacts, CUresult> {
+    pub fn read(mut query: impl FnMut(PointerAttribute) -> Result<u64, CudaCode>) -> Result<PointerFacts, CudaCode> {
         let mempool = query(PointerAttribute::MempoolHandle)?;
         let legacy_ipc = query(PointerAttribute::IsLegacyCudaIpcCapable)?;
         let handle_types = query(PointerAttribute::AllowedHandleTypes)?;
@@ -55,7 +55,7 @@ impl PointerFacts {
             mempool: (mempool != 0).then_some(Pool(mempool)),
             legacy_ipc: legacy_ipc != 0,
             // Both are C ints / enums zero-extended to 64 bits; the low 32 bits are the value.
-            handle_types: HandleTypes(handle_types as u32),
+            handle_types: HandleKinds(handle_types as u32),
             device: device as u32 as i32,
         })
     }
@@ -76,7 +76,7 @@ pub enum Provenance {
         /// Owning device.
         device: i32,
         /// How the pool can be exported.
-        handle_types: HandleTypes,
+        handle_types: HandleKinds,
     },
     /// From a pool without handle types (the default pool, or one created without): no export.
     PrivatePool {
@@ -91,7 +91,7 @@ pub enum Provenance {
         /// Owning device.
         device: i32,
         /// How the backing allocation can be exported.
-        handle_types: HandleTypes,
+        handle_types: HandleKinds,
     },
     /// The driver does not know the address as device memory (`CUDA_ERROR_INVALID_VALUE`).
     NotDeviceMemory,
@@ -104,7 +104,7 @@ pub enum ProvenanceError {
     #[error("cuPointerGetAttribute failed: {code:?}")]
     Driver {
         /// What the driver returned.
-        code: CUresult,
+        code: CudaCode,
     },
     /// Facts no known allocator produces; sharing by guesswork could hand out the wrong memory.
     #[error("inconsistent pointer attributes ({why}): {facts:?}")]
@@ -117,10 +117,10 @@ pub enum ProvenanceError {
 }
 
 /// The [`Provenance`] for the driver's answer about a pointer (see the table above).
-pub fn classify(answer: Result<PointerFacts, CUresult>) -> Result<Provenance, ProvenanceError> {
+pub fn classify(answer: Result<PointerFacts, CudaCode>) -> Result<Provenance, ProvenanceError> {
     let facts = match answer {
         Ok(facts) => facts,
-        Err(CUresult::CUDA_ERROR_INVALID_VALUE) => return Ok(Provenance::NotDeviceMemory),
+        Err(CudaCode::CUDA_ERROR_INVALID_VALUE) => return Ok(Provenance::NotDeviceMemory),
         Err(code) => return Err(ProvenanceError::Driver { code }),
     };
     let PointerFacts { mempool, legacy_ipc, handle_types, device } = facts;
@@ -128,7 +128,7 @@ pub fn classify(answer: Result<PointerFacts, CUresult>) -> Result<Provenance, Pr
         (Some(_), true) => {
             return Err(ProvenanceError::Inconsistent { facts, why: "pool memory reported legacy-IPC capable" });
         }
-        (Some(pool), false) if handle_types != HandleTypes::NONE => {
+        (Some(pool), false) if handle_types != HandleKinds::NONE => {
             Provenance::ExportablePool { pool, device, handle_types }
         }
         (Some(pool), false) => Provenance::PrivatePool { pool, device },

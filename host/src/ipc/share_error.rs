@@ -60,8 +60,7 @@ impl ShareError {
     pub fn cuda(&self) -> Option<&CudaError> {
         match self {
             ShareError::Api(e) => e.cuda(),
-            ShareError::Grant(GrantError::Cuda { error, .. }) => Some(error),
-            ShareError::Grant(GrantError::Other(e)) => e.cuda(),
+            ShareError::Grant(e) => e.cuda(),
             _ => None,
         }
     }

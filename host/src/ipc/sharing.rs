@@ -20,14 +20,14 @@
 
 use super::provenance::{Provenance, ProvenanceError};
 /// The handle type the importing process can use (defined with the driver calls that take it).
-pub use crate::driver::ShareHandle;
-use crate::driver::{HandleTypes, Pool};
+pub use crate::driver::HandleKind;
+use crate::driver::{HandleKinds, Pool};
 
 /// What the caller wants and permits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ShareRequest {
     /// The handle type the importer will open.
-    pub handle: ShareHandle,
+    pub handle: HandleKind,
     /// Whether a copy into exportable memory is acceptable when the memory itself cannot be
     /// exported (it costs an allocation and a copy, and the importer sees the copy, not the
     /// original: writes do not travel back).
@@ -46,18 +46,18 @@ pub enum SharingPath {
         /// The pool to export.
         pool: Pool,
         /// With which handle type.
-        handle: ShareHandle,
+        handle: HandleKind,
     },
     /// `cuMemRetainAllocationHandle` and `cuMemExportToShareableHandle` → handle →
     /// `cuMemImportFromShareableHandle`, `cuMemMap` and `cuMemSetAccess` in the importer.
     VirtualMemoryExport {
         /// With which handle type.
-        handle: ShareHandle,
+        handle: HandleKind,
     },
     /// A copy into a pool created with `handle`, then [`SharingPath::PoolExport`] of the copy.
     StagedCopy {
         /// The staging pool's handle type.
-        handle: ShareHandle,
+        handle: HandleKind,
         /// Why the memory itself cannot go.
         why: NoExport,
     },
@@ -76,7 +76,7 @@ pub enum NoExport {
     #[error("it is exportable only with handle types {:#x}", available.0)]
     HandleTypeMissing {
         /// What it can be exported with.
-        available: HandleTypes,
+        available: HandleKinds,
     },
     /// `cuMemAlloc` memory: legacy IPC handles reach this node only, never a fabric.
     #[error("it has only a legacy IPC handle, which does not cross a fabric")]
@@ -93,7 +93,7 @@ pub enum SharingError {
     #[error("cannot share the memory as {handle:?}: {why}, and staging is not allowed")]
     NotExportable {
         /// The handle type asked for.
-        handle: ShareHandle,
+        handle: HandleKind,
         /// Why.
         why: NoExport,
     },
@@ -107,7 +107,7 @@ pub fn choose_path(provenance: Provenance, request: ShareRequest) -> Result<Shar
     let handle = request.handle;
     let blocked = match provenance {
         Provenance::NotDeviceMemory => return Err(SharingError::NotDeviceMemory),
-        Provenance::LegacyIpc { .. } if handle == ShareHandle::PosixFd => return Ok(SharingPath::LegacyIpc),
+        Provenance::LegacyIpc { .. } if handle == HandleKind::PosixFd => return Ok(SharingPath::LegacyIpc),
         Provenance::LegacyIpc { .. } => NoExport::LegacyOnly,
         Provenance::ExportablePool { pool, handle_types, .. } if handle_types.contains(handle.bits()) => {
             return Ok(SharingPath::PoolExport { pool, handle });
@@ -117,7 +117,7 @@ pub fn choose_path(provenance: Provenance, request: ShareRequest) -> Result<Shar
         Provenance::VirtualMemory { handle_types, .. } if handle_types.contains(handle.bits()) => {
             return Ok(SharingPath::VirtualMemoryExport { handle });
         }
-        Provenance::VirtualMemory { handle_types: HandleTypes::NONE, .. } => NoExport::PrivateVirtualMemory,
+        Provenance::VirtualMemory { handle_types: HandleKinds::NONE, .. } => NoExport::PrivateVirtualMemory,
         Provenance::VirtualMemory { handle_types, .. } => NoExport::HandleTypeMissing { available: handle_types },
     };
     if request.allow_staging {
@@ -129,7 +129,7 @@ pub fn choose_path(provenance: Provenance, request: ShareRequest) -> Result<Shar
 
 /// [`classify`](super::classify) then [`choose_path`]: from the driver's answer to a path.
 pub fn sharing_path(
-    answer: Result<super::PointerFacts, crate::CUresult>,
+    answer: Result<super::PointerFacts, crate::driver::codes::CudaCode>,
     request: ShareRequest,
 ) -> Result<SharingPath, SharingError> {
     choose_path(super::classify(answer)?, request)

@@ -6,7 +6,7 @@
 //! applies the grant engine's rules to a mapping: capability, then byte-transfer verification
 //! of the pair (cached per ordered pair), then one `cuMemSetAccess`.
 
-use crate::driver::{Access, AccessDesc, AllocationProps, DevicePtr, Granularity, HandleTypes, MemHandle};
+use crate::driver::{Access, AccessDesc, AllocationProps, DevicePtr, Granularity, HandleKinds, MemHandle};
 use crate::error::{Error, Result};
 use crate::grant::{Grant, GrantError, Stage};
 use crate::memory::DeviceSlice;
@@ -134,7 +134,7 @@ pub(crate) unsafe fn release(system: &System, handle: MemHandle) -> Result<()> {
 }
 
 /// The allocation granularity for `handle_types` memory on `device`.
-pub(crate) fn granularity(system: &System, device: usize, handle_types: HandleTypes) -> Result<usize> {
+pub(crate) fn granularity(system: &System, device: usize, handle_types: HandleKinds) -> Result<usize> {
     let props = AllocationProps { device: system.check_device(device)?, handle_types };
     let bytes = system.driver().mem_get_allocation_granularity(&props, Granularity::Minimum)?;
     if bytes == 0 {
@@ -148,7 +148,7 @@ pub(crate) fn granularity(system: &System, device: usize, handle_types: HandleTy
 #[derive(Debug)]
 pub struct VirtualAllocation {
     mapping: Mapping,
-    handle_types: HandleTypes,
+    handle_types: HandleKinds,
 }
 
 impl VirtualAllocation {
@@ -178,7 +178,7 @@ impl VirtualAllocation {
     }
 
     /// The handle types it can be exported with.
-    pub fn handle_types(&self) -> HandleTypes {
+    pub fn handle_types(&self) -> HandleKinds {
         self.handle_types
     }
 
@@ -199,7 +199,7 @@ impl System {
     ///
     /// The physical handle is released once mapped: the mapping holds the memory, and dropping
     /// the allocation unmaps it, which frees it (an importer's mapping keeps it alive there).
-    pub fn alloc_virtual(&self, device: usize, bytes: usize, handle_types: HandleTypes) -> Result<VirtualAllocation> {
+    pub fn alloc_virtual(&self, device: usize, bytes: usize, handle_types: HandleKinds) -> Result<VirtualAllocation> {
         if bytes == 0 {
             return Err(Error::InvalidArgument("an allocation of zero bytes".into()));
         }

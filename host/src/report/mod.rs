@@ -125,8 +125,8 @@ impl BuildRecord {
         let commit = ["PEERPOOL_COMMIT", "GITHUB_SHA", "CI_COMMIT_SHA"].iter().find_map(|v| std::env::var(v).ok());
         BuildRecord {
             peerpool: env!("CARGO_PKG_VERSION").into(),
-            ptx_origin: format!("{:?}", crate::kernels::PTX_ORIGIN),
-            ptx_rustc: crate::kernels::PTX_RUSTC.into(),
+            ptx_origin: format!("{:?}", peerpool_kernels::PTX_ORIGIN),
+            ptx_rustc: peerpool_kernels::PTX_RUSTC.into(),
             commit,
         }
     }

@@ -4,7 +4,7 @@
 #![allow(dead_code)] // each test crate uses a different subset
 
 use peerpool::driver::DevicePtr;
-use peerpool::ipc::{Channel, ShareHandle, ShareRequest};
+use peerpool::ipc::{Channel, HandleKind, ShareRequest};
 use peerpool::kernels::pattern::pattern;
 use peerpool::{Allocation, DeviceSlice, OwnedPool, PoolOptions, System};
 use peerpool_sim::{SimDriver, SimStats, Topology};
@@ -14,9 +14,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 pub const WORDS: u64 = 1 << 16;
 pub const BYTES: usize = (WORDS * 4) as usize;
 
-pub const FD: ShareRequest = ShareRequest { handle: ShareHandle::PosixFd, allow_staging: false };
-pub const FABRIC: ShareRequest = ShareRequest { handle: ShareHandle::Fabric, allow_staging: false };
-pub const STAGED: ShareRequest = ShareRequest { handle: ShareHandle::PosixFd, allow_staging: true };
+pub const FD: ShareRequest = ShareRequest { handle: HandleKind::PosixFd, allow_staging: false };
+pub const FABRIC: ShareRequest = ShareRequest { handle: HandleKind::Fabric, allow_staging: false };
+pub const STAGED: ShareRequest = ShareRequest { handle: HandleKind::PosixFd, allow_staging: true };
 
 /// One simulated process on two H200s.
 pub struct Process {
@@ -43,7 +43,7 @@ impl Process {
     /// A pool on `device` exportable with POSIX fds, and an allocation in it filled by the
     /// owner's kernel with `seed`.
     pub fn filled_pool(&self, device: usize, seed: u32) -> (OwnedPool, Allocation) {
-        let options = PoolOptions { handle_types: peerpool::driver::HandleTypes::POSIX_FD, max_size: 0 };
+        let options = PoolOptions { handle_types: peerpool::driver::HandleKinds::POSIX_FD, max_size: 0 };
         let pool = self.system.create_pool(device, options).unwrap();
         let memory = self.system.alloc(pool.as_ref(), BYTES).unwrap();
         self.system.kernels(device).unwrap().fill(memory.as_slice(), seed).unwrap();

@@ -57,7 +57,7 @@ fn texts() -> &'static [(u32, CString, CString)] {
                 let name = format!("{c:?}");
                 let words = name.trim_start_matches("CUDA_ERROR_").trim_start_matches("CUDA_").replace('_', " ");
                 let text = format!("{} (simulated by peerpool)", words.to_lowercase());
-                (c as u32, CString::new(name).expect("no NUL"), CString::new(text).expect("no NUL"))
+                (c.raw(), CString::new(name).expect("no NUL"), CString::new(text).expect("no NUL"))
             })
             .collect()
     })

@@ -5,7 +5,7 @@ use crate::abi::{as_ptr, out, pool, share_handle};
 use crate::boundary::{code, exports, sim};
 use cudarc::driver::sys::{self, CUresult};
 use peerpool::driver::{
-    DevicePtr, FabricHandle, IpcMemHandle, PoolPtrExportData, ShareHandle, ShareableHandle, ShareableRef,
+    DevicePtr, ExportedHandle, ExportedHandleRef, FabricHandle, HandleKind, IpcMemHandle, PoolPtrExportData,
 };
 use std::ffi::{c_char, c_int, c_uint, c_void};
 use std::os::fd::{BorrowedFd, IntoRawFd};
@@ -60,12 +60,12 @@ exports! {
 ///
 /// # Safety
 /// `at` is valid for a write of an `int` (POSIX fd) or 64 bytes (fabric), as the handle type.
-pub(crate) unsafe fn write_handle(at: *mut c_void, handle: ShareableHandle) -> Result<(), CUresult> {
+pub(crate) unsafe fn write_handle(at: *mut c_void, handle: ExportedHandle) -> Result<(), CUresult> {
     // SAFETY: the caller's.
     unsafe {
         match handle {
-            ShareableHandle::Fd(fd) => out(at.cast::<c_int>(), fd.into_raw_fd()),
-            ShareableHandle::Fabric(bytes) => out(at.cast::<[u8; 64]>(), bytes.0),
+            ExportedHandle::Fd(fd) => out(at.cast::<c_int>(), fd.into_raw_fd()),
+            ExportedHandle::Fabric(bytes) => out(at.cast::<[u8; 64]>(), bytes.0),
         }
     }
 }
@@ -78,25 +78,25 @@ pub(crate) unsafe fn write_handle(at: *mut c_void, handle: ShareableHandle) -> R
 /// a pointer valid for 64 bytes.
 pub(crate) unsafe fn with_handle<T>(
     os_handle: *mut c_void,
-    kind: ShareHandle,
-    import: impl FnOnce(ShareableRef<'_>) -> peerpool::driver::DriverResult<T>,
+    kind: HandleKind,
+    import: impl FnOnce(ExportedHandleRef<'_>) -> peerpool::driver::DriverResult<T>,
 ) -> Result<T, CUresult> {
     match kind {
-        ShareHandle::PosixFd => {
+        HandleKind::PosixFd => {
             let fd = c_int::try_from(os_handle as usize).map_err(|_| CUresult::CUDA_ERROR_INVALID_VALUE)?;
             if fd < 0 {
                 return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
             }
             // SAFETY: the caller's: the fd is open for the call.
-            code(import(ShareableRef::Fd(unsafe { BorrowedFd::borrow_raw(fd) })))
+            code(import(ExportedHandleRef::Fd(unsafe { BorrowedFd::borrow_raw(fd) })))
         }
-        ShareHandle::Fabric => {
+        HandleKind::Fabric => {
             if os_handle.is_null() {
                 return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
             }
             // SAFETY: the caller's: 64 readable bytes.
             let bytes = FabricHandle(unsafe { os_handle.cast::<[u8; 64]>().read_unaligned() });
-            code(import(ShareableRef::Fabric(&bytes)))
+            code(import(ExportedHandleRef::Fabric(&bytes)))
         }
     }
 }

@@ -90,7 +90,7 @@ exports! {
             if let Some(a) = PointerAttribute::from_raw(raw) {
                 let value = match sim().pointer_get_attribute(DevicePtr(ptr), a) {
                     Ok(value) => value,
-                    Err(e) if e.sticky => return Err(e.code),
+                    Err(e) if e.sticky => return Err(e.code.to_bindings()),
                     Err(_) => 0,
                 };
                 write_attribute(at, a, value)?;

@@ -27,12 +27,12 @@ pub fn words(ptr: DevicePtr, words: u64) -> DeviceSlice<'static> {
     unsafe { DeviceSlice::from_raw(ptr, words * 4) }
 }
 
-/// The `CUresult` name of a failed call, `None` for success.
+/// The `CudaCode` name of a failed call, `None` for success.
 pub fn code<T>(r: Result<T, CudaError>) -> Option<String> {
     r.err().map(|e| e.code_name())
 }
 
-/// The `CUresult` name inside a failed peerpool call (`"not a driver error"` otherwise).
+/// The `CudaCode` name inside a failed peerpool call (`"not a driver error"` otherwise).
 pub fn api_code<T>(r: peerpool::Result<T>) -> Option<String> {
     r.err().map(|e| e.cuda().map_or_else(|| format!("not a driver error: {e}"), CudaError::code_name))
 }

@@ -9,7 +9,7 @@ use std::mem::MaybeUninit;
 pub(super) fn check(call: Call, code: sys::CUresult) -> DriverResult<()> {
     match code {
         sys::CUresult::CUDA_SUCCESS => Ok(()),
-        code => Err(CudaError::new(call.name(), code)),
+        code => Err(CudaError::new(call.name(), CudaCode::from_bindings(code))),
     }
 }
 
@@ -48,10 +48,10 @@ pub(super) fn access_flags(access: Access) -> sys::CUmemAccess_flags {
     }
 }
 
-pub(super) fn handle_type(kind: ShareHandle) -> sys::CUmemAllocationHandleType {
+pub(super) fn handle_type(kind: HandleKind) -> sys::CUmemAllocationHandleType {
     match kind {
-        ShareHandle::PosixFd => sys::CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
-        ShareHandle::Fabric => sys::CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_FABRIC,
+        HandleKind::PosixFd => sys::CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+        HandleKind::Fabric => sys::CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_FABRIC,
     }
 }
 
@@ -79,10 +79,10 @@ pub(super) fn allocation_prop(props: &AllocationProps) -> MaybeUninit<sys::CUmem
 /// the process broken: freeing the pool's memory afterwards crashed it with SIGSEGV, while the
 /// same pool without the export attempt lived and died cleanly
 /// (`docs/hardware/2026-11-30-full-2/driver_probe_fabric*.txt`).
-pub(super) fn fabric_needs_imex(call: Call, kind: ShareHandle) -> DriverResult<()> {
+pub(super) fn fabric_needs_imex(call: Call, kind: HandleKind) -> DriverResult<()> {
     match kind {
-        ShareHandle::Fabric if !std::path::Path::new(IMEX_CHANNELS).exists() => {
-            Err(CudaError::new(call.name(), sys::CUresult::CUDA_ERROR_NOT_PERMITTED))
+        HandleKind::Fabric if !std::path::Path::new(IMEX_CHANNELS).exists() => {
+            Err(CudaError::new(call.name(), CudaCode::CUDA_ERROR_NOT_PERMITTED))
         }
         _ => Ok(()),
     }
@@ -98,24 +98,24 @@ impl HandleOut {
         HandleOut { fd: -1, fabric: sys::CUmemFabricHandle { data: [0; 64] } }
     }
 
-    pub(super) fn ptr(&mut self, kind: ShareHandle) -> *mut c_void {
+    pub(super) fn ptr(&mut self, kind: HandleKind) -> *mut c_void {
         match kind {
-            ShareHandle::PosixFd => (&raw mut self.fd).cast(),
-            ShareHandle::Fabric => (&raw mut self.fabric).cast(),
+            HandleKind::PosixFd => (&raw mut self.fd).cast(),
+            HandleKind::Fabric => (&raw mut self.fabric).cast(),
         }
     }
 
     /// The handle written. The fd is made close-on-exec here: the driver's may not be, and a
     /// child spawned later must not inherit device memory by accident.
-    pub(super) fn take(self, call: Call, kind: ShareHandle) -> DriverResult<ShareableHandle> {
+    pub(super) fn take(self, call: Call, kind: HandleKind) -> DriverResult<ExportedHandle> {
         match kind {
-            ShareHandle::Fabric => Ok(ShareableHandle::Fabric(FabricHandle(self.fabric.data))),
-            ShareHandle::PosixFd if self.fd < 0 => Err(CudaError::new(call.name(), sys::CUresult::CUDA_ERROR_UNKNOWN)),
-            ShareHandle::PosixFd => {
+            HandleKind::Fabric => Ok(ExportedHandle::Fabric(FabricHandle(self.fabric.data))),
+            HandleKind::PosixFd if self.fd < 0 => Err(CudaError::new(call.name(), CudaCode::CUDA_ERROR_UNKNOWN)),
+            HandleKind::PosixFd => {
                 // SAFETY: the driver returned a new descriptor that nothing else owns.
                 let fd = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(self.fd) };
                 let _ = rustix::io::fcntl_setfd(&fd, rustix::io::FdFlags::CLOEXEC);
-                Ok(ShareableHandle::Fd(fd))
+                Ok(ExportedHandle::Fd(fd))
             }
         }
     }
@@ -123,10 +123,10 @@ impl HandleOut {
 
 /// The `void *` an import call takes: the fd's number for a POSIX fd, a pointer to the bytes
 /// for a fabric handle (`fabric` must outlive the call).
-pub(super) fn os_handle(handle: ShareableRef<'_>, fabric: &mut sys::CUmemFabricHandle) -> *mut c_void {
+pub(super) fn os_handle(handle: ExportedHandleRef<'_>, fabric: &mut sys::CUmemFabricHandle) -> *mut c_void {
     match handle {
-        ShareableRef::Fd(fd) => std::os::fd::AsRawFd::as_raw_fd(&fd) as usize as *mut c_void,
-        ShareableRef::Fabric(bytes) => {
+        ExportedHandleRef::Fd(fd) => std::os::fd::AsRawFd::as_raw_fd(&fd) as usize as *mut c_void,
+        ExportedHandleRef::Fabric(bytes) => {
             fabric.data = bytes.0;
             (fabric as *mut sys::CUmemFabricHandle).cast()
         }

@@ -87,7 +87,7 @@ impl CudaDriver {
         let no_device = match unsafe { sys::cuInit(0) } {
             sys::CUresult::CUDA_SUCCESS => false,
             sys::CUresult::CUDA_ERROR_NO_DEVICE => true,
-            code => return Err(CudaError::new(Call::cuInit.name(), code).into()),
+            code => return Err(CudaError::new(Call::cuInit.name(), CudaCode::from_bindings(code)).into()),
         };
         Ok(CudaDriver { no_device, elapsed_time, shim_simulates, shim_time: ShimTime::find(lib) })
     }
@@ -478,12 +478,12 @@ impl Driver for CudaDriver {
             // SAFETY: the caller promises `f` is a live function of this driver.
             let (_, size) = unsafe { self.func_get_param_info(f, index) }.map_err(|e| refused(e.code))?;
             if size != arg.size() {
-                return Err(refused(sys::CUresult::CUDA_ERROR_INVALID_VALUE));
+                return Err(refused(CudaCode::CUDA_ERROR_INVALID_VALUE));
             }
         }
         // SAFETY: as above.
         if unsafe { self.func_get_param_info(f, args.len()) }.is_ok() {
-            return Err(refused(sys::CUresult::CUDA_ERROR_INVALID_VALUE));
+            return Err(refused(CudaCode::CUDA_ERROR_INVALID_VALUE));
         }
         // The driver reads each parameter through a pointer to a value of the parameter's
         // own size, so 32- and 64-bit values live in separate, correctly sized slots.
@@ -573,7 +573,7 @@ impl Driver for CudaDriver {
         Ok(value)
     }
 
-    unsafe fn mem_pool_export_to_shareable_handle(&self, p: Pool, kind: ShareHandle) -> DriverResult<ShareableHandle> {
+    unsafe fn mem_pool_export_to_shareable_handle(&self, p: Pool, kind: HandleKind) -> DriverResult<ExportedHandle> {
         fabric_needs_imex(Call::cuMemPoolExportToShareableHandle, kind)?;
         let mut out = HandleOut::new();
         check(Call::cuMemPoolExportToShareableHandle, unsafe {
@@ -582,7 +582,7 @@ impl Driver for CudaDriver {
         out.take(Call::cuMemPoolExportToShareableHandle, kind)
     }
 
-    unsafe fn mem_pool_import_from_shareable_handle(&self, handle: ShareableRef<'_>) -> DriverResult<Pool> {
+    unsafe fn mem_pool_import_from_shareable_handle(&self, handle: ExportedHandleRef<'_>) -> DriverResult<Pool> {
         let mut fabric = sys::CUmemFabricHandle { data: [0; 64] };
         let os = os_handle(handle, &mut fabric);
         let mut p = std::ptr::null_mut();
@@ -673,8 +673,8 @@ impl Driver for CudaDriver {
     unsafe fn mem_export_to_shareable_handle(
         &self,
         handle: MemHandle,
-        kind: ShareHandle,
-    ) -> DriverResult<ShareableHandle> {
+        kind: HandleKind,
+    ) -> DriverResult<ExportedHandle> {
         fabric_needs_imex(Call::cuMemExportToShareableHandle, kind)?;
         let mut out = HandleOut::new();
         check(Call::cuMemExportToShareableHandle, unsafe {
@@ -683,7 +683,7 @@ impl Driver for CudaDriver {
         out.take(Call::cuMemExportToShareableHandle, kind)
     }
 
-    unsafe fn mem_import_from_shareable_handle(&self, handle: ShareableRef<'_>) -> DriverResult<MemHandle> {
+    unsafe fn mem_import_from_shareable_handle(&self, handle: ExportedHandleRef<'_>) -> DriverResult<MemHandle> {
         let mut fabric = sys::CUmemFabricHandle { data: [0; 64] };
         let os = os_handle(handle, &mut fabric);
         let mut out = 0;

@@ -1,19 +1,21 @@
-//! peerpool's kernels on one device: [`Kernels`] loads them into the device's primary context
-//! on first use (`cuModuleLoadData`: the sm_90 cubin on compute capability 9.0, else the PTX,
-//! which the driver JIT-compiles) and launches them on [`DeviceSlice`]s, whose bounds are
-//! checked: the plain launchers run to completion on the null stream, the `*_on` ones are
-//! queued on a [`DeviceStream`] and not waited for.
+//! peerpool's kernels: the kernels crate re-exported (the PTX and cubin, the kernel table, the
+//! shared pattern), the block size of every launch ([`BLOCK`]), and [`Kernels`], which loads
+//! them into one device's primary context on first use (`cuModuleLoadData`: the sm_90 cubin on
+//! compute capability 9.0, else the PTX, which the driver JIT-compiles) and launches them on
+//! [`DeviceSlice`]s, whose bounds are checked: the plain launchers run to completion on the null
+//! stream, the `*_on` ones are queued on a [`DeviceStream`] and not waited for.
 
 use crate::context::CurrentContext;
-use crate::driver::{
-    Cubin, DeviceAttribute, DevicePtr, Driver, Function, KernelArg, LaunchShape, Module, ModuleImage, Stream,
-};
+pub use crate::device_state::KernelImage;
+use crate::device_state::LoadedModule;
+use crate::driver::codes::CudaCode;
+use crate::driver::{Cubin, DeviceAttribute, Driver, Function, KernelArg, LaunchShape, Module, ModuleImage, Stream};
 use crate::error::{Error, Result};
 use crate::memory::DeviceSlice;
 use crate::stream::DeviceStream;
 use crate::system::System;
-use cudarc::driver::sys::CUresult;
-use peerpool_kernels::{Kernel, ParamKind};
+/// The kernels crate: the PTX and cubin, the kernel table ([`Kernel`]), the shared pattern.
+pub use peerpool_kernels::*;
 use std::ffi::{CStr, CString};
 use std::sync::OnceLock;
 
@@ -21,27 +23,6 @@ use std::sync::OnceLock;
 pub const BLOCK: u32 = 256;
 /// Blocks per multiprocessor when a buffer is large enough to fill the GPU.
 const BLOCKS_PER_SM: u32 = 8;
-
-/// The module as loaded into one device's primary context. Kept until the system drops.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct LoadedModule {
-    pub(crate) module: Module,
-    /// Every kernel's function, by [`Kernel::index`].
-    functions: [Function; Kernel::ALL.len()],
-    /// 16 bytes of `cuMemAlloc` memory for `pp_check`'s result, freed with the context.
-    scratch: DevicePtr,
-    max_grid: u32,
-    image: KernelImage,
-}
-
-/// Which image of the kernels a device runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum KernelImage {
-    /// The sm_90 cubin ([`peerpool_kernels::SM90_CUBIN`]): no JIT.
-    Sm90Cubin,
-    /// The PTX, compiled by the driver's JIT (or taken from its disk cache).
-    Ptx,
-}
 
 /// How a read kernel loads: the coherent global path or the non-coherent read-only one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,16 +33,16 @@ pub enum LoadPath {
     NonCoherent,
 }
 
-/// What [`Kernels::check`] found.
+/// What [`Kernels::compare_pattern`] found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct CheckResult {
+pub struct PatternComparison {
     /// Words that differ from the pattern.
     pub mismatches: u64,
     /// The first differing word's index.
     pub first_mismatch: Option<u64>,
 }
 
-impl CheckResult {
+impl PatternComparison {
     /// No word differs.
     pub fn is_clean(&self) -> bool {
         self.mismatches == 0
@@ -112,9 +93,7 @@ impl System {
         let scratch = &self.inner.devices[device].scratch;
         Ok(Kernels { driver, device, loaded, scratch, _current: current })
     }
-}
 
-impl System {
     /// Runs `f` on `device`'s kernels; a failure to restore the caller's context afterwards is
     /// the result when `f` succeeded.
     pub fn with_kernels<T>(&self, device: usize, f: impl FnOnce(&Kernels<'_>) -> Result<T>) -> Result<T> {
@@ -153,11 +132,11 @@ fn load_module(driver: &dyn Driver, device: i32) -> Result<(Module, KernelImage)
 }
 
 /// Codes with which `cuModuleLoadData` refuses an image it cannot use.
-const IMAGE_REFUSED: [CUresult; 4] = [
-    CUresult::CUDA_ERROR_INVALID_IMAGE,
-    CUresult::CUDA_ERROR_NO_BINARY_FOR_GPU,
-    CUresult::CUDA_ERROR_UNSUPPORTED_PTX_VERSION,
-    CUresult::CUDA_ERROR_INVALID_SOURCE,
+const IMAGE_REFUSED: [CudaCode; 4] = [
+    CudaCode::CUDA_ERROR_INVALID_IMAGE,
+    CudaCode::CUDA_ERROR_NO_BINARY_FOR_GPU,
+    CudaCode::CUDA_ERROR_UNSUPPORTED_PTX_VERSION,
+    CudaCode::CUDA_ERROR_INVALID_SOURCE,
 ];
 
 /// Loads the module and looks up every entry; on failure nothing stays loaded or allocated.
@@ -183,17 +162,6 @@ fn load(driver: &dyn Driver, device: i32) -> Result<LoadedModule> {
         // SAFETY: the module loaded above, unloaded once; no function of it is kept.
         let _ = unsafe { driver.module_unload(module) };
     })
-}
-
-impl LoadedModule {
-    pub(crate) fn release(&self, driver: &dyn Driver) {
-        // SAFETY: the scratch buffer and the module are this device's, released once (the
-        // system's drop takes them out of their slot), with the device's context current.
-        unsafe {
-            let _ = driver.mem_free(self.scratch);
-            let _ = driver.module_unload(self.module);
-        }
-    }
 }
 
 /// Why a slice cannot be given to a 16-byte vector kernel.
@@ -276,7 +244,7 @@ impl Kernels<'_> {
     }
 
     /// `pp_check`: compares every 32-bit word `i` of `memory` with `pattern(i, seed)`.
-    pub fn check(&self, memory: DeviceSlice<'_>, seed: u32) -> Result<CheckResult> {
+    pub fn compare_pattern(&self, memory: DeviceSlice<'_>, seed: u32) -> Result<PatternComparison> {
         let (scratch, words) = (self.loaded.scratch, memory.words());
         let _only_this_thread = self.scratch.lock().unwrap_or_else(|e| e.into_inner());
         // SAFETY: `scratch` is this device's 16-byte result buffer, live while the system is.
@@ -292,7 +260,7 @@ impl Kernels<'_> {
         unsafe { self.driver.memcpy_dtoh(&mut out, scratch) }?;
         let mismatches = u64::from_le_bytes(out[..8].try_into().expect("8 bytes"));
         let first = u64::from_le_bytes(out[8..].try_into().expect("8 bytes"));
-        Ok(CheckResult { mismatches, first_mismatch: (mismatches > 0).then_some(first) })
+        Ok(PatternComparison { mismatches, first_mismatch: (mismatches > 0).then_some(first) })
     }
 
     /// `pp_copy16`: all of `src` to `dst` (equal lengths, multiples of 16) in 16-byte vectors.
