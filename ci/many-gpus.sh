@@ -42,6 +42,20 @@ for t in "${topologies[@]}"; do
         grep -E "^test result|projected on the simulated machine" "$out/$t-suites.txt"
     } | tee -a "$out/summary.txt"
     [ "$status" = 0 ] || failed=1
-    rm -rf "$out/$t-check"
+    # The benchmark's layout for many GPUs (the simulator's events keep no time: no numbers):
+    # every ordered pair measured or skipped with its reason, full curves for the first four.
+    target/debug/peerpool sim --topology "$t" -- target/release/peerpool bench --repeats 1 \
+        --max-bytes 1048576 --live-gib 0,1 --curve-pairs 4 --out "$out/$t-bench" > "$out/$t-bench.txt" 2>&1
+    status=$?
+    python3 - "$out/$t-bench/bench.json" <<'PY' | tee -a "$out/summary.txt"
+import json, sys
+r = json.load(open(sys.argv[1]))
+n = 1 + max(max(p["owner"], p["accessor"]) for p in r["pairs"] + r["skipped"])
+full = sum(len(p["sizes"]) == len(r["sizes"]) for p in r["pairs"])
+print(f"bench: {len(r['pairs'])} ordered pairs measured ({full} with full curves), "
+      f"{len(r['skipped'])} skipped, of {n * (n - 1)}; grant curve on gpu{r['grant_pair'][0]} -> gpu{r['grant_pair'][1]}")
+PY
+    [ "$status" = 0 ] || failed=1
+    rm -rf "$out/$t-check" "$out/$t-bench"
 done
 exit "$failed"

@@ -22,6 +22,10 @@ pub struct BenchOptions {
     pub live_gib: Vec<u64>,
     /// Pointer-chase hops.
     pub chase_hops: u64,
+    /// Full curves for the first this many ordered pairs (`None`: every pair); the others are
+    /// measured at the largest size only, enough for the pair heatmap, so that a machine of
+    /// many GPUs is benchmarked in minutes.
+    pub curve_pairs: Option<usize>,
 }
 
 impl Default for BenchOptions {
@@ -31,6 +35,7 @@ impl Default for BenchOptions {
             repeats: 10,
             live_gib: vec![0, 1, 8, 32],
             chase_hops: 100_000,
+            curve_pairs: None,
         }
     }
 }
@@ -51,6 +56,9 @@ pub struct PairBench {
     pub owner: usize,
     /// The device that accesses it.
     pub accessor: usize,
+    /// Transfer sizes of this pair's curves, bytes (all of `BenchReport::sizes`, or its
+    /// largest alone past `BenchOptions::curve_pairs`).
+    pub sizes: Vec<u64>,
     /// Bandwidth curves.
     pub curves: Vec<Curve>,
     /// Pointer-chase latency through the owner's memory from the accessor, ns per hop.
@@ -61,6 +69,17 @@ pub struct PairBench {
     pub atomics_remote_per_s: f64,
     /// The same on the accessor's own memory.
     pub atomics_local_per_s: f64,
+}
+
+/// An ordered pair the benchmark left out.
+#[derive(Clone, Debug, Serialize)]
+pub struct SkippedPair {
+    /// The device whose memory would be accessed.
+    pub owner: usize,
+    /// The device that would access it.
+    pub accessor: usize,
+    /// Why it was not measured.
+    pub reason: String,
 }
 
 /// Grant and revoke latency with live bytes in the pool.
@@ -81,11 +100,16 @@ pub struct BenchReport {
     pub driver: String,
     /// Transfer sizes, bytes.
     pub sizes: Vec<u64>,
-    /// Per ordered pair.
+    /// Per ordered pair whose GPUs reach each other both ways, in schedule order.
     pub pairs: Vec<PairBench>,
-    /// Grant latency against live bytes (pair 0 -> 1).
+    /// Ordered pairs not measured, and why (no peer access one way or the other).
+    pub skipped: Vec<SkippedPair>,
+    /// The ordered pair (owner, accessor) of the grant curve and the verification time: the
+    /// first one measured.
+    pub grant_pair: (usize, usize),
+    /// Grant latency against live bytes (`grant_pair`).
     pub grant_vs_live: Vec<GrantPoint>,
-    /// `System::verify_pair(0, 1)`, milliseconds (median).
+    /// `System::verify_pair` of `grant_pair`, milliseconds (median).
     pub verify_ms: f64,
     /// `cuModuleLoadData` of peerpool's PTX, milliseconds: first in this process, then median.
     pub ptx_load_first_ms: f64,
@@ -209,32 +233,43 @@ impl Drop for Timer<'_> {
     }
 }
 
-/// Runs every measurement. Needs at least two GPUs with peer access both ways.
+/// Runs every measurement on every ordered pair whose GPUs reach each other both ways (the
+/// others are listed as skipped). Needs at least one such pair.
 pub fn run(system: &System, options: &BenchOptions) -> Result<BenchReport> {
+    let (measured, skipped) = split_pairs(&system.facts()?);
+    let Some(&(grant_owner, grant_accessor)) = measured.first() else {
+        let why = skipped.first().map_or("fewer than two GPUs".to_string(), |s| s.reason.clone());
+        return Err(crate::Error::InvalidArgument(format!("no pair of GPUs reaches each other both ways ({why})")));
+    };
     // First, so that "first" means the first JIT of the PTX in this process (unless the caller
     // already used the kernels on gpu0).
     let (ptx_load_first_ms, ptx_load_ms) = ptx_load(system, options.repeats)?;
     let sm90_cubin_load_ms = cubin_load(system, options.repeats)?;
-    let n = system.device_count();
     let max = options.sizes.iter().copied().max().unwrap_or(4096);
     let mut pairs = Vec::new();
-    for owner in 0..n {
-        for accessor in (0..n).filter(|&a| a != owner) {
-            pairs.push(pair(system, owner, accessor, max, options)?);
-        }
+    for (i, &(owner, accessor)) in measured.iter().enumerate() {
+        let sizes = match options.curve_pairs {
+            Some(n) if i >= n => vec![max],
+            _ => options.sizes.clone(),
+        };
+        pairs.push(pair(system, owner, accessor, max, &BenchOptions { sizes, ..options.clone() })?);
     }
-    let grant_vs_live = grant_curve(system, options)?;
-    system.verify_pair(0, 1).map_err(|e| crate::Error::InvalidArgument(e.to_string()))?;
+    let grant_vs_live = grant_curve(system, options, grant_owner, grant_accessor)?;
+    let verify_once =
+        || system.verify_pair(grant_owner, grant_accessor).map_err(|e| crate::Error::InvalidArgument(e.to_string()));
+    verify_once()?;
     let mut verify = Vec::new();
     for _ in 0..options.repeats {
         let start = Instant::now();
-        system.verify_pair(0, 1).map_err(|e| crate::Error::InvalidArgument(e.to_string()))?;
+        verify_once()?;
         verify.push(start.elapsed().as_secs_f64() * 1e3);
     }
     let mut report = BenchReport {
         driver: system.driver().describe(),
         sizes: options.sizes.clone(),
         pairs,
+        skipped,
+        grant_pair: (grant_owner, grant_accessor),
         grant_vs_live,
         verify_ms: median(verify),
         ptx_load_first_ms,
@@ -245,6 +280,26 @@ pub fn run(system: &System, options: &BenchOptions) -> Result<BenchReport> {
     };
     report.compute_ratios();
     Ok(report)
+}
+
+/// The ordered pairs to measure, in schedule order (round by round), and those left out: a pair
+/// is measured both ways, so both directions need peer access.
+fn split_pairs(facts: &crate::facts::Facts) -> (Vec<(usize, usize)>, Vec<SkippedPair>) {
+    let reaches = |from: usize, to: usize| facts.peers.iter().any(|p| p.from == from && p.to == to && p.can_access);
+    let mut measured = Vec::new();
+    let mut skipped = Vec::new();
+    for (owner, accessor) in crate::rounds::Schedule::round_robin(facts.devices.len()).ordered_pairs() {
+        let reason = match (reaches(accessor, owner), reaches(owner, accessor)) {
+            (true, true) => {
+                measured.push((owner, accessor));
+                continue;
+            }
+            (false, _) => format!("gpu{accessor} cannot access gpu{owner} as a peer"),
+            (true, false) => format!("gpu{owner} cannot access gpu{accessor} as a peer (needed for both directions)"),
+        };
+        skipped.push(SkippedPair { owner, accessor, reason });
+    }
+    (measured, skipped)
 }
 
 /// Bandwidth, latency and atomics for `owner -> accessor`.
@@ -342,6 +397,7 @@ fn pair(system: &System, owner: usize, accessor: usize, max: u64, options: &Benc
     Ok(PairBench {
         owner,
         accessor,
+        sizes: options.sizes.clone(),
         curves,
         latency_remote_ns,
         latency_local_ns,
@@ -429,20 +485,20 @@ fn atomics(system: &System, device: usize, stream: &DeviceStream<'_>, memory: &A
     })
 }
 
-/// Grant and revoke latency (pair 0 -> 1, evidence cached) with live bytes in the pool.
-fn grant_curve(system: &System, options: &BenchOptions) -> Result<Vec<GrantPoint>> {
+/// Grant and revoke latency (`owner -> accessor`, evidence cached) with live bytes in the pool.
+fn grant_curve(system: &System, options: &BenchOptions, owner: usize, accessor: usize) -> Result<Vec<GrantPoint>> {
     let err = |e: crate::GrantError| crate::Error::InvalidArgument(e.to_string());
     let mut points = Vec::new();
     for &gib in &options.live_gib {
-        let pool = system.create_pool(0, PoolOptions::default())?;
+        let pool = system.create_pool(owner, PoolOptions::default())?;
         let _live = if gib > 0 { Some(system.alloc(pool.as_ref(), (gib << 30) as usize)?) } else { None };
         let (mut grant, mut revoke) = (Vec::new(), Vec::new());
         for _ in 0..options.repeats.min(5) {
             let start = Instant::now();
-            system.grant(pool.as_ref(), 1).map_err(err)?;
+            system.grant(pool.as_ref(), accessor).map_err(err)?;
             grant.push(start.elapsed().as_secs_f64() * 1e6);
             let start = Instant::now();
-            system.revoke(pool.as_ref(), 1).map_err(err)?;
+            system.revoke(pool.as_ref(), accessor).map_err(err)?;
             revoke.push(start.elapsed().as_secs_f64() * 1e6);
         }
         points.push(GrantPoint { live_gib: gib, grant_us: median(grant), revoke_us: median(revoke) });

@@ -3,14 +3,20 @@
 
 use peerpool::System;
 use peerpool::bench::{BenchOptions, run};
-use peerpool_sim::{SimDriver, Topology};
+use peerpool_sim::{SimDriver, Topology, catalog_topology};
 use std::sync::Arc;
 
 #[test]
 fn every_measurement_runs_on_every_pair() {
     let system = System::with_driver(Arc::new(SimDriver::new(Topology::two_h200()))).unwrap();
     system.set_probe_bytes(4096).expect("a valid probe size");
-    let options = BenchOptions { sizes: vec![4096, 1 << 16, 1 << 20], repeats: 2, live_gib: vec![0], chase_hops: 50 };
+    let options = BenchOptions {
+        sizes: vec![4096, 1 << 16, 1 << 20],
+        repeats: 2,
+        live_gib: vec![0],
+        chase_hops: 50,
+        curve_pairs: None,
+    };
     let report = run(&system, &options).expect("the bench runs");
     assert_eq!(report.pairs.len(), 2);
     for pair in &report.pairs {
@@ -34,6 +40,44 @@ fn the_cubin_load_is_measured_only_where_it_runs() {
     }
     let system = System::with_driver(Arc::new(SimDriver::new(topology))).unwrap();
     system.set_probe_bytes(4096).expect("a valid probe size");
-    let options = BenchOptions { sizes: vec![4096], repeats: 1, live_gib: vec![0], chase_hops: 10 };
+    let options = BenchOptions { sizes: vec![4096], repeats: 1, live_gib: vec![0], chase_hops: 10, curve_pairs: None };
     assert_eq!(run(&system, &options).expect("the bench runs").sm90_cubin_load_ms, None);
+}
+
+fn quick(curve_pairs: Option<usize>) -> BenchOptions {
+    BenchOptions { sizes: vec![4096, 1 << 16], repeats: 1, live_gib: vec![0], chase_hops: 10, curve_pairs }
+}
+
+#[test]
+fn pairs_without_peer_access_are_skipped_with_the_reason_and_the_rest_measured() {
+    // Two NVLink-bridged pairs (0-1, 2-3) with no peer path between them.
+    let topology = catalog_topology("four_gpu_islands").unwrap();
+    let system = System::with_driver(Arc::new(SimDriver::new(topology))).unwrap();
+    system.set_probe_bytes(4096).expect("a valid probe size");
+    let report = run(&system, &quick(None)).expect("the bench runs on the pairs that reach each other");
+    let measured: Vec<(usize, usize)> = report.pairs.iter().map(|p| (p.owner, p.accessor)).collect();
+    let mut sorted = measured.clone();
+    sorted.sort();
+    assert_eq!(sorted, vec![(0, 1), (1, 0), (2, 3), (3, 2)]);
+    assert_eq!(report.skipped.len(), 8);
+    assert!(report.skipped.iter().all(|s| s.reason.contains("cannot access") && (s.owner < 2) != (s.accessor < 2)));
+    assert_eq!(report.grant_pair, measured[0]);
+}
+
+#[test]
+fn past_curve_pairs_only_the_largest_size_is_measured() {
+    let topology = catalog_topology("four_gpu_islands").unwrap();
+    let system = System::with_driver(Arc::new(SimDriver::new(topology))).unwrap();
+    system.set_probe_bytes(4096).expect("a valid probe size");
+    let report = run(&system, &quick(Some(1))).expect("the bench runs");
+    assert_eq!(report.pairs[0].sizes, vec![4096, 1 << 16]);
+    assert!(report.pairs[1..].iter().all(|p| p.sizes == vec![1 << 16] && p.curves.iter().all(|c| c.gbps.len() == 1)));
+}
+
+#[test]
+fn no_pair_that_reaches_both_ways_is_an_error_not_a_panic() {
+    let topology = catalog_topology("one_way_pair").unwrap();
+    let system = System::with_driver(Arc::new(SimDriver::new(topology))).unwrap();
+    let error = run(&system, &quick(None)).expect_err("nothing to measure");
+    assert!(error.to_string().contains("no pair of GPUs reaches each other both ways"), "{error}");
 }

@@ -47,9 +47,10 @@ enum Command {
         #[arg(long, value_name = "N")]
         require_gpus: Option<usize>,
     },
-    /// Measure on the real GPUs (two at least): copy engine against peerpool's kernels across each pair
-    /// (4 KiB to 1 GiB, one way and both ways), latency, atomics, grant cost against live
-    /// bytes, verification and PTX load. Writes bench.json and prints the headline ratios.
+    /// Measure on the real GPUs (two at least): copy engine against peerpool's kernels across each
+    /// ordered pair whose GPUs reach each other both ways, in rounds' order (4 KiB to 1 GiB, one
+    /// way and both ways), latency, atomics, grant cost against live bytes, verification and PTX
+    /// load; other pairs are listed as skipped. Writes bench.json and prints the headline ratios.
     Bench {
         /// Directory for bench.json.
         #[arg(long, default_value = "peerpool-out")]
@@ -57,6 +58,16 @@ enum Command {
         /// Timed repeats per point.
         #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=10_000))]
         repeats: u32,
+        /// The largest transfer, bytes (sizes run from 4 KiB by factors of 4).
+        #[arg(long, default_value_t = 1 << 30, value_parser = clap::value_parser!(u64).range(4096..=1 << 36))]
+        max_bytes: u64,
+        /// Full curves for the first N ordered pairs only (default: every pair); the others at
+        /// the largest size alone, enough for the pair heatmap of a machine of many GPUs.
+        #[arg(long, value_name = "N")]
+        curve_pairs: Option<usize>,
+        /// Live GiB in the pool for the grant-latency curve, comma-separated.
+        #[arg(long, value_delimiter = ',', default_values_t = [0u64, 1, 8, 32], value_parser = clap::value_parser!(u64).range(0..=4096))]
+        live_gib: Vec<u64>,
     },
     /// Print the devices, the peer-capability matrix and each default pool's access (the default).
     Facts,
@@ -135,7 +146,14 @@ fn main() -> ExitCode {
         Command::Check { topology, timing, out, quiet, require_gpus } => {
             check::run(check::Options { topology, timing, out, quiet, require_gpus })
         }
-        Command::Bench { out, repeats } => bench(out, repeats),
+        Command::Bench { out, repeats, max_bytes, curve_pairs, live_gib } => {
+            let sizes = (0..).map(|i| 4096u64 << (2 * i)).take_while(|&b| b <= max_bytes).collect();
+            let defaults = peerpool::bench::BenchOptions::default();
+            bench(
+                out,
+                peerpool::bench::BenchOptions { repeats: repeats as usize, sizes, curve_pairs, live_gib, ..defaults },
+            )
+        }
         Command::Facts => facts(),
         Command::Topologies => topologies(),
         Command::Report { dir, json, markdown, junit } => report(dir, json, markdown, junit),
@@ -170,7 +188,7 @@ fn facts() -> ExitCode {
     }
 }
 
-fn bench(out: PathBuf, repeats: u32) -> ExitCode {
+fn bench(out: PathBuf, options: peerpool::bench::BenchOptions) -> ExitCode {
     let out = match OwnedDir::create(&out) {
         Ok(out) => out,
         Err(e) => {
@@ -189,7 +207,6 @@ fn bench(out: PathBuf, repeats: u32) -> ExitCode {
             return exit::code(exit::NO_GPU);
         }
     };
-    let options = peerpool::bench::BenchOptions { repeats: repeats as usize, ..Default::default() };
     let report = match peerpool::bench::run(&system, &options) {
         Ok(report) => report,
         Err(e) => {
@@ -197,6 +214,9 @@ fn bench(out: PathBuf, repeats: u32) -> ExitCode {
             return exit::code(exit::FAILURE);
         }
     };
+    for skipped in &report.skipped {
+        println!("skipped gpu{} -> gpu{}: {}", skipped.owner, skipped.accessor, skipped.reason);
+    }
     for (name, ratio) in &report.ratios {
         println!("{ratio:>8.3}  {name}");
     }

@@ -49,9 +49,23 @@ enum Store {
 pub(super) struct Backing(Arc<Mutex<Store>>);
 
 impl Backing {
-    /// `len` zero bytes.
-    pub(super) fn zeroed(len: usize) -> Backing {
-        Backing(Arc::new(Mutex::new(Store::Private(vec![0; len]))))
+    /// `len` zero bytes, or `None` when this machine cannot give them: a simulated GPU may hold
+    /// more than the host, and `vec![0; len]` would abort the whole process there.
+    pub(super) fn zeroed(len: usize) -> Option<Backing> {
+        if len == 0 {
+            return Some(Backing(Arc::new(Mutex::new(Store::Private(Vec::new())))));
+        }
+        let layout = std::alloc::Layout::array::<u8>(len).ok()?;
+        // SAFETY: `layout` has a non-zero size. The pages are zeroed lazily by the allocator
+        // (calloc), so a large allocation costs only what is touched.
+        let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+        if ptr.is_null() {
+            return None;
+        }
+        // SAFETY: `ptr` came from the global allocator with `u8`'s alignment and `len` bytes, all
+        // initialised (zeroed), which is what `Vec<u8>` with capacity `len` owns and frees.
+        let bytes = unsafe { Vec::from_raw_parts(ptr, len, len) };
+        Some(Backing(Arc::new(Mutex::new(Store::Private(bytes)))))
     }
 
     /// The bytes of a shared file opened here.
@@ -215,7 +229,9 @@ impl Memory {
     ) -> Result<u64, Exhausted> {
         let len = usize::try_from(size).map_err(|_| Exhausted::Capacity)?;
         self.charge(device, size, capacity)?;
-        self.place(device, Backing::zeroed(len), size, pool, Origin::Allocated).inspect_err(|_| {
+        // This machine's memory runs out before the simulated device's: out of memory too.
+        let backing = Backing::zeroed(len).ok_or(Exhausted::Capacity).inspect_err(|_| self.uncharge(device, size))?;
+        self.place(device, backing, size, pool, Origin::Allocated).inspect_err(|_| {
             self.uncharge(device, size);
         })
     }

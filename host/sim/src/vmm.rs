@@ -31,8 +31,12 @@ pub(super) fn create(s: &mut State, bytes: usize, props: &AllocationProps) -> Si
     let device = props.device as usize;
     let capacity = s.topo.devices[device].total_memory;
     s.memory.charge(device, size, capacity).map_err(|_| CudaCode::CUDA_ERROR_OUT_OF_MEMORY)?;
+    let Some(backing) = Backing::zeroed(bytes) else {
+        // This machine's memory runs out before the simulated device's.
+        s.memory.uncharge(device, size);
+        return Err(CudaCode::CUDA_ERROR_OUT_OF_MEMORY.into());
+    };
     let handle = s.mint();
-    let backing = Backing::zeroed(bytes);
     let physical =
         Physical { device, size, handle_types: props.handle_types, backing, refs: 1, mappings: 0, imported: false };
     s.shares.physical.insert(handle, physical);

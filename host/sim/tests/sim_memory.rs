@@ -153,3 +153,17 @@ fn two_runs_are_identical() {
     };
     assert_eq!(run(), run());
 }
+
+#[test]
+fn more_than_this_machine_can_back_is_out_of_memory_not_an_abort() {
+    // A simulated GPU larger than any host: its allocation cannot be backed here, and the
+    // simulator must say so as the driver would, instead of aborting the process.
+    let mut topology = Topology::two_h200();
+    topology.devices[0].total_memory = 1 << 46;
+    let (_sim, system) = sim(topology);
+    let pool = system.create_pool(0, PoolOptions::default()).unwrap();
+    let error = system.alloc(pool.as_ref(), 1 << 45).expect_err("32 TiB cannot be backed here");
+    assert_eq!(error.cuda().map(|e| e.code.name()).as_deref(), Some("CUDA_ERROR_OUT_OF_MEMORY"), "{error}");
+    // What was charged for it is given back: a small allocation still succeeds.
+    system.alloc(pool.as_ref(), 4096).expect("the device is not left charged");
+}
