@@ -274,7 +274,10 @@ fn violations(files: &[(PathBuf, String)], architecture: &str) -> Result<Vec<Str
 }
 
 fn tree() -> (Vec<(PathBuf, String)>, String) {
-    let host = Path::new(env!("CARGO_MANIFEST_DIR"));
+    // At run time (cargo and nextest set it; an archive run elsewhere has it remapped): the
+    // build's path may not exist where the tests run.
+    let dir = std::env::var_os("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR: run through cargo test or nextest");
+    let host = Path::new(&dir);
     let src = host.join("src");
     let files = sources(&src).into_iter().map(|p| (p.clone(), fs::read_to_string(src.join(&p)).unwrap())).collect();
     let architecture = fs::read_to_string(host.join("../ARCHITECTURE.md")).expect("ARCHITECTURE.md beside host/");
