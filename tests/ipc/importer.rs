@@ -125,7 +125,14 @@ fn still_alive(system: &System, device: usize) -> Result<(), String> {
 }
 
 fn run(channel: &Channel, role: Role, owner: usize, accessor: usize) -> Result<String, String> {
-    run_on(&System::open().map_err(api)?, channel, role, owner, accessor)
+    let system = System::open().map_err(api)?;
+    let report = run_on(&system, channel, role, owner, accessor);
+    // On a simulated machine (the libcuda shim) this process's projected wall time, on stdout,
+    // for the exporter to charge: it waited for this process.
+    if let Some(timeline) = system.driver().timeline() {
+        println!("{}", peerpool::child::wall_line(timeline.wall()));
+    }
+    report
 }
 
 /// The role on `system`: the real driver in the child, a simulator in the stand-in mode.

@@ -134,7 +134,7 @@ fn import_in_child(
     command
         .env(ROLE_ENV, role.name())
         .env(PAIR_ENV, format!("{},{}", pair.owner, pair.accessor))
-        .stdout(Stdio::null())
+        .stdout(Stdio::piped())
         .stderr(Stdio::inherit());
     let (channel, mut child) = spawn_with_channel(command)?;
     channel.set_timeout(Some(CHILD_TIMEOUT))?;
@@ -142,6 +142,15 @@ fn import_in_child(
     let report = sent.and_then(|()| Ok(String::from_utf8_lossy(&channel.recv()?.bytes).into_owned()));
     drop(channel);
     let status = wait_or_kill(&mut child, CHILD_TIMEOUT)?;
+    // The importer prints one line at most (its projected wall time on a simulated machine), read
+    // once it has ended; this process waited for it, so its time is charged here.
+    let mut stdout = Vec::new();
+    if let Some(mut out) = child.stdout.take() {
+        let _ = std::io::Read::read_to_end(&mut out, &mut stdout);
+    }
+    if let (Some(wall), Some(timeline)) = (peerpool::child::find_wall(&stdout), pair.system.driver().timeline()) {
+        timeline.charge(wall);
+    }
     let report =
         report.map_err(|e| format!("no report from the importer ({status:?}): {}", e.message().unwrap_or("")))?;
     ensure(status.is_some(), || format!("the importer ran past {CHILD_TIMEOUT:?} and was killed"))?;
