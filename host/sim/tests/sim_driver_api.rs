@@ -4,12 +4,21 @@
 
 mod sim_support;
 
-use peerpool::driver::{Access, DeviceAttribute, PeerCopy, PoolAttribute, PoolProps, Stream};
+use peerpool::driver::{Access, DeviceAttribute, PeerCopy, Pool, PoolAttribute, PoolProps, Stream};
 use peerpool_sim::{SimDriver, Topology};
 use sim_support::code;
 
 fn sim() -> SimDriver {
     SimDriver::new(Topology::two_h200())
+}
+
+/// A simulator with `device`'s primary context current and a new pool on `device`.
+fn sim_with_pool(device: i32) -> (SimDriver, Pool) {
+    let d = sim();
+    let primary = d.primary_ctx_retain(device).unwrap();
+    d.ctx_set_current(Some(primary)).unwrap();
+    let pool = d.mem_pool_create(&PoolProps { device, ..PoolProps::default() }).unwrap();
+    (d, pool)
 }
 
 #[test]
@@ -57,10 +66,7 @@ fn an_ordinary_context_owns_what_it_made_and_takes_it_when_destroyed() {
 
 #[test]
 fn a_primary_reset_takes_what_it_made_and_leaves_pools() {
-    let d = sim();
-    let primary = d.primary_ctx_retain(1).unwrap();
-    d.ctx_set_current(Some(primary)).unwrap();
-    let pool = d.mem_pool_create(&PoolProps { device: 1, ..PoolProps::default() }).unwrap();
+    let (d, pool) = sim_with_pool(1);
     let legacy = d.mem_alloc(4096).unwrap();
     assert_eq!(d.primary_ctx_get_state(1).unwrap(), (0, true));
     d.primary_ctx_set_flags(1, 4).unwrap();
@@ -74,10 +80,7 @@ fn a_primary_reset_takes_what_it_made_and_leaves_pools() {
 
 #[test]
 fn pool_attributes_track_use_reservation_threshold_and_trim() {
-    let d = sim();
-    let ctx = d.primary_ctx_retain(0).unwrap();
-    d.ctx_set_current(Some(ctx)).unwrap();
-    let pool = d.mem_pool_create(&PoolProps { device: 0, ..PoolProps::default() }).unwrap();
+    let (d, pool) = sim_with_pool(0);
     let get = |a| d.mem_pool_get_attribute(pool, a).unwrap();
     assert_eq!(get(PoolAttribute::ReuseAllowOpportunistic), 1, "on by default");
     let a = d.mem_alloc_from_pool_async(1 << 20, pool, Stream::LEGACY).unwrap();
@@ -102,10 +105,7 @@ fn pool_attributes_track_use_reservation_threshold_and_trim() {
 
 #[test]
 fn alloc_async_takes_the_current_pool_of_the_streams_device() {
-    let d = sim();
-    let ctx = d.primary_ctx_retain(0).unwrap();
-    d.ctx_set_current(Some(ctx)).unwrap();
-    let pool = d.mem_pool_create(&PoolProps { device: 0, ..PoolProps::default() }).unwrap();
+    let (d, pool) = sim_with_pool(0);
     d.device_set_mem_pool(0, pool).unwrap();
     let ptr = d.mem_alloc_async(4096, Stream::LEGACY).unwrap();
     let from = d.pointer_get_attribute(ptr, peerpool::driver::PointerAttribute::MempoolHandle).unwrap();

@@ -8,60 +8,64 @@ mod sim_support;
 use peerpool::driver::{Access, AccessDesc, KernelArg, LaunchShape, ModuleImage, Stream};
 use peerpool::kernels::BLOCK;
 use peerpool::kernels::pattern::pattern;
-use peerpool::{PoolOptions, ptx_image};
-use peerpool_sim::Topology;
-use sim_support::{api_code, code, grant, is_dead_call, sim};
+use peerpool::{Allocation, OwnedPool, PoolOptions, System, ptx_image};
+use peerpool_sim::{SimDriver, Topology};
+use sim_support::{api_code, code, compare_pattern, fill_pattern, grant, is_dead_call, sim};
 use std::ffi::CString;
+use std::sync::Arc;
 
 const WORDS: u64 = 1 << 16;
 const BYTES: usize = (WORDS * 4) as usize;
 
+/// A simulated 2 x H200 with a pool on gpu0, granted read-write to gpu1 where `granted`, and
+/// `BYTES` allocated from it.
+fn pool_memory(granted: bool) -> (Arc<SimDriver>, System, OwnedPool, Allocation) {
+    let (sim, system) = sim(Topology::two_h200());
+    let pool = system.create_pool(0, PoolOptions::default()).unwrap();
+    if granted {
+        grant(&system, &pool, 1).unwrap();
+    }
+    let memory = system.alloc(pool.as_ref(), BYTES).unwrap();
+    (sim, system, pool, memory)
+}
+
 #[test]
 fn granted_peer_writes_are_seen_by_owner_and_host() {
-    let (_, system) = sim(Topology::two_h200());
-    let pool = system.create_pool(0, PoolOptions::default()).unwrap();
-    grant(&system, &pool, 1).unwrap();
-    let memory = system.alloc(pool.as_ref(), BYTES).unwrap();
-    system.kernels(1).unwrap().fill(memory.words(WORDS).unwrap(), 11).unwrap();
-    assert!(system.kernels(0).unwrap().compare_pattern(memory.words(WORDS).unwrap(), 11).unwrap().is_clean());
+    let (_, system, _pool, memory) = pool_memory(true);
+    fill_pattern(&system, 1, &memory, WORDS, 11).unwrap();
+    assert!(compare_pattern(&system, 0, &memory, WORDS, 11).unwrap().is_clean());
     let words = memory.read_words(64).unwrap();
     assert!(words.iter().enumerate().all(|(i, &w)| w == pattern(i as u64, 11)), "{words:x?}");
 }
 
 #[test]
 fn granted_peer_reads_find_a_planted_word() {
-    let (_, system) = sim(Topology::two_h200());
-    let pool = system.create_pool(0, PoolOptions::default()).unwrap();
-    grant(&system, &pool, 1).unwrap();
-    let memory = system.alloc(pool.as_ref(), BYTES).unwrap();
-    system.kernels(0).unwrap().fill(memory.words(WORDS).unwrap(), 22).unwrap();
-    assert!(system.kernels(1).unwrap().compare_pattern(memory.words(WORDS).unwrap(), 22).unwrap().is_clean());
+    let (_, system, _pool, memory) = pool_memory(true);
+    fill_pattern(&system, 0, &memory, WORDS, 22).unwrap();
+    assert!(compare_pattern(&system, 1, &memory, WORDS, 22).unwrap().is_clean());
     for bad in [WORDS - 3, 5] {
         memory.write_at(bad as usize * 4, &(!pattern(bad, 22)).to_le_bytes()).unwrap();
     }
-    let seen = system.kernels(1).unwrap().compare_pattern(memory.words(WORDS).unwrap(), 22).unwrap();
+    let seen = compare_pattern(&system, 1, &memory, WORDS, 22).unwrap();
     assert_eq!((seen.mismatches, seen.first_mismatch), (2, Some(5)));
     // A different seed mismatches everywhere (the pattern depends on it).
-    let other = system.kernels(1).unwrap().compare_pattern(memory.words(WORDS).unwrap(), 23).unwrap();
+    let other = compare_pattern(&system, 1, &memory, WORDS, 23).unwrap();
     assert_eq!((other.mismatches, other.first_mismatch), (WORDS, Some(0)));
 }
 
 #[test]
 fn granted_vector_copies_both_ways() {
-    let (_, system) = sim(Topology::two_h200());
-    let pool = system.create_pool(0, PoolOptions::default()).unwrap();
-    grant(&system, &pool, 1).unwrap();
-    let remote = system.alloc(pool.as_ref(), BYTES).unwrap();
+    let (_, system, _pool, remote) = pool_memory(true);
     let local_pool = system.create_pool(1, PoolOptions::default()).unwrap();
     let local = system.alloc(local_pool.as_ref(), BYTES).unwrap();
-    system.kernels(0).unwrap().fill(remote.words(WORDS).unwrap(), 33).unwrap();
+    fill_pattern(&system, 0, &remote, WORDS, 33).unwrap();
     let k1 = system.kernels(1).unwrap();
     k1.copy16(local.as_slice(), remote.as_slice()).unwrap();
     assert!(k1.compare_pattern(local.words(WORDS).unwrap(), 33).unwrap().is_clean());
     k1.fill(local.words(WORDS).unwrap(), 34).unwrap();
     k1.copy16(remote.as_slice(), local.as_slice()).unwrap();
     drop(k1);
-    assert!(system.kernels(0).unwrap().compare_pattern(remote.words(WORDS).unwrap(), 34).unwrap().is_clean());
+    assert!(compare_pattern(&system, 0, &remote, WORDS, 34).unwrap().is_clean());
 }
 
 #[test]
@@ -97,12 +101,10 @@ fn atomics_with_uneven_slots_count_threads_per_slot() {
 
 #[test]
 fn ungranted_peer_read_kills_the_process_stickily() {
-    let (sim, system) = sim(Topology::two_h200());
-    let pool = system.create_pool(0, PoolOptions::default()).unwrap();
-    let memory = system.alloc(pool.as_ref(), BYTES).unwrap();
-    system.kernels(0).unwrap().fill(memory.words(WORDS).unwrap(), 44).unwrap();
+    let (sim, system, pool, memory) = pool_memory(false);
+    fill_pattern(&system, 0, &memory, WORDS, 44).unwrap();
     assert_eq!(system.pool_access(pool.as_ref(), 1).unwrap(), Access::None);
-    let result = system.kernels(1).unwrap().compare_pattern(memory.words(WORDS).unwrap(), 44);
+    let result = compare_pattern(&system, 1, &memory, WORDS, 44);
     let error = result.unwrap_err();
     assert!(error.is_sticky(), "{error}");
     assert_eq!(error.cuda().unwrap().code_name(), "CUDA_ERROR_ILLEGAL_ADDRESS");
@@ -123,14 +125,11 @@ fn ungranted_peer_read_kills_the_process_stickily() {
 
 #[test]
 fn peer_write_after_revoke_faults() {
-    let (sim, system) = sim(Topology::two_h200());
-    let pool = system.create_pool(0, PoolOptions::default()).unwrap();
-    grant(&system, &pool, 1).unwrap();
-    let memory = system.alloc(pool.as_ref(), BYTES).unwrap();
-    system.kernels(1).unwrap().fill(memory.words(WORDS).unwrap(), 1).unwrap();
+    let (sim, system, pool, memory) = pool_memory(true);
+    fill_pattern(&system, 1, &memory, WORDS, 1).unwrap();
     let revoke = [AccessDesc { device: 1, access: Access::None }];
     sim.mem_pool_set_access(pool.handle(), &revoke).unwrap();
-    assert!(system.kernels(1).unwrap().fill(memory.words(WORDS).unwrap(), 2).unwrap_err().is_sticky());
+    assert!(fill_pattern(&system, 1, &memory, WORDS, 2).unwrap_err().is_sticky());
     assert!(sim.sticky_error().is_some());
 }
 
@@ -144,9 +143,7 @@ fn legacy_memory_of_another_device_is_unreachable() {
 
 #[test]
 fn a_kernel_running_past_its_allocation_faults() {
-    let (sim, system) = sim(Topology::two_h200());
-    let pool = system.create_pool(0, PoolOptions::default()).unwrap();
-    let memory = system.alloc(pool.as_ref(), BYTES).unwrap();
+    let (sim, system, _pool, memory) = pool_memory(false);
     assert!(memory.words(WORDS + 1).is_err(), "the safe slice refuses to run past the end");
     let past_the_end = sim_support::words(memory.ptr(), WORDS + 1);
     assert!(system.kernels(0).unwrap().fill(past_the_end, 3).unwrap_err().is_sticky());
@@ -155,11 +152,9 @@ fn a_kernel_running_past_its_allocation_faults() {
 
 #[test]
 fn a_faulting_kernel_changes_no_byte() {
-    let (sim, system) = sim(Topology::two_h200());
-    let pool = system.create_pool(0, PoolOptions::default()).unwrap();
-    let memory = system.alloc(pool.as_ref(), BYTES).unwrap();
-    system.kernels(0).unwrap().fill(memory.words(WORDS).unwrap(), 9).unwrap();
-    let _ = system.kernels(1).unwrap().fill(memory.words(WORDS).unwrap(), 10);
+    let (sim, system, _pool, memory) = pool_memory(false);
+    fill_pattern(&system, 0, &memory, WORDS, 9).unwrap();
+    let _ = fill_pattern(&system, 1, &memory, WORDS, 10);
     assert!(sim.sticky_error().is_some());
     // The process is dead, so read the bytes behind its back: still seed 9's pattern.
     let bytes = sim.peek(memory.ptr(), BYTES).unwrap();
@@ -214,10 +209,8 @@ fn raw_launch_rules() {
 
 #[test]
 fn a_fork_dies_alone() {
-    let (sim, system) = sim(Topology::two_h200());
-    let pool = system.create_pool(0, PoolOptions::default()).unwrap();
-    let memory = system.alloc(pool.as_ref(), BYTES).unwrap();
-    system.kernels(0).unwrap().fill(memory.words(WORDS).unwrap(), 12).unwrap();
+    let (sim, system, pool, memory) = pool_memory(false);
+    fill_pattern(&system, 0, &memory, WORDS, 12).unwrap();
     let fork = std::sync::Arc::new(sim.fork());
     let forked = peerpool::System::with_driver(fork.clone()).unwrap();
     // Same addresses and bytes in the fork: the owner reads them clean there.
@@ -225,8 +218,8 @@ fn a_fork_dies_alone() {
     assert!(forked.kernels(1).unwrap().compare_pattern(memory.words(WORDS).unwrap(), 12).unwrap_err().is_sticky());
     assert!(fork.sticky_error().is_some());
     assert!(sim.sticky_error().is_none(), "the original lives on");
-    assert!(system.kernels(0).unwrap().compare_pattern(memory.words(WORDS).unwrap(), 12).unwrap().is_clean());
+    assert!(compare_pattern(&system, 0, &memory, WORDS, 12).unwrap().is_clean());
     // A grant in the original does not reach the fork.
     grant(&system, &pool, 1).unwrap();
-    assert!(system.kernels(1).unwrap().compare_pattern(memory.words(WORDS).unwrap(), 12).unwrap().is_clean());
+    assert!(compare_pattern(&system, 1, &memory, WORDS, 12).unwrap().is_clean());
 }

@@ -7,7 +7,7 @@ mod sim_support;
 use peerpool::PoolOptions;
 use peerpool::driver::{Access, AccessDesc, PeerCopy, Stream};
 use peerpool_sim::{LinkFault, Topology, catalog_topology};
-use sim_support::{code, grant, sim};
+use sim_support::{code, compare_pattern, fill_pattern, grant, granted_alloc, sim};
 
 const WORDS: u64 = 1 << 14; // 64 KiB: 16 affected bytes at one per 4096
 const BYTES: usize = (WORDS * 4) as usize;
@@ -15,15 +15,10 @@ const BYTES: usize = (WORDS * 4) as usize;
 #[test]
 fn corrupt_link_damages_reads_flowing_0_to_1() {
     let (_, system) = sim(catalog_topology("corrupt_link_pair").unwrap());
-    let pool = system.create_pool(0, PoolOptions::default()).unwrap();
-    grant(&system, &pool, 1).unwrap();
-    let memory = system.alloc(pool.as_ref(), BYTES).unwrap();
-    system.kernels(0).unwrap().fill(memory.words(WORDS).unwrap(), 7).unwrap();
-    assert!(
-        system.kernels(0).unwrap().compare_pattern(memory.words(WORDS).unwrap(), 7).unwrap().is_clean(),
-        "local reads are clean"
-    );
-    let seen = system.kernels(1).unwrap().compare_pattern(memory.words(WORDS).unwrap(), 7).unwrap();
+    let (_pool, memory) = granted_alloc(&system, 0, 1, BYTES);
+    fill_pattern(&system, 0, &memory, WORDS, 7).unwrap();
+    assert!(compare_pattern(&system, 0, &memory, WORDS, 7).unwrap().is_clean(), "local reads are clean");
+    let seen = compare_pattern(&system, 1, &memory, WORDS, 7).unwrap();
     assert_eq!((seen.mismatches, seen.first_mismatch), (BYTES as u64 / 4096, Some(0)));
     // The memory itself is intact: the damage happened on the wire.
     let words = memory.read_words(1).unwrap();
@@ -34,18 +29,14 @@ fn corrupt_link_damages_reads_flowing_0_to_1() {
 fn corrupt_link_damages_writes_flowing_0_to_1_only() {
     let (_, system) = sim(catalog_topology("corrupt_link_pair").unwrap());
     // gpu0 writes gpu1's memory: flows 0 -> 1, corrupt.
-    let on1 = system.create_pool(1, PoolOptions::default()).unwrap();
-    grant(&system, &on1, 0).unwrap();
-    let remote = system.alloc(on1.as_ref(), BYTES).unwrap();
-    system.kernels(0).unwrap().fill(remote.words(WORDS).unwrap(), 8).unwrap();
-    let seen = system.kernels(1).unwrap().compare_pattern(remote.words(WORDS).unwrap(), 8).unwrap();
+    let (_on1, remote) = granted_alloc(&system, 1, 0, BYTES);
+    fill_pattern(&system, 0, &remote, WORDS, 8).unwrap();
+    let seen = compare_pattern(&system, 1, &remote, WORDS, 8).unwrap();
     assert_eq!(seen.mismatches, BYTES as u64 / 4096);
     // gpu1 writes and reads gpu0's memory... reads flow 0 -> 1 (corrupt), writes 1 -> 0 (clean).
-    let on0 = system.create_pool(0, PoolOptions::default()).unwrap();
-    grant(&system, &on0, 1).unwrap();
-    let other = system.alloc(on0.as_ref(), BYTES).unwrap();
-    system.kernels(1).unwrap().fill(other.words(WORDS).unwrap(), 9).unwrap();
-    assert!(system.kernels(0).unwrap().compare_pattern(other.words(WORDS).unwrap(), 9).unwrap().is_clean());
+    let (_on0, other) = granted_alloc(&system, 0, 1, BYTES);
+    fill_pattern(&system, 1, &other, WORDS, 9).unwrap();
+    assert!(compare_pattern(&system, 0, &other, WORDS, 9).unwrap().is_clean());
 }
 
 #[test]
@@ -80,11 +71,9 @@ fn dropping_link_loses_bytes_of_writes() {
     let mut topology = Topology::two_h200();
     topology.set_fault(1, 0, Some(LinkFault { period: 1000, ..LinkFault::drop_bytes() }));
     let (_, system) = sim(topology);
-    let pool = system.create_pool(0, PoolOptions::default()).unwrap();
-    grant(&system, &pool, 1).unwrap();
-    let memory = system.alloc(pool.as_ref(), BYTES).unwrap();
+    let (_pool, memory) = granted_alloc(&system, 0, 1, BYTES);
     memory.write(&vec![0xAA; BYTES]).unwrap();
-    system.kernels(1).unwrap().fill(memory.words(WORDS).unwrap(), 3).unwrap();
+    fill_pattern(&system, 1, &memory, WORDS, 3).unwrap();
     let mut bytes = vec![0u8; BYTES];
     memory.read(&mut bytes).unwrap();
     for (i, b) in bytes.iter().enumerate() {

@@ -2,7 +2,7 @@
 #![allow(dead_code)] // each test crate uses a different subset
 
 use peerpool::driver::{Access, AccessDesc, DevicePtr};
-use peerpool::{CudaError, DeviceSlice, OwnedPool, System};
+use peerpool::{Allocation, CudaError, DeviceSlice, OwnedPool, PatternComparison, PoolOptions, System};
 use peerpool_sim::{SimDriver, Topology};
 use std::sync::Arc;
 
@@ -18,6 +18,36 @@ pub fn grant(system: &System, pool: &OwnedPool, device: usize) -> Result<(), Cud
     let rw = [AccessDesc { device: device as i32, access: Access::ReadWrite }];
     // SAFETY: the pool is alive while borrowed.
     unsafe { system.driver().mem_pool_set_access(pool.handle(), &rw) }
+}
+
+/// A pool on `owner`, granted read-write to `peer`, and `bytes` allocated from it.
+pub fn granted_alloc(system: &System, owner: usize, peer: usize, bytes: usize) -> (OwnedPool, Allocation) {
+    let pool = system.create_pool(owner, PoolOptions::default()).unwrap();
+    grant(system, &pool, peer).unwrap();
+    let memory = system.alloc(pool.as_ref(), bytes).unwrap();
+    (pool, memory)
+}
+
+/// `device`'s kernels fill the first `words` words of `memory` with `seed`'s pattern.
+pub fn fill_pattern(
+    system: &System,
+    device: usize,
+    memory: &Allocation,
+    words: u64,
+    seed: u32,
+) -> peerpool::Result<()> {
+    system.kernels(device)?.fill(memory.words(words)?, seed)
+}
+
+/// `device`'s kernels compare the first `words` words of `memory` with `seed`'s pattern.
+pub fn compare_pattern(
+    system: &System,
+    device: usize,
+    memory: &Allocation,
+    words: u64,
+    seed: u32,
+) -> peerpool::Result<PatternComparison> {
+    system.kernels(device)?.compare_pattern(memory.words(words)?, seed)
 }
 
 /// `words` 32-bit words at `ptr`, for a kernel on the simulator, which checks every range (a
