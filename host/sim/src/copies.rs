@@ -3,6 +3,7 @@
 
 use super::memory::apply_fault;
 use super::state::{SimResult, State};
+use super::topology::LinkFault;
 use peerpool::CudaCode;
 use peerpool::driver::PeerCopy;
 
@@ -66,27 +67,24 @@ pub(super) fn memset(s: &mut State, device: usize, dst: u64, unit: &[u8], count:
         return Err(CudaCode::CUDA_ERROR_INVALID_VALUE.into());
     }
     let owner = s.check_engine(device, dst, bytes as u64)?;
-    let mut data: Vec<u8> = unit.iter().copied().cycle().take(bytes).collect();
-    let fault = s.topo.fault(device, owner);
-    if let Some((block, offset)) = s.memory.span(dst, bytes as u64) {
-        block.backing().with(offset, bytes, |target| {
-            if let Some(fault) = fault {
-                apply_fault(fault, &mut data, Some(target));
-            }
-            target.copy_from_slice(&data);
-        });
-    }
+    let data: Vec<u8> = unit.iter().copied().cycle().take(bytes).collect();
+    land(s, dst, data, s.topo.fault(device, owner));
     Ok(())
 }
 
 /// Copies `bytes` from `src` to `dst` (both checked), through the link between their devices.
 fn copy(s: &mut State, dst: u64, src: u64, bytes: usize) {
     let Some((from, offset)) = s.memory.span(src, bytes as u64) else { return };
-    let (src_device, mut data) = (from.device, from.read(offset, bytes));
+    let (src_device, data) = (from.device, from.read(offset, bytes));
     let dst_device = s.memory.find(dst).map_or(src_device, |b| b.device);
-    let fault = s.topo.fault(src_device, dst_device);
-    if let Some((to, offset)) = s.memory.span(dst, bytes as u64) {
-        to.backing().with(offset, bytes, |target| {
+    land(s, dst, data, s.topo.fault(src_device, dst_device));
+}
+
+/// Writes `data` at `dst` (checked), damaged on the way where the link has a `fault`.
+fn land(s: &State, dst: u64, mut data: Vec<u8>, fault: Option<LinkFault>) {
+    let bytes = data.len();
+    if let Some((block, offset)) = s.memory.span(dst, bytes as u64) {
+        block.backing().with(offset, bytes, |target| {
             if let Some(fault) = fault {
                 apply_fault(fault, &mut data, Some(target));
             }

@@ -67,6 +67,23 @@ pub(super) fn device_of(s: &State, header: &Header) -> SimResult<usize> {
     if device < s.count() { Ok(device) } else { fail(CudaCode::CUDA_ERROR_INVALID_DEVICE) }
 }
 
+/// The file an imported `handle` of `blob` names, with its header and the device it names here.
+/// A handle to something other than `kind`, or of a type its exporter did not allow, is invalid.
+pub(super) fn open_import(
+    s: &State,
+    handle: ExportedHandleRef<'_>,
+    blob: Blob,
+    kind: Kind,
+) -> SimResult<(SharedFile, Header, usize)> {
+    let Some(file) = handles::open(handle, blob) else { return invalid() };
+    let header = file.header();
+    if header.kind != kind || !header.handle_types.contains(handle.kind().bits()) {
+        return invalid();
+    }
+    let device = device_of(s, &header)?;
+    Ok((file, header, device))
+}
+
 /// The pool's file, made on first use.
 fn pool_file(s: &mut State, id: usize) -> SimResult<Arc<SharedFile>> {
     if let Some(file) = s.shares.pool_files.get(&id) {
@@ -91,12 +108,7 @@ pub(super) fn pool_export(s: &mut State, pool: u64, kind: HandleKind) -> SimResu
 
 /// `cuMemPoolImportFromShareableHandle`: a new pool here, read-write for its owner only.
 pub(super) fn pool_import(s: &mut State, handle: ExportedHandleRef<'_>) -> SimResult<u64> {
-    let Some(file) = handles::open(handle, Blob::FabricPool) else { return invalid() };
-    let header = file.header();
-    if header.kind != Kind::Pool || !header.handle_types.contains(handle.kind().bits()) {
-        return invalid();
-    }
-    let device = device_of(s, &header)?;
+    let (file, header, device) = open_import(s, handle, Blob::FabricPool, Kind::Pool)?;
     let id = s.new_pool(device, header.handle_types, 0);
     s.shares.imported_pools.insert(id, file.nonce());
     Ok(s.pools[id].handle)

@@ -613,6 +613,11 @@ mod tests {
         Latencies { context_serial: Serial { device: true, process: true, machine: false }, ..Latencies::default() }
     }
 
+    /// A context creation on `device`: 100 ns under its context lock.
+    fn ctx(device: usize) -> Cost {
+        Cost::on(100, vec![]).locked(Lock::Context, vec![device])
+    }
+
     #[test]
     fn the_committed_calibration_parses_and_unknown_fields_are_refused() {
         let h200 = Latencies::h200();
@@ -657,7 +662,6 @@ mod tests {
     #[test]
     fn context_creation_serialises_per_process_and_per_device() {
         let mut machine = Machine::new(model(), 2);
-        let ctx = |d| Cost::on(100, vec![]).locked(Lock::Context, vec![d]);
         let mut parent = ProcessTime::new(0, 2);
         parent.advance(&mut machine, &ctx(0));
         // The same process, another thread, another device: libcuda's lock makes it wait.
@@ -681,7 +685,6 @@ mod tests {
     #[test]
     fn work_ready_earlier_takes_an_earlier_gap_whatever_the_order_it_is_made_in() {
         let mut machine = Machine::new(model(), 2);
-        let ctx = |d| Cost::on(100, vec![]).locked(Lock::Context, vec![d]);
         // Child A creates contexts on 0 then 1; child B, simulated after A, on 1 then 0.
         let mut a = ProcessTime::new(0, 2);
         a.advance(&mut machine, &ctx(0));

@@ -6,7 +6,7 @@
 
 use super::handles::{self, Blob};
 use super::memory::{Backing, GRANULE, Origin};
-use super::share::{Physical, device_of, fail, invalid};
+use super::share::{Physical, fail, invalid, open_import};
 use super::shared_file::{Header, Kind};
 use super::state::{Fail, SimResult, State};
 use peerpool::CudaCode;
@@ -169,12 +169,7 @@ pub(super) fn export(s: &mut State, handle: u64, kind: HandleKind) -> SimResult<
 
 /// `cuMemImportFromShareableHandle`: a new handle here to the exporter's live allocation.
 pub(super) fn import(s: &mut State, handle: ExportedHandleRef<'_>) -> SimResult<u64> {
-    let Some(file) = handles::open(handle, Blob::FabricAllocation) else { return invalid() };
-    let header = file.header();
-    if header.kind != Kind::Allocation || !header.handle_types.contains(handle.kind().bits()) {
-        return invalid();
-    }
-    let device = device_of(s, &header)?;
+    let (file, header, device) = open_import(s, handle, Blob::FabricAllocation, Kind::Allocation)?;
     let (size, handle_types, backing) = (file.len() as u64, header.handle_types, Backing::mapped(file));
     let minted = s.mint();
     let physical = Physical { device, size, handle_types, backing, refs: 1, mappings: 0, imported: true };
