@@ -175,16 +175,24 @@ fn facts() -> ExitCode {
             println!("peerpool: the CUDA driver is installed but reports no GPU.");
             exit::code(exit::NO_GPU)
         }
-        Ok(system) => match system.facts() {
-            Ok(facts) => {
-                print!("{}", facts.render());
-                exit::code(exit::SUCCESS)
-            }
-            Err(e) => {
-                eprintln!("peerpool: reading the driver's facts failed: {e}");
-                exit::code(exit::FAILURE)
-            }
-        },
+        Ok(system) => finish(system.facts(), "peerpool: reading the driver's facts failed", |facts| {
+            print!("{}", facts.render());
+        }),
+    }
+}
+
+/// `SUCCESS` once `shown` has shown what `result` holds, or `FAILURE` with `failed: error` on
+/// stderr.
+fn finish<T, E: std::fmt::Display>(result: Result<T, E>, failed: &str, shown: impl FnOnce(T)) -> ExitCode {
+    match result {
+        Ok(value) => {
+            shown(value);
+            exit::code(exit::SUCCESS)
+        }
+        Err(e) => {
+            eprintln!("{failed}: {e}");
+            exit::code(exit::FAILURE)
+        }
     }
 }
 
@@ -221,16 +229,8 @@ fn bench(out: PathBuf, options: peerpool::bench::BenchOptions) -> ExitCode {
         println!("{ratio:>8.3}  {name}");
     }
     let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string());
-    match json.and_then(|json| out.write("bench.json", json.as_bytes()).map_err(|e| e.to_string())) {
-        Ok(path) => {
-            println!("wrote {}", path.display());
-            exit::code(exit::SUCCESS)
-        }
-        Err(e) => {
-            eprintln!("peerpool bench: writing bench.json: {e}");
-            exit::code(exit::FAILURE)
-        }
-    }
+    let written = json.and_then(|json| out.write("bench.json", json.as_bytes()).map_err(|e| e.to_string()));
+    finish(written, "peerpool bench: writing bench.json", |path| println!("wrote {}", path.display()))
 }
 
 fn topologies() -> ExitCode {

@@ -23,48 +23,50 @@ fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
-fn topology_file(name: &str, text: &str) -> std::path::PathBuf {
+/// `check` on a topology file of `text`, removed afterwards.
+fn check_text(name: &str, text: &str) -> (Output, Duration) {
     let path = std::env::temp_dir().join(format!("peerpool-cli-{name}-{}.toml", std::process::id()));
     std::fs::write(&path, text).unwrap();
-    path
+    let checked = check(path.to_str().unwrap());
+    std::fs::remove_file(&path).unwrap();
+    checked
+}
+
+/// Refused as bad input (exit status 2), with each of `phrases` on stderr.
+fn assert_refused(output: &Output, phrases: &[&str]) {
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(output));
+    for phrase in phrases {
+        assert!(stderr(output).contains(phrase), "{phrase:?} not in: {}", stderr(output));
+    }
 }
 
 #[test]
 fn a_missing_file_is_reported_as_missing() {
     let (output, _) = check("./no-such-topology.toml");
-    assert_eq!(output.status.code(), Some(2));
-    assert!(stderr(&output).contains("topology file ./no-such-topology.toml does not exist"), "{}", stderr(&output));
+    assert_refused(&output, &["topology file ./no-such-topology.toml does not exist"]);
 }
 
 #[test]
 fn an_unknown_catalog_name_lists_the_catalog() {
     let (output, _) = check("no_such_machine");
-    assert_eq!(output.status.code(), Some(2));
-    assert!(stderr(&output).contains("no such catalog topology"), "{}", stderr(&output));
-    assert!(stderr(&output).contains("sixteen_gpu_nvswitch"), "{}", stderr(&output));
+    assert_refused(&output, &["no such catalog topology", "sixteen_gpu_nvswitch"]);
 }
 
 #[test]
 fn out_of_range_numbers_are_bad_input_not_a_panic() {
-    let path = topology_file(
+    let (output, _) = check_text(
         "sms",
         "name = \"t\"\n[[devices]]\ncount = 2\nname = \"X\"\nmemory_mib = 64\nsms = 536870912\ncompute_capability = [9, 0]\n",
     );
-    let (output, _) = check(path.to_str().unwrap());
-    std::fs::remove_file(&path).unwrap();
-    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
-    assert!(stderr(&output).contains("sms = 536870912"), "{}", stderr(&output));
+    assert_refused(&output, &["sms = 536870912"]);
 }
 
 #[test]
 fn more_gpus_than_check_takes_are_refused_at_once() {
-    let path = topology_file(
+    let (output, took) = check_text(
         "count",
         "name = \"t\"\n[[devices]]\ncount = 1000\nname = \"X\"\nmemory_mib = 64\nsms = 1\ncompute_capability = [9, 0]\n",
     );
-    let (output, took) = check(path.to_str().unwrap());
-    std::fs::remove_file(&path).unwrap();
-    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
-    assert!(stderr(&output).contains("at most 128"), "{}", stderr(&output));
+    assert_refused(&output, &["at most 128"]);
     assert!(took < Duration::from_secs(10), "took {took:?}");
 }
