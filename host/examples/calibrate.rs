@@ -32,23 +32,15 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
+mod samples;
+
+use samples::{median, micros};
+
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
 /// Wall-clock nanoseconds since the epoch: comparable between processes on one machine.
 fn epoch() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
-}
-
-fn us(t: Instant) -> f64 {
-    t.elapsed().as_secs_f64() * 1e6
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 fn main() {
@@ -465,23 +457,23 @@ fn pool_costs(system: &System, model: &mut Latencies) -> Res<Value> {
         let pool = system.create_pool(0, PoolOptions::default())?;
         let t = Instant::now();
         let a = system.alloc(pool.as_ref(), 1 << 20)?;
-        s.entry("alloc_first_no_peer").or_default().push(us(t));
+        s.entry("alloc_first_no_peer").or_default().push(micros(t));
         let t = Instant::now();
         let b = system.alloc(pool.as_ref(), 1 << 20)?;
-        s.entry("alloc_later").or_default().push(us(t));
+        s.entry("alloc_later").or_default().push(micros(t));
         drop((a, b));
         pool.destroy()?;
         // Grant, then allocate.
         let pool = system.create_pool(0, PoolOptions::default())?;
         let t = Instant::now();
         unsafe { driver.mem_pool_set_access(pool.handle(), &rw) }?;
-        s.entry("grant_empty").or_default().push(us(t));
+        s.entry("grant_empty").or_default().push(micros(t));
         let t = Instant::now();
         unsafe { driver.mem_pool_set_access(pool.handle(), &rw) }?;
-        s.entry("grant_unchanged").or_default().push(us(t));
+        s.entry("grant_unchanged").or_default().push(micros(t));
         let t = Instant::now();
         let a = system.alloc(pool.as_ref(), 1 << 20)?;
-        s.entry("alloc_first_after_grant").or_default().push(us(t));
+        s.entry("alloc_first_after_grant").or_default().push(micros(t));
         drop(a);
         pool.destroy()?;
         // Allocate, then grant.
@@ -489,7 +481,7 @@ fn pool_costs(system: &System, model: &mut Latencies) -> Res<Value> {
         let a = system.alloc(pool.as_ref(), 1 << 20)?;
         let t = Instant::now();
         unsafe { driver.mem_pool_set_access(pool.handle(), &rw) }?;
-        s.entry("grant_over_live_first").or_default().push(us(t));
+        s.entry("grant_over_live_first").or_default().push(micros(t));
         drop(a);
         pool.destroy()?;
     }
@@ -517,10 +509,10 @@ fn live_bytes(system: &System, model: &mut Latencies) -> Res<Value> {
         for _ in 0..5 {
             let t = Instant::now();
             unsafe { driver.mem_pool_set_access(pool.handle(), &none) }?;
-            revoke.push(us(t));
+            revoke.push(micros(t));
             let t = Instant::now();
             unsafe { driver.mem_pool_set_access(pool.handle(), &rw) }?;
-            grant.push(us(t));
+            grant.push(micros(t));
         }
         points.insert(gib, (median(grant), median(revoke)));
         drop(live);
@@ -550,7 +542,7 @@ fn transfers(system: &System, model: &mut Latencies) -> Res<Value> {
         for _ in 0..5 {
             let t = Instant::now();
             f()?;
-            v.push(us(t));
+            v.push(micros(t));
         }
         Ok(median(v))
     };
@@ -611,7 +603,7 @@ fn mapping_threads(system: &System, model: &mut Latencies) -> Res<Value> {
                 [first, second.join().unwrap_or_else(|_| Err(peerpool::Error::InvalidArgument("thread".into())))]
             })
         };
-        let took = us(t);
+        let took = micros(t);
         if round % 2 == 0 {
             apart.push(took)
         } else {

@@ -24,18 +24,15 @@ const CHILD_ENV: &str = "PEERPOOL_IPC_BENCH_IMPORTER";
 const BYTES: usize = 4 << 20;
 const TIMEOUT: Duration = Duration::from_secs(25);
 
+mod samples;
+
+use samples::micros;
+
 type Failure = Box<dyn std::error::Error>;
 
-fn micros(start: Instant) -> f64 {
-    start.elapsed().as_secs_f64() * 1e6
-}
-
-fn median(mut v: Vec<f64>) -> Value {
-    if v.is_empty() {
-        return Value::Null;
-    }
-    v.sort_by(f64::total_cmp);
-    json!(v[v.len() / 2])
+/// The median of `v` in the report: null for no samples.
+fn median(v: Vec<f64>) -> Value {
+    json!(samples::median(v))
 }
 
 fn main() -> ExitCode {
