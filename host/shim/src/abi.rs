@@ -182,11 +182,20 @@ pub(crate) unsafe fn access_descs(map: *const sys::CUmemAccessDesc, count: usize
 /// # Safety
 /// A non-null `location` is valid for a read.
 pub(crate) unsafe fn location_device(location: *const sys::CUmemLocation) -> Result<i32, CUresult> {
-    if location.is_null() {
+    // SAFETY: the caller's; the mirror has the location's layout.
+    unsafe { read_as::<_, Location>(location) }?.device()
+}
+
+/// `*ptr` read through its mirror `M`; a null `ptr` is `CUDA_ERROR_INVALID_VALUE`.
+///
+/// # Safety
+/// A non-null `ptr` is valid for a read, and `M` has `T`'s layout.
+unsafe fn read_as<T, M>(ptr: *const T) -> Result<M, CUresult> {
+    if ptr.is_null() {
         return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
     }
-    // SAFETY: the caller's; the mirror has the location's layout.
-    unsafe { location.cast::<Location>().read() }.device()
+    // SAFETY: the caller's.
+    Ok(unsafe { ptr.cast::<M>().read() })
 }
 
 /// `CUmemPoolProps` of a pinned device pool.
@@ -194,11 +203,8 @@ pub(crate) unsafe fn location_device(location: *const sys::CUmemLocation) -> Res
 /// # Safety
 /// A non-null `props` is valid for a read.
 pub(crate) unsafe fn pool_props(props: *const sys::CUmemPoolProps) -> Result<PoolProps, CUresult> {
-    if props.is_null() {
-        return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
-    }
     // SAFETY: the caller's; the mirror has the struct's layout (tested below).
-    let raw = unsafe { props.cast::<RawPoolProps>().read() };
+    let raw = unsafe { read_as::<_, RawPoolProps>(props) }?;
     if raw.alloc_type != PINNED {
         return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
     }
@@ -211,11 +217,8 @@ pub(crate) unsafe fn pool_props(props: *const sys::CUmemPoolProps) -> Result<Poo
 /// # Safety
 /// A non-null `prop` is valid for a read.
 pub(crate) unsafe fn allocation_props(prop: *const sys::CUmemAllocationProp) -> Result<AllocationProps, CUresult> {
-    if prop.is_null() {
-        return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
-    }
     // SAFETY: the caller's; the mirror has the struct's layout (tested below).
-    let raw = unsafe { prop.cast::<RawAllocationProp>().read() };
+    let raw = unsafe { read_as::<_, RawAllocationProp>(prop) }?;
     if raw.kind != PINNED {
         return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
     }
