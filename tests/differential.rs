@@ -714,39 +714,24 @@ fn scenario(system: &System, name: &str) -> Result<(), Failed> {
     compare(name, system.driver().clone(), sim, &ops)
 }
 
-#[machine_test(needs = Needs::gpus(2))]
-fn facts(system: &System) -> Result<(), Failed> {
-    scenario(system, "facts")
+/// A machine test named `$name` that runs scenario `$name`. One invocation a line: `line!()` in
+/// a macro's output is the invocation's line, and the registry orders trials by file and line
+/// (then name), so scenarios listed in one invocation would run in alphabetical order.
+macro_rules! scenario_test {
+    ($name:ident) => {
+        #[machine_test(needs = Needs::gpus(2))]
+        fn $name(system: &System) -> Result<(), Failed> {
+            scenario(system, stringify!($name))
+        }
+    };
 }
 
-#[machine_test(needs = Needs::gpus(2))]
-fn grants(system: &System) -> Result<(), Failed> {
-    scenario(system, "grants")
-}
-
-#[machine_test(needs = Needs::gpus(2))]
-fn pools(system: &System) -> Result<(), Failed> {
-    scenario(system, "pools")
-}
-
-#[machine_test(needs = Needs::gpus(2))]
-fn pointer_attributes(system: &System) -> Result<(), Failed> {
-    scenario(system, "pointer_attributes")
-}
-
-#[machine_test(needs = Needs::gpus(2))]
-fn copies(system: &System) -> Result<(), Failed> {
-    scenario(system, "copies")
-}
-
-#[machine_test(needs = Needs::gpus(2))]
-fn legacy_copies(system: &System) -> Result<(), Failed> {
-    scenario(system, "legacy_copies")
-}
-
-#[machine_test(needs = Needs::gpus(2))]
-fn without_context(system: &System) -> Result<(), Failed> {
-    scenario(system, "without_context")
-}
+scenario_test!(facts);
+scenario_test!(grants);
+scenario_test!(pools);
+scenario_test!(pointer_attributes);
+scenario_test!(copies);
+scenario_test!(legacy_copies);
+scenario_test!(without_context);
 
 peerpool_fixtures::main!();
