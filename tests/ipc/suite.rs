@@ -176,6 +176,21 @@ fn path_of(kind: Kind) -> fn(&SharingPath) -> bool {
     }
 }
 
+/// Seeds `source`, exports it as `request` (by `kind`'s path) and sends the export to an
+/// importer in `role`: the export, to keep alive, and the importer's report.
+fn seeded_import(
+    pair: &Pair,
+    source: &Source,
+    kind: Kind,
+    request: ShareRequest,
+    role: Role,
+) -> Result<(Exported, String), Failed> {
+    prepare(pair, source.as_slice(), Layout::SEED)?;
+    let exported = export(pair, source, request, path_of(kind))?;
+    let report = import_in_child(pair, role, |channel| Ok(exported.send(channel)?))?;
+    Ok((exported, report))
+}
+
 /// The exporter's own owner kernel finds `seed` in the data.
 fn exporter_sees(pair: &Pair, buffer: DeviceSlice<'_>, seed: u32) -> Result<(), Failed> {
     let seen = pair.system.with_kernels(pair.owner, |k| k.compare_pattern(Layout::data(buffer)?, seed))?;
@@ -184,9 +199,7 @@ fn exporter_sees(pair: &Pair, buffer: DeviceSlice<'_>, seed: u32) -> Result<(), 
 
 fn read_write_add(pair: &Pair, kind: Kind, request: ShareRequest) -> Result<(), Failed> {
     let source = Source::new(pair, kind, request.handle.bits())?;
-    prepare(pair, source.as_slice(), Layout::SEED)?;
-    let exported = export(pair, &source, request, path_of(kind))?;
-    let report = import_in_child(pair, Role::ReadWriteAdd, |channel| Ok(exported.send(channel)?))?;
+    let (_exported, report) = seeded_import(pair, &source, kind, request, Role::ReadWriteAdd)?;
     ensure(report == "ok", || format!("importer: {report}"))?;
     exporter_sees(pair, source.as_slice(), Layout::WRITTEN)?;
     let mut counters = vec![0u8; Layout::SLOTS as usize * 4];
@@ -203,9 +216,7 @@ fn read_write_add(pair: &Pair, kind: Kind, request: ShareRequest) -> Result<(), 
 
 fn ungranted(pair: &Pair, kind: Kind) -> Result<(), Failed> {
     let source = Source::new(pair, kind, HandleKinds::POSIX_FD)?;
-    prepare(pair, source.as_slice(), Layout::SEED)?;
-    let exported = export(pair, &source, FD, path_of(kind))?;
-    let report = import_in_child(pair, Role::Ungranted, |channel| Ok(exported.send(channel)?))?;
+    let (_exported, report) = seeded_import(pair, &source, kind, FD, Role::Ungranted)?;
     // The fault surfaces at the launch's synchronise on the H200s (`HARDWARE.md`).
     let faulted = report.starts_with("cuda: ") && report.ends_with("CUDA_ERROR_ILLEGAL_ADDRESS sticky=true");
     ensure(faulted, || format!("expected the importer's accessor kernel to fault, got: {report}"))?;
@@ -224,18 +235,14 @@ fn legacy(pair: &Pair) -> Result<(), Failed> {
         })?;
     }
     let source = Source::new(pair, Kind::Legacy, HandleKinds::NONE)?;
-    prepare(pair, source.as_slice(), Layout::SEED)?;
-    let exported = export(pair, &source, FD, path_of(Kind::Legacy))?;
-    let report = import_in_child(pair, Role::Legacy, |channel| Ok(exported.send(channel)?))?;
+    let (_exported, report) = seeded_import(pair, &source, Kind::Legacy, FD, Role::Legacy)?;
     ensure(report == "ok", || format!("importer: {report}"))?;
     exporter_sees(pair, source.as_slice(), Layout::WRITTEN)
 }
 
 fn closed(pair: &Pair) -> Result<(), Failed> {
     let source = Source::new(pair, Kind::Pool, HandleKinds::POSIX_FD)?;
-    prepare(pair, source.as_slice(), Layout::SEED)?;
-    let exported = export(pair, &source, FD, path_of(Kind::Pool))?;
-    let report = import_in_child(pair, Role::Closed, |channel| Ok(exported.send(channel)?))?;
+    let (_exported, report) = seeded_import(pair, &source, Kind::Pool, FD, Role::Closed)?;
     ensure(report == "ok", || format!("importer: {report}"))?;
     exporter_sees(pair, source.as_slice(), Layout::SEED)
 }
