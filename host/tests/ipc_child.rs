@@ -48,13 +48,20 @@ fn child_channel(role: &str) -> Option<Channel> {
     Some(channel.with_peer(PeerCheck::pid(std::os::unix::process::parent_id())))
 }
 
-#[test]
-fn child_receives_an_fd_over_an_inherited_socketpair() {
+/// In the parent: a connected pair, the parent's end waiting at most `PATIENCE`, the other end
+/// for a child. `None` in a child.
+fn parent_channel() -> Option<(Channel, Channel)> {
     if std::env::var_os(ROLE).is_some() {
-        return;
+        return None;
     }
     let (parent, end) = Channel::pair().unwrap();
     parent.set_timeout(PATIENCE).unwrap();
+    Some((parent, end))
+}
+
+#[test]
+fn child_receives_an_fd_over_an_inherited_socketpair() {
+    let Some((parent, end)) = parent_channel() else { return };
     let (reader, writer) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).unwrap();
     let child = spawn_role("role_prove_receipt", end);
     let child_pid = child.id();
@@ -86,11 +93,7 @@ fn role_prove_receipt() {
 
 #[test]
 fn child_out_of_fds_reports_truncation() {
-    if std::env::var_os(ROLE).is_some() {
-        return;
-    }
-    let (parent, end) = Channel::pair().unwrap();
-    parent.set_timeout(PATIENCE).unwrap();
+    let Some((parent, end)) = parent_channel() else { return };
     let child = spawn_role("role_out_of_fds", end);
     // Wait until the child has lowered its fd limit, then send it an fd it cannot take.
     assert_eq!(parent.recv().unwrap().bytes, b"ready");

@@ -2,10 +2,10 @@
 //! (this test binary re-executed, one `role_*` test selected): a reply comes back, a dead child
 //! reads as a closed peer at once, and a hung child is killed at its timeout.
 
-use peerpool::ipc::{IpcError, PeerCheck, inherited_channel, spawn_with_channel, wait_or_kill};
+use peerpool::ipc::{Channel, IpcError, PeerCheck, inherited_channel, spawn_with_channel, wait_or_kill};
 use rustix::fd::AsFd;
 use std::io::Write;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 const ROLE: &str = "PEERPOOL_IPC_PROCESS_ROLE";
@@ -16,17 +16,24 @@ fn child(role: &str) -> Command {
     command
 }
 
+/// A child running `role` over a channel that times out after `timeout`; `None` in a child
+/// itself, where only its own role runs.
+fn spawn_role(role: &str, timeout: Duration) -> Option<(Channel, Child)> {
+    if std::env::var_os(ROLE).is_some() {
+        return None;
+    }
+    let (channel, process) = spawn_with_channel(child(role)).unwrap();
+    channel.set_timeout(Some(timeout)).unwrap();
+    Some((channel, process))
+}
+
 fn is_role(role: &str) -> bool {
     std::env::var(ROLE).is_ok_and(|r| r == role)
 }
 
 #[test]
 fn a_child_replies_over_its_inherited_channel() {
-    if std::env::var_os(ROLE).is_some() {
-        return;
-    }
-    let (channel, mut process) = spawn_with_channel(child("role_reply")).unwrap();
-    channel.set_timeout(Some(Duration::from_secs(20))).unwrap();
+    let Some((channel, mut process)) = spawn_role("role_reply", Duration::from_secs(20)) else { return };
     let (reader, writer) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).unwrap();
     channel.send(b"write here", &[writer.as_fd()]).unwrap();
     drop(writer);
@@ -53,11 +60,7 @@ fn role_reply() {
 
 #[test]
 fn a_dead_child_reads_as_closed_at_once() {
-    if std::env::var_os(ROLE).is_some() {
-        return;
-    }
-    let (channel, mut process) = spawn_with_channel(child("role_exit")).unwrap();
-    channel.set_timeout(Some(Duration::from_secs(20))).unwrap();
+    let Some((channel, mut process)) = spawn_role("role_exit", Duration::from_secs(20)) else { return };
     let start = Instant::now();
     assert_eq!(channel.recv().unwrap_err(), IpcError::PeerClosed);
     assert!(start.elapsed() < Duration::from_secs(15), "not a timeout");
@@ -73,11 +76,7 @@ fn role_exit() {
 
 #[test]
 fn a_hung_child_is_killed_at_its_timeout() {
-    if std::env::var_os(ROLE).is_some() {
-        return;
-    }
-    let (channel, mut process) = spawn_with_channel(child("role_hang")).unwrap();
-    channel.set_timeout(Some(Duration::from_millis(200))).unwrap();
+    let Some((channel, mut process)) = spawn_role("role_hang", Duration::from_millis(200)) else { return };
     assert!(matches!(channel.recv(), Err(IpcError::TimedOut { .. })));
     let start = Instant::now();
     assert_eq!(wait_or_kill(&mut process, Duration::from_millis(300)).unwrap(), None);

@@ -20,7 +20,13 @@ fn request(handle: HandleKind, allow_staging: bool) -> ShareRequest {
 }
 
 const FD: ShareRequest = ShareRequest { handle: HandleKind::PosixFd, allow_staging: false };
-const FABRIC: ShareRequest = ShareRequest { handle: HandleKind::Fabric, allow_staging: false };
+
+/// Memory of provenance `from` shares as `handle` only by a staged copy (for `why`): refused
+/// without staging, staged with it.
+fn assert_staged_only(from: Provenance, handle: HandleKind, why: NoExport) {
+    assert_eq!(choose_path(from, request(handle, false)), Err(SharingError::NotExportable { handle, why }));
+    assert_eq!(choose_path(from, request(handle, true)), Ok(SharingPath::StagedCopy { handle, why }));
+}
 
 // classify: one test per row of the table.
 
@@ -130,15 +136,7 @@ fn legacy_memory_for_an_fd_request_uses_a_legacy_handle() {
 
 #[test]
 fn legacy_memory_for_a_fabric_request_needs_staging() {
-    let legacy = Provenance::LegacyIpc { device: 0 };
-    assert_eq!(
-        choose_path(legacy, FABRIC),
-        Err(SharingError::NotExportable { handle: HandleKind::Fabric, why: NoExport::LegacyOnly })
-    );
-    assert_eq!(
-        choose_path(legacy, request(HandleKind::Fabric, true)),
-        Ok(SharingPath::StagedCopy { handle: HandleKind::Fabric, why: NoExport::LegacyOnly })
-    );
+    assert_staged_only(Provenance::LegacyIpc { device: 0 }, HandleKind::Fabric, NoExport::LegacyOnly);
 }
 
 #[test]
@@ -158,11 +156,7 @@ fn exportable_pool_with_the_wanted_type_is_exported() {
 fn fabric_only_pool_for_an_fd_request_needs_staging() {
     let pool = Provenance::ExportablePool { pool: POOL, device: 0, handle_types: HandleKinds::FABRIC };
     let why = NoExport::HandleTypeMissing { available: HandleKinds::FABRIC };
-    assert_eq!(choose_path(pool, FD), Err(SharingError::NotExportable { handle: HandleKind::PosixFd, why }));
-    assert_eq!(
-        choose_path(pool, request(HandleKind::PosixFd, true)),
-        Ok(SharingPath::StagedCopy { handle: HandleKind::PosixFd, why })
-    );
+    assert_staged_only(pool, HandleKind::PosixFd, why);
     let text = choose_path(pool, FD).unwrap_err().to_string();
     assert_eq!(
         text,
@@ -174,14 +168,7 @@ fn fabric_only_pool_for_an_fd_request_needs_staging() {
 fn private_pool_needs_staging() {
     let pool = Provenance::PrivatePool { pool: POOL, device: 0 };
     for handle in [HandleKind::PosixFd, HandleKind::Fabric] {
-        assert_eq!(
-            choose_path(pool, request(handle, false)),
-            Err(SharingError::NotExportable { handle, why: NoExport::PrivatePool })
-        );
-        assert_eq!(
-            choose_path(pool, request(handle, true)),
-            Ok(SharingPath::StagedCopy { handle, why: NoExport::PrivatePool })
-        );
+        assert_staged_only(pool, handle, NoExport::PrivatePool);
     }
 }
 
@@ -200,22 +187,14 @@ fn virtual_memory_with_the_wanted_type_is_exported() {
 fn virtual_memory_with_other_types_only_needs_staging() {
     let vmm = Provenance::VirtualMemory { device: 0, handle_types: HandleKinds::POSIX_FD };
     let why = NoExport::HandleTypeMissing { available: HandleKinds::POSIX_FD };
-    assert_eq!(choose_path(vmm, FABRIC), Err(SharingError::NotExportable { handle: HandleKind::Fabric, why }));
-    assert_eq!(
-        choose_path(vmm, request(HandleKind::Fabric, true)),
-        Ok(SharingPath::StagedCopy { handle: HandleKind::Fabric, why })
-    );
+    assert_staged_only(vmm, HandleKind::Fabric, why);
 }
 
 #[test]
 fn virtual_memory_without_types_needs_staging() {
     let vmm = Provenance::VirtualMemory { device: 0, handle_types: HandleKinds::NONE };
     let why = NoExport::PrivateVirtualMemory;
-    assert_eq!(choose_path(vmm, FD), Err(SharingError::NotExportable { handle: HandleKind::PosixFd, why }));
-    assert_eq!(
-        choose_path(vmm, request(HandleKind::PosixFd, true)),
-        Ok(SharingPath::StagedCopy { handle: HandleKind::PosixFd, why })
-    );
+    assert_staged_only(vmm, HandleKind::PosixFd, why);
 }
 
 // sharing_path: the two steps together, errors included.

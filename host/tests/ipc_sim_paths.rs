@@ -73,7 +73,7 @@ fn legacy_ipc_refuses_pool_memory_and_opens_cu_mem_alloc_memory() {
         let mut imported = importer.system.import(&b, &[]).unwrap();
         assert_eq!((imported.kind(), imported.owner()), (ImportKind::Legacy, 0));
         let ptr = imported.ptr().unwrap();
-        assert!(importer.system.kernels(0).unwrap().compare_pattern(words(ptr, WORDS), 71).unwrap().is_clean());
+        assert!(importer.compare(0, ptr, WORDS, 71).unwrap().is_clean());
         importer.system.kernels(0).unwrap().fill(words(ptr, WORDS), 72).unwrap();
         assert!(host_sees(&legacy.read_words(128).unwrap(), 72), "the exporter sees the importer's writes");
         assert_eq!(imported.grant(0), Ok(Grant::OwnerAccess));
@@ -108,15 +108,7 @@ fn an_interior_legacy_range_travels_with_its_offset() {
         exporter.system.export(bytes(inner, 1024), FD).unwrap().send(&a).unwrap();
         let imported = importer.system.import(&b, &[]).unwrap();
         assert_eq!((imported.owner(), imported.len()), (1, 1024));
-        assert!(
-            importer
-                .system
-                .kernels(1)
-                .unwrap()
-                .compare_pattern(words(imported.ptr().unwrap(), 256), 81)
-                .unwrap()
-                .is_clean()
-        );
+        assert!(importer.compare(1, imported.ptr().unwrap(), 256, 81).unwrap().is_clean());
     });
 }
 
@@ -136,7 +128,7 @@ fn a_staged_copy_is_shared_when_the_memory_itself_cannot_be() {
         let imported = importer.system.import(&b, &[1]).unwrap();
         assert!(imported.is_staged_copy());
         let ptr = imported.ptr().unwrap();
-        assert!(importer.system.kernels(1).unwrap().compare_pattern(words(ptr, WORDS), 91).unwrap().is_clean());
+        assert!(importer.compare(1, ptr, WORDS, 91).unwrap().is_clean());
         // The importer writes the copy, not the original.
         importer.system.kernels(1).unwrap().fill(words(ptr, WORDS), 92).unwrap();
         assert!(host_sees(&copy.read_words(64).unwrap(), 92));
@@ -160,15 +152,7 @@ fn legacy_and_private_virtual_memory_are_staged_for_fabric_and_fd() {
         let (a, b) = channel();
         exported.send(&a).unwrap();
         let imported = importer.system.import(&b, &[]).unwrap();
-        assert!(
-            importer
-                .system
-                .kernels(0)
-                .unwrap()
-                .compare_pattern(words(imported.ptr().unwrap(), WORDS), 93)
-                .unwrap()
-                .is_clean()
-        );
+        assert!(importer.compare(0, imported.ptr().unwrap(), WORDS, 93).unwrap().is_clean());
 
         let private = exporter.system.alloc_virtual(1, BYTES, HandleKinds::NONE).unwrap();
         exporter.system.kernels(1).unwrap().fill(private.as_slice(), 94).unwrap();
@@ -177,14 +161,6 @@ fn legacy_and_private_virtual_memory_are_staged_for_fabric_and_fd() {
         exported.send(&a).unwrap();
         let imported = importer.system.import(&b, &[0]).unwrap();
         assert_eq!(imported.owner(), 1);
-        assert!(
-            importer
-                .system
-                .kernels(0)
-                .unwrap()
-                .compare_pattern(words(imported.ptr().unwrap(), WORDS), 94)
-                .unwrap()
-                .is_clean()
-        );
+        assert!(importer.compare(0, imported.ptr().unwrap(), WORDS, 94).unwrap().is_clean());
     });
 }

@@ -15,8 +15,7 @@ use peerpool::{CudaCode, Grant, PoolOptions};
 fn importer_kernels_on_owner_and_peer_read_write_and_add() {
     leak_checked(|| {
         let (exporter, importer) = (Process::new(), Process::new());
-        let (pool, memory) = exporter.filled_pool(0, 11);
-        let exported = exporter.system.export_allocation(&memory, FD).unwrap();
+        let (pool, memory, exported) = exporter.filled_export(0, 11);
         assert_eq!(exported.path(), SharingPath::PoolExport { pool: pool.handle(), handle: HandleKind::PosixFd });
         assert!(exported.fd().is_some() && exported.staged().is_none());
         let (to_importer, from_exporter) = channel();
@@ -26,8 +25,8 @@ fn importer_kernels_on_owner_and_peer_read_write_and_add() {
         let ptr = imported.ptr().unwrap();
 
         // Reads on both of the importer's GPUs see the exporter's bytes.
-        assert!(importer.system.kernels(0).unwrap().compare_pattern(words(ptr, WORDS), 11).unwrap().is_clean());
-        assert!(importer.system.kernels(1).unwrap().compare_pattern(words(ptr, WORDS), 11).unwrap().is_clean());
+        assert!(importer.compare(0, ptr, WORDS, 11).unwrap().is_clean());
+        assert!(importer.compare(1, ptr, WORDS, 11).unwrap().is_clean());
         // The peer GPU's writes reach the exporter, through its own kernel and the host.
         importer.system.kernels(1).unwrap().fill(words(ptr, WORDS), 12).unwrap();
         assert!(
@@ -63,9 +62,7 @@ fn imported_pointer_has_the_importers_pool_and_the_pools_handle_types() {
     leak_checked(|| {
         let (exporter, importer) = (Process::new(), Process::new());
         let (_pool, memory) = exporter.filled_pool(1, 3);
-        let (a, b) = channel();
-        exporter.system.export_allocation(&memory, FD).unwrap().send(&a).unwrap();
-        let imported = importer.system.import(&b, &[]).unwrap();
+        let imported = exporter.share(&memory, &importer);
         let ptr = imported.ptr().unwrap();
         let attribute = |a| importer.sim.pointer_get_attribute(ptr, a).unwrap();
         let imported_pool = attribute(PointerAttribute::MempoolHandle);
@@ -85,9 +82,7 @@ fn access_does_not_travel_and_an_ungranted_importer_faults_on_the_peer() {
         let (pool, memory) = exporter.filled_pool(0, 21);
         // The exporter's own grant stays in the exporter.
         exporter.system.grant(pool.as_ref(), 1).unwrap();
-        let (a, b) = channel();
-        exporter.system.export_allocation(&memory, FD).unwrap().send(&a).unwrap();
-        let mut imported = importer.system.import(&b, &[]).unwrap();
+        let mut imported = exporter.share(&memory, &importer);
         let ptr = imported.ptr().unwrap();
         // SAFETY: the imported pool lives until `imported` closes, after this borrow.
         let there = unsafe { importer.system.pool_of(ptr) }.unwrap().unwrap();
@@ -95,18 +90,18 @@ fn access_does_not_travel_and_an_ungranted_importer_faults_on_the_peer() {
 
         // A copy of the importer dies probing the peer GPU; the importer itself lives on.
         let probe = importer.fork();
-        let error = probe.system.kernels(1).unwrap().compare_pattern(words(ptr, WORDS), 21).unwrap_err();
+        let error = probe.compare(1, ptr, WORDS, 21).unwrap_err();
         assert!(error.is_sticky(), "{error}");
         assert_eq!(probe.sim.sticky_error(), Some(CudaCode::CUDA_ERROR_ILLEGAL_ADDRESS));
         drop(probe);
-        assert!(importer.system.kernels(0).unwrap().compare_pattern(words(ptr, WORDS), 21).unwrap().is_clean());
+        assert!(importer.compare(0, ptr, WORDS, 21).unwrap().is_clean());
 
         // Granting through the grant engine: typed outcomes, then the peer reads.
         assert_eq!(imported.grant(1).unwrap(), Grant::Granted { previous: Access::None });
         assert!(importer.system.evidence(0, 1).is_some(), "the importer verified the pair itself");
         assert_eq!(imported.grant(1).unwrap(), Grant::AlreadyGranted);
         assert_eq!(imported.grant(0).unwrap(), Grant::OwnerAccess);
-        assert!(importer.system.kernels(1).unwrap().compare_pattern(words(ptr, WORDS), 21).unwrap().is_clean());
+        assert!(importer.compare(1, ptr, WORDS, 21).unwrap().is_clean());
         // The importer's grant does not reach the exporter's table either.
         exporter.system.revoke(pool.as_ref(), 1).unwrap();
         assert_eq!(importer.system.pool_access(there, 1).unwrap(), Access::ReadWrite);
@@ -126,15 +121,7 @@ fn fabric_pool_offers_travel_without_fds() {
         let (a, b) = channel();
         exported.send(&a).unwrap();
         let imported = importer.system.import(&b, &[1]).unwrap();
-        assert!(
-            importer
-                .system
-                .kernels(1)
-                .unwrap()
-                .compare_pattern(words(imported.ptr().unwrap(), WORDS), 5)
-                .unwrap()
-                .is_clean()
-        );
+        assert!(importer.compare(1, imported.ptr().unwrap(), WORDS, 5).unwrap().is_clean());
         // A POSIX-fd request for a fabric-only pool has no path without staging.
         let refused = exporter.system.export_allocation(&memory, FD).unwrap_err();
         assert!(matches!(refused, ShareError::NoPath(_)), "{refused:?}");
@@ -175,9 +162,7 @@ fn importer_host_copies_and_imported_pools_refuse_new_allocations() {
     leak_checked(|| {
         let (exporter, importer) = (Process::new(), Process::new());
         let (_pool, memory) = exporter.filled_pool(0, 1);
-        let (a, b) = channel();
-        exporter.system.export_allocation(&memory, FD).unwrap().send(&a).unwrap();
-        let imported = importer.system.import(&b, &[]).unwrap();
+        let imported = exporter.share(&memory, &importer);
         imported.write_at(8, &[0xAB; 8]).unwrap();
         let mut there = [0u8; 16];
         memory.read(&mut there).unwrap();

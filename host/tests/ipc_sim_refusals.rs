@@ -66,8 +66,7 @@ fn garbage_export_data_is_refused_by_the_importing_driver() {
 fn fds_of_the_wrong_kind_are_refused_before_the_driver_sees_them() {
     leak_checked(|| {
         let (exporter, importer) = (Process::new(), Process::new());
-        let (_pool, memory) = exporter.filled_pool(0, 1);
-        let exported = exporter.system.export_allocation(&memory, FD).unwrap();
+        let (_pool, _memory, exported) = exporter.filled_export(0, 1);
         let offer = *exported.offer();
         let before = footprint(importer.stats());
         let (a, b) = channel();
@@ -101,8 +100,7 @@ fn fds_of_the_wrong_kind_are_refused_before_the_driver_sees_them() {
 fn a_closed_socket_and_a_stranger_are_typed_errors() {
     leak_checked(|| {
         let (exporter, importer) = (Process::new(), Process::new());
-        let (_pool, memory) = exporter.filled_pool(0, 1);
-        let exported = exporter.system.export_allocation(&memory, FD).unwrap();
+        let (_pool, _memory, exported) = exporter.filled_export(0, 1);
         let (a, b) = channel();
         drop(a);
         assert_eq!(importer.system.import(&b, &[]).unwrap_err(), ShareError::Channel(IpcError::PeerClosed));
@@ -125,8 +123,7 @@ fn a_closed_socket_and_a_stranger_are_typed_errors() {
 fn malformed_offers_and_bad_arguments_touch_nothing() {
     leak_checked(|| {
         let (exporter, importer) = (Process::new(), Process::new());
-        let (_pool, memory) = exporter.filled_pool(0, 1);
-        let exported = exporter.system.export_allocation(&memory, FD).unwrap();
+        let (_pool, memory, exported) = exporter.filled_export(0, 1);
         let offer = *exported.offer();
         let fd = exported.fd().unwrap();
         let before = footprint(importer.stats());

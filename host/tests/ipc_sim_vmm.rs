@@ -67,9 +67,9 @@ fn a_mapping_is_reachable_only_where_access_was_set() {
     d.mem_set_access(base, MIB2, &[rw(0)]).unwrap();
     p.system.kernels(0).unwrap().fill(words(base, WORDS), 2).unwrap();
     let probe = p.fork();
-    assert!(probe.system.kernels(1).unwrap().compare_pattern(words(base, WORDS), 2).unwrap_err().is_sticky());
+    assert!(probe.compare(1, base, WORDS, 2).unwrap_err().is_sticky());
     d.mem_set_access(base, MIB2, &[rw(1)]).unwrap();
-    assert!(p.system.kernels(1).unwrap().compare_pattern(words(base, WORDS), 2).unwrap().is_clean());
+    assert!(p.compare(1, base, WORDS, 2).unwrap().is_clean());
     d.mem_unmap(base, MIB2).unwrap();
     assert_eq!(p.stats().physical_allocations, 0, "the last mapping took the memory with it");
     d.mem_address_free(base, 2 * MIB2).unwrap();
@@ -126,8 +126,8 @@ fn importer_kernels_on_owner_and_peer_read_write_and_add() {
         let imported = importer.system.import(&b, &[1]).unwrap();
         assert_eq!((imported.kind(), imported.owner()), (ImportKind::VirtualMemory, 0));
         let ptr = imported.ptr().unwrap();
-        assert!(importer.system.kernels(0).unwrap().compare_pattern(words(ptr, WORDS), 31).unwrap().is_clean());
-        assert!(importer.system.kernels(1).unwrap().compare_pattern(words(ptr, WORDS), 31).unwrap().is_clean());
+        assert!(importer.compare(0, ptr, WORDS, 31).unwrap().is_clean());
+        assert!(importer.compare(1, ptr, WORDS, 31).unwrap().is_clean());
         importer.system.kernels(1).unwrap().fill(words(ptr, WORDS), 32).unwrap();
         assert!(exporter.system.kernels(0).unwrap().compare_pattern(memory.as_slice(), 32).unwrap().is_clean());
 
@@ -158,11 +158,11 @@ fn an_ungranted_importer_faults_on_the_peer_until_it_grants() {
         let mut imported = importer.system.import(&b, &[]).unwrap();
         let ptr = imported.ptr().unwrap();
         let probe = importer.fork();
-        assert!(probe.system.kernels(1).unwrap().compare_pattern(words(ptr, WORDS), 41).unwrap_err().is_sticky());
+        assert!(probe.compare(1, ptr, WORDS, 41).unwrap_err().is_sticky());
         drop(probe);
         assert_eq!(imported.grant(1).unwrap(), Grant::Granted { previous: Access::None });
         assert_eq!(imported.grant(1).unwrap(), Grant::AlreadyGranted);
-        assert!(importer.system.kernels(1).unwrap().compare_pattern(words(ptr, WORDS), 41).unwrap().is_clean());
+        assert!(importer.compare(1, ptr, WORDS, 41).unwrap().is_clean());
     });
 }
 
@@ -198,15 +198,7 @@ fn a_range_inside_a_mapping_travels_with_its_offset() {
         exporter.system.export(bytes(inner, 4096), FD).unwrap().send(&a).unwrap();
         let imported = importer.system.import(&b, &[]).unwrap();
         assert_eq!(imported.len(), 4096);
-        assert!(
-            importer
-                .system
-                .kernels(0)
-                .unwrap()
-                .compare_pattern(words(imported.ptr().unwrap(), 1024), 61)
-                .unwrap()
-                .is_clean()
-        );
+        assert!(importer.compare(0, imported.ptr().unwrap(), 1024, 61).unwrap().is_clean());
         assert!(exporter.system.export(bytes(inner, MIB2), FD).is_err(), "past the end of the mapping");
     });
 }

@@ -4,9 +4,9 @@
 #![allow(dead_code)] // each test crate uses a different subset
 
 use peerpool::driver::DevicePtr;
-use peerpool::ipc::{Channel, HandleKind, ShareRequest};
+use peerpool::ipc::{Channel, Exported, HandleKind, Imported, ShareRequest};
 use peerpool::kernels::pattern::pattern;
-use peerpool::{Allocation, DeviceSlice, OwnedPool, PoolOptions, System};
+use peerpool::{Allocation, DeviceSlice, OwnedPool, PatternComparison, PoolOptions, System};
 use peerpool_sim::{SimDriver, SimStats, Topology};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -48,6 +48,27 @@ impl Process {
         let memory = self.system.alloc(pool.as_ref(), BYTES).unwrap();
         self.system.kernels(device).unwrap().fill(memory.as_slice(), seed).unwrap();
         (pool, memory)
+    }
+
+    /// [`Process::filled_pool`], its allocation exported with POSIX fds.
+    pub fn filled_export(&self, device: usize, seed: u32) -> (OwnedPool, Allocation, Exported) {
+        let (pool, memory) = self.filled_pool(device, seed);
+        let exported = self.system.export_allocation(&memory, FD).unwrap();
+        (pool, memory, exported)
+    }
+
+    /// `memory` exported with POSIX fds, sent over a new channel and imported by `importer`,
+    /// granting no peers.
+    pub fn share(&self, memory: &Allocation, importer: &Process) -> Imported {
+        let (a, b) = channel();
+        self.system.export_allocation(memory, FD).unwrap().send(&a).unwrap();
+        importer.system.import(&b, &[]).unwrap()
+    }
+
+    /// `device`'s kernel in this process compares the `count` words at `ptr` (an import's
+    /// included) with `seed`'s pattern.
+    pub fn compare(&self, device: usize, ptr: DevicePtr, count: u64, seed: u32) -> peerpool::Result<PatternComparison> {
+        self.system.kernels(device)?.compare_pattern(words(ptr, count), seed)
     }
 
     pub fn stats(&self) -> SimStats {
