@@ -5,7 +5,7 @@
 
 mod ipc_support;
 
-use ipc_support::{BYTES, FABRIC, FD, Process, STAGED, WORDS, bytes, channel, host_sees, leak_checked, words};
+use ipc_support::{BYTES, FABRIC, FD, Process, STAGED, WORDS, bytes, channel, host_sees, leak_checked_pair, words};
 use peerpool::driver::{DevicePtr, HandleKind, HandleKinds};
 use peerpool::ipc::{ImportKind, NoExport, ShareError, ShareRequest, SharingError, SharingPath};
 use peerpool::{CudaCode, Grant, PoolOptions};
@@ -49,8 +49,7 @@ fn provenance_picks_the_path_for_each_kind_of_memory() {
 
 #[test]
 fn legacy_ipc_refuses_pool_memory_and_opens_cu_mem_alloc_memory() {
-    leak_checked(|| {
-        let (exporter, importer) = (Process::new(), Process::new());
+    leak_checked_pair(|exporter, importer| {
         let (_pool, pool_memory) = exporter.filled_pool(0, 1);
         let default = exporter.system.alloc(exporter.system.default_pool(0).unwrap(), 4096).unwrap();
         let legacy = exporter.system.alloc_legacy(0, BYTES).unwrap();
@@ -85,8 +84,7 @@ fn legacy_ipc_refuses_pool_memory_and_opens_cu_mem_alloc_memory() {
 
 #[test]
 fn legacy_memory_cannot_be_granted_to_a_peer_at_import() {
-    leak_checked(|| {
-        let (exporter, importer) = (Process::new(), Process::new());
+    leak_checked_pair(|exporter, importer| {
         let legacy = exporter.system.alloc_legacy(0, BYTES).unwrap();
         let before = importer.stats();
         let (a, b) = channel();
@@ -99,8 +97,7 @@ fn legacy_memory_cannot_be_granted_to_a_peer_at_import() {
 
 #[test]
 fn an_interior_legacy_range_travels_with_its_offset() {
-    leak_checked(|| {
-        let (exporter, importer) = (Process::new(), Process::new());
+    leak_checked_pair(|exporter, importer| {
         let legacy = exporter.system.alloc_legacy(1, BYTES).unwrap();
         let inner = legacy.ptr().offset(1024);
         exporter.system.kernels(1).unwrap().fill(words(inner, 256), 81).unwrap();
@@ -114,8 +111,7 @@ fn an_interior_legacy_range_travels_with_its_offset() {
 
 #[test]
 fn a_staged_copy_is_shared_when_the_memory_itself_cannot_be() {
-    leak_checked(|| {
-        let (exporter, importer) = (Process::new(), Process::new());
+    leak_checked_pair(|exporter, importer| {
         let default = exporter.system.alloc(exporter.system.default_pool(0).unwrap(), BYTES).unwrap();
         exporter.system.kernels(0).unwrap().fill(default.words(WORDS).unwrap(), 91).unwrap();
         let pools = exporter.stats().pools;
@@ -141,8 +137,7 @@ fn a_staged_copy_is_shared_when_the_memory_itself_cannot_be() {
 
 #[test]
 fn legacy_and_private_virtual_memory_are_staged_for_fabric_and_fd() {
-    leak_checked(|| {
-        let (exporter, importer) = (Process::new(), Process::new());
+    leak_checked_pair(|exporter, importer| {
         let legacy = exporter.system.alloc_legacy(0, BYTES).unwrap();
         exporter.system.kernels(0).unwrap().fill(legacy.words(WORDS).unwrap(), 93).unwrap();
         let fabric = ShareRequest { handle: HandleKind::Fabric, allow_staging: true };

@@ -5,7 +5,7 @@
 
 mod ipc_support;
 
-use ipc_support::{BYTES, FABRIC, FD, Process, WORDS, channel, host_sees, leak_checked, words};
+use ipc_support::{BYTES, FABRIC, FD, WORDS, channel, host_sees, leak_checked_pair, words};
 use peerpool::driver::{Access, HandleKind, HandleKinds, PointerAttribute, Stream};
 use peerpool::ipc::{ImportKind, ShareError, SharingPath};
 use peerpool::kernels::BLOCK;
@@ -13,8 +13,7 @@ use peerpool::{CudaCode, Grant, PoolOptions};
 
 #[test]
 fn importer_kernels_on_owner_and_peer_read_write_and_add() {
-    leak_checked(|| {
-        let (exporter, importer) = (Process::new(), Process::new());
+    leak_checked_pair(|exporter, importer| {
         let (pool, memory, exported) = exporter.filled_export(0, 11);
         assert_eq!(exported.path(), SharingPath::PoolExport { pool: pool.handle(), handle: HandleKind::PosixFd });
         assert!(exported.fd().is_some() && exported.staged().is_none());
@@ -59,8 +58,7 @@ fn importer_kernels_on_owner_and_peer_read_write_and_add() {
 
 #[test]
 fn imported_pointer_has_the_importers_pool_and_the_pools_handle_types() {
-    leak_checked(|| {
-        let (exporter, importer) = (Process::new(), Process::new());
+    leak_checked_pair(|exporter, importer| {
         let (_pool, memory) = exporter.filled_pool(1, 3);
         let imported = exporter.share(&memory, &importer);
         let ptr = imported.ptr().unwrap();
@@ -77,8 +75,7 @@ fn imported_pointer_has_the_importers_pool_and_the_pools_handle_types() {
 
 #[test]
 fn access_does_not_travel_and_an_ungranted_importer_faults_on_the_peer() {
-    leak_checked(|| {
-        let (exporter, importer) = (Process::new(), Process::new());
+    leak_checked_pair(|exporter, importer| {
         let (pool, memory) = exporter.filled_pool(0, 21);
         // The exporter's own grant stays in the exporter.
         exporter.system.grant(pool.as_ref(), 1).unwrap();
@@ -110,8 +107,7 @@ fn access_does_not_travel_and_an_ungranted_importer_faults_on_the_peer() {
 
 #[test]
 fn fabric_pool_offers_travel_without_fds() {
-    leak_checked(|| {
-        let (exporter, importer) = (Process::new(), Process::new());
+    leak_checked_pair(|exporter, importer| {
         let options = PoolOptions { handle_types: HandleKinds::FABRIC, max_size: 0 };
         let pool = exporter.system.create_pool(0, options).unwrap();
         let memory = exporter.system.alloc(pool.as_ref(), BYTES).unwrap();
@@ -130,8 +126,7 @@ fn fabric_pool_offers_travel_without_fds() {
 
 #[test]
 fn closed_import_fails_cleanly_and_gives_everything_back() {
-    leak_checked(|| {
-        let (exporter, importer) = (Process::new(), Process::new());
+    leak_checked_pair(|exporter, importer| {
         let (_pool, memory) = exporter.filled_pool(0, 7);
         importer.system.verify_pair(0, 1).unwrap(); // modules and evidence first: they allocate
         let before = importer.stats();
@@ -159,8 +154,7 @@ fn closed_import_fails_cleanly_and_gives_everything_back() {
 
 #[test]
 fn importer_host_copies_and_imported_pools_refuse_new_allocations() {
-    leak_checked(|| {
-        let (exporter, importer) = (Process::new(), Process::new());
+    leak_checked_pair(|exporter, importer| {
         let (_pool, memory) = exporter.filled_pool(0, 1);
         let imported = exporter.share(&memory, &importer);
         imported.write_at(8, &[0xAB; 8]).unwrap();
@@ -182,8 +176,7 @@ fn importer_host_copies_and_imported_pools_refuse_new_allocations() {
 
 #[test]
 fn an_allocation_freed_before_the_import_cannot_be_imported() {
-    leak_checked(|| {
-        let (exporter, importer) = (Process::new(), Process::new());
+    leak_checked_pair(|exporter, importer| {
         let (_pool, memory) = exporter.filled_pool(0, 1);
         let before = importer.stats();
         let (a, b) = channel();

@@ -5,7 +5,7 @@
 
 mod ipc_support;
 
-use ipc_support::{BYTES, FD, Process, STAGED, bytes, channel, leak_checked};
+use ipc_support::{BYTES, FD, Process, STAGED, bytes, channel, leak_checked, leak_checked_pair};
 use peerpool::driver::{DevicePtr, Driver, HandleKinds};
 use peerpool::fault::{FaultInjector, FaultPlan, Rule};
 use peerpool::ipc::{Channel, Exported, FdKind, IpcError, Offer, OfferPath, PeerCheck, ShareError};
@@ -33,8 +33,7 @@ fn cuda_of(error: &ShareError) -> (&'static str, CudaCode) {
 /// refusal the same way. Afterwards the importer holds nothing more than before, and the genuine
 /// pool offer still imports.
 fn altered_offers_are_refused(alter: impl Fn(Offer, bool) -> Offer, judge: impl Fn(ShareError, bool)) {
-    leak_checked(|| {
-        let (exporter, importer) = (Process::new(), Process::new());
+    leak_checked_pair(|exporter, importer| {
         let (_pool, memory) = exporter.filled_pool(0, 1);
         let legacy = exporter.system.alloc_legacy(0, BYTES).unwrap();
         let before = footprint(importer.stats());
@@ -64,8 +63,7 @@ fn garbage_export_data_is_refused_by_the_importing_driver() {
 
 #[test]
 fn fds_of_the_wrong_kind_are_refused_before_the_driver_sees_them() {
-    leak_checked(|| {
-        let (exporter, importer) = (Process::new(), Process::new());
+    leak_checked_pair(|exporter, importer| {
         let (_pool, _memory, exported) = exporter.filled_export(0, 1);
         let offer = *exported.offer();
         let before = footprint(importer.stats());
@@ -98,8 +96,7 @@ fn fds_of_the_wrong_kind_are_refused_before_the_driver_sees_them() {
 
 #[test]
 fn a_closed_socket_and_a_stranger_are_typed_errors() {
-    leak_checked(|| {
-        let (exporter, importer) = (Process::new(), Process::new());
+    leak_checked_pair(|exporter, importer| {
         let (_pool, _memory, exported) = exporter.filled_export(0, 1);
         let (a, b) = channel();
         drop(a);
@@ -121,8 +118,7 @@ fn a_closed_socket_and_a_stranger_are_typed_errors() {
 
 #[test]
 fn malformed_offers_and_bad_arguments_touch_nothing() {
-    leak_checked(|| {
-        let (exporter, importer) = (Process::new(), Process::new());
+    leak_checked_pair(|exporter, importer| {
         let (_pool, memory, exported) = exporter.filled_export(0, 1);
         let offer = *exported.offer();
         let fd = exported.fd().unwrap();

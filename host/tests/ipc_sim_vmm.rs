@@ -4,16 +4,23 @@
 
 mod ipc_support;
 
-use ipc_support::{FD, Process, bytes, channel, host_sees, leak_checked, words};
+use ipc_support::{FD, Process, bytes, channel, host_sees, leak_checked_pair, words};
 use peerpool::driver::{
     Access, AccessDesc, AllocationProps, DevicePtr, Granularity, HandleKinds, MemHandle, PointerAttribute,
 };
-use peerpool::ipc::{ImportKind, SharingPath};
+use peerpool::ipc::{ImportKind, SharingPath, VirtualAllocation};
 use peerpool::kernels::BLOCK;
 use peerpool::{CudaCode, Grant};
 
 const MIB2: usize = 2 << 20;
 const WORDS: u64 = (MIB2 / 4) as u64;
+
+/// 2 MiB of virtual memory on gpu0, exportable with POSIX fds, filled by `p`'s kernel with `seed`.
+fn filled_virtual(p: &Process, seed: u32) -> VirtualAllocation {
+    let memory = p.system.alloc_virtual(0, MIB2, HandleKinds::POSIX_FD).unwrap();
+    p.system.kernels(0).unwrap().fill(memory.as_slice(), seed).unwrap();
+    memory
+}
 
 fn rw(device: i32) -> AccessDesc {
     AccessDesc { device, access: Access::ReadWrite }
@@ -115,10 +122,8 @@ fn the_virtual_memory_calls_refuse_what_the_driver_refuses() {
 
 #[test]
 fn importer_kernels_on_owner_and_peer_read_write_and_add() {
-    leak_checked(|| {
-        let (exporter, importer) = (Process::new(), Process::new());
-        let memory = exporter.system.alloc_virtual(0, MIB2, HandleKinds::POSIX_FD).unwrap();
-        exporter.system.kernels(0).unwrap().fill(memory.as_slice(), 31).unwrap();
+    leak_checked_pair(|exporter, importer| {
+        let memory = filled_virtual(&exporter, 31);
         let exported = exporter.system.export(bytes(memory.ptr(), memory.len()), FD).unwrap();
         assert!(matches!(exported.path(), SharingPath::VirtualMemoryExport { .. }));
         let (a, b) = channel();
@@ -147,10 +152,8 @@ fn importer_kernels_on_owner_and_peer_read_write_and_add() {
 
 #[test]
 fn an_ungranted_importer_faults_on_the_peer_until_it_grants() {
-    leak_checked(|| {
-        let (exporter, importer) = (Process::new(), Process::new());
-        let mut memory = exporter.system.alloc_virtual(0, MIB2, HandleKinds::POSIX_FD).unwrap();
-        exporter.system.kernels(0).unwrap().fill(memory.as_slice(), 41).unwrap();
+    leak_checked_pair(|exporter, importer| {
+        let mut memory = filled_virtual(&exporter, 41);
         // The exporter's peer access stays in the exporter's mapping.
         assert_eq!(memory.grant(1).unwrap(), Grant::Granted { previous: Access::None });
         let (a, b) = channel();
@@ -168,10 +171,8 @@ fn an_ungranted_importer_faults_on_the_peer_until_it_grants() {
 
 #[test]
 fn an_importers_mapping_keeps_the_memory_and_closing_gives_it_back() {
-    leak_checked(|| {
-        let (exporter, importer) = (Process::new(), Process::new());
-        let memory = exporter.system.alloc_virtual(0, MIB2, HandleKinds::POSIX_FD).unwrap();
-        exporter.system.kernels(0).unwrap().fill(memory.as_slice(), 51).unwrap();
+    leak_checked_pair(|exporter, importer| {
+        let memory = filled_virtual(&exporter, 51);
         let (a, b) = channel();
         exporter.system.export(bytes(memory.ptr(), memory.len()), FD).unwrap().send(&a).unwrap();
         let mut imported = importer.system.import(&b, &[]).unwrap();
@@ -189,8 +190,7 @@ fn an_importers_mapping_keeps_the_memory_and_closing_gives_it_back() {
 
 #[test]
 fn a_range_inside_a_mapping_travels_with_its_offset() {
-    leak_checked(|| {
-        let (exporter, importer) = (Process::new(), Process::new());
+    leak_checked_pair(|exporter, importer| {
         let memory = exporter.system.alloc_virtual(0, MIB2, HandleKinds::POSIX_FD).unwrap();
         let inner = memory.ptr().offset(4096);
         exporter.system.kernels(0).unwrap().fill(words(inner, 1024), 61).unwrap();

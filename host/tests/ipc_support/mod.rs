@@ -112,3 +112,9 @@ pub fn leak_checked(scenario: impl FnOnce()) {
     scenario();
     assert_eq!(open_fds(), before, "file descriptors leaked");
 }
+
+/// [`leak_checked`] with two new processes, the exporter and the importer, given to `scenario`
+/// (and gone before the fds are counted again).
+pub fn leak_checked_pair(scenario: impl FnOnce(Process, Process)) {
+    leak_checked(|| scenario(Process::new(), Process::new()));
+}
