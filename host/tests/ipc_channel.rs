@@ -29,6 +29,14 @@ fn leak_checked(scenario: impl FnOnce()) {
     assert_eq!(open_fds(), before, "file descriptors leaked");
 }
 
+/// [`leak_checked`] with a new connected pair of channels given to `scenario`.
+fn leak_checked_pair(scenario: impl FnOnce(Channel, Channel)) {
+    leak_checked(|| {
+        let (a, b) = Channel::pair().unwrap();
+        scenario(a, b);
+    });
+}
+
 fn our_pid() -> u32 {
     std::process::id()
 }
@@ -60,8 +68,7 @@ fn base() -> PathBuf {
 
 #[test]
 fn socketpair_carries_bytes_and_a_pipe_write_end() {
-    leak_checked(|| {
-        let (a, b) = Channel::pair().unwrap();
+    leak_checked_pair(|a, b| {
         let (reader, writer) = pipe();
         a.send(b"export data", &[writer.as_fd()]).unwrap();
         drop(writer);
@@ -80,8 +87,7 @@ fn socketpair_carries_bytes_and_a_pipe_write_end() {
 
 #[test]
 fn both_directions_and_empty_messages() {
-    leak_checked(|| {
-        let (a, b) = Channel::pair().unwrap();
+    leak_checked_pair(|a, b| {
         b.send(b"", &[]).unwrap();
         let message = a.recv().unwrap();
         assert!(message.bytes.is_empty() && message.fds.is_empty());
@@ -140,8 +146,7 @@ fn private_directory_is_0700_and_gone_after_drop() {
 
 #[test]
 fn sender_checks_credentials_before_sending() {
-    leak_checked(|| {
-        let (a, b) = Channel::pair().unwrap();
+    leak_checked_pair(|a, b| {
         // A socketpair's SO_PEERCRED is the process that made it: this one.
         a.send(b"ours", &[]).unwrap();
         let a = a.with_peer(PeerCheck::pid(our_pid()));
@@ -171,8 +176,7 @@ fn sender_checks_credentials_before_sending() {
 
 #[test]
 fn receiver_checks_the_senders_credentials_and_closes_its_fds() {
-    leak_checked(|| {
-        let (a, b) = Channel::pair().unwrap();
+    leak_checked_pair(|a, b| {
         let b = b.with_peer(PeerCheck::pid(other_pid()));
         let (reader, writer) = pipe();
         a.send(b"from us", &[writer.as_fd()]).unwrap();
@@ -192,8 +196,7 @@ fn receiver_checks_the_senders_credentials_and_closes_its_fds() {
 
 #[test]
 fn closed_peer_is_reported_both_ways() {
-    leak_checked(|| {
-        let (a, b) = Channel::pair().unwrap();
+    leak_checked_pair(|a, b| {
         drop(a);
         assert_eq!(b.recv().unwrap_err(), IpcError::PeerClosed);
         assert_eq!(b.send(b"anyone?", &[]).unwrap_err(), IpcError::PeerClosed);
@@ -207,8 +210,7 @@ fn closed_peer_is_reported_both_ways() {
 
 #[test]
 fn too_long_a_message_is_truncated_and_its_fds_closed() {
-    leak_checked(|| {
-        let (a, b) = Channel::pair().unwrap();
+    leak_checked_pair(|a, b| {
         let b = b.with_limits(Limits { max_bytes: 16, max_fds: 4 });
         let (reader, writer) = pipe();
         a.send(&[7u8; 100], &[writer.as_fd()]).unwrap();
@@ -223,8 +225,7 @@ fn too_long_a_message_is_truncated_and_its_fds_closed() {
 
 #[test]
 fn more_fds_than_allowed_are_refused_and_closed() {
-    leak_checked(|| {
-        let (a, b) = Channel::pair().unwrap();
+    leak_checked_pair(|a, b| {
         let b = b.with_limits(Limits { max_bytes: 64, max_fds: 1 });
         let (reader, writer) = pipe();
         let two = [writer.as_fd(), writer.as_fd()];
@@ -249,8 +250,7 @@ fn more_fds_than_allowed_are_refused_and_closed() {
 
 #[test]
 fn oversized_sends_are_refused_before_sending() {
-    leak_checked(|| {
-        let (a, b) = Channel::pair().unwrap();
+    leak_checked_pair(|a, b| {
         let big = vec![0u8; MAX_PAYLOAD + 1];
         assert_eq!(
             a.send(&big, &[]).unwrap_err(),
@@ -269,8 +269,7 @@ fn oversized_sends_are_refused_before_sending() {
 
 #[test]
 fn foreign_bytes_are_malformed() {
-    leak_checked(|| {
-        let (a, b) = Channel::pair().unwrap();
+    leak_checked_pair(|a, b| {
         rustix::net::send(&a, b"hello, not a header", rustix::net::SendFlags::empty()).unwrap();
         assert!(matches!(b.recv().unwrap_err(), IpcError::Malformed(_)));
     });
@@ -278,8 +277,7 @@ fn foreign_bytes_are_malformed() {
 
 #[test]
 fn regular_file_is_refused_where_a_device_handle_is_expected() {
-    leak_checked(|| {
-        let (a, b) = Channel::pair().unwrap();
+    leak_checked_pair(|a, b| {
         let file = File::open(std::env::current_exe().unwrap()).unwrap();
         a.send(b"pool handle", &[file.as_fd()]).unwrap();
         assert_eq!(
@@ -398,8 +396,7 @@ fn a_silent_client_does_not_stall_the_listener() {
 /// A zero-byte datagram (no peerpool header) is a malformed message, not the peer's end.
 #[test]
 fn an_empty_datagram_is_not_a_closed_peer() {
-    leak_checked(|| {
-        let (a, b) = Channel::pair().unwrap();
+    leak_checked_pair(|a, b| {
         let raw = b.into_fd();
         assert_eq!(rustix::net::send(&raw, &[], rustix::net::SendFlags::empty()), Ok(0));
         assert!(matches!(a.recv(), Err(IpcError::Malformed(why)) if why.contains("empty datagram")));
