@@ -2,14 +2,18 @@
 //! by a faulting kernel (in a child process), and the caller's context restored.
 
 use peerpool::driver::{Access, Context};
-use peerpool::{Grant, GrantError, PoolOptions, Revoke, System};
+use peerpool::{Grant, GrantError, OwnedPool, PoolOptions, Revoke, System};
 use peerpool_fixtures::{ChildError, Failed, Needs, Pair, machine_test, pair_test};
 use peerpool_tests::{WORDS, ensure, expect_illegal_address};
 
+/// The pair's system and a new pool on its owner.
+fn owner_pool(pair: &Pair) -> Result<(&System, OwnedPool), Failed> {
+    Ok((&pair.system, pair.system.create_pool(pair.owner, PoolOptions::default())?))
+}
+
 #[pair_test]
 fn kernels_read_and_write_after_grant(pair: &Pair) -> Result<(), Failed> {
-    let sys = &pair.system;
-    let pool = sys.create_pool(pair.owner, PoolOptions::default())?;
+    let (sys, pool) = owner_pool(pair)?;
     let outcome = sys.grant(pool.as_ref(), pair.accessor)?;
     ensure(outcome == Grant::Granted { previous: Access::None }, || format!("first grant gave {outcome:?}"))?;
     let evidence = sys.evidence(pair.owner, pair.accessor).ok_or("no evidence cached after a grant")?;
@@ -42,8 +46,7 @@ fn scope_is_one_pool(pair: &Pair) -> Result<(), Failed> {
 
 #[pair_test]
 fn repeat_self_and_revoke_outcomes(pair: &Pair) -> Result<(), Failed> {
-    let sys = &pair.system;
-    let pool = sys.create_pool(pair.owner, PoolOptions::default())?;
+    let (sys, pool) = owner_pool(pair)?;
     let p = pool.as_ref();
     let (o, a) = (pair.owner, pair.accessor);
     ensure(sys.grant(p, o)? == Grant::OwnerAccess, || "self access".into())?;
@@ -57,8 +60,7 @@ fn repeat_self_and_revoke_outcomes(pair: &Pair) -> Result<(), Failed> {
 
 #[pair_test]
 fn invalid_arguments_change_nothing(pair: &Pair) -> Result<(), Failed> {
-    let sys = &pair.system;
-    let pool = sys.create_pool(pair.owner, PoolOptions::default())?;
+    let (sys, pool) = owner_pool(pair)?;
     let p = pool.as_ref();
     let e = sys.grant(p, 99).unwrap_err();
     ensure(matches!(e, GrantError::InvalidDevice { ordinal: 99, .. }), || format!("{e:?}"))?;
@@ -69,8 +71,7 @@ fn invalid_arguments_change_nothing(pair: &Pair) -> Result<(), Failed> {
 
 #[pair_test]
 fn read_only_is_refused(pair: &Pair) -> Result<(), Failed> {
-    let sys = &pair.system;
-    let pool = sys.create_pool(pair.owner, PoolOptions::default())?;
+    let (sys, pool) = owner_pool(pair)?;
     let e = sys.grant_read_only(pool.as_ref(), pair.accessor);
     ensure(matches!(e, Err(GrantError::ReadOnlyUnsupported { .. })), || format!("{e:?}"))?;
     expect(sys, pool.as_ref(), pair.accessor, Access::None)
@@ -78,8 +79,7 @@ fn read_only_is_refused(pair: &Pair) -> Result<(), Failed> {
 
 #[pair_test]
 fn set_peers_is_a_set(pair: &Pair) -> Result<(), Failed> {
-    let sys = &pair.system;
-    let pool = sys.create_pool(pair.owner, PoolOptions::default())?;
+    let (sys, pool) = owner_pool(pair)?;
     let p = pool.as_ref();
     let up = sys.set_peers(p, &[pair.accessor, pair.owner, pair.accessor])?;
     ensure(up.granted == vec![pair.accessor] && up.owner_ignored && up.duplicates_ignored, || format!("{up:?}"))?;
@@ -93,8 +93,7 @@ fn set_peers_is_a_set(pair: &Pair) -> Result<(), Failed> {
 
 #[pair_test]
 fn all_visible_reports_each_peer(pair: &Pair) -> Result<(), Failed> {
-    let sys = &pair.system;
-    let pool = sys.create_pool(pair.owner, PoolOptions::default())?;
+    let (sys, pool) = owner_pool(pair)?;
     let report = sys.grant_all_visible(pool.as_ref())?;
     ensure(report.granted().contains(&pair.accessor), || format!("{report:?}"))?;
     ensure(report.results.len() == sys.device_count() - 1, || "one result per peer".into())?;
@@ -113,8 +112,7 @@ fn all_visible_reports_each_peer(pair: &Pair) -> Result<(), Failed> {
 
 #[pair_test]
 fn caller_context_restored(pair: &Pair) -> Result<(), Failed> {
-    let sys = &pair.system;
-    let pool = sys.create_pool(pair.owner, PoolOptions::default())?;
+    let (sys, pool) = owner_pool(pair)?;
     sys.forget_evidence(); // make the grant verify, the path that touches most contexts
     for caller in [None, Some(pair.owner), Some(pair.accessor)] {
         let guard = match caller {
@@ -139,8 +137,7 @@ fn caller_context_restored(pair: &Pair) -> Result<(), Failed> {
 
 #[pair_test]
 fn pool_handles_from_pointers(pair: &Pair) -> Result<(), Failed> {
-    let sys = &pair.system;
-    let pool = sys.create_pool(pair.owner, PoolOptions::default())?;
+    let (sys, pool) = owner_pool(pair)?;
     let memory = sys.alloc(pool.as_ref(), 4096)?;
     // SAFETY: every pool found is `pool` or a default pool, both alive to the trial's end.
     let pool_of = |ptr| unsafe { sys.pool_of(ptr) };
