@@ -32,6 +32,13 @@ fn check_text(name: &str, text: &str) -> (Output, Duration) {
     checked
 }
 
+/// A topology of `count` devices with `sms` SMs each.
+fn devices(count: u64, sms: u64) -> String {
+    format!(
+        "name = \"t\"\n[[devices]]\ncount = {count}\nname = \"X\"\nmemory_mib = 64\nsms = {sms}\ncompute_capability = [9, 0]\n"
+    )
+}
+
 /// Refused as bad input (exit status 2), with each of `phrases` on stderr.
 fn assert_refused(output: &Output, phrases: &[&str]) {
     assert_eq!(output.status.code(), Some(2), "{}", stderr(output));
@@ -54,19 +61,13 @@ fn an_unknown_catalog_name_lists_the_catalog() {
 
 #[test]
 fn out_of_range_numbers_are_bad_input_not_a_panic() {
-    let (output, _) = check_text(
-        "sms",
-        "name = \"t\"\n[[devices]]\ncount = 2\nname = \"X\"\nmemory_mib = 64\nsms = 536870912\ncompute_capability = [9, 0]\n",
-    );
+    let (output, _) = check_text("sms", &devices(2, 536870912));
     assert_refused(&output, &["sms = 536870912"]);
 }
 
 #[test]
 fn more_gpus_than_check_takes_are_refused_at_once() {
-    let (output, took) = check_text(
-        "count",
-        "name = \"t\"\n[[devices]]\ncount = 1000\nname = \"X\"\nmemory_mib = 64\nsms = 1\ncompute_capability = [9, 0]\n",
-    );
+    let (output, took) = check_text("count", &devices(1000, 1));
     assert_refused(&output, &["at most 128"]);
     assert!(took < Duration::from_secs(10), "took {took:?}");
 }
