@@ -8,7 +8,7 @@ use peerpool::PoolOptions;
 use peerpool::driver::{Driver, ModuleImage, Stream};
 use peerpool::ptx_image;
 use peerpool_sim::Topology;
-use sim_support::{code, sim};
+use sim_support::{code, pool_alloc, sim};
 use std::sync::{Arc, Barrier};
 
 #[test]
@@ -99,8 +99,7 @@ fn streams_run_on_their_own_device() {
 fn a_system_releases_everything_it_took() {
     let (sim, system) = sim(Topology::two_h200());
     {
-        let pool = system.create_pool(0, PoolOptions::default()).unwrap();
-        let memory = system.alloc(pool.as_ref(), 4096).unwrap();
+        let (_pool, memory) = pool_alloc(&system, 0, 4096);
         system.kernels(0).unwrap().fill(memory.words(1024).unwrap(), 1).unwrap();
         system.kernels(1).unwrap();
     }

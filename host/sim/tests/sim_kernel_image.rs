@@ -7,9 +7,9 @@ mod sim_support;
 use peerpool::CudaCode;
 use peerpool::driver::{Cubin, ImageError, ModuleImage};
 use peerpool::fault::{FaultInjector, Rule};
-use peerpool::{KernelImage, PoolOptions, System, ptx_image};
+use peerpool::{KernelImage, System, ptx_image};
 use peerpool_sim::{SimDriver, Topology};
-use sim_support::{code, sim};
+use sim_support::{code, pool_alloc, sim};
 use std::sync::Arc;
 
 fn with_compute_capability(cc: (i32, i32)) -> Topology {
@@ -22,8 +22,7 @@ fn with_compute_capability(cc: (i32, i32)) -> Topology {
 
 /// A fill and check through the loaded kernels, to show they run.
 fn kernels_run(system: &System, device: usize) {
-    let pool = system.create_pool(device, PoolOptions::default()).unwrap();
-    let memory = system.alloc(pool.as_ref(), 4096).unwrap();
+    let (_pool, memory) = pool_alloc(system, device, 4096);
     let kernels = system.kernels(device).unwrap();
     kernels.fill(memory.as_slice(), 7).unwrap();
     assert!(kernels.compare_pattern(memory.as_slice(), 7).unwrap().is_clean());

@@ -10,7 +10,7 @@ use peerpool::kernels::BLOCK;
 use peerpool::kernels::pattern::pattern;
 use peerpool::{Allocation, OwnedPool, PoolOptions, System, ptx_image};
 use peerpool_sim::{SimDriver, Topology};
-use sim_support::{api_code, code, compare_pattern, fill_pattern, grant, is_dead_call, sim};
+use sim_support::{api_code, code, compare_pattern, fill_pattern, grant, is_dead_call, pool_alloc, sim};
 use std::ffi::CString;
 use std::sync::Arc;
 
@@ -90,8 +90,7 @@ fn system_atomics_from_both_devices_give_exact_totals() {
 #[test]
 fn atomics_with_uneven_slots_count_threads_per_slot() {
     let (_, system) = sim(Topology::two_h200());
-    let pool = system.create_pool(0, PoolOptions::default()).unwrap();
-    let counters = system.alloc(pool.as_ref(), 16 * 4).unwrap();
+    let (_pool, counters) = pool_alloc(&system, 0, 16 * 4);
     counters.write(&[0u8; 64]).unwrap();
     // 10 threads over 4 slots: slots 0 and 1 get 3 threads, slots 2 and 3 get 2.
     let shape = LaunchShape { grid: 1, block: 10 };
@@ -165,8 +164,7 @@ fn a_faulting_kernel_changes_no_byte() {
 fn raw_launch_rules() {
     let (sim, system) = sim(Topology::two_h200());
     let d = &sim;
-    let pool = system.create_pool(0, PoolOptions::default()).unwrap();
-    let memory = system.alloc(pool.as_ref(), 4096).unwrap();
+    let (_pool, memory) = pool_alloc(&system, 0, 4096);
     // No context: nothing can load or launch.
     assert_eq!(code(d.module_load_data(ModuleImage::Ptx(ptx_image()))).as_deref(), Some("CUDA_ERROR_INVALID_CONTEXT"));
     let _ctx = system.enter(0).unwrap();

@@ -7,7 +7,7 @@ use peerpool::driver::{PeerCopy, PointerAttribute, PoolProps, Stream};
 use peerpool::fault::FaultInjector;
 use peerpool::{PoolOptions, System};
 use peerpool_sim::{DeviceSpec, Link, SimDriver, Topology};
-use sim_support::{code, grant, sim};
+use sim_support::{code, grant, pool_alloc, sim};
 use std::collections::BTreeSet;
 
 #[test]
@@ -55,8 +55,7 @@ fn bytes_survive_every_kind_of_copy() {
 fn copies_must_stay_inside_one_allocation() {
     let (sim, system) = sim(Topology::two_h200());
     let d = &sim;
-    let pool = system.create_pool(0, PoolOptions::default()).unwrap();
-    let memory = system.alloc(pool.as_ref(), 1000).unwrap();
+    let (_pool, memory) = pool_alloc(&system, 0, 1000);
     let _ctx = system.enter(0).unwrap();
     let invalid = Some("CUDA_ERROR_INVALID_VALUE");
     assert_eq!(code(d.memcpy_htod(memory.ptr().offset(999), &[0u8; 2])).as_deref(), invalid);
@@ -146,8 +145,7 @@ fn two_runs_are_identical() {
     let run = || {
         let sim = std::sync::Arc::new(SimDriver::new(Topology::two_h200()));
         let system = System::with_driver(sim.clone()).unwrap();
-        let pool = system.create_pool(1, PoolOptions::default()).unwrap();
-        let memory = system.alloc(pool.as_ref(), 4096).unwrap();
+        let (pool, memory) = pool_alloc(&system, 1, 4096);
         system.kernels(1).unwrap().fill(memory.words(1024).unwrap(), 3).unwrap();
         (pool.handle(), memory.ptr(), sim.peek(memory.ptr(), 4096).unwrap())
     };

@@ -20,6 +20,13 @@ pub fn grant(system: &System, pool: &OwnedPool, device: usize) -> Result<(), Cud
     unsafe { system.driver().mem_pool_set_access(pool.handle(), &rw) }
 }
 
+/// A pool on `owner` and `bytes` allocated from it.
+pub fn pool_alloc(system: &System, owner: usize, bytes: usize) -> (OwnedPool, Allocation) {
+    let pool = system.create_pool(owner, PoolOptions::default()).unwrap();
+    let memory = system.alloc(pool.as_ref(), bytes).unwrap();
+    (pool, memory)
+}
+
 /// A pool on `owner`, granted read-write to `peer`, and `bytes` allocated from it.
 pub fn granted_alloc(system: &System, owner: usize, peer: usize, bytes: usize) -> (OwnedPool, Allocation) {
     let pool = system.create_pool(owner, PoolOptions::default()).unwrap();
