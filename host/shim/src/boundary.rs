@@ -156,13 +156,22 @@ macro_rules! exports {
             }
         )*
 
+        $crate::boundary::entry_table!($($name),*);
+    };
+}
+pub(crate) use exports;
+
+/// A module's `table()` of its entry points for `cuGetProcAddress`, each by its exported name
+/// (the function's own).
+macro_rules! entry_table {
+    ($($name:ident),* $(,)?) => {
         /// This module's entry points, by exported name.
         pub(crate) fn table() -> Vec<(&'static str, *const std::ffi::c_void)> {
             vec![$((stringify!($name), $name as *const std::ffi::c_void)),*]
         }
     };
 }
-pub(crate) use exports;
+pub(crate) use entry_table;
 
 /// In an entry point `$name` with these parameters: when the backend is real, returns what
 /// NVIDIA's entry point of that name answers, through the fault rules and the trace.

@@ -163,13 +163,7 @@ pub unsafe extern "C" fn cuGetProcAddress(
     unsafe { cuGetProcAddress_v2(symbol, pfn, version, flags, std::ptr::null_mut()) }
 }
 
-/// This module's entry points, by exported name.
-pub(crate) fn table() -> Vec<(&'static str, *const c_void)> {
-    vec![
-        ("cuGetProcAddress", cuGetProcAddress as *const c_void),
-        ("cuGetProcAddress_v2", cuGetProcAddress_v2 as *const c_void),
-    ]
-}
+crate::boundary::entry_table!(cuGetProcAddress, cuGetProcAddress_v2);
 
 #[cfg(test)]
 mod tests {

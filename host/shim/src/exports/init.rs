@@ -8,7 +8,7 @@ use crate::boundary::{self, code, forward_if_real, sim};
 use crate::runtime;
 use cudarc::driver::sys::CUresult;
 use peerpool::driver::codes;
-use std::ffi::{CString, c_char, c_int, c_uint, c_void};
+use std::ffi::{CString, c_char, c_int, c_uint};
 use std::sync::OnceLock;
 
 /// Reads the environment (the first time) and starts the simulator: a mistake there is one
@@ -99,15 +99,7 @@ pub unsafe extern "C" fn cuGetErrorString(error: c_uint, text: *mut *const c_cha
     unsafe { describe(error, text, |t| t.2.as_ptr()) }
 }
 
-/// This module's entry points, by exported name.
-pub(crate) fn table() -> Vec<(&'static str, *const c_void)> {
-    vec![
-        ("cuInit", cuInit as *const c_void),
-        ("cuDriverGetVersion", cuDriverGetVersion as *const c_void),
-        ("cuGetErrorName", cuGetErrorName as *const c_void),
-        ("cuGetErrorString", cuGetErrorString as *const c_void),
-    ]
-}
+crate::boundary::entry_table!(cuInit, cuDriverGetVersion, cuGetErrorName, cuGetErrorString);
 
 #[cfg(test)]
 mod tests {
