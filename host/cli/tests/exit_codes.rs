@@ -9,11 +9,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-/// The command with `args`, its hardware settings cleared (a GPU job may set them for the
-/// whole run) and then `env` set.
+/// The command with `args`, its hardware settings cleared and then `env` set.
 fn peerpool_with(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut command = Command::new(support::binary());
-    command.args(args).env_remove("PEERPOOL_HARDWARE").env_remove("PEERPOOL_REQUIRE_GPUS");
+    let mut command = support::command();
+    command.args(args);
     command.envs(env.iter().copied()).output().expect("the command runs")
 }
 
@@ -313,7 +312,7 @@ fn a_closed_stdout_ends_the_command_without_a_panic() {
     use std::os::unix::process::ExitStatusExt;
     let (reader, writer) = rustix::pipe::pipe().unwrap();
     drop(reader);
-    let output = Command::new(support::binary())
+    let output = support::command()
         .arg("topologies")
         .stdout(std::process::Stdio::from(writer))
         .stderr(std::process::Stdio::piped())

@@ -5,12 +5,10 @@
 
 mod support;
 
-use std::process::Command;
-
 /// The projected seconds `peerpool check` prints for a catalog topology.
 fn projected(topology: &str, timing: Option<&str>) -> f64 {
     let out = tempfile::tempdir().unwrap();
-    let mut command = Command::new(support::binary());
+    let mut command = support::command();
     command.args(["check", "--quiet", "--topology", topology, "--out"]).arg(out.path());
     if let Some(timing) = timing {
         command.args(["--timing", timing]);
@@ -48,7 +46,7 @@ fn another_timing_model_changes_the_projection_and_a_bad_one_is_refused() {
     assert!(slower > default + 3.0, "{default} -> {slower}");
     let bad = dir.path().join("bad.json");
     std::fs::write(&bad, r#"{"init_usec": 1.0}"#).unwrap();
-    let output = Command::new(support::binary())
+    let output = support::command()
         .args(["check", "--quiet", "--topology", "two_h200_nvlink", "--timing"])
         .arg(&bad)
         .args(["--out"])

@@ -1,6 +1,7 @@
 //! What the command's tests share.
 
 use std::path::PathBuf;
+use std::process::Command;
 
 /// The built `peerpool` binary, found at run time (tests in an archive run from another path
 /// than the build's): nextest names it in `NEXTEST_BIN_EXE_peerpool`; under `cargo test` it lies
@@ -11,4 +12,12 @@ pub fn binary() -> PathBuf {
     }
     let exe = std::env::current_exe().expect("the test knows its own path");
     exe.parent().and_then(|deps| deps.parent()).expect("target/<profile>/deps/<test>").join("peerpool")
+}
+
+/// The command, its hardware settings cleared: a GPU job may set them for the whole run
+/// (`PEERPOOL_REQUIRE_GPUS` refuses a simulated topology), and these tests pick their own.
+pub fn command() -> Command {
+    let mut command = Command::new(binary());
+    command.env_remove("PEERPOOL_HARDWARE").env_remove("PEERPOOL_REQUIRE_GPUS");
+    command
 }
