@@ -33,9 +33,11 @@ for t in "${topologies[@]}"; do
         grep -E "took|projected" "$out/$t-check.txt"
     } | tee -a "$out/summary.txt"
     [ "$status" = 0 ] || failed=1
+    # 16 test threads, as libtest picks on a 16-core GPU machine (its default is the core count,
+    # 2 here): the projection follows the threads that ran the trials.
     target/debug/peerpool sim --topology "$t" -- \
         cargo test -q -p peerpool-tests --test first_proof --test grant --test model_hw --test ipc \
-        > "$out/$t-suites.txt" 2>&1
+        -- --test-threads 16 > "$out/$t-suites.txt" 2>&1
     status=$?
     {
         echo "suites through the shim exit: $status"
