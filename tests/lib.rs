@@ -73,26 +73,3 @@ impl peerpool_fixtures::model::NegativeProber for SimProber {
         }
     }
 }
-
-/// A target over one long-lived system, reset for each sequence as the model's initial state
-/// requires: no cached evidence, no verifier probes, no armed fault, default pools without peers. Real GPUs use
-/// this (modules load once per process); `model_sim` runs it too, to test the reset.
-pub fn reused_target(
-    system: &System,
-    injector: &std::sync::Arc<peerpool::fault::FaultInjector>,
-    prober: std::sync::Arc<dyn peerpool_fixtures::model::NegativeProber>,
-) -> Result<peerpool_fixtures::model::Target, String> {
-    injector.arm(peerpool::fault::FaultPlan::new());
-    system.forget_evidence();
-    system.release_probes().map_err(|e| e.to_string())?;
-    for device in 0..system.device_count() {
-        let pool = system.default_pool(device).map_err(|e| e.to_string())?;
-        system.set_peers(pool, &[]).map_err(|e| e.to_string())?;
-    }
-    Ok(peerpool_fixtures::model::Target {
-        system: system.clone(),
-        injector: Some(injector.clone()),
-        allocator: std::sync::Arc::new(peerpool_fixtures::model::OwnedPools),
-        prober: Some(prober),
-    })
-}

@@ -3,7 +3,7 @@
 //! the reference model. Failing sequences are shrunk and persisted in `tests/regressions/`.
 
 use libtest_mimic::{Arguments, Trial};
-use peerpool_fixtures::model::{Caps, CheckConfig, Mix, OwnedPools, check, take_coverage};
+use peerpool_fixtures::model::{Caps, CheckConfig, Mix, NegativeProber, OwnedPools, Target, check, take_coverage};
 use peerpool_sim::{SimDriver, catalog};
 use peerpool_tests::{SimProber, regressions_file, sim_target};
 use std::sync::Arc;
@@ -64,7 +64,8 @@ fn reused_system() -> Result<(), libtest_mimic::Failed> {
         regressions: None,
         seed: None,
     };
-    let make = || peerpool_tests::reused_target(&system, &injector, Arc::new(SimProber(sim.clone())));
+    let prober = || Some(Arc::new(SimProber(sim.clone())) as Arc<dyn NegativeProber>);
+    let make = || Target::reset(&system, &injector, Arc::new(OwnedPools), prober());
     let ran = check(Arc::new(Caps::of_topology(&topology)), &config, make).map_err(|f| f.to_string())?;
     println!("reused system: {ran} sequences passed");
     Ok(())

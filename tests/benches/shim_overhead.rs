@@ -13,9 +13,9 @@
 use peerpool::driver::{CudaDriver, Driver};
 use peerpool::fault::FaultInjector;
 use peerpool::{Allocation, System};
-use peerpool_fixtures::model::{Caps, CheckConfig, Mix, NegativeProber, caps_of, check};
+use peerpool_fixtures::model::{Caps, CheckConfig, Mix, NegativeProber, OwnedPools, Target, caps_of, check};
 use peerpool_sim::{SimDriver, Topology};
-use peerpool_tests::reused_target;
+
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 use std::sync::Arc;
@@ -46,7 +46,7 @@ fn measure(driver: Arc<dyn Driver>, cases: u32) -> Result<f64, String> {
     let mix = Mix { negative_probes: 0, sticky_faults: 0, ..Mix::default() };
     let config =
         |cases| CheckConfig { cases, min_steps: STEPS, max_steps: STEPS, mix, regressions: None, seed: Some(SEED) };
-    let make = || reused_target(&system, &injector, Arc::new(NoProbes));
+    let make = || Target::reset(&system, &injector, Arc::new(OwnedPools), Some(Arc::new(NoProbes)));
     check(caps.clone(), &config(cases / 10), make).map_err(|f| f.to_string())?;
     let start = Instant::now();
     check(caps, &config(cases), make).map_err(|f| f.to_string())?;

@@ -29,7 +29,7 @@ macro_rules! entries {
     ($($file:literal),* $(,)?) => {
         &[$(CatalogEntry {
             file: $file,
-            toml: include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/topologies/", $file)),
+            toml: include_str!(concat!("../topologies/", $file)),
         }),*]
     };
 }
