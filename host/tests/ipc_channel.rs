@@ -1,7 +1,6 @@
 //! Fd passing over `ipc::Channel` and `ipc::Listener`, CPU only.
 //!
-//! Every test counts the entries of `/proc/self/fd` before and after; tests run on parallel
-//! threads of one process, so each holds `SERIAL` for its whole run to keep the counts its own.
+//! Every test runs leak-checked: no fd it opened may stay open (`ipc_support::fd_leaks`).
 
 use peerpool::ipc::{
     Channel, DEFAULT_TIMEOUT, FdKind, IpcError, Limits, Listener, MAX_FDS, MAX_PAYLOAD, PeerCheck, PrivateDir,
@@ -12,22 +11,10 @@ use std::fs::File;
 use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
-use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn open_fds() -> usize {
-    std::fs::read_dir("/proc/self/fd").expect("/proc/self/fd").count()
-}
-
-/// Runs `scenario` alone and fails if it leaves a file descriptor open.
-fn leak_checked(scenario: impl FnOnce()) {
-    let _serial: MutexGuard<'_, ()> = SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    let before = open_fds();
-    scenario();
-    assert_eq!(open_fds(), before, "file descriptors leaked");
-}
+mod ipc_support;
+use ipc_support::leak_checked;
 
 /// [`leak_checked`] with a new connected pair of channels given to `scenario`.
 fn leak_checked_pair(scenario: impl FnOnce(Channel, Channel)) {
@@ -406,4 +393,13 @@ fn an_empty_datagram_is_not_a_closed_peer() {
         drop(b);
         assert_eq!(a.recv().unwrap_err(), IpcError::PeerClosed);
     });
+}
+
+/// The leak check itself: an fd left open is caught and named, one closed again is not.
+#[test]
+fn the_leak_check_catches_a_forgotten_fd() {
+    leak_checked(|| drop(File::open("/dev/null").unwrap()));
+    let caught = std::panic::catch_unwind(|| leak_checked(|| std::mem::forget(File::open("/dev/null").unwrap())));
+    let message = *caught.expect_err("a forgotten fd is a leak").downcast::<String>().unwrap();
+    assert!(message.contains("/dev/null"), "{message}");
 }

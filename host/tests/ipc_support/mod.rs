@@ -8,7 +8,10 @@ use peerpool::ipc::{Channel, Exported, HandleKind, Imported, ShareRequest};
 use peerpool::kernels::pattern::pattern;
 use peerpool::{Allocation, DeviceSlice, OwnedPool, PatternComparison, PoolOptions, System};
 use peerpool_sim::{SimDriver, SimStats, Topology};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
+
+pub mod fd_leaks;
+pub use fd_leaks::leak_checked;
 
 /// Words in each shared buffer (256 KiB).
 pub const WORDS: u64 = 1 << 16;
@@ -97,20 +100,6 @@ pub fn channel() -> (Channel, Channel) {
 /// Whether the first `words` words the host reads equal `pattern(i, seed)`.
 pub fn host_sees(words: &[u32], seed: u32) -> bool {
     words.iter().enumerate().all(|(i, &w)| w == pattern(i as u64, seed))
-}
-
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn open_fds() -> usize {
-    std::fs::read_dir("/proc/self/fd").expect("/proc/self/fd").count()
-}
-
-/// Runs `scenario` alone among this binary's tests and fails if it leaves an fd open.
-pub fn leak_checked(scenario: impl FnOnce()) {
-    let _serial: MutexGuard<'_, ()> = SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    let before = open_fds();
-    scenario();
-    assert_eq!(open_fds(), before, "file descriptors leaked");
 }
 
 /// [`leak_checked`] with two new processes, the exporter and the importer, given to `scenario`
