@@ -44,8 +44,8 @@ for t in "${topologies[@]}"; do
         grep -E "^test result|projected on the simulated machine" "$out/$t-suites.txt"
     } | tee -a "$out/summary.txt"
     [ "$status" = 0 ] || failed=1
-    # The benchmark's layout for many GPUs (the simulator's events keep no time: no numbers):
-    # every ordered pair measured or skipped with its reason, full curves for the first four.
+    # The benchmark for many GPUs (its numbers are the timing model's projection): every
+    # ordered pair measured or skipped with its reason, full curves for the first four.
     target/debug/peerpool sim --topology "$t" -- target/release/peerpool bench --repeats 1 \
         --max-bytes 1048576 --live-gib 0,1 --curve-pairs 4 --out "$out/$t-bench" > "$out/$t-bench.txt" 2>&1
     status=$?

@@ -56,7 +56,7 @@ def main(path, out):
     grid = [[float("nan")] * n for _ in range(n)]
     for p in pairs:
         read = next(c for c in p["curves"] if c["path"].startswith("kernel read"))
-        # null where nothing was timed (on the simulator, whose events keep no time).
+        # null where nothing was timed.
         grid[p["accessor"]][p["owner"]] = read["gbps"][-1] if read["gbps"][-1] is not None else float("nan")
     cell = 1.2 if n <= 8 else 0.7
     fig, ax = plt.subplots(figsize=(cell * n + 2, cell * n + 1))

@@ -3,13 +3,15 @@
 //! once with kernels pulling and pushing), pointer-chase latency, system-scope atomic rates,
 //! grant and revoke latency against live bytes, verification and module-load cost (PTX and
 //! the sm_90 cubin). Times come from CUDA events where one stream
-//! covers the work, else from the host clock around work on both GPUs. Medians of repeats.
+//! covers the work, else from a [`Stopwatch`] around work on both GPUs. Medians of repeats. On
+//! the simulator both are its virtual clock, so a simulated bench shows what its timing model
+//! projects for the machine.
 
-use crate::driver::{Driver, Event, ModuleImage};
+use crate::driver::{Driver, Event, ModuleImage, Timeline};
 use crate::kernels::BLOCK;
 use crate::{Allocation, DeviceSlice, DeviceStream, LoadPath, PoolOptions, Result, System};
 use serde::Serialize;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// What to measure.
 #[derive(Clone, Debug)]
@@ -192,6 +194,29 @@ fn median(mut v: Vec<f64>) -> f64 {
     if v.is_empty() { f64::NAN } else { v[v.len() / 2] }
 }
 
+/// Host-side time around work, on the clock of the machine the driver stands for: the
+/// simulator's virtual clock where the driver keeps one, else this host's.
+struct Stopwatch<'s> {
+    timeline: Option<&'s dyn Timeline>,
+    virtual_start: Duration,
+    start: Instant,
+}
+
+impl<'s> Stopwatch<'s> {
+    fn start(system: &'s System) -> Self {
+        let timeline = system.driver().timeline();
+        Stopwatch { timeline, virtual_start: timeline.map_or(Duration::ZERO, |t| t.now()), start: Instant::now() }
+    }
+
+    /// Seconds since the start, on the calling thread.
+    fn seconds(&self) -> f64 {
+        match self.timeline {
+            Some(t) => t.now().saturating_sub(self.virtual_start).as_secs_f64(),
+            None => self.start.elapsed().as_secs_f64(),
+        }
+    }
+}
+
 /// Two events in the current context, timing work queued on one stream of the same device.
 struct Timer<'d> {
     driver: &'d dyn Driver,
@@ -260,9 +285,9 @@ pub fn run(system: &System, options: &BenchOptions) -> Result<BenchReport> {
     verify_once()?;
     let mut verify = Vec::new();
     for _ in 0..options.repeats {
-        let start = Instant::now();
+        let watch = Stopwatch::start(system);
         verify_once()?;
-        verify.push(start.elapsed().as_secs_f64() * 1e3);
+        verify.push(watch.seconds() * 1e3);
     }
     let mut report = BenchReport {
         driver: system.driver().describe(),
@@ -364,7 +389,7 @@ fn pair(system: &System, owner: usize, accessor: usize, max: u64, options: &Benc
         let mut gbps = Vec::new();
         for &bytes in &options.sizes {
             let once = || -> Result<f64> {
-                let start = Instant::now();
+                let watch = Stopwatch::start(system);
                 // (destination, source) for the accessor's and the owner's work.
                 let ((a_dst, a_src), (o_dst, o_src)) = match how {
                     Both::CopyEngine | Both::KernelsPull => ((l, r), (r, l)),
@@ -379,7 +404,7 @@ fn pair(system: &System, owner: usize, accessor: usize, max: u64, options: &Benc
                 }
                 on_accessor.synchronize()?;
                 on_owner.synchronize()?;
-                Ok(2.0 * bytes as f64 / start.elapsed().as_secs_f64() / 1e9)
+                Ok(2.0 * bytes as f64 / watch.seconds() / 1e9)
             };
             once()?;
             gbps.push(median((0..options.repeats).map(|_| once()).collect::<Result<Vec<_>>>()?));
@@ -494,12 +519,12 @@ fn grant_curve(system: &System, options: &BenchOptions, owner: usize, accessor: 
         let _live = if gib > 0 { Some(system.alloc(pool.as_ref(), (gib << 30) as usize)?) } else { None };
         let (mut grant, mut revoke) = (Vec::new(), Vec::new());
         for _ in 0..options.repeats.min(5) {
-            let start = Instant::now();
+            let watch = Stopwatch::start(system);
             system.grant(pool.as_ref(), accessor).map_err(err)?;
-            grant.push(start.elapsed().as_secs_f64() * 1e6);
-            let start = Instant::now();
+            grant.push(watch.seconds() * 1e6);
+            let watch = Stopwatch::start(system);
             system.revoke(pool.as_ref(), accessor).map_err(err)?;
-            revoke.push(start.elapsed().as_secs_f64() * 1e6);
+            revoke.push(watch.seconds() * 1e6);
         }
         points.push(GrantPoint { live_gib: gib, grant_us: median(grant), revoke_us: median(revoke) });
     }
@@ -527,9 +552,9 @@ fn load_times(system: &System, image: ModuleImage<'_>, rounds: usize) -> Result<
     let driver = system.driver();
     let mut times = Vec::new();
     for _ in 0..rounds {
-        let start = Instant::now();
+        let watch = Stopwatch::start(system);
         let module = driver.module_load_data(image)?;
-        times.push(start.elapsed().as_secs_f64() * 1e3);
+        times.push(watch.seconds() * 1e3);
         // SAFETY: the module just loaded, unloaded once; no function of it was looked up.
         unsafe { driver.module_unload(module) }?;
     }

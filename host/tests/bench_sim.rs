@@ -1,9 +1,10 @@
-//! `peerpool bench` on the simulator: every measurement path runs and reports (the simulator
-//! keeps no time, so the numbers mean nothing here; the hardware run gives them).
+//! `peerpool bench` on the simulator: every measurement path runs and reports, and its numbers
+//! are what the timing model projects (events and the stopwatch read the virtual clock); the
+//! hardware run gives the measured ones.
 
 use peerpool::System;
 use peerpool::bench::{BenchOptions, run};
-use peerpool_sim::{SimDriver, Topology, catalog_topology};
+use peerpool_sim::{Latencies, SimDriver, Topology, catalog_topology};
 use std::sync::Arc;
 
 #[test]
@@ -30,6 +31,15 @@ fn every_measurement_runs_on_every_pair() {
     assert!(report.sm90_cubin_load_ms.is_some());
     let json = serde_json::to_string(&report).unwrap();
     assert!(json.contains("\"sizes\":[4096,65536,1048576]"));
+    // The numbers are the model's: every rate positive, growing with size (fixed costs
+    // amortised), and the grant and the first PTX load cost what the H200 calibration says.
+    let model = Latencies::h200();
+    for curve in report.pairs.iter().flat_map(|p| &p.curves) {
+        assert!(curve.gbps.windows(2).all(|w| 0.0 < w[0] && w[0] < w[1]), "{}: {:?}", curve.path, curve.gbps);
+    }
+    let grant_us = report.grant_vs_live[0].grant_us;
+    assert!((model.grant_empty_us..model.grant_empty_us + 50.0).contains(&grant_us), "grant {grant_us} us");
+    assert!(report.ptx_load_first_ms >= model.module_ptx_jit_us / 1e3, "{} ms", report.ptx_load_first_ms);
 }
 
 #[test]

@@ -2,7 +2,7 @@
 
 use super::kernels::{self, Kernel};
 use super::memory::{ALIGN, Exhausted, Origin};
-use super::state::{Fail, SimResult, State};
+use super::state::{EventRec, Fail, SimResult, State};
 use super::timing::{self, Latencies, Machine, Path, ProcessTime, Work};
 use super::topology::Topology;
 use super::{copies, pools, share, vmm};
@@ -631,10 +631,16 @@ impl Driver for SimDriver {
 
     unsafe fn stream_wait_event(&self, stream: Stream, event: Event, _flags: u32) -> DriverResult<()> {
         self.run("cuStreamWaitEvent", |s| {
-            s.stream_device(stream)?;
-            match s.events.contains_key(&event.0) {
-                true => Ok(()),
-                false => fail(CudaCode::CUDA_ERROR_INVALID_HANDLE),
+            let device = s.stream_device(stream)?;
+            match s.events.get(&event.0) {
+                Some(e) => {
+                    // An event never recorded is complete: nothing to wait for.
+                    if let Some(at) = e.recorded {
+                        s.timing.wait_until(device, at);
+                    }
+                    Ok(())
+                }
+                None => fail(CudaCode::CUDA_ERROR_INVALID_HANDLE),
             }
         })
     }
@@ -651,7 +657,7 @@ impl Driver for SimDriver {
     }
 
     unsafe fn memcpy_dtod(&self, dst: DevicePtr, src: DevicePtr, bytes: usize) -> DriverResult<()> {
-        self.run("cuMemcpyDtoD", |s| device_copy(s, s.current_device()?, dst.0, src.0, bytes))
+        self.run("cuMemcpyDtoD", |s| device_copy(s, s.current_device()?, dst.0, src.0, bytes, false))
     }
 
     unsafe fn memcpy_htod_async(&self, dst: DevicePtr, src: &[u8], stream: Stream) -> DriverResult<()> {
@@ -674,14 +680,14 @@ impl Driver for SimDriver {
         bytes: usize,
         stream: Stream,
     ) -> DriverResult<()> {
-        self.run("cuMemcpyDtoDAsync", |s| device_copy(s, s.stream_device(stream)?, dst.0, src.0, bytes))
+        self.run("cuMemcpyDtoDAsync", |s| device_copy(s, s.stream_device(stream)?, dst.0, src.0, bytes, true))
     }
 
     unsafe fn memcpy_peer_async(&self, c: PeerCopy, stream: Stream) -> DriverResult<()> {
         self.run("cuMemcpyPeerAsync", |s| {
             let device = s.stream_device(stream)?;
             copies::peer(s, c)?;
-            s.work = Some(Work::Copy { device, bytes: c.bytes as u64, path: Path::Peer });
+            s.work = Some(Work::Copy { device, bytes: c.bytes as u64, path: Path::Peer, queued: true });
             Ok(())
         })
     }
@@ -690,7 +696,7 @@ impl Driver for SimDriver {
         self.run("cuMemcpyPeer", |s| {
             let device = s.current_device()?;
             copies::peer(s, c)?;
-            s.work = Some(Work::Copy { device, bytes: c.bytes as u64, path: Path::Peer });
+            s.work = Some(Work::Copy { device, bytes: c.bytes as u64, path: Path::Peer, queued: false });
             Ok(())
         })
     }
@@ -802,24 +808,29 @@ impl Driver for SimDriver {
         self.run("cuEventCreate", |s| {
             let owner = s.current_owner()?;
             let handle = s.mint();
-            s.events.insert(handle, owner);
+            s.events.insert(handle, EventRec { owner, recorded: None });
             Ok(Event(handle))
         })
     }
 
     unsafe fn event_record(&self, event: Event, stream: Stream) -> DriverResult<()> {
         self.run("cuEventRecord", |s| {
-            let Some(&owner) = s.events.get(&event.0) else { return fail(CudaCode::CUDA_ERROR_INVALID_HANDLE) };
+            let Some(&EventRec { owner, .. }) = s.events.get(&event.0) else {
+                return fail(CudaCode::CUDA_ERROR_INVALID_HANDLE);
+            };
             if s.stream_device(stream)? != owner.device {
                 return fail(CudaCode::CUDA_ERROR_INVALID_HANDLE);
             }
+            // The event happens when the device's queue reaches it.
+            let at = s.timing.reached(owner.device);
+            s.events.entry(event.0).and_modify(|e| e.recorded = Some(at));
             Ok(())
         })
     }
 
     unsafe fn event_synchronize(&self, event: Event) -> DriverResult<()> {
         self.run("cuEventSynchronize", |s| match s.events.get(&event.0) {
-            Some(&owner) => {
+            Some(&EventRec { owner, .. }) => {
                 pools::release_on_sync(s, owner.device);
                 s.work = Some(Work::Sync(owner.device));
                 Ok(())
@@ -836,11 +847,15 @@ impl Driver for SimDriver {
         })
     }
 
-    /// The simulator keeps no time: every interval is 0 ms.
+    /// Milliseconds of virtual time between the two events' last records; an event never
+    /// recorded is an invalid handle here, as it is to the real driver.
     unsafe fn event_elapsed_time(&self, start: Event, end: Event) -> DriverResult<f32> {
-        self.run("cuEventElapsedTime", |s| match s.events.contains_key(&start.0) && s.events.contains_key(&end.0) {
-            true => Ok(0.0),
-            false => fail(CudaCode::CUDA_ERROR_INVALID_HANDLE),
+        self.run("cuEventElapsedTime", |s| {
+            let recorded = |e: Event| s.events.get(&e.0).and_then(|e| e.recorded);
+            match (recorded(start), recorded(end)) {
+                (Some(a), Some(b)) => Ok(((b as f64 - a as f64) / 1e6) as f32),
+                _ => fail(CudaCode::CUDA_ERROR_INVALID_HANDLE),
+            }
         })
     }
 
@@ -998,17 +1013,17 @@ fn host_copy(
     copy: impl FnOnce(&mut State, usize) -> SimResult<()>,
 ) -> SimResult<()> {
     copy(s, device)?;
-    s.work = Some(Work::Copy { device, bytes: len as u64, path: Path::Host });
+    s.work = Some(Work::Copy { device, bytes: len as u64, path: Path::Host, queued: false });
     Ok(())
 }
 
 /// A copy between device addresses by `device`'s engine: a peer copy when the two ends lie on
-/// different devices.
-fn device_copy(s: &mut State, device: usize, dst: u64, src: u64, bytes: usize) -> SimResult<()> {
+/// different devices; `queued` for the asynchronous call.
+fn device_copy(s: &mut State, device: usize, dst: u64, src: u64, bytes: usize, queued: bool) -> SimResult<()> {
     copies::dtod(s, device, dst, src, bytes)?;
     let on = |addr: u64| s.memory.find(addr).map(|b| b.device);
     let path = if on(dst) == on(src) { Path::Local } else { Path::Peer };
-    s.work = Some(Work::Copy { device, bytes: bytes as u64, path });
+    s.work = Some(Work::Copy { device, bytes: bytes as u64, path, queued });
     Ok(())
 }
 

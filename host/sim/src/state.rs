@@ -58,6 +58,13 @@ pub(super) struct Owned {
     pub(super) ctx: u64,
 }
 
+/// An event: where it was made, and the virtual time it was last recorded at.
+#[derive(Clone, Copy)]
+pub(super) struct EventRec {
+    pub(super) owner: Owned,
+    pub(super) recorded: Option<super::timing::Nanos>,
+}
+
 /// A function handle's kernel and device.
 #[derive(Clone, Copy)]
 pub(super) struct FunctionRec {
@@ -83,7 +90,7 @@ pub(super) struct State {
     pub(super) memory: Memory,
     pub(super) contexts: Contexts,
     pub(super) streams: HashMap<u64, Owned>,
-    pub(super) events: HashMap<u64, Owned>,
+    pub(super) events: HashMap<u64, EventRec>,
     /// The context each `cuMemAlloc` allocation was made in, by base address.
     pub(super) legacy_owner: HashMap<u64, u64>,
     pub(super) modules: HashMap<u64, ModuleRec>,
@@ -180,7 +187,7 @@ impl State {
         let modules = &self.modules;
         self.functions.retain(|_, f| modules.contains_key(&f.module));
         self.streams.retain(|_, o| o.ctx != ctx);
-        self.events.retain(|_, o| o.ctx != ctx);
+        self.events.retain(|_, e| e.owner.ctx != ctx);
         let bases: Vec<u64> = self.legacy_owner.iter().filter(|&(_, &c)| c == ctx).map(|(&b, _)| b).collect();
         for base in bases {
             self.legacy_owner.remove(&base);

@@ -15,6 +15,10 @@
 //!   is serialised, devices run in parallel), and when the locks its kind of work takes are
 //!   free ([`Serial`]: per device, per process, per machine, as calibrated), then moves all of
 //!   them to its end;
+//! - work the real driver queues (launches, asynchronous copies between devices, memsets) is
+//!   queued per device and process: the lane moves by the call's own cost only, the device works
+//!   on, a synchronisation waits for the device's queue, and an event happens when the queue
+//!   reaches it (so events time device work, as on a GPU);
 //! - a lane first seen starts at the end of the latest call of its process (a thread spawned
 //!   just now); code that knows better says so through [`peerpool::driver::Timeline::set_now`]
 //!   (`peerpool::rounds::run` does);
@@ -250,6 +254,12 @@ pub(crate) struct Cost {
     pub(crate) lock: Option<(Lock, Vec<usize>)>,
     /// A PTX load for this compute capability: costs the JIT the first time on the machine.
     pub(crate) ptx: Option<(i32, i32)>,
+    /// Work queued on the devices' streams (a launch, an asynchronous copy or memset): the
+    /// calling thread goes on after this many nanoseconds, the call's own cost, while the
+    /// devices work on to the end of [`Cost::time`]. `None`: the thread waits for the end.
+    pub(crate) queued: Option<Nanos>,
+    /// Devices whose queued work must end before this call starts (a synchronisation).
+    pub(crate) waits: Vec<usize>,
 }
 
 impl Cost {
@@ -259,6 +269,12 @@ impl Cost {
 
     pub(crate) fn locked(mut self, lock: Lock, devices: Vec<usize>) -> Cost {
         self.lock = Some((lock, devices));
+        self
+    }
+
+    /// The same work queued: the calling thread pays only `own` of it.
+    pub(crate) fn queued(mut self, own: Nanos) -> Cost {
+        self.queued = Some(own.min(self.time));
         self
     }
 }
@@ -353,6 +369,9 @@ pub(crate) struct ProcessTime {
     /// The latest time any lane reached.
     latest: Nanos,
     process_locks: HashMap<Lock, Busy>,
+    /// Per device: when the work this process queued on it ends (its streams are one queue
+    /// here, an approximation that only makes work on one device wait longer).
+    queues: Vec<Nanos>,
     /// Devices whose primary context this process has created.
     pub(crate) contexts: Vec<bool>,
 }
@@ -374,6 +393,7 @@ impl ProcessTime {
             last_end: origin,
             latest: origin,
             process_locks: HashMap::new(),
+            queues: vec![origin; devices],
             contexts: vec![false; devices],
         }
     }
@@ -392,6 +412,19 @@ impl ProcessTime {
     pub(crate) fn set_now(&mut self, at: Nanos) {
         self.lanes.insert(std::thread::current().id(), at);
         self.latest = self.latest.max(at);
+    }
+
+    /// When `device`'s queue reaches what the calling thread queues now (an event's time).
+    pub(crate) fn reached(&self, device: usize) -> Nanos {
+        self.now().max(self.queues.get(device).copied().unwrap_or(0))
+    }
+
+    /// Work queued on `device` from now on starts no earlier than `at` (a stream waiting
+    /// for an event).
+    pub(crate) fn wait_until(&mut self, device: usize, at: Nanos) {
+        if let Some(queue) = self.queues.get_mut(device) {
+            *queue = (*queue).max(at);
+        }
     }
 
     /// The latest time anything in this process reached.
@@ -422,8 +455,9 @@ impl ProcessTime {
     }
 
     /// Runs one call of `cost` on the calling thread: it takes the earliest time from the
-    /// lane's at which its devices and its locks are all free; all of them are busy until its
-    /// end, where the lane moves.
+    /// lane's (and from the end of the work queued on its devices, or that it waits for) at
+    /// which its devices and its locks are all free; all of them are busy until its end, where
+    /// the lane moves, unless the work is queued: then the lane moves by the call's own cost.
     pub(crate) fn advance(&mut self, machine: &mut Machine, cost: &Cost) {
         let mut time = cost.time;
         if let Some(cc) = cost.ptx
@@ -444,16 +478,29 @@ impl ProcessTime {
                 needs.push(Resource::MachineLock(*lock));
             }
         }
+        let now = self.now();
+        let queue = |d: &usize| self.queues.get(*d).copied().unwrap_or(0);
+        let ready = cost.devices.iter().chain(&cost.waits).map(queue).fold(now, Nanos::max);
         let start = {
             let sets: Vec<&Busy> = needs.iter().filter_map(|&r| self.busy(machine, r)).collect();
-            fit(self.now(), time, &sets)
+            fit(ready, time, &sets)
         };
         for &r in &needs {
             self.take(machine, r, start, time);
         }
         let end = start.saturating_add(time);
-        self.set_now(end);
-        self.last_end = end;
+        for &d in &cost.devices {
+            if let Some(queue) = self.queues.get_mut(d) {
+                *queue = (*queue).max(end);
+            }
+        }
+        self.latest = self.latest.max(end);
+        let lane = match cost.queued {
+            Some(own) => now.saturating_add(own),
+            None => end,
+        };
+        self.set_now(lane);
+        self.last_end = lane;
     }
 }
 
@@ -497,19 +544,22 @@ pub(crate) enum Work {
     Free,
     /// A synchronisation that waits for `device`'s work.
     Sync(usize),
-    /// A kernel on `device` and what it moved.
+    /// A kernel on `device` and what it moved (queued, as every launch is).
     Kernel {
         device: usize,
         traffic: Traffic,
     },
     /// A copy by `device`'s engine: `bytes` between two devices' memory (`peer`), within one
-    /// device's, or to or from the host.
+    /// device's, or to or from the host; `queued` for an asynchronous call between devices
+    /// (the simulator's host memory is pageable, so host copies are synchronous, as the real
+    /// driver's are for pageable memory).
     Copy {
         device: usize,
         bytes: u64,
         path: Path,
+        queued: bool,
     },
-    /// A memset by `device`'s engine.
+    /// A memset by `device`'s engine (queued: only the asynchronous calls are modelled).
     Memset {
         device: usize,
         bytes: u64,
@@ -576,7 +626,7 @@ pub(crate) fn price(m: &Latencies, work: &Work) -> Cost {
         Work::Alloc { first: false, .. } => Cost::on(ns(m.alloc_us), vec![]),
         Work::LegacyAlloc => Cost::on(ns(m.legacy_alloc_us), vec![]),
         Work::Free => Cost::on(ns(m.free_us), vec![]),
-        Work::Sync(d) => Cost::on(ns(m.sync_us), vec![*d]),
+        Work::Sync(d) => Cost { waits: vec![*d], ..Cost::on(ns(m.sync_us), vec![*d]) },
         Work::Kernel { device, traffic: t } => {
             let mut time = ns(m.launch_us);
             time += Latencies::transfer(t.local_bytes, m.local_gbps);
@@ -584,18 +634,19 @@ pub(crate) fn price(m: &Latencies, work: &Work) -> Cost {
             let rate = |count: u64, per_s: f64| if per_s > 0.0 { (count as f64 / per_s * 1e9) as Nanos } else { 0 };
             time += rate(t.local_atomics, m.atomics_local_per_s) + rate(t.peer_atomics, m.atomics_peer_per_s);
             time += (t.local_loads as f64 * m.chase_local_ns + t.peer_loads as f64 * m.chase_peer_ns) as Nanos;
-            Cost::on(time, vec![*device])
+            Cost::on(time, vec![*device]).queued(ns(m.launch_us))
         }
-        Work::Copy { device, bytes, path } => {
+        Work::Copy { device, bytes, path, queued } => {
             let gbps = match path {
                 Path::Host => m.host_copy_gbps,
                 Path::Local => m.local_gbps / 2.0, // read and write on one device
                 Path::Peer => m.peer_copy_gbps,
             };
-            Cost::on(ns(m.copy_us) + Latencies::transfer(*bytes, gbps), vec![*device])
+            let cost = Cost::on(ns(m.copy_us) + Latencies::transfer(*bytes, gbps), vec![*device]);
+            if *queued { cost.queued(ns(m.copy_us)) } else { cost }
         }
         Work::Memset { device, bytes } => {
-            Cost::on(ns(m.memset_us) + Latencies::transfer(*bytes, m.local_gbps), vec![*device])
+            Cost::on(ns(m.memset_us) + Latencies::transfer(*bytes, m.local_gbps), vec![*device]).queued(ns(m.memset_us))
         }
     }
 }
@@ -657,6 +708,29 @@ mod tests {
         std::thread::scope(|s| {
             s.spawn(|| assert_eq!(p.now(), 3_000));
         });
+    }
+
+    #[test]
+    fn queued_work_lets_the_thread_go_on_and_a_synchronisation_waits_for_it() {
+        let mut machine = Machine::new(model(), 2);
+        let mut p = ProcessTime::new(0, 2);
+        let copy = |d| Cost::on(1_000, vec![d]).queued(10);
+        p.advance(&mut machine, &copy(0));
+        assert_eq!((p.now(), p.reached(0), p.reached(1)), (10, 1_000, 10), "the thread went on");
+        p.advance(&mut machine, &copy(1));
+        assert_eq!((p.now(), p.reached(1)), (20, 1_010), "devices 0 and 1 work at once");
+        p.advance(&mut machine, &copy(0));
+        assert_eq!(p.reached(0), 2_000, "device 0's queue runs in order");
+        assert_eq!(p.latest(), 2_000, "the projected wall time waits for queued work");
+        let sync = |d| Cost { waits: vec![d], ..Cost::on(5, vec![d]) };
+        p.advance(&mut machine, &sync(1));
+        assert_eq!(p.now(), 1_015, "device 1's work, not device 0's");
+        p.advance(&mut machine, &sync(0));
+        assert_eq!(p.now(), 2_005);
+        // A stream waiting for an event: device 1's next work starts after it.
+        p.wait_until(1, 5_000);
+        p.advance(&mut machine, &copy(1));
+        assert_eq!((p.now(), p.reached(1)), (2_015, 6_000));
     }
 
     #[test]

@@ -159,3 +159,29 @@ fn copy_variants_move_the_same_bytes() {
     assert_eq!(total - free, 64, "gpu1 holds one 64-byte allocation");
     assert_ne!(d.device_get_uuid(0).unwrap(), d.device_get_uuid(1).unwrap());
 }
+
+/// Events time the work between their records on the virtual clock: each further 16 MiB of a
+/// copy adds the same time, and an event never recorded has no time to give.
+#[test]
+fn events_time_work_on_the_virtual_clock() {
+    let d = sim();
+    let c0 = d.primary_ctx_retain(0).unwrap();
+    d.ctx_set_current(Some(c0)).unwrap();
+    let (a, b) = (d.mem_alloc(64 << 20).unwrap(), d.mem_alloc(64 << 20).unwrap());
+    let (start, end) = (d.event_create().unwrap(), d.event_create().unwrap());
+    let timed = |bytes: usize| {
+        d.event_record(start, Stream::LEGACY).unwrap();
+        d.memcpy_dtod_async(b, a, bytes, Stream::LEGACY).unwrap();
+        d.event_record(end, Stream::LEGACY).unwrap();
+        d.event_synchronize(end).unwrap();
+        d.event_elapsed_time(start, end).unwrap()
+    };
+    let times = [timed(16 << 20), timed(32 << 20), timed(48 << 20)];
+    let (first, second) = (times[1] - times[0], times[2] - times[1]);
+    assert!(times[0] > 0.0 && first > 0.0, "{times:?} ms");
+    assert!((first / second - 1.0).abs() < 0.01, "16 MiB more adds {first} ms, then {second} ms");
+    let fresh = d.event_create().unwrap();
+    let unrecorded = d.event_elapsed_time(start, fresh);
+    assert_eq!(code(unrecorded).as_deref(), Some("CUDA_ERROR_INVALID_HANDLE"));
+    d.event_destroy(fresh).unwrap();
+}
