@@ -226,8 +226,8 @@ struct Timer<'d> {
 
 impl<'d> Timer<'d> {
     fn new(driver: &'d dyn Driver) -> Result<Self> {
-        let start = driver.event_create()?;
-        let end = driver.event_create().inspect_err(|_| {
+        let start = driver.event_create(0)?;
+        let end = driver.event_create(0).inspect_err(|_| {
             // SAFETY: the event just made, destroyed once.
             let _ = unsafe { driver.event_destroy(start) };
         })?;

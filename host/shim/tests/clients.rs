@@ -1,7 +1,8 @@
 //! Programs that know nothing of peerpool, run against the shim as their libcuda: a C program
 //! linked with `-lcuda` (`clients/pools.c`) and a cuda.core script (`clients/pools.py`). What
 //! they observe of every ordered pair must be the simulated topology's peer matrix; fault rules
-//! and bad settings given by environment must reach them as documented.
+//! and bad settings given by environment must reach them as documented; a C program that times
+//! work with events (`clients/events.c`) must meet the driver's checks and a clock that runs.
 //!
 //! The C program needs NVIDIA's `cuda.h` (`$PEERPOOL_CUDA_INCLUDE`) and the script a Python
 //! with cuda-core (`$PEERPOOL_PYTHON`): `.ci/run` installs both from PyPI into a throwaway
@@ -168,6 +169,26 @@ fn same_as_on_the_h200s(program: &mut Command, record: &str) -> Result<(), Faile
     }
 }
 
+/// What `clients/events.c` prints on NVIDIA's driver (`docs/hardware/recorded/clients-events.txt`
+/// once recorded there) and what the CUDA documentation says of each case.
+const EVENTS: &str = "create flags 0x8: CUDA_ERROR_INVALID_VALUE
+create interprocess, timed: CUDA_ERROR_INVALID_VALUE
+elapsed to a never recorded event: CUDA_ERROR_INVALID_HANDLE
+elapsed to an untimed event: CUDA_ERROR_INVALID_HANDLE
+a memset takes time: 1
+sixteen times the bytes take more than four times as long: 1
+done
+";
+
+/// Events through the shim: flags checked, and time kept on the simulator's virtual clock.
+fn c_client_times_with_events() -> Result<(), Failed> {
+    let out = run(&mut Command::new(c_program("events")?), &[("PEERPOOL_SIM_TOPOLOGY", "two_h200_nvlink")])?;
+    match stdout(&out) {
+        text if text == EVENTS && out.status.success() => Ok(()),
+        text => Err(format!("want:\n{EVENTS}through the shim:\n{text}").into()),
+    }
+}
+
 fn main() -> ExitCode {
     let mut trials = Vec::new();
     for stem in TOPOLOGIES {
@@ -193,6 +214,7 @@ fn main() -> ExitCode {
         c_gets_one_line_for_bad_settings,
     ));
     trials.push(trial("c_client_leaves_a_trace".into(), CUDA_INCLUDE, c_leaves_a_trace));
+    trials.push(trial("c_client_times_with_events".into(), CUDA_INCLUDE, c_client_times_with_events));
     let conclusion = libtest_mimic::run(&Arguments::from_args(), trials);
     support::clean_up();
     conclusion.exit_code()

@@ -6,6 +6,7 @@ use super::state::{EventRec, Fail, SimResult, State};
 use super::timing::{self, Latencies, Machine, Path, ProcessTime, Work};
 use super::topology::Topology;
 use super::{copies, pools, share, vmm};
+use cudarc::driver::sys::CUevent_flags_enum as EventFlag;
 use peerpool::CudaCode;
 use peerpool::CudaError;
 use peerpool::driver::*;
@@ -227,6 +228,10 @@ impl std::fmt::Debug for SimDriver {
 fn fail<T>(code: CudaCode) -> SimResult<T> {
     Err(code.into())
 }
+
+const CU_EVENT_BLOCKING_SYNC: u32 = EventFlag::CU_EVENT_BLOCKING_SYNC as u32;
+const CU_EVENT_DISABLE_TIMING: u32 = EventFlag::CU_EVENT_DISABLE_TIMING as u32;
+const CU_EVENT_INTERPROCESS: u32 = EventFlag::CU_EVENT_INTERPROCESS as u32;
 
 /// Calls that only read or change the calling thread's current context.
 const CONTEXT_SWITCHES: &[&str] = &["cuCtxGetCurrent", "cuCtxSetCurrent", "cuCtxPushCurrent", "cuCtxPopCurrent"];
@@ -804,11 +809,17 @@ impl Driver for SimDriver {
         })
     }
 
-    fn event_create(&self) -> DriverResult<Event> {
+    /// Flags as the real driver checks them: `CU_EVENT_INTERPROCESS` needs timing disabled.
+    fn event_create(&self, flags: u32) -> DriverResult<Event> {
         self.run("cuEventCreate", |s| {
+            let known = CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS;
+            let timed = flags & CU_EVENT_DISABLE_TIMING == 0;
+            if flags & !known != 0 || (flags & CU_EVENT_INTERPROCESS != 0 && timed) {
+                return fail(CudaCode::CUDA_ERROR_INVALID_VALUE);
+            }
             let owner = s.current_owner()?;
             let handle = s.mint();
-            s.events.insert(handle, EventRec { owner, recorded: None });
+            s.events.insert(handle, EventRec { owner, timed, recorded: None });
             Ok(Event(handle))
         })
     }
@@ -848,10 +859,10 @@ impl Driver for SimDriver {
     }
 
     /// Milliseconds of virtual time between the two events' last records; an event never
-    /// recorded is an invalid handle here, as it is to the real driver.
+    /// recorded, or made without timing, is an invalid handle here, as it is to the real driver.
     unsafe fn event_elapsed_time(&self, start: Event, end: Event) -> DriverResult<f32> {
         self.run("cuEventElapsedTime", |s| {
-            let recorded = |e: Event| s.events.get(&e.0).and_then(|e| e.recorded);
+            let recorded = |e: Event| s.events.get(&e.0).filter(|e| e.timed).and_then(|e| e.recorded);
             match (recorded(start), recorded(end)) {
                 (Some(a), Some(b)) => Ok(((b as f64 - a as f64) / 1e6) as f32),
                 _ => fail(CudaCode::CUDA_ERROR_INVALID_HANDLE),

@@ -58,10 +58,12 @@ pub(super) struct Owned {
     pub(super) ctx: u64,
 }
 
-/// An event: where it was made, and the virtual time it was last recorded at.
+/// An event: where it was made, whether it keeps time, and the virtual time it was last
+/// recorded at.
 #[derive(Clone, Copy)]
 pub(super) struct EventRec {
     pub(super) owner: Owned,
+    pub(super) timed: bool,
     pub(super) recorded: Option<super::timing::Nanos>,
 }
 

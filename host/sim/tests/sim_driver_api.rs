@@ -168,7 +168,7 @@ fn events_time_work_on_the_virtual_clock() {
     let c0 = d.primary_ctx_retain(0).unwrap();
     d.ctx_set_current(Some(c0)).unwrap();
     let (a, b) = (d.mem_alloc(64 << 20).unwrap(), d.mem_alloc(64 << 20).unwrap());
-    let (start, end) = (d.event_create().unwrap(), d.event_create().unwrap());
+    let (start, end) = (d.event_create(0).unwrap(), d.event_create(0).unwrap());
     let timed = |bytes: usize| {
         d.event_record(start, Stream::LEGACY).unwrap();
         d.memcpy_dtod_async(b, a, bytes, Stream::LEGACY).unwrap();
@@ -180,8 +180,30 @@ fn events_time_work_on_the_virtual_clock() {
     let (first, second) = (times[1] - times[0], times[2] - times[1]);
     assert!(times[0] > 0.0 && first > 0.0, "{times:?} ms");
     assert!((first / second - 1.0).abs() < 0.01, "16 MiB more adds {first} ms, then {second} ms");
-    let fresh = d.event_create().unwrap();
+    let fresh = d.event_create(0).unwrap();
     let unrecorded = d.event_elapsed_time(start, fresh);
     assert_eq!(code(unrecorded).as_deref(), Some("CUDA_ERROR_INVALID_HANDLE"));
     d.event_destroy(fresh).unwrap();
+}
+
+/// Event flags as the real driver takes them: unknown bits and an interprocess event that keeps
+/// time are refused, and an event made without timing has no time to give.
+#[test]
+fn event_flags_are_checked_and_untimed_events_give_no_time() {
+    let d = sim();
+    let c0 = d.primary_ctx_retain(0).unwrap();
+    d.ctx_set_current(Some(c0)).unwrap();
+    let (blocking, untimed, interprocess) = (1, 2, 4);
+    assert_eq!(code(d.event_create(8)).as_deref(), Some("CUDA_ERROR_INVALID_VALUE"));
+    assert_eq!(code(d.event_create(interprocess)).as_deref(), Some("CUDA_ERROR_INVALID_VALUE"));
+    let timed = d.event_create(blocking).unwrap();
+    for flags in [untimed, untimed | interprocess] {
+        let untimed = d.event_create(flags).unwrap();
+        d.event_record(timed, Stream::LEGACY).unwrap();
+        d.event_record(untimed, Stream::LEGACY).unwrap();
+        assert_eq!(code(d.event_elapsed_time(timed, untimed)).as_deref(), Some("CUDA_ERROR_INVALID_HANDLE"));
+        assert_eq!(code(d.event_elapsed_time(untimed, timed)).as_deref(), Some("CUDA_ERROR_INVALID_HANDLE"));
+        d.event_destroy(untimed).unwrap();
+    }
+    assert_eq!(d.event_elapsed_time(timed, timed).unwrap(), 0.0);
 }

@@ -180,8 +180,8 @@ macro_rules! for_each_driver_call {
 
             // ---- events ----
 
-            /// `cuEventCreate` (default flags: timing enabled) in the current context.
-            safe fn event_create() -> Event = cuEventCreate @ cuEventCreate;
+            /// `cuEventCreate` with `CU_EVENT_*` flags (0: timing enabled) in the current context.
+            safe fn event_create(flags: u32) -> Event = cuEventCreate @ cuEventCreate;
             /// `cuEventRecord` on `stream`.
             unsafe fn event_record(event: Event, stream: Stream) -> () = cuEventRecord @ cuEventRecord;
             /// `cuEventSynchronize`.

@@ -38,8 +38,8 @@ exports! {
         code(sim().stream_wait_event(stream(h_stream), event(h_event), flags))
     }
 
-    fn cuEventCreate(ph_event: *mut sys::CUevent, _flags: c_uint) {
-        out(ph_event, as_ptr(code(sim().event_create())?.0))
+    fn cuEventCreate(ph_event: *mut sys::CUevent, flags: c_uint) {
+        out(ph_event, as_ptr(code(sim().event_create(flags))?.0))
     }
 
     fn cuEventRecord(h_event: sys::CUevent, h_stream: sys::CUstream) {

@@ -535,9 +535,10 @@ impl Driver for CudaDriver {
         Ok((offset, size))
     }
 
-    fn event_create(&self) -> DriverResult<Event> {
+    fn event_create(&self, flags: u32) -> DriverResult<Event> {
         let mut e = std::ptr::null_mut();
-        check(Call::cuEventCreate, unsafe { sys::cuEventCreate(&mut e, 0) })?;
+        // SAFETY: `e` is a valid out-pointer; the driver checks the flags.
+        check(Call::cuEventCreate, unsafe { sys::cuEventCreate(&mut e, flags) })?;
         Ok(Event(raw(e)))
     }
 
