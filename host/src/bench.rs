@@ -3,7 +3,7 @@
 //! once with kernels pulling and pushing), pointer-chase latency, system-scope atomic rates,
 //! grant and revoke latency against live bytes, verification and module-load cost (PTX and
 //! the sm_90 cubin). Times come from CUDA events where one stream
-//! covers the work, else from a [`Stopwatch`] around work on both GPUs. Medians of repeats. On
+//! covers the work, else from a stopwatch around work on both GPUs. Medians of repeats. On
 //! the simulator both are its virtual clock, so a simulated bench shows what its timing model
 //! projects for the machine.
 
