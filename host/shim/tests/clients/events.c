@@ -3,23 +3,7 @@
  * time of an event never recorded or made without timing. One line per fact, each the same on
  * any GPU (no absolute times), so that a run through the shim can be compared with NVIDIA's
  * driver. Exits 1 on an unexpected error ("fail <call>: <code>"). */
-#include <cuda.h>
-#include <stdio.h>
-
-static const char *name_of(CUresult r) {
-    const char *name = "?";
-    cuGetErrorName(r, &name);
-    return name;
-}
-
-#define TRY(call)                                                                        \
-    do {                                                                                 \
-        CUresult r_ = (call);                                                            \
-        if (r_ != CUDA_SUCCESS) {                                                        \
-            printf("fail %s: %s\n", #call, name_of(r_));                                 \
-            return 1;                                                                    \
-        }                                                                                \
-    } while (0)
+#include "client.h"
 
 /* Milliseconds the memset of `bytes` takes on the default stream, between two timed events. */
 static CUresult time_memset(CUdeviceptr p, size_t bytes, CUevent a, CUevent b, float *ms) {

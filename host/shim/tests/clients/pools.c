@@ -4,26 +4,8 @@
  * with the simulated topology. One line per fact. On an unexpected error it prints
  * "fail <call>: <code>", then "after <code>" for one more call (a context killed by a sticky
  * error answers it with the same code), and exits 1. */
-#include <cuda.h>
-#include <stdio.h>
+#include "client.h"
 #include <string.h>
-
-static const char *name_of(CUresult r) {
-    const char *name = "?";
-    cuGetErrorName(r, &name);
-    return name;
-}
-
-#define TRY(call)                                                                        \
-    do {                                                                                 \
-        CUresult r_ = (call);                                                            \
-        if (r_ != CUDA_SUCCESS) {                                                        \
-            printf("fail %s: %s\n", #call, name_of(r_));                                 \
-            int count_;                                                                  \
-            printf("after %s\n", name_of(cuDeviceGetCount(&count_)));                    \
-            return 1;                                                                    \
-        }                                                                                \
-    } while (0)
 
 int main(void) {
     int count = 0, version = 0;

@@ -2,14 +2,7 @@
  * whether the device's free memory shrank by the allocation anyway (a rule that fails the call
  * after making it leaves the memory allocated and the pointer unknown to the caller), and
  * what the next call answers (a sticky fault fails every later call). One line per fact. */
-#include <cuda.h>
-#include <stdio.h>
-
-static const char *name_of(CUresult r) {
-    const char *name = "?";
-    cuGetErrorName(r, &name);
-    return name;
-}
+#include "client.h"
 
 int main(void) {
     CUdevice dev;
