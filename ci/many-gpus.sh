@@ -56,6 +56,12 @@ n = 1 + max(max(p["owner"], p["accessor"]) for p in r["pairs"] + r["skipped"])
 full = sum(len(p["sizes"]) == len(r["sizes"]) for p in r["pairs"])
 print(f"bench: {len(r['pairs'])} ordered pairs measured ({full} with full curves), "
       f"{len(r['skipped'])} skipped, of {n * (n - 1)}; grant curve on gpu{r['grant_pair'][0]} -> gpu{r['grant_pair'][1]}")
+first = r["pairs"][0]
+rate = {c["path"].split(" (")[0]: c["gbps"][-1] for c in first["curves"]}
+print(f"bench projection, gpu{first['owner']} -> gpu{first['accessor']} at {first['sizes'][-1]} bytes: "
+      f"copy engine {rate['copy engine owner->accessor']:.0f} GB/s, kernel read {rate['kernel read']:.0f} GB/s, "
+      f"both directions (copy engine) {rate['copy engine both directions at once']:.0f} GB/s; "
+      f"grant {r['grant_vs_live'][0]['grant_us']:.0f} us on an empty pool")
 PY
     [ "$status" = 0 ] || failed=1
     rm -rf "$out/$t-check" "$out/$t-bench"
