@@ -219,6 +219,13 @@ fn bench(out: PathBuf, options: peerpool::bench::BenchOptions) -> ExitCode {
         Ok(report) => report,
         Err(e) => {
             eprintln!("peerpool bench: {e}");
+            if e.cuda().is_some_and(|c| c.code == peerpool::CudaCode::CUDA_ERROR_OUT_OF_MEMORY) {
+                let live = options.live_gib.iter().max().copied().unwrap_or(0);
+                eprintln!(
+                    "peerpool bench: its largest allocation is the grant curve's {live} GiB live in one pool \
+                     (--live-gib sets it); a simulated GPU's memory is this host's"
+                );
+            }
             return exit::code(exit::FAILURE);
         }
     };
