@@ -14,7 +14,9 @@
 //!   real driver returned stale data (`cuMemPoolGetAccess` said READWRITE) and crashed the
 //!   process in `cuMemPoolSetAccess`, so a path that sends one is a bug tests must see.
 //! - Everything is synchronous: streams never hold pending work, so ordering bugs that need a
-//!   real race (e.g. reading before an unsynchronised `cuMemcpyHtoD` lands) do not show.
+//!   real race (e.g. reading before an unsynchronised `cuMemcpyHtoD` lands) do not show, and
+//!   `cuStreamQuery`/`cuEventQuery` never answer `CUDA_ERROR_NOT_READY`. Only the virtual clock
+//!   queues work (`timing`): event times are what the model projects, not what ran here.
 //! - A kernel that faults changes no byte (the check precedes the work); a real one may have
 //!   written part of its range before the fault. `cuLaunchKernel` itself returns success and
 //!   every later call fails, as on hardware; the real error surfaces only at the synchronise.
