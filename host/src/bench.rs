@@ -9,7 +9,9 @@
 
 use crate::driver::{Driver, Event, ModuleImage, Timeline};
 use crate::kernels::BLOCK;
-use crate::{Allocation, DeviceSlice, DeviceStream, LoadPath, PoolOptions, Result, System};
+use crate::{
+    Allocation, CudaError, DeviceSlice, DeviceStream, Error, GrantError, LoadPath, PoolOptions, Result, System,
+};
 use serde::Serialize;
 use std::time::{Duration, Instant};
 
@@ -258,13 +260,41 @@ impl Drop for Timer<'_> {
     }
 }
 
+/// Why a benchmark stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    /// No ordered pair reaches both ways: nothing to measure.
+    #[error("no pair of GPUs reaches each other both ways ({reason})")]
+    NoPair {
+        /// Why the first pair was skipped.
+        reason: String,
+    },
+    /// A grant or a verification the bench makes failed (a verification's wrong bytes too).
+    #[error(transparent)]
+    Grant(#[from] GrantError),
+    /// A driver call or another peerpool error.
+    #[error(transparent)]
+    Api(#[from] Error),
+}
+
+impl BenchError {
+    /// The failed driver call inside, if there is one.
+    pub fn cuda(&self) -> Option<&CudaError> {
+        match self {
+            BenchError::NoPair { .. } => None,
+            BenchError::Grant(e) => e.cuda(),
+            BenchError::Api(e) => e.cuda(),
+        }
+    }
+}
+
 /// Runs every measurement on every ordered pair whose GPUs reach each other both ways (the
 /// others are listed as skipped). Needs at least one such pair.
-pub fn run(system: &System, options: &BenchOptions) -> Result<BenchReport> {
+pub fn run(system: &System, options: &BenchOptions) -> Result<BenchReport, BenchError> {
     let (measured, skipped) = split_pairs(&system.facts()?);
     let Some(&(grant_owner, grant_accessor)) = measured.first() else {
-        let why = skipped.first().map_or("fewer than two GPUs".to_string(), |s| s.reason.clone());
-        return Err(crate::Error::InvalidArgument(format!("no pair of GPUs reaches each other both ways ({why})")));
+        let reason = skipped.first().map_or("fewer than two GPUs".to_string(), |s| s.reason.clone());
+        return Err(BenchError::NoPair { reason });
     };
     // First, so that "first" means the first JIT of the PTX in this process (unless the caller
     // already used the kernels on gpu0).
@@ -280,8 +310,7 @@ pub fn run(system: &System, options: &BenchOptions) -> Result<BenchReport> {
         pairs.push(pair(system, owner, accessor, max, &BenchOptions { sizes, ..options.clone() })?);
     }
     let grant_vs_live = grant_curve(system, options, grant_owner, grant_accessor)?;
-    let verify_once =
-        || system.verify_pair(grant_owner, grant_accessor).map_err(|e| crate::Error::InvalidArgument(e.to_string()));
+    let verify_once = || system.verify_pair(grant_owner, grant_accessor).map(drop);
     verify_once()?;
     let mut verify = Vec::new();
     for _ in 0..options.repeats {
@@ -328,11 +357,17 @@ fn split_pairs(facts: &crate::facts::Facts) -> (Vec<(usize, usize)>, Vec<Skipped
 }
 
 /// Bandwidth, latency and atomics for `owner -> accessor`.
-fn pair(system: &System, owner: usize, accessor: usize, max: u64, options: &BenchOptions) -> Result<PairBench> {
+fn pair(
+    system: &System,
+    owner: usize,
+    accessor: usize,
+    max: u64,
+    options: &BenchOptions,
+) -> Result<PairBench, BenchError> {
     let remote_pool = system.create_pool(owner, PoolOptions::default())?;
     let local_pool = system.create_pool(accessor, PoolOptions::default())?;
-    system.grant(remote_pool.as_ref(), accessor).map_err(|e| crate::Error::InvalidArgument(e.to_string()))?;
-    system.grant(local_pool.as_ref(), owner).map_err(|e| crate::Error::InvalidArgument(e.to_string()))?;
+    system.grant(remote_pool.as_ref(), accessor)?;
+    system.grant(local_pool.as_ref(), owner)?;
     let remote = system.alloc(remote_pool.as_ref(), max as usize)?;
     let local = system.alloc(local_pool.as_ref(), max as usize)?;
     let (on_accessor, on_owner) = (system.stream(accessor)?, system.stream(owner)?);
@@ -511,8 +546,12 @@ fn atomics(system: &System, device: usize, stream: &DeviceStream<'_>, memory: &A
 }
 
 /// Grant and revoke latency (`owner -> accessor`, evidence cached) with live bytes in the pool.
-fn grant_curve(system: &System, options: &BenchOptions, owner: usize, accessor: usize) -> Result<Vec<GrantPoint>> {
-    let err = |e: crate::GrantError| crate::Error::InvalidArgument(e.to_string());
+fn grant_curve(
+    system: &System,
+    options: &BenchOptions,
+    owner: usize,
+    accessor: usize,
+) -> Result<Vec<GrantPoint>, BenchError> {
     let mut points = Vec::new();
     for &gib in &options.live_gib {
         let pool = system.create_pool(owner, PoolOptions::default())?;
@@ -520,10 +559,10 @@ fn grant_curve(system: &System, options: &BenchOptions, owner: usize, accessor: 
         let (mut grant, mut revoke) = (Vec::new(), Vec::new());
         for _ in 0..options.repeats.min(5) {
             let watch = Stopwatch::start(system);
-            system.grant(pool.as_ref(), accessor).map_err(err)?;
+            system.grant(pool.as_ref(), accessor)?;
             grant.push(watch.seconds() * 1e6);
             let watch = Stopwatch::start(system);
-            system.revoke(pool.as_ref(), accessor).map_err(err)?;
+            system.revoke(pool.as_ref(), accessor)?;
             revoke.push(watch.seconds() * 1e6);
         }
         points.push(GrantPoint { live_gib: gib, grant_us: median(grant), revoke_us: median(revoke) });

@@ -2,8 +2,9 @@
 //! are what the timing model projects (events and the stopwatch read the virtual clock); the
 //! hardware run gives the measured ones.
 
+use peerpool::GrantError;
 use peerpool::System;
-use peerpool::bench::{BenchOptions, run};
+use peerpool::bench::{BenchError, BenchOptions, run};
 use peerpool_sim::{Latencies, SimDriver, Topology, catalog_topology};
 use std::sync::Arc;
 
@@ -89,5 +90,19 @@ fn no_pair_that_reaches_both_ways_is_an_error_not_a_panic() {
     let topology = catalog_topology("one_way_pair").unwrap();
     let system = System::with_driver(Arc::new(SimDriver::new(topology))).unwrap();
     let error = run(&system, &quick(None)).expect_err("nothing to measure");
+    assert!(matches!(error, BenchError::NoPair { .. }), "{error:?}");
     assert!(error.to_string().contains("no pair of GPUs reaches each other both ways"), "{error}");
+}
+
+/// A pair whose link corrupts bytes is not measured: its verification's rejection is the
+/// bench's error, typed and readable.
+#[test]
+fn a_pair_that_fails_verification_stops_the_bench_with_the_rejection() {
+    let topology = catalog_topology("corrupt_link_pair").unwrap();
+    let system = System::with_driver(Arc::new(SimDriver::new(topology))).unwrap();
+    system.set_probe_bytes(4096).expect("a valid probe size");
+    let error = run(&system, &quick(None)).expect_err("the corrupt link is found");
+    assert!(matches!(error, BenchError::Grant(GrantError::Rejected { .. })), "{error:?}");
+    let text = error.to_string();
+    assert!(text.contains("bytes moved") && text.contains("came back wrong") && !text.contains('{'), "{text}");
 }

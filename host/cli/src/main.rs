@@ -217,6 +217,10 @@ fn bench(out: PathBuf, options: peerpool::bench::BenchOptions) -> ExitCode {
     };
     let report = match peerpool::bench::run(&system, &options) {
         Ok(report) => report,
+        Err(e @ peerpool::bench::BenchError::NoPair { .. }) => {
+            eprintln!("peerpool bench: {e}: nothing to measure");
+            return exit::code(exit::NOTHING_CHECKED);
+        }
         Err(e) => {
             eprintln!("peerpool bench: {e}");
             if e.cuda().is_some_and(|c| c.code == peerpool::CudaCode::CUDA_ERROR_OUT_OF_MEMORY) {

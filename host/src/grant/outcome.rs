@@ -65,6 +65,25 @@ pub struct Rejection {
     pub bytes_checked: u64,
 }
 
+impl std::fmt::Display for Rejection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let direction = match self.direction {
+            Direction::OwnerToAccessor => "owner to accessor",
+            Direction::AccessorToOwner => "accessor to owner",
+        };
+        let method = match self.method {
+            Method::CopyEngine => "the copy engine",
+            Method::AccessorKernel => "the accessor's kernels",
+            Method::OwnerKernel => "the owner's kernels",
+        };
+        write!(
+            f,
+            "{} of {} bytes moved {direction} by {method} came back wrong, the first at byte {}",
+            self.bytes_wrong, self.bytes_checked, self.first_bad_offset
+        )
+    }
+}
+
 /// Where in an operation a driver call failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Stage {
@@ -117,7 +136,7 @@ pub enum GrantError {
         accessor: usize,
     },
     /// Bytes moved between the pair came back wrong; nothing was granted.
-    #[error("verification of gpu{owner} <-> gpu{accessor} rejected: {rejection:?}")]
+    #[error("verification of gpu{owner} <-> gpu{accessor} rejected: {rejection}")]
     Rejected {
         /// The pool's device.
         owner: usize,
