@@ -214,9 +214,33 @@ impl Latencies {
         Latencies::from_json(H200).expect("host/sim/timing/h200.json parses")
     }
 
-    /// Parses the JSON form (fields missing keep [`Latencies::default`]'s values).
+    /// Parses the JSON form (fields missing keep [`Latencies::default`]'s values). Every number
+    /// must be finite and in its unit's range ([`Latencies::check_range`]), so that no sum of
+    /// costs leaves the clock's 64-bit nanoseconds.
     pub fn from_json(text: &str) -> Result<Latencies, String> {
-        serde_json::from_str(text).map_err(|e| e.to_string())
+        let value: serde_json::Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        if let Some(fields) = value.as_object() {
+            for (name, v) in fields {
+                if let Some(number) = v.as_f64() {
+                    Latencies::check_range(name, number)?;
+                }
+            }
+        }
+        serde_json::from_value(value).map_err(|e| e.to_string())
+    }
+
+    /// The range of a field by its unit: times (`_us`, `_ns`) 0 to 10^9 (a thousand seconds in
+    /// microseconds), rates (`_gbps`, `_per_s`) 0 (not modelled: free) or 10^-3 to 10^15.
+    fn check_range(name: &str, number: f64) -> Result<(), String> {
+        let within = match name.rsplit('_').next() {
+            Some("us" | "ns") => (0.0..=1e9).contains(&number),
+            Some("gbps" | "s") => number == 0.0 || (1e-3..=1e15).contains(&number),
+            _ => true,
+        };
+        match within {
+            true => Ok(()),
+            false => Err(format!("{name}: {number:e} is out of range (times 0 to 1e9, rates 0 or 1e-3 to 1e15)")),
+        }
     }
 
     /// Reads a JSON file (at most 1 MiB).
@@ -628,12 +652,17 @@ pub(crate) fn price(m: &Latencies, work: &Work) -> Cost {
         Work::Free => Cost::on(ns(m.free_us), vec![]),
         Work::Sync(d) => Cost { waits: vec![*d], ..Cost::on(ns(m.sync_us), vec![*d]) },
         Work::Kernel { device, traffic: t } => {
-            let mut time = ns(m.launch_us);
-            time += Latencies::transfer(t.local_bytes, m.local_gbps);
-            time += Latencies::transfer(t.peer_bytes, m.peer_kernel_gbps);
             let rate = |count: u64, per_s: f64| if per_s > 0.0 { (count as f64 / per_s * 1e9) as Nanos } else { 0 };
-            time += rate(t.local_atomics, m.atomics_local_per_s) + rate(t.peer_atomics, m.atomics_peer_per_s);
-            time += (t.local_loads as f64 * m.chase_local_ns + t.peer_loads as f64 * m.chase_peer_ns) as Nanos;
+            let time = [
+                ns(m.launch_us),
+                Latencies::transfer(t.local_bytes, m.local_gbps),
+                Latencies::transfer(t.peer_bytes, m.peer_kernel_gbps),
+                rate(t.local_atomics, m.atomics_local_per_s),
+                rate(t.peer_atomics, m.atomics_peer_per_s),
+                (t.local_loads as f64 * m.chase_local_ns + t.peer_loads as f64 * m.chase_peer_ns) as Nanos,
+            ]
+            .into_iter()
+            .fold(0, Nanos::saturating_add);
             Cost::on(time, vec![*device]).queued(ns(m.launch_us))
         }
         Work::Copy { device, bytes, path, queued } => {
@@ -642,11 +671,12 @@ pub(crate) fn price(m: &Latencies, work: &Work) -> Cost {
                 Path::Local => m.local_gbps / 2.0, // read and write on one device
                 Path::Peer => m.peer_copy_gbps,
             };
-            let cost = Cost::on(ns(m.copy_us) + Latencies::transfer(*bytes, gbps), vec![*device]);
+            let cost = Cost::on(ns(m.copy_us).saturating_add(Latencies::transfer(*bytes, gbps)), vec![*device]);
             if *queued { cost.queued(ns(m.copy_us)) } else { cost }
         }
         Work::Memset { device, bytes } => {
-            Cost::on(ns(m.memset_us) + Latencies::transfer(*bytes, m.local_gbps), vec![*device]).queued(ns(m.memset_us))
+            let time = ns(m.memset_us).saturating_add(Latencies::transfer(*bytes, m.local_gbps));
+            Cost::on(time, vec![*device]).queued(ns(m.memset_us))
         }
     }
 }
@@ -676,6 +706,34 @@ mod tests {
         assert!(Latencies::from_json(r#"{"context_create_us": 1.0, "typo_us": 2.0}"#).is_err());
         let partial = Latencies::from_json(r#"{"context_create_us": 1.0}"#).unwrap();
         assert_eq!((partial.context_create_us, partial.init_us), (1.0, Latencies::default().init_us));
+    }
+
+    #[test]
+    fn numbers_out_of_their_units_range_are_refused_by_name() {
+        for bad in [
+            r#"{"init_us": -1}"#,
+            r#"{"init_us": 1e300}"#,
+            r#"{"local_gbps": 1e-300}"#,
+            r#"{"atomics_peer_per_s": 1e20}"#,
+            r#"{"chase_peer_ns": 2e9}"#,
+        ] {
+            let field = bad.split('"').nth(1).unwrap();
+            let error = Latencies::from_json(bad).expect_err(bad);
+            assert!(error.starts_with(field) && error.contains("out of range"), "{bad}: {error}");
+        }
+        let edges = r#"{"init_us": 1e9, "local_gbps": 0, "peer_copy_gbps": 1e-3, "atomics_local_per_s": 1e15}"#;
+        let model = Latencies::from_json(edges).expect("the ends of each range");
+        // The slowest rate over a terabyte and the longest times, summed: no overflow.
+        let traffic =
+            Traffic { peer_bytes: 1 << 40, peer_atomics: u64::MAX, peer_loads: u64::MAX, ..Traffic::default() };
+        let slow = Latencies { launch_us: 1e9, peer_kernel_gbps: 1e-3, chase_peer_ns: 1e9, ..model };
+        let cost = price(&slow, &Work::Kernel { device: 0, traffic });
+        assert_eq!(cost.time, Nanos::MAX);
+        let mut machine = Machine::new(slow, 1);
+        let mut p = ProcessTime::new(0, 1);
+        p.advance(&mut machine, &cost);
+        p.advance(&mut machine, &cost);
+        assert_eq!(p.latest(), Nanos::MAX, "the clock saturates");
     }
 
     #[test]
