@@ -44,12 +44,12 @@ fn since(symbol: &str) -> c_int {
     }
 }
 
-/// Every exported symbol: the implemented ones, then the stubs.
+/// Every exported symbol: the implemented ones (this module's own among them), then the stubs.
 fn symbols() -> &'static HashMap<&'static str, usize> {
     static SYMBOLS: OnceLock<HashMap<&'static str, usize>> = OnceLock::new();
     SYMBOLS.get_or_init(|| {
         let stubs = unsupported::table();
-        let all = exports::implemented().into_iter().chain(stubs);
+        let all = exports::implemented().into_iter().chain(table()).chain(stubs);
         all.map(|(name, f)| (name, f as usize)).collect()
     })
 }

@@ -11,18 +11,6 @@ use super::state::{SimResult, State};
 use peerpool::CudaCode;
 use peerpool::driver::PoolAttribute;
 
-/// What `cuMemPoolGetAttribute` reads, per pool.
-#[derive(Clone, Copy, Debug, Default)]
-pub(super) struct PoolStats {
-    pub(super) used: u64,
-    pub(super) used_high: u64,
-    pub(super) reserved: u64,
-    pub(super) reserved_high: u64,
-    pub(super) release_threshold: u64,
-    /// The three reuse policies, off when set.
-    pub(super) reuse_off: [bool; 3],
-}
-
 fn fail<T>(code: CudaCode) -> SimResult<T> {
     Err(code.into())
 }

@@ -14,35 +14,7 @@ use peerpool::CudaCode;
 use peerpool::driver::{
     ExportedHandle, ExportedHandleRef, HandleKind, HandleKinds, IpcMemHandle, PointerAttribute, PoolPtrExportData,
 };
-use std::collections::HashMap;
 use std::sync::Arc;
-
-/// One `cuMemCreate` (or imported) allocation.
-#[derive(Clone)]
-pub(super) struct Physical {
-    pub(super) device: usize,
-    pub(super) size: u64,
-    pub(super) handle_types: HandleKinds,
-    pub(super) backing: Backing,
-    /// Handle references: the creating or importing call, and each retain.
-    pub(super) refs: u32,
-    /// Live `cuMemMap`s of it.
-    pub(super) mappings: u32,
-    /// Imported: charged to the exporter's device, not here.
-    pub(super) imported: bool,
-}
-
-/// What a simulated process shares and maps.
-#[derive(Clone, Default)]
-pub(super) struct Shares {
-    /// Exported pools (by index) and the files that name them to importers (a header, no
-    /// data), kept open for the simulator's life.
-    pub(super) pool_files: HashMap<usize, Arc<SharedFile>>,
-    /// Imported pools (by index) and the nonce of the exporter's pool file.
-    pub(super) imported_pools: HashMap<usize, u64>,
-    /// Physical allocations by handle.
-    pub(super) physical: HashMap<u64, Physical>,
-}
 
 pub(super) fn invalid<T>() -> SimResult<T> {
     Err(CudaCode::CUDA_ERROR_INVALID_VALUE.into())
@@ -50,15 +22,6 @@ pub(super) fn invalid<T>() -> SimResult<T> {
 
 pub(super) fn fail<T>(code: CudaCode) -> SimResult<T> {
     Err(code.into())
-}
-
-/// Private bytes for a forked process, except where they are shared with another process.
-pub(super) fn fork_bytes(s: &mut State) {
-    let mut copies = HashMap::new();
-    s.memory.fork_bytes(&mut copies);
-    for physical in s.shares.physical.values_mut() {
-        physical.backing = physical.backing.forked(&mut copies);
-    }
 }
 
 /// The device a received header names, if this simulator has it.

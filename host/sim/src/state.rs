@@ -3,15 +3,15 @@
 //! simulated process is dead.
 
 use super::contexts::Contexts;
-use super::kernels::Kernel;
-use super::memory::{Block, Memory, Origin};
-use super::pools::PoolStats;
-use super::share::Shares;
+use super::memory::{Backing, Block, Memory, Origin};
+use super::shared_file::SharedFile;
 use super::timing::{ProcessTime, Work};
 use super::topology::Topology;
 use peerpool::CudaCode;
 use peerpool::driver::{Access, HandleKinds, Stream};
+use peerpool_kernels::Kernel;
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 /// A failed simulated call: its code, and the call to name when it is not the method's own
 /// (the real driver checks ordinals with `cuDeviceGet` first).
@@ -27,6 +27,45 @@ impl From<CudaCode> for Fail {
 }
 
 pub(super) type SimResult<T> = Result<T, Fail>;
+
+/// What `cuMemPoolGetAttribute` reads, per pool.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct PoolStats {
+    pub(super) used: u64,
+    pub(super) used_high: u64,
+    pub(super) reserved: u64,
+    pub(super) reserved_high: u64,
+    pub(super) release_threshold: u64,
+    /// The three reuse policies, off when set.
+    pub(super) reuse_off: [bool; 3],
+}
+
+/// One `cuMemCreate` (or imported) allocation.
+#[derive(Clone)]
+pub(super) struct Physical {
+    pub(super) device: usize,
+    pub(super) size: u64,
+    pub(super) handle_types: HandleKinds,
+    pub(super) backing: Backing,
+    /// Handle references: the creating or importing call, and each retain.
+    pub(super) refs: u32,
+    /// Live `cuMemMap`s of it.
+    pub(super) mappings: u32,
+    /// Imported: charged to the exporter's device, not here.
+    pub(super) imported: bool,
+}
+
+/// What a simulated process shares and maps.
+#[derive(Clone, Default)]
+pub(super) struct Shares {
+    /// Exported pools (by index) and the files that name them to importers (a header, no
+    /// data), kept open for the simulator's life.
+    pub(super) pool_files: HashMap<usize, Arc<SharedFile>>,
+    /// Imported pools (by index) and the nonce of the exporter's pool file.
+    pub(super) imported_pools: HashMap<usize, u64>,
+    /// Physical allocations by handle.
+    pub(super) physical: HashMap<u64, Physical>,
+}
 
 /// One pool, live or destroyed (destroyed ones stay while their allocations live, and as the
 /// source of a recycled handle's stale table).
@@ -207,7 +246,12 @@ impl State {
     pub(super) fn fork(&self) -> State {
         let mut copy = self.clone();
         copy.contexts.keep_only_this_thread();
-        super::share::fork_bytes(&mut copy);
+        // Private bytes for the child, except where they are shared with another process.
+        let mut copies = HashMap::new();
+        copy.memory.fork_bytes(&mut copies);
+        for physical in copy.shares.physical.values_mut() {
+            physical.backing = physical.backing.forked(&mut copies);
+        }
         copy
     }
 

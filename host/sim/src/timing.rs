@@ -215,8 +215,8 @@ impl Latencies {
     }
 
     /// Parses the JSON form (fields missing keep [`Latencies::default`]'s values). Every number
-    /// must be finite and in its unit's range ([`Latencies::check_range`]), so that no sum of
-    /// costs leaves the clock's 64-bit nanoseconds.
+    /// must be finite and in its unit's range (times 0 to 10^9, rates 0 or 10^-3 to 10^15), so
+    /// that no sum of costs leaves the clock's 64-bit nanoseconds.
     pub fn from_json(text: &str) -> Result<Latencies, String> {
         let value: serde_json::Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
         if let Some(fields) = value.as_object() {

@@ -4,12 +4,9 @@
 //! The TOML form keeps large machines short: device groups (`count = 16`), one default link
 //! for every ordered pair, NVLink islands, then per-pair overrides, applied in that order.
 
-use super::topology_file::{MAX_TOPOLOGY_BYTES, TopologyFile};
 use peerpool::driver::HandleKinds;
 use serde::Deserialize;
 use std::collections::BTreeMap;
-use std::io::Read;
-use std::path::Path;
 
 /// The most devices a topology may have. Each simulated device gets its own 256 GiB address
 /// range below the virtual-memory reservations (`memory.rs`), laid out for this many.
@@ -128,9 +125,9 @@ impl LinkFault {
 }
 
 /// The simulated machine: devices, the peer matrix (one [`Link`] per ordered pair, possibly
-/// asymmetric) and per-direction [`LinkFault`]s. Deserialises from the catalog's TOML form.
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
-#[serde(try_from = "TopologyFile")]
+/// asymmetric) and per-direction [`LinkFault`]s. Deserialises from the catalog's TOML form
+/// (`topology_file.rs`, which also reads it from a string or a file).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Topology {
     /// Shown by `describe()`: `"simulated: <name>"`.
     pub name: String,
@@ -199,27 +196,6 @@ impl Topology {
             links: vec![link; n * n],
             faults: BTreeMap::new(),
         }
-    }
-
-    /// Parses the catalog's TOML form, checked as `topology_file.rs` lists (at most 1 MiB,
-    /// [`MAX_DEVICES`] devices, every number in range, no duplicate pair or fault).
-    pub fn from_toml_str(text: &str) -> Result<Topology, TopologyError> {
-        let named = |message: String| TopologyError { source_name: "<string>".into(), message };
-        if text.len() > MAX_TOPOLOGY_BYTES {
-            return Err(named(format!("longer than {MAX_TOPOLOGY_BYTES} bytes")));
-        }
-        toml::from_str(text).map_err(|e| named(e.to_string()))
-    }
-
-    /// Reads and parses a TOML file (at most 1 MiB read); errors name the file.
-    pub fn load(path: impl AsRef<Path>) -> Result<Topology, TopologyError> {
-        let path = path.as_ref();
-        let named = |message: String| TopologyError { source_name: path.display().to_string(), message };
-        let mut text = String::new();
-        std::fs::File::open(path)
-            .and_then(|file| file.take(MAX_TOPOLOGY_BYTES as u64 + 1).read_to_string(&mut text))
-            .map_err(|e| named(e.to_string()))?;
-        Topology::from_toml_str(&text).map_err(|e| named(e.message))
     }
 
     /// How many devices.

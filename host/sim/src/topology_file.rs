@@ -26,7 +26,9 @@ use peerpool::driver::HandleKinds;
 use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Display;
+use std::io::Read;
 use std::ops::RangeInclusive;
+use std::path::Path;
 
 /// The longest topology text read (1 MiB): the catalog's largest file is under 2 KiB.
 pub const MAX_TOPOLOGY_BYTES: usize = 1 << 20;
@@ -190,6 +192,35 @@ impl DeviceGroup {
             pool_handle_types: HandleKinds(self.pool_handle_types),
             pci_bus_id: 0,
         })
+    }
+}
+
+impl Topology {
+    /// Parses the catalog's TOML form, checked as `topology_file.rs` lists (at most 1 MiB,
+    /// [`MAX_DEVICES`] devices, every number in range, no duplicate pair or fault).
+    pub fn from_toml_str(text: &str) -> Result<Topology, TopologyError> {
+        let named = |message: String| TopologyError { source_name: "<string>".into(), message };
+        if text.len() > MAX_TOPOLOGY_BYTES {
+            return Err(named(format!("longer than {MAX_TOPOLOGY_BYTES} bytes")));
+        }
+        toml::from_str(text).map_err(|e| named(e.to_string()))
+    }
+
+    /// Reads and parses a TOML file (at most 1 MiB read); errors name the file.
+    pub fn load(path: impl AsRef<Path>) -> Result<Topology, TopologyError> {
+        let path = path.as_ref();
+        let named = |message: String| TopologyError { source_name: path.display().to_string(), message };
+        let mut text = String::new();
+        std::fs::File::open(path)
+            .and_then(|file| file.take(MAX_TOPOLOGY_BYTES as u64 + 1).read_to_string(&mut text))
+            .map_err(|e| named(e.to_string()))?;
+        Topology::from_toml_str(&text).map_err(|e| named(e.message))
+    }
+}
+
+impl<'de> Deserialize<'de> for Topology {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Topology, D::Error> {
+        Topology::try_from(TopologyFile::deserialize(deserializer)?).map_err(serde::de::Error::custom)
     }
 }
 

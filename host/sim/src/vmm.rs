@@ -6,9 +6,9 @@
 
 use super::handles::{self, Blob};
 use super::memory::{Backing, GRANULE, Origin};
-use super::share::{Physical, fail, invalid, open_import};
+use super::share::{fail, invalid, open_import};
 use super::shared_file::{Header, Kind};
-use super::state::{Fail, SimResult, State};
+use super::state::{Fail, Physical, SimResult, State};
 use peerpool::CudaCode;
 use peerpool::driver::{Access, AccessDesc, AllocationProps, ExportedHandle, ExportedHandleRef, HandleKind};
 

@@ -5,10 +5,12 @@
 //! kernel flags the loss (`MSG_TRUNC`, `MSG_CTRUNC`), and a rejected message never leaves
 //! half a message behind in the stream.
 
-use super::cred::{Credentials, PeerCheck, our_euid, our_uid, peer_credentials};
+use super::cred::{PeerCheck, our_euid, our_uid, peer_credentials};
 use super::error::IpcError;
-use super::fd_kind::{FdKind, expect_kind};
+use super::fd_checks::expect_kind;
+use super::fd_kind::FdKind;
 use super::recvmsg;
+use super::recvmsg::Credentials;
 use super::wire::{self, HEADER_LEN, Limits, MAX_FDS, MAX_PAYLOAD};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::io::Errno;

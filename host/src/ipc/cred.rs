@@ -1,19 +1,8 @@
 //! Who is on the other end of a socket, as the kernel attests it, and whom a channel trusts.
 
 use super::error::IpcError;
+use super::recvmsg::Credentials;
 use rustix::fd::AsFd;
-
-/// A process's identity as the kernel reports it (not as the process claims it).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Credentials {
-    /// Process id, in our pid namespace; 0 when the process is in a pid namespace we cannot
-    /// see (the kernel's answer then), which matches no pid a [`PeerCheck`] names.
-    pub pid: u32,
-    /// User id.
-    pub uid: u32,
-    /// Group id.
-    pub gid: u32,
-}
 
 /// Whom a channel trusts: always only our own uid, and one pid where the caller names it.
 ///

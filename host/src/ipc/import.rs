@@ -7,7 +7,7 @@
 //! `cuMemPoolSetAccess`); a virtual-memory mapping gets the same steps and `cuMemSetAccess`.
 
 use super::channel::{Channel, Message};
-use super::fd_kind::expect_device_handle;
+use super::fd_checks::expect_device_handle;
 use super::offer::{Offer, OfferPath};
 use super::share_error::ShareError;
 use super::virtual_memory::{Mapping, granularity, release};

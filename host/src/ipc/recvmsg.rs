@@ -3,10 +3,21 @@
 //! the pid in a non-zero type, and the kernel reports pid 0 for a peer in a pid namespace we
 //! cannot see, so that value must be read as a plain integer.
 
-use super::cred::Credentials;
 use rustix::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use rustix::io::Errno;
 use std::mem::size_of;
+
+/// A process's identity as the kernel reports it (not as the process claims it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Credentials {
+    /// Process id, in our pid namespace; 0 when the process is in a pid namespace we cannot
+    /// see (the kernel's answer then), which matches no pid a `PeerCheck` names.
+    pub pid: u32,
+    /// User id.
+    pub uid: u32,
+    /// Group id.
+    pub gid: u32,
+}
 
 /// One received message: its length, the kernel's flags, the fds that came with it (owned,
 /// close-on-exec), and its sender's credentials if the kernel attached them.

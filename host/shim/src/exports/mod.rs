@@ -23,7 +23,8 @@ pub use vmm::*;
 
 use std::ffi::c_void;
 
-/// Every implemented entry point, by exported name.
+/// Every implemented entry point of these modules, by exported name (`cuGetProcAddress`'s own
+/// are `proc_address`'s).
 pub(crate) fn implemented() -> Vec<(&'static str, *const c_void)> {
     [
         init::table(),
@@ -35,7 +36,6 @@ pub(crate) fn implemented() -> Vec<(&'static str, *const c_void)> {
         module::table(),
         ipc::table(),
         vmm::table(),
-        crate::proc_address::table(),
     ]
     .concat()
 }
