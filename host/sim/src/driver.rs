@@ -841,9 +841,9 @@ impl Driver for SimDriver {
 
     unsafe fn event_synchronize(&self, event: Event) -> DriverResult<()> {
         self.run("cuEventSynchronize", |s| match s.events.get(&event.0) {
-            Some(&EventRec { owner, .. }) => {
+            Some(&EventRec { owner, recorded, .. }) => {
                 pools::release_on_sync(s, owner.device);
-                s.work = Some(Work::Sync(owner.device));
+                s.work = Some(Work::EventSync(recorded.unwrap_or(0)));
                 Ok(())
             }
             None => fail(CudaCode::CUDA_ERROR_INVALID_HANDLE),

@@ -284,6 +284,8 @@ pub(crate) struct Cost {
     pub(crate) queued: Option<Nanos>,
     /// Devices whose queued work must end before this call starts (a synchronisation).
     pub(crate) waits: Vec<usize>,
+    /// The call starts no earlier than this (an event synchronisation: the event's time).
+    pub(crate) not_before: Nanos,
 }
 
 impl Cost {
@@ -504,7 +506,7 @@ impl ProcessTime {
         }
         let now = self.now();
         let queue = |d: &usize| self.queues.get(*d).copied().unwrap_or(0);
-        let ready = cost.devices.iter().chain(&cost.waits).map(queue).fold(now, Nanos::max);
+        let ready = cost.devices.iter().chain(&cost.waits).map(queue).fold(now.max(cost.not_before), Nanos::max);
         let start = {
             let sets: Vec<&Busy> = needs.iter().filter_map(|&r| self.busy(machine, r)).collect();
             fit(ready, time, &sets)
@@ -568,6 +570,8 @@ pub(crate) enum Work {
     Free,
     /// A synchronisation that waits for `device`'s work.
     Sync(usize),
+    /// An event synchronisation: it waits until the event's time, not for later work.
+    EventSync(Nanos),
     /// A kernel on `device` and what it moved (queued, as every launch is).
     Kernel {
         device: usize,
@@ -651,6 +655,7 @@ pub(crate) fn price(m: &Latencies, work: &Work) -> Cost {
         Work::LegacyAlloc => Cost::on(ns(m.legacy_alloc_us), vec![]),
         Work::Free => Cost::on(ns(m.free_us), vec![]),
         Work::Sync(d) => Cost { waits: vec![*d], ..Cost::on(ns(m.sync_us), vec![*d]) },
+        Work::EventSync(at) => Cost { not_before: *at, ..Cost::on(ns(m.sync_us), vec![]) },
         Work::Kernel { device, traffic: t } => {
             let rate = |count: u64, per_s: f64| if per_s > 0.0 { (count as f64 / per_s * 1e9) as Nanos } else { 0 };
             let time = [
@@ -785,10 +790,15 @@ mod tests {
         assert_eq!(p.now(), 1_015, "device 1's work, not device 0's");
         p.advance(&mut machine, &sync(0));
         assert_eq!(p.now(), 2_005);
+        // An event synchronisation waits for the event, not for what was queued after it.
+        let event = p.reached(0);
+        p.advance(&mut machine, &copy(0));
+        p.advance(&mut machine, &Cost { not_before: event, ..Cost::on(5, vec![]) });
+        assert_eq!((p.now(), p.reached(0)), (2_020, 3_005));
         // A stream waiting for an event: device 1's next work starts after it.
         p.wait_until(1, 5_000);
         p.advance(&mut machine, &copy(1));
-        assert_eq!((p.now(), p.reached(1)), (2_015, 6_000));
+        assert_eq!((p.now(), p.reached(1)), (2_030, 6_000));
     }
 
     #[test]
