@@ -2,7 +2,8 @@
 //! module names one of a layer above its own (`use crate::...`, a `crate::` path anywhere in
 //! code, or a `super::` that leaves the module). The list is read from ARCHITECTURE.md, so the
 //! document and this check cannot disagree; every module must be in it exactly once. Also
-//! ARCHITECTURE.md's table of where `System`'s public methods live, against the code.
+//! ARCHITECTURE.md's table of where `System`'s public methods live, against the code, and in
+//! every crate of `host/` and in `fixtures/`, no circle of files that import each other.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -371,4 +372,153 @@ fn every_public_system_method_is_in_the_file_architecture_names() {
     }
     assert!(!listed.is_empty(), "ARCHITECTURE.md has no table headed {SURFACE_HEADER}");
     assert_eq!(system_methods(&files), listed, "System's public methods (left) against ARCHITECTURE.md (right)");
+}
+
+/// The paths a file names through `super::` or `crate::` (in `use` statements, braces
+/// expanded, and anywhere in code), as module paths from the crate root, lower-case segments
+/// only (a type or a value ends one).
+fn named_paths(relative: &Path, text: &str) -> Vec<Vec<String>> {
+    let mut own = module_path(relative);
+    if relative.file_name().is_some_and(|f| f == "mod.rs" || f == "lib.rs") {
+        own.push(String::new()); // `super` of a mod.rs is its directory's parent
+    }
+    let code = code_only(text);
+    let mut out = Vec::new();
+    let starts = code.match_indices("crate::").chain(code.match_indices("super::")).map(|(at, _)| at);
+    for at in starts.filter(|&at| !code[..at].ends_with("super::") && !code[..at].ends_with("crate::")) {
+        let mut rest = &code[at..];
+        let mut base: Vec<String> = if rest.starts_with("crate::") { Vec::new() } else { own.clone() };
+        if rest.starts_with("crate::") {
+            rest = &rest["crate::".len()..];
+        }
+        while let Some(after) = rest.strip_prefix("super::") {
+            base.pop();
+            rest = after;
+        }
+        let lower = |s: &str| s.chars().next().is_some_and(|c| c.is_ascii_lowercase());
+        let mut segments = Vec::new();
+        loop {
+            let end = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(rest.len());
+            let segment = &rest[..end];
+            if segment.is_empty() || !lower(segment) {
+                break;
+            }
+            segments.push(segment.to_owned());
+            match rest[end..].strip_prefix("::") {
+                Some(next) => rest = next,
+                None => break,
+            }
+        }
+        let group: Vec<Vec<String>> = match rest.strip_prefix('{') {
+            Some(inner) => inner[..inner.find('}').unwrap_or(0)]
+                .split(',')
+                .map(|item| item.trim().split("::").take_while(|s| lower(s)).map(str::to_owned).collect())
+                .collect(),
+            None => vec![Vec::new()],
+        };
+        for tail in group {
+            out.push(base.iter().chain(&segments).chain(&tail).cloned().collect());
+        }
+    }
+    out
+}
+
+/// File-level import circles in the crate whose `src/` holds `files`: each as the files in it.
+/// A file's import of an enclosing module (its `mod.rs`, the `lib.rs`) is not counted: those
+/// declare and re-export their children, so a child's `super::Item` would be a circle by
+/// construction.
+fn circles(files: &[(PathBuf, String)]) -> Vec<Vec<PathBuf>> {
+    let by_module: BTreeMap<Vec<String>, &PathBuf> = files.iter().map(|(p, _)| (module_path(p), p)).collect();
+    let encloses = |outer: &Path, inner: &Path| {
+        let hub = outer.file_name().is_some_and(|f| f == "mod.rs" || f == "lib.rs");
+        hub && outer.parent().is_some_and(|dir| inner.starts_with(dir))
+    };
+    let mut edges: BTreeMap<&PathBuf, BTreeSet<&PathBuf>> = BTreeMap::new();
+    for (path, text) in files {
+        for named in named_paths(path, text) {
+            let target = (0..=named.len()).rev().find_map(|n| by_module.get(&named[..n]).copied());
+            if let Some(target) = target.filter(|t| *t != path && !encloses(t, path)) {
+                edges.entry(path).or_default().insert(target);
+            }
+        }
+    }
+    // Strongly connected components (Tarjan), larger than one file.
+    struct Walk<'a> {
+        edges: &'a BTreeMap<&'a PathBuf, BTreeSet<&'a PathBuf>>,
+        index: BTreeMap<&'a PathBuf, (usize, usize)>,
+        stack: Vec<&'a PathBuf>,
+        found: Vec<Vec<PathBuf>>,
+    }
+    fn visit<'a>(w: &mut Walk<'a>, v: &'a PathBuf) {
+        let n = w.index.len();
+        w.index.insert(v, (n, n));
+        w.stack.push(v);
+        for &u in w.edges.get(v).into_iter().flatten() {
+            if !w.index.contains_key(u) {
+                visit(w, u);
+                let low = w.index[u].1.min(w.index[v].1);
+                w.index.get_mut(v).unwrap().1 = low;
+            } else if w.stack.contains(&u) {
+                let low = w.index[u].0.min(w.index[v].1);
+                w.index.get_mut(v).unwrap().1 = low;
+            }
+        }
+        if w.index[v].0 == w.index[v].1 {
+            let at = w.stack.iter().rposition(|&x| x == v).unwrap();
+            let component: Vec<PathBuf> = w.stack.drain(at..).map(|p| p.to_path_buf()).collect();
+            if component.len() > 1 {
+                w.found.push(component);
+            }
+        }
+    }
+    let mut walk = Walk { edges: &edges, index: BTreeMap::new(), stack: Vec::new(), found: Vec::new() };
+    for (path, _) in files {
+        if !walk.index.contains_key(path) {
+            visit(&mut walk, path);
+        }
+    }
+    walk.found
+}
+
+/// The `.rs` files under `crate_dir/src`, read at run time.
+fn crate_sources(crate_dir: &Path) -> Vec<(PathBuf, String)> {
+    let src = crate_dir.join("src");
+    sources(&src).into_iter().map(|p| (p.clone(), fs::read_to_string(src.join(&p)).unwrap())).collect()
+}
+
+#[test]
+fn no_file_imports_itself_through_others() {
+    let dir = std::env::var_os("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR: run through cargo test or nextest");
+    let host = Path::new(&dir);
+    let crates = [host.to_path_buf(), host.join("sim"), host.join("shim"), host.join("cli"), host.join("../fixtures")];
+    let found: Vec<String> = crates
+        .iter()
+        .flat_map(|krate| {
+            circles(&crate_sources(krate)).into_iter().map(move |c| format!("{}/src: {c:?}", krate.display()))
+        })
+        .collect();
+    assert!(found.is_empty(), "import circles:\n{}", found.join("\n"));
+}
+
+#[test]
+fn a_planted_circle_is_found() {
+    let file = |path: &str, text: &str| (PathBuf::from(path), text.to_owned());
+    let files = vec![
+        file("lib.rs", "mod a;\nmod b;\nmod c;\n"),
+        file("a.rs", "use super::b::{Thing, helper};\n"),
+        file("b.rs", "use crate::c::deep::X;\n"),
+        file("c/mod.rs", "pub mod deep;\n"),
+        file("c/deep.rs", "fn f() { super::super::a::go(); }\n"),
+    ];
+    let found = circles(&files);
+    assert_eq!(found.len(), 1, "{found:?}");
+    let mut members = found[0].clone();
+    members.sort();
+    assert_eq!(members, [PathBuf::from("a.rs"), PathBuf::from("b.rs"), PathBuf::from("c/deep.rs")]);
+    // A child naming its own mod.rs is not a circle (the mod.rs re-exports it); a mod.rs and a
+    // file outside it that name each other are.
+    let hubbed = vec![file("lib.rs", ""), file("m/mod.rs", "pub use x::X;\n"), file("m/x.rs", "use super::Y;\n")];
+    assert!(circles(&hubbed).is_empty());
+    let outside = vec![file("lib.rs", ""), file("m/mod.rs", "use crate::o::f;\n"), file("o.rs", "use crate::m::Y;\n")];
+    assert_eq!(circles(&outside).len(), 1);
 }
