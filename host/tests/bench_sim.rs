@@ -8,10 +8,16 @@ use peerpool::bench::{BenchError, BenchOptions, run};
 use peerpool_sim::{Latencies, SimDriver, Topology, catalog_topology};
 use std::sync::Arc;
 
+/// A system on a simulator of `topology`, with small verification probes.
+fn on(topology: Topology) -> System {
+    let system = System::with_driver(Arc::new(SimDriver::new(topology))).unwrap();
+    system.set_probe_bytes(4096).expect("a valid probe size");
+    system
+}
+
 #[test]
 fn every_measurement_runs_on_every_pair() {
-    let system = System::with_driver(Arc::new(SimDriver::new(Topology::two_h200()))).unwrap();
-    system.set_probe_bytes(4096).expect("a valid probe size");
+    let system = on(Topology::two_h200());
     let options = BenchOptions {
         sizes: vec![4096, 1 << 16, 1 << 20],
         repeats: 2,
@@ -49,8 +55,7 @@ fn the_cubin_load_is_measured_only_where_it_runs() {
     for device in &mut topology.devices {
         device.compute_capability = (8, 0);
     }
-    let system = System::with_driver(Arc::new(SimDriver::new(topology))).unwrap();
-    system.set_probe_bytes(4096).expect("a valid probe size");
+    let system = on(topology);
     let options = BenchOptions { sizes: vec![4096], repeats: 1, live_gib: vec![0], chase_hops: 10, curve_pairs: None };
     assert_eq!(run(&system, &options).expect("the bench runs").sm90_cubin_load_ms, None);
 }
@@ -62,9 +67,7 @@ fn quick(curve_pairs: Option<usize>) -> BenchOptions {
 #[test]
 fn pairs_without_peer_access_are_skipped_with_the_reason_and_the_rest_measured() {
     // Two NVLink-bridged pairs (0-1, 2-3) with no peer path between them.
-    let topology = catalog_topology("four_gpu_islands").unwrap();
-    let system = System::with_driver(Arc::new(SimDriver::new(topology))).unwrap();
-    system.set_probe_bytes(4096).expect("a valid probe size");
+    let system = on(catalog_topology("four_gpu_islands").unwrap());
     let report = run(&system, &quick(None)).expect("the bench runs on the pairs that reach each other");
     let measured: Vec<(usize, usize)> = report.pairs.iter().map(|p| (p.owner, p.accessor)).collect();
     let mut sorted = measured.clone();
@@ -77,9 +80,7 @@ fn pairs_without_peer_access_are_skipped_with_the_reason_and_the_rest_measured()
 
 #[test]
 fn past_curve_pairs_only_the_largest_size_is_measured() {
-    let topology = catalog_topology("four_gpu_islands").unwrap();
-    let system = System::with_driver(Arc::new(SimDriver::new(topology))).unwrap();
-    system.set_probe_bytes(4096).expect("a valid probe size");
+    let system = on(catalog_topology("four_gpu_islands").unwrap());
     let report = run(&system, &quick(Some(1))).expect("the bench runs");
     assert_eq!(report.pairs[0].sizes, vec![4096, 1 << 16]);
     assert!(report.pairs[1..].iter().all(|p| p.sizes == vec![1 << 16] && p.curves.iter().all(|c| c.gbps.len() == 1)));
@@ -87,8 +88,7 @@ fn past_curve_pairs_only_the_largest_size_is_measured() {
 
 #[test]
 fn no_pair_that_reaches_both_ways_is_an_error_not_a_panic() {
-    let topology = catalog_topology("one_way_pair").unwrap();
-    let system = System::with_driver(Arc::new(SimDriver::new(topology))).unwrap();
+    let system = on(catalog_topology("one_way_pair").unwrap());
     let error = run(&system, &quick(None)).expect_err("nothing to measure");
     assert!(matches!(error, BenchError::NoPair { .. }), "{error:?}");
     assert!(error.to_string().contains("no pair of GPUs reaches each other both ways"), "{error}");
@@ -98,9 +98,7 @@ fn no_pair_that_reaches_both_ways_is_an_error_not_a_panic() {
 /// bench's error, typed and readable.
 #[test]
 fn a_pair_that_fails_verification_stops_the_bench_with_the_rejection() {
-    let topology = catalog_topology("corrupt_link_pair").unwrap();
-    let system = System::with_driver(Arc::new(SimDriver::new(topology))).unwrap();
-    system.set_probe_bytes(4096).expect("a valid probe size");
+    let system = on(catalog_topology("corrupt_link_pair").unwrap());
     let error = run(&system, &quick(None)).expect_err("the corrupt link is found");
     assert!(matches!(error, BenchError::Grant(GrantError::Rejected { .. })), "{error:?}");
     let text = error.to_string();
