@@ -269,3 +269,33 @@ fn times_cover_the_calls_that_reached_the_driver_and_clear_on_reset() {
 fn code<T>(r: Result<T, CudaError>) -> Option<String> {
     r.err().map(|e| e.code_name())
 }
+
+/// A trace sink that takes `ok` writes, then fails every one, counting them all.
+struct Failing {
+    ok: usize,
+    writes: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl std::io::Write for Failing {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.writes.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        if n < self.ok { Ok(buf.len()) } else { Err(std::io::Error::from_raw_os_error(28)) } // ENOSPC
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A trace that cannot be written (a full disk) leaves every call's result alone and stops at
+/// its first failed write instead of trying again on every call.
+#[test]
+fn a_trace_that_cannot_be_written_stops_and_changes_no_result() {
+    let writes = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let sink = Failing { ok: 2, writes: writes.clone() };
+    let ledger = peerpool::fault::Ledger::new(FaultPlan::new(), false).tracing_to(Box::new(sink));
+    for _ in 0..10 {
+        ledger.trace("cuCtxGetCurrent", String::new, "CUDA_SUCCESS");
+    }
+    assert_eq!(writes.load(std::sync::atomic::Ordering::SeqCst), 3, "two lines, one failed write, then nothing");
+}

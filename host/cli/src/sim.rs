@@ -5,6 +5,7 @@
 use crate::exit;
 use peerpool_sim::env::{self, BACKEND, FAULTS, LIBCUDA, SEED, TIMING, TOPOLOGY, TRACE};
 use std::ffi::OsString;
+use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
@@ -76,7 +77,13 @@ fn prepare(options: &Options) -> Result<Vec<(String, String)>, String> {
         }
         vars.push((LIBCUDA.to_string(), absolute.display().to_string()));
     }
-    env::read(|name| vars.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone()))?;
+    // Checked here as the shim will read them, except a trace that is a FIFO: opening and
+    // closing it here would end its reader's input before the program writes a line.
+    let fifo = |path: &str| std::fs::metadata(path).is_ok_and(|m| m.file_type().is_fifo());
+    env::read(|name| {
+        let value = vars.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone());
+        value.filter(|v| !(name == TRACE && fifo(v)))
+    })?;
     let shim = locate_shim(options.shim.clone())?;
     if options.real && options.libcuda.is_none() {
         let path = std::env::var("LD_LIBRARY_PATH").ok();

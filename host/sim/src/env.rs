@@ -88,10 +88,7 @@ pub fn read(var: impl Fn(&str) -> Option<String>) -> Result<Config, String> {
     let trace: Option<Box<dyn Write + Send>> = match var(TRACE).filter(|t| !t.is_empty()) {
         None => None,
         Some(path) if path == "-" => Some(Box::new(std::io::stderr())),
-        Some(path) => {
-            let file = OpenOptions::new().create(true).append(true).open(&path);
-            Some(Box::new(file.map_err(|e| format!("{TRACE}: cannot open {path}: {e}"))?))
-        }
+        Some(path) => Some(Box::new(open_trace(&path).map_err(|e| format!("{TRACE}: cannot open {path}: {e}"))?)),
     };
     let seed = match var(SEED) {
         None => 0,
@@ -105,6 +102,23 @@ pub fn read(var: impl Fn(&str) -> Option<String>) -> Result<Config, String> {
         Some(path) => Some(Latencies::load(Path::new(&path)).map_err(|e| format!("{TIMING}: {e}"))?),
     };
     Ok(Config { target, plan: FaultPlan { seed, ..plan }, trace, timing })
+}
+
+/// Opens the trace file for appending without waiting: a FIFO that nobody reads is refused
+/// (`ENXIO`) instead of blocking the program's first `cuInit` for ever. Writes block as usual.
+fn open_trace(path: &str) -> std::io::Result<std::fs::File> {
+    use rustix::fs::OFlags;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file =
+        OpenOptions::new().create(true).append(true).custom_flags(OFlags::NONBLOCK.bits() as i32).open(path).map_err(
+            |e| match e.raw_os_error() == Some(rustix::io::Errno::NXIO.raw_os_error()) {
+                true => std::io::Error::other("a FIFO with no reader"),
+                false => e,
+            },
+        )?;
+    let flags = rustix::fs::fcntl_getfl(&file)?;
+    rustix::fs::fcntl_setfl(&file, flags - OFlags::NONBLOCK)?;
+    Ok(file)
 }
 
 /// Where the dynamic loader would look for `libcuda.so.1`, in its order, less the files that
@@ -179,6 +193,7 @@ fn load_topology(name: &str) -> Result<Topology, String> {
 mod tests {
     use super::*;
     use std::collections::HashMap;
+    use std::os::unix::fs::OpenOptionsExt;
 
     fn read_from(pairs: &[(&str, &str)]) -> Result<Config, String> {
         let map: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
@@ -236,6 +251,26 @@ mod tests {
         assert_eq!((timing.machine.as_str(), timing.init_us), ("test", 5.0));
         assert!(bad.contains("init_microseconds"), "{bad}");
         assert!(read_from(&[]).unwrap().timing.is_none(), "the built-in model by default");
+    }
+
+    #[test]
+    fn a_trace_fifo_without_a_reader_is_refused_not_waited_for() {
+        use rustix::fs::{CWD, FileType, Mode};
+        let fifo = std::env::temp_dir().join(format!("peerpool-env-fifo-{}", std::process::id()));
+        rustix::fs::mknodat(CWD, &fifo, FileType::Fifo, Mode::RUSR | Mode::WUSR, 0).unwrap();
+        let refused = read_from(&[(TRACE, fifo.to_str().unwrap())]).err().unwrap_or_default();
+        // With a reader it opens, and the file it gives blocks as a trace should.
+        let reader = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+            .open(&fifo)
+            .unwrap();
+        let writer = open_trace(fifo.to_str().unwrap()).unwrap();
+        let blocking = !rustix::fs::fcntl_getfl(&writer).unwrap().contains(rustix::fs::OFlags::NONBLOCK);
+        drop((reader, writer));
+        std::fs::remove_file(&fifo).unwrap();
+        assert!(refused.contains("a FIFO with no reader"), "{refused}");
+        assert!(blocking, "writes to the trace block");
     }
 
     #[test]

@@ -110,7 +110,8 @@ pub struct Ledger {
     log: Mutex<Log>,
     /// A rule is armed, the call list is kept, or a trace is written.
     active: AtomicBool,
-    trace: Option<Mutex<Box<dyn Write + Send>>>,
+    /// The trace's sink; `None` inside once a write failed (said once on stderr).
+    trace: Option<Mutex<Option<Box<dyn Write + Send>>>>,
 }
 
 impl Ledger {
@@ -136,7 +137,7 @@ impl Ledger {
 
     /// Also writes one line per traced call to `sink` (see [`Ledger::trace`]).
     pub fn tracing_to(mut self, sink: Box<dyn Write + Send>) -> Ledger {
-        self.trace = Some(Mutex::new(sink));
+        self.trace = Some(Mutex::new(Some(sink)));
         self.refresh();
         self
     }
@@ -212,8 +213,12 @@ impl Ledger {
         if let Some(sink) = &self.trace {
             let line = format!("{call} {} => {outcome}\n", args());
             let mut sink = sink.lock().unwrap_or_else(|e| e.into_inner());
-            // A trace that cannot be written must not change the call's result.
-            let _ = sink.write_all(line.as_bytes()).and_then(|()| sink.flush());
+            // A trace that cannot be written must not change the call's result: it stops, and
+            // says so once.
+            if let Some(Err(e)) = sink.as_mut().map(|s| s.write_all(line.as_bytes()).and_then(|()| s.flush())) {
+                *sink = None;
+                eprintln!("peerpool: the call trace stopped at {call}: writing it failed: {e}");
+            }
         }
     }
 
