@@ -107,6 +107,7 @@ mod copies;
 mod driver;
 pub mod env;
 mod handles;
+mod input;
 mod kernels;
 mod memory;
 mod pools;

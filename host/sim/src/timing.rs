@@ -245,11 +245,7 @@ impl Latencies {
 
     /// Reads a JSON file (at most 1 MiB).
     pub fn load(path: &std::path::Path) -> Result<Latencies, String> {
-        use std::io::Read;
-        let mut text = String::new();
-        std::fs::File::open(path)
-            .and_then(|f| f.take(1 << 20).read_to_string(&mut text))
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+        let text = crate::input::read_text(path, 1 << 20).map_err(|e| format!("{}: {e}", path.display()))?;
         Latencies::from_json(&text).map_err(|e| format!("{}: {e}", path.display()))
     }
 

@@ -26,7 +26,6 @@ use peerpool::driver::HandleKinds;
 use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Display;
-use std::io::Read;
 use std::ops::RangeInclusive;
 use std::path::Path;
 
@@ -210,10 +209,7 @@ impl Topology {
     pub fn load(path: impl AsRef<Path>) -> Result<Topology, TopologyError> {
         let path = path.as_ref();
         let named = |message: String| TopologyError { source_name: path.display().to_string(), message };
-        let mut text = String::new();
-        std::fs::File::open(path)
-            .and_then(|file| file.take(MAX_TOPOLOGY_BYTES as u64 + 1).read_to_string(&mut text))
-            .map_err(|e| named(e.to_string()))?;
+        let text = super::input::read_text(path, MAX_TOPOLOGY_BYTES).map_err(named)?;
         Topology::from_toml_str(&text).map_err(|e| named(e.message))
     }
 }

@@ -1,0 +1,54 @@
+//! Reading a file a user named (a topology, a timing model): at most a limit, never waiting on
+//! what is not a file. A FIFO is opened without waiting for a writer (one with no writer reads
+//! as empty; a pipe from `<(...)` reads as usual); a directory, a device or a socket is refused.
+
+use rustix::fs::{FileType, OFlags};
+use std::io::Read;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+
+/// The text of `path`, refused when longer than `limit` bytes or not UTF-8.
+pub(crate) fn read_text(path: &Path, limit: usize) -> Result<String, String> {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags((OFlags::NONBLOCK | OFlags::NOCTTY).bits() as i32)
+        .open(path)
+        .map_err(|e| e.to_string())?;
+    let kind = FileType::from_raw_mode(rustix::fs::fstat(&file).map_err(|e| e.to_string())?.st_mode);
+    match kind {
+        FileType::RegularFile | FileType::Fifo => {}
+        FileType::Directory => return Err("is a directory, not a file".into()),
+        _ => return Err(format!("is not a file or a pipe ({kind:?})")),
+    }
+    let flags = rustix::fs::fcntl_getfl(&file).map_err(|e| e.to_string())?;
+    rustix::fs::fcntl_setfl(&file, flags - OFlags::NONBLOCK).map_err(|e| e.to_string())?;
+    let mut bytes = Vec::new();
+    file.take(limit as u64 + 1).read_to_end(&mut bytes).map_err(|e| e.to_string())?;
+    if bytes.len() > limit {
+        return Err(format!("longer than {limit} bytes"));
+    }
+    String::from_utf8(bytes).map_err(|_| "is not UTF-8 text".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rustix::fs::{CWD, Mode};
+
+    #[test]
+    fn files_and_pipes_are_read_and_nothing_else_waited_on() {
+        let dir = std::env::temp_dir().join(format!("peerpool-input-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (file, fifo) = (dir.join("a.toml"), dir.join("fifo"));
+        std::fs::write(&file, "name = 'x'").unwrap();
+        rustix::fs::mknodat(CWD, &fifo, FileType::Fifo, Mode::RUSR | Mode::WUSR, 0).unwrap();
+        assert_eq!(read_text(&file, 100).unwrap(), "name = 'x'");
+        assert_eq!(read_text(&file, 5).unwrap_err(), "longer than 5 bytes");
+        assert_eq!(read_text(&fifo, 100).unwrap(), "", "a FIFO nobody writes reads as empty, at once");
+        assert!(read_text(&dir, 100).unwrap_err().contains("directory"));
+        assert!(read_text(Path::new("/dev/null"), 100).unwrap_err().contains("not a file"));
+        std::fs::write(&file, [0xff, 0xfe]).unwrap();
+        assert!(read_text(&file, 100).unwrap_err().contains("UTF-8"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
