@@ -6,7 +6,7 @@
 //!
 //! | field | accepted |
 //! | --- | --- |
-//! | text | at most [`MAX_TOPOLOGY_BYTES`] |
+//! | text | at most [`MAX_TOPOLOGY_BYTES`] of UTF-8, from a file or a pipe (`input.rs`) |
 //! | devices, all groups together | 0 to [`MAX_DEVICES`]; each group's `count` at least 1 |
 //! | `name` (machine, device group) | 1 to 256 bytes, no control characters |
 //! | `description`, `stands_for` | at most 4096 bytes each |
