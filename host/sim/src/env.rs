@@ -107,18 +107,12 @@ pub fn read(var: impl Fn(&str) -> Option<String>) -> Result<Config, String> {
 /// Opens the trace file for appending without waiting: a FIFO that nobody reads is refused
 /// (`ENXIO`) instead of blocking the program's first `cuInit` for ever. Writes block as usual.
 fn open_trace(path: &str) -> std::io::Result<std::fs::File> {
-    use rustix::fs::OFlags;
-    use std::os::unix::fs::OpenOptionsExt;
-    let file =
-        OpenOptions::new().create(true).append(true).custom_flags(OFlags::NONBLOCK.bits() as i32).open(path).map_err(
-            |e| match e.raw_os_error() == Some(rustix::io::Errno::NXIO.raw_os_error()) {
-                true => std::io::Error::other("a FIFO with no reader"),
-                false => e,
-            },
-        )?;
-    let flags = rustix::fs::fcntl_getfl(&file)?;
-    rustix::fs::fcntl_setfl(&file, flags - OFlags::NONBLOCK)?;
-    Ok(file)
+    crate::input::open_without_waiting(OpenOptions::new().create(true).append(true), Path::new(path)).map_err(|e| {
+        match e.raw_os_error() == Some(rustix::io::Errno::NXIO.raw_os_error()) {
+            true => std::io::Error::other("a FIFO with no reader"),
+            false => e,
+        }
+    })
 }
 
 /// Where the dynamic loader would look for `libcuda.so.1`, in its order, less the files that

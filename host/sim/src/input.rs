@@ -3,25 +3,29 @@
 //! as empty; a pipe from `<(...)` reads as usual); a directory, a device or a socket is refused.
 
 use rustix::fs::{FileType, OFlags};
+use std::fs::{File, OpenOptions};
 use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
+/// Opens `path` as `options` say without waiting (a FIFO's open waits for the other end),
+/// then makes the file block as usual for reads and writes.
+pub(crate) fn open_without_waiting(options: &mut OpenOptions, path: &Path) -> std::io::Result<File> {
+    let file = options.custom_flags((OFlags::NONBLOCK | OFlags::NOCTTY).bits() as i32).open(path)?;
+    let flags = rustix::fs::fcntl_getfl(&file)?;
+    rustix::fs::fcntl_setfl(&file, flags - OFlags::NONBLOCK)?;
+    Ok(file)
+}
+
 /// The text of `path`, refused when longer than `limit` bytes or not UTF-8.
 pub(crate) fn read_text(path: &Path, limit: usize) -> Result<String, String> {
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags((OFlags::NONBLOCK | OFlags::NOCTTY).bits() as i32)
-        .open(path)
-        .map_err(|e| e.to_string())?;
+    let file = open_without_waiting(OpenOptions::new().read(true), path).map_err(|e| e.to_string())?;
     let kind = FileType::from_raw_mode(rustix::fs::fstat(&file).map_err(|e| e.to_string())?.st_mode);
     match kind {
         FileType::RegularFile | FileType::Fifo => {}
         FileType::Directory => return Err("is a directory, not a file".into()),
         _ => return Err(format!("is not a file or a pipe ({kind:?})")),
     }
-    let flags = rustix::fs::fcntl_getfl(&file).map_err(|e| e.to_string())?;
-    rustix::fs::fcntl_setfl(&file, flags - OFlags::NONBLOCK).map_err(|e| e.to_string())?;
     let mut bytes = Vec::new();
     file.take(limit as u64 + 1).read_to_end(&mut bytes).map_err(|e| e.to_string())?;
     if bytes.len() > limit {
