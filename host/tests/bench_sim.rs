@@ -104,3 +104,24 @@ fn a_pair_that_fails_verification_stops_the_bench_with_the_rejection() {
     let text = error.to_string();
     assert!(text.contains("bytes moved") && text.contains("came back wrong") && !text.contains('{'), "{text}");
 }
+
+/// Options outside their ranges are refused before any work, each by what is wrong (a
+/// pointer chase of u64::MAX hops ran for ever).
+#[test]
+fn options_out_of_range_are_refused_before_any_work() {
+    let system = on(Topology::two_h200());
+    let base = quick(None);
+    for (options, says) in [
+        (BenchOptions { sizes: vec![], ..base.clone() }, "no transfer size"),
+        (BenchOptions { sizes: vec![100], ..base.clone() }, "size 100"),
+        (BenchOptions { sizes: vec![u64::MAX & !15], ..base.clone() }, "64 GiB"),
+        (BenchOptions { repeats: 0, ..base.clone() }, "0 repeats"),
+        (BenchOptions { live_gib: vec![1 << 20], ..base.clone() }, "live GiB"),
+        (BenchOptions { chase_hops: u64::MAX, ..base.clone() }, "hops"),
+        (BenchOptions { chase_hops: 0, ..base.clone() }, "hops"),
+    ] {
+        let error = run(&system, &options).expect_err(says);
+        assert!(matches!(error, BenchError::Api(peerpool::Error::InvalidArgument(_))), "{error:?}");
+        assert!(error.to_string().contains(says), "{says}: {error}");
+    }
+}

@@ -22,16 +22,16 @@ use crate::{CudaError, Error, GrantError, System};
 use clock::Stopwatch;
 use costs::{cubin_load, grant_curve, ptx_load};
 
-/// What to measure.
+/// What to measure ([`run`] refuses values outside the ranges below before any work).
 #[derive(Clone, Debug)]
 pub struct BenchOptions {
-    /// Transfer sizes in bytes (multiples of 16).
+    /// Transfer sizes in bytes: at least one, each a multiple of 16 from 16 to 64 GiB.
     pub sizes: Vec<u64>,
-    /// Timed repeats per point (after one warm-up).
+    /// Timed repeats per point (after one warm-up): 1 to 10,000.
     pub repeats: usize,
-    /// Live GiB in the pool for the grant-latency curve.
+    /// Live GiB in the pool for the grant-latency curve: each at most 4096.
     pub live_gib: Vec<u64>,
-    /// Pointer-chase hops.
+    /// Pointer-chase hops: 1 to 10^8 (a hop takes about a microsecond across NVLink).
     pub chase_hops: u64,
     /// Full curves for the first this many ordered pairs (`None`: every pair); the others are
     /// measured at the largest size only, enough for the pair heatmap, so that a machine of
@@ -48,6 +48,28 @@ impl Default for BenchOptions {
             chase_hops: 100_000,
             curve_pairs: None,
         }
+    }
+}
+
+impl BenchOptions {
+    /// Why these options cannot run, if they cannot.
+    fn refusal(&self) -> Option<String> {
+        if self.sizes.is_empty() {
+            return Some("no transfer size".into());
+        }
+        if let Some(b) = self.sizes.iter().find(|&&b| b == 0 || b % 16 != 0 || b > 1 << 36) {
+            return Some(format!("size {b} is not a multiple of 16 from 16 to 64 GiB"));
+        }
+        if !(1..=10_000).contains(&self.repeats) {
+            return Some(format!("{} repeats is not 1 to 10000", self.repeats));
+        }
+        if let Some(g) = self.live_gib.iter().find(|&&g| g > 4096) {
+            return Some(format!("{g} live GiB is above 4096"));
+        }
+        if !(1..=100_000_000).contains(&self.chase_hops) {
+            return Some(format!("{} pointer-chase hops is not 1 to 10^8", self.chase_hops));
+        }
+        None
     }
 }
 
@@ -82,6 +104,9 @@ impl BenchError {
 /// Runs every measurement on every ordered pair whose GPUs reach each other both ways (the
 /// others are listed as skipped). Needs at least one such pair.
 pub fn run(system: &System, options: &BenchOptions) -> Result<BenchReport, BenchError> {
+    if let Some(why) = options.refusal() {
+        return Err(Error::InvalidArgument(format!("bench options: {why}")).into());
+    }
     let (measured, skipped) = split_pairs(&system.facts()?);
     let Some(&(grant_owner, grant_accessor)) = measured.first() else {
         let reason = skipped.first().map_or("fewer than two GPUs".to_string(), |s| s.reason.clone());
