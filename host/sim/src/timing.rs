@@ -278,8 +278,6 @@ pub(crate) struct Cost {
     /// calling thread goes on after this many nanoseconds, the call's own cost, while the
     /// devices work on to the end of [`Cost::time`]. `None`: the thread waits for the end.
     pub(crate) queued: Option<Nanos>,
-    /// Devices whose queued work must end before this call starts (a synchronisation).
-    pub(crate) waits: Vec<usize>,
     /// The call starts no earlier than this (an event synchronisation: the event's time).
     pub(crate) not_before: Nanos,
 }
@@ -477,7 +475,7 @@ impl ProcessTime {
     }
 
     /// Runs one call of `cost` on the calling thread: it takes the earliest time from the
-    /// lane's (and from the end of the work queued on its devices, or that it waits for) at
+    /// lane's (and from the end of the work queued on its devices, and `not_before`) at
     /// which its devices and its locks are all free; all of them are busy until its end, where
     /// the lane moves, unless the work is queued: then the lane moves by the call's own cost.
     pub(crate) fn advance(&mut self, machine: &mut Machine, cost: &Cost) {
@@ -502,7 +500,7 @@ impl ProcessTime {
         }
         let now = self.now();
         let queue = |d: &usize| self.queues.get(*d).copied().unwrap_or(0);
-        let ready = cost.devices.iter().chain(&cost.waits).map(queue).fold(now.max(cost.not_before), Nanos::max);
+        let ready = cost.devices.iter().map(queue).fold(now.max(cost.not_before), Nanos::max);
         let start = {
             let sets: Vec<&Busy> = needs.iter().filter_map(|&r| self.busy(machine, r)).collect();
             fit(ready, time, &sets)
@@ -650,7 +648,8 @@ pub(crate) fn price(m: &Latencies, work: &Work) -> Cost {
         Work::Alloc { first: false, .. } => Cost::on(ns(m.alloc_us), vec![]),
         Work::LegacyAlloc => Cost::on(ns(m.legacy_alloc_us), vec![]),
         Work::Free => Cost::on(ns(m.free_us), vec![]),
-        Work::Sync(d) => Cost { waits: vec![*d], ..Cost::on(ns(m.sync_us), vec![*d]) },
+        // On its device, so it starts when the device's queue ends.
+        Work::Sync(d) => Cost::on(ns(m.sync_us), vec![*d]),
         Work::EventSync(at) => Cost { not_before: *at, ..Cost::on(ns(m.sync_us), vec![]) },
         Work::Kernel { device, traffic: t } => {
             let rate = |count: u64, per_s: f64| if per_s > 0.0 { (count as f64 / per_s * 1e9) as Nanos } else { 0 };
@@ -781,7 +780,7 @@ mod tests {
         p.advance(&mut machine, &copy(0));
         assert_eq!(p.reached(0), 2_000, "device 0's queue runs in order");
         assert_eq!(p.latest(), 2_000, "the projected wall time waits for queued work");
-        let sync = |d| Cost { waits: vec![d], ..Cost::on(5, vec![d]) };
+        let sync = |d| Cost::on(5, vec![d]);
         p.advance(&mut machine, &sync(1));
         assert_eq!(p.now(), 1_015, "device 1's work, not device 0's");
         p.advance(&mut machine, &sync(0));
