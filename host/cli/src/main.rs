@@ -7,6 +7,7 @@ mod outputs;
 mod sim;
 
 use clap::{Parser, Subcommand};
+use peerpool::bench;
 use peerpool::owned_dir::{self, OwnedDir};
 use peerpool::report::Report;
 use std::path::PathBuf;
@@ -56,17 +57,17 @@ enum Command {
         #[arg(long, default_value = "peerpool-out")]
         out: PathBuf,
         /// Timed repeats per point.
-        #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+        #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=bench::MAX_REPEATS as i64))]
         repeats: u32,
         /// The largest transfer, bytes (sizes run from 4 KiB by factors of 4).
-        #[arg(long, default_value_t = 1 << 30, value_parser = clap::value_parser!(u64).range(4096..=1 << 36))]
+        #[arg(long, default_value_t = 1 << 30, value_parser = clap::value_parser!(u64).range(4096..=bench::MAX_BYTES))]
         max_bytes: u64,
         /// Full curves for the first N ordered pairs only (default: every pair); the others at
         /// the largest size alone, enough for the pair heatmap of a machine of many GPUs.
         #[arg(long, value_name = "N")]
         curve_pairs: Option<usize>,
         /// Live GiB in the pool for the grant-latency curve, comma-separated.
-        #[arg(long, value_delimiter = ',', default_values_t = [0u64, 1, 8, 32], value_parser = clap::value_parser!(u64).range(0..=4096))]
+        #[arg(long, value_delimiter = ',', default_values_t = [0u64, 1, 8, 32], value_parser = clap::value_parser!(u64).range(0..=bench::MAX_LIVE_GIB))]
         live_gib: Vec<u64>,
     },
     /// Print the devices, the peer-capability matrix and each default pool's access (the default).
@@ -148,11 +149,8 @@ fn main() -> ExitCode {
         }
         Command::Bench { out, repeats, max_bytes, curve_pairs, live_gib } => {
             let sizes = (0..).map(|i| 4096u64 << (2 * i)).take_while(|&b| b <= max_bytes).collect();
-            let defaults = peerpool::bench::BenchOptions::default();
-            bench(
-                out,
-                peerpool::bench::BenchOptions { repeats: repeats as usize, sizes, curve_pairs, live_gib, ..defaults },
-            )
+            let defaults = bench::BenchOptions::default();
+            bench(out, bench::BenchOptions { repeats: repeats as usize, sizes, curve_pairs, live_gib, ..defaults })
         }
         Command::Facts => facts(),
         Command::Topologies => topologies(),
@@ -196,7 +194,7 @@ fn finish<T, E: std::fmt::Display>(result: Result<T, E>, failed: &str, shown: im
     }
 }
 
-fn bench(out: PathBuf, options: peerpool::bench::BenchOptions) -> ExitCode {
+fn bench(out: PathBuf, options: bench::BenchOptions) -> ExitCode {
     let out = match OwnedDir::create(&out) {
         Ok(out) => out,
         Err(e) => {
@@ -215,9 +213,9 @@ fn bench(out: PathBuf, options: peerpool::bench::BenchOptions) -> ExitCode {
             return exit::code(exit::NO_GPU);
         }
     };
-    let report = match peerpool::bench::run(&system, &options) {
+    let report = match bench::run(&system, &options) {
         Ok(report) => report,
-        Err(e @ peerpool::bench::BenchError::NoPair { .. }) => {
+        Err(e @ bench::BenchError::NoPair { .. }) => {
             eprintln!("peerpool bench: {e}: nothing to measure");
             return exit::code(exit::NOTHING_CHECKED);
         }

@@ -22,16 +22,25 @@ use crate::{CudaError, Error, GrantError, System};
 use clock::Stopwatch;
 use costs::{cubin_load, grant_curve, ptx_load};
 
+/// The largest transfer size, bytes (64 GiB).
+pub const MAX_BYTES: u64 = 1 << 36;
+/// The most timed repeats per point.
+pub const MAX_REPEATS: usize = 10_000;
+/// The most live GiB in the grant curve's pool.
+pub const MAX_LIVE_GIB: u64 = 4096;
+/// The most pointer-chase hops (a hop takes about a microsecond across NVLink).
+pub const MAX_CHASE_HOPS: u64 = 100_000_000;
+
 /// What to measure ([`run`] refuses values outside the ranges below before any work).
 #[derive(Clone, Debug)]
 pub struct BenchOptions {
-    /// Transfer sizes in bytes: at least one, each a multiple of 16 from 16 to 64 GiB.
+    /// Transfer sizes in bytes: at least one, each a multiple of 16 from 16 to [`MAX_BYTES`].
     pub sizes: Vec<u64>,
-    /// Timed repeats per point (after one warm-up): 1 to 10,000.
+    /// Timed repeats per point (after one warm-up): 1 to [`MAX_REPEATS`].
     pub repeats: usize,
-    /// Live GiB in the pool for the grant-latency curve: each at most 4096.
+    /// Live GiB in the pool for the grant-latency curve: each at most [`MAX_LIVE_GIB`].
     pub live_gib: Vec<u64>,
-    /// Pointer-chase hops: 1 to 10^8 (a hop takes about a microsecond across NVLink).
+    /// Pointer-chase hops: 1 to [`MAX_CHASE_HOPS`].
     pub chase_hops: u64,
     /// Full curves for the first this many ordered pairs (`None`: every pair); the others are
     /// measured at the largest size only, enough for the pair heatmap, so that a machine of
@@ -57,17 +66,17 @@ impl BenchOptions {
         if self.sizes.is_empty() {
             return Some("no transfer size".into());
         }
-        if let Some(b) = self.sizes.iter().find(|&&b| b == 0 || b % 16 != 0 || b > 1 << 36) {
-            return Some(format!("size {b} is not a multiple of 16 from 16 to 64 GiB"));
+        if let Some(b) = self.sizes.iter().find(|&&b| b == 0 || b % 16 != 0 || b > MAX_BYTES) {
+            return Some(format!("size {b} is not a multiple of 16 from 16 to {MAX_BYTES} (64 GiB)"));
         }
-        if !(1..=10_000).contains(&self.repeats) {
-            return Some(format!("{} repeats is not 1 to 10000", self.repeats));
+        if !(1..=MAX_REPEATS).contains(&self.repeats) {
+            return Some(format!("{} repeats is not 1 to {MAX_REPEATS}", self.repeats));
         }
-        if let Some(g) = self.live_gib.iter().find(|&&g| g > 4096) {
-            return Some(format!("{g} live GiB is above 4096"));
+        if let Some(g) = self.live_gib.iter().find(|&&g| g > MAX_LIVE_GIB) {
+            return Some(format!("{g} live GiB is above {MAX_LIVE_GIB}"));
         }
-        if !(1..=100_000_000).contains(&self.chase_hops) {
-            return Some(format!("{} pointer-chase hops is not 1 to 10^8", self.chase_hops));
+        if !(1..=MAX_CHASE_HOPS).contains(&self.chase_hops) {
+            return Some(format!("{} pointer-chase hops is not 1 to {MAX_CHASE_HOPS}", self.chase_hops));
         }
         None
     }
