@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The timing model's projection of `peerpool check` and of the first_proof and grant suites on
-# the simulated 2 x H200 (two_h200_nvlink), with a calibration run's timing.json, beside that
-# run's measured wall times (measured.json, from ci/gpu-calibrate.sh): within 25% passes.
+# the simulated machine of the run's size (two GPUs: two_h200_nvlink, the lent 2 x H200; one:
+# one_gpu, where `peerpool check` has nothing to check and only the suites are compared), with a
+# calibration run's timing.json, beside that run's measured wall times (measured.json, from
+# ci/gpu-calibrate.sh): within 25% passes.
 # Usage: ci/calibration-compare.sh RUN_DIR [BIN_DIR]
 #   RUN_DIR: timing.json and measured.json (e.g. docs/hardware/<date>-calibration)
 #   BIN_DIR: peerpool, libpeerpool_shim.so and suites/{first_proof,grant} (a GPU bundle); by
@@ -22,24 +24,39 @@ if [ -z "$bin" ]; then
         ci/suite_binaries.py "$bin/suites"
 fi
 bin=$(cd "$bin" && pwd)
-threads=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("test_threads", 16))' "$run/measured.json")
+field() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get(sys.argv[2], sys.argv[3]))' "$run/measured.json" "$@"; }
+threads=$(field test_threads 16)
+gpus=$(field gpus 2)
+case "$gpus" in
+    1) topology=one_gpu ;;
+    2) topology=two_h200_nvlink ;;
+    *) echo "calibration-compare: $run/measured.json is from $gpus GPUs; the catalog's machines for a calibration are 1 and 2" >&2; exit 1 ;;
+esac
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/peerpool-projection.XXXXXX")
 trap 'rm -rf "$scratch"' EXIT
 projected() { sed -n 's/.*projected on the simulated machine.*: \([0-9.]*\) s$/\1/p' "$1" | tail -n 1; }
-"$bin/peerpool" check --quiet --topology two_h200_nvlink --timing "$run/timing.json" --out "$scratch/check" > "$scratch/check.txt"
-check=$(projected "$scratch/check.txt")
+check=
+if [ "$gpus" -ge 2 ]; then
+    "$bin/peerpool" check --quiet --topology "$topology" --timing "$run/timing.json" --out "$scratch/check" > "$scratch/check.txt"
+    check=$(projected "$scratch/check.txt")
+fi
 suite() {
     PEERPOOL_REPORT_DIR="$scratch/report-$1" "$bin/peerpool" sim --shim "$bin/libpeerpool_shim.so" \
-        --topology two_h200_nvlink --timing "$run/timing.json" -- "$bin/suites/$1" --test-threads "$threads" > "$scratch/$1.txt" 2>&1
+        --topology "$topology" --timing "$run/timing.json" -- "$bin/suites/$1" --test-threads "$threads" > "$scratch/$1.txt" 2>&1
     projected "$scratch/$1.txt"
 }
 first_proof=$(suite first_proof)
 grant=$(suite grant)
-python3 - "$run" "$check" "$first_proof" "$grant" <<'PY'
+python3 - "$run" "$topology" "$check" "$first_proof" "$grant" <<'PY'
 import json, os, statistics, sys
-run, projections = sys.argv[1], dict(zip(["check", "first_proof", "grant"], sys.argv[2:]))
-measured = json.load(open(os.path.join(run, "measured.json")))["runs"]
+run, topology = sys.argv[1], sys.argv[2]
+projections = dict(zip(["check", "first_proof", "grant"], sys.argv[3:]))
+measured = json.load(open(os.path.join(run, "measured.json")))
+if measured.get("gpus", 2) < 2:
+    del projections["check"]  # one GPU: nothing to check (exit 3 on both machines)
+measured = measured["runs"]
 rows, ok = [], True
+print(f"projected on the simulated {topology}")
 for name, value in projections.items():
     seconds = [r["seconds"] for r in measured if r["run"].rsplit("_", 1)[0] == name and r["exit"] == 0]
     if not seconds or not value:
@@ -55,6 +72,6 @@ for name, value in projections.items():
 target = os.environ.get("PEERPOOL_PROJECTION_OUT")
 if target:
     with open(target, "w") as f:
-        json.dump({"model": "timing.json", "rows": rows}, f, indent=2)
+        json.dump({"model": "timing.json", "topology": topology, "rows": rows}, f, indent=2)
 sys.exit(0 if ok else 1)
 PY

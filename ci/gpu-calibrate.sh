@@ -17,6 +17,8 @@ bundle=$(cd "$bundle" && pwd)
 export PEERPOOL_COMMIT=$(head -n 1 "$bundle/COMMIT" 2>/dev/null)
 export PEERPOOL_CALIBRATION_DATE=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 threads=${PEERPOOL_TEST_THREADS:-16}
+# The GPUs CUDA sees: the comparison projects the same runs on the catalog's machine of that size.
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
 {
     echo "commit: $(tr '\n' ' ' < "$bundle/COMMIT" 2>/dev/null)"
     echo "date: $PEERPOOL_CALIBRATION_DATE"
@@ -56,7 +58,7 @@ done
 "$bundle/grant_bench" 200 > "$out/grant_bench_2.json" 2> "$out/grant_bench_2.err"
 "$bundle/cold_start" sequential >> "$out/cold_start.jsonl" 2>&1
 rm -rf "$reports"
-(IFS=,; echo "{\"test_threads\": $threads, \"runs\": [${measured[*]}]}") > "$out/measured.json"
+(IFS=,; echo "{\"gpus\": $gpus, \"test_threads\": $threads, \"runs\": [${measured[*]}]}") > "$out/measured.json"
 
 # The model's projection of the same runs, with this machine's calibration, and the verdict.
 PEERPOOL_PROJECTION_OUT="$out/projection.json" ci/calibration-compare.sh "$out" "$bundle" | tee "$out/comparison.txt"
