@@ -77,3 +77,40 @@ if [ -n "${PEERPOOL_CUDA_INCLUDE:-}" ] && [ -n "${PEERPOOL_PYTHON:-}" ]; then
         exit 1
     fi
 fi
+echo "== the calibration program (ci/gpu-calibrate.sh's), through the shim on two GPUs and on one"
+cargo build -q -p peerpool --example calibrate
+rm -rf target/shim-matrix/calibrate-*
+target/debug/peerpool sim --topology two_h200_nvlink -- target/debug/examples/calibrate \
+    target/shim-matrix/calibrate-two > target/shim-matrix/calibrate-two.txt 2>&1 || {
+    echo "calibrate failed on the simulated 2 x H200" >&2
+    tail -20 target/shim-matrix/calibrate-two.txt >&2
+    exit 1
+}
+# The model it wrote is one the simulator takes.
+target/debug/peerpool check --quiet --topology two_h200_nvlink --timing target/shim-matrix/calibrate-two/timing.json \
+    --out target/shim-matrix/calibrate-two/check > /dev/null
+# One GPU: the process costs are measured and the rest is refused (exit 1, the reason named);
+# no figure may come from the children that asked for a second device and failed.
+set +e
+target/debug/peerpool sim --topology one_gpu -- target/debug/examples/calibrate \
+    target/shim-matrix/calibrate-one > target/shim-matrix/calibrate-one.txt 2>&1
+one_status=$?
+set -e
+python3 - target/shim-matrix/calibrate-one "$one_status" <<'PY'
+import json, sys
+run, status = sys.argv[1], int(sys.argv[2])
+raw = json.load(open(f"{run}/calibration.json"))
+timing = json.load(open(f"{run}/timing.json"))
+problems = []
+if status != 1 or raw.get("this_process", {}).get("error") != "needs two GPUs":
+    problems.append(f"exit {status}, this_process {raw.get('this_process')} (1 and 'needs two GPUs' expected)")
+if raw["processes_alone"]["samples"]["context_second_us"]:
+    problems.append("a second device's context was timed on one GPU")
+if raw["processes_at_once"]["context_split_x2"]["concurrency"] is not None:
+    problems.append("contexts split over two devices were timed on one GPU")
+if "only the process costs calibrated" not in timing["machine"]:
+    problems.append(f"timing.json's machine does not say it is partial: {timing['machine']}")
+if problems:
+    sys.exit("calibrate on one GPU: " + "; ".join(problems))
+print("    calibrate: two GPUs exit 0; one GPU exit 1, process costs only")
+PY

@@ -74,11 +74,13 @@ fn child(args: &[String]) {
     println!("{}", json!({ "mode": mode, "devices": devices, "phases": phases, "error": error }));
 }
 
+/// Runs `f` and records when it started and ended, if it succeeded: a phase that failed (a
+/// device that is not there) took no time worth measuring, and its parent must not count it.
 fn stamp(phases: &mut BTreeMap<String, Value>, name: &str, f: impl FnOnce() -> Res<()>) -> Res<()> {
     let start = epoch();
-    let result = f();
+    f()?;
     phases.insert(name.into(), json!([start, epoch()]));
-    result
+    Ok(())
 }
 
 fn run_child(mode: &str, devices: &[usize], phases: &mut BTreeMap<String, Value>) -> Res<()> {
@@ -115,11 +117,14 @@ fn run_child(mode: &str, devices: &[usize], phases: &mut BTreeMap<String, Value>
                     .collect();
                 handles.into_iter().filter_map(|h| h.join().ok()).collect()
             });
+            let mut failed = None;
             for (d, start, end, r) in stamps {
-                phases.insert(format!("context{d}"), json!([start, end]));
-                r?;
+                match r {
+                    Ok(()) => drop(phases.insert(format!("context{d}"), json!([start, end]))),
+                    Err(e) => failed = Some(e),
+                }
             }
-            Ok(())
+            failed.map_or(Ok(()), |e| Err(e.into()))
         }
         // What `peerpool check`'s negative probe does, phase by phase: ends in a fault.
         "probe" => {
@@ -273,6 +278,7 @@ fn calibrate(out: &Path) -> Res<()> {
         }
         Err(e) => {
             raw.insert("this_process".into(), json!({ "error": e.to_string() }));
+            model.machine = format!("{} (only the process costs calibrated: {e})", model.machine);
             Some(e.to_string())
         }
     };
@@ -350,12 +356,16 @@ fn processes_alone(model: &mut Latencies) -> Res<Value> {
 /// on two threads of one process; what a round's probes cost together.
 fn processes_at_once(model: &mut Latencies) -> Res<Value> {
     let mut out = BTreeMap::new();
-    let intervals =
-        |ran: &[Ran], phase: &str| -> Vec<(u64, u64)> { ran.iter().filter_map(|r| r.phase(phase)).collect() };
-    let wall = |ran: &[Ran]| -> f64 {
-        let start = ran.iter().map(|r| r.spawn).min().unwrap_or(0);
-        let end = ran.iter().map(|r| r.reaped).max().unwrap_or(0);
-        end.saturating_sub(start) as f64 / 1e3
+    // A figure from a set of children only when every one of them did its work (on one GPU the
+    // children asked for device 1 fail, and the rest alone would measure something else).
+    let complete = |ran: &[Ran]| ran.iter().all(|r| r.report.get("error").is_some_and(Value::is_null));
+    let intervals = |ran: &[Ran], phase: &str| -> Vec<(u64, u64)> {
+        if complete(ran) { ran.iter().filter_map(|r| r.phase(phase)).collect() } else { vec![] }
+    };
+    let wall = |ran: &[Ran]| -> Option<f64> {
+        let start = ran.iter().map(|r| r.spawn).min()?;
+        let end = ran.iter().map(|r| r.reaped).max()?;
+        complete(ran).then(|| end.saturating_sub(start) as f64 / 1e3)
     };
     let mut init_concurrency = Vec::new();
     for k in [2usize, 4, 8] {
@@ -391,9 +401,15 @@ fn processes_at_once(model: &mut Latencies) -> Res<Value> {
     // Below 1.25, work ran essentially one at a time. Nothing measured: the model keeps its own.
     let serial = |c: f64| c < 1.25;
     let (same_c, split_c, init_c) = (median(same), median(split), median(init_concurrency));
-    if let (false, false, Some(thread_c)) = (same_c.is_nan(), split_c.is_nan(), thread_c) {
-        model.context_serial = Serial { device: serial(same_c), process: serial(thread_c), machine: serial(split_c) };
-    }
+    // Each way of serialising from its own experiment; one that could not run keeps the model's.
+    let decide = |field: &mut bool, c: f64| {
+        if c.is_finite() {
+            *field = serial(c);
+        }
+    };
+    decide(&mut model.context_serial.device, same_c);
+    decide(&mut model.context_serial.process, thread_c.unwrap_or(f64::NAN));
+    decide(&mut model.context_serial.machine, split_c);
     if !init_c.is_nan() {
         model.init_serial = Serial { device: false, process: false, machine: init_c < 0.35 };
     }

@@ -7,8 +7,10 @@ pub fn micros(start: Instant) -> f64 {
     start.elapsed().as_secs_f64() * 1e6
 }
 
-/// The median of `v` (the upper middle one of an even count); NaN for no samples.
+/// The median of `v`'s finite samples (the upper middle one of an even count); NaN for none.
+/// A NaN sample is a measurement that failed: it is left out, not sorted last.
 pub fn median(mut v: Vec<f64>) -> f64 {
+    v.retain(|x| x.is_finite());
     if v.is_empty() {
         return f64::NAN;
     }
