@@ -106,6 +106,8 @@ if status != 1 or raw.get("this_process", {}).get("error") != "needs two GPUs":
     problems.append(f"exit {status}, this_process {raw.get('this_process')} (1 and 'needs two GPUs' expected)")
 if raw["processes_alone"]["samples"]["context_second_us"]:
     problems.append("a second device's context was timed on one GPU")
+if not raw["processes_alone"]["samples"].get("local_fault_us"):
+    problems.append("no fault was timed on the one device")
 if raw["processes_at_once"]["context_split_x2"]["concurrency"] is not None:
     problems.append("contexts split over two devices were timed on one GPU")
 if "only the process costs calibrated" not in timing["machine"]:

@@ -149,6 +149,23 @@ fn run_child(mode: &str, devices: &[usize], phases: &mut BTreeMap<String, Value>
             std::mem::forget(m); // freeing after a sticky fault only fails
             Ok(())
         }
+        // A fault on one device: a kernel reads address space reserved and never mapped. What
+        // a fault costs to surface and to exit after, where no second GPU gives a probe.
+        "fault_local" => {
+            let device = devices[0];
+            stamp(phases, &format!("context{device}"), || system.enter(device).map(drop).map_err(Into::into))?;
+            stamp(phases, "module", || system.kernels(device).map(drop).map_err(Into::into))?;
+            let _current = system.enter(device)?;
+            let reserved = system.driver().mem_address_reserve(2 << 20, 0)?;
+            // SAFETY: none, on purpose: the range is not mapped, and the read must fault. This
+            // child exists to fault and exits right after; it touches the range with nothing else.
+            let unmapped = unsafe { peerpool::DeviceSlice::from_raw(reserved, 1 << 20) };
+            let faulted = epoch();
+            let seen = system.with_kernels(device, |k| k.compare_pattern(unmapped, 1));
+            phases.insert("fault".into(), json!([faulted, epoch()]));
+            phases.insert("fault_code".into(), json!(seen.err().and_then(|e| e.cuda().map(|c| c.code_name()))));
+            Ok(())
+        }
         other => Err(format!("unknown child mode {other}").into()),
     }
 }
@@ -330,26 +347,43 @@ fn processes_alone(model: &mut Latencies) -> Res<Value> {
             samples.entry("probe_wall_us").or_default().push(ran.reaped.saturating_sub(ran.spawn) as f64 / 1e3);
             samples.entry("probe_module_us").or_default().extend(ran.micros("module_owner"));
             samples.entry("probe_module_us").or_default().extend(ran.micros("module_accessor"));
+            if ran.report["phases"]["fault_code"] != json!("CUDA_ERROR_ILLEGAL_ADDRESS") {
+                eprintln!("calibrate: the probe child did not fault as expected: {}", ran.report);
+                continue;
+            }
             samples.entry("probe_fault_us").or_default().extend(ran.micros("fault"));
             samples
                 .entry("probe_exit_us")
                 .or_default()
                 .push(ran.reaped.saturating_sub(ran.at("end").unwrap_or(0)) as f64 / 1e3);
+        }
+        // Recorded, not fitted: the model's fault is the probe's (a peer's access).
+        for ran in run_children(&[spec(&["fault_local", "0"])])? {
             if ran.report["phases"]["fault_code"] != json!("CUDA_ERROR_ILLEGAL_ADDRESS") {
-                eprintln!("calibrate: the probe child did not fault as expected: {}", ran.report);
+                eprintln!("calibrate: the local fault child did not fault as expected: {}", ran.report);
+                continue;
             }
+            samples.entry("local_fault_wall_us").or_default().push(ran.reaped.saturating_sub(ran.spawn) as f64 / 1e3);
+            samples.entry("local_fault_us").or_default().extend(ran.micros("fault"));
+            samples
+                .entry("local_fault_exit_us")
+                .or_default()
+                .push(ran.reaped.saturating_sub(ran.at("end").unwrap_or(0)) as f64 / 1e3);
         }
     }
     let m: BTreeMap<&str, f64> = samples.iter().map(|(k, v)| (*k, median(v.clone()))).collect();
-    set(&mut model.process_start_us, m["process_start_us"]);
-    set(&mut model.init_us, m["init_us"]);
-    set(&mut model.context_create_us, median(vec![m["context_first_us"], m["context_second_us"]]));
-    set(&mut model.module_cubin_us, m["probe_module_us"]);
+    // NaN for what no child measured (on one GPU: the second context, the probe): `set` skips it.
+    let m = |name: &str| m.get(name).copied().unwrap_or(f64::NAN);
+    set(&mut model.process_start_us, m("process_start_us"));
+    set(&mut model.init_us, m("init_us"));
+    set(&mut model.context_create_us, median(vec![m("context_first_us"), m("context_second_us")]));
+    set(&mut model.module_cubin_us, m("probe_module_us"));
     // A CUDA process's clean exit, and a faulted one's (a negative probe's) with what the fault
     // took to surface.
-    set(&mut model.process_exit_us, m["context_process_exit_us"]);
-    set(&mut model.fault_exit_us, m["probe_exit_us"] + m["probe_fault_us"]);
-    Ok(json!({ "medians": m, "samples": samples }))
+    set(&mut model.process_exit_us, m("context_process_exit_us"));
+    set(&mut model.fault_exit_us, m("probe_exit_us") + m("probe_fault_us"));
+    let medians: BTreeMap<&str, f64> = samples.keys().map(|k| (*k, m(k))).collect();
+    Ok(json!({ "medians": medians, "samples": samples }))
 }
 
 /// Several children at once: do `cuInit`s overlap, do contexts on one device, on two devices,
