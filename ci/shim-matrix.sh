@@ -108,7 +108,7 @@ if raw["processes_alone"]["samples"]["context_second_us"]:
     problems.append("a second device's context was timed on one GPU")
 if not raw["processes_alone"]["samples"].get("local_fault_us"):
     problems.append("no fault was timed on the one device")
-if raw["processes_at_once"]["context_split_x2"]["concurrency"] is not None:
+if raw["processes_at_once"]["context_split_x2"]["speedup"] is not None:
     problems.append("contexts split over two devices were timed on one GPU")
 if "only the process costs calibrated" not in timing["machine"]:
     problems.append(f"timing.json's machine does not say it is partial: {timing['machine']}")

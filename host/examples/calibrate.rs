@@ -218,12 +218,8 @@ fn spec(words: &[&str]) -> Vec<String> {
     words.iter().map(|w| w.to_string()).collect()
 }
 
-/// How much `intervals` ran at once: their summed length over the length of their union
-/// (1: one after another; n: n fully at once). `None` for fewer than two.
-fn concurrency(intervals: &[(u64, u64)]) -> Option<f64> {
-    if intervals.len() < 2 {
-        return None;
-    }
+/// The length of the union of `intervals`: how long at least one of them was running.
+fn union_length(intervals: &[(u64, u64)]) -> u64 {
     let mut sorted: Vec<(u64, u64)> = intervals.to_vec();
     sorted.sort();
     let (mut union, mut cur): (u64, Option<(u64, u64)>) = (0, None);
@@ -237,11 +233,25 @@ fn concurrency(intervals: &[(u64, u64)]) -> Option<f64> {
             None => Some((s, e)),
         };
     }
-    if let Some((cs, ce)) = cur {
-        union += ce - cs;
-    }
+    union + cur.map_or(0, |(cs, ce)| ce - cs)
+}
+
+/// How much `intervals` overlapped: their summed length over their union's (1: one after
+/// another; n: n fully at once). Overlap is not throughput: two that each take twice as long
+/// side by side overlap fully and gain nothing. `None` for fewer than two.
+fn overlap(intervals: &[(u64, u64)]) -> Option<f64> {
+    let union = union_length(intervals);
     let sum: u64 = intervals.iter().map(|(s, e)| e - s).sum();
-    Some(if union == 0 { 1.0 } else { sum as f64 / union as f64 })
+    (intervals.len() >= 2).then(|| if union == 0 { 1.0 } else { sum as f64 / union as f64 })
+}
+
+/// What running `intervals` side by side gained over one after another, each taking `alone_us`
+/// as it does alone: n x alone over the union (1: no gain, serialised; n: n at once at full
+/// speed). `None` for fewer than two, or no time alone to compare with.
+fn speedup(intervals: &[(u64, u64)], alone_us: f64) -> Option<f64> {
+    let union_us = union_length(intervals) as f64 / 1e3;
+    (intervals.len() >= 2 && alone_us.is_finite() && alone_us > 0.0 && union_us > 0.0)
+        .then(|| intervals.len() as f64 * alone_us / union_us)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -401,57 +411,59 @@ fn processes_at_once(model: &mut Latencies) -> Res<Value> {
         let end = ran.iter().map(|r| r.reaped).max()?;
         complete(ran).then(|| end.saturating_sub(start) as f64 / 1e3)
     };
-    let mut init_concurrency = Vec::new();
+    // Each set: how much its phases overlapped, and what that gained over the phase alone
+    // (from `processes_alone`, run first). The model's choices follow the gain.
+    let measure = |iv: &[(u64, u64)], alone_us: f64| (overlap(iv), speedup(iv, alone_us));
+    let mut init_gain = Vec::new();
     for k in [2usize, 4, 8] {
         let ran = run_children(&vec![spec(&["init"]); k])?;
-        let c = concurrency(&intervals(&ran, "init"));
-        init_concurrency.extend(c.map(|c| c / k as f64));
-        out.insert(format!("init_x{k}"), json!({ "wall_us": wall(&ran), "concurrency": c }));
+        let (o, g) = measure(&intervals(&ran, "init"), model.init_us);
+        init_gain.extend(g);
+        out.insert(format!("init_x{k}"), json!({ "wall_us": wall(&ran), "overlap": o, "speedup": g }));
     }
     // Contexts on one device from k processes; then half on each device.
+    let context_us = model.context_create_us;
     let mut same = Vec::new();
     let mut split = Vec::new();
     for k in [2usize, 4] {
         let ran = run_children(&vec![spec(&["context", "0"]); k])?;
-        let c = concurrency(&intervals(&ran, "context0"));
-        same.extend(c);
-        out.insert(format!("context_device0_x{k}"), json!({ "wall_us": wall(&ran), "concurrency": c }));
+        let (o, g) = measure(&intervals(&ran, "context0"), context_us);
+        same.extend(g);
+        out.insert(format!("context_device0_x{k}"), json!({ "wall_us": wall(&ran), "overlap": o, "speedup": g }));
         let specs: Vec<Vec<String>> = (0..k).map(|i| spec(&["context", if i % 2 == 0 { "0" } else { "1" }])).collect();
         let ran = run_children(&specs)?;
         let mut both = intervals(&ran, "context0");
         both.extend(intervals(&ran, "context1"));
-        let c = concurrency(&both);
-        split.extend(c);
-        out.insert(format!("context_split_x{k}"), json!({ "wall_us": wall(&ran), "concurrency": c }));
+        let (o, g) = measure(&both, context_us);
+        split.extend(g);
+        out.insert(format!("context_split_x{k}"), json!({ "wall_us": wall(&ran), "overlap": o, "speedup": g }));
     }
     let ran = run_children(&[spec(&["context_threads", "0", "1"])])?;
     let mut threads = intervals(&ran, "context0");
     threads.extend(intervals(&ran, "context1"));
-    let thread_c = concurrency(&threads);
-    out.insert("context_two_threads".into(), json!({ "concurrency": thread_c }));
+    let (thread_o, thread_g) = measure(&threads, context_us);
+    out.insert("context_two_threads".into(), json!({ "overlap": thread_o, "speedup": thread_g }));
     // A round's probes on two GPUs: both directions at once, as `peerpool check` runs them.
     let ran = run_children(&[spec(&["probe", "0", "1"]), spec(&["probe", "1", "0"])])?;
     out.insert("probe_round".into(), json!({ "wall_us": wall(&ran) }));
-    // Below 1.25, work ran essentially one at a time. Nothing measured: the model keeps its own.
-    let serial = |c: f64| c < 1.25;
-    let (same_c, split_c, init_c) = (median(same), median(split), median(init_concurrency));
-    // Each way of serialising from its own experiment; one that could not run keeps the model's.
-    let decide = |field: &mut bool, c: f64| {
-        if c.is_finite() {
-            *field = serial(c);
+    // Gaining less than 1.25 x, the work ran one at a time in effect. The model's serialisation
+    // is all or nothing; what could not be measured keeps the model's own choice.
+    let serial = |g: f64| g < 1.25;
+    let (same_g, split_g, init_g) = (median(same), median(split), median(init_gain));
+    let decide = |field: &mut bool, g: f64| {
+        if g.is_finite() {
+            *field = serial(g);
         }
     };
-    decide(&mut model.context_serial.device, same_c);
-    decide(&mut model.context_serial.process, thread_c.unwrap_or(f64::NAN));
-    decide(&mut model.context_serial.machine, split_c);
-    if !init_c.is_nan() {
-        model.init_serial = Serial { device: false, process: false, machine: init_c < 0.35 };
-    }
+    decide(&mut model.context_serial.device, same_g);
+    decide(&mut model.context_serial.process, thread_g.unwrap_or(f64::NAN));
+    decide(&mut model.context_serial.machine, split_g);
+    decide(&mut model.init_serial.machine, init_g);
     out.insert(
         "decided".into(),
         json!({ "context_serial": model.context_serial, "init_serial": model.init_serial,
-                "context_same_device_concurrency": same_c, "context_split_concurrency": split_c,
-                "init_concurrency_per_process": init_c }),
+                "context_same_device_speedup": same_g, "context_split_speedup": split_g,
+                "init_speedup": init_g }),
     );
     Ok(json!(out))
 }
