@@ -93,6 +93,7 @@ fn run_child(mode: &str, devices: &[usize], phases: &mut BTreeMap<String, Value>
         Ok(())
     })?;
     let system = system.ok_or("no system")?;
+    phases.insert("visible".into(), json!(system.device_count()));
     match mode {
         "init" => Ok(()),
         "context" => {
@@ -194,12 +195,18 @@ impl Ran {
 
 /// Runs these children at once; returns each one's report with its spawn and reap times.
 fn run_children(specs: &[Vec<String>]) -> Res<Vec<Ran>> {
+    run_children_with(specs, &[])
+}
+
+/// [`run_children`] with these variables set in each child's environment.
+fn run_children_with(specs: &[Vec<String>], env: &[(&str, &str)]) -> Res<Vec<Ran>> {
     let exe = std::env::current_exe()?;
     let mut running = Vec::new();
     for spec in specs {
         let spawn = epoch();
-        let child = Command::new(&exe).arg("child").args(spec).stdout(Stdio::piped()).stderr(Stdio::null()).spawn()?;
-        running.push((spawn, child));
+        let mut command = Command::new(&exe);
+        command.arg("child").args(spec).envs(env.iter().copied()).stdout(Stdio::piped()).stderr(Stdio::null());
+        running.push((spawn, command.spawn()?));
     }
     let mut done = Vec::new();
     for (spawn, mut child) in running {
@@ -334,6 +341,14 @@ fn set(field: &mut f64, value: f64) {
 fn processes_alone(model: &mut Latencies) -> Res<Value> {
     let mut samples: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
     for _ in 0..5 {
+        // cuInit with only the first device visible: beside init_us (all of them), what each
+        // further device adds. Recorded, not fitted: the model has one cuInit per machine.
+        for ran in run_children_with(&[spec(&["init"])], &[("CUDA_VISIBLE_DEVICES", "0")])? {
+            // A driver that does not honour the variable (the simulator) shows them all.
+            if ran.report["phases"]["visible"] == json!(1) {
+                samples.entry("init_one_visible_us").or_default().extend(ran.micros("init"));
+            }
+        }
         for ran in run_children(&[spec(&["noop"])])? {
             samples
                 .entry("process_start_us")
@@ -393,7 +408,13 @@ fn processes_alone(model: &mut Latencies) -> Res<Value> {
     set(&mut model.process_exit_us, m("context_process_exit_us"));
     set(&mut model.fault_exit_us, m("probe_exit_us") + m("probe_fault_us"));
     let medians: BTreeMap<&str, f64> = samples.keys().map(|k| (*k, m(k))).collect();
-    Ok(json!({ "medians": medians, "samples": samples }))
+    let visible = run_children(&[spec(&["init"])])?.first().and_then(|r| r.report["phases"]["visible"].as_u64());
+    let per_device = visible
+        .filter(|&n| n >= 2)
+        .map(|n| (m("init_us") - m("init_one_visible_us")) / (n - 1) as f64)
+        .filter(|v| v.is_finite());
+    Ok(json!({ "medians": medians, "samples": samples, "devices_visible": visible,
+               "init_per_further_device_us": per_device }))
 }
 
 /// Several children at once: do `cuInit`s overlap, do contexts on one device, on two devices,
