@@ -167,8 +167,23 @@ fn run_child(mode: &str, devices: &[usize], phases: &mut BTreeMap<String, Value>
             phases.insert("fault_code".into(), json!(seen.err().and_then(|e| e.cuda().map(|c| c.code_name()))));
             Ok(())
         }
+        // Each visible ordinal's UUID as CUDA_VISIBLE_DEVICES takes it (GPU-8-4-4-4-12 hex).
+        "uuids" => {
+            let driver = system.driver();
+            let uuids: Vec<String> = (0..system.device_count() as i32)
+                .map(|d| driver.device_get_uuid(d).map(|b| gpu_uuid(&b)))
+                .collect::<Result<_, _>>()?;
+            phases.insert("uuids".into(), json!(uuids));
+            Ok(())
+        }
         other => Err(format!("unknown child mode {other}").into()),
     }
+}
+
+/// A device UUID in the form `CUDA_VISIBLE_DEVICES` and `nvidia-smi -L` use.
+fn gpu_uuid(b: &[u8; 16]) -> String {
+    let hex = |r: std::ops::Range<usize>| b[r].iter().map(|x| format!("{x:02x}")).collect::<String>();
+    format!("GPU-{}-{}-{}-{}-{}", hex(0..4), hex(4..6), hex(6..8), hex(8..10), hex(10..16))
 }
 
 /// A child's report and when its parent spawned and reaped it.
@@ -280,6 +295,9 @@ fn calibrate(out: &Path) -> Res<()> {
     // Children at once.
     let r = processes_at_once(&mut model);
     record(&mut raw, "processes_at_once", r);
+    // Which devices a child sees when CUDA_VISIBLE_DEVICES lists UUIDs, and in which order.
+    let r = visible_by_uuid();
+    record(&mut raw, "visible_by_uuid", r);
 
     // This process.
     let opened = (|| -> Res<(Arc<FaultInjector>, System)> {
@@ -415,6 +433,24 @@ fn processes_alone(model: &mut Latencies) -> Res<Value> {
         .filter(|v| v.is_finite());
     Ok(json!({ "medians": medians, "samples": samples, "devices_visible": visible,
                "init_per_further_device_us": per_device }))
+}
+
+/// A child's devices by UUID, then a child told to see the last and the first of them, in
+/// that order (on one GPU, that one) (what a negative probe's child could be told, to start with only its pair
+/// visible): does it see both, in the order listed? Recorded, not fitted.
+fn visible_by_uuid() -> Res<Value> {
+    let uuids_of = |ran: Vec<Ran>| -> Vec<String> {
+        let seen = ran.first().map(|r| r.report["phases"]["uuids"].clone()).unwrap_or_default();
+        serde_json::from_value(seen).unwrap_or_default()
+    };
+    let all = uuids_of(run_children(&[spec(&["uuids"])])?);
+    let (Some(first), Some(last)) = (all.first(), all.last()) else {
+        return Ok(json!({ "all": all, "listed": null, "error": "no device" }));
+    };
+    // One GPU: is its UUID taken at all (the order needs two).
+    let listed = if all.len() < 2 { vec![first.clone()] } else { vec![last.clone(), first.clone()] };
+    let seen = uuids_of(run_children_with(&[spec(&["uuids"])], &[("CUDA_VISIBLE_DEVICES", &listed.join(","))])?);
+    Ok(json!({ "all": all, "listed": listed, "seen": seen, "order_kept": seen == listed }))
 }
 
 /// Several children at once: do `cuInit`s overlap, do contexts on one device, on two devices,
