@@ -171,19 +171,13 @@ fn run_child(mode: &str, devices: &[usize], phases: &mut BTreeMap<String, Value>
         "uuids" => {
             let driver = system.driver();
             let uuids: Vec<String> = (0..system.device_count() as i32)
-                .map(|d| driver.device_get_uuid(d).map(|b| gpu_uuid(&b)))
+                .map(|d| driver.device_get_uuid(d).map(|b| peerpool::driver::uuid_text(&b)))
                 .collect::<Result<_, _>>()?;
             phases.insert("uuids".into(), json!(uuids));
             Ok(())
         }
         other => Err(format!("unknown child mode {other}").into()),
     }
-}
-
-/// A device UUID in the form `CUDA_VISIBLE_DEVICES` and `nvidia-smi -L` use.
-fn gpu_uuid(b: &[u8; 16]) -> String {
-    let hex = |r: std::ops::Range<usize>| b[r].iter().map(|x| format!("{x:02x}")).collect::<String>();
-    format!("GPU-{}-{}-{}-{}-{}", hex(0..4), hex(4..6), hex(6..8), hex(8..10), hex(10..16))
 }
 
 /// A child's report and when its parent spawned and reaped it.

@@ -306,6 +306,7 @@ fn datagram() -> impl Strategy<Value = (Vec<u8>, usize)> {
                 offset: offset << 12,
                 len: len << 12,
                 span: span << 12,
+                uuid: [5; 16],
                 data: [7; 64],
                 fabric: with_fabric.then_some(FabricHandle([9; 64])),
             };

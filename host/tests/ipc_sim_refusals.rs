@@ -133,9 +133,17 @@ fn malformed_offers_and_bad_arguments_touch_nothing() {
         send_raw(&a, &Offer { path: OfferPath::VirtualMemory, ..offer }, &[fd]);
         let refused = importer.system.import(&b, &[]).unwrap_err();
         assert_eq!(cuda_of(&refused).0, "cuMemImportFromShareableHandle", "a pool handle is no allocation handle");
-        send_raw(&a, &Offer { device: 7, ..offer }, &[fd]);
+        send_raw(&a, &Offer { uuid: [0xEE; 16], ..offer }, &[fd]);
         let refused = importer.system.import(&b, &[]).unwrap_err();
-        assert!(matches!(refused, ShareError::Api(Error::InvalidDevice { ordinal: 7, .. })), "{refused:?}");
+        let uuid = "GPU-eeeeeeee-eeee-eeee-eeee-eeeeeeeeeeee".to_string();
+        assert_eq!(
+            refused,
+            ShareError::DeviceNotVisible { exporter_ordinal: 0, uuid },
+            "a GPU this process does not see"
+        );
+        // The exporter's ordinal is only for messages: the UUID names the device.
+        send_raw(&a, &Offer { device: 7, ..offer }, &[fd]);
+        importer.system.import(&b, &[]).expect("imported on the device with the UUID").close().unwrap();
         exported.send(&a).unwrap();
         let refused = importer.system.import(&b, &[5]).unwrap_err();
         assert!(matches!(refused, ShareError::Api(Error::InvalidDevice { ordinal: 5, .. })), "{refused:?}");

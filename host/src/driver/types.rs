@@ -418,9 +418,23 @@ pub enum Granularity {
     Recommended,
 }
 
+/// A device UUID (`cuDeviceGetUuid`) as `nvidia-smi -L` prints it and `CUDA_VISIBLE_DEVICES`
+/// takes it: `GPU-` and the 16 bytes in hex, grouped 8-4-4-4-12.
+pub fn uuid_text(bytes: &[u8; 16]) -> String {
+    let hex = |r: std::ops::Range<usize>| bytes[r].iter().map(|b| format!("{b:02x}")).collect::<String>();
+    format!("GPU-{}-{}-{}-{}-{}", hex(0..4), hex(4..6), hex(6..8), hex(8..10), hex(10..16))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_uuid_reads_as_nvidia_smi_prints_it() {
+        // The lent H200's (docs/hardware/2026-12-01-one-h200-calibration/a5923a9/nvidia-smi-L.txt).
+        let bytes = [0x96, 0xf8, 0x3d, 0xad, 0xfa, 0x89, 0x39, 0x7a, 0x67, 0x66, 0xab, 0x47, 0x96, 0xb0, 0x5e, 0x39];
+        assert_eq!(uuid_text(&bytes), "GPU-96f83dad-fa89-397a-6766-ab4796b05e39");
+    }
 
     #[test]
     fn the_int_valued_attributes_are_4_bytes_wide_and_the_rest_8() {

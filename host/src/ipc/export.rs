@@ -105,6 +105,7 @@ impl System {
             handle: HandleKind::PosixFd,
             staged: false,
             device,
+            uuid: driver.device_get_uuid(device as i32)?,
             offset: 0,
             len: len as u64,
             span: len as u64,

@@ -13,7 +13,7 @@ use super::share_error::ShareError;
 use super::virtual_memory::{Mapping, granularity, release};
 use crate::driver::{
     Access, AccessDesc, DevicePtr, ExportedHandleRef, IpcMemHandle, MemHandle, PointerAttribute, Pool,
-    PoolPtrExportData, Stream,
+    PoolPtrExportData, Stream, uuid_text,
 };
 use crate::error::Error;
 use crate::grant::Grant;
@@ -207,8 +207,10 @@ impl System {
         for fd in &message.fds {
             expect_device_handle(fd)?;
         }
-        let owner = offer.device as usize;
-        self.check_device(owner)?;
+        let owner = self.device_with_uuid(&offer.uuid)?.ok_or_else(|| ShareError::DeviceNotVisible {
+            exporter_ordinal: offer.device,
+            uuid: uuid_text(&offer.uuid),
+        })?;
         for &peer in peers {
             self.check_device(peer)?;
         }
@@ -265,6 +267,16 @@ impl System {
 
     /// # Safety
     /// `handle` and the offer's data are a pool export of a trusted process.
+    /// The ordinal of the device with `uuid` in this process, if it sees that device.
+    fn device_with_uuid(&self, uuid: &[u8; 16]) -> Result<Option<usize>, ShareError> {
+        for device in 0..self.device_count() {
+            if self.driver().device_get_uuid(device as i32)? == *uuid {
+                return Ok(Some(device));
+            }
+        }
+        Ok(None)
+    }
+
     unsafe fn import_pool(&self, handle: ExportedHandleRef<'_>, offer: &Offer) -> Result<Held, ShareError> {
         let driver = self.driver();
         // SAFETY: the caller's; the pool just imported is destroyed once, on failure only.

@@ -1,16 +1,18 @@
 //! [`Offer`]: what an exporter sends besides the file descriptor, in one message.
 //!
-//! Layout (little endian): `b"PPOF"`, version 1, path, handle type, flags (bit 0: staged copy,
+//! Layout (little endian): `b"PPOF"`, version 2, path, handle type, flags (bit 0: staged copy,
 //! bit 1: a fabric handle follows), device (u32), 4 reserved bytes, offset, len, span (u64
-//! each), 64 bytes of driver data, then the 64-byte fabric handle when flagged: 104 or 168
-//! bytes. The driver data is opaque here; the importing driver judges it.
+//! each), the device's 16-byte UUID, 64 bytes of driver data, then the 64-byte fabric handle
+//! when flagged: 120 or 184 bytes. The driver data is opaque here; the importing driver judges
+//! it. Version 2 added the UUID: two processes may number the GPUs differently
+//! (`CUDA_VISIBLE_DEVICES`), so the importer finds the owner by its UUID, not its ordinal.
 
 use super::share_error::ShareError;
 use crate::driver::{FabricHandle, HandleKind};
 
 const MAGIC: [u8; 4] = *b"PPOF";
-const VERSION: u8 = 1;
-const FIXED: usize = 40;
+const VERSION: u8 = 2;
+const FIXED: usize = 56;
 /// Bytes of an offer without a fabric handle.
 pub const OFFER_LEN: usize = FIXED + 64;
 
@@ -34,9 +36,12 @@ pub struct Offer {
     pub handle: HandleKind,
     /// A copy made for sharing, not the caller's memory: writes do not reach the original.
     pub staged: bool,
-    /// The owning device, in the exporter's numbering (the importer checks it against the
-    /// imported memory's own attribute).
+    /// The owning device, in the exporter's numbering (for messages: the importer goes by
+    /// [`Offer::uuid`]).
     pub device: u32,
+    /// The owning device's UUID (`cuDeviceGetUuid`), the same in every process: the importer
+    /// imports on the device that has it and checks the imported memory is there.
+    pub uuid: [u8; 16],
     /// Where the shared bytes start in what the handle maps.
     pub offset: u64,
     /// How many bytes are shared.
@@ -75,6 +80,7 @@ impl Offer {
         for word in [self.offset, self.len, self.span] {
             out.extend_from_slice(&word.to_le_bytes());
         }
+        out.extend_from_slice(&self.uuid);
         out.extend_from_slice(&self.data);
         if let Some(fabric) = &self.fabric {
             out.extend_from_slice(&fabric.0);
@@ -113,6 +119,8 @@ impl Offer {
             return malformed("a fabric handle belongs to fabric pool and allocation offers only");
         }
         let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap_or_default());
+        let mut uuid = [0u8; 16];
+        uuid.copy_from_slice(&bytes[40..FIXED]);
         let mut data = [0u8; 64];
         data.copy_from_slice(&bytes[FIXED..OFFER_LEN]);
         let fabric = has_fabric.then(|| {
@@ -128,6 +136,7 @@ impl Offer {
             offset: word(16),
             len: word(24),
             span: word(32),
+            uuid,
             data,
             fabric,
         };
@@ -151,6 +160,7 @@ mod tests {
             offset: 0,
             len: 4096,
             span: 4096,
+            uuid: [5; 16],
             data: [7; 64],
             fabric: None,
         }
@@ -161,7 +171,7 @@ mod tests {
         let plain = offer();
         assert_eq!(Offer::decode(&plain.encode()).unwrap(), plain);
         let fabric = Offer { handle: HandleKind::Fabric, fabric: Some(FabricHandle([9; 64])), ..offer() };
-        assert_eq!(fabric.encode().len(), OFFER_LEN + 64);
+        assert_eq!((plain.encode().len(), fabric.encode().len()), (120, 184));
         assert_eq!(Offer::decode(&fabric.encode()).unwrap(), fabric);
         assert_eq!((plain.fd_count(), fabric.fd_count()), (1, 0));
     }
@@ -176,7 +186,7 @@ mod tests {
         };
         assert!(bad(&|b| b.truncate(10)));
         assert!(bad(&|b| b[0] = b'X'));
-        assert!(bad(&|b| b[4] = 2));
+        assert!(bad(&|b| b[4] = 1), "version 1 had no UUID");
         assert!(bad(&|b| b[5] = 9));
         assert!(bad(&|b| b[7] = 0x80));
         assert!(bad(&|b| b[7] |= 2), "fabric flag without the handle");

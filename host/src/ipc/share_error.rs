@@ -44,6 +44,15 @@ pub enum ShareError {
         /// Bytes from the shared address to the end of the imported allocation.
         available: u64,
     },
+    /// The offer's device is not one this process sees (its `CUDA_VISIBLE_DEVICES` leaves it
+    /// out): nothing was imported.
+    #[error("the exporter's gpu{exporter_ordinal} ({uuid}) is not a device this process sees")]
+    DeviceNotVisible {
+        /// Its ordinal in the exporter.
+        exporter_ordinal: u32,
+        /// Its UUID, as `nvidia-smi -L` and `CUDA_VISIBLE_DEVICES` write it.
+        uuid: String,
+    },
     /// The import was closed; its address is no longer valid here.
     #[error("the imported memory was closed")]
     Closed,
