@@ -16,12 +16,14 @@ pub(crate) struct Runtime {
 static RUNTIME: OnceLock<Result<Runtime, String>> = OnceLock::new();
 
 /// `cuInit`: reads the environment the first time; a mistake is printed once, and every
-/// `cuInit` returns it. A copy of the shim pinned by a forwarding one reads only the topology:
-/// the rules and the trace are the forwarder's.
+/// `cuInit` returns it. A copy of the shim pinned by a forwarding one reads only the topology
+/// (and, as NVIDIA's driver would, `CUDA_VISIBLE_DEVICES`): the rules and the trace are the
+/// forwarder's.
 pub(crate) fn init() -> Result<&'static Runtime, &'static str> {
     let made = RUNTIME.get_or_init(|| {
         let pinned = crate::backend::pinned();
-        let var = |name: &str| match pinned && name != env::TOPOLOGY && name != env::TIMING {
+        let own = [env::TOPOLOGY, env::TIMING, peerpool_sim::visible::VISIBLE];
+        let var = |name: &str| match pinned && !own.contains(&name) {
             true => None,
             false => std::env::var(name).ok(),
         };

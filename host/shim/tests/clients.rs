@@ -40,8 +40,17 @@ fn expected_c(topology: &Topology, accessor: usize, owner: usize) -> String {
 }
 
 fn c_sees_the_peer_matrix(stem: &str) -> Result<(), Failed> {
-    let topology = catalog_topology(stem)?;
-    let out = run(&mut Command::new(c_program("pools")?), &[("PEERPOOL_SIM_TOPOLOGY", stem)])?;
+    c_sees_the_matrix_of(stem, None)
+}
+
+/// The same with `CUDA_VISIBLE_DEVICES` set: the client sees those GPUs, renumbered in the
+/// order listed, with the links among them.
+fn c_sees_the_matrix_of(stem: &str, visible: Option<&str>) -> Result<(), Failed> {
+    let full = catalog_topology(stem)?;
+    let topology = visible.map_or_else(|| full.clone(), |list| full.visible(list));
+    let mut settings = vec![("PEERPOOL_SIM_TOPOLOGY", stem)];
+    settings.extend(visible.map(|list| (peerpool_sim::visible::VISIBLE, list)));
+    let out = run(&mut Command::new(c_program("pools")?), &settings)?;
     let text = stdout(&out);
     if !out.status.success() || !text.contains("done version 13000") {
         return Err(format!("the client failed: {text}{}", String::from_utf8_lossy(&out.stderr)).into());
@@ -185,6 +194,10 @@ fn main() -> ExitCode {
             python_sees_the_peer_matrix(stem)
         }));
     }
+    // Islands {0, 1} and {2, 3}: listed as 3,0,2 the client's gpu0 and gpu2 are one island.
+    trials.push(trial("c_client_sees_only_the_visible_devices".into(), CUDA_INCLUDE, || {
+        c_sees_the_matrix_of("four_gpu_islands", Some("3,0,2"))
+    }));
     trials.push(trial("c_client_prints_what_it_printed_on_the_h200s".into(), CUDA_INCLUDE, || {
         same_as_on_the_h200s(&mut Command::new(c_program("pools")?), "clients-c.txt")
     }));

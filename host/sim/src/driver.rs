@@ -304,19 +304,11 @@ impl Driver for SimDriver {
         self.run("cuDeviceGetAttribute", |s| Ok(attribute_of(&s.topo.devices[s.device(device)?], attribute)))
     }
 
-    /// Synthetic: the topology's name and the ordinal, hashed (FNV-1a), so that two devices of
-    /// one machine differ and a machine's answers repeat.
+    /// Synthetic ([`Topology::uuid`]): the same device has the same UUID in every process.
     fn device_get_uuid(&self, device: i32) -> DriverResult<[u8; 16]> {
         self.run("cuDeviceGetUuid", |s| {
             let d = s.device(device)?;
-            let mut uuid = [0u8; 16];
-            for (half, salt) in uuid.chunks_exact_mut(8).zip([0x5eed_u64, 0xf00d]) {
-                let key = format!("{}/{d}/{salt}", s.topo.name);
-                let h =
-                    key.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3));
-                half.copy_from_slice(&h.to_le_bytes());
-            }
-            Ok(uuid)
+            s.topo.uuid(d).ok_or_else(|| Fail::from(CudaCode::CUDA_ERROR_INVALID_DEVICE))
         })
     }
 

@@ -10,6 +10,7 @@
 //! | `PEERPOOL_SIM_TIMING` | the timing model: a calibration JSON file (`peerpool_sim::timing`) | the H200s' (`host/sim/timing/h200.json`) |
 //! | `PEERPOOL_SHIM_BACKEND` | `sim` (the simulator answers) or `real` (NVIDIA's libcuda does, through the rules and the trace) | `sim` |
 //! | `PEERPOOL_SHIM_LIBCUDA` | NVIDIA's libcuda for `real`, an absolute path | found as the loader would |
+//! | `CUDA_VISIBLE_DEVICES` | CUDA's own: which of the topology's GPUs the program sees, in which order (`crate::visible`) | all |
 //!
 //! Anything wrong is one line on stderr and an error from `cuInit`, never a crash.
 
@@ -100,6 +101,11 @@ pub fn read(var: impl Fn(&str) -> Option<String>) -> Result<Config, String> {
             return Err(format!("{TIMING} has no meaning with {BACKEND}=real (the real GPUs take real time)"));
         }
         Some(path) => Some(Latencies::load(Path::new(&path)).map_err(|e| format!("{TIMING}: {e}"))?),
+    };
+    // What this process sees of the simulated machine, as NVIDIA's driver reads the variable.
+    let target = match (target, var(crate::visible::VISIBLE)) {
+        (Target::Simulated(topology), Some(list)) => Target::Simulated(topology.visible(&list)),
+        (target, _) => target,
     };
     Ok(Config { target, plan: FaultPlan { seed, ..plan }, trace, timing })
 }

@@ -58,9 +58,15 @@
 //!   `cuMemPoolTrimTo` trims; the reuse policies are stored and have no effect. Streams and
 //!   events are always idle (`cuStreamQuery`, `cuEventQuery` succeed). Device attributes
 //!   beyond the topology's are an H100/H200-class device's; UUIDs are a hash of the topology
-//!   name and the ordinal.
-//! - PCI bus ids are synthetic (`0x18 + 0x10 × ordinal`); every sticky error is the process's
-//!   last word, including for `cuDeviceGetCount` and `cuCtxSetCurrent`.
+//!   name and the device's index on the machine (the same in every process's view).
+//! - PCI bus ids are synthetic (`0x18 + 0x10 ×` the index on the machine); every sticky error
+//!   is the process's last word, including for `cuDeviceGetCount` and `cuCtxSetCurrent`.
+//! - `CUDA_VISIBLE_DEVICES` is read by the libcuda shim as the CUDA Programming Guide describes
+//!   it (`visible.rs`: indices or UUID prefixes, in order, up to the first that names nothing;
+//!   none visible makes `cuInit` `CUDA_ERROR_NO_DEVICE`); the in-process simulator
+//!   (`peerpool check --topology`, `PEERPOOL_HARDWARE`) shows the whole topology. Importing
+//!   shared memory whose device the importer does not see is `CUDA_ERROR_INVALID_DEVICE`
+//!   (not measured).
 //!
 //! ## Inter-process sharing (`shared_file.rs`, `handles.rs`, `share.rs`, `vmm.rs`)
 //! Processes share as on a GPU machine: two programs on the libcuda shim, each with its own
@@ -118,6 +124,7 @@ mod state;
 pub mod timing;
 mod topology;
 mod topology_file;
+pub mod visible;
 mod vmm;
 
 pub use catalog::{CatalogEntry, catalog, catalog_topology};

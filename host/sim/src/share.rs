@@ -24,10 +24,15 @@ pub(super) fn fail<T>(code: CudaCode) -> SimResult<T> {
     Err(code.into())
 }
 
-/// The device a received header names, if this simulator has it.
+/// The device a received header names (by its index on the machine: processes that see
+/// different devices, `CUDA_VISIBLE_DEVICES`, number them differently), if this process sees it.
 pub(super) fn device_of(s: &State, header: &Header) -> SimResult<usize> {
-    let device = header.device as usize;
-    if device < s.count() { Ok(device) } else { fail(CudaCode::CUDA_ERROR_INVALID_DEVICE) }
+    s.topo.ordinal_of(header.device as usize).map_or_else(|| fail(CudaCode::CUDA_ERROR_INVALID_DEVICE), Ok)
+}
+
+/// What a header says of this process's `device`: its index on the machine.
+pub(super) fn machine_index(s: &State, device: usize) -> u32 {
+    s.topo.physical(device).unwrap_or(device) as u32
 }
 
 /// The file an imported `handle` of `blob` names, with its header and the device it names here.
@@ -53,7 +58,8 @@ fn pool_file(s: &mut State, id: usize) -> SimResult<Arc<SharedFile>> {
         return Ok(file.clone());
     }
     let pool = &s.pools[id];
-    let header = Header { kind: Kind::Pool, device: pool.device as u32, handle_types: pool.handle_types, pool: 0 };
+    let header =
+        Header { kind: Kind::Pool, device: machine_index(s, pool.device), handle_types: pool.handle_types, pool: 0 };
     let file = Arc::new(SharedFile::create(header, &[]).map_err(|_| CudaCode::CUDA_ERROR_OPERATING_SYSTEM)?);
     s.shares.pool_files.insert(id, file.clone());
     Ok(file)
@@ -81,7 +87,7 @@ pub(super) fn pool_import(s: &mut State, handle: ExportedHandleRef<'_>) -> SimRe
 pub(super) fn pointer_export(s: &mut State, ptr: u64) -> SimResult<PoolPtrExportData> {
     let Some(block) = s.memory.at(ptr) else { return invalid() };
     let (Some(id), Origin::Allocated) = (block.pool, &block.origin) else { return invalid() };
-    let (backing, device) = (block.backing().clone(), block.device as u32);
+    let (backing, device) = (block.backing().clone(), machine_index(s, block.device));
     if s.pool(s.pools[id].handle).is_err() || s.pools[id].handle_types == HandleKinds::NONE {
         return invalid();
     }
@@ -98,7 +104,7 @@ pub(super) fn pointer_import(s: &mut State, pool: u64, data: &PoolPtrExportData)
     let Some(&pool_nonce) = s.shares.imported_pools.get(&id) else { return invalid() };
     let Some(file) = handles::open_bytes(Blob::Pointer, &data.0) else { return invalid() };
     let (header, device) = (file.header(), s.pools[id].device);
-    if header.kind != Kind::PoolMemory || header.pool != pool_nonce || header.device as usize != device {
+    if header.kind != Kind::PoolMemory || header.pool != pool_nonce || header.device != machine_index(s, device) {
         return invalid();
     }
     let len = file.len() as u64;
@@ -115,7 +121,8 @@ pub(super) fn ipc_get(s: &mut State, ptr: u64) -> SimResult<IpcMemHandle> {
     if block.pool.is_some() || block.origin != Origin::Allocated {
         return invalid();
     }
-    let header = Header { kind: Kind::Legacy, device: block.device as u32, handle_types: HandleKinds::NONE, pool: 0 };
+    let header =
+        Header { kind: Kind::Legacy, device: machine_index(s, block.device), handle_types: HandleKinds::NONE, pool: 0 };
     let at = block.backing().share(header)?;
     Ok(IpcMemHandle(handles::seal(Blob::Legacy, at)))
 }

@@ -143,6 +143,9 @@ pub struct Topology {
     links: Vec<Link>,
     /// Faulty directions of data flow, `(from, to)`.
     faults: BTreeMap<(usize, usize), LinkFault>,
+    /// Each ordinal's index on the whole machine: the identity itself unless the topology is
+    /// what a process sees of the machine (`CUDA_VISIBLE_DEVICES`, [`Topology::visible`]).
+    physical: Vec<usize>,
 }
 
 impl Topology {
@@ -162,6 +165,7 @@ impl Topology {
             devices,
             links: vec![link; n * n],
             faults: BTreeMap::new(),
+            physical: (0..n).collect(),
         }
     }
 
@@ -195,7 +199,58 @@ impl Topology {
             devices,
             links: vec![link; n * n],
             faults: BTreeMap::new(),
+            physical: (0..n).collect(),
         }
+    }
+
+    /// The devices at `ordinals`, in that order, renumbered from 0, with the links and faults
+    /// among them: what a process that sees only those devices sees. Each keeps its identity
+    /// on the machine ([`Topology::physical`], its UUID and bus id).
+    ///
+    /// # Panics
+    /// On an ordinal out of range (a caller's bug: [`Topology::visible`] checks its input).
+    pub(crate) fn subset(&self, ordinals: &[usize]) -> Topology {
+        let n = ordinals.len();
+        let mut links = vec![Link::NONE; n * n];
+        for (i, &from) in ordinals.iter().enumerate() {
+            for (j, &to) in ordinals.iter().enumerate() {
+                links[i * n + j] = self.link(from, to);
+            }
+        }
+        let place = |d: usize| ordinals.iter().position(|&o| o == d);
+        let faults =
+            self.faults.iter().filter_map(|(&(from, to), &fault)| Some(((place(from)?, place(to)?), fault))).collect();
+        Topology {
+            devices: ordinals.iter().map(|&o| self.devices[o].clone()).collect(),
+            links,
+            faults,
+            physical: ordinals.iter().map(|&o| self.physical[o]).collect(),
+            ..self.clone()
+        }
+    }
+
+    /// `ordinal`'s index on the whole machine (itself, unless this is a process's view).
+    pub fn physical(&self, ordinal: usize) -> Option<usize> {
+        self.physical.get(ordinal).copied()
+    }
+
+    /// The ordinal of the machine's device `physical` in this view, if the view has it.
+    pub fn ordinal_of(&self, physical: usize) -> Option<usize> {
+        self.physical.iter().position(|&p| p == physical)
+    }
+
+    /// `cuDeviceGetUuid`, synthetic: the topology's name and the device's index on the machine,
+    /// hashed (FNV-1a), so that two devices of one machine differ, a machine's answers repeat,
+    /// and a device has the same UUID in every process's view.
+    pub fn uuid(&self, ordinal: usize) -> Option<[u8; 16]> {
+        let d = self.physical(ordinal)?;
+        let mut uuid = [0u8; 16];
+        for (half, salt) in uuid.chunks_exact_mut(8).zip([0x5eed_u64, 0xf00d]) {
+            let key = format!("{}/{d}/{salt}", self.name);
+            let h = key.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3));
+            half.copy_from_slice(&h.to_le_bytes());
+        }
+        Some(uuid)
     }
 
     /// How many devices.

@@ -6,7 +6,7 @@
 
 use super::handles::{self, Blob};
 use super::memory::{Backing, GRANULE, Origin};
-use super::share::{fail, invalid, open_import};
+use super::share::{fail, invalid, machine_index, open_import};
 use super::shared_file::{Header, Kind};
 use super::state::{Fail, Physical, SimResult, State};
 use peerpool::CudaCode;
@@ -162,7 +162,7 @@ pub(super) fn export(s: &mut State, handle: u64, kind: HandleKind) -> SimResult<
     if !physical.handle_types.contains(kind.bits()) {
         return invalid();
     }
-    let (device, handle_types) = (physical.device as u32, physical.handle_types);
+    let (device, handle_types) = (machine_index(s, physical.device), physical.handle_types);
     let at = physical.backing.share(Header { kind: Kind::Allocation, device, handle_types, pool: 0 })?;
     handles::handle_for(at, kind, Blob::FabricAllocation).map_err(Fail::from)
 }

@@ -6,7 +6,7 @@
 
 mod sim_support;
 
-use peerpool::driver::{HandleKinds, LaunchShape};
+use peerpool::driver::{ExportedHandleRef, HandleKinds, LaunchShape, PointerAttribute};
 use peerpool::ipc::{
     Channel, HandleKind, ShareError, ShareRequest, inherited_channel, spawn_with_channel, wait_or_kill,
 };
@@ -14,6 +14,7 @@ use peerpool::kernels::BLOCK;
 use peerpool::{CudaCode, PoolOptions, System};
 use peerpool_sim::Topology;
 use sim_support::sim;
+use std::os::fd::AsFd;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -127,4 +128,60 @@ fn exporter() {
     system.export_allocation(&memory, FD).unwrap().send(&channel).unwrap();
     let legacy = system.alloc_legacy(1, 4096).unwrap();
     system.export_allocation(&legacy, FD).unwrap().send(&channel).unwrap();
+}
+
+#[test]
+fn an_importer_that_sees_other_devices_finds_the_memory_on_the_same_gpu() {
+    const TEST: &str = "an_importer_that_sees_other_devices_finds_the_memory_on_the_same_gpu";
+    match std::env::var(ROLE).as_deref() {
+        Ok("sees-gpu1-only") => return importer_of_gpu1(Topology::two_h200().visible("1")),
+        Ok("sees-gpu0-only") => return importer_of_gpu1(Topology::two_h200().visible("0")),
+        _ => {}
+    }
+    // This process sees both GPUs and shares memory on gpu1.
+    let system = system();
+    let options = PoolOptions { handle_types: HandleKinds::POSIX_FD, max_size: 0 };
+    let pool = system.create_pool(1, options).unwrap();
+    let memory = system.alloc(pool.as_ref(), 4096).unwrap();
+    system.kernels(1).unwrap().fill(memory.as_slice(), 21).unwrap();
+    for (role, answer) in
+        [("sees-gpu1-only", "pool; read on its gpu0"), ("sees-gpu0-only", "CUDA_ERROR_INVALID_DEVICE; not visible")]
+    {
+        let (channel, child) = other_process(TEST, role);
+        system.export_allocation(&memory, FD).unwrap().send(&channel).unwrap();
+        assert_eq!(text(&channel), answer, "{role}");
+        finish(child);
+    }
+}
+
+/// With CUDA_VISIBLE_DEVICES as `view`, receives memory the exporter made on its gpu1 and says
+/// what became of it: the driver's own import of the pool handle (on the GPU this process numbers
+/// 0 when it sees that GPU, else `CUDA_ERROR_INVALID_DEVICE`), then peerpool's import (read on
+/// that GPU, else refused before any driver call).
+fn importer_of_gpu1(view: Topology) {
+    let channel = inherited_channel().unwrap();
+    let (_, system) = sim(view);
+    let message = channel.recv().unwrap();
+    let driver = system.driver();
+    let fd = ExportedHandleRef::Fd(message.fds[0].as_fd());
+    // SAFETY: the fd is the pool handle the exporter sent; a pool imported is destroyed at once.
+    let raw = match unsafe { driver.mem_pool_import_from_shareable_handle(fd) } {
+        Ok(pool) => unsafe { driver.mem_pool_destroy(pool) }.map_or_else(|e| e.code.name(), |()| "pool".into()),
+        Err(e) => e.code.name(),
+    };
+    let peerpool = match system.import_message(message, &[]) {
+        Ok(imported) => {
+            let ptr = imported.as_slice().unwrap().ptr();
+            let ordinal = system.driver().pointer_get_attribute(ptr, PointerAttribute::DeviceOrdinal).ok();
+            let clean =
+                system.kernels(0).unwrap().compare_pattern(imported.as_slice().unwrap(), 21).unwrap().is_clean();
+            match (ordinal, clean) {
+                (Some(0), true) => "read on its gpu0".to_string(),
+                other => format!("imported, but {other:?}"),
+            }
+        }
+        Err(ShareError::DeviceNotVisible { exporter_ordinal: 1, .. }) => "not visible".into(),
+        Err(e) => e.to_string(),
+    };
+    channel.send(format!("{raw}; {peerpool}").as_bytes(), &[]).unwrap();
 }

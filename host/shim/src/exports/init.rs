@@ -25,7 +25,16 @@ pub unsafe extern "C" fn cuInit(flags: c_uint) -> CUresult {
     if runtime::init().is_err() {
         return CUresult::CUDA_ERROR_INVALID_VALUE;
     }
-    boundary::enter("cuInit", || format!("flags={flags}"), || code(sim().init(flags)))
+    // A machine with no device (or none left visible by CUDA_VISIBLE_DEVICES), as NVIDIA's
+    // driver answers it. The in-process simulator keeps an empty topology usable.
+    boundary::enter(
+        "cuInit",
+        || format!("flags={flags}"),
+        || match sim().device_get_count() {
+            Ok(0) => Err(CUresult::CUDA_ERROR_NO_DEVICE),
+            _ => code(sim().init(flags)),
+        },
+    )
 }
 
 /// The simulated topology's driver version; before `cuInit`, the shim's own (13.0).

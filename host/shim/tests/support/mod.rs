@@ -87,7 +87,7 @@ pub fn c_program(name: &'static str) -> Result<PathBuf, Failed> {
 pub fn run(program: &mut Command, settings: &[(&str, &str)]) -> Result<Output, Failed> {
     let dir = shim_dir()?;
     program.env("LD_LIBRARY_PATH", dir);
-    for name in peerpool_sim::env::VARIABLES {
+    for name in peerpool_sim::env::VARIABLES.into_iter().chain([peerpool_sim::visible::VISIBLE]) {
         program.env_remove(name);
     }
     program.envs(settings.iter().copied());
