@@ -191,7 +191,8 @@ impl System {
         self.import_message(channel.recv()?, peers)
     }
 
-    /// Imports an offer another process sent, then grants each device in `peers` read-write
+    /// Imports an offer another process sent, on the device with the offer's UUID (this
+    /// process may number the GPUs otherwise), then grants each device in `peers` read-write
     /// access (the owner always has it). Pool offers are imported as pool, then pointer;
     /// virtual-memory offers as allocation, mapped at a fresh reservation; legacy offers with
     /// `cuIpcOpenMemHandle`. The message's fds are checked to be device handles (never a file,
@@ -265,8 +266,6 @@ impl System {
         Ok(imported)
     }
 
-    /// # Safety
-    /// `handle` and the offer's data are a pool export of a trusted process.
     /// The ordinal of the device with `uuid` in this process, if it sees that device.
     fn device_with_uuid(&self, uuid: &[u8; 16]) -> Result<Option<usize>, ShareError> {
         for device in 0..self.device_count() {
@@ -277,6 +276,8 @@ impl System {
         Ok(None)
     }
 
+    /// # Safety
+    /// `handle` and the offer's data are a pool export of a trusted process.
     unsafe fn import_pool(&self, handle: ExportedHandleRef<'_>, offer: &Offer) -> Result<Held, ShareError> {
         let driver = self.driver();
         // SAFETY: the caller's; the pool just imported is destroyed once, on failure only.
