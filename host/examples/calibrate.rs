@@ -354,7 +354,7 @@ fn processes_alone(model: &mut Latencies) -> Res<Value> {
     let mut samples: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
     for _ in 0..5 {
         // cuInit with only the first device visible: beside init_us (all of them), what each
-        // further device adds. Recorded, not fitted: the model has one cuInit per machine.
+        // further device adds (the model's init_per_device_us).
         for ran in run_children_with(&[spec(&["init"])], &[("CUDA_VISIBLE_DEVICES", "0")])? {
             // A driver that does not honour the variable (the simulator) shows them all.
             if ran.report["phases"]["visible"] == json!(1) {
@@ -425,6 +425,13 @@ fn processes_alone(model: &mut Latencies) -> Res<Value> {
         .filter(|&n| n >= 2)
         .map(|n| (m("init_us") - m("init_one_visible_us")) / (n - 1) as f64)
         .filter(|v| v.is_finite());
+    if let Some(n) = visible.and_then(|n| u32::try_from(n).ok()).filter(|&n| n >= 1) {
+        model.init_devices = n;
+    }
+    // Fewer devices cannot make cuInit slower: a negative slope is noise, taken as none.
+    if let Some(slope) = per_device {
+        model.init_per_device_us = slope.max(0.0);
+    }
     Ok(json!({ "medians": medians, "samples": samples, "devices_visible": visible,
                "init_per_further_device_us": per_device }))
 }

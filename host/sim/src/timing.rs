@@ -66,8 +66,16 @@ pub struct Latencies {
     pub source: String,
     /// From `exec` to the first driver call: loading the program and its libraries.
     pub process_start_us: f64,
-    /// `cuInit`, libcuda's loading included (`System::open` on the H200s: 230-240 ms).
+    /// `cuInit`, libcuda's loading included, with [`Latencies::init_devices`] devices visible
+    /// (`System::open` on the two H200s: 230-240 ms).
     pub init_us: f64,
+    /// How many devices a process saw when `init_us` was measured.
+    pub init_devices: u32,
+    /// What each visible device more than [`Latencies::init_devices`] adds to `cuInit` (and
+    /// each fewer takes off). On one H200 `cuInit` took 105 ms, on two 230-240 ms, but those
+    /// were two machines: until one machine shows the growth (`calibrate` times `cuInit` with
+    /// one device visible and with all), the H200 model has 0 here.
+    pub init_per_device_us: f64,
     /// From a CUDA process's last call to its parent seeing it gone (its contexts torn down).
     pub process_exit_us: f64,
     /// The same for a process a sticky fault killed (a negative probe): the fault surfacing
@@ -161,6 +169,8 @@ impl Default for Latencies {
                 .into(),
             process_start_us: 20_000.0,
             init_us: 230_000.0,
+            init_devices: 2,
+            init_per_device_us: 0.0,
             process_exit_us: 30_000.0,
             fault_exit_us: 90_000.0,
             context_create_us: 112_000.0,
@@ -613,7 +623,10 @@ pub(crate) fn price(m: &Latencies, work: &Work) -> Cost {
     match work {
         Work::Call => Cost::on(ns(m.call_us), vec![]),
         Work::ContextSwitch => Cost::on(ns(m.context_switch_us), vec![]),
-        Work::Init(devices) => Cost::on(ns(m.init_us), vec![]).locked(Lock::Init, (0..*devices).collect()),
+        Work::Init(devices) => {
+            let more = *devices as f64 - f64::from(m.init_devices.max(1));
+            Cost::on(ns(m.init_us + more * m.init_per_device_us), vec![]).locked(Lock::Init, (0..*devices).collect())
+        }
         Work::Context(d) => Cost::on(ns(m.context_create_us), vec![]).locked(Lock::Context, vec![*d]),
         Work::Module { ptx: None } => Cost::on(ns(m.module_cubin_us), vec![]),
         Work::Module { ptx } => Cost { ptx: *ptx, ..Cost::on(ns(m.module_ptx_cached_us), vec![]) },
@@ -706,6 +719,19 @@ mod tests {
         assert!(Latencies::from_json(r#"{"context_create_us": 1.0, "typo_us": 2.0}"#).is_err());
         let partial = Latencies::from_json(r#"{"context_create_us": 1.0}"#).unwrap();
         assert_eq!((partial.context_create_us, partial.init_us), (1.0, Latencies::default().init_us));
+    }
+
+    #[test]
+    fn cu_init_grows_with_the_devices_a_process_sees_as_calibrated() {
+        let price_init = |m: &Latencies, devices| price(m, &Work::Init(devices)).time;
+        let h200 = Latencies::h200();
+        assert_eq!(price_init(&h200, 1), price_init(&h200, 16), "the H200 model: one cuInit per machine");
+        let growing = Latencies { init_us: 230_000.0, init_devices: 2, init_per_device_us: 125_000.0, ..h200 };
+        assert_eq!(price_init(&growing, 2), 230_000_000);
+        assert_eq!(price_init(&growing, 1), 105_000_000);
+        assert_eq!(price_init(&growing, 8), 980_000_000);
+        let steep = Latencies { init_per_device_us: 1e6, ..growing };
+        assert_eq!(price_init(&steep, 1), 0, "fewer devices never cost less than nothing");
     }
 
     #[test]
