@@ -1,7 +1,9 @@
 //! What sharing a pool allocation with another process costs, measured across two processes:
 //! export (pool handle and pointer), then in the importer pool import, pointer import, the first
 //! kernel access on the owner GPU and, with a second GPU, the importer's grant and first kernel
-//! access from the peer. Medians in microseconds, printed as JSON.
+//! access from the peer. Medians in microseconds, printed as JSON. A last allocation goes
+//! through peerpool's own import (`System::import_message`: the owner found by its UUID, the
+//! range checked), timed once.
 //!
 //! `cargo run --release --example ipc_bench [rounds]` on a machine with a GPU (two for the peer
 //! figures): about 3 s with the default 20 rounds. The example re-executes itself as the
@@ -119,6 +121,10 @@ fn exporter_side(sys: &System, channel: &Channel, rounds: usize, started: Instan
             return Err(format!("importer: {}", String::from_utf8_lossy(&done.bytes)).into());
         }
     }
+    // One more through peerpool's import: it finds the owner by UUID and checks the range.
+    let memory = sys.alloc(pool.as_ref(), BYTES)?;
+    sys.with_kernels(0, |k| k.fill(memory.words(1024)?, 2))?;
+    sys.export_allocation(&memory, request)?.send(channel)?;
     let importer: Value = serde_json::from_slice(&channel.recv()?.bytes)?;
     Ok(json!({
         "rounds": rounds,
@@ -210,7 +216,17 @@ fn import_rounds(sys: &System, channel: &Channel, rounds: usize) -> Result<Value
         drop(message);
         channel.send(b"done", &[])?;
     }
+    let t = Instant::now();
+    let imported = sys.import(channel, &[])?;
+    let peerpool_import = micros(t);
+    let head = imported.as_slice()?.range(0, 4096)?;
+    let seen = sys.with_kernels(imported.owner(), |k| k.compare_pattern(head, 2))?;
+    if !seen.is_clean() {
+        return Err(format!("peerpool's import read wrong bytes: {seen:?}").into());
+    }
     Ok(json!({
+        "peerpool_import_once": peerpool_import,
+        "peerpool_import_owner": imported.owner(),
         "pool_import": median(pool_import),
         "pointer_import": median(pointer_import),
         "first_kernel_access_owner": median(first_owner),
