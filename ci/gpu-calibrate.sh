@@ -63,6 +63,12 @@ rm -rf "$reports"
 # The model's projection of the same runs, with this machine's calibration, and the verdict.
 PEERPOOL_PROJECTION_OUT="$out/projection.json" ci/calibration-compare.sh "$out" "$bundle" | tee "$out/comparison.txt"
 status=${PIPESTATUS[0]}
+# What this calibration projects for the larger catalog nodes (issue 19: at most 10 s and 25 s),
+# cuInit's growth with the visible GPUs included when this machine showed one.
+for t in eight_gpu_nvswitch sixteen_gpu_nvswitch; do
+    "$bundle/peerpool" check --quiet --topology "$t" --timing "$out/timing.json" --out "$out/runs/projected-$t" 2>&1 |
+        sed -n "s/^timing: .*: \([0-9.]* s\)$/projected check on $t with this calibration: \1/p" | tee -a "$out/comparison.txt"
+done
 grep -hE '"(cold_first_grant_contexts_ready|first_grant_new_pair_devices_ready|first_grant_after_prepare|prepare_verification_two_devices|verify_pair_0_to_1|verify_pair_with_fresh_probe_pools_as_before)"' \
     "$out"/grant_bench_*.json | sed 's/^/grant bench: /' | tee -a "$out/comparison.txt"
 exit "$status"
