@@ -116,3 +116,31 @@ if problems:
     sys.exit("calibrate on one GPU: " + "; ".join(problems))
 print("    calibrate: two GPUs exit 0; one GPU exit 1, process costs only")
 PY
+echo "== peerpool check's probe child sees only its pair (CUDA_VISIBLE_DEVICES by UUID) and finds it by UUID"
+uuids=$(target/debug/peerpool sim --topology four_gpu_islands -- target/debug/examples/calibrate child uuids |
+    python3 -c 'import json, sys; print(" ".join(json.loads(sys.stdin.readline())["phases"]["uuids"]))')
+read -r u0 _ u2 u3 <<< "$uuids"
+probe() {
+    CUDA_VISIBLE_DEVICES="$u3,$u2" target/debug/peerpool sim --topology four_gpu_islands -- \
+        target/debug/peerpool negative-probe --owner "$1" --accessor 2 --owner-uuid "$2" --accessor-uuid "$u2"
+}
+# gpu3 owns, gpu2 reads without a grant: the fault, in a child whose gpu1 and gpu0 they are.
+probe 3 "$u3" | grep -q '"code":"CUDA_ERROR_ILLEGAL_ADDRESS"' || {
+    echo "the probe child seeing gpu3 and gpu2 did not fault" >&2
+    exit 1
+}
+probe 0 "$u0" | grep -q 'gpu0 (GPU-[0-9a-f-]*) is not a GPU the probe sees' || {
+    echo "the probe child did not name the GPU it does not see" >&2
+    exit 1
+}
+# If cuInit grew by 100 ms a visible GPU, only the parent's (8 GPUs, 0.6 s more) would grow.
+growing=target/shim-matrix/growing-init.json
+echo '{"init_us": 230000.0, "init_devices": 2, "init_per_device_us": 100000.0}' > "$growing"
+projected_check() {
+    target/debug/peerpool sim --topology eight_gpu_nvswitch "$@" -- target/debug/peerpool check --quiet \
+        --out target/shim-matrix/check-growing | sed -n 's/^timing: .*: \([0-9.]*\) s$/\1/p'
+}
+flat=$(projected_check)
+grown=$(projected_check --timing "$growing")
+python3 -c 'import sys; f, g = map(float, sys.argv[1:]); sys.exit(0 if abs(g - f - 0.6) < 0.05 else f"{f} -> {g}: the probe children did not start seeing their pair only")' "$flat" "$grown"
+echo "    the probe faults in a child seeing only its pair; a GPU it does not see is named; its cuInit is the pair's ($flat s -> $grown s)"

@@ -255,12 +255,12 @@ fn timing_line(system: &System, took: Duration, devices: usize) -> String {
 }
 
 /// Negative probes in a new simulated process on the same machine, as on GPUs in a child
-/// process: the child dies, this one lives on.
+/// process: the child dies, this one lives on. Like [`ChildProbe`]'s, it sees only the pair.
 struct ChildSim(Arc<SimDriver>);
 
 impl Isolate for ChildSim {
     fn negative_probe(&self, owner: usize, accessor: usize) -> Result<Option<(String, bool)>, String> {
-        let child = Arc::new(self.0.child_process());
+        let child = Arc::new(self.0.child_process_seeing(2));
         let fork = System::with_driver(child.clone()).map_err(|e| e.to_string())?;
         let outcome = check::negative_probe(&fork, owner, accessor)
             .err()
@@ -272,9 +272,10 @@ impl Isolate for ChildSim {
     }
 }
 
-/// Negative probes in a child process: this binary, `negative-probe`, with a timeout. On the
-/// libcuda shim (a driver with a timeline) the child reports its projected wall time, which
-/// this thread waited for.
+/// Negative probes in a child process: this binary, `negative-probe`, with a timeout. The child
+/// sees only the pair (`CUDA_VISIBLE_DEVICES`, by UUID) and finds both GPUs by their UUIDs:
+/// `cuInit` then sets up two devices, not the machine's every one. On the libcuda shim (a driver
+/// with a timeline) the child reports its projected wall time, which this thread waited for.
 struct ChildProbe(Arc<dyn peerpool::driver::Driver>);
 
 impl Isolate for ChildProbe {
@@ -282,6 +283,12 @@ impl Isolate for ChildProbe {
         let exe = std::env::current_exe().map_err(|e| e.to_string())?;
         let mut command = Command::new(exe);
         command.args(["negative-probe", "--owner", &owner.to_string(), "--accessor", &accessor.to_string()]);
+        let uuid = |d: usize| self.0.device_get_uuid(d as i32).map(|u| peerpool::driver::uuid_text(&u));
+        // Without both UUIDs the child sees what this process sees, and goes by ordinals.
+        if let (Ok(o), Ok(a)) = (uuid(owner), uuid(accessor)) {
+            command.env("CUDA_VISIBLE_DEVICES", format!("{o},{a}"));
+            command.args(["--owner-uuid", &o, "--accessor-uuid", &a]);
+        }
         let (outcome, wall) = child::run_reporting_timed(command, PROBE_TIMEOUT);
         if let (Some(timeline), Some(wall)) = (self.0.timeline(), wall) {
             timeline.charge(wall);
@@ -302,13 +309,28 @@ impl Isolate for ChildProbe {
 }
 
 /// The `negative-probe` child: runs the probe on the real GPUs and prints how it ended (and,
-/// on the libcuda shim, its projected wall time).
-pub fn negative_probe(owner: usize, accessor: usize) -> ExitCode {
+/// on the libcuda shim, its projected wall time). With `uuids` (owner's, accessor's) it finds
+/// the pair by them, whatever its own numbering; `owner` and `accessor` are the parent's.
+pub fn negative_probe(owner: usize, accessor: usize, uuids: Option<(String, String)>) -> ExitCode {
     let system = System::open();
-    let result = system.as_ref().map_err(Clone::clone).and_then(|s| check::negative_probe(s, owner, accessor));
+    let result = system.as_ref().map_err(Clone::clone).and_then(|s| {
+        let (owner, accessor) = match &uuids {
+            Some((o, a)) => (ordinal_of(s, o, owner)?, ordinal_of(s, a, accessor)?),
+            None => (owner, accessor),
+        };
+        check::negative_probe(s, owner, accessor)
+    });
     if let Some(timeline) = system.as_ref().ok().and_then(|s| s.driver().timeline()) {
         println!("{}", child::wall_line(timeline.wall()));
     }
     println!("{}", ChildReport::from_result(result.map_err(Into::into)).line());
     ExitCode::SUCCESS
+}
+
+/// The ordinal of the GPU with `uuid` in this process (the parent's gpu`parent` is named in the
+/// error when this process does not see it).
+fn ordinal_of(system: &System, uuid: &str, parent: usize) -> peerpool::Result<usize> {
+    (0..system.device_count())
+        .find(|&d| system.driver().device_get_uuid(d as i32).is_ok_and(|u| peerpool::driver::uuid_text(&u) == uuid))
+        .ok_or_else(|| Error::InvalidArgument(format!("gpu{parent} ({uuid}) is not a GPU the probe sees")))
 }

@@ -56,3 +56,16 @@ fn another_timing_model_changes_the_projection_and_a_bad_one_is_refused() {
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("init_usec"));
 }
+
+#[test]
+fn a_probe_child_s_cu_init_is_priced_for_its_pair_alone() {
+    // If cuInit grows by 100 ms a visible GPU: the parent sees 8 (0.6 s more than with 2),
+    // each negative probe's child only its pair (nothing more). Children seeing all 8 would add
+    // 0.6 s to each of the 14 waves of probes (7 rounds, each pair's directions in turn).
+    let dir = tempfile::tempdir().unwrap();
+    let growing = dir.path().join("growing.json");
+    std::fs::write(&growing, r#"{"init_us": 230000.0, "init_devices": 2, "init_per_device_us": 100000.0}"#).unwrap();
+    let flat = projected("eight_gpu_nvswitch", None);
+    let grown = projected("eight_gpu_nvswitch", growing.to_str());
+    assert!((grown - flat - 0.6).abs() < 0.05, "{flat} -> {grown}");
+}

@@ -97,13 +97,26 @@ impl SimDriver {
     /// which calls `cuInit` at once and shares the machine's devices and machine-wide locks
     /// with this process. [`SimDriver::wait_for`] puts the parent's thread at its end.
     pub fn child_process(&self) -> SimDriver {
+        let visible = self.lock().count();
+        self.child_process_seeing(visible)
+    }
+
+    /// [`SimDriver::child_process`] for a child started with only `visible` GPUs visible
+    /// (`peerpool check` starts a negative probe's child seeing its pair): its `cuInit` is
+    /// priced for that many. It keeps this process's numbering, since the caller runs the
+    /// child's work in process with this process's ordinals.
+    pub fn child_process_seeing(&self, visible: usize) -> SimDriver {
         let start = timing::us(self.machine().model.process_start_us);
         let state = {
             let parent = self.lock();
             State::new(parent.topo.clone(), parent.recycle, parent.timing.child(start))
         };
         let child = SimDriver { state: Mutex::new(state), machine: self.machine.clone() };
-        let _ = child.init(0); // succeeds: a new process is alive
+        // A new process is alive: its cuInit succeeds.
+        let _ = child.run("cuInit", |s| {
+            s.work = Some(Work::Init(visible.clamp(1, s.count().max(1))));
+            Ok(())
+        });
         child
     }
 
