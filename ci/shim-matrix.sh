@@ -144,3 +144,13 @@ flat=$(projected_check)
 grown=$(projected_check --timing "$growing")
 python3 -c 'import sys; f, g = map(float, sys.argv[1:]); sys.exit(0 if abs(g - f - 0.6) < 0.05 else f"{f} -> {g}: the probe children did not start seeing their pair only")' "$flat" "$grown"
 echo "    the probe faults in a child seeing only its pair; a GPU it does not see is named; its cuInit is the pair's ($flat s -> $grown s)"
+echo "== CUDA_VISIBLE_DEVICES: the shim reads 19 forms as NVIDIA's driver did on one H200"
+uuid=$(target/debug/peerpool sim --topology one_gpu -- target/debug/examples/calibrate child uuids |
+    python3 -c 'import json, sys; print(json.loads(sys.stdin.readline())["phases"]["uuids"][0])')
+ci/visible-devices.sh target/debug/peerpool "$uuid" target/debug/peerpool sim --topology one_gpu -- \
+    > target/shim-matrix/visible-devices.txt
+diff target/shim-matrix/visible-devices.txt docs/hardware/2026-12-01-visible-devices/forms/visible-devices.txt || {
+    echo "the shim reads CUDA_VISIBLE_DEVICES otherwise than NVIDIA's driver did (above: shim < > driver)" >&2
+    exit 1
+}
+echo "    the same answers"

@@ -10,6 +10,8 @@ use std::sync::OnceLock;
 pub(crate) struct Runtime {
     pub(crate) sim: SimDriver,
     pub(crate) ledger: Ledger,
+    /// `CUDA_VISIBLE_DEVICES` names a GPU twice: every `cuInit` fails.
+    pub(crate) visible_twice: bool,
 }
 
 /// What the first `cuInit` made of the environment: the runtime, or why there is none.
@@ -27,7 +29,7 @@ pub(crate) fn init() -> Result<&'static Runtime, &'static str> {
             true => None,
             false => std::env::var(name).ok(),
         };
-        let made = env::read(var).and_then(|Config { target, plan, trace, timing }| {
+        let made = env::read(var).and_then(|Config { target, plan, trace, timing, visible_twice }| {
             let Target::Simulated(topology) = target else { return Err("the simulator was asked to forward".into()) };
             let ledger = Ledger::new(plan, false);
             let ledger = match trace {
@@ -38,7 +40,7 @@ pub(crate) fn init() -> Result<&'static Runtime, &'static str> {
                 Some(model) => SimDriver::new(topology).timed(model),
                 None => SimDriver::new(topology),
             };
-            Ok(Runtime { sim, ledger })
+            Ok(Runtime { sim, ledger, visible_twice })
         });
         if let Err(why) = &made {
             eprintln!("peerpool-shim: {why}");

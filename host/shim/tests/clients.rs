@@ -47,7 +47,10 @@ fn c_sees_the_peer_matrix(stem: &str) -> Result<(), Failed> {
 /// order listed, with the links among them.
 fn c_sees_the_matrix_of(stem: &str, visible: Option<&str>) -> Result<(), Failed> {
     let full = catalog_topology(stem)?;
-    let topology = visible.map_or_else(|| full.clone(), |list| full.visible(list));
+    let topology = match visible {
+        Some(list) => full.visible(list).ok_or("a GPU listed twice")?,
+        None => full.clone(),
+    };
     let mut settings = vec![("PEERPOOL_SIM_TOPOLOGY", stem)];
     settings.extend(visible.map(|list| (peerpool_sim::visible::VISIBLE, list)));
     let out = run(&mut Command::new(c_program("pools")?), &settings)?;

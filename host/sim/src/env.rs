@@ -55,6 +55,9 @@ pub struct Config {
     pub trace: Option<Box<dyn Write + Send>>,
     /// The simulator's timing model, when not the built-in one.
     pub timing: Option<Latencies>,
+    /// `CUDA_VISIBLE_DEVICES` names a GPU twice: `cuInit` fails with
+    /// `CUDA_ERROR_INVALID_DEVICE`, as NVIDIA's driver answers it.
+    pub visible_twice: bool,
 }
 
 /// Reads the settings from `var` (the environment, or a test's map); every mistake is one line.
@@ -103,11 +106,14 @@ pub fn read(var: impl Fn(&str) -> Option<String>) -> Result<Config, String> {
         Some(path) => Some(Latencies::load(Path::new(&path)).map_err(|e| format!("{TIMING}: {e}"))?),
     };
     // What this process sees of the simulated machine, as NVIDIA's driver reads the variable.
-    let target = match (target, var(crate::visible::VISIBLE)) {
-        (Target::Simulated(topology), Some(list)) => Target::Simulated(topology.visible(&list)),
-        (target, _) => target,
+    let (target, visible_twice) = match (target, var(crate::visible::VISIBLE)) {
+        (Target::Simulated(topology), Some(list)) => match topology.visible(&list) {
+            Some(view) => (Target::Simulated(view), false),
+            None => (Target::Simulated(topology.visible("").unwrap_or(topology)), true),
+        },
+        (target, _) => (target, false),
     };
-    Ok(Config { target, plan: FaultPlan { seed, ..plan }, trace, timing })
+    Ok(Config { target, plan: FaultPlan { seed, ..plan }, trace, timing, visible_twice })
 }
 
 /// Opens the trace file for appending without waiting: a FIFO that nobody reads is refused

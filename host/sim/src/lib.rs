@@ -61,9 +61,10 @@
 //!   name and the device's index on the machine (the same in every process's view).
 //! - PCI bus ids are synthetic (`0x18 + 0x10 ×` the index on the machine); every sticky error
 //!   is the process's last word, including for `cuDeviceGetCount` and `cuCtxSetCurrent`.
-//! - `CUDA_VISIBLE_DEVICES` is read by the libcuda shim as the CUDA Programming Guide describes
-//!   it (`visible.rs`: indices or UUID prefixes, in order, up to the first that names nothing;
-//!   none visible makes `cuInit` `CUDA_ERROR_NO_DEVICE`); the in-process simulator
+//! - `CUDA_VISIBLE_DEVICES` is read by the libcuda shim as NVIDIA's driver read it on an H200
+//!   (`visible.rs`: indices or UUID prefixes, in order, up to the first that names nothing;
+//!   none visible makes `cuInit` `CUDA_ERROR_NO_DEVICE`, one listed twice
+//!   `CUDA_ERROR_INVALID_DEVICE`); the in-process simulator
 //!   (`peerpool check --topology`, `PEERPOOL_HARDWARE`) shows the whole topology. Importing
 //!   shared memory whose device the importer does not see is `CUDA_ERROR_INVALID_DEVICE`
 //!   (not measured).

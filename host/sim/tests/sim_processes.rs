@@ -134,8 +134,8 @@ fn exporter() {
 fn an_importer_that_sees_other_devices_finds_the_memory_on_the_same_gpu() {
     const TEST: &str = "an_importer_that_sees_other_devices_finds_the_memory_on_the_same_gpu";
     match std::env::var(ROLE).as_deref() {
-        Ok("sees-gpu1-only") => return importer_of_gpu1(Topology::two_h200().visible("1")),
-        Ok("sees-gpu0-only") => return importer_of_gpu1(Topology::two_h200().visible("0")),
+        Ok("sees-gpu1-only") => return importer_of_gpu1(Topology::two_h200().visible("1").unwrap()),
+        Ok("sees-gpu0-only") => return importer_of_gpu1(Topology::two_h200().visible("0").unwrap()),
         _ => {}
     }
     // This process sees both GPUs and shares memory on gpu1.

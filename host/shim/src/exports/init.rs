@@ -22,15 +22,14 @@ pub unsafe extern "C" fn cuInit(flags: c_uint) -> CUresult {
         return CUresult::CUDA_ERROR_INVALID_VALUE;
     }
     forward_if_real!(cuInit(flags: c_uint));
-    if runtime::init().is_err() {
-        return CUresult::CUDA_ERROR_INVALID_VALUE;
-    }
-    // A machine with no device (or none left visible by CUDA_VISIBLE_DEVICES), as NVIDIA's
-    // driver answers it. The in-process simulator keeps an empty topology usable.
+    let Ok(runtime) = runtime::init() else { return CUresult::CUDA_ERROR_INVALID_VALUE };
+    // As NVIDIA's driver answers: a GPU listed twice in CUDA_VISIBLE_DEVICES, or no device (none
+    // left visible). The in-process simulator keeps an empty topology usable.
     boundary::enter(
         "cuInit",
         || format!("flags={flags}"),
         || match sim().device_get_count() {
+            _ if runtime.visible_twice => Err(CUresult::CUDA_ERROR_INVALID_DEVICE),
             Ok(0) => Err(CUresult::CUDA_ERROR_NO_DEVICE),
             _ => code(sim().init(flags)),
         },
