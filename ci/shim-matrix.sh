@@ -144,6 +144,17 @@ flat=$(projected_check)
 grown=$(projected_check --timing "$growing")
 python3 -c 'import sys; f, g = map(float, sys.argv[1:]); sys.exit(0 if abs(g - f - 0.6) < 0.05 else f"{f} -> {g}: the probe children did not start seeing their pair only")' "$flat" "$grown"
 echo "    the probe faults in a child seeing only its pair; a GPU it does not see is named; its cuInit is the pair's ($flat s -> $grown s)"
+# The same for a suite's sandboxed trials (first_proof's ungranted reads, one child per pair).
+projected_suite() {
+    target/debug/peerpool sim --topology eight_gpu_nvswitch "$@" -- cargo test -q -p peerpool-tests --test first_proof 2>&1 |
+        sed -n 's/^peerpool-fixtures: .*: \([0-9.]*\) s$/\1/p'
+}
+flat=$(projected_suite)
+grown=$(projected_suite --timing "$growing")
+# The suite's two test threads take trials in no fixed order, so its projection varies by about
+# a second from run to run; children seeing all 8 GPUs would add 0.6 s to each of ~28 waves.
+python3 -c 'import sys; f, g = map(float, sys.argv[1:]); sys.exit(0 if g - f < 5 else f"{f} -> {g}: the suite children did not start seeing their pair only")' "$flat" "$grown"
+echo "    a suite's sandboxed children see only their pair too ($flat s -> $grown s)"
 echo "== CUDA_VISIBLE_DEVICES: the shim reads 19 forms as NVIDIA's driver did on one H200"
 uuid=$(target/debug/peerpool sim --topology one_gpu -- target/debug/examples/calibrate child uuids |
     python3 -c 'import json, sys; print(json.loads(sys.stdin.readline())["phases"]["uuids"][0])')

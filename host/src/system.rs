@@ -70,6 +70,24 @@ impl System {
         }
     }
 
+    /// `ordinal`'s UUID as `nvidia-smi -L` and `CUDA_VISIBLE_DEVICES` write it: the same GPU
+    /// has the same UUID in every process, whatever each one's numbering.
+    pub fn uuid(&self, ordinal: usize) -> Result<String> {
+        let device = self.check_device(ordinal)?;
+        Ok(crate::driver::uuid_text(&self.driver().device_get_uuid(device)?))
+    }
+
+    /// The ordinal of the GPU with `uuid` (as [`System::uuid`] writes it) in this process, if
+    /// this process sees it.
+    pub fn ordinal_of_uuid(&self, uuid: &str) -> Result<Option<usize>> {
+        for ordinal in 0..self.device_count() {
+            if self.uuid(ordinal)? == uuid {
+                return Ok(Some(ordinal));
+            }
+        }
+        Ok(None)
+    }
+
     /// Makes `ordinal`'s primary context current on this thread until the guard exits or
     /// drops, which restores whatever was current before (also on every error path).
     pub fn enter(&self, ordinal: usize) -> Result<CurrentContext<'_>> {

@@ -169,7 +169,7 @@ fn open(
                 )));
             }
             let line = format!("peerpool check: {} with {} GPU(s)", system.driver().describe(), system.device_count());
-            let probe = ChildProbe(system.driver().clone());
+            let probe = ChildProbe(system.clone());
             return Ok((system, Box::new(probe), line));
         }
         Ok(_) => "the CUDA driver reports no GPU".to_string(),
@@ -276,21 +276,20 @@ impl Isolate for ChildSim {
 /// sees only the pair (`CUDA_VISIBLE_DEVICES`, by UUID) and finds both GPUs by their UUIDs:
 /// `cuInit` then sets up two devices, not the machine's every one. On the libcuda shim (a driver
 /// with a timeline) the child reports its projected wall time, which this thread waited for.
-struct ChildProbe(Arc<dyn peerpool::driver::Driver>);
+struct ChildProbe(System);
 
 impl Isolate for ChildProbe {
     fn negative_probe(&self, owner: usize, accessor: usize) -> Result<Option<(String, bool)>, String> {
         let exe = std::env::current_exe().map_err(|e| e.to_string())?;
         let mut command = Command::new(exe);
         command.args(["negative-probe", "--owner", &owner.to_string(), "--accessor", &accessor.to_string()]);
-        let uuid = |d: usize| self.0.device_get_uuid(d as i32).map(|u| peerpool::driver::uuid_text(&u));
         // Without both UUIDs the child sees what this process sees, and goes by ordinals.
-        if let (Ok(o), Ok(a)) = (uuid(owner), uuid(accessor)) {
+        if let (Ok(o), Ok(a)) = (self.0.uuid(owner), self.0.uuid(accessor)) {
             command.env("CUDA_VISIBLE_DEVICES", format!("{o},{a}"));
             command.args(["--owner-uuid", &o, "--accessor-uuid", &a]);
         }
         let (outcome, wall) = child::run_reporting_timed(command, PROBE_TIMEOUT);
-        if let (Some(timeline), Some(wall)) = (self.0.timeline(), wall) {
+        if let (Some(timeline), Some(wall)) = (self.0.driver().timeline(), wall) {
             timeline.charge(wall);
         }
         match outcome {
@@ -314,8 +313,12 @@ impl Isolate for ChildProbe {
 pub fn negative_probe(owner: usize, accessor: usize, uuids: Option<(String, String)>) -> ExitCode {
     let system = System::open();
     let result = system.as_ref().map_err(Clone::clone).and_then(|s| {
+        let find = |uuid: &str, parent: usize| {
+            let missing = || Error::InvalidArgument(format!("gpu{parent} ({uuid}) is not a GPU the probe sees"));
+            s.ordinal_of_uuid(uuid)?.ok_or_else(missing)
+        };
         let (owner, accessor) = match &uuids {
-            Some((o, a)) => (ordinal_of(s, o, owner)?, ordinal_of(s, a, accessor)?),
+            Some((o, a)) => (find(o, owner)?, find(a, accessor)?),
             None => (owner, accessor),
         };
         check::negative_probe(s, owner, accessor)
@@ -325,12 +328,4 @@ pub fn negative_probe(owner: usize, accessor: usize, uuids: Option<(String, Stri
     }
     println!("{}", ChildReport::from_result(result.map_err(Into::into)).line());
     ExitCode::SUCCESS
-}
-
-/// The ordinal of the GPU with `uuid` in this process (the parent's gpu`parent` is named in the
-/// error when this process does not see it).
-fn ordinal_of(system: &System, uuid: &str, parent: usize) -> peerpool::Result<usize> {
-    (0..system.device_count())
-        .find(|&d| system.driver().device_get_uuid(d as i32).is_ok_and(|u| peerpool::driver::uuid_text(&u) == uuid))
-        .ok_or_else(|| Error::InvalidArgument(format!("gpu{parent} ({uuid}) is not a GPU the probe sees")))
 }

@@ -208,10 +208,10 @@ impl System {
         for fd in &message.fds {
             expect_device_handle(fd)?;
         }
-        let owner = self.device_with_uuid(&offer.uuid)?.ok_or_else(|| ShareError::DeviceNotVisible {
-            exporter_ordinal: offer.device,
-            uuid: uuid_text(&offer.uuid),
-        })?;
+        let uuid = uuid_text(&offer.uuid);
+        let owner = self
+            .ordinal_of_uuid(&uuid)?
+            .ok_or(ShareError::DeviceNotVisible { exporter_ordinal: offer.device, uuid })?;
         for &peer in peers {
             self.check_device(peer)?;
         }
@@ -264,16 +264,6 @@ impl System {
             imported.grant(peer)?;
         }
         Ok(imported)
-    }
-
-    /// The ordinal of the device with `uuid` in this process, if it sees that device.
-    fn device_with_uuid(&self, uuid: &[u8; 16]) -> Result<Option<usize>, ShareError> {
-        for device in 0..self.device_count() {
-            if self.driver().device_get_uuid(device as i32)? == *uuid {
-                return Ok(Some(device));
-            }
-        }
-        Ok(None)
     }
 
     /// # Safety
