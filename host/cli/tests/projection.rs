@@ -22,6 +22,13 @@ fn projected(topology: &str, timing: Option<&str>) -> f64 {
     seconds.unwrap_or_else(|| panic!("no projection in {line}"))
 }
 
+/// A timing model file in `dir` holding `json`.
+fn timing_file(dir: &tempfile::TempDir, json: &str) -> std::path::PathBuf {
+    let file = dir.path().join("timing.json");
+    std::fs::write(&file, json).unwrap();
+    file
+}
+
 #[test]
 fn an_8_gpu_node_projects_at_most_10_s_and_a_16_gpu_node_at_most_25_s() {
     let two = projected("two_h200_nvlink", None);
@@ -37,8 +44,7 @@ fn an_8_gpu_node_projects_at_most_10_s_and_a_16_gpu_node_at_most_25_s() {
 #[test]
 fn another_timing_model_changes_the_projection_and_a_bad_one_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let slow = dir.path().join("slow.json");
-    std::fs::write(&slow, r#"{"machine": "slow", "init_us": 2000000.0}"#).unwrap();
+    let slow = timing_file(&dir, r#"{"machine": "slow", "init_us": 2000000.0}"#);
     let default = projected("two_h200_nvlink", None);
     let slower = projected("two_h200_nvlink", slow.to_str());
     // The parent's cuInit and each negative probe's child's: 1.77 s more each, the children of
@@ -63,8 +69,7 @@ fn a_probe_child_s_cu_init_is_priced_for_its_pair_alone() {
     // each negative probe's child only its pair (nothing more). Children seeing all 8 would add
     // 0.6 s to each of the 14 waves of probes (7 rounds, each pair's directions in turn).
     let dir = tempfile::tempdir().unwrap();
-    let growing = dir.path().join("growing.json");
-    std::fs::write(&growing, r#"{"init_us": 230000.0, "init_devices": 2, "init_per_device_us": 100000.0}"#).unwrap();
+    let growing = timing_file(&dir, r#"{"init_us": 230000.0, "init_devices": 2, "init_per_device_us": 100000.0}"#);
     let flat = projected("eight_gpu_nvswitch", None);
     let grown = projected("eight_gpu_nvswitch", growing.to_str());
     assert!((grown - flat - 0.6).abs() < 0.05, "{flat} -> {grown}");
