@@ -135,12 +135,14 @@ probe 0 "$u0" | grep -q 'gpu0 (GPU-[0-9a-f-]*) is not a GPU the probe sees' || {
 }
 # If cuInit grew by 100 ms a visible GPU, only the parent's (8 GPUs, 0.6 s more) would grow.
 growing=target/shim-matrix/growing-init.json
-echo '{"init_us": 230000.0, "init_devices": 2, "init_per_device_us": 100000.0}' > "$growing"
+flat_init=target/shim-matrix/flat-init.json
+echo '{"init_devices": 2, "init_per_device_us": 100000.0}' > "$growing"
+echo '{"init_devices": 2, "init_per_device_us": 0.0}' > "$flat_init"
 projected_check() {
     target/debug/peerpool sim --topology eight_gpu_nvswitch "$@" -- target/debug/peerpool check --quiet \
         --out target/shim-matrix/check-growing | sed -n 's/^timing: .*: \([0-9.]*\) s$/\1/p'
 }
-flat=$(projected_check)
+flat=$(projected_check --timing "$flat_init")
 grown=$(projected_check --timing "$growing")
 python3 -c 'import sys; f, g = map(float, sys.argv[1:]); sys.exit(0 if abs(g - f - 0.6) < 0.05 else f"{f} -> {g}: the probe children did not start seeing their pair only")' "$flat" "$grown"
 echo "    the probe faults in a child seeing only its pair; a GPU it does not see is named; its cuInit is the pair's ($flat s -> $grown s)"
@@ -149,7 +151,7 @@ projected_suite() {
     target/debug/peerpool sim --topology eight_gpu_nvswitch "$@" -- cargo test -q -p peerpool-tests --test first_proof 2>&1 |
         sed -n 's/^peerpool-fixtures: .*: \([0-9.]*\) s$/\1/p'
 }
-flat=$(projected_suite)
+flat=$(projected_suite --timing "$flat_init")
 grown=$(projected_suite --timing "$growing")
 # The suite's two test threads take trials in no fixed order, so its projection varies by about
 # a second from run to run; children seeing all 8 GPUs would add 0.6 s to each of ~28 waves.

@@ -2,8 +2,9 @@
 //! virtual clock that adds it up into a projected wall time.
 //!
 //! [`Latencies`] are per-call costs and what they depend on, calibrated on the lent 2 x H200
-//! machine (`host/sim/timing/h200.json`, from `host/examples/calibrate.rs` and the driver-call
-//! stopwatch of `host/examples/cold_start.rs`): process start and `cuInit`, a context's
+//! machine (`host/sim/timing/h200.json`, from `host/examples/calibrate.rs` by
+//! `ci/gpu-calibrate.sh`: `docs/hardware/2026-12-01-calibration`): process start and `cuInit`
+//! (growing with the GPUs a process sees), a context's
 //! creation, a module's load, a pool's creation and its first access change, mapping a pool's
 //! memory into a peer (the first allocation after a grant, or a grant over live bytes, growing
 //! with them), kernels and copies by bytes and path, and a small base cost for everything else.
@@ -56,7 +57,7 @@ impl Serial {
 
 /// Per-call latencies of a real machine and what they depend on, in microseconds unless a
 /// name says otherwise. Read from JSON (every field optional: missing ones keep the
-/// defaults, which are the H200s' as measured before calibration; unknown ones are refused).
+/// defaults, which are the H200s' as calibrated; unknown ones are refused).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Latencies {
@@ -157,56 +158,52 @@ pub struct Latencies {
 }
 
 impl Default for Latencies {
-    /// The H200s before their calibration run: `docs/hardware/2026-11-30-perf` (cold start,
-    /// first-allocation probe, grant bench, `peerpool bench`), `HARDWARE.md`. What no run
-    /// measured (process start and exit apart from `cuInit`, how processes serialise) is
-    /// chosen to fit the negative probe's 566-586 ms and marked so in `source`.
+    /// The H200s as calibrated (`host/sim/timing/h200.json`, rounded: a test keeps the two
+    /// within 1%): what a timing file's missing fields keep, and what `calibrate` starts from.
     fn default() -> Latencies {
         Latencies {
-            machine: "2 x NVIDIA H200 (NV18), driver 580.159.04".into(),
-            source: "docs/hardware/2026-11-30-perf and HARDWARE.md; process start/exit and cross-process \
-                     serialisation not measured (fitted to the negative probe's 566-586 ms)"
-                .into(),
-            process_start_us: 20_000.0,
-            init_us: 230_000.0,
+            machine: "2 x NVIDIA H200 (NV18), driver 580.159.04, CUDA 13.0".into(),
+            source: "host/sim/timing/h200.json, rounded (docs/hardware/2026-12-01-calibration)".into(),
+            process_start_us: 1_136.0,
+            init_us: 236_000.0,
             init_devices: 2,
-            init_per_device_us: 0.0,
-            process_exit_us: 30_000.0,
-            fault_exit_us: 90_000.0,
-            context_create_us: 112_000.0,
-            module_cubin_us: 300.0,
+            init_per_device_us: 112_000.0,
+            process_exit_us: 63_300.0,
+            fault_exit_us: 337_000.0,
+            context_create_us: 113_000.0,
+            module_cubin_us: 272.0,
             module_ptx_cached_us: 2_000.0,
             module_ptx_jit_us: 112_000.0,
-            call_us: 0.5,
-            context_switch_us: 0.1,
-            pool_create_us: 100.0,
-            pool_destroy_us: 80.0,
-            grant_empty_us: 740.0,
-            set_access_unchanged_us: 1.0,
-            revoke_us: 12.0,
-            revoke_per_gib_us: 34.0,
-            map_on_alloc_us: 8_400.0,
-            map_on_grant_first_us: 17_900.0,
-            map_on_grant_again_us: 8_900.0,
-            map_per_gib_us: 63.0,
-            alloc_first_us: 60.0,
-            alloc_us: 4.0,
+            call_us: 0.0993,
+            context_switch_us: 0.0653,
+            pool_create_us: 302.0,
+            pool_destroy_us: 72.4,
+            grant_empty_us: 7.44,
+            set_access_unchanged_us: 2.40,
+            revoke_us: 0.401,
+            revoke_per_gib_us: 35.8,
+            map_on_alloc_us: 95.5,
+            map_on_grant_first_us: 144.0,
+            map_on_grant_again_us: 2.14,
+            map_per_gib_us: 53.0,
+            alloc_first_us: 103.0,
+            alloc_us: 7.56,
             legacy_alloc_us: 60.0,
-            free_us: 5.0,
-            sync_us: 25.0,
-            launch_us: 7.0,
+            free_us: 6.52,
+            sync_us: 24.7,
+            launch_us: 11.07,
             copy_us: 14.0,
-            memset_us: 2.5,
-            local_gbps: 1_970.0,
-            peer_kernel_gbps: 370.0,
-            peer_copy_gbps: 396.0,
-            host_copy_gbps: 20.0,
+            memset_us: 2.55,
+            local_gbps: 3_700.0,
+            peer_kernel_gbps: 365.0,
+            peer_copy_gbps: 393.0,
+            host_copy_gbps: 12.7,
             atomics_local_per_s: 3.7e11,
             atomics_peer_per_s: 7.1e10,
             chase_local_ns: 333.0,
             chase_peer_ns: 997.0,
             init_serial: Serial::NONE,
-            context_serial: Serial { device: true, process: true, machine: false },
+            context_serial: Serial { device: true, process: true, machine: true },
             map_serial: Serial { device: false, process: true, machine: false },
         }
     }
@@ -722,10 +719,25 @@ mod tests {
     }
 
     #[test]
+    fn the_defaults_are_the_committed_calibration_rounded() {
+        let (d, h) =
+            (serde_json::to_value(Latencies::default()).unwrap(), serde_json::to_value(Latencies::h200()).unwrap());
+        for (name, value) in d.as_object().unwrap() {
+            match (value.as_f64(), h[name].as_f64()) {
+                (Some(a), Some(b)) => assert!((a - b).abs() <= 0.01 * b.abs(), "{name}: {a} against {b}"),
+                _ if name == "machine" || name == "source" => {}
+                _ => assert_eq!(value, &h[name], "{name}"),
+            }
+        }
+    }
+
+    #[test]
     fn cu_init_grows_with_the_devices_a_process_sees_as_calibrated() {
         let price_init = |m: &Latencies, devices| price(m, &Work::Init(devices)).time;
         let h200 = Latencies::h200();
-        assert_eq!(price_init(&h200, 1), price_init(&h200, 16), "the H200 model: one cuInit per machine");
+        assert!(price_init(&h200, 16) > price_init(&h200, 2), "the H200s: each GPU more adds to cuInit");
+        let flat = Latencies { init_per_device_us: 0.0, ..h200.clone() };
+        assert_eq!(price_init(&flat, 1), price_init(&flat, 16), "without growth: one cuInit per machine");
         let growing = Latencies { init_us: 230_000.0, init_devices: 2, init_per_device_us: 125_000.0, ..h200 };
         assert_eq!(price_init(&growing, 2), 230_000_000);
         assert_eq!(price_init(&growing, 1), 105_000_000);
