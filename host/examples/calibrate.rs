@@ -150,6 +150,36 @@ fn run_child(mode: &str, devices: &[usize], phases: &mut BTreeMap<String, Value>
             std::mem::forget(m); // freeing after a sticky fault only fails
             Ok(())
         }
+        // The negative probe with one context: only the accessor's is ever made current. The
+        // owner's pool is created and allocated from with the accessor's context current, and
+        // the accessor's kernel reads it ungranted (the content does not matter: the fault
+        // does). Does the driver allow it, and does the process then cost one context?
+        "probe_one_context" => {
+            let (owner, accessor) = (devices[0], devices[1]);
+            stamp(phases, &format!("context{accessor}"), || system.enter(accessor).map(drop).map_err(Into::into))?;
+            stamp(phases, "module_accessor", || system.kernels(accessor).map(drop).map_err(Into::into))?;
+            let _current = system.enter(accessor)?;
+            let driver = system.driver();
+            let mut ptr = None;
+            stamp(phases, "pool_alloc_owner", || {
+                let props = peerpool::driver::PoolProps { device: owner as i32, ..Default::default() };
+                let pool = driver.mem_pool_create(&props)?;
+                // SAFETY: the pool was just made; the allocation is never freed (the child faults).
+                ptr = Some(unsafe { driver.mem_alloc_from_pool_async(1 << 20, pool, Stream::LEGACY) }?);
+                unsafe { driver.stream_synchronize(Stream::LEGACY) }?;
+                Ok(())
+            })?;
+            let ptr = ptr.ok_or("no allocation")?;
+            let owner_state = driver.primary_ctx_get_state(owner as i32).ok();
+            phases.insert("owner_primary_context_active".into(), json!(owner_state.map(|(_, active)| active)));
+            // SAFETY: none, on purpose: the accessor may not read this memory; the read must fault.
+            let memory = unsafe { peerpool::DeviceSlice::from_raw(ptr, 1 << 20) };
+            let faulted = epoch();
+            let seen = system.with_kernels(accessor, |k| k.compare_pattern(memory, 1));
+            phases.insert("fault".into(), json!([faulted, epoch()]));
+            phases.insert("fault_code".into(), json!(seen.err().and_then(|e| e.cuda().map(|c| c.code_name()))));
+            Ok(())
+        }
         // A fault on one device: a kernel reads address space reserved and never mapped. What
         // a fault costs to surface and to exit after, where no second GPU gives a probe.
         "fault_local" => {
