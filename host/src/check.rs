@@ -4,10 +4,11 @@
 //! [`check_all`] runs the pairs in rounds ([`crate::rounds`]), pairs on different devices at
 //! once.
 
-use crate::driver::LaunchShape;
 use crate::driver::timeline;
+use crate::driver::{Access, LaunchShape, PoolProps, Stream};
 use crate::facts::Facts;
 use crate::kernels::BLOCK;
+use crate::memory::DeviceSlice;
 use crate::report::{Status, TrialRecord};
 use crate::rounds;
 use crate::{Grant, GrantError, PoolOptions, System};
@@ -315,18 +316,46 @@ fn atomics_from_both(
     }
 }
 
-/// The negative probe itself: a fresh pool on `owner` that does not grant `accessor`, written by
-/// the owner, then read by the accessor's kernel. Expected to end in a sticky
-/// `CUDA_ERROR_ILLEGAL_ADDRESS`, which kills this process's CUDA context: run it in isolation.
+/// The negative probe itself: a fresh pool on `owner` that does not grant `accessor`, read by
+/// the accessor's kernel. Expected to end in a sticky `CUDA_ERROR_ILLEGAL_ADDRESS`, which kills
+/// this process's CUDA context: run it in isolation.
+///
+/// Only the accessor's context is made current: the pool is created and allocated from with it,
+/// so a probe's process makes one context, not two (on the two H200s the driver allows it, the
+/// owner's primary context stays inactive, and the read faults the same way:
+/// `docs/hardware/2026-12-01-one-context-probe`). What the memory holds does not matter.
 pub fn negative_probe(system: &System, owner: usize, accessor: usize) -> crate::Result<()> {
-    let pool = system.create_pool(owner, PoolOptions::default())?;
-    if system.pool_access(pool.as_ref(), accessor)? != crate::driver::Access::None {
-        return Err(crate::Error::InvalidArgument("a new pool already grants the accessor".into()));
-    }
-    let memory = system.alloc(pool.as_ref(), 1 << 20)?;
-    system.with_kernels(owner, |k| k.fill(memory.as_slice(), 1))?;
-    system.with_kernels(accessor, |k| k.compare_pattern(memory.as_slice(), 1))?;
-    Ok(())
+    const BYTES: usize = 1 << 20;
+    let device = system.check_device(owner)?;
+    system.check_device(accessor)?;
+    let driver = system.driver();
+    system.within(accessor, || {
+        let pool = driver.mem_pool_create(&PoolProps { device, ..PoolProps::default() })?;
+        // SAFETY (the calls on `pool` and `ptr`): the pool was made just above and is destroyed
+        // only at the end; the allocation is `BYTES` long, made from it on this context's stream.
+        let ptr = match unsafe { driver.mem_pool_get_access(pool, accessor as i32) } {
+            Ok(Access::None) => {
+                unsafe { driver.mem_alloc_from_pool_async(BYTES, pool, Stream::LEGACY) }.map_err(Into::into)
+            }
+            Ok(_) => Err(crate::Error::InvalidArgument("a new pool already grants the accessor".into())),
+            Err(e) => Err(e.into()),
+        };
+        let read = ptr.and_then(|ptr| {
+            unsafe { driver.stream_synchronize(Stream::LEGACY) }?;
+            // SAFETY: `ptr` starts a live allocation of `BYTES` on this driver.
+            let memory = unsafe { DeviceSlice::from_raw(ptr, BYTES as u64) };
+            system.with_kernels(accessor, |k| k.compare_pattern(memory, 1)).map(|_| ptr)
+        });
+        // A read that did not fault leaves the process usable: give the memory back.
+        if let Ok(ptr) = &read {
+            let _ = unsafe { driver.mem_free_async(*ptr, Stream::LEGACY) };
+            let _ = unsafe { driver.stream_synchronize(Stream::LEGACY) };
+        }
+        if read.as_ref().err().and_then(crate::Error::cuda).is_none_or(|e| !e.sticky) {
+            let _ = unsafe { driver.mem_pool_destroy(pool) };
+        }
+        read.map(drop)
+    })
 }
 
 /// The matrix like `nvidia-smi topo -m`: rows read (accessor), columns own the pool. Each
