@@ -127,34 +127,10 @@ fn run_child(mode: &str, devices: &[usize], phases: &mut BTreeMap<String, Value>
             }
             failed.map_or(Ok(()), |e| Err(e.into()))
         }
-        // What `peerpool check`'s negative probe does, phase by phase: ends in a fault.
+        // What `peerpool check`'s negative probe does (`peerpool::check::negative_probe`), phase
+        // by phase: only the accessor's context is made current; the owner's pool is created and
+        // allocated from with it, and the accessor's kernel reads it ungranted. Ends in a fault.
         "probe" => {
-            let (owner, accessor) = (devices[0], devices[1]);
-            stamp(phases, &format!("context{owner}"), || system.enter(owner).map(drop).map_err(Into::into))?;
-            stamp(phases, "module_owner", || system.kernels(owner).map(drop).map_err(Into::into))?;
-            let mut memory = None;
-            stamp(phases, "pool_alloc_fill", || {
-                let pool = system.create_pool(owner, PoolOptions::default())?;
-                let m = system.alloc(pool.as_ref(), 1 << 20)?;
-                system.with_kernels(owner, |k| k.fill(m.as_slice(), 1))?;
-                memory = Some((pool, m));
-                Ok(())
-            })?;
-            stamp(phases, &format!("context{accessor}"), || system.enter(accessor).map(drop).map_err(Into::into))?;
-            stamp(phases, "module_accessor", || system.kernels(accessor).map(drop).map_err(Into::into))?;
-            let (_pool, m) = memory.ok_or("no memory")?;
-            let faulted = epoch();
-            let seen = system.with_kernels(accessor, |k| k.compare_pattern(m.as_slice(), 1));
-            phases.insert("fault".into(), json!([faulted, epoch()]));
-            phases.insert("fault_code".into(), json!(seen.err().and_then(|e| e.cuda().map(|c| c.code_name()))));
-            std::mem::forget(m); // freeing after a sticky fault only fails
-            Ok(())
-        }
-        // The negative probe with one context: only the accessor's is ever made current. The
-        // owner's pool is created and allocated from with the accessor's context current, and
-        // the accessor's kernel reads it ungranted (the content does not matter: the fault
-        // does). Does the driver allow it, and does the process then cost one context?
-        "probe_one_context" => {
             let (owner, accessor) = (devices[0], devices[1]);
             stamp(phases, &format!("context{accessor}"), || system.enter(accessor).map(drop).map_err(Into::into))?;
             stamp(phases, "module_accessor", || system.kernels(accessor).map(drop).map_err(Into::into))?;
@@ -169,15 +145,11 @@ fn run_child(mode: &str, devices: &[usize], phases: &mut BTreeMap<String, Value>
                 unsafe { driver.stream_synchronize(Stream::LEGACY) }?;
                 Ok(())
             })?;
-            let ptr = ptr.ok_or("no allocation")?;
             let owner_state = driver.primary_ctx_get_state(owner as i32).ok();
             phases.insert("owner_primary_context_active".into(), json!(owner_state.map(|(_, active)| active)));
             // SAFETY: none, on purpose: the accessor may not read this memory; the read must fault.
-            let memory = unsafe { peerpool::DeviceSlice::from_raw(ptr, 1 << 20) };
-            let faulted = epoch();
-            let seen = system.with_kernels(accessor, |k| k.compare_pattern(memory, 1));
-            phases.insert("fault".into(), json!([faulted, epoch()]));
-            phases.insert("fault_code".into(), json!(seen.err().and_then(|e| e.cuda().map(|c| c.code_name()))));
+            let memory = unsafe { peerpool::DeviceSlice::from_raw(ptr.ok_or("no allocation")?, 1 << 20) };
+            read_to_fault(&system, accessor, memory, phases);
             Ok(())
         }
         // A fault on one device: a kernel reads address space reserved and never mapped. What
@@ -191,10 +163,7 @@ fn run_child(mode: &str, devices: &[usize], phases: &mut BTreeMap<String, Value>
             // SAFETY: none, on purpose: the range is not mapped, and the read must fault. This
             // child exists to fault and exits right after; it touches the range with nothing else.
             let unmapped = unsafe { peerpool::DeviceSlice::from_raw(reserved, 1 << 20) };
-            let faulted = epoch();
-            let seen = system.with_kernels(device, |k| k.compare_pattern(unmapped, 1));
-            phases.insert("fault".into(), json!([faulted, epoch()]));
-            phases.insert("fault_code".into(), json!(seen.err().and_then(|e| e.cuda().map(|c| c.code_name()))));
+            read_to_fault(&system, device, unmapped, phases);
             Ok(())
         }
         // Each visible ordinal's UUID as CUDA_VISIBLE_DEVICES takes it (GPU-8-4-4-4-12 hex).
@@ -208,6 +177,19 @@ fn run_child(mode: &str, devices: &[usize], phases: &mut BTreeMap<String, Value>
         }
         other => Err(format!("unknown child mode {other}").into()),
     }
+}
+
+/// `device`'s kernel reads `memory`, which must fault: when the read ran, and with what code.
+fn read_to_fault(
+    system: &System,
+    device: usize,
+    memory: peerpool::DeviceSlice<'_>,
+    phases: &mut BTreeMap<String, Value>,
+) {
+    let faulted = epoch();
+    let seen = system.with_kernels(device, |k| k.compare_pattern(memory, 1));
+    phases.insert("fault".into(), json!([faulted, epoch()]));
+    phases.insert("fault_code".into(), json!(seen.err().and_then(|e| e.cuda().map(|c| c.code_name()))));
 }
 
 /// A child's report and when its parent spawned and reaped it.
@@ -412,7 +394,6 @@ fn processes_alone(model: &mut Latencies) -> Res<Value> {
         }
         for ran in run_children(&[spec(&["probe", "0", "1"])])? {
             samples.entry("probe_wall_us").or_default().push(ran.reaped.saturating_sub(ran.spawn) as f64 / 1e3);
-            samples.entry("probe_module_us").or_default().extend(ran.micros("module_owner"));
             samples.entry("probe_module_us").or_default().extend(ran.micros("module_accessor"));
             if ran.report["phases"]["fault_code"] != json!("CUDA_ERROR_ILLEGAL_ADDRESS") {
                 eprintln!("calibrate: the probe child did not fault as expected: {}", ran.report);
