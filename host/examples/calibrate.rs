@@ -127,29 +127,14 @@ fn run_child(mode: &str, devices: &[usize], phases: &mut BTreeMap<String, Value>
             }
             failed.map_or(Ok(()), |e| Err(e.into()))
         }
-        // What `peerpool check`'s negative probe does (`peerpool::check::negative_probe`), phase
-        // by phase: only the accessor's context is made current; the owner's pool is created and
-        // allocated from with it, and the accessor's kernel reads it ungranted. Ends in a fault.
+        // `peerpool check`'s negative probe, its context and module first, then the probe itself
+        // (`peerpool::check::negative_probe`: a pool on the owner made with only the accessor's
+        // context, read by the accessor's kernel, ungranted). Ends in a fault.
         "probe" => {
             let (owner, accessor) = (devices[0], devices[1]);
             stamp(phases, &format!("context{accessor}"), || system.enter(accessor).map(drop).map_err(Into::into))?;
             stamp(phases, "module_accessor", || system.kernels(accessor).map(drop).map_err(Into::into))?;
-            let _current = system.enter(accessor)?;
-            let driver = system.driver();
-            let mut ptr = None;
-            stamp(phases, "pool_alloc_owner", || {
-                let props = peerpool::driver::PoolProps { device: owner as i32, ..Default::default() };
-                let pool = driver.mem_pool_create(&props)?;
-                // SAFETY: the pool was just made; the allocation is never freed (the child faults).
-                ptr = Some(unsafe { driver.mem_alloc_from_pool_async(1 << 20, pool, Stream::LEGACY) }?);
-                unsafe { driver.stream_synchronize(Stream::LEGACY) }?;
-                Ok(())
-            })?;
-            let owner_state = driver.primary_ctx_get_state(owner as i32).ok();
-            phases.insert("owner_primary_context_active".into(), json!(owner_state.map(|(_, active)| active)));
-            // SAFETY: none, on purpose: the accessor may not read this memory; the read must fault.
-            let memory = unsafe { peerpool::DeviceSlice::from_raw(ptr.ok_or("no allocation")?, 1 << 20) };
-            read_to_fault(&system, accessor, memory, phases);
+            timed_fault(phases, || peerpool::check::negative_probe(&system, owner, accessor));
             Ok(())
         }
         // A fault on one device: a kernel reads address space reserved and never mapped. What
@@ -163,7 +148,7 @@ fn run_child(mode: &str, devices: &[usize], phases: &mut BTreeMap<String, Value>
             // SAFETY: none, on purpose: the range is not mapped, and the read must fault. This
             // child exists to fault and exits right after; it touches the range with nothing else.
             let unmapped = unsafe { peerpool::DeviceSlice::from_raw(reserved, 1 << 20) };
-            read_to_fault(&system, device, unmapped, phases);
+            timed_fault(phases, || system.with_kernels(device, |k| k.compare_pattern(unmapped, 1)));
             Ok(())
         }
         // Each visible ordinal's UUID as CUDA_VISIBLE_DEVICES takes it (GPU-8-4-4-4-12 hex).
@@ -179,16 +164,11 @@ fn run_child(mode: &str, devices: &[usize], phases: &mut BTreeMap<String, Value>
     }
 }
 
-/// `device`'s kernel reads `memory`, which must fault: when the read ran, and with what code.
-fn read_to_fault(
-    system: &System,
-    device: usize,
-    memory: peerpool::DeviceSlice<'_>,
-    phases: &mut BTreeMap<String, Value>,
-) {
-    let faulted = epoch();
-    let seen = system.with_kernels(device, |k| k.compare_pattern(memory, 1));
-    phases.insert("fault".into(), json!([faulted, epoch()]));
+/// Runs `read`, which must fault, and records when it ran and with what code.
+fn timed_fault<T>(phases: &mut BTreeMap<String, Value>, read: impl FnOnce() -> peerpool::Result<T>) {
+    let start = epoch();
+    let seen = read();
+    phases.insert("fault".into(), json!([start, epoch()]));
     phases.insert("fault_code".into(), json!(seen.err().and_then(|e| e.cuda().map(|c| c.code_name()))));
 }
 
