@@ -145,6 +145,7 @@ fn run_child(mode: &str, devices: &[usize], phases: &mut BTreeMap<String, Value>
             stamp(phases, "module", || system.kernels(device).map(drop).map_err(Into::into))?;
             let _current = system.enter(device)?;
             let reserved = system.driver().mem_address_reserve(2 << 20, 0)?;
+            wait_for_start()?;
             // SAFETY: none, on purpose: the range is not mapped, and the read must fault. This
             // child exists to fault and exits right after; it touches the range with nothing else.
             let unmapped = unsafe { peerpool::DeviceSlice::from_raw(reserved, 1 << 20) };
@@ -163,6 +164,21 @@ fn run_child(mode: &str, devices: &[usize], phases: &mut BTreeMap<String, Value>
         other => Err(format!("unknown child mode {other}").into()),
     }
 }
+
+/// Where the parent set a start time (`START`, epoch nanoseconds: children that fault at one
+/// instant), sleeps until then; a child ready too late fails rather than fault out of step.
+fn wait_for_start() -> Res<()> {
+    let Some(start) = std::env::var(START).ok().and_then(|s| s.parse::<u64>().ok()) else { return Ok(()) };
+    let now = epoch();
+    if now > start {
+        return Err(format!("ready {} ms after the start time", (now - start) / 1_000_000).into());
+    }
+    std::thread::sleep(std::time::Duration::from_nanos(start - now));
+    Ok(())
+}
+
+/// The variable that gives children a start time.
+const START: &str = "PEERPOOL_CALIBRATE_START";
 
 /// Runs `read`, which must fault, and records when it ran and with what code.
 fn timed_fault<T>(phases: &mut BTreeMap<String, Value>, read: impl FnOnce() -> peerpool::Result<T>) {
@@ -409,7 +425,8 @@ fn processes_alone(model: &mut Latencies) -> Res<Value> {
     // A CUDA process's clean exit, and a faulted one's (a negative probe's) with what the fault
     // took to surface.
     set(&mut model.process_exit_us, m("context_process_exit_us"));
-    set(&mut model.fault_exit_us, m("probe_exit_us") + m("probe_fault_us"));
+    set(&mut model.fault_us, m("probe_fault_us"));
+    set(&mut model.fault_exit_us, m("probe_exit_us"));
     let medians: BTreeMap<&str, f64> = samples.keys().map(|k| (*k, m(k))).collect();
     let visible = run_children(&[spec(&["init"])])?.first().and_then(|r| r.report["phases"]["visible"].as_u64());
     let per_device = visible
@@ -446,7 +463,8 @@ fn visible_by_uuid() -> Res<Value> {
 }
 
 /// Several children at once: do `cuInit`s overlap, do contexts on one device, on two devices,
-/// on two threads of one process; what a round's probes cost together.
+/// on two threads of one process, do faults on one device and on two; what a round's probes
+/// cost together.
 fn processes_at_once(model: &mut Latencies) -> Res<Value> {
     let mut out = BTreeMap::new();
     // A figure from a set of children only when every one of them did its work (on one GPU the
@@ -492,6 +510,26 @@ fn processes_at_once(model: &mut Latencies) -> Res<Value> {
     threads.extend(intervals(&ran, "context1"));
     let (thread_o, thread_g) = measure(&threads, context_us);
     out.insert("context_two_threads".into(), json!({ "overlap": thread_o, "speedup": thread_g }));
+    // Faults at one instant: one alone, then several on device 0, then one on each device.
+    let faults = |devices: &[usize]| -> Res<Vec<(u64, u64)>> {
+        let specs: Vec<Vec<String>> = devices.iter().map(|d| spec(&["fault_local", &d.to_string()])).collect();
+        // Time for every child's cuInit and context first (contexts are made one at a time).
+        let start = epoch() + 1_500_000_000 + 300_000_000 * devices.len() as u64;
+        let ran = run_children_with(&specs, &[(START, &start.to_string())])?;
+        let faulted = ran.iter().all(|r| r.report["phases"]["fault_code"] == json!("CUDA_ERROR_ILLEGAL_ADDRESS"));
+        Ok(if faulted { intervals(&ran, "fault") } else { vec![] })
+    };
+    let alone = faults(&[0])?;
+    let fault_us = median(alone.iter().map(|&(a, b)| b.saturating_sub(a) as f64 / 1e3).collect());
+    out.insert("fault_device0_x1".into(), json!({ "fault_us": fault_us }));
+    let mut fault_same = Vec::new();
+    for k in [2usize, 4] {
+        let (o, g) = measure(&faults(&vec![0; k])?, fault_us);
+        fault_same.extend(g);
+        out.insert(format!("fault_device0_x{k}"), json!({ "overlap": o, "speedup": g }));
+    }
+    let (o, fault_split) = measure(&faults(&[0, 1])?, fault_us);
+    out.insert("fault_split_x2".into(), json!({ "overlap": o, "speedup": fault_split }));
     // A round's probes on two GPUs: both directions at once, as `peerpool check` runs them.
     let ran = run_children(&[spec(&["probe", "0", "1"]), spec(&["probe", "1", "0"])])?;
     out.insert("probe_round".into(), json!({ "wall_us": wall(&ran) }));
@@ -508,11 +546,16 @@ fn processes_at_once(model: &mut Latencies) -> Res<Value> {
     decide(&mut model.context_serial.process, thread_g.unwrap_or(f64::NAN));
     decide(&mut model.context_serial.machine, split_g);
     decide(&mut model.init_serial.machine, init_g);
+    let fault_same_g = median(fault_same);
+    decide(&mut model.fault_serial.device, fault_same_g);
+    decide(&mut model.fault_serial.machine, fault_split.unwrap_or(f64::NAN));
     out.insert(
         "decided".into(),
         json!({ "context_serial": model.context_serial, "init_serial": model.init_serial,
+                "fault_serial": model.fault_serial,
                 "context_same_device_speedup": same_g, "context_split_speedup": split_g,
-                "init_speedup": init_g }),
+                "init_speedup": init_g, "fault_same_device_speedup": fault_same_g,
+                "fault_split_speedup": fault_split }),
     );
     Ok(json!(out))
 }

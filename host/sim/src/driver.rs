@@ -802,7 +802,10 @@ impl Driver for SimDriver {
                 return fail(CudaCode::CUDA_ERROR_INVALID_HANDLE);
             }
             kernels::launch(s, device, f.kernel, shape, args)?;
-            s.work = Some(Work::Kernel { device, traffic: kernels::traffic(s, device, f.kernel, shape, args) });
+            s.work = Some(match s.dead {
+                Some(_) => Work::Fault(device),
+                None => Work::Kernel { device, traffic: kernels::traffic(s, device, f.kernel, shape, args) },
+            });
             Ok(())
         })
     }

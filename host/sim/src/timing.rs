@@ -79,8 +79,12 @@ pub struct Latencies {
     pub init_per_device_us: f64,
     /// From a CUDA process's last call to its parent seeing it gone (its contexts torn down).
     pub process_exit_us: f64,
-    /// The same for a process a sticky fault killed (a negative probe): the fault surfacing
-    /// and the dead context torn down.
+    /// A kernel's fault surfacing: from the faulting launch to the sticky error (the driver's
+    /// recovery; 170-180 ms for a negative probe's on the H200s). Taken under
+    /// [`Latencies::fault_serial`].
+    pub fault_us: f64,
+    /// From the last call of a process a sticky fault killed (a negative probe) to its parent
+    /// seeing it gone: its dead context torn down.
     pub fault_exit_us: f64,
     /// The first `cuDevicePrimaryCtxRetain` of a device in a process, or any `cuCtxCreate`
     /// (95-127 ms on the H200s).
@@ -155,6 +159,10 @@ pub struct Latencies {
     pub context_serial: Serial,
     /// How mapping pool memory into peers serialises.
     pub map_serial: Serial,
+    /// How faults surface: one at a time on a GPU (`docs/hardware/2026-12-01-probe-contexts`:
+    /// N at once on one H200 took N times one), at once on two
+    /// (`docs/hardware/2026-12-01-one-context-probe`).
+    pub fault_serial: Serial,
 }
 
 impl Default for Latencies {
@@ -169,7 +177,8 @@ impl Default for Latencies {
             init_devices: 2,
             init_per_device_us: 112_000.0,
             process_exit_us: 63_300.0,
-            fault_exit_us: 337_000.0,
+            fault_us: 174_000.0,
+            fault_exit_us: 163_400.0,
             context_create_us: 113_000.0,
             module_cubin_us: 272.0,
             module_ptx_cached_us: 2_000.0,
@@ -205,6 +214,7 @@ impl Default for Latencies {
             init_serial: Serial::NONE,
             context_serial: Serial { device: true, process: true, machine: true },
             map_serial: Serial { device: false, process: true, machine: false },
+            fault_serial: Serial { device: true, process: false, machine: false },
         }
     }
 }
@@ -268,6 +278,7 @@ pub(crate) enum Lock {
     Init,
     Context,
     Map,
+    Fault,
 }
 
 /// What one call did, for the clock: set by the call (or the default: a base cost, no device).
@@ -381,6 +392,7 @@ impl Machine {
             Lock::Init => self.model.init_serial,
             Lock::Context => self.model.context_serial,
             Lock::Map => self.model.map_serial,
+            Lock::Fault => self.model.fault_serial,
         }
     }
 }
@@ -578,6 +590,9 @@ pub(crate) enum Work {
         device: usize,
         traffic: Traffic,
     },
+    /// A launch whose kernel faulted on `device`: the calling thread waits for the fault to
+    /// surface (the simulator runs kernels in the launch), under the fault lock.
+    Fault(usize),
     /// A copy by `device`'s engine: `bytes` between two devices' memory (`peer`), within one
     /// device's, or to or from the host; `queued` for an asynchronous call between devices
     /// (the simulator's host memory is pageable, so host copies are synchronous, as the real
@@ -675,6 +690,7 @@ pub(crate) fn price(m: &Latencies, work: &Work) -> Cost {
             .fold(0, Nanos::saturating_add);
             Cost::on(time, vec![*device]).queued(ns(m.launch_us))
         }
+        Work::Fault(d) => Cost::on(ns(m.fault_us), vec![]).locked(Lock::Fault, vec![*d]),
         Work::Copy { device, bytes, path, queued } => {
             let gbps = match path {
                 Path::Host => m.host_copy_gbps,
@@ -855,6 +871,26 @@ mod tests {
         let mut other = ProcessTime::new(0, 2);
         other.advance(&mut machine, &ctx(0));
         assert_eq!(other.now(), 200, "device 0 was free from 100");
+    }
+
+    #[test]
+    fn faults_surface_one_at_a_time_on_a_device_and_at_once_on_two() {
+        let m = Latencies { fault_us: 100.0, ..Latencies::default() };
+        assert_eq!(m.fault_serial, Serial { device: true, process: false, machine: false });
+        let mut machine = Machine::new(m.clone(), 2);
+        let fault = |d| price(&m, &Work::Fault(d));
+        let at = |machine: &mut Machine, d| {
+            let mut p = ProcessTime::new(0, 2); // a process of its own, ready at 0
+            p.advance(machine, &fault(d));
+            p.now()
+        };
+        assert_eq!(at(&mut machine, 0), 100_000);
+        assert_eq!(at(&mut machine, 0), 200_000, "device 0's first fault surfaced first");
+        assert_eq!(at(&mut machine, 1), 100_000, "device 1 recovers beside device 0");
+        // A fault holds no engine: other work on its device goes on.
+        let mut p = ProcessTime::new(0, 2);
+        p.advance(&mut machine, &Cost::on(1_000, vec![0]));
+        assert_eq!(p.now(), 1_000);
     }
 
     #[test]
