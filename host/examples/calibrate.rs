@@ -485,7 +485,7 @@ fn processes_at_once(model: &mut Latencies) -> Res<Value> {
     for k in [2usize, 4, 8] {
         let ran = run_children(&vec![spec(&["init"]); k])?;
         let (o, g) = measure(&intervals(&ran, "init"), model.init_us);
-        init_gain.extend(g);
+        init_gain.extend(g.map(|g| (k, g)));
         out.insert(format!("init_x{k}"), json!({ "wall_us": wall(&ran), "overlap": o, "speedup": g }));
     }
     // Contexts on one device from k processes; then half on each device.
@@ -536,7 +536,8 @@ fn processes_at_once(model: &mut Latencies) -> Res<Value> {
     // Gaining less than 1.25 x, the work ran one at a time in effect. The model's serialisation
     // is all or nothing; what could not be measured keeps the model's own choice.
     let serial = |g: f64| g < 1.25;
-    let (same_g, split_g, init_g) = (median(same), median(split), median(init_gain));
+    let (same_g, split_g) = (median(same), median(split));
+    let init_g = median(init_gain.iter().map(|&(_, g)| g).collect());
     let decide = |field: &mut bool, g: f64| {
         if g.is_finite() {
             *field = serial(g);
@@ -545,7 +546,9 @@ fn processes_at_once(model: &mut Latencies) -> Res<Value> {
     decide(&mut model.context_serial.device, same_g);
     decide(&mut model.context_serial.process, thread_g.unwrap_or(f64::NAN));
     decide(&mut model.context_serial.machine, split_g);
-    decide(&mut model.init_serial.machine, init_g);
+    if let Some((machine, at_once)) = at_once(&init_gain) {
+        (model.init_serial.machine, model.init_serial.at_once) = (machine, at_once);
+    }
     let fault_same_g = median(fault_same);
     decide(&mut model.fault_serial.device, fault_same_g);
     decide(&mut model.fault_serial.machine, fault_split.unwrap_or(f64::NAN));
@@ -558,6 +561,21 @@ fn processes_at_once(model: &mut Latencies) -> Res<Value> {
                 "fault_split_speedup": fault_split }),
     );
     Ok(json!(out))
+}
+
+/// From the gains of k processes doing the same work at once, `(k, gain)`: whether the machine
+/// limits how many run at once, and to how many. Gaining less than 1.25x is one at a time;
+/// gaining near the most processes tried (0.8 of them) is no limit; in between, the gain the
+/// work levelled off at (`cuInit` on the H200s: 1.8x, 3.0x, 3.0x for 2, 4, 8: three at once).
+fn at_once(gains: &[(usize, f64)]) -> Option<(bool, u32)> {
+    let finite: Vec<(usize, f64)> = gains.iter().copied().filter(|(_, g)| g.is_finite()).collect();
+    let most = finite.iter().map(|&(k, _)| k).max()?;
+    let best = finite.iter().map(|&(_, g)| g).fold(f64::NAN, f64::max);
+    Some(match best {
+        g if g < 1.25 => (true, 1),
+        g if g >= 0.8 * most as f64 => (false, 1),
+        g => (true, g.round() as u32),
+    })
 }
 
 /// The base cost of plain calls, from the stopwatch over a representative workload: two
@@ -772,6 +790,6 @@ fn mapping_threads(system: &System, model: &mut Latencies) -> Res<Value> {
     }
     let (apart, together) = (median(apart), median(together));
     // Two threads no faster than one after the other: one at a time.
-    model.map_serial = Serial { device: false, process: together > 0.8 * apart, machine: false };
+    model.map_serial = Serial::one_at_a_time(false, together > 0.8 * apart, false);
     Ok(json!({ "one_after_the_other_us": apart, "two_threads_us": together, "decided": model.map_serial }))
 }
