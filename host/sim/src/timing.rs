@@ -97,7 +97,8 @@ pub struct Latencies {
     pub process_exit_us: f64,
     /// A kernel's fault surfacing: from the faulting launch to the sticky error (the driver's
     /// recovery; 170-180 ms for a negative probe's on the H200s). Taken under
-    /// [`Latencies::fault_serial`].
+    /// [`Latencies::fault_serial`]. A file with `fault_exit_us` and without this field is one
+    /// written before the two were apart: its fault is in `fault_exit_us`, and this is 0.
     pub fault_us: f64,
     /// From the last call of a process a sticky fault killed (a negative probe) to its parent
     /// seeing it gone: its dead context torn down.
@@ -259,7 +260,14 @@ impl Latencies {
                 }
             }
         }
-        serde_json::from_value(value).map_err(|e| e.to_string())
+        // Files written before faults were timed apart (the calibrations of
+        // docs/hardware/2026-12-01-calibration*) hold the fault in `fault_exit_us`.
+        let lumped = value.get("fault_exit_us").is_some() && value.get("fault_us").is_none();
+        let mut model: Latencies = serde_json::from_value(value).map_err(|e| e.to_string())?;
+        if lumped {
+            model.fault_us = 0.0;
+        }
+        Ok(model)
     }
 
     /// The range of a field by its unit: times (`_us`, `_ns`) 0 to 10^9 (a thousand seconds in
@@ -918,6 +926,16 @@ mod tests {
         let mut p = ProcessTime::new(0, 2);
         p.advance(&mut machine, &Cost::on(1_000, vec![0]));
         assert_eq!(p.now(), 1_000);
+    }
+
+    #[test]
+    fn a_file_from_before_faults_were_apart_keeps_its_fault_in_the_exit() {
+        let old = Latencies::from_json(r#"{"fault_exit_us": 337000.0}"#).unwrap();
+        assert_eq!((old.fault_us, old.fault_exit_us), (0.0, 337_000.0));
+        let new = Latencies::from_json(r#"{"fault_us": 1.0, "fault_exit_us": 2.0}"#).unwrap();
+        assert_eq!((new.fault_us, new.fault_exit_us), (1.0, 2.0));
+        let neither = Latencies::from_json("{}").unwrap();
+        assert_eq!((neither.fault_us, neither.fault_exit_us), (174_000.0, 163_400.0));
     }
 
     #[test]
