@@ -626,7 +626,8 @@ pub(crate) enum Work {
         traffic: Traffic,
     },
     /// A launch whose kernel faulted on `device`: the calling thread waits for the fault to
-    /// surface (the simulator runs kernels in the launch), under the fault lock.
+    /// surface (the simulator runs kernels in the launch), under the fault lock, and the
+    /// device's engines wait with it.
     Fault(usize),
     /// A copy by `device`'s engine: `bytes` between two devices' memory (`peer`), within one
     /// device's, or to or from the host; `queued` for an asynchronous call between devices
@@ -725,7 +726,9 @@ pub(crate) fn price(m: &Latencies, work: &Work) -> Cost {
             .fold(0, Nanos::saturating_add);
             Cost::on(time, vec![*device]).queued(ns(m.launch_us))
         }
-        Work::Fault(d) => Cost::on(ns(m.fault_us), vec![]).locked(Lock::Fault, vec![*d]),
+        // The device's engines too: another process's allocation on a GPU waited out a fault's
+        // recovery there (docs/hardware/2026-12-01-one-context-probe, the first pair at once).
+        Work::Fault(d) => Cost::on(ns(m.fault_us), vec![*d]).locked(Lock::Fault, vec![*d]),
         Work::Copy { device, bytes, path, queued } => {
             let gbps = match path {
                 Path::Host => m.host_copy_gbps,
@@ -922,10 +925,10 @@ mod tests {
         assert_eq!(at(&mut machine, 0), 100_000);
         assert_eq!(at(&mut machine, 0), 200_000, "device 0's first fault surfaced first");
         assert_eq!(at(&mut machine, 1), 100_000, "device 1 recovers beside device 0");
-        // A fault holds no engine: other work on its device goes on.
+        // Other work on a recovering device waits: device 0 is busy until 200 us.
         let mut p = ProcessTime::new(0, 2);
         p.advance(&mut machine, &Cost::on(1_000, vec![0]));
-        assert_eq!(p.now(), 1_000);
+        assert_eq!(p.now(), 201_000);
     }
 
     #[test]
