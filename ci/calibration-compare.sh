@@ -8,12 +8,15 @@
 #   RUN_DIR: timing.json and measured.json (e.g. docs/hardware/<date>-calibration)
 #   BIN_DIR: peerpool, libpeerpool_shim.so and suites/{first_proof,grant} (a GPU bundle); by
 #            default they are built here (release) and taken from target/.
+# PEERPOOL_COMPARE_TIMING=FILE compares FILE's model instead of the run's timing.json (.ci/run:
+# the committed host/sim/timing/h200.json, what users get, against the latest measurements).
 # Writes the comparison as JSON to $PEERPOOL_PROJECTION_OUT when set (ci/gpu-calibrate.sh sets
 # RUN_DIR/projection.json); exits 1 when a projection is off by more than 25%.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 run=${1:?usage: ci/calibration-compare.sh RUN_DIR [BIN_DIR]}
 run=$(cd "$run" && pwd)
+timing=$(realpath "${PEERPOOL_COMPARE_TIMING:-$run/timing.json}")
 bin=${2:-}
 if [ -z "$bin" ]; then
     cargo build --release -q -p peerpool-cli -p peerpool-shim
@@ -37,26 +40,26 @@ trap 'rm -rf "$scratch"' EXIT
 projected() { sed -n 's/.*projected on the simulated machine.*: \([0-9.]*\) s$/\1/p' "$1" | tail -n 1; }
 check=
 if [ "$gpus" -ge 2 ]; then
-    "$bin/peerpool" check --quiet --topology "$topology" --timing "$run/timing.json" --out "$scratch/check" > "$scratch/check.txt"
+    "$bin/peerpool" check --quiet --topology "$topology" --timing "$timing" --out "$scratch/check" > "$scratch/check.txt"
     check=$(projected "$scratch/check.txt")
 fi
 suite() {
     PEERPOOL_REPORT_DIR="$scratch/report-$1" "$bin/peerpool" sim --shim "$bin/libpeerpool_shim.so" \
-        --topology "$topology" --timing "$run/timing.json" -- "$bin/suites/$1" --test-threads "$threads" > "$scratch/$1.txt" 2>&1
+        --topology "$topology" --timing "$timing" -- "$bin/suites/$1" --test-threads "$threads" > "$scratch/$1.txt" 2>&1
     projected "$scratch/$1.txt"
 }
 first_proof=$(suite first_proof)
 grant=$(suite grant)
-python3 - "$run" "$topology" "$check" "$first_proof" "$grant" <<'PY'
+python3 - "$run" "$topology" "$timing" "$check" "$first_proof" "$grant" <<'PY'
 import json, os, statistics, sys
-run, topology = sys.argv[1], sys.argv[2]
-projections = dict(zip(["check", "first_proof", "grant"], sys.argv[3:]))
+run, topology, timing = sys.argv[1], sys.argv[2], sys.argv[3]
+projections = dict(zip(["check", "first_proof", "grant"], sys.argv[4:]))
 measured = json.load(open(os.path.join(run, "measured.json")))
 if measured.get("gpus", 2) < 2:
     del projections["check"]  # one GPU: nothing to check (exit 3 on both machines)
 measured = measured["runs"]
 rows, ok = [], True
-print(f"projected on the simulated {topology}")
+print(f"projected on the simulated {topology} with {os.path.relpath(timing)}")
 for name, value in projections.items():
     seconds = [r["seconds"] for r in measured if r["run"].rsplit("_", 1)[0] == name and r["exit"] == 0]
     if not seconds or not value:
@@ -72,6 +75,6 @@ for name, value in projections.items():
 target = os.environ.get("PEERPOOL_PROJECTION_OUT")
 if target:
     with open(target, "w") as f:
-        json.dump({"model": "timing.json", "topology": topology, "rows": rows}, f, indent=2)
+        json.dump({"model": os.path.relpath(timing, run), "topology": topology, "rows": rows}, f, indent=2)
 sys.exit(0 if ok else 1)
 PY
