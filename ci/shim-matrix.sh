@@ -121,15 +121,15 @@ uuids=$(target/debug/peerpool sim --topology four_gpu_islands -- target/debug/ex
     python3 -c 'import json, sys; print(" ".join(json.loads(sys.stdin.readline())["phases"]["uuids"]))')
 read -r u0 _ u2 u3 <<< "$uuids"
 probe() {
-    CUDA_VISIBLE_DEVICES="$u3,$u2" target/debug/peerpool sim --topology four_gpu_islands -- \
-        target/debug/peerpool negative-probe --owner "$1" --accessor 2 --owner-uuid "$2" --accessor-uuid "$u2"
+    CUDA_VISIBLE_DEVICES="$u3,$u2" PEERPOOL_CHILD_PAIR="$2,$u2" target/debug/peerpool sim --topology four_gpu_islands -- \
+        target/debug/peerpool negative-probe --owner "$1" --accessor 2
 }
 # gpu3 owns, gpu2 reads without a grant: the fault, in a child whose gpu1 and gpu0 they are.
 probe 3 "$u3" | grep -q '"code":"CUDA_ERROR_ILLEGAL_ADDRESS"' || {
     echo "the probe child seeing gpu3 and gpu2 did not fault" >&2
     exit 1
 }
-probe 0 "$u0" | grep -q 'gpu0 (GPU-[0-9a-f-]*) is not a GPU the probe sees' || {
+probe 0 "$u0" | grep -q 'gpu0 (GPU-[0-9a-f-]*) is not a GPU this child sees' || {
     echo "the probe child did not name the GPU it does not see" >&2
     exit 1
 }

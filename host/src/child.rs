@@ -8,7 +8,7 @@
 //! bytes: a stray non-UTF-8 byte cannot hide it (text is made lossily, for display only).
 
 use crate::ipc::ShareError;
-use crate::{CudaError, Error, GrantError};
+use crate::{CudaError, Error, GrantError, System};
 use rustix::event::{PollFd, PollFlags, Timespec};
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::fs::OFlags;
@@ -287,6 +287,39 @@ pub fn run_reporting_timed(command: Command, timeout: Duration) -> (ChildOutcome
         Ok(Finished::TimedOut { .. }) => (ChildOutcome::TimedOut { after: timeout }, None),
         Ok(Finished::Exited { status, stdout, stderr }) => (reported(status, &stdout, &stderr), find_wall(&stdout)),
     }
+}
+
+/// Set in a child that sees only one ordered pair of GPUs: the owner's and the accessor's
+/// UUIDs (`GPU-...,GPU-...`), as its `CUDA_VISIBLE_DEVICES` lists them.
+pub const PAIR_ENV: &str = "PEERPOOL_CHILD_PAIR";
+
+/// Makes `command`'s child see only `owner` and `accessor` of `system`, by UUID (its `cuInit`
+/// then sets up two GPUs, not the machine's every one), and tells it which is which
+/// ([`PAIR_ENV`], read by [`pair_here`]). Without both UUIDs the child sees what this process
+/// sees, and goes by ordinals.
+pub fn see_only_pair(command: &mut Command, system: &System, (owner, accessor): (usize, usize)) {
+    if let (Ok(o), Ok(a)) = (system.uuid(owner), system.uuid(accessor)) {
+        let pair = format!("{o},{a}");
+        command.env("CUDA_VISIBLE_DEVICES", &pair).env(PAIR_ENV, &pair);
+    }
+}
+
+/// In a child started by [`see_only_pair`]: the owner's and the accessor's UUIDs.
+pub fn pair_uuids() -> Option<(String, String)> {
+    let pair = std::env::var(PAIR_ENV).ok()?;
+    let (owner, accessor) = pair.split_once(',')?;
+    Some((owner.to_string(), accessor.to_string()))
+}
+
+/// In a child: the pair its parent named `(owner, accessor)` in the parent's numbering, in
+/// this process's numbering (found by [`pair_uuids`] where the parent gave them).
+pub fn pair_here(system: &System, (owner, accessor): (usize, usize)) -> crate::Result<(usize, usize)> {
+    let Some((o, a)) = pair_uuids() else { return Ok((owner, accessor)) };
+    let find = |uuid: &str, parent: usize| {
+        let missing = || Error::InvalidArgument(format!("gpu{parent} ({uuid}) is not a GPU this child sees"));
+        system.ordinal_of_uuid(uuid)?.ok_or_else(missing)
+    };
+    Ok((find(&o, owner)?, find(&a, accessor)?))
 }
 
 fn reported(status: ExitStatus, stdout: &[u8], stderr: &[u8]) -> ChildOutcome {

@@ -283,11 +283,7 @@ impl Isolate for ChildProbe {
         let exe = std::env::current_exe().map_err(|e| e.to_string())?;
         let mut command = Command::new(exe);
         command.args(["negative-probe", "--owner", &owner.to_string(), "--accessor", &accessor.to_string()]);
-        // Without both UUIDs the child sees what this process sees, and goes by ordinals.
-        if let (Ok(o), Ok(a)) = (self.0.uuid(owner), self.0.uuid(accessor)) {
-            command.env("CUDA_VISIBLE_DEVICES", format!("{o},{a}"));
-            command.args(["--owner-uuid", &o, "--accessor-uuid", &a]);
-        }
+        child::see_only_pair(&mut command, &self.0, (owner, accessor));
         let (outcome, wall) = child::run_reporting_timed(command, PROBE_TIMEOUT);
         if let (Some(timeline), Some(wall)) = (self.0.driver().timeline(), wall) {
             timeline.charge(wall);
@@ -308,19 +304,12 @@ impl Isolate for ChildProbe {
 }
 
 /// The `negative-probe` child: runs the probe on the real GPUs and prints how it ended (and,
-/// on the libcuda shim, its projected wall time). With `uuids` (owner's, accessor's) it finds
-/// the pair by them, whatever its own numbering; `owner` and `accessor` are the parent's.
-pub fn negative_probe(owner: usize, accessor: usize, uuids: Option<(String, String)>) -> ExitCode {
+/// on the libcuda shim, its projected wall time). `owner` and `accessor` are the parent's
+/// ordinals; a child that sees only the pair finds it by UUID ([`child::pair_here`]).
+pub fn negative_probe(owner: usize, accessor: usize) -> ExitCode {
     let system = System::open();
     let result = system.as_ref().map_err(Clone::clone).and_then(|s| {
-        let find = |uuid: &str, parent: usize| {
-            let missing = || Error::InvalidArgument(format!("gpu{parent} ({uuid}) is not a GPU the probe sees"));
-            s.ordinal_of_uuid(uuid)?.ok_or_else(missing)
-        };
-        let (owner, accessor) = match &uuids {
-            Some((o, a)) => (find(o, owner)?, find(a, accessor)?),
-            None => (owner, accessor),
-        };
+        let (owner, accessor) = child::pair_here(s, (owner, accessor))?;
         check::negative_probe(s, owner, accessor)
     });
     if let Some(timeline) = system.as_ref().ok().and_then(|s| s.driver().timeline()) {

@@ -135,11 +135,6 @@ enum Command {
         owner: usize,
         #[arg(long)]
         accessor: usize,
-        /// The owner by UUID: the child, started seeing only the pair, finds it by this.
-        #[arg(long, requires = "accessor_uuid")]
-        owner_uuid: Option<String>,
-        #[arg(long, requires = "owner_uuid")]
-        accessor_uuid: Option<String>,
     },
 }
 
@@ -160,9 +155,7 @@ fn main() -> ExitCode {
         Command::Facts => facts(),
         Command::Topologies => topologies(),
         Command::Report { dir, json, markdown, junit } => report(dir, json, markdown, junit),
-        Command::NegativeProbe { owner, accessor, owner_uuid, accessor_uuid } => {
-            check::negative_probe(owner, accessor, owner_uuid.zip(accessor_uuid))
-        }
+        Command::NegativeProbe { owner, accessor } => check::negative_probe(owner, accessor),
         Command::Sim { topology, faults, trace, seed, timing, shim, real, libcuda, print_env, command } => {
             sim::run(sim::Options { topology, faults, trace, seed, timing, shim, real, libcuda, print_env, command })
         }
