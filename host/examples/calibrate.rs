@@ -422,8 +422,7 @@ fn processes_alone(model: &mut Latencies) -> Res<Value> {
     set(&mut model.init_us, m("init_us"));
     set(&mut model.context_create_us, median(vec![m("context_first_us"), m("context_second_us")]));
     set(&mut model.module_cubin_us, m("probe_module_us"));
-    // A CUDA process's clean exit, and a faulted one's (a negative probe's) with what the fault
-    // took to surface.
+    // A CUDA process's clean exit; a negative probe's fault to surface, and its exit after it.
     set(&mut model.process_exit_us, m("context_process_exit_us"));
     set(&mut model.fault_us, m("probe_fault_us"));
     set(&mut model.fault_exit_us, m("probe_exit_us"));
@@ -444,9 +443,9 @@ fn processes_alone(model: &mut Latencies) -> Res<Value> {
                "init_per_further_device_us": per_device }))
 }
 
-/// A child's devices by UUID, then a child told to see the last and the first of them, in
-/// that order (on one GPU, that one) (what a negative probe's child could be told, to start with only its pair
-/// visible): does it see both, in the order listed? Recorded, not fitted.
+/// A child's devices by UUID, then a child told to see the last and the first of them in that
+/// order (on one GPU, that one), as a negative probe's child is told its pair: does it see
+/// them, in the order listed? Recorded, not fitted.
 fn visible_by_uuid() -> Res<Value> {
     let uuids_of = |ran: Vec<Ran>| -> Vec<String> {
         let seen = ran.first().map(|r| r.report["phases"]["uuids"].clone()).unwrap_or_default();
@@ -502,7 +501,7 @@ fn processes_at_once(model: &mut Latencies) -> Res<Value> {
         let mut both = intervals(&ran, "context0");
         both.extend(intervals(&ran, "context1"));
         let (o, g) = measure(&both, context_us);
-        split.extend(g);
+        split.extend(g.map(|g| (k, g)));
         out.insert(format!("context_split_x{k}"), json!({ "wall_us": wall(&ran), "overlap": o, "speedup": g }));
     }
     let ran = run_children(&[spec(&["context_threads", "0", "1"])])?;
@@ -529,36 +528,41 @@ fn processes_at_once(model: &mut Latencies) -> Res<Value> {
         out.insert(format!("fault_device0_x{k}"), json!({ "overlap": o, "speedup": g }));
     }
     let (o, fault_split) = measure(&faults(&[0, 1])?, fault_us);
+    let fault_split: Vec<(usize, f64)> = fault_split.map(|g| (2, g)).into_iter().collect();
     out.insert("fault_split_x2".into(), json!({ "overlap": o, "speedup": fault_split }));
     // A round's probes on two GPUs: both directions at once, as `peerpool check` runs them.
     let ran = run_children(&[spec(&["probe", "0", "1"]), spec(&["probe", "1", "0"])])?;
     out.insert("probe_round".into(), json!({ "wall_us": wall(&ran) }));
-    // Gaining less than 1.25 x, the work ran one at a time in effect. The model's serialisation
-    // is all or nothing; what could not be measured keeps the model's own choice.
-    let serial = |g: f64| g < 1.25;
-    let (same_g, split_g) = (median(same), median(split));
-    let init_g = median(init_gain.iter().map(|&(_, g)| g).collect());
+    // Per device and per process, gaining less than 1.25 x is one at a time; across the machine,
+    // how many at once ([`at_once`]). What could not be measured keeps the model's own choice.
+    let gains = |v: &[(usize, f64)]| median(v.iter().map(|&(_, g)| g).collect());
+    let (same_g, split_g, init_g) = (median(same), gains(&split), gains(&init_gain));
     let decide = |field: &mut bool, g: f64| {
         if g.is_finite() {
-            *field = serial(g);
+            *field = g < 1.25;
         }
     };
     decide(&mut model.context_serial.device, same_g);
     decide(&mut model.context_serial.process, thread_g.unwrap_or(f64::NAN));
-    decide(&mut model.context_serial.machine, split_g);
-    if let Some((machine, at_once)) = at_once(&init_gain) {
-        (model.init_serial.machine, model.init_serial.at_once) = (machine, at_once);
+    for (serial, gains) in [
+        (&mut model.context_serial, &split),
+        (&mut model.init_serial, &init_gain),
+        (&mut model.fault_serial, &fault_split),
+    ] {
+        if let Some((machine, at_once)) = at_once(gains) {
+            (serial.machine, serial.at_once) = (machine, at_once);
+        }
     }
+    // Recorded, not decided: in the model a fault holds its GPU, so faults on one GPU are one at
+    // a time whatever `fault_serial.device` says; this shows whether the GPU agrees.
     let fault_same_g = median(fault_same);
-    decide(&mut model.fault_serial.device, fault_same_g);
-    decide(&mut model.fault_serial.machine, fault_split.unwrap_or(f64::NAN));
     out.insert(
         "decided".into(),
         json!({ "context_serial": model.context_serial, "init_serial": model.init_serial,
                 "fault_serial": model.fault_serial,
                 "context_same_device_speedup": same_g, "context_split_speedup": split_g,
                 "init_speedup": init_g, "fault_same_device_speedup": fault_same_g,
-                "fault_split_speedup": fault_split }),
+                "fault_split_speedup": gains(&fault_split) }),
     );
     Ok(json!(out))
 }

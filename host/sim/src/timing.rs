@@ -89,9 +89,8 @@ pub struct Latencies {
     /// How many devices a process saw when `init_us` was measured.
     pub init_devices: u32,
     /// What each visible device more than [`Latencies::init_devices`] adds to `cuInit` (and
-    /// each fewer takes off). On one H200 `cuInit` took 105 ms, on two 230-240 ms, but those
-    /// were two machines: until one machine shows the growth (`calibrate` times `cuInit` with
-    /// one device visible and with all), the H200 model has 0 here.
+    /// each fewer takes off): `calibrate` times `cuInit` with one device visible and with all
+    /// (on the two H200s 120-124 ms and 232-236 ms: 112 ms a device).
     pub init_per_device_us: f64,
     /// From a CUDA process's last call to its parent seeing it gone (its contexts torn down).
     pub process_exit_us: f64,
@@ -176,9 +175,10 @@ pub struct Latencies {
     pub context_serial: Serial,
     /// How mapping pool memory into peers serialises.
     pub map_serial: Serial,
-    /// How faults surface: one at a time on a GPU (`docs/hardware/2026-12-01-probe-contexts`:
-    /// N at once on one H200 took N times one), at once on two
-    /// (`docs/hardware/2026-12-01-one-context-probe`).
+    /// How faults on different GPUs, or in one process, wait for each other. On one GPU they
+    /// are one at a time whatever this says: a fault holds its GPU's engines while it surfaces
+    /// (`docs/hardware/2026-12-01-probe-contexts`: N at once on one H200 took N times one).
+    /// On the H200s two GPUs' faults surfaced at once (`docs/hardware/2026-12-01-one-context-probe`).
     pub fault_serial: Serial,
 }
 
@@ -913,8 +913,12 @@ mod tests {
 
     #[test]
     fn faults_surface_one_at_a_time_on_a_device_and_at_once_on_two() {
-        let m = Latencies { fault_us: 100.0, ..Latencies::default() };
-        assert_eq!(m.fault_serial, Serial::one_at_a_time(true, false, false));
+        // No fault lock at all: a fault's GPU engines alone put faults on one GPU in a row.
+        let m = Latencies {
+            fault_us: 100.0,
+            fault_serial: Serial::one_at_a_time(false, false, false),
+            ..Latencies::default()
+        };
         let mut machine = Machine::new(m.clone(), 2);
         let fault = |d| price(&m, &Work::Fault(d));
         let at = |machine: &mut Machine, d| {
@@ -929,6 +933,10 @@ mod tests {
         let mut p = ProcessTime::new(0, 2);
         p.advance(&mut machine, &Cost::on(1_000, vec![0]));
         assert_eq!(p.now(), 201_000);
+        // A machine-wide fault lock puts two GPUs' faults in a row too.
+        let machine_wide = Latencies { fault_serial: Serial::one_at_a_time(false, false, true), ..m.clone() };
+        let mut machine = Machine::new(machine_wide, 2);
+        assert_eq!((at(&mut machine, 0), at(&mut machine, 1)), (100_000, 200_000));
     }
 
     #[test]
