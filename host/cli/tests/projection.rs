@@ -90,7 +90,7 @@ fn another_timing_model_changes_the_projection_and_a_bad_one_is_refused() {
 fn a_probe_child_s_cu_init_is_priced_for_its_pair_alone() {
     // If cuInit grows by 100 ms a visible GPU: the parent sees 8 (0.6 s more than with 2),
     // each negative probe's child only its pair (nothing more). Children seeing all 8 would add
-    // 0.6 s to each of the 14 waves of probes (7 rounds, each pair's directions in turn).
+    // 0.6 s to each of the 7 rounds of probes.
     let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let flat = timing_file(&a, r#"{"init_devices": 2, "init_per_device_us": 0.0}"#);
     let growing = timing_file(&b, r#"{"init_devices": 2, "init_per_device_us": 100000.0}"#);
