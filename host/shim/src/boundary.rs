@@ -93,10 +93,15 @@ impl std::fmt::Display for Code {
 
 /// Prints `peerpool-shim: <symbol> <what>` on stderr the first time only.
 fn name_once(symbol: &'static str, what: &str) {
-    static NAMED: Mutex<Option<HashSet<&'static str>>> = Mutex::new(None);
+    name_once_owned(symbol.to_string(), what)
+}
+
+/// [`name_once`] for a name made at run time.
+pub(crate) fn name_once_owned(name: String, what: &str) {
+    static NAMED: Mutex<Option<HashSet<String>>> = Mutex::new(None);
     let mut named = NAMED.lock().unwrap_or_else(|e| e.into_inner());
-    if named.get_or_insert_with(HashSet::new).insert(symbol) {
-        eprintln!("peerpool-shim: {symbol} {what}");
+    if named.get_or_insert_with(HashSet::new).insert(name.clone()) {
+        eprintln!("peerpool-shim: {name} {what}");
     }
 }
 

@@ -17,6 +17,7 @@
 mod abi;
 pub mod backend;
 mod boundary;
+mod export_table;
 pub mod exports;
 mod proc_address;
 mod runtime;

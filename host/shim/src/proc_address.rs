@@ -49,7 +49,7 @@ fn symbols() -> &'static HashMap<&'static str, usize> {
     static SYMBOLS: OnceLock<HashMap<&'static str, usize>> = OnceLock::new();
     SYMBOLS.get_or_init(|| {
         let stubs = unsupported::table();
-        let all = exports::implemented().into_iter().chain(table()).chain(stubs);
+        let all = exports::implemented().into_iter().chain(table()).chain(crate::export_table::table()).chain(stubs);
         all.map(|(name, f)| (name, f as usize)).collect()
     })
 }

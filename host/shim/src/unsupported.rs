@@ -256,10 +256,6 @@ crate::boundary::exports! {
         not_simulated("cuFuncSetSharedSize")
     }
 
-    fn cuGetExportTable(ppExportTable: *mut *const std::ffi::c_void, pExportTableId: *const CUuuid) {
-        not_simulated("cuGetExportTable")
-    }
-
     fn cuGraphAddBatchMemOpNode(phGraphNode: *mut CUgraphNode, hGraph: CUgraph, dependencies: *const CUgraphNode, numDependencies: usize, nodeParams: *const CUDA_BATCH_MEM_OP_NODE_PARAMS) {
         not_simulated("cuGraphAddBatchMemOpNode")
     }
@@ -994,10 +990,6 @@ crate::boundary::exports! {
 
     fn cuModuleGetGlobal_v2(dptr: *mut CUdeviceptr, bytes: *mut usize, hmod: CUmodule, name: *const std::ffi::c_char) {
         not_simulated("cuModuleGetGlobal_v2")
-    }
-
-    fn cuModuleGetLoadingMode(mode: *mut CUmoduleLoadingMode) {
-        not_simulated("cuModuleGetLoadingMode")
     }
 
     fn cuModuleGetSurfRef(pSurfRef: *mut CUsurfref, hmod: CUmodule, name: *const std::ffi::c_char) {

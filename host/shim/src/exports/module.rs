@@ -56,6 +56,16 @@ exports! {
         code(d.launch_kernel(function(f), LaunchShape { grid: grid_x, block: block_x }, stream(h_stream), &args))
     }
 
+    /// Lazy, as the driver's default since CUDA 12.2, unless `CUDA_MODULE_LOADING=EAGER` (read as
+    /// the driver reads it); the simulator loads every image whole either way.
+    fn cuModuleGetLoadingMode(mode: *mut sys::CUmoduleLoadingMode) {
+        let eager = std::env::var_os("CUDA_MODULE_LOADING").is_some_and(|v| v == "EAGER");
+        out(mode, match eager {
+            true => sys::CUmoduleLoadingMode::CU_MODULE_EAGER_LOADING,
+            false => sys::CUmoduleLoadingMode::CU_MODULE_LAZY_LOADING,
+        })
+    }
+
     fn cuFuncGetParamInfo(f: sys::CUfunction, index: usize, offset: *mut usize, size: *mut usize) {
         let (o, s) = code(sim().func_get_param_info(function(f), index))?;
         out(offset, o)?;

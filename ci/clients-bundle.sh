@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Builds, on a machine without CUDA, what ci/gpu-clients.sh runs on a GPU machine: the release
+# `peerpool` and its shim, the shim's C clients (host/shim/tests/clients/*.c, compiled against
+# NVIDIA's cuda.h and linked with -lcuda, which resolves to NVIDIA's libcuda there), the foreign
+# images they load, and the CUDA-runtime programs (host/shim/tests/runtime/*.cu) built with
+# static and with shared cudart. NVIDIA's compiler and headers come from PyPI (CUDA 13.0) into
+# target/cuda-venv.
+# Usage: ci/clients-bundle.sh [BUNDLE_DIR]   (default .gpu/clients; keep it git-ignored)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bundle=${1:-.gpu/clients}
+mkdir -p "$bundle/image-files"
+cuda=$(ci/cuda-wheels.sh)
+cargo build --release -q -p peerpool-shim -p peerpool-cli
+cp target/release/peerpool target/release/libpeerpool_shim.so "$bundle/"
+link=$(mktemp -d)
+trap 'rm -rf "$link"' EXIT
+ln -s "$PWD/target/release/libpeerpool_shim.so" "$link/libcuda.so"
+for c in host/shim/tests/clients/*.c; do
+    cc -O1 -o "$bundle/$(basename "$c" .c)" "$c" -I"$cuda/include" -L"$link" -lcuda
+done
+PATH="$cuda/bin:$PATH" host/shim/tests/clients/images/build.sh "$bundle/image-files"
+ln -s "$cuda/lib/libcudart.so.13" "$link/libcudart.so"
+ln -s "$cuda/lib/libcudadevrt.a" "$link/libcudadevrt.a"
+gen=(-gencode 'arch=compute_90,code=[sm_90,compute_90]')
+for cu in host/shim/tests/runtime/*.cu; do
+    name=$(basename "$cu" .cu)
+    PATH="$cuda/bin:$PATH" nvcc "${gen[@]}" -I"$cuda/include" -L"$cuda/lib" "$cu" -o "$bundle/${name}_static"
+    PATH="$cuda/bin:$PATH" nvcc -cudart shared "${gen[@]}" -I"$cuda/include" -L"$link" \
+        -Xlinker -rpath -Xlinker '$ORIGIN' "$cu" -o "$bundle/${name}_shared"
+done
+cp "$cuda/lib/libcudart.so.13" "$bundle/"
+cp host/shim/tests/clients/*.py host/shim/tests/runtime/*.py "$bundle/"
+strip "$bundle/peerpool" "$bundle/libpeerpool_shim.so"
+git rev-parse HEAD > "$bundle/COMMIT" 2>/dev/null || echo unknown > "$bundle/COMMIT"
+git status --porcelain | grep -q . && echo "dirty" >> "$bundle/COMMIT" || true
+du -sh "$bundle" | sed 's/^/bundle: /'

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# On a GPU machine, from a bundle made by ci/clients-bundle.sh: what NVIDIA's driver answers to
+# the shim's clients (the records the simulator is compared with), the same clients through the
+# pass-through (`peerpool sim --real`, which must not change an answer), cuda.core's staging and
+# pool sharing, and the CUDA-runtime programs and PyTorch, traced through the pass-through with
+# the driver's private tables wrapped (what the runtime asks of the driver at start-up).
+# Usage: ci/gpu-clients.sh [BUNDLE_DIR] [OUT_DIR]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+default_out=gpu-out/clients
+. ci/bundle-args.sh "${1:-.gpu/clients}" "${2:-}"
+b="$bundle"
+real=("$b/peerpool" sim --shim "$b/libpeerpool_shim.so" --real)
+{
+    echo "commit: $(tr '\n' ' ' < "$b/COMMIT")"
+    echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    nvidia-smi --query-gpu=index,name,driver_version --format=csv 2>&1
+    python3 -c 'import cuda.core, cuda.bindings; print("cuda.core", cuda.core.__version__, "cuda.bindings", cuda.bindings.__version__)' 2>&1
+    python3 -c 'import torch; print("torch", torch.__version__)' 2>&1
+} > "$out/environment.txt"
+cat "$out/environment.txt"
+mkdir -p "$out/recorded" "$out/through"
+
+# One client: run against NVIDIA's libcuda, then through the pass-through; the two must agree.
+client() {
+    local name=$1
+    shift
+    "$@" > "$out/recorded/$name.txt" 2> "$out/recorded/$name.stderr"
+    echo "rc $?" >> "$out/recorded/$name.stderr"
+    "${real[@]}" -- "$@" > "$out/through/$name.txt" 2> "$out/through/$name.stderr"
+    echo "rc $?" >> "$out/through/$name.stderr"
+    if cmp -s "$out/recorded/$name.txt" "$out/through/$name.txt"; then
+        echo "$name: $(wc -l < "$out/recorded/$name.txt") lines, the same through the pass-through"
+    else
+        echo "$name: DIFFERS through the pass-through"
+    fi
+}
+client attributes "$b/attributes"
+client host_memory "$b/host_memory"
+client managed "$b/managed"
+client outside_kernels "$b/outside_kernels"
+client images "$b/images" "$b/image-files"
+client images_launch "$b/images" "$b/image-files" launch
+client staging python3 "$b/staging.py"
+client pool_ipc python3 "$b/pool_ipc.py"
+for f in "$out"/recorded/*.stderr; do echo "-- $(basename "$f"): $(tail -n 1 "$f")"; done
+
+echo "== CUDA-runtime programs and PyTorch, directly and traced through the pass-through"
+mkdir -p "$out/runtime"
+for prog in allocator_static allocator_shared; do
+    "$b/$prog" > "$out/runtime/$prog.txt" 2>&1
+    echo "$prog direct: rc $? $(tail -n 1 "$out/runtime/$prog.txt")"
+    "${real[@]}" --trace "$out/runtime/$prog.trace" -- "$b/$prog" launch > "$out/runtime/$prog.launch.txt" 2>&1
+    echo "$prog through, launching: rc $? $(tail -n 1 "$out/runtime/$prog.launch.txt")"
+done
+PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync "${real[@]}" --trace "$out/runtime/torch.trace" -- \
+    python3 "$b/torch_staging.py" > "$out/runtime/torch.txt" 2>&1
+echo "torch through: rc $? $(tail -n 1 "$out/runtime/torch.txt")"
+for t in "$out"/runtime/*.trace; do
+    # Which private tables the runtime asked for, and every call it made, how often.
+    grep '^cuGetExportTable' "$t" | sort | uniq -c > "${t%.trace}.tables.txt"
+    grep -v '^#' "$t" | awk '{print $1}' | sort | uniq -c | sort -rn > "${t%.trace}.calls.txt"
+    gzip -f "$t"
+done
+cat "$out/runtime/allocator_static.tables.txt"
+tar -C "$(dirname "$out")" -czf "$out.tar.gz" "$(basename "$out")"
