@@ -100,6 +100,18 @@ struct Location {
 }
 
 impl Location {
+    /// The location as the simulator names it.
+    fn named(self) -> peerpool_sim::host_memory::Location {
+        use peerpool_sim::host_memory::Location as L;
+        use sys::CUmemLocationType::*;
+        match self.kind {
+            k if k == CU_MEM_LOCATION_TYPE_DEVICE as u32 => L::Device(self.id),
+            k if k == CU_MEM_LOCATION_TYPE_HOST as u32 => L::Host,
+            k if k == CU_MEM_LOCATION_TYPE_HOST_NUMA as u32 => L::HostNuma(self.id),
+            k => L::Other(k),
+        }
+    }
+
     /// A device location's ordinal (`CU_MEM_LOCATION_TYPE_DEVICE`); anything else is not
     /// simulated.
     fn device(self) -> Result<i32, CUresult> {
@@ -186,6 +198,22 @@ pub(crate) unsafe fn location_device(location: *const sys::CUmemLocation) -> Res
     unsafe { read_as::<_, Location>(location) }?.device()
 }
 
+/// A `CUmemLocation` passed by value, as the simulator names it.
+pub(crate) fn location(location: sys::CUmemLocation) -> peerpool_sim::host_memory::Location {
+    Location { kind: location.type_ as u32, id: location.id }.named()
+}
+
+/// A `CUmemLocation*`, as the simulator names it.
+///
+/// # Safety
+/// A non-null `location` is valid for a read.
+pub(crate) unsafe fn location_at(
+    location: *const sys::CUmemLocation,
+) -> Result<peerpool_sim::host_memory::Location, CUresult> {
+    // SAFETY: the caller's; the mirror has the location's layout.
+    Ok(unsafe { read_as::<_, Location>(location) }?.named())
+}
+
 /// `*ptr` read through its mirror `M`; a null `ptr` is `CUDA_ERROR_INVALID_VALUE`.
 ///
 /// # Safety
@@ -198,18 +226,35 @@ unsafe fn read_as<T, M>(ptr: *const T) -> Result<M, CUresult> {
     Ok(unsafe { ptr.cast::<M>().read() })
 }
 
-/// `CUmemPoolProps` of a pinned device pool.
+/// What a `CUmemPoolProps` asks for: a pinned device pool (peerpool's seam), or another kind.
+pub(crate) enum PoolRequest {
+    Device(PoolProps),
+    /// Pinned memory on the host, or managed memory (`managed`), at `location`.
+    Other {
+        location: peerpool_sim::host_memory::Location,
+        managed: bool,
+        handle_types: HandleKinds,
+        max_size: usize,
+    },
+}
+
+const MANAGED: u32 = sys::CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_MANAGED as u32;
+
+/// `CUmemPoolProps`, as the simulator takes it.
 ///
 /// # Safety
 /// A non-null `props` is valid for a read.
-pub(crate) unsafe fn pool_props(props: *const sys::CUmemPoolProps) -> Result<PoolProps, CUresult> {
+pub(crate) unsafe fn pool_request(props: *const sys::CUmemPoolProps) -> Result<PoolRequest, CUresult> {
     // SAFETY: the caller's; the mirror has the struct's layout (tested below).
     let raw = unsafe { read_as::<_, RawPoolProps>(props) }?;
-    if raw.alloc_type != PINNED {
-        return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+    let (handle_types, max_size) = (HandleKinds(raw.handle_types), raw.max_size);
+    let device = raw.location.kind == sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE as u32;
+    match raw.alloc_type {
+        PINNED if device => Ok(PoolRequest::Device(PoolProps { device: raw.location.id, handle_types, max_size })),
+        PINNED => Ok(PoolRequest::Other { location: raw.location.named(), managed: false, handle_types, max_size }),
+        MANAGED => Ok(PoolRequest::Other { location: raw.location.named(), managed: true, handle_types, max_size }),
+        _ => Err(CUresult::CUDA_ERROR_INVALID_VALUE),
     }
-    let device = raw.location.device()?;
-    Ok(PoolProps { device, handle_types: HandleKinds(raw.handle_types), max_size: raw.max_size })
 }
 
 /// `CUmemAllocationProp` of pinned device memory.

@@ -768,18 +768,6 @@ crate::boundary::exports! {
         not_simulated("cuLogsUnregisterCallback")
     }
 
-    fn cuMemAdvise_v2(devPtr: CUdeviceptr, count: usize, advice: CUmem_advise, location: CUmemLocation) {
-        not_simulated("cuMemAdvise_v2")
-    }
-
-    fn cuMemAllocHost_v2(pp: *mut *mut std::ffi::c_void, bytesize: usize) {
-        not_simulated("cuMemAllocHost_v2")
-    }
-
-    fn cuMemAllocManaged(dptr: *mut CUdeviceptr, bytesize: usize, flags: std::ffi::c_uint) {
-        not_simulated("cuMemAllocManaged")
-    }
-
     fn cuMemAllocPitch_v2(dptr: *mut CUdeviceptr, pPitch: *mut usize, WidthInBytes: usize, Height: usize, ElementSizeBytes: std::ffi::c_uint) {
         not_simulated("cuMemAllocPitch_v2")
     }
@@ -796,10 +784,6 @@ crate::boundary::exports! {
         not_simulated("cuMemDiscardBatchAsync")
     }
 
-    fn cuMemFreeHost(p: *mut std::ffi::c_void) {
-        not_simulated("cuMemFreeHost")
-    }
-
     fn cuMemGetAccess(flags: *mut std::ffi::c_ulonglong, location: *const CUmemLocation, ptr: CUdeviceptr) {
         not_simulated("cuMemGetAccess")
     }
@@ -808,56 +792,16 @@ crate::boundary::exports! {
         not_simulated("cuMemGetAllocationPropertiesFromHandle")
     }
 
-    fn cuMemGetDefaultMemPool(pool_out: *mut CUmemoryPool, location: *mut CUmemLocation, type_: CUmemAllocationType) {
-        not_simulated("cuMemGetDefaultMemPool")
-    }
-
     fn cuMemGetHandleForAddressRange(handle: *mut std::ffi::c_void, dptr: CUdeviceptr, size: usize, handleType: CUmemRangeHandleType, flags: std::ffi::c_ulonglong) {
         not_simulated("cuMemGetHandleForAddressRange")
-    }
-
-    fn cuMemGetMemPool(pool: *mut CUmemoryPool, location: *mut CUmemLocation, type_: CUmemAllocationType) {
-        not_simulated("cuMemGetMemPool")
-    }
-
-    fn cuMemHostAlloc(pp: *mut *mut std::ffi::c_void, bytesize: usize, Flags: std::ffi::c_uint) {
-        not_simulated("cuMemHostAlloc")
-    }
-
-    fn cuMemHostGetDevicePointer_v2(pdptr: *mut CUdeviceptr, p: *mut std::ffi::c_void, Flags: std::ffi::c_uint) {
-        not_simulated("cuMemHostGetDevicePointer_v2")
-    }
-
-    fn cuMemHostGetFlags(pFlags: *mut std::ffi::c_uint, p: *mut std::ffi::c_void) {
-        not_simulated("cuMemHostGetFlags")
-    }
-
-    fn cuMemHostRegister_v2(p: *mut std::ffi::c_void, bytesize: usize, Flags: std::ffi::c_uint) {
-        not_simulated("cuMemHostRegister_v2")
-    }
-
-    fn cuMemHostUnregister(p: *mut std::ffi::c_void) {
-        not_simulated("cuMemHostUnregister")
     }
 
     fn cuMemMapArrayAsync(mapInfoList: *mut CUarrayMapInfo, count: std::ffi::c_uint, hStream: CUstream) {
         not_simulated("cuMemMapArrayAsync")
     }
 
-    fn cuMemPrefetchAsync_v2(devPtr: CUdeviceptr, count: usize, location: CUmemLocation, flags: std::ffi::c_uint, hStream: CUstream) {
-        not_simulated("cuMemPrefetchAsync_v2")
-    }
-
     fn cuMemPrefetchBatchAsync(dptrs: *mut CUdeviceptr, sizes: *mut usize, count: usize, prefetchLocs: *mut CUmemLocation, prefetchLocIdxs: *mut usize, numPrefetchLocs: usize, flags: std::ffi::c_ulonglong, hStream: CUstream) {
         not_simulated("cuMemPrefetchBatchAsync")
-    }
-
-    fn cuMemRangeGetAttribute(data: *mut std::ffi::c_void, dataSize: usize, attribute: CUmem_range_attribute, devPtr: CUdeviceptr, count: usize) {
-        not_simulated("cuMemRangeGetAttribute")
-    }
-
-    fn cuMemRangeGetAttributes(data: *mut *mut std::ffi::c_void, dataSizes: *mut usize, attributes: *mut CUmem_range_attribute, numAttributes: usize, devPtr: CUdeviceptr, count: usize) {
-        not_simulated("cuMemRangeGetAttributes")
     }
 
     fn cuMemSetMemPool(location: *mut CUmemLocation, type_: CUmemAllocationType, pool: CUmemoryPool) {

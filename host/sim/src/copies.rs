@@ -13,6 +13,7 @@ pub(super) fn htod(s: &mut State, device: usize, dst: u64, src: &[u8]) -> SimRes
         return Ok(());
     }
     s.check_copy(device, dst, src.len() as u64)?;
+    s.check_writable(dst, src.len() as u64)?;
     if let Some((block, offset)) = s.memory.span(dst, src.len() as u64) {
         block.write(offset, src);
     }
@@ -38,6 +39,7 @@ pub(super) fn dtod(s: &mut State, device: usize, dst: u64, src: u64, bytes: usiz
     }
     s.check_copy(device, src, bytes as u64)?;
     s.check_copy(device, dst, bytes as u64)?;
+    s.check_writable(dst, bytes as u64)?;
     copy(s, dst, src, bytes);
     Ok(())
 }
@@ -53,6 +55,7 @@ pub(super) fn peer(s: &mut State, c: PeerCopy) -> SimResult<()> {
     if s.memory.span(c.src.0, c.bytes as u64).is_none() || s.memory.span(c.dst.0, c.bytes as u64).is_none() {
         return Err(CudaCode::CUDA_ERROR_INVALID_VALUE.into());
     }
+    s.check_writable(c.dst.0, c.bytes as u64)?;
     copy(s, c.dst.0, c.src.0, c.bytes);
     Ok(())
 }
@@ -67,6 +70,7 @@ pub(super) fn memset(s: &mut State, device: usize, dst: u64, unit: &[u8], count:
         return Err(CudaCode::CUDA_ERROR_INVALID_VALUE.into());
     }
     let owner = s.check_engine(device, dst, bytes as u64)?;
+    s.check_writable(dst, bytes as u64)?;
     let data: Vec<u8> = unit.iter().copied().cycle().take(bytes).collect();
     land(s, dst, data, s.topo.fault(device, owner));
     Ok(())

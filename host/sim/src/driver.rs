@@ -2,7 +2,7 @@
 
 use super::kernels::{self, Kernel};
 use super::memory::{ALIGN, Exhausted, Origin};
-use super::state::{EventRec, Fail, SimResult, State};
+use super::state::{EventRec, Fail, PoolPlace, SimResult, State};
 use super::timing::{self, Latencies, Machine, Path, ProcessTime, Work};
 use super::topology::Topology;
 use super::{copies, pools, share, vmm};
@@ -210,10 +210,15 @@ impl SimDriver {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The state, for what reads it without being a driver call (no clock, no sticky error).
+    pub(super) fn lock_state(&self) -> MutexGuard<'_, State> {
+        self.lock()
+    }
+
     /// Runs one call: a dead process fails every call with its sticky error; otherwise `f`'s
     /// failure is reported under `call` (or the call it names). Either way the clock advances
     /// by the call's cost: what `f` recorded in `State::work`, else a plain call's.
-    fn run<T>(&self, call: &'static str, f: impl FnOnce(&mut State) -> SimResult<T>) -> DriverResult<T> {
+    pub(super) fn run<T>(&self, call: &'static str, f: impl FnOnce(&mut State) -> SimResult<T>) -> DriverResult<T> {
         let mut state = self.lock();
         state.work = None;
         let result = match state.dead {
@@ -314,7 +319,7 @@ impl Driver for SimDriver {
     }
 
     fn device_get_attribute(&self, device: i32, attribute: DeviceAttribute) -> DriverResult<i32> {
-        self.run("cuDeviceGetAttribute", |s| Ok(attribute_of(&s.topo.devices[s.device(device)?], attribute)))
+        self.run("cuDeviceGetAttribute", |s| Ok(super::attributes::of(&s.topo.devices[s.device(device)?], attribute)))
     }
 
     /// Synthetic ([`Topology::uuid`]): the same device has the same UUID in every process.
@@ -513,13 +518,15 @@ impl Driver for SimDriver {
         self.run("cuMemPoolSetAccess", |s| {
             let id = s.pool(pool.0)?;
             let owner = s.pools[id].device;
+            // A pool on the host has no owner: any device may be granted or revoked.
+            let owned = !matches!(s.pools[id].place, PoolPlace::Host { .. });
             // Every entry is checked before any is applied: the driver applies all or none.
             for desc in map {
                 let Some(d) = s.in_range(desc.device) else { return fail(CudaCode::CUDA_ERROR_INVALID_DEVICE) };
                 match desc.access {
                     Access::Read => return fail(CudaCode::CUDA_ERROR_NOT_SUPPORTED),
-                    Access::None if d == owner => return fail(CudaCode::CUDA_ERROR_INVALID_DEVICE),
-                    Access::ReadWrite if d != owner && !s.topo.link(d, owner).access => {
+                    Access::None if owned && d == owner => return fail(CudaCode::CUDA_ERROR_INVALID_DEVICE),
+                    Access::ReadWrite if owned && d != owner && !s.topo.link(d, owner).access => {
                         return fail(CudaCode::CUDA_ERROR_INVALID_DEVICE);
                     }
                     _ => {}
@@ -527,7 +534,7 @@ impl Driver for SimDriver {
             }
             let before = s.pools[id].access.clone();
             for desc in map {
-                if let Some(d) = s.in_range(desc.device).filter(|&d| d != owner) {
+                if let Some(d) = s.in_range(desc.device).filter(|&d| !owned || d != owner) {
                     s.pools[id].access[d] = desc.access; // in order: the last entry for a device wins
                 }
             }
@@ -978,7 +985,7 @@ fn free(s: &mut State, ptr: DevicePtr) -> SimResult<()> {
     }
     let Some(block) = s.memory.free(ptr.0) else { return fail(CudaCode::CUDA_ERROR_INVALID_VALUE) };
     s.legacy_owner.remove(&ptr.0);
-    if let (Some(p), Origin::Allocated) = (block.pool, &block.origin) {
+    if let (Some(p), Origin::Allocated | Origin::Host(_)) = (block.pool, &block.origin) {
         pools::freed(s, p, block.size());
     }
     Ok(())
@@ -1051,29 +1058,4 @@ fn cubin_names(elf: &[u8], name: &str) -> bool {
     let mut symbol = name.as_bytes().to_vec();
     symbol.push(0);
     elf.windows(symbol.len() + 1).any(|w| (w[0] == 0 || w[0] == b'.') && w[1..] == symbol[..])
-}
-
-/// What a simulated device answers for `attribute`: its spec where the topology gives it, else
-/// the H100/H200-class values real clients expect (documented among the known differences).
-fn attribute_of(d: &super::topology::DeviceSpec, attribute: DeviceAttribute) -> i32 {
-    use DeviceAttribute::*;
-    match attribute {
-        ComputeCapabilityMajor => d.compute_capability.0,
-        ComputeCapabilityMinor => d.compute_capability.1,
-        MultiprocessorCount => d.sms,
-        PciBusId => d.pci_bus_id,
-        MemoryPoolsSupported => d.pools_supported as i32,
-        MempoolSupportedHandleTypes => d.pool_handle_types.0 as i32,
-        HandleTypePosixFdSupported => d.pool_handle_types.contains(HandleKinds::POSIX_FD) as i32,
-        HandleTypeFabricSupported => d.pool_handle_types.contains(HandleKinds::FABRIC) as i32,
-        MaxThreadsPerBlock | MaxBlockDimX | MaxBlockDimY => 1024,
-        MaxBlockDimZ => 64,
-        MaxGridDimX => i32::MAX,
-        MaxGridDimY | MaxGridDimZ => 65535,
-        MaxSharedMemoryPerBlock => 48 << 10,
-        WarpSize => 32,
-        MaxThreadsPerMultiprocessor => 2048,
-        ComputeMode | PciDeviceId | PciDomainId => 0,
-        UnifiedAddressing | ConcurrentKernels | ManagedMemory | VirtualMemoryManagementSupported => 1,
-    }
 }

@@ -128,7 +128,7 @@ pub(super) fn traffic(state: &State, device: usize, kernel: Kernel, shape: Launc
 /// `words[i] = pattern(i, seed)` for `i < len`.
 fn fill(state: &mut State, device: usize, words: u64, len: u64, seed: u32) -> Result<(), Trap> {
     let bytes = len.checked_mul(4).ok_or(ILLEGAL)?;
-    probe(state, device, words, bytes, 4)?;
+    probe_write(state, device, words, bytes, 4)?;
     let mut data = vec![0u8; bytes as usize];
     for (i, word) in data.chunks_exact_mut(4).enumerate() {
         word.copy_from_slice(&pattern(i as u64, seed).to_le_bytes());
@@ -165,7 +165,7 @@ fn check(state: &mut State, device: usize, words: u64, len: u64, seed: u32, resu
 fn copy16(state: &mut State, device: usize, dst: u64, src: u64, len: u64) -> Result<(), Trap> {
     let bytes = len.checked_mul(16).ok_or(ILLEGAL)?;
     let data = load(state, device, src, bytes, 16)?;
-    probe(state, device, dst, bytes, 16)?;
+    probe_write(state, device, dst, bytes, 16)?;
     store(state, device, dst, data);
     Ok(())
 }
@@ -245,6 +245,12 @@ fn probe(state: &State, device: usize, addr: u64, len: u64, align: u64) -> Resul
     }
 }
 
+/// As [`probe`], for a write: memory registered read-only faults too.
+fn probe_write(state: &State, device: usize, addr: u64, len: u64, align: u64) -> Result<(), Trap> {
+    probe(state, device, addr, len, align)?;
+    state.check_writable(addr, len).map_err(|_| ILLEGAL)
+}
+
 /// What `device` reads at `[addr, addr + len)`, after the link from the memory's device.
 fn load(state: &State, device: usize, addr: u64, len: u64, align: u64) -> Result<Vec<u8>, Trap> {
     probe(state, device, addr, len, align)?;
@@ -281,7 +287,7 @@ fn update(
     align: u64,
     f: impl FnOnce(&mut [u8]),
 ) -> Result<(), Trap> {
-    probe(state, device, addr, len, align)?;
+    probe_write(state, device, addr, len, align)?;
     let Some((block, offset)) = state.memory.span(addr, len) else { return Ok(()) };
     let fault = state.topo.fault(device, block.device);
     // Under the bytes' lock from read to write: atomic for every process that maps them.

@@ -56,8 +56,7 @@
 //!   reserve exactly what is allocated, keep freed bytes reserved until a synchronisation (of
 //!   a stream, event or context of the device) releases what exceeds the release threshold or
 //!   `cuMemPoolTrimTo` trims; the reuse policies are stored and have no effect. Streams and
-//!   events are always idle (`cuStreamQuery`, `cuEventQuery` succeed). Device attributes
-//!   beyond the topology's are an H100/H200-class device's; UUIDs are a hash of the topology
+//!   events are always idle (`cuStreamQuery`, `cuEventQuery` succeed). UUIDs are a hash of the topology
 //!   name and the device's index on the machine (the same in every process's view).
 //! - PCI bus ids are synthetic (`0x18 + 0x10 ×` the index on the machine); every sticky error
 //!   is the process's last word, including for `cuDeviceGetCount` and `cuCtxSetCurrent`.
@@ -68,6 +67,24 @@
 //!   (`peerpool check --topology`, `PEERPOOL_HARDWARE`) shows the whole topology. Importing
 //!   shared memory whose device the importer does not see is `CUDA_ERROR_INVALID_DEVICE`
 //!   (not measured).
+//!
+//! ## Memory the host reaches (`host_memory.rs`)
+//! Page-locked memory (`cuMemAllocHost`, `cuMemHostAlloc`, `cuMemHostRegister`), managed memory
+//! and pools on the host or of managed memory, as one H200 answered a client of each
+//! (`docs/hardware/2026-12-01-clients`): the bytes sit at a host address that the host and every
+//! device use. Departures, chosen:
+//! - An address in the devices' range that is in no allocation (freed, past an allocation's
+//!   end) is `CUDA_ERROR_INVALID_VALUE` for `cuMemcpy` and the copies; the H200's driver copied
+//!   (its allocator still mapped the range) or crashed the process.
+//! - Memory registered read-only may not be written by a copy, a memset (`CUDA_ERROR_INVALID_VALUE`)
+//!   or a kernel (an illegal-address fault): the H200 took the registration; writes were not tried.
+//! - Managed memory never migrates: advice and prefetches are kept for the whole allocation that
+//!   holds the range given, and read back by `cuMemRangeGetAttribute`; every device reaches it.
+//!   With no preferred location, `cuMemGetMemPool` gives the current device's managed pool.
+//! - A pool on the host can be shared only at `HOST_NUMA` node 0 (the H200's machine had one node),
+//!   and its memory cannot be exported (`CUDA_ERROR_NOT_SUPPORTED`).
+//! - Device attributes are an H200's (`attributes/h200.txt`, recorded), except those the
+//!   topology gives.
 //!
 //! ## Inter-process sharing (`shared_file.rs`, `handles.rs`, `share.rs`, `vmm.rs`)
 //! Processes share as on a GPU machine: two programs on the libcuda shim, each with its own
@@ -107,6 +124,7 @@
 //! - [`SimDriver::fork`] keeps exported and imported bytes shared with the fork (like
 //!   `MAP_SHARED` memory) and copies the rest.
 
+mod attributes;
 mod catalog;
 mod checked;
 mod contexts;
@@ -114,6 +132,7 @@ mod copies;
 mod driver;
 pub mod env;
 mod handles;
+pub mod host_memory;
 mod input;
 mod kernels;
 mod memory;

@@ -7,6 +7,11 @@
 //! Bytes live in a [`Backing`] behind its own lock. Exported bytes move into a shared file
 //! (`shared_file.rs`) that importers map, in another process or in another simulator of this
 //! one, so a write through any mapping is seen by all, as with real inter-process sharing.
+//!
+//! Memory the host reads and writes itself (page-locked, registered and managed memory, pools on
+//! the host) lives at a host address, below the devices' ranges: its block starts at the bytes'
+//! own address, so a pointer works for the host and for the driver alike, as with unified
+//! addressing on a GPU machine.
 
 use super::shared_file::{Header, Locator, SharedFile};
 use super::topology::{FaultKind, LinkFault, MAX_DEVICES};
@@ -27,6 +32,11 @@ const VA_BASE: u64 = BASE + MAX_DEVICES as u64 * SPAN;
 const VA_SPAN: u64 = 1 << 44;
 // Every device range and the reservations fit in 64 bits without meeting.
 const _: () = assert!(VA_BASE.checked_add(VA_SPAN).is_some() && BASE > (1 << 47));
+/// Whether `addr` lies where the simulator places device memory (and never host memory).
+pub(super) fn in_device_range(addr: u64) -> bool {
+    addr >= BASE
+}
+
 /// Allocation alignment, as `cuMemAlloc` documents (256 bytes).
 pub(super) const ALIGN: u64 = 256;
 /// The virtual-memory granularity the H200s report (2 MiB).
@@ -40,6 +50,31 @@ enum Store {
     /// another simulator of this one). A fork of the simulator keeps sharing it (as it would
     /// `MAP_SHARED` memory).
     Shared(SharedFile),
+    /// At a fixed address of this process, where the host reads and writes them too.
+    Host(HostBytes),
+}
+
+/// Bytes at a fixed host address: mapped here for the simulator (page-locked, managed, pool
+/// memory on the host; unmapped when the last block using them goes), or the caller's own
+/// (`cuMemHostRegister`), which the caller keeps mapped until it unregisters them.
+pub(super) struct HostBytes {
+    at: std::ptr::NonNull<u8>,
+    len: usize,
+    owned: bool,
+}
+
+// SAFETY: the bytes are reached only through the backing's lock (and by the host program, whose
+// accesses racing the driver's are its own, as on a GPU).
+unsafe impl Send for HostBytes {}
+
+impl Drop for HostBytes {
+    fn drop(&mut self) {
+        if self.owned {
+            // SAFETY: `mmap_anonymous` gave these `len` bytes in `Backing::host`, and no block
+            // holds them any more.
+            let _ = unsafe { rustix::mm::munmap(self.at.as_ptr().cast(), self.len) };
+        }
+    }
 }
 
 /// The bytes of one allocation; clones share them. The lock orders this process's threads (and
@@ -68,6 +103,35 @@ impl Backing {
         Some(Backing(Arc::new(Mutex::new(Store::Private(bytes)))))
     }
 
+    /// `len > 0` zero bytes at a new, page-aligned host address, or `None` when this machine
+    /// cannot map them.
+    pub(super) fn host(len: usize) -> Option<Backing> {
+        use rustix::mm::{MapFlags, ProtFlags};
+        // SAFETY: a new anonymous private mapping touches no existing memory.
+        let at = unsafe {
+            rustix::mm::mmap_anonymous(std::ptr::null_mut(), len, ProtFlags::READ | ProtFlags::WRITE, MapFlags::PRIVATE)
+        }
+        .ok()?;
+        let at = std::ptr::NonNull::new(at.cast())?;
+        Some(Backing(Arc::new(Mutex::new(Store::Host(HostBytes { at, len, owned: true })))))
+    }
+
+    /// The caller's `len > 0` bytes at `at`.
+    ///
+    /// # Safety
+    /// `[at, at + len)` stays mapped, readable and writable while any block holds this backing.
+    pub(super) unsafe fn registered(at: std::ptr::NonNull<u8>, len: usize) -> Backing {
+        Backing(Arc::new(Mutex::new(Store::Host(HostBytes { at, len, owned: false }))))
+    }
+
+    /// Where the bytes are in this process, for bytes at a host address.
+    pub(super) fn host_address(&self) -> Option<u64> {
+        match &*self.lock() {
+            Store::Host(bytes) => Some(bytes.at.as_ptr() as u64),
+            _ => None,
+        }
+    }
+
     /// The bytes of a shared file opened here.
     pub(super) fn mapped(file: SharedFile) -> Backing {
         Backing(Arc::new(Mutex::new(Store::Shared(file))))
@@ -83,6 +147,12 @@ impl Backing {
         match &mut *self.lock() {
             Store::Private(bytes) => f(&mut bytes[offset..offset + len]),
             Store::Shared(file) => file.with(offset, len, f),
+            Store::Host(bytes) => {
+                assert!(offset.checked_add(len).is_some_and(|end| end <= bytes.len), "range checked by the caller");
+                // SAFETY: inside the bytes, which stay mapped while this backing lives
+                // (`HostBytes`); the lock orders the simulator's own accesses.
+                f(unsafe { std::slice::from_raw_parts_mut(bytes.at.as_ptr().add(offset), len) })
+            }
         }
     }
 
@@ -95,6 +165,7 @@ impl Backing {
         match &*store {
             Store::Shared(file) if file.header() == header => Ok(file.locator()),
             Store::Shared(_) => Err(CudaCode::CUDA_ERROR_INVALID_VALUE),
+            Store::Host(_) => Err(CudaCode::CUDA_ERROR_NOT_SUPPORTED),
             Store::Private(bytes) => {
                 let file = SharedFile::create(header, bytes).map_err(|_| CudaCode::CUDA_ERROR_OPERATING_SYSTEM)?;
                 let at = file.locator();
@@ -112,7 +183,8 @@ impl Backing {
             return copy.clone();
         }
         let copy = match &*self.lock() {
-            Store::Shared(_) => return self.clone(),
+            // The host's own memory is one for the process and its fork alike.
+            Store::Shared(_) | Store::Host(_) => return self.clone(),
             Store::Private(bytes) => Backing(Arc::new(Mutex::new(Store::Private(bytes.clone())))),
         };
         copies.insert(key, copy.clone());
@@ -136,6 +208,42 @@ pub(super) enum Origin {
         /// By device ordinal.
         access: Vec<Access>,
     },
+    /// Memory at a host address, which the host reads and writes itself; never charged to a
+    /// device.
+    Host(HostKind),
+}
+
+/// What memory at a host address is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum HostKind {
+    /// `cuMemAllocHost`, `cuMemHostAlloc`: the flags `cuMemHostGetFlags` reports, and the context
+    /// it was made in.
+    PageLocked { flags: u32, ctx: u64 },
+    /// `cuMemHostRegister`: the caller's memory, as for page-locked memory; the driver may not
+    /// write it when registered read-only.
+    Registered { flags: u32, ctx: u64, read_only: bool },
+    /// `cuMemAllocManaged` or a managed pool's allocation, with the advice given for it.
+    Managed(Advice),
+    /// An allocation from a pool located on the host.
+    PoolOnHost,
+}
+
+/// Where managed memory is preferred, was prefetched, or is accessed from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Place {
+    Device(usize),
+    Host,
+}
+
+/// The advice given for a managed allocation and where it was last prefetched to, as
+/// `cuMemRangeGetAttribute` reads them back (kept for the whole allocation).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(super) struct Advice {
+    pub(super) read_mostly: bool,
+    pub(super) preferred: Option<Place>,
+    /// Devices, in the order the advice named them.
+    pub(super) accessed_by: Vec<usize>,
+    pub(super) last_prefetch: Option<Place>,
 }
 
 /// One range of mapped device memory.
@@ -259,16 +367,38 @@ impl Memory {
         Ok(base)
     }
 
+    /// Places host-resident `backing` (of [`Backing::host`] or [`Backing::registered`], `size`
+    /// bytes) at its own address; `None` if a block is there already.
+    pub(super) fn place_host(
+        &mut self,
+        device: usize,
+        backing: Backing,
+        size: u64,
+        pool: Option<usize>,
+        kind: HostKind,
+    ) -> Option<u64> {
+        let base = backing.host_address()?;
+        if !self.overlapping(base, size).is_empty() {
+            return None;
+        }
+        self.blocks.insert(base, Block { base, device, pool, origin: Origin::Host(kind), len: size, backing });
+        Some(base)
+    }
+
     /// Maps `backing` at `base` (a reserved range the caller checked is free).
     pub(super) fn map_at(&mut self, base: u64, device: usize, backing: Backing, size: u64, origin: Origin) {
         self.blocks.insert(base, Block { base, device, pool: None, origin, len: size, backing });
     }
 
     /// Removes the allocation starting exactly at `base` if `cuMemFree` may free it (allocated
-    /// or imported pool memory), giving its memory back.
+    /// or imported pool memory, managed memory, a host pool's memory), giving its memory back.
     pub(super) fn free(&mut self, base: u64) -> Option<Block> {
         let origin = &self.blocks.get(&base)?.origin;
-        if !matches!(origin, Origin::Allocated | Origin::Imported) {
+        let freeable = matches!(
+            origin,
+            Origin::Allocated | Origin::Imported | Origin::Host(HostKind::Managed(_) | HostKind::PoolOnHost)
+        );
+        if !freeable {
             return None;
         }
         self.remove(base)

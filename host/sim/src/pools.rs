@@ -6,8 +6,8 @@
 //! it keeps freed bytes reserved until a synchronisation releases what exceeds the release
 //! threshold, or `cuMemPoolTrimTo` does.
 
-use super::memory::Exhausted;
-use super::state::{SimResult, State};
+use super::memory::{Advice, Backing, Exhausted, HostKind};
+use super::state::{PoolPlace, SimResult, State};
 use peerpool::CudaCode;
 use peerpool::driver::PoolAttribute;
 
@@ -28,11 +28,25 @@ pub(super) fn alloc(s: &mut State, id: usize, bytes: usize) -> SimResult<u64> {
     if max != 0 && used.saturating_add(bytes as u64) > max {
         return fail(CudaCode::CUDA_ERROR_OUT_OF_MEMORY);
     }
-    let capacity = s.topo.devices[device].total_memory;
-    let base = s
-        .memory
-        .alloc(device, bytes as u64, capacity, Some(id))
-        .map_err(|_: Exhausted| CudaCode::CUDA_ERROR_OUT_OF_MEMORY)?;
+    let base = match s.pools[id].place {
+        PoolPlace::Device => {
+            let capacity = s.topo.devices[device].total_memory;
+            s.memory
+                .alloc(device, bytes as u64, capacity, Some(id))
+                .map_err(|_: Exhausted| CudaCode::CUDA_ERROR_OUT_OF_MEMORY)?
+        }
+        // Host memory, at its own address: not charged to a device.
+        place => {
+            let kind = match place {
+                PoolPlace::Managed => HostKind::Managed(Advice::default()),
+                _ => HostKind::PoolOnHost,
+            };
+            let backing = Backing::host(bytes).ok_or(CudaCode::CUDA_ERROR_OUT_OF_MEMORY)?;
+            s.memory
+                .place_host(device, backing, bytes as u64, Some(id), kind)
+                .ok_or(CudaCode::CUDA_ERROR_OUT_OF_MEMORY)?
+        }
+    };
     let stats = &mut s.pools[id].stats;
     stats.used += bytes as u64;
     stats.used_high = stats.used_high.max(stats.used);

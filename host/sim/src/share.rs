@@ -7,7 +7,7 @@
 //! travel: an imported pool is a new pool in the importer, read-write for its owner only.
 
 use super::handles::{self, Blob};
-use super::memory::{Backing, Origin};
+use super::memory::{Backing, HostKind, Origin};
 use super::shared_file::{Header, Kind, SharedFile};
 use super::state::{Fail, SimResult, State};
 use peerpool::CudaCode;
@@ -163,19 +163,37 @@ pub(super) fn attribute(s: &State, ptr: u64, attribute: PointerAttribute) -> Sim
     };
     let handle_types = pool.map(|p| p.handle_types).or(physical.map(|p| p.handle_types));
     let legacy = pool.is_none() && block.origin == Origin::Allocated;
+    let host = match &block.origin {
+        Origin::Host(kind) => Some(kind),
+        _ => None,
+    };
+    let managed = matches!(host, Some(HostKind::Managed(_)));
     Ok(match attribute {
         PointerAttribute::DeviceOrdinal => block.device as u64,
         PointerAttribute::MempoolHandle => pool.map_or(0, |p| p.handle),
         PointerAttribute::IsLegacyCudaIpcCapable => legacy as u64,
         PointerAttribute::AllowedHandleTypes => handle_types.map_or(0, |t| t.0 as u64),
+        // A pool on the host's memory has no range start (as the H200s answered).
+        PointerAttribute::RangeStartAddr if host == Some(&HostKind::PoolOnHost) => 0,
         PointerAttribute::RangeStartAddr => block.base,
         PointerAttribute::RangeSize => block.size(),
-        // Device memory (CU_MEMORYTYPE_DEVICE), never managed, addressed as given, mapped.
-        PointerAttribute::MemoryType => 2,
-        PointerAttribute::IsManaged => 0,
+        // Host memory (CU_MEMORYTYPE_HOST), else device memory, managed memory included.
+        PointerAttribute::MemoryType => {
+            if host.is_some() && !managed {
+                1
+            } else {
+                2
+            }
+        }
+        PointerAttribute::IsManaged => managed as u64,
         PointerAttribute::DevicePointer => ptr,
+        PointerAttribute::HostPointer if host.is_some() => ptr,
+        PointerAttribute::HostPointer => return invalid(),
         PointerAttribute::Mapped => 1,
-        // Only `cuMemAlloc` memory belongs to a context.
-        PointerAttribute::Context => s.legacy_owner.get(&block.base).copied().filter(|_| legacy).unwrap_or(0),
+        // `cuMemAlloc` memory and page-locked memory belong to the context that made them.
+        PointerAttribute::Context => match host {
+            Some(HostKind::PageLocked { ctx, .. } | HostKind::Registered { ctx, .. }) => *ctx,
+            _ => s.legacy_owner.get(&block.base).copied().filter(|_| legacy).unwrap_or(0),
+        },
     })
 }

@@ -3,7 +3,7 @@
 //! simulated process is dead.
 
 use super::contexts::Contexts;
-use super::memory::{Backing, Block, Memory, Origin};
+use super::memory::{Backing, Block, HostKind, Memory, Origin};
 use super::shared_file::SharedFile;
 use super::timing::{ProcessTime, Work};
 use super::topology::Topology;
@@ -67,12 +67,26 @@ pub(super) struct Shares {
     pub(super) physical: HashMap<u64, Physical>,
 }
 
+/// Where a pool's memory is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum PoolPlace {
+    /// On its device (`CU_MEM_LOCATION_TYPE_DEVICE`, pinned).
+    Device,
+    /// On the host (`CU_MEM_LOCATION_TYPE_HOST`, or `HOST_NUMA` with its node).
+    Host { numa: Option<i32> },
+    /// Managed memory preferring its device.
+    Managed,
+}
+
 /// One pool, live or destroyed (destroyed ones stay while their allocations live, and as the
 /// source of a recycled handle's stale table).
 #[derive(Clone)]
 pub(super) struct PoolRec {
     pub(super) handle: u64,
+    /// Its device; for a pool on the host, the device current when it was made (whose
+    /// synchronisations release its memory).
     pub(super) device: usize,
+    pub(super) place: PoolPlace,
     pub(super) handle_types: HandleKinds,
     /// By device ordinal; the owner's entry is always read-write.
     pub(super) access: Vec<Access>,
@@ -128,6 +142,9 @@ pub(super) struct State {
     recyclable: Vec<usize>,
     pub(super) default_pools: Vec<usize>,
     pub(super) current_pools: Vec<usize>,
+    /// The driver's own pools beyond each device's default: `(place, device, pool index)` of
+    /// each device's managed pool and the host's pinned pool, made on first use.
+    pub(super) implicit_pools: Vec<(PoolPlace, usize, usize)>,
     pub(super) memory: Memory,
     pub(super) contexts: Contexts,
     pub(super) streams: HashMap<u64, Owned>,
@@ -164,6 +181,7 @@ impl State {
             recyclable: Vec::new(),
             default_pools: Vec::new(),
             current_pools: Vec::new(),
+            implicit_pools: Vec::new(),
             contexts: Contexts::default(),
             streams: HashMap::new(),
             events: HashMap::new(),
@@ -292,15 +310,30 @@ impl State {
     /// A new pool on `device`: read-write for the owner, none for every peer; or, when
     /// recycling, the last destroyed pool's handle and access table (nvbug 5698116).
     pub(super) fn new_pool(&mut self, device: usize, handle_types: HandleKinds, max_size: u64) -> usize {
+        self.new_pool_at(PoolPlace::Device, device, handle_types, max_size)
+    }
+
+    /// [`State::new_pool`] for a pool at `place`. A pool on the host has no owner: every device
+    /// starts without access.
+    pub(super) fn new_pool_at(
+        &mut self,
+        place: PoolPlace,
+        device: usize,
+        handle_types: HandleKinds,
+        max_size: u64,
+    ) -> usize {
         let (handle, mut access) = match self.recyclable.pop() {
             Some(old) if self.recycle => (self.pools[old].handle, self.pools[old].access.clone()),
             _ => (self.mint(), vec![Access::None; self.count()]),
         };
-        access[device] = Access::ReadWrite;
+        if !matches!(place, PoolPlace::Host { .. }) {
+            access[device] = Access::ReadWrite;
+        }
         let mapped = vec![false; self.count()];
         self.pools.push(PoolRec {
             handle,
             device,
+            place,
             handle_types,
             access,
             max_size,
@@ -358,8 +391,14 @@ impl State {
     /// Whether `device` may touch `block`: its own memory, a pool that grants it read-write, or
     /// another device's `cuMemAlloc` memory after `cuCtxEnablePeerAccess` to it.
     pub(super) fn can_access(&self, device: usize, block: &Block) -> bool {
-        if let Origin::Mapped { access, .. } = &block.origin {
-            return access.get(device) == Some(&Access::ReadWrite); // cuMemSetAccess, owner included
+        match &block.origin {
+            Origin::Mapped { access, .. } => return access.get(device) == Some(&Access::ReadWrite), // owner included
+            // Mapped for every device, as page-locked memory is under unified addressing, and
+            // managed memory on devices with concurrent managed access.
+            Origin::Host(HostKind::PageLocked { .. } | HostKind::Registered { .. } | HostKind::Managed(_)) => {
+                return true;
+            }
+            _ => {}
         }
         let legacy = block.pool.is_none() && block.origin == Origin::Allocated;
         block.device == device
@@ -376,12 +415,28 @@ impl State {
         }
     }
 
+    /// For what writes `[addr, addr + len)` (checked otherwise): memory registered read-only is
+    /// the host's alone, `CUDA_ERROR_INVALID_VALUE`.
+    pub(super) fn check_writable(&self, addr: u64, len: u64) -> SimResult<()> {
+        match self.memory.find(addr).map(|b| &b.origin) {
+            Some(Origin::Host(HostKind::Registered { read_only: true, .. })) if len > 0 => {
+                Err(CudaCode::CUDA_ERROR_INVALID_VALUE.into())
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// For copies (`cuMemcpyHtoD`, `DtoH`, `DtoDAsync`) run by `device`: as for memsets, except
     /// that another device's `cuMemAlloc` memory is reachable (measured on the H200s: a copy
     /// from gpu0's `cuMemAlloc` memory with gpu1's context current succeeds, a memset fails).
+    /// A pool on the host holds host memory: the copies that take device memory refuse it (as
+    /// on the H200s: `cuMemcpyDtoH` and `cuMemcpyDtoD`), while `cuMemcpy` and memsets use it.
     pub(super) fn check_copy(&self, device: usize, addr: u64, len: u64) -> SimResult<usize> {
         match self.memory.span(addr, len) {
             Some((block, _)) if block.pool.is_none() && matches!(block.origin, Origin::Allocated) => Ok(block.device),
+            Some((block, _)) if block.origin == Origin::Host(HostKind::PoolOnHost) => {
+                Err(CudaCode::CUDA_ERROR_INVALID_VALUE.into())
+            }
             _ => self.check_engine(device, addr, len),
         }
     }

@@ -274,10 +274,12 @@ attributes! {
     PointerAttribute => CUpointer_attribute, 8 bytes wide {
         /// `CU_POINTER_ATTRIBUTE_CONTEXT` (null for pool and virtual memory).
         Context = CU_POINTER_ATTRIBUTE_CONTEXT,
-        /// `CU_POINTER_ATTRIBUTE_MEMORY_TYPE` (2: device).
+        /// `CU_POINTER_ATTRIBUTE_MEMORY_TYPE` (1: host, 2: device, managed memory included).
         MemoryType = CU_POINTER_ATTRIBUTE_MEMORY_TYPE (4),
         /// `CU_POINTER_ATTRIBUTE_DEVICE_POINTER`.
         DevicePointer = CU_POINTER_ATTRIBUTE_DEVICE_POINTER,
+        /// `CU_POINTER_ATTRIBUTE_HOST_POINTER` (memory the host reaches only).
+        HostPointer = CU_POINTER_ATTRIBUTE_HOST_POINTER,
         /// `CU_POINTER_ATTRIBUTE_IS_MANAGED`.
         IsManaged = CU_POINTER_ATTRIBUTE_IS_MANAGED (4),
         /// `CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL`.

@@ -1,11 +1,11 @@
 //! Copies and memsets: synchronous, on a stream, between contexts, and `cuMemcpy`'s unified
-//! addressing (the simulator's own addresses are device memory; any other address is the
-//! caller's host memory).
+//! addressing (each address classified before it is touched: device memory, host memory, or
+//! nothing).
 
 use crate::abi::{bytes, bytes_mut, context, stream};
 use crate::boundary::{code, exports, sim};
 use cudarc::driver::sys::{self, CUresult};
-use peerpool::driver::{DevicePtr, PeerCopy, PointerAttribute, Stream};
+use peerpool::driver::{DevicePtr, PeerCopy, Stream};
 use std::ffi::{c_uchar, c_uint, c_void};
 
 exports! {
@@ -70,29 +70,36 @@ exports! {
     }
 }
 
-/// Whether the simulator holds `addr` (device memory) rather than the host.
-fn on_device(addr: u64) -> bool {
-    sim().pointer_get_attribute(DevicePtr(addr), PointerAttribute::DeviceOrdinal).is_ok()
-}
-
-/// `cuMemcpy`/`cuMemcpyAsync`: each side is device memory if the simulator holds it, host
-/// memory otherwise, as unified addressing tells them apart.
+/// `cuMemcpy`/`cuMemcpyAsync`: each side is classified before any byte is touched, as unified
+/// addressing tells them apart: device memory the simulator holds, host memory (the
+/// simulator's page-locked, managed or host-pool memory, or the caller's own), or an address
+/// in the devices' range that holds nothing (freed, past an allocation's end), which is
+/// `CUDA_ERROR_INVALID_VALUE` and never dereferenced.
 ///
 /// # Safety
-/// A host side is valid for `count` bytes (read for the source, written for the destination).
+/// A side that is the caller's host memory is valid for `count` bytes (read for the source,
+/// written for the destination).
 unsafe fn unified(dst: u64, src: u64, count: usize, on: Option<Stream>) -> Result<(), CUresult> {
+    use peerpool_sim::host_memory::AddressKind::{Device, Host, Unknown};
     let d = sim();
     let s = on.unwrap_or(Stream::LEGACY);
-    // SAFETY (the host slices): the caller's.
+    if count == 0 {
+        return Ok(());
+    }
+    // SAFETY (the host slices): the caller's, or the simulator's own host memory.
     unsafe {
-        match (on_device(dst), on_device(src)) {
-            (true, true) => code(d.memcpy_dtod_async(DevicePtr(dst), DevicePtr(src), count, s)),
-            (true, false) => code(d.memcpy_htod_async(DevicePtr(dst), bytes(src as usize as *const c_void, count)?, s)),
-            (false, true) => {
+        match (d.classify(dst), d.classify(src)) {
+            (Unknown, _) | (_, Unknown) => Err(CUresult::CUDA_ERROR_INVALID_VALUE),
+            (Device, Device) => code(d.memcpy_dtod_async(DevicePtr(dst), DevicePtr(src), count, s)),
+            (Device, Host { .. }) => {
+                code(d.memcpy_htod_async(DevicePtr(dst), bytes(src as usize as *const c_void, count)?, s))
+            }
+            (Host { writable: false }, _) => Err(CUresult::CUDA_ERROR_INVALID_VALUE),
+            (Host { .. }, Device) => {
                 code(d.memcpy_dtoh_async(bytes_mut(dst as usize as *mut c_void, count)?, DevicePtr(src), s))
             }
-            (false, false) if count > 0 && (src == 0 || dst == 0) => Err(CUresult::CUDA_ERROR_INVALID_VALUE),
-            (false, false) => {
+            (Host { .. }, Host { .. }) if src == 0 || dst == 0 => Err(CUresult::CUDA_ERROR_INVALID_VALUE),
+            (Host { .. }, Host { .. }) => {
                 // The two host ranges may overlap: a memmove.
                 std::ptr::copy(src as usize as *const u8, dst as usize as *mut u8, count);
                 Ok(())

@@ -29,11 +29,10 @@ exports! {
         Ok(())
     }
 
-    /// Attributes the simulator does not know are `CUDA_ERROR_INVALID_VALUE`, as the driver
+    /// Every attribute an H200 answers; others are `CUDA_ERROR_INVALID_VALUE`, as the driver
     /// answers an unknown one.
     fn cuDeviceGetAttribute(value: *mut c_int, attribute: c_uint, device: sys::CUdevice) {
-        let attribute = DeviceAttribute::from_raw(attribute).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
-        out(value, code(sim().device_get_attribute(device, attribute))?)
+        out(value, code(sim().device_get_attribute_raw(device, attribute))?)
     }
 
     fn cuDeviceTotalMem_v2(bytes: *mut usize, device: sys::CUdevice) {

@@ -1,7 +1,7 @@
 //! Allocation (`cuMemAlloc`, pools, stream-ordered), pools and their access and attributes, and
 //! what an address is (pointer attributes, address ranges).
 
-use crate::abi::{access_descs, access_flags, as_ptr, location_device, out, pool, pool_props, stream};
+use crate::abi::{PoolRequest, access_descs, access_flags, as_ptr, location_device, out, pool, pool_request, stream};
 use crate::boundary::{code, exports, sim};
 use cudarc::driver::sys::{self, CUresult};
 use peerpool::driver::{DevicePtr, PointerAttribute, PoolAttribute};
@@ -28,8 +28,15 @@ exports! {
         code(sim().mem_free_async(DevicePtr(dptr), stream(h_stream)))
     }
 
+    /// Pinned pools on a device, pools on the host and managed pools.
     fn cuMemPoolCreate(pool_out: *mut sys::CUmemoryPool, props: *const sys::CUmemPoolProps) {
-        out(pool_out, as_ptr(code(sim().mem_pool_create(&pool_props(props)?))?.0))
+        let made = match pool_request(props)? {
+            PoolRequest::Device(props) => sim().mem_pool_create(&props),
+            PoolRequest::Other { location, managed, handle_types, max_size } => {
+                sim().mem_pool_create_at(location, managed, handle_types, max_size)
+            }
+        };
+        out(pool_out, as_ptr(code(made)?.0))
     }
 
     fn cuMemPoolDestroy(memory_pool: sys::CUmemoryPool) {
@@ -78,20 +85,31 @@ exports! {
         write_attribute(data, attribute, code(sim().pointer_get_attribute(DevicePtr(ptr), attribute))?)
     }
 
-    /// Each attribute in turn. An address the simulator does not know gives zeros, as the
-    /// driver documents; an attribute it does not know is left as the caller set it (its width
-    /// is not known here).
+    /// Each attribute in turn. An address the simulator does not know is the caller's host
+    /// memory, as the driver answers for pageable memory: ordinal -2, its own host pointer, zeros
+    /// otherwise; an attribute the address has no value for is 0; an attribute the simulator does
+    /// not know is left as the caller set it (its width is not known here).
     fn cuPointerGetAttributes(count: c_uint, attributes: *mut c_uint, data: *mut *mut c_void, ptr: sys::CUdeviceptr) {
         if count > 0 && (attributes.is_null() || data.is_null()) {
             return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
         }
+        let d = sim();
+        let known = match d.pointer_get_attribute(DevicePtr(ptr), PointerAttribute::DevicePointer) {
+            Err(e) if e.sticky => return Err(e.code.to_bindings()),
+            found => found.is_ok(),
+        };
         for i in 0..count as usize {
             let (raw, at) = (attributes.add(i).read(), data.add(i).read());
             if let Some(a) = PointerAttribute::from_raw(raw) {
-                let value = match sim().pointer_get_attribute(DevicePtr(ptr), a) {
-                    Ok(value) => value,
-                    Err(e) if e.sticky => return Err(e.code.to_bindings()),
-                    Err(_) => 0,
+                let value = match (known, a) {
+                    (false, PointerAttribute::DeviceOrdinal) => -2i32 as u32 as u64,
+                    (false, PointerAttribute::HostPointer) => ptr,
+                    (false, _) => 0,
+                    (true, a) => match d.pointer_get_attribute(DevicePtr(ptr), a) {
+                        Ok(value) => value,
+                        Err(e) if e.sticky => return Err(e.code.to_bindings()),
+                        Err(_) => 0,
+                    },
                 };
                 write_attribute(at, a, value)?;
             }

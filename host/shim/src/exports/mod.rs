@@ -4,6 +4,7 @@
 pub(crate) mod context;
 pub(crate) mod copy;
 pub(crate) mod device;
+pub(crate) mod host_memory;
 pub(crate) mod init;
 pub(crate) mod ipc;
 pub(crate) mod memory;
@@ -14,6 +15,7 @@ pub(crate) mod vmm;
 pub use context::*;
 pub use copy::*;
 pub use device::*;
+pub use host_memory::*;
 pub use init::*;
 pub use ipc::*;
 pub use memory::*;
@@ -29,6 +31,7 @@ pub(crate) fn implemented() -> Vec<(&'static str, *const c_void)> {
     [
         init::table(),
         device::table(),
+        host_memory::table(),
         context::table(),
         memory::table(),
         copy::table(),

@@ -1,0 +1,152 @@
+//! Memory the host reads and writes itself: page-locked memory (allocated or registered),
+//! managed memory with its advice, prefetches and range attributes, and the driver's own pools
+//! by location and allocation type (`peerpool_sim::host_memory`).
+
+use crate::abi::{as_ptr, location, location_at, out, stream};
+use crate::boundary::{code, exports, sim};
+use cudarc::driver::sys::{self, CUresult};
+use peerpool_sim::host_memory::{Advise, Location, RangeValue};
+use std::ffi::{c_int, c_uint, c_void};
+
+/// Whether a `CUmemAllocationType` asks for managed memory (`None`: neither pinned nor managed).
+fn managed(kind: sys::CUmemAllocationType) -> Option<bool> {
+    match kind as u32 {
+        k if k == sys::CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED as u32 => Some(false),
+        k if k == sys::CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_MANAGED as u32 => Some(true),
+        _ => None,
+    }
+}
+
+/// The device an older advice or prefetch call names: `CU_DEVICE_CPU` (-1) is the host.
+fn device_or_host(device: sys::CUdevice) -> Location {
+    match device {
+        -1 => Location::Host,
+        d => Location::Device(d),
+    }
+}
+
+/// Writes what `cuMemRangeGetAttribute` read into the caller's `size` bytes: an `int`, or the
+/// devices (then -2 for every slot past them).
+///
+/// # Safety
+/// A non-null `data` is valid for writes of `size` bytes.
+unsafe fn write_range(data: *mut c_void, size: usize, value: RangeValue) -> Result<(), CUresult> {
+    if data.is_null() {
+        return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+    }
+    match value {
+        RangeValue::Int(v) if size == 4 => {
+            // SAFETY: the caller's: 4 bytes.
+            unsafe { data.cast::<c_int>().write_unaligned(v) };
+            Ok(())
+        }
+        RangeValue::Devices(devices) if size > 0 && size.is_multiple_of(4) => {
+            for slot in 0..size / 4 {
+                let v = devices.get(slot).copied().unwrap_or(-2);
+                // SAFETY: the caller's: `size` bytes, slot by slot.
+                unsafe { data.cast::<c_int>().add(slot).write_unaligned(v) };
+            }
+            Ok(())
+        }
+        _ => Err(CUresult::CUDA_ERROR_INVALID_VALUE),
+    }
+}
+
+exports! {
+    fn cuMemAllocHost_v2(pp: *mut *mut c_void, bytes: usize) {
+        if pp.is_null() {
+            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+        }
+        out(pp, as_ptr(code(sim().mem_host_alloc(bytes, 0))?))
+    }
+
+    fn cuMemHostAlloc(pp: *mut *mut c_void, bytes: usize, flags: c_uint) {
+        if pp.is_null() {
+            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+        }
+        out(pp, as_ptr(code(sim().mem_host_alloc(bytes, flags))?))
+    }
+
+    fn cuMemFreeHost(p: *mut c_void) {
+        code(sim().mem_free_host(p as u64))
+    }
+
+    fn cuMemHostGetFlags(flags: *mut c_uint, p: *mut c_void) {
+        out(flags, code(sim().mem_host_get_flags(p as u64))?)
+    }
+
+    fn cuMemHostGetDevicePointer_v2(dptr: *mut sys::CUdeviceptr, p: *mut c_void, flags: c_uint) {
+        out(dptr, code(sim().mem_host_get_device_pointer(p as u64, flags))?)
+    }
+
+    /// The simulator reads and writes the caller's range until it is unregistered, as the
+    /// driver API documents for registered memory.
+    fn cuMemHostRegister_v2(p: *mut c_void, bytes: usize, flags: c_uint) {
+        code(sim().mem_host_register(p as u64, bytes, flags))
+    }
+
+    fn cuMemHostUnregister(p: *mut c_void) {
+        code(sim().mem_host_unregister(p as u64))
+    }
+
+    fn cuMemAllocManaged(dptr: *mut sys::CUdeviceptr, bytes: usize, flags: c_uint) {
+        out(dptr, code(sim().mem_alloc_managed(bytes, flags))?)
+    }
+
+    /// CUDA 13's form, with a location.
+    fn cuMemAdvise_v2(dptr: sys::CUdeviceptr, count: usize, advice: c_uint, loc: sys::CUmemLocation) {
+        let advice = Advise::from_raw(advice).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
+        code(sim().mem_advise(dptr, count, advice, location(loc)))
+    }
+
+    /// The form before CUDA 12.2, with a device (`CU_DEVICE_CPU` for the host).
+    fn cuMemAdvise(dptr: sys::CUdeviceptr, count: usize, advice: c_uint, device: sys::CUdevice) {
+        let advice = Advise::from_raw(advice).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
+        code(sim().mem_advise(dptr, count, advice, device_or_host(device)))
+    }
+
+    /// CUDA 13's form, with a location; flags must be 0.
+    fn cuMemPrefetchAsync_v2(dptr: sys::CUdeviceptr, count: usize, loc: sys::CUmemLocation, flags: c_uint, h_stream: sys::CUstream) {
+        if flags != 0 {
+            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+        }
+        code(sim().mem_prefetch_async(dptr, count, location(loc), stream(h_stream)))
+    }
+
+    /// The form before CUDA 12.2, with a device (`CU_DEVICE_CPU` for the host).
+    fn cuMemPrefetchAsync(dptr: sys::CUdeviceptr, count: usize, device: sys::CUdevice, h_stream: sys::CUstream) {
+        code(sim().mem_prefetch_async(dptr, count, device_or_host(device), stream(h_stream)))
+    }
+
+    fn cuMemRangeGetAttribute(data: *mut c_void, size: usize, attribute: c_uint, dptr: sys::CUdeviceptr, count: usize) {
+        let value = code(sim().mem_range_attribute(dptr, count, attribute))?;
+        write_range(data, size, value)
+    }
+
+    /// Each attribute in turn, into its own buffer of its own size.
+    fn cuMemRangeGetAttributes(
+        data: *mut *mut c_void, sizes: *mut usize, attributes: *mut c_uint, count: usize,
+        dptr: sys::CUdeviceptr, bytes: usize,
+    ) {
+        if count == 0 || data.is_null() || sizes.is_null() || attributes.is_null() {
+            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+        }
+        for i in 0..count {
+            let value = code(sim().mem_range_attribute(dptr, bytes, attributes.add(i).read()))?;
+            write_range(data.add(i).read(), sizes.add(i).read(), value)?;
+        }
+        Ok(())
+    }
+
+    /// The pool `cuMemAllocAsync` would use for a location and allocation type.
+    fn cuMemGetMemPool(pool_out: *mut sys::CUmemoryPool, loc: *mut sys::CUmemLocation, kind: sys::CUmemAllocationType) {
+        let managed = managed(kind).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
+        out(pool_out, as_ptr(code(sim().mem_get_mem_pool(location_at(loc)?, managed, false))?.0))
+    }
+
+    /// The driver's own pool for a location and allocation type.
+    fn cuMemGetDefaultMemPool(pool_out: *mut sys::CUmemoryPool, loc: *mut sys::CUmemLocation, kind: sys::CUmemAllocationType) {
+        let managed = managed(kind).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
+        out(pool_out, as_ptr(code(sim().mem_get_mem_pool(location_at(loc)?, managed, true))?.0))
+    }
+}

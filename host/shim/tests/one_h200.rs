@@ -1,0 +1,99 @@
+//! The clients recorded against NVIDIA's libcuda on one H200 (`docs/hardware/recorded/one-h200/`,
+//! run `2026-12-01-clients`) print the same through the shim on `one_gpu`, line for line, less
+//! the lines where the simulator answers otherwise on purpose ([`DIFFERENCES`]): page-locked,
+//! managed and host-pool memory, every device attribute, and cuda.core's staging and pool
+//! sharing between processes.
+//!
+//! The C clients need NVIDIA's `cuda.h` (`$PEERPOOL_CUDA_INCLUDE`) and the scripts a Python with
+//! cuda-core (`$PEERPOOL_PYTHON`), as the `clients` test; without them the trials are skipped.
+
+mod support;
+
+use libtest_mimic::{Arguments, Failed};
+use std::path::Path;
+use std::process::{Command, ExitCode};
+use support::{CUDA_INCLUDE, PYTHON, c_program, clients, run, stdout, trial};
+
+/// Where the simulator answers otherwise than the H200 did, on purpose: the record, the line
+/// the H200 printed, the line the simulator prints instead, and why.
+const DIFFERENCES: &[(&str, &str, &str, &str)] = &[
+    ("attributes.txt", "device 0 attribute 33 value 0", "device 0 attribute 33 value 24", "PCI bus ids are synthetic"),
+    (
+        "host_memory.txt",
+        "cuMemcpy to a freed device pointer: CUDA_SUCCESS",
+        "cuMemcpy to a freed device pointer: CUDA_ERROR_INVALID_VALUE",
+        FREED,
+    ),
+    (
+        "host_memory.txt",
+        "cuMemcpy from a freed device pointer: CUDA_SUCCESS",
+        "cuMemcpy from a freed device pointer: CUDA_ERROR_INVALID_VALUE",
+        FREED,
+    ),
+    (
+        "host_memory.txt",
+        "cuMemcpyHtoD to a freed device pointer: CUDA_SUCCESS",
+        "cuMemcpyHtoD to a freed device pointer: CUDA_ERROR_INVALID_VALUE",
+        FREED,
+    ),
+    (
+        "host_memory.txt",
+        "case 3: the process died of signal 11",
+        "cuMemcpy past the end of an allocation: CUDA_ERROR_INVALID_VALUE",
+        FREED,
+    ),
+];
+
+const FREED: &str = "an address in no allocation is refused, never dereferenced: the driver's answer depends on \
+                     what its allocator still maps (success, or a crash: both seen on the H200)";
+
+/// What a client printed on one H200, found at run time.
+fn record(name: &str) -> Result<String, Failed> {
+    let manifest = std::env::var_os("CARGO_MANIFEST_DIR").ok_or("CARGO_MANIFEST_DIR is not set")?;
+    let path = Path::new(&manifest).join("../../docs/hardware/recorded/one-h200").join(name);
+    std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()).into())
+}
+
+/// `program` through the shim on `one_gpu` prints `name`'s record, but for [`DIFFERENCES`].
+fn same_as_on_one_h200(program: &mut Command, name: &str) -> Result<(), Failed> {
+    let want = record(name)?;
+    let out = run(program, &[("PEERPOOL_SIM_TOPOLOGY", "one_gpu")])?;
+    let text = stdout(&out);
+    let (want_lines, got_lines): (Vec<&str>, Vec<&str>) = (want.lines().collect(), text.lines().collect());
+    let mut wrong = Vec::new();
+    for i in 0..want_lines.len().max(got_lines.len()) {
+        let (w, g) =
+            (want_lines.get(i).copied().unwrap_or("(nothing)"), got_lines.get(i).copied().unwrap_or("(nothing)"));
+        let known = DIFFERENCES.iter().any(|&(file, h200, sim, _)| file == name && h200 == w && sim == g);
+        if w != g && !known {
+            wrong.push(format!("line {}: the H200 printed `{w}`, the shim `{g}`", i + 1));
+        }
+    }
+    match wrong.is_empty() {
+        true => Ok(()),
+        false => Err(format!("{}\nstderr: {}", wrong.join("\n"), String::from_utf8_lossy(&out.stderr)).into()),
+    }
+}
+
+fn python(script: &str) -> Result<Command, Failed> {
+    let mut command = Command::new(std::env::var(PYTHON)?);
+    command.arg(clients().join(script));
+    Ok(command)
+}
+
+fn main() -> ExitCode {
+    let mut trials = Vec::new();
+    for name in ["attributes", "host_memory", "managed"] {
+        trials.push(trial(format!("{name}_prints_what_it_printed_on_one_h200"), CUDA_INCLUDE, move || {
+            same_as_on_one_h200(&mut Command::new(c_program(name)?), &format!("{name}.txt"))
+        }));
+    }
+    for name in ["staging", "pool_ipc"] {
+        trials.push(trial(format!("cuda_core_{name}_prints_what_it_printed_on_one_h200"), PYTHON, move || {
+            same_as_on_one_h200(&mut python(&format!("{name}.py"))?, &format!("{name}.txt"))
+        }));
+    }
+    let conclusion = libtest_mimic::run(&Arguments::from_args(), trials);
+    support::clean_up();
+    conclusion.exit_code()
+}
