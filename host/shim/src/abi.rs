@@ -270,6 +270,72 @@ pub(crate) unsafe fn allocation_props(prop: *const sys::CUmemAllocationProp) -> 
     Ok(AllocationProps { device: raw.location.device()?, handle_types: HandleKinds(raw.requested_handle_types) })
 }
 
+/// One side of a 2D copy: where its first row starts and how far apart its rows are. `unified`
+/// sides (`CU_MEMORYTYPE_UNIFIED`) and host sides are told apart by the address itself.
+pub(crate) struct Side2d {
+    pub(crate) start: u64,
+    pub(crate) pitch: usize,
+}
+
+/// A `CUDA_MEMCPY2D`: source, destination, bytes a row and rows. Arrays are not simulated
+/// (`CUDA_ERROR_NOT_SUPPORTED`); an unknown memory type is `CUDA_ERROR_INVALID_VALUE`.
+pub(crate) struct Copy2d {
+    pub(crate) src: Side2d,
+    pub(crate) dst: Side2d,
+    pub(crate) width: usize,
+    pub(crate) height: usize,
+}
+
+/// `CUDA_MEMCPY2D`, its memory types as plain integers.
+#[repr(C)]
+struct RawMemcpy2d {
+    src_x: usize,
+    src_y: usize,
+    src_type: u32,
+    src_host: *const c_void,
+    src_device: u64,
+    src_array: *mut c_void,
+    src_pitch: usize,
+    dst_x: usize,
+    dst_y: usize,
+    dst_type: u32,
+    dst_host: *mut c_void,
+    dst_device: u64,
+    dst_array: *mut c_void,
+    dst_pitch: usize,
+    width: usize,
+    height: usize,
+}
+
+/// Where a side's first row starts, by its memory type.
+fn side(kind: u32, host: u64, device: u64, x: usize, y: usize, pitch: usize) -> Result<Side2d, CUresult> {
+    use sys::CUmemorytype::*;
+    let base = match kind {
+        k if k == CU_MEMORYTYPE_HOST as u32 => host,
+        k if k == CU_MEMORYTYPE_DEVICE as u32 || k == CU_MEMORYTYPE_UNIFIED as u32 => device,
+        k if k == CU_MEMORYTYPE_ARRAY as u32 => return Err(CUresult::CUDA_ERROR_NOT_SUPPORTED),
+        _ => return Err(CUresult::CUDA_ERROR_INVALID_VALUE),
+    };
+    let offset = y.checked_mul(pitch).and_then(|o| o.checked_add(x)).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
+    let start = base.checked_add(offset as u64).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
+    Ok(Side2d { start, pitch })
+}
+
+/// A `CUDA_MEMCPY2D*`; a row wider than a pitch is `CUDA_ERROR_INVALID_VALUE`.
+///
+/// # Safety
+/// A non-null `copy` is valid for a read.
+pub(crate) unsafe fn copy_2d(copy: *const sys::CUDA_MEMCPY2D) -> Result<Copy2d, CUresult> {
+    // SAFETY: the caller's; the mirror has the struct's layout (tested below).
+    let c = unsafe { read_as::<_, RawMemcpy2d>(copy) }?;
+    let src = side(c.src_type, c.src_host as u64, c.src_device, c.src_x, c.src_y, c.src_pitch)?;
+    let dst = side(c.dst_type, c.dst_host as u64, c.dst_device, c.dst_x, c.dst_y, c.dst_pitch)?;
+    if c.height > 1 && (c.width > c.src_pitch || c.width > c.dst_pitch) {
+        return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+    }
+    Ok(Copy2d { src, dst, width: c.width, height: c.height })
+}
+
 /// The one handle type of a shareable-handle call.
 pub(crate) fn share_handle(kind: u32) -> Result<HandleKind, CUresult> {
     match kind {
@@ -292,6 +358,12 @@ mod tests {
         assert_eq!(align_of::<RawPoolProps>(), align_of::<sys::CUmemPoolProps>());
         assert_eq!(size_of::<RawAllocationProp>(), size_of::<sys::CUmemAllocationProp>());
         assert_eq!(std::mem::offset_of!(RawPoolProps, max_size), std::mem::offset_of!(sys::CUmemPoolProps, maxSize));
+        assert_eq!(size_of::<RawMemcpy2d>(), size_of::<sys::CUDA_MEMCPY2D>());
+        assert_eq!(
+            std::mem::offset_of!(RawMemcpy2d, dst_type),
+            std::mem::offset_of!(sys::CUDA_MEMCPY2D, dstMemoryType)
+        );
+        assert_eq!(std::mem::offset_of!(RawMemcpy2d, height), std::mem::offset_of!(sys::CUDA_MEMCPY2D, Height));
     }
 
     #[test]

@@ -72,10 +72,6 @@ crate::boundary::exports! {
         not_simulated("cuCtxFromGreenCtx")
     }
 
-    fn cuCtxGetCacheConfig(pconfig: *mut CUfunc_cache) {
-        not_simulated("cuCtxGetCacheConfig")
-    }
-
     fn cuCtxGetDevResource(hCtx: CUcontext, resource: *mut CUdevResource, type_: CUdevResourceType) {
         not_simulated("cuCtxGetDevResource")
     }
@@ -86,14 +82,6 @@ crate::boundary::exports! {
 
     fn cuCtxGetExecAffinity(pExecAffinity: *mut CUexecAffinityParam, type_: CUexecAffinityType) {
         not_simulated("cuCtxGetExecAffinity")
-    }
-
-    fn cuCtxGetId(ctx: CUcontext, ctxId: *mut std::ffi::c_ulonglong) {
-        not_simulated("cuCtxGetId")
-    }
-
-    fn cuCtxGetLimit(pvalue: *mut usize, limit: CUlimit) {
-        not_simulated("cuCtxGetLimit")
     }
 
     fn cuCtxGetSharedMemConfig(pConfig: *mut CUsharedconfig) {
@@ -108,16 +96,8 @@ crate::boundary::exports! {
         not_simulated("cuCtxResetPersistingL2Cache")
     }
 
-    fn cuCtxSetCacheConfig(config: CUfunc_cache) {
-        not_simulated("cuCtxSetCacheConfig")
-    }
-
     fn cuCtxSetFlags(flags: std::ffi::c_uint) {
         not_simulated("cuCtxSetFlags")
-    }
-
-    fn cuCtxSetLimit(limit: CUlimit, value: usize) {
-        not_simulated("cuCtxSetLimit")
     }
 
     fn cuCtxSetSharedMemConfig(config: CUsharedconfig) {
@@ -148,10 +128,6 @@ crate::boundary::exports! {
         not_simulated("cuDeviceComputeCapability")
     }
 
-    fn cuDeviceGetByPCIBusId(dev: *mut CUdevice, pciBusId: *const std::ffi::c_char) {
-        not_simulated("cuDeviceGetByPCIBusId")
-    }
-
     fn cuDeviceGetDevResource(device: CUdevice, resource: *mut CUdevResource, type_: CUdevResourceType) {
         not_simulated("cuDeviceGetDevResource")
     }
@@ -168,20 +144,12 @@ crate::boundary::exports! {
         not_simulated("cuDeviceGetHostAtomicCapabilities")
     }
 
-    fn cuDeviceGetLuid(luid: *mut std::ffi::c_char, deviceNodeMask: *mut std::ffi::c_uint, dev: CUdevice) {
-        not_simulated("cuDeviceGetLuid")
-    }
-
     fn cuDeviceGetP2PAtomicCapabilities(capabilities: *mut std::ffi::c_uint, operations: *const CUatomicOperation, count: std::ffi::c_uint, srcDevice: CUdevice, dstDevice: CUdevice) {
         not_simulated("cuDeviceGetP2PAtomicCapabilities")
     }
 
     fn cuDeviceGetProperties(prop: *mut CUdevprop, dev: CUdevice) {
         not_simulated("cuDeviceGetProperties")
-    }
-
-    fn cuDeviceGetTexture1DLinearMaxWidth(maxWidthInElements: *mut usize, format: CUarray_format, numChannels: std::ffi::c_uint, dev: CUdevice) {
-        not_simulated("cuDeviceGetTexture1DLinearMaxWidth")
     }
 
     fn cuDeviceGraphMemTrim(device: CUdevice) {
@@ -680,10 +648,6 @@ crate::boundary::exports! {
         not_simulated("cuLaunchGridAsync")
     }
 
-    fn cuLaunchHostFunc(hStream: CUstream, fn_: CUhostFn, userData: *mut std::ffi::c_void) {
-        not_simulated("cuLaunchHostFunc")
-    }
-
     fn cuLaunchKernelEx(config: *const CUlaunchConfig, f: CUfunction, kernelParams: *mut *mut std::ffi::c_void, extra: *mut *mut std::ffi::c_void) {
         not_simulated("cuLaunchKernelEx")
     }
@@ -808,18 +772,6 @@ crate::boundary::exports! {
         not_simulated("cuMemSetMemPool")
     }
 
-    fn cuMemcpy2DAsync_v2(pCopy: *const CUDA_MEMCPY2D, hStream: CUstream) {
-        not_simulated("cuMemcpy2DAsync_v2")
-    }
-
-    fn cuMemcpy2DUnaligned_v2(pCopy: *const CUDA_MEMCPY2D) {
-        not_simulated("cuMemcpy2DUnaligned_v2")
-    }
-
-    fn cuMemcpy2D_v2(pCopy: *const CUDA_MEMCPY2D) {
-        not_simulated("cuMemcpy2D_v2")
-    }
-
     fn cuMemcpy3DAsync_v2(pCopy: *const CUDA_MEMCPY3D, hStream: CUstream) {
         not_simulated("cuMemcpy3DAsync_v2")
     }
@@ -870,38 +822,6 @@ crate::boundary::exports! {
 
     fn cuMemcpyHtoA_v2(dstArray: CUarray, dstOffset: usize, srcHost: *const std::ffi::c_void, ByteCount: usize) {
         not_simulated("cuMemcpyHtoA_v2")
-    }
-
-    fn cuMemsetD16Async(dstDevice: CUdeviceptr, us: std::ffi::c_ushort, N: usize, hStream: CUstream) {
-        not_simulated("cuMemsetD16Async")
-    }
-
-    fn cuMemsetD16_v2(dstDevice: CUdeviceptr, us: std::ffi::c_ushort, N: usize) {
-        not_simulated("cuMemsetD16_v2")
-    }
-
-    fn cuMemsetD2D16Async(dstDevice: CUdeviceptr, dstPitch: usize, us: std::ffi::c_ushort, Width: usize, Height: usize, hStream: CUstream) {
-        not_simulated("cuMemsetD2D16Async")
-    }
-
-    fn cuMemsetD2D16_v2(dstDevice: CUdeviceptr, dstPitch: usize, us: std::ffi::c_ushort, Width: usize, Height: usize) {
-        not_simulated("cuMemsetD2D16_v2")
-    }
-
-    fn cuMemsetD2D32Async(dstDevice: CUdeviceptr, dstPitch: usize, ui: std::ffi::c_uint, Width: usize, Height: usize, hStream: CUstream) {
-        not_simulated("cuMemsetD2D32Async")
-    }
-
-    fn cuMemsetD2D32_v2(dstDevice: CUdeviceptr, dstPitch: usize, ui: std::ffi::c_uint, Width: usize, Height: usize) {
-        not_simulated("cuMemsetD2D32_v2")
-    }
-
-    fn cuMemsetD2D8Async(dstDevice: CUdeviceptr, dstPitch: usize, uc: std::ffi::c_uchar, Width: usize, Height: usize, hStream: CUstream) {
-        not_simulated("cuMemsetD2D8Async")
-    }
-
-    fn cuMemsetD2D8_v2(dstDevice: CUdeviceptr, dstPitch: usize, uc: std::ffi::c_uchar, Width: usize, Height: usize) {
-        not_simulated("cuMemsetD2D8_v2")
     }
 
     fn cuMipmappedArrayCreate(pHandle: *mut CUmipmappedArray, pMipmappedArrayDesc: *const CUDA_ARRAY3D_DESCRIPTOR, numMipmapLevels: std::ffi::c_uint) {
@@ -1044,10 +964,6 @@ crate::boundary::exports! {
         not_simulated("cuSignalExternalSemaphoresAsync")
     }
 
-    fn cuStreamAddCallback(hStream: CUstream, callback: CUstreamCallback, userData: *mut std::ffi::c_void, flags: std::ffi::c_uint) {
-        not_simulated("cuStreamAddCallback")
-    }
-
     fn cuStreamAttachMemAsync(hStream: CUstream, dptr: CUdeviceptr, length: usize, flags: std::ffi::c_uint) {
         not_simulated("cuStreamAttachMemAsync")
     }
@@ -1076,36 +992,12 @@ crate::boundary::exports! {
         not_simulated("cuStreamGetAttribute")
     }
 
-    fn cuStreamGetCaptureInfo_v3(hStream: CUstream, captureStatus_out: *mut CUstreamCaptureStatus, id_out: *mut cuuint64_t, graph_out: *mut CUgraph, dependencies_out: *mut *const CUgraphNode, edgeData_out: *mut *const CUgraphEdgeData, numDependencies_out: *mut usize) {
-        not_simulated("cuStreamGetCaptureInfo_v3")
-    }
-
-    fn cuStreamGetCtx(hStream: CUstream, pctx: *mut CUcontext) {
-        not_simulated("cuStreamGetCtx")
-    }
-
-    fn cuStreamGetCtx_v2(hStream: CUstream, pCtx: *mut CUcontext, pGreenCtx: *mut CUgreenCtx) {
-        not_simulated("cuStreamGetCtx_v2")
-    }
-
     fn cuStreamGetDevice(hStream: CUstream, device: *mut CUdevice) {
         not_simulated("cuStreamGetDevice")
     }
 
-    fn cuStreamGetFlags(hStream: CUstream, flags: *mut std::ffi::c_uint) {
-        not_simulated("cuStreamGetFlags")
-    }
-
     fn cuStreamGetGreenCtx(hStream: CUstream, phCtx: *mut CUgreenCtx) {
         not_simulated("cuStreamGetGreenCtx")
-    }
-
-    fn cuStreamGetId(hStream: CUstream, streamId: *mut std::ffi::c_ulonglong) {
-        not_simulated("cuStreamGetId")
-    }
-
-    fn cuStreamGetPriority(hStream: CUstream, priority: *mut std::ffi::c_int) {
-        not_simulated("cuStreamGetPriority")
     }
 
     fn cuStreamSetAttribute(hStream: CUstream, attr: CUstreamAttrID, value: *const CUstreamAttrValue) {

@@ -1,8 +1,9 @@
 //! The clients recorded against NVIDIA's libcuda on one H200 (`docs/hardware/recorded/one-h200/`,
 //! run `2026-12-01-clients`) print the same through the shim on `one_gpu`, line for line, less
 //! the lines where the simulator answers otherwise on purpose ([`DIFFERENCES`]): page-locked,
-//! managed and host-pool memory, every device attribute, and cuda.core's staging and pool
-//! sharing between processes.
+//! managed and host-pool memory, every device attribute, the calls around kernels (stream and
+//! context settings, host functions, 16-bit and 2D memsets, 2D copies), and cuda.core's staging
+//! and pool sharing between processes.
 //!
 //! The C clients need NVIDIA's `cuda.h` (`$PEERPOOL_CUDA_INCLUDE`) and the scripts a Python with
 //! cuda-core (`$PEERPOOL_PYTHON`), as the `clients` test; without them the trials are skipped.
@@ -83,7 +84,7 @@ fn python(script: &str) -> Result<Command, Failed> {
 
 fn main() -> ExitCode {
     let mut trials = Vec::new();
-    for name in ["attributes", "host_memory", "managed"] {
+    for name in ["attributes", "host_memory", "managed", "outside_kernels"] {
         trials.push(trial(format!("{name}_prints_what_it_printed_on_one_h200"), CUDA_INCLUDE, move || {
             same_as_on_one_h200(&mut Command::new(c_program(name)?), &format!("{name}.txt"))
         }));

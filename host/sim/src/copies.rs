@@ -60,7 +60,7 @@ pub(super) fn peer(s: &mut State, c: PeerCopy) -> SimResult<()> {
     Ok(())
 }
 
-/// `count` copies of `unit` (1 or 4 bytes, aligned to its size) at `dst`, by `device`'s engine.
+/// `count` copies of `unit` (1, 2 or 4 bytes, aligned to its size) at `dst`, by `device`'s engine.
 pub(super) fn memset(s: &mut State, device: usize, dst: u64, unit: &[u8], count: usize) -> SimResult<()> {
     if count == 0 {
         return Ok(());
@@ -73,6 +73,39 @@ pub(super) fn memset(s: &mut State, device: usize, dst: u64, unit: &[u8], count:
     s.check_writable(dst, bytes as u64)?;
     let data: Vec<u8> = unit.iter().copied().cycle().take(bytes).collect();
     land(s, dst, data, s.topo.fault(device, owner));
+    Ok(())
+}
+
+/// `height` rows of `width` copies of `unit`, `pitch` bytes apart, from `dst`: every row is
+/// checked before any is written, so a bad row changes nothing.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn memset_2d(
+    s: &mut State,
+    device: usize,
+    dst: u64,
+    pitch: usize,
+    unit: &[u8],
+    width: usize,
+    height: usize,
+) -> SimResult<()> {
+    let row_bytes = width.checked_mul(unit.len()).ok_or(CudaCode::CUDA_ERROR_INVALID_VALUE)?;
+    if width == 0 || height == 0 {
+        return Ok(());
+    }
+    if pitch < row_bytes || !dst.is_multiple_of(unit.len() as u64) || !pitch.is_multiple_of(unit.len()) {
+        return Err(CudaCode::CUDA_ERROR_INVALID_VALUE.into());
+    }
+    let rows: Vec<u64> = (0..height as u64)
+        .map(|r| r.checked_mul(pitch as u64).and_then(|o| dst.checked_add(o)))
+        .collect::<Option<_>>()
+        .ok_or(CudaCode::CUDA_ERROR_INVALID_VALUE)?;
+    for &row in &rows {
+        s.check_engine(device, row, row_bytes as u64)?;
+        s.check_writable(row, row_bytes as u64)?;
+    }
+    for row in rows {
+        memset(s, device, row, unit, width)?;
+    }
     Ok(())
 }
 

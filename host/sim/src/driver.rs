@@ -627,7 +627,10 @@ impl Driver for SimDriver {
 
     unsafe fn stream_destroy(&self, stream: Stream) -> DriverResult<()> {
         self.run("cuStreamDestroy", |s| match s.streams.remove(&stream.0) {
-            Some(_) => Ok(()),
+            Some(_) => {
+                s.stream_settings.remove(&stream.0);
+                Ok(())
+            }
             None => fail(CudaCode::CUDA_ERROR_INVALID_HANDLE),
         })
     }

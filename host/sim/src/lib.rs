@@ -138,6 +138,7 @@ mod kernels;
 mod memory;
 mod pools;
 pub mod select;
+pub mod settings;
 mod share;
 mod shared_file;
 mod state;

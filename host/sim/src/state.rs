@@ -148,6 +148,10 @@ pub(super) struct State {
     pub(super) memory: Memory,
     pub(super) contexts: Contexts,
     pub(super) streams: HashMap<u64, Owned>,
+    /// What created streams were made with (`settings.rs`), by handle.
+    pub(super) stream_settings: HashMap<u64, super::settings::StreamSettings>,
+    /// What contexts are set to (`settings.rs`), by handle.
+    pub(super) context_settings: HashMap<u64, super::settings::ContextSettings>,
     pub(super) events: HashMap<u64, EventRec>,
     /// The context each `cuMemAlloc` allocation was made in, by base address.
     pub(super) legacy_owner: HashMap<u64, u64>,
@@ -184,6 +188,8 @@ impl State {
             implicit_pools: Vec::new(),
             contexts: Contexts::default(),
             streams: HashMap::new(),
+            stream_settings: HashMap::new(),
+            context_settings: HashMap::new(),
             events: HashMap::new(),
             legacy_owner: HashMap::new(),
             modules: HashMap::new(),
@@ -246,6 +252,9 @@ impl State {
         let modules = &self.modules;
         self.functions.retain(|_, f| modules.contains_key(&f.module));
         self.streams.retain(|_, o| o.ctx != ctx);
+        let streams = &self.streams;
+        self.stream_settings.retain(|handle, _| streams.contains_key(handle));
+        self.context_settings.remove(&ctx);
         self.events.retain(|_, e| e.owner.ctx != ctx);
         let bases: Vec<u64> = self.legacy_owner.iter().filter(|&(_, &c)| c == ctx).map(|(&b, _)| b).collect();
         for base in bases {

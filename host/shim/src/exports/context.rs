@@ -8,6 +8,13 @@ use std::ffi::{c_int, c_uint};
 /// The CUDA version whose ABI the shim implements.
 pub(crate) const API_VERSION: c_int = 13000;
 
+/// What `cuCtxGetApiVersion` answers of a live context: the context ABI's version, unchanged
+/// since CUDA 3.2 (the H200's driver answered it).
+const CONTEXT_API_VERSION: c_uint = 3020;
+
+/// `CU_CTX_MAP_HOST`: every context maps page-locked memory, so the driver reports it always.
+const MAP_HOST: c_uint = 0x8;
+
 exports! {
     fn cuDevicePrimaryCtxRetain(ctx: *mut sys::CUcontext, device: sys::CUdevice) {
         out(ctx, as_ptr(code(sim().primary_ctx_retain(device))?.0))
@@ -89,7 +96,7 @@ exports! {
         code(sim().ctx_disable_peer_access(context(peer)))
     }
 
-    /// The shim's API version for a live context (a null one is the current context).
+    /// The context ABI's version for a live context (a null one is the current context).
     fn cuCtxGetApiVersion(ctx: sys::CUcontext, version: *mut c_uint) {
         let known = match context(ctx).0 {
             0 => code(sim().ctx_get_current())?.is_some(),
@@ -98,7 +105,7 @@ exports! {
         if !known {
             return Err(CUresult::CUDA_ERROR_INVALID_CONTEXT);
         }
-        out(version, API_VERSION as c_uint)
+        out(version, CONTEXT_API_VERSION)
     }
 
     /// Stream priorities do not change the simulator's order; the range is an H100/H200's.
@@ -113,10 +120,31 @@ exports! {
         Ok(())
     }
 
-    /// The current context's flags: the scheduling defaults (0).
+    /// The current context's flags: the scheduling defaults, and host memory mapped.
     fn cuCtxGetFlags(flags: *mut c_uint) {
         code(sim().ctx_get_device())?;
-        out(flags, 0)
+        out(flags, MAP_HOST)
+    }
+
+    fn cuCtxGetId(ctx: sys::CUcontext, id: *mut std::ffi::c_ulonglong) {
+        let c = context(ctx);
+        out(id, code(sim().ctx_get_id((c.0 != 0).then_some(c)))?)
+    }
+
+    fn cuCtxGetLimit(value: *mut usize, limit: c_uint) {
+        out(value, code(sim().ctx_get_limit(limit))? as usize)
+    }
+
+    fn cuCtxSetLimit(limit: c_uint, value: usize) {
+        code(sim().ctx_set_limit(limit, value as u64))
+    }
+
+    fn cuCtxGetCacheConfig(config: *mut c_uint) {
+        out(config, code(sim().ctx_get_cache_config())?)
+    }
+
+    fn cuCtxSetCacheConfig(config: c_uint) {
+        code(sim().ctx_set_cache_config(config))
     }
 }
 

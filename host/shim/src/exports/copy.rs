@@ -2,11 +2,11 @@
 //! addressing (each address classified before it is touched: device memory, host memory, or
 //! nothing).
 
-use crate::abi::{bytes, bytes_mut, context, stream};
-use crate::boundary::{code, exports, sim};
+use crate::abi::{Copy2d, Side2d, bytes, bytes_mut, context, copy_2d, stream};
+use crate::boundary::{Answer, code, exports, sim};
 use cudarc::driver::sys::{self, CUresult};
-use peerpool::driver::{DevicePtr, PeerCopy, Stream};
-use std::ffi::{c_uchar, c_uint, c_void};
+use peerpool::driver::{DevicePtr, PeerCopy, PointerAttribute, Stream};
+use std::ffi::{c_uchar, c_uint, c_ushort, c_void};
 
 exports! {
     fn cuMemcpyHtoD_v2(dst: sys::CUdeviceptr, src: *const c_void, count: usize) {
@@ -67,6 +67,102 @@ exports! {
 
     fn cuMemsetD32Async(dst: sys::CUdeviceptr, value: c_uint, count: usize, h_stream: sys::CUstream) {
         code(sim().memset_d32_async(DevicePtr(dst), value, count, stream(h_stream)))
+    }
+
+    fn cuMemsetD16_v2(dst: sys::CUdeviceptr, value: c_ushort, count: usize) {
+        code(sim().memset_d16_async(dst, value, count, Stream::LEGACY))?;
+        code(sim().ctx_synchronize())
+    }
+
+    fn cuMemsetD16Async(dst: sys::CUdeviceptr, value: c_ushort, count: usize, h_stream: sys::CUstream) {
+        code(sim().memset_d16_async(dst, value, count, stream(h_stream)))
+    }
+
+    fn cuMemsetD2D8_v2(dst: sys::CUdeviceptr, pitch: usize, value: c_uchar, width: usize, height: usize) {
+        memset_2d(dst, pitch, &[value], width, height, None)
+    }
+
+    fn cuMemsetD2D16_v2(dst: sys::CUdeviceptr, pitch: usize, value: c_ushort, width: usize, height: usize) {
+        memset_2d(dst, pitch, &value.to_le_bytes(), width, height, None)
+    }
+
+    fn cuMemsetD2D32_v2(dst: sys::CUdeviceptr, pitch: usize, value: c_uint, width: usize, height: usize) {
+        memset_2d(dst, pitch, &value.to_le_bytes(), width, height, None)
+    }
+
+    fn cuMemsetD2D8Async(dst: sys::CUdeviceptr, pitch: usize, value: c_uchar, width: usize, height: usize, h_stream: sys::CUstream) {
+        memset_2d(dst, pitch, &[value], width, height, Some(stream(h_stream)))
+    }
+
+    fn cuMemsetD2D16Async(dst: sys::CUdeviceptr, pitch: usize, value: c_ushort, width: usize, height: usize, h_stream: sys::CUstream) {
+        memset_2d(dst, pitch, &value.to_le_bytes(), width, height, Some(stream(h_stream)))
+    }
+
+    fn cuMemsetD2D32Async(dst: sys::CUdeviceptr, pitch: usize, value: c_uint, width: usize, height: usize, h_stream: sys::CUstream) {
+        memset_2d(dst, pitch, &value.to_le_bytes(), width, height, Some(stream(h_stream)))
+    }
+
+    fn cuMemcpy2D_v2(copy: *const sys::CUDA_MEMCPY2D) {
+        rows(&copy_2d(copy)?, None)
+    }
+
+    fn cuMemcpy2DUnaligned_v2(copy: *const sys::CUDA_MEMCPY2D) {
+        rows(&copy_2d(copy)?, None)
+    }
+
+    fn cuMemcpy2DAsync_v2(copy: *const sys::CUDA_MEMCPY2D, h_stream: sys::CUstream) {
+        rows(&copy_2d(copy)?, Some(stream(h_stream)))
+    }
+}
+
+/// A 2D memset on a stream, or on the null stream and then waited for.
+fn memset_2d(dst: u64, pitch: usize, unit: &[u8], width: usize, height: usize, on: Option<Stream>) -> Answer {
+    let d = sim();
+    code(d.memset_2d_async(dst, pitch, unit, width, height, on.unwrap_or(Stream::LEGACY)))?;
+    match on {
+        Some(_) => Ok(()),
+        None => code(d.ctx_synchronize()),
+    }
+}
+
+/// A 2D copy, row by row through [`unified`], after every row of both sides is checked: an
+/// address in no allocation, or a device row that leaves its allocation, is
+/// `CUDA_ERROR_INVALID_VALUE` before any byte moves.
+///
+/// # Safety
+/// Host rows are valid for `width` bytes (read for the source, written for the destination).
+unsafe fn rows(c: &Copy2d, on: Option<Stream>) -> Answer {
+    let row =
+        |side: &Side2d, r: usize| (r as u64).checked_mul(side.pitch as u64).and_then(|o| side.start.checked_add(o));
+    let mut starts = Vec::with_capacity(c.height);
+    for r in 0..c.height {
+        let (Some(src), Some(dst)) = (row(&c.src, r), row(&c.dst, r)) else {
+            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+        };
+        if !fits(src, c.width) || !fits(dst, c.width) {
+            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+        }
+        starts.push((dst, src));
+    }
+    for (dst, src) in starts {
+        // SAFETY: the caller's, for host rows; device rows were checked above.
+        unsafe { unified(dst, src, c.width, on) }?;
+    }
+    Ok(())
+}
+
+/// Whether `len` bytes at `addr` can be copied: host memory, or inside one device allocation.
+fn fits(addr: u64, len: usize) -> bool {
+    use peerpool_sim::host_memory::AddressKind::{Device, Host, Unknown};
+    let d = sim();
+    match d.classify(addr) {
+        Host { .. } => true,
+        Unknown => false,
+        Device => {
+            let start = d.pointer_get_attribute(DevicePtr(addr), PointerAttribute::RangeStartAddr);
+            let size = d.pointer_get_attribute(DevicePtr(addr), PointerAttribute::RangeSize);
+            matches!((start, size), (Ok(start), Ok(size)) if addr - start + len as u64 <= size)
+        }
     }
 }
 

@@ -6,6 +6,19 @@ use cudarc::driver::sys::{self, CUresult};
 use peerpool::driver::{DeviceAttribute, P2pAttribute};
 use std::ffi::{c_char, c_int, c_uint};
 
+/// `(domain, bus, device, function)` of `[domain:]bus:device.function` (hex).
+fn pci_address(text: &str) -> Option<(i32, i32, i32, i32)> {
+    let hex = |s: &str| (!s.is_empty() && s.len() <= 8).then(|| i32::from_str_radix(s, 16).ok()).flatten();
+    let (rest, function) = text.rsplit_once('.')?;
+    let parts: Vec<&str> = rest.split(':').collect();
+    let (domain, bus, device) = match parts[..] {
+        [domain, bus, device] => (hex(domain)?, hex(bus)?, hex(device)?),
+        [bus, device] => (0, hex(bus)?, hex(device)?),
+        _ => return None,
+    };
+    Some((domain, bus, device, hex(function)?))
+}
+
 exports! {
     /// `cuDeviceGet`: a device is its ordinal.
     fn cuDeviceGet(device: *mut sys::CUdevice, ordinal: c_int) {
@@ -70,6 +83,39 @@ exports! {
         }
         std::ptr::copy_nonoverlapping(text.as_ptr().cast::<c_char>(), id, text.len());
         Ok(())
+    }
+
+    /// `[domain:]bus:device.function` in hex, as `cuDeviceGetPCIBusId` writes it: a form that
+    /// names no simulated GPU is `CUDA_ERROR_INVALID_DEVICE`, text that is no bus id
+    /// `CUDA_ERROR_INVALID_VALUE`.
+    fn cuDeviceGetByPCIBusId(device: *mut sys::CUdevice, id: *const c_char) {
+        if id.is_null() {
+            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+        }
+        let text = std::ffi::CStr::from_ptr(id).to_str().map_err(|_| CUresult::CUDA_ERROR_INVALID_VALUE)?;
+        let wanted = pci_address(text).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
+        let d = sim();
+        for ordinal in 0..code(d.device_get_count())? {
+            let at = |a| code(d.device_get_attribute(ordinal, a));
+            let address = (at(DeviceAttribute::PciDomainId)?, at(DeviceAttribute::PciBusId)?, at(DeviceAttribute::PciDeviceId)?, 0);
+            if address == wanted {
+                return out(device, ordinal);
+            }
+        }
+        Err(CUresult::CUDA_ERROR_INVALID_DEVICE)
+    }
+
+    /// Locally unique ids are Windows's: on Linux the driver answers `CUDA_ERROR_NOT_SUPPORTED`.
+    fn cuDeviceGetLuid(_luid: *mut c_char, _mask: *mut c_uint, device: sys::CUdevice) {
+        code(sim().device_get(device))?;
+        Err(CUresult::CUDA_ERROR_NOT_SUPPORTED)
+    }
+
+    /// The device's 1D linear texture width (attribute 69), whatever the format: textures are not
+    /// simulated, only their limits answered.
+    fn cuDeviceGetTexture1DLinearMaxWidth(width: *mut usize, _format: c_uint, _channels: c_uint, device: sys::CUdevice) {
+        let linear = sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_LINEAR_WIDTH as c_uint;
+        out(width, code(sim().device_get_attribute_raw(device, linear))? as usize)
     }
 
     fn cuDeviceGetDefaultMemPool(pool_out: *mut sys::CUmemoryPool, device: sys::CUdevice) {

@@ -1,0 +1,170 @@
+//! The calls programs make around their kernels beyond peerpool's seam: 16-bit and 2D memsets,
+//! and what contexts and streams are set to (stream flags, priorities and ids, context ids,
+//! limits and cache configuration). The settings change nothing the simulator does; each reads
+//! back as set, from the defaults one H200 answered (`docs/hardware/2026-12-01-clients`,
+//! `outside_kernels.txt`).
+
+use super::driver::SimDriver;
+use super::share::{fail, invalid};
+use super::timing::Work;
+use peerpool::CudaCode;
+use peerpool::driver::{Context, DriverResult, Stream};
+
+/// The id `cuStreamGetId` gives the legacy default stream (and the null stream).
+pub const LEGACY_STREAM_ID: u64 = 1;
+/// The id it gives the per-thread default stream.
+pub const PER_THREAD_STREAM_ID: u64 = 2;
+
+/// The limits `cuCtxGetLimit` knows, with the H200's defaults: stack size, printf FIFO, malloc
+/// heap, device-runtime sync depth and pending launches, L2 fetch granularity, persisting L2.
+const LIMITS: [(u32, u64); 7] =
+    [(0, 1024), (1, 8_650_752), (2, 8_388_608), (3, 2), (4, 2048), (5, 64), (6, 11_796_480)];
+
+/// What one context is set to.
+#[derive(Clone, Debug, Default)]
+pub(super) struct ContextSettings {
+    /// Limits set, by `CUlimit` value.
+    pub(super) limits: Vec<(u32, u64)>,
+    /// `CUfunc_cache`.
+    pub(super) cache_config: u32,
+}
+
+/// What one created stream was made with.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct StreamSettings {
+    pub(super) flags: u32,
+    pub(super) priority: i32,
+}
+
+/// The priorities a stream may have: from 0 (least) to -5 (greatest), as on the H200.
+pub const PRIORITY_RANGE: (i32, i32) = (0, -5);
+
+impl SimDriver {
+    /// `cuMemsetD16Async` (`cuMemsetD16` on the null stream, then a synchronisation).
+    pub fn memset_d16_async(&self, dst: u64, value: u16, count: usize, stream: Stream) -> DriverResult<()> {
+        self.run("cuMemsetD16Async", |s| {
+            let device = s.stream_device(stream)?;
+            super::copies::memset(s, device, dst, &value.to_le_bytes(), count)?;
+            s.work = Some(Work::Memset { device, bytes: count as u64 * 2 });
+            Ok(())
+        })
+    }
+
+    /// `cuMemsetD2D8Async`, `D2D16Async`, `D2D32Async` (`unit` is the value's bytes): `height`
+    /// rows of `width` values, `pitch` bytes apart.
+    pub fn memset_2d_async(
+        &self,
+        dst: u64,
+        pitch: usize,
+        unit: &[u8],
+        width: usize,
+        height: usize,
+        stream: Stream,
+    ) -> DriverResult<()> {
+        self.run("cuMemsetD2D8Async", |s| {
+            let device = s.stream_device(stream)?;
+            super::copies::memset_2d(s, device, dst, pitch, unit, width, height)?;
+            let bytes = (width as u64).saturating_mul(height as u64).saturating_mul(unit.len() as u64);
+            s.work = Some(Work::Memset { device, bytes });
+            Ok(())
+        })
+    }
+
+    /// `cuStreamCreateWithPriority` (`cuStreamCreate` is priority 0): a priority outside the
+    /// range is clamped to it, as the driver documents.
+    pub fn stream_create_with(&self, flags: u32, priority: i32) -> DriverResult<Stream> {
+        let stream = peerpool::driver::Driver::stream_create(self)?;
+        let priority = priority.clamp(PRIORITY_RANGE.1, PRIORITY_RANGE.0);
+        self.lock_state().stream_settings.insert(stream.0, StreamSettings { flags, priority });
+        Ok(stream)
+    }
+
+    /// A created stream's flags and priority; the null stream's are 0 and 0.
+    pub fn stream_settings(&self, stream: Stream) -> DriverResult<(u32, i32)> {
+        self.run("cuStreamGetFlags", |s| {
+            s.stream_device(stream)?;
+            let set = s.stream_settings.get(&stream.0).copied().unwrap_or_default();
+            Ok((set.flags, set.priority))
+        })
+    }
+
+    /// `cuStreamGetId`: a created stream's id is unique and grows with creation; the null
+    /// stream's is the legacy stream's.
+    pub fn stream_get_id(&self, stream: Stream) -> DriverResult<u64> {
+        self.run("cuStreamGetId", |s| {
+            s.stream_device(stream)?;
+            Ok(match stream {
+                Stream::LEGACY => LEGACY_STREAM_ID,
+                Stream(handle) => handle,
+            })
+        })
+    }
+
+    /// `cuStreamGetCtx`: the context a stream was made in; the null stream's is the current one.
+    pub fn stream_get_ctx(&self, stream: Stream) -> DriverResult<Context> {
+        self.run("cuStreamGetCtx", |s| match stream {
+            Stream::LEGACY => Ok(Context(s.current_owner()?.ctx)),
+            Stream(handle) => {
+                s.streams.get(&handle).map(|o| Context(o.ctx)).ok_or_else(|| CudaCode::CUDA_ERROR_INVALID_HANDLE.into())
+            }
+        })
+    }
+
+    /// `cuCtxGetId`: unique for the process's life (the null context is the current one).
+    pub fn ctx_get_id(&self, ctx: Option<Context>) -> DriverResult<u64> {
+        self.run("cuCtxGetId", |s| {
+            let handle = match ctx {
+                Some(c) => c.0,
+                None => s.current_owner()?.ctx,
+            };
+            match s.context_device(handle) {
+                Some(_) => Ok(handle),
+                None => fail(CudaCode::CUDA_ERROR_INVALID_CONTEXT),
+            }
+        })
+    }
+
+    /// `cuCtxGetLimit` of the current context.
+    pub fn ctx_get_limit(&self, limit: u32) -> DriverResult<u64> {
+        self.run("cuCtxGetLimit", |s| {
+            let ctx = s.current_owner()?.ctx;
+            let Some(&(_, default)) = LIMITS.iter().find(|l| l.0 == limit) else { return invalid() };
+            let set = s.context_settings.get(&ctx).and_then(|c| c.limits.iter().find(|l| l.0 == limit));
+            Ok(set.map_or(default, |l| l.1))
+        })
+    }
+
+    /// `cuCtxSetLimit` of the current context: read back as set.
+    pub fn ctx_set_limit(&self, limit: u32, value: u64) -> DriverResult<()> {
+        self.run("cuCtxSetLimit", |s| {
+            let ctx = s.current_owner()?.ctx;
+            if !LIMITS.iter().any(|l| l.0 == limit) {
+                return invalid();
+            }
+            let limits = &mut s.context_settings.entry(ctx).or_default().limits;
+            limits.retain(|l| l.0 != limit);
+            limits.push((limit, value));
+            Ok(())
+        })
+    }
+
+    /// `cuCtxGetCacheConfig` of the current context.
+    pub fn ctx_get_cache_config(&self) -> DriverResult<u32> {
+        self.run("cuCtxGetCacheConfig", |s| {
+            let ctx = s.current_owner()?.ctx;
+            Ok(s.context_settings.get(&ctx).map_or(0, |c| c.cache_config))
+        })
+    }
+
+    /// `cuCtxSetCacheConfig` of the current context (`CU_FUNC_CACHE_PREFER_NONE` to `_EQUAL`).
+    pub fn ctx_set_cache_config(&self, config: u32) -> DriverResult<()> {
+        self.run("cuCtxSetCacheConfig", |s| {
+            let ctx = s.current_owner()?.ctx;
+            if config > 3 {
+                return invalid();
+            }
+            s.context_settings.entry(ctx).or_default().cache_config = config;
+            Ok(())
+        })
+    }
+}
