@@ -345,10 +345,17 @@ impl Cost {
 /// takes the earliest gap that fits it from the time it is ready, so work that the simulator
 /// happens to run later in real time can still go first in virtual time, as it would on the
 /// machine (two processes each creating a context on the other's device first, say).
+///
+/// At most [`Busy::KEPT`] intervals are kept: past that, the two earliest merge, the gap between
+/// them counted busy. A long-running program's bookkeeping stays bounded; only work ready that
+/// far back in virtual time, behind thousands of later bookings, could be placed later than
+/// the gap would have allowed.
 #[derive(Clone, Debug, Default)]
 struct Busy(Vec<(Nanos, Nanos)>);
 
 impl Busy {
+    const KEPT: usize = 4096;
+
     /// The end of the first busy interval that `[at, at + len)` overlaps, if any.
     fn conflict(&self, at: Nanos, len: Nanos) -> Option<Nanos> {
         let i = self.0.partition_point(|&(_, end)| end <= at);
@@ -372,6 +379,10 @@ impl Busy {
             stop = stop.max(self.0[last - 1].1);
         }
         self.0.splice(first..last, [(start, stop)]);
+        if self.0.len() > Busy::KEPT {
+            let (merged_start, merged_end) = (self.0[0].0, self.0[1].1);
+            self.0.splice(0..2, [(merged_start, merged_end)]);
+        }
     }
 }
 
@@ -761,6 +772,21 @@ mod tests {
     /// A context creation on `device`: 100 ns under its context lock.
     fn ctx(device: usize) -> Cost {
         Cost::on(100, vec![]).locked(Lock::Context, vec![device])
+    }
+
+    #[test]
+    fn busy_intervals_stay_bounded_and_conservative() {
+        let mut busy = Busy::default();
+        for i in 0..(Busy::KEPT as u64 + 10) {
+            busy.take(i * 10, 5); // each a separate interval: [0,5), [10,15), ...
+        }
+        assert_eq!(busy.0.len(), Busy::KEPT);
+        // The earliest intervals merged: their gaps now count busy, never free.
+        assert_eq!(busy.conflict(5, 1), Some(busy.0[0].1));
+        assert!(busy.0.windows(2).all(|w| w[0].1 < w[1].0), "sorted and disjoint");
+        // The latest gaps are kept.
+        let last = Busy::KEPT as u64 + 9;
+        assert_eq!(busy.conflict(last * 10 - 4, 3), None);
     }
 
     #[test]
