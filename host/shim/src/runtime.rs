@@ -40,6 +40,8 @@ pub(crate) fn init() -> Result<&'static Runtime, &'static str> {
                 Some(model) => SimDriver::new(topology).timed(model),
                 None => SimDriver::new(topology),
             };
+            // A destroyed pool's handle in a C program is an error code and one line, not a panic.
+            let sim = sim.refusing_destroyed_pools();
             Ok(Runtime { sim, ledger, visible_twice })
         });
         if let Err(why) = &made {

@@ -133,6 +133,20 @@ fn c_leaves_a_trace() -> Result<(), Failed> {
     Ok(())
 }
 
+/// A destroyed pool's handle is an error code and one line on stderr, never a panic's text.
+fn c_client_meets_a_destroyed_pool() -> Result<(), Failed> {
+    let out = run(&mut Command::new(c_program("stale_pool")?), &[("RUST_BACKTRACE", "1")])?;
+    let (text, err) = (stdout(&out), String::from_utf8_lossy(&out.stderr).into_owned());
+    let want = "get access: CUDA_ERROR_INVALID_HANDLE\nset access: CUDA_ERROR_INVALID_HANDLE\n\
+                allocate: CUDA_ERROR_INVALID_HANDLE\ndestroy again: CUDA_ERROR_INVALID_HANDLE\n\
+                the process goes on: CUDA_SUCCESS\n";
+    let one_line = err.lines().count() == 1 && err.contains("destroyed pool") && !err.contains("panicked");
+    match (text == want, one_line) {
+        (true, true) => Ok(()),
+        _ => Err(format!("stdout:\n{text}stderr:\n{err}").into()),
+    }
+}
+
 fn python_sees_the_peer_matrix(stem: &str) -> Result<(), Failed> {
     let python = std::env::var(PYTHON)?;
     let topology = catalog_topology(stem)?;
@@ -217,6 +231,7 @@ fn main() -> ExitCode {
     ));
     trials.push(trial("c_client_leaves_a_trace".into(), CUDA_INCLUDE, c_leaves_a_trace));
     trials.push(trial("c_client_times_with_events".into(), CUDA_INCLUDE, c_client_times_with_events));
+    trials.push(trial("c_client_meets_a_destroyed_pool".into(), CUDA_INCLUDE, c_client_meets_a_destroyed_pool));
     let conclusion = libtest_mimic::run(&Arguments::from_args(), trials);
     support::clean_up();
     conclusion.exit_code()

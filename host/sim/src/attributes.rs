@@ -1,12 +1,11 @@
 //! Device attributes: what the topology gives (compute capability, multiprocessors, PCI
 //! address, pools and their handle types), and for every other attribute the value an H200
 //! answered (`attributes/h200.txt`, from `docs/hardware/recorded/one-h200/attributes.txt`): the
-//! simulated devices are H200-class whatever their name.
+//! simulated devices are H200-class whatever their name. The shim asks through
+//! `SimDriver::device_get_attribute_raw` (`settings.rs`).
 
-use super::driver::SimDriver;
 use super::topology::DeviceSpec;
-use peerpool::CudaCode;
-use peerpool::driver::{DeviceAttribute, DriverResult, HandleKinds};
+use peerpool::driver::{DeviceAttribute, HandleKinds};
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
@@ -29,7 +28,7 @@ pub(super) fn of(d: &DeviceSpec, attribute: DeviceAttribute) -> i32 {
 }
 
 /// The H200's answer for attribute number `raw`, if it gave one.
-fn recorded(raw: u32) -> Option<i32> {
+pub(super) fn recorded(raw: u32) -> Option<i32> {
     static TABLE: OnceLock<HashMap<u32, i32>> = OnceLock::new();
     let table = TABLE.get_or_init(|| {
         include_str!("../attributes/h200.txt")
@@ -41,20 +40,6 @@ fn recorded(raw: u32) -> Option<i32> {
             .collect()
     });
     table.get(&raw).copied()
-}
-
-impl SimDriver {
-    /// `cuDeviceGetAttribute` for any attribute number: the topology's where it gives one, else
-    /// what an H200 answered; a number the H200 did not answer is `CUDA_ERROR_INVALID_VALUE`.
-    pub fn device_get_attribute_raw(&self, device: i32, raw: u32) -> DriverResult<i32> {
-        if let Some(attribute) = DeviceAttribute::from_raw(raw) {
-            return peerpool::driver::Driver::device_get_attribute(self, device, attribute);
-        }
-        self.run("cuDeviceGetAttribute", |s| {
-            s.device(device)?;
-            recorded(raw).ok_or_else(|| CudaCode::CUDA_ERROR_INVALID_VALUE.into())
-        })
-    }
 }
 
 #[cfg(test)]

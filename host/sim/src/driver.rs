@@ -143,6 +143,13 @@ impl SimDriver {
         self.machine.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// A destroyed pool's handle answers `CUDA_ERROR_INVALID_HANDLE` and is named once on
+    /// stderr, instead of panicking: for the libcuda shim, inside programs of any language.
+    pub fn refusing_destroyed_pools(self) -> SimDriver {
+        self.lock().destroyed_pool_panics = false;
+        self
+    }
+
     /// Makes a new pool reuse the last destroyed handle with its old access table.
     pub fn recycling_pool_handles(self) -> SimDriver {
         self.lock().recycle = true;
@@ -592,11 +599,17 @@ impl Driver for SimDriver {
     }
 
     unsafe fn mem_pool_set_attribute(&self, pool: Pool, attribute: PoolAttribute, value: u64) -> DriverResult<()> {
-        self.run("cuMemPoolSetAttribute", |s| pools::set(s, s.pool(pool.0)?, attribute, value))
+        self.run("cuMemPoolSetAttribute", |s| {
+            let id = s.pool(pool.0)?;
+            pools::set(s, id, attribute, value)
+        })
     }
 
     unsafe fn mem_pool_get_attribute(&self, pool: Pool, attribute: PoolAttribute) -> DriverResult<u64> {
-        self.run("cuMemPoolGetAttribute", |s| Ok(pools::get(s, s.pool(pool.0)?, attribute)))
+        self.run("cuMemPoolGetAttribute", |s| {
+            let id = s.pool(pool.0)?;
+            Ok(pools::get(s, id, attribute))
+        })
     }
 
     unsafe fn mem_pool_trim_to(&self, pool: Pool, keep: usize) -> DriverResult<()> {
@@ -990,6 +1003,9 @@ fn free(s: &mut State, ptr: DevicePtr) -> SimResult<()> {
     s.legacy_owner.remove(&ptr.0);
     if let (Some(p), Origin::Allocated | Origin::Host(_)) = (block.pool, &block.origin) {
         pools::freed(s, p, block.size());
+    }
+    if let Some(p) = block.pool {
+        s.count_pool_allocation(p, -1);
     }
     Ok(())
 }

@@ -47,6 +47,7 @@ pub(super) fn alloc(s: &mut State, id: usize, bytes: usize) -> SimResult<u64> {
                 .ok_or(CudaCode::CUDA_ERROR_OUT_OF_MEMORY)?
         }
     };
+    s.count_pool_allocation(id, 1);
     let stats = &mut s.pools[id].stats;
     stats.used += bytes as u64;
     stats.used_high = stats.used_high.max(stats.used);

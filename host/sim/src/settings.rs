@@ -1,14 +1,15 @@
-//! The calls programs make around their kernels beyond peerpool's seam: 16-bit and 2D memsets,
-//! and what contexts and streams are set to (stream flags, priorities and ids, context ids,
-//! limits and cache configuration). The settings change nothing the simulator does; each reads
-//! back as set, from the defaults one H200 answered (`docs/hardware/2026-12-01-clients`,
-//! `outside_kernels.txt`).
+//! The calls programs make around their kernels beyond peerpool's seam: every device attribute,
+//! 16-bit and 2D memsets, and what contexts and streams are set to (stream flags, priorities and
+//! ids, context ids, limits and cache configuration). The settings change nothing the simulator
+//! does; each reads back as set, from the defaults one H200 answered
+//! (`docs/hardware/2026-12-01-clients`, `outside_kernels.txt`).
 
 use super::driver::SimDriver;
 use super::share::{fail, invalid};
+use super::state::StreamSettings;
 use super::timing::Work;
 use peerpool::CudaCode;
-use peerpool::driver::{Context, DriverResult, Stream};
+use peerpool::driver::{Context, DeviceAttribute, DriverResult, Stream};
 
 /// The id `cuStreamGetId` gives the legacy default stream (and the null stream).
 pub const LEGACY_STREAM_ID: u64 = 1;
@@ -20,26 +21,23 @@ pub const PER_THREAD_STREAM_ID: u64 = 2;
 const LIMITS: [(u32, u64); 7] =
     [(0, 1024), (1, 8_650_752), (2, 8_388_608), (3, 2), (4, 2048), (5, 64), (6, 11_796_480)];
 
-/// What one context is set to.
-#[derive(Clone, Debug, Default)]
-pub(super) struct ContextSettings {
-    /// Limits set, by `CUlimit` value.
-    pub(super) limits: Vec<(u32, u64)>,
-    /// `CUfunc_cache`.
-    pub(super) cache_config: u32,
-}
-
-/// What one created stream was made with.
-#[derive(Clone, Copy, Debug, Default)]
-pub(super) struct StreamSettings {
-    pub(super) flags: u32,
-    pub(super) priority: i32,
-}
-
 /// The priorities a stream may have: from 0 (least) to -5 (greatest), as on the H200.
 pub const PRIORITY_RANGE: (i32, i32) = (0, -5);
 
 impl SimDriver {
+    /// `cuDeviceGetAttribute` for any attribute number: the topology's where it gives one, else
+    /// what an H200 answered (`attributes.rs`); a number the H200 did not answer is
+    /// `CUDA_ERROR_INVALID_VALUE`.
+    pub fn device_get_attribute_raw(&self, device: i32, raw: u32) -> DriverResult<i32> {
+        if let Some(attribute) = DeviceAttribute::from_raw(raw) {
+            return peerpool::driver::Driver::device_get_attribute(self, device, attribute);
+        }
+        self.run("cuDeviceGetAttribute", |s| {
+            s.device(device)?;
+            super::attributes::recorded(raw).ok_or_else(|| CudaCode::CUDA_ERROR_INVALID_VALUE.into())
+        })
+    }
+
     /// `cuMemsetD16Async` (`cuMemsetD16` on the null stream, then a synchronisation).
     pub fn memset_d16_async(&self, dst: u64, value: u16, count: usize, stream: Stream) -> DriverResult<()> {
         self.run("cuMemsetD16Async", |s| {

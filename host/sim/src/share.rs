@@ -108,9 +108,12 @@ pub(super) fn pointer_import(s: &mut State, pool: u64, data: &PoolPtrExportData)
         return invalid();
     }
     let len = file.len() as u64;
-    s.memory
+    let base = s
+        .memory
         .place(device, Backing::mapped(file), len, Some(id), Origin::Imported)
-        .map_err(|_| CudaCode::CUDA_ERROR_OUT_OF_MEMORY.into())
+        .map_err(|_| CudaCode::CUDA_ERROR_OUT_OF_MEMORY)?;
+    s.count_pool_allocation(id, 1);
+    Ok(base)
 }
 
 /// `cuIpcGetMemHandle`: the start of `cuMemAlloc` memory only. Pool and virtual memory are

@@ -40,6 +40,22 @@ pub(super) struct PoolStats {
     pub(super) reuse_off: [bool; 3],
 }
 
+/// What one context is set to.
+#[derive(Clone, Debug, Default)]
+pub(super) struct ContextSettings {
+    /// Limits set, by `CUlimit` value.
+    pub(super) limits: Vec<(u32, u64)>,
+    /// `CUfunc_cache`.
+    pub(super) cache_config: u32,
+}
+
+/// What one created stream was made with.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct StreamSettings {
+    pub(super) flags: u32,
+    pub(super) priority: i32,
+}
+
 /// One `cuMemCreate` (or imported) allocation.
 #[derive(Clone)]
 pub(super) struct Physical {
@@ -94,7 +110,36 @@ pub(super) struct PoolRec {
     pub(super) stats: PoolStats,
     /// By device ordinal: whether the pool's memory was ever mapped into that peer (timing).
     pub(super) mapped: Vec<bool>,
+    /// Allocations made from it (or imported into it) and not yet freed.
+    pub(super) live: u32,
+    /// Destroyed: kept only while `live` allocations remain.
+    pub(super) destroyed: bool,
 }
+
+impl PoolRec {
+    /// A slot no pool holds (a destroyed pool whose last allocation went), to be reused.
+    fn vacant() -> PoolRec {
+        PoolRec {
+            handle: 0,
+            device: 0,
+            place: PoolPlace::Device,
+            handle_types: HandleKinds::NONE,
+            access: Vec::new(),
+            max_size: 0,
+            stats: PoolStats::default(),
+            mapped: Vec::new(),
+            live: 0,
+            destroyed: true,
+        }
+    }
+}
+
+/// The low bits every pool handle carries and no other handle does: a pool handle that is not
+/// live is a destroyed pool's, told apart without remembering every destroyed handle.
+const POOL_TAG: u64 = 0x8;
+
+/// Below every handle the simulator hands out.
+const FIRST_HANDLE: u64 = 0x5a00_0000;
 
 /// A loaded module: the context it was loaded into, and `(kernel, function handle)` for each
 /// entry it declares.
@@ -137,9 +182,15 @@ pub(super) struct State {
     next_handle: u64,
     pub(super) pools: Vec<PoolRec>,
     live_pools: HashMap<u64, usize>,
-    /// Handles of destroyed pools (until a recycled pool takes one again).
-    destroyed_pools: HashSet<u64>,
+    /// Slots of `pools` free for the next pool.
+    free_pools: Vec<usize>,
     recyclable: Vec<usize>,
+    /// What a destroyed pool's handle meets: a panic (the in-process simulator: a bug tests must
+    /// see) or `CUDA_ERROR_INVALID_HANDLE` and one line on stderr (the libcuda shim, inside a
+    /// program of any language).
+    pub(super) destroyed_pool_panics: bool,
+    /// Destroyed pools' handles already named on stderr.
+    named_destroyed: HashSet<u64>,
     pub(super) default_pools: Vec<usize>,
     pub(super) current_pools: Vec<usize>,
     /// The driver's own pools beyond each device's default: `(place, device, pool index)` of
@@ -149,9 +200,9 @@ pub(super) struct State {
     pub(super) contexts: Contexts,
     pub(super) streams: HashMap<u64, Owned>,
     /// What created streams were made with (`settings.rs`), by handle.
-    pub(super) stream_settings: HashMap<u64, super::settings::StreamSettings>,
+    pub(super) stream_settings: HashMap<u64, StreamSettings>,
     /// What contexts are set to (`settings.rs`), by handle.
-    pub(super) context_settings: HashMap<u64, super::settings::ContextSettings>,
+    pub(super) context_settings: HashMap<u64, ContextSettings>,
     pub(super) events: HashMap<u64, EventRec>,
     /// The context each `cuMemAlloc` allocation was made in, by base address.
     pub(super) legacy_owner: HashMap<u64, u64>,
@@ -178,11 +229,13 @@ impl State {
             topo,
             recycle,
             dead: None,
-            next_handle: 0x5a00_0000,
+            next_handle: FIRST_HANDLE,
             pools: Vec::new(),
             live_pools: HashMap::new(),
-            destroyed_pools: HashSet::new(),
+            free_pools: Vec::new(),
             recyclable: Vec::new(),
+            destroyed_pool_panics: true,
+            named_destroyed: HashSet::new(),
             default_pools: Vec::new(),
             current_pools: Vec::new(),
             implicit_pools: Vec::new(),
@@ -333,13 +386,13 @@ impl State {
     ) -> usize {
         let (handle, mut access) = match self.recyclable.pop() {
             Some(old) if self.recycle => (self.pools[old].handle, self.pools[old].access.clone()),
-            _ => (self.mint(), vec![Access::None; self.count()]),
+            _ => (self.mint() | POOL_TAG, vec![Access::None; self.count()]),
         };
         if !matches!(place, PoolPlace::Host { .. }) {
             access[device] = Access::ReadWrite;
         }
         let mapped = vec![false; self.count()];
-        self.pools.push(PoolRec {
+        let pool = PoolRec {
             handle,
             device,
             place,
@@ -348,10 +401,20 @@ impl State {
             max_size,
             stats: PoolStats::default(),
             mapped,
-        });
-        let id = self.pools.len() - 1;
+            live: 0,
+            destroyed: false,
+        };
+        let id = match self.free_pools.pop() {
+            Some(slot) => {
+                self.pools[slot] = pool;
+                slot
+            }
+            None => {
+                self.pools.push(pool);
+                self.pools.len() - 1
+            }
+        };
         self.live_pools.insert(handle, id);
-        self.destroyed_pools.remove(&handle);
         id
     }
 
@@ -361,25 +424,36 @@ impl State {
     /// On a destroyed pool's handle: on the H200s such a handle returned stale access and then
     /// crashed the process in `cuMemPoolSetAccess`, so a path that sends one is a bug the
     /// simulator makes loud rather than answer politely.
-    pub(super) fn pool(&self, handle: u64) -> SimResult<usize> {
-        if self.destroyed_pools.contains(&handle) {
-            panic!(
-                "peerpool-sim: the destroyed pool {handle:#x} reached the driver (the real driver returned \
-                 stale access for such a handle and then crashed in cuMemPoolSetAccess)"
-            );
+    pub(super) fn pool(&mut self, handle: u64) -> SimResult<usize> {
+        if let Some(&id) = self.live_pools.get(&handle) {
+            return Ok(id);
         }
-        self.live_pools.get(&handle).copied().ok_or_else(|| CudaCode::CUDA_ERROR_INVALID_VALUE.into())
+        let destroyed = handle & 0xf == POOL_TAG && handle > FIRST_HANDLE && handle <= self.next_handle | POOL_TAG;
+        if !destroyed {
+            return Err(CudaCode::CUDA_ERROR_INVALID_VALUE.into());
+        }
+        let why = format!(
+            "the destroyed pool {handle:#x} reached the driver (the real driver returned stale access for such a \
+             handle and then crashed in cuMemPoolSetAccess)"
+        );
+        if self.destroyed_pool_panics {
+            panic!("peerpool-sim: {why}");
+        }
+        if self.named_destroyed.insert(handle) {
+            eprintln!("peerpool-sim: {why}: CUDA_ERROR_INVALID_HANDLE");
+        }
+        Err(CudaCode::CUDA_ERROR_INVALID_HANDLE.into())
     }
 
     /// Destroys a created pool (a default pool cannot be). Its live allocations stay usable
     /// until freed; a device whose current pool it was falls back to its default pool.
     pub(super) fn destroy_pool(&mut self, handle: u64) -> SimResult<()> {
         let id = self.pool(handle)?;
-        if self.default_pools.contains(&id) {
+        if self.default_pools.contains(&id) || self.implicit_pools.iter().any(|&(_, _, p)| p == id) {
             return Err(CudaCode::CUDA_ERROR_INVALID_VALUE.into());
         }
         self.live_pools.remove(&handle);
-        self.destroyed_pools.insert(handle);
+        self.pools[id].destroyed = true;
         for d in 0..self.count() {
             if self.current_pools[d] == id {
                 self.current_pools[d] = self.default_pools[d];
@@ -388,7 +462,27 @@ impl State {
         if self.recycle {
             self.recyclable.push(id);
         }
+        self.release_pool_if_done(id);
         Ok(())
+    }
+
+    /// One allocation more (`1`) or fewer (`-1`) from pool `id`; a destroyed pool's last one
+    /// frees its slot.
+    pub(super) fn count_pool_allocation(&mut self, id: usize, change: i32) {
+        let pool = &mut self.pools[id];
+        pool.live = pool.live.saturating_add_signed(change);
+        self.release_pool_if_done(id);
+    }
+
+    /// Frees the slot of a destroyed pool that holds no allocation (a recycled pool's record
+    /// stays: the next pool takes its handle and table).
+    fn release_pool_if_done(&mut self, id: usize) {
+        if self.pools[id].destroyed && self.pools[id].live == 0 && !self.recycle {
+            self.pools[id] = PoolRec::vacant();
+            self.shares.pool_files.remove(&id);
+            self.shares.imported_pools.remove(&id);
+            self.free_pools.push(id);
+        }
     }
 
     pub(super) fn live_pool_count(&self) -> usize {
