@@ -70,9 +70,10 @@ grep -q "1 passed; 0 failed; 0 ignored" target/shim-matrix/injected.txt || {
     exit 1
 }
 echo "== clients that know nothing of peerpool, on the simulator and through the forwarding backend"
-cargo test -q -p peerpool-shim --test clients --test forwarding --test one_h200 2>&1 | tee target/shim-matrix/clients.txt
-if [ -n "${PEERPOOL_CUDA_INCLUDE:-}" ] && [ -n "${PEERPOOL_PYTHON:-}" ]; then
-    if [ "$(grep -c "0 failed; 0 ignored" target/shim-matrix/clients.txt)" -ne 3 ]; then
+cargo test -q -p peerpool-shim --test clients --test forwarding --test one_h200 --test every_entry_point 2>&1 |
+    tee target/shim-matrix/clients.txt
+if [ -n "${PEERPOOL_CUDA_INCLUDE:-}" ] && [ -n "${PEERPOOL_PYTHON:-}" ] && [ -n "${PEERPOOL_CUDA_HEADERS:-}" ]; then
+    if [ "$(grep -c "0 failed; 0 ignored" target/shim-matrix/clients.txt)" -ne 4 ]; then
         echo "with both tools given, no client trial may be skipped" >&2
         exit 1
     fi

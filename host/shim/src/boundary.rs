@@ -166,6 +166,35 @@ macro_rules! exports {
 }
 pub(crate) use exports;
 
+/// Defines the per-thread default stream's variants (`name = base(params)`): forwarded to
+/// NVIDIA's variant of the same name when the backend is real; on the simulator, whose default
+/// streams are one, the call of `base`, the entry point the variant stands for. Writes the
+/// module's `table()` too.
+macro_rules! per_thread {
+    ($( $name:ident = $base:path [$($arg:ident: $ty:ty),* $(,)?]; )*) => {
+        $(
+            /// # Safety
+            /// As for the entry point this variant stands for.
+            #[unsafe(no_mangle)]
+            #[allow(non_snake_case, clippy::missing_safety_doc)]
+            pub unsafe extern "C" fn $name($($arg: $ty),*) -> cudarc::driver::sys::CUresult {
+                $crate::boundary::forward_if_real!($name($($arg: $ty),*));
+                type Base = unsafe extern "C" fn($($ty),*) -> cudarc::driver::sys::CUresult;
+                // SAFETY: `base` is exported with this C signature (its Rust parameter types may
+                // name the same C types differently, e.g. an enum as `c_uint`); the caller's
+                // promise passes on.
+                unsafe {
+                    let base = std::mem::transmute::<*const (), Base>($base as *const ());
+                    base($($arg),*)
+                }
+            }
+        )*
+
+        $crate::boundary::entry_table!($($name),*);
+    };
+}
+pub(crate) use per_thread;
+
 /// A module's `table()` of its entry points for `cuGetProcAddress`, each by its exported name
 /// (the function's own).
 macro_rules! entry_table {

@@ -49,7 +49,12 @@ fn symbols() -> &'static HashMap<&'static str, usize> {
     static SYMBOLS: OnceLock<HashMap<&'static str, usize>> = OnceLock::new();
     SYMBOLS.get_or_init(|| {
         let stubs = unsupported::table();
-        let all = exports::implemented().into_iter().chain(table()).chain(crate::export_table::table()).chain(stubs);
+        let all = exports::implemented()
+            .into_iter()
+            .chain(table())
+            .chain(crate::export_table::table())
+            .chain(crate::per_thread::table())
+            .chain(stubs);
         all.map(|(name, f)| (name, f as usize)).collect()
     })
 }
@@ -163,7 +168,24 @@ pub unsafe extern "C" fn cuGetProcAddress(
     unsafe { cuGetProcAddress_v2(symbol, pfn, version, flags, std::ptr::null_mut()) }
 }
 
-crate::boundary::entry_table!(cuGetProcAddress, cuGetProcAddress_v2);
+/// The per-thread default stream's name for the lookup (what a program compiled with
+/// `CUDA_API_PER_THREAD_DEFAULT_STREAM` calls): the same lookup.
+///
+/// # Safety
+/// As for [`cuGetProcAddress_v2`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuGetProcAddress_v2_ptsz(
+    symbol: *const c_char,
+    pfn: *mut *mut c_void,
+    version: c_int,
+    flags: u64,
+    status: *mut sys::CUdriverProcAddressQueryResult,
+) -> CUresult {
+    // SAFETY: the caller's.
+    unsafe { cuGetProcAddress_v2(symbol, pfn, version, flags, status) }
+}
+
+crate::boundary::entry_table!(cuGetProcAddress, cuGetProcAddress_v2, cuGetProcAddress_v2_ptsz);
 
 #[cfg(test)]
 mod tests {

@@ -1,0 +1,129 @@
+//! Every entry point CUDA's headers declare is exported and answers: for each header set (CUDA
+//! 13.0 and 12.9, `$PEERPOOL_CUDA_HEADERS`, include directories separated by `:`), a C program
+//! naming every entry point the headers declare (with and without the per-thread default
+//! stream) is built against the shim, loads with every symbol bound at start, and calls each one
+//! with zero arguments after `cuInit`: each must return a result code, none may crash the
+//! program. Without the headers the trials are skipped with the reason.
+
+mod support;
+
+use libtest_mimic::{Arguments, Failed, Trial};
+use std::collections::BTreeSet;
+use std::process::{Command, ExitCode};
+use support::{run, shim_dir, stdout};
+
+const HEADERS: &str = "PEERPOOL_CUDA_HEADERS";
+
+/// The entry points a program compiled against the headers in `include` can name.
+fn declared(include: &str) -> Result<BTreeSet<String>, Failed> {
+    let mut names = BTreeSet::new();
+    for defines in [&[][..], &["-DCUDA_API_PER_THREAD_DEFAULT_STREAM"][..]] {
+        let out = Command::new("cc")
+            .args(["-E", "-x", "c"])
+            .args(defines)
+            .arg(format!("-I{include}"))
+            .arg("-")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .and_then(|mut child| {
+                use std::io::Write;
+                child.stdin.take().expect("piped").write_all(b"#include <cuda.h>\n")?;
+                child.wait_with_output()
+            })?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        for line in text.lines().filter(|l| l.contains("CUresult")) {
+            let after = line.split("CUresult").nth(1).unwrap_or_default();
+            let name: String = after
+                .trim_start()
+                .trim_start_matches("__attribute__((visibility(\"default\")))")
+                .trim_start()
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            if name.starts_with("cu") && after.contains(&format!("{name}(")) {
+                names.insert(name);
+            }
+        }
+    }
+    match names.len() {
+        0..100 => Err(format!("only {} entry points found in {include}/cuda.h", names.len()).into()),
+        _ => Ok(names),
+    }
+}
+
+/// A C program that calls `cuInit`, then every one of `names` with twelve zero arguments (a
+/// callee ignores those it does not take), and prints how many answered.
+fn program(names: &BTreeSet<String>) -> String {
+    let mut c = String::from(
+        "#include <stdio.h>\ntypedef int (*any)(long, long, long, long, long, long, long, long, long, long, long, long);\n",
+    );
+    for name in names {
+        c.push_str(&format!("extern int {name}();\n"));
+    }
+    c.push_str("int main(void) {\n    setvbuf(stdout, NULL, _IONBF, 0);\n    int init = cuInit(0), answered = 0;\n");
+    for name in names.iter().filter(|n| *n != "cuInit") {
+        c.push_str(&format!(
+            "    printf(\"%s\\n\", \"{name}\");\n    ((any){name})(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);\n    answered++;\n"
+        ));
+    }
+    c.push_str("    printf(\"init %d answered %d\\n\", init, answered);\n    return 0;\n}\n");
+    c
+}
+
+fn every_entry_point_answers(include: String) -> Result<(), Failed> {
+    let names = declared(&include)?;
+    let dir = shim_dir()?;
+    let stem = format!("every_entry_point_{}", names.len());
+    let (source, exe) = (dir.join(format!("{stem}.c")), dir.join(&stem));
+    std::fs::write(&source, program(&names))?;
+    let built = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
+        .args(["-std=gnu17", "-Wno-deprecated-non-prototype", "-o"])
+        .arg(&exe)
+        .arg(&source)
+        .arg(format!("-L{}", dir.display()))
+        .args(["-lcuda", "-Wl,-z,now"])
+        .output()?;
+    if !built.status.success() {
+        return Err(format!("cc: {}", String::from_utf8_lossy(&built.stderr)).into());
+    }
+    let out = run(&mut Command::new(&exe), &[("PEERPOOL_SIM_TOPOLOGY", "two_h200_nvlink")])?;
+    let text = stdout(&out);
+    let want = format!("init 0 answered {}", names.len() - 1);
+    match (out.status.success(), text.lines().last()) {
+        (true, Some(last)) if last == want => Ok(()),
+        _ => {
+            let last_called = text.lines().rfind(|l| l.starts_with("cu")).unwrap_or("none");
+            Err(format!(
+                "{}: the last entry point called was {last_called}; {}",
+                out.status,
+                text.lines().last().unwrap_or("")
+            )
+            .into())
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let trials = match std::env::var(HEADERS) {
+        Ok(dirs) => dirs
+            .split(':')
+            .filter(|d| !d.is_empty())
+            .map(|include| {
+                let name = format!(
+                    "every_entry_point_answers::{}",
+                    include.rsplit("site-packages/").next().unwrap_or(include).replace('/', "_")
+                );
+                let include = include.to_string();
+                Trial::test(name, move || every_entry_point_answers(include))
+            })
+            .collect(),
+        Err(_) => {
+            eprintln!("skipped: every_entry_point_answers: {HEADERS} is not set");
+            vec![Trial::test("every_entry_point_answers", || Ok(())).with_ignored_flag(true)]
+        }
+    };
+    let conclusion = libtest_mimic::run(&Arguments::from_args(), trials);
+    support::clean_up();
+    conclusion.exit_code()
+}
