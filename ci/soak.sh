@@ -13,8 +13,9 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 ln -s "$PWD/target/release/libpeerpool_shim.so" "$dir/libcuda.so"
 cc -O2 -o "$dir/soak" host/shim/tests/clients/soak.c -I"$cuda/include" -L"$dir" -lcuda
+commit="$(git rev-parse --short HEAD)$(git status --porcelain | grep -q . && echo ' (dirty)' || true)"
 {
-    echo "commit: $(git rev-parse --short HEAD)$(git status --porcelain | grep -q . && echo ' (dirty)')"
+    echo "commit: $commit"
     for run in "alloc 1000000" "pool 1000000" "pools 100000" "contexts 100000"; do
         # shellcheck disable=SC2086
         target/release/peerpool sim --topology one_gpu -- "$dir/soak" $run
