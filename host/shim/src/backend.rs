@@ -37,7 +37,7 @@ pub(crate) fn get() -> &'static Result<Backend, String> {
     BACKEND.get_or_init(|| {
         let decided = decide();
         if let Err(why) = &decided {
-            eprintln!("peerpool-shim: {why}");
+            peerpool::fault::notice(&format!("peerpool-shim: {why}"));
         }
         decided
     })
@@ -136,6 +136,13 @@ fn open(path: &Path, named: bool) -> Result<libloading::os::unix::Library, Strin
     let marker = format!("{SHIM_MARKER}\0");
     // SAFETY: the marker is a function taking nothing and returning an int in every shim.
     let pin = unsafe { library.get::<extern "C" fn() -> c_int>(marker.as_bytes()) };
+    // This very library (its own file, or a link to it): the loader hands back the shim that is
+    // asking, whose backend is being decided, so forwarding to it would never return.
+    if let Ok(pin) = &pin
+        && **pin as usize == peerpool_shim_pin_simulator as *const () as usize
+    {
+        return Err(format!("{}: {} is this shim itself, not NVIDIA's libcuda", env::LIBCUDA, path.display()));
+    }
     let topology = std::env::var(env::TOPOLOGY).is_ok_and(|t| !t.is_empty());
     match (pin, named) {
         (Err(_), _) if topology => {

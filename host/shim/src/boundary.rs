@@ -20,13 +20,23 @@ pub(crate) type Answer = Result<(), CUresult>;
 /// `CUDA_ERROR_UNKNOWN`. The trace gets one line per call.
 pub(crate) fn enter(symbol: &'static str, args: impl FnOnce() -> String, body: impl FnOnce() -> Answer) -> CUresult {
     let Some(runtime) = runtime::get() else { return CUresult::CUDA_ERROR_NOT_INITIALIZED };
+    enter_on(runtime, symbol, args, body)
+}
+
+/// [`enter`] on `runtime` whether or not the driver has started: `cuInit`'s own way in.
+pub(crate) fn enter_on(
+    runtime: &'static runtime::Runtime,
+    symbol: &'static str,
+    args: impl FnOnce() -> String,
+    body: impl FnOnce() -> Answer,
+) -> CUresult {
     let name = documented_name(symbol);
     let run = || match std::panic::catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(())) => CUresult::CUDA_SUCCESS,
         Ok(Err(code)) => code,
         Err(panic) => {
             let why = panic.downcast_ref::<String>().map(String::as_str).or(panic.downcast_ref::<&str>().copied());
-            eprintln!("peerpool-shim: {symbol} panicked: {}", why.unwrap_or("(no message)"));
+            peerpool::fault::notice(&format!("peerpool-shim: {symbol} panicked: {}", why.unwrap_or("(no message)")));
             CUresult::CUDA_ERROR_UNKNOWN
         }
     };
@@ -101,7 +111,7 @@ pub(crate) fn name_once_owned(name: String, what: &str) {
     static NAMED: Mutex<Option<HashSet<String>>> = Mutex::new(None);
     let mut named = NAMED.lock().unwrap_or_else(|e| e.into_inner());
     if named.get_or_insert_with(HashSet::new).insert(name.clone()) {
-        eprintln!("peerpool-shim: {name} {what}");
+        peerpool::fault::notice(&format!("peerpool-shim: {name} {what}"));
     }
 }
 

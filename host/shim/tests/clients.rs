@@ -114,6 +114,40 @@ fn c_gets_one_line_for_bad_settings() -> Result<(), Failed> {
     Ok(())
 }
 
+/// A rule that fails `cuInit` leaves the driver unstarted: the next call is
+/// `CUDA_ERROR_NOT_INITIALIZED`, as on a driver whose `cuInit` failed.
+fn c_meets_a_rule_on_cu_init() -> Result<(), Failed> {
+    let rule = [("PEERPOOL_SIM_FAULTS", "cuInit@1=UNKNOWN")];
+    let text = stdout(&run(&mut Command::new(c_program("pools")?), &rule)?);
+    match text.as_str() {
+        "fail cuInit(0): CUDA_ERROR_UNKNOWN\nafter CUDA_ERROR_NOT_INITIALIZED\n" => Ok(()),
+        _ => Err(format!("expected the driver unstarted after the failed cuInit: {text}").into()),
+    }
+}
+
+/// A trace whose reader goes away (stderr piped to a reader that stops, as `| head` does) ends
+/// with one line; the traced program goes on and exits as it would, not killed by SIGPIPE.
+fn c_outlives_its_trace_reader() -> Result<(), Failed> {
+    use std::io::{BufRead, BufReader};
+    let dir = shim_dir()?;
+    let mut program = Command::new(c_program("soak")?);
+    program.args(["alloc", "20000"]).env("LD_LIBRARY_PATH", dir).env("PEERPOOL_SIM_TRACE", "-");
+    program.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+    let mut child = program.spawn()?;
+    let mut reader = BufReader::new(child.stderr.take().ok_or("no stderr")?);
+    let mut first = String::new();
+    reader.read_line(&mut first)?;
+    drop(reader); // the reader goes away after one line
+    let status = child.wait()?;
+    match status.code() {
+        Some(0) => Ok(()),
+        _ => {
+            Err(format!("the traced program ended {status} after its trace's reader left (first line {first:?})")
+                .into())
+        }
+    }
+}
+
 fn c_leaves_a_trace() -> Result<(), Failed> {
     let trace = shim_dir()?.join("trace.txt");
     let _ = std::fs::remove_file(&trace);
@@ -230,6 +264,8 @@ fn main() -> ExitCode {
         c_gets_one_line_for_bad_settings,
     ));
     trials.push(trial("c_client_leaves_a_trace".into(), CUDA_INCLUDE, c_leaves_a_trace));
+    trials.push(trial("c_client_meets_a_rule_on_cu_init".into(), CUDA_INCLUDE, c_meets_a_rule_on_cu_init));
+    trials.push(trial("c_client_outlives_its_trace_reader".into(), CUDA_INCLUDE, c_outlives_its_trace_reader));
     trials.push(trial("c_client_times_with_events".into(), CUDA_INCLUDE, c_client_times_with_events));
     trials.push(trial("c_client_meets_a_destroyed_pool".into(), CUDA_INCLUDE, c_client_meets_a_destroyed_pool));
     let conclusion = libtest_mimic::run(&Arguments::from_args(), trials);

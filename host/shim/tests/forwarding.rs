@@ -10,7 +10,7 @@ mod support;
 use libtest_mimic::{Arguments, Failed, Trial};
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
-use support::{CUDA_INCLUDE, PYTHON, c_program, clients, run, shim_dir, stderr, stdout, trial};
+use support::{CUDA_INCLUDE, PYTHON, c_program, clients, run, run_within, shim_dir, stderr, stdout, trial};
 
 /// The second copy of the shim (a file of its own, not a link), standing in for NVIDIA's.
 fn real_copy() -> Result<PathBuf, Failed> {
@@ -120,14 +120,17 @@ fn rules_reach_calls_through_get_proc_address() -> Result<(), Failed> {
 
 fn a_bad_library_is_one_line_and_an_error_from_cu_init() -> Result<(), Failed> {
     let not_a_library = clients().join("rules.c").display().to_string();
+    // The shim itself, through the link a program loads it by: it would forward to itself.
+    let itself = shim_dir()?.join("libcuda.so.1").display().to_string();
     let cases = [
         ("/nonexistent/libcuda.so.1", "cannot be loaded"),
         (not_a_library.as_str(), "cannot be loaded"),
         ("libcuda.so.1", "not an absolute path"),
+        (itself.as_str(), "is this shim itself"),
     ];
     for (library, says) in cases {
         let settings = [("PEERPOOL_SHIM_BACKEND", "real"), ("PEERPOOL_SHIM_LIBCUDA", library)];
-        let out = run(&mut Command::new(c_program("pools")?), &settings)?;
+        let out = run_within(&mut Command::new(c_program("pools")?), &settings, std::time::Duration::from_secs(30))?;
         let lines: Vec<String> = stderr(&out).lines().map(String::from).collect();
         let one_line = lines.len() == 1 && lines[0].starts_with("peerpool-shim: ") && lines[0].contains(says);
         if !one_line || !stdout(&out).contains("fail cuInit(0): CUDA_ERROR_INVALID_VALUE") {

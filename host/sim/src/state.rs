@@ -440,7 +440,7 @@ impl State {
             panic!("peerpool-sim: {why}");
         }
         if self.named_destroyed.insert(handle) {
-            eprintln!("peerpool-sim: {why}: CUDA_ERROR_INVALID_HANDLE");
+            peerpool::fault::notice(&format!("peerpool-sim: {why}: CUDA_ERROR_INVALID_HANDLE"));
         }
         Err(CudaCode::CUDA_ERROR_INVALID_HANDLE.into())
     }

@@ -214,10 +214,13 @@ impl Ledger {
             let line = format!("{call} {} => {outcome}\n", args());
             let mut sink = sink.lock().unwrap_or_else(|e| e.into_inner());
             // A trace that cannot be written must not change the call's result: it stops, and
-            // says so once.
-            if let Some(Err(e)) = sink.as_mut().map(|s| s.write_all(line.as_bytes()).and_then(|()| s.flush())) {
+            // says so once. A reader that went away (a FIFO's, or `head` on a piped stderr) is
+            // such a failure, not a SIGPIPE that kills the traced program.
+            let written =
+                without_sigpipe(|| sink.as_mut().map(|s| s.write_all(line.as_bytes()).and_then(|()| s.flush())));
+            if let Some(Err(e)) = written {
                 *sink = None;
-                eprintln!("peerpool: the call trace stopped at {call}: writing it failed: {e}");
+                notice(&format!("peerpool: the call trace stopped at {call}: writing it failed: {e}"));
             }
         }
     }
@@ -262,4 +265,40 @@ impl std::fmt::Debug for Ledger {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Ledger").field("plan", &self.lock().plan).field("tracing", &self.trace.is_some()).finish()
     }
+}
+
+/// Writes one line to stderr for a person to read: a stderr that cannot be written (closed, or a
+/// pipe whose reader left) loses the line and nothing else: no panic, no SIGPIPE.
+pub fn notice(line: &str) {
+    use std::io::Write;
+    let _ = without_sigpipe(|| writeln!(std::io::stderr(), "{line}"));
+}
+
+/// Runs `write` with SIGPIPE blocked on this thread, and takes a SIGPIPE it raised, so that
+/// writing to a pipe with no reader fails with `EPIPE` instead of killing the process (a program
+/// of any language traced through the shim keeps SIGPIPE's default action). A SIGPIPE this
+/// thread already blocked is left alone.
+fn without_sigpipe<R>(write: impl FnOnce() -> R) -> R {
+    // SAFETY: sigset_t is plain data, initialised by sigemptyset before use.
+    let mut pipe: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    let mut before: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: valid sigset_t pointers; the mask changes for this thread only.
+    let blocked = unsafe {
+        libc::sigemptyset(&mut pipe);
+        libc::sigaddset(&mut pipe, libc::SIGPIPE);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &pipe, &mut before) == 0
+    };
+    let result = write();
+    // SAFETY: as above; `before` was filled by pthread_sigmask.
+    if blocked && unsafe { libc::sigismember(&before, libc::SIGPIPE) } == 0 {
+        let none = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        // SAFETY: valid pointers; takes a pending SIGPIPE of this thread, if there is one, and
+        // does not wait.
+        unsafe {
+            while libc::sigtimedwait(&pipe, std::ptr::null_mut(), &none) == libc::SIGPIPE {}
+            libc::pthread_sigmask(libc::SIG_SETMASK, &before, std::ptr::null_mut());
+        }
+    }
+    result
 }

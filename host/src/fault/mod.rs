@@ -12,7 +12,7 @@
 mod ledger;
 mod plan;
 
-pub use ledger::{Injected, Ledger};
+pub use ledger::{Injected, Ledger, notice};
 pub use plan::{FaultPlan, PlanError, Rule, When};
 
 use crate::driver::codes::CudaCode;

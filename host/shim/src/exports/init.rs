@@ -24,14 +24,22 @@ pub unsafe extern "C" fn cuInit(flags: c_uint) -> CUresult {
     forward_if_real!(cuInit(flags: c_uint));
     let Ok(runtime) = runtime::init() else { return CUresult::CUDA_ERROR_INVALID_VALUE };
     // As NVIDIA's driver answers: a GPU listed twice in CUDA_VISIBLE_DEVICES, or no device (none
-    // left visible). The in-process simulator keeps an empty topology usable.
-    boundary::enter(
+    // left visible). The in-process simulator keeps an empty topology usable. The driver starts
+    // only when the call succeeds: a fault rule that fails it leaves every other call
+    // CUDA_ERROR_NOT_INITIALIZED, as an unstarted driver answers.
+    boundary::enter_on(
+        runtime,
         "cuInit",
         || format!("flags={flags}"),
-        || match sim().device_get_count() {
-            _ if runtime.visible_twice => Err(CUresult::CUDA_ERROR_INVALID_DEVICE),
-            Ok(0) => Err(CUresult::CUDA_ERROR_NO_DEVICE),
-            _ => code(sim().init(flags)),
+        || {
+            let sim = &runtime.sim;
+            match sim.device_get_count() {
+                _ if runtime.visible_twice => Err(CUresult::CUDA_ERROR_INVALID_DEVICE),
+                Ok(0) => Err(CUresult::CUDA_ERROR_NO_DEVICE),
+                _ => code(sim.init(flags)),
+            }?;
+            runtime.started();
+            Ok(())
         },
     )
 }

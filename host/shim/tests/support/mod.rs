@@ -94,6 +94,32 @@ pub fn run(program: &mut Command, settings: &[(&str, &str)]) -> Result<Output, F
     Ok(program.output()?)
 }
 
+/// [`run`], killed and failed if it is still running after `limit`: for cases that once hung.
+pub fn run_within(
+    program: &mut Command,
+    settings: &[(&str, &str)],
+    limit: std::time::Duration,
+) -> Result<Output, Failed> {
+    let dir = shim_dir()?;
+    program.env("LD_LIBRARY_PATH", dir);
+    for name in peerpool_sim::env::VARIABLES.into_iter().chain([peerpool_sim::visible::VISIBLE]) {
+        program.env_remove(name);
+    }
+    program.envs(settings.iter().copied());
+    program.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+    let mut child = program.spawn()?;
+    let deadline = std::time::Instant::now() + limit;
+    while child.try_wait()?.is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!("still running after {limit:?}: killed").into());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    Ok(child.wait_with_output()?)
+}
+
 pub fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
