@@ -58,8 +58,12 @@ pub fn run(options: Options) -> ExitCode {
                 return exit::code(exit::NO_GPU);
             }
         };
-    // Before any pair is checked: a directory that cannot be ours is bad input, not a late failure.
-    let out = match OwnedDir::create(&options.out) {
+    // Before any pair is checked: a directory that cannot be ours, or a file in it that is not
+    // one we may replace, is bad input, not a late failure.
+    let out = match OwnedDir::create(&options.out).and_then(|out| {
+        OUTPUTS.iter().try_for_each(|name| out.check_target(name))?;
+        Ok(out)
+    }) {
         Ok(out) => out,
         Err(e) => {
             eprintln!("peerpool check: --out: {e}");
@@ -225,12 +229,14 @@ fn load_topology(name: &str) -> Result<Topology, String> {
 }
 
 /// check.json, check.md and junit.xml, all staged before any replaces its old copy.
+/// The files `check` writes in its `--out` directory, in [`write()`]'s order.
+const OUTPUTS: [&str; 3] = ["check.json", "check.md", "junit.xml"];
+
 fn write(out: &OwnedDir, report: &Report) -> Result<Vec<PathBuf>, String> {
     let json = serde_json::to_string_pretty(report).map_err(|e| e.to_string())?;
     let junit = crate::junit::render(report, "peerpool check")?;
-    let files = [("check.json", json), ("check.md", report.to_markdown()), ("junit.xml", junit)];
+    let files = OUTPUTS.into_iter().zip([json, report.to_markdown(), junit]);
     let staged: Vec<_> = files
-        .iter()
         .map(|(name, text)| out.stage(name, text.as_bytes()))
         .collect::<Result<_, _>>()
         .map_err(|e| e.to_string())?;

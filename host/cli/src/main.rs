@@ -195,7 +195,7 @@ fn finish<T, E: std::fmt::Display>(result: Result<T, E>, failed: &str, shown: im
 }
 
 fn bench(out: PathBuf, options: bench::BenchOptions) -> ExitCode {
-    let out = match OwnedDir::create(&out) {
+    let out = match OwnedDir::create(&out).and_then(|out| out.check_target("bench.json").map(|()| out)) {
         Ok(out) => out,
         Err(e) => {
             eprintln!("peerpool bench: --out: {e}");
@@ -268,7 +268,8 @@ fn report(dir: Option<PathBuf>, json: Option<PathBuf>, markdown: Option<PathBuf>
         Ok(dir) => dir,
         Err(e) => return bad_input(&e),
     };
-    // Every output is checked before anything is read, so that none overwrites another.
+    // Every output is checked before anything is read: each may be written (absent, or a
+    // regular file we may replace), and none overwrites another.
     let named =
         [("--json", json, "report.json"), ("--markdown", markdown, "report.md"), ("--junit", junit, "junit.xml")];
     let targets: Vec<PathBuf> =
@@ -279,7 +280,7 @@ fn report(dir: Option<PathBuf>, json: Option<PathBuf>, markdown: Option<PathBuf>
     };
     let flagged: Vec<(&str, &std::path::Path)> =
         named.iter().zip(&targets).map(|((flag, ..), t)| (*flag, t.as_path())).collect();
-    if let Err(e) = outputs::distinct(&flagged) {
+    if let Err(e) = outputs::check(&flagged) {
         return bad_input(&e);
     }
     let report = match Report::collect_in(&owned) {
