@@ -34,6 +34,79 @@ pub(crate) fn read_text(path: &Path, limit: usize) -> Result<String, String> {
     String::from_utf8(bytes).map_err(|_| "is not UTF-8 text".into())
 }
 
+/// `text` as JSON, refused when an object gives a key twice (serde_json keeps the last,
+/// silently).
+pub(crate) fn json_without_repeats(text: &str) -> Result<serde_json::Value, String> {
+    serde_json::from_str::<Unrepeated>(text).map(|v| v.0).map_err(|e| e.to_string())
+}
+
+/// A JSON value whose objects give each key once.
+struct Unrepeated(serde_json::Value);
+
+impl<'de> serde::Deserialize<'de> for Unrepeated {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Unrepeated, D::Error> {
+        deserializer.deserialize_any(UnrepeatedVisitor)
+    }
+}
+
+struct UnrepeatedVisitor;
+
+impl<'de> serde::de::Visitor<'de> for UnrepeatedVisitor {
+    type Value = Unrepeated;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Unrepeated, E> {
+        Ok(Unrepeated(v.into()))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Unrepeated, E> {
+        Ok(Unrepeated(v.into()))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Unrepeated, E> {
+        Ok(Unrepeated(v.into()))
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Unrepeated, E> {
+        serde_json::Number::from_f64(v).map(|n| Unrepeated(n.into())).ok_or_else(|| E::custom("not a finite number"))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Unrepeated, E> {
+        Ok(Unrepeated(v.into()))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Unrepeated, E> {
+        Ok(Unrepeated(v.into()))
+    }
+
+    fn visit_unit<E>(self) -> Result<Unrepeated, E> {
+        Ok(Unrepeated(serde_json::Value::Null))
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Unrepeated, A::Error> {
+        let mut items = Vec::new();
+        while let Some(Unrepeated(item)) = seq.next_element()? {
+            items.push(item);
+        }
+        Ok(Unrepeated(items.into()))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Unrepeated, A::Error> {
+        let mut fields = serde_json::Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let Unrepeated(value) = map.next_value()?;
+            if fields.contains_key(&key) {
+                return Err(serde::de::Error::custom(format!("{key:?} is given twice")));
+            }
+            fields.insert(key, value);
+        }
+        Ok(Unrepeated(fields.into()))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
