@@ -17,6 +17,7 @@ pub mod child;
 mod context;
 mod device_state;
 pub mod driver;
+pub mod env;
 mod error;
 mod evidence;
 pub mod facts;

@@ -82,18 +82,18 @@ fn prepare(options: &Options) -> Result<Vec<(String, String)>, String> {
     let fifo = |path: &str| std::fs::metadata(path).is_ok_and(|m| m.file_type().is_fifo());
     env::read(|name| {
         let value = vars.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone());
-        value.filter(|v| !(name == TRACE && fifo(v)))
+        Ok(value.filter(|v| !(name == TRACE && fifo(v))))
     })?;
     let shim = locate_shim(options.shim.clone())?;
     if options.real && options.libcuda.is_none() {
-        let path = std::env::var("LD_LIBRARY_PATH").ok();
+        let path = env::var("LD_LIBRARY_PATH")?;
         if env::libcuda_candidates(path.as_deref(), &shim).is_empty() {
             return Err("--real: no NVIDIA libcuda.so.1 found as the loader would look; name it with --libcuda".into());
         }
     }
     let dir = install(&shim)?;
-    let path = match std::env::var("LD_LIBRARY_PATH") {
-        Ok(rest) if !rest.is_empty() => format!("{}:{rest}", dir.display()),
+    let path = match env::var("LD_LIBRARY_PATH")? {
+        Some(rest) if !rest.is_empty() => format!("{}:{rest}", dir.display()),
         _ => dir.display().to_string(),
     };
     vars.push(("LD_LIBRARY_PATH".to_string(), path));

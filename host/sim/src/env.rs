@@ -60,10 +60,18 @@ pub struct Config {
     pub visible_twice: bool,
 }
 
-/// Reads the settings from `var` (the environment, or a test's map); every mistake is one line.
-pub fn read(var: impl Fn(&str) -> Option<String>) -> Result<Config, String> {
-    let set = |name| var(name).filter(|v: &String| !v.is_empty());
-    let target = match (set(BACKEND).as_deref(), set(LIBCUDA), set(TOPOLOGY)) {
+/// The value of the variable `name`: `None` when unset, an error naming it when it is set to a
+/// value that is not UTF-8 (never taken as unset). How the simulator, the shim and `peerpool
+/// sim` read the environment (`peerpool::env`).
+pub fn var(name: &str) -> Result<Option<String>, String> {
+    peerpool::env::var(name).map_err(|e| e.to_string())
+}
+
+/// Reads the settings from `var` (the environment through [`var`], or a test's map); every
+/// mistake is one line.
+pub fn read(var: impl Fn(&str) -> Result<Option<String>, String>) -> Result<Config, String> {
+    let set = |name| var(name).map(|v| v.filter(|v: &String| !v.is_empty()));
+    let target = match (set(BACKEND)?.as_deref(), set(LIBCUDA)?, set(TOPOLOGY)?) {
         (None | Some("sim"), None, topology) => {
             Target::Simulated(topology.map_or_else(|| Ok(Topology::two_h200()), |name| load_topology(&name))?)
         }
@@ -85,20 +93,20 @@ pub fn read(var: impl Fn(&str) -> Option<String>) -> Result<Config, String> {
         (Some("real"), None, None) => Target::Real(None),
         (Some(other), _, _) => return Err(format!("{BACKEND}: {other:?} is neither sim nor real")),
     };
-    let plan = match var(FAULTS) {
+    let plan = match var(FAULTS)? {
         None => FaultPlan::new(),
         Some(text) => text.parse().map_err(|e| format!("{FAULTS}: {e}"))?,
     };
-    let trace: Option<Box<dyn Write + Send>> = match var(TRACE).filter(|t| !t.is_empty()) {
+    let trace: Option<Box<dyn Write + Send>> = match set(TRACE)? {
         None => None,
         Some(path) if path == "-" => Some(Box::new(std::io::stderr())),
         Some(path) => Some(Box::new(open_trace(&path).map_err(|e| format!("{TRACE}: cannot open {path}: {e}"))?)),
     };
-    let seed = match var(SEED) {
+    let seed = match var(SEED)? {
         None => 0,
         Some(text) => text.trim().parse().map_err(|_| format!("{SEED}: {text:?} is not a number"))?,
     };
-    let timing = match set(TIMING) {
+    let timing = match set(TIMING)? {
         None => None,
         Some(_) if matches!(target, Target::Real(None)) => {
             return Err(format!("{TIMING} has no meaning with {BACKEND}=real (the real GPUs take real time)"));
@@ -106,7 +114,7 @@ pub fn read(var: impl Fn(&str) -> Option<String>) -> Result<Config, String> {
         Some(path) => Some(Latencies::load(Path::new(&path)).map_err(|e| format!("{TIMING}: {e}"))?),
     };
     // What this process sees of the simulated machine, as NVIDIA's driver reads the variable.
-    let (target, visible_twice) = match (target, var(crate::visible::VISIBLE)) {
+    let (target, visible_twice) = match (target, var(crate::visible::VISIBLE)?) {
         (Target::Simulated(topology), Some(list)) => match topology.visible(&list) {
             Some(view) => (Target::Simulated(view), false),
             None => (Target::Simulated(topology.visible("").unwrap_or(topology)), true),
@@ -203,7 +211,7 @@ mod tests {
 
     fn read_from(pairs: &[(&str, &str)]) -> Result<Config, String> {
         let map: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-        read(|k| map.get(k).cloned())
+        read(|k| Ok(map.get(k).cloned()))
     }
 
     fn topology(config: &Config) -> &Topology {
@@ -242,6 +250,20 @@ mod tests {
             let error = read_from(&pairs).err().expect("refused");
             assert!(error.contains(says), "{pairs:?}: {error}");
             assert!(!error.contains('\n'), "one line: {error}");
+        }
+    }
+
+    /// A value that is not UTF-8 is an error naming its variable, never unset: every setting.
+    #[test]
+    fn a_setting_that_is_not_utf8_is_refused_not_taken_as_unset() {
+        for unreadable in [TOPOLOGY, FAULTS, TRACE, SEED, TIMING, BACKEND, LIBCUDA, crate::visible::VISIBLE] {
+            let error = read(|k| match k == unreadable {
+                true => Err(format!("{k} is set to a value that is not UTF-8")),
+                false => Ok(None),
+            })
+            .err()
+            .unwrap_or_default();
+            assert!(error.contains(unreadable) && error.contains("not UTF-8"), "{unreadable}: {error}");
         }
     }
 

@@ -37,10 +37,11 @@ pub enum Choice {
     },
 }
 
-/// Reads [`HARDWARE`] from `var` (the environment, or a test's map). An unknown name or a
-/// topology file that cannot be read is an error naming the variable.
-pub fn choice(var: impl Fn(&str) -> Option<String>) -> Result<Choice, String> {
-    match var(HARDWARE).as_deref().map(str::trim) {
+/// Reads [`HARDWARE`] from `var` (the environment through [`crate::env::var`], or a test's
+/// map). An unknown name, a topology file that cannot be read, or a value that is not UTF-8 is
+/// an error naming the variable.
+pub fn choice(var: impl Fn(&str) -> Result<Option<String>, String>) -> Result<Choice, String> {
+    match var(HARDWARE)?.as_deref().map(str::trim) {
         None | Some("") | Some("real") => Ok(Choice::Real),
         Some(name) => match resolve_topology(name) {
             Ok(topology) => Ok(Choice::Simulated { name: name.to_string(), topology }),
@@ -51,12 +52,13 @@ pub fn choice(var: impl Fn(&str) -> Option<String>) -> Result<Choice, String> {
 
 /// [`choice`] from this process's environment.
 pub fn choice_from_env() -> Result<Choice, String> {
-    choice(|name| std::env::var(name).ok())
+    choice(crate::env::var)
 }
 
-/// Reads [`REQUIRE_GPUS`] from `var`: `None` when unset, empty or `0`.
-pub fn required_gpus(var: impl Fn(&str) -> Option<String>) -> Result<Option<usize>, String> {
-    match var(REQUIRE_GPUS).as_deref().map(str::trim) {
+/// Reads [`REQUIRE_GPUS`] from `var`: `None` when unset, empty or `0`; an error when it is not
+/// a number, or not UTF-8 (never taken as unset: the mode must not fail open).
+pub fn required_gpus(var: impl Fn(&str) -> Result<Option<String>, String>) -> Result<Option<usize>, String> {
+    match var(REQUIRE_GPUS)?.as_deref().map(str::trim) {
         None | Some("") => Ok(None),
         Some(text) => match text.parse::<usize>() {
             Ok(0) => Ok(None),
@@ -68,7 +70,7 @@ pub fn required_gpus(var: impl Fn(&str) -> Option<String>) -> Result<Option<usiz
 
 /// [`required_gpus`] from this process's environment.
 pub fn required_gpus_from_env() -> Result<Option<usize>, String> {
-    required_gpus(|name| std::env::var(name).ok())
+    required_gpus(crate::env::var)
 }
 
 /// A catalog stem (`four_gpu_islands`), or a topology file: a name with a `/`, ending in
@@ -91,8 +93,15 @@ pub fn resolve_topology(name: &str) -> Result<Topology, String> {
 mod tests {
     use super::*;
 
-    fn with(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
-        move |name| pairs.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string())
+    fn with(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Result<Option<String>, String> {
+        move |name| Ok(pairs.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string()))
+    }
+
+    #[test]
+    fn a_setting_that_cannot_be_read_is_an_error_not_unset() {
+        let unreadable = |name: &str| Err(format!("{name} is set to a value that is not UTF-8"));
+        assert!(choice(unreadable).unwrap_err().contains("PEERPOOL_HARDWARE"));
+        assert!(required_gpus(unreadable).unwrap_err().contains("PEERPOOL_REQUIRE_GPUS"));
     }
 
     #[test]
