@@ -33,6 +33,7 @@ pub mod report;
 pub mod rounds;
 mod stream;
 mod system;
+pub mod text;
 
 pub use context::CurrentContext;
 pub use driver::CudaCode;

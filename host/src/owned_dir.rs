@@ -31,25 +31,25 @@ use std::sync::atomic::{AtomicU64, Ordering};
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum DirError {
     /// Nothing at the path.
-    #[error("{}: does not exist", path.display())]
+    #[error("{}: does not exist", crate::text::path(path))]
     Missing {
         /// The path.
         path: PathBuf,
     },
     /// A symbolic link where peerpool does not follow links.
-    #[error("{}: is a symbolic link; peerpool does not follow links here", path.display())]
+    #[error("{}: is a symbolic link; peerpool does not follow links here", crate::text::path(path))]
     Link {
         /// The path.
         path: PathBuf,
     },
     /// Something other than a directory where one is needed.
-    #[error("{}: is not a directory", path.display())]
+    #[error("{}: is not a directory", crate::text::path(path))]
     NotADirectory {
         /// The path.
         path: PathBuf,
     },
     /// The directory belongs to another user, who could change it under us.
-    #[error("{}: owned by uid {owner}, not by uid {euid} that runs peerpool", path.display())]
+    #[error("{}: owned by uid {owner}, not by uid {euid} that runs peerpool", crate::text::path(path))]
     NotOwned {
         /// The path.
         path: PathBuf,
@@ -59,7 +59,7 @@ pub enum DirError {
         euid: u32,
     },
     /// Other users may write into the directory, so they could plant files in it.
-    #[error("{}: writable by every user (mode {mode:o}); `chmod o-w` it first", path.display())]
+    #[error("{}: writable by every user (mode {mode:o}); `chmod o-w` it first", crate::text::path(path))]
     OpenToOthers {
         /// The path.
         path: PathBuf,
@@ -67,7 +67,7 @@ pub enum DirError {
         mode: u32,
     },
     /// Not a regular file where one is read.
-    #[error("{}: is {kind}, not a regular file", path.display())]
+    #[error("{}: is {kind}, not a regular file", crate::text::path(path))]
     NotRegular {
         /// The path.
         path: PathBuf,
@@ -75,7 +75,7 @@ pub enum DirError {
         kind: &'static str,
     },
     /// Larger than the reader accepts.
-    #[error("{}: larger than {limit} bytes", path.display())]
+    #[error("{}: larger than {limit} bytes", crate::text::path(path))]
     TooLarge {
         /// The path.
         path: PathBuf,
@@ -83,26 +83,26 @@ pub enum DirError {
         limit: u64,
     },
     /// A path to write a file at that names a directory: it ends in `/` (or `/.`).
-    #[error("{}: names a directory (it ends in /); name a file", path.display())]
+    #[error("{}: names a directory (it ends in /); name a file", crate::text::path(path))]
     DirectoryName {
         /// The path.
         path: PathBuf,
     },
     /// A regular file whose directory does not let us replace it (not writable by us, or
     /// sticky and the file another user's).
-    #[error("{}: cannot be replaced: its directory does not let this user replace it", path.display())]
+    #[error("{}: cannot be replaced: its directory does not let this user replace it", crate::text::path(path))]
     NotReplaceable {
         /// The path.
         path: PathBuf,
     },
     /// A name that is not one plain file name (empty, `.`, `..`, or with a `/`).
-    #[error("{name:?}: not a plain file name")]
+    #[error("\"{}\": not a plain file name", crate::text::echo(name))]
     BadName {
         /// The name.
         name: String,
     },
     /// A system call failed.
-    #[error("{}: {op} failed: {errno}", path.display())]
+    #[error("{}: {op} failed: {errno}", crate::text::path(path))]
     Io {
         /// The path.
         path: PathBuf,

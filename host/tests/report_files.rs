@@ -187,3 +187,19 @@ fn what_is_not_a_regular_file_is_never_replaced() {
     assert!(matches!(refused, DirError::DirectoryName { .. }), "{refused}");
     assert!(!dir.path().join("new").exists(), "no file named after the directory");
 }
+
+/// A report file's name and what the JSON parser says of its content reach the terminal
+/// escaped and cut: an unknown status of a mebibyte with a clear-screen in it, in a file whose
+/// name holds a window-title sequence.
+#[test]
+fn a_refused_report_file_is_named_escaped_and_cut() {
+    let dir = report_dir();
+    let name = "\u{1b}]0;pwned\u{7}.result.json";
+    let status = format!("\u{1b}[2J{}", "s".repeat(1 << 20));
+    let record = format!(r#"{{"name": "a", "binary": "b", "status": "{status}", "detail": null, "millis": null}}"#);
+    std::fs::write(dir.path().join(name), record.replace('\u{1b}', "\\u001b")).unwrap();
+    let error = Report::collect(dir.path()).unwrap_err().to_string();
+    assert!(!error.chars().any(char::is_control), "{:?}", &error[..error.len().min(300)]);
+    assert!(error.len() < 2048, "{} bytes", error.len());
+    assert!(error.contains("pwned") && error.contains("not a peerpool report file"), "{error}");
+}

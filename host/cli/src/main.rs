@@ -198,7 +198,7 @@ fn bench(out: PathBuf, options: bench::BenchOptions) -> ExitCode {
     let out = match OwnedDir::create(&out).and_then(|out| out.check_target("bench.json").map(|()| out)) {
         Ok(out) => out,
         Err(e) => {
-            eprintln!("peerpool bench: --out: {e}");
+            eprintln!("peerpool bench: --out: {}", peerpool::text::escaped(&e.to_string()));
             return exit::code(exit::BAD_INPUT);
         }
     };
@@ -261,7 +261,7 @@ fn topologies() -> ExitCode {
 
 fn report(dir: Option<PathBuf>, json: Option<PathBuf>, markdown: Option<PathBuf>, junit: Option<PathBuf>) -> ExitCode {
     let bad_input = |e: &dyn std::fmt::Display| {
-        eprintln!("peerpool report: {e}");
+        eprintln!("peerpool report: {}", peerpool::text::escaped(&e.to_string()));
         exit::code(exit::BAD_INPUT)
     };
     let dir = match dir.map_or_else(peerpool::report::report_dir, Ok) {
@@ -322,7 +322,7 @@ fn report(dir: Option<PathBuf>, json: Option<PathBuf>, markdown: Option<PathBuf>
     if report.count(Failed) > 0 {
         exit::code(exit::FAILURE)
     } else if report.count(Passed) == 0 {
-        eprintln!("peerpool report: no trial ran in {}", dir.display());
+        eprintln!("peerpool report: no trial ran in {}", peerpool::text::path(&dir));
         exit::code(exit::NOTHING_CHECKED)
     } else {
         exit::code(exit::SUCCESS)

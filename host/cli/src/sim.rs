@@ -31,7 +31,7 @@ pub struct Options {
 pub fn run(options: Options) -> ExitCode {
     match prepare(&options) {
         Err(why) => {
-            eprintln!("peerpool sim: {why}");
+            eprintln!("peerpool sim: {}", peerpool::text::escaped(&why));
             exit::code(exit::BAD_INPUT)
         }
         Ok(vars) if options.print_env => {

@@ -16,6 +16,7 @@
 
 use crate::{Latencies, Topology, catalog, catalog_topology};
 use peerpool::fault::FaultPlan;
+use peerpool::text::{echo, escaped};
 use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -68,8 +69,12 @@ pub fn var(name: &str) -> Result<Option<String>, String> {
 }
 
 /// Reads the settings from `var` (the environment through [`var`], or a test's map); every
-/// mistake is one line.
+/// mistake is one line, what it echoes escaped and cut (`peerpool::text`).
 pub fn read(var: impl Fn(&str) -> Result<Option<String>, String>) -> Result<Config, String> {
+    read_settings(var).map_err(|e| escaped(&e))
+}
+
+fn read_settings(var: impl Fn(&str) -> Result<Option<String>, String>) -> Result<Config, String> {
     let set = |name| var(name).map(|v| v.filter(|v: &String| !v.is_empty()));
     let target = match (set(BACKEND)?.as_deref(), set(LIBCUDA)?, set(TOPOLOGY)?) {
         (None | Some("sim"), None, topology) => {
@@ -80,7 +85,7 @@ pub fn read(var: impl Fn(&str) -> Result<Option<String>, String>) -> Result<Conf
             return Err(format!("{TOPOLOGY} has no meaning with {BACKEND}=real (the real GPUs answer)"));
         }
         (Some("real"), Some(path), _) if !Path::new(&path).is_absolute() => {
-            return Err(format!("{LIBCUDA}: {path:?} is not an absolute path"));
+            return Err(format!("{LIBCUDA}: \"{}\" is not an absolute path", echo(&path)));
         }
         // A topology is for a copy of the shim named as the library (how CI tests forwarding);
         // the backend refuses it when the library turns out to be NVIDIA's.
@@ -91,7 +96,7 @@ pub fn read(var: impl Fn(&str) -> Result<Option<String>, String>) -> Result<Conf
             Target::Real(Some(PathBuf::from(path)))
         }
         (Some("real"), None, None) => Target::Real(None),
-        (Some(other), _, _) => return Err(format!("{BACKEND}: {other:?} is neither sim nor real")),
+        (Some(other), _, _) => return Err(format!("{BACKEND}: \"{}\" is neither sim nor real", echo(other))),
     };
     let plan = match var(FAULTS)? {
         None => FaultPlan::new(),
@@ -100,11 +105,13 @@ pub fn read(var: impl Fn(&str) -> Result<Option<String>, String>) -> Result<Conf
     let trace: Option<Box<dyn Write + Send>> = match set(TRACE)? {
         None => None,
         Some(path) if path == "-" => Some(Box::new(std::io::stderr())),
-        Some(path) => Some(Box::new(open_trace(&path).map_err(|e| format!("{TRACE}: cannot open {path}: {e}"))?)),
+        Some(path) => {
+            Some(Box::new(open_trace(&path).map_err(|e| format!("{TRACE}: cannot open {}: {e}", echo(&path)))?))
+        }
     };
     let seed = match var(SEED)? {
         None => 0,
-        Some(text) => text.trim().parse().map_err(|_| format!("{SEED}: {text:?} is not a number"))?,
+        Some(text) => text.trim().parse().map_err(|_| format!("{SEED}: \"{}\" is not a number", echo(&text)))?,
     };
     let timing = match set(TIMING)? {
         None => None,
@@ -193,7 +200,7 @@ fn ld_so_conf(file: &Path, depth: usize) -> Vec<PathBuf> {
 fn load_topology(name: &str) -> Result<Topology, String> {
     if name.contains('/') || name.ends_with(".toml") {
         if !Path::new(name).is_file() {
-            return Err(format!("{TOPOLOGY}: no topology file at {name}"));
+            return Err(format!("{TOPOLOGY}: no topology file at {}", echo(name)));
         }
         return Topology::load(name).map_err(|e| format!("{TOPOLOGY}: {e}"));
     }
@@ -265,6 +272,24 @@ mod tests {
             .unwrap_or_default();
             assert!(error.contains(unreadable) && error.contains("not UTF-8"), "{unreadable}: {error}");
         }
+    }
+
+    /// What a setting holds reaches the terminal (the shim prints these) escaped and cut.
+    #[test]
+    fn a_refused_setting_is_echoed_escaped_and_cut() {
+        let hostile = format!("\u{1b}[2J\u{1b}]0;pwned\u{7}{}", "x".repeat(1 << 20));
+        for name in [TOPOLOGY, FAULTS, SEED, BACKEND, TIMING, TRACE] {
+            let value = match name {
+                TRACE | TIMING => format!("/nowhere/{hostile}"),
+                _ => hostile.clone(),
+            };
+            let error = read_from(&[(name, &value)]).err().unwrap_or_default();
+            assert!(!error.is_empty(), "{name}: refused");
+            assert!(!error.chars().any(char::is_control), "{name}: {:?}", &error[..error.len().min(300)]);
+            assert!(error.len() < 1024, "{name}: {} bytes", error.len());
+        }
+        let error = read_from(&[(BACKEND, "real"), (LIBCUDA, &hostile)]).err().unwrap_or_default();
+        assert!(!error.chars().any(char::is_control) && error.len() < 1024, "{LIBCUDA}");
     }
 
     #[test]

@@ -37,7 +37,7 @@ pub(crate) fn read_text(path: &Path, limit: usize) -> Result<String, String> {
 /// `text` as JSON, refused when an object gives a key twice (serde_json keeps the last,
 /// silently).
 pub(crate) fn json_without_repeats(text: &str) -> Result<serde_json::Value, String> {
-    serde_json::from_str::<Unrepeated>(text).map(|v| v.0).map_err(|e| e.to_string())
+    serde_json::from_str::<Unrepeated>(text).map(|v| v.0).map_err(|e| peerpool::text::clipped(&e.to_string(), 600))
 }
 
 /// A JSON value whose objects give each key once.
@@ -99,7 +99,7 @@ impl<'de> serde::de::Visitor<'de> for UnrepeatedVisitor {
         while let Some(key) = map.next_key::<String>()? {
             let Unrepeated(value) = map.next_value()?;
             if fields.contains_key(&key) {
-                return Err(serde::de::Error::custom(format!("{key:?} is given twice")));
+                return Err(serde::de::Error::custom(format!("\"{}\" is given twice", peerpool::text::echo(&key))));
             }
             fields.insert(key, value);
         }

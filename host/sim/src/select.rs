@@ -16,6 +16,7 @@
 //! (cudarc, C, Python) can only be simulated through the shim.
 
 use crate::{Topology, catalog, catalog_topology};
+use peerpool::text::echo;
 use std::path::Path;
 
 /// The in-process switch: `real`, or a simulated topology.
@@ -45,7 +46,7 @@ pub fn choice(var: impl Fn(&str) -> Result<Option<String>, String>) -> Result<Ch
         None | Some("") | Some("real") => Ok(Choice::Real),
         Some(name) => match resolve_topology(name) {
             Ok(topology) => Ok(Choice::Simulated { name: name.to_string(), topology }),
-            Err(e) => Err(format!("{HARDWARE}={name}: {e} (or `real` for the CUDA driver)")),
+            Err(e) => Err(format!("{HARDWARE}={}: {e} (or `real` for the CUDA driver)", echo(name))),
         },
     }
 }
@@ -63,7 +64,7 @@ pub fn required_gpus(var: impl Fn(&str) -> Result<Option<String>, String>) -> Re
         Some(text) => match text.parse::<usize>() {
             Ok(0) => Ok(None),
             Ok(n) => Ok(Some(n)),
-            Err(_) => Err(format!("{REQUIRE_GPUS}={text:?}: not a number of GPUs")),
+            Err(_) => Err(format!("{REQUIRE_GPUS}=\"{}\": not a number of GPUs", echo(text))),
         },
     }
 }
@@ -79,13 +80,13 @@ pub fn resolve_topology(name: &str) -> Result<Topology, String> {
     let path = Path::new(name);
     if name.contains('/') || name.ends_with(".toml") || path.is_file() {
         if !path.exists() {
-            return Err(format!("topology file {name} does not exist"));
+            return Err(format!("topology file {} does not exist", echo(name)));
         }
         return Topology::load(path).map_err(|e| e.to_string());
     }
     catalog_topology(name).map_err(|e| {
         let stems: Vec<&str> = catalog().iter().map(|c| c.stem()).collect();
-        format!("{e} (catalog: {}; a file needs a path such as ./{name}.toml)", stems.join(", "))
+        format!("{e} (catalog: {}; a file needs a path such as ./{}.toml)", stems.join(", "), echo(name))
     })
 }
 
@@ -95,6 +96,25 @@ mod tests {
 
     fn with(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Result<Option<String>, String> {
         move |name| Ok(pairs.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string()))
+    }
+
+    #[test]
+    fn a_refused_setting_is_echoed_escaped_and_cut() {
+        let hostile: &'static str = Box::leak(format!("\u{1b}[2J{}", "x".repeat(1 << 20)).into_boxed_str());
+        let file: &'static str = Box::leak(format!("./\u{1b}]0;t\u{7}{}.toml", "y".repeat(1 << 16)).into_boxed_str());
+        let pairs: Vec<&'static [(&'static str, &'static str)]> = vec![
+            Box::leak(Box::new([(HARDWARE, hostile)])),
+            Box::leak(Box::new([(HARDWARE, file)])),
+            Box::leak(Box::new([(REQUIRE_GPUS, hostile)])),
+        ];
+        for env in pairs {
+            let error = match env[0].0 {
+                HARDWARE => choice(with(env)).unwrap_err(),
+                _ => required_gpus(with(env)).unwrap_err(),
+            };
+            assert!(!error.chars().any(char::is_control), "{:?}", &error[..error.len().min(300)]);
+            assert!(error.len() < 1024, "{} bytes", error.len());
+        }
     }
 
     #[test]

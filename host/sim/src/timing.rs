@@ -259,7 +259,8 @@ impl Latencies {
         // Files written before faults were timed apart (the calibrations of
         // docs/hardware/2026-12-01-calibration*) hold the fault in `fault_exit_us`.
         let lumped = value.get("fault_exit_us").is_some() && value.get("fault_us").is_none();
-        let mut model: Latencies = serde_json::from_value(value).map_err(|e| e.to_string())?;
+        let mut model: Latencies =
+            serde_json::from_value(value).map_err(|e| peerpool::text::clipped(&e.to_string(), 1200))?;
         if lumped {
             model.fault_us = 0.0;
         }
@@ -274,7 +275,7 @@ impl Latencies {
             let at = if path.is_empty() { name.clone() } else { format!("{path}.{name}") };
             match v {
                 serde_json::Value::Number(number) => {
-                    Latencies::check_range(name, &at, number.as_f64().unwrap_or(f64::INFINITY))?
+                    Latencies::check_range(name, &peerpool::text::echo(&at), number.as_f64().unwrap_or(f64::INFINITY))?
                 }
                 serde_json::Value::Object(_) => Latencies::check_ranges(&at, v)?,
                 _ => {}
@@ -305,8 +306,9 @@ impl Latencies {
 
     /// Reads a JSON file (at most 1 MiB).
     pub fn load(path: &std::path::Path) -> Result<Latencies, String> {
-        let text = crate::input::read_text(path, 1 << 20).map_err(|e| format!("{}: {e}", path.display()))?;
-        Latencies::from_json(&text).map_err(|e| format!("{}: {e}", path.display()))
+        let shown = peerpool::text::path(path);
+        let text = crate::input::read_text(path, 1 << 20).map_err(|e| format!("{shown}: {e}"))?;
+        Latencies::from_json(&text).map_err(|e| format!("{shown}: {e}"))
     }
 
     /// Nanoseconds for `bytes` at `gbps` GB/s.
@@ -873,6 +875,21 @@ mod tests {
         let model = Latencies::from_json(&serial("1024")).expect("the top of the range");
         assert_eq!(model.init_serial.at_once, 1024);
         assert!(Latencies::from_json(r#"{"init_devices": 1024}"#).is_ok());
+    }
+
+    #[test]
+    fn a_refused_timing_file_is_echoed_escaped_and_cut() {
+        let key = format!("\\u001b[2J\\u001b]0;t\\u0007{}", "k".repeat(1 << 16));
+        for bad in [
+            format!(r#"{{"{key}": 1}}"#),
+            format!(r#"{{"init_serial": {{"{key}": true}}}}"#),
+            format!(r#"{{"machine": 1, "{key}": 2}}"#),
+            format!(r#"{{"{key}": 1, "{key}": 1}}"#),
+        ] {
+            let error = Latencies::from_json(&bad).expect_err("refused");
+            assert!(!error.chars().any(char::is_control), "{:?}", &error[..error.len().min(300)]);
+            assert!(error.len() < 2048, "{} bytes", error.len());
+        }
     }
 
     #[test]

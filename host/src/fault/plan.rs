@@ -14,6 +14,7 @@
 
 use crate::driver::codes;
 use crate::driver::codes::CudaCode;
+use crate::text::echo;
 use std::fmt;
 use std::str::FromStr;
 
@@ -140,9 +141,10 @@ impl SplitMix64 {
     }
 }
 
-/// Why a fault plan's text was refused: the rule, counted from 1, and what is wrong with it.
+/// Why a fault plan's text was refused: the rule, counted from 1, and what is wrong with it
+/// (the rule shown escaped and cut: `crate::text::echo`).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("fault rule {index} ({rule:?}): {why}")]
+#[error("fault rule {index} (\"{}\"): {why}", echo(rule))]
 pub struct PlanError {
     /// Which rule, from 1.
     pub index: usize,
@@ -159,13 +161,13 @@ impl FromStr for Rule {
         let (target, outcome) = text.split_once('=').ok_or("expected call[@n]=CODE")?;
         let target = target.trim();
         let (call, when) = if let Some((call, n)) = target.split_once('@') {
-            let n: u64 = n.trim().parse().map_err(|_| format!("{n:?} is not a call count"))?;
+            let n: u64 = n.trim().parse().map_err(|_| format!("\"{}\" is not a call count", echo(n)))?;
             if n == 0 {
                 return Err("calls are counted from 1".into());
             }
             (call.trim(), When::Nth(n))
         } else if let Some((call, p)) = target.split_once('~') {
-            let percent: f64 = p.trim().parse().map_err(|_| format!("{p:?} is not a percentage"))?;
+            let percent: f64 = p.trim().parse().map_err(|_| format!("\"{}\" is not a percentage", echo(p)))?;
             if !(0.0..=100.0).contains(&percent) {
                 return Err(format!("{percent} is not a percentage from 0 to 100"));
             }
@@ -176,11 +178,11 @@ impl FromStr for Rule {
         let name_ok = |c: char| c.is_ascii_alphanumeric() || c == '_';
         let stem = call.strip_suffix('*').unwrap_or(call);
         if !stem.starts_with("cu") || !stem.chars().all(name_ok) {
-            return Err(format!("{call:?} is not a driver call name (cuMemAlloc) or prefix (cuMemcpy*)"));
+            return Err(format!("\"{}\" is not a driver call name (cuMemAlloc) or prefix (cuMemcpy*)", echo(call)));
         }
         let mut parts = outcome.split('!').map(str::trim);
         let code = parts.next().unwrap_or_default();
-        let code = codes::from_name(code).ok_or_else(|| format!("{code:?} is not a CUresult name"))?;
+        let code = codes::from_name(code).ok_or_else(|| format!("\"{}\" is not a CUresult name", echo(code)))?;
         if code == CudaCode::CUDA_SUCCESS {
             return Err("a rule must fail the call, not succeed it".into());
         }
@@ -191,10 +193,10 @@ impl FromStr for Rule {
                 "transient" => (&mut sticky, false),
                 "after" => (&mut after, true),
                 "before" => (&mut after, false),
-                other => return Err(format!("{other:?} is none of sticky, transient, before, after")),
+                other => return Err(format!("\"{}\" is none of sticky, transient, before, after", echo(other))),
             };
             if slot.replace(value).is_some() {
-                return Err(format!("{flag:?} repeats or contradicts an earlier flag"));
+                return Err(format!("\"{}\" repeats or contradicts an earlier flag", echo(flag)));
             }
         }
         let sticky = sticky.unwrap_or_else(|| code.is_sticky());
@@ -257,6 +259,23 @@ mod tests {
             assert_eq!(&rule.to_string().parse::<Rule>().unwrap(), rule);
         }
         assert_eq!("".parse::<FaultPlan>().unwrap(), FaultPlan::new());
+    }
+
+    /// A rule's text reaches the terminal escaped and cut, however hostile.
+    #[test]
+    fn a_refused_rule_is_echoed_escaped_and_cut() {
+        let huge = format!("cuMemAlloc@{}=OUT_OF_MEMORY", "9".repeat(1 << 20));
+        for text in [
+            "cuMemAlloc@\u{1b}[2J=OUT_OF_MEMORY".to_string(),
+            "cuMemAlloc=\u{1b}]0;pwned\u{7}".to_string(),
+            "cuMemAlloc=OUT_OF_MEMORY!\u{9b}2J".to_string(),
+            "cuMem\u{1b}Alloc=OUT_OF_MEMORY".to_string(),
+            huge,
+        ] {
+            let error = text.parse::<FaultPlan>().unwrap_err().to_string();
+            assert!(!error.chars().any(char::is_control), "{error:?}");
+            assert!(error.len() < 1024, "{} bytes", error.len());
+        }
     }
 
     #[test]

@@ -195,7 +195,7 @@ pub enum ReportError {
     #[error(transparent)]
     Dir(#[from] DirError),
     /// A plan or result file that is not one.
-    #[error("{}: not a peerpool report file: {message}", path.display())]
+    #[error("{}: not a peerpool report file: {}", crate::text::path(path), crate::text::clipped(message, 600))]
     Malformed {
         /// The file.
         path: PathBuf,
