@@ -4,8 +4,9 @@
 //! The text form is rules separated by `;`:
 //! `call[@n|~p]=CODE[!sticky|!transient][!before|!after]`, for example
 //! `cuMemPoolSetAccess@2=CUDA_ERROR_OUT_OF_MEMORY; cuLaunchKernel=ILLEGAL_ADDRESS!after`.
-//! `call` is a driver call's documented name (`cuMemAlloc`, not `cuMemAlloc_v2`) or a prefix
-//! ending in `*`; `@n` fails the nth matching call (1-based), `~p` each matching call with a
+//! `call` is a driver call's documented name (`cuMemAlloc`, not `cuMemAlloc_v2`), one of
+//! [`DOCUMENTED_CALLS`](crate::driver::DOCUMENTED_CALLS), or a prefix of some ending in `*` (a
+//! rule that could never fire is refused); `@n` fails the nth matching call (1-based), `~p` each matching call with a
 //! chance of `p` percent (drawn from [`FaultPlan::seed`]), and without either every matching
 //! call fails; `CODE` is a `CudaCode` name, with or without `CUDA_ERROR_`; a rule is sticky when
 //! its code is sticky on hardware unless `!sticky` or `!transient` says otherwise. A rule fails
@@ -14,6 +15,7 @@
 
 use crate::driver::codes;
 use crate::driver::codes::CudaCode;
+use crate::driver::{DOCUMENTED_CALLS, documented_name, is_documented, nearest_documented};
 use crate::text::echo;
 use std::fmt;
 use std::str::FromStr;
@@ -180,6 +182,7 @@ impl FromStr for Rule {
         if !stem.starts_with("cu") || !stem.chars().all(name_ok) {
             return Err(format!("\"{}\" is not a driver call name (cuMemAlloc) or prefix (cuMemcpy*)", echo(call)));
         }
+        known_call(call)?;
         let mut parts = outcome.split('!').map(str::trim);
         let code = parts.next().unwrap_or_default();
         let code = codes::from_name(code).ok_or_else(|| format!("\"{}\" is not a CUresult name", echo(code)))?;
@@ -201,6 +204,32 @@ impl FromStr for Rule {
         }
         let sticky = sticky.unwrap_or_else(|| code.is_sticky());
         Ok(Rule { call: call.to_string(), when, code, sticky, after: after.unwrap_or(false) })
+    }
+}
+
+/// Refuses a rule's call that no driver call can match (the rule would never fire): a name
+/// that is no documented call, a versioned symbol (calls go by their documented names), or a
+/// prefix of none.
+fn known_call(call: &str) -> Result<(), String> {
+    if let Some(prefix) = call.strip_suffix('*') {
+        return match DOCUMENTED_CALLS.iter().any(|c| c.starts_with(prefix)) {
+            true => Ok(()),
+            false => Err(format!("\"{}\" matches no CUDA driver call", echo(call))),
+        };
+    }
+    if is_documented(call) {
+        return Ok(());
+    }
+    let base = documented_name(call);
+    if base != call && is_documented(base) {
+        return Err(format!(
+            "\"{}\" is the versioned symbol of {base}: rules name calls as CUDA documents them ({base})",
+            echo(call)
+        ));
+    }
+    match nearest_documented(call) {
+        Some(meant) => Err(format!("\"{}\" is not a CUDA driver call; did you mean {meant}?", echo(call))),
+        None => Err(format!("\"{}\" is not a CUDA driver call", echo(call))),
     }
 }
 
@@ -259,6 +288,28 @@ mod tests {
             assert_eq!(&rule.to_string().parse::<Rule>().unwrap(), rule);
         }
         assert_eq!("".parse::<FaultPlan>().unwrap(), FaultPlan::new());
+    }
+
+    /// A rule on a call that does not exist, or on a versioned symbol (rules go by the names
+    /// CUDA documents), would never fire: refused, with the name meant where one is close.
+    #[test]
+    fn a_rule_on_a_call_that_does_not_exist_is_refused_with_the_name_meant() {
+        for (text, says) in [
+            ("cuMemPoolSetAcess=OUT_OF_MEMORY", "did you mean cuMemPoolSetAccess"),
+            ("cuMemAlloc_v2@1=OUT_OF_MEMORY", "is the versioned symbol of cuMemAlloc"),
+            ("cuCtxCreate_v4=UNKNOWN", "is the versioned symbol of cuCtxCreate"),
+            ("cuLaunchKernal~5=ILLEGAL_ADDRESS", "did you mean cuLaunchKernel"),
+            ("cuFrobnicate=UNKNOWN", "is not a CUDA driver call"),
+            ("cuMemcpyy*=UNKNOWN", "matches no CUDA driver call"),
+        ] {
+            let error = text.parse::<FaultPlan>().expect_err(text).to_string();
+            assert!(error.contains(says), "{text}: {error}");
+        }
+        let known: FaultPlan =
+            "cuMemPoolSetAccess=OUT_OF_MEMORY; cuMemcpy*=UNKNOWN; cuInit=UNKNOWN; cuGraphLaunch=UNKNOWN"
+                .parse()
+                .expect("documented names and a prefix of some");
+        assert_eq!(known.rules.len(), 4);
     }
 
     /// A rule's text reaches the terminal escaped and cut, however hostile.
