@@ -133,12 +133,25 @@ fn read_settings(var: impl Fn(&str) -> Result<Option<String>, String>) -> Result
 
 /// Opens the trace file for appending without waiting: a FIFO that nobody reads is refused
 /// (`ENXIO`) instead of blocking the program's first `cuInit` for ever. Writes block as usual.
+/// `ENXIO` has other causes, each said for what it is: a socket (which no `open` opens), or a
+/// device with nothing behind it (`/dev/tty` in a process without a controlling terminal).
 fn open_trace(path: &str) -> std::io::Result<std::fs::File> {
-    crate::input::open_without_waiting(OpenOptions::new().create(true).append(true), Path::new(path)).map_err(|e| {
-        match e.raw_os_error() == Some(rustix::io::Errno::NXIO.raw_os_error()) {
-            true => std::io::Error::other("a FIFO with no reader"),
-            false => e,
+    use std::os::unix::fs::FileTypeExt;
+    let path = Path::new(path);
+    crate::input::open_without_waiting(OpenOptions::new().create(true).append(true), path).map_err(|e| {
+        if e.raw_os_error() != Some(rustix::io::Errno::NXIO.raw_os_error()) {
+            return e;
         }
+        let why = match std::fs::metadata(path).map(|m| m.file_type()) {
+            Ok(kind) if kind.is_fifo() => "a FIFO with no reader",
+            Ok(kind) if kind.is_socket() => "it is a socket, which cannot be opened as a file",
+            Ok(kind) if kind.is_char_device() && path == Path::new("/dev/tty") => {
+                "this process has no controlling terminal for /dev/tty to name"
+            }
+            Ok(kind) if kind.is_char_device() || kind.is_block_device() => "a device with nothing behind it",
+            _ => return e,
+        };
+        std::io::Error::other(why)
     })
 }
 
@@ -324,6 +337,19 @@ mod tests {
         std::fs::remove_file(&fifo).unwrap();
         assert!(refused.contains("a FIFO with no reader"), "{refused}");
         assert!(blocking, "writes to the trace block");
+    }
+
+    /// A socket cannot be opened as a file at all; it was called "a FIFO with no reader".
+    #[test]
+    fn a_trace_socket_is_named_a_socket() {
+        let dir = std::env::temp_dir().join(format!("peerpool-env-socket-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let socket = dir.join("trace");
+        let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+        let refused = read_from(&[(TRACE, socket.to_str().unwrap())]).err().unwrap_or_default();
+        drop(listener);
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(refused.contains("is a socket") && !refused.contains("FIFO"), "{refused}");
     }
 
     #[test]

@@ -1,0 +1,51 @@
+//! `peerpool sim` checks every setting as the libcuda shim will read it, those of its options
+//! and those the environment already holds, and refuses a mistake with exit status 2 and one
+//! line before it runs anything.
+
+mod support;
+
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command, Output};
+
+/// `peerpool sim ARGS --print-env` with a stand-in shim (only its path is used), the shim's
+/// settings cleared and then `env` set.
+fn sim(shim_dir: &Path, args: &[&str], env: &[(&str, &std::ffi::OsStr)]) -> Command {
+    let shim = shim_dir.join("libpeerpool_shim.so");
+    std::fs::write(&shim, b"a stand-in").unwrap();
+    let mut command = support::command();
+    command.arg("sim").arg("--shim").arg(&shim).args(args).arg("--print-env");
+    for name in peerpool_sim::env::VARIABLES.iter().chain(&["CUDA_VISIBLE_DEVICES"]) {
+        command.env_remove(name);
+    }
+    command.envs(env.iter().copied());
+    command
+}
+
+fn refused(output: &Output, says: &str) {
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{says}: {stderr}");
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+    assert!(stderr.contains(says), "{says}: {stderr}");
+}
+
+/// A socket, or a terminal the process does not have, was called "a FIFO with no reader".
+#[test]
+fn a_trace_that_cannot_be_opened_is_named_for_what_it_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("socket");
+    let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    let output = sim(dir.path(), &["--trace", socket.to_str().unwrap()], &[]).output().unwrap();
+    refused(&output, "is a socket");
+    // In a session of its own the command has no controlling terminal: /dev/tty names none.
+    let mut detached = sim(dir.path(), &["--trace", "/dev/tty"], &[]);
+    // SAFETY: setsid is async-signal-safe and touches only the child between fork and exec.
+    unsafe {
+        detached.pre_exec(|| match libc::setsid() {
+            -1 => Err(std::io::Error::last_os_error()),
+            _ => Ok(()),
+        })
+    };
+    let output = detached.output().unwrap();
+    refused(&output, "no controlling terminal");
+}
