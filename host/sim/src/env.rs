@@ -212,9 +212,8 @@ fn ld_so_conf(file: &Path, depth: usize) -> Vec<PathBuf> {
 /// A catalog stem, or a path to a TOML file (a name with a `/` or ending in `.toml`).
 fn load_topology(name: &str) -> Result<Topology, String> {
     if name.contains('/') || name.ends_with(".toml") {
-        if !Path::new(name).is_file() {
-            return Err(format!("{TOPOLOGY}: no topology file at {}", echo(name)));
-        }
+        crate::input::readable(Path::new(name))
+            .map_err(|why| format!("{TOPOLOGY}: topology file {} {why}", echo(name)))?;
         return Topology::load(name).map_err(|e| format!("{TOPOLOGY}: {e}"));
     }
     catalog_topology(name).map_err(|e| {
@@ -256,7 +255,7 @@ mod tests {
         assert_eq!((topology(&config).device_count(), config.plan.rules.len(), config.plan.seed), (8, 1, 7));
         for (pairs, says) in [
             (vec![(TOPOLOGY, "no_such_machine")], "no_such_machine"),
-            (vec![(TOPOLOGY, "/nowhere/machine.toml")], "no topology file"),
+            (vec![(TOPOLOGY, "/nowhere/machine.toml")], "topology file /nowhere/machine.toml does not exist"),
             (vec![(FAULTS, "cuMemAlloc=NOT_A_CODE")], "PEERPOOL_SIM_FAULTS"),
             (vec![(TRACE, "/nowhere/at/all/trace.txt")], "cannot open"),
             (vec![(SEED, "many")], "not a number"),

@@ -79,9 +79,7 @@ pub fn required_gpus_from_env() -> Result<Option<usize>, String> {
 pub fn resolve_topology(name: &str) -> Result<Topology, String> {
     let path = Path::new(name);
     if name.contains('/') || name.ends_with(".toml") || path.is_file() {
-        if !path.exists() {
-            return Err(format!("topology file {} does not exist", echo(name)));
-        }
+        crate::input::readable(path).map_err(|why| format!("topology file {} {why}", echo(name)))?;
         return Topology::load(path).map_err(|e| e.to_string());
     }
     catalog_topology(name).map_err(|e| {
@@ -144,6 +142,28 @@ mod tests {
         assert!(e.starts_with("PEERPOOL_HARDWARE=four_gpu_island: ") && e.contains("two_h200_nvlink"), "{e}");
         let e = choice(with(&[(HARDWARE, "./nowhere.toml")])).unwrap_err();
         assert!(e.contains("topology file ./nowhere.toml does not exist"), "{e}");
+    }
+
+    /// A topology file that cannot be read is said to be what it is: a link loop, a link to
+    /// nothing, a device, a directory, not "does not exist".
+    #[test]
+    fn a_topology_file_that_cannot_be_read_is_named_for_what_it_is() {
+        let dir = std::env::temp_dir().join(format!("peerpool-select-kinds-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (a, b, dangling) = (dir.join("a.toml"), dir.join("b.toml"), dir.join("dangling.toml"));
+        std::os::unix::fs::symlink(&b, &a).unwrap();
+        std::os::unix::fs::symlink(&a, &b).unwrap();
+        std::os::unix::fs::symlink(dir.join("nowhere"), &dangling).unwrap();
+        let said = |path: &Path| resolve_topology(path.to_str().unwrap()).unwrap_err();
+        let (looped, nothing, device, directory) =
+            (said(&a), said(&dangling), said(Path::new("/dev/null")), said(&dir));
+        let missing = said(&dir.join("missing.toml"));
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(looped.ends_with("is a symbolic link loop"), "{looped}");
+        assert!(nothing.ends_with("is a symbolic link to nothing"), "{nothing}");
+        assert!(device.contains("is a character device"), "{device}");
+        assert!(directory.contains("is a directory"), "{directory}");
+        assert!(missing.ends_with("missing.toml does not exist"), "{missing}");
     }
 
     #[test]
