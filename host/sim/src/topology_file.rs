@@ -13,7 +13,7 @@
 //! | `driver_version` | 1000 to 99999 (`cuDriverGetVersion`'s 1000 × major + 10 × minor) |
 //! | `memory_mib` / `memory_bytes` | 1 byte to 16 TiB |
 //! | `sms` | 1 to 4096 |
-//! | `compute_capability` | major 1 to 99, minor 0 to 9 |
+//! | `compute_capability` | two numbers: major 1 to 99, minor 0 to 9 |
 //! | `pool_handle_types` | bits of `CUmemAllocationHandleType` only (0x1, 0x2, 0x4, 0x8) |
 //! | link `rank` | 0 to 1000 |
 //! | islands | devices that exist, each once, in at most one island |
@@ -76,7 +76,9 @@ struct DeviceGroup {
     #[serde(default)]
     memory_bytes: Option<u64>,
     sms: i32,
-    compute_capability: [i32; 2],
+    /// Major and minor: read as a list, so that a third number is refused rather than dropped
+    /// (serde reads an array's first two and ignores the rest).
+    compute_capability: Vec<i32>,
     #[serde(default = "yes")]
     pools: bool,
     #[serde(default)]
@@ -185,7 +187,12 @@ impl DeviceGroup {
             }
             _ => return Err(format!("{at}: give memory_mib or memory_bytes")),
         };
-        let [major, minor] = self.compute_capability;
+        let [major, minor] = self.compute_capability[..] else {
+            return Err(format!(
+                "{at}: compute_capability has {} numbers; give two numbers, major and minor ([9, 0])",
+                self.compute_capability.len()
+            ));
+        };
         if self.pool_handle_types & !HANDLE_TYPE_BITS != 0 {
             return Err(format!("{at}: pool_handle_types = {:#x} has unknown bits", self.pool_handle_types));
         }

@@ -63,6 +63,18 @@ fn names_must_be_short_printable_text() {
     }
 }
 
+/// A compute capability is two numbers, major and minor: `[9, 0, 1]` was taken as 9.0.
+#[test]
+fn a_compute_capability_is_two_numbers() {
+    for cc in ["[9, 0, 1]", "[9]", "[]", "[9, 0, 0, 0]"] {
+        let text = group(&format!("count = 1\nmemory_mib = 64\nsms = 1\ncompute_capability = {cc}"), "");
+        let error = Topology::from_toml_str(&text).expect_err(cc).to_string();
+        assert!(error.contains("compute_capability") && error.contains("two numbers"), "{cc}: {error}");
+    }
+    let text = group("count = 1\nmemory_mib = 64\nsms = 1\ncompute_capability = [8, 6]", "");
+    assert_eq!(Topology::from_toml_str(&text).unwrap().devices[0].compute_capability, (8, 6));
+}
+
 /// No message about a topology passes a terminal a control sequence from it (a clear screen, a
 /// window title), prints more than a line, or echoes a huge input whole.
 fn fit_for_a_terminal(message: &str) -> bool {
