@@ -304,17 +304,20 @@ pub fn see_only_pair(command: &mut Command, system: &System, (owner, accessor): 
     }
 }
 
-/// In a child started by [`see_only_pair`]: the owner's and the accessor's UUIDs.
-pub fn pair_uuids() -> Option<(String, String)> {
-    let pair = std::env::var(PAIR_ENV).ok()?;
-    let (owner, accessor) = pair.split_once(',')?;
-    Some((owner.to_string(), accessor.to_string()))
+/// In a child started by [`see_only_pair`]: the owner's and the accessor's UUIDs, or `None`
+/// in a process no parent told of a pair; an error when [`PAIR_ENV`] is not UTF-8.
+pub fn pair_uuids() -> crate::Result<Option<(String, String)>> {
+    let pair = crate::env::var(PAIR_ENV).map_err(|e| Error::InvalidArgument(e.to_string()))?;
+    Ok(pair.and_then(|pair| {
+        let (owner, accessor) = pair.split_once(',')?;
+        Some((owner.to_string(), accessor.to_string()))
+    }))
 }
 
 /// In a child: the pair its parent named `(owner, accessor)` in the parent's numbering, in
 /// this process's numbering (found by [`pair_uuids`] where the parent gave them).
 pub fn pair_here(system: &System, (owner, accessor): (usize, usize)) -> crate::Result<(usize, usize)> {
-    let Some((o, a)) = pair_uuids() else { return Ok((owner, accessor)) };
+    let Some((o, a)) = pair_uuids()? else { return Ok((owner, accessor)) };
     let find = |uuid: &str, parent: usize| {
         let missing = || Error::InvalidArgument(format!("gpu{parent} ({uuid}) is not a GPU this child sees"));
         system.ordinal_of_uuid(uuid)?.ok_or_else(missing)

@@ -17,6 +17,7 @@ pub mod child;
 mod context;
 mod device_state;
 pub mod driver;
+pub mod env;
 mod error;
 mod evidence;
 pub mod facts;
@@ -32,6 +33,7 @@ pub mod report;
 pub mod rounds;
 mod stream;
 mod system;
+pub mod text;
 
 pub use context::CurrentContext;
 pub use driver::CudaCode;

@@ -10,6 +10,12 @@
 //!   directory, renamed over the name, so a planted link is replaced, never followed, and a
 //!   failed write leaves the old file whole. There is no `fsync`: atomic for readers and
 //!   failures, not for a power loss.
+//! - One rule for every file written, here or at a path named on a command line
+//!   ([`check_target`]): it is created or replaced only where nothing is, or a regular file we
+//!   may replace is (a link to a regular file, or to nothing, is replaced as a link). A FIFO, a
+//!   device, a socket, a directory, a link to one of those or a link loop is refused, as is a
+//!   name ending in `/`: a rename would put a regular file in its place (root could replace
+//!   `/dev/null`), and whoever named it meant something else.
 //! - Only regular files are read, opened without following links and without blocking
 //!   (`O_NOFOLLOW | O_NONBLOCK`, so a FIFO cannot hang the reader), and at most a size cap.
 
@@ -25,25 +31,25 @@ use std::sync::atomic::{AtomicU64, Ordering};
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum DirError {
     /// Nothing at the path.
-    #[error("{}: does not exist", path.display())]
+    #[error("{}: does not exist", crate::text::path(path))]
     Missing {
         /// The path.
         path: PathBuf,
     },
     /// A symbolic link where peerpool does not follow links.
-    #[error("{}: is a symbolic link; peerpool does not follow links here", path.display())]
+    #[error("{}: is a symbolic link; peerpool does not follow links here", crate::text::path(path))]
     Link {
         /// The path.
         path: PathBuf,
     },
     /// Something other than a directory where one is needed.
-    #[error("{}: is not a directory", path.display())]
+    #[error("{}: is not a directory", crate::text::path(path))]
     NotADirectory {
         /// The path.
         path: PathBuf,
     },
     /// The directory belongs to another user, who could change it under us.
-    #[error("{}: owned by uid {owner}, not by uid {euid} that runs peerpool", path.display())]
+    #[error("{}: owned by uid {owner}, not by uid {euid} that runs peerpool", crate::text::path(path))]
     NotOwned {
         /// The path.
         path: PathBuf,
@@ -53,7 +59,7 @@ pub enum DirError {
         euid: u32,
     },
     /// Other users may write into the directory, so they could plant files in it.
-    #[error("{}: writable by every user (mode {mode:o}); `chmod o-w` it first", path.display())]
+    #[error("{}: writable by every user (mode {mode:o}); `chmod o-w` it first", crate::text::path(path))]
     OpenToOthers {
         /// The path.
         path: PathBuf,
@@ -61,7 +67,7 @@ pub enum DirError {
         mode: u32,
     },
     /// Not a regular file where one is read.
-    #[error("{}: is {kind}, not a regular file", path.display())]
+    #[error("{}: is {kind}, not a regular file", crate::text::path(path))]
     NotRegular {
         /// The path.
         path: PathBuf,
@@ -69,21 +75,34 @@ pub enum DirError {
         kind: &'static str,
     },
     /// Larger than the reader accepts.
-    #[error("{}: larger than {limit} bytes", path.display())]
+    #[error("{}: larger than {limit} bytes", crate::text::path(path))]
     TooLarge {
         /// The path.
         path: PathBuf,
         /// The cap.
         limit: u64,
     },
+    /// A path to write a file at that names a directory: it ends in `/` (or `/.`).
+    #[error("{}: names a directory (it ends in /); name a file", crate::text::path(path))]
+    DirectoryName {
+        /// The path.
+        path: PathBuf,
+    },
+    /// A regular file whose directory does not let us replace it (not writable by us, or
+    /// sticky and the file another user's).
+    #[error("{}: cannot be replaced: its directory does not let this user replace it", crate::text::path(path))]
+    NotReplaceable {
+        /// The path.
+        path: PathBuf,
+    },
     /// A name that is not one plain file name (empty, `.`, `..`, or with a `/`).
-    #[error("{name:?}: not a plain file name")]
+    #[error("\"{}\": not a plain file name", crate::text::echo(name))]
     BadName {
         /// The name.
         name: String,
     },
     /// A system call failed.
-    #[error("{}: {op} failed: {errno}", path.display())]
+    #[error("{}: {op} failed: {errno}", crate::text::path(path))]
     Io {
         /// The path.
         path: PathBuf,
@@ -147,9 +166,17 @@ impl OwnedDir {
     /// staging several files before committing any keeps a failed write from leaving a new
     /// file beside a stale one.
     pub fn stage(&self, name: &str, bytes: &[u8]) -> Result<Staged, DirError> {
-        check_name(name)?;
+        self.check_target(name)?;
         let dir = self.fd.try_clone().map_err(|e| io_error(&self.path, "dup", &e))?;
         Staged::write(dir, &self.path, name, bytes)
+    }
+
+    /// Whether a file may be written at `name` here: nothing there, or a regular file we may
+    /// replace (the module's rule). Writes check it themselves; a caller checks it first to
+    /// refuse before any work.
+    pub fn check_target(&self, name: &str) -> Result<(), DirError> {
+        check_name(name)?;
+        replaceable(&self.fd, name, &self.path.join(name))
     }
 
     /// The contents of the regular file `name`, at most `limit` bytes.
@@ -221,6 +248,25 @@ pub fn write_file(path: &Path, bytes: &[u8]) -> Result<PathBuf, DirError> {
 
 /// [`write_file`] up to the rename, which [`Staged::commit`] does.
 pub fn stage_file(path: &Path, bytes: &[u8]) -> Result<Staged, DirError> {
+    let (dir, parent, name) = open_target(path)?;
+    Staged::write(dir, parent, name, bytes)
+}
+
+/// Whether [`write_file`] may write at `path` (the module's rule): its directory exists, and
+/// nothing is at `path` or a regular file we may replace is. For refusing before any work.
+pub fn check_target(path: &Path) -> Result<(), DirError> {
+    open_target(path).map(drop)
+}
+
+/// `path`'s directory, opened, and its file name, once `path` passed [`check_target`]'s rule.
+fn open_target(path: &Path) -> Result<(OwnedFd, &Path, &str), DirError> {
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = path.as_os_str().as_bytes();
+    // `Path::file_name` reads `new/` and `new/.` as `new`: a file would be made where a
+    // directory was meant.
+    if bytes.ends_with(b"/") || bytes.ends_with(b"/.") || bytes == b"." {
+        return Err(DirError::DirectoryName { path: path.into() });
+    }
     let name = path
         .file_name()
         .and_then(|n| n.to_str())
@@ -231,8 +277,75 @@ pub fn stage_file(path: &Path, bytes: &[u8]) -> Result<Staged, DirError> {
         _ => Path::new("."),
     };
     let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
-    let dir = rustix::fs::open(parent, flags, Mode::empty()).map_err(|e| errno_error(parent, "open", e))?;
-    Staged::write(dir, parent, name, bytes)
+    let dir = rustix::fs::open(parent, flags, Mode::empty()).map_err(|e| match e {
+        Errno::NOTDIR => DirError::NotADirectory { path: parent.into() },
+        _ => errno_error(parent, "open", e),
+    })?;
+    replaceable(&dir, name, path)?;
+    Ok((dir, parent, name))
+}
+
+/// Whether a new file may be renamed over `name` in `dir` (`path` names it in errors): nothing
+/// there; a regular file, or a link to one or to nothing (the link is replaced, not followed);
+/// and a directory that lets us replace it.
+fn replaceable(dir: &OwnedFd, name: &str, path: &Path) -> Result<(), DirError> {
+    let entry = match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(entry) => entry,
+        Err(Errno::NOENT) => return Ok(()),
+        Err(errno) => return Err(errno_error(path, "stat", errno)),
+    };
+    let refused = |kind| Err(DirError::NotRegular { path: path.into(), kind });
+    match FileType::from_raw_mode(entry.st_mode) {
+        FileType::RegularFile => {}
+        FileType::Symlink => match rustix::fs::statat(dir, name, AtFlags::empty()) {
+            Err(Errno::NOENT) => {}
+            Err(Errno::LOOP) => return refused("a symbolic link loop"),
+            Err(errno) => return Err(errno_error(path, "stat", errno)),
+            Ok(target) => match kind_of(FileType::from_raw_mode(target.st_mode)) {
+                None => {}
+                Some(kind) => return refused(link_to(kind)),
+            },
+        },
+        other => return refused(kind_of(other).unwrap_or("an unknown kind of file")),
+    }
+    // A rename over the name needs write and search permission on the directory, and in a
+    // sticky one (such as /tmp) the file or the directory to be ours.
+    let access = rustix::fs::Access::WRITE_OK | rustix::fs::Access::EXEC_OK;
+    let not_replaceable = || DirError::NotReplaceable { path: path.into() };
+    rustix::fs::accessat(dir, ".", access, AtFlags::EACCESS).map_err(|_| not_replaceable())?;
+    let here = rustix::fs::fstat(dir).map_err(|errno| errno_error(path, "stat", errno))?;
+    let euid = rustix::process::geteuid().as_raw();
+    let sticky = here.st_mode & 0o1000 != 0;
+    if sticky && euid != 0 && entry.st_uid != euid && here.st_uid != euid {
+        return Err(not_replaceable());
+    }
+    Ok(())
+}
+
+/// What a file of kind `kind` is, in words, or `None` for a regular file.
+fn kind_of(kind: FileType) -> Option<&'static str> {
+    match kind {
+        FileType::RegularFile => None,
+        FileType::Symlink => Some("a symbolic link"),
+        FileType::Directory => Some("a directory"),
+        FileType::Fifo => Some("a FIFO"),
+        FileType::Socket => Some("a socket"),
+        FileType::CharacterDevice => Some("a character device"),
+        FileType::BlockDevice => Some("a block device"),
+        _ => Some("an unknown kind of file"),
+    }
+}
+
+/// "a symbolic link to " `kind`.
+fn link_to(kind: &'static str) -> &'static str {
+    match kind {
+        "a directory" => "a symbolic link to a directory",
+        "a FIFO" => "a symbolic link to a FIFO",
+        "a socket" => "a symbolic link to a socket",
+        "a character device" => "a symbolic link to a character device",
+        "a block device" => "a symbolic link to a block device",
+        _ => "a symbolic link to an unknown kind of file",
+    }
 }
 
 /// A file written under a temporary name in its directory, not yet in place. Dropping it
@@ -267,8 +380,10 @@ impl Staged {
         Ok(staged)
     }
 
-    /// Renames the file over its name; returns its path.
+    /// Renames the file over its name, checked again (the module's rule) just before; returns
+    /// its path.
     pub fn commit(mut self) -> Result<PathBuf, DirError> {
+        replaceable(&self.dir, &self.name, &self.path)?;
         rustix::fs::renameat(&self.dir, &self.temp, &self.dir, &self.name)
             .map_err(|errno| errno_error(&self.path, "rename", errno))?;
         self.committed = true;
@@ -314,14 +429,8 @@ fn check_name(name: &str) -> Result<(), DirError> {
 
 fn regular(path: &Path, stat: &rustix::fs::Stat, limit: u64) -> Result<(), DirError> {
     let kind = match FileType::from_raw_mode(stat.st_mode) {
-        FileType::RegularFile => None,
         FileType::Symlink => return Err(DirError::Link { path: path.into() }),
-        FileType::Directory => Some("a directory"),
-        FileType::Fifo => Some("a FIFO"),
-        FileType::Socket => Some("a socket"),
-        FileType::CharacterDevice => Some("a character device"),
-        FileType::BlockDevice => Some("a block device"),
-        _ => Some("an unknown kind of file"),
+        other => kind_of(other),
     };
     if let Some(kind) = kind {
         return Err(DirError::NotRegular { path: path.into(), kind });

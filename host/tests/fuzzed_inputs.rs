@@ -1,12 +1,16 @@
-//! Random and mutated input to the three readers of outside data: the topology parser, the
-//! report reader and the IPC wire decoder (through `Channel::recv`, then `Offer::decode`).
-//! Each must answer with a value or a typed error, never panic, and stay within a memory
-//! bound (a counting allocator measures each case's peak above where it started).
+//! Random and mutated input to every reader of outside data: the topology parser, the timing
+//! model's reader, fault rules, `CUDA_VISIBLE_DEVICES`, the report reader and the IPC wire
+//! decoder (through `Channel::recv`, then `Offer::decode`). Each must answer with a value or an
+//! error, never panic, and stay within a memory bound (a counting allocator measures each
+//! case's peak above where it started); what is refused is said in one line a terminal shows
+//! as it is. Every property runs a fixed number of cases, so that `cargo test` (and CI) runs
+//! them all in bounded time.
 
-use peerpool::driver::{FabricHandle, HandleKind};
+use peerpool::driver::{DOCUMENTED_CALLS, FabricHandle, HandleKind};
+use peerpool::fault::FaultPlan;
 use peerpool::ipc::{Channel, Limits, Offer, OfferPath};
 use peerpool::report::{BuildRecord, HardwareRecord, Plan, Report, Status, TrialRecord};
-use peerpool_sim::{MAX_DEVICES, Topology, catalog};
+use peerpool_sim::{Latencies, MAX_DEVICES, SimDriver, Topology, catalog, catalog_topology};
 use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
@@ -219,6 +223,211 @@ fn topology_numbers_are_accepted_exactly_within_their_ranges() {
             check_topology(result)
         })
         .unwrap();
+}
+
+/// A refusal as a terminal shows it: one line, no control character, not an echo of a
+/// mebibyte.
+fn one_short_line(message: &str) -> Result<(), TestCaseError> {
+    prop_assert!(!message.chars().any(char::is_control), "{:?}", &message[..message.len().min(300)]);
+    prop_assert!(message.len() < 4096, "{} bytes", message.len());
+    Ok(())
+}
+
+// ---- timing models ----
+
+/// The committed calibration with numbers replaced by edges, bytes flipped, lines cut or
+/// repeated (a repeated line gives a key twice).
+fn mutated_timing() -> impl Strategy<Value = String> {
+    let mutation = prop_oneof![
+        (any::<Index>(), any::<Index>()).prop_map(|(which, edge)| Mutation::Number(which, edge)),
+        (any::<Index>(), any::<u8>()).prop_map(|(at, byte)| Mutation::Byte(at, byte)),
+        any::<Index>().prop_map(Mutation::CutLine),
+        any::<Index>().prop_map(Mutation::RepeatLine),
+    ];
+    prop::collection::vec(mutation, 1..5).prop_map(|mutations| {
+        let mut text = include_str!("../sim/timing/h200.json").to_string();
+        for m in mutations {
+            text = m.apply(&text);
+        }
+        text
+    })
+}
+
+/// What every model the reader accepts must satisfy: each number in its unit's range, and a
+/// simulated machine timed by it starts at once.
+fn check_timing(result: Result<Latencies, String>) -> Result<(), TestCaseError> {
+    let model = match result {
+        Ok(model) => model,
+        Err(message) => return one_short_line(&message),
+    };
+    for serial in [model.init_serial, model.context_serial, model.map_serial, model.fault_serial] {
+        prop_assert!((1..=MAX_DEVICES as u32).contains(&serial.at_once), "at_once {}", serial.at_once);
+    }
+    prop_assert!((1..=MAX_DEVICES as u32).contains(&model.init_devices));
+    let value = serde_json::to_value(&model).unwrap();
+    for (name, v) in value.as_object().unwrap() {
+        if let Some(n) = v.as_f64() {
+            prop_assert!(n.is_finite() && (0.0..=1e15).contains(&n), "{name} = {n}");
+        }
+    }
+    let sim = SimDriver::new(Topology::two_h200()).timed(model);
+    prop_assert!(sim.init(0).is_ok());
+    Ok(())
+}
+
+/// The calibration with one number, at any depth (`init_serial.at_once`), set to an edge.
+fn timing_field_at_an_edge() -> impl Strategy<Value = String> {
+    let model: serde_json::Value = serde_json::from_str(include_str!("../sim/timing/h200.json")).unwrap();
+    let mut paths: Vec<Vec<String>> = Vec::new();
+    for (name, value) in model.as_object().unwrap() {
+        match value {
+            serde_json::Value::Object(inner) => paths.extend(inner.keys().map(|k| vec![name.clone(), k.clone()])),
+            _ => paths.push(vec![name.clone()]),
+        }
+    }
+    (prop::sample::select(paths), prop::sample::select(EDGES)).prop_map(move |(path, edge)| {
+        let mut edited = model.clone();
+        let mut slot = &mut edited;
+        for key in &path {
+            slot = &mut slot[key.as_str()];
+        }
+        // An edge JSON cannot hold as a number (`nan`, `18446744073709551616`) goes in as text.
+        *slot = serde_json::from_str(edge).unwrap_or_else(|_| edge.into());
+        edited.to_string()
+    })
+}
+
+#[test]
+fn the_timing_reader_answers_any_input_with_a_model_in_range_or_one_line() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    runner(500).run(&timing_field_at_an_edge(), |text| check_timing(bounded(|| Latencies::from_json(&text))?)).unwrap();
+    runner(500).run(&mutated_timing(), |text| check_timing(bounded(|| Latencies::from_json(&text))?)).unwrap();
+    let noise = prop::collection::vec(any::<u8>(), 0..1024).prop_map(|b| String::from_utf8_lossy(&b).into_owned());
+    runner(300).run(&noise, |text| check_timing(bounded(|| Latencies::from_json(&text))?)).unwrap();
+}
+
+// ---- fault rules ----
+
+/// Rules near what the parser accepts: documented calls, versioned symbols, prefixes and
+/// near misses; counts, chances and codes around their edges; flags, spaces and separators.
+fn fault_rules() -> impl Strategy<Value = String> {
+    let documented = prop::sample::select(DOCUMENTED_CALLS);
+    let call = prop_oneof![
+        3 => documented.clone().prop_map(str::to_string),
+        1 => documented.clone().prop_map(|c| format!("{c}_v2")),
+        1 => (documented.clone(), any::<Index>()).prop_map(|(c, at)| format!("{}*", &c[..at.index(c.len() + 1)])),
+        1 => (documented, any::<Index>(), "[a-zA-Z]").prop_map(|(c, at, x)| {
+            let i = at.index(c.len());
+            format!("{}{x}{}", &c[..i], &c[i + 1..])
+        }),
+        1 => "[a-zA-Z0-9_*]{0,24}",
+    ];
+    let when = prop_oneof![
+        Just(String::new()),
+        prop::sample::select(EDGES).prop_map(|n| format!("@{n}")),
+        "~[0-9.e+-]{0,8}",
+        Just("@".to_string()),
+    ];
+    let codes: Vec<String> = peerpool::driver::codes::ALL.iter().map(|c| c.name()).collect();
+    let code = prop_oneof![
+        3 => prop::sample::select(codes.clone()),
+        1 => prop::sample::select(codes).prop_map(|c| c.trim_start_matches("CUDA_ERROR_").to_string()),
+        1 => "[A-Z_]{0,20}",
+    ];
+    let flags = prop::collection::vec(
+        prop_oneof![
+            Just("sticky".to_string()),
+            Just("transient".to_string()),
+            Just("before".to_string()),
+            Just("after".to_string()),
+            "[a-z]{0,6}",
+        ],
+        0..4,
+    );
+    let rule = (call, when, code, flags, " {0,2}").prop_map(|(call, when, code, flags, space)| {
+        let flags: String = flags.iter().map(|f| format!("!{f}")).collect();
+        format!("{space}{call}{when}{space}={space}{code}{flags}")
+    });
+    let plan = (prop::collection::vec(rule, 0..5), prop::option::of((any::<Index>(), any::<u8>())));
+    plan.prop_map(|(rules, flip)| {
+        let mut text = rules.join(";").into_bytes();
+        if let Some((at, byte)) = flip.filter(|_| !text.is_empty()) {
+            let i = at.index(text.len());
+            text[i] = byte;
+        }
+        String::from_utf8_lossy(&text).into_owned()
+    })
+}
+
+#[test]
+fn the_fault_rule_parser_answers_any_input_with_rules_that_can_fire_or_one_line() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    runner(1000)
+        .run(&fault_rules(), |text| {
+            match bounded(|| text.parse::<FaultPlan>())? {
+                Ok(plan) => {
+                    for rule in &plan.rules {
+                        let fires = match rule.call.strip_suffix('*') {
+                            Some(prefix) => DOCUMENTED_CALLS.iter().any(|c| c.starts_with(prefix)),
+                            None => DOCUMENTED_CALLS.contains(&rule.call.as_str()),
+                        };
+                        prop_assert!(fires, "{} can never fire", rule.call);
+                        prop_assert_eq!(&rule.to_string().parse::<peerpool::fault::Rule>(), &Ok(rule.clone()));
+                    }
+                }
+                Err(error) => one_short_line(&error.to_string())?,
+            }
+            Ok(())
+        })
+        .unwrap();
+}
+
+// ---- CUDA_VISIBLE_DEVICES ----
+
+/// Lists of entries as people and tools write them: indices in every form `strtol` reads and
+/// some it does not, UUIDs of the machine's devices whole or cut, in either case, other
+/// prefixes, and noise.
+fn visible_list(topology: &Topology) -> impl Strategy<Value = String> + use<> {
+    let uuids: Vec<String> =
+        (0..topology.device_count()).map(|d| peerpool::driver::uuid_text(&topology.uuid(d).unwrap())).collect();
+    let entry = prop_oneof![
+        3 => "[ ]{0,2}[+-]{0,1}(0x|0X|0){0,1}[0-9a-fA-F]{0,3}[ ]{0,2}",
+        2 => (prop::sample::select(uuids), any::<Index>(), any::<bool>(), " {0,1}").prop_map(|(u, at, upper, space)| {
+            let cut = &u[..4 + at.index(u.len() - 3)];
+            let cut = if upper { format!("GPU-{}", cut[4..].to_ascii_uppercase()) } else { cut.to_string() };
+            format!("{cut}{space}")
+        }),
+        1 => "(GPU-|MIG-|gpu-)[0-9a-f-]{0,12}",
+        1 => "[^,]{0,8}",
+    ];
+    prop::collection::vec(entry, 0..10).prop_map(|entries| entries.join(","))
+}
+
+#[test]
+fn cuda_visible_devices_is_read_from_any_list_without_a_panic() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    for name in ["two_h200_nvlink", "four_gpu_islands", "sixteen_gpu_nvswitch"] {
+        let topology = catalog_topology(name).unwrap();
+        runner(300)
+            .run(&visible_list(&topology), |list| {
+                let (ordinals, view) = bounded(|| (topology.visible_ordinals(&list), topology.visible(&list)))?;
+                prop_assert_eq!(ordinals.is_some(), view.is_some());
+                if let (Some(ordinals), Some(view)) = (ordinals, view) {
+                    prop_assert!(ordinals.iter().all(|&d| d < topology.device_count()), "{:?}", ordinals);
+                    let mut distinct = ordinals.clone();
+                    distinct.sort();
+                    distinct.dedup();
+                    prop_assert_eq!(distinct.len(), ordinals.len(), "a device listed twice is refused");
+                    prop_assert_eq!(view.device_count(), ordinals.len());
+                    for (d, &physical) in ordinals.iter().enumerate() {
+                        prop_assert_eq!(view.physical(d), Some(physical));
+                        prop_assert_eq!(view.uuid(d), topology.uuid(physical));
+                    }
+                }
+                Ok(())
+            })
+            .unwrap();
+    }
 }
 
 // ---- reports ----

@@ -2,12 +2,12 @@
 //! never followed or believed; what is read is a regular file of bounded size, named in every
 //! error; Markdown from trial and device names stays literal text.
 
-use peerpool::owned_dir::{DirError, OwnedDir};
+use peerpool::owned_dir::{self, DirError, OwnedDir};
 use peerpool::report::{
     BuildRecord, DeviceRecord, HardwareRecord, MAX_FILE_BYTES, Plan, Report, ReportError, Status, TrialRecord,
 };
 use rustix::fs::{FileType, Mode};
-use std::os::unix::fs::{PermissionsExt, symlink};
+use std::os::unix::fs::{FileTypeExt, PermissionsExt, symlink};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -157,4 +157,49 @@ fn unescaped_pipes(line: &str) -> usize {
 
 fn mkfifo(path: &Path) {
     rustix::fs::mknodat(rustix::fs::CWD, path, FileType::Fifo, Mode::RUSR | Mode::WUSR, 0).unwrap();
+}
+
+/// Only a missing file or a regular one is written over: a rename would put a regular file in
+/// the place of a FIFO, a socket or a device (as root, even /dev/null's).
+#[test]
+fn what_is_not_a_regular_file_is_never_replaced() {
+    let dir = report_dir();
+    let owned = OwnedDir::open(dir.path()).unwrap();
+    let fifo = dir.path().join("report.md");
+    mkfifo(&fifo);
+    let socket = dir.path().join("report.json");
+    let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    symlink(&fifo, dir.path().join("junit.xml")).unwrap();
+    for (name, kind) in
+        [("report.md", "a FIFO"), ("report.json", "a socket"), ("junit.xml", "a symbolic link to a FIFO")]
+    {
+        let refused = owned.write(name, b"x").unwrap_err();
+        assert_eq!(refused, DirError::NotRegular { path: dir.path().join(name), kind }, "{name}");
+        let by_path = owned_dir::write_file(&dir.path().join(name), b"x").unwrap_err();
+        assert!(matches!(by_path, DirError::NotRegular { kind: k, .. } if k == kind), "{name}: {by_path}");
+    }
+    assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
+    assert!(std::fs::symlink_metadata(&socket).unwrap().file_type().is_socket());
+    let names = owned.names().unwrap();
+    assert!(names.iter().all(|n| !n.ends_with(".tmp")), "no temporary file left: {names:?}");
+    let trailing = dir.path().join("new").display().to_string() + "/";
+    let refused = owned_dir::write_file(Path::new(&trailing), b"x").unwrap_err();
+    assert!(matches!(refused, DirError::DirectoryName { .. }), "{refused}");
+    assert!(!dir.path().join("new").exists(), "no file named after the directory");
+}
+
+/// A report file's name and what the JSON parser says of its content reach the terminal
+/// escaped and cut: an unknown status of a mebibyte with a clear-screen in it, in a file whose
+/// name holds a window-title sequence.
+#[test]
+fn a_refused_report_file_is_named_escaped_and_cut() {
+    let dir = report_dir();
+    let name = "\u{1b}]0;pwned\u{7}.result.json";
+    let status = format!("\u{1b}[2J{}", "s".repeat(1 << 20));
+    let record = format!(r#"{{"name": "a", "binary": "b", "status": "{status}", "detail": null, "millis": null}}"#);
+    std::fs::write(dir.path().join(name), record.replace('\u{1b}', "\\u001b")).unwrap();
+    let error = Report::collect(dir.path()).unwrap_err().to_string();
+    assert!(!error.chars().any(char::is_control), "{:?}", &error[..error.len().min(300)]);
+    assert!(error.len() < 2048, "{} bytes", error.len());
+    assert!(error.contains("pwned") && error.contains("not a peerpool report file"), "{error}");
 }

@@ -6,6 +6,7 @@ use peerpool::check::{self, Isolate, PairResult, STEPS};
 use peerpool::child::{self, ChildOutcome, ChildReport};
 use peerpool::owned_dir::OwnedDir;
 use peerpool::report::{BuildRecord, HardwareRecord, Report, Status};
+use peerpool::text::{echo, escaped};
 use peerpool::{Error, System};
 use peerpool_sim::select::{self, Choice};
 use peerpool_sim::{Latencies, SimDriver, Topology};
@@ -41,7 +42,7 @@ pub fn run(options: Options) -> ExitCode {
         None => match select::required_gpus_from_env() {
             Ok(n) => n.map(|n| (n, select::REQUIRE_GPUS)),
             Err(e) => {
-                eprintln!("peerpool check: {e}");
+                eprintln!("peerpool check: {}", escaped(&e));
                 return exit::code(exit::BAD_INPUT);
             }
         },
@@ -50,19 +51,23 @@ pub fn run(options: Options) -> ExitCode {
         match open(options.topology.as_deref(), options.timing.as_deref(), required) {
             Ok(opened) => opened,
             Err(Refused::BadInput(message)) => {
-                eprintln!("peerpool check: {message}");
+                eprintln!("peerpool check: {}", escaped(&message));
                 return exit::code(exit::BAD_INPUT);
             }
             Err(Refused::GpusRequired(message)) => {
-                eprintln!("peerpool check: GPUs required: {message}");
+                eprintln!("peerpool check: GPUs required: {}", escaped(&message));
                 return exit::code(exit::NO_GPU);
             }
         };
-    // Before any pair is checked: a directory that cannot be ours is bad input, not a late failure.
-    let out = match OwnedDir::create(&options.out) {
+    // Before any pair is checked: a directory that cannot be ours, or a file in it that is not
+    // one we may replace, is bad input, not a late failure.
+    let out = match OwnedDir::create(&options.out).and_then(|out| {
+        OUTPUTS.iter().try_for_each(|name| out.check_target(name))?;
+        Ok(out)
+    }) {
         Ok(out) => out,
         Err(e) => {
-            eprintln!("peerpool check: --out: {e}");
+            eprintln!("peerpool check: --out: {}", escaped(&e.to_string()));
             return exit::code(exit::BAD_INPUT);
         }
     };
@@ -148,7 +153,7 @@ fn open(
             )));
         }
         let topo = load_topology(&name).map_err(Refused::BadInput)?;
-        return simulated(topo, timing, format!("peerpool check: simulated topology `{name}`"))
+        return simulated(topo, timing, format!("peerpool check: simulated topology `{}`", echo(&name)))
             .map_err(Refused::BadInput);
     }
     let why = match System::open() {
@@ -216,7 +221,8 @@ fn load_topology(name: &str) -> Result<Topology, String> {
     let topology = peerpool_sim::select::resolve_topology(name)?;
     if topology.device_count() > MAX_CHECK_GPUS {
         return Err(format!(
-            "topology {name} has {} GPUs; check takes at most {MAX_CHECK_GPUS} ({} ordered pairs would take too long)",
+            "topology {} has {} GPUs; check takes at most {MAX_CHECK_GPUS} ({} ordered pairs would take too long)",
+            echo(name),
             topology.device_count(),
             topology.device_count() * (topology.device_count() - 1)
         ));
@@ -225,12 +231,14 @@ fn load_topology(name: &str) -> Result<Topology, String> {
 }
 
 /// check.json, check.md and junit.xml, all staged before any replaces its old copy.
+/// The files `check` writes in its `--out` directory, in [`write()`]'s order.
+const OUTPUTS: [&str; 3] = ["check.json", "check.md", "junit.xml"];
+
 fn write(out: &OwnedDir, report: &Report) -> Result<Vec<PathBuf>, String> {
     let json = serde_json::to_string_pretty(report).map_err(|e| e.to_string())?;
     let junit = crate::junit::render(report, "peerpool check")?;
-    let files = [("check.json", json), ("check.md", report.to_markdown()), ("junit.xml", junit)];
+    let files = OUTPUTS.into_iter().zip([json, report.to_markdown(), junit]);
     let staged: Vec<_> = files
-        .iter()
         .map(|(name, text)| out.stage(name, text.as_bytes()))
         .collect::<Result<_, _>>()
         .map_err(|e| e.to_string())?;

@@ -195,10 +195,10 @@ fn finish<T, E: std::fmt::Display>(result: Result<T, E>, failed: &str, shown: im
 }
 
 fn bench(out: PathBuf, options: bench::BenchOptions) -> ExitCode {
-    let out = match OwnedDir::create(&out) {
+    let out = match OwnedDir::create(&out).and_then(|out| out.check_target("bench.json").map(|()| out)) {
         Ok(out) => out,
         Err(e) => {
-            eprintln!("peerpool bench: --out: {e}");
+            eprintln!("peerpool bench: --out: {}", peerpool::text::escaped(&e.to_string()));
             return exit::code(exit::BAD_INPUT);
         }
     };
@@ -261,14 +261,15 @@ fn topologies() -> ExitCode {
 
 fn report(dir: Option<PathBuf>, json: Option<PathBuf>, markdown: Option<PathBuf>, junit: Option<PathBuf>) -> ExitCode {
     let bad_input = |e: &dyn std::fmt::Display| {
-        eprintln!("peerpool report: {e}");
+        eprintln!("peerpool report: {}", peerpool::text::escaped(&e.to_string()));
         exit::code(exit::BAD_INPUT)
     };
     let dir = match dir.map_or_else(peerpool::report::report_dir, Ok) {
         Ok(dir) => dir,
         Err(e) => return bad_input(&e),
     };
-    // Every output is checked before anything is read, so that none overwrites another.
+    // Every output is checked before anything is read: each may be written (absent, or a
+    // regular file we may replace), and none overwrites another.
     let named =
         [("--json", json, "report.json"), ("--markdown", markdown, "report.md"), ("--junit", junit, "junit.xml")];
     let targets: Vec<PathBuf> =
@@ -279,7 +280,7 @@ fn report(dir: Option<PathBuf>, json: Option<PathBuf>, markdown: Option<PathBuf>
     };
     let flagged: Vec<(&str, &std::path::Path)> =
         named.iter().zip(&targets).map(|((flag, ..), t)| (*flag, t.as_path())).collect();
-    if let Err(e) = outputs::distinct(&flagged) {
+    if let Err(e) = outputs::check(&flagged) {
         return bad_input(&e);
     }
     let report = match Report::collect_in(&owned) {
@@ -321,7 +322,7 @@ fn report(dir: Option<PathBuf>, json: Option<PathBuf>, markdown: Option<PathBuf>
     if report.count(Failed) > 0 {
         exit::code(exit::FAILURE)
     } else if report.count(Passed) == 0 {
-        eprintln!("peerpool report: no trial ran in {}", dir.display());
+        eprintln!("peerpool report: no trial ran in {}", peerpool::text::path(&dir));
         exit::code(exit::NOTHING_CHECKED)
     } else {
         exit::code(exit::SUCCESS)

@@ -3,18 +3,14 @@
 
 use std::path::{Path, PathBuf};
 
-/// Refuses two outputs that name one file (which would overwrite one report with another),
-/// or a path that cannot become a file (a directory, or no directory to put it in). Each output
-/// comes with the option that names it.
-pub fn distinct(outputs: &[(&str, &Path)]) -> Result<(), String> {
-    for (_, path) in outputs {
-        if path.is_dir() {
-            return Err(format!("{} is a directory; name a file", path.display()));
-        }
-        let parent = parent(path);
-        if !parent.is_dir() {
-            return Err(format!("{}: no directory {} to write it in", path.display(), parent.display()));
-        }
+/// Refuses an output that may not be written (`peerpool::owned_dir::check_target`: only a
+/// missing file or a regular one we may replace is; a FIFO, a device, a socket, a directory, a
+/// link to one of those, or a name ending in `/` is not), and two outputs that name one file
+/// (which would overwrite one report with another). Each output comes with the option that
+/// names it.
+pub fn check(outputs: &[(&str, &Path)]) -> Result<(), String> {
+    for (flag, path) in outputs {
+        peerpool::owned_dir::check_target(path).map_err(|e| format!("{flag}: {e}"))?;
     }
     for (i, (a_flag, a)) in outputs.iter().enumerate() {
         for (b_flag, b) in &outputs[i + 1..] {

@@ -31,7 +31,7 @@ pub struct Options {
 pub fn run(options: Options) -> ExitCode {
     match prepare(&options) {
         Err(why) => {
-            eprintln!("peerpool sim: {why}");
+            eprintln!("peerpool sim: {}", peerpool::text::escaped(&why));
             exit::code(exit::BAD_INPUT)
         }
         Ok(vars) if options.print_env => {
@@ -44,8 +44,9 @@ pub fn run(options: Options) -> ExitCode {
     }
 }
 
-/// The variables to set, after checking every setting as the shim will (so a mistake is found
-/// here, not in the program's first `cuInit`) and installing the shim.
+/// The variables to set, after checking every setting as the shim will (those the options give
+/// and those the environment already holds, so a mistake is found here, not in the program's
+/// first `cuInit`) and installing the shim.
 fn prepare(options: &Options) -> Result<Vec<(String, String)>, String> {
     if options.command.is_empty() && !options.print_env {
         return Err("give a command to run after `--`, or --print-env".into());
@@ -77,23 +78,27 @@ fn prepare(options: &Options) -> Result<Vec<(String, String)>, String> {
         }
         vars.push((LIBCUDA.to_string(), absolute.display().to_string()));
     }
-    // Checked here as the shim will read them, except a trace that is a FIFO: opening and
+    // Checked here as the shim will read them: what the options set, else what the
+    // environment holds (the program inherits it), except a trace that is a FIFO: opening and
     // closing it here would end its reader's input before the program writes a line.
     let fifo = |path: &str| std::fs::metadata(path).is_ok_and(|m| m.file_type().is_fifo());
     env::read(|name| {
-        let value = vars.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone());
-        value.filter(|v| !(name == TRACE && fifo(v)))
+        let value = match vars.iter().find(|(n, _)| n == name) {
+            Some((_, given)) => Some(given.clone()),
+            None => env::var(name)?,
+        };
+        Ok(value.filter(|v| !(name == TRACE && fifo(v))))
     })?;
     let shim = locate_shim(options.shim.clone())?;
     if options.real && options.libcuda.is_none() {
-        let path = std::env::var("LD_LIBRARY_PATH").ok();
+        let path = env::var("LD_LIBRARY_PATH")?;
         if env::libcuda_candidates(path.as_deref(), &shim).is_empty() {
             return Err("--real: no NVIDIA libcuda.so.1 found as the loader would look; name it with --libcuda".into());
         }
     }
     let dir = install(&shim)?;
-    let path = match std::env::var("LD_LIBRARY_PATH") {
-        Ok(rest) if !rest.is_empty() => format!("{}:{rest}", dir.display()),
+    let path = match env::var("LD_LIBRARY_PATH")? {
+        Some(rest) if !rest.is_empty() => format!("{}:{rest}", dir.display()),
         _ => dir.display().to_string(),
     };
     vars.push(("LD_LIBRARY_PATH".to_string(), path));

@@ -70,3 +70,55 @@ fn more_gpus_than_check_takes_are_refused_at_once() {
     assert_refused(&output, &["at most 128"]);
     assert!(took < Duration::from_secs(10), "took {took:?}");
 }
+
+/// A timing model whose machine-wide lock has four billion slots once made every `cuInit`
+/// try each of them (over 400 s); a key given twice was taken silently.
+#[test]
+fn a_timing_file_out_of_range_at_any_depth_or_with_a_key_twice_is_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, text, says) in [
+        (
+            "slots",
+            r#"{"init_serial": {"device": false, "process": false, "machine": true, "at_once": 4294967295}}"#,
+            "init_serial.at_once",
+        ),
+        ("twice", r#"{"init_us": 5.0, "init_us": 6.0}"#, "\"init_us\" is given twice"),
+    ] {
+        let timing = dir.path().join(format!("{name}.json"));
+        std::fs::write(&timing, text).unwrap();
+        let started = Instant::now();
+        let output = support::command()
+            .args(["check", "--quiet", "--topology", "two_h200_nvlink", "--timing"])
+            .arg(&timing)
+            .arg("--out")
+            .arg(dir.path().join("out"))
+            .output()
+            .expect("the command runs");
+        assert_refused(&output, &[says]);
+        assert_eq!(stderr(&output).lines().count(), 1, "one line: {}", stderr(&output));
+        assert!(started.elapsed() < Duration::from_secs(10), "{name}: {:?}", started.elapsed());
+    }
+}
+
+/// What the command says of a topology reaches the terminal as one short line without a
+/// control sequence from the file: a clear-screen in the machine's name, a window title in a
+/// line the TOML parser refuses, a mebibyte line.
+#[test]
+fn a_hostile_topology_is_echoed_escaped_cut_and_on_one_line() {
+    let long = format!("name = \"{}", "A".repeat((1 << 20) - 100));
+    for (name, text) in [
+        (
+            "escaped-name",
+            "name = \"x\\u001b[2J\"\n[[devices]]\nname = \"X\"\nmemory_mib = 64\nsms = 1\ncompute_capability = [9, 0]\n",
+        ),
+        ("raw-line", "name = \"x\u{1b}]0;pwned\u{7}\n"),
+        ("long-line", long.as_str()),
+    ] {
+        let (output, _) = check_text(name, text);
+        assert_eq!(output.status.code(), Some(2), "{name}: {}", stderr(&output));
+        let err = &output.stderr;
+        assert!(!err.iter().any(|&b| b == 0x1b || b == 0x07 || b == 0x9b), "{name}: {}", stderr(&output));
+        assert_eq!(stderr(&output).lines().count(), 1, "{name}: one line: {}", stderr(&output));
+        assert!(err.len() < 1024, "{name}: {} bytes", err.len());
+    }
+}

@@ -106,6 +106,31 @@ fn check_simulates_the_topology_the_environment_names() {
     assert_eq!(code(&peerpool_with(&with_topology, &[("PEERPOOL_HARDWARE", "four_gpu_islands")])), 3);
 }
 
+/// A setting that is not UTF-8 is refused, naming it, never taken as unset: a CI job's
+/// `PEERPOOL_REQUIRE_GPUS=2<0xff>` once ran the simulator and passed.
+#[test]
+fn a_setting_that_is_not_utf8_is_refused_not_taken_as_unset() {
+    use std::os::unix::ffi::OsStringExt;
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    for (name, value) in [
+        ("PEERPOOL_REQUIRE_GPUS", b"2\xff".to_vec()),
+        ("PEERPOOL_HARDWARE", b"two_h200_nvlink\xff".to_vec()),
+        ("PEERPOOL_HARDWARE", b"\xff".to_vec()),
+    ] {
+        let output = support::command()
+            .args(["check", "--quiet", "--out", out.to_str().unwrap()])
+            .env(name, std::ffi::OsString::from_vec(value))
+            .output()
+            .expect("the command runs");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(code(&output), 2, "{name}: {}", text(&output));
+        assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+        assert!(stderr.contains(name) && stderr.contains("not UTF-8"), "{stderr}");
+        assert!(!out.join("check.json").exists(), "{name}: nothing ran");
+    }
+}
+
 #[test]
 fn check_with_gpus_required_never_falls_back_to_the_simulator() {
     let dir = tempfile::tempdir().unwrap();

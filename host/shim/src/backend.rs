@@ -71,7 +71,7 @@ pub extern "C" fn peerpool_shim_pin_simulator() -> c_int {
 }
 
 fn decide() -> Result<Backend, String> {
-    let Config { target, plan, trace, .. } = env::read(|name| std::env::var(name).ok())?;
+    let Config { target, plan, trace, .. } = env::read(env::var)?;
     let (library, path) = match target {
         Target::Simulated(_) => return Ok(Backend::Sim { pinned: false }),
         Target::Real(Some(path)) => (open(&path, true)?, path),

@@ -37,8 +37,8 @@ pub(crate) fn init() -> Result<&'static Runtime, &'static str> {
         let pinned = crate::backend::pinned();
         let own = [env::TOPOLOGY, env::TIMING, peerpool_sim::visible::VISIBLE];
         let var = |name: &str| match pinned && !own.contains(&name) {
-            true => None,
-            false => std::env::var(name).ok(),
+            true => Ok(None),
+            false => env::var(name),
         };
         let made = env::read(var).and_then(|Config { target, plan, trace, timing, visible_twice }| {
             let Target::Simulated(topology) = target else { return Err("the simulator was asked to forward".into()) };

@@ -54,6 +54,8 @@ pub fn catalog() -> &'static [CatalogEntry] {
 pub fn catalog_topology(stem: &str) -> Result<Topology, TopologyError> {
     match CATALOG.iter().find(|e| e.stem() == stem) {
         Some(entry) => entry.topology(),
-        None => Err(TopologyError { source_name: stem.into(), message: "no such catalog topology".into() }),
+        None => {
+            Err(TopologyError { source_name: peerpool::text::echo(stem), message: "no such catalog topology".into() })
+        }
     }
 }

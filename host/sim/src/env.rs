@@ -16,6 +16,7 @@
 
 use crate::{Latencies, Topology, catalog, catalog_topology};
 use peerpool::fault::FaultPlan;
+use peerpool::text::{echo, escaped};
 use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -60,10 +61,22 @@ pub struct Config {
     pub visible_twice: bool,
 }
 
-/// Reads the settings from `var` (the environment, or a test's map); every mistake is one line.
-pub fn read(var: impl Fn(&str) -> Option<String>) -> Result<Config, String> {
-    let set = |name| var(name).filter(|v: &String| !v.is_empty());
-    let target = match (set(BACKEND).as_deref(), set(LIBCUDA), set(TOPOLOGY)) {
+/// The value of the variable `name`: `None` when unset, an error naming it when it is set to a
+/// value that is not UTF-8 (never taken as unset). How the simulator, the shim and `peerpool
+/// sim` read the environment (`peerpool::env`).
+pub fn var(name: &str) -> Result<Option<String>, String> {
+    peerpool::env::var(name).map_err(|e| e.to_string())
+}
+
+/// Reads the settings from `var` (the environment through [`var`], or a test's map); every
+/// mistake is one line, what it echoes escaped and cut (`peerpool::text`).
+pub fn read(var: impl Fn(&str) -> Result<Option<String>, String>) -> Result<Config, String> {
+    read_settings(var).map_err(|e| escaped(&e))
+}
+
+fn read_settings(var: impl Fn(&str) -> Result<Option<String>, String>) -> Result<Config, String> {
+    let set = |name| var(name).map(|v| v.filter(|v: &String| !v.is_empty()));
+    let target = match (set(BACKEND)?.as_deref(), set(LIBCUDA)?, set(TOPOLOGY)?) {
         (None | Some("sim"), None, topology) => {
             Target::Simulated(topology.map_or_else(|| Ok(Topology::two_h200()), |name| load_topology(&name))?)
         }
@@ -72,7 +85,7 @@ pub fn read(var: impl Fn(&str) -> Option<String>) -> Result<Config, String> {
             return Err(format!("{TOPOLOGY} has no meaning with {BACKEND}=real (the real GPUs answer)"));
         }
         (Some("real"), Some(path), _) if !Path::new(&path).is_absolute() => {
-            return Err(format!("{LIBCUDA}: {path:?} is not an absolute path"));
+            return Err(format!("{LIBCUDA}: \"{}\" is not an absolute path", echo(&path)));
         }
         // A topology is for a copy of the shim named as the library (how CI tests forwarding);
         // the backend refuses it when the library turns out to be NVIDIA's.
@@ -83,22 +96,24 @@ pub fn read(var: impl Fn(&str) -> Option<String>) -> Result<Config, String> {
             Target::Real(Some(PathBuf::from(path)))
         }
         (Some("real"), None, None) => Target::Real(None),
-        (Some(other), _, _) => return Err(format!("{BACKEND}: {other:?} is neither sim nor real")),
+        (Some(other), _, _) => return Err(format!("{BACKEND}: \"{}\" is neither sim nor real", echo(other))),
     };
-    let plan = match var(FAULTS) {
+    let plan = match var(FAULTS)? {
         None => FaultPlan::new(),
         Some(text) => text.parse().map_err(|e| format!("{FAULTS}: {e}"))?,
     };
-    let trace: Option<Box<dyn Write + Send>> = match var(TRACE).filter(|t| !t.is_empty()) {
+    let trace: Option<Box<dyn Write + Send>> = match set(TRACE)? {
         None => None,
         Some(path) if path == "-" => Some(Box::new(std::io::stderr())),
-        Some(path) => Some(Box::new(open_trace(&path).map_err(|e| format!("{TRACE}: cannot open {path}: {e}"))?)),
+        Some(path) => {
+            Some(Box::new(open_trace(&path).map_err(|e| format!("{TRACE}: cannot open {}: {e}", echo(&path)))?))
+        }
     };
-    let seed = match var(SEED) {
+    let seed = match var(SEED)? {
         None => 0,
-        Some(text) => text.trim().parse().map_err(|_| format!("{SEED}: {text:?} is not a number"))?,
+        Some(text) => text.trim().parse().map_err(|_| format!("{SEED}: \"{}\" is not a number", echo(&text)))?,
     };
-    let timing = match set(TIMING) {
+    let timing = match set(TIMING)? {
         None => None,
         Some(_) if matches!(target, Target::Real(None)) => {
             return Err(format!("{TIMING} has no meaning with {BACKEND}=real (the real GPUs take real time)"));
@@ -106,7 +121,7 @@ pub fn read(var: impl Fn(&str) -> Option<String>) -> Result<Config, String> {
         Some(path) => Some(Latencies::load(Path::new(&path)).map_err(|e| format!("{TIMING}: {e}"))?),
     };
     // What this process sees of the simulated machine, as NVIDIA's driver reads the variable.
-    let (target, visible_twice) = match (target, var(crate::visible::VISIBLE)) {
+    let (target, visible_twice) = match (target, var(crate::visible::VISIBLE)?) {
         (Target::Simulated(topology), Some(list)) => match topology.visible(&list) {
             Some(view) => (Target::Simulated(view), false),
             None => (Target::Simulated(topology.visible("").unwrap_or(topology)), true),
@@ -118,12 +133,25 @@ pub fn read(var: impl Fn(&str) -> Option<String>) -> Result<Config, String> {
 
 /// Opens the trace file for appending without waiting: a FIFO that nobody reads is refused
 /// (`ENXIO`) instead of blocking the program's first `cuInit` for ever. Writes block as usual.
+/// `ENXIO` has other causes, each said for what it is: a socket (which no `open` opens), or a
+/// device with nothing behind it (`/dev/tty` in a process without a controlling terminal).
 fn open_trace(path: &str) -> std::io::Result<std::fs::File> {
-    crate::input::open_without_waiting(OpenOptions::new().create(true).append(true), Path::new(path)).map_err(|e| {
-        match e.raw_os_error() == Some(rustix::io::Errno::NXIO.raw_os_error()) {
-            true => std::io::Error::other("a FIFO with no reader"),
-            false => e,
+    use std::os::unix::fs::FileTypeExt;
+    let path = Path::new(path);
+    crate::input::open_without_waiting(OpenOptions::new().create(true).append(true), path).map_err(|e| {
+        if e.raw_os_error() != Some(rustix::io::Errno::NXIO.raw_os_error()) {
+            return e;
         }
+        let why = match std::fs::metadata(path).map(|m| m.file_type()) {
+            Ok(kind) if kind.is_fifo() => "a FIFO with no reader",
+            Ok(kind) if kind.is_socket() => "it is a socket, which cannot be opened as a file",
+            Ok(kind) if kind.is_char_device() && path == Path::new("/dev/tty") => {
+                "this process has no controlling terminal for /dev/tty to name"
+            }
+            Ok(kind) if kind.is_char_device() || kind.is_block_device() => "a device with nothing behind it",
+            _ => return e,
+        };
+        std::io::Error::other(why)
     })
 }
 
@@ -184,9 +212,8 @@ fn ld_so_conf(file: &Path, depth: usize) -> Vec<PathBuf> {
 /// A catalog stem, or a path to a TOML file (a name with a `/` or ending in `.toml`).
 fn load_topology(name: &str) -> Result<Topology, String> {
     if name.contains('/') || name.ends_with(".toml") {
-        if !Path::new(name).is_file() {
-            return Err(format!("{TOPOLOGY}: no topology file at {name}"));
-        }
+        crate::input::readable(Path::new(name))
+            .map_err(|why| format!("{TOPOLOGY}: topology file {} {why}", echo(name)))?;
         return Topology::load(name).map_err(|e| format!("{TOPOLOGY}: {e}"));
     }
     catalog_topology(name).map_err(|e| {
@@ -203,7 +230,7 @@ mod tests {
 
     fn read_from(pairs: &[(&str, &str)]) -> Result<Config, String> {
         let map: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-        read(|k| map.get(k).cloned())
+        read(|k| Ok(map.get(k).cloned()))
     }
 
     fn topology(config: &Config) -> &Topology {
@@ -228,7 +255,7 @@ mod tests {
         assert_eq!((topology(&config).device_count(), config.plan.rules.len(), config.plan.seed), (8, 1, 7));
         for (pairs, says) in [
             (vec![(TOPOLOGY, "no_such_machine")], "no_such_machine"),
-            (vec![(TOPOLOGY, "/nowhere/machine.toml")], "no topology file"),
+            (vec![(TOPOLOGY, "/nowhere/machine.toml")], "topology file /nowhere/machine.toml does not exist"),
             (vec![(FAULTS, "cuMemAlloc=NOT_A_CODE")], "PEERPOOL_SIM_FAULTS"),
             (vec![(TRACE, "/nowhere/at/all/trace.txt")], "cannot open"),
             (vec![(SEED, "many")], "not a number"),
@@ -243,6 +270,38 @@ mod tests {
             assert!(error.contains(says), "{pairs:?}: {error}");
             assert!(!error.contains('\n'), "one line: {error}");
         }
+    }
+
+    /// A value that is not UTF-8 is an error naming its variable, never unset: every setting.
+    #[test]
+    fn a_setting_that_is_not_utf8_is_refused_not_taken_as_unset() {
+        for unreadable in [TOPOLOGY, FAULTS, TRACE, SEED, TIMING, BACKEND, LIBCUDA, crate::visible::VISIBLE] {
+            let error = read(|k| match k == unreadable {
+                true => Err(format!("{k} is set to a value that is not UTF-8")),
+                false => Ok(None),
+            })
+            .err()
+            .unwrap_or_default();
+            assert!(error.contains(unreadable) && error.contains("not UTF-8"), "{unreadable}: {error}");
+        }
+    }
+
+    /// What a setting holds reaches the terminal (the shim prints these) escaped and cut.
+    #[test]
+    fn a_refused_setting_is_echoed_escaped_and_cut() {
+        let hostile = format!("\u{1b}[2J\u{1b}]0;pwned\u{7}{}", "x".repeat(1 << 20));
+        for name in [TOPOLOGY, FAULTS, SEED, BACKEND, TIMING, TRACE] {
+            let value = match name {
+                TRACE | TIMING => format!("/nowhere/{hostile}"),
+                _ => hostile.clone(),
+            };
+            let error = read_from(&[(name, &value)]).err().unwrap_or_default();
+            assert!(!error.is_empty(), "{name}: refused");
+            assert!(!error.chars().any(char::is_control), "{name}: {:?}", &error[..error.len().min(300)]);
+            assert!(error.len() < 1024, "{name}: {} bytes", error.len());
+        }
+        let error = read_from(&[(BACKEND, "real"), (LIBCUDA, &hostile)]).err().unwrap_or_default();
+        assert!(!error.chars().any(char::is_control) && error.len() < 1024, "{LIBCUDA}");
     }
 
     #[test]
@@ -277,6 +336,19 @@ mod tests {
         std::fs::remove_file(&fifo).unwrap();
         assert!(refused.contains("a FIFO with no reader"), "{refused}");
         assert!(blocking, "writes to the trace block");
+    }
+
+    /// A socket cannot be opened as a file at all; it was called "a FIFO with no reader".
+    #[test]
+    fn a_trace_socket_is_named_a_socket() {
+        let dir = std::env::temp_dir().join(format!("peerpool-env-socket-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let socket = dir.join("trace");
+        let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+        let refused = read_from(&[(TRACE, socket.to_str().unwrap())]).err().unwrap_or_default();
+        drop(listener);
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(refused.contains("is a socket") && !refused.contains("FIFO"), "{refused}");
     }
 
     #[test]

@@ -16,6 +16,7 @@
 //! (cudarc, C, Python) can only be simulated through the shim.
 
 use crate::{Topology, catalog, catalog_topology};
+use peerpool::text::echo;
 use std::path::Path;
 
 /// The in-process switch: `real`, or a simulated topology.
@@ -37,38 +38,40 @@ pub enum Choice {
     },
 }
 
-/// Reads [`HARDWARE`] from `var` (the environment, or a test's map). An unknown name or a
-/// topology file that cannot be read is an error naming the variable.
-pub fn choice(var: impl Fn(&str) -> Option<String>) -> Result<Choice, String> {
-    match var(HARDWARE).as_deref().map(str::trim) {
+/// Reads [`HARDWARE`] from `var` (the environment through [`crate::env::var`], or a test's
+/// map). An unknown name, a topology file that cannot be read, or a value that is not UTF-8 is
+/// an error naming the variable.
+pub fn choice(var: impl Fn(&str) -> Result<Option<String>, String>) -> Result<Choice, String> {
+    match var(HARDWARE)?.as_deref().map(str::trim) {
         None | Some("") | Some("real") => Ok(Choice::Real),
         Some(name) => match resolve_topology(name) {
             Ok(topology) => Ok(Choice::Simulated { name: name.to_string(), topology }),
-            Err(e) => Err(format!("{HARDWARE}={name}: {e} (or `real` for the CUDA driver)")),
+            Err(e) => Err(format!("{HARDWARE}={}: {e} (or `real` for the CUDA driver)", echo(name))),
         },
     }
 }
 
 /// [`choice`] from this process's environment.
 pub fn choice_from_env() -> Result<Choice, String> {
-    choice(|name| std::env::var(name).ok())
+    choice(crate::env::var)
 }
 
-/// Reads [`REQUIRE_GPUS`] from `var`: `None` when unset, empty or `0`.
-pub fn required_gpus(var: impl Fn(&str) -> Option<String>) -> Result<Option<usize>, String> {
-    match var(REQUIRE_GPUS).as_deref().map(str::trim) {
+/// Reads [`REQUIRE_GPUS`] from `var`: `None` when unset, empty or `0`; an error when it is not
+/// a number, or not UTF-8 (never taken as unset: the mode must not fail open).
+pub fn required_gpus(var: impl Fn(&str) -> Result<Option<String>, String>) -> Result<Option<usize>, String> {
+    match var(REQUIRE_GPUS)?.as_deref().map(str::trim) {
         None | Some("") => Ok(None),
         Some(text) => match text.parse::<usize>() {
             Ok(0) => Ok(None),
             Ok(n) => Ok(Some(n)),
-            Err(_) => Err(format!("{REQUIRE_GPUS}={text:?}: not a number of GPUs")),
+            Err(_) => Err(format!("{REQUIRE_GPUS}=\"{}\": not a number of GPUs", echo(text))),
         },
     }
 }
 
 /// [`required_gpus`] from this process's environment.
 pub fn required_gpus_from_env() -> Result<Option<usize>, String> {
-    required_gpus(|name| std::env::var(name).ok())
+    required_gpus(crate::env::var)
 }
 
 /// A catalog stem (`four_gpu_islands`), or a topology file: a name with a `/`, ending in
@@ -76,14 +79,12 @@ pub fn required_gpus_from_env() -> Result<Option<usize>, String> {
 pub fn resolve_topology(name: &str) -> Result<Topology, String> {
     let path = Path::new(name);
     if name.contains('/') || name.ends_with(".toml") || path.is_file() {
-        if !path.exists() {
-            return Err(format!("topology file {name} does not exist"));
-        }
+        crate::input::readable(path).map_err(|why| format!("topology file {} {why}", echo(name)))?;
         return Topology::load(path).map_err(|e| e.to_string());
     }
     catalog_topology(name).map_err(|e| {
         let stems: Vec<&str> = catalog().iter().map(|c| c.stem()).collect();
-        format!("{e} (catalog: {}; a file needs a path such as ./{name}.toml)", stems.join(", "))
+        format!("{e} (catalog: {}; a file needs a path such as ./{}.toml)", stems.join(", "), echo(name))
     })
 }
 
@@ -91,8 +92,34 @@ pub fn resolve_topology(name: &str) -> Result<Topology, String> {
 mod tests {
     use super::*;
 
-    fn with(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
-        move |name| pairs.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string())
+    fn with(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Result<Option<String>, String> {
+        move |name| Ok(pairs.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string()))
+    }
+
+    #[test]
+    fn a_refused_setting_is_echoed_escaped_and_cut() {
+        let hostile: &'static str = Box::leak(format!("\u{1b}[2J{}", "x".repeat(1 << 20)).into_boxed_str());
+        let file: &'static str = Box::leak(format!("./\u{1b}]0;t\u{7}{}.toml", "y".repeat(1 << 16)).into_boxed_str());
+        let pairs: Vec<&'static [(&'static str, &'static str)]> = vec![
+            Box::leak(Box::new([(HARDWARE, hostile)])),
+            Box::leak(Box::new([(HARDWARE, file)])),
+            Box::leak(Box::new([(REQUIRE_GPUS, hostile)])),
+        ];
+        for env in pairs {
+            let error = match env[0].0 {
+                HARDWARE => choice(with(env)).unwrap_err(),
+                _ => required_gpus(with(env)).unwrap_err(),
+            };
+            assert!(!error.chars().any(char::is_control), "{:?}", &error[..error.len().min(300)]);
+            assert!(error.len() < 1024, "{} bytes", error.len());
+        }
+    }
+
+    #[test]
+    fn a_setting_that_cannot_be_read_is_an_error_not_unset() {
+        let unreadable = |name: &str| Err(format!("{name} is set to a value that is not UTF-8"));
+        assert!(choice(unreadable).unwrap_err().contains("PEERPOOL_HARDWARE"));
+        assert!(required_gpus(unreadable).unwrap_err().contains("PEERPOOL_REQUIRE_GPUS"));
     }
 
     #[test]
@@ -115,6 +142,28 @@ mod tests {
         assert!(e.starts_with("PEERPOOL_HARDWARE=four_gpu_island: ") && e.contains("two_h200_nvlink"), "{e}");
         let e = choice(with(&[(HARDWARE, "./nowhere.toml")])).unwrap_err();
         assert!(e.contains("topology file ./nowhere.toml does not exist"), "{e}");
+    }
+
+    /// A topology file that cannot be read is said to be what it is: a link loop, a link to
+    /// nothing, a device, a directory, not "does not exist".
+    #[test]
+    fn a_topology_file_that_cannot_be_read_is_named_for_what_it_is() {
+        let dir = std::env::temp_dir().join(format!("peerpool-select-kinds-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (a, b, dangling) = (dir.join("a.toml"), dir.join("b.toml"), dir.join("dangling.toml"));
+        std::os::unix::fs::symlink(&b, &a).unwrap();
+        std::os::unix::fs::symlink(&a, &b).unwrap();
+        std::os::unix::fs::symlink(dir.join("nowhere"), &dangling).unwrap();
+        let said = |path: &Path| resolve_topology(path.to_str().unwrap()).unwrap_err();
+        let (looped, nothing, device, directory) =
+            (said(&a), said(&dangling), said(Path::new("/dev/null")), said(&dir));
+        let missing = said(&dir.join("missing.toml"));
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(looped.ends_with("is a symbolic link loop"), "{looped}");
+        assert!(nothing.ends_with("is a symbolic link to nothing"), "{nothing}");
+        assert!(device.contains("is a character device"), "{device}");
+        assert!(directory.contains("is a directory"), "{directory}");
+        assert!(missing.ends_with("missing.toml does not exist"), "{missing}");
     }
 
     #[test]

@@ -11,7 +11,10 @@
 //! Every access to the data holds the header's lock word (a spin lock on the shared page,
 //! holding the holder's pid): a copy, or a kernel's system-scope atomic update, is one step for
 //! every mapping in every process. A process that dies holding it (killed mid-copy) would stall
-//! the others for ever, so a waiter takes a dead holder's lock over.
+//! the others for ever, so a waiter takes a dead holder's lock over: dead is gone, or a zombie
+//! its parent has not reaped yet (which `kill(pid, 0)` still finds), as `/proc/<pid>/stat`
+//! says. A live holder is waited for at most [`PATIENCE`]; then the wait ends in a
+//! [`Wedged`] error that names it, not a hang.
 
 use peerpool::driver::HandleKinds;
 use rustix::fd::{AsFd, AsRawFd, OwnedFd};
@@ -20,6 +23,7 @@ use rustix::mm::{MapFlags, ProtFlags};
 use std::hash::{BuildHasher, Hasher};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 const MAGIC: u64 = u64::from_le_bytes(*b"ppsimshm");
 /// The memfd's name; `/proc/<pid>/fd` shows it as `/memfd:peerpool-sim (deleted)`.
@@ -96,10 +100,43 @@ impl Drop for Held<'_> {
     }
 }
 
-/// Whether no process has the id `pid` any more.
+/// How long one live process may hold a file's lock before a waiter gives up: far longer than
+/// any copy or kernel the simulator runs under it takes.
+pub(super) const PATIENCE: Duration = Duration::from_secs(60);
+
+/// A wait for the lock word that ended because its holder, alive, held it past the patience.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "process {holder} has held a shared allocation's lock for over {} s and is alive (stopped, or stuck \
+     in a copy); waited no longer",
+    waited.as_secs()
+)]
+pub(super) struct Wedged {
+    /// The holder's pid.
+    pub(super) holder: u32,
+    /// How long it was waited for.
+    pub(super) waited: Duration,
+}
+
+/// Whether the process `pid` can never release a lock: it is gone, or it has exited and only
+/// waits to be reaped (a zombie, `Z`, or dying, `X`, in `/proc/<pid>/stat`).
 fn is_dead(pid: u32) -> bool {
-    let pid = i32::try_from(pid).ok().and_then(rustix::process::Pid::from_raw);
-    pid.is_some_and(|pid| rustix::process::test_kill_process(pid) == Err(rustix::io::Errno::SRCH))
+    match std::fs::read(format!("/proc/{pid}/stat")) {
+        Ok(stat) => exited(&stat),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => true,
+        // No /proc to read: a signal tells gone from alive, not a zombie from either.
+        Err(_) => {
+            let pid = i32::try_from(pid).ok().and_then(rustix::process::Pid::from_raw);
+            pid.is_some_and(|pid| rustix::process::test_kill_process(pid) == Err(rustix::io::Errno::SRCH))
+        }
+    }
+}
+
+/// Whether a `/proc/<pid>/stat` line says the process has exited: its state, the field after
+/// the command name in parentheses (which may hold spaces and parentheses itself), is `Z` or `X`.
+fn exited(stat: &[u8]) -> bool {
+    let Some(close) = stat.iter().rposition(|&b| b == b')') else { return false };
+    matches!(stat.get(close + 1..close + 3), Some(b" Z" | b" X"))
 }
 
 /// A nonce no other file of ours is likely to carry: this process, a counter, the time,
@@ -210,19 +247,33 @@ impl SharedFile {
         Locator { pid: std::process::id(), fd: self.fd.as_raw_fd() as u32, nonce: self.nonce }
     }
 
-    /// Takes the lock word: spins, then yields; takes over a lock whose holder has died.
-    fn lock(&self) -> Held<'_> {
+    /// Takes the lock word: spins, then yields; takes over a lock whose holder has died (or is
+    /// a zombie); gives up on a live holder that keeps it longer than `patience`.
+    fn lock(&self, patience: Duration) -> Result<Held<'_>, Wedged> {
         let (word, me) = (self.lock_word(), std::process::id());
         let mut tries = 0u64;
+        // The holder seen at the last check, and since when.
+        let mut seen: Option<(u32, Instant)> = None;
         loop {
             let holder = match word.compare_exchange_weak(0, me, Ordering::Acquire, Ordering::Relaxed) {
-                Ok(_) => return Held(word),
+                Ok(_) => return Ok(Held(word)),
                 Err(holder) => holder,
             };
             tries += 1;
-            if tries.is_multiple_of(4096) && holder != 0 && holder != me && is_dead(holder) {
-                if word.compare_exchange(holder, me, Ordering::Acquire, Ordering::Relaxed).is_ok() {
-                    return Held(word);
+            if tries.is_multiple_of(4096) && holder != 0 {
+                if holder != me && is_dead(holder) {
+                    if word.compare_exchange(holder, me, Ordering::Acquire, Ordering::Relaxed).is_ok() {
+                        return Ok(Held(word));
+                    }
+                    continue;
+                }
+                match seen {
+                    Some((before, since)) if before == holder => {
+                        if since.elapsed() > patience {
+                            return Err(Wedged { holder, waited: since.elapsed() });
+                        }
+                    }
+                    _ => seen = Some((holder, Instant::now())),
                 }
             } else if tries < 128 {
                 std::hint::spin_loop();
@@ -233,16 +284,31 @@ impl SharedFile {
     }
 
     /// Runs `f` on data bytes `[offset, offset + len)` under the lock word: one atomic step for
-    /// every process and mapping. Panics when the range is not inside the data (callers check
-    /// ranges against their allocations first).
+    /// every process and mapping.
+    ///
+    /// # Panics
+    /// When the range is not inside the data (callers check ranges against their allocations
+    /// first), or with the [`Wedged`] message when a live process holds the lock past
+    /// [`PATIENCE`] ([`SharedFile::try_with`] returns that as an error).
     pub(super) fn with<R>(&self, offset: usize, len: usize, f: impl FnOnce(&mut [u8]) -> R) -> R {
+        self.try_with(offset, len, PATIENCE, f).unwrap_or_else(|wedged| panic!("{wedged}"))
+    }
+
+    /// [`SharedFile::with`], waiting for the lock at most `patience` for one live holder.
+    pub(super) fn try_with<R>(
+        &self,
+        offset: usize,
+        len: usize,
+        patience: Duration,
+        f: impl FnOnce(&mut [u8]) -> R,
+    ) -> Result<R, Wedged> {
         assert!(offset.checked_add(len).is_some_and(|end| end <= self.len()), "outside the shared file");
-        let _held = self.lock();
+        let _held = self.lock(patience)?;
         // SAFETY: inside the data of the mapping `self` owns (checked above). Every mapping of
         // the file in every process touches data only while holding the lock word, which we
         // hold until after `f` returns, so nothing else reads or writes these bytes meanwhile.
         let bytes = unsafe { std::slice::from_raw_parts_mut(self.data().add(offset), len) };
-        f(bytes)
+        Ok(f(bytes))
     }
 }
 
@@ -319,6 +385,72 @@ mod tests {
         child.wait().unwrap();
         file.lock_word().store(gone, Ordering::Relaxed);
         assert_eq!(file.with(0, 1, |b| b[0]), 5);
+        assert_eq!(file.lock_word().load(Ordering::Relaxed), 0, "released after use");
+    }
+
+    #[test]
+    fn a_live_holder_is_waited_for_at_most_the_patience() {
+        let file = SharedFile::create(POOL_MEMORY, &[5]).unwrap();
+        let mut sleeper = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+        file.lock_word().store(sleeper.id(), Ordering::Relaxed);
+        let started = Instant::now();
+        let waited = file.try_with(0, 1, Duration::from_millis(300), |b| b[0]);
+        let took = started.elapsed();
+        sleeper.kill().unwrap();
+        sleeper.wait().unwrap();
+        let wedged = waited.unwrap_err();
+        assert_eq!(wedged.holder, sleeper.id());
+        assert!(took >= Duration::from_millis(300) && took < Duration::from_secs(10), "{took:?}");
+        let message = wedged.to_string();
+        assert!(message.contains(&sleeper.id().to_string()) && !message.contains('\n'), "{message}");
+        assert_eq!(file.lock_word().load(Ordering::Relaxed), sleeper.id(), "a live holder's lock is not taken");
+    }
+
+    #[test]
+    fn a_stat_line_is_read_past_a_command_name_holding_parentheses() {
+        assert!(!exited(b"42 (a) Z (b)) S 1 2"), "the last ')' ends the name: `a) Z (b` is running");
+        assert!(exited(b"42 (a) S (b)) Z 1 2") && exited(b"42 (x) X 1"));
+        assert!(!exited(b"42 (a) R 1 2") && !exited(b"42 (a) T 1") && !exited(b"42 (sleep) S 1"));
+        assert!(!exited(b"") && !exited(b"42 (a"));
+    }
+
+    /// A holder killed while it holds the lock, and not yet reaped by its parent, is a zombie:
+    /// `kill(pid, 0)` still finds it, but it will never release the lock.
+    #[test]
+    fn a_killed_holders_lock_is_taken_over_before_it_is_reaped() {
+        let file = std::sync::Arc::new(SharedFile::create(POOL_MEMORY, &[5]).unwrap());
+        // SAFETY: the child runs only async-signal-safe code (an atomic store to the shared
+        // mapping it inherited, getpid and pause) until it is killed; it never returns here.
+        let child = unsafe { libc::fork() };
+        assert!(child >= 0, "fork failed");
+        if child == 0 {
+            // SAFETY: as above.
+            let me = unsafe { libc::getpid() } as u32;
+            file.lock_word().store(me, Ordering::Release);
+            loop {
+                // SAFETY: as above.
+                unsafe { libc::pause() };
+            }
+        }
+        let started = std::time::Instant::now();
+        while file.lock_word().load(Ordering::Acquire) != child as u32 {
+            assert!(started.elapsed() < std::time::Duration::from_secs(10), "the child never took the lock");
+            std::thread::yield_now();
+        }
+        // SAFETY: signals our own child, which is not reaped, so its pid is still its own.
+        assert_eq!(unsafe { libc::kill(child, libc::SIGKILL) }, 0);
+        let zombie = || std::fs::read_to_string(format!("/proc/{child}/stat")).is_ok_and(|s| s.contains(") Z "));
+        while !zombie() {
+            assert!(started.elapsed() < std::time::Duration::from_secs(10), "the child never became a zombie");
+            std::thread::yield_now();
+        }
+        let (done, finished) = std::sync::mpsc::channel();
+        let reader = std::sync::Arc::clone(&file);
+        std::thread::spawn(move || done.send(reader.with(0, 1, |b| b[0])));
+        let read = finished.recv_timeout(std::time::Duration::from_secs(20));
+        // SAFETY: reaps our own child, killed above.
+        unsafe { libc::waitpid(child, std::ptr::null_mut(), 0) };
+        assert_eq!(read, Ok(5), "the lock of a killed, unreaped holder was never taken over");
         assert_eq!(file.lock_word().load(Ordering::Relaxed), 0, "released after use");
     }
 }

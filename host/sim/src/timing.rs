@@ -248,46 +248,67 @@ impl Latencies {
         Latencies::from_json(H200).expect("host/sim/timing/h200.json parses")
     }
 
-    /// Parses the JSON form (fields missing keep [`Latencies::default`]'s values). Every number
-    /// must be finite and in its unit's range (times 0 to 10^9, rates 0 or 10^-3 to 10^15), so
-    /// that no sum of costs leaves the clock's 64-bit nanoseconds.
+    /// Parses the JSON form (fields missing keep [`Latencies::default`]'s values). Every number,
+    /// at any depth, must be finite and in its unit's range (times 0 to 10^9, rates 0 or 10^-3 to
+    /// 10^15, counts 1 to 1024), so that no sum of costs leaves the clock's 64-bit nanoseconds
+    /// and no lock is given more slots than a machine has devices; a key given twice is refused
+    /// (which one was meant?).
     pub fn from_json(text: &str) -> Result<Latencies, String> {
-        let value: serde_json::Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
-        if let Some(fields) = value.as_object() {
-            for (name, v) in fields {
-                if let Some(number) = v.as_f64() {
-                    Latencies::check_range(name, number)?;
-                }
-            }
-        }
+        let value = crate::input::json_without_repeats(text)?;
+        Latencies::check_ranges("", &value)?;
         // Files written before faults were timed apart (the calibrations of
         // docs/hardware/2026-12-01-calibration*) hold the fault in `fault_exit_us`.
         let lumped = value.get("fault_exit_us").is_some() && value.get("fault_us").is_none();
-        let mut model: Latencies = serde_json::from_value(value).map_err(|e| e.to_string())?;
+        let mut model: Latencies =
+            serde_json::from_value(value).map_err(|e| peerpool::text::clipped(&e.to_string(), 1200))?;
         if lumped {
             model.fault_us = 0.0;
         }
         Ok(model)
     }
 
+    /// Checks every number in `value` (an object whose path from the top is `path`), named by
+    /// its path: `init_serial.at_once`.
+    fn check_ranges(path: &str, value: &serde_json::Value) -> Result<(), String> {
+        let Some(fields) = value.as_object() else { return Ok(()) };
+        for (name, v) in fields {
+            let at = if path.is_empty() { name.clone() } else { format!("{path}.{name}") };
+            match v {
+                serde_json::Value::Number(number) => {
+                    Latencies::check_range(name, &peerpool::text::echo(&at), number.as_f64().unwrap_or(f64::INFINITY))?
+                }
+                serde_json::Value::Object(_) => Latencies::check_ranges(&at, v)?,
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
     /// The range of a field by its unit: times (`_us`, `_ns`) 0 to 10^9 (a thousand seconds in
-    /// microseconds), rates (`_gbps`, `_per_s`) 0 (not modelled: free) or 10^-3 to 10^15.
-    fn check_range(name: &str, number: f64) -> Result<(), String> {
-        let within = match name.rsplit('_').next() {
-            Some("us" | "ns") => (0.0..=1e9).contains(&number),
-            Some("gbps" | "s") => number == 0.0 || (1e-3..=1e15).contains(&number),
-            _ => true,
+    /// microseconds), rates (`_gbps`, `_per_s`) 0 (not modelled: free) or 10^-3 to 10^15,
+    /// counts of devices or slots (`init_devices`, `at_once`) 1 to [`crate::MAX_DEVICES`].
+    /// `at` names the field in errors.
+    fn check_range(name: &str, at: &str, number: f64) -> Result<(), String> {
+        let max_count = crate::MAX_DEVICES as f64;
+        let (within, ranges) = match name.rsplit('_').next() {
+            _ if name == "init_devices" || name == "at_once" => {
+                ((1.0..=max_count).contains(&number), format!("counts 1 to {max_count}"))
+            }
+            Some("us" | "ns") => ((0.0..=1e9).contains(&number), "times 0 to 1e9".into()),
+            Some("gbps" | "s") => (number == 0.0 || (1e-3..=1e15).contains(&number), "rates 0 or 1e-3 to 1e15".into()),
+            _ => (true, String::new()),
         };
         match within {
             true => Ok(()),
-            false => Err(format!("{name}: {number:e} is out of range (times 0 to 1e9, rates 0 or 1e-3 to 1e15)")),
+            false => Err(format!("{at}: {number:e} is out of range ({ranges})")),
         }
     }
 
     /// Reads a JSON file (at most 1 MiB).
     pub fn load(path: &std::path::Path) -> Result<Latencies, String> {
-        let text = crate::input::read_text(path, 1 << 20).map_err(|e| format!("{}: {e}", path.display()))?;
-        Latencies::from_json(&text).map_err(|e| format!("{}: {e}", path.display()))
+        let shown = peerpool::text::path(path);
+        let text = crate::input::read_text(path, 1 << 20).map_err(|e| format!("{shown}: {e}"))?;
+        Latencies::from_json(&text).map_err(|e| format!("{shown}: {e}"))
     }
 
     /// Nanoseconds for `bytes` at `gbps` GB/s.
@@ -852,6 +873,61 @@ mod tests {
         p.advance(&mut machine, &cost);
         p.advance(&mut machine, &cost);
         assert_eq!(p.latest(), Nanos::MAX, "the clock saturates");
+    }
+
+    /// `init_serial.at_once = 4294967295` made every `cuInit` try four billion slots.
+    #[test]
+    fn nested_numbers_and_counts_are_range_checked_by_their_path() {
+        let serial = |at_once: &str| {
+            format!(
+                r#"{{"init_serial": {{"device": false, "process": false, "machine": true, "at_once": {at_once}}}}}"#
+            )
+        };
+        for (bad, field) in [
+            (serial("4294967295"), "init_serial.at_once"),
+            (serial("0"), "init_serial.at_once"),
+            (serial("1025"), "init_serial.at_once"),
+            (
+                r#"{"map_serial": {"device": true, "process": true, "machine": true, "at_once": 1e10}}"#.into(),
+                "map_serial.at_once",
+            ),
+            (r#"{"init_devices": 4294967295}"#.into(), "init_devices"),
+            (r#"{"init_devices": 0}"#.into(), "init_devices"),
+        ] {
+            let error = Latencies::from_json(&bad).expect_err(&bad);
+            assert!(error.starts_with(field) && error.contains("out of range"), "{bad}: {error}");
+            assert!(!error.contains('\n'), "one line: {error}");
+        }
+        let model = Latencies::from_json(&serial("1024")).expect("the top of the range");
+        assert_eq!(model.init_serial.at_once, 1024);
+        assert!(Latencies::from_json(r#"{"init_devices": 1024}"#).is_ok());
+    }
+
+    #[test]
+    fn a_refused_timing_file_is_echoed_escaped_and_cut() {
+        let key = format!("\\u001b[2J\\u001b]0;t\\u0007{}", "k".repeat(1 << 16));
+        for bad in [
+            format!(r#"{{"{key}": 1}}"#),
+            format!(r#"{{"init_serial": {{"{key}": true}}}}"#),
+            format!(r#"{{"machine": 1, "{key}": 2}}"#),
+            format!(r#"{{"{key}": 1, "{key}": 1}}"#),
+        ] {
+            let error = Latencies::from_json(&bad).expect_err("refused");
+            assert!(!error.chars().any(char::is_control), "{:?}", &error[..error.len().min(300)]);
+            assert!(error.len() < 2048, "{} bytes", error.len());
+        }
+    }
+
+    #[test]
+    fn a_key_given_twice_is_refused_at_any_depth() {
+        for bad in [
+            r#"{"init_us": 5.0, "init_us": 6.0}"#,
+            r#"{"init_serial": {"device": false, "device": true, "process": false, "machine": true}}"#,
+            r#"{"machine": "a", "source": "b", "machine": "a"}"#,
+        ] {
+            let error = Latencies::from_json(bad).expect_err(bad);
+            assert!(error.contains("given twice"), "{bad}: {error}");
+        }
     }
 
     #[test]

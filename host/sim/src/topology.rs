@@ -12,9 +12,10 @@ use std::collections::BTreeMap;
 /// range below the virtual-memory reservations (`memory.rs`), laid out for this many.
 pub const MAX_DEVICES: usize = 1024;
 
-/// Why a topology could not be read.
+/// Why a topology could not be read; shown with both parts escaped (`peerpool::text`), since
+/// either may hold what the file said.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("topology {source_name}: {message}")]
+#[error("topology {}: {}", peerpool::text::clipped(source_name, 400), peerpool::text::escaped(message))]
 pub struct TopologyError {
     /// The file, or `"<string>"`.
     pub source_name: String,

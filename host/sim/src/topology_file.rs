@@ -13,7 +13,7 @@
 //! | `driver_version` | 1000 to 99999 (`cuDriverGetVersion`'s 1000 × major + 10 × minor) |
 //! | `memory_mib` / `memory_bytes` | 1 byte to 16 TiB |
 //! | `sms` | 1 to 4096 |
-//! | `compute_capability` | major 1 to 99, minor 0 to 9 |
+//! | `compute_capability` | two numbers: major 1 to 99, minor 0 to 9 |
 //! | `pool_handle_types` | bits of `CUmemAllocationHandleType` only (0x1, 0x2, 0x4, 0x8) |
 //! | link `rank` | 0 to 1000 |
 //! | islands | devices that exist, each once, in at most one island |
@@ -23,6 +23,7 @@
 use super::topology::{FaultKind, Link, LinkFault, MAX_DEVICES, Topology, TopologyError, bus_id};
 use crate::DeviceSpec;
 use peerpool::driver::HandleKinds;
+use peerpool::text::{clipped, echo};
 use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Display;
@@ -75,7 +76,9 @@ struct DeviceGroup {
     #[serde(default)]
     memory_bytes: Option<u64>,
     sms: i32,
-    compute_capability: [i32; 2],
+    /// Major and minor: read as a list, so that a third number is refused rather than dropped
+    /// (serde reads an array's first two and ignores the rest).
+    compute_capability: Vec<i32>,
     #[serde(default = "yes")]
     pools: bool,
     #[serde(default)]
@@ -151,12 +154,21 @@ fn within<T: PartialOrd + Display>(what: &str, value: T, range: &RangeInclusive<
     }
 }
 
-fn name(what: &str, text: &str) -> Result<String, String> {
-    within(&format!("{what} length"), text.len(), &NAME_BYTES)?;
+/// `text` if it is a name (1 to 256 bytes, no control characters), else why not, without
+/// repeating it: the caller's message names it once.
+fn name(text: &str) -> Result<String, String> {
+    if !NAME_BYTES.contains(&text.len()) {
+        return Err(format!("is {} bytes long, outside {}..={}", text.len(), NAME_BYTES.start(), NAME_BYTES.end()));
+    }
     if text.chars().any(char::is_control) {
-        return Err(format!("{what} {text:?} holds control characters"));
+        return Err("holds control characters".into());
     }
     Ok(text.to_string())
+}
+
+/// A device group as messages name it: `device group "<name, escaped and cut>"`.
+fn group_at(name: &str) -> String {
+    format!("device group \"{}\"", echo(name))
 }
 
 fn link(what: &str, link: Link) -> Result<Link, String> {
@@ -167,7 +179,7 @@ fn link(what: &str, link: Link) -> Result<Link, String> {
 impl DeviceGroup {
     /// The group's device, checked.
     fn spec(&self) -> Result<DeviceSpec, String> {
-        let at = format!("device group {:?}", self.name);
+        let at = group_at(&self.name);
         let memory = match (self.memory_bytes, self.memory_mib) {
             (Some(bytes), None) => bytes,
             (None, Some(mib)) => {
@@ -175,12 +187,17 @@ impl DeviceGroup {
             }
             _ => return Err(format!("{at}: give memory_mib or memory_bytes")),
         };
-        let [major, minor] = self.compute_capability;
+        let [major, minor] = self.compute_capability[..] else {
+            return Err(format!(
+                "{at}: compute_capability has {} numbers; give two numbers, major and minor ([9, 0])",
+                self.compute_capability.len()
+            ));
+        };
         if self.pool_handle_types & !HANDLE_TYPE_BITS != 0 {
             return Err(format!("{at}: pool_handle_types = {:#x} has unknown bits", self.pool_handle_types));
         }
         Ok(DeviceSpec {
-            name: name(&at, &self.name)?,
+            name: name(&self.name).map_err(|why| format!("{at}: the name {why}"))?,
             total_memory: within(&format!("{at}: memory in bytes"), memory, &MEMORY_BYTES)?,
             sms: within(&format!("{at}: sms"), self.sms, &SMS)?,
             compute_capability: (
@@ -202,7 +219,8 @@ impl Topology {
         if text.len() > MAX_TOPOLOGY_BYTES {
             return Err(named(format!("longer than {MAX_TOPOLOGY_BYTES} bytes")));
         }
-        toml::from_str(text).map_err(|e| named(e.to_string()))
+        let file: TopologyFile = toml::from_str(text).map_err(|e| named(parse_error(text, &e)))?;
+        build(&file).map_err(named)
     }
 
     /// Reads and parses a TOML file (at most 1 MiB read); errors name the file.
@@ -214,22 +232,30 @@ impl Topology {
     }
 }
 
-impl<'de> Deserialize<'de> for Topology {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Topology, D::Error> {
-        Topology::try_from(TopologyFile::deserialize(deserializer)?).map_err(serde::de::Error::custom)
+/// A TOML error on one line: where, what, and the line itself, escaped and cut (the parser's own
+/// rendering spans lines and echoes the line whole, control characters and all).
+fn parse_error(text: &str, error: &toml::de::Error) -> String {
+    let what = clipped(error.message().trim(), 300);
+    let Some(span) = error.span() else { return format!("TOML parse error: {what}") };
+    let mut start = span.start.min(text.len());
+    while !text.is_char_boundary(start) {
+        start -= 1;
     }
+    let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
+    let line = text[line_start..].split('\n').next().unwrap_or_default();
+    let (row, column) = (text[..start].matches('\n').count() + 1, text[line_start..start].chars().count() + 1);
+    format!("TOML parse error at line {row}, column {column}: {what} (the line: {})", echo(line))
 }
 
-impl TryFrom<TopologyFile> for Topology {
-    type Error = TopologyError;
-
-    fn try_from(file: TopologyFile) -> Result<Topology, TopologyError> {
-        build(&file).map_err(|message| TopologyError { source_name: file.name.clone(), message })
+impl<'de> Deserialize<'de> for Topology {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Topology, D::Error> {
+        let file = TopologyFile::deserialize(deserializer)?;
+        build(&file).map_err(serde::de::Error::custom)
     }
 }
 
 fn build(file: &TopologyFile) -> Result<Topology, String> {
-    let name = name("name", &file.name)?;
+    let name = name(&file.name).map_err(|why| format!("name \"{}\" {why}", echo(&file.name)))?;
     if file.description.len() > DESCRIPTION_BYTES {
         return Err(format!("description longer than {DESCRIPTION_BYTES} bytes"));
     }
@@ -241,7 +267,7 @@ fn build(file: &TopologyFile) -> Result<Topology, String> {
     let mut n = 0usize;
     let mut groups = Vec::new();
     for g in &file.devices {
-        within(&format!("device group {:?}: count", g.name), g.count, &(1..=MAX_DEVICES))?;
+        within(&format!("{}: count", group_at(&g.name)), g.count, &(1..=MAX_DEVICES))?;
         n = n.saturating_add(g.count);
         if n > MAX_DEVICES {
             return Err(format!("more than {MAX_DEVICES} devices"));

@@ -63,6 +63,49 @@ fn names_must_be_short_printable_text() {
     }
 }
 
+/// A compute capability is two numbers, major and minor: `[9, 0, 1]` was taken as 9.0.
+#[test]
+fn a_compute_capability_is_two_numbers() {
+    for cc in ["[9, 0, 1]", "[9]", "[]", "[9, 0, 0, 0]"] {
+        let text = group(&format!("count = 1\nmemory_mib = 64\nsms = 1\ncompute_capability = {cc}"), "");
+        let error = Topology::from_toml_str(&text).expect_err(cc).to_string();
+        assert!(error.contains("compute_capability") && error.contains("two numbers"), "{cc}: {error}");
+    }
+    let text = group("count = 1\nmemory_mib = 64\nsms = 1\ncompute_capability = [8, 6]", "");
+    assert_eq!(Topology::from_toml_str(&text).unwrap().devices[0].compute_capability, (8, 6));
+}
+
+/// No message about a topology passes a terminal a control sequence from it (a clear screen, a
+/// window title), prints more than a line, or echoes a huge input whole.
+fn fit_for_a_terminal(message: &str) -> bool {
+    !message.chars().any(|c| c.is_control()) && message.len() < 2048
+}
+
+#[test]
+fn names_and_parse_errors_reach_a_terminal_escaped_and_cut() {
+    let escape = "\\u001b[2J\\u001b]0;pwned\\u0007";
+    let line = format!("name = \"{}", "A".repeat(1 << 20));
+    for (text, says) in [
+        // A name given with TOML escapes: parsed, then refused for its control characters.
+        (format!("name = \"x{escape}\"\n[[devices]]\nname = \"X\"\n{GOOD}\n"), "control characters"),
+        (format!("name = \"t\"\n[[devices]]\nname = \"A{escape}\"\n{GOOD}\n"), "control characters"),
+        // Raw control characters: the parser refuses them and echoes the line.
+        ("name = \"x\u{1b}[2J\u{1b}]0;pwned\u{7}\"\n".to_string(), "line 1"),
+        ("name = \"t\"\n[[devices]]\nname = \"A\u{1b}[2J\n".to_string(), "line 3"),
+        // A line of a mebibyte, never closed.
+        (line[..MAX_TOPOLOGY_BYTES - 10].to_string(), "line 1"),
+        (format!("name = \"t\"\n[[devices]]\nname = \"{}\"\n{GOOD}\n", "B".repeat(300)), "300 bytes long"),
+    ] {
+        let error = Topology::from_toml_str(&text).expect_err(&text[..40.min(text.len())]).to_string();
+        assert!(fit_for_a_terminal(&error), "{:?}", &error[..error.len().min(400)]);
+        assert!(error.contains(says), "{says}: {error}");
+    }
+    // A device group's name is said once.
+    let text = format!("name = \"t\"\n[[devices]]\nname = \"Gpu{escape}\"\n{GOOD}\n");
+    let error = Topology::from_toml_str(&text).unwrap_err().to_string();
+    assert_eq!(error.matches("Gpu").count(), 1, "{error}");
+}
+
 #[test]
 fn duplicate_links_faults_and_island_members_are_refused() {
     let pair = "[[links.pairs]]\nfrom = 0\nto = 1\n";

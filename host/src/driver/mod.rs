@@ -15,7 +15,9 @@
 mod calls;
 pub mod codes;
 mod cuda;
+mod documented_calls;
 mod image;
+mod names;
 pub mod timeline;
 mod types;
 
@@ -23,6 +25,7 @@ pub use calls::Call;
 pub use codes::CudaCode;
 pub use cuda::{CudaDriver, SHIM_MARKER};
 pub use image::{Cubin, ImageError, ModuleImage, elf_extent};
+pub use names::{DOCUMENTED_CALLS, documented_name, is_documented, nearest_documented};
 pub use timeline::Timeline;
 pub use types::*;
 

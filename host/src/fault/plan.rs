@@ -4,8 +4,9 @@
 //! The text form is rules separated by `;`:
 //! `call[@n|~p]=CODE[!sticky|!transient][!before|!after]`, for example
 //! `cuMemPoolSetAccess@2=CUDA_ERROR_OUT_OF_MEMORY; cuLaunchKernel=ILLEGAL_ADDRESS!after`.
-//! `call` is a driver call's documented name (`cuMemAlloc`, not `cuMemAlloc_v2`) or a prefix
-//! ending in `*`; `@n` fails the nth matching call (1-based), `~p` each matching call with a
+//! `call` is a driver call's documented name (`cuMemAlloc`, not `cuMemAlloc_v2`), one of
+//! [`DOCUMENTED_CALLS`](crate::driver::DOCUMENTED_CALLS), or a prefix of some ending in `*` (a
+//! rule that could never fire is refused); `@n` fails the nth matching call (1-based), `~p` each matching call with a
 //! chance of `p` percent (drawn from [`FaultPlan::seed`]), and without either every matching
 //! call fails; `CODE` is a `CudaCode` name, with or without `CUDA_ERROR_`; a rule is sticky when
 //! its code is sticky on hardware unless `!sticky` or `!transient` says otherwise. A rule fails
@@ -14,6 +15,8 @@
 
 use crate::driver::codes;
 use crate::driver::codes::CudaCode;
+use crate::driver::{DOCUMENTED_CALLS, documented_name, is_documented, nearest_documented};
+use crate::text::echo;
 use std::fmt;
 use std::str::FromStr;
 
@@ -140,9 +143,10 @@ impl SplitMix64 {
     }
 }
 
-/// Why a fault plan's text was refused: the rule, counted from 1, and what is wrong with it.
+/// Why a fault plan's text was refused: the rule, counted from 1, and what is wrong with it
+/// (the rule shown escaped and cut: `crate::text::echo`).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("fault rule {index} ({rule:?}): {why}")]
+#[error("fault rule {index} (\"{}\"): {why}", echo(rule))]
 pub struct PlanError {
     /// Which rule, from 1.
     pub index: usize,
@@ -159,13 +163,13 @@ impl FromStr for Rule {
         let (target, outcome) = text.split_once('=').ok_or("expected call[@n]=CODE")?;
         let target = target.trim();
         let (call, when) = if let Some((call, n)) = target.split_once('@') {
-            let n: u64 = n.trim().parse().map_err(|_| format!("{n:?} is not a call count"))?;
+            let n: u64 = n.trim().parse().map_err(|_| format!("\"{}\" is not a call count", echo(n)))?;
             if n == 0 {
                 return Err("calls are counted from 1".into());
             }
             (call.trim(), When::Nth(n))
         } else if let Some((call, p)) = target.split_once('~') {
-            let percent: f64 = p.trim().parse().map_err(|_| format!("{p:?} is not a percentage"))?;
+            let percent: f64 = p.trim().parse().map_err(|_| format!("\"{}\" is not a percentage", echo(p)))?;
             if !(0.0..=100.0).contains(&percent) {
                 return Err(format!("{percent} is not a percentage from 0 to 100"));
             }
@@ -176,11 +180,12 @@ impl FromStr for Rule {
         let name_ok = |c: char| c.is_ascii_alphanumeric() || c == '_';
         let stem = call.strip_suffix('*').unwrap_or(call);
         if !stem.starts_with("cu") || !stem.chars().all(name_ok) {
-            return Err(format!("{call:?} is not a driver call name (cuMemAlloc) or prefix (cuMemcpy*)"));
+            return Err(format!("\"{}\" is not a driver call name (cuMemAlloc) or prefix (cuMemcpy*)", echo(call)));
         }
+        known_call(call)?;
         let mut parts = outcome.split('!').map(str::trim);
         let code = parts.next().unwrap_or_default();
-        let code = codes::from_name(code).ok_or_else(|| format!("{code:?} is not a CUresult name"))?;
+        let code = codes::from_name(code).ok_or_else(|| format!("\"{}\" is not a CUresult name", echo(code)))?;
         if code == CudaCode::CUDA_SUCCESS {
             return Err("a rule must fail the call, not succeed it".into());
         }
@@ -191,14 +196,40 @@ impl FromStr for Rule {
                 "transient" => (&mut sticky, false),
                 "after" => (&mut after, true),
                 "before" => (&mut after, false),
-                other => return Err(format!("{other:?} is none of sticky, transient, before, after")),
+                other => return Err(format!("\"{}\" is none of sticky, transient, before, after", echo(other))),
             };
             if slot.replace(value).is_some() {
-                return Err(format!("{flag:?} repeats or contradicts an earlier flag"));
+                return Err(format!("\"{}\" repeats or contradicts an earlier flag", echo(flag)));
             }
         }
         let sticky = sticky.unwrap_or_else(|| code.is_sticky());
         Ok(Rule { call: call.to_string(), when, code, sticky, after: after.unwrap_or(false) })
+    }
+}
+
+/// Refuses a rule's call that no driver call can match (the rule would never fire): a name
+/// that is no documented call, a versioned symbol (calls go by their documented names), or a
+/// prefix of none.
+fn known_call(call: &str) -> Result<(), String> {
+    if let Some(prefix) = call.strip_suffix('*') {
+        return match DOCUMENTED_CALLS.iter().any(|c| c.starts_with(prefix)) {
+            true => Ok(()),
+            false => Err(format!("\"{}\" matches no CUDA driver call", echo(call))),
+        };
+    }
+    if is_documented(call) {
+        return Ok(());
+    }
+    let base = documented_name(call);
+    if base != call && is_documented(base) {
+        return Err(format!(
+            "\"{}\" is the versioned symbol of {base}: rules name calls as CUDA documents them ({base})",
+            echo(call)
+        ));
+    }
+    match nearest_documented(call) {
+        Some(meant) => Err(format!("\"{}\" is not a CUDA driver call; did you mean {meant}?", echo(call))),
+        None => Err(format!("\"{}\" is not a CUDA driver call", echo(call))),
     }
 }
 
@@ -257,6 +288,45 @@ mod tests {
             assert_eq!(&rule.to_string().parse::<Rule>().unwrap(), rule);
         }
         assert_eq!("".parse::<FaultPlan>().unwrap(), FaultPlan::new());
+    }
+
+    /// A rule on a call that does not exist, or on a versioned symbol (rules go by the names
+    /// CUDA documents), would never fire: refused, with the name meant where one is close.
+    #[test]
+    fn a_rule_on_a_call_that_does_not_exist_is_refused_with_the_name_meant() {
+        for (text, says) in [
+            ("cuMemPoolSetAcess=OUT_OF_MEMORY", "did you mean cuMemPoolSetAccess"),
+            ("cuMemAlloc_v2@1=OUT_OF_MEMORY", "is the versioned symbol of cuMemAlloc"),
+            ("cuCtxCreate_v4=UNKNOWN", "is the versioned symbol of cuCtxCreate"),
+            ("cuLaunchKernal~5=ILLEGAL_ADDRESS", "did you mean cuLaunchKernel"),
+            ("cuFrobnicate=UNKNOWN", "is not a CUDA driver call"),
+            ("cuMemcpyy*=UNKNOWN", "matches no CUDA driver call"),
+        ] {
+            let error = text.parse::<FaultPlan>().expect_err(text).to_string();
+            assert!(error.contains(says), "{text}: {error}");
+        }
+        let known: FaultPlan =
+            "cuMemPoolSetAccess=OUT_OF_MEMORY; cuMemcpy*=UNKNOWN; cuInit=UNKNOWN; cuGraphLaunch=UNKNOWN"
+                .parse()
+                .expect("documented names and a prefix of some");
+        assert_eq!(known.rules.len(), 4);
+    }
+
+    /// A rule's text reaches the terminal escaped and cut, however hostile.
+    #[test]
+    fn a_refused_rule_is_echoed_escaped_and_cut() {
+        let huge = format!("cuMemAlloc@{}=OUT_OF_MEMORY", "9".repeat(1 << 20));
+        for text in [
+            "cuMemAlloc@\u{1b}[2J=OUT_OF_MEMORY".to_string(),
+            "cuMemAlloc=\u{1b}]0;pwned\u{7}".to_string(),
+            "cuMemAlloc=OUT_OF_MEMORY!\u{9b}2J".to_string(),
+            "cuMem\u{1b}Alloc=OUT_OF_MEMORY".to_string(),
+            huge,
+        ] {
+            let error = text.parse::<FaultPlan>().unwrap_err().to_string();
+            assert!(!error.chars().any(char::is_control), "{error:?}");
+            assert!(error.len() < 1024, "{} bytes", error.len());
+        }
     }
 
     #[test]

@@ -122,7 +122,9 @@ pub struct BuildRecord {
 impl BuildRecord {
     /// This build.
     pub fn current() -> BuildRecord {
-        let commit = ["PEERPOOL_COMMIT", "GITHUB_SHA", "CI_COMMIT_SHA"].iter().find_map(|v| std::env::var(v).ok());
+        // A value that is not UTF-8 is recorded as far as it reads, not dropped.
+        let read = |v: &&str| crate::env::var(v).unwrap_or_else(|e| Some(e.lossy()));
+        let commit = ["PEERPOOL_COMMIT", "GITHUB_SHA", "CI_COMMIT_SHA"].iter().find_map(read);
         BuildRecord {
             peerpool: env!("CARGO_PKG_VERSION").into(),
             ptx_origin: format!("{:?}", peerpool_kernels::PTX_ORIGIN),
@@ -193,7 +195,7 @@ pub enum ReportError {
     #[error(transparent)]
     Dir(#[from] DirError),
     /// A plan or result file that is not one.
-    #[error("{}: not a peerpool report file: {message}", path.display())]
+    #[error("{}: not a peerpool report file: {}", crate::text::path(path), crate::text::clipped(message, 600))]
     Malformed {
         /// The file.
         path: PathBuf,

@@ -82,7 +82,11 @@ impl CudaDriver {
         };
         // SAFETY: looked up, never called.
         let shim = unsafe { lib.get::<unsafe extern "C" fn()>(SHIM_MARKER.as_bytes()) }.is_ok();
-        let shim_simulates = shim && std::env::var("PEERPOOL_SHIM_BACKEND").map_or(true, |b| b != "real");
+        let backend = match shim {
+            true => crate::env::var("PEERPOOL_SHIM_BACKEND").map_err(|e| Error::InvalidArgument(e.to_string()))?,
+            false => None,
+        };
+        let shim_simulates = shim && backend.is_none_or(|b| b != "real");
         // SAFETY: plain driver call; every symbol was found above.
         let no_device = match unsafe { sys::cuInit(0) } {
             sys::CUresult::CUDA_SUCCESS => false,

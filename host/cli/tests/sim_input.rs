@@ -1,0 +1,79 @@
+//! `peerpool sim` checks every setting as the libcuda shim will read it, those of its options
+//! and those the environment already holds, and refuses a mistake with exit status 2 and one
+//! line before it runs anything.
+
+mod support;
+
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command, Output};
+
+/// `peerpool sim ARGS --print-env` with a stand-in shim (only its path is used), the shim's
+/// settings cleared and then `env` set.
+fn sim(shim_dir: &Path, args: &[&str], env: &[(&str, &std::ffi::OsStr)]) -> Command {
+    let shim = shim_dir.join("libpeerpool_shim.so");
+    std::fs::write(&shim, b"a stand-in").unwrap();
+    let mut command = support::command();
+    command.arg("sim").arg("--shim").arg(&shim).args(args).arg("--print-env");
+    for name in peerpool_sim::env::VARIABLES.iter().chain(&["CUDA_VISIBLE_DEVICES"]) {
+        command.env_remove(name);
+    }
+    command.envs(env.iter().copied());
+    command
+}
+
+fn refused(output: &Output, says: &str) {
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{says}: {stderr}");
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+    assert!(stderr.contains(says), "{says}: {stderr}");
+}
+
+/// A socket, or a terminal the process does not have, was called "a FIFO with no reader".
+#[test]
+fn a_trace_that_cannot_be_opened_is_named_for_what_it_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("socket");
+    let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    let output = sim(dir.path(), &["--trace", socket.to_str().unwrap()], &[]).output().unwrap();
+    refused(&output, "is a socket");
+    // In a session of its own the command has no controlling terminal: /dev/tty names none.
+    let mut detached = sim(dir.path(), &["--trace", "/dev/tty"], &[]);
+    // SAFETY: setsid is async-signal-safe and touches only the child between fork and exec.
+    unsafe {
+        detached.pre_exec(|| match libc::setsid() {
+            -1 => Err(std::io::Error::last_os_error()),
+            _ => Ok(()),
+        })
+    };
+    let output = detached.output().unwrap();
+    refused(&output, "no controlling terminal");
+}
+
+/// The environment's own settings reach the program too: they are checked as the options are
+/// (a topology given by PEERPOOL_SIM_TOPOLOGY was not).
+#[test]
+fn settings_the_environment_holds_are_checked_before_the_program_runs() {
+    use std::ffi::{OsStr, OsString};
+    use std::os::unix::ffi::OsStringExt;
+    let dir = tempfile::tempdir().unwrap();
+    let not_utf8 = OsString::from_vec(b"0\xff".to_vec());
+    let cases: [(&str, &OsStr, &str); 5] = [
+        ("PEERPOOL_SIM_TOPOLOGY", OsStr::new("no_such_machine"), "no such catalog topology"),
+        ("PEERPOOL_SIM_TOPOLOGY", OsStr::new("./nowhere.toml"), "does not exist"),
+        ("PEERPOOL_SIM_FAULTS", OsStr::new("cuMemPoolSetAcess=OUT_OF_MEMORY"), "did you mean cuMemPoolSetAccess"),
+        ("PEERPOOL_SIM_SEED", OsStr::new("many"), "not a number"),
+        ("CUDA_VISIBLE_DEVICES", &not_utf8, "not UTF-8"),
+    ];
+    for (name, value, says) in cases {
+        let output = sim(dir.path(), &[], &[(name, value)]).output().unwrap();
+        refused(&output, says);
+        assert!(String::from_utf8_lossy(&output.stderr).contains(name), "{name}");
+    }
+    // What the options give wins over the environment, as it does for the program.
+    let topology = [("PEERPOOL_SIM_TOPOLOGY", OsStr::new("no_such_machine"))];
+    let output = sim(dir.path(), &["--topology", "four_gpu_islands"], &topology).output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let good = [("PEERPOOL_SIM_TOPOLOGY", OsStr::new("four_gpu_islands"))];
+    assert_eq!(sim(dir.path(), &[], &good).output().unwrap().status.code(), Some(0));
+}
