@@ -2,9 +2,8 @@
 //! symbol `cuMemAlloc_v2`), of every CUDA version cudarc's bindings cover: the calls a fault
 //! rule may name.
 //!
-//! Written from cudarc's bindings by `host/tests/call_names.rs`
-//! (`PEERPOOL_UPDATE_CALL_NAMES=1 cargo test -p peerpool --test call_names`), which fails
-//! when this file is stale. Do not edit.
+//! Written from cudarc's bindings by `host/tools/documented_calls.py`, which `.ci/run` runs with
+//! `--check` to fail when this file is stale. Do not edit.
 
 /// The names, sorted.
 pub const DOCUMENTED_CALLS: &[&str] = &[
