@@ -106,7 +106,7 @@ fn own_file() -> Option<PathBuf> {
 /// NVIDIA's libcuda, found as the loader would: the first candidate that is not a shim.
 fn find() -> Result<(libloading::os::unix::Library, PathBuf), String> {
     let own = own_file().unwrap_or_default();
-    let path = std::env::var("LD_LIBRARY_PATH").ok();
+    let path = peerpool::env::var("LD_LIBRARY_PATH").map_err(|e| e.to_string())?;
     let candidates = env::libcuda_candidates(path.as_deref(), &own);
     let mut refused = Vec::new();
     for candidate in &candidates {
@@ -143,7 +143,7 @@ fn open(path: &Path, named: bool) -> Result<libloading::os::unix::Library, Strin
     {
         return Err(format!("{}: {} is this shim itself, not NVIDIA's libcuda", env::LIBCUDA, path.display()));
     }
-    let topology = std::env::var(env::TOPOLOGY).is_ok_and(|t| !t.is_empty());
+    let topology = std::env::var_os(env::TOPOLOGY).is_some_and(|t| !t.is_empty());
     match (pin, named) {
         (Err(_), _) if topology => {
             Err(format!("{} has no meaning: {} is NVIDIA's libcuda, not a simulator", env::TOPOLOGY, path.display()))

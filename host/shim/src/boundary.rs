@@ -122,10 +122,7 @@ pub(crate) fn sim() -> &'static SimDriver {
 
 /// The name CUDA documents for an exported symbol: `cuMemAlloc` for `cuMemAlloc_v2`.
 pub(crate) fn documented_name(symbol: &'static str) -> &'static str {
-    match symbol.rsplit_once("_v") {
-        Some((base, version)) if !version.is_empty() && version.bytes().all(|b| b.is_ascii_digit()) => base,
-        _ => symbol,
-    }
+    peerpool::driver::documented_name(symbol)
 }
 
 /// A call's error code.
@@ -237,16 +234,3 @@ macro_rules! forward_if_real {
     };
 }
 pub(crate) use forward_if_real;
-
-#[cfg(test)]
-mod tests {
-    use super::documented_name;
-
-    #[test]
-    fn versioned_symbols_go_by_their_documented_names() {
-        assert_eq!(documented_name("cuMemAlloc_v2"), "cuMemAlloc");
-        assert_eq!(documented_name("cuCtxCreate_v4"), "cuCtxCreate");
-        assert_eq!(documented_name("cuMemPoolSetAccess"), "cuMemPoolSetAccess");
-        assert_eq!(documented_name("cuGraphicsVDPAURegisterVideoSurface"), "cuGraphicsVDPAURegisterVideoSurface");
-    }
-}
