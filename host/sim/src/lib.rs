@@ -133,6 +133,7 @@ mod driver;
 pub mod env;
 mod handles;
 pub mod host_memory;
+pub mod image;
 mod input;
 mod kernels;
 mod memory;
