@@ -29,7 +29,7 @@ pub(super) fn of(d: &DeviceSpec, attribute: DeviceAttribute) -> i32 {
 }
 
 /// The H200's answer for attribute number `raw`, if it gave one.
-fn recorded(raw: u32) -> Option<i32> {
+pub(super) fn recorded(raw: u32) -> Option<i32> {
     static TABLE: OnceLock<HashMap<u32, i32>> = OnceLock::new();
     let table = TABLE.get_or_init(|| {
         include_str!("../attributes/h200.txt")

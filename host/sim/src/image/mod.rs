@@ -115,7 +115,7 @@ impl Refusal {
 
 /// The most bytes an image may claim. Real images are far smaller (a fatbin of one translation
 /// unit is rarely over a few hundred MiB); a claim beyond this is a lie, not an image.
-pub const MAX_IMAGE_BYTES: u64 = 1 << 32;
+pub const MAX_IMAGE_BYTES: u64 = 1 << 30;
 
 /// How long an image is, from its first bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
