@@ -1,6 +1,7 @@
 //! Modules and libraries: any image loads (PTX, cubins, fatbins; `image.rs` reads them), its
 //! kernels are listed and described and its globals get device memory, as one H200 answered
-//! (`docs/hardware/recorded/one-h200/images.txt`). peerpool's own kernels run natively
+//! (`docs/hardware/recorded/one-h200/images.txt`, and a probe of more kernels:
+//! `docs/hardware/2026-12-01-images-probe/`). peerpool's own kernels run natively
 //! (`kernels.rs`); a kernel that is not peerpool's is known by name and never run: launching
 //! it is `CUDA_ERROR_NOT_SUPPORTED`.
 //!
@@ -54,6 +55,8 @@ pub(super) struct LibraryRec {
     read: Vec<(ComputeCapability, Reading)>,
     modules: Vec<(u64, u64)>,
     kernels: Vec<(String, u64)>,
+    /// What `cuKernelSetAttribute` set: by kernel name and device, for its functions there.
+    settings: Vec<(String, usize, FunctionSettings)>,
 }
 
 /// What reading an image for one compute capability gave.
@@ -294,7 +297,25 @@ fn library_module(s: &mut State, lib: u64) -> SimResult<u64> {
         rec.modules.retain(|&(c, _)| c != ctx);
         rec.modules.push((ctx, module));
     }
+    let set: Vec<(String, FunctionSettings)> = s.libraries[&lib]
+        .settings
+        .iter()
+        .filter(|(_, d, _)| *d == device)
+        .map(|(name, _, settings)| (name.clone(), *settings))
+        .collect();
+    for (name, settings) in set {
+        apply(s, module, &name, settings);
+    }
     Ok(module)
+}
+
+/// Sets the function of kernel `name` in `module` (if it has one) to `settings`.
+fn apply(s: &mut State, module: u64, name: &str, settings: FunctionSettings) {
+    if let Ok(f) = function(s, module, name.as_bytes())
+        && let Some(rec) = s.functions.get_mut(&f)
+    {
+        rec.settings = settings;
+    }
 }
 
 /// The handle of library `lib`'s kernel `name`, the same on every call.
@@ -396,7 +417,8 @@ impl SimDriver {
         self.run("cuLibraryLoadData", |s| {
             let image = image.map(Arc::from);
             let handle = s.mint();
-            let rec = LibraryRec { image, read: Vec::new(), modules: Vec::new(), kernels: Vec::new() };
+            let rec =
+                LibraryRec { image, read: Vec::new(), modules: Vec::new(), kernels: Vec::new(), settings: Vec::new() };
             s.libraries.insert(handle, rec);
             Ok(handle)
         })
@@ -475,6 +497,76 @@ impl SimDriver {
         })
     }
 
+    /// `cuFuncGetModule`.
+    pub fn func_get_module(&self, function: Function) -> DriverResult<Module> {
+        self.run("cuFuncGetModule", |s| described(s, function.0).map(|(f, _, _)| Module(f.module)))
+    }
+
+    /// `cuKernelGetLibrary`.
+    pub fn kernel_get_library(&self, kernel: u64) -> DriverResult<u64> {
+        self.run("cuKernelGetLibrary", |s| match s.library_kernels.get(&kernel) {
+            Some(k) => Ok(k.library),
+            None => fail(CudaCode::CUDA_ERROR_INVALID_HANDLE),
+        })
+    }
+
+    /// `cuKernelGetParamInfo`: as its image lays the parameters out (no context needed).
+    pub fn kernel_get_param_info(&self, kernel: u64, index: usize) -> DriverResult<(usize, usize)> {
+        self.run("cuKernelGetParamInfo", |s| {
+            let Some(k) = s.library_kernels.get(&kernel).cloned() else {
+                return fail(CudaCode::CUDA_ERROR_INVALID_HANDLE);
+            };
+            let device = any_device(s);
+            let contents = library_read(s, k.library, device)?;
+            let param = contents.kernel(k.name.as_bytes()).and_then(|d| d.params.get(index).copied());
+            param.map(|p| (p.offset, p.size)).ok_or_else(|| CudaCode::CUDA_ERROR_INVALID_VALUE.into())
+        })
+    }
+
+    /// `cuLibraryGetManaged`: managed variables are not read from images, so none is found
+    /// (`CUDA_ERROR_NOT_FOUND`, as an H200 answered for a library without any); an image that
+    /// does not read answers what reading it found.
+    pub fn library_get_managed(&self, lib: u64) -> DriverResult<()> {
+        self.run("cuLibraryGetManaged", |s| {
+            let device = any_device(s);
+            library_read(s, lib, device)?;
+            fail(CudaCode::CUDA_ERROR_NOT_FOUND)
+        })
+    }
+
+    /// `cuKernelSetAttribute` on device `device`: for the kernel's functions in that device's
+    /// contexts, made or still to be made (an H200's function read back what its kernel was
+    /// set to).
+    pub fn kernel_set_attribute(&self, kernel: u64, which: i32, value: i32, device: i32) -> DriverResult<()> {
+        self.run("cuKernelSetAttribute", |s| {
+            let Some(k) = s.library_kernels.get(&kernel).cloned() else {
+                return fail(CudaCode::CUDA_ERROR_INVALID_HANDLE);
+            };
+            let Some(device) = s.in_range(device) else { return fail(CudaCode::CUDA_ERROR_INVALID_DEVICE) };
+            let contents = library_read(s, k.library, device)?;
+            let Some(described) = contents.kernel(k.name.as_bytes()) else {
+                return fail(CudaCode::CUDA_ERROR_INVALID_HANDLE);
+            };
+            let Some(rec) = s.libraries.get_mut(&k.library) else { return fail(CudaCode::CUDA_ERROR_INVALID_HANDLE) };
+            let at = rec.settings.iter().position(|(n, d, _)| *n == k.name && *d == device);
+            let mut settings = at.map_or_else(FunctionSettings::default, |i| rec.settings[i].2);
+            set_attribute(&mut settings, described.shared_bytes, which, value)?;
+            match at {
+                Some(i) => rec.settings[i].2 = settings,
+                None => rec.settings.push((k.name.clone(), device, settings)),
+            }
+            let modules: Vec<u64> = rec.modules.iter().map(|&(_, m)| m).collect();
+            for module in modules {
+                let on_device =
+                    s.modules.get(&module).and_then(|m| m.functions.first()).and_then(|f| s.functions.get(f));
+                if on_device.is_some_and(|f| f.device == device) {
+                    apply(s, module, &k.name, settings);
+                }
+            }
+            Ok(())
+        })
+    }
+
     /// `cuKernelGetName`.
     pub fn kernel_name(&self, kernel: u64) -> DriverResult<String> {
         self.run("cuKernelGetName", |s| match s.library_kernels.get(&kernel) {
@@ -495,7 +587,11 @@ impl SimDriver {
                 return fail(CudaCode::CUDA_ERROR_INVALID_HANDLE);
             };
             let cc = s.topo.devices[device].compute_capability;
-            attribute(&contents, described, &FunctionSettings::default(), cc, which)
+            let set = s
+                .libraries
+                .get(&k.library)
+                .and_then(|r| r.settings.iter().find(|(n, d, _)| *n == k.name && *d == device));
+            attribute(&contents, described, &set.map_or_else(FunctionSettings::default, |&(_, _, s)| s), cc, which)
         })
     }
 }

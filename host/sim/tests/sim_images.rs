@@ -148,6 +148,15 @@ fn libraries_load_lazily_and_answer_what_their_image_holds() {
         let module = d.library_get_module(lib).unwrap();
         assert_eq!(d.module_get_function(module, c"my_add").unwrap(), f, "the library's module's function");
         assert_eq!(d.library_get_global(lib, b"scale").unwrap().1, 4);
+        assert_eq!(d.func_get_module(f).unwrap(), module);
+        assert_eq!(d.kernel_get_library(kernel).unwrap(), lib);
+        assert_eq!(d.kernel_get_param_info(kernel, 1).unwrap(), (8, 4));
+        // A kernel's setting reaches its function on that device, made or still to be made.
+        d.kernel_set_attribute(kernel, 8, 4096, 0).unwrap();
+        assert_eq!(d.func_get_attribute(f, 8).unwrap(), 4096);
+        assert_eq!(d.kernel_get_attribute(kernel, 8, 0).unwrap(), 4096);
+        assert_eq!(d.kernel_get_attribute(kernel, 8, 1).unwrap(), 49_152 - 400, "another device's");
+        assert_eq!(code(d.library_get_managed(lib)).as_deref(), Some("CUDA_ERROR_NOT_FOUND"));
     }
     d.library_unload(lib).unwrap();
     assert_eq!(code(d.kernel_get_function(kernel)).as_deref(), Some("CUDA_ERROR_INVALID_HANDLE"));
