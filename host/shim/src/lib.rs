@@ -19,6 +19,7 @@ pub mod backend;
 mod boundary;
 mod export_table;
 pub mod exports;
+mod image_bytes;
 mod proc_address;
 mod runtime;
 pub mod timeline;
