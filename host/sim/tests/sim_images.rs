@@ -171,3 +171,23 @@ fn libraries_load_lazily_and_answer_what_their_image_holds() {
     let unreadable = d.library_load(Err(peerpool::CudaCode::CUDA_ERROR_UNKNOWN)).unwrap();
     assert_eq!(code(d.library_get_global(unreadable, b"x")).as_deref(), Some("CUDA_ERROR_UNKNOWN"));
 }
+
+#[test]
+fn nvccs_compressed_fatbins_read_as_the_h200_described_them() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/images");
+    for name in ["kernels.lz4.fatbin", "kernels.zstd.fatbin"] {
+        let bytes = std::fs::read(dir.join(name)).unwrap();
+        let contents = peerpool_sim::image::read(&bytes, (9, 0)).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(contents.code, peerpool_sim::image::Code::Machine((9, 0)), "{name}: the sm_90 cubin");
+        let add = contents.kernel(b"pp_test_add").unwrap();
+        let layout: Vec<_> = add.params.iter().map(|p| (p.offset, p.size)).collect();
+        assert_eq!(layout, [(0, 8), (8, 4), (12, 4)], "{name}");
+        assert_eq!(contents.global(b"pp_test_counter").map(|g| g.size), Some(4), "{name}");
+        assert_eq!(contents.global(b"pp_test_scale_by").unwrap().init, 2.0f32.to_le_bytes(), "{name}");
+        assert_eq!(contents.const_bytes, 4, "{name}");
+        // On a device without sm_90 code's major version, the PTX entry: compute_90 PTX.
+        let ptx = peerpool_sim::image::read(&bytes, (10, 0)).unwrap();
+        assert_eq!(ptx.code, peerpool_sim::image::Code::Ptx((9, 0)), "{name}");
+        assert_eq!(ptx.kernels.len(), 2, "{name}");
+    }
+}

@@ -55,7 +55,7 @@ pub fn read(elf: &[u8], device: ComputeCapability) -> Result<Contents, Refusal> 
         return Err(Refusal::NoBinaryForGpu);
     }
     let sections = sections(elf).ok_or(Refusal::NotAnImage("an ELF with a broken section table"))?;
-    let symbols = symbols(elf, &sections).ok_or(Refusal::NotAnImage("an ELF with a broken symbol table"))?;
+    let symbols = symbols(&sections).ok_or(Refusal::NotAnImage("an ELF with a broken symbol table"))?;
     let section = |name: &str| sections.iter().find(|s| s.name == name.as_bytes());
     let module_info = section(".nv.info").map(|s| records(s.data)).unwrap_or_default();
     let reserves_shared = symbols.iter().any(|s| s.name == b".nv.reservedSmem.offset0");
@@ -146,8 +146,7 @@ struct Symbol<'a> {
 }
 
 /// The symbols of the (first) symbol table, by index.
-fn symbols<'a>(elf: &'a [u8], sections: &[Section<'a>]) -> Option<Vec<Symbol<'a>>> {
-    let _ = elf;
+fn symbols<'a>(sections: &[Section<'a>]) -> Option<Vec<Symbol<'a>>> {
     let Some(table) = sections.iter().find(|s| s.kind == SHT_SYMTAB) else { return Some(Vec::new()) };
     let names = sections.get(usize::try_from(table.link).ok()?)?.data;
     table
