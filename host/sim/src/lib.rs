@@ -149,6 +149,7 @@ pub mod image;
 mod input;
 mod kernels;
 mod memory;
+mod module_calls;
 mod modules;
 mod pools;
 pub mod select;

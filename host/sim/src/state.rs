@@ -3,9 +3,8 @@
 //! simulated process is dead.
 
 use super::contexts::Contexts;
-use super::image::Contents;
+use super::image::{ComputeCapability, Contents};
 use super::memory::{Backing, Block, HostKind, Memory, Origin};
-use super::modules::{FunctionSettings, KernelRec, LibraryRec};
 use super::shared_file::SharedFile;
 use super::timing::{ProcessTime, Work};
 use super::topology::Topology;
@@ -106,6 +105,51 @@ pub(super) struct ModuleRec {
     pub(super) contents: Arc<Contents>,
     pub(super) functions: Vec<u64>,
     pub(super) globals: Vec<u64>,
+}
+
+/// What a function is set to (`cuFuncSetAttribute`), as it reads back.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct FunctionSettings {
+    pub(super) max_dynamic_shared: Option<i32>,
+    pub(super) carveout: i32,
+    pub(super) cluster: [i32; 3],
+    pub(super) non_portable_cluster: i32,
+    pub(super) scheduling: i32,
+}
+
+impl Default for FunctionSettings {
+    fn default() -> Self {
+        FunctionSettings {
+            max_dynamic_shared: None,
+            carveout: -1,
+            cluster: [0; 3],
+            non_portable_cluster: 0,
+            scheduling: 0,
+        }
+    }
+}
+
+/// A loaded library: its image (or the code a later call answers, for an image the caller's
+/// memory did not hold whole), what reading it for each compute capability gave, the module
+/// made from it in each context, and its kernels' handles by name.
+#[derive(Clone)]
+pub(super) struct LibraryRec {
+    pub(super) image: Result<Arc<[u8]>, CudaCode>,
+    pub(super) read: Vec<(ComputeCapability, Reading)>,
+    pub(super) modules: Vec<(u64, u64)>,
+    pub(super) kernels: Vec<(String, u64)>,
+    /// What `cuKernelSetAttribute` set: by kernel name and device, for its functions there.
+    pub(super) settings: Vec<(String, usize, FunctionSettings)>,
+}
+
+/// What reading an image for one compute capability gave.
+pub(super) type Reading = Result<Arc<Contents>, CudaCode>;
+
+/// A library's kernel: the library and the kernel's name.
+#[derive(Clone)]
+pub(super) struct KernelRec {
+    pub(super) library: u64,
+    pub(super) name: String,
 }
 
 /// A stream or event: the device it runs on and the context that made it.
