@@ -1,6 +1,6 @@
 //! Modules and libraries in the simulator's state (the calls are `module_calls.rs`'s, and the
 //! seam's `cuModuleLoadData`, `cuModuleGetFunction`, `cuModuleUnload` and `cuFuncGetParamInfo`
-//! in `driver.rs`): any image loads (PTX, cubins, fatbins; `image.rs` reads them), its
+//! in `driver.rs`): any image loads (PTX, cubins, fatbins; `image/` reads them), its
 //! kernels are listed and described and its globals get device memory, as one H200 answered
 //! (`docs/hardware/recorded/one-h200/images.txt`, and a probe of more kernels:
 //! `docs/hardware/2026-12-01-images-probe/`). peerpool's own kernels run natively
