@@ -239,28 +239,22 @@ pub(super) fn any_device(s: &State) -> usize {
 
 /// Library `lib`'s module in the current context, made on first use.
 pub(super) fn library_module(s: &mut State, lib: u64) -> SimResult<u64> {
-    if !s.libraries.contains_key(&lib) {
-        return fail(CudaCode::CUDA_ERROR_INVALID_HANDLE);
-    }
+    let Some(rec) = s.libraries.get(&lib) else { return fail(CudaCode::CUDA_ERROR_INVALID_HANDLE) };
     let device = s.current_device()?;
     let ctx = s.current_context().unwrap_or_default();
-    let made =
-        s.libraries[&lib].modules.iter().find(|&&(c, m)| c == ctx && s.modules.contains_key(&m)).map(|&(_, m)| m);
+    let made = rec.modules.iter().find(|&&(c, m)| c == ctx && s.modules.contains_key(&m)).map(|&(_, m)| m);
     if let Some(module) = made {
         return Ok(module);
     }
     let contents = library_read(s, lib, device)?;
     let module = install(s, device, contents)?;
+    let mut set = Vec::new();
     if let Some(rec) = s.libraries.get_mut(&lib) {
         rec.modules.retain(|&(c, _)| c != ctx);
         rec.modules.push((ctx, module));
+        let on_device = rec.settings.iter().filter(|(_, d, _)| *d == device);
+        set.extend(on_device.map(|(name, _, settings)| (name.clone(), *settings)));
     }
-    let set: Vec<(String, FunctionSettings)> = s.libraries[&lib]
-        .settings
-        .iter()
-        .filter(|(_, d, _)| *d == device)
-        .map(|(name, _, settings)| (name.clone(), *settings))
-        .collect();
     for (name, settings) in set {
         apply(s, module, &name, settings);
     }
