@@ -2,8 +2,9 @@
 # The suites that skip without a GPU, run through peerpool's real-driver code path (CudaDriver)
 # over the libcuda shim, on simulated topologies: every trial must run (no "no CUDA driver"
 # skip) and pass; `peerpool check` must print the topology's matrix. Then the clients that know
-# nothing of peerpool (a C program linked with -lcuda, a cuda.core script), when their tools
-# are installed ($PEERPOOL_CUDA_INCLUDE, $PEERPOOL_PYTHON: .ci/run sets both).
+# nothing of peerpool (C programs linked with -lcuda, the foreign images they load, cuda.core
+# scripts), when their tools are installed ($PEERPOOL_CUDA_INCLUDE, $PEERPOOL_NVCC,
+# $PEERPOOL_PYTHON: .ci/run sets them).
 # Usage: ci/shim-matrix.sh [TOPOLOGY ...]   (default: two_h200_nvlink four_gpu_islands eight_gpu_nvswitch)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -72,9 +73,10 @@ grep -q "1 passed; 0 failed; 0 ignored" target/shim-matrix/injected.txt || {
 echo "== clients that know nothing of peerpool, on the simulator and through the forwarding backend"
 cargo test -q -p peerpool-shim --test clients --test forwarding --test one_h200 --test every_entry_point 2>&1 |
     tee target/shim-matrix/clients.txt
-if [ -n "${PEERPOOL_CUDA_INCLUDE:-}" ] && [ -n "${PEERPOOL_PYTHON:-}" ] && [ -n "${PEERPOOL_CUDA_HEADERS:-}" ]; then
+if [ -n "${PEERPOOL_CUDA_INCLUDE:-}" ] && [ -n "${PEERPOOL_PYTHON:-}" ] && [ -n "${PEERPOOL_NVCC:-}" ] &&
+    [ -n "${PEERPOOL_CUDA_HEADERS:-}" ]; then
     if [ "$(grep -c "0 failed; 0 ignored" target/shim-matrix/clients.txt)" -ne 4 ]; then
-        echo "with both tools given, no client trial may be skipped" >&2
+        echo "with every tool given, no client trial may be skipped" >&2
         exit 1
     fi
 fi

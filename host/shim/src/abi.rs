@@ -52,6 +52,35 @@ pub(crate) fn function(f: sys::CUfunction) -> Function {
     Function(raw(f))
 }
 
+/// A library's handle (no seam type: libraries are beyond peerpool's seam).
+pub(crate) fn library(l: sys::CUlibrary) -> u64 {
+    raw(l)
+}
+
+/// A library kernel's handle.
+pub(crate) fn kernel(k: sys::CUkernel) -> u64 {
+    raw(k)
+}
+
+/// `name` as a C string that lives as long as the process: what `cuFuncGetName` and
+/// `cuKernelGetName` hand out (the driver's strings live as long as the module; each distinct
+/// name is kept once).
+pub(crate) fn lasting_name(name: &str) -> Result<*const std::ffi::c_char, CUresult> {
+    use std::collections::HashMap;
+    use std::ffi::CString;
+    use std::sync::Mutex;
+    static NAMES: Mutex<Option<HashMap<String, &'static std::ffi::CStr>>> = Mutex::new(None);
+    let mut names = NAMES.lock().unwrap_or_else(|e| e.into_inner());
+    let names = names.get_or_insert_with(HashMap::new);
+    if let Some(kept) = names.get(name) {
+        return Ok(kept.as_ptr());
+    }
+    let owned = CString::new(name).map_err(|_| CUresult::CUDA_ERROR_INVALID_VALUE)?;
+    let kept: &'static std::ffi::CStr = Box::leak(owned.into_boxed_c_str());
+    names.insert(name.to_owned(), kept);
+    Ok(kept.as_ptr())
+}
+
 pub(crate) fn mem_handle(h: sys::CUmemGenericAllocationHandle) -> MemHandle {
     MemHandle(h)
 }

@@ -19,6 +19,7 @@ pub mod backend;
 mod boundary;
 mod export_table;
 pub mod exports;
+mod image_bytes;
 mod per_thread;
 mod proc_address;
 mod runtime;

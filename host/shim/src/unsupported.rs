@@ -222,28 +222,12 @@ crate::boundary::exports! {
         not_simulated("cuFlushGPUDirectRDMAWrites")
     }
 
-    fn cuFuncGetAttribute(pi: *mut std::ffi::c_int, attrib: CUfunction_attribute, hfunc: CUfunction) {
-        not_simulated("cuFuncGetAttribute")
-    }
-
-    fn cuFuncGetModule(hmod: *mut CUmodule, hfunc: CUfunction) {
-        not_simulated("cuFuncGetModule")
-    }
-
-    fn cuFuncGetName(name: *mut *const std::ffi::c_char, hfunc: CUfunction) {
-        not_simulated("cuFuncGetName")
-    }
-
     fn cuFuncIsLoaded(state: *mut CUfunctionLoadingState, function: CUfunction) {
         not_simulated("cuFuncIsLoaded")
     }
 
     fn cuFuncLoad(function: CUfunction) {
         not_simulated("cuFuncLoad")
-    }
-
-    fn cuFuncSetAttribute(hfunc: CUfunction, attrib: CUfunction_attribute, value: std::ffi::c_int) {
-        not_simulated("cuFuncSetAttribute")
     }
 
     fn cuFuncSetBlockShape(hfunc: CUfunction, x: std::ffi::c_int, y: std::ffi::c_int, z: std::ffi::c_int) {
@@ -662,30 +646,6 @@ crate::boundary::exports! {
         not_simulated("cuIpcOpenEventHandle")
     }
 
-    fn cuKernelGetAttribute(pi: *mut std::ffi::c_int, attrib: CUfunction_attribute, kernel: CUkernel, dev: CUdevice) {
-        not_simulated("cuKernelGetAttribute")
-    }
-
-    fn cuKernelGetFunction(pFunc: *mut CUfunction, kernel: CUkernel) {
-        not_simulated("cuKernelGetFunction")
-    }
-
-    fn cuKernelGetLibrary(pLib: *mut CUlibrary, kernel: CUkernel) {
-        not_simulated("cuKernelGetLibrary")
-    }
-
-    fn cuKernelGetName(name: *mut *const std::ffi::c_char, hfunc: CUkernel) {
-        not_simulated("cuKernelGetName")
-    }
-
-    fn cuKernelGetParamInfo(kernel: CUkernel, paramIndex: usize, paramOffset: *mut usize, paramSize: *mut usize) {
-        not_simulated("cuKernelGetParamInfo")
-    }
-
-    fn cuKernelSetAttribute(attrib: CUfunction_attribute, val: std::ffi::c_int, kernel: CUkernel, dev: CUdevice) {
-        not_simulated("cuKernelSetAttribute")
-    }
-
     fn cuKernelSetCacheConfig(kernel: CUkernel, config: CUfunc_cache, dev: CUdevice) {
         not_simulated("cuKernelSetCacheConfig")
     }
@@ -714,44 +674,8 @@ crate::boundary::exports! {
         not_simulated("cuLaunchKernelEx")
     }
 
-    fn cuLibraryEnumerateKernels(kernels: *mut CUkernel, numKernels: std::ffi::c_uint, lib: CUlibrary) {
-        not_simulated("cuLibraryEnumerateKernels")
-    }
-
-    fn cuLibraryGetGlobal(dptr: *mut CUdeviceptr, bytes: *mut usize, library: CUlibrary, name: *const std::ffi::c_char) {
-        not_simulated("cuLibraryGetGlobal")
-    }
-
-    fn cuLibraryGetKernel(pKernel: *mut CUkernel, library: CUlibrary, name: *const std::ffi::c_char) {
-        not_simulated("cuLibraryGetKernel")
-    }
-
-    fn cuLibraryGetKernelCount(count: *mut std::ffi::c_uint, lib: CUlibrary) {
-        not_simulated("cuLibraryGetKernelCount")
-    }
-
-    fn cuLibraryGetManaged(dptr: *mut CUdeviceptr, bytes: *mut usize, library: CUlibrary, name: *const std::ffi::c_char) {
-        not_simulated("cuLibraryGetManaged")
-    }
-
-    fn cuLibraryGetModule(pMod: *mut CUmodule, library: CUlibrary) {
-        not_simulated("cuLibraryGetModule")
-    }
-
     fn cuLibraryGetUnifiedFunction(fptr: *mut *mut std::ffi::c_void, library: CUlibrary, symbol: *const std::ffi::c_char) {
         not_simulated("cuLibraryGetUnifiedFunction")
-    }
-
-    fn cuLibraryLoadData(library: *mut CUlibrary, code: *const std::ffi::c_void, jitOptions: *mut CUjit_option, jitOptionsValues: *mut *mut std::ffi::c_void, numJitOptions: std::ffi::c_uint, libraryOptions: *mut CUlibraryOption, libraryOptionValues: *mut *mut std::ffi::c_void, numLibraryOptions: std::ffi::c_uint) {
-        not_simulated("cuLibraryLoadData")
-    }
-
-    fn cuLibraryLoadFromFile(library: *mut CUlibrary, fileName: *const std::ffi::c_char, jitOptions: *mut CUjit_option, jitOptionsValues: *mut *mut std::ffi::c_void, numJitOptions: std::ffi::c_uint, libraryOptions: *mut CUlibraryOption, libraryOptionValues: *mut *mut std::ffi::c_void, numLibraryOptions: std::ffi::c_uint) {
-        not_simulated("cuLibraryLoadFromFile")
-    }
-
-    fn cuLibraryUnload(library: CUlibrary) {
-        not_simulated("cuLibraryUnload")
     }
 
     fn cuLinkAddData_v2(state: CUlinkState, type_: CUjitInputType, data: *mut std::ffi::c_void, size: usize, name: *const std::ffi::c_char, numOptions: std::ffi::c_uint, options: *mut CUjit_option, optionValues: *mut *mut std::ffi::c_void) {
@@ -914,32 +838,12 @@ crate::boundary::exports! {
         not_simulated("cuMipmappedArrayGetSparseProperties")
     }
 
-    fn cuModuleEnumerateFunctions(functions: *mut CUfunction, numFunctions: std::ffi::c_uint, mod_: CUmodule) {
-        not_simulated("cuModuleEnumerateFunctions")
-    }
-
-    fn cuModuleGetFunctionCount(count: *mut std::ffi::c_uint, mod_: CUmodule) {
-        not_simulated("cuModuleGetFunctionCount")
-    }
-
-    fn cuModuleGetGlobal_v2(dptr: *mut CUdeviceptr, bytes: *mut usize, hmod: CUmodule, name: *const std::ffi::c_char) {
-        not_simulated("cuModuleGetGlobal_v2")
-    }
-
     fn cuModuleGetSurfRef(pSurfRef: *mut CUsurfref, hmod: CUmodule, name: *const std::ffi::c_char) {
         not_simulated("cuModuleGetSurfRef")
     }
 
     fn cuModuleGetTexRef(pTexRef: *mut CUtexref, hmod: CUmodule, name: *const std::ffi::c_char) {
         not_simulated("cuModuleGetTexRef")
-    }
-
-    fn cuModuleLoad(module: *mut CUmodule, fname: *const std::ffi::c_char) {
-        not_simulated("cuModuleLoad")
-    }
-
-    fn cuModuleLoadFatBinary(module: *mut CUmodule, fatCubin: *const std::ffi::c_void) {
-        not_simulated("cuModuleLoadFatBinary")
     }
 
     fn cuMulticastAddDevice(mcHandle: CUmemGenericAllocationHandle, dev: CUdevice) {

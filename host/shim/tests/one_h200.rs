@@ -2,18 +2,20 @@
 //! run `2026-12-01-clients`) print the same through the shim on `one_gpu`, line for line, less
 //! the lines where the simulator answers otherwise on purpose ([`DIFFERENCES`]): page-locked,
 //! managed and host-pool memory, every device attribute, the calls around kernels (stream and
-//! context settings, host functions, 16-bit and 2D memsets, 2D copies), and cuda.core's staging
-//! and pool sharing between processes.
+//! context settings, host functions, 16-bit and 2D memsets, 2D copies), foreign images (PTX, a
+//! cubin and fatbins as modules and libraries, and bad images), and cuda.core's staging and pool
+//! sharing between processes.
 //!
-//! The C clients need NVIDIA's `cuda.h` (`$PEERPOOL_CUDA_INCLUDE`) and the scripts a Python with
-//! cuda-core (`$PEERPOOL_PYTHON`), as the `clients` test; without them the trials are skipped.
+//! The C clients need NVIDIA's `cuda.h` (`$PEERPOOL_CUDA_INCLUDE`), the scripts a Python with
+//! cuda-core (`$PEERPOOL_PYTHON`), as the `clients` test, and the foreign-image client its images
+//! built by NVIDIA's `nvcc` (`$PEERPOOL_NVCC`); without them the trials are skipped.
 
 mod support;
 
 use libtest_mimic::{Arguments, Failed};
 use std::path::Path;
 use std::process::{Command, ExitCode};
-use support::{CUDA_INCLUDE, PYTHON, c_program, clients, run, stdout, trial};
+use support::{CUDA_INCLUDE, NVCC, PYTHON, c_program, clients, images, run, stderr, stdout, trial, trial_needing};
 
 /// Where the simulator answers otherwise than the H200 did, on purpose: the record, the line
 /// the H200 printed, the line the simulator prints instead, and why.
@@ -43,7 +45,12 @@ const DIFFERENCES: &[(&str, &str, &str, &str)] = &[
         "cuMemcpy past the end of an allocation: CUDA_ERROR_INVALID_VALUE",
         FREED,
     ),
+    ("images_launch.txt", "launch pp_test_add: CUDA_SUCCESS", "launch pp_test_add: CUDA_ERROR_NOT_SUPPORTED", FOREIGN),
+    ("images_launch.txt", "launched bytes: 1 1", "(nothing)", FOREIGN),
 ];
+
+const FOREIGN: &str = "the simulator runs peerpool's kernels only: a foreign kernel loads and is described, and \
+                       launching it is refused with one line naming it (running PTX is later work)";
 
 const FREED: &str = "an address in no allocation is refused, never dereferenced: the driver's answer depends on \
                      what its allocator still maps (success, or a crash: both seen on the H200)";
@@ -89,6 +96,25 @@ fn main() -> ExitCode {
             same_as_on_one_h200(&mut Command::new(c_program(name)?), &format!("{name}.txt"))
         }));
     }
+    let needs = [CUDA_INCLUDE, NVCC];
+    trials.push(trial_needing("images_prints_what_it_printed_on_one_h200".into(), &needs, || {
+        let mut program = Command::new(c_program("images")?);
+        same_as_on_one_h200(program.arg(images()?), "images.txt")
+    }));
+    trials.push(trial_needing("launching_a_foreign_kernel_is_refused_with_one_line".into(), &needs, || {
+        let mut program = Command::new(c_program("images")?);
+        same_as_on_one_h200(program.arg(images()?).arg("launch"), "images_launch.txt")?;
+        let mut program = Command::new(c_program("images")?);
+        let out = run(program.arg(images()?).arg("launch"), &[("PEERPOOL_SIM_TOPOLOGY", "one_gpu")])?;
+        let said: Vec<String> =
+            stderr(&out).lines().filter(|l| l.starts_with("peerpool-shim:")).map(str::to_owned).collect();
+        let line = "peerpool-shim: cuLaunchKernel: pp_test_add is not peerpool's: the simulator does not run foreign \
+                    kernels yet: CUDA_ERROR_NOT_SUPPORTED";
+        match (out.status.success(), said == [line]) {
+            (true, true) => Ok(()),
+            _ => Err(format!("{}; stderr said {said:?}, not [{line:?}]", out.status).into()),
+        }
+    }));
     for name in ["staging", "pool_ipc"] {
         trials.push(trial(format!("cuda_core_{name}_prints_what_it_printed_on_one_h200"), PYTHON, move || {
             same_as_on_one_h200(&mut python(&format!("{name}.py"))?, &format!("{name}.txt"))

@@ -1,11 +1,11 @@
 //! [`SimDriver`]: the [`Driver`] seam answered from a [`Topology`] and the simulator's state.
 
-use super::kernels::{self, Kernel};
+use super::kernels;
 use super::memory::{ALIGN, Exhausted, Origin};
 use super::state::{EventRec, Fail, PoolPlace, SimResult, State};
 use super::timing::{self, Latencies, Machine, Path, ProcessTime, Work};
 use super::topology::Topology;
-use super::{copies, pools, share, vmm};
+use super::{copies, modules, pools, share, vmm};
 use cudarc::driver::sys::CUevent_flags_enum as EventFlag;
 use peerpool::CudaCode;
 use peerpool::CudaError;
@@ -752,61 +752,21 @@ impl Driver for SimDriver {
         })
     }
 
+    /// Any image loads (`modules.rs`); peerpool's kernels in it run natively.
     fn module_load_data(&self, image: ModuleImage<'_>) -> DriverResult<Module> {
-        self.run("cuModuleLoadData", |s| {
-            let device = s.current_device()?;
-            // The kernels the image holds.
-            let kernels: Vec<Kernel> = match image {
-                ModuleImage::Ptx(text) => {
-                    let text = text.to_str().map_err(|_| Fail::from(CudaCode::CUDA_ERROR_INVALID_IMAGE))?;
-                    if !text.contains(".version") || !text.contains(".target") {
-                        return fail(CudaCode::CUDA_ERROR_INVALID_IMAGE);
-                    }
-                    Kernel::ALL.into_iter().filter(|k| peerpool_kernels::declares_entry(text, k.entry())).collect()
-                }
-                ModuleImage::Cubin(cubin) => {
-                    let elf = cubin.elf();
-                    // Machine code runs only on the compute capability it was compiled for.
-                    if cubin.compute_capability() != s.topo.devices[device].compute_capability {
-                        return fail(CudaCode::CUDA_ERROR_NO_BINARY_FOR_GPU);
-                    }
-                    Kernel::ALL.into_iter().filter(|k| cubin_names(elf, k.entry())).collect()
-                }
-            };
-            let ptx = matches!(image, ModuleImage::Ptx(_)).then_some(s.topo.devices[device].compute_capability);
-            s.work = Some(Work::Module { ptx });
-            let handle = s.mint();
-            let mut functions = Vec::new();
-            for kernel in kernels {
-                let function = s.mint();
-                functions.push((kernel, function));
-                s.functions.insert(function, super::state::FunctionRec { module: handle, device, kernel });
-            }
-            let ctx = s.current_context().unwrap_or_default();
-            s.modules.insert(handle, super::state::ModuleRec { ctx, functions });
-            Ok(Module(handle))
-        })
+        let bytes = match image {
+            ModuleImage::Ptx(text) => text.to_bytes(),
+            ModuleImage::Cubin(cubin) => cubin.elf(),
+        };
+        self.module_load_image(bytes)
     }
 
     unsafe fn module_unload(&self, module: Module) -> DriverResult<()> {
-        self.run("cuModuleUnload", |s| {
-            if s.modules.remove(&module.0).is_none() {
-                return fail(CudaCode::CUDA_ERROR_INVALID_HANDLE);
-            }
-            s.functions.retain(|_, f| f.module != module.0);
-            Ok(())
-        })
+        self.run("cuModuleUnload", |s| modules::unload(s, module.0))
     }
 
     unsafe fn module_get_function(&self, module: Module, name: &CStr) -> DriverResult<Function> {
-        self.run("cuModuleGetFunction", |s| {
-            let Some(m) = s.modules.get(&module.0) else { return fail(CudaCode::CUDA_ERROR_INVALID_HANDLE) };
-            let name = name.to_bytes();
-            match m.functions.iter().find(|(k, _)| k.entry().as_bytes() == name) {
-                Some(&(_, f)) => Ok(Function(f)),
-                None => fail(CudaCode::CUDA_ERROR_NOT_FOUND),
-            }
-        })
+        self.run("cuModuleGetFunction", |s| modules::function(s, module.0, name.to_bytes()).map(Function))
     }
 
     unsafe fn launch_kernel(
@@ -824,20 +784,19 @@ impl Driver for SimDriver {
             if f.device != device || s.stream_device(stream)? != device {
                 return fail(CudaCode::CUDA_ERROR_INVALID_HANDLE);
             }
-            kernels::launch(s, device, f.kernel, shape, args)?;
+            // A kernel that is not peerpool's is known by name, not run.
+            let Some(kernel) = f.kernel else { return fail(CudaCode::CUDA_ERROR_NOT_SUPPORTED) };
+            kernels::launch(s, device, kernel, shape, args)?;
             s.work = Some(match s.dead {
                 Some(_) => Work::Fault(device),
-                None => Work::Kernel { device, traffic: kernels::traffic(s, device, f.kernel, shape, args) },
+                None => Work::Kernel { device, traffic: kernels::traffic(s, device, kernel, shape, args) },
             });
             Ok(())
         })
     }
 
     unsafe fn func_get_param_info(&self, function: Function, index: usize) -> DriverResult<(usize, usize)> {
-        self.run("cuFuncGetParamInfo", |s| {
-            let Some(f) = s.functions.get(&function.0) else { return fail(CudaCode::CUDA_ERROR_INVALID_HANDLE) };
-            super::kernels::param_info(f.kernel, index).ok_or_else(|| CudaCode::CUDA_ERROR_INVALID_VALUE.into())
-        })
+        self.run("cuFuncGetParamInfo", |s| modules::param_info(s, function.0, index))
     }
 
     /// Flags as the real driver checks them: `CU_EVENT_INTERPROCESS` needs timing disabled.
@@ -1070,11 +1029,4 @@ fn device_copy(s: &mut State, device: usize, dst: u64, src: u64, bytes: usize, q
     let path = if on(dst) == on(src) { Path::Local } else { Path::Peer };
     s.work = Some(Work::Copy { device, bytes: bytes as u64, path, queued });
     Ok(())
-}
-
-/// Whether a cubin's string table holds `name` (as `name\0`, the symbol of an entry).
-fn cubin_names(elf: &[u8], name: &str) -> bool {
-    let mut symbol = name.as_bytes().to_vec();
-    symbol.push(0);
-    elf.windows(symbol.len() + 1).any(|w| (w[0] == 0 || w[0] == b'.') && w[1..] == symbol[..])
 }

@@ -44,11 +44,23 @@
 //!   above any host pointer, laid out for [`MAX_DEVICES`] devices), and
 //!   allocations are 256-byte aligned with a 256-byte gap after each, so running past the end
 //!   faults; the real driver reuses addresses and maps in 2 MiB granules.
-//! - A cubin is not run: its headers are checked to lie within its bytes and its compute
-//!   capability is read from its ELF flags (`peerpool::driver::Cubin`); it loads when that is the
-//!   device's (else `CUDA_ERROR_NO_BINARY_FOR_GPU`, as a real driver answers machine code for
-//!   another GPU), and it holds the kernels whose names it contains.
-//!   The PTX JIT, its cache and their cost are not simulated.
+//! - No image's code is run or compiled: what an image holds is read from it (`image`: PTX
+//!   declarations, a cubin's symbols and `.nv.info` records, the fatbin entry the driver would
+//!   choose, LZ4 or Zstandard entries expanded), as one H200 answered for the same images
+//!   (`docs/hardware/recorded/one-h200/images.txt`). peerpool's kernels (by name and parameter
+//!   sizes) run natively whatever image holds them; any other kernel loads, is listed and
+//!   described, and launching it is `CUDA_ERROR_NOT_SUPPORTED` (the GPU runs it). Machine code
+//!   loads on its own major version at its minor version or later (an H200 refused sm_80 code:
+//!   `CUDA_ERROR_NO_BINARY_FOR_GPU`). The PTX JIT, its cache and their cost are not simulated.
+//! - Chosen where the image cannot say (`modules.rs`): a PTX kernel uses 32 registers (the
+//!   JIT decides; an H200 gave 8 to 32 for small kernels) and no local memory; PTX for a
+//!   newer target than the device's is `CUDA_ERROR_INVALID_PTX` and a newer ISA than CUDA
+//!   13.0's `CUDA_ERROR_UNSUPPORTED_PTX_VERSION` (neither measured). A module's globals are
+//!   device memory of their own, not charged to the device, with their initial bytes (an
+//!   address in an initializer stays zero: nothing is linked). A library is read when a call
+//!   needs what it holds, so loading one never fails for its bytes (as on the H200); its kernel
+//!   count is 0 when it does not read, and a second `cuLibraryUnload` is
+//!   `CUDA_ERROR_INVALID_HANDLE` (the H200's driver crashed the process).
 //! - Clients other than peerpool (through the libcuda shim): ordinary contexts (`cuCtxCreate`)
 //!   share their device's pools; destroying one, resetting a primary context or releasing its
 //!   last retain takes the modules, streams, events and `cuMemAlloc` memory made in it. Legacy
@@ -133,9 +145,12 @@ mod driver;
 pub mod env;
 mod handles;
 pub mod host_memory;
+pub mod image;
 mod input;
 mod kernels;
 mod memory;
+mod module_calls;
+mod modules;
 mod pools;
 pub mod select;
 pub mod settings;

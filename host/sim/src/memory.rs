@@ -211,6 +211,9 @@ pub(super) enum Origin {
     /// Memory at a host address, which the host reads and writes itself; never charged to a
     /// device.
     Host(HostKind),
+    /// A module's global variable (`cuModuleGetGlobal`): it goes with its module, never by
+    /// `cuMemFree`, and is not charged to the device.
+    ModuleGlobal,
 }
 
 /// What memory at a host address is.

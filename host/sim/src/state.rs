@@ -3,6 +3,7 @@
 //! simulated process is dead.
 
 use super::contexts::Contexts;
+use super::image::{ComputeCapability, Contents};
 use super::memory::{Backing, Block, HostKind, Memory, Origin};
 use super::shared_file::SharedFile;
 use super::timing::{ProcessTime, Work};
@@ -141,12 +142,59 @@ const POOL_TAG: u64 = 0x8;
 /// Below every handle the simulator hands out.
 const FIRST_HANDLE: u64 = 0x5a00_0000;
 
-/// A loaded module: the context it was loaded into, and `(kernel, function handle)` for each
-/// entry it declares.
+/// A loaded module: the context it was loaded into, what its image holds, a function handle
+/// for each of its kernels and the address of each of its globals (in the image's order).
 #[derive(Clone)]
 pub(super) struct ModuleRec {
     pub(super) ctx: u64,
-    pub(super) functions: Vec<(Kernel, u64)>,
+    pub(super) contents: Arc<Contents>,
+    pub(super) functions: Vec<u64>,
+    pub(super) globals: Vec<u64>,
+}
+
+/// What a function is set to (`cuFuncSetAttribute`), as it reads back.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct FunctionSettings {
+    pub(super) max_dynamic_shared: Option<i32>,
+    pub(super) carveout: i32,
+    pub(super) cluster: [i32; 3],
+    pub(super) non_portable_cluster: i32,
+    pub(super) scheduling: i32,
+}
+
+impl Default for FunctionSettings {
+    fn default() -> Self {
+        FunctionSettings {
+            max_dynamic_shared: None,
+            carveout: -1,
+            cluster: [0; 3],
+            non_portable_cluster: 0,
+            scheduling: 0,
+        }
+    }
+}
+
+/// A loaded library: its image (or the code a later call answers, for an image the caller's
+/// memory did not hold whole), what reading it for each compute capability gave, the module
+/// made from it in each context, and its kernels' handles by name.
+#[derive(Clone)]
+pub(super) struct LibraryRec {
+    pub(super) image: Result<Arc<[u8]>, CudaCode>,
+    pub(super) read: Vec<(ComputeCapability, Reading)>,
+    pub(super) modules: Vec<(u64, u64)>,
+    pub(super) kernels: Vec<(String, u64)>,
+    /// What `cuKernelSetAttribute` set: by kernel name and device, for its functions there.
+    pub(super) settings: Vec<(String, usize, FunctionSettings)>,
+}
+
+/// What reading an image for one compute capability gave.
+pub(super) type Reading = Result<Arc<Contents>, CudaCode>;
+
+/// A library's kernel: the library and the kernel's name.
+#[derive(Clone)]
+pub(super) struct KernelRec {
+    pub(super) library: u64,
+    pub(super) name: String,
 }
 
 /// A stream or event: the device it runs on and the context that made it.
@@ -165,12 +213,16 @@ pub(super) struct EventRec {
     pub(super) recorded: Option<super::timing::Nanos>,
 }
 
-/// A function handle's kernel and device.
+/// A function handle: its module and device, its index among the module's kernels, peerpool's
+/// kernel that it runs natively (`None`: a foreign kernel, which the simulator does not run),
+/// and what it is set to.
 #[derive(Clone, Copy)]
 pub(super) struct FunctionRec {
     pub(super) module: u64,
     pub(super) device: usize,
-    pub(super) kernel: Kernel,
+    pub(super) index: usize,
+    pub(super) kernel: Option<Kernel>,
+    pub(super) settings: FunctionSettings,
 }
 
 #[derive(Clone)]
@@ -208,6 +260,9 @@ pub(super) struct State {
     pub(super) legacy_owner: HashMap<u64, u64>,
     pub(super) modules: HashMap<u64, ModuleRec>,
     pub(super) functions: HashMap<u64, FunctionRec>,
+    /// Libraries (`cuLibraryLoadData`) and their kernels' handles (`modules.rs`).
+    pub(super) libraries: HashMap<u64, LibraryRec>,
+    pub(super) library_kernels: HashMap<u64, KernelRec>,
     /// Exports, imports and virtual-memory allocations.
     pub(super) shares: Shares,
     /// This process's part of the virtual clock.
@@ -247,6 +302,8 @@ impl State {
             legacy_owner: HashMap::new(),
             modules: HashMap::new(),
             functions: HashMap::new(),
+            libraries: HashMap::new(),
+            library_kernels: HashMap::new(),
             shares: Shares::default(),
             timing,
             work: None,
@@ -301,9 +358,10 @@ impl State {
     /// Takes away the modules, streams, events and `cuMemAlloc` memory made in context `ctx`.
     /// Pools and pool memory belong to the device and stay.
     pub(super) fn tear_down(&mut self, ctx: u64) {
-        self.modules.retain(|_, m| m.ctx != ctx);
-        let modules = &self.modules;
-        self.functions.retain(|_, f| modules.contains_key(&f.module));
+        let modules: Vec<u64> = self.modules.iter().filter(|(_, m)| m.ctx == ctx).map(|(&h, _)| h).collect();
+        for module in modules {
+            self.drop_module(module);
+        }
         self.streams.retain(|_, o| o.ctx != ctx);
         let streams = &self.streams;
         self.stream_settings.retain(|handle, _| streams.contains_key(handle));
@@ -314,6 +372,16 @@ impl State {
             self.legacy_owner.remove(&base);
             self.memory.free(base);
         }
+    }
+
+    /// Takes away a module, its functions and its globals' memory; `false` if there is none.
+    pub(super) fn drop_module(&mut self, handle: u64) -> bool {
+        let Some(module) = self.modules.remove(&handle) else { return false };
+        self.functions.retain(|_, f| f.module != handle);
+        for base in module.globals {
+            self.memory.remove(base);
+        }
+        true
     }
 
     /// The device of a context (primary or ordinary).

@@ -7,6 +7,7 @@ pub(crate) mod device;
 pub(crate) mod host_memory;
 pub(crate) mod init;
 pub(crate) mod ipc;
+pub(crate) mod library;
 pub(crate) mod memory;
 pub(crate) mod module;
 pub(crate) mod stream;
@@ -18,6 +19,7 @@ pub use device::*;
 pub use host_memory::*;
 pub use init::*;
 pub use ipc::*;
+pub use library::*;
 pub use memory::*;
 pub use module::*;
 pub use stream::*;
@@ -37,6 +39,7 @@ pub(crate) fn implemented() -> Vec<(&'static str, *const c_void)> {
         copy::table(),
         stream::table(),
         module::table(),
+        library::table(),
         ipc::table(),
         vmm::table(),
     ]

@@ -1,21 +1,81 @@
-//! Modules and launches: peerpool's own kernels only (the simulator runs them natively; it does
-//! not execute foreign PTX or machine code, and refuses such images with
-//! `CUDA_ERROR_NOT_SUPPORTED`, named on stderr).
+//! Modules, their functions and globals, and launches. Any image loads (PTX, cubins, fatbins;
+//! `peerpool_sim::image` reads them) and its kernels are listed and described as NVIDIA's
+//! driver did on an H200; the simulator runs peerpool's own kernels natively and refuses to
+//! launch others (`CUDA_ERROR_NOT_SUPPORTED`, the kernel named once on stderr).
 
-use crate::abi::{as_ptr, function, module, out, stream};
-use crate::boundary::{code, exports, sim};
+use crate::abi::{as_ptr, function, lasting_name, module, out, stream};
+use crate::boundary::{code, exports, name_once_owned, sim};
+use crate::image_bytes::{Wrapper, image_bytes};
 use cudarc::driver::sys::{self, CUresult};
-use peerpool::driver::{Cubin, KernelArg, LaunchShape, ModuleImage, elf_extent};
-use std::ffi::{CStr, c_char, c_uint, c_void};
+use peerpool::driver::{KernelArg, LaunchShape};
+use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
 
 exports! {
     fn cuModuleLoadData(h_module: *mut sys::CUmodule, image: *const c_void) {
-        out(h_module, as_ptr(code(sim().module_load_data(read_image(image)?))?.0))
+        load(h_module, &image_bytes(image, Wrapper::Refused)?)
     }
 
     /// JIT options are ignored: the simulator compiles nothing.
     fn cuModuleLoadDataEx(h_module: *mut sys::CUmodule, image: *const c_void, _count: c_uint, _options: *mut sys::CUjit_option, _values: *mut *mut c_void) {
-        out(h_module, as_ptr(code(sim().module_load_data(read_image(image)?))?.0))
+        load(h_module, &image_bytes(image, Wrapper::Refused)?)
+    }
+
+    /// Any image, as `cuModuleLoadData` takes it (so an H200 answered PTX and a cubin).
+    fn cuModuleLoadFatBinary(h_module: *mut sys::CUmodule, fat_cubin: *const c_void) {
+        load(h_module, &image_bytes(fat_cubin, Wrapper::Refused)?)
+    }
+
+    fn cuModuleLoad(h_module: *mut sys::CUmodule, fname: *const c_char) {
+        load(h_module, &file(fname)?)
+    }
+
+    fn cuModuleGetFunctionCount(count: *mut c_uint, h_module: sys::CUmodule) {
+        out(count, code(sim().module_function_count(module(h_module)))?)
+    }
+
+    /// The first `num_functions` functions; fewer when the module has fewer (success either
+    /// way, as on an H200).
+    fn cuModuleEnumerateFunctions(functions: *mut sys::CUfunction, num_functions: c_uint, h_module: sys::CUmodule) {
+        let found = code(sim().module_functions(module(h_module), num_functions as usize))?;
+        if functions.is_null() && !found.is_empty() {
+            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+        }
+        for (i, f) in found.into_iter().enumerate() {
+            functions.add(i).write(as_ptr(f.0));
+        }
+        Ok(())
+    }
+
+    /// Either out-parameter may be null, not both (`CUDA_ERROR_INVALID_VALUE`, as on an H200).
+    fn cuModuleGetGlobal_v2(dptr: *mut sys::CUdeviceptr, bytes: *mut usize, h_module: sys::CUmodule, name: *const c_char) {
+        if name.is_null() || (dptr.is_null() && bytes.is_null()) {
+            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+        }
+        let (at, size) = code(sim().module_get_global(module(h_module), CStr::from_ptr(name).to_bytes()))?;
+        write_global(dptr, bytes, at.0, size)
+    }
+
+    fn cuFuncGetName(name: *mut *const c_char, f: sys::CUfunction) {
+        if name.is_null() {
+            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+        }
+        out(name, lasting_name(&code(sim().func_name(function(f)))?)?)
+    }
+
+    fn cuFuncGetModule(h_module: *mut sys::CUmodule, f: sys::CUfunction) {
+        out(h_module, as_ptr(code(sim().func_get_module(function(f)))?.0))
+    }
+
+    /// `attrib` is read as a plain integer: a C caller may pass any value.
+    fn cuFuncGetAttribute(pi: *mut c_int, attrib: c_int, f: sys::CUfunction) {
+        if pi.is_null() {
+            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+        }
+        out(pi, code(sim().func_get_attribute(function(f), attrib))?)
+    }
+
+    fn cuFuncSetAttribute(f: sys::CUfunction, attrib: c_int, value: c_int) {
+        code(sim().func_set_attribute(function(f), attrib, value))
     }
 
     fn cuModuleUnload(h_module: sys::CUmodule) {
@@ -38,10 +98,15 @@ exports! {
         shared: c_uint, h_stream: sys::CUstream,
         params: *mut *mut c_void, extra: *mut *mut c_void,
     ) {
+        let d = sim();
+        if let Some(name) = d.func_foreign_name(function(f)) {
+            let what = "is not peerpool's: the simulator does not run foreign kernels yet: CUDA_ERROR_NOT_SUPPORTED";
+            name_once_owned(format!("cuLaunchKernel: {name}"), what);
+            return Err(CUresult::CUDA_ERROR_NOT_SUPPORTED);
+        }
         if (grid_y, grid_z, block_y, block_z, shared) != (1, 1, 1, 1, 0) || !extra.is_null() {
             return Err(CUresult::CUDA_ERROR_NOT_SUPPORTED);
         }
-        let d = sim();
         let mut args = Vec::new();
         while let Ok((_, size)) = d.func_get_param_info(function(f), args.len()) {
             if params.is_null() {
@@ -66,73 +131,60 @@ exports! {
         })
     }
 
+    /// Either out-parameter may be null, not both (an H200 answered a null size with success).
     fn cuFuncGetParamInfo(f: sys::CUfunction, index: usize, offset: *mut usize, size: *mut usize) {
+        if offset.is_null() && size.is_null() {
+            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+        }
         let (o, s) = code(sim().func_get_param_info(function(f), index))?;
-        out(offset, o)?;
-        out(size, s)
+        write_global(offset, size, o as u64, s)
     }
 }
 
-/// The image behind a `cuModuleLoadData` pointer: a cubin as far as its ELF headers reach, else
-/// NUL-terminated PTX. Only peerpool's kernels are accepted.
+/// Loads `image` into the current context and writes its handle.
 ///
 /// # Safety
-/// `image` points at a whole image, as `cuModuleLoadData` requires.
-unsafe fn read_image(image: *const c_void) -> Result<ModuleImage<'static>, CUresult> {
-    if image.is_null() {
+/// A non-null `h_module` is valid for a write.
+unsafe fn load(h_module: *mut sys::CUmodule, image: &[u8]) -> crate::boundary::Answer {
+    let loaded = code(sim().module_load_image(image))?;
+    // SAFETY: the caller's.
+    unsafe { out(h_module, as_ptr(loaded.0)) }
+}
+
+/// Writes an address (or offset) and a size through whichever out-parameter is not null.
+///
+/// # Safety
+/// Each non-null pointer is valid for a write.
+pub(crate) unsafe fn write_global<A: TryFrom<u64>>(
+    at_out: *mut A,
+    size_out: *mut usize,
+    at: u64,
+    size: usize,
+) -> crate::boundary::Answer {
+    let at = A::try_from(at).map_err(|_| CUresult::CUDA_ERROR_INVALID_VALUE)?;
+    // SAFETY: the caller's, for whichever is not null.
+    unsafe {
+        if !at_out.is_null() {
+            at_out.write(at);
+        }
+        if !size_out.is_null() {
+            size_out.write(size);
+        }
+    }
+    Ok(())
+}
+
+/// The bytes of the file `name` names: `CUDA_ERROR_FILE_NOT_FOUND` if it cannot be read (as an
+/// H200 answered a missing file).
+///
+/// # Safety
+/// A non-null `name` is a NUL-terminated string.
+pub(crate) unsafe fn file(name: *const c_char) -> Result<Vec<u8>, CUresult> {
+    if name.is_null() {
         return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
     }
-    // SAFETY (the reads): the caller's; each reads no further than the headers read so far say.
-    unsafe {
-        if std::slice::from_raw_parts(image.cast::<u8>(), 4) == b"\x7fELF" {
-            let mut len = 64;
-            loop {
-                let bytes = std::slice::from_raw_parts(image.cast::<u8>(), len);
-                let extent = elf_extent(bytes).map_err(|_| CUresult::CUDA_ERROR_INVALID_IMAGE)?;
-                match usize::try_from(extent) {
-                    Ok(extent) if extent > len => len = extent,
-                    Ok(_) => break,
-                    Err(_) => return Err(CUresult::CUDA_ERROR_INVALID_IMAGE),
-                }
-            }
-            let elf = std::slice::from_raw_parts(image.cast::<u8>(), len);
-            if Some(elf) != peerpool_kernels::SM90_CUBIN {
-                return Err(foreign("a cubin that is not peerpool's"));
-            }
-            return Ok(ModuleImage::Cubin(Cubin::new(elf).map_err(|_| CUresult::CUDA_ERROR_INVALID_IMAGE)?));
-        }
-        let text = CStr::from_ptr(image.cast::<c_char>());
-        let foreign_entries = entries(text.to_str().unwrap_or_default())
-            .filter(|name| !peerpool_kernels::ENTRY_POINTS.contains(name))
-            .collect::<Vec<_>>();
-        if !foreign_entries.is_empty() {
-            return Err(foreign(&format!("PTX declaring {}", foreign_entries.join(", "))));
-        }
-        Ok(ModuleImage::Ptx(text))
-    }
-}
-
-/// The kernel entry names a PTX text declares.
-fn entries(ptx: &str) -> impl Iterator<Item = &str> {
-    ptx.split(".entry")
-        .skip(1)
-        .filter_map(|rest| rest.split(|c: char| c == '(' || c.is_whitespace()).find(|w| !w.is_empty()))
-}
-
-/// A module image other than peerpool's kernels: `CUDA_ERROR_NOT_SUPPORTED`, said on stderr.
-fn foreign(what: &str) -> CUresult {
-    eprintln!("peerpool-shim: cuModuleLoadData: {what}; the simulator runs peerpool's own kernels only");
-    CUresult::CUDA_ERROR_NOT_SUPPORTED
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn the_entries_of_peerpools_ptx_are_all_known() {
-        let names: Vec<&str> = super::entries(peerpool_kernels::PTX).collect();
-        assert_eq!(names.len(), peerpool_kernels::ENTRY_POINTS.len(), "{names:?}");
-        assert!(names.iter().all(|n| peerpool_kernels::ENTRY_POINTS.contains(n)));
-        let foreign = ".version 8.0\n.target sm_90\n.visible .entry my_kernel(\n.param .u64 p)\n{ ret; }";
-        assert_eq!(super::entries(foreign).collect::<Vec<_>>(), ["my_kernel"]);
-    }
+    // SAFETY: the caller's.
+    let name = unsafe { CStr::from_ptr(name) };
+    let path = std::path::Path::new(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(name.to_bytes()));
+    std::fs::read(path).map_err(|_| CUresult::CUDA_ERROR_FILE_NOT_FOUND)
 }

@@ -2,9 +2,10 @@
 //! their own, C programs compiled against NVIDIA's header and linked with it, and running a
 //! program with chosen settings and nothing else of peerpool's in its environment.
 //!
-//! The C programs need NVIDIA's `cuda.h` (`$PEERPOOL_CUDA_INCLUDE`) and the scripts a Python
-//! with cuda-core (`$PEERPOOL_PYTHON`): `.ci/run` installs both from PyPI into a throwaway
-//! virtual environment. Without them those trials are skipped, with the reason in their name.
+//! The C programs need NVIDIA's `cuda.h` (`$PEERPOOL_CUDA_INCLUDE`), the scripts a Python
+//! with cuda-core (`$PEERPOOL_PYTHON`), and the foreign-image client images built by NVIDIA's
+//! `nvcc` (`$PEERPOOL_NVCC`): `.ci/run` installs them from PyPI into throwaway virtual
+//! environments. Without them those trials are skipped, with the reason printed.
 
 #![allow(dead_code)] // each test binary uses its own part
 
@@ -16,6 +17,8 @@ use std::sync::{Mutex, OnceLock};
 
 pub const CUDA_INCLUDE: &str = "PEERPOOL_CUDA_INCLUDE";
 pub const PYTHON: &str = "PEERPOOL_PYTHON";
+/// NVIDIA's `nvcc` (the PyPI wheel's will do), for the images the foreign-image client loads.
+pub const NVCC: &str = "PEERPOOL_NVCC";
 
 /// The directory of the build these tests belong to (`target/<profile>`), found at run time.
 fn build_dir() -> PathBuf {
@@ -83,6 +86,32 @@ pub fn c_program(name: &'static str) -> Result<PathBuf, Failed> {
     built.clone().map_err(Failed::from)
 }
 
+/// The images `clients/images/build.sh` makes from `kernels.cu` with `$PEERPOOL_NVCC` (PTX,
+/// an sm_90 cubin, fatbins plain and compressed), built once per run into the shim's directory.
+pub fn images() -> Result<&'static Path, Failed> {
+    static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    let built = BUILT.get_or_init(|| {
+        let nvcc = PathBuf::from(std::env::var_os(NVCC).ok_or(format!("{NVCC} is not set"))?);
+        let bin = nvcc.parent().ok_or(format!("{NVCC} names no file: {}", nvcc.display()))?;
+        let out = shim_dir().map_err(|e| e.message().unwrap_or_default().to_string())?.join("images.d"); // beside the client named images
+        let path = std::env::join_paths(std::iter::once(bin.to_path_buf()).chain(
+            std::env::var_os("PATH").map(|p| std::env::split_paths(&p).collect::<Vec<_>>()).unwrap_or_default(),
+        ))
+        .map_err(|e| e.to_string())?;
+        let made = Command::new("bash")
+            .arg(clients().join("images/build.sh"))
+            .arg(&out)
+            .env("PATH", path)
+            .output()
+            .map_err(|e| format!("running build.sh: {e}"))?;
+        match made.status.success() {
+            true => Ok(out),
+            false => Err(format!("build.sh failed: {}", String::from_utf8_lossy(&made.stderr))),
+        }
+    });
+    built.as_deref().map_err(|e| e.clone().into())
+}
+
 /// Runs `program` with the shim first on the library path and `settings` in the environment.
 pub fn run(program: &mut Command, settings: &[(&str, &str)]) -> Result<Output, Failed> {
     let dir = shim_dir()?;
@@ -131,10 +160,19 @@ pub fn stderr(out: &Output) -> String {
 /// A trial, or the same name skipped (the name is the same either way; the reason is printed
 /// on stderr).
 pub fn trial(name: String, needs: &str, test: impl FnOnce() -> Result<(), Failed> + Send + 'static) -> Trial {
-    match std::env::var(needs) {
-        Ok(_) => Trial::test(name, test),
-        Err(_) => {
-            eprintln!("skipped: {name}: {needs} is not set");
+    trial_needing(name, &[needs], test)
+}
+
+/// [`trial`] for a trial that needs every variable of `needs`.
+pub fn trial_needing(
+    name: String,
+    needs: &[&str],
+    test: impl FnOnce() -> Result<(), Failed> + Send + 'static,
+) -> Trial {
+    match needs.iter().find(|n| std::env::var_os(n).is_none()) {
+        None => Trial::test(name, test),
+        Some(missing) => {
+            eprintln!("skipped: {name}: {missing} is not set");
             Trial::test(name, test).with_ignored_flag(true)
         }
     }

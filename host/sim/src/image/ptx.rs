@@ -1,0 +1,638 @@
+//! PTX text: its ISA version and target, each `.entry` with its parameters and what its body
+//! declares (shared and local memory, launch bounds), and the module's `.global` and `.const`
+//! variables with their initial bytes. Declarations are read as `ptxas` reads them;
+//! instructions are not looked at (nothing is compiled).
+
+use super::{Code, ComputeCapability, Contents, Global, Kernel, Param, Refusal};
+
+/// The newest PTX ISA the simulated driver (CUDA 13.0) compiles.
+pub const NEWEST_ISA: (u32, u32) = (9, 0);
+
+/// What `text` (up to its first NUL, if any) declares, compiled for a device of compute
+/// capability `device`.
+pub fn read(text: &[u8], device: ComputeCapability) -> Result<Contents, Refusal> {
+    let text = text.split(|&c| c == 0).next().unwrap_or_default();
+    let text = std::str::from_utf8(text).map_err(|_| Refusal::NotAnImage("text that is not UTF-8"))?;
+    let text = strip_comments(text);
+    let (mut version, mut target) = (None, None);
+    let mut rest = String::with_capacity(text.len());
+    // `.version`, `.target` and `.address_size` end at their line, without a `;`.
+    for line in text.lines() {
+        let mut words = line.split_whitespace();
+        match words.next() {
+            Some(".version") => version = words.next().map(str::to_owned),
+            Some(".target") => target = line.split_whitespace().nth(1).map(|t| t.trim_end_matches(',').to_owned()),
+            Some(".address_size" | ".file" | ".loc") => {}
+            _ => {
+                rest.push_str(line);
+                rest.push('\n');
+            }
+        }
+    }
+    let (Some(version), Some(target)) = (version, target) else {
+        return Err(Refusal::NotAnImage("text without a PTX .version and .target"));
+    };
+    let isa = isa_version(&version).ok_or_else(|| Refusal::InvalidPtx(format!(".version {version}")))?;
+    if isa > NEWEST_ISA {
+        return Err(Refusal::PtxVersion(isa.0, isa.1));
+    }
+    let target = parse_target(&target).ok_or_else(|| Refusal::InvalidPtx(format!(".target {target}")))?;
+    if !target.runs_on(device) {
+        return Err(Refusal::PtxTarget(target.cc.0, target.cc.1));
+    }
+    let tokens = tokens(&rest);
+    let mut module = Module::default();
+    for statement in statements(&tokens)? {
+        module.declare(&statement)?;
+    }
+    let kernels = module.entries.iter().map(|e| e.kernel(&module.shared)).collect();
+    Ok(Contents { code: Code::Ptx(target.cc), kernels, globals: module.globals, const_bytes: module.const_end })
+}
+
+/// A `.target`: the virtual architecture, and whether it is architecture-specific (`sm_90a`:
+/// that compute capability only) or family-specific (`sm_100f`: its major version).
+struct Target {
+    cc: ComputeCapability,
+    suffix: Option<char>,
+}
+
+impl Target {
+    fn runs_on(&self, device: ComputeCapability) -> bool {
+        match self.suffix {
+            Some('a') => self.cc == device,
+            Some(_) => self.cc.0 == device.0 && self.cc.1 <= device.1,
+            None => self.cc <= device,
+        }
+    }
+}
+
+fn parse_target(t: &str) -> Option<Target> {
+    let sm = t.strip_prefix("sm_")?;
+    let digits: String = sm.chars().take_while(char::is_ascii_digit).collect();
+    let suffix = sm[digits.len()..].chars().next();
+    let n: i32 = digits.parse().ok()?;
+    Some(Target { cc: (n / 10, n % 10), suffix })
+}
+
+fn isa_version(v: &str) -> Option<(u32, u32)> {
+    let (major, minor) = v.split_once('.')?;
+    Some((major.parse().ok()?, minor.parse().ok()?))
+}
+
+/// `text` without `//` and `/* */` comments (a quoted string keeps what it holds).
+fn strip_comments(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    let mut quoted = false;
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => {
+                quoted = !quoted;
+                out.push(c);
+            }
+            '/' if !quoted && chars.peek() == Some(&'/') => {
+                for c in chars.by_ref() {
+                    if c == '\n' {
+                        out.push('\n');
+                        break;
+                    }
+                }
+            }
+            '/' if !quoted && chars.peek() == Some(&'*') => {
+                chars.next();
+                let mut last = ' ';
+                for c in chars.by_ref() {
+                    if last == '*' && c == '/' {
+                        break;
+                    }
+                    last = c;
+                }
+                out.push(' ');
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// Words (`.u32`, `pp_test_add`, `0f40000000`, `%r1`) and single punctuation characters.
+fn tokens(text: &str) -> Vec<&str> {
+    let word = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '$' | '%' | '.');
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        let len = match c {
+            c if c.is_whitespace() => {
+                rest = &rest[c.len_utf8()..];
+                continue;
+            }
+            '"' => rest[1..].find('"').map_or(rest.len(), |end| end + 2),
+            c if word(c) => rest.find(|c: char| !word(c)).unwrap_or(rest.len()),
+            c => c.len_utf8(),
+        };
+        out.push(&rest[..len]);
+        rest = &rest[len..];
+    }
+    out
+}
+
+/// A module-level statement: what precedes its body or `;`, and its body (`.entry`, `.func`).
+struct Statement<'t> {
+    head: Vec<&'t str>,
+    body: Option<&'t [&'t str]>,
+}
+
+/// The module-level statements. A `{` after `=` opens an initializer, any other a body.
+fn statements<'t>(tokens: &'t [&'t str]) -> Result<Vec<Statement<'t>>, Refusal> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < tokens.len() {
+        let start = i;
+        let mut initialised = false;
+        loop {
+            let Some(&token) = tokens.get(i) else {
+                if i > start {
+                    return Err(Refusal::InvalidPtx("a statement without its end".into()));
+                }
+                break;
+            };
+            match token {
+                ";" => {
+                    out.push(Statement { head: tokens[start..i].to_vec(), body: None });
+                    i += 1;
+                    break;
+                }
+                "=" => {
+                    initialised = true;
+                    i += 1;
+                }
+                "{" => {
+                    let end = closing(tokens, i)?;
+                    if initialised {
+                        i = end + 1;
+                        continue;
+                    }
+                    out.push(Statement { head: tokens[start..i].to_vec(), body: Some(&tokens[i + 1..end]) });
+                    i = end + 1;
+                    break;
+                }
+                "}" => return Err(Refusal::InvalidPtx("an unmatched }".into())),
+                _ => i += 1,
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The index of the `}` (or `)`, `]`) that closes the bracket at `open`.
+fn closing(tokens: &[&str], open: usize) -> Result<usize, Refusal> {
+    let (opening, close) = match tokens.get(open) {
+        Some(&"(") => ("(", ")"),
+        Some(&"[") => ("[", "]"),
+        _ => ("{", "}"),
+    };
+    let mut depth = 0usize;
+    for (i, &t) in tokens.iter().enumerate().skip(open) {
+        if t == opening {
+            depth += 1;
+        } else if t == close {
+            depth -= 1;
+            if depth == 0 {
+                return Ok(i);
+            }
+        }
+    }
+    Err(Refusal::InvalidPtx(format!("an unmatched {opening}")))
+}
+
+/// Dotted words split into their parts: `.v4.f32` is `.v4` `.f32`.
+fn split_directives<'t>(tokens: &[&'t str]) -> Vec<&'t str> {
+    let mut out = Vec::new();
+    for &t in tokens {
+        match t.strip_prefix('.') {
+            Some(rest) if rest.contains('.') => {
+                let mut at = 0;
+                for part in rest.split('.') {
+                    out.push(&t[at..at + 1 + part.len()]);
+                    at += 1 + part.len();
+                }
+            }
+            _ => out.push(t),
+        }
+    }
+    out
+}
+
+/// The bytes of a PTX fundamental type, if `t` is one.
+fn type_size(t: &str) -> Option<u64> {
+    Some(match t {
+        ".b8" | ".u8" | ".s8" | ".pred" => 1,
+        ".b16" | ".u16" | ".s16" | ".f16" | ".bf16" => 2,
+        ".b32" | ".u32" | ".s32" | ".f32" | ".f16x2" | ".bf16x2" | ".tf32" => 4,
+        ".b64" | ".u64" | ".s64" | ".f64" | ".texref" | ".samplerref" | ".surfref" => 8,
+        ".b128" => 16,
+        _ => return None,
+    })
+}
+
+/// One declared variable or parameter: its name, bytes, alignment and initializer tokens.
+#[derive(Default)]
+struct Declared<'t> {
+    name: &'t str,
+    size: u64,
+    align: u64,
+    element: u64,
+    float: bool,
+    init: Vec<&'t str>,
+}
+
+/// Reads `[.align N] [.vN] .type name[dims]* [= init]` from `tokens` (state space and linkage
+/// words are passed over; `.align` after `.ptr` is the pointee's and is passed over too).
+fn declared<'t>(tokens: &[&'t str]) -> Result<Declared<'t>, Refusal> {
+    let bad = |what: &str| Refusal::InvalidPtx(format!("a declaration with {what}"));
+    let tokens = split_directives(tokens);
+    let mut d = Declared::default();
+    let (mut vector, mut element, mut align, mut pointer) = (1u64, None, None, false);
+    let mut i = 0;
+    while let Some(&t) = tokens.get(i) {
+        i += 1;
+        match t {
+            ".ptr" => pointer = true,
+            ".align" => {
+                let n: u64 = tokens.get(i).and_then(|n| n.parse().ok()).ok_or_else(|| bad("a bad .align"))?;
+                i += 1;
+                if !pointer {
+                    align = Some(n);
+                }
+            }
+            ".v2" | ".v4" | ".v8" => vector = t[2..].parse().unwrap_or(1),
+            ".attribute" if tokens.get(i) == Some(&"(") => i = closing(&tokens, i)? + 1,
+            t if type_size(t).is_some() => {
+                element = type_size(t);
+                d.float = t.starts_with(".f");
+            }
+            t if t.starts_with('.') => {}
+            name => {
+                d.name = name;
+                break;
+            }
+        }
+    }
+    let element = element.ok_or_else(|| bad("no type"))?;
+    let mut count = vector;
+    let mut open_dimension = false;
+    while tokens.get(i) == Some(&"[") {
+        let end = closing(&tokens, i)?;
+        match &tokens[i + 1..end] {
+            [] => open_dimension = true,
+            [n] => {
+                count = count
+                    .checked_mul(n.parse().map_err(|_| bad("a bad dimension"))?)
+                    .ok_or_else(|| bad("a huge size"))?
+            }
+            _ => return Err(bad("a bad dimension")),
+        }
+        i = end + 1;
+    }
+    if tokens.get(i) == Some(&"=") {
+        d.init = tokens[i + 1..].to_vec();
+        if open_dimension {
+            count = count.max(d.init.iter().filter(|t| !matches!(**t, "{" | "}" | "," | "-")).count() as u64);
+        }
+    }
+    d.element = element;
+    d.size = count.checked_mul(element).ok_or_else(|| bad("a huge size"))?;
+    d.align = align.unwrap_or(element * vector).max(1);
+    Ok(d)
+}
+
+/// The initial bytes of `d` from its initializer: numbers each `d.element` bytes wide; an
+/// address (`generic(x)`, a name) is zero, as nothing is linked.
+fn initial_bytes(d: &Declared) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut negative = false;
+    for &t in &d.init {
+        if matches!(t, "{" | "}" | "," | "(" | ")" | "generic") {
+            continue;
+        }
+        if t == "-" {
+            negative = true;
+            continue;
+        }
+        let bits = number_bits(t, d.element, d.float, negative).unwrap_or(0);
+        negative = false;
+        out.extend_from_slice(&bits.to_le_bytes()[..d.element.min(8) as usize]);
+        if out.len() as u64 >= d.size {
+            break;
+        }
+    }
+    out.truncate(d.size as usize);
+    out
+}
+
+/// A PTX constant as the bits of an element `width` bytes wide: `0f`/`0d` hexadecimal floats,
+/// hexadecimal, octal, binary and decimal integers (a `U` suffix allowed), decimal floats.
+fn number_bits(t: &str, width: u64, float: bool, negative: bool) -> Option<u64> {
+    let t = t.trim_end_matches('U');
+    let lower = t.to_ascii_lowercase();
+    if let Some(hex) = lower.strip_prefix("0f").or_else(|| lower.strip_prefix("0d")) {
+        return u64::from_str_radix(hex, 16).ok();
+    }
+    let integer = if let Some(hex) = lower.strip_prefix("0x") {
+        u64::from_str_radix(hex, 16).ok()
+    } else if let Some(bin) = lower.strip_prefix("0b") {
+        u64::from_str_radix(bin, 2).ok()
+    } else if lower.len() > 1 && lower.starts_with('0') && lower.bytes().all(|b| b.is_ascii_digit()) {
+        u64::from_str_radix(&lower[1..], 8).ok()
+    } else {
+        lower.parse::<u64>().ok()
+    };
+    match (integer, float) {
+        (Some(v), false) => Some(if negative { v.wrapping_neg() } else { v }),
+        _ => {
+            let v: f64 = lower.parse().ok().or(integer.map(|i| i as f64))?;
+            let v = if negative { -v } else { v };
+            Some(if width == 4 { (v as f32).to_bits() as u64 } else { v.to_bits() })
+        }
+    }
+}
+
+/// What the module-level statements declared.
+#[derive(Default)]
+struct Module<'t> {
+    entries: Vec<Entry<'t>>,
+    globals: Vec<Global>,
+    /// Module-level `.shared` variables: name and bytes.
+    shared: Vec<(&'t str, u64)>,
+    const_end: u32,
+}
+
+/// An `.entry` with a body.
+struct Entry<'t> {
+    name: &'t str,
+    params: Vec<Param>,
+    /// Its directives between the parameters and the body (`.maxntid 256, 1, 1`).
+    directives: Vec<&'t str>,
+    body: &'t [&'t str],
+}
+
+impl<'t> Module<'t> {
+    fn declare(&mut self, s: &Statement<'t>) -> Result<(), Refusal> {
+        let Some(first) = s.head.iter().position(|t| !matches!(*t, ".visible" | ".weak" | ".common")) else {
+            return Ok(());
+        };
+        let head = &s.head[first..];
+        match (head.first().copied(), s.body) {
+            (Some(".entry"), Some(body)) => self.entry(head, body),
+            (Some(".global" | ".const"), None) => self.variables(head),
+            (Some(".shared"), None) => {
+                for d in declarators(&head[1..])? {
+                    self.shared.push((d.name, d.size));
+                }
+                Ok(())
+            }
+            _ => Ok(()), // `.extern` declarations, `.func`, `.pragma`, debug sections
+        }
+    }
+
+    fn entry(&mut self, head: &[&'t str], body: &'t [&'t str]) -> Result<(), Refusal> {
+        let name = *head.get(1).ok_or_else(|| Refusal::InvalidPtx(".entry without a name".into()))?;
+        let (params, directives) = match head.get(2) {
+            Some(&"(") => {
+                let end = closing(head, 2)?;
+                (parameters(&head[3..end])?, head[end + 1..].to_vec())
+            }
+            _ => (Vec::new(), head[2..].to_vec()),
+        };
+        if self.entries.iter().any(|e| e.name == name) {
+            return Err(Refusal::InvalidPtx(format!("{name} is declared twice")));
+        }
+        self.entries.push(Entry { name, params, directives, body });
+        Ok(())
+    }
+
+    fn variables(&mut self, head: &[&'t str]) -> Result<(), Refusal> {
+        let constant = head[0] == ".const";
+        for d in declarators(&head[1..])? {
+            if constant {
+                let start = u64::from(self.const_end).next_multiple_of(d.align);
+                self.const_end = u32::try_from(start.saturating_add(d.size)).unwrap_or(u32::MAX);
+            }
+            self.globals.push(Global { name: d.name.to_owned(), size: d.size, init: initial_bytes(&d) });
+        }
+        Ok(())
+    }
+}
+
+/// The declarators of `type a, b[4] = {..}`: each with the qualifiers before the first.
+fn declarators<'t>(tokens: &[&'t str]) -> Result<Vec<Declared<'t>>, Refusal> {
+    let first_name =
+        tokens.iter().position(|t| !t.starts_with('.') && t.parse::<u64>().is_err() && *t != "(" && *t != ")");
+    let Some(first_name) = first_name else { return Ok(Vec::new()) };
+    let qualifiers = &tokens[..first_name];
+    let mut out = Vec::new();
+    let mut depth = 0usize;
+    let mut start = first_name;
+    for (i, &t) in tokens.iter().enumerate().skip(first_name) {
+        match t {
+            "{" => depth += 1,
+            "}" => depth = depth.saturating_sub(1),
+            "," if depth == 0 => {
+                out.push(declared(&[qualifiers, &tokens[start..i]].concat())?);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(declared(&[qualifiers, &tokens[start..]].concat())?);
+    Ok(out)
+}
+
+/// An entry's parameters, each aligned to its own alignment after the one before.
+fn parameters(tokens: &[&str]) -> Result<Vec<Param>, Refusal> {
+    let mut out = Vec::new();
+    let mut offset = 0u64;
+    for decl in tokens.split(|t| *t == ",").filter(|d| !d.is_empty()) {
+        let d = declared(decl)?;
+        offset = offset.next_multiple_of(d.align);
+        let (o, s) = (usize::try_from(offset), usize::try_from(d.size));
+        let (Ok(o), Ok(s)) = (o, s) else { return Err(Refusal::InvalidPtx("a huge parameter".into())) };
+        out.push(Param { offset: o, size: s });
+        offset = offset.saturating_add(d.size);
+    }
+    Ok(out)
+}
+
+impl Entry<'_> {
+    /// What the driver reports of the entry: shared memory it declares or uses, its launch
+    /// bounds and register limit. Local memory is not counted: `ptxas` keeps small local arrays
+    /// in registers (an H200 reported 0 bytes for a 200-byte `__local_depot`).
+    fn kernel(&self, module_shared: &[(&str, u64)]) -> Kernel {
+        let mut shared = 0u64;
+        for (i, &t) in self.body.iter().enumerate() {
+            let starts = i == 0 || matches!(self.body[i - 1], ";" | "{" | "}");
+            if t == ".shared" && starts {
+                let end = self.body[i..].iter().position(|t| *t == ";").map_or(self.body.len(), |e| i + e);
+                if let Ok(d) = declared(&self.body[i + 1..end]) {
+                    shared = shared.next_multiple_of(d.align).saturating_add(d.size);
+                }
+            }
+        }
+        for &(name, size) in module_shared {
+            if self.body.contains(&name) {
+                shared = shared.saturating_add(size);
+            }
+        }
+        let numbers = |directive: &str| -> Option<Vec<u64>> {
+            let at = self.directives.iter().position(|t| *t == directive)?;
+            let values: Vec<u64> = self.directives[at + 1..]
+                .iter()
+                .take_while(|t| !t.starts_with('.'))
+                .filter_map(|t| t.parse().ok())
+                .collect();
+            (!values.is_empty()).then_some(values)
+        };
+        let threads = numbers(".maxntid").or_else(|| numbers(".reqntid")).map(|v| v.iter().product::<u64>());
+        Kernel {
+            name: self.name.to_owned(),
+            params: self.params.clone(),
+            shared_bytes: u32::try_from(shared).unwrap_or(u32::MAX),
+            local_bytes: 0,
+            registers: numbers(".maxnreg").and_then(|v| u32::try_from(v[0]).ok()),
+            max_threads: threads.map(|t| u32::try_from(t).unwrap_or(u32::MAX)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PTX: &str = r#"
+// Generated by NVIDIA NVVM Compiler
+.version 9.0
+.target sm_90
+.address_size 64
+
+	// .globl	pp_test_add
+.global .align 4 .u32 pp_test_counter;
+.const .align 4 .f32 pp_test_scale_by = 0f40000000;
+.extern .shared .align 16 .b8 tile[];
+.global .align 4 .b8 arr[40] = {1, 0, 0, 0, 2, 0, 0, 0, 3};
+.const .align 4 .b8 cvals[16] = {7, 0, 0, 0, 8};
+.shared .align 4 .b8 scratch[64];
+
+.visible .entry pp_test_add(
+	.param .u64 pp_test_add_param_0,
+	.param .u32 pp_test_add_param_1,
+	.param .u32 pp_test_add_param_2
+)
+{
+	.reg .b64 	%rd<6>;
+	ld.param.u64 	%rd1, [pp_test_add_param_0];
+	ret;
+}
+.visible .entry k_bounded(
+	.param .u64 .ptr .align 1 k_bounded_param_0,
+	.param .u8 k_bounded_param_1,
+	.param .f64 k_bounded_param_2,
+	.param .u16 k_bounded_param_3
+)
+.maxntid 256, 1, 1
+{
+	.local .align 8 .b8 	__local_depot1[200];
+	.shared .align 4 .b8 _ZZ8k_staticE1s[400];
+	mov.u32 %r1, scratch;
+	ret;
+}
+.visible .entry k_struct(
+	.param .align 4 .b8 k_struct_param_0[160],
+	.param .u64 k_struct_param_1
+)
+{ ret; }
+.func helper() { ret; }
+"#;
+
+    fn read90(text: &str) -> Result<Contents, Refusal> {
+        read(text.as_bytes(), (9, 0))
+    }
+
+    #[test]
+    fn entries_with_their_parameters_as_the_driver_lays_them_out() {
+        let c = read90(PTX).unwrap();
+        let names: Vec<&str> = c.kernels.iter().map(|k| k.name.as_str()).collect();
+        assert_eq!(names, ["pp_test_add", "k_bounded", "k_struct"], "no .func");
+        let layout = |name: &str| -> Vec<(usize, usize)> {
+            c.kernel(name.as_bytes()).unwrap().params.iter().map(|p| (p.offset, p.size)).collect()
+        };
+        // As an H200 reported them (images.txt and a probe of these kernels).
+        assert_eq!(layout("pp_test_add"), [(0, 8), (8, 4), (12, 4)]);
+        assert_eq!(layout("k_bounded"), [(0, 8), (8, 1), (16, 8), (24, 2)]);
+        assert_eq!(layout("k_struct"), [(0, 160), (160, 8)]);
+        let bounded = c.kernel(b"k_bounded").unwrap();
+        assert_eq!((bounded.max_threads, bounded.shared_bytes), (Some(256), 400 + 64));
+        assert_eq!(c.kernel(b"pp_test_add").unwrap().shared_bytes, 0);
+        assert_eq!(c.code, Code::Ptx((9, 0)));
+    }
+
+    #[test]
+    fn globals_with_their_sizes_and_first_bytes() {
+        let c = read90(PTX).unwrap();
+        let g = |name: &str| c.global(name.as_bytes()).unwrap().clone();
+        assert_eq!((g("pp_test_counter").size, g("pp_test_counter").init.len()), (4, 0));
+        assert_eq!(g("pp_test_scale_by").init, 2.0f32.to_le_bytes());
+        assert_eq!(g("arr").size, 40);
+        assert_eq!(g("arr").init, [1, 0, 0, 0, 2, 0, 0, 0, 3]);
+        assert_eq!(g("cvals").size, 16);
+        assert!(c.global(b"tile").is_none(), "extern shared is dynamic, not a global");
+        assert!(c.global(b"scratch").is_none());
+        assert_eq!(c.const_bytes, 4 + 16);
+    }
+
+    #[test]
+    fn initializers_of_every_form() {
+        let c = read90(
+            ".version 8.0\n.target sm_80\n.global .s32 a[3] = {-1, 0x10, 010};\n.global .f64 d = 1.5;\n\
+             .global .u16 h[] = {1, 2, 3};\n.global .u64 p = generic(a);\n.global .u32 x, y = 7;",
+        )
+        .unwrap();
+        let g = |name: &str| c.global(name.as_bytes()).unwrap().clone();
+        assert_eq!(g("a").init, [255, 255, 255, 255, 16, 0, 0, 0, 8, 0, 0, 0]);
+        assert_eq!(g("d").init, 1.5f64.to_le_bytes());
+        assert_eq!((g("h").size, g("h").init.len()), (6, 6));
+        assert_eq!(g("p").init, [0; 8], "an address is not linked");
+        assert_eq!((g("x").size, g("y").init.as_slice()), (4, &[7, 0, 0, 0][..]));
+    }
+
+    #[test]
+    fn what_is_not_ptx_or_not_for_this_device_is_refused() {
+        assert!(matches!(read90("this is not PTX"), Err(Refusal::NotAnImage(_))));
+        assert!(matches!(read(&[0xff, 0xfe], (9, 0)), Err(Refusal::NotAnImage(_))));
+        assert_eq!(read90(".version 9.9\n.target sm_90\n"), Err(Refusal::PtxVersion(9, 9)));
+        assert_eq!(read90(".version 9.0\n.target sm_100\n"), Err(Refusal::PtxTarget(10, 0)));
+        assert_eq!(read(b".version 9.0\n.target sm_90a\n", (10, 0)), Err(Refusal::PtxTarget(9, 0)));
+        assert!(read(b".version 9.0\n.target sm_90a\n", (9, 0)).is_ok());
+        assert!(read90(".version 7.0\n.target sm_70\n").is_ok(), "an older target compiles");
+        assert!(matches!(read90(".version 9.0\n.target sm_90\n.entry k( { ret; }"), Err(Refusal::InvalidPtx(_))));
+        assert!(matches!(read90(".version 9.0\n.target sm_90\n}"), Err(Refusal::InvalidPtx(_))));
+    }
+
+    #[test]
+    fn peerpools_own_ptx_reads_as_its_kernels_declare() {
+        let c = read(peerpool_kernels::PTX.as_bytes(), (9, 0)).unwrap();
+        for kernel in peerpool_kernels::Kernel::ALL {
+            let read = c.kernel(kernel.entry().as_bytes()).unwrap_or_else(|| panic!("{}", kernel.entry()));
+            assert_eq!(read.params.len(), kernel.params().len(), "{}", kernel.entry());
+            for (p, declared) in read.params.iter().zip(kernel.params()) {
+                assert_eq!(p.size, declared.kind.width(), "{}", kernel.entry());
+            }
+        }
+    }
+
+    #[test]
+    fn comments_and_strings() {
+        assert_eq!(strip_comments("a // b\nc /* d\n e */ f \"//x\""), "a \nc   f \"//x\"");
+        assert_eq!(tokens(".v4.f32 x[2]={1,2};"), [".v4.f32", "x", "[", "2", "]", "=", "{", "1", ",", "2", "}", ";"]);
+        assert_eq!(split_directives(&[".v4.f32", "x"]), [".v4", ".f32", "x"]);
+    }
+}

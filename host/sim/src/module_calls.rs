@@ -1,0 +1,265 @@
+//! The simulator's calls on modules, functions, libraries and kernels beyond peerpool's seam
+//! (what the libcuda shim serves: `cuModuleGetFunctionCount`, `cuFuncGetAttribute`, the library
+//! API, ...), each on `modules.rs`'s state functions.
+
+use super::driver::SimDriver;
+use super::modules::{
+    any_device, apply, attribute, described, fail, function, global, kernel_handle, library_module, library_read, load,
+    set_attribute,
+};
+use super::state::{FunctionSettings, LibraryRec};
+use peerpool::CudaCode;
+use peerpool::driver::{DevicePtr, DriverResult, Function, Module};
+use std::sync::Arc;
+
+impl SimDriver {
+    /// `cuModuleLoadData` (and `cuModuleLoadDataEx`, `cuModuleLoad`, `cuModuleLoadFatBinary`)
+    /// of any image: PTX (to its first NUL), a cubin, or a fatbin, whole.
+    pub fn module_load_image(&self, image: &[u8]) -> DriverResult<Module> {
+        self.run("cuModuleLoadData", |s| load(s, image).map(Module))
+    }
+
+    /// `cuModuleGetFunctionCount`.
+    pub fn module_function_count(&self, module: Module) -> DriverResult<u32> {
+        self.run("cuModuleGetFunctionCount", |s| match s.modules.get(&module.0) {
+            Some(m) => Ok(m.functions.len() as u32),
+            None => fail(CudaCode::CUDA_ERROR_INVALID_HANDLE),
+        })
+    }
+
+    /// `cuModuleEnumerateFunctions`: the first `count` functions (fewer when the module has
+    /// fewer; an H200 answered success for any count).
+    pub fn module_functions(&self, module: Module, count: usize) -> DriverResult<Vec<Function>> {
+        self.run("cuModuleEnumerateFunctions", |s| match s.modules.get(&module.0) {
+            Some(m) => Ok(m.functions.iter().take(count).map(|&f| Function(f)).collect()),
+            None => fail(CudaCode::CUDA_ERROR_INVALID_HANDLE),
+        })
+    }
+
+    /// `cuModuleGetGlobal`: the device address and size of a global variable.
+    pub fn module_get_global(&self, module: Module, name: &[u8]) -> DriverResult<(DevicePtr, usize)> {
+        self.run("cuModuleGetGlobal", |s| global(s, module.0, name).map(|(at, size)| (DevicePtr(at), size)))
+    }
+
+    /// `cuFuncGetName`.
+    pub fn func_name(&self, function: Function) -> DriverResult<String> {
+        self.run("cuFuncGetName", |s| described(s, function.0).map(|(_, _, k)| k.name.clone()))
+    }
+
+    /// The name of a live function's kernel when it is not peerpool's (the simulator does not
+    /// run it); `None` for peerpool's own, an unknown handle, or a dead process (whose calls
+    /// answer its sticky error). Not a driver call: the clock does not move.
+    pub fn func_foreign_name(&self, function: Function) -> Option<String> {
+        let s = self.lock_state();
+        if s.dead.is_some() {
+            return None;
+        }
+        let (f, _, k) = described(&s, function.0).ok()?;
+        f.kernel.is_none().then(|| k.name.clone())
+    }
+
+    /// `cuFuncGetAttribute`, as an H200 answered for the same image.
+    pub fn func_get_attribute(&self, function: Function, which: i32) -> DriverResult<i32> {
+        self.run("cuFuncGetAttribute", |s| {
+            let (f, contents, kernel) = described(s, function.0)?;
+            attribute(contents, kernel, &f.settings, s.topo.devices[f.device].compute_capability, which)
+        })
+    }
+
+    /// `cuFuncSetAttribute`.
+    pub fn func_set_attribute(&self, function: Function, which: i32, value: i32) -> DriverResult<()> {
+        self.run("cuFuncSetAttribute", |s| {
+            let (f, _, kernel) = described(s, function.0)?;
+            let mut settings = f.settings;
+            set_attribute(&mut settings, kernel.shared_bytes, which, value)?;
+            if let Some(rec) = s.functions.get_mut(&function.0) {
+                rec.settings = settings;
+            }
+            Ok(())
+        })
+    }
+
+    /// `cuLibraryLoadData`: loads lazily, so any bytes load (an H200 took garbage); `Err` is an
+    /// image the caller's memory did not hold whole, whose code every later call answers.
+    pub fn library_load(&self, image: Result<Vec<u8>, CudaCode>) -> DriverResult<u64> {
+        self.run("cuLibraryLoadData", |s| {
+            let image = image.map(Arc::from);
+            let handle = s.mint();
+            let rec =
+                LibraryRec { image, read: Vec::new(), modules: Vec::new(), kernels: Vec::new(), settings: Vec::new() };
+            s.libraries.insert(handle, rec);
+            Ok(handle)
+        })
+    }
+
+    /// `cuLibraryUnload`: its modules in every context go, and its kernels' handles. A second
+    /// unload is `CUDA_ERROR_INVALID_HANDLE` (NVIDIA's driver crashed the process).
+    pub fn library_unload(&self, lib: u64) -> DriverResult<()> {
+        self.run("cuLibraryUnload", |s| {
+            let Some(rec) = s.libraries.remove(&lib) else { return fail(CudaCode::CUDA_ERROR_INVALID_HANDLE) };
+            for (_, module) in rec.modules {
+                s.drop_module(module);
+            }
+            s.library_kernels.retain(|_, k| k.library != lib);
+            Ok(())
+        })
+    }
+
+    /// `cuLibraryGetKernelCount`: 0 for an image that does not read (the call itself succeeds,
+    /// as on an H200).
+    pub fn library_kernel_count(&self, lib: u64) -> DriverResult<u32> {
+        self.run("cuLibraryGetKernelCount", |s| {
+            if !s.libraries.contains_key(&lib) {
+                return fail(CudaCode::CUDA_ERROR_INVALID_HANDLE);
+            }
+            let device = any_device(s);
+            Ok(library_read(s, lib, device).map_or(0, |c| c.kernels.len() as u32))
+        })
+    }
+
+    /// `cuLibraryEnumerateKernels`: the handles of the first `count` kernels.
+    pub fn library_kernels(&self, lib: u64, count: usize) -> DriverResult<Vec<u64>> {
+        self.run("cuLibraryEnumerateKernels", |s| {
+            if !s.libraries.contains_key(&lib) {
+                return fail(CudaCode::CUDA_ERROR_INVALID_HANDLE);
+            }
+            let device = any_device(s);
+            let Ok(contents) = library_read(s, lib, device) else { return Ok(Vec::new()) };
+            Ok(contents.kernels.iter().take(count).map(|k| kernel_handle(s, lib, &k.name)).collect())
+        })
+    }
+
+    /// `cuLibraryGetKernel`.
+    pub fn library_get_kernel(&self, lib: u64, name: &[u8]) -> DriverResult<u64> {
+        self.run("cuLibraryGetKernel", |s| {
+            let device = any_device(s);
+            let contents = library_read(s, lib, device)?;
+            match contents.kernel(name) {
+                Some(k) => Ok(kernel_handle(s, lib, &k.name)),
+                None => fail(CudaCode::CUDA_ERROR_NOT_FOUND),
+            }
+        })
+    }
+
+    /// `cuLibraryGetModule`: the library's module in the current context.
+    pub fn library_get_module(&self, lib: u64) -> DriverResult<Module> {
+        self.run("cuLibraryGetModule", |s| library_module(s, lib).map(Module))
+    }
+
+    /// `cuLibraryGetGlobal`: a global of the library's module in the current context.
+    pub fn library_get_global(&self, lib: u64, name: &[u8]) -> DriverResult<(DevicePtr, usize)> {
+        self.run("cuLibraryGetGlobal", |s| {
+            let module = library_module(s, lib)?;
+            global(s, module, name).map(|(at, size)| (DevicePtr(at), size))
+        })
+    }
+
+    /// `cuKernelGetFunction`: the kernel's function in the current context.
+    pub fn kernel_get_function(&self, kernel: u64) -> DriverResult<Function> {
+        self.run("cuKernelGetFunction", |s| {
+            let Some(k) = s.library_kernels.get(&kernel).cloned() else {
+                return fail(CudaCode::CUDA_ERROR_INVALID_HANDLE);
+            };
+            let module = library_module(s, k.library)?;
+            function(s, module, k.name.as_bytes()).map(Function)
+        })
+    }
+
+    /// `cuFuncGetModule`.
+    pub fn func_get_module(&self, function: Function) -> DriverResult<Module> {
+        self.run("cuFuncGetModule", |s| described(s, function.0).map(|(f, _, _)| Module(f.module)))
+    }
+
+    /// `cuKernelGetLibrary`.
+    pub fn kernel_get_library(&self, kernel: u64) -> DriverResult<u64> {
+        self.run("cuKernelGetLibrary", |s| match s.library_kernels.get(&kernel) {
+            Some(k) => Ok(k.library),
+            None => fail(CudaCode::CUDA_ERROR_INVALID_HANDLE),
+        })
+    }
+
+    /// `cuKernelGetParamInfo`: as its image lays the parameters out (no context needed).
+    pub fn kernel_get_param_info(&self, kernel: u64, index: usize) -> DriverResult<(usize, usize)> {
+        self.run("cuKernelGetParamInfo", |s| {
+            let Some(k) = s.library_kernels.get(&kernel).cloned() else {
+                return fail(CudaCode::CUDA_ERROR_INVALID_HANDLE);
+            };
+            let device = any_device(s);
+            let contents = library_read(s, k.library, device)?;
+            let param = contents.kernel(k.name.as_bytes()).and_then(|d| d.params.get(index).copied());
+            param.map(|p| (p.offset, p.size)).ok_or_else(|| CudaCode::CUDA_ERROR_INVALID_VALUE.into())
+        })
+    }
+
+    /// `cuLibraryGetManaged`: managed variables are not read from images, so none is found
+    /// (`CUDA_ERROR_NOT_FOUND`, as an H200 answered for a library without any); an image that
+    /// does not read answers what reading it found.
+    pub fn library_get_managed(&self, lib: u64) -> DriverResult<()> {
+        self.run("cuLibraryGetManaged", |s| {
+            let device = any_device(s);
+            library_read(s, lib, device)?;
+            fail(CudaCode::CUDA_ERROR_NOT_FOUND)
+        })
+    }
+
+    /// `cuKernelSetAttribute` on device `device`: for the kernel's functions in that device's
+    /// contexts, made or still to be made (an H200's function read back what its kernel was
+    /// set to).
+    pub fn kernel_set_attribute(&self, kernel: u64, which: i32, value: i32, device: i32) -> DriverResult<()> {
+        self.run("cuKernelSetAttribute", |s| {
+            let Some(k) = s.library_kernels.get(&kernel).cloned() else {
+                return fail(CudaCode::CUDA_ERROR_INVALID_HANDLE);
+            };
+            let Some(device) = s.in_range(device) else { return fail(CudaCode::CUDA_ERROR_INVALID_DEVICE) };
+            let contents = library_read(s, k.library, device)?;
+            let Some(described) = contents.kernel(k.name.as_bytes()) else {
+                return fail(CudaCode::CUDA_ERROR_INVALID_HANDLE);
+            };
+            let Some(rec) = s.libraries.get_mut(&k.library) else { return fail(CudaCode::CUDA_ERROR_INVALID_HANDLE) };
+            let at = rec.settings.iter().position(|(n, d, _)| *n == k.name && *d == device);
+            let mut settings = at.map_or_else(FunctionSettings::default, |i| rec.settings[i].2);
+            set_attribute(&mut settings, described.shared_bytes, which, value)?;
+            match at {
+                Some(i) => rec.settings[i].2 = settings,
+                None => rec.settings.push((k.name.clone(), device, settings)),
+            }
+            let modules: Vec<u64> = rec.modules.iter().map(|&(_, m)| m).collect();
+            for module in modules {
+                let on_device =
+                    s.modules.get(&module).and_then(|m| m.functions.first()).and_then(|f| s.functions.get(f));
+                if on_device.is_some_and(|f| f.device == device) {
+                    apply(s, module, &k.name, settings);
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// `cuKernelGetName`.
+    pub fn kernel_name(&self, kernel: u64) -> DriverResult<String> {
+        self.run("cuKernelGetName", |s| match s.library_kernels.get(&kernel) {
+            Some(k) => Ok(k.name.clone()),
+            None => fail(CudaCode::CUDA_ERROR_INVALID_HANDLE),
+        })
+    }
+
+    /// `cuKernelGetAttribute` on device `device` (no context needed, as on an H200).
+    pub fn kernel_get_attribute(&self, kernel: u64, which: i32, device: i32) -> DriverResult<i32> {
+        self.run("cuKernelGetAttribute", |s| {
+            let Some(k) = s.library_kernels.get(&kernel).cloned() else {
+                return fail(CudaCode::CUDA_ERROR_INVALID_HANDLE);
+            };
+            let Some(device) = s.in_range(device) else { return fail(CudaCode::CUDA_ERROR_INVALID_DEVICE) };
+            let contents = library_read(s, k.library, device)?;
+            let Some(described) = contents.kernel(k.name.as_bytes()) else {
+                return fail(CudaCode::CUDA_ERROR_INVALID_HANDLE);
+            };
+            let cc = s.topo.devices[device].compute_capability;
+            let set = s
+                .libraries
+                .get(&k.library)
+                .and_then(|r| r.settings.iter().find(|(n, d, _)| *n == k.name && *d == device));
+            attribute(&contents, described, &set.map_or_else(FunctionSettings::default, |&(_, _, s)| s), cc, which)
+        })
+    }
+}
