@@ -27,7 +27,7 @@ client() {
     shift
     "$@" > "$out/recorded/$name.txt" 2> "$out/recorded/$name.stderr"
     echo "rc $?" >> "$out/recorded/$name.stderr"
-    "${real[@]}" -- "$@" > "$out/through/$name.txt" 2> "$out/through/$name.stderr"
+    "${real[@]}" --trace "$out/through/$name.trace" -- "$@" > "$out/through/$name.txt" 2> "$out/through/$name.stderr"
     echo "rc $?" >> "$out/through/$name.stderr"
     if cmp -s "$out/recorded/$name.txt" "$out/through/$name.txt"; then
         echo "$name: $(wc -l < "$out/recorded/$name.txt") lines, the same through the pass-through"
@@ -44,6 +44,18 @@ client images_launch "$b/images" "$b/image-files" launch
 client staging python3 "$b/staging.py"
 client pool_ipc python3 "$b/pool_ipc.py"
 for f in "$out"/recorded/*.stderr; do echo "-- $(basename "$f"): $(tail -n 1 "$f")"; done
+# Every call each client made, how often (the coverage table's input), then the trace itself.
+for t in "$out"/through/*.trace; do
+    grep -v '^#' "$t" | awk '{print $1}' | sort | uniq -c | sort -rn > "${t%.trace}.calls.txt"
+    gzip -f "$t"
+done
+
+echo "== one cheap call (cuCtxGetCurrent): NVIDIA's driver against the simulator, alternating"
+for i in 1 2 3; do
+    echo "driver $("$b/call_cost")" >> "$out/call_cost.txt"
+    echo "simulator $("$b/peerpool" sim --shim "$b/libpeerpool_shim.so" --topology one_gpu -- "$b/call_cost")" >> "$out/call_cost.txt"
+done
+cat "$out/call_cost.txt"
 
 echo "== CUDA-runtime programs and PyTorch, directly and traced through the pass-through"
 mkdir -p "$out/runtime"
