@@ -1,6 +1,8 @@
 //! Programs that know nothing of peerpool, run against the shim as their libcuda: a C program
-//! linked with `-lcuda` (`clients/pools.c`) and a cuda.core script (`clients/pools.py`). What
-//! they observe of every ordered pair must be the simulated topology's peer matrix; fault rules
+//! linked with `-lcuda` (`clients/pools.c`) and cuda.core scripts (`clients/pools.py`,
+//! `clients/pool_ipc.py`). What they observe of every ordered pair must be the simulated
+//! topology's peer matrix, and a pool shared with a `multiprocessing` child must keep cuda.core's
+//! semantics there; fault rules
 //! and bad settings given by environment must reach them as documented; a C program that times
 //! work with events (`clients/events.c`) must meet the driver's checks and a clock that runs.
 //!
@@ -17,7 +19,7 @@ use std::path::Path;
 use std::process::{Command, ExitCode};
 use support::{CUDA_INCLUDE, PYTHON, c_program, clients, run, shim_dir, stdout, trial};
 
-const TOPOLOGIES: [&str; 2] = ["four_gpu_islands", "eight_gpu_nvswitch"];
+const TOPOLOGIES: [&str; 3] = ["two_h200_nvlink", "four_gpu_islands", "eight_gpu_nvswitch"];
 
 /// `pair a->b ...` lines by ordered pair (accessor, owner).
 fn pairs(text: &str) -> BTreeMap<(usize, usize), String> {
@@ -210,6 +212,27 @@ fn python_sees_the_peer_matrix(stem: &str) -> Result<(), Failed> {
     Ok(())
 }
 
+/// A pool shared with a `multiprocessing` child keeps cuda.core's semantics there, on every
+/// topology: no peer on import, the child's own grant and revoke, an ungranted peer's copy
+/// refused with `CUDA_ERROR_INVALID_VALUE` (what cuda.core's own memory IPC tests assert).
+fn cuda_core_shares_a_pool_with_a_child(stem: &str) -> Result<(), Failed> {
+    let mut script = Command::new(std::env::var(PYTHON)?);
+    script.arg(clients().join("pool_ipc.py"));
+    let text = stdout(&run(&mut script, &[("PEERPOOL_SIM_TOPOLOGY", stem)])?);
+    let n = catalog_topology(stem)?.device_count();
+    let want = format!(
+        "parent: devices {n} pool ipc 1\nchild: mapped 1 peers []\nchild: bytes arrived 1\n\
+         child: gpu1 copies before a grant: CUDA_ERROR_INVALID_VALUE moved 0\nchild: granted, peers [1]\n\
+         child: gpu1 copies after the grant: CUDA_SUCCESS moved 1\nchild: revoked, peers []\n\
+         child: gpu1 copies after the revoke: CUDA_ERROR_INVALID_VALUE moved 0\nchild exit 0\n\
+         parent: peers still []\ndone\n"
+    );
+    match text == want {
+        true => Ok(()),
+        false => Err(format!("expected:\n{want}printed:\n{text}").into()),
+    }
+}
+
 /// What a client printed on the H200s against NVIDIA's libcuda, committed under
 /// `docs/hardware/recorded/` and found at run time.
 fn hardware_record(name: &str) -> Result<String, Failed> {
@@ -243,6 +266,9 @@ fn main() -> ExitCode {
         }));
         trials.push(trial(format!("cuda_core_sees_the_peer_matrix::{stem}"), PYTHON, move || {
             python_sees_the_peer_matrix(stem)
+        }));
+        trials.push(trial(format!("cuda_core_shares_a_pool_with_a_child::{stem}"), PYTHON, move || {
+            cuda_core_shares_a_pool_with_a_child(stem)
         }));
     }
     // Islands {0, 1} and {2, 3}: listed as 3,0,2 the client's gpu0 and gpu2 are one island.
