@@ -1,0 +1,466 @@
+//! An opcode with its modifiers (`ld.global.nc.v4.u32`) and its operands, checked and decoded
+//! into an [`Op`]. What is not implemented is refused here, at load time, with the instruction
+//! and its line: nothing is ever run wrong.
+
+use crate::LoadError;
+use crate::ir::{Address, AtomOp, BinOp, BoolOp, Cmp, Op, Round, Space, Src, TerOp, Ty, UnOp};
+use crate::parse::{Operand, Scope, address};
+
+/// The modifiers of an opcode, split, with the ones that change nothing here dropped: cache
+/// operators, memory orders and scopes (every access is seen at once, in program order), `.uni`.
+struct Mods {
+    words: Vec<String>,
+}
+
+const IGNORED: [&str; 21] = [
+    "ca", "cg", "cs", "lu", "cv", "wb", "wt", "nc", "volatile", "relaxed", "acquire", "release", "acq_rel", "sc",
+    "cta", "gpu", "sys", "cluster", "uni", "aligned", "weak",
+];
+
+impl Mods {
+    fn has(&self, m: &str) -> bool {
+        self.words.iter().any(|w| w == m)
+    }
+
+    /// The last modifier naming a type.
+    fn ty(&self) -> Option<Ty> {
+        self.words.iter().rev().find_map(|w| Ty::named(w))
+    }
+
+    /// The two last type modifiers, `(destination, source)` as `cvt` writes them.
+    fn two_types(&self) -> Option<(Ty, Ty)> {
+        let tys: Vec<Ty> = self.words.iter().filter_map(|w| Ty::named(w)).collect();
+        match tys[..] {
+            [.., a, b] => Some((a, b)),
+            _ => None,
+        }
+    }
+
+    fn space(&self) -> Space {
+        for w in &self.words {
+            match w.as_str() {
+                "global" => return Space::Global,
+                "shared" => return Space::Shared,
+                "local" => return Space::Local,
+                "param" => return Space::Param,
+                "const" => return Space::Const,
+                _ => {}
+            }
+        }
+        Space::Generic
+    }
+
+    fn vector(&self) -> usize {
+        match () {
+            _ if self.has("v2") => 2,
+            _ if self.has("v4") => 4,
+            _ if self.has("v8") => 8,
+            _ => 1,
+        }
+    }
+
+    /// Every modifier is one of `known` (or ignorable, or a type).
+    fn only(&self, known: &[&str]) -> Result<(), String> {
+        match self.words.iter().find(|w| !known.contains(&w.as_str()) && Ty::named(w).is_none()) {
+            Some(w) => Err(format!("the modifier .{w}")),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Decodes one instruction.
+pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> Result<Op, LoadError> {
+    let unsupported = |what: String| LoadError::Unsupported { line, what: format!("{opcode}: {what}") };
+    let mut parts = opcode.split('.');
+    let name = parts.next().unwrap_or_default();
+    let mods = Mods { words: parts.filter(|m| !IGNORED.contains(m)).map(String::from).collect() };
+    let d = Decoder { ops: &ops, scope, line, opcode };
+    let decoded = match name {
+        "mov" => {
+            mods.only(&[]).map_err(unsupported)?;
+            let ty = d.ty(&mods)?;
+            if let Some(Operand::Vector(_)) = ops.first() {
+                return Err(unsupported("packing into a vector".into()));
+            }
+            Op::Mov { ty, d: d.reg(0)?, a: d.src(1, ty)? }
+        }
+        "ld" | "st" => {
+            mods.only(&["global", "shared", "local", "param", "const", "v2", "v4", "v8", "L1::evict_last", "L2::64B"])
+                .map_err(unsupported)?;
+            let ty = d.ty(&mods)?;
+            let (space, n) = (mods.space(), mods.vector());
+            if name == "ld" {
+                let regs = d.regs(0, n)?;
+                Op::Ld { space, ty, d: regs, at: d.addr(1)? }
+            } else {
+                let srcs = d.srcs(1, n, ty)?;
+                Op::St { space, ty, s: srcs, at: d.addr(0)? }
+            }
+        }
+        "add" | "sub" | "mul" | "div" | "rem" | "min" | "max" | "and" | "or" | "xor" | "shl" | "shr" | "copysign" => {
+            let ty = d.ty(&mods)?;
+            float_rounding(&mods, ty).map_err(unsupported)?;
+            let op = match (name, mods.has("sat"), mods.has("lo"), mods.has("hi"), mods.has("wide")) {
+                ("add", false, ..) => BinOp::Add,
+                ("add", true, ..) if ty == Ty::S32 => BinOp::AddSat,
+                ("sub", false, ..) => BinOp::Sub,
+                ("sub", true, ..) if ty == Ty::S32 => BinOp::SubSat,
+                ("mul", _, true, _, _) => BinOp::MulLo,
+                ("mul", _, _, true, _) => BinOp::MulHi,
+                ("mul", _, _, _, true) => BinOp::MulWide,
+                ("mul", false, false, false, false) if ty.float() => BinOp::MulLo,
+                ("div", ..) => BinOp::Div,
+                ("rem", ..) if !ty.float() => BinOp::Rem,
+                ("min", ..) => BinOp::Min,
+                ("max", ..) => BinOp::Max,
+                ("and", ..) => BinOp::And,
+                ("or", ..) => BinOp::Or,
+                ("xor", ..) => BinOp::Xor,
+                ("shl", ..) => BinOp::Shl,
+                ("shr", ..) => BinOp::Shr,
+                ("copysign", ..) if ty.float() => BinOp::CopySign,
+                _ => return Err(unsupported("this form".into())),
+            };
+            mods.only(&["sat", "lo", "hi", "wide", "rn", "ftz", "approx", "full", "NaN"]).map_err(unsupported)?;
+            let float_op = matches!(
+                op,
+                BinOp::Add | BinOp::Sub | BinOp::MulLo | BinOp::Div | BinOp::Min | BinOp::Max | BinOp::CopySign
+            );
+            if ty.float() && !float_op {
+                return Err(unsupported("this operation on floats".into()));
+            }
+            if mods.has("NaN") {
+                return Err(unsupported("the modifier .NaN".into()));
+            }
+            let shift = matches!(op, BinOp::Shl | BinOp::Shr);
+            let b_ty = if shift { Ty::U32 } else { ty };
+            Op::Binary { op, ty, ftz: mods.has("ftz"), d: d.reg(0)?, a: d.src(1, ty)?, b: d.src(2, b_ty)? }
+        }
+        "mad" | "fma" => {
+            let ty = d.ty(&mods)?;
+            float_rounding(&mods, ty).map_err(unsupported)?;
+            mods.only(&["lo", "hi", "wide", "rn", "ftz", "sat"]).map_err(unsupported)?;
+            let op = match (ty.float(), mods.has("lo"), mods.has("hi"), mods.has("wide")) {
+                (true, ..) if !mods.has("sat") => TerOp::Fma,
+                (false, true, _, _) => TerOp::MadLo,
+                (false, _, true, _) if !mods.has("sat") => TerOp::MadHi,
+                (false, _, _, true) => TerOp::MadWide,
+                _ => return Err(unsupported("this form".into())),
+            };
+            let c_ty = match op {
+                TerOp::MadWide => widened(ty).ok_or_else(|| unsupported("a type that does not widen".into()))?,
+                _ => ty,
+            };
+            Op::Ternary {
+                op,
+                ty,
+                ftz: mods.has("ftz"),
+                d: d.reg(0)?,
+                a: d.src(1, ty)?,
+                b: d.src(2, ty)?,
+                c: d.src(3, c_ty)?,
+            }
+        }
+        "neg" | "abs" | "not" | "cnot" | "popc" | "clz" | "brev" | "sqrt" | "rcp" | "rsqrt" | "sin" | "cos" | "lg2"
+        | "ex2" | "bfind" => {
+            let ty = d.ty(&mods)?;
+            float_rounding(&mods, ty).map_err(unsupported)?;
+            mods.only(&["rn", "ftz", "approx", "full"]).map_err(unsupported)?;
+            let op = match name {
+                "neg" => UnOp::Neg,
+                "abs" => UnOp::Abs,
+                "not" => UnOp::Not,
+                "cnot" => UnOp::Cnot,
+                "popc" => UnOp::Popc,
+                "clz" => UnOp::Clz,
+                "brev" => UnOp::Brev,
+                "sqrt" => UnOp::Sqrt,
+                "rcp" => UnOp::Rcp,
+                "rsqrt" => UnOp::Rsqrt,
+                "sin" => UnOp::Sin,
+                "cos" => UnOp::Cos,
+                "lg2" => UnOp::Lg2,
+                "ex2" => UnOp::Ex2,
+                _ => UnOp::Bfind,
+            };
+            let float_only =
+                matches!(op, UnOp::Sqrt | UnOp::Rcp | UnOp::Rsqrt | UnOp::Sin | UnOp::Cos | UnOp::Lg2 | UnOp::Ex2);
+            if float_only != ty.float() && !matches!(op, UnOp::Neg | UnOp::Abs) {
+                return Err(unsupported("this type".into()));
+            }
+            Op::Unary { op, ty, ftz: mods.has("ftz"), d: d.reg(0)?, a: d.src(1, ty)? }
+        }
+        "setp" => {
+            let ty = d.ty(&mods)?;
+            let cmp =
+                mods.words.iter().find_map(|w| comparison(w)).ok_or_else(|| unsupported("no comparison".into()))?;
+            let with = mods.words.iter().find_map(|w| bool_op(w));
+            mods.only(&[
+                "eq", "ne", "lt", "le", "gt", "ge", "lo", "ls", "hi", "hs", "equ", "neu", "ltu", "leu", "gtu", "geu",
+                "num", "nan", "and", "or", "xor", "ftz",
+            ])
+            .map_err(unsupported)?;
+            let (dst, d2) = match ops.first() {
+                Some(Operand::Pair(a, b)) => (*a, Some(*b)),
+                _ => (d.reg(0)?, None),
+            };
+            let with = match with {
+                Some(op) => {
+                    let (pred, negated) = d.pred(3)?;
+                    Some((op, pred, negated))
+                }
+                None => None,
+            };
+            Op::Setp { cmp, ty, ftz: mods.has("ftz"), d: dst, d2, a: d.src(1, ty)?, b: d.src(2, ty)?, with }
+        }
+        "selp" => {
+            let ty = d.ty(&mods)?;
+            mods.only(&[]).map_err(unsupported)?;
+            Op::Selp { ty, d: d.reg(0)?, a: d.src(1, ty)?, b: d.src(2, ty)?, p: d.pred(3)?.0 }
+        }
+        "cvt" => {
+            let (to, from) = mods.two_types().ok_or_else(|| unsupported("needs two types".into()))?;
+            mods.only(&["rn", "rz", "rm", "rp", "rni", "rzi", "rmi", "rpi", "sat", "ftz"]).map_err(unsupported)?;
+            let round_int = ["rni", "rzi", "rmi", "rpi"].iter().position(|r| mods.has(r)).map(rounding);
+            let round_float = ["rn", "rz", "rm", "rp"].iter().position(|r| mods.has(r)).map(rounding);
+            // Float to a narrower float, or an integer to a float, rounds; only to nearest here.
+            if round_float.is_some_and(|r| r != Round::Nearest) {
+                return Err(unsupported("a rounding other than to nearest".into()));
+            }
+            if to.float() && from.float() && to.bits() > from.bits() && (round_float.is_some() || round_int.is_some()) {
+                return Err(unsupported("a rounding on a widening conversion".into()));
+            }
+            let round_int = match (to.float(), from.float(), round_int) {
+                (false, true, None) => {
+                    return Err(unsupported("a float to an integer without .rni/.rzi/.rmi/.rpi".into()));
+                }
+                (_, _, r) => r,
+            };
+            Op::Cvt {
+                to,
+                from,
+                round_int,
+                sat: mods.has("sat"),
+                ftz: mods.has("ftz"),
+                d: d.reg(0)?,
+                a: d.src(1, from)?,
+            }
+        }
+        "cvta" => {
+            mods.only(&["to", "global", "shared", "local", "const", "param"]).map_err(unsupported)?;
+            let ty = d.ty(&mods)?;
+            if ty.bits() != 64 {
+                return Err(unsupported("32-bit addresses".into()));
+            }
+            Op::Cvta { to: mods.has("to"), space: mods.space(), d: d.reg(0)?, a: d.src(1, ty)? }
+        }
+        "atom" | "red" => {
+            let ty = d.ty(&mods)?;
+            let op = mods.words.iter().find_map(|w| atom_op(w)).ok_or_else(|| unsupported("no operation".into()))?;
+            mods.only(&[
+                "global", "shared", "add", "min", "max", "inc", "dec", "and", "or", "xor", "exch", "cas", "noftz",
+            ])
+            .map_err(unsupported)?;
+            let space = match mods.space() {
+                s @ (Space::Global | Space::Shared | Space::Generic) => s,
+                _ => return Err(unsupported("this state space".into())),
+            };
+            if ty.float() && !matches!(op, AtomOp::Add | AtomOp::Exch) || ty.bits() < 32 {
+                return Err(unsupported("this type".into()));
+            }
+            let (dst, first) = if name == "atom" { (Some(d.reg(0)?), 1) } else { (None, 0) };
+            let at = d.addr(first)?;
+            let b = d.src(first + 1, ty)?;
+            let c = if op == AtomOp::Cas { Some(d.src(first + 2, ty)?) } else { None };
+            Op::Atom { space, op, ty, d: dst, at, b, c }
+        }
+        "bra" => {
+            mods.only(&[]).map_err(unsupported)?;
+            match ops.first() {
+                Some(Operand::Name(label)) => Op::Bra {
+                    target: *scope
+                        .labels
+                        .get(label)
+                        .ok_or_else(|| LoadError::Syntax { line, what: format!("unknown label {label}") })?,
+                },
+                _ => return Err(unsupported("an indirect branch".into())),
+            }
+        }
+        "bar" | "barrier" => {
+            mods.only(&["sync", "arrive", "red", "cta"]).map_err(unsupported)?;
+            if mods.has("red") {
+                return Err(unsupported("barrier reductions".into()));
+            }
+            let id = if ops.is_empty() { Src::Imm(0) } else { d.src(0, Ty::U32)? };
+            let threads = if ops.len() > 1 { Some(d.src(1, Ty::U32)?) } else { None };
+            Op::Bar { id, threads, wait: !mods.has("arrive") }
+        }
+        "membar" | "fence" => Op::Fence,
+        "ret" => Op::Ret,
+        "exit" => Op::Exit,
+        _ => return Err(LoadError::Unsupported { line, what: format!("{opcode}: not implemented") }),
+    };
+    Ok(decoded)
+}
+
+fn rounding(i: usize) -> Round {
+    [Round::Nearest, Round::Zero, Round::Down, Round::Up][i]
+}
+
+/// Float arithmetic rounds to nearest here: any other rounding is refused.
+fn float_rounding(mods: &Mods, ty: Ty) -> Result<(), String> {
+    match ["rz", "rm", "rp"].iter().find(|r| mods.has(r)) {
+        Some(r) if ty.float() => Err(format!("the rounding .{r}")),
+        _ => Ok(()),
+    }
+}
+
+fn widened(ty: Ty) -> Option<Ty> {
+    Some(match ty {
+        Ty::U16 => Ty::U32,
+        Ty::S16 => Ty::S32,
+        Ty::U32 => Ty::U64,
+        Ty::S32 => Ty::S64,
+        _ => return None,
+    })
+}
+
+fn comparison(w: &str) -> Option<Cmp> {
+    Some(match w {
+        "eq" => Cmp::Eq,
+        "ne" => Cmp::Ne,
+        "lt" | "lo" => Cmp::Lt,
+        "le" | "ls" => Cmp::Le,
+        "gt" | "hi" => Cmp::Gt,
+        "ge" | "hs" => Cmp::Ge,
+        "equ" => Cmp::Equ,
+        "neu" => Cmp::Neu,
+        "ltu" => Cmp::Ltu,
+        "leu" => Cmp::Leu,
+        "gtu" => Cmp::Gtu,
+        "geu" => Cmp::Geu,
+        "num" => Cmp::Num,
+        "nan" => Cmp::Nan,
+        _ => return None,
+    })
+}
+
+fn bool_op(w: &str) -> Option<BoolOp> {
+    Some(match w {
+        "and" => BoolOp::And,
+        "or" => BoolOp::Or,
+        "xor" => BoolOp::Xor,
+        _ => return None,
+    })
+}
+
+fn atom_op(w: &str) -> Option<AtomOp> {
+    Some(match w {
+        "add" => AtomOp::Add,
+        "min" => AtomOp::Min,
+        "max" => AtomOp::Max,
+        "inc" => AtomOp::Inc,
+        "dec" => AtomOp::Dec,
+        "and" => AtomOp::And,
+        "or" => AtomOp::Or,
+        "xor" => AtomOp::Xor,
+        "exch" => AtomOp::Exch,
+        "cas" => AtomOp::Cas,
+        _ => return None,
+    })
+}
+
+/// Reads one instruction's operands.
+struct Decoder<'a> {
+    ops: &'a [Operand],
+    scope: &'a Scope,
+    line: u32,
+    opcode: &'a str,
+}
+
+impl Decoder<'_> {
+    fn bad(&self, what: &str) -> LoadError {
+        LoadError::Syntax { line: self.line, what: format!("{}: {what}", self.opcode) }
+    }
+
+    fn ty(&self, mods: &Mods) -> Result<Ty, LoadError> {
+        mods.ty().ok_or_else(|| self.bad("no type"))
+    }
+
+    fn get(&self, i: usize) -> Result<&Operand, LoadError> {
+        self.ops.get(i).ok_or_else(|| self.bad("too few operands"))
+    }
+
+    fn reg(&self, i: usize) -> Result<u32, LoadError> {
+        match self.get(i)? {
+            Operand::Reg(r) => Ok(*r),
+            _ => Err(self.bad("a register was expected")),
+        }
+    }
+
+    /// `n` destination registers: a register, or `{a, b, ...}` with `_` for none.
+    fn regs(&self, i: usize, n: usize) -> Result<Vec<Option<u32>>, LoadError> {
+        match (self.get(i)?, n) {
+            (Operand::Reg(r), 1) => Ok(vec![Some(*r)]),
+            (Operand::Vector(items), n) if items.len() == n => items
+                .iter()
+                .map(|o| match o {
+                    None => Ok(None),
+                    Some(Operand::Reg(r)) => Ok(Some(*r)),
+                    _ => Err(self.bad("a vector of registers was expected")),
+                })
+                .collect(),
+            _ => Err(self.bad("registers matching the vector width were expected")),
+        }
+    }
+
+    /// `n` sources, as for [`Decoder::regs`].
+    fn srcs(&self, i: usize, n: usize, ty: Ty) -> Result<Vec<Src>, LoadError> {
+        match (self.get(i)?, n) {
+            (Operand::Vector(items), n) if items.len() == n => items
+                .iter()
+                .map(|o| o.as_ref().ok_or_else(|| self.bad("a value was expected")).and_then(|o| self.value(o, ty)))
+                .collect(),
+            (o, 1) => Ok(vec![self.value(o, ty)?]),
+            _ => Err(self.bad("values matching the vector width were expected")),
+        }
+    }
+
+    fn src(&self, i: usize, ty: Ty) -> Result<Src, LoadError> {
+        self.value(self.get(i)?, ty)
+    }
+
+    fn value(&self, o: &Operand, ty: Ty) -> Result<Src, LoadError> {
+        Ok(match o {
+            Operand::Reg(r) => Src::Reg(*r),
+            Operand::Special(s) => Src::Special(*s),
+            Operand::Int(v) => Src::Imm(match ty {
+                Ty::F32 => (*v as f32).to_bits() as u64,
+                Ty::F64 => (*v as f64).to_bits(),
+                _ => *v as u64,
+            }),
+            Operand::Float { bits, double } => Src::Imm(match (ty, double) {
+                (Ty::F32, true) => (f64::from_bits(*bits) as f32).to_bits() as u64,
+                (Ty::F64, false) => (f32::from_bits(*bits as u32) as f64).to_bits(),
+                _ => *bits,
+            }),
+            Operand::Name(n) => Src::Addr(self.scope.place(n).ok_or_else(|| self.bad(&format!("unknown name {n}")))?),
+            _ => return Err(self.bad("a value was expected")),
+        })
+    }
+
+    /// A predicate operand, maybe negated.
+    fn pred(&self, i: usize) -> Result<(Src, bool), LoadError> {
+        match self.get(i)? {
+            Operand::Not(inner) => Ok((self.value(inner, Ty::Pred)?, true)),
+            o => Ok((self.value(o, Ty::Pred)?, false)),
+        }
+    }
+
+    fn addr(&self, i: usize) -> Result<Address, LoadError> {
+        match self.get(i)? {
+            Operand::Addr(base, offset) => address(base, *offset, self.scope, self.line),
+            _ => Err(self.bad("an address `[...]` was expected")),
+        }
+    }
+}

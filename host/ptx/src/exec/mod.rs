@@ -1,0 +1,119 @@
+//! Running a kernel: one block at a time, its threads one at a time, each until it exits or
+//! waits at a barrier (threads are scheduled independently, as on sm_70 and later; a barrier
+//! releases when every thread of the block that has not exited arrives). Shared, local and
+//! parameter memory are the executor's own; every global, constant or generic access that
+//! leaves them goes to the caller's [`Memory`], which decides whether the accessing device may
+//! touch it.
+
+mod arith;
+mod block;
+mod thread;
+
+use crate::ir::{Function, Space};
+
+/// Where generic addresses of a block's shared memory begin: far above any device or host
+/// address, so a generic address tells its window apart.
+pub const SHARED_WINDOW: u64 = 0xfe00_0000_0000_0000;
+/// Where generic addresses of a thread's local memory begin.
+pub const LOCAL_WINDOW: u64 = 0xff00_0000_0000_0000;
+
+/// Which thread makes an access.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Thread {
+    pub block: [u32; 3],
+    pub thread: [u32; 3],
+}
+
+/// Why an access failed: the executor reports it as a trap of the accessing thread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// The address is not memory the accessor may touch (CUDA_ERROR_ILLEGAL_ADDRESS).
+    Illegal,
+    /// Not aligned to the access's size (CUDA_ERROR_MISALIGNED_ADDRESS).
+    Misaligned,
+}
+
+/// Global and constant memory as a kernel sees it. Implementations decide what the accessing
+/// device may touch; the executor calls them for every access outside its own shared, local
+/// and parameter memory, in program order.
+pub trait Memory {
+    /// Reads `out.len()` bytes at `addr` of `space` (global or constant).
+    fn read(&mut self, space: Space, addr: u64, out: &mut [u8], who: Thread) -> Result<(), Fault>;
+    /// Writes `data` at `addr` of global memory.
+    fn write(&mut self, addr: u64, data: &[u8], who: Thread) -> Result<(), Fault>;
+    /// An atomic read-modify-write of `len` bytes at `addr` of global memory: `update` gets
+    /// the bytes there and changes them in place, all as one step for every thread.
+    fn atomic(&mut self, addr: u64, len: usize, who: Thread, update: &mut dyn FnMut(&mut [u8])) -> Result<(), Fault>;
+}
+
+/// What a launch gives the kernel.
+#[derive(Clone, Copy, Debug)]
+pub struct Launch<'a> {
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    /// Bytes of dynamic shared memory, after the kernel's static shared memory.
+    pub dynamic_shared: u32,
+    /// The parameter buffer, laid out as the kernel's `.param`s say.
+    pub params: &'a [u8],
+    /// Where each of the module's variables is in device memory, by its index.
+    pub variables: &'a [u64],
+    /// The most instructions a launch may run, over all its threads: a kernel that runs longer
+    /// (an endless loop) is stopped with [`TrapKind::TooLong`].
+    pub budget: u64,
+}
+
+/// Why a launch stopped before its end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TrapKind {
+    Fault(Fault),
+    /// Every thread left waits at a barrier no other can reach.
+    Deadlock,
+    /// The instruction budget ran out.
+    TooLong,
+    /// The launch asks for what the kernel or the simulator cannot hold (block size, shared
+    /// memory, parameters shorter than declared).
+    BadLaunch,
+}
+
+/// A launch that stopped: what, where in the program, which thread, which address.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Trap {
+    pub kind: TrapKind,
+    pub line: u32,
+    pub who: Thread,
+    pub addr: u64,
+}
+
+/// What a launch ran.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Ran {
+    /// Instructions executed, over every thread.
+    pub instructions: u64,
+}
+
+/// The most threads a block may have, as on the GPUs peerpool simulates.
+pub const MAX_BLOCK_THREADS: u64 = 1024;
+
+/// Runs `kernel` over the whole grid.
+pub fn run(kernel: &Function, launch: &Launch<'_>, memory: &mut dyn Memory) -> Result<Ran, Trap> {
+    let threads: u64 = launch.block.iter().map(|&d| d as u64).product();
+    let blocks: u64 = launch.grid.iter().map(|&d| d as u64).product();
+    let declared = kernel.params.iter().map(|p| p.offset as usize + p.size as usize).max().unwrap_or(0);
+    let shared = kernel.shared_bytes as u64 + launch.dynamic_shared as u64;
+    let bad = Trap { kind: TrapKind::BadLaunch, line: 0, who: Thread { block: [0; 3], thread: [0; 3] }, addr: 0 };
+    if threads == 0 || blocks == 0 || threads > MAX_BLOCK_THREADS || launch.params.len() < declared || shared > 1 << 20
+    {
+        return Err(bad);
+    }
+    let mut ran = Ran::default();
+    let mut budget = launch.budget;
+    for z in 0..launch.grid[2] {
+        for y in 0..launch.grid[1] {
+            for x in 0..launch.grid[0] {
+                let done = block::run(kernel, launch, [x, y, z], memory, &mut budget)?;
+                ran.instructions += done;
+            }
+        }
+    }
+    Ok(ran)
+}

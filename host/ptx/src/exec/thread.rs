@@ -1,0 +1,329 @@
+//! One thread: its registers, its place in the program and its local memory, and the step that
+//! runs its next instruction.
+
+use super::arith;
+use super::{Fault, LOCAL_WINDOW, Launch, Memory, SHARED_WINDOW, Thread, Trap, TrapKind};
+use crate::ir::{Address, AtomOp, Function, Op, Place, Space, Special, Src, Ty};
+
+/// Where a thread is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum State {
+    Running,
+    /// Waiting at barrier `id` for `count` threads (0: every thread of the block that runs).
+    Waiting {
+        id: u32,
+        count: u32,
+    },
+    /// Done: `ret`, `exit`, or the end of the program.
+    Exited,
+}
+
+/// One thread's state.
+pub(super) struct ThreadState {
+    pub(super) who: Thread,
+    /// The thread's index in its block, x fastest.
+    pub(super) linear: u32,
+    pub(super) regs: Vec<u64>,
+    pub(super) pc: u32,
+    pub(super) state: State,
+    local: Vec<u8>,
+}
+
+/// What a block's threads share, and what the launch gives them.
+pub(super) struct Shared<'a, 'm> {
+    pub(super) launch: &'a Launch<'a>,
+    pub(super) memory: &'m mut dyn Memory,
+    pub(super) bytes: Vec<u8>,
+    /// Instructions run so far (what `%clock` reads).
+    pub(super) clock: u64,
+    /// `bar.arrive`s counted, by barrier.
+    pub(super) arrived: [u32; 16],
+}
+
+impl ThreadState {
+    pub(super) fn new(kernel: &Function, who: Thread, linear: u32) -> ThreadState {
+        ThreadState {
+            who,
+            linear,
+            regs: vec![0; kernel.registers as usize],
+            pc: 0,
+            state: State::Running,
+            local: vec![0; kernel.local_bytes as usize],
+        }
+    }
+
+    fn trap(&self, kind: TrapKind, line: u32, addr: u64) -> Trap {
+        Trap { kind, line, who: self.who, addr }
+    }
+
+    fn value(&self, s: Src, sh: &Shared<'_, '_>) -> u64 {
+        match s {
+            Src::Reg(r) => self.regs[r as usize],
+            Src::Imm(v) => v,
+            Src::Addr(place) => match place {
+                Place::Module(i) => sh.launch.variables.get(i as usize).copied().unwrap_or(0),
+                Place::Param(at) | Place::Shared(at) | Place::Local(at) => at as u64,
+            },
+            Src::Special(special) => self.special(special, sh),
+        }
+    }
+
+    fn special(&self, s: Special, sh: &Shared<'_, '_>) -> u64 {
+        let lane = self.linear % 32;
+        let threads: u32 = sh.launch.block.iter().product();
+        match s {
+            Special::Tid(a) => self.who.thread[a as usize] as u64,
+            Special::Ntid(a) => sh.launch.block[a as usize] as u64,
+            Special::Ctaid(a) => self.who.block[a as usize] as u64,
+            Special::Nctaid(a) => sh.launch.grid[a as usize] as u64,
+            Special::LaneId => lane as u64,
+            Special::WarpId => (self.linear / 32) as u64,
+            Special::NWarpId => threads.div_ceil(32) as u64,
+            Special::SmId => 0,
+            Special::NSmId => 1,
+            Special::LaneMaskEq => 1 << lane,
+            Special::LaneMaskLt => (1u64 << lane) - 1,
+            Special::LaneMaskLe => (1u64 << (lane + 1)) - 1,
+            Special::LaneMaskGt => !((1u64 << (lane + 1)) - 1) & 0xffff_ffff,
+            Special::LaneMaskGe => !((1u64 << lane) - 1) & 0xffff_ffff,
+            Special::Clock | Special::Clock64 | Special::GlobalTimer => sh.clock,
+            Special::DynamicSharedSize => sh.launch.dynamic_shared as u64,
+            Special::TotalSharedSize => sh.bytes.len() as u64,
+        }
+    }
+
+    fn address(&self, at: &Address, sh: &Shared<'_, '_>) -> u64 {
+        self.value(at.base, sh).wrapping_add(at.offset as u64)
+    }
+
+    /// Runs instructions until the thread waits, exits, or traps.
+    pub(super) fn run(&mut self, kernel: &Function, sh: &mut Shared<'_, '_>, budget: &mut u64) -> Result<u64, Trap> {
+        let mut done = 0;
+        while self.state == State::Running {
+            let Some(inst) = kernel.body.get(self.pc as usize) else {
+                self.state = State::Exited; // running off the end is an exit
+                break;
+            };
+            if *budget == 0 {
+                return Err(self.trap(TrapKind::TooLong, inst.line, 0));
+            }
+            *budget -= 1;
+            done += 1;
+            sh.clock += 1;
+            self.pc += 1;
+            if let Some((p, negated)) = inst.guard
+                && (self.regs[p as usize] & 1 != 0) == negated
+            {
+                continue;
+            }
+            self.step(&inst.op, inst.line, sh)?;
+        }
+        Ok(done)
+    }
+
+    fn set(&mut self, r: u32, v: u64) {
+        self.regs[r as usize] = v;
+    }
+
+    fn step(&mut self, op: &Op, line: u32, sh: &mut Shared<'_, '_>) -> Result<(), Trap> {
+        match op {
+            Op::Mov { ty, d, a } => {
+                let v = self.value(*a, sh);
+                self.set(*d, arith::mask(*ty, v));
+            }
+            Op::Unary { op, ty, ftz, d, a } => {
+                let v = arith::unary(*op, *ty, *ftz, self.value(*a, sh));
+                self.set(*d, v);
+            }
+            Op::Binary { op, ty, ftz, d, a, b } => {
+                let v = arith::binary(*op, *ty, *ftz, self.value(*a, sh), self.value(*b, sh));
+                self.set(*d, v);
+            }
+            Op::Ternary { op, ty, ftz, d, a, b, c } => {
+                let v = arith::ternary(*op, *ty, *ftz, self.value(*a, sh), self.value(*b, sh), self.value(*c, sh));
+                self.set(*d, v);
+            }
+            Op::Setp { cmp, ty, ftz, d, d2, a, b, with } => {
+                let mut r = arith::compare(*cmp, *ty, *ftz, self.value(*a, sh), self.value(*b, sh));
+                let mut r2 = !r;
+                if let Some((op, p, negated)) = with {
+                    let q = (self.value(*p, sh) & 1 != 0) != *negated;
+                    r = arith::combine(*op, r, q);
+                    r2 = arith::combine(*op, r2, q);
+                }
+                self.set(*d, r as u64);
+                if let Some(d2) = d2 {
+                    self.set(*d2, r2 as u64);
+                }
+            }
+            Op::Selp { ty, d, a, b, p } => {
+                let v = if self.value(*p, sh) & 1 != 0 { self.value(*a, sh) } else { self.value(*b, sh) };
+                self.set(*d, arith::mask(*ty, v));
+            }
+            Op::Cvt { to, from, round_int, sat, ftz, d, a } => {
+                let v = arith::convert(*to, *from, *round_int, *sat, *ftz, self.value(*a, sh));
+                self.set(*d, v);
+            }
+            Op::Cvta { to, space, d, a } => {
+                let v = self.value(*a, sh);
+                let window = match space {
+                    Space::Shared => SHARED_WINDOW,
+                    Space::Local => LOCAL_WINDOW,
+                    _ => 0,
+                };
+                self.set(*d, if *to { v.wrapping_sub(window) } else { v.wrapping_add(window) });
+            }
+            Op::Ld { space, ty, d, at } => {
+                let base = self.address(at, sh);
+                let size = ty.bytes();
+                for (i, reg) in d.iter().enumerate() {
+                    let addr = base.wrapping_add((i * size) as u64);
+                    let mut buf = [0u8; 8];
+                    self.read(*space, addr, &mut buf[..size], line, sh)?;
+                    let raw = u64::from_le_bytes(buf);
+                    if let Some(r) = reg {
+                        // A narrow signed load sign-extends into its register.
+                        let v = if ty.signed() { arith::extend(*ty, raw) as u64 } else { raw };
+                        self.set(*r, v);
+                    }
+                }
+            }
+            Op::St { space, ty, s, at } => {
+                let base = self.address(at, sh);
+                let size = ty.bytes();
+                for (i, src) in s.iter().enumerate() {
+                    let addr = base.wrapping_add((i * size) as u64);
+                    let bytes = self.value(*src, sh).to_le_bytes();
+                    self.write(*space, addr, &bytes[..size], line, sh)?;
+                }
+            }
+            Op::Atom { space, op, ty, d, at, b, c } => {
+                let addr = self.address(at, sh);
+                let (b, c) = (self.value(*b, sh), c.map_or(0, |c| self.value(c, sh)));
+                let old = self.atomic(*space, addr, *op, *ty, b, c, line, sh)?;
+                if let Some(d) = d {
+                    self.set(*d, old);
+                }
+            }
+            Op::Bra { target } => self.pc = *target,
+            Op::Bar { id, threads, wait } => {
+                let id = (self.value(*id, sh) & 0xf) as u32;
+                let count = threads.map_or(0, |t| self.value(t, sh) as u32);
+                match wait {
+                    true => self.state = State::Waiting { id, count },
+                    false => sh.arrived[id as usize] += 1,
+                }
+            }
+            Op::Fence => {}
+            Op::Ret | Op::Exit => self.state = State::Exited,
+        }
+        Ok(())
+    }
+
+    /// The window and offset a generic address falls in.
+    fn resolve(&self, space: Space, addr: u64) -> (Space, u64) {
+        match space {
+            Space::Generic if addr >= LOCAL_WINDOW => (Space::Local, addr - LOCAL_WINDOW),
+            Space::Generic if addr >= SHARED_WINDOW => (Space::Shared, addr - SHARED_WINDOW),
+            Space::Generic => (Space::Global, addr),
+            s => (s, addr),
+        }
+    }
+
+    /// The executor's own memory a space and offset name, if in range.
+    fn own<'a>(&'a mut self, space: Space, at: u64, len: usize, sh: &'a mut Shared<'_, '_>) -> Option<&'a mut [u8]> {
+        let at = usize::try_from(at).ok()?;
+        let end = at.checked_add(len)?;
+        match space {
+            Space::Shared => sh.bytes.get_mut(at..end),
+            Space::Local => self.local.get_mut(at..end),
+            _ => None,
+        }
+    }
+
+    fn read(
+        &mut self,
+        space: Space,
+        addr: u64,
+        out: &mut [u8],
+        line: u32,
+        sh: &mut Shared<'_, '_>,
+    ) -> Result<(), Trap> {
+        if !addr.is_multiple_of(out.len() as u64) {
+            return Err(self.trap(TrapKind::Fault(Fault::Misaligned), line, addr));
+        }
+        let (space, at) = self.resolve(space, addr);
+        let who = self.who;
+        match space {
+            Space::Param => {
+                let bytes = usize::try_from(at).ok().and_then(|a| sh.launch.params.get(a..a.checked_add(out.len())?));
+                out.copy_from_slice(bytes.ok_or(self.trap(TrapKind::Fault(Fault::Illegal), line, addr))?);
+                Ok(())
+            }
+            Space::Shared | Space::Local => {
+                let trap = self.trap(TrapKind::Fault(Fault::Illegal), line, addr);
+                out.copy_from_slice(self.own(space, at, out.len(), sh).ok_or(trap)?);
+                Ok(())
+            }
+            _ => sh.memory.read(space, at, out, who).map_err(|f| self.trap(TrapKind::Fault(f), line, addr)),
+        }
+    }
+
+    fn write(&mut self, space: Space, addr: u64, data: &[u8], line: u32, sh: &mut Shared<'_, '_>) -> Result<(), Trap> {
+        if !addr.is_multiple_of(data.len() as u64) {
+            return Err(self.trap(TrapKind::Fault(Fault::Misaligned), line, addr));
+        }
+        let (space, at) = self.resolve(space, addr);
+        let who = self.who;
+        match space {
+            Space::Shared | Space::Local => {
+                let trap = self.trap(TrapKind::Fault(Fault::Illegal), line, addr);
+                self.own(space, at, data.len(), sh).ok_or(trap)?.copy_from_slice(data);
+                Ok(())
+            }
+            Space::Global => sh.memory.write(at, data, who).map_err(|f| self.trap(TrapKind::Fault(f), line, addr)),
+            // Parameters and constants are read-only.
+            _ => Err(self.trap(TrapKind::Fault(Fault::Illegal), line, addr)),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn atomic(
+        &mut self,
+        space: Space,
+        addr: u64,
+        op: AtomOp,
+        ty: Ty,
+        b: u64,
+        c: u64,
+        line: u32,
+        sh: &mut Shared<'_, '_>,
+    ) -> Result<u64, Trap> {
+        let size = ty.bytes();
+        if !addr.is_multiple_of(size as u64) {
+            return Err(self.trap(TrapKind::Fault(Fault::Misaligned), line, addr));
+        }
+        let mut old = 0u64;
+        let mut update = |bytes: &mut [u8]| {
+            let mut buf = [0u8; 8];
+            buf[..size].copy_from_slice(bytes);
+            old = u64::from_le_bytes(buf);
+            let new = arith::atomic(op, ty, old, b, c).to_le_bytes();
+            bytes.copy_from_slice(&new[..size]);
+        };
+        let (space, at) = self.resolve(space, addr);
+        let who = self.who;
+        match space {
+            Space::Shared => {
+                let trap = self.trap(TrapKind::Fault(Fault::Illegal), line, addr);
+                update(self.own(space, at, size, sh).ok_or(trap)?);
+            }
+            Space::Global => {
+                let trap = |f| Trap { kind: TrapKind::Fault(f), line, who, addr };
+                sh.memory.atomic(at, size, who, &mut update).map_err(trap)?;
+            }
+            _ => return Err(self.trap(TrapKind::Fault(Fault::Illegal), line, addr)),
+        }
+        Ok(old)
+    }
+}

@@ -1,0 +1,405 @@
+//! A loaded module: its variables, its functions, and each function's instructions decoded into
+//! [`Op`]s the executor runs without looking at text again.
+
+/// A scalar type of PTX.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ty {
+    B8,
+    B16,
+    B32,
+    B64,
+    U8,
+    U16,
+    U32,
+    U64,
+    S8,
+    S16,
+    S32,
+    S64,
+    F32,
+    F64,
+    Pred,
+}
+
+impl Ty {
+    /// The type a `.`-suffix names (`u32` for `.u32`).
+    pub(crate) fn named(name: &str) -> Option<Ty> {
+        use Ty::*;
+        Some(match name {
+            "b8" => B8,
+            "b16" => B16,
+            "b32" => B32,
+            "b64" => B64,
+            "u8" => U8,
+            "u16" => U16,
+            "u32" => U32,
+            "u64" => U64,
+            "s8" => S8,
+            "s16" => S16,
+            "s32" => S32,
+            "s64" => S64,
+            "f32" => F32,
+            "f64" => F64,
+            "pred" => Pred,
+            _ => return None,
+        })
+    }
+
+    /// Its width in bits (a predicate counts as 1).
+    pub fn bits(self) -> u32 {
+        use Ty::*;
+        match self {
+            B8 | U8 | S8 => 8,
+            B16 | U16 | S16 => 16,
+            B32 | U32 | S32 | F32 => 32,
+            B64 | U64 | S64 | F64 => 64,
+            Pred => 1,
+        }
+    }
+
+    /// Its width in bytes (a predicate takes one).
+    pub fn bytes(self) -> usize {
+        (self.bits() as usize).div_ceil(8)
+    }
+
+    pub(crate) fn signed(self) -> bool {
+        matches!(self, Ty::S8 | Ty::S16 | Ty::S32 | Ty::S64)
+    }
+
+    pub(crate) fn float(self) -> bool {
+        matches!(self, Ty::F32 | Ty::F64)
+    }
+}
+
+/// A state space.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Space {
+    Global,
+    Shared,
+    Local,
+    Param,
+    Const,
+    /// A generic address: global, or inside the block's shared or the thread's local window.
+    Generic,
+}
+
+/// A register: its index in its function's register file.
+pub type Reg = u32;
+
+/// A value an instruction reads.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Src {
+    Reg(Reg),
+    /// Bits of an immediate, already in the instruction's type.
+    Imm(u64),
+    /// The address of a variable or parameter, as the instruction's space sees it.
+    Addr(Place),
+    /// A special register (`%tid.x`, ...).
+    Special(Special),
+}
+
+/// Where a named thing lives.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Place {
+    /// The module's variable with this index (global or constant memory, placed by the caller).
+    Module(u32),
+    /// A kernel parameter, at this byte offset of the parameter buffer.
+    Param(u32),
+    /// Shared memory of the block, at this byte offset (dynamic shared memory follows the
+    /// static part).
+    Shared(u32),
+    /// The thread's local memory, at this byte offset.
+    Local(u32),
+}
+
+/// A special register.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Special {
+    Tid(u8),
+    Ntid(u8),
+    Ctaid(u8),
+    Nctaid(u8),
+    LaneId,
+    WarpId,
+    NWarpId,
+    SmId,
+    NSmId,
+    LaneMaskEq,
+    LaneMaskLt,
+    LaneMaskLe,
+    LaneMaskGt,
+    LaneMaskGe,
+    Clock,
+    Clock64,
+    GlobalTimer,
+    DynamicSharedSize,
+    TotalSharedSize,
+}
+
+/// An address operand: a base and a byte offset.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Address {
+    pub base: Src,
+    pub offset: i64,
+}
+
+/// A comparison of `setp`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cmp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    /// Unordered forms and their float-only kin.
+    Equ,
+    Neu,
+    Ltu,
+    Leu,
+    Gtu,
+    Geu,
+    Num,
+    Nan,
+}
+
+/// How a predicate result combines with another (`setp.lt.and`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BoolOp {
+    And,
+    Or,
+    Xor,
+}
+
+/// A one-operand operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UnOp {
+    Neg,
+    Abs,
+    Not,
+    Cnot,
+    Popc,
+    Clz,
+    Brev,
+    Sqrt,
+    Rcp,
+    Rsqrt,
+    Sin,
+    Cos,
+    Lg2,
+    Ex2,
+    Bfind,
+}
+
+/// A two-operand operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BinOp {
+    Add,
+    AddSat,
+    Sub,
+    SubSat,
+    MulLo,
+    MulHi,
+    /// The full product into twice the width (`mul.wide`).
+    MulWide,
+    Div,
+    Rem,
+    Min,
+    Max,
+    And,
+    Or,
+    Xor,
+    Shl,
+    Shr,
+    /// `copysign`: the magnitude of the second operand with the sign of the first.
+    CopySign,
+}
+
+/// A three-operand operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TerOp {
+    MadLo,
+    MadHi,
+    MadWide,
+    /// A fused multiply-add, rounded once (also `mad.f32`/`f64`, which PTX defines so on sm_20+).
+    Fma,
+}
+
+/// An atomic operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AtomOp {
+    Add,
+    Min,
+    Max,
+    Inc,
+    Dec,
+    And,
+    Or,
+    Xor,
+    Exch,
+    Cas,
+}
+
+/// An instruction, decoded.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Op {
+    Mov {
+        ty: Ty,
+        d: Reg,
+        a: Src,
+    },
+    Unary {
+        op: UnOp,
+        ty: Ty,
+        ftz: bool,
+        d: Reg,
+        a: Src,
+    },
+    Binary {
+        op: BinOp,
+        ty: Ty,
+        ftz: bool,
+        d: Reg,
+        a: Src,
+        b: Src,
+    },
+    Ternary {
+        op: TerOp,
+        ty: Ty,
+        ftz: bool,
+        d: Reg,
+        a: Src,
+        b: Src,
+        c: Src,
+    },
+    Setp {
+        cmp: Cmp,
+        ty: Ty,
+        ftz: bool,
+        d: Reg,
+        d2: Option<Reg>,
+        a: Src,
+        b: Src,
+        with: Option<(BoolOp, Src, bool)>,
+    },
+    Selp {
+        ty: Ty,
+        d: Reg,
+        a: Src,
+        b: Src,
+        p: Src,
+    },
+    Cvt {
+        to: Ty,
+        from: Ty,
+        round_int: Option<Round>,
+        sat: bool,
+        ftz: bool,
+        d: Reg,
+        a: Src,
+    },
+    /// `cvta` (`to: false`: shared/local/global offset to generic) and `cvta.to` (back).
+    Cvta {
+        to: bool,
+        space: Space,
+        d: Reg,
+        a: Src,
+    },
+    Ld {
+        space: Space,
+        ty: Ty,
+        d: Vec<Option<Reg>>,
+        at: Address,
+    },
+    St {
+        space: Space,
+        ty: Ty,
+        s: Vec<Src>,
+        at: Address,
+    },
+    Atom {
+        space: Space,
+        op: AtomOp,
+        ty: Ty,
+        d: Option<Reg>,
+        at: Address,
+        b: Src,
+        c: Option<Src>,
+    },
+    Bra {
+        target: u32,
+    },
+    /// `bar.sync`/`barrier.sync` (`bar.arrive` does not wait).
+    Bar {
+        id: Src,
+        threads: Option<Src>,
+        wait: bool,
+    },
+    /// Memory fences: every access here is seen at once, in program order.
+    Fence,
+    Ret,
+    Exit,
+}
+
+/// How `cvt` rounds a float to an integer, or to a float of another width.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Round {
+    Nearest,
+    Zero,
+    Down,
+    Up,
+}
+
+/// One instruction: its guard, the operation and the line it came from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Inst {
+    pub line: u32,
+    /// Runs only where this predicate register is true (or false, when negated).
+    pub guard: Option<(Reg, bool)>,
+    pub op: Op,
+}
+
+/// A variable of the module (`.global`, `.const`), with its initial bytes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Variable {
+    pub name: String,
+    pub space: Space,
+    pub align: u32,
+    pub size: u64,
+    pub init: Vec<u8>,
+    /// Declared `.extern`: defined elsewhere (dynamic shared memory is one).
+    pub external: bool,
+}
+
+/// A kernel parameter.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Param {
+    pub name: String,
+    pub offset: u32,
+    pub size: u32,
+    pub align: u32,
+}
+
+/// A function or kernel.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Function {
+    pub name: String,
+    pub entry: bool,
+    pub params: Vec<Param>,
+    /// How many registers the body uses (their kinds are in the instructions' types).
+    pub registers: u32,
+    /// Bytes of static shared memory it declares.
+    pub shared_bytes: u32,
+    /// Bytes of local memory a thread needs.
+    pub local_bytes: u32,
+    pub body: Vec<Inst>,
+}
+
+/// A module: what its text declares, decoded and checked.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Module {
+    pub version: (u32, u32),
+    pub target: String,
+    pub variables: Vec<Variable>,
+    pub functions: Vec<Function>,
+}

@@ -1,0 +1,50 @@
+//! A PTX executor: parse, check, execute.
+//!
+//! [`load`] parses PTX text into a [`Module`] and decodes every instruction; an instruction the
+//! executor does not implement is refused there, with its line ([`LoadError::Unsupported`]), so
+//! nothing is ever run wrong. [`run`] runs one kernel over a grid. Threads are scheduled
+//! independently (sm_70 and later): each runs until it exits or waits at a barrier. Every access
+//! to global or constant memory, and every generic access outside the block's shared and the
+//! thread's local memory, goes to the caller's [`Memory`] with the thread that makes it: the
+//! executor knows nothing of devices, pools or topologies.
+//!
+//! Implemented: integer and float arithmetic (floats round to nearest; `.ftz` flushes), `mad`,
+//! `fma`, comparisons and predicates (`setp` with `.and/.or/.xor`, `selp`), conversions (`cvt`
+//! with `.rni/.rzi/.rmi/.rpi` and `.sat`), `cvta`, `ld`/`st` of every state space with vector
+//! widths, `atom`/`red` on global and shared memory, branches, `bar.sync`/`bar.arrive`,
+//! fences, special registers and dynamic shared memory. Not yet: calls to `.func`, warp
+//! shuffles and votes, textures, and float rounding other than to nearest.
+
+mod decode;
+mod exec;
+mod ir;
+mod lex;
+mod parse;
+
+pub use exec::{
+    Fault, LOCAL_WINDOW, Launch, MAX_BLOCK_THREADS, Memory, Ran, SHARED_WINDOW, Thread, Trap, TrapKind, run,
+};
+pub use ir::{Function, Module, Param, Space, Ty, Variable};
+
+/// Why a module cannot be loaded.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum LoadError {
+    /// The text is not PTX this parser reads.
+    #[error("line {line}: {what}")]
+    Syntax { line: u32, what: String },
+    /// An instruction or feature the executor does not implement.
+    #[error("line {line}: {what} is not implemented by peerpool's PTX executor")]
+    Unsupported { line: u32, what: String },
+}
+
+/// Parses and checks `text`.
+pub fn load(text: &str) -> Result<Module, LoadError> {
+    parse::module(text)
+}
+
+impl Module {
+    /// The kernel (`.entry`) named `name`.
+    pub fn kernel(&self, name: &str) -> Option<&Function> {
+        self.functions.iter().find(|f| f.entry && f.name == name)
+    }
+}

@@ -1,0 +1,616 @@
+//! PTX text to a [`Module`]: directives, variables, functions with their parameters, registers,
+//! local and shared declarations and labels, and each instruction's operands, which
+//! `decode.rs` turns into an [`Op`](crate::ir::Op).
+
+use crate::LoadError;
+use crate::decode;
+use crate::ir::{Address, Function, Inst, Module, Param, Place, Space, Special, Src, Ty, Variable};
+use crate::lex::{Tok, tokens};
+use std::collections::HashMap;
+
+/// An operand as written, before the instruction's type gives it meaning.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Operand {
+    Reg(u32),
+    Int(i128),
+    Float {
+        bits: u64,
+        double: bool,
+    },
+    /// A name: a variable, parameter, label or function.
+    Name(String),
+    Special(Special),
+    /// `[base+offset]`.
+    Addr(Box<Operand>, i64),
+    /// `{a, b, ...}`; `_` is `None`.
+    Vector(Vec<Option<Operand>>),
+    /// `_`, a result thrown away.
+    Sink,
+    /// `a|b`: two results (`setp`'s second, negated predicate).
+    Pair(u32, u32),
+    /// `!p`: a negated predicate operand.
+    Not(Box<Operand>),
+}
+
+/// What names mean inside one function: registers, parameters, locals, shared variables.
+#[derive(Default)]
+pub(crate) struct Scope {
+    pub(crate) registers: HashMap<String, u32>,
+    pub(crate) count: u32,
+    pub(crate) places: HashMap<String, Place>,
+    pub(crate) labels: HashMap<String, u32>,
+    pub(crate) module: HashMap<String, u32>,
+}
+
+impl Scope {
+    /// What a name used as an operand means: a place, or a label's instruction index.
+    pub(crate) fn place(&self, name: &str) -> Option<Place> {
+        self.places.get(name).copied().or_else(|| self.module.get(name).map(|&i| Place::Module(i)))
+    }
+}
+
+struct Parser {
+    toks: Vec<(Tok, u32)>,
+    at: usize,
+}
+
+impl Parser {
+    fn peek(&self) -> Option<&Tok> {
+        self.toks.get(self.at).map(|t| &t.0)
+    }
+
+    fn line(&self) -> u32 {
+        self.toks.get(self.at).or(self.toks.last()).map_or(0, |t| t.1)
+    }
+
+    fn next(&mut self) -> Result<Tok, LoadError> {
+        let t = self.toks.get(self.at).map(|t| t.0.clone());
+        self.at += 1;
+        t.ok_or(LoadError::Syntax { line: self.line(), what: "the text ends too soon".into() })
+    }
+
+    fn err<T>(&self, what: impl Into<String>) -> Result<T, LoadError> {
+        Err(LoadError::Syntax { line: self.line(), what: what.into() })
+    }
+
+    fn punct(&mut self, c: char) -> Result<(), LoadError> {
+        match self.next()? {
+            Tok::Punct(p) if p == c => Ok(()),
+            other => self.err(format!("expected `{c}`, found {other:?}")),
+        }
+    }
+
+    fn is(&self, c: char) -> bool {
+        self.peek() == Some(&Tok::Punct(c))
+    }
+
+    fn word(&mut self) -> Result<String, LoadError> {
+        match self.next()? {
+            Tok::Word(w) => Ok(w),
+            other => self.err(format!("expected a name, found {other:?}")),
+        }
+    }
+
+    fn int(&mut self) -> Result<i128, LoadError> {
+        match self.next()? {
+            Tok::Int(v) => Ok(v),
+            other => self.err(format!("expected a number, found {other:?}")),
+        }
+    }
+
+    /// Skips to just after the next `;`.
+    fn skip_statement(&mut self) -> Result<(), LoadError> {
+        while self.next()? != Tok::Punct(';') {}
+        Ok(())
+    }
+}
+
+/// The most bytes a module may declare for one variable, a function's shared or local memory:
+/// an image claiming more is refused rather than allocated.
+const MAX_BYTES: u64 = 1 << 30;
+
+/// Parses and decodes a whole module.
+pub(crate) fn module(text: &str) -> Result<Module, LoadError> {
+    let mut p = Parser { toks: tokens(text)?, at: 0 };
+    let mut m = Module { version: (0, 0), target: String::new(), variables: Vec::new(), functions: Vec::new() };
+    let mut names: HashMap<String, u32> = HashMap::new();
+    let mut shared: HashMap<String, u32> = HashMap::new();
+    let mut shared_bytes = 0u32;
+    while p.peek().is_some() {
+        let w = p.word()?;
+        match w.as_str() {
+            ".version" => {
+                let v = match p.next()? {
+                    Tok::Float { bits, .. } => f64::from_bits(bits),
+                    Tok::Int(v) => v as f64,
+                    _ => return p.err("a version is two numbers"),
+                };
+                m.version = (v.trunc() as u32, ((v.fract() * 10.0).round()) as u32);
+            }
+            ".target" => {
+                m.target = p.word()?;
+                while p.is(',') {
+                    p.punct(',')?;
+                    p.word()?;
+                }
+            }
+            ".address_size" => {
+                if p.int()? != 64 {
+                    return p.err("only 64-bit addresses are simulated");
+                }
+            }
+            ".visible" | ".extern" | ".weak" | ".common" => {
+                let external = w == ".extern";
+                let next = p.word()?;
+                declaration(&mut p, &next, external, &mut m, &mut names, &mut shared, &mut shared_bytes)?;
+            }
+            ".global" | ".const" | ".shared" | ".entry" | ".func" => {
+                declaration(&mut p, &w, false, &mut m, &mut names, &mut shared, &mut shared_bytes)?
+            }
+            ".file" | ".section" | ".loc" | ".pragma" => p.skip_statement()?,
+            _ => return p.err(format!("unexpected `{w}` at the top level")),
+        }
+    }
+    if m.target.is_empty() {
+        return Err(LoadError::Syntax { line: 1, what: "no .target: this is not PTX".into() });
+    }
+    Ok(m)
+}
+
+/// A declaration after its linkage: a variable or a function.
+fn declaration(
+    p: &mut Parser,
+    kind: &str,
+    external: bool,
+    m: &mut Module,
+    names: &mut HashMap<String, u32>,
+    shared: &mut HashMap<String, u32>,
+    shared_bytes: &mut u32,
+) -> Result<(), LoadError> {
+    match kind {
+        ".global" | ".const" | ".shared" => {
+            let space = match kind {
+                ".global" => Space::Global,
+                ".const" => Space::Const,
+                _ => Space::Shared,
+            };
+            let var = variable(p, space, external)?;
+            if space == Space::Shared {
+                // Module-level shared memory is every kernel's; dynamic shared memory (`.extern`,
+                // size 0) starts after the static part, which `Function::shared_bytes` counts.
+                let at = align_up(*shared_bytes, var.align);
+                shared.insert(var.name.clone(), at);
+                *shared_bytes = at.saturating_add(var.size as u32);
+            } else {
+                names.insert(var.name.clone(), m.variables.len() as u32);
+                m.variables.push(var);
+            }
+            Ok(())
+        }
+        ".entry" | ".func" => {
+            if let Some(f) = function(p, kind == ".entry", names, shared, *shared_bytes)? {
+                m.functions.push(f);
+            }
+            Ok(())
+        }
+        _ => p.err(format!("unexpected `{kind}` in a declaration")),
+    }
+}
+
+fn align_up(at: u32, align: u32) -> u32 {
+    at.next_multiple_of(align.max(1))
+}
+
+/// `[.align N] .type name[dims] [= init];`
+fn variable(p: &mut Parser, space: Space, external: bool) -> Result<Variable, LoadError> {
+    let mut align = 0u32;
+    let mut ty = None;
+    let name = loop {
+        let w = p.word()?;
+        match w.as_str() {
+            ".align" => align = p.int()?.clamp(1, 1 << 16) as u32,
+            ".v2" | ".v4" => return p.err("vector variables are not simulated"),
+            t if t.starts_with('.') => {
+                ty = Some(Ty::named(&t[1..]).ok_or(()).or_else(|_| p.err(format!("unknown type {t}")))?)
+            }
+            _ => break w,
+        }
+    };
+    let ty = match ty {
+        Some(t) => t,
+        None => return p.err(format!("{name} has no type")),
+    };
+    let mut count: u64 = 1;
+    let mut unsized_array = false;
+    while p.is('[') {
+        p.punct('[')?;
+        if p.is(']') {
+            unsized_array = true;
+        } else {
+            let n = u64::try_from(p.int()?).ok().filter(|&n| n <= MAX_BYTES);
+            count = count.saturating_mul(n.ok_or(()).or_else(|_| p.err("an array size out of range"))?);
+        }
+        p.punct(']')?;
+    }
+    let size = if unsized_array { 0 } else { count.saturating_mul(ty.bytes() as u64) };
+    if size > MAX_BYTES {
+        return p.err(format!("{name} declares more than {MAX_BYTES} bytes"));
+    }
+    let mut init = Vec::new();
+    if p.is('=') {
+        p.punct('=')?;
+        init = initialiser(p, ty)?;
+        if init.len() as u64 > size.max(ty.bytes() as u64) {
+            return p.err(format!("{name}'s initialiser is larger than it"));
+        }
+    }
+    p.punct(';')?;
+    let align = if align == 0 { ty.bytes() as u32 } else { align };
+    Ok(Variable { name, space, align, size, init, external })
+}
+
+/// `value` or `{v, v, ...}` as bytes of `ty`.
+fn initialiser(p: &mut Parser, ty: Ty) -> Result<Vec<u8>, LoadError> {
+    let mut out = Vec::new();
+    let braced = p.is('{');
+    if braced {
+        p.punct('{')?;
+    }
+    loop {
+        let bits = match p.next()? {
+            Tok::Int(v) => v as u64,
+            Tok::Float { bits, double } => match (ty, double) {
+                (Ty::F32, true) => (f64::from_bits(bits) as f32).to_bits() as u64,
+                (Ty::F64, false) => (f32::from_bits(bits as u32) as f64).to_bits(),
+                _ => bits,
+            },
+            other => return p.err(format!("unexpected {other:?} in an initialiser")),
+        };
+        out.extend_from_slice(&bits.to_le_bytes()[..ty.bytes()]);
+        if !braced || !p.is(',') {
+            break;
+        }
+        p.punct(',')?;
+    }
+    if braced {
+        p.punct('}')?;
+    }
+    Ok(out)
+}
+
+/// A function: its header, then its body (or `;` for a declaration, which holds nothing to run).
+fn function(
+    p: &mut Parser,
+    entry: bool,
+    names: &HashMap<String, u32>,
+    shared: &HashMap<String, u32>,
+    module_shared: u32,
+) -> Result<Option<Function>, LoadError> {
+    let header_line = p.line();
+    if p.is('(') {
+        return p.err("functions that return values are not simulated yet");
+    }
+    let name = p.word()?;
+    let mut scope = Scope { module: names.clone(), ..Scope::default() };
+    for (n, &at) in shared {
+        scope.places.insert(n.clone(), Place::Shared(at));
+    }
+    let mut params = Vec::new();
+    if p.is('(') {
+        p.punct('(')?;
+        let mut offset = 0u32;
+        while !p.is(')') {
+            let param = parameter(p, &mut offset)?;
+            scope.places.insert(param.name.clone(), Place::Param(param.offset));
+            params.push(param);
+            if p.is(',') {
+                p.punct(',')?;
+            }
+        }
+        p.punct(')')?;
+    }
+    // Performance directives (.maxntid, .reqntid, .minnctapersm, .maxnreg, .noreturn, ...) do
+    // not change what a kernel computes.
+    while let Some(Tok::Word(w)) = p.peek() {
+        if !w.starts_with('.') {
+            break;
+        }
+        p.next()?;
+        while matches!(p.peek(), Some(Tok::Int(_)) | Some(Tok::Punct(','))) {
+            p.next()?;
+        }
+    }
+    if p.is(';') {
+        p.punct(';')?;
+        return Ok(None);
+    }
+    if !entry {
+        return Err(LoadError::Unsupported {
+            line: header_line,
+            what: format!(".func {name}: calls are not simulated yet"),
+        });
+    }
+    p.punct('{')?;
+    let mut f =
+        Function { name, entry, params, registers: 0, shared_bytes: module_shared, local_bytes: 0, body: Vec::new() };
+    let raw = body(p, &mut scope, &mut f)?;
+    f.registers = scope.count;
+    f.body = raw
+        .into_iter()
+        .map(|(line, guard, opcode, operands)| {
+            Ok(Inst { line, guard, op: decode::op(&opcode, operands, &scope, line)? })
+        })
+        .collect::<Result<_, LoadError>>()?;
+    Ok(Some(f))
+}
+
+/// `.param [.align N] .type name[dims]` (or `.param .ptr...`).
+fn parameter(p: &mut Parser, offset: &mut u32) -> Result<Param, LoadError> {
+    if p.word()? != ".param" {
+        return p.err("a parameter is declared `.param`");
+    }
+    let mut align = 0u32;
+    let mut ty = None;
+    let name = loop {
+        let w = p.word()?;
+        match w.as_str() {
+            ".align" => align = p.int()?.clamp(1, 1 << 12) as u32,
+            ".ptr" | ".global" | ".const" | ".shared" | ".local" => {}
+            t if t.starts_with('.') => {
+                ty = Some(Ty::named(&t[1..]).ok_or(()).or_else(|_| p.err(format!("unknown type {t}")))?)
+            }
+            _ => break w,
+        }
+    };
+    let ty = match ty {
+        Some(t) => t,
+        None => return p.err(format!("parameter {name} has no type")),
+    };
+    let mut count = 1u32;
+    while p.is('[') {
+        p.punct('[')?;
+        let n = u32::try_from(p.int()?).ok().filter(|&n| n <= 1 << 16);
+        count = count.saturating_mul(n.ok_or(()).or_else(|_| p.err("a parameter array out of range"))?);
+        p.punct(']')?;
+    }
+    let align = if align == 0 { ty.bytes() as u32 } else { align };
+    let size = count.saturating_mul(ty.bytes() as u32);
+    let at = align_up(*offset, align);
+    *offset = at.saturating_add(size);
+    Ok(Param { name, offset: at, size, align })
+}
+
+/// A statement as parsed: its line, guard, opcode with modifiers, operands.
+type Raw = (u32, Option<(u32, bool)>, String, Vec<Operand>);
+
+/// The statements of a `{ ... }` body, nested blocks flattened (their names scoped).
+fn body(p: &mut Parser, scope: &mut Scope, f: &mut Function) -> Result<Vec<Raw>, LoadError> {
+    let mut out = Vec::new();
+    let mut shadowed: Vec<Vec<(String, Option<u32>)>> = vec![Vec::new()];
+    loop {
+        let line = p.line();
+        match p.next()? {
+            Tok::Punct('}') => {
+                for (name, old) in shadowed.pop().unwrap_or_default() {
+                    match old {
+                        Some(r) => scope.registers.insert(name, r),
+                        None => scope.registers.remove(&name),
+                    };
+                }
+                if shadowed.is_empty() {
+                    return Ok(out);
+                }
+            }
+            Tok::Punct('{') => shadowed.push(Vec::new()),
+            Tok::Word(w) if w == ".reg" => {
+                let names = registers(p)?;
+                for name in names {
+                    let old = scope.registers.insert(name.clone(), scope.count);
+                    scope.count += 1;
+                    if let Some(level) = shadowed.last_mut() {
+                        level.push((name, old));
+                    }
+                }
+            }
+            Tok::Word(w) if w == ".local" || w == ".shared" => {
+                let space = if w == ".local" { Space::Local } else { Space::Shared };
+                let var = variable(p, space, false)?;
+                let place = match space {
+                    Space::Local => {
+                        let at = align_up(f.local_bytes, var.align);
+                        f.local_bytes = at.saturating_add(var.size as u32);
+                        Place::Local(at)
+                    }
+                    _ => {
+                        let at = align_up(f.shared_bytes, var.align);
+                        f.shared_bytes = at.saturating_add(var.size as u32);
+                        Place::Shared(at)
+                    }
+                };
+                if u64::from(f.local_bytes) > MAX_BYTES || u64::from(f.shared_bytes) > MAX_BYTES {
+                    return p.err("more local or shared memory than can be simulated");
+                }
+                scope.places.insert(var.name, place);
+            }
+            Tok::Word(w) if w == ".pragma" || w == ".loc" || w == ".param" => p.skip_statement()?,
+            Tok::Word(w) if p.is(':') => {
+                p.punct(':')?;
+                scope.labels.insert(w, out.len() as u32);
+            }
+            Tok::Punct('@') => {
+                let negated = p.is('!');
+                if negated {
+                    p.punct('!')?;
+                }
+                let pred = p.word()?;
+                let reg =
+                    *scope.registers.get(&pred).ok_or(()).or_else(|_| p.err(format!("unknown predicate {pred}")))?;
+                let opcode = p.word()?;
+                let operands = operands(p, scope)?;
+                out.push((line, Some((reg, negated)), opcode, operands));
+            }
+            Tok::Word(opcode) => {
+                let operands = operands(p, scope)?;
+                out.push((line, None, opcode, operands));
+            }
+            other => return p.err(format!("unexpected {other:?}")),
+        }
+    }
+}
+
+/// `.reg .type %name<N>;` or `.reg .type %a, %b;`: the names declared.
+fn registers(p: &mut Parser) -> Result<Vec<String>, LoadError> {
+    let kind = p.word()?;
+    if kind.starts_with(".v") {
+        return p.err("vector registers are not simulated");
+    }
+    let mut names = Vec::new();
+    loop {
+        let name = p.word()?;
+        if p.is('<') {
+            p.punct('<')?;
+            let n = u32::try_from(p.int()?).ok().filter(|&n| n <= 1 << 20);
+            let n = n.ok_or(()).or_else(|_| p.err("a register count out of range"))?;
+            p.punct('>')?;
+            names.extend((0..n).map(|i| format!("{name}{i}")));
+        } else {
+            names.push(name);
+        }
+        match p.next()? {
+            Tok::Punct(',') => {}
+            Tok::Punct(';') => return Ok(names),
+            other => return p.err(format!("unexpected {other:?} in .reg")),
+        }
+    }
+}
+
+/// The operands up to `;`.
+fn operands(p: &mut Parser, scope: &Scope) -> Result<Vec<Operand>, LoadError> {
+    let mut out = Vec::new();
+    if p.is(';') {
+        p.punct(';')?;
+        return Ok(out);
+    }
+    loop {
+        out.push(operand(p, scope)?);
+        match p.next()? {
+            Tok::Punct(',') => {}
+            Tok::Punct(';') => return Ok(out),
+            other => return p.err(format!("unexpected {other:?} among operands")),
+        }
+    }
+}
+
+fn operand(p: &mut Parser, scope: &Scope) -> Result<Operand, LoadError> {
+    match p.next()? {
+        Tok::Punct('[') => {
+            let base = operand(p, scope)?;
+            let mut offset = 0i64;
+            while p.is('+') || p.is('-') {
+                let sign = if p.is('-') { -1 } else { 1 };
+                p.next()?;
+                offset += sign
+                    * match p.next()? {
+                        Tok::Int(v) => i64::try_from(v).ok().ok_or(()).or_else(|_| p.err("an offset out of range"))?,
+                        other => return p.err(format!("unexpected {other:?} in an address")),
+                    };
+            }
+            p.punct(']')?;
+            Ok(Operand::Addr(Box::new(base), offset))
+        }
+        Tok::Punct('{') => {
+            let mut items = Vec::new();
+            loop {
+                items.push(match operand(p, scope)? {
+                    Operand::Sink => None,
+                    o => Some(o),
+                });
+                match p.next()? {
+                    Tok::Punct(',') => {}
+                    Tok::Punct('}') => return Ok(Operand::Vector(items)),
+                    other => return p.err(format!("unexpected {other:?} in a vector")),
+                }
+            }
+        }
+        Tok::Punct('!') => Ok(Operand::Not(Box::new(operand(p, scope)?))),
+        Tok::Int(v) => Ok(Operand::Int(v)),
+        Tok::Float { bits, double } => Ok(Operand::Float { bits, double }),
+        Tok::Word(w) if w == "_" => Ok(Operand::Sink),
+        Tok::Word(w) => {
+            if let Some(&r) = scope.registers.get(&w) {
+                if p.is('|') {
+                    p.punct('|')?;
+                    let second = p.word()?;
+                    let r2 = *scope
+                        .registers
+                        .get(&second)
+                        .ok_or(())
+                        .or_else(|_| p.err(format!("unknown register {second}")))?;
+                    return Ok(Operand::Pair(r, r2));
+                }
+                return Ok(Operand::Reg(r));
+            }
+            if let Some(s) = special(&w) {
+                return Ok(Operand::Special(s));
+            }
+            if w.starts_with('%') {
+                return Err(LoadError::Unsupported { line: p.line(), what: format!("the register {w}") });
+            }
+            Ok(Operand::Name(w))
+        }
+        other => p.err(format!("unexpected {other:?}")),
+    }
+}
+
+/// A special register by name.
+fn special(name: &str) -> Option<Special> {
+    use Special::*;
+    let axis = |s: &str| match s {
+        "x" => Some(0),
+        "y" => Some(1),
+        "z" => Some(2),
+        _ => None,
+    };
+    if let Some((reg, a)) = name.rsplit_once('.') {
+        let a = axis(a)?;
+        return Some(match reg {
+            "%tid" => Tid(a),
+            "%ntid" => Ntid(a),
+            "%ctaid" => Ctaid(a),
+            "%nctaid" => Nctaid(a),
+            _ => return None,
+        });
+    }
+    Some(match name {
+        "%laneid" => LaneId,
+        "%warpid" => WarpId,
+        "%nwarpid" => NWarpId,
+        "%smid" => SmId,
+        "%nsmid" => NSmId,
+        "%lanemask_eq" => LaneMaskEq,
+        "%lanemask_lt" => LaneMaskLt,
+        "%lanemask_le" => LaneMaskLe,
+        "%lanemask_gt" => LaneMaskGt,
+        "%lanemask_ge" => LaneMaskGe,
+        "%clock" => Clock,
+        "%clock64" => Clock64,
+        "%globaltimer" => GlobalTimer,
+        "%dynamic_smem_size" => DynamicSharedSize,
+        "%total_smem_size" => TotalSharedSize,
+        _ => return None,
+    })
+}
+
+/// The address an `[...]` operand names, for an instruction in `space`.
+pub(crate) fn address(base: &Operand, offset: i64, scope: &Scope, line: u32) -> Result<Address, LoadError> {
+    let base = match base {
+        Operand::Reg(r) => Src::Reg(*r),
+        Operand::Int(v) => Src::Imm(*v as u64),
+        Operand::Name(n) => match scope.place(n) {
+            Some(place) => Src::Addr(place),
+            None => return Err(LoadError::Syntax { line, what: format!("unknown name {n} in an address") }),
+        },
+        other => return Err(LoadError::Syntax { line, what: format!("{other:?} cannot be an address") }),
+    };
+    Ok(Address { base, offset })
+}

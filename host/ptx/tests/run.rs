@@ -1,0 +1,166 @@
+//! Kernels run by the executor against a memory of plain byte regions: nvcc's PTX for
+//! `kernels.cu` (an add with an atomic counter; a scale through dynamic shared memory and a
+//! barrier), and hand-written kernels for what must stop a launch (an illegal address, a
+//! deadlock at barriers, an endless loop) or a load (an instruction not implemented).
+
+use peerpool_ptx::{Fault, Launch, LoadError, Memory, Module, Space, Thread, Trap, TrapKind, load, run};
+
+/// Device memory as regions of bytes at addresses; anything else is illegal.
+#[derive(Default)]
+struct Ram {
+    regions: Vec<(u64, Vec<u8>)>,
+    /// Every global access, in order: (thread, address, write).
+    log: Vec<(Thread, u64, bool)>,
+}
+
+impl Ram {
+    fn add(&mut self, base: u64, bytes: Vec<u8>) -> u64 {
+        self.regions.push((base, bytes));
+        base
+    }
+
+    fn span(&mut self, addr: u64, len: usize) -> Result<&mut [u8], Fault> {
+        for (base, bytes) in &mut self.regions {
+            if addr >= *base && addr + len as u64 <= *base + bytes.len() as u64 {
+                let at = (addr - *base) as usize;
+                return Ok(&mut bytes[at..at + len]);
+            }
+        }
+        Err(Fault::Illegal)
+    }
+
+    fn words(&self, base: u64) -> Vec<u32> {
+        let bytes = &self.regions.iter().find(|r| r.0 == base).unwrap().1;
+        bytes.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect()
+    }
+}
+
+impl Memory for Ram {
+    fn read(&mut self, _: Space, addr: u64, out: &mut [u8], who: Thread) -> Result<(), Fault> {
+        self.log.push((who, addr, false));
+        out.copy_from_slice(self.span(addr, out.len())?);
+        Ok(())
+    }
+
+    fn write(&mut self, addr: u64, data: &[u8], who: Thread) -> Result<(), Fault> {
+        self.log.push((who, addr, true));
+        self.span(addr, data.len())?.copy_from_slice(data);
+        Ok(())
+    }
+
+    fn atomic(&mut self, addr: u64, len: usize, who: Thread, update: &mut dyn FnMut(&mut [u8])) -> Result<(), Fault> {
+        self.log.push((who, addr, true));
+        update(self.span(addr, len)?);
+        Ok(())
+    }
+}
+
+fn nvcc_kernels() -> Module {
+    load(include_str!("data/kernels.ptx")).expect("nvcc's PTX loads")
+}
+
+/// The module's variables placed in `ram` from 0x9000_0000, with their initial bytes.
+fn place_variables(module: &Module, ram: &mut Ram) -> Vec<u64> {
+    let mut at = 0x9000_0000;
+    module
+        .variables
+        .iter()
+        .map(|v| {
+            let mut bytes = v.init.clone();
+            bytes.resize(v.size.max(1) as usize, 0);
+            let base = ram.add(at, bytes);
+            at += 0x1000;
+            base
+        })
+        .collect()
+}
+
+fn launch<'a>(grid: u32, block: u32, params: &'a [u8], variables: &'a [u64]) -> Launch<'a> {
+    Launch { grid: [grid, 1, 1], block: [block, 1, 1], dynamic_shared: 0, params, variables, budget: 1 << 30 }
+}
+
+#[test]
+fn nvccs_add_kernel_adds_and_counts_once() {
+    let module = nvcc_kernels();
+    let mut ram = Ram::default();
+    let variables = place_variables(&module, &mut ram);
+    let n = 1000u32;
+    let data = ram.add(0x1000_0000, (0..n).flat_map(|i| i.to_le_bytes()).collect());
+    let mut params = data.to_le_bytes().to_vec();
+    params.extend(n.to_le_bytes());
+    params.extend(5u32.to_le_bytes());
+    let kernel = module.kernel("pp_test_add").unwrap();
+    let ran = run(kernel, &launch(4, 256, &params, &variables), &mut ram).unwrap();
+    assert!(ran.instructions > 1024 * 5);
+    assert_eq!(ram.words(data), (0..n).map(|i| i + 5).collect::<Vec<_>>());
+    let counter = module.variables.iter().position(|v| v.name == "pp_test_counter").unwrap();
+    assert_eq!(ram.words(variables[counter]), [1], "only global thread 0 counts");
+}
+
+#[test]
+fn nvccs_scale_kernel_goes_through_shared_memory_and_a_barrier() {
+    let module = nvcc_kernels();
+    let mut ram = Ram::default();
+    let variables = place_variables(&module, &mut ram);
+    let n = 300u64;
+    let data = ram.add(0x2000_0000, (0..n).flat_map(|i| (i as f32 + 0.5).to_le_bytes()).collect());
+    let mut params = data.to_le_bytes().to_vec();
+    params.extend(n.to_le_bytes());
+    let kernel = module.kernel("pp_test_scale").unwrap();
+    let mut l = launch(3, 128, &params, &variables);
+    l.dynamic_shared = 128 * 4;
+    run(kernel, &l, &mut ram).unwrap();
+    let got: Vec<f32> = ram.words(data).into_iter().map(f32::from_bits).collect();
+    assert_eq!(got, (0..n).map(|i| (i as f32 + 0.5) * 2.0).collect::<Vec<_>>());
+}
+
+/// A kernel of one instruction sequence, `.entry k(.param .u64 p)`.
+fn kernel(body: &str) -> Module {
+    let text = format!(
+        ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k(.param .u64 p)\n{{\n.reg .pred %p<4>;\n.reg .b32 %r<8>;\n.reg .b64 %rd<8>;\n{body}\n}}\n"
+    );
+    load(&text).unwrap_or_else(|e| panic!("{e}\n{text}"))
+}
+
+#[test]
+fn an_illegal_address_stops_the_launch_naming_thread_line_and_address() {
+    let module = kernel(
+        "ld.param.u64 %rd1, [p];\nmov.u32 %r1, %tid.x;\nmul.wide.u32 %rd2, %r1, 4;\nadd.s64 %rd3, %rd1, %rd2;\nst.global.u32 [%rd3], %r1;\nret;",
+    );
+    let mut ram = Ram::default();
+    let data = ram.add(0x1000, vec![0; 16]); // room for 4 threads of 8
+    let params = data.to_le_bytes();
+    let trap: Trap = run(module.kernel("k").unwrap(), &launch(1, 8, &params, &[]), &mut ram).unwrap_err();
+    assert_eq!(trap.kind, TrapKind::Fault(Fault::Illegal));
+    assert_eq!(trap.who.thread, [4, 0, 0]);
+    assert_eq!(trap.addr, 0x1000 + 16);
+    assert_eq!(trap.line, 13, "the st.global line: after 8 lines of header and 4 of body");
+}
+
+#[test]
+fn barriers_that_cannot_all_be_met_are_a_deadlock_and_endless_loops_run_out() {
+    let split = kernel(
+        "mov.u32 %r1, %tid.x;\nsetp.lt.u32 %p1, %r1, 16;\n@%p1 bra A;\nbar.sync 1;\nret;\nA:\nbar.sync 0;\nret;",
+    );
+    let trap = run(split.kernel("k").unwrap(), &launch(1, 32, &[0; 8], &[]), &mut Ram::default()).unwrap_err();
+    assert_eq!(trap.kind, TrapKind::Deadlock);
+    // Threads that exit before a barrier are not waited for.
+    let early = kernel("mov.u32 %r1, %tid.x;\nsetp.lt.u32 %p1, %r1, 16;\n@%p1 bra A;\nret;\nA:\nbar.sync 0;\nret;");
+    run(early.kernel("k").unwrap(), &launch(1, 32, &[0; 8], &[]), &mut Ram::default()).unwrap();
+    let endless = kernel("A:\nbra A;");
+    let mut l = launch(1, 1, &[0; 8], &[]);
+    l.budget = 1000;
+    assert_eq!(run(endless.kernel("k").unwrap(), &l, &mut Ram::default()).unwrap_err().kind, TrapKind::TooLong);
+}
+
+#[test]
+fn what_is_not_implemented_is_refused_at_load_with_its_line() {
+    let text = ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k()\n{\n.reg .b32 %r<4>;\nshfl.sync.bfly.b32 %r1, %r2, 1, 31, -1;\nret;\n}\n";
+    match load(text) {
+        Err(LoadError::Unsupported { line: 7, what }) => assert!(what.starts_with("shfl.sync.bfly.b32"), "{what}"),
+        other => panic!("{other:?}"),
+    }
+    let rz = ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k()\n{\n.reg .f32 %f<4>;\nadd.rz.f32 %f1, %f2, %f3;\nret;\n}\n";
+    assert!(matches!(load(rz), Err(LoadError::Unsupported { line: 7, .. })));
+    assert!(matches!(load("not ptx at all"), Err(LoadError::Syntax { .. })));
+}
