@@ -20,3 +20,13 @@ static const char *name_of(CUresult r) {
             return 1;                                                                    \
         }                                                                                \
     } while (0)
+
+/* In main: cuInit, then device 0 into `dev` and its primary context, retained and made current,
+ * into `ctx` (TRY on each). */
+#define ON_GPU0(dev, ctx)                                                                \
+    do {                                                                                 \
+        TRY(cuInit(0));                                                                  \
+        TRY(cuDeviceGet(&(dev), 0));                                                     \
+        TRY(cuDevicePrimaryCtxRetain(&(ctx), (dev)));                                    \
+        TRY(cuCtxSetCurrent(ctx));                                                       \
+    } while (0)

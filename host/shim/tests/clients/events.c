@@ -17,10 +17,7 @@ static CUresult time_memset(CUdeviceptr p, size_t bytes, CUevent a, CUevent b, f
 int main(void) {
     CUdevice dev;
     CUcontext ctx;
-    TRY(cuInit(0));
-    TRY(cuDeviceGet(&dev, 0));
-    TRY(cuDevicePrimaryCtxRetain(&ctx, dev));
-    TRY(cuCtxSetCurrent(ctx));
+    ON_GPU0(dev, ctx);
     CUevent bad;
     printf("create flags 0x8: %s\n", name_of(cuEventCreate(&bad, 0x8)));
     printf("create interprocess, timed: %s\n", name_of(cuEventCreate(&bad, CU_EVENT_INTERPROCESS)));

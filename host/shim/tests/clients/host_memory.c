@@ -53,10 +53,7 @@ static int risky(int which) {
                                       "cuMemcpy across the end of an allocation"};
     CUdevice dev;
     CUcontext ctx;
-    TRY(cuInit(0));
-    TRY(cuDeviceGet(&dev, 0));
-    TRY(cuDevicePrimaryCtxRetain(&ctx, dev));
-    TRY(cuCtxSetCurrent(ctx));
+    ON_GPU0(dev, ctx);
     CUdeviceptr gone, d;
     TRY(cuMemAlloc(&gone, 4096));
     TRY(cuMemFree(gone));
@@ -107,10 +104,7 @@ int main(int argc, char **argv) {
     CUcontext ctx;
     setvbuf(stdout, NULL, _IONBF, 0); /* what was printed survives a crash */
     if (argc > 2 && strcmp(argv[1], "risky") == 0) return risky(atoi(argv[2]));
-    TRY(cuInit(0));
-    TRY(cuDeviceGet(&dev, 0));
-    TRY(cuDevicePrimaryCtxRetain(&ctx, dev));
-    TRY(cuCtxSetCurrent(ctx));
+    ON_GPU0(dev, ctx);
     int attr = 0;
     TRY(cuDeviceGetAttribute(&attr, CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY, dev));
     printf("can map host memory %d\n", attr);

@@ -209,10 +209,7 @@ int main(int argc, char **argv) {
     snprintf(dir, sizeof dir, "%s", argv[1]);
     CUdevice dev;
     CUcontext ctx;
-    TRY(cuInit(0));
-    TRY(cuDeviceGet(&dev, 0));
-    TRY(cuDevicePrimaryCtxRetain(&ctx, dev));
-    TRY(cuCtxSetCurrent(ctx));
+    ON_GPU0(dev, ctx);
     CUmoduleLoadingMode mode;
     TRY(cuModuleGetLoadingMode(&mode));
     printf("loading mode %d\n", (int)mode);

@@ -55,10 +55,7 @@ int main(int argc, char **argv) {
     CUdevice dev;
     CUcontext ctx;
     CUstream s;
-    TRY(cuInit(0));
-    TRY(cuDeviceGet(&dev, 0));
-    TRY(cuDevicePrimaryCtxRetain(&ctx, dev));
-    TRY(cuCtxSetCurrent(ctx));
+    ON_GPU0(dev, ctx);
     TRY(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
     CUmemoryPool pool;
     TRY(cuDeviceGetDefaultMemPool(&pool, dev));

@@ -8,10 +8,7 @@
 int main(void) {
     CUdevice dev;
     CUcontext ctx;
-    TRY(cuInit(0));
-    TRY(cuDeviceGet(&dev, 0));
-    TRY(cuDevicePrimaryCtxRetain(&ctx, dev));
-    TRY(cuCtxSetCurrent(ctx));
+    ON_GPU0(dev, ctx);
     CUmemPoolProps props;
     memset(&props, 0, sizeof props);
     props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
