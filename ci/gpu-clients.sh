@@ -41,6 +41,10 @@ client managed "$b/managed"
 client outside_kernels "$b/outside_kernels"
 client images "$b/images" "$b/image-files"
 client images_launch "$b/images" "$b/image-files" launch
+client kernels "$b/kernels" "$b/image-files"
+if [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
+    client kernels_peer "$b/kernels" "$b/image-files" peer
+fi
 client staging python3 "$b/staging.py"
 client pool_ipc python3 "$b/pool_ipc.py"
 for f in "$out"/recorded/*.stderr; do echo "-- $(basename "$f"): $(tail -n 1 "$f")"; done

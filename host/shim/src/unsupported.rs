@@ -670,10 +670,6 @@ crate::boundary::exports! {
         not_simulated("cuLaunchGridAsync")
     }
 
-    fn cuLaunchKernelEx(config: *const CUlaunchConfig, f: CUfunction, kernelParams: *mut *mut std::ffi::c_void, extra: *mut *mut std::ffi::c_void) {
-        not_simulated("cuLaunchKernelEx")
-    }
-
     fn cuLibraryGetUnifiedFunction(fptr: *mut *mut std::ffi::c_void, library: CUlibrary, symbol: *const std::ffi::c_char) {
         not_simulated("cuLibraryGetUnifiedFunction")
     }

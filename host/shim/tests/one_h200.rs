@@ -45,12 +45,17 @@ const DIFFERENCES: &[(&str, &str, &str, &str)] = &[
         "cuMemcpy past the end of an allocation: CUDA_ERROR_INVALID_VALUE",
         FREED,
     ),
-    ("images_launch.txt", "launch pp_test_add: CUDA_SUCCESS", "launch pp_test_add: CUDA_ERROR_NOT_SUPPORTED", FOREIGN),
-    ("images_launch.txt", "launched bytes: 1 1", "(nothing)", FOREIGN),
+    (
+        "images_launch.txt",
+        "launch pp_test_add: CUDA_SUCCESS",
+        "launch pp_test_add: CUDA_ERROR_NOT_SUPPORTED",
+        MACHINE_CODE,
+    ),
+    ("images_launch.txt", "launched bytes: 1 1", "(nothing)", MACHINE_CODE),
 ];
 
-const FOREIGN: &str = "the simulator runs peerpool's kernels only: a foreign kernel loads and is described, and \
-                       launching it is refused with one line naming it (running PTX is later work)";
+const MACHINE_CODE: &str = "a cubin holds machine code only, and the simulator runs kernels from their PTX: \
+                            launching one is refused with one line naming it (fatbins with PTX run: `kernels.txt`)";
 
 const FREED: &str = "an address in no allocation is refused, never dereferenced: the driver's answer depends on \
                      what its allocator still maps (success, or a crash: both seen on the H200)";
@@ -101,15 +106,15 @@ fn main() -> ExitCode {
         let mut program = Command::new(c_program("images")?);
         same_as_on_one_h200(program.arg(images()?), "images.txt")
     }));
-    trials.push(trial_needing("launching_a_foreign_kernel_is_refused_with_one_line".into(), &needs, || {
+    trials.push(trial_needing("launching_machine_code_alone_is_refused_with_one_line".into(), &needs, || {
         let mut program = Command::new(c_program("images")?);
         same_as_on_one_h200(program.arg(images()?).arg("launch"), "images_launch.txt")?;
         let mut program = Command::new(c_program("images")?);
         let out = run(program.arg(images()?).arg("launch"), &[("PEERPOOL_SIM_TOPOLOGY", "one_gpu")])?;
         let said: Vec<String> =
-            stderr(&out).lines().filter(|l| l.starts_with("peerpool-shim:")).map(str::to_owned).collect();
-        let line = "peerpool-shim: cuLaunchKernel: pp_test_add is not peerpool's: the simulator does not run foreign \
-                    kernels yet: CUDA_ERROR_NOT_SUPPORTED";
+            stderr(&out).lines().filter(|l| l.starts_with("peerpool-")).map(str::to_owned).collect();
+        let line = "peerpool-sim: kernel pp_test_add: its image holds machine code only, and the simulator runs \
+                    kernels from their PTX: CUDA_ERROR_NOT_SUPPORTED";
         match (out.status.success(), said == [line]) {
             (true, true) => Ok(()),
             _ => Err(format!("{}; stderr said {said:?}, not [{line:?}]", out.status).into()),

@@ -37,7 +37,7 @@ const _: () = {
 };
 
 /// A device fault: the code the whole simulated process dies with.
-struct Trap(CudaCode);
+pub(super) struct Trap(CudaCode);
 
 const ILLEGAL: Trap = Trap(CudaCode::CUDA_ERROR_ILLEGAL_ADDRESS);
 
@@ -246,13 +246,13 @@ fn probe(state: &State, device: usize, addr: u64, len: u64, align: u64) -> Resul
 }
 
 /// As [`probe`], for a write: memory registered read-only faults too.
-fn probe_write(state: &State, device: usize, addr: u64, len: u64, align: u64) -> Result<(), Trap> {
+pub(super) fn probe_write(state: &State, device: usize, addr: u64, len: u64, align: u64) -> Result<(), Trap> {
     probe(state, device, addr, len, align)?;
     state.check_writable(addr, len).map_err(|_| ILLEGAL)
 }
 
 /// What `device` reads at `[addr, addr + len)`, after the link from the memory's device.
-fn load(state: &State, device: usize, addr: u64, len: u64, align: u64) -> Result<Vec<u8>, Trap> {
+pub(super) fn load(state: &State, device: usize, addr: u64, len: u64, align: u64) -> Result<Vec<u8>, Trap> {
     probe(state, device, addr, len, align)?;
     let Some((block, offset)) = state.memory.span(addr, len) else { return Ok(Vec::new()) };
     let mut data = block.read(offset, len as usize);
@@ -264,7 +264,7 @@ fn load(state: &State, device: usize, addr: u64, len: u64, align: u64) -> Result
 
 /// Writes `data` at `addr` from `device`, through the link to the memory's device. The range
 /// has been probed.
-fn store(state: &mut State, device: usize, addr: u64, mut data: Vec<u8>) {
+pub(super) fn store(state: &mut State, device: usize, addr: u64, mut data: Vec<u8>) {
     let owner = state.memory.find(addr).map(|b| b.device);
     let fault = owner.and_then(|owner| state.topo.fault(device, owner));
     if let Some((block, offset)) = state.memory.span(addr, data.len() as u64) {
@@ -279,7 +279,7 @@ fn store(state: &mut State, device: usize, addr: u64, mut data: Vec<u8>) {
 
 /// An atomic read-modify-write of `[addr, addr + len)` from `device`: done at the memory, so
 /// only the updated bytes cross the link back (faults apply to them as to a write).
-fn update(
+pub(super) fn update(
     state: &mut State,
     device: usize,
     addr: u64,

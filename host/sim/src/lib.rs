@@ -152,6 +152,7 @@ mod memory;
 mod module_calls;
 mod modules;
 mod pools;
+mod ptx_kernels;
 pub mod select;
 pub mod settings;
 mod share;
@@ -165,6 +166,7 @@ mod vmm;
 
 pub use catalog::{CatalogEntry, catalog, catalog_topology};
 pub use driver::{SimDriver, SimOptions, SimStats};
+pub use ptx_kernels::PtxLaunch;
 pub use timing::{Latencies, Serial};
 pub use topology::{DeviceSpec, FaultKind, Link, LinkFault, MAX_DEVICES, Topology, TopologyError};
 pub use topology_file::MAX_TOPOLOGY_BYTES;

@@ -3,13 +3,15 @@
 //! API, ...), each on `modules.rs`'s state functions.
 
 use super::driver::SimDriver;
+use super::modules;
 use super::modules::{
     any_device, apply, attribute, described, fail, function, global, kernel_handle, library_module, library_read, load,
     set_attribute,
 };
+use super::ptx_kernels::{self, PtxLaunch};
 use super::state::{FunctionSettings, LibraryRec};
 use peerpool::CudaCode;
-use peerpool::driver::{DevicePtr, DriverResult, Function, Module};
+use peerpool::driver::{DevicePtr, DriverResult, Function, Module, Stream};
 use std::sync::Arc;
 
 impl SimDriver {
@@ -46,16 +48,51 @@ impl SimDriver {
         self.run("cuFuncGetName", |s| described(s, function.0).map(|(_, _, k)| k.name.clone()))
     }
 
-    /// The name of a live function's kernel when it is not peerpool's (the simulator does not
-    /// run it); `None` for peerpool's own, an unknown handle, or a dead process (whose calls
-    /// answer its sticky error). Not a driver call: the clock does not move.
-    pub fn func_foreign_name(&self, function: Function) -> Option<String> {
+    /// Whether `function` is a live function of one of peerpool's own kernels, which the
+    /// simulator runs natively (`launch_kernel`); every other handle launches through
+    /// [`SimDriver::launch_ptx`], which answers unknown handles and a dead process. Not a
+    /// driver call: the clock does not move.
+    pub fn runs_natively(&self, function: Function) -> bool {
         let s = self.lock_state();
-        if s.dead.is_some() {
-            return None;
+        s.dead.is_none() && s.functions.get(&function.0).is_some_and(|f| f.kernel.is_some())
+    }
+
+    /// Where each parameter of the kernel that `handle` launches lies in its parameter buffer
+    /// (offset, size): a function's, or a library kernel's as the current device reads the
+    /// library. `None` for an unknown handle. Not a driver call: the clock does not move.
+    pub fn param_layout(&self, handle: u64) -> Option<Vec<(usize, usize)>> {
+        let mut s = self.lock_state();
+        let layout = |k: &crate::image::Kernel| k.params.iter().map(|p| (p.offset, p.size)).collect();
+        if let Some(k) = s.library_kernels.get(&handle).cloned() {
+            let device = s.current_device().ok()?;
+            return library_read(&mut s, k.library, device).ok()?.kernel(k.name.as_bytes()).map(layout);
         }
-        let (f, _, k) = described(&s, function.0).ok()?;
-        f.kernel.is_none().then(|| k.name.clone())
+        let (f, _, kernel) = described(&s, handle).ok()?;
+        match f.kernel {
+            Some(own) => Some((0..).map_while(|i| crate::kernels::param_info(own, i)).collect()),
+            None => Some(layout(kernel)),
+        }
+    }
+
+    /// `cuLaunchKernel` of a kernel that is not peerpool's (a function, or a library's kernel
+    /// standing for its function in the current context), run from its module's PTX with every
+    /// access checked against the current device's view (`ptx_kernels.rs`).
+    pub fn launch_ptx(&self, function: Function, launch: &PtxLaunch<'_>, stream: Stream) -> DriverResult<()> {
+        self.run("cuLaunchKernel", |s| {
+            let device = s.current_device()?;
+            let function = match s.library_kernels.get(&function.0).cloned() {
+                Some(k) => {
+                    let module = library_module(s, k.library)?;
+                    modules::function(s, module, k.name.as_bytes())?
+                }
+                None => function.0,
+            };
+            let Some(f) = s.functions.get(&function) else { return fail(CudaCode::CUDA_ERROR_INVALID_HANDLE) };
+            if f.device != device || s.stream_device(stream)? != device {
+                return fail(CudaCode::CUDA_ERROR_INVALID_HANDLE);
+            }
+            ptx_kernels::launch(s, device, function, launch)
+        })
     }
 
     /// `cuFuncGetAttribute`, as an H200 answered for the same image.

@@ -90,7 +90,8 @@ pub(super) fn install(s: &mut State, device: usize, contents: Arc<Contents>) -> 
     let ptx = matches!(contents.code, Code::Ptx(_)).then_some(s.topo.devices[device].compute_capability);
     s.work = Some(Work::Module { ptx });
     let ctx = s.current_context().unwrap_or_default();
-    s.modules.insert(handle, super::state::ModuleRec { ctx, contents, functions, globals });
+    let program = Default::default();
+    s.modules.insert(handle, super::state::ModuleRec { ctx, contents, functions, globals, program });
     Ok(handle)
 }
 

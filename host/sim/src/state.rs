@@ -150,6 +150,8 @@ pub(super) struct ModuleRec {
     pub(super) contents: Arc<Contents>,
     pub(super) functions: Vec<u64>,
     pub(super) globals: Vec<u64>,
+    /// Its PTX as the executor loaded it, at the first launch of a kernel that is not peerpool's.
+    pub(super) program: super::ptx_kernels::Program,
 }
 
 /// What a function is set to (`cuFuncSetAttribute`), as it reads back.

@@ -1,6 +1,6 @@
 //! Images that are not peerpool's: they load, their kernels are listed and described and their
-//! globals live in device memory, and launching one of their kernels is refused; peerpool's own
-//! kernels run wherever they are loaded from. Libraries load lazily.
+//! globals live in device memory (their kernels run from PTX: `sim_ptx_kernels.rs`); peerpool's
+//! own kernels run natively wherever they are loaded from. Libraries load lazily.
 
 mod sim_support;
 
@@ -56,14 +56,15 @@ fn a_foreign_module_lists_describes_and_refuses_to_launch() {
     );
     assert_eq!(code(d.func_set_attribute(f, 0, 64)).as_deref(), Some("CUDA_ERROR_INVALID_VALUE"), "read-only");
     assert_eq!(code(d.func_get_attribute(f, 16)).as_deref(), Some("CUDA_ERROR_INVALID_VALUE"));
-    // Not run: refused, not sticky.
+    // Through the seam only peerpool's kernels launch (others run by `launch_ptx`): refused,
+    // not sticky.
     let (_pool, memory) = pool_alloc(&system, 0, 4096);
     let args = [KernelArg::Ptr(memory.ptr()), KernelArg::U32(4), KernelArg::U32(5)];
     let shape = LaunchShape { grid: 1, block: 32 };
     // SAFETY: live handles; the simulator checks the rest.
     let launched = unsafe { peerpool::driver::Driver::launch_kernel(&*d, f, shape, Stream::LEGACY, &args) };
     assert_eq!(code(launched).as_deref(), Some("CUDA_ERROR_NOT_SUPPORTED"));
-    assert_eq!(d.func_foreign_name(f).as_deref(), Some("my_add"));
+    assert!(!d.runs_natively(f));
     assert!(d.sticky_error().is_none());
 }
 
@@ -103,9 +104,9 @@ fn peerpools_kernels_run_from_a_module_that_also_holds_foreign_ones() {
     unsafe { peerpool::driver::Driver::launch_kernel(&*d, fill, shape, Stream::LEGACY, &args) }.unwrap();
     let first = u32::from_le_bytes(d.peek(memory.ptr(), 4).unwrap().try_into().unwrap());
     assert_eq!(first, peerpool_kernels::pattern::pattern(0, 7));
-    assert_eq!(d.func_foreign_name(fill), None);
+    assert!(d.runs_natively(fill));
     let mine = d.module_get_function(module, c"my_kernel").unwrap();
-    assert_eq!(d.func_foreign_name(mine).as_deref(), Some("my_kernel"));
+    assert!(!d.runs_natively(mine));
     // peerpool's cubin through the same door.
     let cubin = peerpool_kernels::SM90_CUBIN.expect("embedded while its PTX hash matches");
     let module = d.module_load_image(cubin).unwrap();

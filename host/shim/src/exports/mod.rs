@@ -7,6 +7,7 @@ pub(crate) mod device;
 pub(crate) mod host_memory;
 pub(crate) mod init;
 pub(crate) mod ipc;
+pub(crate) mod launch;
 pub(crate) mod library;
 pub(crate) mod memory;
 pub(crate) mod module;
@@ -19,6 +20,7 @@ pub use device::*;
 pub use host_memory::*;
 pub use init::*;
 pub use ipc::*;
+pub use launch::*;
 pub use library::*;
 pub use memory::*;
 pub use module::*;
@@ -38,6 +40,7 @@ pub(crate) fn implemented() -> Vec<(&'static str, *const c_void)> {
         memory::table(),
         copy::table(),
         stream::table(),
+        launch::table(),
         module::table(),
         library::table(),
         ipc::table(),

@@ -1,13 +1,11 @@
 //! Modules, their functions and globals, and launches. Any image loads (PTX, cubins, fatbins;
 //! `peerpool_sim::image` reads them) and its kernels are listed and described as NVIDIA's
-//! driver did on an H200; the simulator runs peerpool's own kernels natively and refuses to
-//! launch others (`CUDA_ERROR_NOT_SUPPORTED`, the kernel named once on stderr).
+//! driver did on an H200. Launches are `launch.rs`'s.
 
-use crate::abi::{as_ptr, function, lasting_name, module, out, stream};
-use crate::boundary::{code, exports, name_once_owned, sim};
+use crate::abi::{as_ptr, function, lasting_name, module, out};
+use crate::boundary::{code, exports, sim};
 use crate::image_bytes::{Wrapper, image_bytes};
 use cudarc::driver::sys::{self, CUresult};
-use peerpool::driver::{KernelArg, LaunchShape};
 use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
 
 exports! {
@@ -87,38 +85,6 @@ exports! {
             return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
         }
         out(h_func, as_ptr(code(sim().module_get_function(module(h_module), CStr::from_ptr(name)))?.0))
-    }
-
-    /// One-dimensional grids and blocks without dynamic shared memory (what peerpool's kernels
-    /// use); the parameters are read at the sizes `cuFuncGetParamInfo` gives.
-    fn cuLaunchKernel(
-        f: sys::CUfunction,
-        grid_x: c_uint, grid_y: c_uint, grid_z: c_uint,
-        block_x: c_uint, block_y: c_uint, block_z: c_uint,
-        shared: c_uint, h_stream: sys::CUstream,
-        params: *mut *mut c_void, extra: *mut *mut c_void,
-    ) {
-        let d = sim();
-        if let Some(name) = d.func_foreign_name(function(f)) {
-            let what = "is not peerpool's: the simulator does not run foreign kernels yet: CUDA_ERROR_NOT_SUPPORTED";
-            name_once_owned(format!("cuLaunchKernel: {name}"), what);
-            return Err(CUresult::CUDA_ERROR_NOT_SUPPORTED);
-        }
-        if (grid_y, grid_z, block_y, block_z, shared) != (1, 1, 1, 1, 0) || !extra.is_null() {
-            return Err(CUresult::CUDA_ERROR_NOT_SUPPORTED);
-        }
-        let mut args = Vec::new();
-        while let Ok((_, size)) = d.func_get_param_info(function(f), args.len()) {
-            if params.is_null() {
-                return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
-            }
-            let at = params.add(args.len()).read();
-            args.push(match size {
-                4 => KernelArg::U32(at.cast::<u32>().read_unaligned()),
-                _ => KernelArg::U64(at.cast::<u64>().read_unaligned()),
-            });
-        }
-        code(d.launch_kernel(function(f), LaunchShape { grid: grid_x, block: block_x }, stream(h_stream), &args))
     }
 
     /// Lazy, as the driver's default since CUDA 12.2, unless `CUDA_MODULE_LOADING=EAGER` (read as

@@ -141,9 +141,18 @@ pub fn choose(b: &[u8], device: ComputeCapability) -> Result<Cow<'_, [u8]>, Refu
         .iter()
         .filter(|e| !e.ptx && e.compute_capability().0 == device.0 && e.compute_capability().1 <= device.1)
         .max_by_key(|e| e.arch);
-    let ptx = entries.iter().filter(|e| e.ptx && e.compute_capability() <= device).max_by_key(|e| e.arch);
-    let chosen = machine.or(ptx).ok_or(Refusal::NoBinaryForGpu)?;
+    let chosen = machine.or(newest_ptx_entry(&entries, device)).ok_or(Refusal::NoBinaryForGpu)?;
     chosen.bytes().map_err(|_| Refusal::NoBinaryForGpu)
+}
+
+/// The newest PTX entry of fatbin `b` that a device of compute capability `device` compiles,
+/// decompressed; `None` when there is none or it does not decompress.
+pub fn newest_ptx(b: &[u8], device: ComputeCapability) -> Option<Cow<'_, [u8]>> {
+    newest_ptx_entry(&entries(b).ok()?, device)?.bytes().ok()
+}
+
+fn newest_ptx_entry<'e, 'a>(entries: &'e [Entry<'a>], device: ComputeCapability) -> Option<&'e Entry<'a>> {
+    entries.iter().filter(|e| e.ptx && e.compute_capability() <= device).max_by_key(|e| e.arch)
 }
 
 #[cfg(test)]

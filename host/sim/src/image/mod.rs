@@ -14,6 +14,7 @@ pub mod fatbin;
 pub mod ptx;
 
 use peerpool::CudaCode;
+use std::sync::Arc;
 
 /// `(major, minor)`: `(9, 0)` for sm_90.
 pub type ComputeCapability = (i32, i32);
@@ -66,6 +67,10 @@ pub struct Contents {
     pub globals: Vec<Global>,
     /// The module's constant memory (its `.const` variables), in bytes.
     pub const_bytes: u32,
+    /// The PTX the simulator runs its kernels from: the image's own, or a fatbin's newest PTX
+    /// the device compiles (also when the driver would run the fatbin's machine code). `None`
+    /// for machine code alone, which the simulator cannot run.
+    pub ptx: Option<Arc<str>>,
 }
 
 impl Contents {
@@ -156,10 +161,12 @@ pub fn read(image: &[u8], device: ComputeCapability) -> Result<Contents, Refusal
     }
     if bytes::u32_at(image, 0).map(|m| m as u32) == Some(fatbin::MAGIC) {
         let chosen = fatbin::choose(image, device)?;
-        return match chosen.starts_with(cubin::MAGIC) {
-            true => cubin::read(&chosen, device),
-            false => ptx::read(&chosen, device),
-        };
+        if !chosen.starts_with(cubin::MAGIC) {
+            return ptx::read(&chosen, device);
+        }
+        let mut contents = cubin::read(&chosen, device)?;
+        contents.ptx = fatbin::newest_ptx(image, device).and_then(|text| ptx::text(&text).map(Arc::from));
+        return Ok(contents);
     }
     ptx::read(image, device)
 }

@@ -11,9 +11,8 @@ pub const NEWEST_ISA: (u32, u32) = (9, 0);
 /// What `text` (up to its first NUL, if any) declares, compiled for a device of compute
 /// capability `device`.
 pub fn read(text: &[u8], device: ComputeCapability) -> Result<Contents, Refusal> {
-    let text = text.split(|&c| c == 0).next().unwrap_or_default();
-    let text = std::str::from_utf8(text).map_err(|_| Refusal::NotAnImage("text that is not UTF-8"))?;
-    let text = strip_comments(text);
+    let whole = self::text(text).ok_or(Refusal::NotAnImage("text that is not UTF-8"))?;
+    let text = strip_comments(whole);
     let (mut version, mut target) = (None, None);
     let mut rest = String::with_capacity(text.len());
     // `.version`, `.target` and `.address_size` end at their line, without a `;`.
@@ -46,7 +45,13 @@ pub fn read(text: &[u8], device: ComputeCapability) -> Result<Contents, Refusal>
         module.declare(&statement)?;
     }
     let kernels = module.entries.iter().map(|e| e.kernel(&module.shared)).collect();
-    Ok(Contents { code: Code::Ptx(target.cc), kernels, globals: module.globals, const_bytes: module.const_end })
+    let (globals, const_bytes, ptx) = (module.globals, module.const_end, Some(std::sync::Arc::from(whole)));
+    Ok(Contents { code: Code::Ptx(target.cc), kernels, globals, const_bytes, ptx })
+}
+
+/// PTX text: the bytes up to the first NUL, when they are UTF-8.
+pub fn text(image: &[u8]) -> Option<&str> {
+    std::str::from_utf8(image.split(|&c| c == 0).next().unwrap_or_default()).ok()
 }
 
 /// A `.target`: the virtual architecture, and whether it is architecture-specific (`sm_90a`:

@@ -1,0 +1,190 @@
+//! Launches. peerpool's own kernels run natively on the simulator (one-dimensional, as peerpool
+//! launches them); every other kernel runs from its module's PTX on the simulator's executor,
+//! with the parameter buffer built here from `kernelParams` or `extra` as the driver builds it.
+
+use crate::abi::{function, stream};
+use crate::boundary::{code, exports, name_once_owned, sim};
+use cudarc::driver::sys::{self, CUresult};
+use peerpool::driver::{KernelArg, LaunchShape};
+use peerpool_sim::PtxLaunch;
+use std::ffi::{c_uint, c_void};
+
+exports! {
+    fn cuLaunchKernel(
+        f: sys::CUfunction,
+        grid_x: c_uint, grid_y: c_uint, grid_z: c_uint,
+        block_x: c_uint, block_y: c_uint, block_z: c_uint,
+        shared: c_uint, h_stream: sys::CUstream,
+        params: *mut *mut c_void, extra: *mut *mut c_void,
+    ) {
+        let shape = Shape { grid: [grid_x, grid_y, grid_z], block: [block_x, block_y, block_z], shared };
+        launch(f, shape, h_stream, params, extra)
+    }
+
+    /// Attributes that do not change what a kernel computes are accepted and have no effect on
+    /// the simulator (its launches run in order, to their end); a cluster of more than one block,
+    /// a cooperative launch and the others are `CUDA_ERROR_NOT_SUPPORTED`, named once.
+    fn cuLaunchKernelEx(config: *const sys::CUlaunchConfig, f: sys::CUfunction, params: *mut *mut c_void, extra: *mut *mut c_void) {
+        let Some(c) = config.as_ref() else { return Err(CUresult::CUDA_ERROR_INVALID_VALUE) };
+        if c.numAttrs > 0 && c.attrs.is_null() {
+            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+        }
+        for i in 0..c.numAttrs as usize {
+            // Read as bytes: a C caller may pass an id this build's enum does not have.
+            let at = c.attrs.cast::<u8>().add(i * size_of::<sys::CUlaunchAttribute>());
+            attribute(at.cast::<u32>().read_unaligned(), at.add(8))?;
+        }
+        let shape = Shape {
+            grid: [c.gridDimX, c.gridDimY, c.gridDimZ],
+            block: [c.blockDimX, c.blockDimY, c.blockDimZ],
+            shared: c.sharedMemBytes,
+        };
+        launch(f, shape, c.hStream, params, extra)
+    }
+}
+
+/// A launch's dimensions and dynamic shared memory.
+#[derive(Clone, Copy)]
+struct Shape {
+    grid: [u32; 3],
+    block: [u32; 3],
+    shared: u32,
+}
+
+/// Launches `f`: natively for peerpool's kernels, from PTX for the others.
+///
+/// # Safety
+/// `params` and `extra` are as `cuLaunchKernel` documents them for `f`'s parameters.
+unsafe fn launch(
+    f: sys::CUfunction,
+    shape: Shape,
+    h_stream: sys::CUstream,
+    params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+) -> crate::boundary::Answer {
+    let d = sim();
+    let layout = d.param_layout(function(f).0).unwrap_or_default();
+    if !d.runs_natively(function(f)) {
+        // SAFETY: the caller's.
+        let buffer = unsafe { parameter_buffer(&layout, params, extra)? };
+        let launch = PtxLaunch { grid: shape.grid, block: shape.block, shared: shape.shared, params: &buffer };
+        return code(d.launch_ptx(function(f), &launch, stream(h_stream)));
+    }
+    if shape.grid[1..] != [1, 1] || shape.block[1..] != [1, 1] || shape.shared != 0 || !extra.is_null() {
+        return Err(CUresult::CUDA_ERROR_NOT_SUPPORTED);
+    }
+    if params.is_null() && !layout.is_empty() {
+        return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+    }
+    let args: Vec<KernelArg> = (0..layout.len())
+        .map(|i| {
+            // SAFETY: the caller's: `params[i]` points at parameter `i`, of its size.
+            let at = unsafe { params.add(i).read() };
+            match layout[i].1 {
+                4 => KernelArg::U32(unsafe { at.cast::<u32>().read_unaligned() }),
+                _ => KernelArg::U64(unsafe { at.cast::<u64>().read_unaligned() }),
+            }
+        })
+        .collect();
+    let shape = LaunchShape { grid: shape.grid[0], block: shape.block[0] };
+    code(d.launch_kernel(function(f), shape, stream(h_stream), &args))
+}
+
+/// `CU_LAUNCH_PARAM_*`: the keys of `extra`.
+const PARAM_END: usize = 0;
+const PARAM_BUFFER_POINTER: usize = 1;
+const PARAM_BUFFER_SIZE: usize = 2;
+/// The most bytes of parameters a kernel may take (CUDA 12.1 and later).
+const MOST_PARAM_BYTES: usize = 32_764;
+
+/// The kernel's parameter buffer: each parameter copied from `params[i]` to its offset, or the
+/// buffer `extra` names. One of the two, not both.
+///
+/// # Safety
+/// A non-null `params` holds a pointer to each parameter, of its size; a non-null `extra` is a
+/// `CU_LAUNCH_PARAM_END`-terminated list of keys and values.
+unsafe fn parameter_buffer(
+    layout: &[(usize, usize)],
+    params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+) -> Result<Vec<u8>, CUresult> {
+    let invalid = Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+    let len = layout.iter().map(|&(offset, size)| offset + size).max().unwrap_or(0);
+    if !params.is_null() {
+        if !extra.is_null() {
+            return invalid;
+        }
+        let mut buffer = vec![0u8; len];
+        for (i, &(offset, size)) in layout.iter().enumerate() {
+            // SAFETY: the caller's: `params[i]` points at `size` bytes.
+            let from = unsafe { std::slice::from_raw_parts(params.add(i).read().cast::<u8>(), size) };
+            buffer[offset..offset + size].copy_from_slice(from);
+        }
+        return Ok(buffer);
+    }
+    if extra.is_null() {
+        return match len {
+            0 => Ok(Vec::new()),
+            _ => invalid,
+        };
+    }
+    let (mut pointer, mut size) = (None, None);
+    // Each key at most once, then the end: a longer list is not one the driver takes.
+    for pair in 0..3 {
+        // SAFETY: the caller's: keys and values until the end key.
+        let (key, value) = unsafe { (extra.add(2 * pair).read() as usize, extra.add(2 * pair + 1)) };
+        match key {
+            PARAM_END => break,
+            PARAM_BUFFER_POINTER => pointer = Some(unsafe { value.read() }),
+            PARAM_BUFFER_SIZE => size = Some(unsafe { value.read().cast::<usize>().read_unaligned() }),
+            _ => return invalid,
+        }
+    }
+    match (pointer, size) {
+        (Some(p), Some(n)) if !p.is_null() && n <= MOST_PARAM_BYTES => {
+            // SAFETY: the caller's: the buffer holds `n` bytes.
+            Ok(unsafe { std::slice::from_raw_parts(p.cast::<u8>(), n) }.to_vec())
+        }
+        _ => invalid,
+    }
+}
+
+/// `CU_LAUNCH_ATTRIBUTE_*` ids.
+mod attr {
+    pub(super) const IGNORE: u32 = 0;
+    pub(super) const ACCESS_POLICY_WINDOW: u32 = 1;
+    pub(super) const COOPERATIVE: u32 = 2;
+    pub(super) const SYNCHRONIZATION_POLICY: u32 = 3;
+    pub(super) const CLUSTER_DIMENSION: u32 = 4;
+    pub(super) const CLUSTER_SCHEDULING_POLICY_PREFERENCE: u32 = 5;
+    pub(super) const PROGRAMMATIC_STREAM_SERIALIZATION: u32 = 6;
+    pub(super) const PRIORITY: u32 = 8;
+    pub(super) const MEM_SYNC_DOMAIN_MAP: u32 = 9;
+    pub(super) const MEM_SYNC_DOMAIN: u32 = 10;
+}
+
+/// Whether a launch attribute is one the simulator honours by ignoring it: hints about caches,
+/// scheduling, priority and memory-synchronisation domains; a cooperative flag of 0; a cluster
+/// of one block. Programmatic serialisation only lets a launch overlap the one before it,
+/// which the simulator's in-order launches never do.
+///
+/// # Safety
+/// `value` points at the attribute's 64-byte value.
+unsafe fn attribute(id: u32, value: *const u8) -> crate::boundary::Answer {
+    // SAFETY: the caller's.
+    let word = |i: usize| unsafe { value.cast::<u32>().add(i).read_unaligned() };
+    let ignored = match id {
+        attr::IGNORE | attr::ACCESS_POLICY_WINDOW | attr::SYNCHRONIZATION_POLICY => true,
+        attr::CLUSTER_SCHEDULING_POLICY_PREFERENCE | attr::PROGRAMMATIC_STREAM_SERIALIZATION => true,
+        attr::PRIORITY | attr::MEM_SYNC_DOMAIN_MAP | attr::MEM_SYNC_DOMAIN => true,
+        attr::COOPERATIVE => word(0) == 0,
+        attr::CLUSTER_DIMENSION => [word(0), word(1), word(2)].iter().all(|&d| d <= 1),
+        _ => false,
+    };
+    if ignored {
+        return Ok(());
+    }
+    let what = "changes what a launch does and is not simulated: CUDA_ERROR_NOT_SUPPORTED";
+    name_once_owned(format!("cuLaunchKernelEx: launch attribute {id}"), what);
+    Err(CUresult::CUDA_ERROR_NOT_SUPPORTED)
+}

@@ -1,0 +1,229 @@
+/* A C client that launches kernels that are not peerpool's (images/kernels.cu, built by NVIDIA's
+ * nvcc) from PTX, a fatbin and a compressed fatbin loaded as a library: parameters through
+ * kernelParams, through extra and through cuLaunchKernelEx, dynamic shared memory, a module
+ * global its kernel counts in, launches the driver refuses, and a kernel that touches an
+ * address it may not. One line per fact, no address printed, so that a run through the shim
+ * can be compared with NVIDIA's driver.
+ * Usage: kernels IMAGES_DIR          (one GPU)
+ *        kernels IMAGES_DIR peer     (two GPUs: GPU 0's kernel on GPU 1's pool, ungranted,
+ *                                     then granted; the ungranted launch ends the process's CUDA)
+ * Exits 1 on an unexpected error. */
+#include "client.h"
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { N = 1000 };
+static char dir[4096];
+
+/* The bytes of IMAGES_DIR/name, NUL-terminated (PTX is text); exits if unreadable. */
+static unsigned char *read_image(const char *name) {
+    char path[8192];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        printf("cannot read %s\n", path);
+        exit(1);
+    }
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *bytes = calloc((size_t)n + 1, 1);
+    if (fread(bytes, 1, (size_t)n, f) != (size_t)n) n = 0;
+    fclose(f);
+    return bytes;
+}
+
+/* The sum of p[i] for i < N, as ints. */
+static long long ints_sum(CUdeviceptr p) {
+    int host[N];
+    long long sum = 0;
+    if (cuMemcpyDtoH(host, p, sizeof host) != CUDA_SUCCESS) return -1;
+    for (int i = 0; i < N; i++) sum += host[i];
+    return sum;
+}
+
+/* Whether p[i] == i + add (or i * scale) for every i < N, as ints (or floats). */
+static int ints_are(CUdeviceptr p, int add) {
+    int host[N];
+    if (cuMemcpyDtoH(host, p, sizeof host) != CUDA_SUCCESS) return 0;
+    for (int i = 0; i < N; i++)
+        if (host[i] != i + add) return 0;
+    return 1;
+}
+
+static int floats_are(CUdeviceptr p, float scale) {
+    float host[N];
+    if (cuMemcpyDtoH(host, p, sizeof host) != CUDA_SUCCESS) return 0;
+    for (int i = 0; i < N; i++)
+        if (host[i] != (float)i * scale) return 0;
+    return 1;
+}
+
+static CUresult fill_ints(CUdeviceptr p) {
+    int host[N];
+    for (int i = 0; i < N; i++) host[i] = i;
+    return cuMemcpyHtoD(p, host, sizeof host);
+}
+
+static CUresult fill_floats(CUdeviceptr p) {
+    float host[N];
+    for (int i = 0; i < N; i++) host[i] = (float)i;
+    return cuMemcpyHtoD(p, host, sizeof host);
+}
+
+/* pp_test_add and pp_test_scale of one image: launched every way a program launches. */
+static int run_kernels(const char *what, CUfunction add, CUfunction scale, CUmodule m) {
+    CUdeviceptr p;
+    int n = N, v = 5;
+    TRY(cuMemAlloc(&p, N * sizeof(int)));
+    TRY(fill_ints(p));
+    void *args[] = {&p, &n, &v};
+    TRY(cuLaunchKernel(add, 4, 1, 1, 256, 1, 1, 0, 0, args, NULL));
+    TRY(cuCtxSynchronize());
+    printf("%s add by kernelParams: %d\n", what, ints_are(p, 5));
+
+    /* The same through cuLaunchKernelEx, with attributes that change nothing it computes, on a
+     * 2 x 2 grid: the kernel indexes by x only, so blocks (0, 1) and (1, 1) add again to the
+     * first 512 elements. */
+    CUlaunchAttribute attrs[2];
+    memset(attrs, 0, sizeof attrs);
+    attrs[0].id = CU_LAUNCH_ATTRIBUTE_PRIORITY;
+    attrs[0].value.priority = 0;
+    attrs[1].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attrs[1].value.clusterDim.x = attrs[1].value.clusterDim.y = attrs[1].value.clusterDim.z = 1;
+    CUlaunchConfig config = {.gridDimX = 2, .gridDimY = 2, .gridDimZ = 1, .blockDimX = 256, .blockDimY = 1,
+                             .blockDimZ = 1, .sharedMemBytes = 0, .hStream = 0, .attrs = attrs, .numAttrs = 2};
+    TRY(cuLaunchKernelEx(&config, add, args, NULL));
+    TRY(cuCtxSynchronize());
+    printf("%s add by cuLaunchKernelEx: sum %lld\n", what, ints_sum(p));
+
+    if (m) {
+        CUdeviceptr counter;
+        size_t size;
+        unsigned int count = 0;
+        TRY(cuModuleGetGlobal(&counter, &size, m, "pp_test_counter"));
+        TRY(cuMemcpyDtoH(&count, counter, sizeof count));
+        printf("%s counter: %u\n", what, count);
+    }
+
+    /* pp_test_scale through extra, with a tile of dynamic shared memory per block. */
+    TRY(fill_floats(p));
+    struct {
+        CUdeviceptr p;
+        unsigned long long n;
+    } buffer = {p, N};
+    size_t buffer_size = sizeof buffer;
+    void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &buffer, CU_LAUNCH_PARAM_BUFFER_SIZE, &buffer_size,
+                     CU_LAUNCH_PARAM_END};
+    TRY(cuLaunchKernel(scale, 8, 1, 1, 128, 1, 1, 128 * sizeof(float), 0, NULL, extra));
+    TRY(cuCtxSynchronize());
+    printf("%s scale by extra: %d\n", what, floats_are(p, 2.0f));
+
+    /* Launches the driver refuses, each before it runs. */
+    printf("%s block of 1025 threads: %s\n", what, name_of(cuLaunchKernel(add, 1, 1, 1, 1025, 1, 1, 0, 0, args, NULL)));
+    printf("%s block z of 65: %s\n", what, name_of(cuLaunchKernel(add, 1, 1, 1, 1, 1, 65, 0, 0, args, NULL)));
+    printf("%s grid y of 65536: %s\n", what, name_of(cuLaunchKernel(add, 1, 65536, 1, 32, 1, 1, 0, 0, args, NULL)));
+    printf("%s 1 MiB of dynamic shared memory: %s\n", what,
+           name_of(cuLaunchKernel(scale, 1, 1, 1, 32, 1, 1, 1 << 20, 0, NULL, extra)));
+    printf("%s kernelParams and extra: %s\n", what, name_of(cuLaunchKernel(add, 1, 1, 1, 32, 1, 1, 0, 0, args, extra)));
+    TRY(cuCtxSynchronize());
+    printf("%s unchanged: %d\n", what, floats_are(p, 2.0f));
+    TRY(cuMemFree(p));
+    return 0;
+}
+
+static int from_module(const char *name) {
+    unsigned char *image = read_image(name);
+    CUmodule m;
+    CUfunction add, scale;
+    TRY(cuModuleLoadData(&m, image));
+    TRY(cuModuleGetFunction(&add, m, "pp_test_add"));
+    TRY(cuModuleGetFunction(&scale, m, "pp_test_scale"));
+    if (run_kernels(name, add, scale, m)) return 1;
+    TRY(cuModuleUnload(m));
+    free(image);
+    return 0;
+}
+
+/* A library's kernels, launched by their CUkernel handles as the runtime launches them. */
+static int from_library(const char *name) {
+    unsigned char *image = read_image(name);
+    CUlibrary lib;
+    CUkernel add, scale;
+    TRY(cuLibraryLoadData(&lib, image, NULL, NULL, 0, NULL, NULL, 0));
+    TRY(cuLibraryGetKernel(&add, lib, "pp_test_add"));
+    TRY(cuLibraryGetKernel(&scale, lib, "pp_test_scale"));
+    if (run_kernels(name, (CUfunction)add, (CUfunction)scale, NULL)) return 1;
+    TRY(cuLibraryUnload(lib));
+    free(image);
+    return 0;
+}
+
+/* GPU 0 runs pp_test_add on memory of GPU 1's default pool: granted, then not. The ungranted
+ * launch's fault ends the process's CUDA, so it comes last. */
+static int peer(void) {
+    CUdevice gpu1;
+    CUcontext ctx1;
+    CUmemoryPool pool;
+    CUdeviceptr p;
+    TRY(cuDeviceGet(&gpu1, 1));
+    TRY(cuDevicePrimaryCtxRetain(&ctx1, gpu1));
+    TRY(cuCtxSetCurrent(ctx1));
+    TRY(cuDeviceGetDefaultMemPool(&pool, gpu1));
+    TRY(cuMemAllocFromPoolAsync(&p, N * sizeof(int), pool, 0));
+    TRY(fill_ints(p));
+    TRY(cuCtxSynchronize());
+    CUcontext ctx0;
+    TRY(cuDevicePrimaryCtxRetain(&ctx0, 0));
+    TRY(cuCtxSetCurrent(ctx0));
+    unsigned char *image = read_image("kernels.ptx");
+    CUmodule m;
+    CUfunction add;
+    TRY(cuModuleLoadData(&m, image));
+    TRY(cuModuleGetFunction(&add, m, "pp_test_add"));
+    int n = N, v = 7;
+    void *args[] = {&p, &n, &v};
+    CUmemAccessDesc desc = {.location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0}, .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+    TRY(cuMemPoolSetAccess(pool, &desc, 1));
+    TRY(cuLaunchKernel(add, 4, 1, 1, 256, 1, 1, 0, 0, args, NULL));
+    TRY(cuCtxSynchronize());
+    printf("peer granted: %d\n", ints_are(p, 7));
+    desc.flags = CU_MEM_ACCESS_FLAGS_PROT_NONE;
+    TRY(cuMemPoolSetAccess(pool, &desc, 1));
+    printf("peer ungranted launch: %s\n", name_of(cuLaunchKernel(add, 4, 1, 1, 256, 1, 1, 0, 0, args, NULL)));
+    printf("peer ungranted synchronize: %s\n", name_of(cuCtxSynchronize()));
+    int count;
+    printf("peer after: %s\n", name_of(cuDeviceGetCount(&count)));
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    setvbuf(stdout, NULL, _IONBF, 0); /* what was printed survives a crash */
+    if (argc < 2) {
+        printf("usage: kernels IMAGES_DIR [peer]\n");
+        return 2;
+    }
+    snprintf(dir, sizeof dir, "%s", argv[1]);
+    CUdevice dev;
+    CUcontext ctx;
+    ON_GPU0(dev, ctx);
+    if (argc > 2 && strcmp(argv[2], "peer") == 0) return peer();
+    if (from_module("kernels.ptx") || from_module("kernels.fatbin") || from_library("kernels.compressed.fatbin"))
+        return 1;
+    /* A kernel given an address in no allocation: the launch returns, the fault surfaces at the
+     * next synchronisation, and the context is gone for good. */
+    unsigned char *image = read_image("kernels.ptx");
+    CUmodule m;
+    CUfunction add;
+    TRY(cuModuleLoadData(&m, image));
+    TRY(cuModuleGetFunction(&add, m, "pp_test_add"));
+    CUdeviceptr nowhere = 0x10;
+    int n = N, v = 1;
+    void *args[] = {&nowhere, &n, &v};
+    printf("stray launch: %s\n", name_of(cuLaunchKernel(add, 4, 1, 1, 256, 1, 1, 0, 0, args, NULL)));
+    printf("stray synchronize: %s\n", name_of(cuCtxSynchronize()));
+    int count;
+    printf("stray after: %s\n", name_of(cuDeviceGetCount(&count)));
+    return 0;
+}

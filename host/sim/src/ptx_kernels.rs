@@ -1,0 +1,204 @@
+//! Kernels that are not peerpool's, run from their module's PTX by `peerpool-ptx`. The executor
+//! knows nothing of devices or pools: every global, constant or generic access it makes comes
+//! here with the accessing thread, and is checked against the launching device's view, as
+//! peerpool's own kernels are (`kernels.rs`). A fault kills the simulated process with a
+//! sticky error, as on the H200s, and one line names the kernel, block, thread, PTX line,
+//! address and the allocation or pool the address falls in: what compute-sanitizer reports on
+//! a GPU.
+//!
+//! The launch runs to its end inside the call (the clock charges what the timing model says
+//! its traffic costs, not the executor's own speed).
+
+use super::kernels::{load, probe_write, store, update};
+use super::modules::fail;
+use super::state::{Fail, SimResult, State};
+use super::timing::{Traffic, Work};
+use peerpool::CudaCode;
+use peerpool_ptx::{Fault, Launch, Memory, Space, Thread, Trap, TrapKind};
+use std::sync::{Arc, OnceLock};
+
+/// A module's PTX as the executor loaded it, once, at its first launch: a module may be large
+/// and its kernels never launched (a framework's library), so loading waits until one is.
+pub(super) type Program = Arc<OnceLock<Result<Arc<peerpool_ptx::Module>, String>>>;
+
+/// The most instructions one launch runs, over all its threads: a kernel still running then
+/// (an endless loop) would never finish on a GPU either, and is stopped.
+const BUDGET: u64 = 1 << 34;
+
+/// A launch's shape and parameter buffer, as `cuLaunchKernel` gives them.
+#[derive(Clone, Copy, Debug)]
+pub struct PtxLaunch<'a> {
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    /// Bytes of dynamic shared memory.
+    pub shared: u32,
+    /// The parameter buffer, laid out as `cuFuncGetParamInfo` says.
+    pub params: &'a [u8],
+}
+
+/// Runs function `function`'s kernel from its module's PTX on `device`. A launch the driver
+/// would refuse is refused (not sticky); a fault in the kernel returns `Ok` and kills the
+/// process, so the error surfaces at the next call.
+pub(super) fn launch(s: &mut State, device: usize, function: u64, shape: &PtxLaunch<'_>) -> SimResult<()> {
+    let (f, contents, described) = super::modules::described(s, function)?;
+    let name = described.name.clone();
+    let program =
+        s.modules.get(&f.module).map(|m| m.program.clone()).ok_or(Fail::from(CudaCode::CUDA_ERROR_INVALID_HANDLE))?;
+    let Some(text) = contents.ptx.clone() else {
+        return refuse(&name, "its image holds machine code only, and the simulator runs kernels from their PTX");
+    };
+    check_shape(s, function, shape)?;
+    let module = match program.get_or_init(|| peerpool_ptx::load(&text).map(Arc::new).map_err(|e| e.to_string())) {
+        Ok(module) => module.clone(),
+        Err(why) => return refuse(&name, &format!("its module's PTX does not run on peerpool's executor: {why}")),
+    };
+    let Some(kernel) = module.kernel(&name) else { return refuse(&name, "its PTX does not define it") };
+    let variables = variables(s, f.module, &module);
+    let launch = Launch {
+        grid: shape.grid,
+        block: shape.block,
+        dynamic_shared: shape.shared,
+        params: shape.params,
+        variables: &variables,
+        budget: BUDGET,
+    };
+    let mut view = View { s, device, traffic: Traffic::default() };
+    let ran = peerpool_ptx::run(kernel, &launch, &mut view);
+    let traffic = view.traffic;
+    match ran {
+        Ok(_) => s.work = Some(Work::Kernel { device, traffic }),
+        Err(Trap { kind: TrapKind::BadLaunch, .. }) => return fail(CudaCode::CUDA_ERROR_INVALID_VALUE),
+        Err(trap) => {
+            let code = match trap.kind {
+                TrapKind::Fault(Fault::Misaligned) => CudaCode::CUDA_ERROR_MISALIGNED_ADDRESS,
+                TrapKind::Fault(Fault::Illegal) => CudaCode::CUDA_ERROR_ILLEGAL_ADDRESS,
+                _ => CudaCode::CUDA_ERROR_LAUNCH_TIMEOUT,
+            };
+            peerpool::fault::notice(&report(s, device, &name, &trap, code));
+            s.dead = Some(code);
+            s.work = Some(Work::Fault(device));
+        }
+    }
+    Ok(())
+}
+
+/// `CUDA_ERROR_NOT_SUPPORTED` for a kernel the simulator cannot run, with one line saying why.
+fn refuse(name: &str, why: &str) -> SimResult<()> {
+    peerpool::fault::notice(&format!("peerpool-sim: kernel {name}: {why}: CUDA_ERROR_NOT_SUPPORTED"));
+    fail(CudaCode::CUDA_ERROR_NOT_SUPPORTED)
+}
+
+/// What the driver refuses at launch (`CUDA_ERROR_INVALID_VALUE`): dimensions past a device's
+/// limits, more threads than the kernel may have, more dynamic shared memory than the function
+/// allows, a parameter buffer shorter than the kernel's parameters.
+fn check_shape(s: &State, function: u64, shape: &PtxLaunch<'_>) -> SimResult<()> {
+    let (f, contents, kernel) = super::modules::described(s, function)?;
+    let cc = s.topo.devices[f.device].compute_capability;
+    let most = |which| super::modules::attribute(contents, kernel, &f.settings, cc, which);
+    let threads: u64 = shape.block.iter().map(|&d| d as u64).product();
+    let [gx, gy, gz] = shape.grid;
+    let [bx, by, bz] = shape.block;
+    let dims = gx >= 1 && gx <= i32::MAX as u32 && (1..=65_535).contains(&gy) && (1..=65_535).contains(&gz);
+    let block = bx >= 1 && by >= 1 && (1..=64).contains(&bz) && bx <= 1024 && by <= 1024;
+    let params = kernel.params.iter().map(|p| p.offset + p.size).max().unwrap_or(0);
+    if !dims
+        || !block
+        || threads > most(0)? as u64
+        || shape.shared as i64 > most(8)? as i64
+        || shape.params.len() < params
+    {
+        return fail(CudaCode::CUDA_ERROR_INVALID_VALUE);
+    }
+    Ok(())
+}
+
+/// Where each of the program's variables lies: a module global's address, found by name
+/// (shared and other variables are the executor's own).
+fn variables(s: &State, module: u64, program: &peerpool_ptx::Module) -> Vec<u64> {
+    let Some(m) = s.modules.get(&module) else { return Vec::new() };
+    let address = |name: &str| {
+        let at = m.contents.globals.iter().position(|g| g.name == name)?;
+        m.globals.get(at).copied()
+    };
+    program.variables.iter().map(|v| address(&v.name).unwrap_or(0)).collect()
+}
+
+/// One line on a faulted launch: kernel, block, thread, PTX line, address, and whose memory
+/// the address falls in.
+fn report(s: &State, device: usize, kernel: &str, trap: &Trap, code: CudaCode) -> String {
+    let what = match trap.kind {
+        TrapKind::Fault(Fault::Illegal) => {
+            format!("illegal address {:#x}: {}", trap.addr, whereabouts(s, device, trap.addr))
+        }
+        TrapKind::Fault(Fault::Misaligned) => format!("misaligned address {:#x}", trap.addr),
+        TrapKind::Deadlock => "every thread left waits at a barrier no other reaches; a GPU would hang".to_owned(),
+        _ => format!("still running after {BUDGET} instructions; a GPU would not finish it either"),
+    };
+    let [bx, by, bz] = trap.who.block;
+    let [tx, ty, tz] = trap.who.thread;
+    format!(
+        "peerpool-sim: kernel {kernel} on GPU {device}: block ({bx},{by},{bz}) thread ({tx},{ty},{tz}) PTX line {}: \
+         {what}: {code:?}",
+        trap.line
+    )
+}
+
+/// Whose memory `addr` is, as seen from `device`.
+fn whereabouts(s: &State, device: usize, addr: u64) -> String {
+    let Some(block) = s.memory.find(addr) else { return "in no allocation".to_owned() };
+    let whose = match block.pool.and_then(|p| s.pools.get(p)) {
+        Some(pool) => format!("in pool {:#x} of GPU {}", pool.handle, block.device),
+        None => format!("in an allocation of GPU {} at {:#x}", block.device, block.base),
+    };
+    match s.can_access(device, block) {
+        false => format!("{whose}, to which GPU {device} has no access"),
+        true => format!("{whose}, past its end or read-only"),
+    }
+}
+
+/// The launching device's view of memory, for the executor: every access checked, and the
+/// traffic counted for the clock.
+struct View<'s> {
+    s: &'s mut State,
+    device: usize,
+    traffic: Traffic,
+}
+
+impl View<'_> {
+    fn count(&mut self, addr: u64, bytes: u64, atomic: bool) {
+        let local = self.s.memory.find(addr).is_none_or(|b| b.device == self.device);
+        let t = &mut self.traffic;
+        let slot = match (atomic, local) {
+            (false, true) => &mut t.local_bytes,
+            (false, false) => &mut t.peer_bytes,
+            (true, true) => &mut t.local_atomics,
+            (true, false) => &mut t.peer_atomics,
+        };
+        *slot = slot.saturating_add(if atomic { 1 } else { bytes });
+    }
+}
+
+/// The executor checks alignment itself: its accesses come here aligned.
+const ALIGNED: u64 = 1;
+
+impl Memory for View<'_> {
+    fn read(&mut self, _: Space, addr: u64, out: &mut [u8], _: Thread) -> Result<(), Fault> {
+        let data = load(self.s, self.device, addr, out.len() as u64, ALIGNED).map_err(|_| Fault::Illegal)?;
+        out.copy_from_slice(&data);
+        self.count(addr, out.len() as u64, false);
+        Ok(())
+    }
+
+    fn write(&mut self, addr: u64, data: &[u8], _: Thread) -> Result<(), Fault> {
+        probe_write(self.s, self.device, addr, data.len() as u64, ALIGNED).map_err(|_| Fault::Illegal)?;
+        store(self.s, self.device, addr, data.to_vec());
+        self.count(addr, data.len() as u64, false);
+        Ok(())
+    }
+
+    fn atomic(&mut self, addr: u64, len: usize, _: Thread, f: &mut dyn FnMut(&mut [u8])) -> Result<(), Fault> {
+        update(self.s, self.device, addr, len as u64, ALIGNED, f).map_err(|_| Fault::Illegal)?;
+        self.count(addr, len as u64, true);
+        Ok(())
+    }
+}
