@@ -72,6 +72,34 @@ static CUresult fill_floats(CUdeviceptr p) {
     return cuMemcpyHtoD(p, host, sizeof host);
 }
 
+/* What calls answer once a kernel's fault has ended the process's CUDA: those that need no
+ * context, and those that do. */
+static void after_a_fault(const char *what) {
+    int count = 0, value = 0, version = 0, active = 0;
+    unsigned int flags = 0;
+    CUdevice dev;
+    char name[64];
+    CUcontext ctx;
+    CUdeviceptr p;
+    size_t free_bytes, total;
+    CUstream s;
+    CUmemoryPool pool;
+    printf("%s after cuDeviceGetCount: %s\n", what, name_of(cuDeviceGetCount(&count)));
+    printf("%s after cuDeviceGet: %s\n", what, name_of(cuDeviceGet(&dev, 0)));
+    printf("%s after cuDeviceGetAttribute: %s\n", what,
+           name_of(cuDeviceGetAttribute(&value, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 0)));
+    printf("%s after cuDeviceGetName: %s\n", what, name_of(cuDeviceGetName(name, sizeof name, 0)));
+    printf("%s after cuDriverGetVersion: %s\n", what, name_of(cuDriverGetVersion(&version)));
+    printf("%s after cuDevicePrimaryCtxGetState: %s\n", what, name_of(cuDevicePrimaryCtxGetState(0, &flags, &active)));
+    printf("%s after cuDeviceGetDefaultMemPool: %s\n", what, name_of(cuDeviceGetDefaultMemPool(&pool, 0)));
+    printf("%s after cuCtxGetCurrent: %s\n", what, name_of(cuCtxGetCurrent(&ctx)));
+    printf("%s after cuCtxGetDevice: %s\n", what, name_of(cuCtxGetDevice(&dev)));
+    printf("%s after cuMemGetInfo: %s\n", what, name_of(cuMemGetInfo(&free_bytes, &total)));
+    printf("%s after cuMemAlloc: %s\n", what, name_of(cuMemAlloc(&p, 4096)));
+    printf("%s after cuStreamCreate: %s\n", what, name_of(cuStreamCreate(&s, 0)));
+    printf("%s after cuCtxSynchronize: %s\n", what, name_of(cuCtxSynchronize()));
+}
+
 /* pp_test_add and pp_test_scale of one image: launched every way a program launches. */
 static int run_kernels(const char *what, CUfunction add, CUfunction scale, CUmodule m) {
     CUdeviceptr p;
@@ -83,16 +111,14 @@ static int run_kernels(const char *what, CUfunction add, CUfunction scale, CUmod
     TRY(cuCtxSynchronize());
     printf("%s add by kernelParams: %d\n", what, ints_are(p, 5));
 
-    /* The same through cuLaunchKernelEx, with attributes that change nothing it computes, on a
-     * 2 x 2 grid: the kernel indexes by x only, so blocks (0, 1) and (1, 1) add again to the
-     * first 512 elements. */
+    /* The same through cuLaunchKernelEx, with attributes that change nothing it computes. */
     CUlaunchAttribute attrs[2];
     memset(attrs, 0, sizeof attrs);
     attrs[0].id = CU_LAUNCH_ATTRIBUTE_PRIORITY;
     attrs[0].value.priority = 0;
     attrs[1].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
     attrs[1].value.clusterDim.x = attrs[1].value.clusterDim.y = attrs[1].value.clusterDim.z = 1;
-    CUlaunchConfig config = {.gridDimX = 2, .gridDimY = 2, .gridDimZ = 1, .blockDimX = 256, .blockDimY = 1,
+    CUlaunchConfig config = {.gridDimX = 4, .gridDimY = 1, .gridDimZ = 1, .blockDimX = 256, .blockDimY = 1,
                              .blockDimZ = 1, .sharedMemBytes = 0, .hStream = 0, .attrs = attrs, .numAttrs = 2};
     TRY(cuLaunchKernelEx(&config, add, args, NULL));
     TRY(cuCtxSynchronize());
@@ -193,8 +219,7 @@ static int peer(void) {
     TRY(cuMemPoolSetAccess(pool, &desc, 1));
     printf("peer ungranted launch: %s\n", name_of(cuLaunchKernel(add, 4, 1, 1, 256, 1, 1, 0, 0, args, NULL)));
     printf("peer ungranted synchronize: %s\n", name_of(cuCtxSynchronize()));
-    int count;
-    printf("peer after: %s\n", name_of(cuDeviceGetCount(&count)));
+    after_a_fault("peer");
     return 0;
 }
 
@@ -223,7 +248,6 @@ int main(int argc, char **argv) {
     void *args[] = {&nowhere, &n, &v};
     printf("stray launch: %s\n", name_of(cuLaunchKernel(add, 4, 1, 1, 256, 1, 1, 0, 0, args, NULL)));
     printf("stray synchronize: %s\n", name_of(cuCtxSynchronize()));
-    int count;
-    printf("stray after: %s\n", name_of(cuDeviceGetCount(&count)));
+    after_a_fault("stray");
     return 0;
 }
