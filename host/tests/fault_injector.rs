@@ -229,7 +229,11 @@ fn a_dead_sim_names_each_call_as_the_injector_does() {
     let names = d.calls();
     assert_eq!(errors.len(), names.len());
     for (error, name) in errors.into_iter().zip(names) {
-        let error = error.unwrap_or_else(|| panic!("{name} succeeded on a dead process"));
+        // Device queries and the current context's identity answer, as on an H200.
+        let Some(error) = error else {
+            assert!(peerpool_sim::ANSWERED_WHEN_DEAD.contains(&name), "{name} succeeded on a dead process");
+            continue;
+        };
         assert_eq!((error.call, error.code, error.sticky), (name, CudaCode::CUDA_ERROR_ILLEGAL_ADDRESS, true));
     }
 }

@@ -217,7 +217,7 @@ fn read_write_add(pair: &Pair, kind: Kind, request: ShareRequest) -> Result<(), 
 fn ungranted(pair: &Pair, kind: Kind) -> Result<(), Failed> {
     let source = Source::new(pair, kind, HandleKinds::POSIX_FD)?;
     let (_exported, report) = seeded_import(pair, &source, kind, FD, Role::Ungranted)?;
-    // The fault surfaces at the launch's synchronise on the H200s (`HARDWARE.md`).
+    // The fault surfaces at the launch's synchronise on the H200s (`docs/hardware/2026-11-30-foundation`).
     let faulted = report.starts_with("cuda: ") && report.ends_with("CUDA_ERROR_ILLEGAL_ADDRESS sticky=true");
     ensure(faulted, || format!("expected the importer's accessor kernel to fault, got: {report}"))?;
     exporter_sees(pair, source.as_slice(), Layout::SEED) // and this process is untouched

@@ -17,7 +17,9 @@ use peerpool_sim::{Topology, catalog_topology};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, ExitCode};
-use support::{CUDA_INCLUDE, PYTHON, c_program, clients, run, shim_dir, stdout, trial};
+use support::{
+    CUDA_INCLUDE, NVCC, PYTHON, c_program, clients, images, run, shim_dir, stderr, stdout, trial, trial_needing,
+};
 
 const TOPOLOGIES: [&str; 3] = ["two_h200_nvlink", "four_gpu_islands", "eight_gpu_nvswitch"];
 
@@ -258,6 +260,27 @@ fn c_client_times_with_events() -> Result<(), Failed> {
     same_as_on_the_h200s(&mut Command::new(c_program("events")?), "clients-events.txt")
 }
 
+/// A kernel that is not peerpool's, run from its PTX on GPU 0 over GPU 1's pool: it adds while
+/// the pool is granted, and faults once it is not, naming kernel, thread, address and pool.
+fn c_kernel_touches_a_peer_pool(stem: &str) -> Result<(), Failed> {
+    let mut program = Command::new(c_program("kernels")?);
+    let out = run(program.arg(images()?).arg("peer"), &[("PEERPOOL_SIM_TOPOLOGY", stem)])?;
+    let text = stdout(&out);
+    let want = [
+        "peer granted: 1",
+        "peer ungranted launch: CUDA_SUCCESS",
+        "peer ungranted synchronize: CUDA_ERROR_ILLEGAL_ADDRESS",
+    ];
+    let line = stderr(&out).lines().find(|l| l.starts_with("peerpool-sim: kernel pp_test_add")).map(str::to_owned);
+    let named = line.as_deref().is_some_and(|l| {
+        l.contains("GPU 0: block (0,0,0) thread (0,0,0)") && l.contains("of GPU 1, to which GPU 0 has no access")
+    });
+    match want.iter().all(|w| text.lines().any(|l| l == *w)) && named && out.status.success() {
+        true => Ok(()),
+        false => Err(format!("{}\nstdout:\n{text}stderr: {}", out.status, stderr(&out)).into()),
+    }
+}
+
 fn main() -> ExitCode {
     let mut trials = Vec::new();
     for stem in TOPOLOGIES {
@@ -269,6 +292,13 @@ fn main() -> ExitCode {
         }));
         trials.push(trial(format!("cuda_core_shares_a_pool_with_a_child::{stem}"), PYTHON, move || {
             cuda_core_shares_a_pool_with_a_child(stem)
+        }));
+    }
+    // The kernels are PTX for sm_90: four_gpu_islands' GPUs (sm_80) refuse it, as the driver would.
+    for stem in ["two_h200_nvlink", "eight_gpu_nvswitch"] {
+        let needs = [CUDA_INCLUDE, NVCC];
+        trials.push(trial_needing(format!("c_kernel_touches_a_peer_pool::{stem}"), &needs, move || {
+            c_kernel_touches_a_peer_pool(stem)
         }));
     }
     // Islands {0, 1} and {2, 3}: listed as 3,0,2 the client's gpu0 and gpu2 are one island.

@@ -3,8 +3,9 @@
 //! the lines where the simulator answers otherwise on purpose ([`DIFFERENCES`]): page-locked,
 //! managed and host-pool memory, every device attribute, the calls around kernels (stream and
 //! context settings, host functions, 16-bit and 2D memsets, 2D copies), foreign images (PTX, a
-//! cubin and fatbins as modules and libraries, and bad images), and cuda.core's staging and pool
-//! sharing between processes.
+//! cubin and fatbins as modules and libraries, and bad images), foreign kernels run from their PTX
+//! (and what answers after one faults), and cuda.core's staging and pool sharing between
+//! processes.
 //!
 //! The C clients need NVIDIA's `cuda.h` (`$PEERPOOL_CUDA_INCLUDE`), the scripts a Python with
 //! cuda-core (`$PEERPOOL_PYTHON`), as the `clients` test, and the foreign-image client its images
@@ -118,6 +119,18 @@ fn main() -> ExitCode {
         match (out.status.success(), said == [line]) {
             (true, true) => Ok(()),
             _ => Err(format!("{}; stderr said {said:?}, not [{line:?}]", out.status).into()),
+        }
+    }));
+    trials.push(trial_needing("foreign_kernels_print_what_they_printed_on_one_h200".into(), &needs, || {
+        let mut program = Command::new(c_program("kernels")?);
+        same_as_on_one_h200(program.arg(images()?), "kernels.txt")?;
+        let mut program = Command::new(c_program("kernels")?);
+        let out = run(program.arg(images()?), &[("PEERPOOL_SIM_TOPOLOGY", "one_gpu")])?;
+        let line = "peerpool-sim: kernel pp_test_add on GPU 0: block (0,0,0) thread (0,0,0) PTX line 42: illegal \
+                    address 0x10: in no allocation: CUDA_ERROR_ILLEGAL_ADDRESS";
+        match stderr(&out).lines().any(|l| l == line) {
+            true => Ok(()),
+            false => Err(format!("stderr does not say {line:?}: {}", stderr(&out)).into()),
         }
     }));
     for name in ["staging", "pool_ipc"] {

@@ -222,15 +222,16 @@ impl SimDriver {
         self.lock()
     }
 
-    /// Runs one call: a dead process fails every call with its sticky error; otherwise `f`'s
+    /// Runs one call: a dead process fails every call with its sticky error but those that
+    /// need no working context ([`ANSWERED_WHEN_DEAD`]); otherwise `f`'s
     /// failure is reported under `call` (or the call it names). Either way the clock advances
     /// by the call's cost: what `f` recorded in `State::work`, else a plain call's.
     pub(super) fn run<T>(&self, call: &'static str, f: impl FnOnce(&mut State) -> SimResult<T>) -> DriverResult<T> {
         let mut state = self.lock();
         state.work = None;
         let result = match state.dead {
-            Some(code) => Err(CudaError { call, code, sticky: true }),
-            None => f(&mut state).map_err(|Fail { code, call: named }| CudaError::new(named.unwrap_or(call), code)),
+            Some(code) if !ANSWERED_WHEN_DEAD.contains(&call) => Err(CudaError { call, code, sticky: true }),
+            _ => f(&mut state).map_err(|Fail { code, call: named }| CudaError::new(named.unwrap_or(call), code)),
         };
         let work = match (state.work.take(), &result) {
             (Some(work), Ok(_)) => work,
@@ -259,6 +260,21 @@ const CU_EVENT_DISABLE_TIMING: u32 = EventFlag::CU_EVENT_DISABLE_TIMING as u32;
 const CU_EVENT_INTERPROCESS: u32 = EventFlag::CU_EVENT_INTERPROCESS as u32;
 
 /// Calls that only read or change the calling thread's current context.
+/// Calls that answer as usual after a kernel's fault has killed the process: what one H200
+/// answered (`docs/hardware/recorded/one-h200/kernels.txt`). Device queries and the current
+/// context's identity need no working context; memory, streams and synchronisation fail.
+pub const ANSWERED_WHEN_DEAD: &[&str] = &[
+    "cuDeviceGetCount",
+    "cuDeviceGet",
+    "cuDeviceGetAttribute",
+    "cuDeviceGetName",
+    "cuDriverGetVersion",
+    "cuDevicePrimaryCtxGetState",
+    "cuDeviceGetDefaultMemPool",
+    "cuCtxGetCurrent",
+    "cuCtxGetDevice",
+];
+
 const CONTEXT_SWITCHES: &[&str] = &["cuCtxGetCurrent", "cuCtxSetCurrent", "cuCtxPushCurrent", "cuCtxPopCurrent"];
 
 impl Timeline for SimDriver {

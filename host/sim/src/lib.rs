@@ -4,7 +4,7 @@
 //! ordered-pair peer matrix that may be asymmetric, per-direction link faults), holding real
 //! bytes so copies and peerpool's kernels move real data. Its answers follow the real driver's
 //! as measured on the lent 2 × H200 machine (`docs/hardware/2026-11-30-foundation/driver_probe.txt`,
-//! `HARDWARE.md`); the tests in `host/sim/tests/sim_*.rs` replay that probe line by line, and
+//! `docs/hardware/2026-11-30-foundation`); the tests in `host/sim/tests/sim_*.rs` replay that probe line by line, and
 //! `tests/differential.rs` compares the two step by step on hardware. Its seven scenarios'
 //! call-by-call records from the H200s (`docs/hardware/recorded/`, 2,463 calls) agree with the
 //! simulator's through the libcuda shim line for line: no difference below is in them.
@@ -44,12 +44,15 @@
 //!   above any host pointer, laid out for [`MAX_DEVICES`] devices), and
 //!   allocations are 256-byte aligned with a 256-byte gap after each, so running past the end
 //!   faults; the real driver reuses addresses and maps in 2 MiB granules.
-//! - No image's code is run or compiled: what an image holds is read from it (`image`: PTX
-//!   declarations, a cubin's symbols and `.nv.info` records, the fatbin entry the driver would
-//!   choose, LZ4 or Zstandard entries expanded), as one H200 answered for the same images
+//! - No image is compiled: what an image holds is read from it (`image`: PTX declarations, a
+//!   cubin's symbols and `.nv.info` records, the fatbin entry the driver would choose, LZ4 or
+//!   Zstandard entries expanded), as one H200 answered for the same images
 //!   (`docs/hardware/recorded/one-h200/images.txt`). peerpool's kernels (by name and parameter
-//!   sizes) run natively whatever image holds them; any other kernel loads, is listed and
-//!   described, and launching it is `CUDA_ERROR_NOT_SUPPORTED` (the GPU runs it). Machine code
+//!   sizes) run natively whatever image holds them; any other kernel runs from its module's PTX
+//!   on `peerpool-ptx` (the image's, or a fatbin's PTX beside its machine code), and launching
+//!   one whose image holds machine code only is `CUDA_ERROR_NOT_SUPPORTED` (the GPU runs it). A
+//!   launch runs to its end inside `cuLaunchKernel`, blocks one after another; the clock charges
+//!   its traffic as the timing model prices it. Machine code
 //!   loads on its own major version at its minor version or later (an H200 refused sm_80 code:
 //!   `CUDA_ERROR_NO_BINARY_FOR_GPU`). The PTX JIT, its cache and their cost are not simulated.
 //! - Chosen where the image cannot say (`modules.rs`): a PTX kernel uses 32 registers (the
@@ -165,7 +168,7 @@ pub mod visible;
 mod vmm;
 
 pub use catalog::{CatalogEntry, catalog, catalog_topology};
-pub use driver::{SimDriver, SimOptions, SimStats};
+pub use driver::{ANSWERED_WHEN_DEAD, SimDriver, SimOptions, SimStats};
 pub use ptx_kernels::PtxLaunch;
 pub use timing::{Latencies, Serial};
 pub use topology::{DeviceSpec, FaultKind, Link, LinkFault, MAX_DEVICES, Topology, TopologyError};

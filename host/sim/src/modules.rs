@@ -4,8 +4,7 @@
 //! kernels are listed and described and its globals get device memory, as one H200 answered
 //! (`docs/hardware/recorded/one-h200/images.txt`, and a probe of more kernels:
 //! `docs/hardware/2026-12-01-images-probe/`). peerpool's own kernels run natively
-//! (`kernels.rs`); a kernel that is not peerpool's is known by name and never run: launching
-//! it is `CUDA_ERROR_NOT_SUPPORTED`.
+//! (`kernels.rs`); any other kernel runs from its module's PTX (`ptx_kernels.rs`).
 //!
 //! A kernel is peerpool's when its name is one of peerpool's entry points and its parameters
 //! have the sizes peerpool declares, whatever image holds it: a module may mix both kinds.

@@ -15,11 +15,7 @@ use super::state::{Fail, SimResult, State};
 use super::timing::{Traffic, Work};
 use peerpool::CudaCode;
 use peerpool_ptx::{Fault, Launch, Memory, Space, Thread, Trap, TrapKind};
-use std::sync::{Arc, OnceLock};
-
-/// A module's PTX as the executor loaded it, once, at its first launch: a module may be large
-/// and its kernels never launched (a framework's library), so loading waits until one is.
-pub(super) type Program = Arc<OnceLock<Result<Arc<peerpool_ptx::Module>, String>>>;
+use std::sync::Arc;
 
 /// The most instructions one launch runs, over all its threads: a kernel still running then
 /// (an endless loop) would never finish on a GPU either, and is stopped.

@@ -1,5 +1,5 @@
 //! Simulated inter-process sharing: pool and pointer export and import, legacy IPC handles,
-//! and the pointer attributes that tell them apart (as measured on the H200s, `HARDWARE.md`).
+//! and the pointer attributes that tell them apart (as measured on the H200s, `docs/hardware/2026-11-30-foundation`).
 //!
 //! An export moves the allocation's bytes into a shared file (`shared_file.rs`) and hands out
 //! a handle naming it (`handles.rs`); an import, in another process or in another simulator

@@ -151,8 +151,13 @@ pub(super) struct ModuleRec {
     pub(super) functions: Vec<u64>,
     pub(super) globals: Vec<u64>,
     /// Its PTX as the executor loaded it, at the first launch of a kernel that is not peerpool's.
-    pub(super) program: super::ptx_kernels::Program,
+    pub(super) program: Program,
 }
+
+/// A module's PTX as the executor loaded it (`ptx_kernels.rs`), once, at its first launch: a
+/// module may be large and its kernels never launched (a framework's library), so loading waits
+/// until one is.
+pub(super) type Program = Arc<std::sync::OnceLock<Result<Arc<peerpool_ptx::Module>, String>>>;
 
 /// What a function is set to (`cuFuncSetAttribute`), as it reads back.
 #[derive(Clone, Copy, Debug)]

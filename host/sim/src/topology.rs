@@ -43,7 +43,7 @@ pub struct DeviceSpec {
 }
 
 impl DeviceSpec {
-    /// One H200 of the lent machine, as its driver reports it (`HARDWARE.md`, `peerpool.txt`).
+    /// One H200 of the lent machine, as its driver reports it (`docs/hardware/2026-11-30-foundation/peerpool.txt`).
     pub fn h200() -> DeviceSpec {
         DeviceSpec {
             name: "NVIDIA H200".into(),
@@ -171,7 +171,7 @@ impl Topology {
     }
 
     /// The lent machine: 2 × NVIDIA H200 joined by NV18, peer access and native atomics both
-    /// ways, performance rank 0, CUDA 13.0 (`HARDWARE.md`, measured 2026-11-30).
+    /// ways, performance rank 0, CUDA 13.0 (measured 2026-11-30: `docs/hardware/2026-11-30-foundation`).
     pub fn two_h200() -> Topology {
         let mut t = Topology::uniform("2 x H200 (NV18)", 2, DeviceSpec::h200(), Link::NVLINK);
         t.description = "The lent machine: two H200s over 18 NVLinks, peer access and atomics both ways.".into();

@@ -1,7 +1,8 @@
 //! peerpool's kernels on the simulator, through the public API: a granted peer reads, writes and
 //! atomically updates the owner's pool memory with the exact results; an ungranted peer's kernel
-//! kills the simulated process with a sticky `CUDA_ERROR_ILLEGAL_ADDRESS` (HARDWARE.md, "Access
-//! without a grant"), after which every call fails, even unrelated ones.
+//! kills the simulated process with a sticky `CUDA_ERROR_ILLEGAL_ADDRESS`, after which every call
+//! that works in a context fails, even unrelated ones (`docs/hardware/2026-11-30-foundation`,
+//! and `docs/hardware/recorded/one-h200/kernels.txt` for the calls that still answer).
 
 mod sim_support;
 
@@ -110,13 +111,14 @@ fn ungranted_peer_read_kills_the_process_stickily() {
     // The launch "succeeded"; the synchronise after it reported the fault, as on hardware.
     assert_eq!(error.cuda().unwrap().call, "cuStreamSynchronize");
     assert_eq!(sim.sticky_error().map(|c| format!("{c:?}")).as_deref(), Some("CUDA_ERROR_ILLEGAL_ADDRESS"));
-    // Every later call fails, unrelated ones included, and module loads.
+    // Every later call that works in a context fails, unrelated ones included, and module loads;
+    // device queries and the current context's identity still answer, as on an H200.
     let d = &sim;
-    assert!(is_dead_call(d.device_get_count()));
-    assert!(is_dead_call(d.driver_get_version()));
     assert!(is_dead_call(d.module_load_data(ModuleImage::Ptx(ptx_image()))));
     assert!(is_dead_call(d.mem_pool_get_access(pool.handle(), 0)));
-    assert!(is_dead_call(d.ctx_get_current()));
+    assert_eq!(d.device_get_count().unwrap(), 2);
+    assert!(d.driver_get_version().is_ok());
+    assert!(d.ctx_get_current().is_ok());
     assert!(api_code(system.create_pool(1, PoolOptions::default())).is_some());
     let mut out = [0u8; 4];
     assert!(memory.read(&mut out).unwrap_err().is_sticky());

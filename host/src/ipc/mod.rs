@@ -3,7 +3,7 @@
 //! - Fd passing ([`Channel`], [`Listener`]): CUDA's POSIX-fd export handles must reach the
 //!   importer as a properly duplicated descriptor (`SCM_RIGHTS`); reopening
 //!   `/proc/<pid>/fd/<n>` gives a new open of the device node, whose import fails with
-//!   `CUDA_ERROR_UNKNOWN` (measured, `shared/HARDWARE.md`). Both directions check the peer's
+//!   `CUDA_ERROR_UNKNOWN` (measured, `docs/hardware/2026-11-30-foundation`). Both directions check the peer's
 //!   credentials, since an export handle grants the memory to whoever holds it.
 //! - Provenance ([`classify`], [`choose_path`]): from the pointer attributes the driver reports
 //!   to the way the memory can be shared (legacy IPC handle, pool export, virtual-memory
@@ -41,7 +41,7 @@
 //! | claim | CPU: two simulators over a real socketpair | hardware (`tests/ipc.rs`, not yet run) |
 //! | --- | --- | --- |
 //! | the importer's owner and peer kernels read, write and add; the exporter sees it | `ipc_sim_pool.rs`, `ipc_sim_vmm.rs` | `pool_importer_reads_writes_and_adds`, `vmm_importer_reads_writes_and_adds` |
-//! | access does not travel; an ungranted peer kernel faults, sticky | the same (on a fork of the importer) | `*_importer_without_grant_faults` (pool import measured once, `HARDWARE.md`) |
+//! | access does not travel; an ungranted peer kernel faults, sticky | the same (on a fork of the importer) | `*_importer_without_grant_faults` (pool import measured once, `docs/hardware/2026-11-30-foundation`) |
 //! | legacy IPC refuses pool memory, opens `cuMemAlloc` memory | `ipc_sim_paths.rs` | `legacy_refuses_pool_memory_and_opens_cu_mem_alloc` (refusal measured) |
 //! | the path for each kind of memory; staged copies | `ipc_sim_paths.rs`, `ipc_provenance.rs` | |
 //! | closed imports, garbage export data | `ipc_sim_pool.rs`, `ipc_sim_refusals.rs` | `closed_import_fails_cleanly`, `garbage_export_data_is_a_typed_error` |
