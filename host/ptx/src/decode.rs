@@ -3,7 +3,10 @@
 //! and its line: nothing is ever run wrong.
 
 use crate::LoadError;
-use crate::ir::{Address, AtomOp, BinOp, BoolOp, Cmp, Op, Round, Space, Src, TerOp, Ty, UnOp};
+use crate::ir::{
+    Address, AtomOp, BarRed, BarRedOp, BinOp, BoolOp, Cmp, Op, ReduxOp, Round, ShflMode, Space, Src, TerOp, Ty, UnOp,
+    VoteMode, WarpOp,
+};
 use crate::parse::{Operand, Scope, address};
 
 /// The modifiers of an opcode, split, with the ones that change nothing here dropped: cache
@@ -79,10 +82,17 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
         "mov" => {
             mods.only(&[]).map_err(unsupported)?;
             let ty = d.ty(&mods)?;
-            if let Some(Operand::Vector(_)) = ops.first() {
-                return Err(unsupported("packing into a vector".into()));
+            match (ops.first(), ops.get(1)) {
+                (Some(Operand::Vector(parts)), _) => {
+                    let part = d.part(ty, parts.len())?;
+                    Op::Unpack { ty: part, d: d.regs(0, parts.len())?, a: d.src(1, ty)? }
+                }
+                (_, Some(Operand::Vector(parts))) => {
+                    let part = d.part(ty, parts.len())?;
+                    Op::Pack { ty: part, d: d.reg(0)?, parts: d.srcs(1, parts.len(), part)? }
+                }
+                _ => Op::Mov { ty, d: d.reg(0)?, a: d.src(1, ty)? },
             }
-            Op::Mov { ty, d: d.reg(0)?, a: d.src(1, ty)? }
         }
         "ld" | "st" => {
             mods.only(&["global", "shared", "local", "param", "const", "v2", "v4", "v8", "L1::evict_last", "L2::64B"])
@@ -286,14 +296,85 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
                 _ => return Err(unsupported("an indirect branch".into())),
             }
         }
+        "bar" if mods.has("warp") => {
+            mods.only(&["warp", "sync"]).map_err(unsupported)?;
+            Op::Warp { op: WarpOp::Sync, mask: Some(d.src(0, Ty::U32)?) }
+        }
         "bar" | "barrier" => {
-            mods.only(&["sync", "arrive", "red", "cta"]).map_err(unsupported)?;
-            if mods.has("red") {
-                return Err(unsupported("barrier reductions".into()));
+            mods.only(&["sync", "arrive", "red", "cta", "popc", "and", "or"]).map_err(unsupported)?;
+            // bar.red d, id[, count], {!}p: the destination comes first, the predicate last.
+            let red = match (mods.has("red"), ["popc", "and", "or"].iter().position(|m| mods.has(m))) {
+                (false, None) => None,
+                (true, Some(i)) => {
+                    let (p, negated) = d.pred(ops.len().saturating_sub(1))?;
+                    Some(BarRed { op: [BarRedOp::Popc, BarRedOp::And, BarRedOp::Or][i], d: d.reg(0)?, p, negated })
+                }
+                _ => return Err(unsupported("this form".into())),
+            };
+            let first = red.is_some() as usize;
+            let counted = ops.len() - 2 * first; // id and count, without d and p
+            let id = if counted == 0 { Src::Imm(0) } else { d.src(first, Ty::U32)? };
+            let threads = if counted > 1 { Some(d.src(first + 1, Ty::U32)?) } else { None };
+            Op::Bar { id, threads, wait: !mods.has("arrive"), red }
+        }
+        "shfl" => {
+            if !mods.has("sync") {
+                return Err(unsupported("shfl without .sync (not on sm_70 and later)".into()));
             }
-            let id = if ops.is_empty() { Src::Imm(0) } else { d.src(0, Ty::U32)? };
-            let threads = if ops.len() > 1 { Some(d.src(1, Ty::U32)?) } else { None };
-            Op::Bar { id, threads, wait: !mods.has("arrive") }
+            mods.only(&["sync", "up", "down", "bfly", "idx"]).map_err(unsupported)?;
+            let modes = [ShflMode::Up, ShflMode::Down, ShflMode::Bfly, ShflMode::Idx];
+            let mode = ["up", "down", "bfly", "idx"].iter().position(|m| mods.has(m)).map(|i| modes[i]);
+            let mode = mode.ok_or_else(|| unsupported("no mode".into()))?;
+            if d.ty(&mods)?.bits() != 32 {
+                return Err(unsupported("this type".into()));
+            }
+            let (dst, p) = d.reg_pair(0)?;
+            let (a, b, c) = (d.src(1, Ty::B32)?, d.src(2, Ty::B32)?, d.src(3, Ty::B32)?);
+            Op::Warp { op: WarpOp::Shfl { mode, d: dst, p, a, b, c }, mask: Some(d.src(4, Ty::B32)?) }
+        }
+        "vote" => {
+            if !mods.has("sync") {
+                return Err(unsupported("vote without .sync (not on sm_70 and later)".into()));
+            }
+            mods.only(&["sync", "all", "any", "ballot"]).map_err(unsupported)?;
+            // `.uni` is dropped with the ignored modifiers (`bra.uni`): here it is the mode.
+            let uni = opcode.split('.').any(|m| m == "uni");
+            let modes = [VoteMode::All, VoteMode::Any, VoteMode::Ballot];
+            let mode = ["all", "any", "ballot"].iter().position(|m| mods.has(m)).map(|i| modes[i]);
+            let mode = if uni { Some(VoteMode::Uni) } else { mode };
+            let mode = mode.ok_or_else(|| unsupported("no mode".into()))?;
+            let (a, negated) = d.pred(1)?;
+            Op::Warp { op: WarpOp::Vote { mode, d: d.reg(0)?, a, negated }, mask: Some(d.src(2, Ty::B32)?) }
+        }
+        "match" => {
+            mods.only(&["sync", "any", "all"]).map_err(unsupported)?;
+            let ty = d.ty(&mods)?;
+            if !mods.has("sync") || !matches!(ty.bits(), 32 | 64) {
+                return Err(unsupported("this form".into()));
+            }
+            let (dst, p) = d.reg_pair(0)?;
+            let all = mods.has("all");
+            if !all && p.is_some() {
+                return Err(unsupported("a predicate on match.any".into()));
+            }
+            let op = WarpOp::Match { all, wide: ty.bits() == 64, d: dst, p, a: d.src(1, ty)? };
+            Op::Warp { op, mask: Some(d.src(2, Ty::B32)?) }
+        }
+        "redux" => {
+            mods.only(&["sync", "add", "min", "max", "and", "or", "xor"]).map_err(unsupported)?;
+            let ty = d.ty(&mods)?;
+            let ops_ = [ReduxOp::Add, ReduxOp::Min, ReduxOp::Max, ReduxOp::And, ReduxOp::Or, ReduxOp::Xor];
+            let op = ["add", "min", "max", "and", "or", "xor"].iter().position(|m| mods.has(m)).map(|i| ops_[i]);
+            let op = op.ok_or_else(|| unsupported("no operation".into()))?;
+            if !mods.has("sync") || ty.bits() != 32 || ty.float() {
+                return Err(unsupported("this form".into()));
+            }
+            let op = WarpOp::Redux { op, signed: ty.signed(), d: d.reg(0)?, a: d.src(1, ty)? };
+            Op::Warp { op, mask: Some(d.src(2, Ty::B32)?) }
+        }
+        "activemask" => {
+            mods.only(&[]).map_err(unsupported)?;
+            Op::Warp { op: WarpOp::ActiveMask { d: d.reg(0)? }, mask: None }
         }
         "membar" | "fence" => Op::Fence,
         "ret" => Op::Ret,
@@ -411,6 +492,24 @@ impl Decoder<'_> {
                 })
                 .collect(),
             _ => Err(self.bad("registers matching the vector width were expected")),
+        }
+    }
+
+    /// A destination that may carry a predicate too: `d` or `d|p`.
+    fn reg_pair(&self, i: usize) -> Result<(u32, Option<u32>), LoadError> {
+        match self.get(i)? {
+            Operand::Pair(a, b) => Ok((*a, Some(*b))),
+            _ => Ok((self.reg(i)?, None)),
+        }
+    }
+
+    /// The type of each of `n` parts of a `ty` packed by `mov`.
+    fn part(&self, ty: Ty, n: usize) -> Result<Ty, LoadError> {
+        match (ty.bits(), n) {
+            (64, 2) => Ok(Ty::B32),
+            (64, 4) | (32, 2) => Ok(Ty::B16),
+            (32, 4) => Ok(Ty::B8),
+            _ => Err(self.bad("a vector that does not pack into this type")),
         }
     }
 

@@ -305,6 +305,18 @@ pub enum Op {
         d: Reg,
         a: Src,
     },
+    /// `mov.b64 d, {a, b}`: narrower values packed, the first lowest.
+    Pack {
+        ty: Ty,
+        d: Reg,
+        parts: Vec<Src>,
+    },
+    /// `mov.b64 {a, b}, s`: a value split into narrower parts, the first lowest.
+    Unpack {
+        ty: Ty,
+        d: Vec<Option<Reg>>,
+        a: Src,
+    },
     Ld {
         space: Space,
         ty: Ty,
@@ -329,16 +341,125 @@ pub enum Op {
     Bra {
         target: u32,
     },
-    /// `bar.sync`/`barrier.sync` (`bar.arrive` does not wait).
+    /// `bar.sync`/`barrier.sync` (`bar.arrive` does not wait), and `bar.red`, which also
+    /// reduces a predicate over the threads that meet there.
     Bar {
         id: Src,
         threads: Option<Src>,
         wait: bool,
+        red: Option<BarRed>,
+    },
+    /// A warp-synchronous instruction: the thread waits until every lane it names has come
+    /// to one of the same kind, then all compute at once.
+    Warp {
+        op: WarpOp,
+        /// The lanes that take part (`activemask`: none, it takes the lanes that are there).
+        mask: Option<Src>,
     },
     /// Memory fences: every access here is seen at once, in program order.
     Fence,
     Ret,
     Exit,
+}
+
+/// A barrier's reduction: `bar.red.popc.u32 d, id, p` or `bar.red.{and,or}.pred d, id, p`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BarRed {
+    pub op: BarRedOp,
+    pub d: Reg,
+    pub p: Src,
+    pub negated: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BarRedOp {
+    Popc,
+    And,
+    Or,
+}
+
+/// `shfl.sync`'s ways of naming the source lane.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ShflMode {
+    Up,
+    Down,
+    Bfly,
+    Idx,
+}
+
+/// `vote.sync`'s modes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VoteMode {
+    All,
+    Any,
+    Uni,
+    Ballot,
+}
+
+/// `redux.sync`'s operations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReduxOp {
+    Add,
+    Min,
+    Max,
+    And,
+    Or,
+    Xor,
+}
+
+/// What a warp-synchronous instruction computes once its lanes have met.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum WarpOp {
+    Shfl {
+        mode: ShflMode,
+        d: Reg,
+        p: Option<Reg>,
+        a: Src,
+        b: Src,
+        c: Src,
+    },
+    Vote {
+        mode: VoteMode,
+        d: Reg,
+        a: Src,
+        negated: bool,
+    },
+    /// `match.any` (`all: false`) or `match.all` of a 32- or 64-bit value.
+    Match {
+        all: bool,
+        wide: bool,
+        d: Reg,
+        p: Option<Reg>,
+        a: Src,
+    },
+    Redux {
+        op: ReduxOp,
+        signed: bool,
+        d: Reg,
+        a: Src,
+    },
+    /// `bar.warp.sync`: only the meeting.
+    Sync,
+    /// `activemask`: the lanes that reach it together (not a wait for named lanes).
+    ActiveMask {
+        d: Reg,
+    },
+}
+
+impl WarpOp {
+    /// Lanes meet only at instructions of the same kind and qualifiers.
+    pub(crate) fn same_kind(&self, other: &WarpOp) -> bool {
+        use WarpOp::*;
+        match (self, other) {
+            (Shfl { mode: a, .. }, Shfl { mode: b, .. }) => a == b,
+            (Vote { mode: a, .. }, Vote { mode: b, .. }) => a == b,
+            (Match { all: a, wide: w, .. }, Match { all: b, wide: v, .. }) => a == b && w == v,
+            (Redux { op: a, signed: s, .. }, Redux { op: b, signed: t, .. }) => a == b && s == t,
+            (Sync, Sync) => true,
+            (ActiveMask { .. }, ActiveMask { .. }) => true,
+            _ => false,
+        }
+    }
 }
 
 /// How `cvt` rounds a float to an integer, or to a float of another width.

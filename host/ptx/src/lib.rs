@@ -10,10 +10,21 @@
 //!
 //! Implemented: integer and float arithmetic (floats round to nearest; `.ftz` flushes), `mad`,
 //! `fma`, comparisons and predicates (`setp` with `.and/.or/.xor`, `selp`), conversions (`cvt`
-//! with `.rni/.rzi/.rmi/.rpi` and `.sat`), `cvta`, `ld`/`st` of every state space with vector
-//! widths, `atom`/`red` on global and shared memory, branches, `bar.sync`/`bar.arrive`,
-//! fences, special registers and dynamic shared memory. Not yet: calls to `.func`, warp
-//! shuffles and votes, textures, and float rounding other than to nearest.
+//! with `.rni/.rzi/.rmi/.rpi` and `.sat`), `cvta`, `mov` packing and unpacking vectors,
+//! `ld`/`st` of every state space with vector widths, `atom`/`red` on global and shared
+//! memory, branches, `bar.sync`/`bar.arrive`/`bar.red`, fences, special registers and dynamic
+//! shared memory.
+//!
+//! Warp-synchronous instructions (`shfl.sync`, `vote.sync`, `match.sync`, `redux.sync`,
+//! `bar.warp.sync`, `activemask`) follow independent scheduling: a lane waits at one until
+//! every lane its member mask names that has not exited waits at one of the same kind with
+//! the same mask, wherever in the program; then all compute at once. Lanes that have exited
+//! (or lie past the block's last thread) take no part: a vote leaves them out, while a
+//! shuffle that reads one stops the launch ([`WarpFault::Inactive`]), as does a lane outside
+//! its own mask or lanes that wait for each other at different kinds of instruction.
+//! `activemask` gives the lanes that reach that same instruction together.
+//!
+//! Not yet: calls to `.func`, textures, and float rounding other than to nearest.
 
 mod decode;
 mod exec;
@@ -22,7 +33,7 @@ mod lex;
 mod parse;
 
 pub use exec::{
-    Fault, LOCAL_WINDOW, Launch, MAX_BLOCK_THREADS, Memory, Ran, SHARED_WINDOW, Thread, Trap, TrapKind, run,
+    Fault, LOCAL_WINDOW, Launch, MAX_BLOCK_THREADS, Memory, Ran, SHARED_WINDOW, Thread, Trap, TrapKind, WarpFault, run,
 };
 pub use ir::{Function, Module, Param, Space, Ty, Variable};
 

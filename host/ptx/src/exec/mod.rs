@@ -8,6 +8,7 @@
 mod arith;
 mod block;
 mod thread;
+mod warp;
 
 use crate::ir::{Function, Space};
 
@@ -73,6 +74,23 @@ pub enum TrapKind {
     /// The launch asks for what the kernel or the simulator cannot hold (block size, shared
     /// memory, parameters shorter than declared).
     BadLaunch,
+    /// A warp-synchronous instruction (`shfl.sync`, `vote.sync`, `match.sync`, `redux.sync`,
+    /// `bar.warp.sync`) that cannot complete with a defined result; the trap's `addr` holds
+    /// the member mask.
+    Warp(WarpFault),
+}
+
+/// Why a warp-synchronous instruction stopped a launch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WarpFault {
+    /// The thread is not in its own member mask (undefined in PTX).
+    NotInMask,
+    /// A shuffle reads a lane that has exited, does not exist (past the block's last thread)
+    /// or is not in the member mask: PTX leaves the value undefined.
+    Inactive,
+    /// Lanes named in one another's member masks wait at warp-synchronous instructions of
+    /// different kinds or with different masks: they can never meet.
+    Mismatch,
 }
 
 /// A launch that stopped: what, where in the program, which thread, which address.

@@ -3,7 +3,7 @@
 
 use super::arith;
 use super::{Fault, LOCAL_WINDOW, Launch, Memory, SHARED_WINDOW, Thread, Trap, TrapKind};
-use crate::ir::{Address, AtomOp, Function, Op, Place, Space, Special, Src, Ty};
+use crate::ir::{Address, AtomOp, BarRed, Function, Op, Place, Space, Special, Src, Ty};
 
 /// Where a thread is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -14,6 +14,8 @@ pub(super) enum State {
         id: u32,
         count: u32,
     },
+    /// Stopped at a warp-synchronous instruction (`pc` names it) until its lanes meet.
+    Warp,
     /// Done: `ret`, `exit`, or the end of the program.
     Exited,
 }
@@ -26,6 +28,8 @@ pub(super) struct ThreadState {
     pub(super) regs: Vec<u64>,
     pub(super) pc: u32,
     pub(super) state: State,
+    /// A `bar.red` this thread waits in: what it reduces and the predicate it brings.
+    pub(super) red: Option<(BarRed, bool)>,
     local: Vec<u8>,
 }
 
@@ -48,15 +52,16 @@ impl ThreadState {
             regs: vec![0; kernel.registers as usize],
             pc: 0,
             state: State::Running,
+            red: None,
             local: vec![0; kernel.local_bytes as usize],
         }
     }
 
-    fn trap(&self, kind: TrapKind, line: u32, addr: u64) -> Trap {
+    pub(super) fn trap(&self, kind: TrapKind, line: u32, addr: u64) -> Trap {
         Trap { kind, line, who: self.who, addr }
     }
 
-    fn value(&self, s: Src, sh: &Shared<'_, '_>) -> u64 {
+    pub(super) fn value(&self, s: Src, sh: &Shared<'_, '_>) -> u64 {
         match s {
             Src::Reg(r) => self.regs[r as usize],
             Src::Imm(v) => v,
@@ -121,7 +126,7 @@ impl ThreadState {
         Ok(done)
     }
 
-    fn set(&mut self, r: u32, v: u64) {
+    pub(super) fn set(&mut self, r: u32, v: u64) {
         self.regs[r as usize] = v;
     }
 
@@ -163,6 +168,19 @@ impl ThreadState {
             Op::Cvt { to, from, round_int, sat, ftz, d, a } => {
                 let v = arith::convert(*to, *from, *round_int, *sat, *ftz, self.value(*a, sh));
                 self.set(*d, v);
+            }
+            Op::Pack { ty, d, parts } => {
+                let bits = ty.bits();
+                let v = parts.iter().rev().fold(0u64, |v, p| (v << bits) | arith::mask(*ty, self.value(*p, sh)));
+                self.set(*d, v);
+            }
+            Op::Unpack { ty, d, a } => {
+                let v = self.value(*a, sh);
+                for (i, r) in d.iter().enumerate() {
+                    if let Some(r) = r {
+                        self.set(*r, arith::mask(*ty, v >> (i as u32 * ty.bits())));
+                    }
+                }
             }
             Op::Cvta { to, space, d, a } => {
                 let v = self.value(*a, sh);
@@ -206,13 +224,19 @@ impl ThreadState {
                 }
             }
             Op::Bra { target } => self.pc = *target,
-            Op::Bar { id, threads, wait } => {
+            Op::Bar { id, threads, wait, red } => {
                 let id = (self.value(*id, sh) & 0xf) as u32;
                 let count = threads.map_or(0, |t| self.value(t, sh) as u32);
+                self.red = red.map(|r| (r, (self.value(r.p, sh) & 1 != 0) != r.negated));
                 match wait {
                     true => self.state = State::Waiting { id, count },
                     false => sh.arrived[id as usize] += 1,
                 }
+            }
+            Op::Warp { .. } => {
+                // The block computes it once every lane it names is there; the pc stays on it.
+                self.state = State::Warp;
+                self.pc -= 1;
             }
             Op::Fence => {}
             Op::Ret | Op::Exit => self.state = State::Exited,
