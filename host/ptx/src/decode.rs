@@ -4,8 +4,8 @@
 
 use crate::LoadError;
 use crate::ir::{
-    Address, AtomOp, BarRed, BarRedOp, BinOp, BoolOp, Cmp, Op, ReduxOp, Round, ShflMode, Space, Src, TerOp, Ty, UnOp,
-    VoteMode, WarpOp,
+    Address, AtomOp, BarRed, BarRedOp, BinOp, BoolOp, Call, Cmp, Op, Place, ReduxOp, Round, ShflMode, Space, Src,
+    TerOp, Ty, UnOp, VoteMode, WarpOp,
 };
 use crate::parse::{Operand, Scope, address};
 
@@ -98,13 +98,18 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
             mods.only(&["global", "shared", "local", "param", "const", "v2", "v4", "v8", "L1::evict_last", "L2::64B"])
                 .map_err(unsupported)?;
             let ty = d.ty(&mods)?;
-            let (space, n) = (mods.space(), mods.vector());
+            let (mut space, n) = (mods.space(), mods.vector());
+            // A `.func`'s parameters and a call's `.param`s live in the frame's local memory.
+            let at = d.addr(if name == "ld" { 1 } else { 0 })?;
+            if space == Space::Param && matches!(at.base, Src::Addr(Place::Local(_))) {
+                space = Space::Local;
+            }
             if name == "ld" {
                 let regs = d.regs(0, n)?;
-                Op::Ld { space, ty, d: regs, at: d.addr(1)? }
+                Op::Ld { space, ty, d: regs, at }
             } else {
                 let srcs = d.srcs(1, n, ty)?;
-                Op::St { space, ty, s: srcs, at: d.addr(0)? }
+                Op::St { space, ty, s: srcs, at }
             }
         }
         "add" | "sub" | "mul" | "div" | "rem" | "min" | "max" | "and" | "or" | "xor" | "shl" | "shr" | "copysign" => {
@@ -377,6 +382,37 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
             Op::Warp { op: WarpOp::ActiveMask { d: d.reg(0)? }, mask: None }
         }
         "membar" | "fence" => Op::Fence,
+        "call" => {
+            mods.only(&[]).map_err(unsupported)?;
+            let (rets, rest) = match ops.first() {
+                Some(Operand::List(r)) => (r.as_slice(), &ops[1..]),
+                _ => (&[][..], &ops[..]),
+            };
+            let callee = match rest.first() {
+                Some(Operand::Name(n)) => *scope
+                    .functions
+                    .get(n)
+                    .ok_or_else(|| LoadError::Syntax { line, what: format!("unknown function {n}") })?,
+                _ => return Err(unsupported("an indirect call".into())),
+            };
+            let args = match rest.get(1) {
+                Some(Operand::List(a)) if rest.len() == 2 => a.as_slice(),
+                None => &[][..],
+                _ => return Err(unsupported("an indirect call or a prototype".into())),
+            };
+            let frame = |o: &Operand| match o {
+                Operand::Place(Place::Local(at)) => Ok((*at, 0, 0)),
+                _ => Err(unsupported("an argument that is not a .param variable".into())),
+            };
+            Op::Call(Box::new(Call {
+                callee,
+                target: 0,
+                registers: 0,
+                local_bytes: 0,
+                args: args.iter().map(frame).collect::<Result<_, _>>()?,
+                rets: rets.iter().map(frame).collect::<Result<_, _>>()?,
+            }))
+        }
         "ret" => Op::Ret,
         "exit" => Op::Exit,
         _ => return Err(LoadError::Unsupported { line, what: format!("{opcode}: not implemented") }),
@@ -543,6 +579,7 @@ impl Decoder<'_> {
                 (Ty::F64, false) => (f32::from_bits(*bits as u32) as f64).to_bits(),
                 _ => *bits,
             }),
+            Operand::Place(place) => Src::Addr(*place),
             Operand::Name(n) => Src::Addr(self.scope.place(n).ok_or_else(|| self.bad(&format!("unknown name {n}")))?),
             _ => return Err(self.bad("a value was expected")),
         })

@@ -358,8 +358,26 @@ pub enum Op {
     },
     /// Memory fences: every access here is seen at once, in program order.
     Fence,
+    /// A call of a `.func`: a new frame of registers and local memory, the arguments copied in
+    /// and, at its `ret`, the results copied back.
+    Call(Box<Call>),
     Ret,
     Exit,
+}
+
+/// A direct call, linked: where the callee's code starts in the kernel's body, what its frame
+/// holds, and which bytes of the caller's frame go to which of the callee's.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Call {
+    /// The callee, by its index among the module's function names (until linked).
+    pub callee: u32,
+    pub target: u32,
+    pub registers: u32,
+    pub local_bytes: u32,
+    /// Arguments: (caller's offset, callee's offset, bytes), both in local memory of the frame.
+    pub args: Vec<(u32, u32, u32)>,
+    /// Results, copied back at `ret`: (caller's offset, callee's offset, bytes).
+    pub rets: Vec<(u32, u32, u32)>,
 }
 
 /// A barrier's reduction: `bar.red.popc.u32 d, id, p` or `bar.red.{and,or}.pred d, id, p`.
@@ -501,12 +519,16 @@ pub struct Param {
     pub align: u32,
 }
 
-/// A function or kernel.
+/// A function or kernel. A kernel's body holds, after its own code, the code of every `.func`
+/// it calls (linked at load); a `.func`'s parameters and results live in its frame's local
+/// memory, at their offsets.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Function {
     pub name: String,
     pub entry: bool,
     pub params: Vec<Param>,
+    /// A `.func`'s results (`.func (.param .b32 r) f(...)`); none for a kernel.
+    pub returns: Vec<Param>,
     /// How many registers the body uses (their kinds are in the instructions' types).
     pub registers: u32,
     /// Bytes of static shared memory it declares.

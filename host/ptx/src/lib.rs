@@ -24,12 +24,21 @@
 //! its own mask or lanes that wait for each other at different kinds of instruction.
 //! `activemask` gives the lanes that reach that same instruction together.
 //!
-//! Not yet: calls to `.func`, textures, and float rounding other than to nearest.
+//! Calls of `.func`s (`call`/`call.uni` with `.param` arguments and results, as nvcc emits
+//! them for `__noinline__` functions) are linked at load: a kernel's body holds the code of
+//! every function it reaches. Each call opens a frame of its own registers and local memory
+//! (parameters, results and `.local`s), so recursion works; it is bounded by the instruction
+//! budget, by 1024 nested frames and by 512 KiB of local memory a thread
+//! ([`TrapKind::StackOverflow`]). A call of a function with no body in the module (`vprintf`)
+//! or an indirect call is refused at load.
+//!
+//! Not yet: textures, and float rounding other than to nearest.
 
 mod decode;
 mod exec;
 mod ir;
 mod lex;
+mod link;
 mod parse;
 
 pub use exec::{

@@ -71,6 +71,8 @@ pub enum TrapKind {
     Deadlock,
     /// The instruction budget ran out.
     TooLong,
+    /// Calls nested deeper than 1024 frames, or their local memory past 512 KiB a thread.
+    StackOverflow,
     /// The launch asks for what the kernel or the simulator cannot hold (block size, shared
     /// memory, parameters shorter than declared).
     BadLaunch,
