@@ -4,8 +4,8 @@
 
 use crate::LoadError;
 use crate::ir::{
-    Address, AtomOp, BarRed, BarRedOp, BinOp, BoolOp, Call, Cmp, Op, Place, ReduxOp, Round, ShflMode, Space, Src,
-    TerOp, Ty, UnOp, VoteMode, WarpOp,
+    Address, AtomOp, BarRed, BarRedOp, BinOp, BoolOp, Call, Cmp, FloatClass, FloatMode, Op, Place, ReduxOp, Round,
+    ShflMode, Space, Src, TerOp, Ty, UnOp, VoteMode, WarpOp,
 };
 use crate::parse::{Operand, Scope, address};
 
@@ -112,31 +112,38 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
                 Op::St { space, ty, s: srcs, at }
             }
         }
-        "add" | "sub" | "mul" | "div" | "rem" | "min" | "max" | "and" | "or" | "xor" | "shl" | "shr" | "copysign" => {
+        "add" | "sub" | "mul" | "div" | "rem" | "min" | "max" | "and" | "or" | "xor" | "shl" | "shr" | "copysign"
+        | "mul24" => {
             let ty = d.ty(&mods)?;
-            float_rounding(&mods, ty).map_err(unsupported)?;
+            let fm = float_mode(&mods, ty);
             let op = match (name, mods.has("sat"), mods.has("lo"), mods.has("hi"), mods.has("wide")) {
+                ("add", true, ..) if ty.float() => BinOp::Add,
+                ("sub", true, ..) if ty.float() => BinOp::Sub,
+                ("mul", true, ..) if ty.float() => BinOp::MulLo,
                 ("add", false, ..) => BinOp::Add,
                 ("add", true, ..) if ty == Ty::S32 => BinOp::AddSat,
                 ("sub", false, ..) => BinOp::Sub,
                 ("sub", true, ..) if ty == Ty::S32 => BinOp::SubSat,
-                ("mul", _, true, _, _) => BinOp::MulLo,
-                ("mul", _, _, true, _) => BinOp::MulHi,
-                ("mul", _, _, _, true) => BinOp::MulWide,
+                ("mul24", false, true, _, _) if ty.bits() == 32 => BinOp::Mul24Lo,
+                ("mul24", false, _, true, _) if ty.bits() == 32 => BinOp::Mul24Hi,
+                ("mul", false, true, _, _) => BinOp::MulLo,
+                ("mul", false, _, true, _) => BinOp::MulHi,
+                ("mul", false, _, _, true) if ty.bits() <= 32 => BinOp::MulWide,
                 ("mul", false, false, false, false) if ty.float() => BinOp::MulLo,
-                ("div", ..) => BinOp::Div,
-                ("rem", ..) if !ty.float() => BinOp::Rem,
-                ("min", ..) => BinOp::Min,
-                ("max", ..) => BinOp::Max,
-                ("and", ..) => BinOp::And,
-                ("or", ..) => BinOp::Or,
-                ("xor", ..) => BinOp::Xor,
-                ("shl", ..) => BinOp::Shl,
-                ("shr", ..) => BinOp::Shr,
-                ("copysign", ..) if ty.float() => BinOp::CopySign,
+                ("div", false, ..) => BinOp::Div,
+                ("rem", false, ..) if !ty.float() => BinOp::Rem,
+                ("min", false, ..) => BinOp::Min,
+                ("max", false, ..) => BinOp::Max,
+                ("and", false, ..) => BinOp::And,
+                ("or", false, ..) => BinOp::Or,
+                ("xor", false, ..) => BinOp::Xor,
+                ("shl", false, ..) => BinOp::Shl,
+                ("shr", false, ..) => BinOp::Shr,
+                ("copysign", false, ..) if ty.float() => BinOp::CopySign,
                 _ => return Err(unsupported("this form".into())),
             };
-            mods.only(&["sat", "lo", "hi", "wide", "rn", "ftz", "approx", "full", "NaN"]).map_err(unsupported)?;
+            mods.only(&["sat", "lo", "hi", "wide", "rn", "rz", "rm", "rp", "ftz", "approx", "full", "NaN"])
+                .map_err(unsupported)?;
             let float_op = matches!(
                 op,
                 BinOp::Add | BinOp::Sub | BinOp::MulLo | BinOp::Div | BinOp::Min | BinOp::Max | BinOp::CopySign
@@ -144,43 +151,97 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
             if ty.float() && !float_op {
                 return Err(unsupported("this operation on floats".into()));
             }
-            if mods.has("NaN") {
-                return Err(unsupported("the modifier .NaN".into()));
+            if mods.has("NaN") || (ty.float() && ty.bits() == 64 && fm.sat) {
+                return Err(unsupported("this modifier".into()));
             }
             let shift = matches!(op, BinOp::Shl | BinOp::Shr);
             let b_ty = if shift { Ty::U32 } else { ty };
-            Op::Binary { op, ty, ftz: mods.has("ftz"), d: d.reg(0)?, a: d.src(1, ty)?, b: d.src(2, b_ty)? }
+            Op::Binary { op, ty, fm, d: d.reg(0)?, a: d.src(1, ty)?, b: d.src(2, b_ty)? }
         }
-        "mad" | "fma" => {
+        "mad" | "fma" | "mad24" | "sad" => {
             let ty = d.ty(&mods)?;
-            float_rounding(&mods, ty).map_err(unsupported)?;
-            mods.only(&["lo", "hi", "wide", "rn", "ftz", "sat"]).map_err(unsupported)?;
-            let op = match (ty.float(), mods.has("lo"), mods.has("hi"), mods.has("wide")) {
-                (true, ..) if !mods.has("sat") => TerOp::Fma,
-                (false, true, _, _) => TerOp::MadLo,
-                (false, _, true, _) if !mods.has("sat") => TerOp::MadHi,
-                (false, _, _, true) => TerOp::MadWide,
+            let fm = float_mode(&mods, ty);
+            mods.only(&["lo", "hi", "wide", "rn", "rz", "rm", "rp", "ftz", "sat"]).map_err(unsupported)?;
+            let op = match (name, ty.float(), mods.has("lo"), mods.has("hi"), mods.has("wide")) {
+                (_, true, ..) if ty.bits() == 32 || !fm.sat => TerOp::Fma,
+                ("sad", false, ..) => TerOp::Sad,
+                ("mad24", false, true, _, _) if ty.bits() == 32 && !fm.sat => TerOp::Mad24Lo,
+                ("mad24", false, _, true, _) if ty.bits() == 32 && !fm.sat => TerOp::Mad24Hi,
+                ("mad", false, true, _, _) if !fm.sat => TerOp::MadLo,
+                ("mad", false, _, true, _) if !fm.sat => TerOp::MadHi,
+                ("mad", false, _, _, true) if !fm.sat => TerOp::MadWide,
                 _ => return Err(unsupported("this form".into())),
             };
             let c_ty = match op {
                 TerOp::MadWide => widened(ty).ok_or_else(|| unsupported("a type that does not widen".into()))?,
                 _ => ty,
             };
-            Op::Ternary {
-                op,
-                ty,
-                ftz: mods.has("ftz"),
-                d: d.reg(0)?,
-                a: d.src(1, ty)?,
-                b: d.src(2, ty)?,
-                c: d.src(3, c_ty)?,
+            Op::Ternary { op, ty, fm, d: d.reg(0)?, a: d.src(1, ty)?, b: d.src(2, ty)?, c: d.src(3, c_ty)? }
+        }
+        "bfe" | "prmt" | "lop3" | "shf" | "dp4a" | "dp2a" | "slct" => {
+            let tys: Vec<Ty> = mods.words.iter().filter_map(|w| Ty::named(w)).collect();
+            let ty = *tys.first().ok_or_else(|| d.bad("no type"))?;
+            mods.only(&["l", "r", "clamp", "wrap", "lo", "hi"]).map_err(unsupported)?;
+            let (op, b_ty, c_ty, sources) = match name {
+                "bfe" if ty.bits() >= 32 => (TerOp::Bfe, Ty::U32, Ty::U32, 3),
+                "prmt" if ty.bits() == 32 => (TerOp::Prmt, ty, ty, 3),
+                "lop3" if ty.bits() == 32 => match ops.get(4) {
+                    Some(Operand::Int(lut)) => (TerOp::Lop3(*lut as u8), ty, ty, 3),
+                    _ => return Err(unsupported("a look-up table that is not a number".into())),
+                },
+                "shf" if ty.bits() == 32 && (mods.has("l") || mods.has("r")) => {
+                    let op = TerOp::Shf { left: mods.has("l"), clamp: mods.has("clamp") };
+                    (op, ty, Ty::U32, 3)
+                }
+                "dp4a" | "dp2a" if tys.len() == 2 && tys.iter().all(|t| t.bits() == 32) => {
+                    let two = (name == "dp2a").then(|| mods.has("hi"));
+                    let op = TerOp::Dp { a_signed: tys[0].signed(), b_signed: tys[1].signed(), two };
+                    (op, Ty::B32, Ty::B32, 3)
+                }
+                "slct" if tys.len() == 2 && matches!(tys[1], Ty::S32 | Ty::F32) => {
+                    (TerOp::Slct { float_c: tys[1] == Ty::F32 }, ty, tys[1], 3)
+                }
+                _ => return Err(unsupported("this form".into())),
+            };
+            if op == TerOp::Prmt && mods.words.iter().any(|w| Ty::named(w).is_none()) {
+                return Err(unsupported("a prmt mode".into()));
             }
+            let _ = sources;
+            let fm = FloatMode::default();
+            Op::Ternary { op, ty, fm, d: d.reg(0)?, a: d.src(1, ty)?, b: d.src(2, b_ty)?, c: d.src(3, c_ty)? }
+        }
+        "bfi" => {
+            let ty = d.ty(&mods)?;
+            mods.only(&[]).map_err(unsupported)?;
+            if ty.bits() < 32 {
+                return Err(unsupported("this type".into()));
+            }
+            let (a, b) = (d.src(1, ty)?, d.src(2, ty)?);
+            Op::Bfi { ty, d: d.reg(0)?, a, b, pos: d.src(3, Ty::U32)?, len: d.src(4, Ty::U32)? }
+        }
+        "testp" => {
+            let ty = d.ty(&mods)?;
+            let classes = [
+                ("finite", FloatClass::Finite),
+                ("infinite", FloatClass::Infinite),
+                ("number", FloatClass::Number),
+                ("notanumber", FloatClass::NotANumber),
+                ("normal", FloatClass::Normal),
+                ("subnormal", FloatClass::Subnormal),
+            ];
+            let class = classes.iter().find(|(m, _)| mods.has(m)).map(|c| c.1);
+            let class = class.ok_or_else(|| unsupported("no class".into()))?;
+            mods.only(&["finite", "infinite", "number", "notanumber", "normal", "subnormal"]).map_err(unsupported)?;
+            if !ty.float() {
+                return Err(unsupported("this type".into()));
+            }
+            Op::Unary { op: UnOp::Test(class), ty, fm: FloatMode::default(), d: d.reg(0)?, a: d.src(1, ty)? }
         }
         "neg" | "abs" | "not" | "cnot" | "popc" | "clz" | "brev" | "sqrt" | "rcp" | "rsqrt" | "sin" | "cos" | "lg2"
         | "ex2" | "bfind" => {
             let ty = d.ty(&mods)?;
-            float_rounding(&mods, ty).map_err(unsupported)?;
-            mods.only(&["rn", "ftz", "approx", "full"]).map_err(unsupported)?;
+            let fm = float_mode(&mods, ty);
+            mods.only(&["rn", "rz", "rm", "rp", "ftz", "approx", "full"]).map_err(unsupported)?;
             let op = match name {
                 "neg" => UnOp::Neg,
                 "abs" => UnOp::Abs,
@@ -203,7 +264,10 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
             if float_only != ty.float() && !matches!(op, UnOp::Neg | UnOp::Abs) {
                 return Err(unsupported("this type".into()));
             }
-            Op::Unary { op, ty, ftz: mods.has("ftz"), d: d.reg(0)?, a: d.src(1, ty)? }
+            if fm.round != Round::Nearest && !matches!(op, UnOp::Sqrt | UnOp::Rcp) {
+                return Err(unsupported("a rounding on this operation".into()));
+            }
+            Op::Unary { op, ty, fm, d: d.reg(0)?, a: d.src(1, ty)? }
         }
         "setp" => {
             let ty = d.ty(&mods)?;
@@ -238,9 +302,10 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
             mods.only(&["rn", "rz", "rm", "rp", "rni", "rzi", "rmi", "rpi", "sat", "ftz"]).map_err(unsupported)?;
             let round_int = ["rni", "rzi", "rmi", "rpi"].iter().position(|r| mods.has(r)).map(rounding);
             let round_float = ["rn", "rz", "rm", "rp"].iter().position(|r| mods.has(r)).map(rounding);
-            // Float to a narrower float, or an integer to a float, rounds; only to nearest here.
-            if round_float.is_some_and(|r| r != Round::Nearest) {
-                return Err(unsupported("a rounding other than to nearest".into()));
+            // Float to a narrower float, or an integer to a float, rounds (to nearest unless
+            // written); a float to an integer rounds as `.rni/.rzi/.rmi/.rpi` say.
+            if round_float.is_some() && (!to.float() || (from.float() && to.bits() >= from.bits())) {
+                return Err(unsupported("a float rounding on a conversion that does not round".into()));
             }
             if to.float() && from.float() && to.bits() > from.bits() && (round_float.is_some() || round_int.is_some()) {
                 return Err(unsupported("a rounding on a widening conversion".into()));
@@ -255,6 +320,7 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
                 to,
                 from,
                 round_int,
+                round: round_float.unwrap_or(Round::Nearest),
                 sat: mods.has("sat"),
                 ftz: mods.has("ftz"),
                 d: d.reg(0)?,
@@ -424,12 +490,10 @@ fn rounding(i: usize) -> Round {
     [Round::Nearest, Round::Zero, Round::Down, Round::Up][i]
 }
 
-/// Float arithmetic rounds to nearest here: any other rounding is refused.
-fn float_rounding(mods: &Mods, ty: Ty) -> Result<(), String> {
-    match ["rz", "rm", "rp"].iter().find(|r| mods.has(r)) {
-        Some(r) if ty.float() => Err(format!("the rounding .{r}")),
-        _ => Ok(()),
-    }
+/// A float instruction's rounding (to nearest unless written), `.ftz` and `.sat`.
+fn float_mode(mods: &Mods, ty: Ty) -> FloatMode {
+    let round = ["rn", "rz", "rm", "rp"].iter().position(|r| mods.has(r)).map_or(Round::Nearest, rounding);
+    FloatMode { round, ftz: mods.has("ftz"), sat: ty.float() && mods.has("sat") }
 }
 
 fn widened(ty: Ty) -> Option<Ty> {

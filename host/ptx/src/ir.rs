@@ -189,6 +189,19 @@ pub enum UnOp {
     Lg2,
     Ex2,
     Bfind,
+    /// `testp`: the result is whether the float is of this class.
+    Test(FloatClass),
+}
+
+/// The classes `testp` asks about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FloatClass {
+    Finite,
+    Infinite,
+    Number,
+    NotANumber,
+    Normal,
+    Subnormal,
 }
 
 /// A two-operand operation.
@@ -213,6 +226,10 @@ pub enum BinOp {
     Shr,
     /// `copysign`: the magnitude of the second operand with the sign of the first.
     CopySign,
+    /// `mul24.lo`/`.hi`: the product of the low 24 bits (sign-extended when signed); its low
+    /// 32 bits, or bits 16 to 47.
+    Mul24Lo,
+    Mul24Hi,
 }
 
 /// A three-operand operation.
@@ -223,6 +240,31 @@ pub enum TerOp {
     MadWide,
     /// A fused multiply-add, rounded once (also `mad.f32`/`f64`, which PTX defines so on sm_20+).
     Fma,
+    Mad24Lo,
+    Mad24Hi,
+    /// `sad`: `c + |a - b|`.
+    Sad,
+    /// `bfe`: bits `b` (position) and `c` (length) of `a`, sign-extended when signed.
+    Bfe,
+    /// `prmt` (default mode): bytes of `b:a` chosen by the nibbles of `c`.
+    Prmt,
+    /// `lop3` with its look-up table.
+    Lop3(u8),
+    /// `shf.l`/`shf.r` (`clamp`: shifts past 32 stay 32; else modulo 32).
+    Shf {
+        left: bool,
+        clamp: bool,
+    },
+    /// `dp4a`/`dp2a.lo`/`dp2a.hi`: `c` plus the dot product of bytes (and halves).
+    Dp {
+        a_signed: bool,
+        b_signed: bool,
+        two: Option<bool>,
+    },
+    /// `slct`: `a` when `c >= 0`, else `b` (`c` a float when `float_c`).
+    Slct {
+        float_c: bool,
+    },
 }
 
 /// An atomic operation.
@@ -251,14 +293,14 @@ pub enum Op {
     Unary {
         op: UnOp,
         ty: Ty,
-        ftz: bool,
+        fm: FloatMode,
         d: Reg,
         a: Src,
     },
     Binary {
         op: BinOp,
         ty: Ty,
-        ftz: bool,
+        fm: FloatMode,
         d: Reg,
         a: Src,
         b: Src,
@@ -266,7 +308,7 @@ pub enum Op {
     Ternary {
         op: TerOp,
         ty: Ty,
-        ftz: bool,
+        fm: FloatMode,
         d: Reg,
         a: Src,
         b: Src,
@@ -293,6 +335,8 @@ pub enum Op {
         to: Ty,
         from: Ty,
         round_int: Option<Round>,
+        /// How a float result rounds (`.rn/.rz/.rm/.rp`; to nearest when not written).
+        round: Round,
         sat: bool,
         ftz: bool,
         d: Reg,
@@ -304,6 +348,15 @@ pub enum Op {
         space: Space,
         d: Reg,
         a: Src,
+    },
+    /// `bfi`: `len` low bits of `a` inserted into `b` at `pos`.
+    Bfi {
+        ty: Ty,
+        d: Reg,
+        a: Src,
+        b: Src,
+        pos: Src,
+        len: Src,
     },
     /// `mov.b64 d, {a, b}`: narrower values packed, the first lowest.
     Pack {
@@ -480,9 +533,21 @@ impl WarpOp {
     }
 }
 
-/// How `cvt` rounds a float to an integer, or to a float of another width.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// How a float operation rounds and treats subnormals and its range.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FloatMode {
+    pub round: Round,
+    /// `.ftz`: f32 subnormal inputs and results flushed to zero.
+    pub ftz: bool,
+    /// `.sat`: the result clamped to [0, 1], NaN to 0.
+    pub sat: bool,
+}
+
+/// How `cvt` rounds a float to an integer, or to a float of another width; how float
+/// arithmetic rounds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Round {
+    #[default]
     Nearest,
     Zero,
     Down,

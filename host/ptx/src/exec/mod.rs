@@ -6,7 +6,10 @@
 //! touch it.
 
 mod arith;
+mod bits;
 mod block;
+mod float;
+mod round;
 mod thread;
 mod warp;
 

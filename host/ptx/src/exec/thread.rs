@@ -158,16 +158,16 @@ impl ThreadState {
                 let v = self.value(*a, sh);
                 self.set(*d, arith::mask(*ty, v));
             }
-            Op::Unary { op, ty, ftz, d, a } => {
-                let v = arith::unary(*op, *ty, *ftz, self.value(*a, sh));
+            Op::Unary { op, ty, fm, d, a } => {
+                let v = arith::unary(*op, *ty, *fm, self.value(*a, sh));
                 self.set(*d, v);
             }
-            Op::Binary { op, ty, ftz, d, a, b } => {
-                let v = arith::binary(*op, *ty, *ftz, self.value(*a, sh), self.value(*b, sh));
+            Op::Binary { op, ty, fm, d, a, b } => {
+                let v = arith::binary(*op, *ty, *fm, self.value(*a, sh), self.value(*b, sh));
                 self.set(*d, v);
             }
-            Op::Ternary { op, ty, ftz, d, a, b, c } => {
-                let v = arith::ternary(*op, *ty, *ftz, self.value(*a, sh), self.value(*b, sh), self.value(*c, sh));
+            Op::Ternary { op, ty, fm, d, a, b, c } => {
+                let v = arith::ternary(*op, *ty, *fm, self.value(*a, sh), self.value(*b, sh), self.value(*c, sh));
                 self.set(*d, v);
             }
             Op::Setp { cmp, ty, ftz, d, d2, a, b, with } => {
@@ -187,8 +187,13 @@ impl ThreadState {
                 let v = if self.value(*p, sh) & 1 != 0 { self.value(*a, sh) } else { self.value(*b, sh) };
                 self.set(*d, arith::mask(*ty, v));
             }
-            Op::Cvt { to, from, round_int, sat, ftz, d, a } => {
-                let v = arith::convert(*to, *from, *round_int, *sat, *ftz, self.value(*a, sh));
+            Op::Cvt { to, from, round_int, round, sat, ftz, d, a } => {
+                let v = arith::convert(*to, *from, *round_int, *round, *sat, *ftz, self.value(*a, sh));
+                self.set(*d, v);
+            }
+            Op::Bfi { ty, d, a, b, pos, len } => {
+                let (a, b) = (self.value(*a, sh), self.value(*b, sh));
+                let v = super::bits::bfi(*ty, a, b, self.value(*pos, sh), self.value(*len, sh));
                 self.set(*d, v);
             }
             Op::Pack { ty, d, parts } => {
