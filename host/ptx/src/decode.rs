@@ -241,8 +241,9 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
         | "ex2" | "bfind" => {
             let ty = d.ty(&mods)?;
             let fm = float_mode(&mods, ty);
-            mods.only(&["rn", "rz", "rm", "rp", "ftz", "approx", "full"]).map_err(unsupported)?;
+            mods.only(&["rn", "rz", "rm", "rp", "ftz", "approx", "full", "shiftamt"]).map_err(unsupported)?;
             let op = match name {
+                "bfind" if mods.has("shiftamt") => UnOp::BfindShift,
                 "neg" => UnOp::Neg,
                 "abs" => UnOp::Abs,
                 "not" => UnOp::Not,

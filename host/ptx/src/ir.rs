@@ -189,6 +189,8 @@ pub enum UnOp {
     Lg2,
     Ex2,
     Bfind,
+    /// `bfind.shiftamt`: the left shift that brings that bit to the top.
+    BfindShift,
     /// `testp`: the result is whether the float is of this class.
     Test(FloatClass),
 }

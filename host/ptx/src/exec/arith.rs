@@ -55,6 +55,10 @@ pub(crate) fn unary(op: UnOp, ty: Ty, fm: FloatMode, a: u64) -> u64 {
             UnOp::Popc => v.count_ones() as u64,
             UnOp::Clz => (v.leading_zeros() - (64 - bits)) as u64,
             UnOp::Brev => v.reverse_bits() >> (64 - bits),
+            UnOp::BfindShift => match unary(UnOp::Bfind, ty, fm, a) {
+                r if r == mask(ty, u64::MAX) => r,
+                r => bits as u64 - 1 - r,
+            },
             UnOp::Bfind => match ty.signed() {
                 // The position of the most significant bit that differs from the sign.
                 true => {

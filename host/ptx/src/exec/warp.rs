@@ -3,7 +3,8 @@
 //! warp meet: a lane's meeting is complete when every lane its member mask names that has not
 //! exited waits at an instruction of the same kind with the same mask; then all of them
 //! compute at once, each with its own operands, and go on. `activemask` names no lanes: the
-//! lanes waiting at that same instruction meet there.
+//! lanes waiting at that same instruction meet there once nothing else in their warp can
+//! move, so lanes that diverged and would come back together are counted together.
 
 use super::thread::{Shared, State, ThreadState};
 use super::{Trap, TrapKind, WarpFault};
@@ -58,18 +59,26 @@ pub(super) fn release(kernel: &Function, threads: &mut [ThreadState], sh: &Share
         let all = arrivals(kernel, warp, sh);
         let live = live(warp);
         let mut done = 0u32;
-        for lane in 0..warp.len() {
-            let Some(me) = all[lane] else { continue };
-            if done & 1 << lane != 0 {
-                continue;
+        // Meetings of named lanes first; `activemask` only once nothing else in the warp can
+        // move, so that lanes that would come to it together do.
+        for named in [true, false] {
+            for lane in 0..warp.len() {
+                let Some(me) = all[lane] else { continue };
+                let active = matches!(me.op, WarpOp::ActiveMask { .. });
+                if done & 1 << lane != 0 || active == named {
+                    continue;
+                }
+                if !active && me.mask & 1 << lane == 0 {
+                    return Err(warp[lane].trap(TrapKind::Warp(WarpFault::NotInMask), me.line, me.mask as u64));
+                }
+                let Some(group) = meeting(lane, &all, live) else { continue };
+                compute(warp, &all, group, sh)?;
+                done |= group;
             }
-            if !matches!(me.op, WarpOp::ActiveMask { .. }) && me.mask & 1 << lane == 0 {
-                return Err(warp[lane].trap(TrapKind::Warp(WarpFault::NotInMask), me.line, me.mask as u64));
+            if done != 0 {
+                progressed = true;
+                break;
             }
-            let Some(group) = meeting(lane, &all, live) else { continue };
-            compute(warp, &all, group, sh)?;
-            done |= group;
-            progressed = true;
         }
     }
     Ok(progressed)

@@ -1,6 +1,8 @@
 //! What the integration tests share: a memory of plain byte regions and small kernels.
 #![allow(dead_code)]
 
+pub mod oracle;
+
 use peerpool_ptx::{Fault, Launch, Memory, Module, Space, Thread, load};
 
 /// Device memory as regions of bytes at addresses; anything else is illegal.
