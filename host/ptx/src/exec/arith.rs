@@ -78,6 +78,19 @@ pub(crate) fn binary(op: BinOp, ty: Ty, fm: FloatMode, a: u64, b: u64) -> u64 {
     if ty.float() {
         return float::binary(op, ty == Ty::F64, fm, a, b);
     }
+    // The common operations need no sign: their low bits are the same either way.
+    let m = mask(ty, u64::MAX);
+    match op {
+        BinOp::Add => return a.wrapping_add(b) & m,
+        BinOp::Sub => return a.wrapping_sub(b) & m,
+        BinOp::MulLo => return a.wrapping_mul(b) & m,
+        BinOp::And => return a & b & m,
+        BinOp::Or => return (a | b) & m,
+        BinOp::Xor => return (a ^ b) & m,
+        // The shift amount is a u32; past the width, everything is shifted out.
+        BinOp::Shl => return if b as u32 >= ty.bits() { 0 } else { (a << (b as u32)) & m },
+        _ => {}
+    }
     let bits = ty.bits();
     let (x, y) = (extend(ty, a), extend(ty, b));
     let (ua, ub) = (mask(ty, a), mask(ty, b));

@@ -82,6 +82,7 @@ impl ThreadState {
         Trap { kind, line, who: self.who, addr }
     }
 
+    #[inline(always)]
     pub(super) fn value(&self, s: Src, sh: &Shared<'_, '_>) -> u64 {
         match s {
             Src::Reg(r) => self.regs[self.base + r as usize],
