@@ -44,6 +44,8 @@
 //! ([`TrapKind::StackOverflow`]). A call of a function with no body in the module (`vprintf`)
 //! or an indirect call is refused at load.
 //!
+//! `benches/interpreter.rs` measures thread-instructions per second on corpus kernels.
+//!
 //! Not yet: textures, surfaces, `f16`/`bf16` types, `prmt`'s special modes, indirect branches
 //! and calls; each is refused at load with its line.
 
