@@ -1,5 +1,5 @@
-//! nvcc's PTX for `corpus/corpus.cu`, every kernel launched as `corpus/kernels.txt` says on a
-//! plain memory, each output checked against a reference computed here: bit for bit, but for
+//! nvcc's and NVRTC's PTX for `corpus/corpus.cu`, every kernel launched as `corpus/kernels.txt`
+//! says on a plain memory, each output checked against a reference computed here: bit for bit, but for
 //! the approximate instructions, within the 1 ulp that `lib.rs` states. `corpus/README.md`
 //! says what each kernel checks.
 
@@ -9,7 +9,9 @@ use common::Ram;
 use common::oracle::{self, MODES, Mode};
 use peerpool_ptx::{Launch, Module, load, run};
 
-const PTX: &str = include_str!("corpus/corpus.ptx");
+/// The corpus compiled by nvcc and by NVRTC (`corpus/README.md`).
+const PTX: [(&str, &str); 2] =
+    [("corpus.ptx", include_str!("corpus/corpus.ptx")), ("corpus.nvrtc.ptx", include_str!("corpus/corpus.nvrtc.ptx"))];
 const LAUNCHES: &str = include_str!("corpus/kernels.txt");
 
 /// A kernel's launch, as a line of kernels.txt.
@@ -110,20 +112,25 @@ fn launch(module: &Module, l: &Line, input: &[u32]) -> (Vec<u32>, Vec<Vec<u8>>) 
 
 #[test]
 fn every_kernel_of_the_corpus_computes_what_the_reference_does() {
-    let module = load(PTX).expect("corpus.ptx loads");
+    for (file, text) in PTX {
+        compute_what_the_reference_does(file, &load(text).unwrap_or_else(|e| panic!("{file}: {e}")));
+    }
+}
+
+fn compute_what_the_reference_does(file: &str, module: &Module) {
     let lines = launches();
     let entries = module.functions.iter().filter(|f| f.entry).count();
     assert_eq!(entries, lines.len(), "every kernel of corpus.ptx has a line in kernels.txt");
     assert!(lines.len() >= 40);
     for l in &lines {
         let input: Vec<u32> = (0..l.in_words as u32).map(hash).collect();
-        let (got, vars) = launch(&module, l, &input);
+        let (got, vars) = launch(module, l, &input);
         let warps = |w: usize| input.chunks(32).nth(w).unwrap().to_vec();
         let want = reference(l, &input, &got, &vars, warps);
         if let Some(want) = want {
             assert_eq!(got.len(), want.len(), "{}", l.name);
             for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-                assert_eq!(g, w, "{} word {i}: got {g:#x}, want {w:#x}", l.name);
+                assert_eq!(g, w, "{file}: {} word {i}: got {g:#x}, want {w:#x}", l.name);
             }
         }
     }

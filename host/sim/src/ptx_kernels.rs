@@ -14,7 +14,7 @@ use super::modules::fail;
 use super::state::{Fail, SimResult, State};
 use super::timing::{Traffic, Work};
 use peerpool::CudaCode;
-use peerpool_ptx::{Fault, Launch, Memory, Space, Thread, Trap, TrapKind};
+use peerpool_ptx::{Fault, Launch, Memory, Space, Thread, Trap, TrapKind, WarpFault};
 use std::sync::Arc;
 
 /// The most instructions one launch runs, over all its threads: a kernel still running then
@@ -65,10 +65,13 @@ pub(super) fn launch(s: &mut State, device: usize, function: u64, shape: &PtxLau
         Ok(_) => s.work = Some(Work::Kernel { device, traffic }),
         Err(Trap { kind: TrapKind::BadLaunch, .. }) => return fail(CudaCode::CUDA_ERROR_INVALID_VALUE),
         Err(trap) => {
+            // What a GPU leaves undefined (a warp that cannot meet, a stack past its end) is
+            // the launch failing: the kernel's result could not be trusted.
             let code = match trap.kind {
                 TrapKind::Fault(Fault::Misaligned) => CudaCode::CUDA_ERROR_MISALIGNED_ADDRESS,
                 TrapKind::Fault(Fault::Illegal) => CudaCode::CUDA_ERROR_ILLEGAL_ADDRESS,
-                _ => CudaCode::CUDA_ERROR_LAUNCH_TIMEOUT,
+                TrapKind::Deadlock | TrapKind::TooLong => CudaCode::CUDA_ERROR_LAUNCH_TIMEOUT,
+                _ => CudaCode::CUDA_ERROR_LAUNCH_FAILED,
             };
             peerpool::fault::notice(&report(s, device, &name, &trap, code));
             s.dead = Some(code);
@@ -128,7 +131,16 @@ fn report(s: &State, device: usize, kernel: &str, trap: &Trap, code: CudaCode) -
         }
         TrapKind::Fault(Fault::Misaligned) => format!("misaligned address {:#x}", trap.addr),
         TrapKind::Deadlock => "every thread left waits at a barrier no other reaches; a GPU would hang".to_owned(),
-        _ => format!("still running after {BUDGET} instructions; a GPU would not finish it either"),
+        TrapKind::TooLong => format!("still running after {BUDGET} instructions; a GPU would not finish it either"),
+        TrapKind::StackOverflow => "calls nested past the stack (1,024 frames or 512 KiB a thread)".to_owned(),
+        TrapKind::Warp(WarpFault::NotInMask) => format!("a lane not in its own member mask {:#010x}", trap.addr),
+        TrapKind::Warp(WarpFault::Inactive) => {
+            format!("a shuffle reads a lane that has exited or is not in member mask {:#010x}", trap.addr)
+        }
+        TrapKind::Warp(WarpFault::Mismatch) => {
+            format!("lanes of member mask {:#010x} wait at different warp-synchronous instructions", trap.addr)
+        }
+        TrapKind::BadLaunch => "a launch the simulator cannot hold".to_owned(),
     };
     let [bx, by, bz] = trap.who.block;
     let [tx, ty, tz] = trap.who.thread;
