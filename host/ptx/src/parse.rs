@@ -404,11 +404,17 @@ fn parameter(p: &mut Parser, offset: &mut u32) -> Result<Param, LoadError> {
     }
     let mut align = 0u32;
     let mut ty = None;
+    // After `.ptr`, `.align` is the pointee's alignment, not the parameter's.
+    let mut pointer = false;
     let name = loop {
         let w = p.word()?;
         match w.as_str() {
+            ".align" if pointer => {
+                p.int()?;
+            }
             ".align" => align = p.int()?.clamp(1, 1 << 12) as u32,
-            ".ptr" | ".global" | ".const" | ".shared" | ".local" => {}
+            ".ptr" => pointer = true,
+            ".global" | ".const" | ".shared" | ".local" => {}
             t if t.starts_with('.') => {
                 ty = Some(Ty::named(&t[1..]).ok_or(()).or_else(|_| p.err(format!("unknown type {t}")))?)
             }

@@ -164,3 +164,14 @@ fn what_is_not_implemented_is_refused_at_load_with_its_line() {
     assert!(matches!(load(rz), Err(LoadError::Unsupported { line: 7, .. })));
     assert!(matches!(load("not ptx at all"), Err(LoadError::Syntax { .. })));
 }
+
+#[test]
+fn a_pointer_parameters_align_is_its_pointees_not_its_own() {
+    // rustc's nvptx backend declares pointers `.ptr .align 1`: the parameter itself still lies
+    // at its natural alignment, as the driver lays out the buffer.
+    let text = ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k(\n.param .u32 n,\n\
+                .param .u64 .ptr .align 1 p\n)\n{\nret;\n}\n";
+    let module = load(text).expect("loads");
+    let params = &module.kernel("k").expect("k").params;
+    assert_eq!((params[1].offset, params[1].size), (8, 8));
+}
