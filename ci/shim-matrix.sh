@@ -124,8 +124,11 @@ uuids=$(target/debug/peerpool sim --topology four_gpu_islands -- target/debug/ex
     python3 -c 'import json, sys; print(" ".join(json.loads(sys.stdin.readline())["phases"]["uuids"]))')
 read -r u0 _ u2 u3 <<< "$uuids"
 probe() {
-    CUDA_VISIBLE_DEVICES="$u3,$u2" PEERPOOL_CHILD_PAIR="$2,$u2" target/debug/peerpool sim --topology four_gpu_islands -- \
-        target/debug/peerpool negative-probe --owner "$1" --accessor 2
+    # The probe child's call, as `peerpool check` makes it (`peerpool::child`): the role in
+    # PEERPOOL_CHILD_ROLE (set for the child alone: `peerpool sim` would take it for its own),
+    # the pair by UUID as an argument.
+    CUDA_VISIBLE_DEVICES="$u3,$u2" target/debug/peerpool sim --topology four_gpu_islands -- \
+        env PEERPOOL_CHILD_ROLE=negative-probe target/debug/peerpool owner="$1" accessor=2 pair="$2,$u2"
 }
 # gpu3 owns, gpu2 reads without a grant: the fault, in a child whose gpu1 and gpu0 they are.
 probe 3 "$u3" | grep -q '"code":"CUDA_ERROR_ILLEGAL_ADDRESS"' || {

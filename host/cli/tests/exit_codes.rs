@@ -3,7 +3,7 @@
 
 mod support;
 
-use peerpool::child::ChildReport;
+use peerpool::child::{ChildReport, ROLE_ENV};
 use peerpool::report::{BuildRecord, HardwareRecord, Plan, Status, TrialRecord};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -333,10 +333,34 @@ fn the_negative_probe_child_prints_the_shared_report_line() {
         println!("skipped: a CUDA driver is here, so the probe would touch the GPUs");
         return;
     }
-    let output = peerpool(&["negative-probe", "--owner", "0", "--accessor", "1"]);
+    let output = peerpool_with(&["owner=0", "accessor=1"], &[(ROLE_ENV, "negative-probe")]);
     assert_eq!(code(&output), 0);
     match ChildReport::find(&output.stdout) {
         Some(ChildReport::Failed { message }) => assert!(message.contains("no CUDA driver"), "{message}"),
+        other => panic!("expected a failed report, got {other:?}: {}", text(&output)),
+    }
+}
+
+/// The probe child's call is checked before any work: a missing argument or an unknown role is
+/// one line and exit 2, an argument that is not a number a failed report.
+#[test]
+fn a_malformed_probe_call_is_refused() {
+    let output = peerpool_with(&["owner=0"], &[(ROLE_ENV, "negative-probe")]);
+    assert_eq!(code(&output), 2, "{}", text(&output));
+    assert!(text(&output).contains("argument accessor is missing"), "{}", text(&output));
+    let output = peerpool_with(&["owner=0", "accessor=1", "owner=2"], &[(ROLE_ENV, "negative-probe")]);
+    assert_eq!(code(&output), 2, "{}", text(&output));
+    assert!(text(&output).contains("argument owner is given twice"), "{}", text(&output));
+    let output = peerpool_with(&["check"], &[(ROLE_ENV, "negative-probe")]);
+    assert_eq!(code(&output), 2, "{}", text(&output));
+    assert!(text(&output).contains("argument check is not name=value"), "{}", text(&output));
+    let output = peerpool_with(&[], &[(ROLE_ENV, "checker")]);
+    assert_eq!(code(&output), 2, "{}", text(&output));
+    assert!(text(&output).contains("no such role (its roles: negative-probe)"), "{}", text(&output));
+    let output = peerpool_with(&["owner=zero", "accessor=1"], &[(ROLE_ENV, "negative-probe")]);
+    assert_eq!(code(&output), 0, "{}", text(&output));
+    match ChildReport::find(&output.stdout) {
+        Some(ChildReport::Failed { message }) => assert!(message.contains("argument owner=zero"), "{message}"),
         other => panic!("expected a failed report, got {other:?}: {}", text(&output)),
     }
 }
