@@ -17,9 +17,9 @@
 //!
 //! A binary that can be a role child lists its roles in one [`Roles`] table and dispatches it
 //! first thing in `main`, before any test harness reads the command line; a suite on
-//! `peerpool-fixtures` has its table in `PairSuite::main`. A role is never inherited: the runner
-//! removes [`ROLE_ENV`] from every command that does not set it, so whatever a child starts is
-//! not taken for a role child.
+//! `peerpool-fixtures` has its table in `PairSuite::main`. The runner removes [`ROLE_ENV`] from
+//! every command that does not set it, so nothing it starts inherits its parent's role (a
+//! command a role child starts by other means still does).
 //!
 //! [`see_only_pair`]: super::see_only_pair
 
