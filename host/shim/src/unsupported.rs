@@ -674,26 +674,6 @@ crate::boundary::exports! {
         not_simulated("cuLibraryGetUnifiedFunction")
     }
 
-    fn cuLinkAddData_v2(state: CUlinkState, type_: CUjitInputType, data: *mut std::ffi::c_void, size: usize, name: *const std::ffi::c_char, numOptions: std::ffi::c_uint, options: *mut CUjit_option, optionValues: *mut *mut std::ffi::c_void) {
-        not_simulated("cuLinkAddData_v2")
-    }
-
-    fn cuLinkAddFile_v2(state: CUlinkState, type_: CUjitInputType, path: *const std::ffi::c_char, numOptions: std::ffi::c_uint, options: *mut CUjit_option, optionValues: *mut *mut std::ffi::c_void) {
-        not_simulated("cuLinkAddFile_v2")
-    }
-
-    fn cuLinkComplete(state: CUlinkState, cubinOut: *mut *mut std::ffi::c_void, sizeOut: *mut usize) {
-        not_simulated("cuLinkComplete")
-    }
-
-    fn cuLinkCreate_v2(numOptions: std::ffi::c_uint, options: *mut CUjit_option, optionValues: *mut *mut std::ffi::c_void, stateOut: *mut CUlinkState) {
-        not_simulated("cuLinkCreate_v2")
-    }
-
-    fn cuLinkDestroy(state: CUlinkState) {
-        not_simulated("cuLinkDestroy")
-    }
-
     fn cuLogsCurrent(iterator_out: *mut CUlogIterator, flags: std::ffi::c_uint) {
         not_simulated("cuLogsCurrent")
     }

@@ -9,6 +9,7 @@ pub(crate) mod init;
 pub(crate) mod ipc;
 pub(crate) mod launch;
 pub(crate) mod library;
+pub(crate) mod link;
 pub(crate) mod memory;
 pub(crate) mod module;
 pub(crate) mod stream;
@@ -22,6 +23,7 @@ pub use init::*;
 pub use ipc::*;
 pub use launch::*;
 pub use library::*;
+pub use link::*;
 pub use memory::*;
 pub use module::*;
 pub use stream::*;
@@ -41,6 +43,7 @@ pub(crate) fn implemented() -> Vec<(&'static str, *const c_void)> {
         copy::table(),
         stream::table(),
         launch::table(),
+        link::table(),
         module::table(),
         library::table(),
         ipc::table(),

@@ -1,8 +1,8 @@
 /* A C client that launches kernels that are not peerpool's (images/kernels.cu, built by NVIDIA's
- * nvcc) from PTX, a fatbin and a compressed fatbin loaded as a library: parameters through
- * kernelParams, through extra and through cuLaunchKernelEx, dynamic shared memory, a module
- * global its kernel counts in, launches the driver refuses, and a kernel that touches an
- * address it may not. One line per fact, no address printed, so that a run through the shim
+ * nvcc) from PTX, a fatbin, a compressed fatbin loaded as a library, and PTX through the JIT
+ * linker: parameters through kernelParams, through extra and through cuLaunchKernelEx, dynamic
+ * shared memory, a module global its kernel counts in, launches the driver refuses, and a
+ * kernel that touches an address it may not. One line per fact, no address printed, so that a run through the shim
  * can be compared with NVIDIA's driver.
  * Usage: kernels IMAGES_DIR          (one GPU)
  *        kernels IMAGES_DIR peer     (two GPUs: GPU 0's kernel on GPU 1's pool, ungranted,
@@ -172,6 +172,30 @@ static int from_module(const char *name) {
     return 0;
 }
 
+/* The image the JIT linker makes of one input, loaded as a module: what programs that compile
+ * at run time do (a GPU's linker gives a cubin; the simulator gives the input back). */
+static int from_link(const char *name, CUjitInputType type) {
+    unsigned char *image = read_image(name);
+    CUlinkState link;
+    void *out = NULL;
+    size_t size = 0;
+    TRY(cuLinkCreate(0, NULL, NULL, &link));
+    TRY(cuLinkAddData(link, type, image, strlen((const char *)image) + 1, name, 0, NULL, NULL));
+    TRY(cuLinkComplete(link, &out, &size));
+    CUmodule m;
+    CUfunction add, scale;
+    TRY(cuModuleLoadData(&m, out));
+    TRY(cuLinkDestroy(link));
+    TRY(cuModuleGetFunction(&add, m, "pp_test_add"));
+    TRY(cuModuleGetFunction(&scale, m, "pp_test_scale"));
+    char what[256];
+    snprintf(what, sizeof what, "linked %s", name);
+    if (run_kernels(what, add, scale, m)) return 1;
+    TRY(cuModuleUnload(m));
+    free(image);
+    return 0;
+}
+
 /* A library's kernels, launched by their CUkernel handles as the runtime launches them. */
 static int from_library(const char *name) {
     unsigned char *image = read_image(name);
@@ -234,7 +258,8 @@ int main(int argc, char **argv) {
     CUcontext ctx;
     ON_GPU0(dev, ctx);
     if (argc > 2 && strcmp(argv[2], "peer") == 0) return peer();
-    if (from_module("kernels.ptx") || from_module("kernels.fatbin") || from_library("kernels.compressed.fatbin"))
+    if (from_module("kernels.ptx") || from_module("kernels.fatbin") || from_library("kernels.compressed.fatbin") ||
+        from_link("kernels.ptx", CU_JIT_INPUT_PTX))
         return 1;
     /* A kernel given an address in no allocation: the launch returns, the fault surfaces at the
      * next synchronisation, and the context is gone for good. */

@@ -1,0 +1,117 @@
+//! The JIT linker (`cuLinkCreate`, `cuLinkAddData`, `cuLinkAddFile`, `cuLinkComplete`,
+//! `cuLinkDestroy`), as programs that compile kernels at run time use it. The simulator compiles
+//! nothing: linking one image (PTX, a cubin or a fatbin) gives that image back, and
+//! `cuModuleLoadData` loads it, its kernels then running from their PTX. Linking two or more
+//! inputs, or an object or library, would resolve one image's `.extern` symbols from another,
+//! which is not simulated: `CUDA_ERROR_NOT_SUPPORTED`, named once. JIT options are ignored.
+
+use crate::abi::out;
+use crate::boundary::{exports, name_once_owned};
+use cudarc::driver::sys::{self, CUresult};
+use std::collections::BTreeMap;
+use std::ffi::{CStr, c_char, c_uint, c_void};
+use std::sync::Mutex;
+
+/// `CUjitInputType`: what an input is.
+const CUBIN: c_uint = 0;
+const PTX: c_uint = 1;
+const FATBINARY: c_uint = 2;
+
+/// One link in progress: its inputs, and once complete, the image it gave (kept until the link
+/// is destroyed, as the driver keeps its output).
+#[derive(Default)]
+struct Link {
+    /// Each input's `CUjitInputType` and bytes.
+    inputs: Vec<(c_uint, Vec<u8>)>,
+    output: Option<Box<[u8]>>,
+}
+
+/// Links by handle; handles count up from 1 and are never reused.
+static LINKS: Mutex<(usize, BTreeMap<usize, Link>)> = Mutex::new((0, BTreeMap::new()));
+
+fn links() -> std::sync::MutexGuard<'static, (usize, BTreeMap<usize, Link>)> {
+    LINKS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Adds `bytes` of kind `kind` to link `state`.
+fn add(state: sys::CUlinkState, kind: c_uint, bytes: Vec<u8>) -> crate::boundary::Answer {
+    if !matches!(kind, CUBIN | PTX | FATBINARY) {
+        let what = "links an object or library input, which is not simulated: CUDA_ERROR_NOT_SUPPORTED";
+        name_once_owned(format!("cuLinkAddData: input type {kind}"), what);
+        return Err(CUresult::CUDA_ERROR_NOT_SUPPORTED);
+    }
+    let bytes = match kind {
+        PTX => bytes.split(|&b| b == 0).next().unwrap_or_default().to_vec(),
+        _ => bytes,
+    };
+    match links().1.get_mut(&(state as usize)) {
+        Some(link) if link.output.is_none() => {
+            link.inputs.push((kind, bytes));
+            Ok(())
+        }
+        _ => Err(CUresult::CUDA_ERROR_INVALID_HANDLE),
+    }
+}
+
+exports! {
+    fn cuLinkCreate_v2(_count: c_uint, _options: *mut sys::CUjit_option, _values: *mut *mut c_void, state_out: *mut sys::CUlinkState) {
+        if state_out.is_null() {
+            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+        }
+        let mut links = links();
+        links.0 += 1;
+        let handle = links.0;
+        links.1.insert(handle, Link::default());
+        out(state_out, handle as sys::CUlinkState)
+    }
+
+    /// `type_` is read as a plain integer: a C caller may pass any value.
+    fn cuLinkAddData_v2(state: sys::CUlinkState, type_: c_uint, data: *mut c_void, size: usize, _name: *const c_char, _count: c_uint, _options: *mut sys::CUjit_option, _values: *mut *mut c_void) {
+        if data.is_null() || size == 0 || size as u64 > peerpool_sim::image::MAX_IMAGE_BYTES {
+            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+        }
+        // SAFETY: the caller's: `data` holds `size` bytes.
+        add(state, type_, std::slice::from_raw_parts(data.cast::<u8>(), size).to_vec())
+    }
+
+    fn cuLinkAddFile_v2(state: sys::CUlinkState, type_: c_uint, path: *const c_char, _count: c_uint, _options: *mut sys::CUjit_option, _values: *mut *mut c_void) {
+        if path.is_null() {
+            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+        }
+        let path = <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(CStr::from_ptr(path).to_bytes());
+        let bytes = std::fs::read(path).map_err(|_| CUresult::CUDA_ERROR_FILE_NOT_FOUND)?;
+        add(state, type_, bytes)
+    }
+
+    /// The one input, whole; it lives until `cuLinkDestroy`.
+    fn cuLinkComplete(state: sys::CUlinkState, cubin_out: *mut *mut c_void, size_out: *mut usize) {
+        if cubin_out.is_null() || size_out.is_null() {
+            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+        }
+        let mut links = links();
+        let Some(link) = links.1.get_mut(&(state as usize)) else { return Err(CUresult::CUDA_ERROR_INVALID_HANDLE) };
+        if link.output.is_none() {
+            if link.inputs.len() != 1 {
+                let what = "is not one input: linking images together is not simulated: CUDA_ERROR_NOT_SUPPORTED";
+                name_once_owned(format!("cuLinkComplete: {} inputs", link.inputs.len()), what);
+                return Err(CUresult::CUDA_ERROR_NOT_SUPPORTED);
+            }
+            // PTX goes out NUL-terminated, as text for cuModuleLoadData.
+            let (kind, mut image) = link.inputs.remove(0);
+            if kind == PTX {
+                image.push(0);
+            }
+            link.output = Some(image.into_boxed_slice());
+        }
+        let image = link.output.as_ref().expect("set above");
+        out(size_out, image.len())?;
+        out(cubin_out, image.as_ptr().cast_mut().cast::<c_void>())
+    }
+
+    fn cuLinkDestroy(state: sys::CUlinkState) {
+        match links().1.remove(&(state as usize)) {
+            Some(_) => Ok(()),
+            None => Err(CUresult::CUDA_ERROR_INVALID_HANDLE),
+        }
+    }
+}
