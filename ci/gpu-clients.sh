@@ -42,6 +42,7 @@ client outside_kernels "$b/outside_kernels"
 client images "$b/images" "$b/image-files"
 client images_launch "$b/images" "$b/image-files" launch
 client kernels "$b/kernels" "$b/image-files"
+client kernels_link "$b/kernels" "$b/image-files" link
 if [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
     client kernels_peer "$b/kernels" "$b/image-files" peer
 fi

@@ -281,6 +281,24 @@ fn c_kernel_touches_a_peer_pool(stem: &str) -> Result<(), Failed> {
     }
 }
 
+/// PTX through the JIT linker: the image it gives loads and its kernels run as the module's do
+/// (the same launches as `kernels.txt`'s, which one H200 printed for PTX loaded directly).
+fn c_links_ptx_and_runs_it() -> Result<(), Failed> {
+    let mut program = Command::new(c_program("kernels")?);
+    let out = run(program.arg(images()?).arg("link"), &[("PEERPOOL_SIM_TOPOLOGY", "two_h200_nvlink")])?;
+    let text = stdout(&out);
+    let h200 = hardware_record("one-h200/kernels.txt")?;
+    let want: String = h200
+        .lines()
+        .filter_map(|l| l.strip_prefix("kernels.ptx "))
+        .map(|l| format!("linked kernels.ptx {l}\n"))
+        .collect();
+    match out.status.success() && text == want {
+        true => Ok(()),
+        false => Err(format!("{}\nwant:\n{want}printed:\n{text}stderr: {}", out.status, stderr(&out)).into()),
+    }
+}
+
 fn main() -> ExitCode {
     let mut trials = Vec::new();
     for stem in TOPOLOGIES {
@@ -301,6 +319,7 @@ fn main() -> ExitCode {
             c_kernel_touches_a_peer_pool(stem)
         }));
     }
+    trials.push(trial_needing("c_links_ptx_and_runs_it".into(), &[CUDA_INCLUDE, NVCC], c_links_ptx_and_runs_it));
     // Islands {0, 1} and {2, 3}: listed as 3,0,2 the client's gpu0 and gpu2 are one island.
     trials.push(trial("c_client_sees_only_the_visible_devices".into(), CUDA_INCLUDE, || {
         c_sees_the_matrix_of("four_gpu_islands", Some("3,0,2"))

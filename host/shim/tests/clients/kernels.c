@@ -1,10 +1,11 @@
 /* A C client that launches kernels that are not peerpool's (images/kernels.cu, built by NVIDIA's
- * nvcc) from PTX, a fatbin, a compressed fatbin loaded as a library, and PTX through the JIT
+ * nvcc) from PTX, a fatbin, a compressed fatbin loaded as a library, or PTX through the JIT
  * linker: parameters through kernelParams, through extra and through cuLaunchKernelEx, dynamic
  * shared memory, a module global its kernel counts in, launches the driver refuses, and a
  * kernel that touches an address it may not. One line per fact, no address printed, so that a run through the shim
  * can be compared with NVIDIA's driver.
  * Usage: kernels IMAGES_DIR          (one GPU)
+ *        kernels IMAGES_DIR link     (one GPU: the same launches of PTX linked by the JIT linker)
  *        kernels IMAGES_DIR peer     (two GPUs: GPU 0's kernel on GPU 1's pool, ungranted,
  *                                     then granted; the ungranted launch ends the process's CUDA)
  * Exits 1 on an unexpected error. */
@@ -258,8 +259,8 @@ int main(int argc, char **argv) {
     CUcontext ctx;
     ON_GPU0(dev, ctx);
     if (argc > 2 && strcmp(argv[2], "peer") == 0) return peer();
-    if (from_module("kernels.ptx") || from_module("kernels.fatbin") || from_library("kernels.compressed.fatbin") ||
-        from_link("kernels.ptx", CU_JIT_INPUT_PTX))
+    if (argc > 2 && strcmp(argv[2], "link") == 0) return from_link("kernels.ptx", CU_JIT_INPUT_PTX);
+    if (from_module("kernels.ptx") || from_module("kernels.fatbin") || from_library("kernels.compressed.fatbin"))
         return 1;
     /* A kernel given an address in no allocation: the launch returns, the fault surfaces at the
      * next synchronisation, and the context is gone for good. */
