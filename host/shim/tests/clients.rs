@@ -235,6 +235,29 @@ fn cuda_core_shares_a_pool_with_a_child(stem: &str) -> Result<(), Failed> {
     }
 }
 
+/// numba-cuda's kernels (`numba_kernels.py`), compiled by NVVM and linked by the driver's JIT
+/// linker, run from their PTX on every simulated GPU, each result exact.
+fn numba_kernels_run(stem: &str) -> Result<(), Failed> {
+    let python = std::env::var(PYTHON)?;
+    let probe = Command::new(&python).args(["-c", "import numba.cuda"]).output()?;
+    if !probe.status.success() {
+        return Err(format!("numba-cuda does not import in {python}").into());
+    }
+    let mut script = Command::new(python);
+    let out = run(script.arg(clients().join("numba_kernels.py")), &[("PEERPOOL_SIM_TOPOLOGY", stem)])?;
+    let n = catalog_topology(stem)?.device_count();
+    let mut want = format!("devices: {n}\n");
+    for gpu in 0..n {
+        for kernel in ["axpy", "block_sum", "warp_sums", "collatz"] {
+            want.push_str(&format!("gpu {gpu} {kernel}: ok\n"));
+        }
+    }
+    match (out.status.success(), stdout(&out)) {
+        (true, text) if text == want => Ok(()),
+        (_, text) => Err(format!("{}\nexpected:\n{want}printed:\n{text}stderr: {}", out.status, stderr(&out)).into()),
+    }
+}
+
 /// What a client printed on the H200s against NVIDIA's libcuda, committed under
 /// `docs/hardware/recorded/` and found at run time.
 fn hardware_record(name: &str) -> Result<String, Failed> {
@@ -311,6 +334,7 @@ fn main() -> ExitCode {
         trials.push(trial(format!("cuda_core_shares_a_pool_with_a_child::{stem}"), PYTHON, move || {
             cuda_core_shares_a_pool_with_a_child(stem)
         }));
+        trials.push(trial(format!("numba_kernels_run::{stem}"), PYTHON, move || numba_kernels_run(stem)));
     }
     // The kernels are PTX for sm_90: four_gpu_islands' GPUs (sm_80) refuse it, as the driver would.
     for stem in ["two_h200_nvlink", "eight_gpu_nvswitch"] {
