@@ -20,6 +20,7 @@ out=$(cd "$2" && pwd)
 shift 2
 built=$(cat "$bundle/BUILD_ROOT" 2>/dev/null || echo unknown)
 base=$(mktemp -d "${TMPDIR:-/tmp}/peerpool-elsewhere.XXXXXX")
+trap 'rm -rf "$base"' EXIT
 dest="$base/another/checkout"
 mkdir -p "$dest"
 # The checkout's files: everything but build outputs, bundles and this run's output.
@@ -52,4 +53,8 @@ if [ "$hide" = yes ]; then
     exit "$status"
 fi
 cd "$dest"
-exec ci/gpu-run.sh "$bundle" "$out" "$@"
+set +e
+ci/gpu-run.sh "$bundle" "$out" "$@"
+status=$?
+set -e
+exit "$status"
