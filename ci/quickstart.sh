@@ -89,14 +89,14 @@ expect 0 $? "$out/simulated.txt" "2 passed; 0 failed; 0 ignored"
 PEERPOOL_HARDWARE=four_gpu_islands run cargo nextest run > "$out/simulated-nextest.txt" 2>&1
 expect 0 $? "$out/simulated-nextest.txt" "4 passed, 8 skipped"
 
-echo "== GPUs required and absent: the binary and cargo test exit 4, nextest 104"
+echo "== GPUs required and absent: the binary and cargo test exit 69, nextest 104"
 PEERPOOL_REQUIRE_GPUS=2 run cargo test > "$out/required.txt" 2>&1
-expect 4 $? "$out/required.txt" "(exit status: 4)" "GPUs required: PEERPOOL_REQUIRE_GPUS=2, but no CUDA driver here"
+expect 69 $? "$out/required.txt" "(exit status: 69)" "GPUs required: PEERPOOL_REQUIRE_GPUS=2, but no CUDA driver here"
 PEERPOOL_REQUIRE_GPUS=2 run cargo nextest run --no-tests=pass > "$out/required-nextest.txt" 2>&1
-expect 104 $? "$out/required-nextest.txt" "exited with exit code 4" "GPUs required"
+expect 104 $? "$out/required-nextest.txt" "exited with exit code 69" "GPUs required"
 PEERPOOL_REQUIRE_GPUS=1 PEERPOOL_HARDWARE=two_h200_nvlink run cargo test > "$out/required-sim.txt" 2>&1
-expect 4 $? "$out/required-sim.txt" "(exit status: 4)" "asks for the simulated topology"
+expect 69 $? "$out/required-sim.txt" "(exit status: 69)" "asks for the simulated topology"
 PEERPOOL_REQUIRE_GPUS=2 run "$root/target/release/peerpool" sim -- cargo test > "$out/required-shim.txt" 2>&1
-expect 4 $? "$out/required-shim.txt" "(exit status: 4)" "simulated by peerpool's libcuda shim"
+expect 69 $? "$out/required-shim.txt" "(exit status: 69)" "simulated by peerpool's libcuda shim"
 set -e
 echo "quickstart: as the README says"

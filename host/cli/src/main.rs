@@ -43,7 +43,7 @@ enum Command {
         /// No progress bar.
         #[arg(long)]
         quiet: bool,
-        /// Fail (exit 4) unless at least N real GPUs are checked: no simulated fallback, no
+        /// Fail (exit 69) unless at least N real GPUs are checked: no simulated fallback, no
         /// --topology. Default: $PEERPOOL_REQUIRE_GPUS.
         #[arg(long, value_name = "N")]
         require_gpus: Option<usize>,
