@@ -79,6 +79,19 @@ expect 3 3 "$out/report/junit.xml" '<testsuite name="pairs" tests="2" skipped="2
     exit 1
 }
 
+echo "== a copy of the test binary anywhere records its run in its cargo target directory"
+suite=$(run cargo test --no-run 2>&1 | sed -n 's/.*Executable tests\/pairs.rs (\(.*\))$/\1/p')
+anywhere="$root/$out/anywhere"
+mkdir -p "$anywhere/bin" "$anywhere/named"
+cp "$suite" "$anywhere/bin/pairs"
+cp target/CACHEDIR.TAG "$anywhere/"   # cargo's own tag, as in every target directory it makes
+env -u CARGO_TARGET_DIR -u PEERPOOL_REPORT_DIR "$anywhere/bin/pairs" > "$out/anywhere.txt" 2>&1
+expect 0 $? "$out/anywhere.txt" "0 passed; 0 failed; 2 ignored"
+[ -f "$anywhere/peerpool-report/pairs.plan.json" ] || { echo "no plan in $anywhere/peerpool-report" >&2; exit 1; }
+CARGO_TARGET_DIR="$anywhere/named" env -u PEERPOOL_REPORT_DIR "$anywhere/bin/pairs" > "$out/anywhere-named.txt" 2>&1
+expect 0 $? "$out/anywhere-named.txt" "0 passed; 0 failed; 2 ignored"
+[ -f "$anywhere/named/peerpool-report/pairs.plan.json" ] || { echo "CARGO_TARGET_DIR was not followed" >&2; exit 1; }
+
 echo "== a simulated topology through the libcuda shim, as the README runs it"
 run "$root/target/release/peerpool" sim --topology four_gpu_islands -- cargo test > "$out/shim.txt" 2>&1
 expect 0 $? "$out/shim.txt" "4 passed; 0 failed; 8 ignored"

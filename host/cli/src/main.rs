@@ -77,7 +77,7 @@ enum Command {
     /// Merge a report directory written by peerpool's test fixtures into one JSON and Markdown
     /// report and JUnit XML (every skipped trial with its reason, the hardware as properties).
     Report {
-        /// The directory (`$PEERPOOL_REPORT_DIR`, or target/peerpool-report).
+        /// The directory (`$PEERPOOL_REPORT_DIR`, or peerpool-report/ in the cargo target directory).
         dir: Option<PathBuf>,
         /// Where to write the merged JSON (default: DIR/report.json).
         #[arg(long)]

@@ -306,6 +306,7 @@ fn no_report_directory_falls_back_to_a_shared_one() {
     let run = |runtime: Option<&Path>| {
         let mut command = Command::new(&copy);
         command.arg("report").env_remove("PEERPOOL_REPORT_DIR").env_remove("XDG_RUNTIME_DIR");
+        command.env_remove("CARGO_TARGET_DIR");
         if let Some(runtime) = runtime {
             command.env("XDG_RUNTIME_DIR", runtime);
         }
