@@ -2,8 +2,9 @@
 # Builds, on a machine without CUDA, what ci/gpu-clients.sh runs on a GPU machine: the release
 # `peerpool` and its shim, the shim's C clients (host/shim/tests/clients/*.c, compiled against
 # NVIDIA's cuda.h and linked with -lcuda, which resolves to NVIDIA's libcuda there), the foreign
-# images they load, and the CUDA-runtime programs (host/shim/tests/runtime/*.cu) built with
-# static and with shared cudart. NVIDIA's compiler and headers come from PyPI (CUDA 13.0) into
+# images they load, the PTX executor's corpus (nvcc's and NVRTC's PTX), a cudarc program whose kernels NVRTC compiles (fixtures/examples/cudarc-nvrtc),
+# and the CUDA-runtime programs (host/shim/tests/runtime/*.cu) built with static and with shared
+# cudart. NVIDIA's compiler and headers come from PyPI (CUDA 13.0) into
 # target/cuda-venv.
 # Usage: ci/clients-bundle.sh [BUNDLE_DIR]   (default .gpu/clients; keep it git-ignored)
 set -euo pipefail
@@ -11,8 +12,8 @@ cd "$(dirname "$0")/.."
 bundle=${1:-.gpu/clients}
 mkdir -p "$bundle/image-files"
 cuda=$(ci/cuda-wheels.sh)
-cargo build --release -q -p peerpool-shim -p peerpool-cli
-cp target/release/peerpool target/release/libpeerpool_shim.so "$bundle/"
+cargo build --release -q -p peerpool-shim -p peerpool-cli -p cudarc-nvrtc
+cp target/release/peerpool target/release/libpeerpool_shim.so target/release/cudarc-nvrtc "$bundle/"
 link=$(mktemp -d)
 trap 'rm -rf "$link"' EXIT
 ln -s "$PWD/target/release/libpeerpool_shim.so" "$link/libcuda.so"
@@ -20,6 +21,8 @@ for c in host/shim/tests/clients/*.c; do
     cc -O1 -o "$bundle/$(basename "$c" .c)" "$c" -I"$cuda/include" -L"$link" -lcuda
 done
 PATH="$cuda/bin:$PATH" host/shim/tests/clients/images/build.sh "$bundle/image-files"
+mkdir -p "$bundle/corpus-files"
+cp host/ptx/tests/corpus/{corpus.ptx,corpus.nvrtc.ptx,kernels.txt} "$bundle/corpus-files/"
 ln -s "$cuda/lib/libcudart.so.13" "$link/libcudart.so"
 ln -s "$cuda/lib/libcudadevrt.a" "$link/libcudadevrt.a"
 gen=(-gencode 'arch=compute_90,code=[sm_90,compute_90]')
@@ -31,7 +34,7 @@ for cu in host/shim/tests/runtime/*.cu; do
 done
 cp "$cuda/lib/libcudart.so.13" "$bundle/"
 cp host/shim/tests/clients/*.py host/shim/tests/runtime/*.py "$bundle/"
-strip "$bundle/peerpool" "$bundle/libpeerpool_shim.so"
+strip "$bundle/peerpool" "$bundle/libpeerpool_shim.so" "$bundle/cudarc-nvrtc"
 git rev-parse HEAD > "$bundle/COMMIT" 2>/dev/null || echo unknown > "$bundle/COMMIT"
 git status --porcelain | grep -q . && echo "dirty" >> "$bundle/COMMIT" || true
 du -sh "$bundle" | sed 's/^/bundle: /'

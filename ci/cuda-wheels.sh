@@ -5,9 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=target/cuda-venv
-wheels=(nvidia-cuda-nvcc==13.0.88 nvidia-nvvm==13.0.88 nvidia-cuda-crt==13.0.88 nvidia-cuda-runtime==13.0.96
+wheels=(nvidia-cuda-nvcc==13.0.88 nvidia-nvvm==13.0.88 nvidia-cuda-crt==13.0.88 nvidia-cuda-runtime==13.0.96 nvidia-cuda-nvrtc==13.0.88
     nvidia-cuda-cccl==13.0.85)
-if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/pip" show -q nvidia-cuda-nvcc >/dev/null 2>&1; then
+if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/pip" show -q nvidia-cuda-nvrtc >/dev/null 2>&1; then
     python3 -m venv "$venv" >&2
     "$venv/bin/pip" install -q --disable-pip-version-check "${wheels[@]}" >&2
 fi

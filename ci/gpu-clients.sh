@@ -45,6 +45,10 @@ client kernels "$b/kernels" "$b/image-files"
 if [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
     client kernels_peer "$b/kernels" "$b/image-files" peer
 fi
+client corpus "$b/corpus" "$b/corpus-files"
+client corpus_nvrtc "$b/corpus" "$b/corpus-files" corpus.nvrtc.ptx
+# NVRTC is the GPU machine's own (cudarc loads it by name).
+LD_LIBRARY_PATH="/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" client cudarc_nvrtc "$b/cudarc-nvrtc"
 client staging python3 "$b/staging.py"
 client pool_ipc python3 "$b/pool_ipc.py"
 for f in "$out"/recorded/*.stderr; do echo "-- $(basename "$f"): $(tail -n 1 "$f")"; done

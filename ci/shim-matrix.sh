@@ -16,7 +16,7 @@ cargo build -q -p peerpool-shim -p peerpool-cli
 mkdir -p target/shim-matrix
 for t in "${topologies[@]}"; do
     echo "== $t (through the shim)"
-    # ipc: this binary exports and re-executes itself as the importer, a second process on the shim.
+    # ipc: this binary exports and runs itself again as the importer, a second process on the shim.
     suites=(--test first_proof --test grant --test model_hw --test ipc)
     # The differential compares the driver with an in-process simulated 2 x H200.
     [ "$t" = two_h200_nvlink ] && suites+=(--test differential)
@@ -73,9 +73,12 @@ grep -q "1 passed; 0 failed; 0 ignored" target/shim-matrix/injected.txt || {
 echo "== clients that know nothing of peerpool, on the simulator and through the forwarding backend"
 cargo test -q -p peerpool-shim --test clients --test forwarding --test one_h200 --test every_entry_point 2>&1 |
     tee target/shim-matrix/clients.txt
+# A cudarc program whose kernels NVRTC (beside $PEERPOOL_NVCC) compiles, through `peerpool sim`.
+cargo build -q -p peerpool-cli -p peerpool-shim
+cargo test -q -p cudarc-nvrtc --test simulated 2>&1 | tee -a target/shim-matrix/clients.txt
 if [ -n "${PEERPOOL_CUDA_INCLUDE:-}" ] && [ -n "${PEERPOOL_PYTHON:-}" ] && [ -n "${PEERPOOL_NVCC:-}" ] &&
     [ -n "${PEERPOOL_CUDA_HEADERS:-}" ]; then
-    if [ "$(grep -c "0 failed; 0 ignored" target/shim-matrix/clients.txt)" -ne 4 ]; then
+    if [ "$(grep -c "0 failed; 0 ignored" target/shim-matrix/clients.txt)" -ne 5 ]; then
         echo "with every tool given, no client trial may be skipped" >&2
         exit 1
     fi
@@ -120,12 +123,16 @@ if problems:
 print("    calibrate: two GPUs exit 0; one GPU exit 1, process costs only")
 PY
 echo "== peerpool check's probe child sees only its pair (CUDA_VISIBLE_DEVICES by UUID) and finds it by UUID"
-uuids=$(target/debug/peerpool sim --topology four_gpu_islands -- target/debug/examples/calibrate child uuids |
+uuids=$(target/debug/peerpool sim --topology four_gpu_islands -- \
+    env PEERPOOL_CHILD_ROLE=calibrate-child target/debug/examples/calibrate -- uuids |
     python3 -c 'import json, sys; print(" ".join(json.loads(sys.stdin.readline())["phases"]["uuids"]))')
 read -r u0 _ u2 u3 <<< "$uuids"
 probe() {
-    CUDA_VISIBLE_DEVICES="$u3,$u2" PEERPOOL_CHILD_PAIR="$2,$u2" target/debug/peerpool sim --topology four_gpu_islands -- \
-        target/debug/peerpool negative-probe --owner "$1" --accessor 2
+    # The probe child's call, as `peerpool check` makes it (`peerpool::child`): the role in
+    # PEERPOOL_CHILD_ROLE (set for the child alone: `peerpool sim` would take it for its own),
+    # the pair by UUID as an argument.
+    CUDA_VISIBLE_DEVICES="$u3,$u2" target/debug/peerpool sim --topology four_gpu_islands -- \
+        env PEERPOOL_CHILD_ROLE=negative-probe target/debug/peerpool owner="$1" accessor=2 pair="$2,$u2"
 }
 # gpu3 owns, gpu2 reads without a grant: the fault, in a child whose gpu1 and gpu0 they are.
 probe 3 "$u3" | grep -q '"code":"CUDA_ERROR_ILLEGAL_ADDRESS"' || {
@@ -161,7 +168,7 @@ grown=$(projected_suite --timing "$growing")
 python3 -c 'import sys; f, g = map(float, sys.argv[1:]); sys.exit(0 if g - f < 5 else f"{f} -> {g}: the suite children did not start seeing their pair only")' "$flat" "$grown"
 echo "    a suite's sandboxed children see only their pair too ($flat s -> $grown s)"
 echo "== CUDA_VISIBLE_DEVICES: the shim reads 19 forms as NVIDIA's driver did on one H200"
-uuid=$(target/debug/peerpool sim --topology one_gpu -- target/debug/examples/calibrate child uuids |
+uuid=$(target/debug/peerpool sim --topology one_gpu -- env PEERPOOL_CHILD_ROLE=calibrate-child target/debug/examples/calibrate -- uuids |
     python3 -c 'import json, sys; print(json.loads(sys.stdin.readline())["phases"]["uuids"][0])')
 ci/visible-devices.sh target/debug/peerpool "$uuid" target/debug/peerpool sim --topology one_gpu -- \
     > target/shim-matrix/visible-devices.txt

@@ -1,6 +1,6 @@
 //! Inter-process sharing on real GPU pairs, between two real processes: this binary exports
-//! memory of the pair's owner GPU and re-executes itself as the importer (`ipc/importer.rs`),
-//! with one end of a socketpair as its stdin and the role in `PEERPOOL_IPC_IMPORTER`.
+//! memory of the pair's owner GPU and runs itself again as the importer (`ipc/importer.rs`),
+//! with one end of a socketpair as its stdin, in the child role `ipc-importer` (`peerpool::child`).
 //!
 //! The importer's kernels on the owner GPU and on the accessor GPU read, write and atomically
 //! update exported pool and virtual memory after the importer's own grant, and the exporter sees

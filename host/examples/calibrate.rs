@@ -5,9 +5,10 @@
 //! `calibrate OUT_DIR` writes `OUT_DIR/timing.json` (the model, `peerpool_sim::Latencies`:
 //! what `peerpool check --timing` and `peerpool sim --timing` read) and
 //! `OUT_DIR/calibration.json` (every measurement behind it, raw). It runs itself as child
-//! processes for what only a fresh process shows (`calibrate child MODE ...`, one JSON line
-//! each, with wall-clock timestamps): process start and exit, `cuInit`, context creation, and
-//! a negative probe's whole run, alone and several at once.
+//! processes for what only a fresh process shows (the child role `calibrate-child`,
+//! `peerpool::child`: `PEERPOOL_CHILD_ROLE=calibrate-child calibrate -- MODE ...`, one JSON line
+//! each, with wall-clock timestamps): process start and exit, `cuInit`, context creation, and a
+//! negative probe's whole run, alone and several at once.
 //!
 //! In this process the driver runs behind a `FaultInjector` with no faults: its stopwatch
 //! (`times()`) gives the cost of plain calls over a representative workload; conditional
@@ -20,17 +21,17 @@
 // SAFETY (every `unsafe` block below): pools, buffers and streams are this program's own,
 // alive while used; copies stay inside allocations of at least the sizes copied.
 
+use peerpool::child::{Finished, Role, Roles};
 use peerpool::driver::{Access, AccessDesc, CudaDriver, DeviceAttribute, Stream};
 use peerpool::fault::FaultInjector;
 use peerpool::{PoolOptions, System};
 use peerpool_sim::{Latencies, Serial};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 mod samples;
 
@@ -43,19 +44,30 @@ fn epoch() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
 }
 
-fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.first().map(String::as_str) == Some("child") {
-        child(&args[1..]);
-        return;
+/// This program as one of its own children: `MODE DEVICE...` after `--`.
+const CHILD: Role = Role::new("calibrate-child", &[]).with_rest();
+/// How long a child may take in all (a few seconds at most on the H200s).
+const CHILD_TIMEOUT: Duration = Duration::from_secs(120);
+
+fn main() -> ExitCode {
+    let child_role = Roles::new().exiting(CHILD, |call| {
+        child(call.rest());
+        ExitCode::SUCCESS
+    });
+    if let Some(code) = child_role.dispatch() {
+        return code;
     }
+    let args: Vec<String> = std::env::args().skip(1).collect();
     let Some(out) = args.first() else {
         eprintln!("usage: calibrate OUT_DIR");
-        std::process::exit(2);
+        return ExitCode::from(2);
     };
-    if let Err(e) = calibrate(Path::new(out)) {
-        eprintln!("calibrate: {e}");
-        std::process::exit(1);
+    match calibrate(Path::new(out)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("calibrate: {e}");
+            ExitCode::FAILURE
+        }
     }
 }
 
@@ -217,21 +229,26 @@ fn run_children(specs: &[Vec<String>]) -> Res<Vec<Ran>> {
 
 /// [`run_children`] with these variables set in each child's environment.
 fn run_children_with(specs: &[Vec<String>], env: &[(&str, &str)]) -> Res<Vec<Ran>> {
-    let exe = std::env::current_exe()?;
     let mut running = Vec::new();
     for spec in specs {
+        let mut command = CHILD.command();
+        command.rest(spec);
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        let command = command.build()?;
         let spawn = epoch();
-        let mut command = Command::new(&exe);
-        command.arg("child").args(spec).envs(env.iter().copied()).stdout(Stdio::piped()).stderr(Stdio::null());
-        running.push((spawn, command.spawn()?));
+        running.push((spawn, peerpool::child::spawn(command, CHILD_TIMEOUT)?));
     }
     let mut done = Vec::new();
-    for (spawn, mut child) in running {
-        let stdout = child.stdout.take().ok_or("no stdout")?;
-        let mut line = String::new();
-        BufReader::new(stdout).read_line(&mut line)?;
-        child.wait()?;
+    for (spawn, child) in running {
+        let finished = child.wait()?;
         let reaped = epoch();
+        if let Finished::TimedOut { .. } = finished {
+            return Err(format!("a child ran past {CHILD_TIMEOUT:?} and was killed").into());
+        }
+        let stdout = String::from_utf8_lossy(finished.stdout());
+        let line = stdout.lines().next().unwrap_or_default();
         let report: Value = serde_json::from_str(line.trim()).unwrap_or(json!({ "unparsed": line }));
         done.push(Ran { spawn, reaped, report });
     }

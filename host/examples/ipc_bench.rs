@@ -6,23 +6,26 @@
 //! range checked), timed once.
 //!
 //! `cargo run --release --example ipc_bench [rounds]` on a machine with a GPU (two for the peer
-//! figures): about 3 s with the default 20 rounds. The example re-executes itself as the
-//! importer, with the channel as its stdin; every wait has a 25 s timeout.
+//! figures): about 3 s with the default 20 rounds. The example runs itself again as the
+//! importer (the child role `ipc-bench-importer`, `peerpool::child`), with the channel as its
+//! stdin; every wait has a 25 s timeout, and the importer 25 s per round in all.
 //
 // SAFETY (every `unsafe` block below): the pools, pointers and handles are what this example made or imported, each used while
 // live and released once.
 
+use peerpool::child::{ChildOutcome, Role, Roles, inherited_channel, spawn_with_channel};
 use peerpool::driver::{ExportedHandleRef, HandleKind, HandleKinds, PoolPtrExportData, Stream};
-use peerpool::ipc::{Channel, Offer, ShareRequest, inherited_channel, spawn_with_channel, wait_or_kill};
+use peerpool::ipc::{Channel, Offer, ShareRequest};
 use peerpool::{PoolOptions, PoolRef, System};
 use peerpool_sim::{SimDriver, Topology};
 use rustix::fd::AsFd;
 use serde_json::{Value, json};
-use std::process::{Command, ExitCode, Stdio};
+use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-const CHILD_ENV: &str = "PEERPOOL_IPC_BENCH_IMPORTER";
+/// This example as the importing process of `rounds` rounds.
+const IMPORTER: Role = Role::new("ipc-bench-importer", &["rounds"]);
 const BYTES: usize = 4 << 20;
 const TIMEOUT: Duration = Duration::from_secs(25);
 
@@ -38,8 +41,12 @@ fn median(v: Vec<f64>) -> Value {
 }
 
 fn main() -> ExitCode {
-    let result = if std::env::var_os(CHILD_ENV).is_some() { importer_process() } else { exporter_process() };
-    match result {
+    let importer =
+        |call: &peerpool::child::Call| importer_process(call.value("rounds")?).map_err(|e| e.to_string().into());
+    if let Some(code) = Roles::new().reporting(IMPORTER, importer).dispatch() {
+        return code;
+    }
+    match exporter_process() {
         Ok(report) => {
             println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
             ExitCode::SUCCESS
@@ -70,16 +77,16 @@ fn exporter_process() -> Result<Value, Failure> {
         });
     }
     let sys = System::open()?;
-    let mut command = Command::new(std::env::current_exe()?);
-    command.env(CHILD_ENV, rounds.to_string()).stdout(Stdio::null()).stderr(Stdio::inherit());
+    let command = IMPORTER.command().arg("rounds", rounds).build()?;
     let started = Instant::now();
-    let (channel, mut child) = spawn_with_channel(command)?;
+    let limit = TIMEOUT.saturating_mul(u32::try_from(rounds).unwrap_or(u32::MAX).saturating_add(1));
+    let (channel, child) = spawn_with_channel(command, limit)?;
     channel.set_timeout(Some(TIMEOUT))?;
     let report = exporter_side(&sys, &channel, rounds, started);
     drop(channel);
-    let status = wait_or_kill(&mut child, TIMEOUT)?;
+    let (outcome, _) = child.wait_reporting();
     let report = report?;
-    if status.is_none() {
+    if let ChildOutcome::TimedOut { .. } = outcome {
         return Err("the importer ran past its timeout and was killed".into());
     }
     Ok(report)
@@ -140,12 +147,12 @@ fn exporter_side(sys: &System, channel: &Channel, rounds: usize, started: Instan
     }))
 }
 
-/// The importer process: the channel on stdin, the real driver.
-fn importer_process() -> Result<Value, Failure> {
+/// The importer process: the channel on stdin, the real driver. Its medians go to the exporter
+/// over the channel.
+fn importer_process(rounds: usize) -> Result<(), Failure> {
     let channel = inherited_channel()?;
     channel.set_timeout(Some(TIMEOUT))?;
-    let rounds: usize = std::env::var(CHILD_ENV)?.parse()?;
-    importer_side(&System::open()?, &channel, rounds)
+    importer_side(&System::open()?, &channel, rounds).map(drop)
 }
 
 /// One raw import per round, each step timed; the medians go back to the exporter. A failure is

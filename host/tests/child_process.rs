@@ -1,10 +1,77 @@
 //! `peerpool::child`: the timeout bounds the whole call even when a grandchild holds the
 //! output pipes, the child's whole process group is gone afterwards, and the report line is
-//! found among bytes that are not UTF-8.
+//! found among bytes that are not UTF-8. Roles: this binary runs again as its own child in the
+//! roles below (served by `main`, before the harness reads the command line); a call is checked
+//! on both sides, a role is never inherited, not even by a launcher, and a child that sees only
+//! a pair gets its UUIDs.
 
-use peerpool::child::{self, ChildOutcome, ChildReport, Finished, OUTPUT_LIMIT};
-use std::process::Command;
+use libtest_mimic::{Arguments, Trial};
+use peerpool::System;
+use peerpool::child::{
+    self, Call, ChildError, ChildOutcome, ChildReport, Finished, OUTPUT_LIMIT, ROLE_ENV, Role, Roles,
+};
+use peerpool_sim::SimDriver;
+use std::process::{Command, ExitCode};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// Adds `a` and `b`, and fails unless the sum is `sum`.
+const SUM: Role = Role::new("sum", &["a", "b", "sum"]);
+/// Runs `sh` and reports what it saw of the role variable.
+const SHELL: Role = Role::new("shell", &[]);
+/// Reports the pair it was given, which must be `expected`.
+const PAIR: Role = Role::new("pair", &["expected"]);
+/// Takes the rest of its command line, which must be `--list` and `x=y`.
+const REST: Role = Role::new("rest", &[]).with_rest();
+
+const TIMEOUT: Duration = Duration::from_secs(20);
+
+fn main() -> ExitCode {
+    let roles =
+        Roles::new().reporting(SUM, sum).reporting(SHELL, |_| shell()).reporting(PAIR, pair).reporting(REST, |call| {
+            match call.rest() {
+                [list, pair] if list == "--list" && pair == "x=y" => Ok(()),
+                other => Err(format!("the rest is {other:?}").into()),
+            }
+        });
+    if let Some(code) = roles.dispatch() {
+        return code;
+    }
+    let test = |name: &'static str, body: fn()| {
+        Trial::test(name, move || {
+            body();
+            Ok(())
+        })
+    };
+    let trials = vec![
+        test(
+            "a_grandchild_holding_the_pipes_does_not_hold_the_call",
+            a_grandchild_holding_the_pipes_does_not_hold_the_call,
+        ),
+        test(
+            "the_timeout_bounds_the_call_and_kills_the_whole_group",
+            the_timeout_bounds_the_call_and_kills_the_whole_group,
+        ),
+        test(
+            "a_report_line_after_bytes_that_are_not_utf8_is_found",
+            a_report_line_after_bytes_that_are_not_utf8_is_found,
+        ),
+        test("a_child_without_a_report_says_how_it_ended", a_child_without_a_report_says_how_it_ended),
+        test("output_is_kept_within_the_limit", output_is_kept_within_the_limit),
+        test(
+            "a_driver_error_inside_each_layers_error_is_reported_as_one",
+            a_driver_error_inside_each_layers_error_is_reported_as_one,
+        ),
+        test("a_role_child_does_its_work_and_reports", a_role_child_does_its_work_and_reports),
+        test(
+            "a_call_the_role_does_not_declare_is_refused_on_both_sides",
+            a_call_the_role_does_not_declare_is_refused_on_both_sides,
+        ),
+        test("a_role_is_not_inherited_not_even_by_a_launcher", a_role_is_not_inherited_not_even_by_a_launcher),
+        test("a_child_that_sees_only_a_pair_gets_its_uuids", a_child_that_sees_only_a_pair_gets_its_uuids),
+    ];
+    libtest_mimic::run(&Arguments::from_args(), trials).exit_code()
+}
 
 fn sh(script: &str) -> Command {
     let mut command = Command::new("/bin/sh");
@@ -34,7 +101,6 @@ fn gone(pid: u32) -> bool {
     }
 }
 
-#[test]
 fn a_grandchild_holding_the_pipes_does_not_hold_the_call() {
     let started = Instant::now();
     let finished = child::run(sh("sleep 30 & echo $!; exit 0"), Duration::from_secs(3)).unwrap();
@@ -45,7 +111,6 @@ fn a_grandchild_holding_the_pipes_does_not_hold_the_call() {
     assert!(gone(first_pid(&stdout)), "the sleeping grandchild was killed with the group");
 }
 
-#[test]
 fn the_timeout_bounds_the_call_and_kills_the_whole_group() {
     let started = Instant::now();
     let finished = child::run(sh("sleep 30 & echo $!; sleep 30"), Duration::from_millis(500)).unwrap();
@@ -55,7 +120,6 @@ fn the_timeout_bounds_the_call_and_kills_the_whole_group() {
     assert!(gone(first_pid(&stdout)), "the grandchild was killed with the group");
 }
 
-#[test]
 fn a_report_line_after_bytes_that_are_not_utf8_is_found() {
     let script = r#"printf '\377\376 not text\n\200\npeerpool-child-report: {"outcome":"cuda_error","call":"cuStreamSynchronize","code":"CUDA_ERROR_ILLEGAL_ADDRESS","sticky":true}\n'"#;
     let outcome = child::run_reporting(sh(script), Duration::from_secs(10));
@@ -66,7 +130,6 @@ fn a_report_line_after_bytes_that_are_not_utf8_is_found() {
     assert_eq!(ChildReport::find(&bytes), Some(ChildReport::Ok));
 }
 
-#[test]
 fn a_child_without_a_report_says_how_it_ended() {
     let outcome = child::run_reporting(sh("echo first >&2; echo boom >&2; exit 3"), Duration::from_secs(10));
     let ChildOutcome::NoReport { status, stderr } = outcome else { panic!("{outcome:?}") };
@@ -78,7 +141,6 @@ fn a_child_without_a_report_says_how_it_ended() {
     ));
 }
 
-#[test]
 fn output_is_kept_within_the_limit() {
     let script = "head -c 3000000 /dev/zero; head -c 3000000 /dev/zero >&2; echo end >&2";
     let Finished::Exited { stdout, stderr, .. } = child::run(sh(script), Duration::from_secs(20)).unwrap() else {
@@ -89,7 +151,6 @@ fn output_is_kept_within_the_limit() {
     assert!(stderr.ends_with(b"end\n"), "stderr keeps its end");
 }
 
-#[test]
 fn a_driver_error_inside_each_layers_error_is_reported_as_one() {
     use peerpool::grant::Stage;
     use peerpool::ipc::ShareError;
@@ -113,4 +174,109 @@ fn a_driver_error_inside_each_layers_error_is_reported_as_one() {
     }
     let other = ChildReport::from_result(Err(Box::new(Error::InvalidArgument("no".into()))));
     assert_eq!(other, ChildReport::Failed { message: "invalid argument: no".into() });
+}
+
+fn sum(call: &Call) -> Result<(), ChildError> {
+    let (a, b, sum): (u32, u32, u32) = (call.value("a")?, call.value("b")?, call.value("sum")?);
+    match a + b == sum {
+        true => Ok(()),
+        false => Err(format!("{a} + {b} is not {sum}").into()),
+    }
+}
+
+fn a_role_child_does_its_work_and_reports() {
+    let run = |a: &str, sum: &str| {
+        let mut command = SUM.command();
+        command.arg("a", a).arg("b", 3).arg("sum", sum);
+        child::run_reporting(command.build().unwrap(), TIMEOUT)
+    };
+    assert_eq!(run("2", "5"), ChildOutcome::Reported(ChildReport::Ok));
+    assert_eq!(run("2", "6"), ChildOutcome::Reported(ChildReport::Failed { message: "2 + 3 is not 6".into() }));
+    let ChildOutcome::Reported(ChildReport::Failed { message }) = run("two", "5") else { panic!("a failed report") };
+    assert!(message.contains("argument a=two"), "{message}");
+    let mut rest = REST.command();
+    rest.rest(["--list", "x=y"]);
+    assert_eq!(child::run_reporting(rest.build().unwrap(), TIMEOUT).expect_ok(), Ok(()));
+}
+
+fn a_call_the_role_does_not_declare_is_refused_on_both_sides() {
+    let refused = |command: &child::RoleCommand| command.build().unwrap_err().to_string();
+    let mut missing = SUM.command();
+    missing.arg("a", 1).arg("sum", 1);
+    assert!(refused(&missing).contains("argument b is missing"), "{}", refused(&missing));
+    let mut unknown = SUM.command();
+    unknown.arg("a", 1).arg("b", 1).arg("sum", 2).arg("c", 3);
+    assert!(refused(&unknown).contains("takes no argument c"), "{}", refused(&unknown));
+    let mut rest = SUM.command();
+    rest.arg("a", 1).arg("b", 1).arg("sum", 2).rest(["x"]);
+    assert!(refused(&rest).contains("takes nothing after --"), "{}", refused(&rest));
+    // The child refuses what a hand-made call gets wrong, with exit status 2 and one line.
+    let this = child::this_binary().unwrap();
+    let by_hand = |role: &str, args: &[&str]| {
+        let mut command = Command::new(&this);
+        command.env(ROLE_ENV, role).args(args);
+        match child::run(command, TIMEOUT).unwrap() {
+            Finished::Exited { status, stderr, .. } => (status.code(), String::from_utf8_lossy(&stderr).into_owned()),
+            timed_out => panic!("{timed_out:?}"),
+        }
+    };
+    for (role, args, message) in [
+        ("sum", &["a=1", "b=2"][..], "argument sum is missing"),
+        ("sum", &["a=1", "b=2", "sum=3", "c=4"], "argument c is not one of this role's"),
+        ("sum", &["a=1", "a=2"], "argument a is given twice"),
+        ("sum", &["a=1", "b=2", "sum=3", "--", "x"], "it takes nothing after --"),
+        ("sum", &["--exact", "x"], "argument --exact is not name=value"),
+        ("product", &[], "this binary has no such role (its roles: sum, shell, pair, rest)"),
+    ] {
+        let (code, stderr) = by_hand(role, args);
+        assert_eq!(code, Some(i32::from(child::BAD_CALL)), "{role} {args:?}: {stderr}");
+        assert!(stderr.contains(message) && stderr.lines().count() == 1, "{role} {args:?}: {stderr}");
+    }
+}
+
+/// What `sh`, started by this role child through the runner, sees of the role variable.
+fn shell() -> Result<(), ChildError> {
+    let mut sh = Command::new("/bin/sh");
+    sh.args(["-c", "echo \"${PEERPOOL_CHILD_ROLE-unset}\""]);
+    match child::run(sh, TIMEOUT)? {
+        Finished::Exited { stdout, .. } if stdout == b"unset\n" => Ok(()),
+        other => Err(format!("the shell saw {other:?}").into()),
+    }
+}
+
+fn a_role_is_not_inherited_not_even_by_a_launcher() {
+    let command = SHELL.command().build().unwrap();
+    assert_eq!(child::run_reporting(command, TIMEOUT).expect_ok(), Ok(()), "the shell the child starts");
+    // A launcher runs the program it is given (`env`, which sets the role for this binary
+    // alone): it does not see the role itself.
+    let script = "echo \"launcher: ${PEERPOOL_CHILD_ROLE-unset}\"; exec \"$@\"";
+    let mut command = SUM.command();
+    command.arg("a", 1).arg("b", 1).arg("sum", 2).under("/bin/sh", ["-c", script, "sh"]);
+    let Finished::Exited { stdout, .. } = child::run(command.build().unwrap(), TIMEOUT).unwrap() else {
+        panic!("the launcher and its child end")
+    };
+    assert!(stdout.starts_with(b"launcher: unset\n"), "{}", String::from_utf8_lossy(&stdout));
+    assert_eq!(ChildReport::find(&stdout), Some(ChildReport::Ok));
+}
+
+fn pair(call: &Call) -> Result<(), ChildError> {
+    let expected = call.arg("expected")?;
+    let visible = std::env::var("CUDA_VISIBLE_DEVICES")?;
+    match child::pair_uuids()? {
+        Some((owner, accessor)) if format!("{owner},{accessor}") == expected && visible == expected => Ok(()),
+        other => Err(format!("the pair is {other:?}, CUDA_VISIBLE_DEVICES {visible}").into()),
+    }
+}
+
+fn a_child_that_sees_only_a_pair_gets_its_uuids() {
+    let system =
+        System::with_driver(Arc::new(SimDriver::new(peerpool_sim::catalog_topology("eight_gpu_nvswitch").unwrap())))
+            .unwrap();
+    let expected = format!("{},{}", system.uuid(5).unwrap(), system.uuid(2).unwrap());
+    let mut command = PAIR.command();
+    command.arg("expected", &expected);
+    child::see_only_pair(&mut command, &system, (5, 2));
+    assert_eq!(child::run_reporting(command.build().unwrap(), TIMEOUT).expect_ok(), Ok(()));
+    // In this process, no parent named a pair.
+    assert_eq!(child::pair_uuids(), Ok(None));
 }

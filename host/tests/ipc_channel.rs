@@ -265,7 +265,7 @@ fn foreign_bytes_are_malformed() {
 #[test]
 fn regular_file_is_refused_where_a_device_handle_is_expected() {
     leak_checked_pair(|a, b| {
-        let file = File::open(std::env::current_exe().unwrap()).unwrap();
+        let file = tempfile::tempfile().unwrap();
         a.send(b"pool handle", &[file.as_fd()]).unwrap();
         assert_eq!(
             b.recv().unwrap().expect_fds(FdKind::DEVICE_HANDLE).unwrap_err(),

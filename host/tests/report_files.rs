@@ -2,6 +2,7 @@
 //! never followed or believed; what is read is a regular file of bounded size, named in every
 //! error; Markdown from trial and device names stays literal text.
 
+use libtest_mimic::{Arguments, Trial};
 use peerpool::owned_dir::{self, DirError, OwnedDir};
 use peerpool::report::{
     BuildRecord, DeviceRecord, HardwareRecord, MAX_FILE_BYTES, Plan, Report, ReportError, Status, TrialRecord,
@@ -9,6 +10,7 @@ use peerpool::report::{
 use rustix::fs::{FileType, Mode};
 use std::os::unix::fs::{FileTypeExt, PermissionsExt, symlink};
 use std::path::Path;
+use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 fn trial(name: &str, status: Status, detail: Option<&str>) -> TrialRecord {
@@ -30,26 +32,36 @@ fn mode(path: &Path) -> u32 {
     std::fs::symlink_metadata(path).unwrap().permissions().mode() & 0o7777
 }
 
-#[test]
-fn a_directory_planted_by_another_uid_is_refused() {
-    if !rustix::process::geteuid().is_root() {
-        println!("skipped: needs root to give a directory to another uid (chown)");
-        return;
+/// A directory of another uid, and that uid: as root, a fresh one given away (chown); as any
+/// other user, `/` when root owns it. `Err` with the reason when there is neither.
+fn another_uids_directory() -> Result<(Option<tempfile::TempDir>, std::path::PathBuf, u32), String> {
+    if rustix::process::geteuid().is_root() {
+        let base = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let planted = base.path().join("peerpool-report");
+        std::fs::create_dir(&planted).map_err(|e| e.to_string())?;
+        std::os::unix::fs::chown(&planted, Some(65534), Some(65534)).map_err(|e| format!("chown: {e}"))?;
+        return Ok((Some(base), planted, 65534));
     }
-    let base = tempfile::tempdir().unwrap();
-    let planted = base.path().join("peerpool-report");
-    std::fs::create_dir(&planted).unwrap();
-    std::os::unix::fs::chown(&planted, Some(65534), Some(65534)).unwrap();
-    let refused = |e: ReportError| matches!(e, ReportError::Dir(DirError::NotOwned { owner: 65534, euid: 0, .. }));
-    let error = plan(vec![]).write(&planted, "suite").unwrap_err();
-    assert!(refused(error.clone()), "{error}");
-    assert!(error.to_string().contains("owned by uid 65534"), "{error}");
-    assert!(refused(Report::collect(&planted).unwrap_err()));
-    assert!(refused(trial("a", Status::Passed, None).write(&planted).unwrap_err()));
-    assert_eq!(std::fs::read_dir(&planted).unwrap().count(), 0, "nothing was written there");
+    let root = Path::new("/");
+    match std::os::unix::fs::MetadataExt::uid(&std::fs::metadata(root).map_err(|e| e.to_string())?) {
+        uid if uid != rustix::process::geteuid().as_raw() => Ok((None, root.to_path_buf(), uid)),
+        _ => Err("no directory of another uid: this user owns / and, not being root, cannot give one away".into()),
+    }
 }
 
-#[test]
+fn a_directory_planted_by_another_uid_is_refused() {
+    let (_base, planted, owner) = another_uids_directory().expect("main finds one before the trial runs");
+    let euid = rustix::process::geteuid().as_raw();
+    let refused = |e: ReportError| matches!(e, ReportError::Dir(DirError::NotOwned { owner: o, euid: e, .. }) if o == owner && e == euid);
+    let before = std::fs::read_dir(&planted).unwrap().count();
+    let error = plan(vec![]).write(&planted, "suite").unwrap_err();
+    assert!(refused(error.clone()), "{error}");
+    assert!(error.to_string().contains(&format!("owned by uid {owner}")), "{error}");
+    assert!(refused(Report::collect(&planted).unwrap_err()));
+    assert!(refused(trial("a", Status::Passed, None).write(&planted).unwrap_err()));
+    assert_eq!(std::fs::read_dir(&planted).unwrap().count(), before, "nothing was written there");
+}
+
 fn directories_are_created_private_and_never_through_a_link() {
     let base = tempfile::tempdir().unwrap();
     let fresh = base.path().join("a/b/report");
@@ -72,7 +84,6 @@ fn directories_are_created_private_and_never_through_a_link() {
     assert!(matches!(OwnedDir::open(&open), Err(DirError::OpenToOthers { mode: 0o777, .. })));
 }
 
-#[test]
 fn a_planted_link_is_replaced_not_followed() {
     let dir = report_dir();
     let victim = tempfile::NamedTempFile::new().unwrap();
@@ -86,7 +97,6 @@ fn a_planted_link_is_replaced_not_followed() {
     assert!(names.iter().all(|n| !n.ends_with(".tmp")), "no temporary file left: {names:?}");
 }
 
-#[test]
 fn other_entries_are_not_opened() {
     let dir = report_dir();
     std::fs::create_dir(dir.path().join("subdir")).unwrap();
@@ -101,7 +111,6 @@ fn other_entries_are_not_opened() {
 }
 
 /// Each hostile entry under a name the reader opens: refused quickly, naming the file.
-#[test]
 fn hostile_report_files_are_refused_naming_them() {
     type Plant = fn(&Path);
     let cases: [(&str, Plant, &str); 6] = [
@@ -123,7 +132,6 @@ fn hostile_report_files_are_refused_naming_them() {
     }
 }
 
-#[test]
 fn markdown_in_names_and_messages_stays_literal() {
     let dir = report_dir();
     let hostile = "x | y `z` **bold** [link](http://evil) <img src=x onerror=alert(1)>\n# heading\r\n| --- |";
@@ -161,7 +169,6 @@ fn mkfifo(path: &Path) {
 
 /// Only a missing file or a regular one is written over: a rename would put a regular file in
 /// the place of a FIFO, a socket or a device (as root, even /dev/null's).
-#[test]
 fn what_is_not_a_regular_file_is_never_replaced() {
     let dir = report_dir();
     let owned = OwnedDir::open(dir.path()).unwrap();
@@ -191,7 +198,6 @@ fn what_is_not_a_regular_file_is_never_replaced() {
 /// A report file's name and what the JSON parser says of its content reach the terminal
 /// escaped and cut: an unknown status of a mebibyte with a clear-screen in it, in a file whose
 /// name holds a window-title sequence.
-#[test]
 fn a_refused_report_file_is_named_escaped_and_cut() {
     let dir = report_dir();
     let name = "\u{1b}]0;pwned\u{7}.result.json";
@@ -202,4 +208,37 @@ fn a_refused_report_file_is_named_escaped_and_cut() {
     assert!(!error.chars().any(char::is_control), "{:?}", &error[..error.len().min(300)]);
     assert!(error.len() < 2048, "{} bytes", error.len());
     assert!(error.contains("pwned") && error.contains("not a peerpool report file"), "{error}");
+}
+
+fn main() -> ExitCode {
+    let test = |name: &'static str, body: fn()| {
+        Trial::test(name, move || {
+            body();
+            Ok(())
+        })
+    };
+    // Refusing another uid's directory needs one: made by root, or root's own seen by anyone
+    // else. Without one the trial is skipped, with the reason, and never passes.
+    let planted = match another_uids_directory() {
+        Ok(_) => test("a_directory_planted_by_another_uid_is_refused", a_directory_planted_by_another_uid_is_refused),
+        Err(reason) => {
+            eprintln!("skipped: a_directory_planted_by_another_uid_is_refused: {reason}");
+            Trial::test("a_directory_planted_by_another_uid_is_refused", move || Err(reason.into()))
+                .with_ignored_flag(true)
+        }
+    };
+    let trials = vec![
+        planted,
+        test(
+            "directories_are_created_private_and_never_through_a_link",
+            directories_are_created_private_and_never_through_a_link,
+        ),
+        test("a_planted_link_is_replaced_not_followed", a_planted_link_is_replaced_not_followed),
+        test("other_entries_are_not_opened", other_entries_are_not_opened),
+        test("hostile_report_files_are_refused_naming_them", hostile_report_files_are_refused_naming_them),
+        test("markdown_in_names_and_messages_stays_literal", markdown_in_names_and_messages_stays_literal),
+        test("what_is_not_a_regular_file_is_never_replaced", what_is_not_a_regular_file_is_never_replaced),
+        test("a_refused_report_file_is_named_escaped_and_cut", a_refused_report_file_is_named_escaped_and_cut),
+    ];
+    libtest_mimic::run(&Arguments::from_args(), trials).exit_code()
 }

@@ -16,17 +16,20 @@ use peerpool::{Allocation, System};
 use peerpool_fixtures::model::{Caps, CheckConfig, Mix, NegativeProber, OwnedPools, Target, caps_of, check};
 use peerpool_sim::{SimDriver, Topology};
 
+use peerpool::child::{Finished, Role, Roles};
 use std::path::PathBuf;
-use std::process::{Command, ExitCode};
+use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 const CASES: u32 = 300;
 const STEPS: usize = 30;
 const ROUNDS: usize = 5;
 const SEED: u64 = 20261201;
-/// The flag that makes this binary the measured child, under the shim.
-const CHILD: &str = "--through-shim";
+/// This binary as the measured child, under the shim: prints its seconds.
+const THROUGH_SHIM: Role = Role::new("shim-overhead-child", &[]);
+/// How long one measured round may take through the shim (seconds on this 2-core machine).
+const ROUND_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// Never asked: the mix has no negative probes.
 struct NoProbes;
@@ -55,8 +58,7 @@ fn measure(driver: Arc<dyn Driver>, cases: u32) -> Result<f64, String> {
 
 /// The `peerpool` command built beside this bench (`target/release`), found at run time.
 fn peerpool_command() -> Result<PathBuf, String> {
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let dir = exe.parent().and_then(|deps| deps.parent()).ok_or("the bench lies in target/<profile>/deps")?;
+    let dir = peerpool::child::build_dir().map_err(|e| e.to_string())?;
     let (cli, shim) = (dir.join("peerpool"), dir.join("libpeerpool_shim.so"));
     match cli.is_file() && shim.is_file() {
         true => Ok(cli),
@@ -70,17 +72,19 @@ fn peerpool_command() -> Result<PathBuf, String> {
 
 /// One measured round in a child through the shim: its seconds, from its one line of output.
 fn through_shim(cli: &PathBuf) -> Result<f64, String> {
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let out = Command::new(cli)
-        .args(["sim", "--topology", "two_h200_nvlink", "--"])
-        .arg(exe)
-        .arg(CHILD)
-        .output()
-        .map_err(|e| format!("running {}: {e}", cli.display()))?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    match (out.status.success(), text.trim().parse()) {
-        (true, Ok(seconds)) => Ok(seconds),
-        _ => Err(format!("the child through the shim: {}{text}{}", out.status, String::from_utf8_lossy(&out.stderr))),
+    let mut command = THROUGH_SHIM.command();
+    command.under(cli, ["sim", "--topology", "two_h200_nvlink", "--"]);
+    let command = command.build().map_err(|e| e.to_string())?;
+    let finished =
+        peerpool::child::run(command, ROUND_TIMEOUT).map_err(|e| format!("running {}: {e}", cli.display()))?;
+    let text = String::from_utf8_lossy(finished.stdout());
+    match (&finished, text.trim().parse()) {
+        (Finished::Exited { status, .. }, Ok(seconds)) if status.success() => Ok(seconds),
+        _ => Err(format!(
+            "the child through the shim: {:?}{text}{}",
+            finished.status(),
+            String::from_utf8_lossy(finished.stderr())
+        )),
     }
 }
 
@@ -114,17 +118,21 @@ fn bench() -> Result<serde_json::Value, String> {
 }
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().collect();
-    if args.iter().any(|a| a == "--list") {
+    let measured = Roles::new().exiting(THROUGH_SHIM, |_| {
+        let seconds = CudaDriver::load().map_err(|e| e.to_string()).and_then(|driver| measure(Arc::new(driver), CASES));
+        report(seconds.map(|seconds| seconds.to_string()))
+    });
+    if let Some(code) = measured.dispatch() {
+        return code;
+    }
+    if std::env::args().any(|a| a == "--list") {
         return ExitCode::SUCCESS; // `cargo test` asks benches for their tests
     }
-    let result = match args.iter().any(|a| a == CHILD) {
-        true => CudaDriver::load()
-            .map_err(|e| e.to_string())
-            .and_then(|driver| measure(Arc::new(driver), CASES))
-            .map(|seconds| seconds.to_string()),
-        false => bench().map(|report| serde_json::to_string_pretty(&report).expect("serialises")),
-    };
+    report(bench().map(|report| serde_json::to_string_pretty(&report).expect("serialises")))
+}
+
+/// Prints what was measured, or why nothing was.
+fn report(result: Result<String, String>) -> ExitCode {
     match result {
         Ok(text) => {
             println!("{text}");

@@ -1,19 +1,17 @@
-//! The importing process of `tests/ipc.rs`: the test binary re-executed with the role in
-//! [`ROLE_ENV`], the pair in [`PAIR_ENV`] and the channel as its stdin. It imports one offer,
-//! runs its role, and sends back one line: `ok`, `fail: <why>`, or
+//! The importing process of `tests/ipc.rs`: the test binary run again as its own child in the
+//! role [`IMPORTER`] (`peerpool::child`), its task and the pair as arguments, the channel as its
+//! stdin. It imports one offer, runs its task, and sends back one line: `ok`, `fail: <why>`, or
 //! `cuda: <call> <code> sticky=<bool>` for a driver error (an expected fault included).
 
+use peerpool::child::{Call, ChildError, Role, inherited_channel};
 use peerpool::driver::LaunchShape;
-use peerpool::ipc::{Channel, ShareError, inherited_channel};
+use peerpool::ipc::{Channel, ShareError};
 use peerpool::kernels::BLOCK;
 use peerpool::{CudaError, DeviceSlice, PoolOptions, System};
-use std::process::ExitCode;
 use std::time::Duration;
 
-/// Set to the importer's role in the child.
-pub const ROLE_ENV: &str = "PEERPOOL_IPC_IMPORTER";
-/// `<owner>,<accessor>` in the child.
-pub const PAIR_ENV: &str = "PEERPOOL_IPC_PAIR";
+/// The importer: `task` (a [`Task`]'s name), and the pair in the parent's numbering.
+pub const IMPORTER: Role = Role::new("ipc-importer", &["task", "owner", "accessor"]);
 
 /// The shared buffer: data words, then system-atomic counters.
 pub struct Layout;
@@ -48,7 +46,7 @@ impl Layout {
 
 /// What the importer does with the memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Role {
+pub enum Task {
     /// Grant the accessor; read on both GPUs, write on the accessor, add atomically on both.
     ReadWriteAdd,
     /// No grant: the owner reads, then the accessor's read must fault.
@@ -61,40 +59,32 @@ pub enum Role {
     Garbage,
 }
 
-const ROLES: [Role; 5] = [Role::ReadWriteAdd, Role::Ungranted, Role::Legacy, Role::Closed, Role::Garbage];
+const TASKS: [Task; 5] = [Task::ReadWriteAdd, Task::Ungranted, Task::Legacy, Task::Closed, Task::Garbage];
 
-impl Role {
+impl Task {
     pub fn name(self) -> &'static str {
         match self {
-            Role::ReadWriteAdd => "read_write_add",
-            Role::Ungranted => "ungranted",
-            Role::Legacy => "legacy",
-            Role::Closed => "closed",
-            Role::Garbage => "garbage",
+            Task::ReadWriteAdd => "read_write_add",
+            Task::Ungranted => "ungranted",
+            Task::Legacy => "legacy",
+            Task::Closed => "closed",
+            Task::Garbage => "garbage",
         }
     }
 }
 
-/// The child's whole life: import, run the role, report, exit.
-pub fn main(role: &str) -> ExitCode {
-    let channel = match inherited_channel() {
-        Ok(channel) => channel,
-        Err(e) => {
-            eprintln!("ipc importer: no channel on stdin: {e}");
-            return ExitCode::FAILURE;
-        }
+/// The child's whole life: import, run its task, send the report over the channel. Its own
+/// result (the child's report line) is whether that conversation took place.
+pub fn serve(call: &Call) -> Result<(), ChildError> {
+    let channel = inherited_channel().map_err(|e| format!("no channel on stdin: {e}"))?;
+    channel.set_timeout(Some(Duration::from_secs(90)))?;
+    let task = call.arg("task")?;
+    let (owner, accessor) = (call.value("owner")?, call.value("accessor")?);
+    let report = match TASKS.into_iter().find(|t| t.name() == task) {
+        Some(task) => run(&channel, task, owner, accessor).unwrap_or_else(|e| e),
+        None => format!("fail: no task {task:?}"),
     };
-    let _ = channel.set_timeout(Some(Duration::from_secs(90)));
-    let pair = std::env::var(PAIR_ENV).ok().and_then(|p| {
-        let (o, a) = p.split_once(',')?;
-        Some((o.parse().ok()?, a.parse().ok()?))
-    });
-    let report = match (ROLES.into_iter().find(|r| r.name() == role), pair) {
-        (Some(role), Some((owner, accessor))) => run(&channel, role, owner, accessor).unwrap_or_else(|e| e),
-        _ => format!("fail: bad role {role:?} or pair {pair:?}"),
-    };
-    let _ = channel.send(report.as_bytes(), &[]);
-    ExitCode::SUCCESS
+    Ok(channel.send(report.as_bytes(), &[])?)
 }
 
 fn cuda(e: &CudaError) -> String {
@@ -124,9 +114,9 @@ fn still_alive(system: &System, device: usize) -> Result<(), String> {
     if seen.is_clean() { Ok(()) } else { Err("fail: the context misbehaves after the error".into()) }
 }
 
-fn run(channel: &Channel, role: Role, owner: usize, accessor: usize) -> Result<String, String> {
+fn run(channel: &Channel, task: Task, owner: usize, accessor: usize) -> Result<String, String> {
     let system = System::open().map_err(api)?;
-    let report = run_on(&system, channel, role, owner, accessor);
+    let report = run_on(&system, channel, task, owner, accessor);
     // On a simulated machine (the libcuda shim) this process's projected wall time, on stdout,
     // for the exporter to charge: it waited for this process.
     if let Some(timeline) = system.driver().timeline() {
@@ -135,11 +125,11 @@ fn run(channel: &Channel, role: Role, owner: usize, accessor: usize) -> Result<S
     report
 }
 
-/// The role on `system`: the real driver in the child, a simulator in the stand-in mode.
-pub fn run_on(system: &System, channel: &Channel, role: Role, owner: usize, accessor: usize) -> Result<String, String> {
+/// The task on `system`: the real driver in the child, a simulator in the stand-in mode.
+pub fn run_on(system: &System, channel: &Channel, task: Task, owner: usize, accessor: usize) -> Result<String, String> {
     let system = system.clone();
-    match role {
-        Role::ReadWriteAdd => {
+    match task {
+        Task::ReadWriteAdd => {
             let imported = system.import(channel, &[accessor]).map_err(share)?;
             let buffer = imported.as_slice().map_err(share)?;
             reads(&system, owner, buffer, Layout::SEED)?;
@@ -155,7 +145,7 @@ pub fn run_on(system: &System, channel: &Channel, role: Role, owner: usize, acce
             .map_err(api)?;
             Ok("ok".into())
         }
-        Role::Ungranted => {
+        Task::Ungranted => {
             let imported = system.import(channel, &[]).map_err(share)?;
             let buffer = imported.as_slice().map_err(share)?;
             reads(&system, owner, buffer, Layout::SEED)?;
@@ -164,7 +154,7 @@ pub fn run_on(system: &System, channel: &Channel, role: Role, owner: usize, acce
                 Ok(seen) => Ok(format!("fail: the accessor read ungranted memory: {seen:?}")),
             }
         }
-        Role::Legacy => {
+        Task::Legacy => {
             let mut imported = system.import(channel, &[]).map_err(share)?;
             let refused = imported.grant(accessor);
             if refused != Err(ShareError::LegacyNotGrantable { owner, accessor }) {
@@ -175,7 +165,7 @@ pub fn run_on(system: &System, channel: &Channel, role: Role, owner: usize, acce
             system.with_kernels(owner, |k| k.fill(Layout::data(buffer)?, Layout::WRITTEN)).map_err(api)?;
             Ok("ok".into())
         }
-        Role::Closed => {
+        Task::Closed => {
             let mut imported = system.import(channel, &[accessor]).map_err(share)?;
             reads(&system, accessor, imported.as_slice().map_err(share)?, Layout::SEED)?;
             imported.close().map_err(share)?;
@@ -187,7 +177,7 @@ pub fn run_on(system: &System, channel: &Channel, role: Role, owner: usize, acce
             still_alive(&system, accessor)?;
             Ok("ok".into())
         }
-        Role::Garbage => match system.import(channel, &[]) {
+        Task::Garbage => match system.import(channel, &[]) {
             Ok(imported) => Err(format!("fail: garbage export data imported: {imported:?}")),
             Err(refused) => {
                 still_alive(&system, owner)?;

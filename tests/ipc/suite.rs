@@ -1,13 +1,14 @@
 //! The checks of `tests/ipc.rs` (real GPUs) and `tests/ipc_stand_in.rs` (simulators).
 
-use super::importer::{self, Layout, PAIR_ENV, ROLE_ENV, Role};
+use super::importer::{self, IMPORTER, Layout, Task};
+use peerpool::child::{ChildOutcome, Roles, spawn_with_channel};
 use peerpool::driver::{HandleKind, HandleKinds, Stream};
-use peerpool::ipc::{Exported, Offer, ShareRequest, SharingPath, VirtualAllocation, spawn_with_channel, wait_or_kill};
+use peerpool::ipc::{Exported, Offer, ShareRequest, SharingPath, VirtualAllocation};
 use peerpool::{Allocation, CudaCode, DeviceSlice, OwnedPool, PoolOptions, System};
 use peerpool_fixtures::{Failed, Hardware, Needs, Pair, PairSuite};
 use peerpool_sim::{SimDriver, Topology};
 use peerpool_tests::ensure;
-use std::process::{Command, ExitCode, Stdio};
+use std::process::ExitCode;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -34,8 +35,10 @@ fn simulated() -> Result<System, peerpool::Error> {
 /// checks this suite's own logic where there is no GPU; process boundaries and the real driver
 /// are then not exercised.
 pub fn main(stand_in: bool) -> ExitCode {
-    if let Ok(role) = std::env::var(ROLE_ENV) {
-        return importer::main(&role);
+    // The importer opens the driver itself: it runs before the suite detects the hardware (the
+    // suite's own roles, its sandboxed trials', are served by `PairSuite::main`).
+    if let Some(code) = Roles::new().reporting(IMPORTER, importer::serve).dispatch_listed() {
+        return code;
     }
     let _ = STAND_IN.set(stand_in);
     let hardware = match stand_in {
@@ -107,10 +110,10 @@ fn prepare(pair: &Pair, buffer: DeviceSlice<'_>, seed: u32) -> Result<(), Failed
     }
 }
 
-/// Runs the importer for `role` with `send` giving it the offer; returns its one-line report.
+/// Runs the importer for `task` with `send` giving it the offer; returns its one-line report.
 fn import_in_child(
     pair: &Pair,
-    role: Role,
+    task: Task,
     send: impl FnOnce(&peerpool::ipc::Channel) -> Result<(), Failed>,
 ) -> Result<String, Failed> {
     if stand_in() {
@@ -121,7 +124,7 @@ fn import_in_child(
         let importer = std::thread::spawn(move || {
             let report = simulated()
                 .map_err(|e| format!("fail: {e}"))
-                .and_then(|system| importer::run_on(&system, &theirs, role, owner, accessor));
+                .and_then(|system| importer::run_on(&system, &theirs, task, owner, accessor));
             let _ = theirs.send(report.unwrap_or_else(|e| e).as_bytes(), &[]);
         });
         send(&ours)?;
@@ -129,31 +132,25 @@ fn import_in_child(
         importer.join().map_err(|_| "the importer thread panicked")?;
         return Ok(report);
     }
-    let exe = std::env::current_exe()?;
-    let mut command = Command::new(exe);
-    command
-        .env(ROLE_ENV, role.name())
-        .env(PAIR_ENV, format!("{},{}", pair.owner, pair.accessor))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit());
-    let (channel, mut child) = spawn_with_channel(command)?;
+    let mut command = IMPORTER.command();
+    command.arg("task", task.name()).arg("owner", pair.owner).arg("accessor", pair.accessor);
+    let (channel, importer) = spawn_with_channel(command.build()?, CHILD_TIMEOUT)?;
     channel.set_timeout(Some(CHILD_TIMEOUT))?;
     let sent = send(&channel);
     let report = sent.and_then(|()| Ok(String::from_utf8_lossy(&channel.recv()?.bytes).into_owned()));
     drop(channel);
-    let status = wait_or_kill(&mut child, CHILD_TIMEOUT)?;
-    // The importer prints one line at most (its projected wall time on a simulated machine), read
-    // once it has ended; this process waited for it, so its time is charged here.
-    let mut stdout = Vec::new();
-    if let Some(mut out) = child.stdout.take() {
-        let _ = std::io::Read::read_to_end(&mut out, &mut stdout);
-    }
-    if let (Some(wall), Some(timeline)) = (peerpool::child::find_wall(&stdout), pair.system.driver().timeline()) {
+    // On a simulated machine the importer prints its projected wall time; this process waited
+    // for it, so its time is charged here.
+    let (outcome, wall) = importer.wait_reporting();
+    if let (Some(wall), Some(timeline)) = (wall, pair.system.driver().timeline()) {
         timeline.charge(wall);
     }
     let report =
-        report.map_err(|e| format!("no report from the importer ({status:?}): {}", e.message().unwrap_or("")))?;
-    ensure(status.is_some(), || format!("the importer ran past {CHILD_TIMEOUT:?} and was killed"))?;
+        report.map_err(|e| format!("no report from the importer ({outcome:?}): {}", e.message().unwrap_or("")))?;
+    ensure(!matches!(outcome, ChildOutcome::TimedOut { .. }), || {
+        format!("the importer ran past {CHILD_TIMEOUT:?} and was killed")
+    })?;
+    outcome.expect_ok()?;
     Ok(report)
 }
 
@@ -177,17 +174,17 @@ fn path_of(kind: Kind) -> fn(&SharingPath) -> bool {
 }
 
 /// Seeds `source`, exports it as `request` (by `kind`'s path) and sends the export to an
-/// importer in `role`: the export, to keep alive, and the importer's report.
+/// importer for `task`: the export, to keep alive, and the importer's report.
 fn seeded_import(
     pair: &Pair,
     source: &Source,
     kind: Kind,
     request: ShareRequest,
-    role: Role,
+    task: Task,
 ) -> Result<(Exported, String), Failed> {
     prepare(pair, source.as_slice(), Layout::SEED)?;
     let exported = export(pair, source, request, path_of(kind))?;
-    let report = import_in_child(pair, role, |channel| Ok(exported.send(channel)?))?;
+    let report = import_in_child(pair, task, |channel| Ok(exported.send(channel)?))?;
     Ok((exported, report))
 }
 
@@ -199,7 +196,7 @@ fn exporter_sees(pair: &Pair, buffer: DeviceSlice<'_>, seed: u32) -> Result<(), 
 
 fn read_write_add(pair: &Pair, kind: Kind, request: ShareRequest) -> Result<(), Failed> {
     let source = Source::new(pair, kind, request.handle.bits())?;
-    let (_exported, report) = seeded_import(pair, &source, kind, request, Role::ReadWriteAdd)?;
+    let (_exported, report) = seeded_import(pair, &source, kind, request, Task::ReadWriteAdd)?;
     ensure(report == "ok", || format!("importer: {report}"))?;
     exporter_sees(pair, source.as_slice(), Layout::WRITTEN)?;
     let mut counters = vec![0u8; Layout::SLOTS as usize * 4];
@@ -216,7 +213,7 @@ fn read_write_add(pair: &Pair, kind: Kind, request: ShareRequest) -> Result<(), 
 
 fn ungranted(pair: &Pair, kind: Kind) -> Result<(), Failed> {
     let source = Source::new(pair, kind, HandleKinds::POSIX_FD)?;
-    let (_exported, report) = seeded_import(pair, &source, kind, FD, Role::Ungranted)?;
+    let (_exported, report) = seeded_import(pair, &source, kind, FD, Task::Ungranted)?;
     // The fault surfaces at the launch's synchronise on the H200s (`docs/hardware/2026-11-30-foundation`).
     let faulted = report.starts_with("cuda: ") && report.ends_with("CUDA_ERROR_ILLEGAL_ADDRESS sticky=true");
     ensure(faulted, || format!("expected the importer's accessor kernel to fault, got: {report}"))?;
@@ -235,14 +232,14 @@ fn legacy(pair: &Pair) -> Result<(), Failed> {
         })?;
     }
     let source = Source::new(pair, Kind::Legacy, HandleKinds::NONE)?;
-    let (_exported, report) = seeded_import(pair, &source, Kind::Legacy, FD, Role::Legacy)?;
+    let (_exported, report) = seeded_import(pair, &source, Kind::Legacy, FD, Task::Legacy)?;
     ensure(report == "ok", || format!("importer: {report}"))?;
     exporter_sees(pair, source.as_slice(), Layout::WRITTEN)
 }
 
 fn closed(pair: &Pair) -> Result<(), Failed> {
     let source = Source::new(pair, Kind::Pool, HandleKinds::POSIX_FD)?;
-    let (_exported, report) = seeded_import(pair, &source, Kind::Pool, FD, Role::Closed)?;
+    let (_exported, report) = seeded_import(pair, &source, Kind::Pool, FD, Task::Closed)?;
     ensure(report == "ok", || format!("importer: {report}"))?;
     exporter_sees(pair, source.as_slice(), Layout::SEED)
 }
@@ -253,7 +250,7 @@ fn garbage(pair: &Pair) -> Result<(), Failed> {
     let exported = export(pair, &source, FD, path_of(Kind::Pool))?;
     let bent = Offer { data: [0xA5; 64], ..*exported.offer() };
     let fd = exported.fd().ok_or("a POSIX-fd pool export has an fd")?;
-    let report = import_in_child(pair, Role::Garbage, |channel| Ok(channel.send(&bent.encode(), &[fd])?))?;
+    let report = import_in_child(pair, Task::Garbage, |channel| Ok(channel.send(&bent.encode(), &[fd])?))?;
     ensure(report.starts_with("cuda: cuMemPoolImportPointer ") && report.ends_with("sticky=false"), || {
         format!("expected a typed, non-sticky cuMemPoolImportPointer error, got: {report}")
     })?;

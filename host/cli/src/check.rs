@@ -3,7 +3,7 @@
 use crate::exit;
 use indicatif::{ProgressBar, ProgressStyle};
 use peerpool::check::{self, Isolate, PairResult, STEPS};
-use peerpool::child::{self, ChildOutcome, ChildReport};
+use peerpool::child::{self, Call, ChildError, ChildOutcome, ChildReport, Role};
 use peerpool::owned_dir::OwnedDir;
 use peerpool::report::{BuildRecord, HardwareRecord, Report, Status};
 use peerpool::text::{echo, escaped};
@@ -11,12 +11,16 @@ use peerpool::{Error, System};
 use peerpool_sim::select::{self, Choice};
 use peerpool_sim::{Latencies, SimDriver, Topology};
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode};
+use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// How long the `negative-probe` child may take.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// This binary as `check`'s child: one negative probe, `owner`'s memory read by `accessor`
+/// (the parent's ordinals).
+pub const NEGATIVE_PROBE: Role = Role::new("negative-probe", &["owner", "accessor"]);
 
 /// Options of `peerpool check`.
 pub struct Options {
@@ -280,18 +284,19 @@ impl Isolate for ChildSim {
     }
 }
 
-/// Negative probes in a child process: this binary, `negative-probe`, with a timeout. The child
-/// sees only the pair (`CUDA_VISIBLE_DEVICES`, by UUID) and finds both GPUs by their UUIDs:
-/// `cuInit` then sets up two devices, not the machine's every one. On the libcuda shim (a driver
-/// with a timeline) the child reports its projected wall time, which this thread waited for.
+/// Negative probes in a child process: this binary as [`NEGATIVE_PROBE`], with a timeout. The
+/// child sees only the pair (`CUDA_VISIBLE_DEVICES`, by UUID) and finds both GPUs by their
+/// UUIDs: `cuInit` then sets up two devices, not the machine's every one. On the libcuda shim (a
+/// driver with a timeline) the child reports its projected wall time, which this thread waited
+/// for.
 struct ChildProbe(System);
 
 impl Isolate for ChildProbe {
     fn negative_probe(&self, owner: usize, accessor: usize) -> Result<Option<(String, bool)>, String> {
-        let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-        let mut command = Command::new(exe);
-        command.args(["negative-probe", "--owner", &owner.to_string(), "--accessor", &accessor.to_string()]);
+        let mut command = NEGATIVE_PROBE.command();
+        command.arg("owner", owner).arg("accessor", accessor);
         child::see_only_pair(&mut command, &self.0, (owner, accessor));
+        let command = command.build().map_err(|e| e.to_string())?;
         let (outcome, wall) = child::run_reporting_timed(command, PROBE_TIMEOUT);
         if let (Some(timeline), Some(wall)) = (self.0.driver().timeline(), wall) {
             timeline.charge(wall);
@@ -311,10 +316,12 @@ impl Isolate for ChildProbe {
     }
 }
 
-/// The `negative-probe` child: runs the probe on the real GPUs and prints how it ended (and,
-/// on the libcuda shim, its projected wall time). `owner` and `accessor` are the parent's
-/// ordinals; a child that sees only the pair finds it by UUID ([`child::pair_here`]).
-pub fn negative_probe(owner: usize, accessor: usize) -> ExitCode {
+/// The [`NEGATIVE_PROBE`] child: runs the probe on the real GPUs (and, on the libcuda shim,
+/// prints its projected wall time); its result is the child's report. `owner` and `accessor`
+/// are the parent's ordinals; a child that sees only the pair finds it by UUID
+/// ([`child::pair_here`]).
+pub fn negative_probe(call: &Call) -> Result<(), ChildError> {
+    let (owner, accessor) = (call.value("owner")?, call.value("accessor")?);
     let system = System::open();
     let result = system.as_ref().map_err(Clone::clone).and_then(|s| {
         let (owner, accessor) = child::pair_here(s, (owner, accessor))?;
@@ -323,6 +330,5 @@ pub fn negative_probe(owner: usize, accessor: usize) -> ExitCode {
     if let Some(timeline) = system.as_ref().ok().and_then(|s| s.driver().timeline()) {
         println!("{}", child::wall_line(timeline.wall()));
     }
-    println!("{}", ChildReport::from_result(result.map_err(Into::into)).line());
-    ExitCode::SUCCESS
+    Ok(result?)
 }

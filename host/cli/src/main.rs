@@ -128,14 +128,6 @@ enum Command {
         #[arg(last = true)]
         command: Vec<std::ffi::OsString>,
     },
-    /// Internal: the isolated negative probe `check` runs in a child process.
-    #[command(hide = true)]
-    NegativeProbe {
-        #[arg(long)]
-        owner: usize,
-        #[arg(long)]
-        accessor: usize,
-    },
 }
 
 fn main() -> ExitCode {
@@ -143,6 +135,12 @@ fn main() -> ExitCode {
     // closed pipe; the default action ends the command quietly, as other Unix tools end.
     // SAFETY: resets one signal to its default disposition, before any other thread exists.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    // As `check`'s child, this binary runs one negative probe (`check::NEGATIVE_PROBE`), before
+    // any argument is read as a subcommand's.
+    if let Some(code) = peerpool::child::Roles::new().reporting(check::NEGATIVE_PROBE, check::negative_probe).dispatch()
+    {
+        return code;
+    }
     match Cli::parse().command.unwrap_or(Command::Facts) {
         Command::Check { topology, timing, out, quiet, require_gpus } => {
             check::run(check::Options { topology, timing, out, quiet, require_gpus })
@@ -155,7 +153,6 @@ fn main() -> ExitCode {
         Command::Facts => facts(),
         Command::Topologies => topologies(),
         Command::Report { dir, json, markdown, junit } => report(dir, json, markdown, junit),
-        Command::NegativeProbe { owner, accessor } => check::negative_probe(owner, accessor),
         Command::Sim { topology, faults, trace, seed, timing, shim, real, libcuda, print_env, command } => {
             sim::run(sim::Options { topology, faults, trace, seed, timing, shim, real, libcuda, print_env, command })
         }

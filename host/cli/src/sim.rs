@@ -118,6 +118,8 @@ fn trace_setting(trace: &Path) -> Result<String, String> {
 /// The shim: `--shim`, else `$PEERPOOL_SHIM`, else beside this binary (where `cargo build -p
 /// peerpool-shim` puts it).
 fn locate_shim(explicit: Option<PathBuf>) -> Result<PathBuf, String> {
+    // Not to run a child (that is `peerpool::child`'s): cargo puts the shim beside this command,
+    // wherever the build directory is.
     let beside = || std::env::current_exe().ok().and_then(|exe| Some(exe.parent()?.join(SHIM_FILE)));
     let shim = explicit.or_else(|| std::env::var_os(SHIM_ENV).map(PathBuf::from)).or_else(beside);
     match shim {

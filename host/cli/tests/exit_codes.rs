@@ -3,10 +3,11 @@
 
 mod support;
 
-use peerpool::child::ChildReport;
+use libtest_mimic::{Arguments, Trial};
+use peerpool::child::{ChildReport, ROLE_ENV};
 use peerpool::report::{BuildRecord, HardwareRecord, Plan, Status, TrialRecord};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, ExitCode, Output};
 use std::time::{Duration, Instant};
 
 /// The command with `args`, its hardware settings cleared and then `env` set.
@@ -50,7 +51,6 @@ fn topology_file(dir: &Path, text: &str) -> PathBuf {
     path
 }
 
-#[test]
 fn help_shows_the_table() {
     let output = peerpool(&["--help"]);
     assert_eq!(code(&output), 0);
@@ -63,7 +63,6 @@ fn help_shows_the_table() {
     assert_eq!(code(&peerpool(&["bench", "--repeats", "0"])), 2);
 }
 
-#[test]
 fn check_exits_by_what_it_found() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
@@ -89,7 +88,6 @@ fn check_exits_by_what_it_found() {
     }
 }
 
-#[test]
 fn check_simulates_the_topology_the_environment_names() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
@@ -111,7 +109,6 @@ fn check_simulates_the_topology_the_environment_names() {
 
 /// A setting that is not UTF-8 is refused, naming it, never taken as unset: a CI job's
 /// `PEERPOOL_REQUIRE_GPUS=2<0xff>` once ran the simulator and passed.
-#[test]
 fn a_setting_that_is_not_utf8_is_refused_not_taken_as_unset() {
     use std::os::unix::ffi::OsStringExt;
     let dir = tempfile::tempdir().unwrap();
@@ -134,7 +131,6 @@ fn a_setting_that_is_not_utf8_is_refused_not_taken_as_unset() {
     }
 }
 
-#[test]
 fn check_with_gpus_required_never_falls_back_to_the_simulator() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
@@ -168,7 +164,6 @@ fn check_with_gpus_required_never_falls_back_to_the_simulator() {
     }
 }
 
-#[test]
 fn a_bad_out_directory_is_refused_before_any_work() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("file");
@@ -191,7 +186,6 @@ fn a_bad_out_directory_is_refused_before_any_work() {
     assert_eq!(code(&output), 2, "{}", text(&output));
 }
 
-#[test]
 fn check_replaces_a_planted_link_instead_of_writing_through_it() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
@@ -204,12 +198,7 @@ fn check_replaces_a_planted_link_instead_of_writing_through_it() {
     assert!(std::fs::symlink_metadata(out.join("check.md")).unwrap().is_file());
 }
 
-#[test]
 fn commands_that_need_a_gpu_say_so() {
-    if !no_driver() {
-        println!("skipped: a CUDA driver is here, so bench and facts would run");
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
     let output = peerpool(&["bench", "--out", dir.path().join("bench").to_str().unwrap()]);
     assert_eq!(code(&output), GPUS_REQUIRED, "{}", text(&output));
@@ -243,7 +232,6 @@ fn report(dir: &Path, extra: &[&str]) -> Output {
     peerpool(&args)
 }
 
-#[test]
 fn report_exits_by_what_it_merged() {
     assert_eq!(code(&report(report_dir(&[trial("a", Status::Passed)]).path(), &[])), 0);
     assert_eq!(code(&report(report_dir(&[trial("a", Status::Failed)]).path(), &[])), 1);
@@ -260,7 +248,6 @@ fn report_exits_by_what_it_merged() {
     assert!(text(&output).contains("x.result.json"), "{}", text(&output));
 }
 
-#[test]
 fn report_writes_junit_with_every_skip_and_its_reason() {
     let mut skipped = trial("b", Status::Skipped);
     skipped.detail = Some("needs 2 GPUs, found 0".into());
@@ -277,7 +264,6 @@ fn report_writes_junit_with_every_skip_and_its_reason() {
     assert!(std::fs::read_to_string(&elsewhere).unwrap().contains("<testcase name=\"a\""));
 }
 
-#[test]
 fn report_refuses_one_path_for_both_outputs() {
     let dir = report_dir(&[trial("a", Status::Passed)]);
     let same = dir.path().join("same");
@@ -298,7 +284,6 @@ fn report_refuses_one_path_for_both_outputs() {
 
 /// Outside a cargo target directory, without $PEERPOOL_REPORT_DIR or $XDG_RUNTIME_DIR, there
 /// is no report directory: not a shared one in /tmp.
-#[test]
 fn no_report_directory_falls_back_to_a_shared_one() {
     let dir = tempfile::tempdir().unwrap();
     let copy = dir.path().join("peerpool");
@@ -331,13 +316,8 @@ fn no_report_directory_falls_back_to_a_shared_one() {
     assert!(text(&output).contains(&format!("{}/peerpool-report", runtime.display())), "{}", text(&output));
 }
 
-#[test]
 fn the_negative_probe_child_prints_the_shared_report_line() {
-    if !no_driver() {
-        println!("skipped: a CUDA driver is here, so the probe would touch the GPUs");
-        return;
-    }
-    let output = peerpool(&["negative-probe", "--owner", "0", "--accessor", "1"]);
+    let output = peerpool_with(&["owner=0", "accessor=1"], &[(ROLE_ENV, "negative-probe")]);
     assert_eq!(code(&output), 0);
     match ChildReport::find(&output.stdout) {
         Some(ChildReport::Failed { message }) => assert!(message.contains("no CUDA driver"), "{message}"),
@@ -345,8 +325,30 @@ fn the_negative_probe_child_prints_the_shared_report_line() {
     }
 }
 
+/// The probe child's call is checked before any work: a missing argument or an unknown role is
+/// one line and exit 2, an argument that is not a number a failed report.
+fn a_malformed_probe_call_is_refused() {
+    let output = peerpool_with(&["owner=0"], &[(ROLE_ENV, "negative-probe")]);
+    assert_eq!(code(&output), 2, "{}", text(&output));
+    assert!(text(&output).contains("argument accessor is missing"), "{}", text(&output));
+    let output = peerpool_with(&["owner=0", "accessor=1", "owner=2"], &[(ROLE_ENV, "negative-probe")]);
+    assert_eq!(code(&output), 2, "{}", text(&output));
+    assert!(text(&output).contains("argument owner is given twice"), "{}", text(&output));
+    let output = peerpool_with(&["check"], &[(ROLE_ENV, "negative-probe")]);
+    assert_eq!(code(&output), 2, "{}", text(&output));
+    assert!(text(&output).contains("argument check is not name=value"), "{}", text(&output));
+    let output = peerpool_with(&[], &[(ROLE_ENV, "checker")]);
+    assert_eq!(code(&output), 2, "{}", text(&output));
+    assert!(text(&output).contains("no such role (its roles: negative-probe)"), "{}", text(&output));
+    let output = peerpool_with(&["owner=zero", "accessor=1"], &[(ROLE_ENV, "negative-probe")]);
+    assert_eq!(code(&output), 0, "{}", text(&output));
+    match ChildReport::find(&output.stdout) {
+        Some(ChildReport::Failed { message }) => assert!(message.contains("argument owner=zero"), "{message}"),
+        other => panic!("expected a failed report, got {other:?}: {}", text(&output)),
+    }
+}
+
 /// A reader that went away ends the command by SIGPIPE, as other Unix tools end, not a panic.
-#[test]
 fn a_closed_stdout_ends_the_command_without_a_panic() {
     use std::os::unix::process::ExitStatusExt;
     let (reader, writer) = rustix::pipe::pipe().unwrap();
@@ -359,4 +361,61 @@ fn a_closed_stdout_ends_the_command_without_a_panic() {
         .unwrap();
     assert_eq!(output.status.signal(), Some(libc::SIGPIPE), "{}", text(&output));
     assert!(!text(&output).contains("panicked"), "{}", text(&output));
+}
+
+fn test(name: &'static str, body: fn()) -> Trial {
+    Trial::test(name, move || {
+        body();
+        Ok(())
+    })
+}
+
+/// A trial that runs only where no CUDA driver is (it would touch the GPUs), and is skipped
+/// with `why` elsewhere.
+fn without_a_driver(name: &'static str, body: fn(), why: &'static str) -> Trial {
+    match no_driver() {
+        true => test(name, body),
+        false => {
+            eprintln!("skipped: {name}: {why}");
+            Trial::test(name, move || Err(why.into())).with_ignored_flag(true)
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let trials = vec![
+        test("help_shows_the_table", help_shows_the_table),
+        test("check_exits_by_what_it_found", check_exits_by_what_it_found),
+        test("check_simulates_the_topology_the_environment_names", check_simulates_the_topology_the_environment_names),
+        test(
+            "a_setting_that_is_not_utf8_is_refused_not_taken_as_unset",
+            a_setting_that_is_not_utf8_is_refused_not_taken_as_unset,
+        ),
+        test(
+            "check_with_gpus_required_never_falls_back_to_the_simulator",
+            check_with_gpus_required_never_falls_back_to_the_simulator,
+        ),
+        test("a_bad_out_directory_is_refused_before_any_work", a_bad_out_directory_is_refused_before_any_work),
+        test(
+            "check_replaces_a_planted_link_instead_of_writing_through_it",
+            check_replaces_a_planted_link_instead_of_writing_through_it,
+        ),
+        without_a_driver(
+            "commands_that_need_a_gpu_say_so",
+            commands_that_need_a_gpu_say_so,
+            "a CUDA driver is here, so bench and facts would run",
+        ),
+        test("report_exits_by_what_it_merged", report_exits_by_what_it_merged),
+        test("report_writes_junit_with_every_skip_and_its_reason", report_writes_junit_with_every_skip_and_its_reason),
+        test("report_refuses_one_path_for_both_outputs", report_refuses_one_path_for_both_outputs),
+        test("no_report_directory_falls_back_to_a_shared_one", no_report_directory_falls_back_to_a_shared_one),
+        without_a_driver(
+            "the_negative_probe_child_prints_the_shared_report_line",
+            the_negative_probe_child_prints_the_shared_report_line,
+            "a CUDA driver is here, so the probe would touch the GPUs",
+        ),
+        test("a_malformed_probe_call_is_refused", a_malformed_probe_call_is_refused),
+        test("a_closed_stdout_ends_the_command_without_a_panic", a_closed_stdout_ends_the_command_without_a_panic),
+    ];
+    libtest_mimic::run(&Arguments::from_args(), trials).exit_code()
 }

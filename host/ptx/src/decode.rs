@@ -3,7 +3,10 @@
 //! and its line: nothing is ever run wrong.
 
 use crate::LoadError;
-use crate::ir::{Address, AtomOp, BinOp, BoolOp, Cmp, Op, Round, Space, Src, TerOp, Ty, UnOp};
+use crate::ir::{
+    Address, AtomOp, BarRed, BarRedOp, BinOp, BoolOp, Call, Cmp, FloatClass, FloatMode, Op, Place, ReduxOp, Round,
+    ShflMode, Space, Src, TerOp, Ty, UnOp, VoteMode, WarpOp,
+};
 use crate::parse::{Operand, Scope, address};
 
 /// The modifiers of an opcode, split, with the ones that change nothing here dropped: cache
@@ -79,49 +82,68 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
         "mov" => {
             mods.only(&[]).map_err(unsupported)?;
             let ty = d.ty(&mods)?;
-            if let Some(Operand::Vector(_)) = ops.first() {
-                return Err(unsupported("packing into a vector".into()));
+            match (ops.first(), ops.get(1)) {
+                (Some(Operand::Vector(parts)), _) => {
+                    let part = d.part(ty, parts.len())?;
+                    Op::Unpack { ty: part, d: d.regs(0, parts.len())?, a: d.src(1, ty)? }
+                }
+                (_, Some(Operand::Vector(parts))) => {
+                    let part = d.part(ty, parts.len())?;
+                    Op::Pack { ty: part, d: d.reg(0)?, parts: d.srcs(1, parts.len(), part)? }
+                }
+                _ => Op::Mov { ty, d: d.reg(0)?, a: d.src(1, ty)? },
             }
-            Op::Mov { ty, d: d.reg(0)?, a: d.src(1, ty)? }
         }
         "ld" | "st" => {
             mods.only(&["global", "shared", "local", "param", "const", "v2", "v4", "v8", "L1::evict_last", "L2::64B"])
                 .map_err(unsupported)?;
             let ty = d.ty(&mods)?;
-            let (space, n) = (mods.space(), mods.vector());
+            let (mut space, n) = (mods.space(), mods.vector());
+            // A `.func`'s parameters and a call's `.param`s live in the frame's local memory.
+            let at = d.addr(if name == "ld" { 1 } else { 0 })?;
+            if space == Space::Param && matches!(at.base, Src::Addr(Place::Local(_))) {
+                space = Space::Local;
+            }
             if name == "ld" {
                 let regs = d.regs(0, n)?;
-                Op::Ld { space, ty, d: regs, at: d.addr(1)? }
+                Op::Ld { space, ty, d: regs, at }
             } else {
                 let srcs = d.srcs(1, n, ty)?;
-                Op::St { space, ty, s: srcs, at: d.addr(0)? }
+                Op::St { space, ty, s: srcs, at }
             }
         }
-        "add" | "sub" | "mul" | "div" | "rem" | "min" | "max" | "and" | "or" | "xor" | "shl" | "shr" | "copysign" => {
+        "add" | "sub" | "mul" | "div" | "rem" | "min" | "max" | "and" | "or" | "xor" | "shl" | "shr" | "copysign"
+        | "mul24" => {
             let ty = d.ty(&mods)?;
-            float_rounding(&mods, ty).map_err(unsupported)?;
+            let fm = float_mode(&mods, ty);
             let op = match (name, mods.has("sat"), mods.has("lo"), mods.has("hi"), mods.has("wide")) {
+                ("add", true, ..) if ty.float() => BinOp::Add,
+                ("sub", true, ..) if ty.float() => BinOp::Sub,
+                ("mul", true, ..) if ty.float() => BinOp::MulLo,
                 ("add", false, ..) => BinOp::Add,
                 ("add", true, ..) if ty == Ty::S32 => BinOp::AddSat,
                 ("sub", false, ..) => BinOp::Sub,
                 ("sub", true, ..) if ty == Ty::S32 => BinOp::SubSat,
-                ("mul", _, true, _, _) => BinOp::MulLo,
-                ("mul", _, _, true, _) => BinOp::MulHi,
-                ("mul", _, _, _, true) => BinOp::MulWide,
+                ("mul24", false, true, _, _) if ty.bits() == 32 => BinOp::Mul24Lo,
+                ("mul24", false, _, true, _) if ty.bits() == 32 => BinOp::Mul24Hi,
+                ("mul", false, true, _, _) => BinOp::MulLo,
+                ("mul", false, _, true, _) => BinOp::MulHi,
+                ("mul", false, _, _, true) if ty.bits() <= 32 => BinOp::MulWide,
                 ("mul", false, false, false, false) if ty.float() => BinOp::MulLo,
-                ("div", ..) => BinOp::Div,
-                ("rem", ..) if !ty.float() => BinOp::Rem,
-                ("min", ..) => BinOp::Min,
-                ("max", ..) => BinOp::Max,
-                ("and", ..) => BinOp::And,
-                ("or", ..) => BinOp::Or,
-                ("xor", ..) => BinOp::Xor,
-                ("shl", ..) => BinOp::Shl,
-                ("shr", ..) => BinOp::Shr,
-                ("copysign", ..) if ty.float() => BinOp::CopySign,
+                ("div", false, ..) => BinOp::Div,
+                ("rem", false, ..) if !ty.float() => BinOp::Rem,
+                ("min", false, ..) => BinOp::Min,
+                ("max", false, ..) => BinOp::Max,
+                ("and", false, ..) => BinOp::And,
+                ("or", false, ..) => BinOp::Or,
+                ("xor", false, ..) => BinOp::Xor,
+                ("shl", false, ..) => BinOp::Shl,
+                ("shr", false, ..) => BinOp::Shr,
+                ("copysign", false, ..) if ty.float() => BinOp::CopySign,
                 _ => return Err(unsupported("this form".into())),
             };
-            mods.only(&["sat", "lo", "hi", "wide", "rn", "ftz", "approx", "full", "NaN"]).map_err(unsupported)?;
+            mods.only(&["sat", "lo", "hi", "wide", "rn", "rz", "rm", "rp", "ftz", "approx", "full", "NaN"])
+                .map_err(unsupported)?;
             let float_op = matches!(
                 op,
                 BinOp::Add | BinOp::Sub | BinOp::MulLo | BinOp::Div | BinOp::Min | BinOp::Max | BinOp::CopySign
@@ -129,44 +151,99 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
             if ty.float() && !float_op {
                 return Err(unsupported("this operation on floats".into()));
             }
-            if mods.has("NaN") {
-                return Err(unsupported("the modifier .NaN".into()));
+            if mods.has("NaN") || (ty.float() && ty.bits() == 64 && fm.sat) {
+                return Err(unsupported("this modifier".into()));
             }
             let shift = matches!(op, BinOp::Shl | BinOp::Shr);
             let b_ty = if shift { Ty::U32 } else { ty };
-            Op::Binary { op, ty, ftz: mods.has("ftz"), d: d.reg(0)?, a: d.src(1, ty)?, b: d.src(2, b_ty)? }
+            Op::Binary { op, ty, fm, d: d.reg(0)?, a: d.src(1, ty)?, b: d.src(2, b_ty)? }
         }
-        "mad" | "fma" => {
+        "mad" | "fma" | "mad24" | "sad" => {
             let ty = d.ty(&mods)?;
-            float_rounding(&mods, ty).map_err(unsupported)?;
-            mods.only(&["lo", "hi", "wide", "rn", "ftz", "sat"]).map_err(unsupported)?;
-            let op = match (ty.float(), mods.has("lo"), mods.has("hi"), mods.has("wide")) {
-                (true, ..) if !mods.has("sat") => TerOp::Fma,
-                (false, true, _, _) => TerOp::MadLo,
-                (false, _, true, _) if !mods.has("sat") => TerOp::MadHi,
-                (false, _, _, true) => TerOp::MadWide,
+            let fm = float_mode(&mods, ty);
+            mods.only(&["lo", "hi", "wide", "rn", "rz", "rm", "rp", "ftz", "sat"]).map_err(unsupported)?;
+            let op = match (name, ty.float(), mods.has("lo"), mods.has("hi"), mods.has("wide")) {
+                (_, true, ..) if ty.bits() == 32 || !fm.sat => TerOp::Fma,
+                ("sad", false, ..) => TerOp::Sad,
+                ("mad24", false, true, _, _) if ty.bits() == 32 && !fm.sat => TerOp::Mad24Lo,
+                ("mad24", false, _, true, _) if ty.bits() == 32 && !fm.sat => TerOp::Mad24Hi,
+                ("mad", false, true, _, _) if !fm.sat => TerOp::MadLo,
+                ("mad", false, _, true, _) if !fm.sat => TerOp::MadHi,
+                ("mad", false, _, _, true) if !fm.sat => TerOp::MadWide,
                 _ => return Err(unsupported("this form".into())),
             };
             let c_ty = match op {
                 TerOp::MadWide => widened(ty).ok_or_else(|| unsupported("a type that does not widen".into()))?,
                 _ => ty,
             };
-            Op::Ternary {
-                op,
-                ty,
-                ftz: mods.has("ftz"),
-                d: d.reg(0)?,
-                a: d.src(1, ty)?,
-                b: d.src(2, ty)?,
-                c: d.src(3, c_ty)?,
+            Op::Ternary { op, ty, fm, d: d.reg(0)?, a: d.src(1, ty)?, b: d.src(2, ty)?, c: d.src(3, c_ty)? }
+        }
+        "bfe" | "prmt" | "lop3" | "shf" | "dp4a" | "dp2a" | "slct" => {
+            let tys: Vec<Ty> = mods.words.iter().filter_map(|w| Ty::named(w)).collect();
+            let ty = *tys.first().ok_or_else(|| d.bad("no type"))?;
+            mods.only(&["l", "r", "clamp", "wrap", "lo", "hi"]).map_err(unsupported)?;
+            let (op, b_ty, c_ty, sources) = match name {
+                "bfe" if ty.bits() >= 32 => (TerOp::Bfe, Ty::U32, Ty::U32, 3),
+                "prmt" if ty.bits() == 32 => (TerOp::Prmt, ty, ty, 3),
+                "lop3" if ty.bits() == 32 => match ops.get(4) {
+                    Some(Operand::Int(lut)) => (TerOp::Lop3(*lut as u8), ty, ty, 3),
+                    _ => return Err(unsupported("a look-up table that is not a number".into())),
+                },
+                "shf" if ty.bits() == 32 && (mods.has("l") || mods.has("r")) => {
+                    let op = TerOp::Shf { left: mods.has("l"), clamp: mods.has("clamp") };
+                    (op, ty, Ty::U32, 3)
+                }
+                "dp4a" | "dp2a" if tys.len() == 2 && tys.iter().all(|t| t.bits() == 32) => {
+                    let two = (name == "dp2a").then(|| mods.has("hi"));
+                    let op = TerOp::Dp { a_signed: tys[0].signed(), b_signed: tys[1].signed(), two };
+                    (op, Ty::B32, Ty::B32, 3)
+                }
+                "slct" if tys.len() == 2 && matches!(tys[1], Ty::S32 | Ty::F32) => {
+                    (TerOp::Slct { float_c: tys[1] == Ty::F32 }, ty, tys[1], 3)
+                }
+                _ => return Err(unsupported("this form".into())),
+            };
+            if op == TerOp::Prmt && mods.words.iter().any(|w| Ty::named(w).is_none()) {
+                return Err(unsupported("a prmt mode".into()));
             }
+            let _ = sources;
+            let fm = FloatMode::default();
+            Op::Ternary { op, ty, fm, d: d.reg(0)?, a: d.src(1, ty)?, b: d.src(2, b_ty)?, c: d.src(3, c_ty)? }
+        }
+        "bfi" => {
+            let ty = d.ty(&mods)?;
+            mods.only(&[]).map_err(unsupported)?;
+            if ty.bits() < 32 {
+                return Err(unsupported("this type".into()));
+            }
+            let (a, b) = (d.src(1, ty)?, d.src(2, ty)?);
+            Op::Bfi { ty, d: d.reg(0)?, a, b, pos: d.src(3, Ty::U32)?, len: d.src(4, Ty::U32)? }
+        }
+        "testp" => {
+            let ty = d.ty(&mods)?;
+            let classes = [
+                ("finite", FloatClass::Finite),
+                ("infinite", FloatClass::Infinite),
+                ("number", FloatClass::Number),
+                ("notanumber", FloatClass::NotANumber),
+                ("normal", FloatClass::Normal),
+                ("subnormal", FloatClass::Subnormal),
+            ];
+            let class = classes.iter().find(|(m, _)| mods.has(m)).map(|c| c.1);
+            let class = class.ok_or_else(|| unsupported("no class".into()))?;
+            mods.only(&["finite", "infinite", "number", "notanumber", "normal", "subnormal"]).map_err(unsupported)?;
+            if !ty.float() {
+                return Err(unsupported("this type".into()));
+            }
+            Op::Unary { op: UnOp::Test(class), ty, fm: FloatMode::default(), d: d.reg(0)?, a: d.src(1, ty)? }
         }
         "neg" | "abs" | "not" | "cnot" | "popc" | "clz" | "brev" | "sqrt" | "rcp" | "rsqrt" | "sin" | "cos" | "lg2"
         | "ex2" | "bfind" => {
             let ty = d.ty(&mods)?;
-            float_rounding(&mods, ty).map_err(unsupported)?;
-            mods.only(&["rn", "ftz", "approx", "full"]).map_err(unsupported)?;
+            let fm = float_mode(&mods, ty);
+            mods.only(&["rn", "rz", "rm", "rp", "ftz", "approx", "full", "shiftamt"]).map_err(unsupported)?;
             let op = match name {
+                "bfind" if mods.has("shiftamt") => UnOp::BfindShift,
                 "neg" => UnOp::Neg,
                 "abs" => UnOp::Abs,
                 "not" => UnOp::Not,
@@ -188,7 +265,10 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
             if float_only != ty.float() && !matches!(op, UnOp::Neg | UnOp::Abs) {
                 return Err(unsupported("this type".into()));
             }
-            Op::Unary { op, ty, ftz: mods.has("ftz"), d: d.reg(0)?, a: d.src(1, ty)? }
+            if fm.round != Round::Nearest && !matches!(op, UnOp::Sqrt | UnOp::Rcp) {
+                return Err(unsupported("a rounding on this operation".into()));
+            }
+            Op::Unary { op, ty, fm, d: d.reg(0)?, a: d.src(1, ty)? }
         }
         "setp" => {
             let ty = d.ty(&mods)?;
@@ -223,9 +303,10 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
             mods.only(&["rn", "rz", "rm", "rp", "rni", "rzi", "rmi", "rpi", "sat", "ftz"]).map_err(unsupported)?;
             let round_int = ["rni", "rzi", "rmi", "rpi"].iter().position(|r| mods.has(r)).map(rounding);
             let round_float = ["rn", "rz", "rm", "rp"].iter().position(|r| mods.has(r)).map(rounding);
-            // Float to a narrower float, or an integer to a float, rounds; only to nearest here.
-            if round_float.is_some_and(|r| r != Round::Nearest) {
-                return Err(unsupported("a rounding other than to nearest".into()));
+            // Float to a narrower float, or an integer to a float, rounds (to nearest unless
+            // written); a float to an integer rounds as `.rni/.rzi/.rmi/.rpi` say.
+            if round_float.is_some() && (!to.float() || (from.float() && to.bits() >= from.bits())) {
+                return Err(unsupported("a float rounding on a conversion that does not round".into()));
             }
             if to.float() && from.float() && to.bits() > from.bits() && (round_float.is_some() || round_int.is_some()) {
                 return Err(unsupported("a rounding on a widening conversion".into()));
@@ -240,6 +321,7 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
                 to,
                 from,
                 round_int,
+                round: round_float.unwrap_or(Round::Nearest),
                 sat: mods.has("sat"),
                 ftz: mods.has("ftz"),
                 d: d.reg(0)?,
@@ -286,16 +368,118 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
                 _ => return Err(unsupported("an indirect branch".into())),
             }
         }
+        "bar" if mods.has("warp") => {
+            mods.only(&["warp", "sync"]).map_err(unsupported)?;
+            Op::Warp { op: WarpOp::Sync, mask: Some(d.src(0, Ty::U32)?) }
+        }
         "bar" | "barrier" => {
-            mods.only(&["sync", "arrive", "red", "cta"]).map_err(unsupported)?;
-            if mods.has("red") {
-                return Err(unsupported("barrier reductions".into()));
+            mods.only(&["sync", "arrive", "red", "cta", "popc", "and", "or"]).map_err(unsupported)?;
+            // bar.red d, id[, count], {!}p: the destination comes first, the predicate last.
+            let red = match (mods.has("red"), ["popc", "and", "or"].iter().position(|m| mods.has(m))) {
+                (false, None) => None,
+                (true, Some(i)) => {
+                    let (p, negated) = d.pred(ops.len().saturating_sub(1))?;
+                    Some(BarRed { op: [BarRedOp::Popc, BarRedOp::And, BarRedOp::Or][i], d: d.reg(0)?, p, negated })
+                }
+                _ => return Err(unsupported("this form".into())),
+            };
+            let first = red.is_some() as usize;
+            let counted = ops.len() - 2 * first; // id and count, without d and p
+            let id = if counted == 0 { Src::Imm(0) } else { d.src(first, Ty::U32)? };
+            let threads = if counted > 1 { Some(d.src(first + 1, Ty::U32)?) } else { None };
+            Op::Bar { id, threads, wait: !mods.has("arrive"), red }
+        }
+        "shfl" => {
+            if !mods.has("sync") {
+                return Err(unsupported("shfl without .sync (not on sm_70 and later)".into()));
             }
-            let id = if ops.is_empty() { Src::Imm(0) } else { d.src(0, Ty::U32)? };
-            let threads = if ops.len() > 1 { Some(d.src(1, Ty::U32)?) } else { None };
-            Op::Bar { id, threads, wait: !mods.has("arrive") }
+            mods.only(&["sync", "up", "down", "bfly", "idx"]).map_err(unsupported)?;
+            let modes = [ShflMode::Up, ShflMode::Down, ShflMode::Bfly, ShflMode::Idx];
+            let mode = ["up", "down", "bfly", "idx"].iter().position(|m| mods.has(m)).map(|i| modes[i]);
+            let mode = mode.ok_or_else(|| unsupported("no mode".into()))?;
+            if d.ty(&mods)?.bits() != 32 {
+                return Err(unsupported("this type".into()));
+            }
+            let (dst, p) = d.reg_pair(0)?;
+            let (a, b, c) = (d.src(1, Ty::B32)?, d.src(2, Ty::B32)?, d.src(3, Ty::B32)?);
+            Op::Warp { op: WarpOp::Shfl { mode, d: dst, p, a, b, c }, mask: Some(d.src(4, Ty::B32)?) }
+        }
+        "vote" => {
+            if !mods.has("sync") {
+                return Err(unsupported("vote without .sync (not on sm_70 and later)".into()));
+            }
+            mods.only(&["sync", "all", "any", "ballot"]).map_err(unsupported)?;
+            // `.uni` is dropped with the ignored modifiers (`bra.uni`): here it is the mode.
+            let uni = opcode.split('.').any(|m| m == "uni");
+            let modes = [VoteMode::All, VoteMode::Any, VoteMode::Ballot];
+            let mode = ["all", "any", "ballot"].iter().position(|m| mods.has(m)).map(|i| modes[i]);
+            let mode = if uni { Some(VoteMode::Uni) } else { mode };
+            let mode = mode.ok_or_else(|| unsupported("no mode".into()))?;
+            let (a, negated) = d.pred(1)?;
+            Op::Warp { op: WarpOp::Vote { mode, d: d.reg(0)?, a, negated }, mask: Some(d.src(2, Ty::B32)?) }
+        }
+        "match" => {
+            mods.only(&["sync", "any", "all"]).map_err(unsupported)?;
+            let ty = d.ty(&mods)?;
+            if !mods.has("sync") || !matches!(ty.bits(), 32 | 64) {
+                return Err(unsupported("this form".into()));
+            }
+            let (dst, p) = d.reg_pair(0)?;
+            let all = mods.has("all");
+            if !all && p.is_some() {
+                return Err(unsupported("a predicate on match.any".into()));
+            }
+            let op = WarpOp::Match { all, wide: ty.bits() == 64, d: dst, p, a: d.src(1, ty)? };
+            Op::Warp { op, mask: Some(d.src(2, Ty::B32)?) }
+        }
+        "redux" => {
+            mods.only(&["sync", "add", "min", "max", "and", "or", "xor"]).map_err(unsupported)?;
+            let ty = d.ty(&mods)?;
+            let ops_ = [ReduxOp::Add, ReduxOp::Min, ReduxOp::Max, ReduxOp::And, ReduxOp::Or, ReduxOp::Xor];
+            let op = ["add", "min", "max", "and", "or", "xor"].iter().position(|m| mods.has(m)).map(|i| ops_[i]);
+            let op = op.ok_or_else(|| unsupported("no operation".into()))?;
+            if !mods.has("sync") || ty.bits() != 32 || ty.float() {
+                return Err(unsupported("this form".into()));
+            }
+            let op = WarpOp::Redux { op, signed: ty.signed(), d: d.reg(0)?, a: d.src(1, ty)? };
+            Op::Warp { op, mask: Some(d.src(2, Ty::B32)?) }
+        }
+        "activemask" => {
+            mods.only(&[]).map_err(unsupported)?;
+            Op::Warp { op: WarpOp::ActiveMask { d: d.reg(0)? }, mask: None }
         }
         "membar" | "fence" => Op::Fence,
+        "call" => {
+            mods.only(&[]).map_err(unsupported)?;
+            let (rets, rest) = match ops.first() {
+                Some(Operand::List(r)) => (r.as_slice(), &ops[1..]),
+                _ => (&[][..], &ops[..]),
+            };
+            let callee = match rest.first() {
+                Some(Operand::Name(n)) => *scope
+                    .functions
+                    .get(n)
+                    .ok_or_else(|| LoadError::Syntax { line, what: format!("unknown function {n}") })?,
+                _ => return Err(unsupported("an indirect call".into())),
+            };
+            let args = match rest.get(1) {
+                Some(Operand::List(a)) if rest.len() == 2 => a.as_slice(),
+                None => &[][..],
+                _ => return Err(unsupported("an indirect call or a prototype".into())),
+            };
+            let frame = |o: &Operand| match o {
+                Operand::Place(Place::Local(at)) => Ok((*at, 0, 0)),
+                _ => Err(unsupported("an argument that is not a .param variable".into())),
+            };
+            Op::Call(Box::new(Call {
+                callee,
+                target: 0,
+                registers: 0,
+                local_bytes: 0,
+                args: args.iter().map(frame).collect::<Result<_, _>>()?,
+                rets: rets.iter().map(frame).collect::<Result<_, _>>()?,
+            }))
+        }
         "ret" => Op::Ret,
         "exit" => Op::Exit,
         _ => return Err(LoadError::Unsupported { line, what: format!("{opcode}: not implemented") }),
@@ -307,12 +491,10 @@ fn rounding(i: usize) -> Round {
     [Round::Nearest, Round::Zero, Round::Down, Round::Up][i]
 }
 
-/// Float arithmetic rounds to nearest here: any other rounding is refused.
-fn float_rounding(mods: &Mods, ty: Ty) -> Result<(), String> {
-    match ["rz", "rm", "rp"].iter().find(|r| mods.has(r)) {
-        Some(r) if ty.float() => Err(format!("the rounding .{r}")),
-        _ => Ok(()),
-    }
+/// A float instruction's rounding (to nearest unless written), `.ftz` and `.sat`.
+fn float_mode(mods: &Mods, ty: Ty) -> FloatMode {
+    let round = ["rn", "rz", "rm", "rp"].iter().position(|r| mods.has(r)).map_or(Round::Nearest, rounding);
+    FloatMode { round, ftz: mods.has("ftz"), sat: ty.float() && mods.has("sat") }
 }
 
 fn widened(ty: Ty) -> Option<Ty> {
@@ -414,6 +596,24 @@ impl Decoder<'_> {
         }
     }
 
+    /// A destination that may carry a predicate too: `d` or `d|p`.
+    fn reg_pair(&self, i: usize) -> Result<(u32, Option<u32>), LoadError> {
+        match self.get(i)? {
+            Operand::Pair(a, b) => Ok((*a, Some(*b))),
+            _ => Ok((self.reg(i)?, None)),
+        }
+    }
+
+    /// The type of each of `n` parts of a `ty` packed by `mov`.
+    fn part(&self, ty: Ty, n: usize) -> Result<Ty, LoadError> {
+        match (ty.bits(), n) {
+            (64, 2) => Ok(Ty::B32),
+            (64, 4) | (32, 2) => Ok(Ty::B16),
+            (32, 4) => Ok(Ty::B8),
+            _ => Err(self.bad("a vector that does not pack into this type")),
+        }
+    }
+
     /// `n` sources, as for [`Decoder::regs`].
     fn srcs(&self, i: usize, n: usize, ty: Ty) -> Result<Vec<Src>, LoadError> {
         match (self.get(i)?, n) {
@@ -444,6 +644,7 @@ impl Decoder<'_> {
                 (Ty::F64, false) => (f32::from_bits(*bits as u32) as f64).to_bits(),
                 _ => *bits,
             }),
+            Operand::Place(place) => Src::Addr(*place),
             Operand::Name(n) => Src::Addr(self.scope.place(n).ok_or_else(|| self.bad(&format!("unknown name {n}")))?),
             _ => return Err(self.bad("a value was expected")),
         })

@@ -189,6 +189,21 @@ pub enum UnOp {
     Lg2,
     Ex2,
     Bfind,
+    /// `bfind.shiftamt`: the left shift that brings that bit to the top.
+    BfindShift,
+    /// `testp`: the result is whether the float is of this class.
+    Test(FloatClass),
+}
+
+/// The classes `testp` asks about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FloatClass {
+    Finite,
+    Infinite,
+    Number,
+    NotANumber,
+    Normal,
+    Subnormal,
 }
 
 /// A two-operand operation.
@@ -213,6 +228,10 @@ pub enum BinOp {
     Shr,
     /// `copysign`: the magnitude of the second operand with the sign of the first.
     CopySign,
+    /// `mul24.lo`/`.hi`: the product of the low 24 bits (sign-extended when signed); its low
+    /// 32 bits, or bits 16 to 47.
+    Mul24Lo,
+    Mul24Hi,
 }
 
 /// A three-operand operation.
@@ -223,6 +242,31 @@ pub enum TerOp {
     MadWide,
     /// A fused multiply-add, rounded once (also `mad.f32`/`f64`, which PTX defines so on sm_20+).
     Fma,
+    Mad24Lo,
+    Mad24Hi,
+    /// `sad`: `c + |a - b|`.
+    Sad,
+    /// `bfe`: bits `b` (position) and `c` (length) of `a`, sign-extended when signed.
+    Bfe,
+    /// `prmt` (default mode): bytes of `b:a` chosen by the nibbles of `c`.
+    Prmt,
+    /// `lop3` with its look-up table.
+    Lop3(u8),
+    /// `shf.l`/`shf.r` (`clamp`: shifts past 32 stay 32; else modulo 32).
+    Shf {
+        left: bool,
+        clamp: bool,
+    },
+    /// `dp4a`/`dp2a.lo`/`dp2a.hi`: `c` plus the dot product of bytes (and halves).
+    Dp {
+        a_signed: bool,
+        b_signed: bool,
+        two: Option<bool>,
+    },
+    /// `slct`: `a` when `c >= 0`, else `b` (`c` a float when `float_c`).
+    Slct {
+        float_c: bool,
+    },
 }
 
 /// An atomic operation.
@@ -251,14 +295,14 @@ pub enum Op {
     Unary {
         op: UnOp,
         ty: Ty,
-        ftz: bool,
+        fm: FloatMode,
         d: Reg,
         a: Src,
     },
     Binary {
         op: BinOp,
         ty: Ty,
-        ftz: bool,
+        fm: FloatMode,
         d: Reg,
         a: Src,
         b: Src,
@@ -266,7 +310,7 @@ pub enum Op {
     Ternary {
         op: TerOp,
         ty: Ty,
-        ftz: bool,
+        fm: FloatMode,
         d: Reg,
         a: Src,
         b: Src,
@@ -293,6 +337,8 @@ pub enum Op {
         to: Ty,
         from: Ty,
         round_int: Option<Round>,
+        /// How a float result rounds (`.rn/.rz/.rm/.rp`; to nearest when not written).
+        round: Round,
         sat: bool,
         ftz: bool,
         d: Reg,
@@ -303,6 +349,27 @@ pub enum Op {
         to: bool,
         space: Space,
         d: Reg,
+        a: Src,
+    },
+    /// `bfi`: `len` low bits of `a` inserted into `b` at `pos`.
+    Bfi {
+        ty: Ty,
+        d: Reg,
+        a: Src,
+        b: Src,
+        pos: Src,
+        len: Src,
+    },
+    /// `mov.b64 d, {a, b}`: narrower values packed, the first lowest.
+    Pack {
+        ty: Ty,
+        d: Reg,
+        parts: Vec<Src>,
+    },
+    /// `mov.b64 {a, b}, s`: a value split into narrower parts, the first lowest.
+    Unpack {
+        ty: Ty,
+        d: Vec<Option<Reg>>,
         a: Src,
     },
     Ld {
@@ -329,21 +396,160 @@ pub enum Op {
     Bra {
         target: u32,
     },
-    /// `bar.sync`/`barrier.sync` (`bar.arrive` does not wait).
+    /// `bar.sync`/`barrier.sync` (`bar.arrive` does not wait), and `bar.red`, which also
+    /// reduces a predicate over the threads that meet there.
     Bar {
         id: Src,
         threads: Option<Src>,
         wait: bool,
+        red: Option<BarRed>,
+    },
+    /// A warp-synchronous instruction: the thread waits until every lane it names has come
+    /// to one of the same kind, then all compute at once.
+    Warp {
+        op: WarpOp,
+        /// The lanes that take part (`activemask`: none, it takes the lanes that are there).
+        mask: Option<Src>,
     },
     /// Memory fences: every access here is seen at once, in program order.
     Fence,
+    /// A call of a `.func`: a new frame of registers and local memory, the arguments copied in
+    /// and, at its `ret`, the results copied back.
+    Call(Box<Call>),
     Ret,
     Exit,
 }
 
-/// How `cvt` rounds a float to an integer, or to a float of another width.
+/// A direct call, linked: where the callee's code starts in the kernel's body, what its frame
+/// holds, and which bytes of the caller's frame go to which of the callee's.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Call {
+    /// The callee, by its index among the module's function names (until linked).
+    pub callee: u32,
+    pub target: u32,
+    pub registers: u32,
+    pub local_bytes: u32,
+    /// Arguments: (caller's offset, callee's offset, bytes), both in local memory of the frame.
+    pub args: Vec<(u32, u32, u32)>,
+    /// Results, copied back at `ret`: (caller's offset, callee's offset, bytes).
+    pub rets: Vec<(u32, u32, u32)>,
+}
+
+/// A barrier's reduction: `bar.red.popc.u32 d, id, p` or `bar.red.{and,or}.pred d, id, p`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BarRed {
+    pub op: BarRedOp,
+    pub d: Reg,
+    pub p: Src,
+    pub negated: bool,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BarRedOp {
+    Popc,
+    And,
+    Or,
+}
+
+/// `shfl.sync`'s ways of naming the source lane.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ShflMode {
+    Up,
+    Down,
+    Bfly,
+    Idx,
+}
+
+/// `vote.sync`'s modes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VoteMode {
+    All,
+    Any,
+    Uni,
+    Ballot,
+}
+
+/// `redux.sync`'s operations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReduxOp {
+    Add,
+    Min,
+    Max,
+    And,
+    Or,
+    Xor,
+}
+
+/// What a warp-synchronous instruction computes once its lanes have met.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum WarpOp {
+    Shfl {
+        mode: ShflMode,
+        d: Reg,
+        p: Option<Reg>,
+        a: Src,
+        b: Src,
+        c: Src,
+    },
+    Vote {
+        mode: VoteMode,
+        d: Reg,
+        a: Src,
+        negated: bool,
+    },
+    /// `match.any` (`all: false`) or `match.all` of a 32- or 64-bit value.
+    Match {
+        all: bool,
+        wide: bool,
+        d: Reg,
+        p: Option<Reg>,
+        a: Src,
+    },
+    Redux {
+        op: ReduxOp,
+        signed: bool,
+        d: Reg,
+        a: Src,
+    },
+    /// `bar.warp.sync`: only the meeting.
+    Sync,
+    /// `activemask`: the lanes that reach it together (not a wait for named lanes).
+    ActiveMask {
+        d: Reg,
+    },
+}
+
+impl WarpOp {
+    /// Lanes meet only at instructions of the same kind and qualifiers.
+    pub(crate) fn same_kind(&self, other: &WarpOp) -> bool {
+        use WarpOp::*;
+        match (self, other) {
+            (Shfl { mode: a, .. }, Shfl { mode: b, .. }) => a == b,
+            (Vote { mode: a, .. }, Vote { mode: b, .. }) => a == b,
+            (Match { all: a, wide: w, .. }, Match { all: b, wide: v, .. }) => a == b && w == v,
+            (Redux { op: a, signed: s, .. }, Redux { op: b, signed: t, .. }) => a == b && s == t,
+            (Sync, Sync) => true,
+            (ActiveMask { .. }, ActiveMask { .. }) => true,
+            _ => false,
+        }
+    }
+}
+
+/// How a float operation rounds and treats subnormals and its range.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FloatMode {
+    pub round: Round,
+    /// `.ftz`: f32 subnormal inputs and results flushed to zero.
+    pub ftz: bool,
+    /// `.sat`: the result clamped to [0, 1], NaN to 0.
+    pub sat: bool,
+}
+
+/// How `cvt` rounds a float to an integer, or to a float of another width; how float
+/// arithmetic rounds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Round {
+    #[default]
     Nearest,
     Zero,
     Down,
@@ -380,12 +586,16 @@ pub struct Param {
     pub align: u32,
 }
 
-/// A function or kernel.
+/// A function or kernel. A kernel's body holds, after its own code, the code of every `.func`
+/// it calls (linked at load); a `.func`'s parameters and results live in its frame's local
+/// memory, at their offsets.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Function {
     pub name: String,
     pub entry: bool,
     pub params: Vec<Param>,
+    /// A `.func`'s results (`.func (.param .b32 r) f(...)`); none for a kernel.
+    pub returns: Vec<Param>,
     /// How many registers the body uses (their kinds are in the instructions' types).
     pub registers: u32,
     /// Bytes of static shared memory it declares.

@@ -17,8 +17,11 @@ pub(crate) enum Operand {
         bits: u64,
         double: bool,
     },
-    /// A name: a variable, parameter, label or function.
+    /// A name: a module variable, label or function.
     Name(String),
+    /// A function's own parameter, local, shared or call `.param`, resolved where it is written
+    /// (names in nested blocks shadow).
+    Place(Place),
     Special(Special),
     /// `[base+offset]`.
     Addr(Box<Operand>, i64),
@@ -30,6 +33,8 @@ pub(crate) enum Operand {
     Pair(u32, u32),
     /// `!p`: a negated predicate operand.
     Not(Box<Operand>),
+    /// `(a, b, ...)`: a call's arguments or results.
+    List(Vec<Operand>),
 }
 
 /// What names mean inside one function: registers, parameters, locals, shared variables.
@@ -40,6 +45,34 @@ pub(crate) struct Scope {
     pub(crate) places: HashMap<String, Place>,
     pub(crate) labels: HashMap<String, u32>,
     pub(crate) module: HashMap<String, u32>,
+    /// Functions declared so far, by name: their index in [`Funcs`].
+    pub(crate) functions: HashMap<String, u32>,
+}
+
+/// Every function the module declares or defines, so that calls can be linked once all are
+/// read.
+#[derive(Default)]
+struct Funcs {
+    ids: HashMap<String, u32>,
+    headers: Vec<Header>,
+}
+
+struct Header {
+    name: String,
+    /// Its index in `Module::functions`, once its body is read.
+    body: Option<usize>,
+}
+
+impl Funcs {
+    fn declare(&mut self, name: &str) -> u32 {
+        if let Some(&id) = self.ids.get(name) {
+            return id;
+        }
+        let id = self.headers.len() as u32;
+        self.ids.insert(name.to_string(), id);
+        self.headers.push(Header { name: name.to_string(), body: None });
+        id
+    }
 }
 
 impl Scope {
@@ -116,6 +149,7 @@ pub(crate) fn module(text: &str) -> Result<Module, LoadError> {
     let mut names: HashMap<String, u32> = HashMap::new();
     let mut shared: HashMap<String, u32> = HashMap::new();
     let mut shared_bytes = 0u32;
+    let mut funcs = Funcs::default();
     while p.peek().is_some() {
         let w = p.word()?;
         match w.as_str() {
@@ -142,10 +176,10 @@ pub(crate) fn module(text: &str) -> Result<Module, LoadError> {
             ".visible" | ".extern" | ".weak" | ".common" => {
                 let external = w == ".extern";
                 let next = p.word()?;
-                declaration(&mut p, &next, external, &mut m, &mut names, &mut shared, &mut shared_bytes)?;
+                declaration(&mut p, &next, external, &mut m, &mut names, &mut shared, &mut shared_bytes, &mut funcs)?;
             }
             ".global" | ".const" | ".shared" | ".entry" | ".func" => {
-                declaration(&mut p, &w, false, &mut m, &mut names, &mut shared, &mut shared_bytes)?
+                declaration(&mut p, &w, false, &mut m, &mut names, &mut shared, &mut shared_bytes, &mut funcs)?
             }
             ".file" | ".section" | ".loc" | ".pragma" => p.skip_statement()?,
             _ => return p.err(format!("unexpected `{w}` at the top level")),
@@ -154,10 +188,13 @@ pub(crate) fn module(text: &str) -> Result<Module, LoadError> {
     if m.target.is_empty() {
         return Err(LoadError::Syntax { line: 1, what: "no .target: this is not PTX".into() });
     }
+    let headers: Vec<(&str, Option<usize>)> = funcs.headers.iter().map(|h| (h.name.as_str(), h.body)).collect();
+    crate::link::link(&mut m, &headers)?;
     Ok(m)
 }
 
 /// A declaration after its linkage: a variable or a function.
+#[allow(clippy::too_many_arguments)]
 fn declaration(
     p: &mut Parser,
     kind: &str,
@@ -166,6 +203,7 @@ fn declaration(
     names: &mut HashMap<String, u32>,
     shared: &mut HashMap<String, u32>,
     shared_bytes: &mut u32,
+    funcs: &mut Funcs,
 ) -> Result<(), LoadError> {
     match kind {
         ".global" | ".const" | ".shared" => {
@@ -188,7 +226,9 @@ fn declaration(
             Ok(())
         }
         ".entry" | ".func" => {
-            if let Some(f) = function(p, kind == ".entry", names, shared, *shared_bytes)? {
+            if let Some(f) = function(p, kind == ".entry", names, shared, *shared_bytes, funcs)? {
+                let id = funcs.ids[&f.name];
+                funcs.headers[id as usize].body = Some(m.functions.len());
                 m.functions.push(f);
             }
             Ok(())
@@ -279,35 +319,34 @@ fn initialiser(p: &mut Parser, ty: Ty) -> Result<Vec<u8>, LoadError> {
 }
 
 /// A function: its header, then its body (or `;` for a declaration, which holds nothing to run).
+/// A kernel's parameters are in the launch's parameter buffer; a `.func`'s results and then
+/// its parameters open its frame's local memory.
 fn function(
     p: &mut Parser,
     entry: bool,
     names: &HashMap<String, u32>,
     shared: &HashMap<String, u32>,
     module_shared: u32,
+    funcs: &mut Funcs,
 ) -> Result<Option<Function>, LoadError> {
-    let header_line = p.line();
-    if p.is('(') {
-        return p.err("functions that return values are not simulated yet");
-    }
-    let name = p.word()?;
     let mut scope = Scope { module: names.clone(), ..Scope::default() };
     for (n, &at) in shared {
         scope.places.insert(n.clone(), Place::Shared(at));
     }
-    let mut params = Vec::new();
-    if p.is('(') {
-        p.punct('(')?;
-        let mut offset = 0u32;
-        while !p.is(')') {
-            let param = parameter(p, &mut offset)?;
-            scope.places.insert(param.name.clone(), Place::Param(param.offset));
-            params.push(param);
-            if p.is(',') {
-                p.punct(',')?;
-            }
+    let mut offset = 0u32;
+    let returns = if p.is('(') {
+        if entry {
+            return p.err("a kernel returns nothing");
         }
-        p.punct(')')?;
+        parameters(p, &mut offset)?
+    } else {
+        Vec::new()
+    };
+    let name = p.word()?;
+    let params = if p.is('(') { parameters(p, &mut offset)? } else { Vec::new() };
+    for param in returns.iter().chain(&params) {
+        let place = if entry { Place::Param(param.offset) } else { Place::Local(param.offset) };
+        scope.places.insert(param.name.clone(), place);
     }
     // Performance directives (.maxntid, .reqntid, .minnctapersm, .maxnreg, .noreturn, ...) do
     // not change what a kernel computes.
@@ -320,19 +359,19 @@ fn function(
             p.next()?;
         }
     }
+    funcs.declare(&name);
     if p.is(';') {
         p.punct(';')?;
         return Ok(None);
     }
-    if !entry {
-        return Err(LoadError::Unsupported {
-            line: header_line,
-            what: format!(".func {name}: calls are not simulated yet"),
-        });
+    if funcs.headers[funcs.ids[&name] as usize].body.is_some() {
+        return p.err(format!("{name} is defined twice"));
     }
+    scope.functions = funcs.ids.clone();
     p.punct('{')?;
-    let mut f =
-        Function { name, entry, params, registers: 0, shared_bytes: module_shared, local_bytes: 0, body: Vec::new() };
+    let local_bytes = if entry { 0 } else { offset };
+    let shared_bytes = module_shared;
+    let mut f = Function { name, entry, params, returns, registers: 0, shared_bytes, local_bytes, body: Vec::new() };
     let raw = body(p, &mut scope, &mut f)?;
     f.registers = scope.count;
     f.body = raw
@@ -344,6 +383,20 @@ fn function(
     Ok(Some(f))
 }
 
+/// `(.param ..., .param ...)`, laid out from `offset` on.
+fn parameters(p: &mut Parser, offset: &mut u32) -> Result<Vec<Param>, LoadError> {
+    let mut params = Vec::new();
+    p.punct('(')?;
+    while !p.is(')') {
+        params.push(parameter(p, offset)?);
+        if p.is(',') {
+            p.punct(',')?;
+        }
+    }
+    p.punct(')')?;
+    Ok(params)
+}
+
 /// `.param [.align N] .type name[dims]` (or `.param .ptr...`).
 fn parameter(p: &mut Parser, offset: &mut u32) -> Result<Param, LoadError> {
     if p.word()? != ".param" {
@@ -351,11 +404,17 @@ fn parameter(p: &mut Parser, offset: &mut u32) -> Result<Param, LoadError> {
     }
     let mut align = 0u32;
     let mut ty = None;
+    // After `.ptr`, `.align` is the pointee's alignment, not the parameter's.
+    let mut pointer = false;
     let name = loop {
         let w = p.word()?;
         match w.as_str() {
+            ".align" if pointer => {
+                p.int()?;
+            }
             ".align" => align = p.int()?.clamp(1, 1 << 12) as u32,
-            ".ptr" | ".global" | ".const" | ".shared" | ".local" => {}
+            ".ptr" => pointer = true,
+            ".global" | ".const" | ".shared" | ".local" => {}
             t if t.starts_with('.') => {
                 ty = Some(Ty::named(&t[1..]).ok_or(()).or_else(|_| p.err(format!("unknown type {t}")))?)
             }
@@ -412,8 +471,10 @@ fn body(p: &mut Parser, scope: &mut Scope, f: &mut Function) -> Result<Vec<Raw>,
                     }
                 }
             }
-            Tok::Word(w) if w == ".local" || w == ".shared" => {
-                let space = if w == ".local" { Space::Local } else { Space::Shared };
+            // A `.param` in a body (a call's arguments and results) lives in the frame's local
+            // memory, as the callee's own parameters do.
+            Tok::Word(w) if w == ".local" || w == ".shared" || w == ".param" => {
+                let space = if w == ".shared" { Space::Shared } else { Space::Local };
                 let var = variable(p, space, false)?;
                 let place = match space {
                     Space::Local => {
@@ -432,7 +493,7 @@ fn body(p: &mut Parser, scope: &mut Scope, f: &mut Function) -> Result<Vec<Raw>,
                 }
                 scope.places.insert(var.name, place);
             }
-            Tok::Word(w) if w == ".pragma" || w == ".loc" || w == ".param" => p.skip_statement()?,
+            Tok::Word(w) if w == ".pragma" || w == ".loc" => p.skip_statement()?,
             Tok::Word(w) if p.is(':') => {
                 p.punct(':')?;
                 scope.labels.insert(w, out.len() as u32);
@@ -533,6 +594,17 @@ fn operand(p: &mut Parser, scope: &Scope) -> Result<Operand, LoadError> {
             }
         }
         Tok::Punct('!') => Ok(Operand::Not(Box::new(operand(p, scope)?))),
+        Tok::Punct('(') => {
+            let mut items = Vec::new();
+            while !p.is(')') {
+                items.push(operand(p, scope)?);
+                if p.is(',') {
+                    p.punct(',')?;
+                }
+            }
+            p.punct(')')?;
+            Ok(Operand::List(items))
+        }
         Tok::Int(v) => Ok(Operand::Int(v)),
         Tok::Float { bits, double } => Ok(Operand::Float { bits, double }),
         Tok::Word(w) if w == "_" => Ok(Operand::Sink),
@@ -555,6 +627,9 @@ fn operand(p: &mut Parser, scope: &Scope) -> Result<Operand, LoadError> {
             }
             if w.starts_with('%') {
                 return Err(LoadError::Unsupported { line: p.line(), what: format!("the register {w}") });
+            }
+            if let Some(&place) = scope.places.get(&w) {
+                return Ok(Operand::Place(place));
             }
             Ok(Operand::Name(w))
         }
@@ -606,6 +681,7 @@ pub(crate) fn address(base: &Operand, offset: i64, scope: &Scope, line: u32) -> 
     let base = match base {
         Operand::Reg(r) => Src::Reg(*r),
         Operand::Int(v) => Src::Imm(*v as u64),
+        Operand::Place(place) => Src::Addr(*place),
         Operand::Name(n) => match scope.place(n) {
             Some(place) => Src::Addr(place),
             None => return Err(LoadError::Syntax { line, what: format!("unknown name {n} in an address") }),

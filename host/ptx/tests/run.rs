@@ -155,12 +155,23 @@ fn barriers_that_cannot_all_be_met_are_a_deadlock_and_endless_loops_run_out() {
 
 #[test]
 fn what_is_not_implemented_is_refused_at_load_with_its_line() {
-    let text = ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k()\n{\n.reg .b32 %r<4>;\nshfl.sync.bfly.b32 %r1, %r2, 1, 31, -1;\nret;\n}\n";
+    let text = ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k()\n{\n.reg .b32 %r<4>;\ncp.async.wait_all;\nret;\n}\n";
     match load(text) {
-        Err(LoadError::Unsupported { line: 7, what }) => assert!(what.starts_with("shfl.sync.bfly.b32"), "{what}"),
+        Err(LoadError::Unsupported { line: 7, what }) => assert!(what.starts_with("cp.async.wait_all"), "{what}"),
         other => panic!("{other:?}"),
     }
-    let rz = ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k()\n{\n.reg .f32 %f<4>;\nadd.rz.f32 %f1, %f2, %f3;\nret;\n}\n";
+    let rz = ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k()\n{\n.reg .f32 %f<4>;\ntanh.approx.f32 %f1, %f2;\nret;\n}\n";
     assert!(matches!(load(rz), Err(LoadError::Unsupported { line: 7, .. })));
     assert!(matches!(load("not ptx at all"), Err(LoadError::Syntax { .. })));
+}
+
+#[test]
+fn a_pointer_parameters_align_is_its_pointees_not_its_own() {
+    // rustc's nvptx backend declares pointers `.ptr .align 1`: the parameter itself still lies
+    // at its natural alignment, as the driver lays out the buffer.
+    let text = ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k(\n.param .u32 n,\n\
+                .param .u64 .ptr .align 1 p\n)\n{\nret;\n}\n";
+    let module = load(text).expect("loads");
+    let params = &module.kernel("k").expect("k").params;
+    assert_eq!((params[1].offset, params[1].size), (8, 8));
 }

@@ -40,11 +40,15 @@ fn named(uuid: &[u8; 16]) -> String {
     }
 }
 
-/// What the simulator says, once, to a program that asks for a private table.
+/// What the simulator says, once, to a program that asks for a table the CUDA runtime asks for.
 const REFUSAL: &str = "is a private interface of NVIDIA's driver that the simulator does not serve: the CUDA \
     runtime (libcudart) authenticates the driver through one of them, so programs built on the CUDA runtime cannot \
     run on simulated GPUs. Use the driver API (cudarc, cuda.core, C with -lcuda) here, or run the program through \
     `peerpool sim --real` on GPUs. cuGetExportTable answers CUDA_ERROR_NOT_SUPPORTED";
+
+/// What it says to a library that asks for another table (NVRTC asks for one and goes on).
+const OTHER: &str = "is a private interface of NVIDIA's driver that the simulator does not serve; a library that \
+    can do without it (NVRTC does) goes on. cuGetExportTable answers CUDA_ERROR_NOT_SUPPORTED";
 
 /// # Safety
 /// `table` is valid for a write of a pointer and a non-null `id` for a read of a UUID.
@@ -64,7 +68,8 @@ pub unsafe extern "C" fn cuGetExportTable(table: *mut *const c_void, id: *const 
             if table.is_null() {
                 return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
             }
-            boundary::name_once_owned(format!("cuGetExportTable: table {}", named(&uuid)), REFUSAL);
+            let what = if KNOWN.iter().any(|k| k.1 == uuid) { REFUSAL } else { OTHER };
+            boundary::name_once_owned(format!("cuGetExportTable: table {}", named(&uuid)), what);
             Err(CUresult::CUDA_ERROR_NOT_SUPPORTED)
         },
     )

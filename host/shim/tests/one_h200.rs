@@ -4,8 +4,9 @@
 //! managed and host-pool memory, every device attribute, the calls around kernels (stream and
 //! context settings, host functions, 16-bit and 2D memsets, 2D copies), foreign images (PTX, a
 //! cubin and fatbins as modules and libraries, and bad images), foreign kernels run from their PTX
-//! (and what answers after one faults), and cuda.core's staging and pool sharing between
-//! processes.
+//! (and what answers after one faults), the PTX executor's corpus of 51 kernels as nvcc and NVRTC
+//! compiled it (every word the same, but the approximate instructions' within the GPU's error
+//! bounds), and cuda.core's staging and pool sharing between processes.
 //!
 //! The C clients need NVIDIA's `cuda.h` (`$PEERPOOL_CUDA_INCLUDE`), the scripts a Python with
 //! cuda-core (`$PEERPOOL_PYTHON`), as the `clients` test, and the foreign-image client its images
@@ -89,6 +90,63 @@ fn same_as_on_one_h200(program: &mut Command, name: &str) -> Result<(), Failed> 
     }
 }
 
+/// The PTX executor's corpus (`host/ptx/tests/corpus`), found at run time.
+fn corpus_dir() -> Result<std::path::PathBuf, Failed> {
+    let manifest = std::env::var_os("CARGO_MANIFEST_DIR").ok_or("CARGO_MANIFEST_DIR is not set")?;
+    Ok(Path::new(&manifest).join("../ptx/tests/corpus"))
+}
+
+/// Whether two words of `approx_math` agree within the GPU's error bounds (the PTX ISA's, as
+/// `peerpool-ptx` states them): its first two words of each eight are `__sinf` and `__cosf`,
+/// within 2^-20.9 absolute on [-pi, pi]; the others within 2 ulp.
+fn approx_agree(index: usize, a: u32, b: u32) -> bool {
+    let ordered = |w: u32| if w < 0x8000_0000 { w as i64 } else { 0x8000_0000 - w as i64 };
+    let (x, y) = (f32::from_bits(a), f32::from_bits(b));
+    match index % 8 {
+        0 | 1 => (x - y).abs() as f64 <= 2f64.powf(-20.9),
+        _ => (ordered(a) - ordered(b)).abs() <= 2,
+    }
+}
+
+/// The corpus through the shim on `one_gpu` prints the record of `name` line for line, but for
+/// `approx_math`'s words, which agree within the GPU's error bounds.
+fn corpus_as_on_one_h200(ptx: &str, name: &str) -> Result<(), Failed> {
+    let want = record(name)?;
+    let mut program = Command::new(c_program("corpus")?);
+    let out = run(program.arg(corpus_dir()?).arg(ptx), &[("PEERPOOL_SIM_TOPOLOGY", "one_gpu")])?;
+    let text = stdout(&out);
+    let (want_lines, got_lines): (Vec<&str>, Vec<&str>) = (want.lines().collect(), text.lines().collect());
+    if want_lines.len() != got_lines.len() {
+        return Err(format!("{} lines, the H200 printed {}\n{text}", got_lines.len(), want_lines.len()).into());
+    }
+    let mut wrong = Vec::new();
+    for (w, g) in want_lines.iter().zip(&got_lines) {
+        let words = |l: &str| -> Vec<u32> {
+            l.split(':')
+                .nth(1)
+                .unwrap_or("")
+                .split_whitespace()
+                .filter_map(|h| u32::from_str_radix(h, 16).ok())
+                .collect()
+        };
+        let agree = match (w.strip_prefix("approx_math["), g.strip_prefix("approx_math[")) {
+            (Some(_), Some(_)) => {
+                let at: usize = w[12..].split(']').next().and_then(|i| i.parse().ok()).unwrap_or(0);
+                let (a, b) = (words(w), words(g));
+                a.len() == b.len() && a.iter().zip(&b).enumerate().all(|(i, (&a, &b))| approx_agree(at + i, a, b))
+            }
+            _ => w == g || (w.starts_with("approx_math: ") && g.starts_with("approx_math: ")),
+        };
+        if !agree {
+            wrong.push(format!("the H200 printed `{w}`, the shim `{g}`"));
+        }
+    }
+    match wrong.is_empty() {
+        true => Ok(()),
+        false => Err(format!("{}\nstderr: {}", wrong.join("\n"), stderr(&out)).into()),
+    }
+}
+
 fn python(script: &str) -> Result<Command, Failed> {
     let mut command = Command::new(std::env::var(PYTHON)?);
     command.arg(clients().join(script));
@@ -133,6 +191,11 @@ fn main() -> ExitCode {
             false => Err(format!("stderr does not say {line:?}: {}", stderr(&out)).into()),
         }
     }));
+    for (ptx, record) in [("corpus.ptx", "corpus.txt"), ("corpus.nvrtc.ptx", "corpus_nvrtc.txt")] {
+        trials.push(trial(format!("ptx_corpus_computes_what_one_h200_did::{ptx}"), CUDA_INCLUDE, move || {
+            corpus_as_on_one_h200(ptx, record)
+        }));
+    }
     for name in ["staging", "pool_ipc"] {
         trials.push(trial(format!("cuda_core_{name}_prints_what_it_printed_on_one_h200"), PYTHON, move || {
             same_as_on_one_h200(&mut python(&format!("{name}.py"))?, &format!("{name}.txt"))

@@ -5,7 +5,7 @@ use super::memory::{ALIGN, Exhausted, Origin};
 use super::state::{EventRec, Fail, PoolPlace, SimResult, State};
 use super::timing::{self, Latencies, Machine, Path, ProcessTime, Work};
 use super::topology::Topology;
-use super::{copies, modules, pools, share, vmm};
+use super::{copies, modules, pools, ptx_kernels, share, vmm};
 use cudarc::driver::sys::CUevent_flags_enum as EventFlag;
 use peerpool::CudaCode;
 use peerpool::CudaError;
@@ -802,7 +802,13 @@ impl Driver for SimDriver {
             }
             // A kernel that is not peerpool's is known by name, not run.
             let Some(kernel) = f.kernel else { return fail(CudaCode::CUDA_ERROR_NOT_SUPPORTED) };
-            kernels::launch(s, device, kernel, shape, args)?;
+            let values = kernels::arguments(kernel, shape, args)?;
+            // Built with `ptx-kernels`, the PTX that ships runs instead of the hand-written
+            // semantics (the fast path `tests/sim_native_kernels.rs` proves equal to it).
+            match cfg!(feature = "ptx-kernels") {
+                true => ptx_kernels::launch_own(s, device, kernel.entry(), shape, &kernels::buffer(kernel, &values))?,
+                false => kernels::launch(s, device, kernel, shape, values),
+            }
             s.work = Some(match s.dead {
                 Some(_) => Work::Fault(device),
                 None => Work::Kernel { device, traffic: kernels::traffic(s, device, kernel, shape, args) },

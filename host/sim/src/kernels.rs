@@ -3,7 +3,7 @@
 //! launching device's access first; a denied or out-of-bounds access kills the simulated
 //! process with a sticky error and changes no byte.
 
-use super::memory::apply_fault;
+use super::device_access::{ILLEGAL, Trap, load, probe_write, store, update};
 use super::state::{SimResult, State};
 use super::timing::Traffic;
 use peerpool::CudaCode;
@@ -27,7 +27,7 @@ pub(super) fn param_info(kernel: Kernel, index: usize) -> Option<(usize, usize)>
 }
 
 /// The most parameters a kernel has: launches are decoded into this many values.
-const MAX_PARAMS: usize = 4;
+pub(super) const MAX_PARAMS: usize = 4;
 const _: () = {
     let mut i = 0;
     while i < Kernel::ALL.len() {
@@ -36,21 +36,9 @@ const _: () = {
     }
 };
 
-/// A device fault: the code the whole simulated process dies with.
-pub(super) struct Trap(CudaCode);
-
-const ILLEGAL: Trap = Trap(CudaCode::CUDA_ERROR_ILLEGAL_ADDRESS);
-
-/// `cuLaunchKernel` on `device`. A bad shape or argument list is refused at launch (not sticky);
-/// a fault inside the kernel returns `Ok` and kills the process, so the error surfaces at the
-/// next call, as a real launch's does at the next synchronise.
-pub(super) fn launch(
-    state: &mut State,
-    device: usize,
-    kernel: Kernel,
-    shape: LaunchShape,
-    args: &[KernelArg],
-) -> SimResult<()> {
+/// The launch's argument values, by parameter, as the driver reads its parameter buffer. A bad
+/// shape or argument list is `CUDA_ERROR_INVALID_VALUE`, refused at launch (not sticky).
+pub(super) fn arguments(kernel: Kernel, shape: LaunchShape, args: &[KernelArg]) -> SimResult<[u64; MAX_PARAMS]> {
     let invalid = || CudaCode::CUDA_ERROR_INVALID_VALUE.into();
     if shape.grid == 0 || shape.grid > i32::MAX as u32 || shape.block == 0 || shape.block > 1024 {
         return Err(invalid());
@@ -70,13 +58,34 @@ pub(super) fn launch(
             _ => return Err(invalid()),
         };
     }
+    // `rem` by zero: unspecified on the GPU.
+    if kernel == Kernel::AtomicAddSys && values[1] == 0 {
+        return Err(invalid());
+    }
+    Ok(values)
+}
+
+/// The parameter buffer of `values`, each aligned to its width, as the driver lays it out.
+pub(super) fn buffer(kernel: Kernel, values: &[u64; MAX_PARAMS]) -> Vec<u8> {
+    let mut buffer = Vec::new();
+    for (value, param) in values.iter().zip(kernel.params()) {
+        let width = param.kind.width();
+        buffer.resize(buffer.len().next_multiple_of(width), 0);
+        buffer.extend(&value.to_le_bytes()[..width]);
+    }
+    buffer
+}
+
+/// `cuLaunchKernel` on `device`, by the kernel's hand-written semantics, with the values
+/// [`arguments`] read. A fault inside the kernel kills the process, so the error surfaces at
+/// the next call, as a real launch's does at the next synchronise.
+pub(super) fn launch(state: &mut State, device: usize, kernel: Kernel, shape: LaunchShape, values: [u64; MAX_PARAMS]) {
     let threads = shape.grid as u64 * shape.block as u64;
     let [a, b, c, d] = values;
     let run = match kernel {
         Kernel::Fill => fill(state, device, a, b, c as u32),
         Kernel::Check => check(state, device, a, b, c as u32, d),
         Kernel::Copy16 => copy16(state, device, a, b, c),
-        Kernel::AtomicAddSys if b == 0 => return Err(invalid()), // `rem` by zero: unspecified on the GPU
         Kernel::AtomicAddSys => atomic_add_sys(state, device, a, b, c as u32, threads),
         // Both folds are the xor of every word a thread read: the load path is all that differs.
         Kernel::Read16 | Kernel::Read16Nc => read16(state, device, a, b, c, d as u32, threads),
@@ -85,7 +94,6 @@ pub(super) fn launch(
     if let Err(Trap(code)) = run {
         state.dead = Some(code);
     }
-    Ok(())
 }
 
 /// What a launch that succeeded moved, by whose memory (for the clock): the kernels' own
@@ -229,75 +237,4 @@ fn word8(b: &[u8]) -> [u8; 8] {
     let mut w = [0u8; 8];
     w.copy_from_slice(&b[..8]);
     w
-}
-
-/// Checks that `device` may touch `[addr, addr + len)`, aligned to `align`.
-fn probe(state: &State, device: usize, addr: u64, len: u64, align: u64) -> Result<(), Trap> {
-    if len == 0 {
-        return Ok(());
-    }
-    if !addr.is_multiple_of(align) {
-        return Err(Trap(CudaCode::CUDA_ERROR_MISALIGNED_ADDRESS));
-    }
-    match state.memory.span(addr, len) {
-        Some((block, _)) if state.can_access(device, block) => Ok(()),
-        _ => Err(ILLEGAL),
-    }
-}
-
-/// As [`probe`], for a write: memory registered read-only faults too.
-pub(super) fn probe_write(state: &State, device: usize, addr: u64, len: u64, align: u64) -> Result<(), Trap> {
-    probe(state, device, addr, len, align)?;
-    state.check_writable(addr, len).map_err(|_| ILLEGAL)
-}
-
-/// What `device` reads at `[addr, addr + len)`, after the link from the memory's device.
-pub(super) fn load(state: &State, device: usize, addr: u64, len: u64, align: u64) -> Result<Vec<u8>, Trap> {
-    probe(state, device, addr, len, align)?;
-    let Some((block, offset)) = state.memory.span(addr, len) else { return Ok(Vec::new()) };
-    let mut data = block.read(offset, len as usize);
-    if let Some(fault) = state.topo.fault(block.device, device) {
-        apply_fault(fault, &mut data, None);
-    }
-    Ok(data)
-}
-
-/// Writes `data` at `addr` from `device`, through the link to the memory's device. The range
-/// has been probed.
-pub(super) fn store(state: &mut State, device: usize, addr: u64, mut data: Vec<u8>) {
-    let owner = state.memory.find(addr).map(|b| b.device);
-    let fault = owner.and_then(|owner| state.topo.fault(device, owner));
-    if let Some((block, offset)) = state.memory.span(addr, data.len() as u64) {
-        block.backing().with(offset, data.len(), |target| {
-            if let Some(fault) = fault {
-                apply_fault(fault, &mut data, Some(target));
-            }
-            target.copy_from_slice(&data);
-        });
-    }
-}
-
-/// An atomic read-modify-write of `[addr, addr + len)` from `device`: done at the memory, so
-/// only the updated bytes cross the link back (faults apply to them as to a write).
-pub(super) fn update(
-    state: &mut State,
-    device: usize,
-    addr: u64,
-    len: u64,
-    align: u64,
-    f: impl FnOnce(&mut [u8]),
-) -> Result<(), Trap> {
-    probe_write(state, device, addr, len, align)?;
-    let Some((block, offset)) = state.memory.span(addr, len) else { return Ok(()) };
-    let fault = state.topo.fault(device, block.device);
-    // Under the bytes' lock from read to write: atomic for every process that maps them.
-    block.backing().with(offset, len as usize, |target| {
-        let mut data = target.to_vec();
-        f(&mut data);
-        if let Some(fault) = fault {
-            apply_fault(fault, &mut data, Some(target));
-        }
-        target.copy_from_slice(&data);
-    });
-    Ok(())
 }

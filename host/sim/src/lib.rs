@@ -144,6 +144,7 @@ mod catalog;
 mod checked;
 mod contexts;
 mod copies;
+mod device_access;
 mod driver;
 pub mod env;
 mod handles;

@@ -9,12 +9,13 @@
 //! The launch runs to its end inside the call (the clock charges what the timing model says
 //! its traffic costs, not the executor's own speed).
 
-use super::kernels::{load, probe_write, store, update};
+use super::device_access::{load, probe_write, store, update};
 use super::modules::fail;
 use super::state::{Fail, SimResult, State};
 use super::timing::{Traffic, Work};
 use peerpool::CudaCode;
-use peerpool_ptx::{Fault, Launch, Memory, Space, Thread, Trap, TrapKind};
+use peerpool::driver::LaunchShape;
+use peerpool_ptx::{Fault, Launch, Memory, Space, Thread, Trap, TrapKind, WarpFault};
 use std::sync::Arc;
 
 /// The most instructions one launch runs, over all its threads: a kernel still running then
@@ -58,24 +59,64 @@ pub(super) fn launch(s: &mut State, device: usize, function: u64, shape: &PtxLau
         variables: &variables,
         budget: BUDGET,
     };
+    let traffic = execute(s, device, kernel, &launch)?;
+    if s.dead.is_none() {
+        s.work = Some(Work::Kernel { device, traffic });
+    }
+    Ok(())
+}
+
+/// Runs `kernel` on `device` with every access checked; what it moved, for the clock. A fault
+/// kills the process (and records the work as a fault); a launch the executor cannot hold is
+/// `CUDA_ERROR_INVALID_VALUE`.
+fn execute(s: &mut State, device: usize, kernel: &peerpool_ptx::Function, launch: &Launch<'_>) -> SimResult<Traffic> {
     let mut view = View { s, device, traffic: Traffic::default() };
-    let ran = peerpool_ptx::run(kernel, &launch, &mut view);
+    let ran = peerpool_ptx::run(kernel, launch, &mut view);
     let traffic = view.traffic;
     match ran {
-        Ok(_) => s.work = Some(Work::Kernel { device, traffic }),
+        Ok(_) => {}
         Err(Trap { kind: TrapKind::BadLaunch, .. }) => return fail(CudaCode::CUDA_ERROR_INVALID_VALUE),
         Err(trap) => {
+            // What a GPU leaves undefined (a warp that cannot meet, a stack past its end) is
+            // the launch failing: the kernel's result could not be trusted.
             let code = match trap.kind {
                 TrapKind::Fault(Fault::Misaligned) => CudaCode::CUDA_ERROR_MISALIGNED_ADDRESS,
                 TrapKind::Fault(Fault::Illegal) => CudaCode::CUDA_ERROR_ILLEGAL_ADDRESS,
-                _ => CudaCode::CUDA_ERROR_LAUNCH_TIMEOUT,
+                TrapKind::Deadlock | TrapKind::TooLong => CudaCode::CUDA_ERROR_LAUNCH_TIMEOUT,
+                _ => CudaCode::CUDA_ERROR_LAUNCH_FAILED,
             };
-            peerpool::fault::notice(&report(s, device, &name, &trap, code));
+            peerpool::fault::notice(&report(s, device, &kernel.name, &trap, code));
             s.dead = Some(code);
             s.work = Some(Work::Fault(device));
         }
     }
-    Ok(())
+    Ok(traffic)
+}
+
+/// peerpool's own kernel `entry` run from the PTX that ships (`peerpool_kernels::PTX`, which its
+/// cubin is made from) with `params` laid out as the driver lays them: what the simulator does
+/// for peerpool's kernels when built with the `ptx-kernels` feature, and what the test of its
+/// hand-written fast path compares with.
+pub(super) fn launch_own(
+    s: &mut State,
+    device: usize,
+    entry: &str,
+    shape: LaunchShape,
+    params: &[u8],
+) -> SimResult<()> {
+    static OWN: std::sync::OnceLock<Result<peerpool_ptx::Module, String>> = std::sync::OnceLock::new();
+    let module = OWN.get_or_init(|| peerpool_ptx::load(peerpool_kernels::PTX).map_err(|e| e.to_string()));
+    let module = module.as_ref().map_err(|_| Fail::from(CudaCode::CUDA_ERROR_NOT_SUPPORTED))?;
+    let kernel = module.kernel(entry).ok_or(Fail::from(CudaCode::CUDA_ERROR_NOT_FOUND))?;
+    let launch = Launch {
+        grid: [shape.grid, 1, 1],
+        block: [shape.block, 1, 1],
+        dynamic_shared: 0,
+        params,
+        variables: &[],
+        budget: BUDGET,
+    };
+    execute(s, device, kernel, &launch).map(|_| ())
 }
 
 /// `CUDA_ERROR_NOT_SUPPORTED` for a kernel the simulator cannot run, with one line saying why.
@@ -128,7 +169,16 @@ fn report(s: &State, device: usize, kernel: &str, trap: &Trap, code: CudaCode) -
         }
         TrapKind::Fault(Fault::Misaligned) => format!("misaligned address {:#x}", trap.addr),
         TrapKind::Deadlock => "every thread left waits at a barrier no other reaches; a GPU would hang".to_owned(),
-        _ => format!("still running after {BUDGET} instructions; a GPU would not finish it either"),
+        TrapKind::TooLong => format!("still running after {BUDGET} instructions; a GPU would not finish it either"),
+        TrapKind::StackOverflow => "calls nested past the stack (1,024 frames or 512 KiB a thread)".to_owned(),
+        TrapKind::Warp(WarpFault::NotInMask) => format!("a lane not in its own member mask {:#010x}", trap.addr),
+        TrapKind::Warp(WarpFault::Inactive) => {
+            format!("a shuffle reads a lane that has exited or is not in member mask {:#010x}", trap.addr)
+        }
+        TrapKind::Warp(WarpFault::Mismatch) => {
+            format!("lanes of member mask {:#010x} wait at different warp-synchronous instructions", trap.addr)
+        }
+        TrapKind::BadLaunch => "a launch the simulator cannot hold".to_owned(),
     };
     let [bx, by, bz] = trap.who.block;
     let [tx, ty, tz] = trap.who.thread;

@@ -175,7 +175,9 @@ fn libraries_load_lazily_and_answer_what_their_image_holds() {
 
 #[test]
 fn nvccs_compressed_fatbins_read_as_the_h200_described_them() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/images");
+    // Found at run time: an archived test runs from another path than the build's.
+    let manifest = std::env::var_os("CARGO_MANIFEST_DIR").expect("run by cargo test or nextest");
+    let dir = std::path::Path::new(&manifest).join("tests/images");
     for name in ["kernels.lz4.fatbin", "kernels.zstd.fatbin"] {
         let bytes = std::fs::read(dir.join(name)).unwrap();
         let contents = peerpool_sim::image::read(&bytes, (9, 0)).unwrap_or_else(|e| panic!("{name}: {e}"));

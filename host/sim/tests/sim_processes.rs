@@ -1,25 +1,32 @@
 //! Two real processes, each with a simulator of its own, sharing memory as two processes on
-//! GPUs do: this test binary exports and re-executes itself (`--exact <test>`, the role in
-//! [`ROLE`], a socketpair as its stdin) as the other process. The importer maps the exporter's
-//! shared files, so bytes and system-scope atomics meet; once the exporter has exited its
-//! handles name nothing (a known difference: a real exported fd keeps the memory alive).
+//! GPUs do: this test binary exports and runs itself again as the other process, in one of the
+//! child roles below (`peerpool::child`, served by `main` before the harness runs), with a
+//! socketpair as its stdin. The importer maps the exporter's shared files, so bytes and
+//! system-scope atomics meet; once the exporter has exited its handles name nothing (a known
+//! difference: a real exported fd keeps the memory alive).
 
 mod sim_support;
 
+use libtest_mimic::{Arguments, Trial};
+use peerpool::child::{ChildError, Role, Roles, Running, inherited_channel, spawn_with_channel};
 use peerpool::driver::{ExportedHandleRef, HandleKinds, LaunchShape, PointerAttribute};
-use peerpool::ipc::{
-    Channel, HandleKind, ShareError, ShareRequest, inherited_channel, spawn_with_channel, wait_or_kill,
-};
+use peerpool::ipc::{Channel, HandleKind, ShareError, ShareRequest};
 use peerpool::kernels::BLOCK;
 use peerpool::{CudaCode, PoolOptions, System};
 use peerpool_sim::Topology;
 use sim_support::sim;
 use std::os::fd::AsFd;
-use std::process::{Child, Command, Stdio};
+use std::process::ExitCode;
 use std::time::Duration;
 
-/// The role of the re-executed test binary.
-const ROLE: &str = "PEERPOOL_SIM_TEST_PROCESS_ROLE";
+/// Imports, granting gpu1, and adds beside the exporter.
+const IMPORTER: Role = Role::new("importer", &[]);
+/// Exports pool and `cuMemAlloc` memory, sends both offers and exits.
+const EXPORTER: Role = Role::new("exporter", &[]);
+/// Imports memory of the exporter's gpu1 with CUDA_VISIBLE_DEVICES showing it the GPUs `view`
+/// names (`1`: that GPU alone, `0`: only the other one).
+const VIEWER: Role = Role::new("viewer", &["view"]);
+
 const FD: ShareRequest = ShareRequest { handle: HandleKind::PosixFd, allow_staging: false };
 const TIMEOUT: Duration = Duration::from_secs(60);
 const WORDS: u64 = 1 << 14;
@@ -27,18 +34,51 @@ const SLOTS: u64 = 64;
 const SHAPE: LaunchShape = LaunchShape { grid: 8, block: BLOCK };
 const REPS: u32 = 20;
 
-/// This binary as the other process, running `test` in `role`.
-fn other_process(test: &str, role: &str) -> (Channel, Child) {
-    let mut command = Command::new(std::env::current_exe().expect("the test binary"));
-    command.args(["--exact", test, "--nocapture", "--test-threads=1"]).env(ROLE, role).stdout(Stdio::null());
-    let (channel, child) = spawn_with_channel(command).expect("the other process starts");
+fn main() -> ExitCode {
+    let roles = Roles::new()
+        .reporting(IMPORTER, |_| importer())
+        .reporting(EXPORTER, |_| exporter())
+        .reporting(VIEWER, |call| importer_of_gpu1(call.arg("view")?));
+    if let Some(code) = roles.dispatch() {
+        return code;
+    }
+    let test = |name: &'static str, body: fn()| {
+        Trial::test(name, move || {
+            body();
+            Ok(())
+        })
+    };
+    let trials = vec![
+        test("another_process_reads_writes_and_adds_on_both_gpus", another_process_reads_writes_and_adds_on_both_gpus),
+        test(
+            "handles_from_a_process_that_has_exited_name_nothing",
+            handles_from_a_process_that_has_exited_name_nothing,
+        ),
+        test(
+            "an_importer_that_sees_other_devices_finds_the_memory_on_the_same_gpu",
+            an_importer_that_sees_other_devices_finds_the_memory_on_the_same_gpu,
+        ),
+    ];
+    libtest_mimic::run(&Arguments::from_args(), trials).exit_code()
+}
+
+/// This binary as the other process, in `role` with `args`.
+fn other_process(role: Role, args: &[(&str, &str)]) -> (Channel, Running) {
+    let mut command = role.command();
+    for (name, value) in args {
+        command.arg(name, value);
+    }
+    let command = command.build().expect("this test binary");
+    let (channel, child) = spawn_with_channel(command, TIMEOUT).expect("the other process starts");
     channel.set_timeout(Some(TIMEOUT)).unwrap();
     (channel, child)
 }
 
-fn finish(mut child: Child) {
-    let status = wait_or_kill(&mut child, TIMEOUT).unwrap().expect("the other process ends in time");
-    assert!(status.success(), "the other process failed: {status:?}");
+fn finish(child: Running) {
+    let (outcome, _) = child.wait_reporting();
+    if let Err(e) = outcome.expect_ok() {
+        panic!("the other process: {e}");
+    }
 }
 
 fn system() -> System {
@@ -51,19 +91,14 @@ fn text(channel: &Channel) -> String {
     String::from_utf8_lossy(&channel.recv().expect("a message").bytes).into_owned()
 }
 
-#[test]
 fn another_process_reads_writes_and_adds_on_both_gpus() {
-    const TEST: &str = "another_process_reads_writes_and_adds_on_both_gpus";
-    if std::env::var(ROLE).is_ok_and(|r| r == "importer") {
-        return importer();
-    }
     let system = system();
     let options = PoolOptions { handle_types: HandleKinds::POSIX_FD, max_size: 0 };
     let pool = system.create_pool(0, options).unwrap();
     let memory = system.alloc(pool.as_ref(), ((WORDS + SLOTS) * 4) as usize).unwrap();
     let (data, counters) = (memory.words(WORDS).unwrap(), memory.as_slice().range(WORDS * 4, SLOTS * 4).unwrap());
     system.kernels(0).unwrap().fill(data, 11).unwrap();
-    let (channel, child) = other_process(TEST, "importer");
+    let (channel, child) = other_process(IMPORTER, &[]);
     system.export_allocation(&memory, FD).unwrap().send(&channel).unwrap();
     // The importer's GPUs add while this process's GPU adds: one atomic step each, across processes.
     assert_eq!(text(&channel), "adding");
@@ -82,8 +117,8 @@ fn another_process_reads_writes_and_adds_on_both_gpus() {
 
 /// Imports, granting gpu1; both GPUs read the exporter's seed, gpu1 writes another, then both
 /// add to the counters while the exporter does.
-fn importer() {
-    let channel = inherited_channel().unwrap();
+fn importer() -> Result<(), ChildError> {
+    let channel = inherited_channel()?;
     channel.set_timeout(Some(TIMEOUT)).unwrap();
     let system = system();
     let imported = system.import(&channel, &[1]).unwrap();
@@ -99,16 +134,12 @@ fn importer() {
         system.kernels(0).unwrap().atomic_add_sys(counters, REPS, SHAPE).unwrap();
         peer.join().unwrap();
     });
-    channel.send(b"ok", &[]).unwrap();
+    channel.send(b"ok", &[])?;
+    Ok(())
 }
 
-#[test]
 fn handles_from_a_process_that_has_exited_name_nothing() {
-    const TEST: &str = "handles_from_a_process_that_has_exited_name_nothing";
-    if std::env::var(ROLE).is_ok_and(|r| r == "exporter") {
-        return exporter();
-    }
-    let (channel, child) = other_process(TEST, "exporter");
+    let (channel, child) = other_process(EXPORTER, &[]);
     let (pool, legacy) = (channel.recv().unwrap(), channel.recv().unwrap());
     finish(child);
     let system = system();
@@ -119,37 +150,29 @@ fn handles_from_a_process_that_has_exited_name_nothing() {
 }
 
 /// Exports pool memory and `cuMemAlloc` memory, sends both offers and exits.
-fn exporter() {
-    let channel = inherited_channel().unwrap();
+fn exporter() -> Result<(), ChildError> {
+    let channel = inherited_channel()?;
     let system = system();
     let options = PoolOptions { handle_types: HandleKinds::POSIX_FD, max_size: 0 };
     let pool = system.create_pool(0, options).unwrap();
     let memory = system.alloc(pool.as_ref(), 4096).unwrap();
     system.export_allocation(&memory, FD).unwrap().send(&channel).unwrap();
     let legacy = system.alloc_legacy(1, 4096).unwrap();
-    system.export_allocation(&legacy, FD).unwrap().send(&channel).unwrap();
+    system.export_allocation(&legacy, FD).unwrap().send(&channel)?;
+    Ok(())
 }
 
-#[test]
 fn an_importer_that_sees_other_devices_finds_the_memory_on_the_same_gpu() {
-    const TEST: &str = "an_importer_that_sees_other_devices_finds_the_memory_on_the_same_gpu";
-    match std::env::var(ROLE).as_deref() {
-        Ok("sees-gpu1-only") => return importer_of_gpu1(Topology::two_h200().visible("1").unwrap()),
-        Ok("sees-gpu0-only") => return importer_of_gpu1(Topology::two_h200().visible("0").unwrap()),
-        _ => {}
-    }
     // This process sees both GPUs and shares memory on gpu1.
     let system = system();
     let options = PoolOptions { handle_types: HandleKinds::POSIX_FD, max_size: 0 };
     let pool = system.create_pool(1, options).unwrap();
     let memory = system.alloc(pool.as_ref(), 4096).unwrap();
     system.kernels(1).unwrap().fill(memory.as_slice(), 21).unwrap();
-    for (role, answer) in
-        [("sees-gpu1-only", "pool; read on its gpu0"), ("sees-gpu0-only", "CUDA_ERROR_INVALID_DEVICE; not visible")]
-    {
-        let (channel, child) = other_process(TEST, role);
+    for (view, answer) in [("1", "pool; read on its gpu0"), ("0", "CUDA_ERROR_INVALID_DEVICE; not visible")] {
+        let (channel, child) = other_process(VIEWER, &[("view", view)]);
         system.export_allocation(&memory, FD).unwrap().send(&channel).unwrap();
-        assert_eq!(text(&channel), answer, "{role}");
+        assert_eq!(text(&channel), answer, "seeing gpu {view}");
         finish(child);
     }
 }
@@ -158,9 +181,9 @@ fn an_importer_that_sees_other_devices_finds_the_memory_on_the_same_gpu() {
 /// what became of it: the driver's own import of the pool handle (on the GPU this process numbers
 /// 0 when it sees that GPU, else `CUDA_ERROR_INVALID_DEVICE`), then peerpool's import (read on
 /// that GPU, else refused before any driver call).
-fn importer_of_gpu1(view: Topology) {
-    let channel = inherited_channel().unwrap();
-    let (_, system) = sim(view);
+fn importer_of_gpu1(view: &str) -> Result<(), ChildError> {
+    let channel = inherited_channel()?;
+    let (_, system) = sim(Topology::two_h200().visible(view).ok_or("a view that names a GPU twice")?);
     let message = channel.recv().unwrap();
     let driver = system.driver();
     let fd = ExportedHandleRef::Fd(message.fds[0].as_fd());
@@ -183,5 +206,6 @@ fn importer_of_gpu1(view: Topology) {
         Err(ShareError::DeviceNotVisible { exporter_ordinal: 1, .. }) => "not visible".into(),
         Err(e) => e.to_string(),
     };
-    channel.send(format!("{raw}; {peerpool}").as_bytes(), &[]).unwrap();
+    channel.send(format!("{raw}; {peerpool}").as_bytes(), &[])?;
+    Ok(())
 }

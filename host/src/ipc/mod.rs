@@ -45,7 +45,7 @@
 //! | legacy IPC refuses pool memory, opens `cuMemAlloc` memory | `ipc_sim_paths.rs` | `legacy_refuses_pool_memory_and_opens_cu_mem_alloc` (refusal measured) |
 //! | the path for each kind of memory; staged copies | `ipc_sim_paths.rs`, `ipc_provenance.rs` | |
 //! | closed imports, garbage export data | `ipc_sim_pool.rs`, `ipc_sim_refusals.rs` | `closed_import_fails_cleanly`, `garbage_export_data_is_a_typed_error` |
-//! | wrong fds, closed sockets, strangers, malformed offers, every call failed in turn, no fd leaks | `ipc_sim_refusals.rs`, `ipc_channel.rs`, `ipc_child.rs`, `ipc_process.rs` | |
+//! | wrong fds, closed sockets, strangers, malformed offers, every call failed in turn, no fd leaks | `ipc_sim_refusals.rs`, `ipc_channel.rs`, `ipc_process.rs` | |
 //! | forged lengths, default timeouts, empty datagrams, a peer in another pid namespace (pid 0) | `ipc_sim_refusals.rs`, `ipc_channel.rs`, `ipc_pid_namespace.rs` (root) | |
 //! | fabric handles | `ipc_sim_pool.rs`, `ipc_sim_paths.rs` | `fabric_pool_export_or_typed_refusal` (either outcome passes) |
 //! | costs | `ipc_bench --sim` checks the example only | `host/examples/ipc_bench.rs` |
@@ -60,7 +60,6 @@ mod import;
 mod listener;
 mod offer;
 mod private_dir;
-mod process;
 mod provenance;
 mod recvmsg;
 mod share_error;
@@ -78,7 +77,6 @@ pub use import::{ImportKind, Imported};
 pub use listener::Listener;
 pub use offer::{OFFER_LEN, Offer, OfferPath};
 pub use private_dir::PrivateDir;
-pub use process::{inherited_channel, spawn_with_channel, wait_or_kill};
 pub use provenance::{PointerFacts, Provenance, ProvenanceError, classify};
 pub use recvmsg::Credentials;
 pub use share_error::ShareError;

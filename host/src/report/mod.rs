@@ -218,6 +218,8 @@ pub fn report_dir() -> Result<PathBuf, ReportError> {
     if let Some(dir) = std::env::var_os(REPORT_DIR_ENV) {
         return Ok(dir.into());
     }
+    // Not to run a child (that is `crate::child`'s): the cargo target directory this binary
+    // was built in, found from where it runs (an archived test's differs from the build's).
     let exe = std::env::current_exe().ok();
     let target = exe.as_deref().and_then(|e| cargo_target_dir(e, std::env::var_os("CARGO_TARGET_DIR").as_deref()));
     let runtime = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from).filter(|d| d.is_absolute());

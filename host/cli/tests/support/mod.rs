@@ -10,8 +10,7 @@ pub fn binary() -> PathBuf {
     if let Some(path) = std::env::var_os("NEXTEST_BIN_EXE_peerpool") {
         return PathBuf::from(path);
     }
-    let exe = std::env::current_exe().expect("the test knows its own path");
-    exe.parent().and_then(|deps| deps.parent()).expect("target/<profile>/deps/<test>").join("peerpool")
+    peerpool::child::build_dir().expect("the test lies in target/<profile>/deps").join("peerpool")
 }
 
 /// The command, its hardware settings cleared: a GPU job may set them for the whole run

@@ -1,8 +1,8 @@
 //! What each operation computes on register bits: integers of PTX's widths with its wrapping,
-//! saturation and shift rules, floats as IEEE values rounded to nearest (Rust's own), with
-//! `.ftz` flushing subnormal inputs and results to zero.
+//! saturation and shift rules; floats go to `float.rs`, bit fields and byte games to `bits.rs`.
 
-use crate::ir::{AtomOp, BinOp, BoolOp, Cmp, Round, TerOp, Ty, UnOp};
+use super::{bits, float};
+use crate::ir::{AtomOp, BinOp, BoolOp, Cmp, FloatMode, Round, TerOp, Ty, UnOp};
 
 /// The bits of a register seen as `ty`: masked to its width.
 pub(crate) fn mask(ty: Ty, v: u64) -> u64 {
@@ -25,66 +25,22 @@ pub(crate) fn extend(ty: Ty, v: u64) -> i128 {
     }
 }
 
+#[cfg(test)]
 fn f32_of(v: u64) -> f32 {
     f32::from_bits(v as u32)
 }
 
+#[cfg(test)]
 fn bits32(f: f32) -> u64 {
     f.to_bits() as u64
 }
 
-/// `f` with subnormals flushed to a zero of the same sign when `ftz`.
-fn flush32(f: f32, ftz: bool) -> f32 {
-    match ftz && f.is_subnormal() {
-        true => f32::from_bits(f.to_bits() & 0x8000_0000),
-        false => f,
-    }
-}
+#[cfg(test)]
+const NAN32: u64 = float::NAN32;
 
-/// A canonical NaN, as the GPU returns from arithmetic on NaNs.
-const NAN32: u64 = 0x7fff_ffff;
-const NAN64: u64 = 0x7fff_ffff_ffff_ffff;
-
-fn float_result32(f: f32, ftz: bool) -> u64 {
-    match f.is_nan() {
-        true => NAN32,
-        false => bits32(flush32(f, ftz)),
-    }
-}
-
-fn float_result64(f: f64) -> u64 {
-    match f.is_nan() {
-        true => NAN64,
-        false => f.to_bits(),
-    }
-}
-
-pub(crate) fn unary(op: UnOp, ty: Ty, ftz: bool, a: u64) -> u64 {
-    if ty == Ty::F32 {
-        let x = flush32(f32_of(a), ftz);
-        return match op {
-            UnOp::Neg => bits32(-x),
-            UnOp::Abs => bits32(x.abs()),
-            UnOp::Sqrt => float_result32(x.sqrt(), ftz),
-            UnOp::Rcp => float_result32(1.0 / x, ftz),
-            UnOp::Rsqrt => float_result32(1.0 / x.sqrt(), ftz),
-            UnOp::Sin => float_result32(x.sin(), ftz),
-            UnOp::Cos => float_result32(x.cos(), ftz),
-            UnOp::Lg2 => float_result32(x.log2(), ftz),
-            UnOp::Ex2 => float_result32(x.exp2(), ftz),
-            _ => unreachable!("decode refuses {op:?} on floats"),
-        };
-    }
-    if ty == Ty::F64 {
-        let x = f64::from_bits(a);
-        return match op {
-            UnOp::Neg => (-x).to_bits(),
-            UnOp::Abs => x.abs().to_bits(),
-            UnOp::Sqrt => float_result64(x.sqrt()),
-            UnOp::Rcp => float_result64(1.0 / x),
-            UnOp::Rsqrt => float_result64(1.0 / x.sqrt()),
-            _ => unreachable!("decode refuses {op:?} on f64"),
-        };
+pub(crate) fn unary(op: UnOp, ty: Ty, fm: FloatMode, a: u64) -> u64 {
+    if ty.float() {
+        return float::unary(op, ty == Ty::F64, fm, a);
     }
     let bits = ty.bits();
     let v = mask(ty, a);
@@ -99,6 +55,10 @@ pub(crate) fn unary(op: UnOp, ty: Ty, ftz: bool, a: u64) -> u64 {
             UnOp::Popc => v.count_ones() as u64,
             UnOp::Clz => (v.leading_zeros() - (64 - bits)) as u64,
             UnOp::Brev => v.reverse_bits() >> (64 - bits),
+            UnOp::BfindShift => match unary(UnOp::Bfind, ty, fm, a) {
+                r if r == mask(ty, u64::MAX) => r,
+                r => bits as u64 - 1 - r,
+            },
             UnOp::Bfind => match ty.signed() {
                 // The position of the most significant bit that differs from the sign.
                 true => {
@@ -114,64 +74,22 @@ pub(crate) fn unary(op: UnOp, ty: Ty, ftz: bool, a: u64) -> u64 {
     )
 }
 
-pub(crate) fn binary(op: BinOp, ty: Ty, ftz: bool, a: u64, b: u64) -> u64 {
-    if ty == Ty::F32 {
-        let (x, y) = (flush32(f32_of(a), ftz), flush32(f32_of(b), ftz));
-        return match op {
-            BinOp::Add => float_result32(x + y, ftz),
-            BinOp::Sub => float_result32(x - y, ftz),
-            BinOp::MulLo => float_result32(x * y, ftz),
-            BinOp::Div => float_result32(x / y, ftz),
-            BinOp::Min => bits32(flush32(
-                if x.is_nan() {
-                    y
-                } else if y.is_nan() {
-                    x
-                } else {
-                    x.min(y)
-                },
-                ftz,
-            )),
-            BinOp::Max => bits32(flush32(
-                if x.is_nan() {
-                    y
-                } else if y.is_nan() {
-                    x
-                } else {
-                    x.max(y)
-                },
-                ftz,
-            )),
-            BinOp::CopySign => bits32(y.copysign(x)),
-            _ => unreachable!("decode refuses {op:?} on f32"),
-        };
+pub(crate) fn binary(op: BinOp, ty: Ty, fm: FloatMode, a: u64, b: u64) -> u64 {
+    if ty.float() {
+        return float::binary(op, ty == Ty::F64, fm, a, b);
     }
-    if ty == Ty::F64 {
-        let (x, y) = (f64::from_bits(a), f64::from_bits(b));
-        return match op {
-            BinOp::Add => float_result64(x + y),
-            BinOp::Sub => float_result64(x - y),
-            BinOp::MulLo => float_result64(x * y),
-            BinOp::Div => float_result64(x / y),
-            BinOp::Min => (if x.is_nan() {
-                y
-            } else if y.is_nan() {
-                x
-            } else {
-                x.min(y)
-            })
-            .to_bits(),
-            BinOp::Max => (if x.is_nan() {
-                y
-            } else if y.is_nan() {
-                x
-            } else {
-                x.max(y)
-            })
-            .to_bits(),
-            BinOp::CopySign => y.copysign(x).to_bits(),
-            _ => unreachable!("decode refuses {op:?} on f64"),
-        };
+    // The common operations need no sign: their low bits are the same either way.
+    let m = mask(ty, u64::MAX);
+    match op {
+        BinOp::Add => return a.wrapping_add(b) & m,
+        BinOp::Sub => return a.wrapping_sub(b) & m,
+        BinOp::MulLo => return a.wrapping_mul(b) & m,
+        BinOp::And => return a & b & m,
+        BinOp::Or => return (a | b) & m,
+        BinOp::Xor => return (a ^ b) & m,
+        // The shift amount is a u32; past the width, everything is shifted out.
+        BinOp::Shl => return if b as u32 >= ty.bits() { 0 } else { (a << (b as u32)) & m },
+        _ => {}
     }
     let bits = ty.bits();
     let (x, y) = (extend(ty, a), extend(ty, b));
@@ -182,7 +100,11 @@ pub(crate) fn binary(op: BinOp, ty: Ty, ftz: bool, a: u64, b: u64) -> u64 {
         BinOp::AddSat => (x + y).clamp(i32::MIN as i128, i32::MAX as i128) as u64,
         BinOp::SubSat => (x - y).clamp(i32::MIN as i128, i32::MAX as i128) as u64,
         BinOp::MulLo => (x.wrapping_mul(y)) as u64,
+        // A 64-bit unsigned product needs all 128 bits.
+        BinOp::MulHi if bits == 64 && !ty.signed() => ((ua as u128 * ub as u128) >> 64) as u64,
         BinOp::MulHi => ((x * y) >> bits) as u64,
+        BinOp::Mul24Lo => (extend24(ty, ua) * extend24(ty, ub)) as u64,
+        BinOp::Mul24Hi => ((extend24(ty, ua) * extend24(ty, ub)) >> 16) as u64,
         BinOp::MulWide => return (x * y) as u64 & wide_mask(bits),
         // Division by zero gives all ones (unsigned) as on the GPU; signed gives -1.
         BinOp::Div if ub == 0 => u64::MAX,
@@ -223,19 +145,36 @@ fn wide_mask(bits: u32) -> u64 {
     }
 }
 
-pub(crate) fn ternary(op: TerOp, ty: Ty, ftz: bool, a: u64, b: u64, c: u64) -> u64 {
+/// The low 24 bits of a 32-bit operand, sign-extended when signed.
+fn extend24(ty: Ty, v: u64) -> i128 {
+    let v = (v & 0xff_ffff) as i64;
+    (if ty.signed() { (v << 40) >> 40 } else { v }) as i128
+}
+
+pub(crate) fn ternary(op: TerOp, ty: Ty, fm: FloatMode, a: u64, b: u64, c: u64) -> u64 {
+    let none = FloatMode::default();
     match op {
-        TerOp::Fma if ty == Ty::F32 => {
-            let (x, y, z) = (flush32(f32_of(a), ftz), flush32(f32_of(b), ftz), flush32(f32_of(c), ftz));
-            float_result32(x.mul_add(y, z), ftz)
-        }
-        TerOp::Fma => float_result64(f64::from_bits(a).mul_add(f64::from_bits(b), f64::from_bits(c))),
-        TerOp::MadLo => binary(BinOp::Add, ty, false, binary(BinOp::MulLo, ty, false, a, b), c),
-        TerOp::MadHi => binary(BinOp::Add, ty, false, binary(BinOp::MulHi, ty, false, a, b), c),
+        TerOp::Fma => float::fma(ty == Ty::F64, fm, a, b, c),
+        TerOp::MadLo => binary(BinOp::Add, ty, none, binary(BinOp::MulLo, ty, none, a, b), c),
+        TerOp::MadHi => binary(BinOp::Add, ty, none, binary(BinOp::MulHi, ty, none, a, b), c),
         TerOp::MadWide => {
-            let product = binary(BinOp::MulWide, ty, false, a, b);
+            let product = binary(BinOp::MulWide, ty, none, a, b);
             let wide = if ty.bits() == 32 { Ty::U64 } else { Ty::U32 };
-            binary(BinOp::Add, wide, false, product, c)
+            binary(BinOp::Add, wide, none, product, c)
+        }
+        TerOp::Mad24Lo => binary(BinOp::Add, ty, none, binary(BinOp::Mul24Lo, ty, none, a, b), c),
+        TerOp::Mad24Hi => binary(BinOp::Add, ty, none, binary(BinOp::Mul24Hi, ty, none, a, b), c),
+        TerOp::Sad => {
+            mask(ty, (extend(ty, a) - extend(ty, b)).unsigned_abs() as u64).wrapping_add(c) & mask(ty, u64::MAX)
+        }
+        TerOp::Bfe => bits::bfe(ty, a, b, c),
+        TerOp::Prmt => bits::prmt(a, b, c),
+        TerOp::Lop3(lut) => bits::lop3(lut, a, b, c) & mask(ty, u64::MAX),
+        TerOp::Shf { left, clamp } => bits::shf(left, clamp, a, b, c),
+        TerOp::Dp { a_signed, b_signed, two } => bits::dp(a_signed, b_signed, two, a, b, c),
+        TerOp::Slct { float_c } => {
+            let take_a = if float_c { f32::from_bits(c as u32) >= 0.0 } else { c as u32 as i32 >= 0 };
+            mask(ty, if take_a { a } else { b })
         }
     }
 }
@@ -243,7 +182,10 @@ pub(crate) fn ternary(op: TerOp, ty: Ty, ftz: bool, a: u64, b: u64, c: u64) -> u
 pub(crate) fn compare(cmp: Cmp, ty: Ty, ftz: bool, a: u64, b: u64) -> bool {
     if ty.float() {
         let (x, y) = match ty {
-            Ty::F32 => (flush32(f32_of(a), ftz) as f64, flush32(f32_of(b), ftz) as f64),
+            Ty::F32 => (
+                f32::from_bits(float::flush(a, false, ftz) as u32) as f64,
+                f32::from_bits(float::flush(b, false, ftz) as u32) as f64,
+            ),
             _ => (f64::from_bits(a), f64::from_bits(b)),
         };
         let unordered = x.is_nan() || y.is_nan();
@@ -286,36 +228,17 @@ pub(crate) fn combine(op: BoolOp, a: bool, b: bool) -> bool {
 }
 
 /// `cvt` from `from` to `to`.
-pub(crate) fn convert(to: Ty, from: Ty, round: Option<Round>, sat: bool, ftz: bool, a: u64) -> u64 {
+pub(crate) fn convert(to: Ty, from: Ty, round_int: Option<Round>, round: Round, sat: bool, ftz: bool, a: u64) -> u64 {
+    let fm = FloatMode { round, ftz, sat };
     match (to.float(), from.float()) {
-        (true, true) => {
-            let x = match from {
-                Ty::F32 => flush32(f32_of(a), ftz) as f64,
-                _ => f64::from_bits(a),
-            };
-            let x = match round {
-                Some(r) => round_float(x, r),
-                None => x,
-            };
-            let x = if sat { if x.is_nan() { 0.0 } else { x.clamp(0.0, 1.0) } } else { x };
-            match to {
-                Ty::F32 => float_result32(x as f32, ftz),
-                _ => float_result64(x),
-            }
-        }
-        (true, false) => {
-            let v = extend(from, a);
-            match to {
-                Ty::F32 => bits32(v as f32),
-                _ => (v as f64).to_bits(),
-            }
-        }
+        (true, true) => float::convert(to == Ty::F64, from == Ty::F64, round_int, round, fm, a),
+        (true, false) => float::from_int(extend(from, a), to == Ty::F64, round, fm),
         (false, true) => {
             let x = match from {
-                Ty::F32 => flush32(f32_of(a), ftz) as f64,
+                Ty::F32 => f32::from_bits(float::flush(a, false, ftz) as u32) as f64,
                 _ => f64::from_bits(a),
             };
-            let x = round_float(x, round.unwrap_or(Round::Zero));
+            let x = float::integral(x, round_int.unwrap_or(Round::Zero));
             // Out of range saturates to the type's bounds; NaN becomes 0, as on the GPU.
             let (lo, hi) = bounds(to);
             if x.is_nan() { 0 } else { mask(to, (x.clamp(lo as f64, hi as f64) as i128).clamp(lo, hi) as u64) }
@@ -334,15 +257,6 @@ pub(crate) fn convert(to: Ty, from: Ty, round: Option<Round>, sat: bool, ftz: bo
     }
 }
 
-fn round_float(x: f64, r: Round) -> f64 {
-    match r {
-        Round::Nearest => x.round_ties_even(),
-        Round::Zero => x.trunc(),
-        Round::Down => x.floor(),
-        Round::Up => x.ceil(),
-    }
-}
-
 /// The smallest and largest value of an integer type.
 fn bounds(ty: Ty) -> (i128, i128) {
     let bits = ty.bits();
@@ -358,7 +272,7 @@ pub(crate) fn atomic(op: AtomOp, ty: Ty, old: u64, b: u64, c: u64) -> u64 {
     mask(
         ty,
         match op {
-            AtomOp::Add if ty == Ty::F32 => bits32(f32_of(old) + f32_of(b)),
+            AtomOp::Add if ty == Ty::F32 => (f32::from_bits(old as u32) + f32::from_bits(b as u32)).to_bits() as u64,
             AtomOp::Add if ty == Ty::F64 => (f64::from_bits(old) + f64::from_bits(b)).to_bits(),
             AtomOp::Add => old.wrapping_add(b),
             AtomOp::Min => x.min(y) as u64,
@@ -399,30 +313,33 @@ mod tests {
 
     #[test]
     fn integers_wrap_saturate_and_shift_as_ptx_says() {
-        assert_eq!(binary(BinOp::Add, Ty::U32, false, 0xffff_ffff, 1), 0);
-        assert_eq!(binary(BinOp::AddSat, Ty::S32, false, i32::MAX as u64, 1), i32::MAX as u64);
-        assert_eq!(binary(BinOp::Shl, Ty::B32, false, 1, 40), 0);
-        assert_eq!(binary(BinOp::Shr, Ty::S32, false, (-8i32) as u32 as u64, 40), 0xffff_ffff);
-        assert_eq!(binary(BinOp::MulWide, Ty::S32, false, (-2i32) as u32 as u64, 3), (-6i64) as u64);
-        assert_eq!(binary(BinOp::MulHi, Ty::U32, false, 0x8000_0000, 4), 2);
-        assert_eq!(binary(BinOp::Div, Ty::U32, false, 7, 0), 0xffff_ffff);
-        assert_eq!(binary(BinOp::Min, Ty::S32, false, (-1i32) as u32 as u64, 1), 0xffff_ffff);
-        assert_eq!(binary(BinOp::Min, Ty::U32, false, (-1i32) as u32 as u64, 1), 1);
+        assert_eq!(binary(BinOp::Add, Ty::U32, FloatMode::default(), 0xffff_ffff, 1), 0);
+        assert_eq!(binary(BinOp::AddSat, Ty::S32, FloatMode::default(), i32::MAX as u64, 1), i32::MAX as u64);
+        assert_eq!(binary(BinOp::Shl, Ty::B32, FloatMode::default(), 1, 40), 0);
+        assert_eq!(binary(BinOp::Shr, Ty::S32, FloatMode::default(), (-8i32) as u32 as u64, 40), 0xffff_ffff);
+        assert_eq!(binary(BinOp::MulWide, Ty::S32, FloatMode::default(), (-2i32) as u32 as u64, 3), (-6i64) as u64);
+        assert_eq!(binary(BinOp::MulHi, Ty::U32, FloatMode::default(), 0x8000_0000, 4), 2);
+        assert_eq!(binary(BinOp::Div, Ty::U32, FloatMode::default(), 7, 0), 0xffff_ffff);
+        assert_eq!(binary(BinOp::Min, Ty::S32, FloatMode::default(), (-1i32) as u32 as u64, 1), 0xffff_ffff);
+        assert_eq!(binary(BinOp::Min, Ty::U32, FloatMode::default(), (-1i32) as u32 as u64, 1), 1);
     }
 
     #[test]
     fn floats_round_once_and_flush_when_asked() {
         let (a, b, c) = (bits32(1.0 + f32::EPSILON), bits32(1.0 - f32::EPSILON), bits32(-1.0));
         // fma rounds once: (1+e)(1-e) - 1 = -e^2, which a separate multiply would lose.
-        assert_eq!(f32_of(ternary(TerOp::Fma, Ty::F32, false, a, b, c)), -(f32::EPSILON * f32::EPSILON));
+        assert_eq!(f32_of(ternary(TerOp::Fma, Ty::F32, FloatMode::default(), a, b, c)), -(f32::EPSILON * f32::EPSILON));
         let tiny = bits32(f32::MIN_POSITIVE / 2.0);
-        assert_eq!(binary(BinOp::Add, Ty::F32, true, tiny, 0), 0);
-        assert_ne!(binary(BinOp::Add, Ty::F32, false, tiny, 0), 0);
-        assert_eq!(convert(Ty::S32, Ty::F32, Some(Round::Nearest), false, false, bits32(2.5)), 2);
-        assert_eq!(convert(Ty::S32, Ty::F32, Some(Round::Down), false, false, bits32(-2.5)), (-3i32) as u32 as u64);
-        assert_eq!(convert(Ty::U8, Ty::F32, Some(Round::Zero), false, false, bits32(300.0)), 255);
-        assert_eq!(convert(Ty::S32, Ty::F32, Some(Round::Zero), false, false, NAN32), 0);
-        assert_eq!(convert(Ty::U16, Ty::S32, None, true, false, (-5i32) as u32 as u64), 0);
+        assert_eq!(binary(BinOp::Add, Ty::F32, FloatMode { ftz: true, ..FloatMode::default() }, tiny, 0), 0);
+        assert_ne!(binary(BinOp::Add, Ty::F32, FloatMode::default(), tiny, 0), 0);
+        assert_eq!(convert(Ty::S32, Ty::F32, Some(Round::Nearest), Round::Nearest, false, false, bits32(2.5)), 2);
+        assert_eq!(
+            convert(Ty::S32, Ty::F32, Some(Round::Down), Round::Nearest, false, false, bits32(-2.5)),
+            (-3i32) as u32 as u64
+        );
+        assert_eq!(convert(Ty::U8, Ty::F32, Some(Round::Zero), Round::Nearest, false, false, bits32(300.0)), 255);
+        assert_eq!(convert(Ty::S32, Ty::F32, Some(Round::Zero), Round::Nearest, false, false, NAN32), 0);
+        assert_eq!(convert(Ty::U16, Ty::S32, None, Round::Nearest, true, false, (-5i32) as u32 as u64), 0);
     }
 
     #[test]

@@ -1,10 +1,11 @@
-//! One block: its threads, run in turn until each exits or waits at a barrier; a barrier
-//! releases its waiters when as many threads as it counts (by default every thread that has
-//! not exited) have arrived.
+//! One block: its threads, run in turn until each exits or waits at a barrier or a
+//! warp-synchronous instruction; a barrier releases its waiters when as many threads as it
+//! counts (by default every thread that has not exited) have arrived, and a warp's lanes meet
+//! as `warp.rs` says.
 
 use super::thread::{Shared, State, ThreadState};
-use super::{Launch, Memory, Thread, Trap, TrapKind};
-use crate::ir::Function;
+use super::{Launch, Memory, Thread, Trap, TrapKind, warp};
+use crate::ir::{BarRedOp, Function};
 
 /// Runs block `index` of the launch; the instructions it ran.
 pub(super) fn run(
@@ -35,8 +36,9 @@ pub(super) fn run(
         if live == 0 {
             return Ok(ran);
         }
-        // Every live thread waits: release each barrier whose count is met.
-        let mut released = false;
+        // Every live thread waits: complete the warp meetings and release each barrier whose
+        // count is met.
+        let mut released = warp::release(kernel, &mut threads, &shared)?;
         for id in 0..16u32 {
             let waiting: Vec<usize> = (0..threads.len())
                 .filter(|&i| matches!(threads[i].state, State::Waiting { id: w, .. } if w == id))
@@ -45,6 +47,7 @@ pub(super) fn run(
             let State::Waiting { count, .. } = threads[first].state else { continue };
             let needed = if count == 0 { live } else { count };
             if waiting.len() as u32 + shared.arrived[id as usize] >= needed {
+                reduce(&mut threads, &waiting);
                 for i in waiting {
                     threads[i].state = State::Running;
                 }
@@ -53,9 +56,30 @@ pub(super) fn run(
             }
         }
         if !released {
+            if let Some(trap) = warp::mismatch(kernel, &threads, &shared) {
+                return Err(trap);
+            }
             let stuck = threads.iter().find(|t| t.state != State::Exited).expect("live threads");
-            let line = kernel.body.get(stuck.pc.saturating_sub(1) as usize).map_or(0, |i| i.line);
+            let at = if stuck.state == State::Warp { stuck.pc } else { stuck.pc.saturating_sub(1) };
+            let line = kernel.body.get(at as usize).map_or(0, |i| i.line);
             return Err(Trap { kind: TrapKind::Deadlock, line, who: stuck.who, addr: 0 });
+        }
+    }
+}
+
+/// `bar.red`: every waiter that brought a predicate gets the reduction over all of them.
+fn reduce(threads: &mut [ThreadState], waiting: &[usize]) {
+    let preds: Vec<(crate::ir::BarRed, bool)> = waiting.iter().filter_map(|&i| threads[i].red).collect();
+    let Some(&(first, _)) = preds.first() else { return };
+    let count = preds.iter().filter(|p| p.1).count() as u64;
+    let v = match first.op {
+        BarRedOp::Popc => count,
+        BarRedOp::And => (count == preds.len() as u64) as u64,
+        BarRedOp::Or => (count > 0) as u64,
+    };
+    for &i in waiting {
+        if let Some((red, _)) = threads[i].red.take() {
+            threads[i].set(red.d, v);
         }
     }
 }

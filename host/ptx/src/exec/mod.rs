@@ -6,8 +6,12 @@
 //! touch it.
 
 mod arith;
+mod bits;
 mod block;
+mod float;
+mod round;
 mod thread;
+mod warp;
 
 use crate::ir::{Function, Space};
 
@@ -70,9 +74,28 @@ pub enum TrapKind {
     Deadlock,
     /// The instruction budget ran out.
     TooLong,
+    /// Calls nested deeper than 1024 frames, or their local memory past 512 KiB a thread.
+    StackOverflow,
     /// The launch asks for what the kernel or the simulator cannot hold (block size, shared
     /// memory, parameters shorter than declared).
     BadLaunch,
+    /// A warp-synchronous instruction (`shfl.sync`, `vote.sync`, `match.sync`, `redux.sync`,
+    /// `bar.warp.sync`) that cannot complete with a defined result; the trap's `addr` holds
+    /// the member mask.
+    Warp(WarpFault),
+}
+
+/// Why a warp-synchronous instruction stopped a launch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WarpFault {
+    /// The thread is not in its own member mask (undefined in PTX).
+    NotInMask,
+    /// A shuffle reads a lane that has exited, does not exist (past the block's last thread)
+    /// or is not in the member mask: PTX leaves the value undefined.
+    Inactive,
+    /// Lanes named in one another's member masks wait at warp-synchronous instructions of
+    /// different kinds or with different masks: they can never meet.
+    Mismatch,
 }
 
 /// A launch that stopped: what, where in the program, which thread, which address.

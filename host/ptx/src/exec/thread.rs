@@ -3,7 +3,7 @@
 
 use super::arith;
 use super::{Fault, LOCAL_WINDOW, Launch, Memory, SHARED_WINDOW, Thread, Trap, TrapKind};
-use crate::ir::{Address, AtomOp, Function, Op, Place, Space, Special, Src, Ty};
+use crate::ir::{Address, AtomOp, BarRed, Call, Function, Op, Place, Space, Special, Src, Ty};
 
 /// Where a thread is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -14,8 +14,23 @@ pub(super) enum State {
         id: u32,
         count: u32,
     },
+    /// Stopped at a warp-synchronous instruction (`pc` names it) until its lanes meet.
+    Warp,
     /// Done: `ret`, `exit`, or the end of the program.
     Exited,
+}
+
+/// The most calls a thread may nest, and the most local memory its frames may hold (as a GPU's
+/// 512 KiB per thread): past either, the launch stops with [`TrapKind::StackOverflow`].
+pub(super) const MAX_CALL_DEPTH: usize = 1024;
+pub(super) const MAX_LOCAL_BYTES: usize = 512 << 10;
+
+/// A caller's frame, kept while its callee runs.
+struct Frame {
+    /// Where the caller goes on (just after its call).
+    ret_pc: u32,
+    base: usize,
+    local_base: usize,
 }
 
 /// One thread's state.
@@ -23,10 +38,17 @@ pub(super) struct ThreadState {
     pub(super) who: Thread,
     /// The thread's index in its block, x fastest.
     pub(super) linear: u32,
-    pub(super) regs: Vec<u64>,
+    /// Every frame's registers, the current frame's from `base` on.
+    regs: Vec<u64>,
+    base: usize,
     pub(super) pc: u32,
     pub(super) state: State,
+    /// A `bar.red` this thread waits in: what it reduces and the predicate it brings.
+    pub(super) red: Option<(BarRed, bool)>,
+    /// Every frame's local memory, the current frame's from `local_base` on.
     local: Vec<u8>,
+    local_base: usize,
+    frames: Vec<Frame>,
 }
 
 /// What a block's threads share, and what the launch gives them.
@@ -46,23 +68,29 @@ impl ThreadState {
             who,
             linear,
             regs: vec![0; kernel.registers as usize],
+            base: 0,
             pc: 0,
             state: State::Running,
+            red: None,
             local: vec![0; kernel.local_bytes as usize],
+            local_base: 0,
+            frames: Vec::new(),
         }
     }
 
-    fn trap(&self, kind: TrapKind, line: u32, addr: u64) -> Trap {
+    pub(super) fn trap(&self, kind: TrapKind, line: u32, addr: u64) -> Trap {
         Trap { kind, line, who: self.who, addr }
     }
 
-    fn value(&self, s: Src, sh: &Shared<'_, '_>) -> u64 {
+    #[inline(always)]
+    pub(super) fn value(&self, s: Src, sh: &Shared<'_, '_>) -> u64 {
         match s {
-            Src::Reg(r) => self.regs[r as usize],
+            Src::Reg(r) => self.regs[self.base + r as usize],
             Src::Imm(v) => v,
             Src::Addr(place) => match place {
                 Place::Module(i) => sh.launch.variables.get(i as usize).copied().unwrap_or(0),
-                Place::Param(at) | Place::Shared(at) | Place::Local(at) => at as u64,
+                Place::Param(at) | Place::Shared(at) => at as u64,
+                Place::Local(at) => (self.local_base + at as usize) as u64,
             },
             Src::Special(special) => self.special(special, sh),
         }
@@ -112,35 +140,35 @@ impl ThreadState {
             sh.clock += 1;
             self.pc += 1;
             if let Some((p, negated)) = inst.guard
-                && (self.regs[p as usize] & 1 != 0) == negated
+                && (self.regs[self.base + p as usize] & 1 != 0) == negated
             {
                 continue;
             }
-            self.step(&inst.op, inst.line, sh)?;
+            self.step(kernel, &inst.op, inst.line, sh)?;
         }
         Ok(done)
     }
 
-    fn set(&mut self, r: u32, v: u64) {
-        self.regs[r as usize] = v;
+    pub(super) fn set(&mut self, r: u32, v: u64) {
+        self.regs[self.base + r as usize] = v;
     }
 
-    fn step(&mut self, op: &Op, line: u32, sh: &mut Shared<'_, '_>) -> Result<(), Trap> {
+    fn step(&mut self, kernel: &Function, op: &Op, line: u32, sh: &mut Shared<'_, '_>) -> Result<(), Trap> {
         match op {
             Op::Mov { ty, d, a } => {
                 let v = self.value(*a, sh);
                 self.set(*d, arith::mask(*ty, v));
             }
-            Op::Unary { op, ty, ftz, d, a } => {
-                let v = arith::unary(*op, *ty, *ftz, self.value(*a, sh));
+            Op::Unary { op, ty, fm, d, a } => {
+                let v = arith::unary(*op, *ty, *fm, self.value(*a, sh));
                 self.set(*d, v);
             }
-            Op::Binary { op, ty, ftz, d, a, b } => {
-                let v = arith::binary(*op, *ty, *ftz, self.value(*a, sh), self.value(*b, sh));
+            Op::Binary { op, ty, fm, d, a, b } => {
+                let v = arith::binary(*op, *ty, *fm, self.value(*a, sh), self.value(*b, sh));
                 self.set(*d, v);
             }
-            Op::Ternary { op, ty, ftz, d, a, b, c } => {
-                let v = arith::ternary(*op, *ty, *ftz, self.value(*a, sh), self.value(*b, sh), self.value(*c, sh));
+            Op::Ternary { op, ty, fm, d, a, b, c } => {
+                let v = arith::ternary(*op, *ty, *fm, self.value(*a, sh), self.value(*b, sh), self.value(*c, sh));
                 self.set(*d, v);
             }
             Op::Setp { cmp, ty, ftz, d, d2, a, b, with } => {
@@ -160,9 +188,27 @@ impl ThreadState {
                 let v = if self.value(*p, sh) & 1 != 0 { self.value(*a, sh) } else { self.value(*b, sh) };
                 self.set(*d, arith::mask(*ty, v));
             }
-            Op::Cvt { to, from, round_int, sat, ftz, d, a } => {
-                let v = arith::convert(*to, *from, *round_int, *sat, *ftz, self.value(*a, sh));
+            Op::Cvt { to, from, round_int, round, sat, ftz, d, a } => {
+                let v = arith::convert(*to, *from, *round_int, *round, *sat, *ftz, self.value(*a, sh));
                 self.set(*d, v);
+            }
+            Op::Bfi { ty, d, a, b, pos, len } => {
+                let (a, b) = (self.value(*a, sh), self.value(*b, sh));
+                let v = super::bits::bfi(*ty, a, b, self.value(*pos, sh), self.value(*len, sh));
+                self.set(*d, v);
+            }
+            Op::Pack { ty, d, parts } => {
+                let bits = ty.bits();
+                let v = parts.iter().rev().fold(0u64, |v, p| (v << bits) | arith::mask(*ty, self.value(*p, sh)));
+                self.set(*d, v);
+            }
+            Op::Unpack { ty, d, a } => {
+                let v = self.value(*a, sh);
+                for (i, r) in d.iter().enumerate() {
+                    if let Some(r) = r {
+                        self.set(*r, arith::mask(*ty, v >> (i as u32 * ty.bits())));
+                    }
+                }
             }
             Op::Cvta { to, space, d, a } => {
                 let v = self.value(*a, sh);
@@ -206,17 +252,70 @@ impl ThreadState {
                 }
             }
             Op::Bra { target } => self.pc = *target,
-            Op::Bar { id, threads, wait } => {
+            Op::Bar { id, threads, wait, red } => {
                 let id = (self.value(*id, sh) & 0xf) as u32;
                 let count = threads.map_or(0, |t| self.value(t, sh) as u32);
+                self.red = red.map(|r| (r, (self.value(r.p, sh) & 1 != 0) != r.negated));
                 match wait {
                     true => self.state = State::Waiting { id, count },
                     false => sh.arrived[id as usize] += 1,
                 }
             }
+            Op::Warp { .. } => {
+                // The block computes it once every lane it names is there; the pc stays on it.
+                self.state = State::Warp;
+                self.pc -= 1;
+            }
             Op::Fence => {}
-            Op::Ret | Op::Exit => self.state = State::Exited,
+            Op::Call(call) => self.call(call, line)?,
+            Op::Ret => self.ret(kernel, line)?,
+            Op::Exit => self.state = State::Exited,
         }
+        Ok(())
+    }
+
+    /// Opens the callee's frame: its registers and local memory after the caller's, its
+    /// arguments copied in.
+    fn call(&mut self, call: &Call, line: u32) -> Result<(), Trap> {
+        // Frames start 16-aligned, as their parameters and locals are laid out from there.
+        let (base, local_base) = (self.regs.len(), self.local.len().next_multiple_of(16));
+        let local_end = local_base + call.local_bytes as usize;
+        if self.frames.len() >= MAX_CALL_DEPTH || local_end > MAX_LOCAL_BYTES {
+            return Err(self.trap(TrapKind::StackOverflow, line, 0));
+        }
+        self.regs.resize(base + call.registers as usize, 0);
+        self.local.resize(local_end, 0);
+        for &(from, to, n) in &call.args {
+            self.copy(self.local_base + from as usize, local_base + to as usize, n as usize, line)?;
+        }
+        self.frames.push(Frame { ret_pc: self.pc, base: self.base, local_base: self.local_base });
+        (self.base, self.local_base, self.pc) = (base, local_base, call.target);
+        Ok(())
+    }
+
+    /// Closes the frame, its results copied back to the caller's; in the kernel, an exit.
+    fn ret(&mut self, kernel: &Function, line: u32) -> Result<(), Trap> {
+        let Some(frame) = self.frames.pop() else {
+            self.state = State::Exited;
+            return Ok(());
+        };
+        if let Some(Op::Call(call)) = kernel.body.get(frame.ret_pc as usize - 1).map(|i| &i.op) {
+            for &(to, from, n) in &call.rets {
+                self.copy(self.local_base + from as usize, frame.local_base + to as usize, n as usize, line)?;
+            }
+        }
+        self.regs.truncate(self.base);
+        self.local.truncate(self.local_base);
+        (self.base, self.local_base, self.pc) = (frame.base, frame.local_base, frame.ret_pc);
+        Ok(())
+    }
+
+    /// Copies `n` bytes of local memory, within what the frames hold.
+    fn copy(&mut self, from: usize, to: usize, n: usize, line: u32) -> Result<(), Trap> {
+        if from.max(to) + n > self.local.len() {
+            return Err(self.trap(TrapKind::Fault(Fault::Illegal), line, (LOCAL_WINDOW as usize + from) as u64));
+        }
+        self.local.copy_within(from..from + n, to);
         Ok(())
     }
 

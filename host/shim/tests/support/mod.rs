@@ -22,8 +22,7 @@ pub const NVCC: &str = "PEERPOOL_NVCC";
 
 /// The directory of the build these tests belong to (`target/<profile>`), found at run time.
 fn build_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test knows its own path");
-    exe.parent().and_then(Path::parent).expect("target/<profile>/deps/<test>").to_path_buf()
+    peerpool::child::build_dir().expect("the test lies in target/<profile>/deps")
 }
 
 /// A directory holding the shim as `libcuda.so` and `libcuda.so.1`, made once per run.
@@ -35,7 +34,7 @@ pub fn shim_dir() -> Result<&'static Path, Failed> {
         if !shim.is_file() {
             return Err(format!("no shim at {} (cargo builds it with this package)", shim.display()));
         }
-        let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+        let exe = peerpool::child::this_binary().map_err(|e| e.to_string())?;
         let test = exe.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
         let dir = std::env::temp_dir().join(format!("peerpool-shim-{test}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;

@@ -1,0 +1,97 @@
+//! Bit fields, byte permutes, funnel shifts, three-input logic and byte dot products, as the
+//! PTX ISA defines them.
+
+use super::arith::mask;
+use crate::ir::Ty;
+
+/// `bfe`: `len` bits of `a` from `pos` (both 0 to 255), padded with the field's sign bit.
+pub(crate) fn bfe(ty: Ty, a: u64, pos: u64, len: u64) -> u64 {
+    let msb = ty.bits() as u64 - 1;
+    let (pos, len) = (pos & 0xff, len & 0xff);
+    let sbit = ty.signed() && len != 0 && (a >> (pos + len - 1).min(msb)) & 1 != 0;
+    let mut d = 0u64;
+    for i in 0..=msb {
+        let bit = if i < len && pos + i <= msb { (a >> (pos + i)) & 1 != 0 } else { sbit };
+        d |= (bit as u64) << i;
+    }
+    d
+}
+
+/// `bfi`: `b` with `len` low bits of `a` written at `pos`.
+pub(crate) fn bfi(ty: Ty, a: u64, b: u64, pos: u64, len: u64) -> u64 {
+    let msb = ty.bits() as u64 - 1;
+    let (pos, len) = (pos & 0xff, len & 0xff);
+    let mut f = mask(ty, b);
+    for i in (0..len).take_while(|i| pos + i <= msb) {
+        f = (f & !(1 << (pos + i))) | ((a >> i) & 1) << (pos + i);
+    }
+    f
+}
+
+/// `prmt` in its generic form: each nibble of `c` picks one of the eight bytes of `b:a`, or
+/// (its top bit set) that byte's sign spread over the byte.
+pub(crate) fn prmt(a: u64, b: u64, c: u64) -> u64 {
+    let source = (b & 0xffff_ffff) << 32 | (a & 0xffff_ffff);
+    (0..4).fold(0, |d, i| {
+        let sel = (c >> (4 * i)) & 0xf;
+        let byte = (source >> (8 * (sel & 7))) & 0xff;
+        let byte = if sel & 8 != 0 { if byte & 0x80 != 0 { 0xff } else { 0 } } else { byte };
+        d | byte << (8 * i)
+    })
+}
+
+/// `lop3`: each result bit is the table's bit at `(a << 2) | (b << 1) | c` of the inputs' bits.
+pub(crate) fn lop3(lut: u8, a: u64, b: u64, c: u64) -> u64 {
+    (0..8).filter(|i| lut >> i & 1 != 0).fold(0, |d, i| {
+        let pick = |v: u64, set: bool| if set { v } else { !v };
+        d | (pick(a, i & 4 != 0) & pick(b, i & 2 != 0) & pick(c, i & 1 != 0))
+    })
+}
+
+/// `shf.l`/`shf.r` of the 64 bits `b:a` by `c` (clamped to 32, or modulo 32).
+pub(crate) fn shf(left: bool, clamp: bool, a: u64, b: u64, c: u64) -> u64 {
+    let n = if clamp { (c & 0xffff_ffff).min(32) } else { c & 31 };
+    let v = (b & 0xffff_ffff) << 32 | (a & 0xffff_ffff);
+    if left { (v << n) >> 32 } else { (v >> n) & 0xffff_ffff }
+}
+
+/// `dp4a` (`two: None`): `c` plus the dot product of the four bytes of `a` and `b`;
+/// `dp2a.lo`/`.hi` (`two: Some(hi)`): of the two halves of `a` and two bytes of `b`.
+pub(crate) fn dp(a_signed: bool, b_signed: bool, two: Option<bool>, a: u64, b: u64, c: u64) -> u64 {
+    let field = |v: u64, at: u32, bits: u32, signed: bool| {
+        let x = (v >> at) & ((1 << bits) - 1);
+        if signed && x >> (bits - 1) != 0 { x as i64 - (1 << bits) } else { x as i64 }
+    };
+    let sum: i64 = match two {
+        None => (0..4).map(|i| field(a, 8 * i, 8, a_signed) * field(b, 8 * i, 8, b_signed)).sum(),
+        Some(hi) => {
+            let at = if hi { 16 } else { 0 };
+            (0..2).map(|i| field(a, 16 * i, 16, a_signed) * field(b, at + 8 * i, 8, b_signed)).sum()
+        }
+    };
+    (c as i64).wrapping_add(sum) as u64 & 0xffff_ffff
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fields_permutes_and_funnels() {
+        assert_eq!(bfe(Ty::U32, 0xabcd_1234, 8, 8), 0x12);
+        assert_eq!(bfe(Ty::S32, 0xabcd_1234, 28, 8), 0xffff_fffa, "past the msb: the sign of bit 31");
+        assert_eq!(bfe(Ty::S32, 0x80, 4, 4), 0xffff_fff8);
+        assert_eq!(bfe(Ty::S32, 0xff, 0, 0), 0);
+        assert_eq!(bfi(Ty::B32, 0xff, 0x1234_5678, 8, 4), 0x1234_5f78);
+        assert_eq!(bfi(Ty::B32, 0xff, 0x1234_5678, 30, 8), 0xd234_5678);
+        assert_eq!(prmt(0x4433_2211, 0x8877_6655, 0x3210), 0x4433_2211);
+        assert_eq!(prmt(0x4433_2211, 0x8877_6655, 0x7654), 0x8877_6655);
+        assert_eq!(prmt(0x4433_2211, 0x8877_6655, 0x000f), 0x1111_11ff);
+        assert_eq!(lop3(0xf0 & 0xcc | 0xaa, 0b1100, 0b1010, 0b0001), (0b1100 & 0b1010) | 0b0001);
+        assert_eq!(shf(true, false, 0x8000_0000, 1, 1), 3);
+        assert_eq!(shf(false, true, 0, 0xabcd, 40), 0xabcd);
+        assert_eq!(shf(false, false, 0x10, 0x1, 36), 0x1000_0001);
+        assert_eq!(dp(true, false, None, 0xff01_02fe, 0x0102_0304, 10), (10 - 8 + 6 + 2 - 1) as u64);
+        assert_eq!(dp(false, false, Some(true), 0x0002_0003, 0x0504_0000, 1), 1 + 3 * 4 + 2 * 5);
+    }
+}

@@ -1,0 +1,369 @@
+//! IEEE arithmetic rounded in any of PTX's four modes. Rounding to nearest uses the host's
+//! own floats, which are IEEE-correct; the directed modes (`.rz`, `.rm`, `.rp`) compute the
+//! exact result as an integer significand with a sticky bit and round that once. Every
+//! operation here works on f32 or f64 bits (`wide`: f64).
+
+use crate::ir::Round;
+
+/// A finite value `(-1)^neg * mant * 2^exp`, and `sticky` when nonzero bits lie below `mant`.
+#[derive(Clone, Copy, Debug)]
+struct Exact {
+    neg: bool,
+    mant: u128,
+    exp: i32,
+    sticky: bool,
+}
+
+/// Precision (with the hidden bit), exponent bias and width of the exponent field.
+fn format(wide: bool) -> (u32, i32, u32) {
+    if wide { (53, 1023, 11) } else { (24, 127, 8) }
+}
+
+fn nan(wide: bool) -> u64 {
+    if wide { 0x7fff_ffff_ffff_ffff } else { 0x7fff_ffff }
+}
+
+fn sign_bit(wide: bool) -> u64 {
+    if wide { 1 << 63 } else { 1 << 31 }
+}
+
+fn inf(wide: bool, neg: bool) -> u64 {
+    let (p, _, e) = format(wide);
+    (((1u64 << e) - 1) << (p - 1)) | if neg { sign_bit(wide) } else { 0 }
+}
+
+fn zero(wide: bool, neg: bool) -> u64 {
+    if neg { sign_bit(wide) } else { 0 }
+}
+
+/// What the bits of a float are.
+enum Class {
+    Nan,
+    Inf(bool),
+    Zero(bool),
+    Finite(Exact),
+}
+
+fn class(bits: u64, wide: bool) -> Class {
+    let (p, bias, e) = format(wide);
+    let neg = bits & sign_bit(wide) != 0;
+    let frac = bits & ((1u64 << (p - 1)) - 1);
+    let field = ((bits >> (p - 1)) & ((1 << e) - 1)) as i32;
+    match field {
+        f if f == (1 << e) - 1 && frac != 0 => Class::Nan,
+        f if f == (1 << e) - 1 => Class::Inf(neg),
+        0 if frac == 0 => Class::Zero(neg),
+        0 => Class::Finite(Exact { neg, mant: frac as u128, exp: 1 - bias - (p as i32 - 1), sticky: false }),
+        f => Class::Finite(Exact {
+            neg,
+            mant: (frac | 1 << (p - 1)) as u128,
+            exp: f - bias - (p as i32 - 1),
+            sticky: false,
+        }),
+    }
+}
+
+/// `x` rounded once to the format, in `mode`.
+fn round(x: Exact, wide: bool, mode: Round) -> u64 {
+    let (p, bias, e) = format(wide);
+    if x.mant == 0 && !x.sticky {
+        return zero(wide, x.neg);
+    }
+    let top = x.exp + 127 - x.mant.leading_zeros() as i32; // the exponent of the leading bit
+    let min_lsb = 1 - bias - (p as i32 - 1);
+    let lsb = (top - (p as i32 - 1)).max(min_lsb);
+    let (mut kept, half, rest) = match lsb - x.exp {
+        s if s <= 0 => (x.mant << -s, false, x.sticky),
+        s if s > 128 => (0, false, true),
+        128 => (0, x.mant >> 127 != 0, x.sticky || x.mant << 1 != 0),
+        s => (x.mant >> s, (x.mant >> (s - 1)) & 1 != 0, x.sticky || x.mant & ((1u128 << (s - 1)) - 1) != 0),
+    };
+    let inexact = half || rest;
+    let up = match mode {
+        Round::Nearest => half && (rest || kept & 1 != 0),
+        Round::Zero => false,
+        Round::Up => inexact && !x.neg,
+        Round::Down => inexact && x.neg,
+    };
+    kept += up as u128;
+    let mut lsb = lsb;
+    if kept >> p != 0 {
+        kept >>= 1;
+        lsb += 1;
+    }
+    let sign = if x.neg { sign_bit(wide) } else { 0 };
+    if kept >> (p - 1) == 0 {
+        return sign | kept as u64; // subnormal (or zero)
+    }
+    let field = lsb + p as i32 - 1 + bias;
+    if field >= (1 << e) - 1 {
+        // Overflow: to infinity, or to the largest finite value when the mode rounds away from it.
+        let toward_inf = match mode {
+            Round::Nearest => true,
+            Round::Zero => false,
+            Round::Up => !x.neg,
+            Round::Down => x.neg,
+        };
+        return if toward_inf { inf(wide, x.neg) } else { inf(wide, x.neg) - 1 };
+    }
+    sign | (field as u64) << (p - 1) | (kept as u64 & ((1 << (p - 1)) - 1))
+}
+
+/// The exact sum of two exact values (significands below 2^107, no sticky bits).
+fn sum(x: Exact, y: Exact, mode: Round) -> Exact {
+    if x.mant == 0 {
+        return y;
+    }
+    if y.mant == 0 {
+        return x;
+    }
+    let top = |v: &Exact| v.exp + 127 - v.mant.leading_zeros() as i32;
+    let (x, y) = if top(&x) >= top(&y) { (x, y) } else { (y, x) };
+    // x's leading bit goes to bit 125: ample guard bits for either format.
+    let shift = 125 - (127 - x.mant.leading_zeros() as i32);
+    let (big, exp) = (x.mant << shift, x.exp - shift);
+    let (small, sticky) = match exp - y.exp {
+        s if s <= 0 => (y.mant << -s, false),
+        s if s >= 128 => (0, true),
+        s => (y.mant >> s, y.mant & ((1u128 << s) - 1) != 0),
+    };
+    if x.neg == y.neg {
+        return Exact { neg: x.neg, mant: big + small, exp, sticky };
+    }
+    // big > small when sticky (y is far below x), so the difference stays positive.
+    match big.cmp(&small) {
+        std::cmp::Ordering::Greater => Exact { neg: x.neg, mant: big - small - sticky as u128, exp, sticky },
+        std::cmp::Ordering::Less => Exact { neg: y.neg, mant: small - big, exp, sticky },
+        // An exact zero is +0 but when rounding down.
+        std::cmp::Ordering::Equal => Exact { neg: mode == Round::Down, mant: 0, exp: 0, sticky: false },
+    }
+}
+
+pub(crate) fn add(a: u64, b: u64, wide: bool, mode: Round) -> u64 {
+    match (class(a, wide), class(b, wide)) {
+        (Class::Nan, _) | (_, Class::Nan) => nan(wide),
+        (Class::Inf(x), Class::Inf(y)) if x != y => nan(wide),
+        (Class::Inf(x), _) | (_, Class::Inf(x)) => inf(wide, x),
+        (Class::Zero(x), Class::Zero(y)) => zero(wide, if x == y { x } else { mode == Round::Down }),
+        (Class::Zero(_), _) => b,
+        (_, Class::Zero(_)) => a,
+        (Class::Finite(x), Class::Finite(y)) => round(sum(x, y, mode), wide, mode),
+    }
+}
+
+pub(crate) fn mul(a: u64, b: u64, wide: bool, mode: Round) -> u64 {
+    let neg = (a ^ b) & sign_bit(wide) != 0;
+    match (class(a, wide), class(b, wide)) {
+        (Class::Nan, _) | (_, Class::Nan) => nan(wide),
+        (Class::Inf(_), Class::Zero(_)) | (Class::Zero(_), Class::Inf(_)) => nan(wide),
+        (Class::Inf(_), _) | (_, Class::Inf(_)) => inf(wide, neg),
+        (Class::Zero(_), _) | (_, Class::Zero(_)) => zero(wide, neg),
+        (Class::Finite(x), Class::Finite(y)) => {
+            round(Exact { neg, mant: x.mant * y.mant, exp: x.exp + y.exp, sticky: false }, wide, mode)
+        }
+    }
+}
+
+pub(crate) fn fma(a: u64, b: u64, c: u64, wide: bool, mode: Round) -> u64 {
+    let neg = (a ^ b) & sign_bit(wide) != 0;
+    let product = match (class(a, wide), class(b, wide)) {
+        (Class::Nan, _) | (_, Class::Nan) => return nan(wide),
+        (Class::Inf(_), Class::Zero(_)) | (Class::Zero(_), Class::Inf(_)) => return nan(wide),
+        (Class::Inf(_), _) | (_, Class::Inf(_)) => Class::Inf(neg),
+        (Class::Zero(_), _) | (_, Class::Zero(_)) => Class::Zero(neg),
+        (Class::Finite(x), Class::Finite(y)) => {
+            Class::Finite(Exact { neg, mant: x.mant * y.mant, exp: x.exp + y.exp, sticky: false })
+        }
+    };
+    match (product, class(c, wide)) {
+        (_, Class::Nan) => nan(wide),
+        (Class::Inf(x), Class::Inf(y)) if x != y => nan(wide),
+        (Class::Inf(x), _) | (_, Class::Inf(x)) => inf(wide, x),
+        (Class::Zero(x), Class::Zero(y)) => zero(wide, if x == y { x } else { mode == Round::Down }),
+        (Class::Zero(_), _) => c,
+        (Class::Finite(p), Class::Zero(_)) => round(p, wide, mode),
+        (Class::Finite(p), Class::Finite(z)) => round(sum(p, z, mode), wide, mode),
+        (Class::Nan, _) => unreachable!("returned above"),
+    }
+}
+
+pub(crate) fn div(a: u64, b: u64, wide: bool, mode: Round) -> u64 {
+    let neg = (a ^ b) & sign_bit(wide) != 0;
+    match (class(a, wide), class(b, wide)) {
+        (Class::Nan, _) | (_, Class::Nan) => nan(wide),
+        (Class::Inf(_), Class::Inf(_)) | (Class::Zero(_), Class::Zero(_)) => nan(wide),
+        (Class::Inf(_), _) | (_, Class::Zero(_)) => inf(wide, neg),
+        (Class::Zero(_), _) | (_, Class::Inf(_)) => zero(wide, neg),
+        (Class::Finite(x), Class::Finite(y)) => {
+            // The dividend's leading bit at 125: a quotient of 72 bits or more, and a remainder.
+            let shift = 125 - (127 - x.mant.leading_zeros() as i32);
+            let n = x.mant << shift;
+            let q = Exact { neg, mant: n / y.mant, exp: x.exp - shift - y.exp, sticky: !n.is_multiple_of(y.mant) };
+            round(q, wide, mode)
+        }
+    }
+}
+
+pub(crate) fn sqrt(a: u64, wide: bool, mode: Round) -> u64 {
+    match class(a, wide) {
+        Class::Nan | Class::Inf(true) => nan(wide),
+        Class::Inf(false) | Class::Zero(_) => a,
+        Class::Finite(x) if x.neg => nan(wide),
+        Class::Finite(x) => {
+            // An even exponent and the leading bit at 124 or 125: a root of 62 bits or more.
+            let mut shift = 124 - (127 - x.mant.leading_zeros() as i32);
+            if (x.exp - shift) % 2 != 0 {
+                shift += 1;
+            }
+            let n = x.mant << shift;
+            let r = isqrt(n);
+            round(Exact { neg: false, mant: r, exp: (x.exp - shift) / 2, sticky: r * r != n }, wide, mode)
+        }
+    }
+}
+
+/// The integer square root (rounded down) of `n`.
+fn isqrt(n: u128) -> u128 {
+    let mut r = (n as f64).sqrt() as u128;
+    while r * r > n {
+        r -= 1;
+    }
+    while (r + 1) * (r + 1) <= n {
+        r += 1;
+    }
+    r
+}
+
+/// A float of either width converted to the other (or the same), rounded in `mode`.
+pub(crate) fn convert(a: u64, from_wide: bool, to_wide: bool, mode: Round) -> u64 {
+    match class(a, from_wide) {
+        Class::Nan => nan(to_wide),
+        Class::Inf(neg) => inf(to_wide, neg),
+        Class::Zero(neg) => zero(to_wide, neg),
+        Class::Finite(x) => round(x, to_wide, mode),
+    }
+}
+
+/// An integer (as an i128 holding any PTX integer) converted to a float, rounded in `mode`.
+pub(crate) fn from_int(v: i128, wide: bool, mode: Round) -> u64 {
+    round(Exact { neg: v < 0, mant: v.unsigned_abs(), exp: 0, sticky: false }, wide, mode)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A generator of float bits that reaches every class: zeros, subnormals, normals of every
+    /// exponent, infinities and NaNs.
+    struct Bits(u64);
+
+    impl Bits {
+        fn next(&mut self, wide: bool) -> u64 {
+            self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let r = self.0 ^ (self.0 >> 29);
+            let (p, _, _) = format(wide);
+            match r % 16 {
+                0 => r & (sign_bit(wide) | ((1 << (p - 1)) - 1)), // subnormal or zero
+                1 => (r & sign_bit(wide)) | (inf(wide, false) - (r >> 60) % 3), // near or at infinity
+                _ if wide => r,
+                _ => r & 0xffff_ffff,
+            }
+        }
+    }
+
+    /// Rounding to nearest agrees bit for bit with the host's IEEE arithmetic.
+    #[test]
+    fn nearest_matches_the_hosts_ieee_arithmetic() {
+        let mut g = Bits(7);
+        let canon = |v: u64, wide: bool| if class(v, wide).is_nan() { nan(wide) } else { v };
+        for _ in 0..200_000 {
+            let (a, b, c) = (g.next(false), g.next(false), g.next(false));
+            let (x, y, z) = (f32::from_bits(a as u32), f32::from_bits(b as u32), f32::from_bits(c as u32));
+            let n = Round::Nearest;
+            assert_eq!(add(a, b, false, n), canon((x + y).to_bits() as u64, false), "{x:e} + {y:e}");
+            assert_eq!(mul(a, b, false, n), canon((x * y).to_bits() as u64, false), "{x:e} * {y:e}");
+            assert_eq!(div(a, b, false, n), canon((x / y).to_bits() as u64, false), "{x:e} / {y:e}");
+            assert_eq!(sqrt(a, false, n), canon(x.sqrt().to_bits() as u64, false), "sqrt {x:e}");
+            assert_eq!(fma(a, b, c, false, n), canon(x.mul_add(y, z).to_bits() as u64, false), "fma {x:e} {y:e} {z:e}");
+            let (a, b, c) = (g.next(true), g.next(true), g.next(true));
+            let (x, y, z) = (f64::from_bits(a), f64::from_bits(b), f64::from_bits(c));
+            assert_eq!(add(a, b, true, n), canon((x + y).to_bits(), true), "{x:e} + {y:e}");
+            assert_eq!(mul(a, b, true, n), canon((x * y).to_bits(), true), "{x:e} * {y:e}");
+            assert_eq!(div(a, b, true, n), canon((x / y).to_bits(), true), "{x:e} / {y:e}");
+            assert_eq!(sqrt(a, true, n), canon(x.sqrt().to_bits(), true), "sqrt {x:e}");
+            assert_eq!(fma(a, b, c, true, n), canon(x.mul_add(y, z).to_bits(), true), "fma {x:e} {y:e} {z:e}");
+            assert_eq!(convert(a, true, false, n), canon((x as f32).to_bits() as u64, false), "{x:e} as f32");
+            let i = a as i64;
+            assert_eq!(from_int(i as i128, false, n), (i as f32).to_bits() as u64);
+            assert_eq!(from_int(i as i128, true, n), (i as f64).to_bits());
+        }
+    }
+
+    /// The directed modes bracket the exact value: down <= exact <= up, adjacent or equal,
+    /// and toward zero is one of them; checked where f64 holds f32 results exactly.
+    #[test]
+    fn directed_modes_bracket_the_exact_value() {
+        let mut g = Bits(11);
+        for _ in 0..200_000 {
+            let (a, b) = (g.next(false), g.next(false));
+            let (x, y) = (f32::from_bits(a as u32) as f64, f32::from_bits(b as u32) as f64);
+            if !x.is_finite() || !y.is_finite() {
+                continue;
+            }
+            // f32 products and square roots' squares are exact in f64.
+            check(mul(a, b, false, Round::Down), mul(a, b, false, Round::Up), mul(a, b, false, Round::Zero), |r| {
+                r.partial_cmp(&(x * y))
+            });
+            if x >= 0.0 {
+                check(sqrt(a, false, Round::Down), sqrt(a, false, Round::Up), sqrt(a, false, Round::Zero), |r| {
+                    (r * r).partial_cmp(&x)
+                });
+            }
+            if y != 0.0 {
+                // r versus x / y: compare r * y with x (exact in f64), flipped when y < 0.
+                check(div(a, b, false, Round::Down), div(a, b, false, Round::Up), div(a, b, false, Round::Zero), |r| {
+                    let o = (r * y).partial_cmp(&x)?;
+                    Some(if y < 0.0 { o.reverse() } else { o })
+                });
+            }
+        }
+    }
+
+    /// `down <= exact <= up`, the two equal or adjacent, and `zero` the one nearer zero.
+    fn check(down: u64, up: u64, zero: u64, cmp: impl Fn(f64) -> Option<std::cmp::Ordering>) {
+        use std::cmp::Ordering::*;
+        let (d, u, z) = (f32::from_bits(down as u32), f32::from_bits(up as u32), f32::from_bits(zero as u32));
+        if !d.is_finite() || !u.is_finite() {
+            return;
+        }
+        assert!(matches!(cmp(d as f64), Some(Less | Equal)), "down {d:e}");
+        assert!(matches!(cmp(u as f64), Some(Greater | Equal)), "up {u:e}");
+        assert!(d == u || d.next_up() == u, "{d:e} and {u:e} not adjacent");
+        assert!(z == if d >= 0.0 { d } else { u } || (d == 0.0 && u == 0.0), "zero {z:e} of {d:e} {u:e}");
+    }
+
+    #[test]
+    fn overflow_and_exact_zeros_follow_the_mode() {
+        let max = f32::MAX.to_bits() as u64;
+        assert_eq!(add(max, max, false, Round::Zero), max);
+        assert_eq!(add(max, max, false, Round::Up), inf(false, false));
+        assert_eq!(mul(max, max | 1 << 31, false, Round::Up), max | 1 << 31);
+        let one = 1f32.to_bits() as u64;
+        assert_eq!(add(one, one | 1 << 31, false, Round::Down), 1 << 31);
+        assert_eq!(add(one, one | 1 << 31, false, Round::Up), 0);
+        // 1 + 2^-30 rounds up only upward; 1/3 and sqrt 2 bracket.
+        let tiny = 2f32.powi(-30).to_bits() as u64;
+        assert_eq!(add(one, tiny, false, Round::Up), 1f32.next_up().to_bits() as u64);
+        assert_eq!(add(one, tiny, false, Round::Down), one);
+        let three = 3f64.to_bits();
+        assert_eq!(div(1f64.to_bits(), three, true, Round::Up), (1.0f64 / 3.0).next_up().to_bits());
+        assert_eq!(from_int(16_777_217, false, Round::Up), 16_777_218f32.to_bits() as u64);
+        assert_eq!(from_int(-16_777_217, false, Round::Zero), (-16_777_216f32).to_bits() as u64);
+    }
+
+    impl Class {
+        fn is_nan(&self) -> bool {
+            matches!(self, Class::Nan)
+        }
+    }
+}

@@ -1,0 +1,97 @@
+//! Calls linked at load: each kernel's body gets, after its own code, the code of every `.func`
+//! it reaches, once each, with branch targets moved and every call told where its callee
+//! starts, how large its frame is and where its arguments and results go.
+
+use crate::LoadError;
+use crate::ir::{Module, Op, Param};
+use std::collections::HashMap;
+
+/// Links every kernel of `m`; `headers[id]` holds a function's name and its index in
+/// `m.functions` if it has a body.
+pub(crate) fn link(m: &mut Module, headers: &[(&str, Option<usize>)]) -> Result<(), LoadError> {
+    let originals = m.functions.clone();
+    for f in m.functions.iter_mut().filter(|f| f.entry) {
+        let mut placed: HashMap<u32, u32> = HashMap::new();
+        let mut i = 0;
+        while i < f.body.len() {
+            let line = f.body[i].line;
+            let Op::Call(call) = &f.body[i].op else {
+                i += 1;
+                continue;
+            };
+            let (name, index) = headers[call.callee as usize];
+            let unsupported = |what: &str| LoadError::Unsupported { line, what: format!("call of {name}: {what}") };
+            let callee = match index.map(|i| &originals[i]) {
+                Some(c) if !c.entry => c,
+                Some(_) => return Err(unsupported("a kernel cannot be called")),
+                None => return Err(unsupported("a function defined outside this module")),
+            };
+            let target = match placed.get(&call.callee) {
+                Some(&at) => at,
+                None => {
+                    let at = f.body.len() as u32;
+                    placed.insert(call.callee, at);
+                    f.body.extend(callee.body.iter().cloned().map(|mut inst| {
+                        if let Op::Bra { target } = &mut inst.op {
+                            *target += at;
+                        }
+                        inst
+                    }));
+                    at
+                }
+            };
+            let Op::Call(call) = &mut f.body[i].op else { unreachable!() };
+            call.target = target;
+            call.registers = callee.registers;
+            call.local_bytes = callee.local_bytes;
+            let bad = |what: &str| LoadError::Syntax { line, what: format!("call of {name}: {what}") };
+            call.args = layout(&call.args, &callee.params).ok_or_else(|| bad("arguments do not match"))?;
+            call.rets = layout(&call.rets, &callee.returns).ok_or_else(|| bad("results do not match"))?;
+            i += 1;
+        }
+    }
+    Ok(())
+}
+
+/// Pairs the caller's offsets with the callee's parameters.
+fn layout(caller: &[(u32, u32, u32)], callee: &[Param]) -> Option<Vec<(u32, u32, u32)>> {
+    (caller.len() == callee.len())
+        .then(|| caller.iter().zip(callee).map(|(&(from, ..), p)| (from, p.offset, p.size)).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::ir::Op;
+
+    #[test]
+    fn a_kernel_holds_each_callee_once_with_moved_branches() {
+        let text = ".version 8.0\n.target sm_90\n.address_size 64\n\
+            .func (.param .b32 r) f(.param .b32 a);\n\
+            .visible .entry k()\n{\n.reg .b32 %r<3>;\n\
+            {\n.param .b32 p0;\nst.param.b32 [p0], 1;\n.param .b32 r0;\ncall.uni (r0), f, (p0);\nld.param.b32 %r1, [r0];\n}\n\
+            {\n.param .b32 p0;\nst.param.b32 [p0], 2;\n.param .b32 r0;\ncall.uni (r0), f, (p0);\n}\nret;\n}\n\
+            .func (.param .b32 r) f(.param .b32 a)\n{\n.reg .b32 %r<2>;\nld.param.u32 %r1, [a];\nL:\nbra L;\n}\n";
+        let m = crate::load(text).unwrap();
+        let k = m.kernel("k").unwrap();
+        let calls: Vec<_> =
+            k.body.iter().filter_map(|i| if let Op::Call(c) = &i.op { Some(c) } else { None }).collect();
+        assert_eq!(calls.len(), 2);
+        assert_eq!(calls[0].target, calls[1].target);
+        assert_eq!(k.body.len(), 6 + 2, "the kernel's 6 and f's 2, once");
+        assert_eq!(k.body[7].op, Op::Bra { target: 7 });
+        // f's result at 0 and its argument at 4; each call's own .params in the kernel's frame.
+        assert_eq!(calls[0].rets, [(4, 0, 4)]);
+        assert_eq!(calls[1].args, [(8, 4, 4)]);
+    }
+
+    #[test]
+    fn calling_what_has_no_body_is_refused_with_the_line() {
+        let text = ".version 8.0\n.target sm_90\n.address_size 64\n\
+            .extern .func (.param .b32 r) vprintf(.param .b64 a, .param .b64 b);\n\
+            .visible .entry k()\n{\n.param .b64 a;\n.param .b64 b;\n.param .b32 r;\ncall.uni (r), vprintf, (a, b);\nret;\n}\n";
+        match crate::load(text) {
+            Err(crate::LoadError::Unsupported { line: 10, what }) => assert!(what.contains("vprintf"), "{what}"),
+            other => panic!("{other:?}"),
+        }
+    }
+}

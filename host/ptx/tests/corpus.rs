@@ -1,0 +1,608 @@
+//! nvcc's and NVRTC's PTX for `corpus/corpus.cu`, every kernel launched as `corpus/kernels.txt`
+//! says on a plain memory, each output checked against a reference computed here: bit for bit, but for
+//! the approximate instructions, within the 1 ulp that `lib.rs` states. `corpus/README.md`
+//! says what each kernel checks.
+
+mod common;
+
+use common::Ram;
+use common::oracle::{self, MODES, Mode};
+use peerpool_ptx::{Launch, Module, load, run};
+
+/// The corpus compiled by nvcc and by NVRTC (`corpus/README.md`).
+const PTX: [(&str, &str); 2] =
+    [("corpus.ptx", include_str!("corpus/corpus.ptx")), ("corpus.nvrtc.ptx", include_str!("corpus/corpus.nvrtc.ptx"))];
+const LAUNCHES: &str = include_str!("corpus/kernels.txt");
+
+/// A kernel's launch, as a line of kernels.txt.
+struct Line {
+    name: String,
+    grid: [u32; 3],
+    block: [u32; 3],
+    dynamic_shared: u32,
+    in_words: usize,
+    out_words: usize,
+    n: u32,
+    fill: u32,
+}
+
+fn launches() -> Vec<Line> {
+    LAUNCHES
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let num = |i: usize| match f[i].strip_prefix("0x") {
+                Some(hex) => u32::from_str_radix(hex, 16).unwrap(),
+                None => f[i].parse::<u32>().unwrap(),
+            };
+            Line {
+                name: f[0].to_string(),
+                grid: [num(1), num(2), num(3)],
+                block: [num(4), num(5), num(6)],
+                dynamic_shared: num(7),
+                in_words: num(8) as usize,
+                out_words: num(9) as usize,
+                n: num(10),
+                fill: num(11),
+            }
+        })
+        .collect()
+}
+
+/// The inputs: murmur3's finaliser of `i` times the golden ratio.
+pub fn hash(i: u32) -> u32 {
+    let mut x = i.wrapping_mul(0x9e37_79b9) ^ 0x5bd1_e995;
+    x ^= x >> 16;
+    x = x.wrapping_mul(0x85eb_ca6b);
+    x ^= x >> 13;
+    x = x.wrapping_mul(0xc2b2_ae35);
+    x ^ (x >> 16)
+}
+
+fn f_of(w: u32) -> f32 {
+    f32::from_bits((w & 0x807f_ffff) | ((((w >> 23) & 31) + 112) << 23))
+}
+
+fn d_of(lo: u32, hi: u32) -> f64 {
+    let b = (hi as u64) << 32 | lo as u64;
+    f64::from_bits((b & 0x800f_ffff_ffff_ffff) | ((((b >> 52) & 63) + 992) << 52))
+}
+
+fn b32(f: f32) -> u32 {
+    f.to_bits()
+}
+
+/// u64s as pairs of words, low first.
+fn split(v: &[u64]) -> Vec<u32> {
+    v.iter().flat_map(|&x| [x as u32, (x >> 32) as u32]).collect()
+}
+
+/// A launch: the output words and the module's variables' final bytes.
+fn launch(module: &Module, l: &Line, input: &[u32]) -> (Vec<u32>, Vec<Vec<u8>>) {
+    let mut ram = Ram::default();
+    let inp = ram.add(0x1000_0000, input.iter().flat_map(|w| w.to_le_bytes()).collect());
+    let out = ram.add(0x2000_0000, (0..l.out_words).flat_map(|_| l.fill.to_le_bytes()).collect());
+    let variables: Vec<u64> = module
+        .variables
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let mut bytes = v.init.clone();
+            bytes.resize(v.size.max(1) as usize, 0);
+            ram.add(0x3000_0000 + 0x1_0000 * i as u64, bytes)
+        })
+        .collect();
+    let mut params = inp.to_le_bytes().to_vec();
+    params.extend(out.to_le_bytes());
+    params.extend(l.n.to_le_bytes());
+    let launch = Launch {
+        grid: l.grid,
+        block: l.block,
+        dynamic_shared: l.dynamic_shared,
+        params: &params,
+        variables: &variables,
+        budget: 1 << 30,
+    };
+    let kernel = module.kernel(&l.name).unwrap_or_else(|| panic!("{} is in corpus.ptx", l.name));
+    run(kernel, &launch, &mut ram).unwrap_or_else(|t| panic!("{}: {t:?}", l.name));
+    let vars = variables.iter().map(|&v| ram.bytes(v).to_vec()).collect();
+    (ram.words(out), vars)
+}
+
+#[test]
+fn every_kernel_of_the_corpus_computes_what_the_reference_does() {
+    for (file, text) in PTX {
+        compute_what_the_reference_does(file, &load(text).unwrap_or_else(|e| panic!("{file}: {e}")));
+    }
+}
+
+fn compute_what_the_reference_does(file: &str, module: &Module) {
+    let lines = launches();
+    let entries = module.functions.iter().filter(|f| f.entry).count();
+    assert_eq!(entries, lines.len(), "every kernel of corpus.ptx has a line in kernels.txt");
+    assert!(lines.len() >= 40);
+    for l in &lines {
+        let input: Vec<u32> = (0..l.in_words as u32).map(hash).collect();
+        let (got, vars) = launch(module, l, &input);
+        let warps = |w: usize| input.chunks(32).nth(w).unwrap().to_vec();
+        let want = reference(l, &input, &got, &vars, warps);
+        if let Some(want) = want {
+            assert_eq!(got.len(), want.len(), "{}", l.name);
+            for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                assert_eq!(g, w, "{file}: {} word {i}: got {g:#x}, want {w:#x}", l.name);
+            }
+        }
+    }
+}
+
+/// What a kernel's output must be (`None`: the kernel's check is done here, in place).
+fn reference(l: &Line, x: &[u32], got: &[u32], vars: &[Vec<u8>], warp: impl Fn(usize) -> Vec<u32>) -> Option<Vec<u32>> {
+    let n = l.n as usize;
+    let threads = (l.grid.iter().product::<u32>() * l.block.iter().product::<u32>()) as usize;
+    let per = |k: usize, f: &dyn Fn(usize) -> Vec<u32>| (0..k).flat_map(f).collect::<Vec<u32>>();
+    Some(match l.name.as_str() {
+        "saxpy" => per(n, &|i| vec![b32(2.5f32.mul_add(f_of(x[i]), f_of(x[i + n])))]),
+        "index64" => per(n, &|i| vec![((i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as u32 ^ x[i]]),
+        "int_arith" => per(n, &|i| {
+            let (a, b) = (x[2 * i], x[2 * i + 1] | 1);
+            let (sa, sb) = (a as i32, b as i32);
+            let wide = ((a as u64) << 32 | b as u64) as u128 * 0x0123_4567_89ab_cdef_u128;
+            vec![
+                a / b,
+                a % b,
+                sa.wrapping_div(sb) as u32,
+                sa.wrapping_rem(sb) as u32,
+                ((a as u64 * b as u64) >> 32) as u32,
+                ((sa as i64 * sb as i64) >> 32) as u32,
+                (wide >> 64) as u32,
+                (sa.min(sb) as u32) ^ a.max(b) ^ sa.wrapping_abs() as u32,
+            ]
+        }),
+        "int64_arith" => per(n, &|i| {
+            let w = |k: usize| x[2 * k] as u64 | (x[2 * k + 1] as u64) << 32;
+            let (a, b) = (w(2 * i), w(2 * i + 1) | 1);
+            split(&[
+                a.wrapping_mul(b),
+                a / b,
+                a % b,
+                (a as i64).wrapping_div(b as i64) as u64,
+                ((a as u128 * b as u128) >> 64) as u64,
+                ((a as i64 as i128 * b as i64 as i128) >> 64) as u64,
+                a >> (b & 63),
+                ((a as i64) >> (b & 63)) as u64,
+            ])
+        }),
+        "bits32" => per(n, &|i| {
+            let (a, b) = (x[2 * i], x[2 * i + 1]);
+            let ffs = if b == 0 { 0 } else { b.trailing_zeros() + 1 };
+            let perm = |s: u32| {
+                let src = (b as u64) << 32 | a as u64;
+                (0..4).fold(0u32, |d, k| d | (((src >> (8 * ((s >> (4 * k)) & 7))) & 0xff) as u32) << (8 * k))
+            };
+            let funnel = (b as u64) << 32 | a as u64;
+            vec![
+                a.count_ones() | a.leading_zeros() << 8 | ffs << 16,
+                a.reverse_bits(),
+                perm(b & 0x7777),
+                perm((b >> 16) & 0x7777),
+                ((funnel << (b >> 27 & 31)) >> 32) as u32,
+                (funnel >> ((b >> 26) & 31)) as u32,
+                ((funnel << (b >> 26).min(32)) >> 32) as u32,
+                (a >> (b & 31)) & 0xfff,
+            ]
+        }),
+        "bits64" => per(n, &|i| {
+            let a = x[2 * i] as u64 | (x[2 * i + 1] as u64) << 32;
+            let ffs = if a == 0 { 0 } else { a.trailing_zeros() as u64 + 1 };
+            split(&[a.count_ones() as u64 | (a.leading_zeros() as u64) << 8 | ffs << 16, a.reverse_bits()])
+        }),
+        "dot_products" => per(n, &|i| {
+            let (a, b, c) = (x[3 * i], x[3 * i + 1], x[3 * i + 2]);
+            let byte = |v: u32, k: u32, s: bool| {
+                if s { (v >> (8 * k)) as u8 as i8 as i64 } else { (v >> (8 * k)) as u8 as i64 }
+            };
+            let half = |v: u32, k: u32, s: bool| {
+                if s { (v >> (16 * k)) as u16 as i16 as i64 } else { (v >> (16 * k)) as u16 as i64 }
+            };
+            let dp4 = |s: bool| (0..4).map(|k| byte(a, k, s) * byte(b, k, s)).sum::<i64>();
+            let dp2 = |s: bool, hi: u32| (0..2).map(|k| half(a, k, s) * byte(b, k + 2 * hi, s)).sum::<i64>();
+            vec![
+                (c as i32 as i64 + dp4(true)) as u32,
+                (c as i64 + dp4(false)) as u32,
+                (c as i32 as i64 + dp2(true, 0)) as u32,
+                (c as i64 + dp2(false, 1)) as u32,
+            ]
+        }),
+        "sad_mul24" => per(n, &|i| {
+            let (a, b, c) = (x[3 * i], x[3 * i + 1], x[3 * i + 2]);
+            let s24 = |v: u32| ((v << 8) as i32 >> 8) as i64;
+            vec![
+                c.wrapping_add(a.abs_diff(b)),
+                c.wrapping_add((a as i32).abs_diff(b as i32)),
+                (s24(a) * s24(b)) as u32,
+                ((a & 0xff_ffff) as u64 * (b & 0xff_ffff) as u64) as u32,
+            ]
+        }),
+        "wide_mul_add" => per(n, &|i| {
+            let (a, b, c) = (x[3 * i], x[3 * i + 1], x[3 * i + 2]);
+            split(&[
+                a as u64 * b as u64 + c as u64,
+                (a as i32 as i64 * b as i32 as i64 + c as i32 as i64) as u64,
+                a.wrapping_mul(b).wrapping_add(c) as u64 | ((a as u64 * b as u64) >> 32) << 32,
+            ])
+        }),
+        "reduce_shared" => x.chunks(256).map(|c| c.iter().fold(0u32, |s, &v| s.wrapping_add(v))).collect(),
+        "reduce_dynamic_f32" => x
+            .chunks(128)
+            .map(|c| {
+                let mut s: Vec<f32> = c.iter().map(|&w| f_of(w)).collect();
+                let mut k = 64;
+                while k > 0 {
+                    for t in 0..k {
+                        s[t] += s[t + k];
+                    }
+                    k /= 2;
+                }
+                b32(s[0])
+            })
+            .collect(),
+        "transpose" => (0..64 * 64).map(|i| x[(i % 64) * 64 + i / 64]).collect(),
+        "block_scan" => x
+            .chunks(128)
+            .flat_map(|c| {
+                c.iter()
+                    .scan(0u32, |s, &v| {
+                        *s += v & 0xffff;
+                        Some(*s)
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .collect(),
+        "histogram_shared" => (0..64).map(|b| x[..n].iter().filter(|&&v| v & 63 == b).count() as u32).collect(),
+        "syncthreads_reductions" => x
+            .chunks(128)
+            .flat_map(|c| {
+                let count = c.iter().filter(|&&v| v & 1 != 0).count() as u32;
+                let and = c.iter().all(|&v| v & 0x8000_0001 != 0) as u32;
+                let or = c.iter().any(|&v| v & 0xff == 0x42) as u32;
+                vec![count | and << 16 | or << 17; 128]
+            })
+            .collect(),
+        "warp_reduce_down" => (0..threads / 32).map(|w| warp(w).iter().fold(0u32, |s, &v| s.wrapping_add(v))).collect(),
+        "warp_scan_up" => (0..threads / 32)
+            .flat_map(|w| {
+                warp(w)
+                    .iter()
+                    .scan(0u32, |s, &v| {
+                        *s += v & 0xffff;
+                        Some(*s)
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .collect(),
+        "warp_max_xor" => (0..threads / 32).flat_map(|w| vec![*warp(w).iter().max().unwrap(); 32]).collect(),
+        "shfl_widths" => per(threads, &|t| {
+            let w = warp(t / 32);
+            let (lane, v) = (t % 32, x[t]);
+            let idx = (lane & 16) | ((v as usize >> 8) & 15);
+            let up = if lane >= (lane & !7) + 3 { lane - 3 } else { lane };
+            let down = if lane + 5 <= (lane | 7) { lane + 5 } else { lane };
+            vec![w[idx], w[up], w[down], w[lane ^ 9]]
+        }),
+        "shfl_f64" => split(
+            &(0..threads)
+                .map(|t| {
+                    let d = |k: usize| d_of(x[2 * k], x[2 * k + 1]);
+                    let next = if t % 32 == 31 { t } else { t + 1 };
+                    (d(next) + d(t - t % 32)).to_bits()
+                })
+                .collect::<Vec<_>>(),
+        ),
+        "ballot_rank" => per(threads, &|t| {
+            let b = warp(t / 32).iter().enumerate().fold(0u32, |m, (i, &v)| m | (v & 1) << i);
+            vec![b, (b & ((1u32 << (t % 32)) - 1)).count_ones()]
+        }),
+        "votes" => per(threads, &|t| {
+            let w = warp(t / 32);
+            let all = w.iter().all(|&v| v > 0x0100_0000) as u32;
+            let any = w.iter().any(|&v| v < 0x0800_0000) as u32;
+            let uni = w.iter().all(|&v| v >> 31 == w[0] >> 31) as u32;
+            vec![all | any << 1 | uni << 2]
+        }),
+        "divergent_shfl" => per(threads, &|t| {
+            let w = warp(t / 32);
+            let m = w.iter().enumerate().fold(0u32, |m, (i, &v)| m | (v & 1) << i);
+            let r = if x[t] & 1 != 0 {
+                w[m.trailing_zeros() as usize]
+            } else {
+                w.iter().filter(|&&v| v & 1 == 0).fold(0, |s, &v| s ^ v)
+            };
+            vec![r ^ 0xffff_ffff]
+        }),
+        "match_groups" => per(threads, &|t| {
+            let any = warp(t / 32).iter().enumerate().fold(0u32, |m, (i, &v)| m | ((v & 3 == x[t] & 3) as u32) << i);
+            vec![any ^ 0xffff_ffff ^ 1]
+        }),
+        "redux" => per(threads, &|t| {
+            let w = warp(t / 32);
+            let signed = |f: fn(i32, i32) -> i32| w.iter().map(|&v| v as i32).reduce(f).unwrap() as u32;
+            vec![
+                w.iter().fold(0u32, |s, &v| s.wrapping_add(v)),
+                w.iter().min().unwrap() ^ w.iter().max().unwrap(),
+                signed(i32::min) ^ signed(i32::max),
+                w.iter().fold(!0, |s, &v| s & v) ^ w.iter().fold(0, |s, &v| s | v) ^ w.iter().fold(0, |s, &v| s ^ v),
+            ]
+        }),
+        "partial_warp" => (0..threads)
+            .map(|i| {
+                if i >= n {
+                    return 0;
+                }
+                // Warps of 32 and 16 threads per block of 48; lanes past n have exited.
+                let (block, t) = (i / 48, i % 48);
+                let first = block * 48 + if t < 32 { 0 } else { 32 };
+                let lanes = (if t < 32 { 32 } else { 16 }).min(n - first);
+                let m = if lanes == 32 { u32::MAX } else { (1u32 << lanes) - 1 };
+                let ballot = (0..lanes).fold(0u32, |b, k| b | (x[first + k] & 1) << k);
+                ballot ^ (m << 1)
+            })
+            .collect(),
+        "syncwarp_shared" => per(threads, &|t| vec![x[t ^ 1].wrapping_add(x[t ^ 31])]),
+        "atomic_add_device" => {
+            let mut o = vec![0u32; 17];
+            for &v in x {
+                o[(v & 15) as usize] += 1;
+                o[16] = o[16].wrapping_add(v & 0xff);
+            }
+            o
+        }
+        "atomic_add_block" => {
+            let mut o = vec![0u32; 8];
+            x.iter().for_each(|&v| o[(v & 7) as usize] += v >> 24);
+            o
+        }
+        "atomic_add_system" => {
+            let mut o = vec![0u32; 8];
+            let mut q = [0u64; 2];
+            for &v in x {
+                o[(v & 7) as usize] += 1;
+                q[(v & 1) as usize] += v as u64;
+            }
+            o.extend(split(&q));
+            o
+        }
+        "atomic_min_and" => vec![
+            x.iter().map(|&v| v as i32).fold(-1, i32::max) as u32,
+            x.iter().map(|&v| v as i32).fold(-1, i32::min) as u32,
+            *x.iter().min().unwrap(),
+            x.iter().fold(!0, |s, &v| s & (v | 0x10000)),
+        ],
+        "atomic_max_or" => {
+            let count = x.len() as u32;
+            let mut o = vec![
+                x.iter().map(|&v| v >> 1).max().unwrap(),
+                x.iter().fold(0, |s, &v| s | (v & 0x0101_0101)),
+                x.iter().fold(0, |s, &v| s ^ v),
+                count % 7,
+                (6 - count % 6) % 6,
+                42,
+                1,
+                0,
+            ];
+            o.extend(split(&[
+                x.iter().map(|&v| (v as u64) << 20).max().unwrap(),
+                (-(*x.iter().max().unwrap() as i64)) as u64,
+            ]));
+            o
+        }
+        "atomic_cas_mul" => vec![x.iter().fold(1u32, |p, &v| p.wrapping_mul(v | 1))],
+        "atomic_float" => {
+            let mut f = [0f32; 4];
+            let mut d = [0f64; 2];
+            for &v in x {
+                f[(v & 3) as usize] += (v >> 24) as f32;
+                d[(v >> 31) as usize] += (v & 0xffff) as f64 * 0.25;
+            }
+            let mut o: Vec<u32> = f.iter().map(|&v| b32(v)).collect();
+            o.extend(split(&[d[0].to_bits(), d[1].to_bits()]));
+            o
+        }
+        "atomic_ticket" => {
+            let mut o = vec![1u32; threads + 1];
+            o[0] = threads as u32;
+            o
+        }
+        "f32_rounding" => per(threads, &|i| {
+            let (a, b, c) = (f_of(x[3 * i]), f_of(x[3 * i + 1]), f_of(x[3 * i + 2]));
+            let mut o = Vec::new();
+            o.extend(MODES.map(|m| b32(oracle::add32(a, b, m))));
+            o.extend(MODES.map(|m| b32(oracle::add32(a, -b, m))));
+            o.extend(MODES.map(|m| b32(oracle::mul32(a, b, m))));
+            o.extend(MODES.map(|m| b32(oracle::div32(a, b, m))));
+            o.extend(MODES.map(|m| b32(oracle::fma32(a, b, c, m))));
+            o.extend(MODES.map(|m| b32(oracle::sqrt32(a.abs(), m))));
+            o
+        }),
+        "f32_rcp" => per(threads, &|i| MODES.map(|m| b32(oracle::div32(1.0, f_of(x[i]), m))).to_vec()),
+        "f64_rounding" => per(threads, &|i| {
+            let d = |k: usize| d_of(x[6 * i + 2 * k], x[6 * i + 2 * k + 1]);
+            let (a, b, c) = (d(0), d(1), d(2));
+            let mut o = Vec::new();
+            o.extend(MODES.map(|m| oracle::add64(a, b, m).to_bits()));
+            o.extend(MODES.map(|m| oracle::add64(a, -b, m).to_bits()));
+            o.extend(MODES.map(|m| oracle::mul64(a, b, m).to_bits()));
+            o.extend(MODES.map(|m| oracle::div64(a, b, m).to_bits()));
+            o.extend(MODES.map(|m| oracle::fma64(a, b, c, m).to_bits()));
+            o.extend(MODES.map(|m| oracle::sqrt64(a.abs(), m).to_bits()));
+            split(&o)
+        }),
+        "conversions" => per(threads, &|i| conversions(&x[4 * i..4 * i + 4])),
+        "ieee_default" => per(threads, &|i| {
+            let (a, b) = (f_of(x[4 * i]), f_of(x[4 * i + 1]));
+            let (p, q) = (d_of(x[4 * i + 2], x[4 * i + 3]), d_of(x[4 * i + 1], x[4 * i]));
+            let mut o = vec![b32(a / b), b32(a.abs().sqrt()), b32(1.0 / a), b32(a.mul_add(b, -a))];
+            o.extend(split(&[(p / q).to_bits(), p.abs().sqrt().to_bits()]));
+            o
+        }),
+        "float_misc" => per(threads, &|i| {
+            let (a, b) = (f_of(x[2 * i]), f_of(x[2 * i + 1]));
+            let d = d_of(x[2 * i], x[2 * i + 1]);
+            vec![
+                b32(a.min(b)),
+                b32(a.max(b)),
+                b32(a.copysign(b)),
+                b32(a.floor()),
+                b32(a.ceil()),
+                b32(a.trunc()),
+                b32(a.round_ties_even()),
+                b32((a * 1e-4).clamp(0.0, 1.0)),
+                b32(a.abs() - b),
+                d.floor().to_bits() as u32,
+                (d.min(a as f64).to_bits() >> 32) as u32,
+                (d.ceil().to_bits() >> 32) as u32,
+            ]
+        }),
+        "approx_math" => {
+            approx_math(x, got);
+            return None;
+        }
+        "classify" => per(threads, &|i| {
+            let mut w = x[i];
+            match i % 8 {
+                0 => w = 0x7f80_0000 | (w & 0x8000_0000),
+                1 => w = 0x7fc0_0000 | (w & 0x007f_ffff),
+                2 => w &= 0x807f_ffff,
+                _ => {}
+            }
+            let f = f32::from_bits(w);
+            let sub = f.is_subnormal() as u32;
+            vec![
+                f.is_nan() as u32
+                    | (f.is_infinite() as u32) << 1
+                    | (f.is_finite() as u32) << 2
+                    | (w >> 31) << 3
+                    | sub << 4,
+            ]
+        }),
+        "collatz" => per(threads, &|i| {
+            let (mut v, mut steps) = ((x[i] & 0xffff) + 1, 0);
+            while v != 1 && steps < 1000 {
+                v = if v & 1 != 0 { 3 * v + 1 } else { v / 2 };
+                steps += 1;
+            }
+            vec![steps]
+        }),
+        "switch_case" => per(threads, &|i| {
+            let v = x[i];
+            vec![match v % 8 {
+                0 => v.wrapping_mul(3),
+                1 => v ^ 0xdead_beef,
+                2 => v >> 3,
+                3 => v.wrapping_add(x[(i + 1) % n]),
+                4 => !v,
+                5 => v.wrapping_mul(v),
+                6 => v.count_ones(),
+                _ => 7,
+            }]
+        }),
+        "noinline_calls" => per(threads, &|i| {
+            fn fib(k: u32) -> u32 {
+                if k < 2 { k } else { fib(k - 1) + fib(k - 2) }
+            }
+            let v = x[i];
+            let f = fib(v & 15);
+            let mix = v.wrapping_mul(31).wrapping_add(f ^ (v >> 3));
+            vec![mix.wrapping_add(b32(f_of(v) * 0.5))]
+        }),
+        "launch_bounds" => per(threads, &|i| vec![x[i].wrapping_mul(128).wrapping_add(i as u32)]),
+        "local_array" => per(threads, &|i| {
+            let v = x[i];
+            let mut a: Vec<u32> = (0..16).map(|k| v.wrapping_mul(k + 1)).collect();
+            for k in 0..16 {
+                a[((v >> k) & 15) as usize] = a[((v >> k) & 15) as usize].wrapping_add(k);
+            }
+            vec![a[(v & 15) as usize] ^ a[((v >> 4) & 15) as usize]]
+        }),
+        "grid3d" => per(threads, &|t| {
+            let (b, th) = (t / 32, t % 32);
+            let (bx, by, bz) = (b % 2, (b / 2) % 2, b / 4);
+            let (tx, ty, tz) = (th % 4, (th / 4) % 4, th / 16);
+            vec![(tx | ty << 4 | tz << 8 | bx << 12 | by << 16 | bz << 20) as u32]
+        }),
+        "const_and_global" => {
+            let table = [3u32, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8, 9, 7, 9, 3];
+            let counter = vars.iter().find(|v| v.len() == 4).expect("the counter");
+            assert_eq!(u32::from_le_bytes(counter[..4].try_into().unwrap()), threads as u32, "counter");
+            let mut o: Vec<u32> = x.iter().map(|&v| table[(v & 15) as usize].wrapping_mul(v)).collect();
+            o.push(0x600d);
+            o
+        }
+        "vector_access" => per(threads, &|i| {
+            let v = &x[4 * i..4 * i + 4];
+            let f: Vec<f32> = v.iter().map(|&w| f_of(w)).collect();
+            vec![v[3], v[2], v[1], v[0], b32(f[0] + f[1]), b32(f[1] * f[2]), b32(f[2] - f[3]), b32(f[3])]
+        }),
+        other => panic!("no reference for {other}"),
+    })
+}
+
+fn conversions(w: &[u32]) -> Vec<u32> {
+    let f = f32::from_bits((w[0] & 0x807f_ffff) | ((((w[0] >> 23) & 63) + 100) << 23));
+    let d = d_of(w[1], w[2]) * 4096.0;
+    let s = w[3] as i32;
+    let l = ((w[3] as u64) << 32 | w[1] as u64) as i64;
+    let ff = f as f64;
+    let f32_of = |m: Mode| b32(oracle::from64_32(d, m));
+    vec![
+        ff.round_ties_even() as i32 as u32,
+        ff.trunc() as i32 as u32,
+        ff.floor() as i32 as u32,
+        ff.ceil() as i32 as u32,
+        ff.round_ties_even() as u32,
+        ff.trunc() as u32,
+        ff.floor() as i64 as u32,
+        ((ff.ceil() as u64) >> 3) as u32,
+        d.round_ties_even() as i32 as u32,
+        d.trunc() as i32 as u32,
+        d.floor() as u32,
+        f32_of(Mode::Near),
+        f32_of(Mode::Zero),
+        f32_of(Mode::Down),
+        f32_of(Mode::Up),
+        b32(oracle::int32(s as i128, Mode::Near)),
+        b32(oracle::int32(s as i128, Mode::Zero)),
+        b32(oracle::int32(s as i128, Mode::Down)),
+        b32(oracle::int32(s as u32 as i128, Mode::Up)),
+        b32(oracle::int32(l as i128, Mode::Down)),
+        oracle::int64(l as i128, Mode::Up).to_bits() as u32,
+        (oracle::int64(l as i128, Mode::Zero).to_bits() >> 32) as u32,
+        oracle::int64(l as u64 as i128, Mode::Down).to_bits() as u32,
+        d.ceil() as i64 as u32,
+    ]
+}
+
+/// The approximate instructions within 1 ulp of the exact function of the same f32 input;
+/// the others (a reciprocal times a value) exact.
+fn approx_math(x: &[u32], got: &[u32]) {
+    let ulps = |g: u32, want: f64| (g as i64 - (want as f32).to_bits() as i64).abs();
+    for i in 0..got.len() / 8 {
+        let a = ((x[2 * i] % 20001) as i32 - 10000) as f32 * 3.0e-4;
+        let b = f_of(x[2 * i + 1]);
+        let o = &got[8 * i..8 * i + 8];
+        let t = a * std::f32::consts::LOG2_E;
+        let close = [
+            (o[0], (a as f64).sin(), "sin"),
+            (o[1], (a as f64).cos(), "cos"),
+            (o[2], (t as f64).exp2(), "exp"),
+            (o[3], (b.abs() as f64).log2(), "log2"),
+            (o[4], a as f64 / b as f64, "fdividef"),
+            (o[5], 1.0 / (b.abs() as f64).sqrt(), "rsqrt"),
+            (o[6], (a as f64).exp2(), "exp2"),
+        ];
+        for (g, want, what) in close {
+            assert!(ulps(g, want) <= 1, "{what} of {a:e} {b:e}: {:e} for {want:e}", f32::from_bits(g));
+        }
+        assert_eq!(o[7], b32(a * (1.0 / b)), "rcp.rn times");
+    }
+}

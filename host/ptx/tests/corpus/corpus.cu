@@ -1,0 +1,472 @@
+// The executor's corpus: small kernels, each `extern "C"` with the same parameters
+// (const u32 *in, u32 *out, u32 n), launched as kernels.txt says. Inputs are in[i] = hash(i)
+// (README.md); every output is a pure function of them, whatever the order threads run in.
+typedef unsigned int u32;
+typedef unsigned long long u64;
+typedef long long i64;
+#define KERNEL extern "C" __global__ void
+#define ARGS const u32 *__restrict__ in, u32 *__restrict__ out, u32 n
+#define FULL 0xffffffffu
+
+// Finite f32s with |x| in [2^-15, 2^17) and f64s with |x| in [2^-31, 2^33): no overflow,
+// no subnormals, every mantissa bit random.
+__device__ __forceinline__ float f_of(u32 w) {
+    return __uint_as_float((w & 0x807fffffu) | ((((w >> 23) & 31u) + 112u) << 23));
+}
+__device__ __forceinline__ double d_of(u32 lo, u32 hi) {
+    u64 b = ((u64)hi << 32) | lo;
+    return __longlong_as_double((b & 0x800fffffffffffffull) | ((((b >> 52) & 63ull) + 992ull) << 52));
+}
+__device__ __forceinline__ u64 gid() { return blockIdx.x * (u64)blockDim.x + threadIdx.x; }
+__device__ __forceinline__ u32 lane() { return threadIdx.x & 31; }
+
+// ---- elementwise, grid-stride, 64-bit indexing
+KERNEL saxpy(ARGS) {
+    for (u64 i = gid(); i < n; i += (u64)blockDim.x * gridDim.x)
+        out[i] = __float_as_uint(fmaf(2.5f, f_of(in[i]), f_of(in[i + n])));
+}
+KERNEL index64(ARGS) {
+    for (u64 i = gid(); i < n; i += (u64)blockDim.x * gridDim.x)
+        out[i] = (u32)((i * 0x9E3779B97F4A7C15ull) >> 32) ^ in[i];
+}
+KERNEL int_arith(ARGS) {
+    u64 i = gid();
+    if (i >= n) return;
+    u32 a = in[2 * i], b = in[2 * i + 1] | 1;
+    int sa = (int)a, sb = (int)b;
+    u32 *o = out + 8 * i;
+    o[0] = a / b; o[1] = a % b; o[2] = (u32)(sa / sb); o[3] = (u32)(sa % sb);
+    o[4] = __umulhi(a, b); o[5] = (u32)__mulhi(sa, sb);
+    o[6] = (u32)__umul64hi(((u64)a << 32) | b, 0x123456789abcdefull);
+    o[7] = (u32)min(sa, sb) ^ max(a, b) ^ (u32)abs(sa);
+}
+KERNEL int64_arith(ARGS) {
+    u64 i = gid();
+    if (i >= n) return;
+    const u64 *w = (const u64 *)in;
+    u64 a = w[2 * i], b = w[2 * i + 1] | 1;
+    u64 *o = (u64 *)out + 8 * i;
+    o[0] = a * b; o[1] = a / b; o[2] = a % b; o[3] = (u64)((i64)a / (i64)b);
+    o[4] = __umul64hi(a, b); o[5] = (u64)__mul64hi((i64)a, (i64)b);
+    o[6] = a >> (b & 63); o[7] = (u64)((i64)a >> (b & 63));
+}
+KERNEL bits32(ARGS) {
+    u64 i = gid();
+    if (i >= n) return;
+    u32 a = in[2 * i], b = in[2 * i + 1];
+    u32 *o = out + 8 * i;
+    o[0] = __popc(a) | (__clz(a) << 8) | (__ffs(b) << 16);
+    o[1] = __brev(a);
+    o[2] = __byte_perm(a, b, b & 0x7777);
+    o[3] = __byte_perm(a, b, (b >> 16) | 0x8888);
+    o[4] = __funnelshift_l(a, b, b >> 27);
+    o[5] = __funnelshift_r(a, b, b >> 26);
+    o[6] = __funnelshift_lc(a, b, b >> 26);
+    o[7] = (a >> (b & 31)) & 0xfff;
+}
+KERNEL bits64(ARGS) {
+    u64 i = gid();
+    if (i >= n) return;
+    u64 a = ((const u64 *)in)[i];
+    u64 *o = (u64 *)out + 2 * i;
+    o[0] = (u64)__popcll(a) | ((u64)__clzll(a) << 8) | ((u64)__ffsll(a) << 16);
+    o[1] = __brevll(a);
+}
+KERNEL dot_products(ARGS) {
+    u64 i = gid();
+    if (i >= n) return;
+    u32 a = in[3 * i], b = in[3 * i + 1], c = in[3 * i + 2];
+    u32 *o = out + 4 * i;
+    o[0] = (u32)__dp4a((int)a, (int)b, (int)c);
+    o[1] = __dp4a(a, b, c);
+    o[2] = (u32)__dp2a_lo((int)a, (int)b, (int)c);
+    o[3] = __dp2a_hi(a, b, c);
+}
+KERNEL sad_mul24(ARGS) {
+    u64 i = gid();
+    if (i >= n) return;
+    u32 a = in[3 * i], b = in[3 * i + 1], c = in[3 * i + 2];
+    u32 *o = out + 4 * i;
+    o[0] = __usad(a, b, c);
+    o[1] = __sad((int)a, (int)b, c);
+    o[2] = (u32)__mul24((int)a, (int)b);
+    o[3] = __umul24(a, b);
+}
+KERNEL wide_mul_add(ARGS) {
+    u64 i = gid();
+    if (i >= n) return;
+    u32 a = in[3 * i], b = in[3 * i + 1], c = in[3 * i + 2];
+    u64 *o = (u64 *)out + 3 * i;
+    o[0] = (u64)a * b + c;
+    o[1] = (u64)((i64)(int)a * (int)b + (int)c);
+    o[2] = (u64)(a * b + c) | ((u64)__umulhi(a, b) << 32);
+}
+
+// ---- shared memory and barriers
+KERNEL reduce_shared(ARGS) {
+    __shared__ u32 s[256];
+    u32 t = threadIdx.x;
+    s[t] = in[gid()];
+    __syncthreads();
+    for (u32 k = 128; k > 0; k >>= 1) {
+        if (t < k) s[t] += s[t + k];
+        __syncthreads();
+    }
+    if (t == 0) out[blockIdx.x] = s[0];
+}
+KERNEL reduce_dynamic_f32(ARGS) {
+    extern __shared__ float sf[];
+    u32 t = threadIdx.x;
+    sf[t] = f_of(in[gid()]);
+    __syncthreads();
+    for (u32 k = blockDim.x / 2; k > 0; k >>= 1) {
+        if (t < k) sf[t] += sf[t + k];
+        __syncthreads();
+    }
+    if (t == 0) out[blockIdx.x] = __float_as_uint(sf[0]);
+}
+KERNEL transpose(ARGS) {
+    __shared__ u32 tile[32][33];
+    u32 w = gridDim.x * 32;
+    u32 x = blockIdx.x * 32 + threadIdx.x, y = blockIdx.y * 32 + threadIdx.y;
+    for (u32 j = 0; j < 32; j += 8) tile[threadIdx.y + j][threadIdx.x] = in[(y + j) * w + x];
+    __syncthreads();
+    x = blockIdx.y * 32 + threadIdx.x;
+    y = blockIdx.x * 32 + threadIdx.y;
+    for (u32 j = 0; j < 32; j += 8) out[(y + j) * w + x] = tile[threadIdx.x][threadIdx.y + j];
+}
+KERNEL block_scan(ARGS) {
+    __shared__ u32 buf[2][128];
+    u32 t = threadIdx.x, cur = 0;
+    buf[0][t] = in[gid()] & 0xffff;
+    __syncthreads();
+    for (u32 k = 1; k < 128; k <<= 1) {
+        buf[cur ^ 1][t] = buf[cur][t] + (t >= k ? buf[cur][t - k] : 0);
+        cur ^= 1;
+        __syncthreads();
+    }
+    out[gid()] = buf[cur][t];
+}
+KERNEL histogram_shared(ARGS) {
+    __shared__ u32 bins[64];
+    if (threadIdx.x < 64) bins[threadIdx.x] = 0;
+    __syncthreads();
+    for (u64 i = gid(); i < n; i += (u64)blockDim.x * gridDim.x) atomicAdd(&bins[in[i] & 63], 1);
+    __syncthreads();
+    if (threadIdx.x < 64) atomicAdd(&out[threadIdx.x], bins[threadIdx.x]);
+}
+KERNEL syncthreads_reductions(ARGS) {
+    u32 v = in[gid()];
+    int c = __syncthreads_count(v & 1);
+    int a = __syncthreads_and(v & 0x80000001);
+    int o = __syncthreads_or((v & 0xff) == 0x42);
+    out[gid()] = (u32)c | ((u32)a << 16) | ((u32)o << 17);
+}
+
+// ---- warps
+KERNEL warp_reduce_down(ARGS) {
+    u32 v = in[gid()];
+    for (int off = 16; off > 0; off >>= 1) v += __shfl_down_sync(FULL, v, off);
+    if (lane() == 0) out[gid() / 32] = v;
+}
+KERNEL warp_scan_up(ARGS) {
+    u32 v = in[gid()] & 0xffff;
+    for (u32 off = 1; off < 32; off <<= 1) {
+        u32 t = __shfl_up_sync(FULL, v, off);
+        if (lane() >= off) v += t;
+    }
+    out[gid()] = v;
+}
+KERNEL warp_max_xor(ARGS) {
+    u32 v = in[gid()];
+    for (int m = 16; m > 0; m >>= 1) v = max(v, __shfl_xor_sync(FULL, v, m));
+    out[gid()] = v;
+}
+KERNEL shfl_widths(ARGS) {
+    u32 v = in[gid()];
+    u32 *o = out + 4 * gid();
+    o[0] = __shfl_sync(FULL, v, (v >> 8) & 15, 16);
+    o[1] = __shfl_up_sync(FULL, v, 3, 8);
+    o[2] = __shfl_down_sync(FULL, v, 5, 8);
+    o[3] = __shfl_xor_sync(FULL, v, 9, 16);
+}
+KERNEL shfl_f64(ARGS) {
+    double d = d_of(in[2 * gid()], in[2 * gid() + 1]);
+    double r = __shfl_down_sync(FULL, d, 1) + __shfl_sync(FULL, d, 0);
+    ((u64 *)out)[gid()] = __double_as_longlong(r);
+}
+KERNEL ballot_rank(ARGS) {
+    bool p = in[gid()] & 1;
+    u32 b = __ballot_sync(FULL, p);
+    out[2 * gid()] = b;
+    out[2 * gid() + 1] = __popc(b & ((1u << lane()) - 1));
+}
+KERNEL votes(ARGS) {
+    u32 v = in[gid()];
+    u32 all = __all_sync(FULL, v > 0x01000000), any = __any_sync(FULL, v < 0x08000000);
+    u32 uni = __uni_sync(FULL, (v >> 31) == (in[gid() & ~31u] >> 31));
+    out[gid()] = all | (any << 1) | (uni << 2);
+}
+KERNEL divergent_shfl(ARGS) {
+    u32 v = in[gid()];
+    bool odd = v & 1;
+    u32 m = __ballot_sync(FULL, odd);
+    u32 r = 0;
+    if (odd) {
+        r = __shfl_sync(m, v, __ffs(m) - 1);
+        __syncwarp(m);
+    } else {
+        r = __reduce_xor_sync(~m, v);
+    }
+    out[gid()] = r ^ __activemask();
+}
+KERNEL match_groups(ARGS) {
+    u32 key = in[gid()] & 3;
+    int pred;
+    u32 any = __match_any_sync(FULL, key);
+    u32 all = __match_all_sync(FULL, key >> 2, &pred);
+    out[gid()] = any ^ all ^ (u32)pred;
+}
+KERNEL redux(ARGS) {
+    u32 v = in[gid()];
+    u32 *o = out + 4 * gid();
+    o[0] = __reduce_add_sync(FULL, v);
+    o[1] = __reduce_min_sync(FULL, v) ^ __reduce_max_sync(FULL, v);
+    o[2] = (u32)__reduce_min_sync(FULL, (int)v) ^ (u32)__reduce_max_sync(FULL, (int)v);
+    o[3] = __reduce_and_sync(FULL, v) ^ __reduce_or_sync(FULL, v) ^ __reduce_xor_sync(FULL, v);
+}
+KERNEL partial_warp(ARGS) {
+    u64 i = gid();
+    if (i >= n) return;
+    u32 m = __activemask();
+    out[i] = __ballot_sync(m, in[i] & 1) ^ (m << 1);
+}
+KERNEL syncwarp_shared(ARGS) {
+    __shared__ u32 s[64];
+    u32 t = threadIdx.x;
+    s[t] = in[gid()];
+    __syncwarp();
+    out[gid()] = s[t ^ 1] + s[t ^ 31];
+}
+
+// ---- atomics
+KERNEL atomic_add_device(ARGS) {
+    u32 v = in[gid()];
+    atomicAdd(&out[v & 15], 1);
+    atomicAdd(&out[16], v & 0xff);
+}
+KERNEL atomic_add_block(ARGS) {
+    u32 v = in[gid()];
+    atomicAdd_block(&out[v & 7], v >> 24);
+}
+KERNEL atomic_add_system(ARGS) {
+    u32 v = in[gid()];
+    atomicAdd_system(&out[v & 7], 1u);
+    atomicAdd_system((unsigned long long *)&out[8] + (v & 1), (u64)v);
+}
+// out starts as all ones (kernels.txt).
+KERNEL atomic_min_and(ARGS) {
+    u32 v = in[gid()];
+    atomicMax((int *)&out[0], (int)v);
+    atomicMin((int *)&out[1], (int)v);
+    atomicMin(&out[2], v);
+    atomicAnd(&out[3], v | 0x00010000);
+}
+// out starts as zeros.
+KERNEL atomic_max_or(ARGS) {
+    u32 v = in[gid()];
+    atomicMax(&out[0], v >> 1);
+    atomicOr(&out[1], v & 0x01010101);
+    atomicXor(&out[2], v);
+    atomicInc(&out[3], 6);
+    atomicDec(&out[4], 5);
+    if (atomicExch(&out[5], 42) == 0) atomicAdd(&out[6], 1);
+    atomicMax((unsigned long long *)&out[8], (u64)v << 20);
+    atomicMin((long long *)&out[10], -(long long)v);
+}
+// out[0] starts as 1.
+KERNEL atomic_cas_mul(ARGS) {
+    u32 v = in[gid()] | 1;
+    u32 old = out[0], assumed;
+    do {
+        assumed = old;
+        old = atomicCAS(&out[0], assumed, assumed * v);
+    } while (old != assumed);
+}
+KERNEL atomic_float(ARGS) {
+    u32 v = in[gid()];
+    atomicAdd((float *)&out[v & 3], (float)(v >> 24));
+    atomicAdd((double *)&out[4] + (v >> 31), (double)(v & 0xffff) * 0.25);
+}
+KERNEL atomic_ticket(ARGS) {
+    u32 t = atomicAdd(&out[0], 1);
+    atomicAdd(&out[1 + t], 1);
+}
+
+// ---- floats
+KERNEL f32_rounding(ARGS) {
+    u64 i = gid();
+    float a = f_of(in[3 * i]), b = f_of(in[3 * i + 1]), c = f_of(in[3 * i + 2]);
+    float r[24] = {
+        __fadd_rn(a, b), __fadd_rz(a, b), __fadd_rd(a, b), __fadd_ru(a, b),
+        __fsub_rn(a, b), __fsub_rz(a, b), __fsub_rd(a, b), __fsub_ru(a, b),
+        __fmul_rn(a, b), __fmul_rz(a, b), __fmul_rd(a, b), __fmul_ru(a, b),
+        __fdiv_rn(a, b), __fdiv_rz(a, b), __fdiv_rd(a, b), __fdiv_ru(a, b),
+        __fmaf_rn(a, b, c), __fmaf_rz(a, b, c), __fmaf_rd(a, b, c), __fmaf_ru(a, b, c),
+        __fsqrt_rn(fabsf(a)), __fsqrt_rz(fabsf(a)), __fsqrt_rd(fabsf(a)), __fsqrt_ru(fabsf(a)),
+    };
+    for (int k = 0; k < 24; k++) out[24 * i + k] = __float_as_uint(r[k]);
+}
+KERNEL f32_rcp(ARGS) {
+    u64 i = gid();
+    float a = f_of(in[i]);
+    out[4 * i] = __float_as_uint(__frcp_rn(a));
+    out[4 * i + 1] = __float_as_uint(__frcp_rz(a));
+    out[4 * i + 2] = __float_as_uint(__frcp_rd(a));
+    out[4 * i + 3] = __float_as_uint(__frcp_ru(a));
+}
+KERNEL f64_rounding(ARGS) {
+    u64 i = gid();
+    double a = d_of(in[6 * i], in[6 * i + 1]), b = d_of(in[6 * i + 2], in[6 * i + 3]);
+    double c = d_of(in[6 * i + 4], in[6 * i + 5]);
+    double r[24] = {
+        __dadd_rn(a, b), __dadd_rz(a, b), __dadd_rd(a, b), __dadd_ru(a, b),
+        __dsub_rn(a, b), __dsub_rz(a, b), __dsub_rd(a, b), __dsub_ru(a, b),
+        __dmul_rn(a, b), __dmul_rz(a, b), __dmul_rd(a, b), __dmul_ru(a, b),
+        __ddiv_rn(a, b), __ddiv_rz(a, b), __ddiv_rd(a, b), __ddiv_ru(a, b),
+        __fma_rn(a, b, c), __fma_rz(a, b, c), __fma_rd(a, b, c), __fma_ru(a, b, c),
+        __dsqrt_rn(fabs(a)), __dsqrt_rz(fabs(a)), __dsqrt_rd(fabs(a)), __dsqrt_ru(fabs(a)),
+    };
+    for (int k = 0; k < 24; k++) ((u64 *)out)[24 * i + k] = __double_as_longlong(r[k]);
+}
+KERNEL conversions(ARGS) {
+    u64 i = gid();
+    u32 w = in[4 * i];
+    float f = __uint_as_float((w & 0x807fffffu) | ((((w >> 23) & 63u) + 100u) << 23));
+    double d = d_of(in[4 * i + 1], in[4 * i + 2]) * 4096.0;
+    int s = (int)in[4 * i + 3];
+    i64 l = (i64)(((u64)in[4 * i + 3] << 32) | in[4 * i + 1]);
+    u32 *o = out + 24 * i;
+    o[0] = (u32)__float2int_rn(f); o[1] = (u32)__float2int_rz(f); o[2] = (u32)__float2int_rd(f); o[3] = (u32)__float2int_ru(f);
+    o[4] = __float2uint_rn(f); o[5] = __float2uint_rz(f);
+    o[6] = (u32)__float2ll_rd(f); o[7] = (u32)(__float2ull_ru(f) >> 3);
+    o[8] = (u32)__double2int_rn(d); o[9] = (u32)__double2int_rz(d); o[10] = __double2uint_rd(d);
+    o[11] = __float_as_uint(__double2float_rn(d)); o[12] = __float_as_uint(__double2float_rz(d));
+    o[13] = __float_as_uint(__double2float_rd(d)); o[14] = __float_as_uint(__double2float_ru(d));
+    o[15] = __float_as_uint(__int2float_rn(s)); o[16] = __float_as_uint(__int2float_rz(s));
+    o[17] = __float_as_uint(__int2float_rd(s)); o[18] = __float_as_uint(__uint2float_ru((u32)s));
+    o[19] = __float_as_uint(__ll2float_rd(l));
+    o[20] = (u32)__double_as_longlong(__ll2double_ru(l)); o[21] = (u32)(__double_as_longlong(__ll2double_rz(l)) >> 32);
+    o[22] = (u32)__double_as_longlong(__ull2double_rd((u64)l));
+    o[23] = (u32)__double2ll_ru(d);
+}
+KERNEL ieee_default(ARGS) {
+    u64 i = gid();
+    float a = f_of(in[4 * i]), b = f_of(in[4 * i + 1]);
+    double x = d_of(in[4 * i + 2], in[4 * i + 3]), y = d_of(in[4 * i + 1], in[4 * i]);
+    u32 *o = out + 8 * i;
+    o[0] = __float_as_uint(a / b); o[1] = __float_as_uint(sqrtf(fabsf(a))); o[2] = __float_as_uint(1.0f / a);
+    o[3] = __float_as_uint(fmaf(a, b, -a));
+    u64 *q = (u64 *)(o + 4);
+    q[0] = __double_as_longlong(x / y); q[1] = __double_as_longlong(sqrt(fabs(x)));
+}
+KERNEL float_misc(ARGS) {
+    u64 i = gid();
+    float a = f_of(in[2 * i]), b = f_of(in[2 * i + 1]);
+    double x = d_of(in[2 * i], in[2 * i + 1]);
+    u32 *o = out + 12 * i;
+    o[0] = __float_as_uint(fminf(a, b)); o[1] = __float_as_uint(fmaxf(a, b)); o[2] = __float_as_uint(copysignf(a, b));
+    o[3] = __float_as_uint(floorf(a)); o[4] = __float_as_uint(ceilf(a)); o[5] = __float_as_uint(truncf(a));
+    o[6] = __float_as_uint(rintf(a)); o[7] = __float_as_uint(__saturatef(a * 1e-4f));
+    o[8] = __float_as_uint(fabsf(a) - b);
+    o[9] = (u32)__double_as_longlong(floor(x)); o[10] = (u32)(__double_as_longlong(fmin(x, (double)a)) >> 32);
+    o[11] = (u32)(__double_as_longlong(ceil(x)) >> 32);
+}
+KERNEL approx_math(ARGS) {
+    u64 i = gid();
+    float a = (float)(int)(in[2 * i] % 20001u - 10000u) * 3.0e-4f, b = f_of(in[2 * i + 1]);
+    u32 *o = out + 8 * i;
+    o[0] = __float_as_uint(__sinf(a)); o[1] = __float_as_uint(__cosf(a));
+    o[2] = __float_as_uint(__expf(a)); o[3] = __float_as_uint(__log2f(fabsf(b)));
+    o[4] = __float_as_uint(__fdividef(a, b)); o[5] = __float_as_uint(rsqrtf(fabsf(b)));
+    o[6] = __float_as_uint(exp2f(a)); o[7] = __float_as_uint(__frcp_rn(b) * a);
+}
+KERNEL classify(ARGS) {
+    u64 i = gid();
+    u32 w = in[i];
+    if (i % 8 == 0) w = 0x7f800000u | (w & 0x80000000u);
+    if (i % 8 == 1) w = 0x7fc00000u | (w & 0x007fffffu);
+    if (i % 8 == 2) w &= 0x807fffffu;
+    float f = __uint_as_float(w);
+    out[i] = (u32)isnan(f) | ((u32)isinf(f) << 1) | ((u32)isfinite(f) << 2) | ((u32)(signbit(f) != 0) << 3) |
+             ((u32)(fabsf(f) < 1.17549435e-38f && f != 0.0f) << 4);
+}
+
+// ---- control flow, calls, local and constant memory
+KERNEL collatz(ARGS) {
+    u64 i = gid();
+    u32 v = (in[i] & 0xffff) + 1, steps = 0;
+    while (v != 1 && steps < 1000) {
+        v = (v & 1) ? 3 * v + 1 : v / 2;
+        steps++;
+    }
+    out[i] = steps;
+}
+KERNEL switch_case(ARGS) {
+    u64 i = gid();
+    u32 v = in[i], r;
+    switch (v % 8) {
+    case 0: r = v * 3; break;
+    case 1: r = v ^ 0xdeadbeef; break;
+    case 2: r = v >> 3; break;
+    case 3: r = v + in[(i + 1) % n]; break;
+    case 4: r = ~v; break;
+    case 5: r = v * v; break;
+    case 6: r = __popc(v); break;
+    default: r = 7;
+    }
+    out[i] = r;
+}
+__device__ __noinline__ u32 mix(u32 a, u32 b) { return a * 31 + (b ^ (a >> 3)); }
+__device__ __noinline__ float scale(float a, double b) { return a * (float)b; }
+__device__ __noinline__ void put(u32 *p, u32 v) { *p = v; }
+__device__ __noinline__ u32 fib(u32 k) { return k < 2 ? k : fib(k - 1) + fib(k - 2); }
+KERNEL noinline_calls(ARGS) {
+    u64 i = gid();
+    u32 v = in[i];
+    put(out + i, mix(v, fib(v & 15)) + __float_as_uint(scale(f_of(v), 0.5)));
+}
+extern "C" __global__ void __launch_bounds__(128, 2) launch_bounds(ARGS) {
+    u64 i = gid();
+    out[i] = in[i] * (u32)blockDim.x + (u32)i;
+}
+KERNEL local_array(ARGS) {
+    u64 i = gid();
+    u32 a[16];
+    for (int k = 0; k < 16; k++) a[k] = in[i] * (k + 1);
+    for (int k = 0; k < 16; k++) a[(in[i] >> k) & 15] += k;
+    out[i] = a[in[i] & 15] ^ a[(in[i] >> 4) & 15];
+}
+KERNEL grid3d(ARGS) {
+    u32 bx = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+    u32 tx = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+    u32 t = bx * (blockDim.x * blockDim.y * blockDim.z) + tx;
+    out[t] = threadIdx.x | (threadIdx.y << 4) | (threadIdx.z << 8) | (blockIdx.x << 12) | (blockIdx.y << 16) |
+             (blockIdx.z << 20);
+}
+__constant__ u32 table[16] = {3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8, 9, 7, 9, 3};
+__device__ u32 counter;
+KERNEL const_and_global(ARGS) {
+    u64 i = gid();
+    out[i] = table[in[i] & 15] * in[i];
+    atomicAdd(&counter, 1);
+    __threadfence();
+    if (i == 0) out[n] = 0x600d;
+}
+KERNEL vector_access(ARGS) {
+    u64 i = gid();
+    uint4 v = ((const uint4 *)in)[i];
+    float4 f = make_float4(f_of(v.x), f_of(v.y), f_of(v.z), f_of(v.w));
+    ((uint4 *)out)[2 * i] = make_uint4(v.w, v.z, v.y, v.x);
+    ((float4 *)out)[2 * i + 1] = make_float4(f.x + f.y, f.y * f.z, f.z - f.w, f.w);
+}

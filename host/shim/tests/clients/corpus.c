@@ -1,0 +1,106 @@
+/* Runs the PTX executor's corpus (host/ptx/tests/corpus: corpus.ptx, made by NVIDIA's nvcc from
+ * corpus.cu, and kernels.txt, how each kernel is launched) through the CUDA driver API, and
+ * prints what each kernel wrote: the words' FNV-1a hash, and for approx_math, whose
+ * instructions are approximate, every word. The same PTX run by a GPU and by the simulator
+ * must print the same, but for approx_math's words, which must lie within the GPU's error
+ * bounds of each other.
+ * Usage: corpus CORPUS_DIR [PTX_FILE] (default corpus.ptx). Exits 1 on an unexpected error. */
+#include "client.h"
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The corpus's input words: README.md's hash. */
+static uint32_t hash(uint32_t i) {
+    uint32_t x = (i * 0x9e3779b9u) ^ 0x5bd1e995u;
+    x ^= x >> 16;
+    x *= 0x85ebca6bu;
+    x ^= x >> 13;
+    x *= 0xc2b2ae35u;
+    x ^= x >> 16;
+    return x;
+}
+
+static char *read_file(const char *dir, const char *name) {
+    char path[8192];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        printf("cannot read %s\n", path);
+        exit(1);
+    }
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *bytes = calloc((size_t)n + 1, 1);
+    if (fread(bytes, 1, (size_t)n, f) != (size_t)n) n = 0;
+    fclose(f);
+    return bytes;
+}
+
+/* One kernel of kernels.txt: launched on fresh buffers; what it wrote, printed. */
+static int run(CUmodule m, const char *line) {
+    char name[128];
+    unsigned g[3], b[3], shared, in_words, out_words, n;
+    unsigned long fill;
+    if (sscanf(line, "%127s %u %u %u %u %u %u %u %u %u %u %li", name, &g[0], &g[1], &g[2], &b[0], &b[1], &b[2],
+               &shared, &in_words, &out_words, &n, (long *)&fill) != 12) {
+        printf("bad line: %s\n", line);
+        return 1;
+    }
+    CUfunction f;
+    TRY(cuModuleGetFunction(&f, m, name));
+    uint32_t *host_in = calloc(in_words + 1, 4), *host_out = calloc(out_words + 1, 4);
+    for (unsigned i = 0; i < in_words; i++) host_in[i] = hash(i);
+    for (unsigned i = 0; i < out_words; i++) host_out[i] = (uint32_t)fill;
+    CUdeviceptr in, out;
+    TRY(cuMemAlloc(&in, (in_words + 1) * 4ull));
+    TRY(cuMemAlloc(&out, (out_words + 1) * 4ull));
+    TRY(cuMemcpyHtoD(in, host_in, (in_words + 1) * 4ull));
+    TRY(cuMemcpyHtoD(out, host_out, (out_words + 1) * 4ull));
+    void *args[] = {&in, &out, &n};
+    TRY(cuLaunchKernel(f, g[0], g[1], g[2], b[0], b[1], b[2], shared, 0, args, NULL));
+    TRY(cuCtxSynchronize());
+    TRY(cuMemcpyDtoH(host_out, out, out_words * 4ull));
+    uint64_t fnv = 0xcbf29ce484222325ull;
+    for (unsigned i = 0; i < out_words * 4; i++) fnv = (fnv ^ ((unsigned char *)host_out)[i]) * 0x100000001b3ull;
+    printf("%s: %u words fnv %016llx\n", name, out_words, (unsigned long long)fnv);
+    if (strcmp(name, "approx_math") == 0)
+        for (unsigned i = 0; i < out_words; i += 8) {
+            printf("approx_math[%u]:", i);
+            for (unsigned j = i; j < i + 8 && j < out_words; j++) printf(" %08x", host_out[j]);
+            printf("\n");
+        }
+    TRY(cuMemFree(in));
+    TRY(cuMemFree(out));
+    free(host_in);
+    free(host_out);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    setvbuf(stdout, NULL, _IONBF, 0); /* what was printed survives a crash */
+    if (argc < 2) {
+        printf("usage: corpus CORPUS_DIR\n");
+        return 2;
+    }
+    CUdevice dev;
+    CUcontext ctx;
+    ON_GPU0(dev, ctx);
+    char *ptx = read_file(argv[1], argc > 2 ? argv[2] : "corpus.ptx"), *kernels = read_file(argv[1], "kernels.txt");
+    CUmodule m;
+    TRY(cuModuleLoadData(&m, ptx));
+    for (char *line = strtok(kernels, "\n"); line; line = strtok(NULL, "\n")) {
+        if (line[0] == '#' || line[0] == '\0') continue;
+        if (run(m, line)) return 1;
+    }
+    CUdeviceptr counter;
+    size_t size;
+    unsigned int count = 0;
+    TRY(cuModuleGetGlobal(&counter, &size, m, "counter"));
+    TRY(cuMemcpyDtoH(&count, counter, sizeof count));
+    printf("counter: %u\n", count);
+    TRY(cuModuleUnload(m));
+    printf("done\n");
+    return 0;
+}
