@@ -5,8 +5,8 @@
 #  - the archived suites from a copy of the checkout at a path unlike the build's
 #    (ci/gpu-elsewhere.sh): trials.txt (the names, compared with the build machine's in
 #    trials-missing.txt), nextest's log and JUnit, the merged report and its JUnit;
-#  - the GPUs hidden from CUDA (CUDA_VISIBLE_DEVICES=""): `peerpool check` must exit 4 and a
-#    suite must refuse to list itself (its binary exits 4, nextest 104): the GPU job cannot pass
+#  - the GPUs hidden from CUDA (CUDA_VISIBLE_DEVICES=""): `peerpool check` must exit 69 and a
+#    suite must refuse to list itself (its binary exits 69, nextest 104): the GPU job cannot pass
 #    without its GPUs.
 # Usage: ci/gpu-downstream.sh [BUNDLE_DIR] [OUT_DIR]   (writes OUT_DIR/summary.txt last)
 set -uo pipefail
@@ -37,7 +37,7 @@ hidden_nextest=$(sed -n 's/^nextest exit: //p' "$out/gpus-hidden.txt")
     echo "suites from elsewhere exit: $suites (0 expected)"
     cat "$out/suites/paths.txt" 2>/dev/null
     grep -E "Summary|listed here by the same name|passed, .* failed" "$out/suites/nextest.log" 2>/dev/null
-    echo "GPUs hidden: peerpool check exit $hidden_check (4 expected), nextest exit $hidden_nextest (104 expected)"
+    echo "GPUs hidden: peerpool check exit $hidden_check (69 expected), nextest exit $hidden_nextest (104 expected)"
 } > "$out/summary.txt"
 cat "$out/summary.txt"
-[ "$check" = 0 ] && [ "$suites" = 0 ] && [ "$hidden_check" = 4 ] && [ "$hidden_nextest" = 104 ]
+[ "$check" = 0 ] && [ "$suites" = 0 ] && [ "$hidden_check" = 69 ] && [ "$hidden_nextest" = 104 ]

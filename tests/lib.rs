@@ -73,3 +73,6 @@ impl peerpool_fixtures::model::NegativeProber for SimProber {
         }
     }
 }
+
+#[cfg(doctest)]
+mod guide;

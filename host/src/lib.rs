@@ -9,6 +9,47 @@
 //! - The grant engine ([`System::grant`], [`System::set_peers`], [`System::grant_all_visible`]):
 //!   per-pool, per-peer access with typed outcomes, verified by moving bytes first.
 //! - [`facts`]: what the driver reports about devices, peers and pools.
+//!
+//! # Example
+//! Grant GPU1 access to a pool on GPU0. The grant is verified by moving bytes both ways, through
+//! the copy engine and through kernels, before it is reported:
+//!
+//! ```no_run
+//! use peerpool::{Grant, GrantError, PoolOptions, System};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let gpus = System::open()?; // libcuda, loaded here: `Error::NoDriver` where there is none
+//! let pool = gpus.create_pool(0, PoolOptions::default())?;
+//! match gpus.grant(pool.as_ref(), 1) {
+//!     Ok(Grant::Granted { previous }) => println!("gpu1 may use the pool (it had {previous:?})"),
+//!     Ok(other) => println!("nothing to change: {other:?}"),
+//!     Err(GrantError::Unsupported { .. }) => println!("gpu1 has no peer path to gpu0"),
+//!     Err(e) => return Err(e.into()),
+//! }
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Any implementation of the seam serves: here the simulated driver of `peerpool-sim`, four
+//! A100s in two NVLink-bridged pairs, on a machine without GPUs. A grant across the islands is
+//! refused with its reason, and another pool of the owner stays private:
+//!
+//! ```
+//! use peerpool::{GrantError, PoolOptions, System};
+//! use std::sync::Arc;
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let machine = peerpool_sim::catalog_topology("four_gpu_islands")?;
+//! let gpus = System::with_driver(Arc::new(peerpool_sim::SimDriver::new(machine)))?;
+//! let pool = gpus.create_pool(0, PoolOptions::default())?;
+//! gpus.grant(pool.as_ref(), 1)?;
+//! assert_eq!(gpus.peers(pool.as_ref())?, vec![1]);
+//! assert!(matches!(gpus.grant(pool.as_ref(), 2), Err(GrantError::Unsupported { .. })));
+//! let other = gpus.create_pool(0, PoolOptions::default())?;
+//! assert!(gpus.peers(other.as_ref())?.is_empty());
+//! # Ok(())
+//! # }
+//! ```
 #![cfg(target_endian = "little")] // kernel arguments and pointer attributes are read as LE words
 
 pub mod bench;

@@ -43,7 +43,7 @@ enum Command {
         /// No progress bar.
         #[arg(long)]
         quiet: bool,
-        /// Fail (exit 4) unless at least N real GPUs are checked: no simulated fallback, no
+        /// Fail (exit 69) unless at least N real GPUs are checked: no simulated fallback, no
         /// --topology. Default: $PEERPOOL_REQUIRE_GPUS.
         #[arg(long, value_name = "N")]
         require_gpus: Option<usize>,
@@ -77,7 +77,7 @@ enum Command {
     /// Merge a report directory written by peerpool's test fixtures into one JSON and Markdown
     /// report and JUnit XML (every skipped trial with its reason, the hardware as properties).
     Report {
-        /// The directory (`$PEERPOOL_REPORT_DIR`, or target/peerpool-report).
+        /// The directory (`$PEERPOOL_REPORT_DIR`, or peerpool-report/ in the cargo target directory).
         dir: Option<PathBuf>,
         /// Where to write the merged JSON (default: DIR/report.json).
         #[arg(long)]

@@ -1,5 +1,5 @@
 //! The built `peerpool` binary exits as its `--help` table says: 0 success, 1 a failure
-//! found, 2 bad input (before any work), 3 nothing checked, 4 fewer GPUs than required.
+//! found, 2 bad input (before any work), 3 nothing checked, 69 fewer GPUs than required.
 
 mod support;
 
@@ -16,6 +16,9 @@ fn peerpool_with(args: &[&str], env: &[(&str, &str)]) -> Output {
     command.args(args);
     command.envs(env.iter().copied()).output().expect("the command runs")
 }
+
+/// Fewer GPUs than required: not nextest's 4 (no tests run).
+const GPUS_REQUIRED: i32 = 69;
 
 fn peerpool(args: &[&str]) -> Output {
     peerpool_with(args, &[])
@@ -52,7 +55,7 @@ fn help_shows_the_table() {
     let output = peerpool(&["--help"]);
     assert_eq!(code(&output), 0);
     let help = text(&output);
-    for line in ["Exit codes", "0  success", "1  a failure", "2  bad input", "3  nothing was checked", "4  fewer GPUs"]
+    for line in ["Exit codes", "0  success", "1  a failure", "2  bad input", "3  nothing was checked", "69  fewer GPUs"]
     {
         assert!(help.contains(line), "{line}: {help}");
     }
@@ -136,21 +139,21 @@ fn check_with_gpus_required_never_falls_back_to_the_simulator() {
     let mut flagged = args.to_vec();
     flagged.extend(["--require-gpus", "99"]);
     let output = peerpool(&flagged);
-    assert_eq!(code(&output), 4, "{}", text(&output));
+    assert_eq!(code(&output), GPUS_REQUIRED, "{}", text(&output));
     assert!(text(&output).contains("99 real GPU(s) are required (--require-gpus)"), "{}", text(&output));
     assert!(!text(&output).contains("SIMULATED"), "{}", text(&output));
     let output = peerpool_with(&args, &[("PEERPOOL_REQUIRE_GPUS", "99")]);
-    assert_eq!(code(&output), 4, "{}", text(&output));
+    assert_eq!(code(&output), GPUS_REQUIRED, "{}", text(&output));
     assert!(text(&output).contains("(PEERPOOL_REQUIRE_GPUS)"), "{}", text(&output));
     // A simulated topology never stands in for required GPUs, named either way.
     let output = peerpool_with(&args, &[("PEERPOOL_REQUIRE_GPUS", "1"), ("PEERPOOL_HARDWARE", "two_h200_nvlink")]);
-    assert_eq!(code(&output), 4, "{}", text(&output));
+    assert_eq!(code(&output), GPUS_REQUIRED, "{}", text(&output));
     assert!(text(&output).contains("simulated topology `two_h200_nvlink`"), "{}", text(&output));
     flagged.extend(["--topology", "two_h200_nvlink"]);
-    assert_eq!(code(&peerpool(&flagged)), 4);
+    assert_eq!(code(&peerpool(&flagged)), GPUS_REQUIRED);
     if no_driver() {
         let output = peerpool_with(&args, &[("PEERPOOL_REQUIRE_GPUS", "1")]);
-        assert_eq!(code(&output), 4, "{}", text(&output));
+        assert_eq!(code(&output), GPUS_REQUIRED, "{}", text(&output));
         assert!(text(&output).contains("no CUDA driver here (no simulated fallback)"), "{}", text(&output));
     }
     assert!(!out.join("check.json").exists(), "nothing is written when the GPUs are not there");
@@ -198,9 +201,9 @@ fn check_replaces_a_planted_link_instead_of_writing_through_it() {
 fn commands_that_need_a_gpu_say_so() {
     let dir = tempfile::tempdir().unwrap();
     let output = peerpool(&["bench", "--out", dir.path().join("bench").to_str().unwrap()]);
-    assert_eq!(code(&output), 4, "{}", text(&output));
-    assert_eq!(code(&peerpool(&["facts"])), 4);
-    assert_eq!(code(&peerpool(&[])), 4, "facts is the default");
+    assert_eq!(code(&output), GPUS_REQUIRED, "{}", text(&output));
+    assert_eq!(code(&peerpool(&["facts"])), GPUS_REQUIRED);
+    assert_eq!(code(&peerpool(&[])), GPUS_REQUIRED, "facts is the default");
     assert_eq!(code(&peerpool(&["topologies"])), 0);
 }
 
@@ -288,6 +291,7 @@ fn no_report_directory_falls_back_to_a_shared_one() {
     let run = |runtime: Option<&Path>| {
         let mut command = Command::new(&copy);
         command.arg("report").env_remove("PEERPOOL_REPORT_DIR").env_remove("XDG_RUNTIME_DIR");
+        command.env_remove("CARGO_TARGET_DIR");
         if let Some(runtime) = runtime {
             command.env("XDG_RUNTIME_DIR", runtime);
         }

@@ -5,7 +5,7 @@
 //! | variable | meaning | default |
 //! | --- | --- | --- |
 //! | `PEERPOOL_HARDWARE` | `real` (the CUDA driver), or a catalog name (`four_gpu_islands`) or TOML file (a name with a `/` or ending in `.toml`): that topology, simulated in this process | `real` |
-//! | `PEERPOOL_REQUIRE_GPUS` | `N`: at least N real GPUs must be there; none, fewer, or a simulated topology in their place is an error with its own exit code (4) instead of skips or a simulated fallback | not required |
+//! | `PEERPOOL_REQUIRE_GPUS` | `N`: at least N real GPUs must be there; none, fewer, or a simulated topology in their place is an error with its own exit code (69) instead of skips or a simulated fallback | not required |
 //!
 //! How this relates to the libcuda shim's `PEERPOOL_SIM_TOPOLOGY` ([`crate::env`]): the shim
 //! stands in for NVIDIA's library, so a process under `peerpool sim` opens what it takes for

@@ -211,9 +211,9 @@ pub enum ReportError {
 }
 
 /// The report directory: `$PEERPOOL_REPORT_DIR`, else `peerpool-report/` in the cargo target
-/// directory holding the running binary, else in the user's runtime directory
-/// (`$XDG_RUNTIME_DIR`, private to the user). Never a shared directory such as `/tmp`, where
-/// another user could create it first: [`ReportError::NoDirectory`] instead.
+/// directory of the running binary ([`cargo_target_dir`]), else in the user's runtime
+/// directory (`$XDG_RUNTIME_DIR`, private to the user). Never a shared directory such as
+/// `/tmp`, where another user could create it first: [`ReportError::NoDirectory`] instead.
 pub fn report_dir() -> Result<PathBuf, ReportError> {
     if let Some(dir) = std::env::var_os(REPORT_DIR_ENV) {
         return Ok(dir.into());
@@ -221,10 +221,48 @@ pub fn report_dir() -> Result<PathBuf, ReportError> {
     // Not to run a child (that is `crate::child`'s): the cargo target directory this binary
     // was built in, found from where it runs (an archived test's differs from the build's).
     let exe = std::env::current_exe().ok();
-    let target = exe.as_deref().and_then(|e| e.ancestors().find(|a| a.file_name().is_some_and(|n| n == "target")));
+    let target = exe.as_deref().and_then(|e| cargo_target_dir(e, std::env::var_os("CARGO_TARGET_DIR").as_deref()));
     let runtime = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from).filter(|d| d.is_absolute());
-    let base = target.map(Path::to_path_buf).or(runtime).ok_or(ReportError::NoDirectory)?;
+    let base = target.or(runtime).ok_or(ReportError::NoDirectory)?;
     Ok(base.join("peerpool-report"))
+}
+
+/// The cargo target directory of a binary at `exe`, as cargo tells it: `CARGO_TARGET_DIR`
+/// (`from_env`, the run's value) when it is an absolute path, else the nearest directory above
+/// `exe` holding the `CACHEDIR.TAG` cargo writes in every target directory it makes. A relative
+/// `CARGO_TARGET_DIR` is left to the tag: cargo resolved it against the directory it started
+/// in, and a test runs in its package's directory. A directory merely named `target` is not
+/// taken: a binary copied anywhere else must not write into someone's `target`.
+pub fn cargo_target_dir(exe: &Path, from_env: Option<&std::ffi::OsStr>) -> Option<PathBuf> {
+    if let Some(dir) = from_env.map(Path::new).filter(|d| d.is_absolute()) {
+        return Some(dir.to_path_buf());
+    }
+    exe.ancestors().skip(1).find(|dir| tagged_by_cargo(dir)).map(Path::to_path_buf)
+}
+
+/// Whether `dir` holds cargo's cache-directory tag: the convention's signature first, and
+/// cargo named in it (other tools tag their caches with the same signature). Only a directory
+/// of ours that others cannot write counts, and the tag is read only as a regular file of ours,
+/// without blocking or following a link: a tag planted in a shared directory above the binary
+/// (`/tmp`) must not make it the report's home.
+fn tagged_by_cargo(dir: &Path) -> bool {
+    use std::io::Read;
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let euid = rustix::process::geteuid().as_raw();
+    let ours = |m: &std::fs::Metadata| m.uid() == euid;
+    if !std::fs::metadata(dir).is_ok_and(|m| ours(&m) && m.mode() & 0o002 == 0) {
+        return false;
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true).custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW);
+    let Ok(tag) = options.open(dir.join("CACHEDIR.TAG")) else { return false };
+    if !tag.metadata().is_ok_and(|m| m.is_file() && ours(&m)) {
+        return false;
+    }
+    let mut head = Vec::new();
+    tag.take(512).read_to_end(&mut head).is_ok()
+        && head.starts_with(b"Signature: 8a477f597d28d172789f06886806bc55")
+        && head.windows(b"by cargo".len()).any(|w| w == b"by cargo")
 }
 
 /// A file-name-safe form of a trial or binary name.
