@@ -4,7 +4,7 @@
 //! managed and host-pool memory, every device attribute, the calls around kernels (stream and
 //! context settings, host functions, 16-bit and 2D memsets, 2D copies), foreign images (PTX, a
 //! cubin and fatbins as modules and libraries, and bad images), foreign kernels run from their PTX
-//! (and what answers after one faults), the PTX executor's corpus of 51 kernels as nvcc and NVRTC
+//! (and what answers after one faults) or linked by the JIT linker, numba-cuda's kernels, the PTX executor's corpus of 51 kernels as nvcc and NVRTC
 //! compiled it (every word the same, but the approximate instructions' within the GPU's error
 //! bounds), and cuda.core's staging and pool sharing between processes.
 //!
@@ -183,6 +183,8 @@ fn main() -> ExitCode {
         let mut program = Command::new(c_program("kernels")?);
         same_as_on_one_h200(program.arg(images()?), "kernels.txt")?;
         let mut program = Command::new(c_program("kernels")?);
+        same_as_on_one_h200(program.arg(images()?).arg("link"), "kernels_link.txt")?;
+        let mut program = Command::new(c_program("kernels")?);
         let out = run(program.arg(images()?), &[("PEERPOOL_SIM_TOPOLOGY", "one_gpu")])?;
         let line = "peerpool-sim: kernel pp_test_add on GPU 0: block (0,0,0) thread (0,0,0) PTX line 42: illegal \
                     address 0x10: in no allocation: CUDA_ERROR_ILLEGAL_ADDRESS";
@@ -201,6 +203,10 @@ fn main() -> ExitCode {
             same_as_on_one_h200(&mut python(&format!("{name}.py"))?, &format!("{name}.txt"))
         }));
     }
+    // numba-cuda compiles with NVVM and links through the driver's JIT linker.
+    trials.push(trial("numba_kernels_print_what_they_printed_on_one_h200".into(), PYTHON, || {
+        same_as_on_one_h200(&mut python("numba_kernels.py")?, "numba_kernels.txt")
+    }));
     let conclusion = libtest_mimic::run(&Arguments::from_args(), trials);
     support::clean_up();
     conclusion.exit_code()
