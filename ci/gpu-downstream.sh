@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What issue 18 needs from a GPU machine, from a bundle made by ci/gpu-bundle.sh and a checkout
+# What a downstream GPU job needs shown on a GPU machine, from a bundle made by ci/gpu-bundle.sh and a checkout
 # of the same commit, with the GPUs required (PEERPOOL_REQUIRE_GPUS, default 2):
 #  - `peerpool check`: the verdict matrix with each pair's link from NVML (OK NV18);
 #  - the archived suites from a copy of the checkout at a path unlike the build's
