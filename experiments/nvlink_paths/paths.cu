@@ -1,6 +1,6 @@
 // Which way of moving bytes over NVLink reaches the copy engine's rate, and what each costs on
-// the link: a diagnostic for kernel reads and writes of peer memory at 0.94 of the
-// copy engine). GPU1 reads and writes a GPU0 pool allocation, 1 GiB, by
+// the link: a diagnostic for kernel reads and writes of peer memory, which reach 0.94 of the
+// copy engine. GPU1 reads and writes a GPU0 pool allocation, 1 GiB, by
 //   - the copy engine (cudaMemcpyAsync in GPU1's context),
 //   - SM loads / stores of 16 bytes (like peerpool's pp_read16 / pp_copy16),
 //   - the Hopper bulk-copy unit (cp.async.bulk, global <-> shared, completion on an mbarrier),
