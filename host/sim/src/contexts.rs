@@ -5,9 +5,9 @@
 //! context's handle, so that destroying an ordinary context, resetting a primary one or
 //! releasing its last retain takes exactly those things away (`State::tear_down`).
 
+use crate::threads::{self, PerThread};
 use peerpool::CudaCode;
 use std::collections::{HashMap, HashSet};
-use std::thread::ThreadId;
 
 /// One device's primary context.
 #[derive(Clone)]
@@ -25,13 +25,9 @@ pub(super) struct Contexts {
     ordinary: HashMap<u64, usize>,
     /// Ordinary contexts destroyed while another thread still had them current.
     destroyed: HashSet<u64>,
-    stacks: HashMap<ThreadId, Vec<u64>>,
+    stacks: PerThread<Vec<u64>>,
     /// Legacy peer access enabled from one device's contexts to another's memory.
     peers: HashSet<(usize, usize)>,
-}
-
-fn thread() -> ThreadId {
-    std::thread::current().id()
 }
 
 impl Contexts {
@@ -48,7 +44,7 @@ impl Contexts {
 
     /// The calling thread's current context.
     pub(super) fn current(&self) -> Option<u64> {
-        self.stacks.get(&thread()).and_then(|s| s.last()).copied()
+        self.stacks.get(&threads::current()).and_then(|s| s.last()).copied()
     }
 
     /// The calling thread's current context's device: `CUDA_ERROR_INVALID_CONTEXT` when there is
@@ -69,7 +65,7 @@ impl Contexts {
     /// `cuCtxSetCurrent`: replaces the top of the stack; `None` pops it.
     pub(super) fn set_current(&mut self, handle: Option<u64>) -> Result<(), CudaCode> {
         let known = handle.is_some_and(|h| self.device_of(h).is_some());
-        let stack = self.stacks.entry(thread()).or_default();
+        let stack = self.stacks.entry(threads::current()).or_default();
         match handle {
             None => {
                 stack.pop();
@@ -88,13 +84,13 @@ impl Contexts {
         if self.device_of(handle).is_none() {
             return Err(CudaCode::CUDA_ERROR_INVALID_CONTEXT);
         }
-        self.stacks.entry(thread()).or_default().push(handle);
+        self.stacks.entry(threads::current()).or_default().push(handle);
         Ok(())
     }
 
     /// `cuCtxPopCurrent`: the popped context (`CUDA_ERROR_INVALID_CONTEXT` on an empty stack).
     pub(super) fn pop(&mut self) -> Result<u64, CudaCode> {
-        self.stacks.get_mut(&thread()).and_then(Vec::pop).ok_or(CudaCode::CUDA_ERROR_INVALID_CONTEXT)
+        self.stacks.get_mut(&threads::current()).and_then(Vec::pop).ok_or(CudaCode::CUDA_ERROR_INVALID_CONTEXT)
     }
 
     /// One more retain of `device`'s primary context.
@@ -136,7 +132,7 @@ impl Contexts {
     /// A new ordinary context on `device`, pushed on the calling thread's stack.
     pub(super) fn create(&mut self, handle: u64, device: usize) {
         self.ordinary.insert(handle, device);
-        self.stacks.entry(thread()).or_default().push(handle);
+        self.stacks.entry(threads::current()).or_default().push(handle);
     }
 
     /// Ends an ordinary context: popped from the calling thread's stack; other threads that
@@ -145,7 +141,7 @@ impl Contexts {
         if self.ordinary.remove(&handle).is_none() {
             return Err(CudaCode::CUDA_ERROR_INVALID_CONTEXT);
         }
-        if let Some(stack) = self.stacks.get_mut(&thread()) {
+        if let Some(stack) = self.stacks.get_mut(&threads::current()) {
             stack.retain(|&h| h != handle);
         }
         if self.stacks.values().any(|s| s.contains(&handle)) {
@@ -181,7 +177,7 @@ impl Contexts {
 
     /// For a forked process: only the forking thread's stack survives.
     pub(super) fn keep_only_this_thread(&mut self) {
-        let me = thread();
+        let me = threads::current();
         self.stacks.retain(|t, _| *t == me);
     }
 }

@@ -259,7 +259,6 @@ const CU_EVENT_BLOCKING_SYNC: u32 = EventFlag::CU_EVENT_BLOCKING_SYNC as u32;
 const CU_EVENT_DISABLE_TIMING: u32 = EventFlag::CU_EVENT_DISABLE_TIMING as u32;
 const CU_EVENT_INTERPROCESS: u32 = EventFlag::CU_EVENT_INTERPROCESS as u32;
 
-/// Calls that only read or change the calling thread's current context.
 /// Calls that answer as usual after a kernel's fault has killed the process: what one H200
 /// answered (`docs/hardware/recorded/one-h200/kernels.txt`). Device queries and the current
 /// context's identity need no working context; memory, streams and synchronisation fail.
@@ -275,6 +274,7 @@ pub const ANSWERED_WHEN_DEAD: &[&str] = &[
     "cuCtxGetDevice",
 ];
 
+/// Calls that only read or change the calling thread's current context.
 const CONTEXT_SWITCHES: &[&str] = &["cuCtxGetCurrent", "cuCtxSetCurrent", "cuCtxPushCurrent", "cuCtxPopCurrent"];
 
 impl Timeline for SimDriver {

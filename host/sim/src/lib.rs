@@ -162,6 +162,7 @@ pub mod settings;
 mod share;
 mod shared_file;
 mod state;
+mod threads;
 pub mod timing;
 mod topology;
 mod topology_file;

@@ -28,9 +28,9 @@
 //!   again, and shares the machine's devices and machine-wide locks with its parent;
 //! - nothing really sleeps: the clock is a model, computed under the simulator's lock.
 
+use crate::threads::{self, PerThread};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, HashMap};
-use std::thread::ThreadId;
 
 /// Nanoseconds of virtual time.
 pub(crate) type Nanos = u64;
@@ -458,7 +458,7 @@ impl Machine {
 pub(crate) struct ProcessTime {
     /// When the process started (its first lane's time).
     origin: Nanos,
-    lanes: HashMap<ThreadId, Nanos>,
+    lanes: PerThread<Nanos>,
     /// The end of the latest call, in the order calls were made: where a new lane starts.
     last_end: Nanos,
     /// The latest time any lane reached.
@@ -485,7 +485,7 @@ impl ProcessTime {
     pub(crate) fn new(origin: Nanos, devices: usize) -> ProcessTime {
         ProcessTime {
             origin,
-            lanes: HashMap::new(),
+            lanes: PerThread::default(),
             last_end: origin,
             latest: origin,
             process_locks: HashMap::new(),
@@ -502,11 +502,14 @@ impl ProcessTime {
 
     /// The calling thread's time.
     pub(crate) fn now(&self) -> Nanos {
-        self.lanes.get(&std::thread::current().id()).copied().unwrap_or(self.last_end)
+        self.lanes.get(&threads::current()).copied().unwrap_or(self.last_end)
     }
 
     pub(crate) fn set_now(&mut self, at: Nanos) {
-        self.lanes.insert(std::thread::current().id(), at);
+        match self.lanes.get_mut(&threads::current()) {
+            Some(lane) => *lane = at,
+            None => drop(self.lanes.insert(threads::current(), at)),
+        }
         self.latest = self.latest.max(at);
     }
 
@@ -561,6 +564,11 @@ impl ProcessTime {
         {
             time = ns(machine.model.module_ptx_jit_us);
         }
+        // Most calls occupy no device and take no lock: only the lane moves.
+        if cost.devices.is_empty() && cost.lock.is_none() {
+            let now = self.now();
+            return self.finish(now, now.max(cost.not_before).saturating_add(time), cost.queued);
+        }
         let mut needs: Vec<Resource> = cost.devices.iter().map(|&d| Resource::Device(d)).collect();
         let mut slots = None;
         if let Some((lock, devices)) = &cost.lock {
@@ -600,11 +608,14 @@ impl ProcessTime {
                 *queue = (*queue).max(end);
             }
         }
+        self.finish(now, end, cost.queued);
+    }
+
+    /// A call that began at `now` on the calling thread's lane ends at `end`; its lane moves
+    /// there, or only by `queued`, the call's own cost, when its work is queued.
+    fn finish(&mut self, now: Nanos, end: Nanos, queued: Option<Nanos>) {
         self.latest = self.latest.max(end);
-        let lane = match cost.queued {
-            Some(own) => now.saturating_add(own),
-            None => end,
-        };
+        let lane = queued.map_or(end, |own| now.saturating_add(own));
         self.set_now(lane);
         self.last_end = lane;
     }

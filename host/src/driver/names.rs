@@ -6,9 +6,14 @@ pub use super::documented_calls::DOCUMENTED_CALLS;
 /// The name CUDA documents for an exported symbol: `cuMemAlloc` for `cuMemAlloc_v2` (the
 /// libcuda shim applies rules and traces calls under these names).
 pub fn documented_name(symbol: &str) -> &str {
-    match symbol.rsplit_once("_v") {
-        Some((base, version)) if !version.is_empty() && version.bytes().all(|b| b.is_ascii_digit()) => base,
-        _ => symbol,
+    // Every entry point passes through here: a scan of the trailing digits, not a substring
+    // search.
+    let bytes = symbol.as_bytes();
+    let digits = bytes.iter().rev().take_while(|b| b.is_ascii_digit()).count();
+    let base = bytes.len() - digits;
+    match digits > 0 && bytes[..base].ends_with(b"_v") {
+        true => &symbol[..base - 2],
+        false => symbol,
     }
 }
 
