@@ -76,9 +76,8 @@ def make_crate(work):
 
 
 def environment(extra):
-    env = dict(os.environ)
-    for name in ["PEERPOOL_REQUIRE_GPUS", "PEERPOOL_REPORT_DIR", "PEERPOOL_HARDWARE", "PEERPOOL_SIM_TOPOLOGY"]:
-        env.pop(name, None)
+    # Only the job's own settings: none of peerpool's from the environment CI runs in.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PEERPOOL_")}
     # Shared with the rest of CI: the copies reuse the checkout's builds.
     env["CARGO_TARGET_DIR"] = str(ROOT / "target")
     env["CARGO_PROFILE_DEV_DEBUG"] = "line-tables-only"
@@ -188,7 +187,7 @@ def gitlab(topologies):
     artifacts = base["artifacts"]
     check(artifacts["when"] == "always" and artifacts["reports"]["junit"] == "junit.xml", "gitlab-ci.yml: JUnit must be kept always")
     before = base["before_script"]
-    check(len(before) == 3 and before[0].endswith('git clone --depth 1 "$PEERPOOL_GIT" ../peerpool')
+    check(len(before) == 3 and before[0].endswith('git clone --depth 1 "$PEERPOOL" ../peerpool')
           and before[1] == f"(cd ../peerpool && {BUILD})",
           "gitlab-ci.yml: before_script must clone peerpool to ../peerpool and build it by the README's command")
 
