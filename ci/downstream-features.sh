@@ -2,8 +2,9 @@
 # Crates that choose cudarc's features themselves build and test against peerpool, which leaves
 # both choices to them: fixtures/examples/cudarc-dynamic-linking (cudarc links libcuda when it
 # is built; cudarc refuses that beside `dynamic-loading`) and fixtures/examples/cudarc-12080
-# (CUDA 12.8's bindings, asserted when its test compiles). And the library peerpool carries no
-# NVML (only the command turns on its `nvml` feature).
+# (CUDA 12.8's bindings, asserted when its test compiles); the library and the fixtures compile
+# on the other versions they offer. And the library peerpool carries no NVML (only the command
+# turns on its `nvml` feature).
 #
 # What it proves here, without a driver: both crates build, link and run their trials through
 # peerpool's libcuda shim. The dynamic-linking crate is linked against the shim (named
@@ -47,6 +48,12 @@ expect() { # expect CODE LOG PATTERN...: the last command's status and what its 
         }
     done
 }
+
+echo "== the library and the fixtures on each version of cudarc's bindings they offer"
+# 13.0 is the workspace's and 12.8 the crate's below; the others are compiled only.
+for version in 12090 13010; do
+    cargo check -q -p peerpool-fixtures --no-default-features --features "cuda-$version"
+done
 
 echo "== cudarc on CUDA 12.8's bindings"
 crate=fixtures/examples/cudarc-12080

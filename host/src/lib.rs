@@ -54,9 +54,9 @@
 
 // cudarc builds its bindings for exactly one CUDA version, and a code it lacks must not be
 // named: the version is peerpool's to know, not guessed from cudarc's.
-#[cfg(not(any(feature = "cuda-12080", feature = "cuda-12090", feature = "cuda-13000")))]
+#[cfg(not(any(feature = "cuda-12080", feature = "cuda-12090", feature = "cuda-13000", feature = "cuda-13010")))]
 compile_error!(
-    "peerpool needs the CUDA version of cudarc's bindings: one of its features `cuda-12080`, `cuda-12090`, `cuda-13000` (the default)"
+    "peerpool needs the CUDA version of cudarc's bindings: one of its features `cuda-12080`, `cuda-12090`, `cuda-13000` (the default), `cuda-13010`"
 );
 
 pub mod bench;

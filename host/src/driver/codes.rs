@@ -1,5 +1,5 @@
-//! [`CudaCode`], and every `CUresult` of CUDA 13.0 listed once (those the bindings of an older
-//! version lack only with the `cuda-13000` feature): peerpool's names for the codes,
+//! [`CudaCode`], and every `CUresult` of CUDA 13.0 listed once (those the bindings of 12.x lack
+//! only on 13.x's): peerpool's names for the codes,
 //! what the fault-rule parser reads by name and the libcuda shim names and describes
 //! (`cuGetErrorName`, `cuGetErrorString`) from a C value, which need not be a valid Rust enum
 //! value.
@@ -84,7 +84,7 @@ codes! {
     CUDA_ERROR_PROFILER_ALREADY_STARTED,
     CUDA_ERROR_PROFILER_ALREADY_STOPPED,
     CUDA_ERROR_STUB_LIBRARY,
-    #[cfg(feature = "cuda-13000")] // new in 13.0
+    #[cfg(any(feature = "cuda-13000", feature = "cuda-13010"))] // new in 13.0
     CUDA_ERROR_CALL_REQUIRES_NEWER_DRIVER,
     CUDA_ERROR_DEVICE_UNAVAILABLE,
     CUDA_ERROR_NO_DEVICE,
