@@ -52,6 +52,13 @@
 //! ```
 #![cfg(target_endian = "little")] // kernel arguments and pointer attributes are read as LE words
 
+// cudarc builds its bindings for exactly one CUDA version, and a code it lacks must not be
+// named: the version is peerpool's to know, not guessed from cudarc's.
+#[cfg(not(any(feature = "cuda-12080", feature = "cuda-12090", feature = "cuda-13000", feature = "cuda-13010")))]
+compile_error!(
+    "peerpool needs the CUDA version of cudarc's bindings: one of its features `cuda-12080`, `cuda-12090`, `cuda-13000` (the default), `cuda-13010`"
+);
+
 pub mod bench;
 pub mod check;
 pub mod child;

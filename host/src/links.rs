@@ -3,15 +3,18 @@
 //! loads `libnvidia-ml.so.1` at run time: without a driver there is no NVML and no link name,
 //! never an error). Devices are matched to CUDA ordinals by PCI address, so the names follow
 //! CUDA's order (`CUDA_VISIBLE_DEVICES`, `CUDA_DEVICE_ORDER`) whatever NVML's own order is.
+//!
+//! NVML is asked only with the crate's `nvml` feature (the `peerpool` command has it on); without
+//! it, [`nvml_available`] and [`nvml_links`] say so, and reports go without link names.
 
-use nvml_wrapper::Nvml;
-use nvml_wrapper::enum_wrappers::device::TopologyLevel;
-use nvml_wrapper::error::NvmlError;
+#[cfg(feature = "nvml")]
+use nvml_wrapper::{Nvml, enum_wrappers::device::TopologyLevel, error::NvmlError};
 
 /// A GPU's PCI address, `(domain, bus, device)`, as CUDA's attributes and NVML both give it.
 pub type PciAddress = (u32, u32, u32);
 
 /// Links a GPU may have (NVML's `NVML_NVLINK_MAX_LINKS` has been 18; more are looked at).
+#[cfg(feature = "nvml")]
 const MAX_LINKS: u32 = 32;
 
 /// What NVML says of one GPU's NVLinks: active links to each other GPU of the list, and to
@@ -38,6 +41,7 @@ pub fn name(a: &NvLinks, b: &NvLinks, ia: usize, ib: usize, level: Option<&str>)
 }
 
 /// `nvidia-smi topo -m`'s name for a PCIe path.
+#[cfg(feature = "nvml")]
 fn level_name(level: TopologyLevel) -> &'static str {
     match level {
         TopologyLevel::Internal => "INT",
@@ -50,18 +54,34 @@ fn level_name(level: TopologyLevel) -> &'static str {
 }
 
 /// `0000:18:00.0`, the form NVML looks devices up by.
+#[cfg(feature = "nvml")]
 fn bus_id((domain, bus, device): PciAddress) -> String {
     format!("{domain:08x}:{bus:02x}:{device:02x}.0")
 }
 
-/// Whether NVML can be used here; `Err` says why not (no driver, no library, no permission).
+/// Why NVML is never asked in a build without the `nvml` feature.
+#[cfg(not(feature = "nvml"))]
+const NO_NVML: &str = "NVML: peerpool was built without its `nvml` feature";
+
+/// Whether NVML can be used here; `Err` says why not (no driver, no library, no permission, or
+/// a build without the `nvml` feature).
 pub fn nvml_available() -> Result<(), String> {
-    Nvml::init().map(drop).map_err(|e| format!("NVML: {e}"))
+    #[cfg(feature = "nvml")]
+    return Nvml::init().map(drop).map_err(|e| format!("NVML: {e}"));
+    #[cfg(not(feature = "nvml"))]
+    Err(NO_NVML.into())
+}
+
+/// The link names `[from][to]` of the GPUs at `addresses`: never, without the `nvml` feature.
+#[cfg(not(feature = "nvml"))]
+pub fn nvml_links(_addresses: &[PciAddress]) -> Result<Vec<Vec<Option<String>>>, String> {
+    Err(NO_NVML.into())
 }
 
 /// The link names `[from][to]` of the GPUs at `addresses` (CUDA's ordinals, in order); `None`
 /// on the diagonal and where NVML could not say. `Err` when NVML cannot be used here (no
 /// driver, no library, no permission).
+#[cfg(feature = "nvml")]
 pub fn nvml_links(addresses: &[PciAddress]) -> Result<Vec<Vec<Option<String>>>, String> {
     let nvml = Nvml::init().map_err(|e| format!("NVML: {e}"))?;
     let devices: Vec<_> = addresses.iter().map(|&a| nvml.device_by_pci_bus_id(bus_id(a)).ok()).collect();
@@ -138,8 +158,16 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "nvml")]
     fn bus_ids_are_nvml_s_form() {
         assert_eq!(bus_id((0, 0x18, 0)), "00000000:18:00.0");
         assert_eq!(bus_id((1, 0xab, 0x1f)), "00000001:ab:1f.0");
+    }
+
+    #[test]
+    #[cfg(not(feature = "nvml"))]
+    fn without_the_feature_nvml_is_never_asked() {
+        assert_eq!(nvml_available(), Err(NO_NVML.to_string()));
+        assert_eq!(nvml_links(&[(0, 0x18, 0), (0, 0x2a, 0)]), Err(NO_NVML.to_string()));
     }
 }

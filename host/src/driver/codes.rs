@@ -1,4 +1,5 @@
-//! [`CudaCode`], and every `CUresult` of CUDA 13.0 listed once: peerpool's names for the codes,
+//! [`CudaCode`], and every `CUresult` of CUDA 13.0 listed once (those the bindings of 12.x lack
+//! only on 13.x's): peerpool's names for the codes,
 //! what the fault-rule parser reads by name and the libcuda shim names and describes
 //! (`cuGetErrorName`, `cuGetErrorString`) from a C value, which need not be a valid Rust enum
 //! value.
@@ -13,13 +14,13 @@ use std::fmt;
 pub struct CudaCode(CUresult);
 
 macro_rules! codes {
-    ($($code:ident,)*) => {
+    ($($(#[$only:meta])* $code:ident,)*) => {
         /// Every code, in the header's order.
-        pub const ALL: &[CudaCode] = &[$(CudaCode::$code),*];
+        pub const ALL: &[CudaCode] = &[$($(#[$only])* CudaCode::$code),*];
 
         #[allow(missing_docs)] // named as in cuda.h
         impl CudaCode {
-            $(pub const $code: CudaCode = CudaCode(CUresult::$code);)*
+            $($(#[$only])* pub const $code: CudaCode = CudaCode(CUresult::$code);)*
         }
     };
 }
@@ -83,6 +84,7 @@ codes! {
     CUDA_ERROR_PROFILER_ALREADY_STARTED,
     CUDA_ERROR_PROFILER_ALREADY_STOPPED,
     CUDA_ERROR_STUB_LIBRARY,
+    #[cfg(any(feature = "cuda-13000", feature = "cuda-13010"))] // new in 13.0
     CUDA_ERROR_CALL_REQUIRES_NEWER_DRIVER,
     CUDA_ERROR_DEVICE_UNAVAILABLE,
     CUDA_ERROR_NO_DEVICE,
@@ -176,7 +178,7 @@ codes! {
     CUDA_ERROR_UNKNOWN,
 }
 
-/// The code a C client passed, if CUDA 13.0 has it.
+/// The code a C client passed, if the bindings have it.
 pub fn from_raw(raw: u32) -> Option<CudaCode> {
     ALL.iter().copied().find(|&c| c.raw() == raw)
 }

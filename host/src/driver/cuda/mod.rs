@@ -1,8 +1,11 @@
-//! The real driver: libcuda through cudarc's `driver::sys`, loaded at run time.
+//! The real driver: libcuda through cudarc's `driver::sys`.
 //!
-//! cudarc resolves each symbol on first use and panics when the library or a symbol is
-//! missing, so [`CudaDriver::load`] checks both before any call can reach cudarc: a machine
-//! without a driver gets [`Error::NoDriver`], never a panic.
+//! cudarc either loads libcuda at run time (`dynamic-loading`, peerpool's way), resolving each
+//! symbol on first use and panicking when the library or a symbol is missing, or has it linked
+//! by a downstream crate that asks for `dynamic-linking`. peerpool cannot tell which, so it opens
+//! the library itself, by the names cudarc tries first and the loader's own: [`CudaDriver::load`]
+//! checks the library and every symbol before any call can reach cudarc, and a machine without a
+//! driver gets [`Error::NoDriver`], never a panic.
 
 mod convert;
 mod shim_time;
@@ -37,11 +40,16 @@ pub struct CudaDriver {
 /// The symbol every build of peerpool's libcuda shim exports and NVIDIA's libcuda does not.
 pub const SHIM_MARKER: &str = "peerpool_shim_pin_simulator";
 
-/// Whether libcuda can be loaded (checked once per process; cudarc re-opens it each time).
-fn library_present() -> bool {
-    static PRESENT: OnceLock<bool> = OnceLock::new();
-    // SAFETY: only tries to open the library by its usual names.
-    *PRESENT.get_or_init(|| unsafe { sys::is_culib_present() })
+/// libcuda, opened once per process and kept open (the symbols taken from it stay valid): the
+/// name cudarc tries first, then the SONAME NVIDIA's driver installs. A process that links
+/// libcuda (cudarc's `dynamic-linking`) gets the library it already has.
+fn library() -> Option<&'static libloading::Library> {
+    static LIB: OnceLock<Option<libloading::Library>> = OnceLock::new();
+    // SAFETY: opening libcuda runs its initialisers, which expect nothing of the caller.
+    LIB.get_or_init(|| {
+        ["libcuda.so", "libcuda.so.1"].into_iter().find_map(|name| unsafe { libloading::Library::new(name) }.ok())
+    })
+    .as_ref()
 }
 
 impl CudaDriver {
@@ -51,13 +59,11 @@ impl CudaDriver {
     /// [`Error::NoDriver`] when libcuda is missing or lacks a symbol peerpool uses;
     /// [`Error::Cuda`] when `cuInit` fails for a reason other than "no device".
     pub fn load() -> Result<CudaDriver, Error> {
-        if !library_present() {
+        let Some(lib) = library() else {
             return Err(Error::NoDriver {
                 reason: "libcuda.so could not be loaded (no NVIDIA driver installed?)".into(),
             });
-        }
-        // SAFETY: the library is present (checked above), so culib() does not panic.
-        let lib = unsafe { sys::culib() };
+        };
         // Every symbol of the seam's table but the elapsed time, which has a fallback below.
         let needed = Call::ALL.iter().filter(|&&c| c != Call::cuEventElapsedTime).map(|c| c.symbol());
         for name in needed {
@@ -69,7 +75,7 @@ impl CudaDriver {
             }
         }
         // SAFETY: both names have `ElapsedTime`'s signature; the library stays loaded for the
-        // process (cudarc keeps it in a static), so the pointer stays valid.
+        // process (`library` keeps it in a static), so the pointer stays valid.
         let elapsed_time = unsafe {
             let found = lib.get::<ElapsedTime>(b"cuEventElapsedTime_v2").or_else(|_| lib.get(b"cuEventElapsedTime"));
             match found {

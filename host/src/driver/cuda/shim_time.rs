@@ -18,7 +18,7 @@ impl ShimTime {
     /// `cuInit`, which makes the simulator).
     pub(super) fn find(lib: &libloading::Library) -> Option<ShimTime> {
         // SAFETY: each symbol, when present, is the shim's function of exactly this signature
-        // (`host/shim/src/timeline.rs`); the library stays loaded for the process (cudarc keeps
+        // (`host/shim/src/timeline.rs`); the library stays loaded for the process (`library` keeps
         // it in a static), so the pointers stay valid. `peerpool_shim_timed` only reads.
         unsafe {
             let timed = lib.get::<unsafe extern "C" fn() -> std::ffi::c_int>(b"peerpool_shim_timed").ok()?;
