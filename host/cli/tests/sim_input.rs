@@ -58,10 +58,9 @@ fn settings_the_environment_holds_are_checked_before_the_program_runs() {
     use std::os::unix::ffi::OsStringExt;
     let dir = tempfile::tempdir().unwrap();
     let not_utf8 = OsString::from_vec(b"0\xff".to_vec());
-    let cases: [(&str, &OsStr, &str); 8] = [
+    let cases: [(&str, &OsStr, &str); 7] = [
         ("PEERPOOL_TOPOLOGY", OsStr::new("no_such_machine"), "no such catalog topology"),
         ("PEERPOOL_TOPOLOGY", OsStr::new("./nowhere.toml"), "does not exist"),
-        ("PEERPOOL_TOPOLOGY", OsStr::new("real"), "asks for NVIDIA's GPUs"),
         ("PEERPOOL_SIM_TOPOLOGY", OsStr::new("no_such_machine"), "no such catalog topology"),
         ("PEERPOOL_SIM_FAULTS", OsStr::new("cuMemPoolSetAcess=OUT_OF_MEMORY"), "did you mean cuMemPoolSetAccess"),
         ("PEERPOOL_SIM_SEED", OsStr::new("many"), "not a number"),

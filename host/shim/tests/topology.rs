@@ -76,6 +76,9 @@ fn deprecated_names_are_read_and_may_not_disagree() -> Result<(), Failed> {
         let out = run_client(&[(name, "one_gpu")])?;
         ensure(out.0.contains(&format!("one_gpu ({name})")) && out.0.contains("with 1 GPU(s)"), name, &out)?;
     }
+    // The former in-process default still means the driver, which here is the shim's default.
+    let out = run_client(&[("PEERPOOL_HARDWARE", "real")])?;
+    ensure(out.0.contains("choice: real") && out.0.contains("with 2 GPU(s)"), "real is whatever libcuda is", &out)?;
     let out = run_client(&[("PEERPOOL_TOPOLOGY", "one_gpu"), ("PEERPOOL_SIM_TOPOLOGY", "four_gpu_islands")])?;
     let said = "PEERPOOL_TOPOLOGY=one_gpu and PEERPOOL_SIM_TOPOLOGY=four_gpu_islands disagree";
     ensure(out.0.contains(&format!("choice: refused: {said}")), "refused in process", &out)?;

@@ -3,7 +3,7 @@
 //!
 //! | variable | meaning | default |
 //! | --- | --- | --- |
-//! | `PEERPOOL_TOPOLOGY` | a catalog name (`eight_gpu_nvswitch`) or a TOML file ([`topology`]: the one topology setting, which [`crate::select`] reads too) | `two_h200_nvlink` |
+//! | `PEERPOOL_TOPOLOGY` | a catalog name (`eight_gpu_nvswitch`) or a TOML file ([`topology`]: the one topology setting, which [`crate::select`] reads too); `real` names none | `two_h200_nvlink` |
 //! | `PEERPOOL_SIM_FAULTS` | fault rules, `call[@n\|~p]=CODE[!sticky\|!transient][!before\|!after]; ...` (`peerpool::fault`) | none |
 //! | `PEERPOOL_SIM_TRACE` | a file to append one line per call to (`-` for stderr) | none |
 //! | `PEERPOOL_SIM_SEED` | the seed of the `~p` rules' draws | 0 |
@@ -108,18 +108,10 @@ pub fn read(var: impl Fn(&str) -> Result<Option<String>, String>) -> Result<Conf
 
 fn read_settings(var: impl Fn(&str) -> Result<Option<String>, String>) -> Result<Config, String> {
     let set = |name| var(name).map(|v| v.filter(|v: &String| !v.is_empty()));
-    // `real` asks for NVIDIA's GPUs: what the real backend gives, and what the simulator cannot.
-    let (topology, real_asked) = match topology(&var)? {
-        Some((_, value)) if value == "real" => (None, true),
-        other => (other, false),
-    };
+    // `real` names no topology: the CUDA driver's GPUs, whatever libcuda answers; here the
+    // shim's default machine.
+    let topology = topology(&var)?.filter(|(_, value)| value != "real");
     let target = match (set(BACKEND)?.as_deref(), set(LIBCUDA)?, topology) {
-        (None | Some("sim"), None, _) if real_asked => {
-            return Err(format!(
-                "{TOPOLOGY}=real asks for NVIDIA's GPUs, but this libcuda is peerpool's shim, which simulates: \
-                 name a topology, or forward to NVIDIA's libcuda with {BACKEND}=real (`peerpool sim --real`)"
-            ));
-        }
         (None | Some("sim"), None, topology) => Target::Simulated(
             topology.map_or_else(|| Ok(Topology::two_h200()), |(name, value)| load_topology(name, &value))?,
         ),
@@ -327,11 +319,13 @@ mod tests {
         assert!(error.starts_with("PEERPOOL_HARDWARE=no_such_machine: "), "named as given: {error}");
     }
 
-    /// `real` is NVIDIA's GPUs: the simulator cannot be them, the forwarding backend is.
+    /// `real` names no topology: the CUDA driver's GPUs, which the shim simulates by default
+    /// (or forwards to with the real backend).
     #[test]
-    fn real_is_refused_by_the_simulator_and_means_nothing_more_to_the_real_backend() {
-        let error = read_from(&[(TOPOLOGY, "real")]).err().unwrap_or_default();
-        assert!(error.contains("asks for NVIDIA's GPUs") && error.contains(BACKEND), "{error}");
+    fn real_is_whatever_the_shim_answers() {
+        for name in [TOPOLOGY, TOPOLOGY_ALIASES[0]] {
+            assert_eq!(topology(&read_from(&[(name, "real")]).unwrap()).device_count(), 2, "{name}");
+        }
         assert!(matches!(read_from(&[(TOPOLOGY, "real"), (BACKEND, "real")]).unwrap().target, Target::Real(None)));
     }
 
