@@ -14,7 +14,7 @@
 //!
 //! Anything wrong is one line on stderr and an error from `cuInit`, never a crash.
 
-use crate::{Latencies, Topology};
+use crate::{Latencies, Topology, catalog, catalog_topology};
 use peerpool::fault::FaultPlan;
 use peerpool::text::{echo, escaped};
 use std::fs::OpenOptions;
@@ -244,10 +244,23 @@ fn ld_so_conf(file: &Path, depth: usize) -> Vec<PathBuf> {
     dirs
 }
 
-/// The topology `value` names, read as in-process code reads it ([`crate::select::resolve_topology`]);
-/// a mistake names the variable it came from.
+/// The topology `value` names ([`resolve_topology`]); a mistake names the variable it came from.
 fn load_topology(name: &str, value: &str) -> Result<Topology, String> {
-    crate::select::resolve_topology(value).map_err(|e| format!("{name}={}: {e}", echo(value)))
+    resolve_topology(value).map_err(|e| format!("{name}={}: {e}", echo(value)))
+}
+
+/// A catalog stem (`four_gpu_islands`), or a topology file: a name with a `/`, ending in
+/// `.toml`, or naming an existing file. Errors say which, and list the catalog for a stem.
+pub fn resolve_topology(name: &str) -> Result<Topology, String> {
+    let path = Path::new(name);
+    if name.contains('/') || name.ends_with(".toml") || path.is_file() {
+        crate::input::readable(path).map_err(|why| format!("topology file {} {why}", echo(name)))?;
+        return Topology::load(path).map_err(|e| e.to_string());
+    }
+    catalog_topology(name).map_err(|e| {
+        let stems: Vec<&str> = catalog().iter().map(|c| c.stem()).collect();
+        format!("{e} (catalog: {}; a file needs a path such as ./{}.toml)", stems.join(", "), echo(name))
+    })
 }
 
 #[cfg(test)]

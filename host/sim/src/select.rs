@@ -16,9 +16,9 @@
 //! never initialised. Programs that do not use peerpool (cudarc, C, Python) can only be
 //! simulated through the shim.
 
-use crate::{Topology, catalog, catalog_topology};
+use crate::Topology;
+pub use crate::env::resolve_topology;
 use peerpool::text::echo;
-use std::path::Path;
 
 /// The topology setting: `real`, or a simulated topology.
 pub use crate::env::TOPOLOGY;
@@ -93,23 +93,10 @@ pub fn required_gpus_from_env() -> Result<Option<usize>, String> {
     required_gpus(crate::env::var)
 }
 
-/// A catalog stem (`four_gpu_islands`), or a topology file: a name with a `/`, ending in
-/// `.toml`, or naming an existing file. Errors say which, and list the catalog for a stem.
-pub fn resolve_topology(name: &str) -> Result<Topology, String> {
-    let path = Path::new(name);
-    if name.contains('/') || name.ends_with(".toml") || path.is_file() {
-        crate::input::readable(path).map_err(|why| format!("topology file {} {why}", echo(name)))?;
-        return Topology::load(path).map_err(|e| e.to_string());
-    }
-    catalog_topology(name).map_err(|e| {
-        let stems: Vec<&str> = catalog().iter().map(|c| c.stem()).collect();
-        format!("{e} (catalog: {}; a file needs a path such as ./{}.toml)", stems.join(", "), echo(name))
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     fn with(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Result<Option<String>, String> {
         move |name| Ok(pairs.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string()))
