@@ -16,7 +16,7 @@ cargo test --release -q -p peerpool-tests --test first_proof --test grant --no-r
 cp "$(command -v cargo-nextest)" "$bundle/cargo-nextest"
 # Every trial's name as this machine lists it (without GPUs, unless it has some): a GPU run must
 # list each of them under the same name (ci/gpu-run.sh checks).
-env -u PEERPOOL_HARDWARE -u PEERPOOL_REQUIRE_GPUS "$bundle/cargo-nextest" nextest list \
+env -u PEERPOOL_TOPOLOGY -u PEERPOOL_HARDWARE -u PEERPOOL_SIM_TOPOLOGY -u PEERPOOL_REQUIRE_GPUS "$bundle/cargo-nextest" nextest list \
     --archive-file "$bundle/tests.tar.zst" --workspace-remap . --run-ignored all -T oneline \
     > "$bundle/trials-built.txt"
 # The whole tree that travels to a GPU machine is limited to 64 MiB: strip what can be.

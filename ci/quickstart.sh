@@ -4,7 +4,7 @@
 # the same, byte for byte, apart from the in-tree section that points at this checkout), and it
 # must behave as they say: skipped with reasons and exit 0 on a CPU runner (cargo test, and
 # nextest with --no-tests=pass), passing on a simulated topology through `peerpool sim` and by
-# PEERPOOL_HARDWARE, failing with the documented codes when GPUs are required and absent, and
+# PEERPOOL_TOPOLOGY, failing with the documented codes when GPUs are required and absent, and
 # JUnit listing every skip's reason.
 # Usage: ci/quickstart.sh   (needs cargo-nextest; on a machine with GPUs only the first checks run)
 set -euo pipefail
@@ -40,7 +40,7 @@ export CARGO_TARGET_DIR="$root/target"
 # The crate is a workspace of its own, so the workspace's line-tables-only profile does not
 # reach it: full debug info for its second build of every dependency filled a CI machine's disk.
 export CARGO_PROFILE_DEV_DEBUG=line-tables-only
-unset PEERPOOL_HARDWARE PEERPOOL_REQUIRE_GPUS
+unset PEERPOOL_TOPOLOGY PEERPOOL_HARDWARE PEERPOOL_SIM_TOPOLOGY PEERPOOL_REQUIRE_GPUS
 run() { (cd "$crate" && "$@"); }
 expect() { # expect CODE LOG PATTERN...: the last command's status and what its log must hold
     local want=$1 got=$2 log=$3
@@ -99,10 +99,10 @@ echo "== a simulated topology through the libcuda shim, as the README runs it"
 run "$root/target/release/peerpool" sim --topology four_gpu_islands -- cargo test > "$out/shim.txt" 2>&1
 expect 0 $? "$out/shim.txt" "4 passed; 0 failed; 8 ignored"
 
-echo "== a simulated topology by PEERPOOL_HARDWARE: every trial runs and passes"
-PEERPOOL_HARDWARE=two_h200_nvlink run cargo test > "$out/simulated.txt" 2>&1
+echo "== a simulated topology by PEERPOOL_TOPOLOGY: every trial runs and passes"
+PEERPOOL_TOPOLOGY=two_h200_nvlink run cargo test > "$out/simulated.txt" 2>&1
 expect 0 $? "$out/simulated.txt" "2 passed; 0 failed; 0 ignored"
-PEERPOOL_HARDWARE=four_gpu_islands run cargo nextest run > "$out/simulated-nextest.txt" 2>&1
+PEERPOOL_TOPOLOGY=four_gpu_islands run cargo nextest run > "$out/simulated-nextest.txt" 2>&1
 expect 0 $? "$out/simulated-nextest.txt" "4 passed, 8 skipped"
 
 echo "== GPUs required and absent: the binary and cargo test exit 69, nextest 104"
@@ -110,7 +110,7 @@ PEERPOOL_REQUIRE_GPUS=2 run cargo test > "$out/required.txt" 2>&1
 expect 69 $? "$out/required.txt" "(exit status: 69)" "GPUs required: PEERPOOL_REQUIRE_GPUS=2, but no CUDA driver here"
 PEERPOOL_REQUIRE_GPUS=2 run cargo nextest run --no-tests=pass > "$out/required-nextest.txt" 2>&1
 expect 104 $? "$out/required-nextest.txt" "exited with exit code 69" "GPUs required"
-PEERPOOL_REQUIRE_GPUS=1 PEERPOOL_HARDWARE=two_h200_nvlink run cargo test > "$out/required-sim.txt" 2>&1
+PEERPOOL_REQUIRE_GPUS=1 PEERPOOL_TOPOLOGY=two_h200_nvlink run cargo test > "$out/required-sim.txt" 2>&1
 expect 69 $? "$out/required-sim.txt" "(exit status: 69)" "asks for the simulated topology"
 PEERPOOL_REQUIRE_GPUS=2 run "$root/target/release/peerpool" sim -- cargo test > "$out/required-shim.txt" 2>&1
 expect 69 $? "$out/required-shim.txt" "(exit status: 69)" "simulated by peerpool's libcuda shim"

@@ -10,7 +10,7 @@
 //! Nothing here faults a kernel or passes a destroyed pool handle to the driver: either would
 //! end (or crash) the real process.
 //!
-//! Self-check without GPUs: `PEERPOOL_HARDWARE=<catalog topology>` makes a simulator on that
+//! Self-check without GPUs: `PEERPOOL_TOPOLOGY=<catalog topology>` makes a simulator on that
 //! topology stand in for the real driver (`two_h200_nvlink` must pass, `one_way_pair` must
 //! fail), as for every suite on `peerpool_fixtures`.
 //!

@@ -128,9 +128,10 @@ fn ungranted_read_faults(pair: &Pair) -> Result<(), ChildError> {
 
 /// Skips where link names cannot come from NVML: a simulated topology, or no NVML here.
 fn nvml_here() -> Result<(), String> {
-    match std::env::var("PEERPOOL_HARDWARE") {
-        Ok(v) if !v.trim().is_empty() && v.trim() != "real" => Err("a simulated topology has no NVML links".into()),
-        _ => peerpool::links::nvml_available(),
+    use peerpool_fixtures::sim::select::{Choice, choice_from_env};
+    match choice_from_env()? {
+        Choice::Real => peerpool::links::nvml_available(),
+        Choice::Simulated { .. } | Choice::Shim { .. } => Err("a simulated topology has no NVML links".into()),
     }
 }
 

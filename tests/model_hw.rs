@@ -1,4 +1,4 @@
-//! The model-based property suite on the real GPUs (or the topology `PEERPOOL_HARDWARE` names):
+//! The model-based property suite on the real GPUs (or the topology `PEERPOOL_TOPOLOGY` names):
 //! fewer, shorter sequences than on the simulator, injected faults (never sticky: an injected
 //! sticky fault would strand real pools), and negative probes sampled, each in a child process.
 

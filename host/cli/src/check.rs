@@ -134,9 +134,11 @@ pub fn run(options: Options) -> ExitCode {
     }
 }
 
-/// The real GPUs, or a simulated topology: asked for by `--topology` or `PEERPOOL_HARDWARE`, or
+/// The real GPUs, or a simulated topology: asked for by `--topology` or `PEERPOOL_TOPOLOGY`, or
 /// because there is no GPU, unless `required` GPUs (and by what) must be real. `timing` times a
-/// simulated machine.
+/// simulated machine. A topology named by the environment is simulated by the libcuda shim
+/// when that is this process's libcuda (which reads the same setting), else in this process;
+/// `--topology` always simulates it here.
 fn open(
     topology: Option<&str>,
     timing: Option<&Path>,
@@ -146,16 +148,16 @@ fn open(
         Some(name) => Some((name.to_string(), "--topology")),
         None => match select::choice_from_env() {
             Ok(Choice::Real) => None,
-            Ok(Choice::Simulated { name, .. }) => Some((name, select::HARDWARE)),
+            Ok(Choice::Shim { name, variable }) => {
+                refuse_simulated(required, &name, variable)?;
+                None
+            }
+            Ok(Choice::Simulated { name, variable, .. }) => Some((name, variable)),
             Err(e) => return Err(Refused::BadInput(e)),
         },
     };
     if let Some((name, by)) = asked {
-        if let Some((n, how)) = required {
-            return Err(Refused::GpusRequired(format!(
-                "{n} real GPU(s) are required ({how}), but {by} asks for the simulated topology `{name}`"
-            )));
-        }
+        refuse_simulated(required, &name, by)?;
         let topo = load_topology(&name).map_err(Refused::BadInput)?;
         return simulated(topo, timing, format!("peerpool check: simulated topology `{}`", echo(&name)))
             .map_err(Refused::BadInput);
@@ -195,6 +197,18 @@ fn open(
          (2 x NVIDIA H200 over NVLink); no real GPU is checked"
     );
     simulated(Topology::two_h200(), timing, line).map_err(Refused::BadInput)
+}
+
+/// Refuses the simulated topology `name`, asked for `by` a flag or variable, when real GPUs are
+/// `required`.
+fn refuse_simulated(required: Option<(usize, &str)>, name: &str, by: &str) -> Result<(), Refused> {
+    match required {
+        Some((n, how)) => Err(Refused::GpusRequired(format!(
+            "{n} real GPU(s) are required ({how}), but {by} asks for the simulated topology `{}`",
+            echo(name)
+        ))),
+        None => Ok(()),
+    }
 }
 
 fn simulated(

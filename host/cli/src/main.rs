@@ -27,8 +27,8 @@ enum Command {
     /// add atomically, and an ungranted access faults (in a child process). Prints the verdict
     /// matrix, writes check.json and check.md, exits non-zero on any failure. Without a GPU it
     /// runs on the built-in simulated 2 x H200 topology and says so on its first line, unless
-    /// GPUs are required. $PEERPOOL_HARDWARE (a catalog name or TOML file) simulates a topology
-    /// as --topology does.
+    /// GPUs are required. $PEERPOOL_TOPOLOGY (a catalog name or TOML file) simulates a topology
+    /// as --topology does (through the libcuda shim, under `peerpool sim`).
     Check {
         /// Run on a simulated topology instead: a catalog name (e.g. four_gpu_islands) or a TOML file.
         #[arg(long)]
@@ -95,7 +95,9 @@ enum Command {
     /// program's exit status is this command's. Example:
     /// `peerpool sim --topology eight_gpu_nvswitch -- cargo test`.
     Sim {
-        /// A catalog name (`peerpool topologies`) or a TOML file; default two_h200_nvlink.
+        /// A catalog name (`peerpool topologies`) or a TOML file: sets $PEERPOOL_TOPOLOGY for
+        /// the program (the shim and peerpool's fixtures read it); default: that variable, else
+        /// two_h200_nvlink.
         #[arg(long)]
         topology: Option<String>,
         /// Fault rules: `call[@n|~p]=CODE[!sticky|!transient][!before|!after]`, separated by `;`.

@@ -92,19 +92,25 @@ fn check_simulates_the_topology_the_environment_names() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     let args = ["check", "--quiet", "--out", out.to_str().unwrap()];
-    let output = peerpool_with(&args, &[("PEERPOOL_HARDWARE", "four_gpu_islands")]);
+    let output = peerpool_with(&args, &[("PEERPOOL_TOPOLOGY", "four_gpu_islands")]);
     assert_eq!(code(&output), 0, "{}", text(&output));
     assert!(text(&output).starts_with("peerpool check: simulated topology `four_gpu_islands`"), "{}", text(&output));
     assert!(text(&output).contains("GPU3"), "four GPUs in the matrix: {}", text(&output));
-    let output = peerpool_with(&args, &[("PEERPOOL_HARDWARE", "corrupt_link_pair")]);
+    let output = peerpool_with(&args, &[("PEERPOOL_TOPOLOGY", "corrupt_link_pair")]);
     assert_eq!(code(&output), 1, "{}", text(&output));
-    let output = peerpool_with(&args, &[("PEERPOOL_HARDWARE", "no_such_machine")]);
+    let output = peerpool_with(&args, &[("PEERPOOL_TOPOLOGY", "no_such_machine")]);
     assert_eq!(code(&output), 2, "{}", text(&output));
-    assert!(text(&output).contains("PEERPOOL_HARDWARE=no_such_machine"), "{}", text(&output));
+    assert!(text(&output).contains("PEERPOOL_TOPOLOGY=no_such_machine"), "{}", text(&output));
+    // The deprecated names are read as the one setting; two that disagree are bad input.
+    let output = peerpool_with(&args, &[("PEERPOOL_SIM_TOPOLOGY", "one_gpu")]);
+    assert!(text(&output).starts_with("peerpool check: simulated topology `one_gpu`"), "{}", text(&output));
+    let output = peerpool_with(&args, &[("PEERPOOL_TOPOLOGY", "one_gpu"), ("PEERPOOL_HARDWARE", "four_gpu_islands")]);
+    assert_eq!(code(&output), 2, "{}", text(&output));
+    assert!(text(&output).contains("PEERPOOL_HARDWARE=four_gpu_islands disagree"), "{}", text(&output));
     // --topology wins over the environment.
     let mut with_topology = args.to_vec();
     with_topology.extend(["--topology", "one_gpu"]);
-    assert_eq!(code(&peerpool_with(&with_topology, &[("PEERPOOL_HARDWARE", "four_gpu_islands")])), 3);
+    assert_eq!(code(&peerpool_with(&with_topology, &[("PEERPOOL_TOPOLOGY", "four_gpu_islands")])), 3);
 }
 
 /// A setting that is not UTF-8 is refused, naming it, never taken as unset: a CI job's
@@ -115,8 +121,9 @@ fn a_setting_that_is_not_utf8_is_refused_not_taken_as_unset() {
     let out = dir.path().join("out");
     for (name, value) in [
         ("PEERPOOL_REQUIRE_GPUS", b"2\xff".to_vec()),
-        ("PEERPOOL_HARDWARE", b"two_h200_nvlink\xff".to_vec()),
-        ("PEERPOOL_HARDWARE", b"\xff".to_vec()),
+        ("PEERPOOL_TOPOLOGY", b"two_h200_nvlink\xff".to_vec()),
+        ("PEERPOOL_TOPOLOGY", b"\xff".to_vec()),
+        ("PEERPOOL_HARDWARE", b"one_gpu\xff".to_vec()),
     ] {
         let output = support::command()
             .args(["check", "--quiet", "--out", out.to_str().unwrap()])
@@ -146,7 +153,7 @@ fn check_with_gpus_required_never_falls_back_to_the_simulator() {
     assert_eq!(code(&output), GPUS_REQUIRED, "{}", text(&output));
     assert!(text(&output).contains("(PEERPOOL_REQUIRE_GPUS)"), "{}", text(&output));
     // A simulated topology never stands in for required GPUs, named either way.
-    let output = peerpool_with(&args, &[("PEERPOOL_REQUIRE_GPUS", "1"), ("PEERPOOL_HARDWARE", "two_h200_nvlink")]);
+    let output = peerpool_with(&args, &[("PEERPOOL_REQUIRE_GPUS", "1"), ("PEERPOOL_TOPOLOGY", "two_h200_nvlink")]);
     assert_eq!(code(&output), GPUS_REQUIRED, "{}", text(&output));
     assert!(text(&output).contains("simulated topology `two_h200_nvlink`"), "{}", text(&output));
     flagged.extend(["--topology", "two_h200_nvlink"]);

@@ -51,19 +51,21 @@ fn a_trace_that_cannot_be_opened_is_named_for_what_it_is() {
 }
 
 /// The environment's own settings reach the program too: they are checked as the options are
-/// (a topology given by PEERPOOL_SIM_TOPOLOGY was not).
+/// (a topology given by the environment once was not).
 #[test]
 fn settings_the_environment_holds_are_checked_before_the_program_runs() {
     use std::ffi::{OsStr, OsString};
     use std::os::unix::ffi::OsStringExt;
     let dir = tempfile::tempdir().unwrap();
     let not_utf8 = OsString::from_vec(b"0\xff".to_vec());
-    let cases: [(&str, &OsStr, &str); 5] = [
+    let cases: [(&str, &OsStr, &str); 7] = [
+        ("PEERPOOL_TOPOLOGY", OsStr::new("no_such_machine"), "no such catalog topology"),
+        ("PEERPOOL_TOPOLOGY", OsStr::new("./nowhere.toml"), "does not exist"),
         ("PEERPOOL_SIM_TOPOLOGY", OsStr::new("no_such_machine"), "no such catalog topology"),
-        ("PEERPOOL_SIM_TOPOLOGY", OsStr::new("./nowhere.toml"), "does not exist"),
         ("PEERPOOL_SIM_FAULTS", OsStr::new("cuMemPoolSetAcess=OUT_OF_MEMORY"), "did you mean cuMemPoolSetAccess"),
         ("PEERPOOL_SIM_SEED", OsStr::new("many"), "not a number"),
         ("CUDA_VISIBLE_DEVICES", &not_utf8, "not UTF-8"),
+        ("PEERPOOL_TOPOLOGY", &not_utf8, "not UTF-8"),
     ];
     for (name, value, says) in cases {
         let output = sim(dir.path(), &[], &[(name, value)]).output().unwrap();
@@ -71,9 +73,14 @@ fn settings_the_environment_holds_are_checked_before_the_program_runs() {
         assert!(String::from_utf8_lossy(&output.stderr).contains(name), "{name}");
     }
     // What the options give wins over the environment, as it does for the program.
-    let topology = [("PEERPOOL_SIM_TOPOLOGY", OsStr::new("no_such_machine"))];
+    let topology = [("PEERPOOL_TOPOLOGY", OsStr::new("no_such_machine"))];
     let output = sim(dir.path(), &["--topology", "four_gpu_islands"], &topology).output().unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
-    let good = [("PEERPOOL_SIM_TOPOLOGY", OsStr::new("four_gpu_islands"))];
+    assert!(String::from_utf8_lossy(&output.stdout).contains("export PEERPOOL_TOPOLOGY='four_gpu_islands'"));
+    let good = [("PEERPOOL_TOPOLOGY", OsStr::new("four_gpu_islands"))];
     assert_eq!(sim(dir.path(), &[], &good).output().unwrap().status.code(), Some(0));
+    // A deprecated name that disagrees with the option is refused, not overridden in silence.
+    let stale = [("PEERPOOL_HARDWARE", OsStr::new("one_gpu"))];
+    let output = sim(dir.path(), &["--topology", "four_gpu_islands"], &stale).output().unwrap();
+    refused(&output, "PEERPOOL_TOPOLOGY=four_gpu_islands and PEERPOOL_HARDWARE=one_gpu disagree");
 }

@@ -55,7 +55,7 @@ fn c_sees_the_matrix_of(stem: &str, visible: Option<&str>) -> Result<(), Failed>
         Some(list) => full.visible(list).ok_or("a GPU listed twice")?,
         None => full.clone(),
     };
-    let mut settings = vec![("PEERPOOL_SIM_TOPOLOGY", stem)];
+    let mut settings = vec![("PEERPOOL_TOPOLOGY", stem)];
     settings.extend(visible.map(|list| (peerpool_sim::visible::VISIBLE, list)));
     let out = run(&mut Command::new(c_program("pools")?), &settings)?;
     let text = stdout(&out);
@@ -103,7 +103,7 @@ fn c_meets_a_sticky_rule() -> Result<(), Failed> {
 
 fn c_gets_one_line_for_bad_settings() -> Result<(), Failed> {
     for (name, value, says) in [
-        ("PEERPOOL_SIM_TOPOLOGY", "no_such_machine", "no such catalog topology"),
+        ("PEERPOOL_TOPOLOGY", "no_such_machine", "no such catalog topology"),
         ("PEERPOOL_SIM_FAULTS", "cuMemAlloc=NOT_A_CODE", "not a CUresult name"),
         ("PEERPOOL_SIM_TRACE", "/nonexistent/dir/trace.txt", "cannot open"),
     ] {
@@ -190,7 +190,7 @@ fn python_sees_the_peer_matrix(stem: &str) -> Result<(), Failed> {
     let topology = catalog_topology(stem)?;
     let mut script = Command::new(python);
     script.arg(clients().join("pools.py"));
-    let out = run(&mut script, &[("PEERPOOL_SIM_TOPOLOGY", stem)])?;
+    let out = run(&mut script, &[("PEERPOOL_TOPOLOGY", stem)])?;
     let text = stdout(&out);
     if !out.status.success() || !text.ends_with("done\n") {
         return Err(format!("the script failed: {text}{}", String::from_utf8_lossy(&out.stderr)).into());
@@ -220,7 +220,7 @@ fn python_sees_the_peer_matrix(stem: &str) -> Result<(), Failed> {
 fn cuda_core_shares_a_pool_with_a_child(stem: &str) -> Result<(), Failed> {
     let mut script = Command::new(std::env::var(PYTHON)?);
     script.arg(clients().join("pool_ipc.py"));
-    let text = stdout(&run(&mut script, &[("PEERPOOL_SIM_TOPOLOGY", stem)])?);
+    let text = stdout(&run(&mut script, &[("PEERPOOL_TOPOLOGY", stem)])?);
     let n = catalog_topology(stem)?.device_count();
     let want = format!(
         "parent: devices {n} pool ipc 1\nchild: mapped 1 peers []\nchild: bytes arrived 1\n\
@@ -244,7 +244,7 @@ fn numba_kernels_run(stem: &str) -> Result<(), Failed> {
         return Err(format!("numba-cuda does not import in {python}").into());
     }
     let mut script = Command::new(python);
-    let out = run(script.arg(clients().join("numba_kernels.py")), &[("PEERPOOL_SIM_TOPOLOGY", stem)])?;
+    let out = run(script.arg(clients().join("numba_kernels.py")), &[("PEERPOOL_TOPOLOGY", stem)])?;
     let n = catalog_topology(stem)?.device_count();
     let mut want = format!("devices: {n}\n");
     for gpu in 0..n {
@@ -270,7 +270,7 @@ fn hardware_record(name: &str) -> Result<String, Failed> {
 /// real one, line for line.
 fn same_as_on_the_h200s(program: &mut Command, record: &str) -> Result<(), Failed> {
     let want = hardware_record(record)?;
-    let out = run(program, &[("PEERPOOL_SIM_TOPOLOGY", "two_h200_nvlink")])?;
+    let out = run(program, &[("PEERPOOL_TOPOLOGY", "two_h200_nvlink")])?;
     match stdout(&out) {
         text if text == want => Ok(()),
         text => Err(format!("the H200s printed:\n{want}through the shim:\n{text}").into()),
@@ -287,7 +287,7 @@ fn c_client_times_with_events() -> Result<(), Failed> {
 /// the pool is granted, and faults once it is not, naming kernel, thread, address and pool.
 fn c_kernel_touches_a_peer_pool(stem: &str) -> Result<(), Failed> {
     let mut program = Command::new(c_program("kernels")?);
-    let out = run(program.arg(images()?).arg("peer"), &[("PEERPOOL_SIM_TOPOLOGY", stem)])?;
+    let out = run(program.arg(images()?).arg("peer"), &[("PEERPOOL_TOPOLOGY", stem)])?;
     let text = stdout(&out);
     let want = [
         "peer granted: 1",
@@ -308,7 +308,7 @@ fn c_kernel_touches_a_peer_pool(stem: &str) -> Result<(), Failed> {
 /// (`kernels_link.txt`), here on two GPUs.
 fn c_links_ptx_and_runs_it() -> Result<(), Failed> {
     let mut program = Command::new(c_program("kernels")?);
-    let out = run(program.arg(images()?).arg("link"), &[("PEERPOOL_SIM_TOPOLOGY", "two_h200_nvlink")])?;
+    let out = run(program.arg(images()?).arg("link"), &[("PEERPOOL_TOPOLOGY", "two_h200_nvlink")])?;
     let text = stdout(&out);
     let want = hardware_record("one-h200/kernels_link.txt")?;
     match out.status.success() && text == want {

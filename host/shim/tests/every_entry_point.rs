@@ -87,7 +87,7 @@ fn every_entry_point_answers(include: String) -> Result<(), Failed> {
     if !built.status.success() {
         return Err(format!("cc: {}", String::from_utf8_lossy(&built.stderr)).into());
     }
-    let out = run(&mut Command::new(&exe), &[("PEERPOOL_SIM_TOPOLOGY", "two_h200_nvlink")])?;
+    let out = run(&mut Command::new(&exe), &[("PEERPOOL_TOPOLOGY", "two_h200_nvlink")])?;
     let text = stdout(&out);
     let want = format!("init 0 answered {}", names.len() - 1);
     match (out.status.success(), text.lines().last()) {

@@ -66,7 +66,7 @@ fn python() -> Result<Command, Failed> {
 }
 
 fn the_c_client_sees_the_same_machine(topology: &'static str) -> Result<(), Failed> {
-    let text = same("pools.c", both_ways(c("pools"), &[("PEERPOOL_SIM_TOPOLOGY", topology)])?)?;
+    let text = same("pools.c", both_ways(c("pools"), &[("PEERPOOL_TOPOLOGY", topology)])?)?;
     match text.contains("done version 13000") {
         true => Ok(()),
         false => Err(format!("the client did not finish: {text}").into()),
@@ -97,7 +97,7 @@ fn calls_made_through_get_proc_address_are_traced() -> Result<(), Failed> {
     let trace = shim_dir()?.join("forwarded-trace.txt");
     let _ = std::fs::remove_file(&trace);
     let path = trace.display().to_string();
-    let topology = [("PEERPOOL_SIM_TOPOLOGY", "four_gpu_islands")];
+    let topology = [("PEERPOOL_TOPOLOGY", "four_gpu_islands")];
     same("pools.py", forwarding_also(python, &topology, &[("PEERPOOL_SIM_TRACE", &path)])?)?;
     let text = std::fs::read_to_string(&trace)?;
     let count = |prefix: &str| text.lines().filter(|l| l.starts_with(prefix)).count();

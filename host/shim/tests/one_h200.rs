@@ -72,7 +72,7 @@ fn record(name: &str) -> Result<String, Failed> {
 /// `program` through the shim on `one_gpu` prints `name`'s record, but for [`DIFFERENCES`].
 fn same_as_on_one_h200(program: &mut Command, name: &str) -> Result<(), Failed> {
     let want = record(name)?;
-    let out = run(program, &[("PEERPOOL_SIM_TOPOLOGY", "one_gpu")])?;
+    let out = run(program, &[("PEERPOOL_TOPOLOGY", "one_gpu")])?;
     let text = stdout(&out);
     let (want_lines, got_lines): (Vec<&str>, Vec<&str>) = (want.lines().collect(), text.lines().collect());
     let mut wrong = Vec::new();
@@ -113,7 +113,7 @@ fn approx_agree(index: usize, a: u32, b: u32) -> bool {
 fn corpus_as_on_one_h200(ptx: &str, name: &str) -> Result<(), Failed> {
     let want = record(name)?;
     let mut program = Command::new(c_program("corpus")?);
-    let out = run(program.arg(corpus_dir()?).arg(ptx), &[("PEERPOOL_SIM_TOPOLOGY", "one_gpu")])?;
+    let out = run(program.arg(corpus_dir()?).arg(ptx), &[("PEERPOOL_TOPOLOGY", "one_gpu")])?;
     let text = stdout(&out);
     let (want_lines, got_lines): (Vec<&str>, Vec<&str>) = (want.lines().collect(), text.lines().collect());
     if want_lines.len() != got_lines.len() {
@@ -169,7 +169,7 @@ fn main() -> ExitCode {
         let mut program = Command::new(c_program("images")?);
         same_as_on_one_h200(program.arg(images()?).arg("launch"), "images_launch.txt")?;
         let mut program = Command::new(c_program("images")?);
-        let out = run(program.arg(images()?).arg("launch"), &[("PEERPOOL_SIM_TOPOLOGY", "one_gpu")])?;
+        let out = run(program.arg(images()?).arg("launch"), &[("PEERPOOL_TOPOLOGY", "one_gpu")])?;
         let said: Vec<String> =
             stderr(&out).lines().filter(|l| l.starts_with("peerpool-")).map(str::to_owned).collect();
         let line = "peerpool-sim: kernel pp_test_add: its image holds machine code only, and the simulator runs \
@@ -185,7 +185,7 @@ fn main() -> ExitCode {
         let mut program = Command::new(c_program("kernels")?);
         same_as_on_one_h200(program.arg(images()?).arg("link"), "kernels_link.txt")?;
         let mut program = Command::new(c_program("kernels")?);
-        let out = run(program.arg(images()?), &[("PEERPOOL_SIM_TOPOLOGY", "one_gpu")])?;
+        let out = run(program.arg(images()?), &[("PEERPOOL_TOPOLOGY", "one_gpu")])?;
         let line = "peerpool-sim: kernel pp_test_add on GPU 0: block (0,0,0) thread (0,0,0) PTX line 42: illegal \
                     address 0x10: in no allocation: CUDA_ERROR_ILLEGAL_ADDRESS";
         match stderr(&out).lines().any(|l| l == line) {

@@ -3,7 +3,7 @@
 //!
 //! | variable | meaning | default |
 //! | --- | --- | --- |
-//! | `PEERPOOL_SIM_TOPOLOGY` | a catalog name (`eight_gpu_nvswitch`) or a TOML file | `two_h200_nvlink` |
+//! | `PEERPOOL_TOPOLOGY` | a catalog name (`eight_gpu_nvswitch`) or a TOML file ([`topology`]: the one topology setting, which [`crate::select`] reads too); `real` names none | `two_h200_nvlink` |
 //! | `PEERPOOL_SIM_FAULTS` | fault rules, `call[@n\|~p]=CODE[!sticky\|!transient][!before\|!after]; ...` (`peerpool::fault`) | none |
 //! | `PEERPOOL_SIM_TRACE` | a file to append one line per call to (`-` for stderr) | none |
 //! | `PEERPOOL_SIM_SEED` | the seed of the `~p` rules' draws | 0 |
@@ -21,7 +21,10 @@ use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-pub const TOPOLOGY: &str = "PEERPOOL_SIM_TOPOLOGY";
+/// The topology, for the shim and for code that opens its GPUs itself ([`crate::select`]).
+pub const TOPOLOGY: &str = "PEERPOOL_TOPOLOGY";
+/// Former names of [`TOPOLOGY`] (the in-process one, the shim's), still read as it; deprecated.
+pub const TOPOLOGY_ALIASES: [&str; 2] = ["PEERPOOL_HARDWARE", "PEERPOOL_SIM_TOPOLOGY"];
 pub const FAULTS: &str = "PEERPOOL_SIM_FAULTS";
 pub const TRACE: &str = "PEERPOOL_SIM_TRACE";
 pub const SEED: &str = "PEERPOOL_SIM_SEED";
@@ -29,8 +32,9 @@ pub const TIMING: &str = "PEERPOOL_SIM_TIMING";
 pub const BACKEND: &str = "PEERPOOL_SHIM_BACKEND";
 pub const LIBCUDA: &str = "PEERPOOL_SHIM_LIBCUDA";
 
-/// The names of the variables, in the table's order.
-pub const VARIABLES: [&str; 7] = [TOPOLOGY, FAULTS, TRACE, SEED, TIMING, BACKEND, LIBCUDA];
+/// The names of the variables, in the table's order, then the deprecated names.
+pub const VARIABLES: [&str; 9] =
+    [TOPOLOGY, FAULTS, TRACE, SEED, TIMING, BACKEND, LIBCUDA, TOPOLOGY_ALIASES[0], TOPOLOGY_ALIASES[1]];
 
 /// The symbol every build of the shim exports, which NVIDIA's libcuda does not: how a shim that
 /// forwards tells a copy of itself from the real library.
@@ -68,6 +72,34 @@ pub fn var(name: &str) -> Result<Option<String>, String> {
     peerpool::env::var(name).map_err(|e| e.to_string())
 }
 
+/// The topology setting from `var`: its value (trimmed; empty is unset) and the name it was
+/// read under, [`TOPOLOGY`] or a deprecated name of it ([`TOPOLOGY_ALIASES`]). Two names set to
+/// different values are an error, never resolved by an order between them; a value that is not
+/// UTF-8 is an error naming its variable.
+pub fn topology(
+    var: impl Fn(&str) -> Result<Option<String>, String>,
+) -> Result<Option<(&'static str, String)>, String> {
+    let mut found: Option<(&'static str, String)> = None;
+    for name in std::iter::once(TOPOLOGY).chain(TOPOLOGY_ALIASES) {
+        let Some(value) = var(name)? else { continue };
+        let value = value.trim();
+        match &found {
+            _ if value.is_empty() => {}
+            None => found = Some((name, value.to_string())),
+            Some((first, seen)) if seen != value => {
+                return Err(format!(
+                    "{first}={} and {name}={} disagree: {} are deprecated names of {TOPOLOGY}; set {TOPOLOGY} alone",
+                    echo(seen),
+                    echo(value),
+                    TOPOLOGY_ALIASES.join(" and ")
+                ));
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(found)
+}
+
 /// Reads the settings from `var` (the environment through [`var`], or a test's map); every
 /// mistake is one line, what it echoes escaped and cut (`peerpool::text`).
 pub fn read(var: impl Fn(&str) -> Result<Option<String>, String>) -> Result<Config, String> {
@@ -76,13 +108,16 @@ pub fn read(var: impl Fn(&str) -> Result<Option<String>, String>) -> Result<Conf
 
 fn read_settings(var: impl Fn(&str) -> Result<Option<String>, String>) -> Result<Config, String> {
     let set = |name| var(name).map(|v| v.filter(|v: &String| !v.is_empty()));
-    let target = match (set(BACKEND)?.as_deref(), set(LIBCUDA)?, set(TOPOLOGY)?) {
-        (None | Some("sim"), None, topology) => {
-            Target::Simulated(topology.map_or_else(|| Ok(Topology::two_h200()), |name| load_topology(&name))?)
-        }
+    // `real` names no topology: the CUDA driver's GPUs, whatever libcuda answers; here the
+    // shim's default machine.
+    let topology = topology(&var)?.filter(|(_, value)| value != "real");
+    let target = match (set(BACKEND)?.as_deref(), set(LIBCUDA)?, topology) {
+        (None | Some("sim"), None, topology) => Target::Simulated(
+            topology.map_or_else(|| Ok(Topology::two_h200()), |(name, value)| load_topology(name, &value))?,
+        ),
         (None | Some("sim"), Some(_), _) => return Err(format!("{LIBCUDA} is only read with {BACKEND}=real")),
-        (Some("real"), None, Some(_)) => {
-            return Err(format!("{TOPOLOGY} has no meaning with {BACKEND}=real (the real GPUs answer)"));
+        (Some("real"), None, Some((name, _))) => {
+            return Err(format!("{name} has no meaning with {BACKEND}=real (the real GPUs answer)"));
         }
         (Some("real"), Some(path), _) if !Path::new(&path).is_absolute() => {
             return Err(format!("{LIBCUDA}: \"{}\" is not an absolute path", echo(&path)));
@@ -90,8 +125,8 @@ fn read_settings(var: impl Fn(&str) -> Result<Option<String>, String>) -> Result
         // A topology is for a copy of the shim named as the library (how CI tests forwarding);
         // the backend refuses it when the library turns out to be NVIDIA's.
         (Some("real"), Some(path), topology) => {
-            if let Some(name) = topology {
-                load_topology(&name)?;
+            if let Some((name, value)) = topology {
+                load_topology(name, &value)?;
             }
             Target::Real(Some(PathBuf::from(path)))
         }
@@ -209,16 +244,22 @@ fn ld_so_conf(file: &Path, depth: usize) -> Vec<PathBuf> {
     dirs
 }
 
-/// A catalog stem, or a path to a TOML file (a name with a `/` or ending in `.toml`).
-fn load_topology(name: &str) -> Result<Topology, String> {
-    if name.contains('/') || name.ends_with(".toml") {
-        crate::input::readable(Path::new(name))
-            .map_err(|why| format!("{TOPOLOGY}: topology file {} {why}", echo(name)))?;
-        return Topology::load(name).map_err(|e| format!("{TOPOLOGY}: {e}"));
+/// The topology `value` names ([`resolve_topology`]); a mistake names the variable it came from.
+fn load_topology(name: &str, value: &str) -> Result<Topology, String> {
+    resolve_topology(value).map_err(|e| format!("{name}={}: {e}", echo(value)))
+}
+
+/// A catalog stem (`four_gpu_islands`), or a topology file: a name with a `/`, ending in
+/// `.toml`, or naming an existing file. Errors say which, and list the catalog for a stem.
+pub fn resolve_topology(name: &str) -> Result<Topology, String> {
+    let path = Path::new(name);
+    if name.contains('/') || name.ends_with(".toml") || path.is_file() {
+        crate::input::readable(path).map_err(|why| format!("topology file {} {why}", echo(name)))?;
+        return Topology::load(path).map_err(|e| e.to_string());
     }
     catalog_topology(name).map_err(|e| {
         let stems: Vec<&str> = catalog().iter().map(|c| c.stem()).collect();
-        format!("{TOPOLOGY}: {e} (the catalog has {})", stems.join(", "))
+        format!("{e} (catalog: {}; a file needs a path such as ./{}.toml)", stems.join(", "), echo(name))
     })
 }
 
@@ -272,10 +313,39 @@ mod tests {
         }
     }
 
+    /// One topology setting under three names: the deprecated ones are read as it, and two
+    /// that disagree are refused, whichever they are.
+    #[test]
+    fn the_deprecated_topology_names_are_read_and_may_not_disagree() {
+        let [hardware, sim] = TOPOLOGY_ALIASES;
+        for name in [TOPOLOGY, hardware, sim] {
+            let config = read_from(&[(name, "four_gpu_islands")]).unwrap();
+            assert_eq!(topology(&config).device_count(), 4, "{name}");
+        }
+        let same = read_from(&[(TOPOLOGY, "one_gpu"), (hardware, " one_gpu "), (sim, "")]).unwrap();
+        assert_eq!(topology(&same).device_count(), 1);
+        for pairs in [[(TOPOLOGY, "one_gpu"), (sim, "four_gpu_islands")], [(hardware, "one_gpu"), (sim, "real")]] {
+            let error = read_from(&pairs).err().unwrap_or_default();
+            assert!(error.contains("disagree") && error.contains(pairs[1].0), "{pairs:?}: {error}");
+        }
+        let error = read_from(&[(hardware, "no_such_machine")]).err().unwrap_or_default();
+        assert!(error.starts_with("PEERPOOL_HARDWARE=no_such_machine: "), "named as given: {error}");
+    }
+
+    /// `real` names no topology: the CUDA driver's GPUs, which the shim simulates by default
+    /// (or forwards to with the real backend).
+    #[test]
+    fn real_is_whatever_the_shim_answers() {
+        for name in [TOPOLOGY, TOPOLOGY_ALIASES[0]] {
+            assert_eq!(topology(&read_from(&[(name, "real")]).unwrap()).device_count(), 2, "{name}");
+        }
+        assert!(matches!(read_from(&[(TOPOLOGY, "real"), (BACKEND, "real")]).unwrap().target, Target::Real(None)));
+    }
+
     /// A value that is not UTF-8 is an error naming its variable, never unset: every setting.
     #[test]
     fn a_setting_that_is_not_utf8_is_refused_not_taken_as_unset() {
-        for unreadable in [TOPOLOGY, FAULTS, TRACE, SEED, TIMING, BACKEND, LIBCUDA, crate::visible::VISIBLE] {
+        for unreadable in VARIABLES.into_iter().chain([crate::visible::VISIBLE]) {
             let error = read(|k| match k == unreadable {
                 true => Err(format!("{k} is set to a value that is not UTF-8")),
                 false => Ok(None),

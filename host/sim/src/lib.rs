@@ -79,7 +79,7 @@
 //!   (`visible.rs`: indices or UUID prefixes, in order, up to the first that names nothing;
 //!   none visible makes `cuInit` `CUDA_ERROR_NO_DEVICE`, one listed twice
 //!   `CUDA_ERROR_INVALID_DEVICE`); the in-process simulator
-//!   (`peerpool check --topology`, `PEERPOOL_HARDWARE`) shows the whole topology. Importing
+//!   (`peerpool check --topology`, `PEERPOOL_TOPOLOGY`) shows the whole topology. Importing
 //!   shared memory whose device the importer does not see is `CUDA_ERROR_INVALID_DEVICE`
 //!   (not measured).
 //!

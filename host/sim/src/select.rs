@@ -4,27 +4,28 @@
 //!
 //! | variable | meaning | default |
 //! | --- | --- | --- |
-//! | `PEERPOOL_HARDWARE` | `real` (the CUDA driver), or a catalog name (`four_gpu_islands`) or TOML file (a name with a `/` or ending in `.toml`): that topology, simulated in this process | `real` |
+//! | `PEERPOOL_TOPOLOGY` | `real` (the CUDA driver), or a catalog name (`four_gpu_islands`) or TOML file (a name with a `/` or ending in `.toml`): that topology, simulated | `real` |
 //! | `PEERPOOL_REQUIRE_GPUS` | `N`: at least N real GPUs must be there; none, fewer, or a simulated topology in their place is an error with its own exit code (69) instead of skips or a simulated fallback | not required |
 //!
-//! How this relates to the libcuda shim's `PEERPOOL_SIM_TOPOLOGY` ([`crate::env`]): the shim
-//! stands in for NVIDIA's library, so a process under `peerpool sim` opens what it takes for
-//! the real driver (`PEERPOOL_HARDWARE=real`, through peerpool's `CudaDriver`), and the shim
-//! answers from its own topology. `PEERPOOL_HARDWARE=<topology>` never loads any libcuda: the
-//! simulator runs in the process itself, behind peerpool's driver seam. Set both and the
-//! in-process one wins (no driver call reaches the shim). Programs that do not use peerpool
-//! (cudarc, C, Python) can only be simulated through the shim.
+//! `PEERPOOL_TOPOLOGY` is also the libcuda shim's topology ([`crate::env::topology`] reads it
+//! for both, with its deprecated names), so one setting names the machine wherever it is
+//! simulated. Who simulates it: the shim, when the libcuda this process would load is
+//! peerpool's (under `peerpool sim`, whose fault rules and trace then see every call; the
+//! process opens it as the real driver, [`Choice::Shim`]); otherwise this process itself,
+//! behind peerpool's driver seam ([`Choice::Simulated`]), and NVIDIA's libcuda, if present, is
+//! never initialised. Programs that do not use peerpool (cudarc, C, Python) can only be
+//! simulated through the shim.
 
-use crate::{Topology, catalog, catalog_topology};
+use crate::Topology;
+pub use crate::env::resolve_topology;
 use peerpool::text::echo;
-use std::path::Path;
 
-/// The in-process switch: `real`, or a simulated topology.
-pub const HARDWARE: &str = "PEERPOOL_HARDWARE";
+/// The topology setting: `real`, or a simulated topology.
+pub use crate::env::TOPOLOGY;
 /// The GPUs-required mode: the least number of real GPUs.
 pub const REQUIRE_GPUS: &str = "PEERPOOL_REQUIRE_GPUS";
 
-/// What [`HARDWARE`] asks for.
+/// What [`TOPOLOGY`] asks for.
 #[derive(Clone, Debug)]
 pub enum Choice {
     /// The CUDA driver and its GPUs (or none, where there is no driver).
@@ -35,25 +36,43 @@ pub enum Choice {
         name: String,
         /// The topology.
         topology: Topology,
+        /// The variable that named it: [`TOPOLOGY`], or a deprecated name of it.
+        variable: &'static str,
+    },
+    /// A topology the libcuda shim simulates: this process's libcuda is peerpool's shim, which
+    /// reads the same setting, so the process opens it as the CUDA driver.
+    Shim {
+        /// The name it was given by.
+        name: String,
+        /// The variable that named it.
+        variable: &'static str,
     },
 }
 
-/// Reads [`HARDWARE`] from `var` (the environment through [`crate::env::var`], or a test's
-/// map). An unknown name, a topology file that cannot be read, or a value that is not UTF-8 is
-/// an error naming the variable.
+/// Reads [`TOPOLOGY`] from `var` (the environment through [`crate::env::var`], or a test's
+/// map). An unknown name, a topology file that cannot be read, names that disagree, or a value
+/// that is not UTF-8 is an error naming the variable. Never [`Choice::Shim`]: that is
+/// [`choice_from_env`]'s, which looks at the library.
 pub fn choice(var: impl Fn(&str) -> Result<Option<String>, String>) -> Result<Choice, String> {
-    match var(HARDWARE)?.as_deref().map(str::trim) {
-        None | Some("") | Some("real") => Ok(Choice::Real),
-        Some(name) => match resolve_topology(name) {
-            Ok(topology) => Ok(Choice::Simulated { name: name.to_string(), topology }),
-            Err(e) => Err(format!("{HARDWARE}={}: {e} (or `real` for the CUDA driver)", echo(name))),
+    match crate::env::topology(var)? {
+        None => Ok(Choice::Real),
+        Some((_, value)) if value == "real" => Ok(Choice::Real),
+        Some((variable, name)) => match resolve_topology(&name) {
+            Ok(topology) => Ok(Choice::Simulated { name, topology, variable }),
+            Err(e) => Err(format!("{variable}={}: {e} (or `real` for the CUDA driver)", echo(&name))),
         },
     }
 }
 
-/// [`choice`] from this process's environment.
+/// [`choice`] from this process's environment; a simulated topology is [`Choice::Shim`] when
+/// the libcuda this process would load is peerpool's shim (opened, not initialised, to ask).
 pub fn choice_from_env() -> Result<Choice, String> {
-    choice(crate::env::var)
+    match choice(crate::env::var)? {
+        Choice::Simulated { name, variable, .. } if peerpool::driver::libcuda_is_shim() => {
+            Ok(Choice::Shim { name, variable })
+        }
+        other => Ok(other),
+    }
 }
 
 /// Reads [`REQUIRE_GPUS`] from `var`: `None` when unset, empty or `0`; an error when it is not
@@ -74,23 +93,10 @@ pub fn required_gpus_from_env() -> Result<Option<usize>, String> {
     required_gpus(crate::env::var)
 }
 
-/// A catalog stem (`four_gpu_islands`), or a topology file: a name with a `/`, ending in
-/// `.toml`, or naming an existing file. Errors say which, and list the catalog for a stem.
-pub fn resolve_topology(name: &str) -> Result<Topology, String> {
-    let path = Path::new(name);
-    if name.contains('/') || name.ends_with(".toml") || path.is_file() {
-        crate::input::readable(path).map_err(|why| format!("topology file {} {why}", echo(name)))?;
-        return Topology::load(path).map_err(|e| e.to_string());
-    }
-    catalog_topology(name).map_err(|e| {
-        let stems: Vec<&str> = catalog().iter().map(|c| c.stem()).collect();
-        format!("{e} (catalog: {}; a file needs a path such as ./{}.toml)", stems.join(", "), echo(name))
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     fn with(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Result<Option<String>, String> {
         move |name| Ok(pairs.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string()))
@@ -101,13 +107,13 @@ mod tests {
         let hostile: &'static str = Box::leak(format!("\u{1b}[2J{}", "x".repeat(1 << 20)).into_boxed_str());
         let file: &'static str = Box::leak(format!("./\u{1b}]0;t\u{7}{}.toml", "y".repeat(1 << 16)).into_boxed_str());
         let pairs: Vec<&'static [(&'static str, &'static str)]> = vec![
-            Box::leak(Box::new([(HARDWARE, hostile)])),
-            Box::leak(Box::new([(HARDWARE, file)])),
+            Box::leak(Box::new([(TOPOLOGY, hostile)])),
+            Box::leak(Box::new([(TOPOLOGY, file)])),
             Box::leak(Box::new([(REQUIRE_GPUS, hostile)])),
         ];
         for env in pairs {
             let error = match env[0].0 {
-                HARDWARE => choice(with(env)).unwrap_err(),
+                TOPOLOGY => choice(with(env)).unwrap_err(),
                 _ => required_gpus(with(env)).unwrap_err(),
             };
             assert!(!error.chars().any(char::is_control), "{:?}", &error[..error.len().min(300)]);
@@ -118,13 +124,13 @@ mod tests {
     #[test]
     fn a_setting_that_cannot_be_read_is_an_error_not_unset() {
         let unreadable = |name: &str| Err(format!("{name} is set to a value that is not UTF-8"));
-        assert!(choice(unreadable).unwrap_err().contains("PEERPOOL_HARDWARE"));
+        assert!(choice(unreadable).unwrap_err().contains("PEERPOOL_TOPOLOGY"));
         assert!(required_gpus(unreadable).unwrap_err().contains("PEERPOOL_REQUIRE_GPUS"));
     }
 
     #[test]
     fn unset_empty_and_real_are_the_driver() {
-        for env in [&[][..], &[(HARDWARE, "")], &[(HARDWARE, "real")], &[(HARDWARE, " real ")]] {
+        for env in [&[][..], &[(TOPOLOGY, "")], &[(TOPOLOGY, "real")], &[(TOPOLOGY, " real ")]] {
             let pairs: &'static [(&str, &str)] = env;
             assert!(matches!(choice(with(pairs)), Ok(Choice::Real)));
         }
@@ -132,16 +138,28 @@ mod tests {
 
     #[test]
     fn a_catalog_name_is_simulated_and_a_typo_is_named() {
-        match choice(with(&[(HARDWARE, "four_gpu_islands")])) {
-            Ok(Choice::Simulated { name, topology }) => {
-                assert_eq!((name.as_str(), topology.device_count()), ("four_gpu_islands", 4));
+        match choice(with(&[(TOPOLOGY, "four_gpu_islands")])) {
+            Ok(Choice::Simulated { name, topology, variable }) => {
+                assert_eq!((name.as_str(), topology.device_count(), variable), ("four_gpu_islands", 4, TOPOLOGY));
             }
             other => panic!("{other:?}"),
         }
-        let e = choice(with(&[(HARDWARE, "four_gpu_island")])).unwrap_err();
-        assert!(e.starts_with("PEERPOOL_HARDWARE=four_gpu_island: ") && e.contains("two_h200_nvlink"), "{e}");
-        let e = choice(with(&[(HARDWARE, "./nowhere.toml")])).unwrap_err();
+        let e = choice(with(&[(TOPOLOGY, "four_gpu_island")])).unwrap_err();
+        assert!(e.starts_with("PEERPOOL_TOPOLOGY=four_gpu_island: ") && e.contains("two_h200_nvlink"), "{e}");
+        let e = choice(with(&[(TOPOLOGY, "./nowhere.toml")])).unwrap_err();
         assert!(e.contains("topology file ./nowhere.toml does not exist"), "{e}");
+    }
+
+    /// The deprecated names are read as the one setting, named where they are the source, and
+    /// refused when they disagree with it.
+    #[test]
+    fn a_deprecated_name_is_read_and_a_disagreement_refused() {
+        match choice(with(&[("PEERPOOL_HARDWARE", "one_gpu")])) {
+            Ok(Choice::Simulated { variable, .. }) => assert_eq!(variable, "PEERPOOL_HARDWARE"),
+            other => panic!("{other:?}"),
+        }
+        let e = choice(with(&[(TOPOLOGY, "real"), ("PEERPOOL_SIM_TOPOLOGY", "one_gpu")])).unwrap_err();
+        assert!(e.contains("disagree") && e.contains("PEERPOOL_SIM_TOPOLOGY=one_gpu"), "{e}");
     }
 
     /// A topology file that cannot be read is said to be what it is: a link loop, a link to

@@ -23,7 +23,7 @@ mod types;
 
 pub use calls::Call;
 pub use codes::CudaCode;
-pub use cuda::{CudaDriver, SHIM_MARKER};
+pub use cuda::{CudaDriver, SHIM_MARKER, libcuda_is_shim};
 pub use image::{Cubin, ImageError, ModuleImage, elf_extent};
 pub use names::{DOCUMENTED_CALLS, documented_name, is_documented, nearest_documented};
 pub use timeline::Timeline;

@@ -17,6 +17,9 @@ pub fn binary() -> PathBuf {
 /// (`PEERPOOL_REQUIRE_GPUS` refuses a simulated topology), and these tests pick their own.
 pub fn command() -> Command {
     let mut command = Command::new(binary());
-    command.env_remove("PEERPOOL_HARDWARE").env_remove("PEERPOOL_REQUIRE_GPUS");
+    command.env_remove("PEERPOOL_REQUIRE_GPUS");
+    for name in std::iter::once(peerpool_sim::env::TOPOLOGY).chain(peerpool_sim::env::TOPOLOGY_ALIASES) {
+        command.env_remove(name);
+    }
     command
 }

@@ -52,6 +52,15 @@ fn library() -> Option<&'static libloading::Library> {
     .as_ref()
 }
 
+/// Whether the libcuda this process loads is peerpool's libcuda shim (`peerpool sim`): the
+/// library is opened, as [`CudaDriver::load`] opens it, but not initialised, so asking costs
+/// NVIDIA's driver nothing but the load.
+pub fn libcuda_is_shim() -> bool {
+    // SAFETY: culib() is reached only when the library is present; the symbol is looked up,
+    // never called.
+    library_present() && unsafe { sys::culib().get::<unsafe extern "C" fn()>(SHIM_MARKER.as_bytes()).is_ok() }
+}
+
 impl CudaDriver {
     /// Loads libcuda and calls `cuInit(0)`.
     ///
