@@ -56,9 +56,8 @@ fn library() -> Option<&'static libloading::Library> {
 /// library is opened, as [`CudaDriver::load`] opens it, but not initialised, so asking costs
 /// NVIDIA's driver nothing but the load.
 pub fn libcuda_is_shim() -> bool {
-    // SAFETY: culib() is reached only when the library is present; the symbol is looked up,
-    // never called.
-    library_present() && unsafe { sys::culib().get::<unsafe extern "C" fn()>(SHIM_MARKER.as_bytes()).is_ok() }
+    // SAFETY: the symbol is looked up, never called.
+    library().is_some_and(|lib| unsafe { lib.get::<unsafe extern "C" fn()>(SHIM_MARKER.as_bytes()) }.is_ok())
 }
 
 impl CudaDriver {
