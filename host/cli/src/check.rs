@@ -67,7 +67,7 @@ pub fn run(options: Options) -> ExitCode {
             }
         },
     };
-    let (system, isolate, first_line, model): (System, Box<dyn Isolate>, String, Latencies) =
+    let (system, isolate, first_line, model): (System, Box<dyn Isolate>, String, Option<Latencies>) =
         match open(options.topology.as_deref(), options.timing.as_deref(), required) {
             Ok(opened) => opened,
             Err(Refused::BadInput(message)) => {
@@ -137,8 +137,12 @@ pub fn run(options: Options) -> ExitCode {
         );
     }
     println!("\n{}", timing_line(&system, started.elapsed(), n));
-    if n >= 2 {
-        println!("{}", floor_line(&system, &model, started.elapsed(), n, &probed));
+    match &model {
+        Some(model) if n >= 2 => println!("{}", floor_line(&system, model, started.elapsed(), n, &probed)),
+        Some(_) => {}
+        None => println!(
+            "floor: none: the probes ran on simulators of their own (the libcuda shim), apart from this projection"
+        ),
     }
     let report = Report {
         hardware: HardwareRecord::from_facts(&facts),
@@ -172,7 +176,7 @@ fn open(
     topology: Option<&str>,
     timing: Option<&Path>,
     required: Option<(usize, &str)>,
-) -> Result<(System, Box<dyn Isolate>, String, Latencies), Refused> {
+) -> Result<(System, Box<dyn Isolate>, String, Option<Latencies>), Refused> {
     let asked = match topology {
         Some(name) => Some((name.to_string(), "--topology")),
         None => match select::choice_from_env() {
@@ -210,8 +214,11 @@ fn open(
             }
             let line = format!("peerpool check: {} with {} GPU(s)", system.driver().describe(), system.device_count());
             let probe = ChildProbe(system.clone());
-            // The committed calibration: the floor a real machine's run is compared with.
-            return Ok((system, Box::new(probe), line, Latencies::h200()));
+            // Real GPUs: their run is compared with the committed calibration's floor. On the
+            // libcuda shim each probe child runs a simulator of its own, whose contexts the
+            // parent's projection never shares: no floor to compare it with.
+            let model = system.driver().timeline().is_none().then(Latencies::h200);
+            return Ok((system, Box::new(probe), line, model));
         }
         Ok(_) => "the CUDA driver reports no GPU".to_string(),
         Err(Error::NoDriver { .. }) => "no CUDA driver".to_string(),
@@ -233,7 +240,7 @@ fn simulated(
     topology: Topology,
     timing: Option<&Path>,
     line: String,
-) -> Result<(System, Box<dyn Isolate>, String, Latencies), String> {
+) -> Result<(System, Box<dyn Isolate>, String, Option<Latencies>), String> {
     let mut sim = SimDriver::new(topology);
     if let Some(path) = timing {
         sim = sim.timed(Latencies::load(path)?);
@@ -243,7 +250,7 @@ fn simulated(
     sim.init(0).map_err(|e| e.to_string())?;
     let system = System::with_driver(sim.clone()).map_err(|e| e.to_string())?;
     let model = sim.latencies();
-    Ok((system, Box::new(ChildSim(sim)), line, model))
+    Ok((system, Box::new(ChildSim(sim)), line, Some(model)))
 }
 
 /// The most GPUs `check` takes on a simulated topology. It checks N × (N − 1) ordered pairs,
@@ -377,7 +384,10 @@ impl Isolate for ChildProbe {
         let started = self.0.driver().timeline().map(|t| t.now());
         let (channel, running) =
             child::spawn_with_channel(command, PROBE_TIMEOUT).map_err(|e| format!("the probe could not start: {e}"))?;
-        let channel = channel.with_peer(peerpool::ipc::PeerCheck::pid(running.id()));
+        // No pid check on our end: a socketpair's peer credentials name its creator (us), and
+        // only the child holds the other end.
+        // The child is killed at its timeout, which closes the channel: no shorter wait here.
+        channel.set_timeout(Some(PROBE_TIMEOUT)).map_err(|e| format!("the probe's channel: {e}"))?;
         let mut probe = RealProbe { system: &self.0, channel, running: Some(running), started, early: None };
         match probe.channel.recv() {
             Ok(message) if message.bytes == READY => {}
@@ -468,6 +478,8 @@ fn outcome_of(outcome: &ChildOutcome) -> Result<Option<(String, bool)>, String> 
 pub fn negative_probe(call: &Call) -> Result<(), ChildError> {
     let (owner, accessor) = (call.value("owner")?, call.value("accessor")?);
     let channel = child::inherited_channel()?;
+    // Its turn may come after other probes' faults: wait as long as the parent lets it live.
+    channel.set_timeout(Some(PROBE_TIMEOUT))?;
     let system = System::open();
     let ready = system.as_ref().map_err(Clone::clone).and_then(|s| {
         let (owner, accessor) = child::pair_here(s, (owner, accessor))?;

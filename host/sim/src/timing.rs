@@ -1125,6 +1125,66 @@ mod tests {
     }
 
     #[test]
+    fn a_context_beside_a_faulted_context_s_teardown_on_its_gpu_is_slower() {
+        let m = Latencies {
+            context_create_us: 0.1,
+            context_beside_fault_exit_us: 0.25,
+            fault_us: 0.05,
+            fault_exit_us: 0.2,
+            context_serial: Serial::one_at_a_time(true, false, false),
+            ..Latencies::default()
+        };
+        let mut machine = Machine::new(m.clone(), 2);
+        // A probe faults on GPU 0 from 0 to 50: its dead context goes away from 50 to 250.
+        let mut probe = ProcessTime::new(0, 2);
+        probe.advance(&mut machine, &price(&m, &Work::Fault(0)));
+        assert_eq!(probe.now(), 50);
+        let mut next = ProcessTime::new(60, 2);
+        next.advance(&mut machine, &price(&m, &Work::Context(0)));
+        assert_eq!(next.now(), 60 + 250, "on the faulted GPU, during its teardown");
+        let mut other = ProcessTime::new(60, 2);
+        other.advance(&mut machine, &price(&m, &Work::Context(1)));
+        assert_eq!(other.now(), 60 + 100, "another GPU: as measured, not slowed");
+        let mut after = ProcessTime::new(400, 2);
+        after.advance(&mut machine, &price(&m, &Work::Context(0)));
+        assert_eq!(after.now(), 500, "after the teardown: a context alone");
+        // Where a model says a teardown slows every GPU, the other GPU's context is slower too.
+        let every = Latencies { fault_exit_slows_every_gpu: true, ..m.clone() };
+        let mut machine = Machine::new(every.clone(), 2);
+        ProcessTime::new(0, 2).advance(&mut machine, &price(&every, &Work::Fault(0)));
+        let mut other = ProcessTime::new(60, 2);
+        other.advance(&mut machine, &price(&every, &Work::Context(1)));
+        assert_eq!(other.now(), 60 + 250);
+    }
+
+    #[test]
+    fn the_check_floor_is_the_serial_resources_from_the_constants() {
+        let m = Latencies::h200();
+        let all: Vec<(usize, usize)> =
+            (0..8).flat_map(|o| (0..8).filter(move |&a| a != o).map(move |a| (o, a))).collect();
+        let floor = m.check_floor(8, &all);
+        let expected = m.process_start_us + m.init_us + 64.0 * m.context_create_us + m.process_exit_us;
+        assert!((floor.wall.as_secs_f64() * 1e6 - expected).abs() < 1.0, "{floor:?} against {expected} us");
+        assert!(floor.bound.contains("64 contexts"), "{}", floor.bound);
+        // Three contexts at once cut it below half. One at a time per GPU only: the busiest
+        // GPU's seven faults, one at a time there, bind before its eight contexts do; with
+        // quick faults, the eight contexts.
+        let three = Latencies { context_serial: Serial { at_once: 3, ..m.context_serial }, ..m.clone() };
+        assert!(three.check_floor(8, &all).wall < floor.wall / 2);
+        let per_gpu = Latencies { context_serial: Serial::one_at_a_time(true, true, false), ..m.clone() };
+        let head = m.process_start_us + m.init_us;
+        let faults = head + m.context_create_us + 7.0 * m.fault_us + m.fault_exit_us;
+        let bound = per_gpu.check_floor(8, &all);
+        assert!((bound.wall.as_secs_f64() * 1e6 - faults).abs() < 1.0, "{bound:?} against {faults}");
+        assert!(bound.bound.contains("7 faults"), "{bound:?}");
+        let quick = Latencies { fault_us: 1_000.0, ..per_gpu };
+        let contexts = head + 8.0 * m.context_create_us + m.process_exit_us;
+        assert!((quick.check_floor(8, &all).wall.as_secs_f64() * 1e6 - contexts).abs() < 1.0);
+        // Fewer probes, a lower floor.
+        assert!(m.check_floor(8, &all[..8]).wall < floor.wall);
+    }
+
+    #[test]
     fn faults_surface_one_at_a_time_on_a_device_and_at_once_on_two() {
         // No fault lock at all: a fault's GPU engines alone put faults on one GPU in a row.
         let m = Latencies {
