@@ -365,7 +365,7 @@ fn probe_step(
                 gate.wait();
             }
             let read = ready.go();
-            if let Some(gate) = gate.as_deref_mut() {
+            if let Some(gate) = gate {
                 gate.report();
             }
             let reaped = ready.reap();

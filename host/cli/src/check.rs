@@ -48,6 +48,13 @@ pub fn parse_probes(text: &str) -> Result<ProbeChoice, String> {
     }
 }
 
+/// The system `check` runs on, how its probes are isolated, the first line it prints, and the
+/// timing model its floor comes from (none through the libcuda shim).
+type Opened = (System, Box<dyn Isolate>, String, Option<Latencies>);
+
+/// How a probe ended: the `CudaCode` name and stickiness, `None` if it did not fail.
+type ProbeResult = Result<Option<(String, bool)>, String>;
+
 /// Why no system was opened, and the exit code that says so.
 enum Refused {
     /// A setting is wrong: [`exit::BAD_INPUT`].
@@ -67,7 +74,7 @@ pub fn run(options: Options) -> ExitCode {
             }
         },
     };
-    let (system, isolate, first_line, model): (System, Box<dyn Isolate>, String, Option<Latencies>) =
+    let (system, isolate, first_line, model): Opened =
         match open(options.topology.as_deref(), options.timing.as_deref(), required) {
             Ok(opened) => opened,
             Err(Refused::BadInput(message)) => {
@@ -172,11 +179,7 @@ pub fn run(options: Options) -> ExitCode {
 /// The real GPUs, or a simulated topology: asked for by `--topology` or `PEERPOOL_HARDWARE`, or
 /// because there is no GPU, unless `required` GPUs (and by what) must be real. `timing` times a
 /// simulated machine.
-fn open(
-    topology: Option<&str>,
-    timing: Option<&Path>,
-    required: Option<(usize, &str)>,
-) -> Result<(System, Box<dyn Isolate>, String, Option<Latencies>), Refused> {
+fn open(topology: Option<&str>, timing: Option<&Path>, required: Option<(usize, &str)>) -> Result<Opened, Refused> {
     let asked = match topology {
         Some(name) => Some((name.to_string(), "--topology")),
         None => match select::choice_from_env() {
@@ -236,11 +239,7 @@ fn open(
     simulated(Topology::two_h200(), timing, line).map_err(Refused::BadInput)
 }
 
-fn simulated(
-    topology: Topology,
-    timing: Option<&Path>,
-    line: String,
-) -> Result<(System, Box<dyn Isolate>, String, Option<Latencies>), String> {
+fn simulated(topology: Topology, timing: Option<&Path>, line: String) -> Result<Opened, String> {
     let mut sim = SimDriver::new(topology);
     if let Some(path) = timing {
         sim = sim.timed(Latencies::load(path)?);
@@ -343,7 +342,7 @@ struct SimProbe<'p> {
 }
 
 impl PreparedProbe for SimProbe<'_> {
-    fn go(&mut self) -> Result<Option<(String, bool)>, String> {
+    fn go(&mut self) -> ProbeResult {
         use peerpool::driver::Timeline;
         let ready = self.ready.take().ok_or("the probe was let go twice")??;
         // The read starts when this thread was let go, or when the child was ready if later;
@@ -407,13 +406,13 @@ struct RealProbe<'s> {
     /// The parent thread's virtual time at the child's start, on the shim.
     started: Option<Duration>,
     /// How it ended, if it did before its read.
-    early: Option<Result<Option<(String, bool)>, String>>,
+    early: Option<ProbeResult>,
 }
 
 impl RealProbe<'_> {
     /// Waits for the child's end (at most once): how it ended; on the shim, its projected end
     /// on this thread's clock.
-    fn finish(&mut self) -> (Result<Option<(String, bool)>, String>, Option<ChildOutcome>) {
+    fn finish(&mut self) -> (ProbeResult, Option<ChildOutcome>) {
         let Some(running) = self.running.take() else { return (Err("the probe was waited for twice".into()), None) };
         let (outcome, wall) = running.wait_reporting();
         if let (Some(timeline), Some(started), Some(wall)) = (self.system.driver().timeline(), self.started, wall) {
@@ -424,7 +423,7 @@ impl RealProbe<'_> {
 }
 
 impl PreparedProbe for RealProbe<'_> {
-    fn go(&mut self) -> Result<Option<(String, bool)>, String> {
+    fn go(&mut self) -> ProbeResult {
         if let Some(early) = self.early.take() {
             return early;
         }
@@ -449,7 +448,7 @@ impl PreparedProbe for RealProbe<'_> {
 }
 
 /// The probe's result from a report line the child sent.
-fn reported(bytes: &[u8]) -> Result<Option<(String, bool)>, String> {
+fn reported(bytes: &[u8]) -> ProbeResult {
     match ChildReport::find(bytes) {
         Some(report) => outcome_of(&ChildOutcome::Reported(report)),
         None => Err(format!("the probe sent {} instead of its report", escaped(&String::from_utf8_lossy(bytes)))),
@@ -457,7 +456,7 @@ fn reported(bytes: &[u8]) -> Result<Option<(String, bool)>, String> {
 }
 
 /// The probe's result from how its child ended.
-fn outcome_of(outcome: &ChildOutcome) -> Result<Option<(String, bool)>, String> {
+fn outcome_of(outcome: &ChildOutcome) -> ProbeResult {
     match outcome {
         ChildOutcome::Reported(ChildReport::Ok) => Ok(None),
         ChildOutcome::Reported(ChildReport::CudaError { code, sticky, .. }) => Ok(Some((code.clone(), *sticky))),
@@ -471,22 +470,27 @@ fn outcome_of(outcome: &ChildOutcome) -> Result<Option<(String, bool)>, String> 
 }
 
 /// The [`NEGATIVE_PROBE`] child: readies the probe on the real GPUs, says so on the channel
-/// its parent gave it, reads when told to, and sends its report before exiting (and, on the
+/// its parent gave it (on its stdin; without one it reads at once), reads when told to, and
+/// sends its report before exiting (and, on the
 /// libcuda shim, prints its projected wall time); its result is the child's report. `owner`
 /// and `accessor` are the parent's ordinals; a child that sees only the pair finds it by UUID
 /// ([`child::pair_here`]).
 pub fn negative_probe(call: &Call) -> Result<(), ChildError> {
     let (owner, accessor) = (call.value("owner")?, call.value("accessor")?);
-    let channel = child::inherited_channel()?;
-    // Its turn may come after other probes' faults: wait as long as the parent lets it live.
-    channel.set_timeout(Some(PROBE_TIMEOUT))?;
+    // Run by hand, without a channel on its stdin, it reads as soon as it is ready.
+    let channel = child::inherited_channel().ok();
+    if let Some(channel) = &channel {
+        // Its turn may come after other probes' faults: wait as long as the parent lets it live.
+        channel.set_timeout(Some(PROBE_TIMEOUT))?;
+    }
     let system = System::open();
     let ready = system.as_ref().map_err(Clone::clone).and_then(|s| {
         let (owner, accessor) = child::pair_here(s, (owner, accessor))?;
         ReadyProbe::prepare(s, owner, accessor)
     });
-    let result: Result<(), ChildError> = match ready {
-        Ok(ready) => {
+    let result: Result<(), ChildError> = match (ready, &channel) {
+        (Ok(ready), None) => ready.read().map_err(Into::into),
+        (Ok(ready), Some(channel)) => {
             channel.send(READY, &[])?;
             match channel.recv() {
                 Ok(message) if message.bytes == GO => ready.read().map_err(Into::into),
@@ -494,14 +498,16 @@ pub fn negative_probe(call: &Call) -> Result<(), ChildError> {
                 Err(e) => Err(format!("the parent never said go: {e}").into()),
             }
         }
-        Err(e) => Err(e.into()),
+        (Err(e), _) => Err(e.into()),
     };
     // Sent before the exit, whose teardown of a faulted context the parent need not wait for.
-    let report = ChildReport::from_result(match &result {
-        Ok(()) => Ok(()),
-        Err(e) => Err(clone_error(e.as_ref())),
-    });
-    let _ = channel.send(report.line().as_bytes(), &[]);
+    if let Some(channel) = &channel {
+        let report = ChildReport::from_result(match &result {
+            Ok(()) => Ok(()),
+            Err(e) => Err(clone_error(e.as_ref())),
+        });
+        let _ = channel.send(report.line().as_bytes(), &[]);
+    }
     if let Some(timeline) = system.as_ref().ok().and_then(|s| s.driver().timeline()) {
         println!("{}", child::wall_line(timeline.wall()));
     }
