@@ -552,8 +552,22 @@ mod tests {
     use crate::facts::PeerFacts;
 
     fn pair(owner: usize, accessor: usize, status: Status) -> PairResult {
-        let step = StepResult { step: "grant", status, detail: String::new(), millis: 0 };
-        PairResult { owner, accessor, steps: vec![step] }
+        let step = |step, status| StepResult { step, status, detail: String::new(), millis: 0 };
+        PairResult { owner, accessor, steps: vec![step("grant", status), step("negative_probe", Status::Passed)] }
+    }
+
+    #[test]
+    fn a_pair_whose_probe_did_not_run_is_ok_star_and_a_failed_probe_fails() {
+        let mut unprobed = pair(0, 1, Status::Passed);
+        unprobed.steps[1].status = Status::Skipped;
+        assert_eq!((unprobed.verdict(), unprobed.fault_proven()), ("OK*", false));
+        let mut failed = pair(0, 1, Status::Passed);
+        failed.steps[1].status = Status::Failed;
+        assert_eq!(failed.verdict(), "FAIL");
+        assert_eq!((pair(0, 1, Status::Passed).verdict(), pair(0, 1, Status::Skipped).verdict()), ("OK", "N/A"));
+        let text = render_matrix(&facts([None, None]), &[unprobed, pair(1, 0, Status::Passed)]);
+        let rows: Vec<Vec<&str>> = text.lines().skip(1).take(2).map(|l| l.split_whitespace().collect()).collect();
+        assert_eq!(rows, [vec!["GPU0", "X", "OK"], vec!["GPU1", "OK*", "X"]], "{text}");
     }
 
     fn facts(links: [Option<&str>; 2]) -> Facts {
