@@ -126,6 +126,19 @@ fn a_sample_of_probes_marks_unproven_pairs_in_the_matrix_the_json_and_the_junit(
 }
 
 #[test]
+fn the_probes_cu_init_is_held_to_three_at_once() {
+    // Each probe child's cuInit (236 ms seeing its pair) is hidden behind the contexts only
+    // because three run at once: one at a time, 57 of them (the probes' and the parent's) would
+    // take 13.4 s and the contexts would wait for them.
+    let dir = tempfile::tempdir().unwrap();
+    let one =
+        timing_file(&dir, r#"{"init_serial": {"device": false, "process": false, "machine": true, "at_once": 1}}"#);
+    let calibrated = projected("eight_gpu_nvswitch", None);
+    let serial = projected("eight_gpu_nvswitch", one.to_str());
+    assert!(serial > 13.0 && serial > calibrated + 4.0, "{calibrated} -> {serial}");
+}
+
+#[test]
 fn a_context_made_beside_a_faulted_context_s_teardown_costs_more() {
     // The calibration charges it on the faulted context's own GPU, where it was measured; on
     // every GPU it would cost the pipeline much more, and as much as a context alone, nothing.
