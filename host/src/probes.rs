@@ -42,12 +42,9 @@ impl Plan {
     /// still being torn down is slower), relaxing those wishes only when no pair left meets
     /// them. Pairs out of range, a device paired with itself, and repeats are left out.
     pub fn new(n: usize, pairs: &[(usize, usize)]) -> Plan {
-        let mut left: Vec<(usize, usize)> = Vec::new();
-        for &(o, a) in pairs {
-            if o < n && a < n && o != a && !left.contains(&(o, a)) {
-                left.push((o, a));
-            }
-        }
+        let mut seen = std::collections::BTreeSet::new();
+        let mut left: Vec<(usize, usize)> =
+            pairs.iter().copied().filter(|&(o, a)| o < n && a < n && o != a && seen.insert((o, a))).collect();
         // Start each accessor's pairs at a different owner, so the first pairs spread.
         left.sort_by_key(|&(o, a)| ((o + n - a) % n, a));
         let mut order: Vec<(usize, usize)> = Vec::with_capacity(left.len());
