@@ -1,8 +1,8 @@
 //! The per-pair verification behind `peerpool check`: for each ordered pair, a grant on a fresh
 //! pool, the accessor's kernels writing and reading the owner's memory, system-scope atomics
 //! from both GPUs, and a negative probe (an ungranted access must fault) run in isolation.
-//! [`check_all`] runs the pairs in rounds ([`crate::rounds`]), pairs on different devices at
-//! once.
+//! [`check_all`] runs the in-process steps in rounds ([`crate::rounds`]), pairs on different
+//! devices at once, and the negative probes beside them, pipelined ([`crate::probes`]).
 
 use crate::driver::timeline;
 use crate::driver::{Access, LaunchShape, PoolProps, Stream};
