@@ -77,6 +77,7 @@ pub mod links;
 mod memory;
 pub mod owned_dir;
 mod pool;
+pub mod probes;
 pub mod report;
 pub mod rounds;
 mod stream;

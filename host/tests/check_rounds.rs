@@ -1,10 +1,11 @@
-//! `peerpool check`'s pairs in rounds, on the simulator: every ordered pair is checked exactly
-//! once, no two pairs that share a device run at once while pairs on other devices do, a
-//! failure in one pair of a round is that pair's alone, and the projected wall time shows the
-//! rounds' concurrency.
+//! `peerpool check`'s pairs on the simulator: every ordered pair is checked exactly once, no
+//! two pairs that share a device run their in-process steps at once while pairs on other
+//! devices do, no GPU is ever in two faulting negative probes at once (in real time and on the
+//! virtual clock) while probes on other GPUs fault together, a failure in one pair is that
+//! pair's alone, and the projected wall time shows the concurrency.
 
 use peerpool::System;
-use peerpool::check::{self, Isolate, PairResult, StepResult};
+use peerpool::check::{self, Isolate, PairResult, PreparedProbe, ProbeChoice, ReadyProbe, StepResult};
 use peerpool::driver::Timeline;
 use peerpool::report::Status;
 use peerpool::rounds::Schedule;
@@ -14,38 +15,89 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Negative probes in a new simulated process, as `peerpool check` runs them, recording when
-/// each ran; one pair's probe can be made to fail.
+/// each one's faulting read ran (real and virtual time) and which probes were faulting at
+/// that moment; one pair's probe can be made to fail.
 struct Probes {
     sim: Arc<SimDriver>,
-    /// `(owner, accessor, start, end)`, real time.
+    /// `(owner, accessor, start, end)` of each read, real time.
     ran: Mutex<Vec<(usize, usize, Instant, Instant)>>,
-    /// Long enough for the probes of one round to overlap in real time.
+    /// `(owner, accessor, let go, reported)`, the parent's virtual time.
+    virtual_reads: Mutex<Vec<(usize, usize, Duration, Duration)>>,
+    /// The pairs reading now.
+    faulting: Mutex<Vec<(usize, usize)>>,
+    /// Reads that began while another read on one of their GPUs had not reported.
+    clashes: Mutex<Vec<String>>,
+    /// Long enough for reads on other GPUs to overlap in real time.
     hold: Duration,
     broken: Option<(usize, usize)>,
 }
 
 impl Probes {
     fn new(sim: &Arc<SimDriver>, hold: Duration, broken: Option<(usize, usize)>) -> Probes {
-        Probes { sim: sim.clone(), ran: Mutex::new(Vec::new()), hold, broken }
+        Probes {
+            sim: sim.clone(),
+            ran: Mutex::new(Vec::new()),
+            virtual_reads: Mutex::new(Vec::new()),
+            faulting: Mutex::new(Vec::new()),
+            clashes: Mutex::new(Vec::new()),
+            hold,
+            broken,
+        }
     }
 }
 
+struct Probe<'p> {
+    probes: &'p Probes,
+    pair: (usize, usize),
+    child: Arc<SimDriver>,
+    ready: Option<ReadyProbe>,
+}
+
 impl Isolate for Probes {
-    fn negative_probe(&self, owner: usize, accessor: usize) -> Result<Option<(String, bool)>, String> {
-        let start = Instant::now();
-        std::thread::sleep(self.hold);
-        let child = Arc::new(self.sim.child_process());
+    fn prepare(&self, owner: usize, accessor: usize) -> Result<Box<dyn PreparedProbe + '_>, String> {
+        let child = Arc::new(self.sim.child_process_seeing(2));
         let system = System::with_driver(child.clone()).map_err(|e| e.to_string())?;
-        let outcome = check::negative_probe(&system, owner, accessor)
+        let ready = ReadyProbe::prepare(&system, owner, accessor).map_err(|e| e.to_string())?;
+        Ok(Box::new(Probe { probes: self, pair: (owner, accessor), child, ready: Some(ready) }))
+    }
+}
+
+impl PreparedProbe for Probe<'_> {
+    fn go(&mut self) -> Result<Option<(String, bool)>, String> {
+        let (o, a) = self.pair;
+        let p = self.probes;
+        {
+            let mut faulting = p.faulting.lock().unwrap();
+            for &(q, r) in faulting.iter().filter(|(q, r)| [q, r].iter().any(|d| **d == o || **d == a)) {
+                p.clashes.lock().unwrap().push(format!("{o}->{a} let go while {q}->{r} was faulting"));
+            }
+            faulting.push((o, a));
+        }
+        let start = Instant::now();
+        let go = Timeline::now(&*p.sim).max(Timeline::now(&*self.child));
+        self.child.set_now(go);
+        std::thread::sleep(p.hold);
+        let outcome = self
+            .ready
+            .take()
+            .ok_or("let go twice")?
+            .read()
             .err()
             .and_then(|e| e.cuda().map(|c| (c.code_name(), c.sticky)));
-        drop(system);
-        self.sim.wait_for(&child);
-        self.ran.lock().unwrap().push((owner, accessor, start, Instant::now()));
-        match self.broken == Some((owner, accessor)) {
+        let reported = Timeline::now(&*self.child);
+        p.sim.set_now(reported);
+        p.virtual_reads.lock().unwrap().push((o, a, go, reported));
+        p.ran.lock().unwrap().push((o, a, start, Instant::now()));
+        p.faulting.lock().unwrap().retain(|&pair| pair != (o, a));
+        match p.broken == Some((o, a)) {
             true => Err("a planted failure of this pair's probe".into()),
             false => Ok(outcome),
         }
+    }
+
+    fn reap(self: Box<Self>) -> Result<(), String> {
+        self.probes.sim.wait_for(&self.child);
+        Ok(())
     }
 }
 
@@ -59,7 +111,7 @@ fn simulated(topology: Topology) -> (Arc<SimDriver>, System) {
 fn check_all(system: &System, isolate: &dyn Isolate) -> Vec<PairResult> {
     let facts = system.facts().unwrap();
     let steps = Mutex::new(Vec::new());
-    let results = check::check_all(system, &facts, isolate, &|o, a, step: &StepResult| {
+    let results = check::check_all(system, &facts, isolate, ProbeChoice::All, &|o, a, step: &StepResult| {
         steps.lock().unwrap().push((o, a, step.step));
     });
     // Every step of every pair was reported once.
@@ -73,28 +125,62 @@ fn all_pairs(n: usize) -> BTreeSet<(usize, usize)> {
 }
 
 #[test]
-fn every_ordered_pair_once_and_no_device_in_two_pairs_at_once() {
-    let (sim, system) = simulated(catalog_topology("eight_gpu_nvswitch").unwrap());
-    let probes = Probes::new(&sim, Duration::from_millis(40), None);
-    let results = check_all(&system, &probes);
-    let checked: Vec<(usize, usize)> = results.iter().map(|p| (p.owner, p.accessor)).collect();
-    assert_eq!(checked.len(), 56);
-    assert_eq!(checked.iter().copied().collect::<BTreeSet<_>>(), all_pairs(8), "each ordered pair once");
-    assert!(results.iter().all(|p| p.verdict() == "OK"), "{results:?}");
-    assert!(results.iter().all(|p| p.steps.iter().map(|s| s.step).eq(check::STEPS)), "every step, in order");
-    let ran = probes.ran.into_inner().unwrap();
-    assert_eq!(ran.iter().map(|&(o, a, ..)| (o, a)).collect::<BTreeSet<_>>(), all_pairs(8));
-    let mut overlapping_other_pairs = 0;
-    for (i, &(o, a, s, e)) in ran.iter().enumerate() {
-        for &(p, q, s2, e2) in &ran[i + 1..] {
-            let together = s < e2 && s2 < e;
-            let same_pair = BTreeSet::from([o, a]) == BTreeSet::from([p, q]);
-            let share = [o, a].iter().any(|d| [p, q].contains(d));
-            assert!(!together || same_pair || !share, "{o}->{a} and {p}->{q} share a device and ran at once");
-            overlapping_other_pairs += usize::from(together && !share);
+fn every_ordered_pair_once_and_no_gpu_in_two_faulting_probes_at_once() {
+    for name in ["four_gpu_islands", "eight_gpu_nvswitch", "sixteen_gpu_nvswitch"] {
+        let topology = catalog_topology(name).unwrap();
+        let n = topology.device_count();
+        let (sim, system) = simulated(topology);
+        let probes = Probes::new(&sim, Duration::from_millis(2), None);
+        let results = check_all(&system, &probes);
+        let checked: Vec<(usize, usize)> = results.iter().map(|p| (p.owner, p.accessor)).collect();
+        assert_eq!(checked.iter().copied().collect::<BTreeSet<_>>(), all_pairs(n), "{name}: each ordered pair once");
+        assert!(results.iter().all(|p| p.steps.iter().map(|s| s.step).eq(check::STEPS)), "every step, in order");
+        let probed: BTreeSet<(usize, usize)> =
+            results.iter().filter(|p| p.fault_proven()).map(|p| (p.owner, p.accessor)).collect();
+        let capable: BTreeSet<(usize, usize)> =
+            results.iter().filter(|p| p.verdict() != "N/A").map(|p| (p.owner, p.accessor)).collect();
+        assert_eq!(probed, capable, "{name}: every pair with a peer path has its fault proven");
+        // Real time: no read began while a read sharing one of its GPUs was on.
+        assert_eq!(probes.clashes.lock().unwrap().clone(), Vec::<String>::new(), "{name}");
+        // Virtual time: the same, on the projected machine.
+        let reads = probes.virtual_reads.into_inner().unwrap();
+        let mut together = 0;
+        for (i, &(o, a, s, e)) in reads.iter().enumerate() {
+            assert!(s < e, "{name}: {o}->{a} read from {s:?} to {e:?}");
+            for &(p, q, s2, e2) in &reads[i + 1..] {
+                let overlap = s < e2 && s2 < e;
+                let share = [o, a].iter().any(|d| [p, q].contains(d));
+                assert!(!overlap || !share, "{name}: {o}->{a} and {p}->{q} share a GPU and faulted at once");
+                together += usize::from(overlap);
+            }
         }
+        assert!(together > 0, "{name}: probes on other GPUs faulted at once");
+        // The in-process steps' rounds still put pairs of other devices at once: the projection
+        // is far below the pairs one after another (below).
+        assert!(results.iter().filter(|p| p.verdict() == "OK").count() == capable.len(), "{name}: {results:?}");
     }
-    assert!(overlapping_other_pairs > 0, "the pairs of a round ran at once");
+}
+
+#[test]
+fn a_sample_of_probes_proves_those_pairs_and_marks_the_rest() {
+    let (sim, system) = simulated(catalog_topology("eight_gpu_nvswitch").unwrap());
+    let probes = Probes::new(&sim, Duration::ZERO, None);
+    let facts = system.facts().unwrap();
+    let results = check::check_all(&system, &facts, &probes, ProbeChoice::PerGpu, &|_, _, _| {});
+    let proven: Vec<(usize, usize)> =
+        results.iter().filter(|p| p.fault_proven()).map(|p| (p.owner, p.accessor)).collect();
+    assert_eq!(proven.len(), 8, "one pair per GPU: {proven:?}");
+    assert_eq!(proven.iter().map(|p| p.1).collect::<BTreeSet<_>>(), (0..8).collect(), "each GPU the accessor once");
+    for p in results.iter().filter(|p| !p.fault_proven()) {
+        assert_eq!(p.verdict(), "OK*", "{p:?}");
+        let probe = p.steps.iter().find(|s| s.step == "negative_probe").unwrap();
+        assert_eq!(probe.status, Status::Skipped);
+        assert!(probe.detail.contains("not probed (--probes sample)"), "{}", probe.detail);
+    }
+    let matrix = check::render_matrix(&facts, &results);
+    assert_eq!(matrix.matches("OK*").count(), 48 + 1, "48 cells and the legend: {matrix}");
+    let counted = check::check_all(&system, &facts, &probes, ProbeChoice::Count(5), &|_, _, _| {});
+    assert_eq!(counted.iter().filter(|p| p.fault_proven()).count(), 5);
 }
 
 #[test]

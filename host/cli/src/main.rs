@@ -47,6 +47,11 @@ enum Command {
         /// --topology. Default: $PEERPOOL_REQUIRE_GPUS.
         #[arg(long, value_name = "N")]
         require_gpus: Option<usize>,
+        /// Which ordered pairs' ungranted read is proven to fault, each in a process of its
+        /// own: `all` (the default), `sample` (one pair per GPU as the accessor) or a number
+        /// of pairs. Pairs not probed are `OK*` in the matrix and skipped in the reports.
+        #[arg(long, value_name = "all|sample|N", default_value = "all", value_parser = check::parse_probes)]
+        probes: peerpool::check::ProbeChoice,
     },
     /// Measure on the real GPUs (two at least): copy engine against peerpool's kernels across each
     /// ordered pair whose GPUs reach each other both ways, in rounds' order (4 KiB to 1 GiB, one
@@ -144,8 +149,8 @@ fn main() -> ExitCode {
         return code;
     }
     match Cli::parse().command.unwrap_or(Command::Facts) {
-        Command::Check { topology, timing, out, quiet, require_gpus } => {
-            check::run(check::Options { topology, timing, out, quiet, require_gpus })
+        Command::Check { topology, timing, out, quiet, require_gpus, probes } => {
+            check::run(check::Options { topology, timing, out, quiet, require_gpus, probes })
         }
         Command::Bench { out, repeats, max_bytes, curve_pairs, live_gib } => {
             let sizes = (0..).map(|i| 4096u64 << (2 * i)).take_while(|&b| b <= max_bytes).collect();

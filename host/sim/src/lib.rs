@@ -172,6 +172,6 @@ mod vmm;
 pub use catalog::{CatalogEntry, catalog, catalog_topology};
 pub use driver::{ANSWERED_WHEN_DEAD, SimDriver, SimOptions, SimStats};
 pub use ptx_kernels::PtxLaunch;
-pub use timing::{Latencies, Serial};
+pub use timing::{Floor, Latencies, Serial};
 pub use topology::{DeviceSpec, FaultKind, Link, LinkFault, MAX_DEVICES, Topology, TopologyError};
 pub use topology_file::MAX_TOPOLOGY_BYTES;

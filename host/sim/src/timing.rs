@@ -105,6 +105,14 @@ pub struct Latencies {
     /// The first `cuDevicePrimaryCtxRetain` of a device in a process, or any `cuCtxCreate`
     /// (95-127 ms on the H200s).
     pub context_create_us: f64,
+    /// A context made on a GPU while another process's faulted context there is torn down
+    /// ([`Latencies::fault_exit_us`] from its fault): 152-178 ms against 99-114 ms alone on
+    /// one H200 (`docs/hardware/2026-12-01-probe-contexts`, `after_fault`). A context that
+    /// overlaps such a teardown takes this instead of [`Latencies::context_create_us`].
+    pub context_beside_fault_exit_us: f64,
+    /// Whether a faulted context's teardown slows new contexts on every GPU, not only its own.
+    /// Measured on one H200 only, where the two are the same GPU: false keeps to what was seen.
+    pub fault_exit_slows_every_gpu: bool,
     /// `cuModuleLoadData` of a cubin (0.2-0.5 ms).
     pub module_cubin_us: f64,
     /// `cuModuleLoadData` of PTX the driver's JIT cache holds.
@@ -197,6 +205,8 @@ impl Default for Latencies {
             fault_us: 174_000.0,
             fault_exit_us: 163_400.0,
             context_create_us: 113_000.0,
+            context_beside_fault_exit_us: 165_000.0,
+            fault_exit_slows_every_gpu: false,
             module_cubin_us: 272.0,
             module_ptx_cached_us: 2_000.0,
             module_ptx_jit_us: 112_000.0,
@@ -317,6 +327,73 @@ impl Latencies {
     }
 }
 
+/// The least wall time `peerpool check` can take on a machine, whatever its schedule: what its
+/// serial resources alone hold, from the model's measured constants (not from a run of the
+/// model). [`Latencies::check_floor`] makes it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Floor {
+    /// The floor.
+    pub wall: std::time::Duration,
+    /// What sets it, in words.
+    pub bound: String,
+}
+
+impl Latencies {
+    /// `cuInit` in a process that sees `devices` GPUs (never less than nothing).
+    fn init_seeing(&self, devices: usize) -> f64 {
+        let more = devices as f64 - f64::from(self.init_devices.max(1));
+        (self.init_us + more * self.init_per_device_us).max(0.0)
+    }
+
+    /// The floor of `peerpool check` on `devices` GPUs whose negative probes are `probes`
+    /// (ordered pairs `(owner, accessor)`): every probe is a process of its own that makes one
+    /// context, the accessor's (a fault ends its process's CUDA), and the parent makes one
+    /// context per GPU. The largest of:
+    /// - contexts: with context creation one at a time across the machine
+    ///   ([`Latencies::context_serial`]`.machine`, [`Serial::at_once`] at a time), all
+    ///   `devices + probes` contexts one after another; one at a time per GPU only, the busiest
+    ///   GPU's; otherwise one. Before the first, a process start and the cheapest `cuInit` of a
+    ///   process that makes one (a probe's sees its pair); after the last, at least a process's
+    ///   exit;
+    /// - faults: one at a time on a GPU, so the GPU that is the accessor of the most probes
+    ///   holds that many [`Latencies::fault_us`] after its first probe's start and context, and
+    ///   its last probe's exit after them.
+    ///
+    /// Contexts made beside a faulted context's teardown cost more only where a schedule puts
+    /// them there, so the floor counts none of them.
+    pub fn check_floor(&self, devices: usize, probes: &[(usize, usize)]) -> Floor {
+        let mut per_gpu = vec![0usize; devices];
+        for &(_, a) in probes {
+            if let Some(count) = per_gpu.get_mut(a) {
+                *count += 1;
+            }
+        }
+        let busiest = per_gpu.iter().copied().max().unwrap_or(0);
+        let head = self.process_start_us + self.init_seeing(devices.min(2));
+        let serial = self.context_serial;
+        let (contexts, over) = if serial.machine {
+            let all = devices + probes.len();
+            (all.div_ceil(serial.at_once.max(1) as usize), "the machine")
+        } else if serial.device {
+            (busiest + usize::from(devices > 0), "the busiest GPU")
+        } else {
+            (1, "any GPU")
+        };
+        let context_bound = head + contexts as f64 * self.context_create_us + self.process_exit_us;
+        let fault_bound = match busiest {
+            0 => 0.0,
+            _ => head + self.context_create_us + busiest as f64 * self.fault_us + self.fault_exit_us,
+        };
+        let micros = context_bound.max(fault_bound);
+        let bound = if fault_bound > context_bound {
+            format!("{busiest} faults one at a time on the busiest GPU")
+        } else {
+            format!("{contexts} contexts one at a time on {over}, after a cuInit")
+        };
+        Floor { wall: std::time::Duration::from_nanos(ns(micros)), bound }
+    }
+}
+
 /// The kind of lock an expensive piece of driver work takes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Lock {
@@ -343,6 +420,9 @@ pub(crate) struct Cost {
     pub(crate) queued: Option<Nanos>,
     /// The call starts no earlier than this (an event synchronisation: the event's time).
     pub(crate) not_before: Nanos,
+    /// A fault that kills its process: its dead context on this device is torn down for this
+    /// long from the fault's end, and contexts made there meanwhile are slower.
+    pub(crate) teardown: Option<(usize, Nanos)>,
 }
 
 impl Cost {
@@ -430,6 +510,8 @@ pub(crate) struct Machine {
     machine_locks: HashMap<(Lock, u32), Busy>,
     /// Compute capabilities whose PTX was compiled by the JIT already.
     jitted: BTreeSet<(i32, i32)>,
+    /// Per device: when faulted contexts are being torn down there.
+    teardowns: Vec<Busy>,
 }
 
 impl Machine {
@@ -440,6 +522,16 @@ impl Machine {
             device_locks: HashMap::new(),
             machine_locks: HashMap::new(),
             jitted: BTreeSet::new(),
+            teardowns: vec![Busy::default(); devices],
+        }
+    }
+
+    /// Whether a context made on `device` over `[at, at + len)` overlaps a faulted context's
+    /// teardown that slows it.
+    fn beside_teardown(&self, device: usize, at: Nanos, len: Nanos) -> bool {
+        match self.model.fault_exit_slows_every_gpu {
+            true => self.teardowns.iter().any(|t| t.conflict(at, len).is_some()),
+            false => self.teardowns.get(device).is_some_and(|t| t.conflict(at, len).is_some()),
         }
     }
 
@@ -598,11 +690,27 @@ impl ProcessTime {
                 .min_by_key(|&(at, _)| at)
                 .unwrap_or((ready, None)),
         };
+        // A context made beside a faulted context's teardown is slower: priced again, and
+        // placed again at the longer length (never earlier than the first fit).
+        let mut start = start;
+        if let Some((Lock::Context, devices)) = &cost.lock {
+            let slower = ns(machine.model.context_beside_fault_exit_us);
+            if slower > time && devices.iter().any(|&d| machine.beside_teardown(d, start, time)) {
+                time = slower;
+                let sets: Vec<&Busy> = needs.iter().chain(&slot).filter_map(|&r| self.busy(machine, r)).collect();
+                start = fit(start, time, &sets);
+            }
+        }
         needs.extend(slot);
         for &r in &needs {
             self.take(machine, r, start, time);
         }
         let end = start.saturating_add(time);
+        if let Some((device, len)) = cost.teardown
+            && let Some(t) = machine.teardowns.get_mut(device)
+        {
+            t.take(end, len);
+        }
         for &d in &cost.devices {
             if let Some(queue) = self.queues.get_mut(d) {
                 *queue = (*queue).max(end);
@@ -771,7 +879,10 @@ pub(crate) fn price(m: &Latencies, work: &Work) -> Cost {
         }
         // The device's engines too: another process's allocation on a GPU waited out a fault's
         // recovery there (docs/hardware/2026-12-01-one-context-probe, the first pair at once).
-        Work::Fault(d) => Cost::on(ns(m.fault_us), vec![*d]).locked(Lock::Fault, vec![*d]),
+        Work::Fault(d) => Cost {
+            teardown: Some((*d, ns(m.fault_exit_us))),
+            ..Cost::on(ns(m.fault_us), vec![*d]).locked(Lock::Fault, vec![*d])
+        },
         Work::Copy { device, bytes, path, queued } => {
             let gbps = match path {
                 Path::Host => m.host_copy_gbps,
@@ -1022,6 +1133,66 @@ mod tests {
         let mut other = ProcessTime::new(0, 2);
         other.advance(&mut machine, &ctx(0));
         assert_eq!(other.now(), 200, "device 0 was free from 100");
+    }
+
+    #[test]
+    fn a_context_beside_a_faulted_context_s_teardown_on_its_gpu_is_slower() {
+        let m = Latencies {
+            context_create_us: 0.1,
+            context_beside_fault_exit_us: 0.25,
+            fault_us: 0.05,
+            fault_exit_us: 0.2,
+            context_serial: Serial::one_at_a_time(true, false, false),
+            ..Latencies::default()
+        };
+        let mut machine = Machine::new(m.clone(), 2);
+        // A probe faults on GPU 0 from 0 to 50: its dead context goes away from 50 to 250.
+        let mut probe = ProcessTime::new(0, 2);
+        probe.advance(&mut machine, &price(&m, &Work::Fault(0)));
+        assert_eq!(probe.now(), 50);
+        let mut next = ProcessTime::new(60, 2);
+        next.advance(&mut machine, &price(&m, &Work::Context(0)));
+        assert_eq!(next.now(), 60 + 250, "on the faulted GPU, during its teardown");
+        let mut other = ProcessTime::new(60, 2);
+        other.advance(&mut machine, &price(&m, &Work::Context(1)));
+        assert_eq!(other.now(), 60 + 100, "another GPU: as measured, not slowed");
+        let mut after = ProcessTime::new(400, 2);
+        after.advance(&mut machine, &price(&m, &Work::Context(0)));
+        assert_eq!(after.now(), 500, "after the teardown: a context alone");
+        // Where a model says a teardown slows every GPU, the other GPU's context is slower too.
+        let every = Latencies { fault_exit_slows_every_gpu: true, ..m.clone() };
+        let mut machine = Machine::new(every.clone(), 2);
+        ProcessTime::new(0, 2).advance(&mut machine, &price(&every, &Work::Fault(0)));
+        let mut other = ProcessTime::new(60, 2);
+        other.advance(&mut machine, &price(&every, &Work::Context(1)));
+        assert_eq!(other.now(), 60 + 250);
+    }
+
+    #[test]
+    fn the_check_floor_is_the_serial_resources_from_the_constants() {
+        let m = Latencies::h200();
+        let all: Vec<(usize, usize)> =
+            (0..8).flat_map(|o| (0..8).filter(move |&a| a != o).map(move |a| (o, a))).collect();
+        let floor = m.check_floor(8, &all);
+        let expected = m.process_start_us + m.init_us + 64.0 * m.context_create_us + m.process_exit_us;
+        assert!((floor.wall.as_secs_f64() * 1e6 - expected).abs() < 1.0, "{floor:?} against {expected} us");
+        assert!(floor.bound.contains("64 contexts"), "{}", floor.bound);
+        // Three contexts at once cut it below half. One at a time per GPU only: the busiest
+        // GPU's seven faults, one at a time there, bind before its eight contexts do; with
+        // quick faults, the eight contexts.
+        let three = Latencies { context_serial: Serial { at_once: 3, ..m.context_serial }, ..m.clone() };
+        assert!(three.check_floor(8, &all).wall < floor.wall / 2);
+        let per_gpu = Latencies { context_serial: Serial::one_at_a_time(true, true, false), ..m.clone() };
+        let head = m.process_start_us + m.init_us;
+        let faults = head + m.context_create_us + 7.0 * m.fault_us + m.fault_exit_us;
+        let bound = per_gpu.check_floor(8, &all);
+        assert!((bound.wall.as_secs_f64() * 1e6 - faults).abs() < 1.0, "{bound:?} against {faults}");
+        assert!(bound.bound.contains("7 faults"), "{bound:?}");
+        let quick = Latencies { fault_us: 1_000.0, ..per_gpu };
+        let contexts = head + 8.0 * m.context_create_us + m.process_exit_us;
+        assert!((quick.check_floor(8, &all).wall.as_secs_f64() * 1e6 - contexts).abs() < 1.0);
+        // Fewer probes, a lower floor.
+        assert!(m.check_floor(8, &all[..8]).wall < floor.wall);
     }
 
     #[test]
