@@ -17,6 +17,10 @@ shift 2 || true
 mkdir -p "$out"
 export PEERPOOL_COMMIT=$(head -n 1 "$bundle/COMMIT" 2>/dev/null)
 export PEERPOOL_REPORT_DIR=$(mktemp -d "${TMPDIR:-/tmp}/peerpool-report.XXXXXX")
+# The archive carries no cdylib: the shim's own tests take the bundle's.
+if [ -f "$bundle/libpeerpool_shim.so" ]; then
+    export PEERPOOL_SHIM=$(realpath "$bundle/libpeerpool_shim.so")
+fi
 {
     echo "commit: $(cat "$bundle/COMMIT" 2>/dev/null | tr '\n' ' ')"
     echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"

@@ -30,9 +30,17 @@ static SHIM_DIR: OnceLock<Result<PathBuf, String>> = OnceLock::new();
 
 pub fn shim_dir() -> Result<&'static Path, Failed> {
     let made = SHIM_DIR.get_or_init(|| {
-        let shim = build_dir().join("libpeerpool_shim.so");
+        // `$PEERPOOL_SHIM` first, as `peerpool sim` reads it: a test archive carries no cdylib.
+        let shim = match std::env::var_os("PEERPOOL_SHIM") {
+            Some(named) => PathBuf::from(named),
+            None => build_dir().join("libpeerpool_shim.so"),
+        };
         if !shim.is_file() {
-            return Err(format!("no shim at {} (cargo builds it with this package)", shim.display()));
+            return Err(format!(
+                "no shim at {} (cargo builds it with this package; an archive carries none: name it \
+                 with PEERPOOL_SHIM)",
+                shim.display()
+            ));
         }
         let exe = peerpool::child::this_binary().map_err(|e| e.to_string())?;
         let test = exe.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
