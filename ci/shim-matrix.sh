@@ -71,14 +71,15 @@ grep -q "1 passed; 0 failed; 0 ignored" target/shim-matrix/injected.txt || {
     exit 1
 }
 echo "== clients that know nothing of peerpool, on the simulator and through the forwarding backend"
-cargo test -q -p peerpool-shim --test clients --test forwarding --test one_h200 --test every_entry_point 2>&1 |
+cargo test -q -p peerpool-shim --test clients --test forwarding --test one_h200 --test every_entry_point \
+    --test topology 2>&1 |
     tee target/shim-matrix/clients.txt
 # A cudarc program whose kernels NVRTC (beside $PEERPOOL_NVCC) compiles, through `peerpool sim`.
 cargo build -q -p peerpool-cli -p peerpool-shim
 cargo test -q -p cudarc-nvrtc --test simulated 2>&1 | tee -a target/shim-matrix/clients.txt
 if [ -n "${PEERPOOL_CUDA_INCLUDE:-}" ] && [ -n "${PEERPOOL_PYTHON:-}" ] && [ -n "${PEERPOOL_NVCC:-}" ] &&
     [ -n "${PEERPOOL_CUDA_HEADERS:-}" ]; then
-    if [ "$(grep -c "0 failed; 0 ignored" target/shim-matrix/clients.txt)" -ne 5 ]; then
+    if [ "$(grep -c "0 failed; 0 ignored" target/shim-matrix/clients.txt)" -ne 6 ]; then
         echo "with every tool given, no client trial may be skipped" >&2
         exit 1
     fi

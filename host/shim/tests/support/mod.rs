@@ -37,8 +37,8 @@ pub fn shim_dir() -> Result<&'static Path, Failed> {
         };
         if !shim.is_file() {
             return Err(format!(
-                "no shim at {} (cargo builds it with this package; an archive carries none: name it \
-                 with PEERPOOL_SHIM)",
+                "no shim at {} (build it: cargo build -p peerpool-shim; a test archive carries none: \
+                 name it with PEERPOOL_SHIM)",
                 shim.display()
             ));
         }
