@@ -32,22 +32,7 @@ export CARGO_PROFILE_DEV_DEBUG=line-tables-only
 unset PEERPOOL_REQUIRE_GPUS
 cargo build --release -q -p peerpool-cli -p peerpool-shim
 peerpool="$root/target/release/peerpool"
-expect() { # expect CODE LOG PATTERN...: the last command's status and what its log must hold
-    local want=$1 got=$2 log=$3
-    shift 3
-    if [ "$got" != "$want" ]; then
-        echo "exit $got, expected $want:" >&2
-        cat "$log" >&2
-        exit 1
-    fi
-    for pattern in "$@"; do
-        grep -qF -- "$pattern" "$log" || {
-            echo "missing from $log: $pattern" >&2
-            cat "$log" >&2
-            exit 1
-        }
-    done
-}
+. ci/expect.sh
 
 echo "== the library and the fixtures on each version of cudarc's bindings they offer"
 # 13.0 is the workspace's and 12.8 the crate's below; the others are compiled only.

@@ -42,22 +42,7 @@ export CARGO_TARGET_DIR="$root/target"
 export CARGO_PROFILE_DEV_DEBUG=line-tables-only
 unset PEERPOOL_TOPOLOGY PEERPOOL_HARDWARE PEERPOOL_SIM_TOPOLOGY PEERPOOL_REQUIRE_GPUS
 run() { (cd "$crate" && "$@"); }
-expect() { # expect CODE LOG PATTERN...: the last command's status and what its log must hold
-    local want=$1 got=$2 log=$3
-    shift 3
-    if [ "$got" != "$want" ]; then
-        echo "exit $got, expected $want:" >&2
-        cat "$log" >&2
-        exit 1
-    fi
-    for pattern in "$@"; do
-        grep -qF -- "$pattern" "$log" || {
-            echo "missing from $log: $pattern" >&2
-            cat "$log" >&2
-            exit 1
-        }
-    done
-}
+. ci/expect.sh
 cargo build --release -q -p peerpool-cli -p peerpool-shim
 run cargo build -q --tests
 if target/release/peerpool facts >/dev/null 2>&1 || [ -e /dev/nvidia0 ]; then
