@@ -49,10 +49,38 @@ pub fn two_prod(a: f64, b: f64) -> [f64; 2] {
     [p, a.mul_add(b, -p)]
 }
 
-pub fn directed32(r: f32, err: Ordering, mode: Mode) -> f32 {
+/// The two float widths, as the directed rounding below needs them.
+pub trait Float: Copy + PartialOrd {
+    const ZERO: Self;
+    fn next_up(self) -> Self;
+    fn next_down(self) -> Self;
+}
+
+impl Float for f32 {
+    const ZERO: f32 = 0.0;
+    fn next_up(self) -> f32 {
+        f32::next_up(self)
+    }
+    fn next_down(self) -> f32 {
+        f32::next_down(self)
+    }
+}
+
+impl Float for f64 {
+    const ZERO: f64 = 0.0;
+    fn next_up(self) -> f64 {
+        f64::next_up(self)
+    }
+    fn next_down(self) -> f64 {
+        f64::next_down(self)
+    }
+}
+
+/// The nearest result `r`, whose error against the exact one is `err`, rounded by `mode`.
+pub fn directed<F: Float>(r: F, err: Ordering, mode: Mode) -> F {
     let up = if err == Ordering::Greater { r.next_up() } else { r };
     let down = if err == Ordering::Less { r.next_down() } else { r };
-    let positive = r > 0.0 || (r == 0.0 && err == Ordering::Greater);
+    let positive = r > F::ZERO || (r == F::ZERO && err == Ordering::Greater);
     match mode {
         Mode::Near => r,
         Mode::Zero if positive => down,
@@ -62,17 +90,12 @@ pub fn directed32(r: f32, err: Ordering, mode: Mode) -> f32 {
     }
 }
 
+pub fn directed32(r: f32, err: Ordering, mode: Mode) -> f32 {
+    directed(r, err, mode)
+}
+
 pub fn directed64(r: f64, err: Ordering, mode: Mode) -> f64 {
-    let up = if err == Ordering::Greater { r.next_up() } else { r };
-    let down = if err == Ordering::Less { r.next_down() } else { r };
-    let positive = r > 0.0 || (r == 0.0 && err == Ordering::Greater);
-    match mode {
-        Mode::Near => r,
-        Mode::Zero if positive => down,
-        Mode::Zero => up,
-        Mode::Down => down,
-        Mode::Up => up,
-    }
+    directed(r, err, mode)
 }
 
 /// f32 operations in `mode` (their exact values are sums of doubles).
