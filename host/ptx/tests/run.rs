@@ -3,55 +3,42 @@
 //! barrier), and hand-written kernels for what must stop a launch (an illegal address, a
 //! deadlock at barriers, an endless loop) or a load (an instruction not implemented).
 
+mod common;
+
 use peerpool_ptx::{Fault, Launch, LoadError, Memory, Module, Space, Thread, Trap, TrapKind, load, run};
 
-/// Device memory as regions of bytes at addresses; anything else is illegal.
+/// The shared byte regions ([`common::Ram`]), with every global access logged.
 #[derive(Default)]
 struct Ram {
-    regions: Vec<(u64, Vec<u8>)>,
+    regions: common::Ram,
     /// Every global access, in order: (thread, address, write).
     log: Vec<(Thread, u64, bool)>,
 }
 
 impl Ram {
     fn add(&mut self, base: u64, bytes: Vec<u8>) -> u64 {
-        self.regions.push((base, bytes));
-        base
-    }
-
-    fn span(&mut self, addr: u64, len: usize) -> Result<&mut [u8], Fault> {
-        for (base, bytes) in &mut self.regions {
-            if addr >= *base && addr + len as u64 <= *base + bytes.len() as u64 {
-                let at = (addr - *base) as usize;
-                return Ok(&mut bytes[at..at + len]);
-            }
-        }
-        Err(Fault::Illegal)
+        self.regions.add(base, bytes)
     }
 
     fn words(&self, base: u64) -> Vec<u32> {
-        let bytes = &self.regions.iter().find(|r| r.0 == base).unwrap().1;
-        bytes.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect()
+        self.regions.words(base)
     }
 }
 
 impl Memory for Ram {
-    fn read(&mut self, _: Space, addr: u64, out: &mut [u8], who: Thread) -> Result<(), Fault> {
+    fn read(&mut self, space: Space, addr: u64, out: &mut [u8], who: Thread) -> Result<(), Fault> {
         self.log.push((who, addr, false));
-        out.copy_from_slice(self.span(addr, out.len())?);
-        Ok(())
+        self.regions.read(space, addr, out, who)
     }
 
     fn write(&mut self, addr: u64, data: &[u8], who: Thread) -> Result<(), Fault> {
         self.log.push((who, addr, true));
-        self.span(addr, data.len())?.copy_from_slice(data);
-        Ok(())
+        self.regions.write(addr, data, who)
     }
 
     fn atomic(&mut self, addr: u64, len: usize, who: Thread, update: &mut dyn FnMut(&mut [u8])) -> Result<(), Fault> {
         self.log.push((who, addr, true));
-        update(self.span(addr, len)?);
-        Ok(())
+        self.regions.atomic(addr, len, who, update)
     }
 }
 
