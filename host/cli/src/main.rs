@@ -1,5 +1,6 @@
 //! `peerpool`: prove which GPU may touch which CUDA memory pool.
 
+mod carried;
 mod check;
 mod exit;
 mod junit;
@@ -94,8 +95,8 @@ enum Command {
         #[arg(long)]
         junit: Option<PathBuf>,
     },
-    /// Run a program on a simulated topology: the libcuda shim (`cargo build --release -p
-    /// peerpool-shim`) goes first on LD_LIBRARY_PATH, so the program's CUDA driver calls (cudarc,
+    /// Run a program on a simulated topology: the libcuda shim (carried by an installed
+    /// `peerpool`; in a checkout, `cargo build -p peerpool-shim`) goes first on LD_LIBRARY_PATH, so the program's CUDA driver calls (cudarc,
     /// C with -lcuda, cuda-python) reach simulated GPUs, with fault rules and a call trace. The
     /// program's exit status is this command's. Example:
     /// `peerpool sim --topology eight_gpu_nvswitch -- cargo test`.
@@ -118,7 +119,8 @@ enum Command {
         /// Programs built on peerpool print their projected wall time from it.
         #[arg(long, conflicts_with = "real")]
         timing: Option<PathBuf>,
-        /// The shim library (default: beside this binary, or $PEERPOOL_SHIM).
+        /// The shim library (default: $PEERPOOL_SHIM, else the one this binary carries, written
+        /// to ~/.cache/peerpool, else beside this binary).
         #[arg(long)]
         shim: Option<PathBuf>,
         /// Forward every call to NVIDIA's libcuda instead of simulating: the real GPUs answer,

@@ -115,14 +115,19 @@ fn trace_setting(trace: &Path) -> Result<String, String> {
     Ok(absolute.display().to_string())
 }
 
-/// The shim: `--shim`, else `$PEERPOOL_SHIM`, else beside this binary (where `cargo build -p
-/// peerpool-shim` puts it).
+/// The shim: `--shim`, else `$PEERPOOL_SHIM`, else the one this binary carries (built from a
+/// package: `carried`), else beside this binary (where `cargo build -p peerpool-shim` puts it).
 fn locate_shim(explicit: Option<PathBuf>) -> Result<PathBuf, String> {
+    let named = explicit.or_else(|| std::env::var_os(SHIM_ENV).map(PathBuf::from));
+    if named.is_none()
+        && let Some(carried) = crate::carried::shim(SHIM_FILE)
+    {
+        return carried.map_err(|e| format!("the shim this binary carries: {e}"));
+    }
     // Not to run a child (that is `peerpool::child`'s): cargo puts the shim beside this command,
     // wherever the build directory is.
     let beside = || std::env::current_exe().ok().and_then(|exe| Some(exe.parent()?.join(SHIM_FILE)));
-    let shim = explicit.or_else(|| std::env::var_os(SHIM_ENV).map(PathBuf::from)).or_else(beside);
-    match shim {
+    match named.or_else(beside) {
         Some(path) if path.is_file() => std::path::absolute(&path).map_err(|e| format!("{}: {e}", path.display())),
         Some(path) => Err(format!(
             "no shim at {} (build it with `cargo build --release -p peerpool-shim`, or name it with --shim or ${SHIM_ENV})",
