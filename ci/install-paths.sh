@@ -73,6 +73,8 @@ for _ in $(seq 50); do python3 -c "import urllib.request; urllib.request.urlopen
 PEERPOOL_CLI_DOWNLOAD_URL="http://127.0.0.1:$port" PEERPOOL_CLI_INSTALL_DIR="$work/installed" \
     PEERPOOL_CLI_NO_MODIFY_PATH=1 sh target/distrib/peerpool-cli-installer.sh --quiet
 smoke "$(find "$work/installed" -name peerpool -type f | head -n 1)" shell-installer
+# Its build is not needed again, and a CI machine's disk is not large.
+rm -rf target/dist
 
 # 3. The wheel, built by maturin from its own venv, installed into the client's.
 python3 -m venv "$work/build-venv"

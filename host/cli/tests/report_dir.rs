@@ -3,7 +3,6 @@
 //! binaries on peerpool-fixtures do when they record a run: `peerpool report` merges what
 //! they wrote there with no directory named.
 
-#[allow(dead_code)] // only `binary`: this test runs a copy of it
 mod support;
 
 use peerpool::report::{BuildRecord, HardwareRecord, Plan, Status, TrialRecord};
@@ -39,17 +38,7 @@ fn report(copy: &Path, env: &[(&str, &Path)]) -> Output {
         .env_remove("XDG_RUNTIME_DIR")
         .env_remove("CARGO_TARGET_DIR");
     command.envs(env.iter().copied());
-    // A test thread that forks while the copy's write descriptor is open (between another
-    // child's fork and exec) makes the exec fail with ETXTBSY for a moment: try again.
-    for _ in 0..100 {
-        match command.output() {
-            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy => {
-                std::thread::sleep(std::time::Duration::from_millis(20))
-            }
-            result => return result.unwrap(),
-        }
-    }
-    panic!("{} stayed busy for 2 s", copy.display())
+    support::output_of_copy(&mut command, copy)
 }
 
 fn text(output: &Output) -> String {

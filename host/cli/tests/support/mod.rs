@@ -1,7 +1,9 @@
 //! What the command's tests share.
+// Each test binary that includes it uses its own part.
+#![allow(dead_code)]
 
-use std::path::PathBuf;
-use std::process::Command;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
 
 /// The built `peerpool` binary, found at run time (tests in an archive run from another path
 /// than the build's): nextest names it in `NEXTEST_BIN_EXE_peerpool`; under `cargo test` it lies
@@ -22,4 +24,19 @@ pub fn command() -> Command {
         command.env_remove(name);
     }
     command
+}
+
+/// `command`'s output, where it runs `copy`, a copy of the binary just written. A test thread
+/// that forks while the copy's write descriptor is open (between another child's fork and
+/// exec) makes the exec fail with ETXTBSY for a moment: it is tried again.
+pub fn output_of_copy(command: &mut Command, copy: &Path) -> Output {
+    for _ in 0..100 {
+        match command.output() {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy => {
+                std::thread::sleep(std::time::Duration::from_millis(20))
+            }
+            result => return result.unwrap(),
+        }
+    }
+    panic!("{} stayed busy for 2 s", copy.display())
 }

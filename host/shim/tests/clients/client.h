@@ -1,8 +1,9 @@
 /* What the C clients share: a CUresult's name, and TRY, which on an unexpected error prints
  * "fail <call>: <code>", then "after <code>" for one more call (a context killed by a sticky
- * error answers it with the same code), and makes main return 1. */
+ * error answers it with the same code), and makes main return 1; and the files they load. */
 #include <cuda.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 static const char *name_of(CUresult r) {
     const char *name = "?";
@@ -30,3 +31,41 @@ static const char *name_of(CUresult r) {
         TRY(cuDevicePrimaryCtxRetain(&(ctx), (dev)));                                    \
         TRY(cuCtxSetCurrent(ctx));                                                       \
     } while (0)
+
+/* The bytes of dir/name, NUL-terminated (PTX is text), their count in *len unless len is NULL;
+ * NULL if unreadable. */
+static inline unsigned char *read_bytes(const char *dir, const char *name, size_t *len) {
+    char path[8192];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *bytes = calloc((size_t)n + 1, 1);
+    if (fread(bytes, 1, (size_t)n, f) != (size_t)n) n = 0;
+    fclose(f);
+    if (len) *len = (size_t)n;
+    return bytes;
+}
+
+/* read_bytes, or "cannot read dir/name" and exit 1. */
+static inline unsigned char *read_or_exit(const char *dir, const char *name) {
+    unsigned char *bytes = read_bytes(dir, name, NULL);
+    if (!bytes) {
+        printf("cannot read %s/%s\n", dir, name);
+        exit(1);
+    }
+    return bytes;
+}
+
+/* In main: stdout unbuffered (what was printed survives a crash), and the IMAGES_DIR argument
+ * (argv[1]) copied into `dir`; without one, "usage: <usage>" and exit 2. */
+static inline void images_dir_arg(int argc, char **argv, char *dir, size_t size, const char *usage) {
+    setvbuf(stdout, NULL, _IONBF, 0);
+    if (argc < 2) {
+        printf("usage: %s\n", usage);
+        exit(2);
+    }
+    snprintf(dir, size, "%s", argv[1]);
+}

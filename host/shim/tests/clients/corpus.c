@@ -21,23 +21,6 @@ static uint32_t hash(uint32_t i) {
     return x;
 }
 
-static char *read_file(const char *dir, const char *name) {
-    char path[8192];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        printf("cannot read %s\n", path);
-        exit(1);
-    }
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *bytes = calloc((size_t)n + 1, 1);
-    if (fread(bytes, 1, (size_t)n, f) != (size_t)n) n = 0;
-    fclose(f);
-    return bytes;
-}
-
 /* One kernel of kernels.txt: launched on fresh buffers; what it wrote, printed. */
 static int run(CUmodule m, const char *line) {
     char name[128];
@@ -87,7 +70,8 @@ int main(int argc, char **argv) {
     CUdevice dev;
     CUcontext ctx;
     ON_GPU0(dev, ctx);
-    char *ptx = read_file(argv[1], argc > 2 ? argv[2] : "corpus.ptx"), *kernels = read_file(argv[1], "kernels.txt");
+    char *ptx = (char *)read_or_exit(argv[1], argc > 2 ? argv[2] : "corpus.ptx");
+    char *kernels = (char *)read_or_exit(argv[1], "kernels.txt");
     CUmodule m;
     TRY(cuModuleLoadData(&m, ptx));
     for (char *line = strtok(kernels, "\n"); line; line = strtok(NULL, "\n")) {

@@ -12,21 +12,8 @@
 
 static char dir[4096];
 
-/* The bytes of IMAGES_DIR/name, NUL-terminated (PTX is text); NULL if unreadable. */
-static unsigned char *read_image(const char *name, size_t *len) {
-    char path[8192];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *bytes = calloc((size_t)n + 1, 1);
-    if (fread(bytes, 1, (size_t)n, f) != (size_t)n) n = 0;
-    fclose(f);
-    *len = (size_t)n;
-    return bytes;
-}
+/* The bytes of IMAGES_DIR/name (read_bytes). */
+static unsigned char *read_image(const char *name, size_t *len) { return read_bytes(dir, name, len); }
 
 static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
@@ -201,12 +188,7 @@ static int launch(void) {
 }
 
 int main(int argc, char **argv) {
-    setvbuf(stdout, NULL, _IONBF, 0); /* what was printed survives a crash */
-    if (argc < 2) {
-        printf("usage: images IMAGES_DIR [launch]\n");
-        return 2;
-    }
-    snprintf(dir, sizeof dir, "%s", argv[1]);
+    images_dir_arg(argc, argv, dir, sizeof dir, "images IMAGES_DIR [launch]");
     CUdevice dev;
     CUcontext ctx;
     ON_GPU0(dev, ctx);

@@ -18,22 +18,7 @@ enum { N = 1000 };
 static char dir[4096];
 
 /* The bytes of IMAGES_DIR/name, NUL-terminated (PTX is text); exits if unreadable. */
-static unsigned char *read_image(const char *name) {
-    char path[8192];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        printf("cannot read %s\n", path);
-        exit(1);
-    }
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *bytes = calloc((size_t)n + 1, 1);
-    if (fread(bytes, 1, (size_t)n, f) != (size_t)n) n = 0;
-    fclose(f);
-    return bytes;
-}
+static unsigned char *read_image(const char *name) { return read_or_exit(dir, name); }
 
 /* The sum of p[i] for i < N, as ints. */
 static long long ints_sum(CUdeviceptr p) {
@@ -249,12 +234,7 @@ static int peer(void) {
 }
 
 int main(int argc, char **argv) {
-    setvbuf(stdout, NULL, _IONBF, 0); /* what was printed survives a crash */
-    if (argc < 2) {
-        printf("usage: kernels IMAGES_DIR [peer]\n");
-        return 2;
-    }
-    snprintf(dir, sizeof dir, "%s", argv[1]);
+    images_dir_arg(argc, argv, dir, sizeof dir, "kernels IMAGES_DIR [peer]");
     CUdevice dev;
     CUcontext ctx;
     ON_GPU0(dev, ctx);

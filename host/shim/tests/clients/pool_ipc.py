@@ -8,7 +8,7 @@ line per fact, for a test to compare with NVIDIA's driver; "fail ..." on anythin
 
 import ctypes
 import multiprocessing as mp
-import sys
+import client
 
 from cuda.bindings import driver
 from cuda.core import Device, DeviceMemoryResource, DeviceMemoryResourceOptions
@@ -87,8 +87,4 @@ def main():
 
 if __name__ == "__main__":
     mp.set_start_method("spawn")  # CUDA does not survive fork
-    try:
-        main()
-    except Exception as e:  # one line for the test, whatever went wrong
-        print(f"fail {type(e).__name__}: {e}")
-        sys.exit(1)
+    client.run(main)
