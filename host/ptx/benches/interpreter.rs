@@ -2,7 +2,7 @@
 //! instructions a launch runs over all its threads (`Ran::instructions`).
 
 use divan::counter::ItemsCount;
-use peerpool_ptx::{Fault, Launch, Memory, Module, Space, Thread, load, run};
+use peerpool_ptx::{Fault, Flat, Launch, Module, load, run};
 
 fn main() {
     divan::main();
@@ -17,26 +17,11 @@ struct Buffers {
 const IN: u64 = 0x1000_0000;
 const OUT: u64 = 0x2000_0000;
 
-impl Buffers {
+impl Flat for Buffers {
     fn span(&mut self, addr: u64, len: usize) -> Result<&mut [u8], Fault> {
         let (base, bytes) = if addr >= OUT { (OUT, &mut self.output) } else { (IN, &mut self.input) };
         let at = addr.checked_sub(base).ok_or(Fault::Illegal)? as usize;
         bytes.get_mut(at..at + len).ok_or(Fault::Illegal)
-    }
-}
-
-impl Memory for Buffers {
-    fn read(&mut self, _: Space, addr: u64, out: &mut [u8], _: Thread) -> Result<(), Fault> {
-        out.copy_from_slice(self.span(addr, out.len())?);
-        Ok(())
-    }
-    fn write(&mut self, addr: u64, data: &[u8], _: Thread) -> Result<(), Fault> {
-        self.span(addr, data.len())?.copy_from_slice(data);
-        Ok(())
-    }
-    fn atomic(&mut self, addr: u64, len: usize, _: Thread, update: &mut dyn FnMut(&mut [u8])) -> Result<(), Fault> {
-        update(self.span(addr, len)?);
-        Ok(())
     }
 }
 

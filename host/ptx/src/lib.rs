@@ -57,7 +57,8 @@ mod link;
 mod parse;
 
 pub use exec::{
-    Fault, LOCAL_WINDOW, Launch, MAX_BLOCK_THREADS, Memory, Ran, SHARED_WINDOW, Thread, Trap, TrapKind, WarpFault, run,
+    Fault, Flat, LOCAL_WINDOW, Launch, MAX_BLOCK_THREADS, Memory, Ran, SHARED_WINDOW, Thread, Trap, TrapKind,
+    WarpFault, run,
 };
 pub use ir::{Function, Module, Param, Space, Ty, Variable};
 

@@ -2,31 +2,16 @@
 //! answers a module or an error, never a panic. The executor on any launch of nvcc's kernels:
 //! any grid, block, shared memory and parameters run or trap, never panic.
 
-use peerpool_ptx::{Fault, Launch, Memory, Space, Thread};
+use peerpool_ptx::{Fault, Flat, Launch};
 use proptest::prelude::*;
 
 /// A memory where every address is illegal but a window of 4 KiB.
 struct Window(Vec<u8>);
 
-impl Window {
-    fn at(&mut self, addr: u64, len: usize) -> Result<&mut [u8], Fault> {
+impl Flat for Window {
+    fn span(&mut self, addr: u64, len: usize) -> Result<&mut [u8], Fault> {
         let at = addr.checked_sub(0x4000).filter(|a| a + len as u64 <= 4096).ok_or(Fault::Illegal)? as usize;
         Ok(&mut self.0[at..at + len])
-    }
-}
-
-impl Memory for Window {
-    fn read(&mut self, _: Space, addr: u64, out: &mut [u8], _: Thread) -> Result<(), Fault> {
-        out.copy_from_slice(self.at(addr, out.len())?);
-        Ok(())
-    }
-    fn write(&mut self, addr: u64, data: &[u8], _: Thread) -> Result<(), Fault> {
-        self.at(addr, data.len())?.copy_from_slice(data);
-        Ok(())
-    }
-    fn atomic(&mut self, addr: u64, len: usize, _: Thread, update: &mut dyn FnMut(&mut [u8])) -> Result<(), Fault> {
-        update(self.at(addr, len)?);
-        Ok(())
     }
 }
 

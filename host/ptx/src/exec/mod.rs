@@ -50,6 +50,42 @@ pub trait Memory {
     fn atomic(&mut self, addr: u64, len: usize, who: Thread, update: &mut dyn FnMut(&mut [u8])) -> Result<(), Fault>;
 }
 
+/// Memory that is plain bytes: implement [`Flat::span`] and the [`Memory`] the executor needs
+/// comes with it. Every thread sees the same bytes, an access is checked only by `span`, and an
+/// atomic is one step because nothing else runs during it.
+///
+/// ```
+/// use peerpool_ptx::{Fault, Flat};
+/// struct Window(Vec<u8>);
+/// impl Flat for Window {
+///     fn span(&mut self, addr: u64, len: usize) -> Result<&mut [u8], Fault> {
+///         let at = addr.checked_sub(0x1000).ok_or(Fault::Illegal)? as usize;
+///         self.0.get_mut(at..at + len).ok_or(Fault::Illegal)
+///     }
+/// }
+/// ```
+pub trait Flat {
+    /// The `len` bytes at `addr`, or the fault of an access there.
+    fn span(&mut self, addr: u64, len: usize) -> Result<&mut [u8], Fault>;
+}
+
+impl<T: Flat> Memory for T {
+    fn read(&mut self, _: Space, addr: u64, out: &mut [u8], _: Thread) -> Result<(), Fault> {
+        out.copy_from_slice(self.span(addr, out.len())?);
+        Ok(())
+    }
+
+    fn write(&mut self, addr: u64, data: &[u8], _: Thread) -> Result<(), Fault> {
+        self.span(addr, data.len())?.copy_from_slice(data);
+        Ok(())
+    }
+
+    fn atomic(&mut self, addr: u64, len: usize, _: Thread, update: &mut dyn FnMut(&mut [u8])) -> Result<(), Fault> {
+        update(self.span(addr, len)?);
+        Ok(())
+    }
+}
+
 /// What a launch gives the kernel.
 #[derive(Clone, Copy, Debug)]
 pub struct Launch<'a> {

@@ -3,7 +3,7 @@
 
 pub mod oracle;
 
-use peerpool_ptx::{Fault, Launch, Memory, Module, Space, Thread, load};
+use peerpool_ptx::{Fault, Flat, Launch, Module, load};
 
 /// Device memory as regions of bytes at addresses; anything else is illegal.
 #[derive(Default)]
@@ -17,16 +17,6 @@ impl Ram {
         base
     }
 
-    fn span(&mut self, addr: u64, len: usize) -> Result<&mut [u8], Fault> {
-        for (base, bytes) in &mut self.regions {
-            if addr >= *base && addr + len as u64 <= *base + bytes.len() as u64 {
-                let at = (addr - *base) as usize;
-                return Ok(&mut bytes[at..at + len]);
-            }
-        }
-        Err(Fault::Illegal)
-    }
-
     pub fn bytes(&self, base: u64) -> &[u8] {
         &self.regions.iter().find(|r| r.0 == base).expect("a region there").1
     }
@@ -36,20 +26,15 @@ impl Ram {
     }
 }
 
-impl Memory for Ram {
-    fn read(&mut self, _: Space, addr: u64, out: &mut [u8], _: Thread) -> Result<(), Fault> {
-        out.copy_from_slice(self.span(addr, out.len())?);
-        Ok(())
-    }
-
-    fn write(&mut self, addr: u64, data: &[u8], _: Thread) -> Result<(), Fault> {
-        self.span(addr, data.len())?.copy_from_slice(data);
-        Ok(())
-    }
-
-    fn atomic(&mut self, addr: u64, len: usize, _: Thread, update: &mut dyn FnMut(&mut [u8])) -> Result<(), Fault> {
-        update(self.span(addr, len)?);
-        Ok(())
+impl Flat for Ram {
+    fn span(&mut self, addr: u64, len: usize) -> Result<&mut [u8], Fault> {
+        for (base, bytes) in &mut self.regions {
+            if addr >= *base && addr + len as u64 <= *base + bytes.len() as u64 {
+                let at = (addr - *base) as usize;
+                return Ok(&mut bytes[at..at + len]);
+            }
+        }
+        Err(Fault::Illegal)
     }
 }
 
