@@ -56,25 +56,20 @@ pub trait Float: Copy + PartialOrd {
     fn next_down(self) -> Self;
 }
 
-impl Float for f32 {
-    const ZERO: f32 = 0.0;
-    fn next_up(self) -> f32 {
-        f32::next_up(self)
-    }
-    fn next_down(self) -> f32 {
-        f32::next_down(self)
-    }
+macro_rules! float {
+    ($($t:ty),*) => {$(
+        impl Float for $t {
+            const ZERO: $t = 0.0;
+            fn next_up(self) -> $t {
+                <$t>::next_up(self)
+            }
+            fn next_down(self) -> $t {
+                <$t>::next_down(self)
+            }
+        }
+    )*};
 }
-
-impl Float for f64 {
-    const ZERO: f64 = 0.0;
-    fn next_up(self) -> f64 {
-        f64::next_up(self)
-    }
-    fn next_down(self) -> f64 {
-        f64::next_down(self)
-    }
-}
+float!(f32, f64);
 
 /// The nearest result `r`, whose error against the exact one is `err`, rounded by `mode`.
 pub fn directed<F: Float>(r: F, err: Ordering, mode: Mode) -> F {
