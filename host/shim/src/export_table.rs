@@ -1,7 +1,7 @@
 //! `cuGetExportTable`: the driver's private interfaces, each a table of function pointers named
 //! by a UUID, which the CUDA runtime (libcudart, static or shared) asks for at start-up.
 //!
-//! The simulator serves none of them. One of the tables the runtime requires authenticates the
+//! The simulator serves none of NVIDIA's. One of the tables the runtime requires authenticates the
 //! driver: the runtime calls it with its version and the time, and refuses to start
 //! (`cudaErrorSoftwareValidityNotEstablished`) unless the answer is the keyed value that only
 //! NVIDIA's driver computes. peerpool does not impersonate NVIDIA's driver, so programs on the
@@ -9,12 +9,15 @@
 //! `CUDA_ERROR_NOT_SUPPORTED` with one line on stderr that says so. Programs on the driver API
 //! (cudarc, cuda.core, C with `-lcuda`) are served.
 //!
+//! It serves one of its own: the virtual clock ([`peerpool::driver::virtual_clock`]).
+//!
 //! Forwarding to NVIDIA's libcuda, the real tables pass through untouched: the runtime's
 //! authentication covers the tables' addresses, so a copy of one (to trace its slots) makes the
 //! runtime refuse NVIDIA's own driver.
 
 use crate::boundary;
 use cudarc::driver::sys::{CUresult, CUuuid};
+use peerpool::driver::virtual_clock::{VIRTUAL_CLOCK_TABLE, VirtualClockTable};
 use std::ffi::c_void;
 
 /// The tables the CUDA runtime asks for, by UUID, named for what they were seen to hold.
@@ -36,6 +39,7 @@ fn named(uuid: &[u8; 16]) -> String {
     let hex: String = uuid.iter().map(|b| format!("{b:02x}")).collect();
     match KNOWN.iter().find(|k| k.1 == *uuid) {
         Some((name, _)) => format!("{hex}({name})"),
+        None if *uuid == VIRTUAL_CLOCK_TABLE => format!("{hex}(peerpool-virtual-clock)"),
         None => hex,
     }
 }
@@ -67,6 +71,12 @@ pub unsafe extern "C" fn cuGetExportTable(table: *mut *const c_void, id: *const 
             let uuid = uuid.ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
             if table.is_null() {
                 return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+            }
+            if uuid == VIRTUAL_CLOCK_TABLE {
+                let clock = crate::timeline::table().ok_or(CUresult::CUDA_ERROR_NOT_INITIALIZED)?;
+                // SAFETY: `table` is valid for a write (the caller's contract), checked non-null.
+                unsafe { table.write((clock as *const VirtualClockTable).cast()) };
+                return Ok(());
             }
             let what = if KNOWN.iter().any(|k| k.1 == uuid) { REFUSAL } else { OTHER };
             boundary::name_once_owned(format!("cuGetExportTable: table {}", named(&uuid)), what);

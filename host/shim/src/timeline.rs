@@ -1,14 +1,30 @@
-//! The simulator's virtual time, for programs on the shim that ask for it: peerpool's
-//! `CudaDriver` looks these symbols up when it loads a libcuda, so peerpool's suites and
-//! `peerpool check` print the wall time the timing model projects when they run on the shim.
-//! They are no CUDA entry points; NVIDIA's libcuda has none of them. With the real backend
-//! (forwarding) there is no virtual time: [`peerpool_shim_timed`] says 0 and the rest do nothing.
+//! The simulator's virtual time, for programs on the shim that ask for it through
+//! `cuGetExportTable` ([`peerpool::driver::virtual_clock`]): peerpool's `CudaDriver` does, so
+//! peerpool's suites and `peerpool check` print the wall time the timing model projects when they
+//! run on the shim. With the real backend (forwarding) NVIDIA's driver is asked, which has no
+//! such table: there is no virtual time.
 
 use crate::runtime;
 use peerpool::driver::Timeline;
-use std::os::raw::c_int;
+use peerpool::driver::virtual_clock::VirtualClockTable;
+use std::ffi::{CString, c_char};
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::OnceLock;
 use std::time::Duration;
+
+/// The table handed out once `cuInit` made the simulator.
+pub(crate) fn table() -> Option<&'static VirtualClockTable> {
+    static TABLE: VirtualClockTable = VirtualClockTable {
+        size: size_of::<VirtualClockTable>(),
+        describe,
+        model,
+        now_ns,
+        set_now_ns,
+        elapsed_ns,
+        wall_ns,
+    };
+    timeline().map(|_| &TABLE)
+}
 
 /// The simulator's timeline, once `cuInit` made the simulator.
 fn timeline() -> Option<&'static dyn Timeline> {
@@ -27,32 +43,33 @@ fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
-/// 1 when the simulator answers and keeps virtual time (after `cuInit`), else 0.
-#[unsafe(no_mangle)]
-pub extern "C" fn peerpool_shim_timed() -> c_int {
-    c_int::from(timeline().is_some())
+extern "C" fn describe() -> *const c_char {
+    c"simulated by peerpool's libcuda shim".as_ptr()
 }
 
-/// The calling thread's virtual time, nanoseconds.
-#[unsafe(no_mangle)]
-pub extern "C" fn peerpool_shim_time_now_ns() -> u64 {
+/// The timing model's machine, made once (the simulator's model does not change in a process).
+extern "C" fn model() -> *const c_char {
+    static MODEL: OnceLock<CString> = OnceLock::new();
+    MODEL
+        .get_or_init(|| {
+            let text = with(String::new(), |t| t.describe()).replace('\0', " ");
+            CString::new(text).unwrap_or_default()
+        })
+        .as_ptr()
+}
+
+extern "C" fn now_ns() -> u64 {
     with(0, |t| nanos(t.now()))
 }
 
-/// Puts the calling thread at virtual time `at` nanoseconds.
-#[unsafe(no_mangle)]
-pub extern "C" fn peerpool_shim_time_set_ns(at: u64) {
+extern "C" fn set_now_ns(at: u64) {
     with((), |t| t.set_now(Duration::from_nanos(at)))
 }
 
-/// The projected wall time so far, nanoseconds.
-#[unsafe(no_mangle)]
-pub extern "C" fn peerpool_shim_time_elapsed_ns() -> u64 {
+extern "C" fn elapsed_ns() -> u64 {
     with(0, |t| nanos(t.elapsed()))
 }
 
-/// The projected wall time of the whole process were it to end now (its exit included).
-#[unsafe(no_mangle)]
-pub extern "C" fn peerpool_shim_time_wall_ns() -> u64 {
+extern "C" fn wall_ns() -> u64 {
     with(0, |t| nanos(t.wall()))
 }

@@ -37,8 +37,9 @@ pub const VARIABLES: [&str; 9] =
     [TOPOLOGY, FAULTS, TRACE, SEED, TIMING, BACKEND, LIBCUDA, TOPOLOGY_ALIASES[0], TOPOLOGY_ALIASES[1]];
 
 /// The symbol every build of the shim exports, which NVIDIA's libcuda does not: how a shim that
-/// forwards tells a copy of itself from the real library.
-pub const SHIM_MARKER: &str = peerpool::driver::SHIM_MARKER;
+/// forwards tells a copy of itself from the real library, and how a process tells that the
+/// libcuda it loads is the shim ([`crate::select::choice_from_env`]).
+pub const SHIM_MARKER: &str = "peerpool_shim_pin_simulator";
 
 /// Who answers the calls.
 #[derive(Debug)]

@@ -68,7 +68,7 @@ pub fn choice(var: impl Fn(&str) -> Result<Option<String>, String>) -> Result<Ch
 /// the libcuda this process would load is peerpool's shim (opened, not initialised, to ask).
 pub fn choice_from_env() -> Result<Choice, String> {
     match choice(crate::env::var)? {
-        Choice::Simulated { name, variable, .. } if peerpool::driver::libcuda_is_shim() => {
+        Choice::Simulated { name, variable, .. } if peerpool::driver::libcuda_exports(crate::env::SHIM_MARKER) => {
             Ok(Choice::Shim { name, variable })
         }
         other => Ok(other),

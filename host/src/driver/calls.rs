@@ -3,9 +3,9 @@
 //! [`for_each_driver_call!`](crate::for_each_driver_call) hands every entry of the table to a
 //! macro of the caller's choosing. From it come the [`Driver`](super::Driver) trait, the
 //! [`Call`] names, the symbols [`CudaDriver`](super::CudaDriver) checks before its first call,
-//! the [`FaultInjector`](crate::fault::FaultInjector)'s delegation and the exports of the
-//! libcuda shim; a call added here is added to all of them, and the compiler asks for its
-//! implementation in the real driver and the simulator.
+//! the [`FaultInjector`](crate::fault::FaultInjector)'s delegation, and what crates above build
+//! from it (a simulator's methods, a libcuda's exports); a call added here is added to all of
+//! them, and the compiler asks for its implementation in each driver.
 //!
 //! Each entry reads
 //! `$(#[doc])* safe|unsafe fn method(arg: Type, ..) -> Output = cuName @ cuSymbol;`:

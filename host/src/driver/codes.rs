@@ -1,6 +1,6 @@
 //! [`CudaCode`], and every `CUresult` of CUDA 13.0 listed once (those the bindings of 12.x lack
 //! only on 13.x's): peerpool's names for the codes,
-//! what the fault-rule parser reads by name and the libcuda shim names and describes
+//! what the fault-rule parser reads by name and a libcuda built on peerpool names and describes
 //! (`cuGetErrorName`, `cuGetErrorString`) from a C value, which need not be a valid Rust enum
 //! value.
 
@@ -53,8 +53,8 @@ impl CudaCode {
         )
     }
 
-    /// The code of the bindings peerpool calls libcuda through (its driver and the libcuda shim
-    /// convert at that boundary; not for other crates: the bindings' type may change).
+    /// The code of the bindings peerpool calls libcuda through (its driver, and a libcuda built
+    /// on peerpool, convert at that boundary; not for other crates: the bindings' type may change).
     #[doc(hidden)]
     pub fn from_bindings(code: CUresult) -> CudaCode {
         CudaCode(code)

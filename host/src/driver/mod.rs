@@ -20,10 +20,11 @@ mod image;
 mod names;
 pub mod timeline;
 mod types;
+pub mod virtual_clock;
 
 pub use calls::Call;
 pub use codes::CudaCode;
-pub use cuda::{CudaDriver, SHIM_MARKER, libcuda_is_shim};
+pub use cuda::{CudaDriver, libcuda_exports};
 pub use image::{Cubin, ImageError, ModuleImage, elf_extent};
 pub use names::{DOCUMENTED_CALLS, documented_name, is_documented, nearest_documented};
 pub use timeline::Timeline;

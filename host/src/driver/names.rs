@@ -3,8 +3,8 @@
 
 pub use super::documented_calls::DOCUMENTED_CALLS;
 
-/// The name CUDA documents for an exported symbol: `cuMemAlloc` for `cuMemAlloc_v2` (the
-/// libcuda shim applies rules and traces calls under these names).
+/// The name CUDA documents for an exported symbol: `cuMemAlloc` for `cuMemAlloc_v2` (fault
+/// rules and traces name the calls of a libcuda so).
 pub fn documented_name(symbol: &str) -> &str {
     // Every entry point passes through here: a scan of the trailing digits, not a substring
     // search.

@@ -1,6 +1,7 @@
 //! The [`Ledger`]: counts calls by name, decides which fail under a [`FaultPlan`], keeps what
 //! was injected and how long calls took, and writes a trace. The [`FaultInjector`](super::FaultInjector)
-//! keeps one for the seam's calls; the libcuda shim keeps one for the C entry points clients call.
+//! keeps one for the seam's calls; a libcuda built on peerpool keeps one for the C entry points
+//! its clients call.
 
 use super::plan::{FaultPlan, Rule, SplitMix64, When};
 use crate::driver::codes::CudaCode;
@@ -105,7 +106,8 @@ impl Log {
 /// The record of a stream of driver calls, and the plan that fails some of them.
 ///
 /// While no rule is armed, no trace is written and the call list is not kept, [`Ledger::decide`]
-/// and [`Ledger::trace`] return at once without taking a lock (the shim's hot path).
+/// and [`Ledger::trace`] return at once without taking a lock (every call of a libcuda built on
+/// peerpool passes here).
 pub struct Ledger {
     log: Mutex<Log>,
     /// A rule is armed, the call list is kept, or a trace is written.
@@ -275,8 +277,8 @@ pub fn notice(line: &str) {
 }
 
 /// Runs `write` with SIGPIPE blocked on this thread, and takes a SIGPIPE it raised, so that
-/// writing to a pipe with no reader fails with `EPIPE` instead of killing the process (a program
-/// of any language traced through the shim keeps SIGPIPE's default action). A SIGPIPE this
+/// writing to a pipe with no reader fails with `EPIPE` instead of killing the process (a traced
+/// program of any language keeps SIGPIPE's default action). A SIGPIPE this
 /// thread already blocked is left alone.
 fn without_sigpipe<R>(write: impl FnOnce() -> R) -> R {
     // SAFETY: sigset_t is plain data, initialised by sigemptyset before use.

@@ -1,5 +1,5 @@
-//! What fails: [`Rule`]s gathered in a [`FaultPlan`], built in code or read from text (the
-//! libcuda shim's `PEERPOOL_SIM_FAULTS`).
+//! What fails: [`Rule`]s gathered in a [`FaultPlan`], built in code or read from text
+//! (`PEERPOOL_SIM_FAULTS` under `peerpool sim`).
 //!
 //! The text form is rules separated by `;`:
 //! `call[@n|~p]=CODE[!sticky|!transient][!before|!after]`, for example

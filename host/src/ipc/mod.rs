@@ -35,8 +35,8 @@
 //! # Tested where
 //! Every hardware check also runs on simulators in `tests/ipc_stand_in.rs` (`ipc_sim::…`), which
 //! checks the suite's own logic, and `tests/ipc.rs` itself runs between two real processes on
-//! the libcuda shim (`ci/shim-matrix.sh`); only the hardware run proves the claims about the
-//! driver.
+//! simulated GPUs (`peerpool sim`, in CI's simulated matrix); only the hardware run proves the
+//! claims about the driver.
 //!
 //! | claim | CPU: two simulators over a real socketpair | hardware (`tests/ipc.rs`, not yet run) |
 //! | --- | --- | --- |

@@ -8,13 +8,12 @@
 //! driver gets [`Error::NoDriver`], never a panic.
 
 mod convert;
-mod shim_time;
 
+use super::virtual_clock::VirtualClock;
 use super::*;
 use crate::error::Error;
 use convert::*;
 use cudarc::driver::sys;
-use shim_time::ShimTime;
 use std::ffi::{CStr, c_void};
 use std::mem::MaybeUninit;
 use std::sync::OnceLock;
@@ -30,15 +29,9 @@ pub struct CudaDriver {
     /// `cuEventElapsedTime_v2` where the driver has it (12.8 and later), else the original:
     /// cudarc's CUDA 13 bindings name only `_v2`, which would shut out older drivers.
     elapsed_time: ElapsedTime,
-    /// The library is peerpool's libcuda shim answering from its simulator (`peerpool sim`),
-    /// not NVIDIA's driver nor the shim forwarding to it.
-    shim_simulates: bool,
-    /// The simulator's virtual time, when the library is peerpool's libcuda shim simulating.
-    shim_time: Option<ShimTime>,
+    /// The virtual clock of a library that simulates GPUs (none on NVIDIA's driver).
+    clock: Option<VirtualClock>,
 }
-
-/// The symbol every build of peerpool's libcuda shim exports and NVIDIA's libcuda does not.
-pub const SHIM_MARKER: &str = "peerpool_shim_pin_simulator";
 
 /// libcuda, opened once per process and kept open (the symbols taken from it stay valid): the
 /// name cudarc tries first, then the SONAME NVIDIA's driver installs. A process that links
@@ -52,12 +45,12 @@ fn library() -> Option<&'static libloading::Library> {
     .as_ref()
 }
 
-/// Whether the libcuda this process loads is peerpool's libcuda shim (`peerpool sim`): the
-/// library is opened, as [`CudaDriver::load`] opens it, but not initialised, so asking costs
-/// NVIDIA's driver nothing but the load.
-pub fn libcuda_is_shim() -> bool {
+/// Whether the libcuda this process loads exports `symbol`: the library is opened, as
+/// [`CudaDriver::load`] opens it, but not initialised, so asking costs NVIDIA's driver nothing
+/// but the load.
+pub fn libcuda_exports(symbol: &str) -> bool {
     // SAFETY: the symbol is looked up, never called.
-    library().is_some_and(|lib| unsafe { lib.get::<unsafe extern "C" fn()>(SHIM_MARKER.as_bytes()) }.is_ok())
+    library().is_some_and(|lib| unsafe { lib.get::<unsafe extern "C" fn()>(symbol.as_bytes()) }.is_ok())
 }
 
 impl CudaDriver {
@@ -94,44 +87,36 @@ impl CudaDriver {
                 }
             }
         };
-        // SAFETY: looked up, never called.
-        let shim = unsafe { lib.get::<unsafe extern "C" fn()>(SHIM_MARKER.as_bytes()) }.is_ok();
-        let backend = match shim {
-            true => crate::env::var("PEERPOOL_SHIM_BACKEND").map_err(|e| Error::InvalidArgument(e.to_string()))?,
-            false => None,
-        };
-        let shim_simulates = shim && backend.is_none_or(|b| b != "real");
         // SAFETY: plain driver call; every symbol was found above.
         let no_device = match unsafe { sys::cuInit(0) } {
             sys::CUresult::CUDA_SUCCESS => false,
             sys::CUresult::CUDA_ERROR_NO_DEVICE => true,
             code => return Err(CudaError::new(Call::cuInit.name(), CudaCode::from_bindings(code)).into()),
         };
-        Ok(CudaDriver { no_device, elapsed_time, shim_simulates, shim_time: ShimTime::find(lib) })
+        Ok(CudaDriver { no_device, elapsed_time, clock: VirtualClock::find(lib) })
     }
 }
 
 // SAFETY (for every `unsafe` block below): each is one libcuda call whose symbol `load`
 // verified, with out-pointers to live locals and slices whose lengths are passed alongside.
 impl Driver for CudaDriver {
-    /// `CUDA driver 13.0`; under peerpool's libcuda shim answering from its simulator,
-    /// `simulated by peerpool's libcuda shim: CUDA driver 13.0` (what `simulated` GPUs are to
-    /// reports and to the GPUs-required mode).
+    /// `CUDA driver 13.0`; under a library that simulates GPUs, what it says it is before
+    /// that (`simulated by ...: CUDA driver 13.0`: what `simulated` GPUs are to reports and to
+    /// the GPUs-required mode).
     fn describe(&self) -> String {
         let version = match self.driver_get_version() {
             Ok(v) => format!("CUDA driver {}.{}", v / 1000, (v % 1000) / 10),
             Err(e) => format!("CUDA driver (version unknown: {e})"),
         };
-        match self.shim_simulates {
-            true => format!("simulated by peerpool's libcuda shim: {version}"),
-            false => version,
+        match &self.clock {
+            Some(clock) => format!("{}: {version}", clock.describe()),
+            None => version,
         }
     }
 
-    /// The libcuda shim's virtual time when the library is the shim simulating; none on a
-    /// real driver.
+    /// The virtual time of a library that simulates GPUs; none on NVIDIA's driver.
     fn timeline(&self) -> Option<&dyn Timeline> {
-        self.shim_time.as_ref().map(|t| t as &dyn Timeline)
+        self.clock.as_ref().map(|t| t as &dyn Timeline)
     }
 
     fn init(&self, flags: u32) -> DriverResult<()> {
