@@ -5,7 +5,7 @@
 # first_proof and grant suites (each suite one process, libtest's threads, as `cargo test`
 # runs it), three times each; the grant benchmark (the first grant of a new ordered pair beside
 # the old verification, in the same run) and the cold start's driver-call stopwatch; the timing
-# model's calibration (`calibrate`: timing.json and calibration.json); then the model's
+# model's calibration (`peerpool calibrate`: timing.json and calibration.json); then the model's
 # projection of the same three runs on the simulated machine, with that calibration, beside
 # the measurements (ci/calibration-compare.sh; within 25% passes).
 # Usage: ci/gpu-calibrate.sh BUNDLE_DIR OUT_DIR     (a bundle from ci/gpu-bundle.sh, same commit)
@@ -51,7 +51,7 @@ export PEERPOOL_REPORT_DIR=$reports
 # A fresh machine first: the grant benchmark's cold figures.
 "$bundle/grant_bench" 200 > "$out/grant_bench_1.json" 2> "$out/grant_bench_1.err"
 "$bundle/cold_start" sequential > "$out/cold_start.jsonl" 2>&1
-"$bundle/calibrate" "$out" > "$out/calibrate.txt" 2>&1 || echo "calibrate failed: $out/calibrate.txt"
+"$bundle/peerpool" calibrate --out "$out" > "$out/calibrate.txt" 2>&1 || echo "calibrate failed: $out/calibrate.txt"
 for i in 1 2 3; do
     timed "check_$i" "$bundle/peerpool" check --quiet --out "$out/runs/check_$i"
     timed "first_proof_$i" "$bundle/suites/first_proof" --test-threads "$threads"

@@ -84,11 +84,10 @@ if [ -n "${PEERPOOL_CUDA_INCLUDE:-}" ] && [ -n "${PEERPOOL_PYTHON:-}" ] && [ -n 
         exit 1
     fi
 fi
-echo "== the calibration program (ci/gpu-calibrate.sh's), through the shim on two GPUs and on one"
-cargo build -q -p peerpool --example calibrate
+echo "== peerpool calibrate (ci/gpu-calibrate.sh's), through the shim on two GPUs and on one"
 rm -rf target/shim-matrix/calibrate-*
-target/debug/peerpool sim --topology two_h200_nvlink -- target/debug/examples/calibrate \
-    target/shim-matrix/calibrate-two > target/shim-matrix/calibrate-two.txt 2>&1 || {
+target/debug/peerpool sim --topology two_h200_nvlink -- target/debug/peerpool calibrate \
+    --out target/shim-matrix/calibrate-two > target/shim-matrix/calibrate-two.txt 2>&1 || {
     echo "calibrate failed on the simulated 2 x H200" >&2
     tail -20 target/shim-matrix/calibrate-two.txt >&2
     exit 1
@@ -96,11 +95,12 @@ target/debug/peerpool sim --topology two_h200_nvlink -- target/debug/examples/ca
 # The model it wrote is one the simulator takes.
 target/debug/peerpool check --quiet --topology two_h200_nvlink --timing target/shim-matrix/calibrate-two/timing.json \
     --out target/shim-matrix/calibrate-two/check > /dev/null
-# One GPU: the process costs are measured and the rest is refused (exit 1, the reason named);
-# no figure may come from the children that asked for a second device and failed.
+# One GPU: the process costs are measured and the rest is refused (exit 69, fewer GPUs than
+# needed, the reason named); no figure may come from the children that asked for a second
+# device and failed.
 set +e
-target/debug/peerpool sim --topology one_gpu -- target/debug/examples/calibrate \
-    target/shim-matrix/calibrate-one > target/shim-matrix/calibrate-one.txt 2>&1
+target/debug/peerpool sim --topology one_gpu -- target/debug/peerpool calibrate \
+    --out target/shim-matrix/calibrate-one > target/shim-matrix/calibrate-one.txt 2>&1
 one_status=$?
 set -e
 python3 - target/shim-matrix/calibrate-one "$one_status" <<'PY'
@@ -109,8 +109,8 @@ run, status = sys.argv[1], int(sys.argv[2])
 raw = json.load(open(f"{run}/calibration.json"))
 timing = json.load(open(f"{run}/timing.json"))
 problems = []
-if status != 1 or raw.get("this_process", {}).get("error") != "needs two GPUs":
-    problems.append(f"exit {status}, this_process {raw.get('this_process')} (1 and 'needs two GPUs' expected)")
+if status != 69 or raw.get("this_process", {}).get("error") != "needs two GPUs":
+    problems.append(f"exit {status}, this_process {raw.get('this_process')} (69 and 'needs two GPUs' expected)")
 if raw["processes_alone"]["samples"]["context_second_us"]:
     problems.append("a second device's context was timed on one GPU")
 if not raw["processes_alone"]["samples"].get("local_fault_us"):
@@ -121,11 +121,11 @@ if "only the process costs calibrated" not in timing["machine"]:
     problems.append(f"timing.json's machine does not say it is partial: {timing['machine']}")
 if problems:
     sys.exit("calibrate on one GPU: " + "; ".join(problems))
-print("    calibrate: two GPUs exit 0; one GPU exit 1, process costs only")
+print("    calibrate: two GPUs exit 0; one GPU exit 69, process costs only")
 PY
 echo "== peerpool check's probe child sees only its pair (CUDA_VISIBLE_DEVICES by UUID) and finds it by UUID"
 uuids=$(target/debug/peerpool sim --topology four_gpu_islands -- \
-    env PEERPOOL_CHILD_ROLE=calibrate-child target/debug/examples/calibrate -- uuids |
+    env PEERPOOL_CHILD_ROLE=calibrate-child target/debug/peerpool -- uuids |
     python3 -c 'import json, sys; print(" ".join(json.loads(sys.stdin.readline())["phases"]["uuids"]))')
 read -r u0 _ u2 u3 <<< "$uuids"
 probe() {
@@ -169,7 +169,7 @@ grown=$(projected_suite --timing "$growing")
 python3 -c 'import sys; f, g = map(float, sys.argv[1:]); sys.exit(0 if g - f < 5 else f"{f} -> {g}: the suite children did not start seeing their pair only")' "$flat" "$grown"
 echo "    a suite's sandboxed children see only their pair too ($flat s -> $grown s)"
 echo "== CUDA_VISIBLE_DEVICES: the shim reads 19 forms as NVIDIA's driver did on one H200"
-uuid=$(target/debug/peerpool sim --topology one_gpu -- env PEERPOOL_CHILD_ROLE=calibrate-child target/debug/examples/calibrate -- uuids |
+uuid=$(target/debug/peerpool sim --topology one_gpu -- env PEERPOOL_CHILD_ROLE=calibrate-child target/debug/peerpool -- uuids |
     python3 -c 'import json, sys; print(json.loads(sys.stdin.readline())["phases"]["uuids"][0])')
 ci/visible-devices.sh target/debug/peerpool "$uuid" target/debug/peerpool sim --topology one_gpu -- \
     > target/shim-matrix/visible-devices.txt

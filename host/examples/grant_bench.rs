@@ -10,6 +10,7 @@
 //
 // SAFETY (every `unsafe` block below): the pools are this example's own, alive while timed.
 
+use peerpool::bench::median;
 use peerpool::driver::{Access, AccessDesc};
 use peerpool::{PoolOptions, System};
 use std::time::Instant;
@@ -18,11 +19,6 @@ fn micros(f: impl FnOnce()) -> f64 {
     let t = Instant::now();
     f();
     t.elapsed().as_secs_f64() * 1e6
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

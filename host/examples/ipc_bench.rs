@@ -29,15 +29,16 @@ const IMPORTER: Role = Role::new("ipc-bench-importer", &["rounds"]);
 const BYTES: usize = 4 << 20;
 const TIMEOUT: Duration = Duration::from_secs(25);
 
-mod samples;
-
-use samples::micros;
-
 type Failure = Box<dyn std::error::Error>;
 
 /// The median of `v` in the report: null for no samples.
 fn median(v: Vec<f64>) -> Value {
-    json!(samples::median(v))
+    json!(peerpool::bench::median(v))
+}
+
+/// Microseconds since `start`.
+fn micros(start: Instant) -> f64 {
+    start.elapsed().as_secs_f64() * 1e6
 }
 
 fn main() -> ExitCode {

@@ -7,17 +7,13 @@
 //
 // SAFETY (every `unsafe` block below): the pools are this example's own, alive while granted.
 
+use peerpool::bench::median;
 use peerpool::driver::{Access, AccessDesc};
 use peerpool::{PoolOptions, System};
 use std::time::Instant;
 
 fn ms(t: Instant) -> f64 {
     t.elapsed().as_secs_f64() * 1e3
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 struct Variant {

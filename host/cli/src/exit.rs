@@ -17,7 +17,7 @@ pub const FAILURE: u8 = 1;
 pub const BAD_INPUT: u8 = 2;
 /// Nothing was checked: no GPU pair, only pairs without a peer path, or no trial that ran.
 pub const NOTHING_CHECKED: u8 = 3;
-/// Fewer GPUs than required: `bench` needs two, `facts` one, `check --require-gpus N` (or
+/// Fewer GPUs than required: `bench` and `calibrate` need two, `facts` one, `check --require-gpus N` (or
 /// `PEERPOOL_REQUIRE_GPUS=N`) N real ones, with no simulated topology in their place. Test
 /// binaries built on peerpool-fixtures exit with it too (`EXIT_GPUS_REQUIRED` there).
 pub const NO_GPU: u8 = 69;
@@ -29,7 +29,7 @@ Exit codes (every subcommand):
    1  a failure was found (a pair, a trial, a benchmark, writing the results)
    2  bad input, refused before any work (arguments, topology, directories, report files)
    3  nothing was checked (no GPU pair, only pairs without a peer path, no trial that ran)
-  69  fewer GPUs than required (bench needs two, facts one; check --require-gpus N
+  69  fewer GPUs than required (bench and calibrate need two, facts one; check --require-gpus N
       or PEERPOOL_REQUIRE_GPUS=N: N real ones, no simulated fallback)
   peerpool sim exits with its program's status (2 when its own settings are wrong).";
 

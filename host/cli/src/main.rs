@@ -1,5 +1,6 @@
 //! `peerpool`: prove which GPU may touch which CUDA memory pool.
 
+mod calibrate;
 mod carried;
 mod check;
 mod exit;
@@ -137,6 +138,15 @@ enum Command {
         #[arg(last = true)]
         command: Vec<std::ffi::OsString>,
     },
+    /// Calibrate the simulator's timing model on this machine's real GPUs (two at least): what
+    /// each kind of driver call costs, in this process and in fresh child processes, alone and
+    /// several at once. Writes timing.json (the model `check --timing` and `sim --timing` read)
+    /// and calibration.json (every measurement, raw). A few minutes on two GPUs.
+    Calibrate {
+        /// Directory for timing.json and calibration.json.
+        #[arg(long, default_value = "peerpool-calibration")]
+        out: PathBuf,
+    },
 }
 
 fn main() -> ExitCode {
@@ -144,10 +154,17 @@ fn main() -> ExitCode {
     // closed pipe; the default action ends the command quietly, as other Unix tools end.
     // SAFETY: resets one signal to its default disposition, before any other thread exists.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
-    // As `check`'s child, this binary runs one negative probe (`check::NEGATIVE_PROBE`), before
-    // any argument is read as a subcommand's.
-    if let Some(code) = peerpool::child::Roles::new().reporting(check::NEGATIVE_PROBE, check::negative_probe).dispatch()
-    {
+    // As `check`'s child, this binary runs one negative probe (`check::NEGATIVE_PROBE`); as
+    // `calibrate`'s, one measurement in a fresh process; either before any argument is read as
+    // a subcommand's.
+    let roles = peerpool::child::Roles::new().reporting(check::NEGATIVE_PROBE, check::negative_probe).exiting(
+        calibrate::CHILD,
+        |call| {
+            calibrate::child(call.rest());
+            ExitCode::SUCCESS
+        },
+    );
+    if let Some(code) = roles.dispatch() {
         return code;
     }
     match Cli::parse().command.unwrap_or(Command::Facts) {
@@ -165,6 +182,7 @@ fn main() -> ExitCode {
         Command::Sim { topology, faults, trace, seed, timing, shim, real, libcuda, print_env, command } => {
             sim::run(sim::Options { topology, faults, trace, seed, timing, shim, real, libcuda, print_env, command })
         }
+        Command::Calibrate { out } => calibrate::run(&out),
     }
 }
 

@@ -189,8 +189,17 @@ fn a_bad_out_directory_is_refused_before_any_work() {
         assert!(text(&output).contains("--out"), "{}", text(&output));
         assert!(started.elapsed() < Duration::from_secs(10), "{}: {:?}", out.display(), started.elapsed());
     }
-    let output = peerpool(&["bench", "--out", file.to_str().unwrap()]);
+    for command in ["bench", "calibrate"] {
+        let output = peerpool(&[command, "--out", file.to_str().unwrap()]);
+        assert_eq!(code(&output), 2, "{command}: {}", text(&output));
+    }
+    // Where calibrate would write one of its files is a directory: refused before it measures.
+    let out = dir.path().join("calibration");
+    std::fs::create_dir_all(out.join("timing.json")).unwrap();
+    let output = peerpool(&["calibrate", "--out", out.to_str().unwrap()]);
     assert_eq!(code(&output), 2, "{}", text(&output));
+    assert!(text(&output).contains("timing.json: is a directory"), "{}", text(&output));
+    assert!(!out.join("calibration.json").exists(), "nothing measured, nothing written");
 }
 
 fn check_replaces_a_planted_link_instead_of_writing_through_it() {
@@ -212,6 +221,11 @@ fn commands_that_need_a_gpu_say_so() {
     assert_eq!(code(&peerpool(&["facts"])), GPUS_REQUIRED);
     assert_eq!(code(&peerpool(&[])), GPUS_REQUIRED, "facts is the default");
     assert_eq!(code(&peerpool(&["topologies"])), 0);
+    let out = dir.path().join("calibration");
+    let output = peerpool(&["calibrate", "--out", out.to_str().unwrap()]);
+    assert_eq!(code(&output), GPUS_REQUIRED, "{}", text(&output));
+    assert!(text(&output).contains("no CUDA driver"), "{}", text(&output));
+    assert!(!out.join("timing.json").exists(), "no model without a measurement");
 }
 
 fn trial(name: &str, status: Status) -> TrialRecord {
@@ -336,7 +350,7 @@ fn a_malformed_probe_call_is_refused() {
     assert!(text(&output).contains("argument check is not name=value"), "{}", text(&output));
     let output = peerpool_with(&[], &[(ROLE_ENV, "checker")]);
     assert_eq!(code(&output), 2, "{}", text(&output));
-    assert!(text(&output).contains("no such role (its roles: negative-probe)"), "{}", text(&output));
+    assert!(text(&output).contains("no such role (its roles: negative-probe, calibrate-child)"), "{}", text(&output));
     let output = peerpool_with(&["owner=zero", "accessor=1"], &[(ROLE_ENV, "negative-probe")]);
     assert_eq!(code(&output), 0, "{}", text(&output));
     match ChildReport::find(&output.stdout) {
@@ -400,7 +414,7 @@ fn main() -> ExitCode {
         without_a_driver(
             "commands_that_need_a_gpu_say_so",
             commands_that_need_a_gpu_say_so,
-            "a CUDA driver is here, so bench and facts would run",
+            "a CUDA driver is here, so bench, facts and calibrate would run",
         ),
         test("report_exits_by_what_it_merged", report_exits_by_what_it_merged),
         test("report_writes_junit_with_every_skip_and_its_reason", report_writes_junit_with_every_skip_and_its_reason),

@@ -181,7 +181,10 @@ fn split_pairs(facts: &crate::facts::Facts) -> (Vec<(usize, usize)>, Vec<Skipped
     (measured, skipped)
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    if v.is_empty() { f64::NAN } else { v[v.len() / 2] }
+/// The median of `samples`' finite values (the upper middle one of an even count); NaN for
+/// none. A NaN sample is a measurement that failed: it is left out, not sorted last.
+pub fn median(mut samples: Vec<f64>) -> f64 {
+    samples.retain(|x| x.is_finite());
+    samples.sort_by(f64::total_cmp);
+    if samples.is_empty() { f64::NAN } else { samples[samples.len() / 2] }
 }

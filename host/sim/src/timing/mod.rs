@@ -2,7 +2,7 @@
 //! virtual clock that adds it up into a projected wall time.
 //!
 //! [`Latencies`] are per-call costs and what they depend on, calibrated on the lent 2 x H200
-//! machine (`host/sim/timing/h200.json`, from `host/examples/calibrate.rs` by
+//! machine (`host/sim/timing/h200.json`, from `peerpool calibrate` by
 //! `ci/gpu-calibrate.sh`: `docs/hardware/2026-12-01-calibration`): process start and `cuInit`
 //! (growing with the GPUs a process sees), a context's
 //! creation, a module's load, a pool's creation and its first access change, mapping a pool's
