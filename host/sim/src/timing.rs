@@ -31,6 +31,7 @@
 use crate::threads::{self, PerThread};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Nanoseconds of virtual time.
 pub(crate) type Nanos = u64;
@@ -594,14 +595,11 @@ impl ProcessTime {
 
     /// The calling thread's time.
     pub(crate) fn now(&self) -> Nanos {
-        self.lanes.get(&threads::current()).copied().unwrap_or(self.last_end)
+        self.lanes.get(threads::current()).copied().unwrap_or(self.last_end)
     }
 
     pub(crate) fn set_now(&mut self, at: Nanos) {
-        match self.lanes.get_mut(&threads::current()) {
-            Some(lane) => *lane = at,
-            None => drop(self.lanes.insert(threads::current(), at)),
-        }
+        *self.lanes.get_or_insert_with(threads::current(), || at) = at;
         self.latest = self.latest.max(at);
     }
 
@@ -717,6 +715,17 @@ impl ProcessTime {
             }
         }
         self.finish(now, end, cost.queued);
+    }
+
+    /// [`ProcessTime::advance`] for a call `time` long that occupies no device, takes no lock and
+    /// waits for nothing ([`LaneCosts`]): only the calling thread's lane moves, found once.
+    pub(crate) fn pass(&mut self, time: Nanos) {
+        let fresh = self.last_end;
+        let lane = self.lanes.get_or_insert_with(threads::current(), || fresh);
+        let end = lane.saturating_add(time);
+        *lane = end;
+        self.latest = self.latest.max(end);
+        self.last_end = end;
     }
 
     /// A call that began at `now` on the calling thread's lane ends at `end`; its lane moves
@@ -895,6 +904,38 @@ pub(crate) fn price(m: &Latencies, work: &Work) -> Cost {
         Work::Memset { device, bytes } => {
             let time = ns(m.memset_us).saturating_add(Latencies::transfer(*bytes, m.local_gbps));
             Cost::on(time, vec![*device]).queued(ns(m.memset_us))
+        }
+    }
+}
+
+/// What [`price`] gives [`Work::Call`] and [`Work::ContextSwitch`] under one model, priced when
+/// the model is set: most calls are these, and [`ProcessTime::pass`] runs them without the
+/// machine's lock. Shared by the processes that share a machine, as its model is.
+#[derive(Debug)]
+pub(crate) struct LaneCosts {
+    call: AtomicU64,
+    context_switch: AtomicU64,
+}
+
+impl LaneCosts {
+    pub(crate) fn of(m: &Latencies) -> LaneCosts {
+        LaneCosts { call: AtomicU64::new(ns(m.call_us)), context_switch: AtomicU64::new(ns(m.context_switch_us)) }
+    }
+
+    /// Prices `m`'s calls from now on.
+    pub(crate) fn set(&self, m: &Latencies) {
+        let LaneCosts { call, context_switch } = LaneCosts::of(m);
+        self.call.store(call.into_inner(), Ordering::Relaxed);
+        self.context_switch.store(context_switch.into_inner(), Ordering::Relaxed);
+    }
+
+    /// `work`'s time, when it is one of these calls.
+    #[inline]
+    pub(crate) fn of_work(&self, work: &Work) -> Option<Nanos> {
+        match work {
+            Work::Call => Some(self.call.load(Ordering::Relaxed)),
+            Work::ContextSwitch => Some(self.context_switch.load(Ordering::Relaxed)),
+            _ => None,
         }
     }
 }
@@ -1301,5 +1342,30 @@ mod tests {
         assert_eq!(p.now(), us(112_000.0));
         p.advance(&mut machine, &load);
         assert_eq!(p.now(), us(114_000.0));
+    }
+
+    #[test]
+    fn a_lane_only_call_passes_as_advance_moves_it() {
+        let m = Latencies::h200();
+        let costs = LaneCosts::of(&m);
+        let mut machine = Machine::new(m.clone(), 2);
+        let mut times = [ProcessTime::new(500, 2), ProcessTime::new(500, 2)];
+        let mut both = |[advanced, passed]: &mut [ProcessTime; 2], work: &Work| {
+            advanced.advance(&mut machine, &price(&m, work));
+            passed.pass(costs.of_work(work).expect("a lane-only call"));
+            assert_eq!(advanced.lanes.to_map(), passed.lanes.to_map());
+            assert_eq!((advanced.last_end, advanced.latest), (passed.last_end, passed.latest));
+        };
+        both(&mut times, &Work::Call); // a lane first seen: it starts where the latest call ended
+        both(&mut times, &Work::ContextSwitch);
+        std::thread::scope(|s| {
+            s.spawn(|| both(&mut times, &Work::ContextSwitch));
+        });
+        times.iter_mut().for_each(|t| t.set_now(0));
+        both(&mut times, &Work::Call); // behind the latest call: the latest stays
+        assert_eq!(costs.of_work(&Work::Sync(0)), None);
+        let slow = Latencies { call_us: 2.5, ..m.clone() };
+        costs.set(&slow);
+        assert_eq!(costs.of_work(&Work::Call), Some(price(&slow, &Work::Call).time));
     }
 }
