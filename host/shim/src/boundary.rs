@@ -30,19 +30,28 @@ pub(crate) fn enter_on(
     args: impl FnOnce() -> String,
     body: impl FnOnce() -> Answer,
 ) -> CUresult {
-    let name = documented_name(symbol);
     let run = || match std::panic::catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(())) => CUresult::CUDA_SUCCESS,
         Ok(Err(code)) => code,
-        Err(panic) => {
-            let why = panic.downcast_ref::<String>().map(String::as_str).or(panic.downcast_ref::<&str>().copied());
-            peerpool::fault::notice(&format!("peerpool-shim: {symbol} panicked: {}", why.unwrap_or("(no message)")));
-            CUresult::CUDA_ERROR_UNKNOWN
-        }
+        Err(panic) => panicked(symbol, panic),
     };
+    if runtime.ledger.is_idle() {
+        return run(); // no rule, no trace: nothing to decide or write
+    }
+    let name = documented_name(symbol);
     let code = ruled(&runtime.ledger, name, run);
     runtime.ledger.trace(name, args, Code(code));
     code
+}
+
+/// What a panic in `symbol`'s body answers: `CUDA_ERROR_UNKNOWN`, the panic named on stderr.
+/// Apart from the entry points, so that each of them carries only the call.
+#[cold]
+#[inline(never)]
+fn panicked(symbol: &str, panic: Box<dyn std::any::Any + Send>) -> CUresult {
+    let why = panic.downcast_ref::<String>().map(String::as_str).or(panic.downcast_ref::<&str>().copied());
+    peerpool::fault::notice(&format!("peerpool-shim: {symbol} panicked: {}", why.unwrap_or("(no message)")));
+    CUresult::CUDA_ERROR_UNKNOWN
 }
 
 /// Forwards the entry point `symbol` to the real library through the fault rules and the trace

@@ -44,7 +44,7 @@ impl Contexts {
 
     /// The calling thread's current context.
     pub(super) fn current(&self) -> Option<u64> {
-        self.stacks.get(&threads::current()).and_then(|s| s.last()).copied()
+        self.stacks.get(threads::current()).and_then(|s| s.last()).copied()
     }
 
     /// The calling thread's current context's device: `CUDA_ERROR_INVALID_CONTEXT` when there is
@@ -65,7 +65,7 @@ impl Contexts {
     /// `cuCtxSetCurrent`: replaces the top of the stack; `None` pops it.
     pub(super) fn set_current(&mut self, handle: Option<u64>) -> Result<(), CudaCode> {
         let known = handle.is_some_and(|h| self.device_of(h).is_some());
-        let stack = self.stacks.entry(threads::current()).or_default();
+        let stack = self.stacks.get_or_insert_with(threads::current(), Vec::new);
         match handle {
             None => {
                 stack.pop();
@@ -84,13 +84,13 @@ impl Contexts {
         if self.device_of(handle).is_none() {
             return Err(CudaCode::CUDA_ERROR_INVALID_CONTEXT);
         }
-        self.stacks.entry(threads::current()).or_default().push(handle);
+        self.stacks.get_or_insert_with(threads::current(), Vec::new).push(handle);
         Ok(())
     }
 
     /// `cuCtxPopCurrent`: the popped context (`CUDA_ERROR_INVALID_CONTEXT` on an empty stack).
     pub(super) fn pop(&mut self) -> Result<u64, CudaCode> {
-        self.stacks.get_mut(&threads::current()).and_then(Vec::pop).ok_or(CudaCode::CUDA_ERROR_INVALID_CONTEXT)
+        self.stacks.get_mut(threads::current()).and_then(Vec::pop).ok_or(CudaCode::CUDA_ERROR_INVALID_CONTEXT)
     }
 
     /// One more retain of `device`'s primary context.
@@ -132,7 +132,7 @@ impl Contexts {
     /// A new ordinary context on `device`, pushed on the calling thread's stack.
     pub(super) fn create(&mut self, handle: u64, device: usize) {
         self.ordinary.insert(handle, device);
-        self.stacks.entry(threads::current()).or_default().push(handle);
+        self.stacks.get_or_insert_with(threads::current(), Vec::new).push(handle);
     }
 
     /// Ends an ordinary context: popped from the calling thread's stack; other threads that
@@ -141,7 +141,7 @@ impl Contexts {
         if self.ordinary.remove(&handle).is_none() {
             return Err(CudaCode::CUDA_ERROR_INVALID_CONTEXT);
         }
-        if let Some(stack) = self.stacks.get_mut(&threads::current()) {
+        if let Some(stack) = self.stacks.get_mut(threads::current()) {
             stack.retain(|&h| h != handle);
         }
         if self.stacks.values().any(|s| s.contains(&handle)) {

@@ -3,7 +3,7 @@
 use super::kernels;
 use super::memory::{ALIGN, Exhausted, Origin};
 use super::state::{EventRec, Fail, PoolPlace, SimResult, State};
-use super::timing::{self, Latencies, Machine, Path, ProcessTime, Work};
+use super::timing::{self, LaneCosts, Latencies, Machine, Path, ProcessTime, Work};
 use super::topology::Topology;
 use super::{copies, modules, pools, ptx_kernels, share, vmm};
 use cudarc::driver::sys::CUevent_flags_enum as EventFlag;
@@ -54,6 +54,8 @@ pub struct SimDriver {
     state: Mutex<State>,
     /// The clock's part shared with forked processes: devices, machine-wide locks, the model.
     machine: Arc<Mutex<Machine>>,
+    /// The machine's model's price of the calls that only move a lane, read without its lock.
+    lane_costs: Arc<LaneCosts>,
 }
 
 impl SimDriver {
@@ -72,6 +74,7 @@ impl SimDriver {
         let timing = ProcessTime::new(timing::us(model.process_start_us), n);
         SimDriver {
             state: Mutex::new(State::new(topology, options.recycle_pool_handles, timing)),
+            lane_costs: Arc::new(LaneCosts::of(&model)),
             machine: Arc::new(Mutex::new(Machine::new(model, n))),
         }
     }
@@ -81,6 +84,7 @@ impl SimDriver {
     pub fn timed(self, model: Latencies) -> SimDriver {
         let n = self.lock().count();
         self.lock().timing = ProcessTime::new(timing::us(model.process_start_us), n);
+        self.lane_costs.set(&model);
         *self.machine() = Machine::new(model, n);
         self
     }
@@ -111,7 +115,8 @@ impl SimDriver {
             let parent = self.lock();
             State::new(parent.topo.clone(), parent.recycle, parent.timing.child(start))
         };
-        let child = SimDriver { state: Mutex::new(state), machine: self.machine.clone() };
+        let child =
+            SimDriver { state: Mutex::new(state), machine: self.machine.clone(), lane_costs: self.lane_costs.clone() };
         // A new process is alive: its cuInit succeeds.
         let _ = child.run("cuInit", |s| {
             s.work = Some(Work::Init(visible.clamp(1, s.count().max(1))));
@@ -200,7 +205,8 @@ impl SimDriver {
             state.timing = parent.timing.child(start);
             state
         };
-        let child = SimDriver { state: Mutex::new(state), machine: self.machine.clone() };
+        let child =
+            SimDriver { state: Mutex::new(state), machine: self.machine.clone(), lane_costs: self.lane_costs.clone() };
         let _ = child.init(0); // a dead parent's fork is dead too: nothing to start
         child
     }
@@ -233,14 +239,26 @@ impl SimDriver {
             Some(code) if !ANSWERED_WHEN_DEAD.contains(&call) => Err(CudaError { call, code, sticky: true }),
             _ => f(&mut state).map_err(|Fail { code, call: named }| CudaError::new(named.unwrap_or(call), code)),
         };
-        let work = match (state.work.take(), &result) {
-            (Some(work), Ok(_)) => work,
-            _ if CONTEXT_SWITCHES.contains(&call) => Work::ContextSwitch,
-            _ => Work::Call,
+        // Matched in place, so that the common call, which records no work, moves none.
+        let plain = match (&state.work, &result) {
+            (Some(work), Ok(_)) => self.lane_costs.of_work(work),
+            _ if CONTEXT_SWITCHES.contains(&call) => self.lane_costs.of_work(&Work::ContextSwitch),
+            _ => self.lane_costs.of_work(&Work::Call),
         };
-        let mut machine = self.machine();
-        let cost = timing::price(&machine.model, &work);
-        state.timing.advance(&mut machine, &cost);
+        match plain {
+            Some(time) => {
+                state.work = None;
+                state.timing.pass(time);
+            }
+            // Recorded work priced on the machine: it occupies a device or a lock, or loads PTX.
+            None => {
+                if let Some(work) = state.work.take() {
+                    let mut machine = self.machine();
+                    let cost = timing::price(&machine.model, &work);
+                    state.timing.advance(&mut machine, &cost);
+                }
+            }
+        }
         result
     }
 }

@@ -161,11 +161,11 @@ impl Machine {
 pub(crate) struct ProcessTime {
     /// When the process started (its first lane's time).
     origin: Nanos,
-    lanes: PerThread<Nanos>,
+    pub(super) lanes: PerThread<Nanos>,
     /// The end of the latest call, in the order calls were made: where a new lane starts.
-    last_end: Nanos,
+    pub(super) last_end: Nanos,
     /// The latest time any lane reached.
-    latest: Nanos,
+    pub(super) latest: Nanos,
     process_locks: HashMap<Lock, Busy>,
     /// Per device: when the work this process queued on it ends (its streams are one queue
     /// here, an approximation that only makes work on one device wait longer).
@@ -205,14 +205,11 @@ impl ProcessTime {
 
     /// The calling thread's time.
     pub(crate) fn now(&self) -> Nanos {
-        self.lanes.get(&threads::current()).copied().unwrap_or(self.last_end)
+        self.lanes.get(threads::current()).copied().unwrap_or(self.last_end)
     }
 
     pub(crate) fn set_now(&mut self, at: Nanos) {
-        match self.lanes.get_mut(&threads::current()) {
-            Some(lane) => *lane = at,
-            None => drop(self.lanes.insert(threads::current(), at)),
-        }
+        *self.lanes.get_or_insert_with(threads::current(), || at) = at;
         self.latest = self.latest.max(at);
     }
 
@@ -328,6 +325,17 @@ impl ProcessTime {
             }
         }
         self.finish(now, end, cost.queued);
+    }
+
+    /// [`ProcessTime::advance`] for a call `time` long that occupies no device, takes no lock and
+    /// waits for nothing ([`super::LaneCosts`]): only the calling thread's lane moves, found once.
+    pub(crate) fn pass(&mut self, time: Nanos) {
+        let fresh = self.last_end;
+        let lane = self.lanes.get_or_insert_with(threads::current(), || fresh);
+        let end = lane.saturating_add(time);
+        *lane = end;
+        self.latest = self.latest.max(end);
+        self.last_end = end;
     }
 
     /// A call that began at `now` on the calling thread's lane ends at `end`; its lane moves

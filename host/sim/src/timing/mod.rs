@@ -36,7 +36,7 @@ mod tests;
 
 pub(crate) use clock::{Cost, Lock, Machine, ProcessTime};
 pub use model::{Floor, Latencies, Serial};
-pub(crate) use price::{Path, Traffic, Work, price};
+pub(crate) use price::{LaneCosts, Path, Traffic, Work, price};
 
 /// Nanoseconds of virtual time.
 pub(crate) type Nanos = u64;

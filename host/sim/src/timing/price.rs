@@ -1,6 +1,7 @@
 //! [`price`]: what a call's [`Work`] costs under a model.
 
 use super::{Cost, Latencies, Lock, Nanos, ns};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// What a call did that its cost depends on, as the driver saw it; [`price`] turns it into a
 /// [`Cost`] under a model.
@@ -168,6 +169,38 @@ pub(crate) fn price(m: &Latencies, work: &Work) -> Cost {
         Work::Memset { device, bytes } => {
             let time = ns(m.memset_us).saturating_add(Latencies::transfer(*bytes, m.local_gbps));
             Cost::on(time, vec![*device]).queued(ns(m.memset_us))
+        }
+    }
+}
+
+/// What [`price`] gives [`Work::Call`] and [`Work::ContextSwitch`] under one model, priced when
+/// the model is set: most calls are these, and [`super::ProcessTime::pass`] runs them without
+/// the machine's lock. Shared by the processes that share a machine, as its model is.
+#[derive(Debug)]
+pub(crate) struct LaneCosts {
+    call: AtomicU64,
+    context_switch: AtomicU64,
+}
+
+impl LaneCosts {
+    pub(crate) fn of(m: &Latencies) -> LaneCosts {
+        LaneCosts { call: AtomicU64::new(ns(m.call_us)), context_switch: AtomicU64::new(ns(m.context_switch_us)) }
+    }
+
+    /// Prices `m`'s calls from now on.
+    pub(crate) fn set(&self, m: &Latencies) {
+        let LaneCosts { call, context_switch } = LaneCosts::of(m);
+        self.call.store(call.into_inner(), Ordering::Relaxed);
+        self.context_switch.store(context_switch.into_inner(), Ordering::Relaxed);
+    }
+
+    /// `work`'s time, when it is one of these calls.
+    #[inline]
+    pub(crate) fn of_work(&self, work: &Work) -> Option<Nanos> {
+        match work {
+            Work::Call => Some(self.call.load(Ordering::Relaxed)),
+            Work::ContextSwitch => Some(self.context_switch.load(Ordering::Relaxed)),
+            _ => None,
         }
     }
 }

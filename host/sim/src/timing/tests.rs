@@ -388,3 +388,28 @@ fn the_first_ptx_load_per_compute_capability_pays_the_jit() {
     p.advance(&mut machine, &load);
     assert_eq!(p.now(), us(114_000.0));
 }
+
+#[test]
+fn a_lane_only_call_passes_as_advance_moves_it() {
+    let m = Latencies::h200();
+    let costs = LaneCosts::of(&m);
+    let mut machine = Machine::new(m.clone(), 2);
+    let mut times = [ProcessTime::new(500, 2), ProcessTime::new(500, 2)];
+    let mut both = |[advanced, passed]: &mut [ProcessTime; 2], work: &Work| {
+        advanced.advance(&mut machine, &price(&m, work));
+        passed.pass(costs.of_work(work).expect("a lane-only call"));
+        assert_eq!(advanced.lanes.to_map(), passed.lanes.to_map());
+        assert_eq!((advanced.last_end, advanced.latest), (passed.last_end, passed.latest));
+    };
+    both(&mut times, &Work::Call); // a lane first seen: it starts where the latest call ended
+    both(&mut times, &Work::ContextSwitch);
+    std::thread::scope(|s| {
+        s.spawn(|| both(&mut times, &Work::ContextSwitch));
+    });
+    times.iter_mut().for_each(|t| t.set_now(0));
+    both(&mut times, &Work::Call); // behind the latest call: the latest stays
+    assert_eq!(costs.of_work(&Work::Sync(0)), None);
+    let slow = Latencies { call_us: 2.5, ..m.clone() };
+    costs.set(&slow);
+    assert_eq!(costs.of_work(&Work::Call), Some(price(&slow, &Work::Call).time));
+}
