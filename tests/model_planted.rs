@@ -7,7 +7,7 @@
 use peerpool::driver::*;
 use peerpool::fault::FaultInjector;
 use peerpool::{CudaError, System};
-use peerpool_fixtures::model::{Caps, CheckConfig, Mix, OwnedPools, Target, check};
+use peerpool_fixtures::model::{Caps, Mix, OwnedPools, SequenceConfig, Target, run_sequences};
 use peerpool_sim::{SimDriver, Topology, catalog_topology};
 use peerpool_tests::SimProber;
 use std::collections::HashMap;
@@ -110,7 +110,7 @@ fn catch(bug: Bug, topology: Topology) -> peerpool_fixtures::model::Failure {
     // A fixed seed (PROPTEST_RNG_SEED overrides it): from a rare random start the shrinker stops
     // at six steps, unable to drop a pool created before the one a later step uses (steps name
     // pools by index), which CI once met. The bound is this seed's; the finding is every seed's.
-    let config = CheckConfig {
+    let config = SequenceConfig {
         cases: 1000,
         regressions: None,
         mix: Mix { sticky_faults: 0, ..Mix::default() },
@@ -130,7 +130,7 @@ fn catch(bug: Bug, topology: Topology) -> peerpool_fixtures::model::Failure {
             prober: Some(Arc::new(SimProber(sim))),
         })
     };
-    let failure = *check(caps, &config, make).expect_err("the planted bug must be caught");
+    let failure = *run_sequences(caps, &config, make).expect_err("the planted bug must be caught");
     println!("{bug:?} caught:\n{failure}");
     failure
 }

@@ -3,7 +3,9 @@
 //! the reference model. Failing sequences are shrunk and persisted in `tests/regressions/`.
 
 use libtest_mimic::{Arguments, Trial};
-use peerpool_fixtures::model::{Caps, CheckConfig, Mix, NegativeProber, OwnedPools, Target, check, take_coverage};
+use peerpool_fixtures::model::{
+    Caps, Mix, NegativeProber, OwnedPools, SequenceConfig, Target, run_sequences, take_coverage,
+};
 use peerpool_sim::{SimDriver, catalog};
 use peerpool_tests::{SimProber, regressions_file, sim_target};
 use std::sync::Arc;
@@ -25,7 +27,7 @@ fn main() -> std::process::ExitCode {
             Trial::test(format!("model::sim::{}", entry.stem()), move || {
                 let topology = entry.topology()?;
                 let caps = Arc::new(Caps::of_topology(&topology));
-                let config = CheckConfig {
+                let config = SequenceConfig {
                     cases: cases(topology.device_count()),
                     min_steps: 1,
                     max_steps: 50,
@@ -38,7 +40,7 @@ fn main() -> std::process::ExitCode {
                     sim_target(sim.clone(), Arc::new(OwnedPools), Some(Arc::new(SimProber(sim))))
                 };
                 take_coverage();
-                let ran = check(caps, &config, make).map_err(|f| f.to_string())?;
+                let ran = run_sequences(caps, &config, make).map_err(|f| f.to_string())?;
                 println!("{}: {ran} sequences passed; outcomes checked: {:?}", entry.stem(), take_coverage());
                 Ok(())
             })
@@ -56,7 +58,7 @@ fn reused_system() -> Result<(), libtest_mimic::Failed> {
     let injector = Arc::new(peerpool::fault::FaultInjector::new(sim.clone()));
     let system = peerpool::System::with_driver(injector.clone())?;
     system.set_probe_bytes(4096)?;
-    let config = CheckConfig {
+    let config = SequenceConfig {
         cases: 300,
         min_steps: 1,
         max_steps: 30,
@@ -66,7 +68,7 @@ fn reused_system() -> Result<(), libtest_mimic::Failed> {
     };
     let prober = || Some(Arc::new(SimProber(sim.clone())) as Arc<dyn NegativeProber>);
     let make = || Target::reset(&system, &injector, Arc::new(OwnedPools), prober());
-    let ran = check(Arc::new(Caps::of_topology(&topology)), &config, make).map_err(|f| f.to_string())?;
+    let ran = run_sequences(Arc::new(Caps::of_topology(&topology)), &config, make).map_err(|f| f.to_string())?;
     println!("reused system: {ran} sequences passed");
     Ok(())
 }

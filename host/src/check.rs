@@ -462,8 +462,8 @@ impl ReadyProbe {
 
     /// Readies the probe of `owner`'s memory read by `accessor`.
     pub fn prepare(system: &System, owner: usize, accessor: usize) -> crate::Result<ReadyProbe> {
-        let device = system.check_device(owner)?;
-        system.check_device(accessor)?;
+        let device = system.device_handle(owner)?;
+        system.device_handle(accessor)?;
         let driver = system.driver();
         system
             .within(accessor, || {

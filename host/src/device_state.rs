@@ -22,7 +22,7 @@ pub(crate) struct DeviceSlot {
     pub(crate) scratch: Mutex<()>,
     /// The verifier's probe pool, its grants and buffer on this device, made on the device's
     /// first verification and released when the system drops.
-    pub(crate) probe: Mutex<ProbeSlot>,
+    pub(crate) probe: Mutex<ScratchSlot>,
 }
 
 /// The module as loaded into one device's primary context. Kept until the system drops.
@@ -58,9 +58,9 @@ impl LoadedModule {
 }
 
 /// One device's probe: made on its first verification, kept until the system drops
-/// ([`ProbeSlot::release`]).
+/// ([`ScratchSlot::release`]).
 #[derive(Debug, Default)]
-pub(crate) struct ProbeSlot {
+pub(crate) struct ScratchSlot {
     /// The private pool.
     pub(crate) pool: Option<Pool>,
     /// Peers the pool grants read-write.
@@ -69,7 +69,7 @@ pub(crate) struct ProbeSlot {
     pub(crate) buffer: Option<(DevicePtr, u64)>,
 }
 
-impl ProbeSlot {
+impl ScratchSlot {
     /// Frees the buffer, revokes the grants and destroys the pool, every step attempted; the
     /// slot forgets each handle once the driver took it back, and the first failure is returned.
     ///

@@ -88,7 +88,7 @@ pub use context::CurrentContext;
 pub use driver::CudaCode;
 pub use driver::DevicePtr;
 pub use error::{CudaError, Error, Result};
-pub use grant::{Evidence, Grant, GrantError, PROBE_BYTES, PeerUpdate, Rejection, Revoke, VisibleReport};
+pub use grant::{Evidence, Grant, GrantError, PROBE_BYTES, PeerUpdate, Rejection, Revoke, VisibleGrants};
 pub use kernels::{KernelImage, Kernels, LoadPath, PatternComparison, ptx_image};
 pub use memory::{Allocation, DeviceSlice, Origin};
 pub use pool::{ForeignPool, IntoForeignPool, OwnedPool, PoolOptions, PoolRef};

@@ -177,7 +177,7 @@ fn destroy(system: &System, handle: Pool, owner: usize, destroyed: &mut bool) ->
 impl System {
     /// Creates a pinned device pool on `owner` (`cuMemPoolCreate`), in its primary context.
     pub fn create_pool(&self, owner: usize, options: PoolOptions) -> Result<OwnedPool> {
-        let device = self.check_device(owner)?;
+        let device = self.device_handle(owner)?;
         let props = PoolProps { device, handle_types: options.handle_types, max_size: options.max_size };
         // Owned inside the context: if restoring the caller's context fails, the drop destroys
         // the new pool rather than leak it.
@@ -202,7 +202,7 @@ impl System {
         if handle.0 == 0 {
             return Err(Error::InvalidArgument("null pool handle".into()));
         }
-        let ordinal = self.check_device(owner)?;
+        let ordinal = self.device_handle(owner)?;
         // SAFETY: `IntoForeignPool`'s contract: a live pool of this driver.
         let access = unsafe { self.driver().mem_pool_get_access(handle, ordinal) }?;
         if access != Access::ReadWrite {
@@ -215,14 +215,14 @@ impl System {
 
     /// The device's default pool (`cuDeviceGetDefaultMemPool`).
     pub fn default_pool(&self, device: usize) -> Result<PoolRef<'_>> {
-        let ordinal = self.check_device(device)?;
+        let ordinal = self.device_handle(device)?;
         let handle = self.driver().device_get_default_mem_pool(ordinal)?;
         Ok(PoolRef { handle, owner: device, _borrow: PhantomData })
     }
 
     /// The device's current pool (`cuDeviceGetMemPool`): the default unless one was set.
     pub fn current_pool(&self, device: usize) -> Result<PoolRef<'_>> {
-        let ordinal = self.check_device(device)?;
+        let ordinal = self.device_handle(device)?;
         let handle = self.driver().device_get_mem_pool(ordinal)?;
         Ok(PoolRef { handle, owner: device, _borrow: PhantomData })
     }
@@ -255,13 +255,13 @@ impl System {
             Err(e) => return Err(e.into()),
         };
         let owner = driver.pointer_get_attribute(ptr, PointerAttribute::DeviceOrdinal)? as usize;
-        self.check_device(owner)?;
+        self.device_handle(owner)?;
         Ok(Some(PoolRef { handle, owner, _borrow: PhantomData }))
     }
 
     /// A pool's access for one device (`cuMemPoolGetAccess`).
     pub fn pool_access(&self, pool: PoolRef<'_>, device: usize) -> Result<Access> {
-        let ordinal = self.check_device(device)?;
+        let ordinal = self.device_handle(device)?;
         // SAFETY: a `PoolRef` is live for its lifetime.
         Ok(unsafe { self.driver().mem_pool_get_access(pool.handle(), ordinal) }?)
     }

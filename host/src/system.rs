@@ -62,7 +62,7 @@ impl System {
     }
 
     /// `Ok(ordinal as i32)` when the device exists, [`Error::InvalidDevice`] otherwise.
-    pub fn check_device(&self, ordinal: usize) -> Result<i32> {
+    pub fn device_handle(&self, ordinal: usize) -> Result<i32> {
         if ordinal < self.device_count() {
             Ok(ordinal as i32)
         } else {
@@ -73,7 +73,7 @@ impl System {
     /// `ordinal`'s UUID as `nvidia-smi -L` and `CUDA_VISIBLE_DEVICES` write it: the same GPU
     /// has the same UUID in every process, whatever each one's numbering.
     pub fn uuid(&self, ordinal: usize) -> Result<String> {
-        let device = self.check_device(ordinal)?;
+        let device = self.device_handle(ordinal)?;
         Ok(crate::driver::uuid_text(&self.driver().device_get_uuid(device)?))
     }
 
@@ -91,7 +91,7 @@ impl System {
     /// Makes `ordinal`'s primary context current on this thread until the guard exits or
     /// drops, which restores whatever was current before (also on every error path).
     pub fn enter(&self, ordinal: usize) -> Result<CurrentContext<'_>> {
-        let device = self.check_device(ordinal)?;
+        let device = self.device_handle(ordinal)?;
         let context = self.primary_context(ordinal, device)?;
         // SAFETY: the primary context stays retained until this system drops, and the guard
         // borrows the system.

@@ -8,7 +8,7 @@
 use libtest_mimic::{Arguments, Trial};
 use peerpool::System;
 use peerpool::child::{
-    self, Call, ChildError, ChildOutcome, ChildReport, Finished, OUTPUT_LIMIT, ROLE_ENV, Role, Roles,
+    self, Call, ChildError, ChildOutcome, ChildResult, Finished, OUTPUT_LIMIT, ROLE_ENV, Role, Roles,
 };
 use peerpool_sim::SimDriver;
 use std::process::{Command, ExitCode};
@@ -121,18 +121,18 @@ fn the_timeout_bounds_the_call_and_kills_the_whole_group() {
 }
 
 fn a_report_line_after_bytes_that_are_not_utf8_is_found() {
-    let script = r#"printf '\377\376 not text\n\200\npeerpool-child-report: {"outcome":"cuda_error","call":"cuStreamSynchronize","code":"CUDA_ERROR_ILLEGAL_ADDRESS","sticky":true}\n'"#;
+    let script = r#"printf '\377\376 not text\n\200\npeerpool-child-result: {"outcome":"cuda_error","call":"cuStreamSynchronize","code":"CUDA_ERROR_ILLEGAL_ADDRESS","sticky":true}\n'"#;
     let outcome = child::run_reporting(sh(script), Duration::from_secs(10));
     assert_eq!(outcome.expect_cuda_error("CUDA_ERROR_ILLEGAL_ADDRESS", true), Ok(()), "{outcome:?}");
-    let line = ChildReport::Ok.line();
+    let line = ChildResult::Ok.line();
     let mut bytes = vec![0xFF, b'\n'];
     bytes.extend_from_slice(line.as_bytes());
-    assert_eq!(ChildReport::find(&bytes), Some(ChildReport::Ok));
+    assert_eq!(ChildResult::find(&bytes), Some(ChildResult::Ok));
 }
 
 fn a_child_without_a_report_says_how_it_ended() {
     let outcome = child::run_reporting(sh("echo first >&2; echo boom >&2; exit 3"), Duration::from_secs(10));
-    let ChildOutcome::NoReport { status, stderr } = outcome else { panic!("{outcome:?}") };
+    let ChildOutcome::NoResult { status, stderr } = outcome else { panic!("{outcome:?}") };
     assert!(status.contains('3'), "{status}");
     assert_eq!(stderr, "first\nboom");
     assert!(matches!(
@@ -156,7 +156,7 @@ fn a_driver_error_inside_each_layers_error_is_reported_as_one() {
     use peerpool::ipc::ShareError;
     use peerpool::{CudaCode, CudaError, Error, GrantError};
     let cuda = CudaError::new("cuStreamSynchronize", CudaCode::CUDA_ERROR_ILLEGAL_ADDRESS);
-    let expected = ChildReport::CudaError {
+    let expected = ChildResult::CudaError {
         call: "cuStreamSynchronize".into(),
         code: "CUDA_ERROR_ILLEGAL_ADDRESS".into(),
         sticky: true,
@@ -170,10 +170,10 @@ fn a_driver_error_inside_each_layers_error_is_reported_as_one() {
     ];
     for error in errors {
         let shown = error.to_string();
-        assert_eq!(ChildReport::from_result(Err(error)), expected, "{shown}");
+        assert_eq!(ChildResult::from_result(Err(error)), expected, "{shown}");
     }
-    let other = ChildReport::from_result(Err(Box::new(Error::InvalidArgument("no".into()))));
-    assert_eq!(other, ChildReport::Failed { message: "invalid argument: no".into() });
+    let other = ChildResult::from_result(Err(Box::new(Error::InvalidArgument("no".into()))));
+    assert_eq!(other, ChildResult::Failed { message: "invalid argument: no".into() });
 }
 
 fn sum(call: &Call) -> Result<(), ChildError> {
@@ -190,9 +190,9 @@ fn a_role_child_does_its_work_and_reports() {
         command.arg("a", a).arg("b", 3).arg("sum", sum);
         child::run_reporting(command.build().unwrap(), TIMEOUT)
     };
-    assert_eq!(run("2", "5"), ChildOutcome::Reported(ChildReport::Ok));
-    assert_eq!(run("2", "6"), ChildOutcome::Reported(ChildReport::Failed { message: "2 + 3 is not 6".into() }));
-    let ChildOutcome::Reported(ChildReport::Failed { message }) = run("two", "5") else { panic!("a failed report") };
+    assert_eq!(run("2", "5"), ChildOutcome::Returned(ChildResult::Ok));
+    assert_eq!(run("2", "6"), ChildOutcome::Returned(ChildResult::Failed { message: "2 + 3 is not 6".into() }));
+    let ChildOutcome::Returned(ChildResult::Failed { message }) = run("two", "5") else { panic!("a failed report") };
     assert!(message.contains("argument a=two"), "{message}");
     let mut rest = REST.command();
     rest.rest(["--list", "x=y"]);
@@ -256,7 +256,7 @@ fn a_role_is_not_inherited_not_even_by_a_launcher() {
         panic!("the launcher and its child end")
     };
     assert!(stdout.starts_with(b"launcher: unset\n"), "{}", String::from_utf8_lossy(&stdout));
-    assert_eq!(ChildReport::find(&stdout), Some(ChildReport::Ok));
+    assert_eq!(ChildResult::find(&stdout), Some(ChildResult::Ok));
 }
 
 fn pair(call: &Call) -> Result<(), ChildError> {

@@ -9,7 +9,7 @@
 
 use divan::Bencher;
 use divan::counter::ItemsCount;
-use peerpool_fixtures::model::{Caps, CheckConfig, Mix, OwnedPools, check};
+use peerpool_fixtures::model::{Caps, Mix, OwnedPools, SequenceConfig, run_sequences};
 use peerpool_sim::{SimDriver, Topology};
 use peerpool_tests::{SimProber, sim_target};
 use std::sync::Arc;
@@ -26,13 +26,19 @@ fn main() {
 fn run(cases: u32) {
     let topology = Topology::two_h200();
     let caps = Arc::new(Caps::of_topology(&topology));
-    let config =
-        CheckConfig { cases, min_steps: STEPS, max_steps: STEPS, mix: Mix::default(), regressions: None, seed: None };
+    let config = SequenceConfig {
+        cases,
+        min_steps: STEPS,
+        max_steps: STEPS,
+        mix: Mix::default(),
+        regressions: None,
+        seed: None,
+    };
     let make = || {
         let sim = Arc::new(SimDriver::new(topology.clone()));
         sim_target(sim.clone(), Arc::new(OwnedPools), Some(Arc::new(SimProber(sim))))
     };
-    let ran = check(caps, &config, make).expect("the model suite passes");
+    let ran = run_sequences(caps, &config, make).expect("the model suite passes");
     assert_eq!(ran, cases);
 }
 

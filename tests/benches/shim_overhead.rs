@@ -13,7 +13,7 @@
 use peerpool::driver::{CudaDriver, Driver};
 use peerpool::fault::FaultInjector;
 use peerpool::{Allocation, System};
-use peerpool_fixtures::model::{Caps, CheckConfig, Mix, NegativeProber, OwnedPools, Target, caps_of, check};
+use peerpool_fixtures::model::{Caps, Mix, NegativeProber, OwnedPools, SequenceConfig, Target, caps_of, run_sequences};
 use peerpool_sim::{SimDriver, Topology};
 
 use peerpool::child::{Finished, Role, Roles};
@@ -48,11 +48,11 @@ fn measure(driver: Arc<dyn Driver>, cases: u32) -> Result<f64, String> {
     let caps: Arc<Caps> = Arc::new(caps_of(&system.facts().map_err(|e| e.to_string())?));
     let mix = Mix { negative_probes: 0, sticky_faults: 0, ..Mix::default() };
     let config =
-        |cases| CheckConfig { cases, min_steps: STEPS, max_steps: STEPS, mix, regressions: None, seed: Some(SEED) };
+        |cases| SequenceConfig { cases, min_steps: STEPS, max_steps: STEPS, mix, regressions: None, seed: Some(SEED) };
     let make = || Target::reset(&system, &injector, Arc::new(OwnedPools), Some(Arc::new(NoProbes)));
-    check(caps.clone(), &config(cases / 10), make).map_err(|f| f.to_string())?;
+    run_sequences(caps.clone(), &config(cases / 10), make).map_err(|f| f.to_string())?;
     let start = Instant::now();
-    check(caps, &config(cases), make).map_err(|f| f.to_string())?;
+    run_sequences(caps, &config(cases), make).map_err(|f| f.to_string())?;
     Ok(start.elapsed().as_secs_f64())
 }
 

@@ -3,7 +3,7 @@
 use crate::exit;
 use indicatif::{ProgressBar, ProgressStyle};
 use peerpool::check::{self, Isolate, PairResult, PreparedProbe, ProbeChoice, ReadyProbe, STEPS};
-use peerpool::child::{self, Call, ChildError, ChildOutcome, ChildReport, Role, Running};
+use peerpool::child::{self, Call, ChildError, ChildOutcome, ChildResult, Role, Running};
 use peerpool::ipc::Channel;
 use peerpool::owned_dir::OwnedDir;
 use peerpool::report::{BuildRecord, HardwareRecord, Report, Status};
@@ -454,29 +454,29 @@ impl PreparedProbe for RealProbe<'_> {
             return Ok(());
         }
         match self.finish() {
-            (_, Some(ChildOutcome::Reported(_))) => Ok(()),
+            (_, Some(ChildOutcome::Returned(_))) => Ok(()),
             (Err(e), _) => Err(e),
             (Ok(_), _) => Err("it ended without its report".into()),
         }
     }
 }
 
-/// The probe's result from a report line the child sent.
+/// The probe's result from the result line the child sent.
 fn reported(bytes: &[u8]) -> ProbeResult {
-    match ChildReport::find(bytes) {
-        Some(report) => outcome_of(&ChildOutcome::Reported(report)),
-        None => Err(format!("the probe sent {} instead of its report", escaped(&String::from_utf8_lossy(bytes)))),
+    match ChildResult::find(bytes) {
+        Some(report) => outcome_of(&ChildOutcome::Returned(report)),
+        None => Err(format!("the probe sent {} instead of its result line", escaped(&String::from_utf8_lossy(bytes)))),
     }
 }
 
 /// The probe's result from how its child ended.
 fn outcome_of(outcome: &ChildOutcome) -> ProbeResult {
     match outcome {
-        ChildOutcome::Reported(ChildReport::Ok) => Ok(None),
-        ChildOutcome::Reported(ChildReport::CudaError { code, sticky, .. }) => Ok(Some((code.clone(), *sticky))),
-        ChildOutcome::Reported(ChildReport::Failed { message }) => Err(format!("the probe could not run: {message}")),
+        ChildOutcome::Returned(ChildResult::Ok) => Ok(None),
+        ChildOutcome::Returned(ChildResult::CudaError { code, sticky, .. }) => Ok(Some((code.clone(), *sticky))),
+        ChildOutcome::Returned(ChildResult::Failed { message }) => Err(format!("the probe could not run: {message}")),
         ChildOutcome::TimedOut { after } => Err(format!("the probe hung for {} s and was killed", after.as_secs())),
-        ChildOutcome::NoReport { status, stderr } => {
+        ChildOutcome::NoResult { status, stderr } => {
             Err(format!("the probe exited ({status}) without a result: {}", stderr.trim()))
         }
         ChildOutcome::SpawnFailed(e) => Err(format!("the probe could not start: {e}")),
@@ -486,7 +486,7 @@ fn outcome_of(outcome: &ChildOutcome) -> ProbeResult {
 /// The [`NEGATIVE_PROBE`] child: readies the probe on the real GPUs, says so on the channel
 /// its parent gave it (on its stdin; without one it reads at once), reads when told to, and
 /// sends its report before exiting (and, on the
-/// libcuda shim, prints its projected wall time); its result is the child's report. `owner`
+/// libcuda shim, prints its projected wall time); its result is the child's result line. `owner`
 /// and `accessor` are the parent's ordinals; a child that sees only the pair finds it by UUID
 /// ([`child::pair_here`]).
 pub fn negative_probe(call: &Call) -> Result<(), ChildError> {
@@ -516,7 +516,7 @@ pub fn negative_probe(call: &Call) -> Result<(), ChildError> {
     };
     // Sent before the exit, whose teardown of a faulted context the parent need not wait for.
     if let Some(channel) = &channel {
-        let report = ChildReport::from_result(match &result {
+        let report = ChildResult::from_result(match &result {
             Ok(()) => Ok(()),
             Err(e) => Err(clone_error(e.as_ref())),
         });
@@ -528,7 +528,7 @@ pub fn negative_probe(call: &Call) -> Result<(), ChildError> {
     result
 }
 
-/// A copy of `error` that keeps a driver error where [`ChildReport::from_result`] finds it.
+/// A copy of `error` that keeps a driver error where [`ChildResult::from_result`] finds it.
 fn clone_error(error: &(dyn std::error::Error + Send + Sync + 'static)) -> ChildError {
     match error.downcast_ref::<Error>() {
         Some(e) => Box::new(e.clone()),

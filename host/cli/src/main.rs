@@ -304,7 +304,7 @@ fn report(dir: Option<PathBuf>, json: Option<PathBuf>, markdown: Option<PathBuf>
     };
     let flagged: Vec<(&str, &std::path::Path)> =
         named.iter().zip(&targets).map(|((flag, ..), t)| (*flag, t.as_path())).collect();
-    if let Err(e) = outputs::check(&flagged) {
+    if let Err(e) = outputs::refuse_unwritable(&flagged) {
         return bad_input(&e);
     }
     let report = match Report::collect_in(&owned) {

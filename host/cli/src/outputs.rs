@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 /// link to one of those, or a name ending in `/` is not), and two outputs that name one file
 /// (which would overwrite one report with another). Each output comes with the option that
 /// names it.
-pub fn check(outputs: &[(&str, &Path)]) -> Result<(), String> {
+pub fn refuse_unwritable(outputs: &[(&str, &Path)]) -> Result<(), String> {
     for (flag, path) in outputs {
         peerpool::owned_dir::check_target(path).map_err(|e| format!("{flag}: {e}"))?;
     }

@@ -4,7 +4,7 @@
 mod support;
 
 use libtest_mimic::{Arguments, Trial};
-use peerpool::child::{ChildReport, ROLE_ENV};
+use peerpool::child::{ChildResult, ROLE_ENV};
 use peerpool::report::{BuildRecord, HardwareRecord, Plan, Status, TrialRecord};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Output};
@@ -330,8 +330,8 @@ fn no_report_directory_falls_back_to_a_shared_one() {
 fn the_negative_probe_child_prints_the_shared_report_line() {
     let output = peerpool_with(&["owner=0", "accessor=1"], &[(ROLE_ENV, "negative-probe")]);
     assert_eq!(code(&output), 0);
-    match ChildReport::find(&output.stdout) {
-        Some(ChildReport::Failed { message }) => assert!(message.contains("no CUDA driver"), "{message}"),
+    match ChildResult::find(&output.stdout) {
+        Some(ChildResult::Failed { message }) => assert!(message.contains("no CUDA driver"), "{message}"),
         other => panic!("expected a failed report, got {other:?}: {}", text(&output)),
     }
 }
@@ -353,8 +353,8 @@ fn a_malformed_probe_call_is_refused() {
     assert!(text(&output).contains("no such role (its roles: negative-probe, calibrate-child)"), "{}", text(&output));
     let output = peerpool_with(&["owner=zero", "accessor=1"], &[(ROLE_ENV, "negative-probe")]);
     assert_eq!(code(&output), 0, "{}", text(&output));
-    match ChildReport::find(&output.stdout) {
-        Some(ChildReport::Failed { message }) => assert!(message.contains("argument owner=zero"), "{message}"),
+    match ChildResult::find(&output.stdout) {
+        Some(ChildResult::Failed { message }) => assert!(message.contains("argument owner=zero"), "{message}"),
         other => panic!("expected a failed report, got {other:?}: {}", text(&output)),
     }
 }

@@ -16,7 +16,7 @@ mod pair;
 mod report;
 
 pub use costs::nvlink_line_rate;
-pub use report::{BenchReport, Curve, GrantPoint, PairBench, SkippedPair};
+pub use report::{BenchResults, Curve, GrantPoint, PairBench, SkippedPair};
 
 use crate::{CudaError, Error, GrantError, System};
 use clock::Stopwatch;
@@ -112,7 +112,7 @@ impl BenchError {
 
 /// Runs every measurement on every ordered pair whose GPUs reach each other both ways (the
 /// others are listed as skipped). Needs at least one such pair.
-pub fn run(system: &System, options: &BenchOptions) -> Result<BenchReport, BenchError> {
+pub fn run(system: &System, options: &BenchOptions) -> Result<BenchResults, BenchError> {
     if let Some(why) = options.refusal() {
         return Err(Error::InvalidArgument(format!("bench options: {why}")).into());
     }
@@ -143,7 +143,7 @@ pub fn run(system: &System, options: &BenchOptions) -> Result<BenchReport, Bench
         verify_once()?;
         verify.push(watch.seconds() * 1e3);
     }
-    let mut report = BenchReport {
+    let mut report = BenchResults {
         driver: system.driver().describe(),
         sizes: options.sizes.clone(),
         pairs,

@@ -8,7 +8,7 @@ use serde::Serialize;
 pub struct Curve {
     /// What moved the bytes, and which way.
     pub path: String,
-    /// GB/s per size, in the order of `BenchReport::sizes`.
+    /// GB/s per size, in the order of `BenchResults::sizes`.
     pub gbps: Vec<f64>,
 }
 
@@ -19,7 +19,7 @@ pub struct PairBench {
     pub owner: usize,
     /// The device that accesses it.
     pub accessor: usize,
-    /// Transfer sizes of this pair's curves, bytes (all of `BenchReport::sizes`, or its
+    /// Transfer sizes of this pair's curves, bytes (all of `BenchResults::sizes`, or its
     /// largest alone past `BenchOptions::curve_pairs`).
     pub sizes: Vec<u64>,
     /// Bandwidth curves.
@@ -58,7 +58,7 @@ pub struct GrantPoint {
 
 /// Everything `peerpool bench` measured.
 #[derive(Clone, Debug, Serialize)]
-pub struct BenchReport {
+pub struct BenchResults {
     /// The driver.
     pub driver: String,
     /// Transfer sizes, bytes.
@@ -87,7 +87,7 @@ pub struct BenchReport {
     pub ratios: Vec<(String, f64)>,
 }
 
-impl BenchReport {
+impl BenchResults {
     /// The `path` curve of `pair` at the largest size.
     fn at_max(pair: &PairBench, path: &str) -> Option<f64> {
         pair.curves.iter().find(|c| c.path.starts_with(path)).and_then(|c| c.gbps.last().copied())

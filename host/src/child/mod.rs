@@ -5,7 +5,7 @@
 //! - The runner ([`run`], [`spawn`], [`spawn_with_channel`]): the child in its own process
 //!   group, a timeout on the whole call, output captured as bytes up to [`OUTPUT_LIMIT`], the
 //!   group killed when the child exits or its time is up.
-//! - The report ([`ChildReport`]): the one line a child prints on how its work ended, found in
+//! - The result ([`ChildResult`]): the one line a child prints on how its work ended, found in
 //!   its raw output ([`run_reporting`], [`Running::wait_reporting`]), and the line with its
 //!   projected wall time on a simulated machine ([`wall_line`]).
 //! - Roles ([`Role`], [`Roles`]): what a binary does when it runs again as its own child,
@@ -36,13 +36,13 @@
 //! }
 //! ```
 
+mod outcome;
 mod pair;
-mod report;
 mod role;
 mod run;
 
+pub use outcome::{ChildError, ChildOutcome, ChildResult, ELAPSED_PREFIX, RESULT_PREFIX, find_wall, wall_line};
 pub use pair::{pair_here, pair_uuids, see_only_pair};
-pub use report::{ChildError, ChildOutcome, ChildReport, ELAPSED_PREFIX, REPORT_PREFIX, find_wall, wall_line};
 pub use role::{BAD_CALL, Call, PAIR_ARG, ROLE_ENV, Role, RoleCommand, Roles, build_dir, this_binary};
 pub use run::{
     Finished, OUTPUT_LIMIT, Running, inherited_channel, run, run_reporting, run_reporting_timed, spawn,

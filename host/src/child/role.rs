@@ -23,7 +23,7 @@
 //!
 //! [`see_only_pair`]: super::see_only_pair
 
-use super::report::{ChildError, ChildReport};
+use super::outcome::{ChildError, ChildResult};
 use std::ffi::{OsStr, OsString};
 use std::fmt::Display;
 use std::path::PathBuf;
@@ -302,7 +302,7 @@ type Work<'a> = Box<dyn FnOnce(&Call) -> Result<(), ChildError> + 'a>;
 type Main<'a> = Box<dyn FnOnce(&Call) -> ExitCode + 'a>;
 
 enum Body<'a> {
-    /// Prints the [`ChildReport`] line of its result and exits with status 0.
+    /// Prints the [`ChildResult`] line of its result and exits with status 0.
     Reporting(Work<'a>),
     /// Exits with the status it returns.
     Exiting(Main<'a>),
@@ -327,7 +327,7 @@ impl<'a> Roles<'a> {
         Roles::default()
     }
 
-    /// `role` does `work` and prints its [`ChildReport`] line (the parent reads it with
+    /// `role` does `work` and prints its [`ChildResult`] line (the parent reads it with
     /// [`run_reporting`](super::run_reporting) or [`wait_reporting`](super::Running::wait_reporting)),
     /// then exits with status 0: the parent judges the report. A panic in `work` ends the
     /// child without a report.
@@ -379,7 +379,7 @@ impl<'a> Roles<'a> {
         }
         match body {
             Body::Reporting(work) => {
-                println!("{}", ChildReport::from_result(work(&call)).line());
+                println!("{}", ChildResult::from_result(work(&call)).line());
                 Some(ExitCode::SUCCESS)
             }
             Body::Exiting(main) => Some(main(&call)),

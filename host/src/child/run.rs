@@ -6,7 +6,7 @@
 //! time is up for the child even while its parent is busy talking to it over a channel. Output
 //! is read as bytes into two bounded buffers, so a chatty child never blocks on a full pipe.
 
-use super::report::{ChildOutcome, find_wall, reported};
+use super::outcome::{ChildOutcome, find_wall, reported};
 use super::role::ROLE_ENV;
 use crate::ipc::{Channel, IpcError};
 use rustix::event::{PollFd, PollFlags, Timespec};
@@ -94,7 +94,7 @@ impl Running {
         self.watcher.join().unwrap_or_else(|_| Err(std::io::Error::other("the thread watching the child panicked")))
     }
 
-    /// [`Running::wait`] for a child that prints a [`ChildReport`](super::ChildReport) line:
+    /// [`Running::wait`] for a child that prints a [`ChildResult`](super::ChildResult) line:
     /// how it ended, with the projected wall time it printed on a simulated machine.
     pub fn wait_reporting(self) -> (ChildOutcome, Option<Duration>) {
         let timeout = self.timeout;
@@ -108,7 +108,7 @@ pub fn run(command: Command, timeout: Duration) -> std::io::Result<Finished> {
     spawn(command, timeout)?.wait()
 }
 
-/// Runs `command`, a child that prints a [`ChildReport`](super::ChildReport) line, for at
+/// Runs `command`, a child that prints a [`ChildResult`](super::ChildResult) line, for at
 /// most `timeout`.
 pub fn run_reporting(command: Command, timeout: Duration) -> ChildOutcome {
     run_reporting_timed(command, timeout).0

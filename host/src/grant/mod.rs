@@ -24,7 +24,7 @@ mod verify;
 
 pub use crate::evidence::{Evidence, PROBE_BYTES};
 pub use outcome::{Direction, Grant, GrantError, Method, Rejection, Revoke, Stage};
-pub use peers::{PeerUpdate, VisibleReport};
+pub use peers::{PeerUpdate, VisibleGrants};
 
 use crate::driver::codes::CudaCode;
 use crate::driver::{Access, AccessDesc};

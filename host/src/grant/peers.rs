@@ -26,14 +26,14 @@ pub struct PeerUpdate {
 
 /// What [`System::grant_all_visible`] did for each peer.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct VisibleReport {
+pub struct VisibleGrants {
     /// The pool's owner.
     pub owner: usize,
     /// One entry per other visible device, by ordinal: the grant's own result.
     pub results: Vec<(usize, Result<Grant, GrantError>)>,
 }
 
-impl VisibleReport {
+impl VisibleGrants {
     /// Devices that have read-write access now (granted here or before).
     pub fn granted(&self) -> Vec<usize> {
         self.results
@@ -109,7 +109,7 @@ impl System {
     /// only `pool`: the owner's default or current pool and other pools are not touched (the
     /// helper it replaces also changed the owner's current pool). A peer whose verification
     /// failed gets that error and no grant.
-    pub fn grant_all_visible(&self, pool: PoolRef<'_>) -> Result<VisibleReport, GrantError> {
+    pub fn grant_all_visible(&self, pool: PoolRef<'_>) -> Result<VisibleGrants, GrantError> {
         let owner = pool.owner();
         if owner >= self.device_count() {
             return Err(GrantError::InvalidDevice { ordinal: owner, count: self.device_count() });
@@ -160,6 +160,6 @@ impl System {
                 None => (d, self.grant(pool, d)),
             })
             .collect();
-        Ok(VisibleReport { owner, results })
+        Ok(VisibleGrants { owner, results })
     }
 }

@@ -26,7 +26,7 @@
 //! host), and a later failure is not excluded.
 
 use super::outcome::{Direction, GrantError, Method, Rejection, Stage};
-use crate::device_state::ProbeSlot;
+use crate::device_state::ScratchSlot;
 use crate::driver::{Access, AccessDesc, DevicePtr, HandleKinds, PoolProps, Stream};
 use crate::error::Error;
 use crate::evidence::Evidence;
@@ -85,7 +85,7 @@ impl System {
     pub fn verify_pair(&self, owner: usize, accessor: usize) -> Result<Evidence, GrantError> {
         let at = |e: Error| GrantError::at(Stage::Verify, e);
         for ordinal in [owner, accessor] {
-            self.check_device(ordinal).map_err(at)?;
+            self.device_handle(ordinal).map_err(at)?;
         }
         if owner == accessor {
             return Err(at(Error::InvalidArgument(format!("gpu{owner} cannot be verified against itself"))));
@@ -169,7 +169,7 @@ impl System {
 
     /// Both devices' probe slots, locked in ordinal order (so two verifications sharing a
     /// device wait for each other rather than deadlock).
-    fn lock_probes(&self, owner: usize, accessor: usize) -> (MutexGuard<'_, ProbeSlot>, MutexGuard<'_, ProbeSlot>) {
+    fn lock_probes(&self, owner: usize, accessor: usize) -> (MutexGuard<'_, ScratchSlot>, MutexGuard<'_, ScratchSlot>) {
         let lock = |d: usize| self.inner.devices[d].probe.lock().unwrap_or_else(|e| e.into_inner());
         if owner < accessor {
             let first = lock(owner);
@@ -185,9 +185,9 @@ impl System {
     /// the current probe size (after the grants: the driver maps new memory into every peer
     /// granted then). Returns the buffer. Every handle made is put in the slot at once, so a
     /// later failure leaves nothing the system's drop would not release.
-    fn ready_probe(&self, device: usize, slot: &mut ProbeSlot, peers: &[usize]) -> Result<(DevicePtr, u64), Error> {
+    fn ready_probe(&self, device: usize, slot: &mut ScratchSlot, peers: &[usize]) -> Result<(DevicePtr, u64), Error> {
         let driver = self.driver();
-        let ordinal = self.check_device(device)?;
+        let ordinal = self.device_handle(device)?;
         let pool = match slot.pool {
             Some(pool) => pool,
             None => self.within(device, || {

@@ -213,7 +213,7 @@ impl System {
             .ordinal_of_uuid(&uuid)?
             .ok_or(ShareError::DeviceNotVisible { exporter_ordinal: offer.device, uuid })?;
         for &peer in peers {
-            self.check_device(peer)?;
+            self.device_handle(peer)?;
         }
         let handle = match (message.fds.first(), &offer.fabric) {
             (Some(fd), _) => Some(ExportedHandleRef::Fd(fd.as_fd())),

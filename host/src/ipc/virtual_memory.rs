@@ -135,7 +135,7 @@ pub(crate) unsafe fn release(system: &System, handle: MemHandle) -> Result<()> {
 
 /// The allocation granularity for `handle_types` memory on `device`.
 pub(crate) fn granularity(system: &System, device: usize, handle_types: HandleKinds) -> Result<usize> {
-    let props = AllocationProps { device: system.check_device(device)?, handle_types };
+    let props = AllocationProps { device: system.device_handle(device)?, handle_types };
     let bytes = system.driver().mem_get_allocation_granularity(&props, Granularity::Minimum)?;
     if bytes == 0 {
         return Err(Error::InvalidArgument("the driver reports a granularity of 0".into()));
