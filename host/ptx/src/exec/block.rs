@@ -3,6 +3,7 @@
 //! counts (by default every thread that has not exited) have arrived, and a warp's lanes meet
 //! as `warp.rs` says.
 
+use super::fast::Code;
 use super::thread::{Shared, State, ThreadState};
 use super::{Launch, Memory, Thread, Trap, TrapKind, warp};
 use crate::ir::{BarRedOp, Function};
@@ -10,6 +11,7 @@ use crate::ir::{BarRedOp, Function};
 /// Runs block `index` of the launch; the instructions it ran.
 pub(super) fn run(
     kernel: &Function,
+    code: &Code,
     launch: &Launch<'_>,
     index: [u32; 3],
     memory: &mut dyn Memory,
@@ -21,7 +23,7 @@ pub(super) fn run(
         for y in 0..by {
             for x in 0..bx {
                 let linear = x + bx * (y + by * z);
-                threads.push(ThreadState::new(kernel, Thread { block: index, thread: [x, y, z] }, linear));
+                threads.push(ThreadState::new(kernel, code, Thread { block: index, thread: [x, y, z] }, linear));
             }
         }
     }
@@ -30,7 +32,7 @@ pub(super) fn run(
     let mut ran = 0;
     loop {
         for t in threads.iter_mut().filter(|t| t.state == State::Running) {
-            ran += t.run(kernel, &mut shared, budget)?;
+            ran += t.run(kernel, code, &mut shared, budget)?;
         }
         let live = threads.iter().filter(|t| t.state != State::Exited).count() as u32;
         if live == 0 {
@@ -38,17 +40,25 @@ pub(super) fn run(
         }
         // Every live thread waits: complete the warp meetings and release each barrier whose
         // count is met.
-        let mut released = warp::release(kernel, &mut threads, &shared)?;
-        for id in 0..16u32 {
-            let waiting: Vec<usize> = (0..threads.len())
-                .filter(|&i| matches!(threads[i].state, State::Waiting { id: w, .. } if w == id))
-                .collect();
+        let in_warp = threads.iter().any(|t| t.state == State::Warp);
+        let mut released = in_warp && warp::release(kernel, &mut threads, &shared)?;
+        // The barriers some thread waits at.
+        let barriers = threads.iter().fold(0u16, |m, t| match t.state {
+            State::Waiting { id, .. } => m | 1 << id,
+            _ => m,
+        });
+        let mut waiting = Vec::new();
+        for id in (0..16u32).filter(|id| barriers & 1 << id != 0) {
+            waiting.clear();
+            waiting.extend(
+                (0..threads.len()).filter(|&i| matches!(threads[i].state, State::Waiting { id: w, .. } if w == id)),
+            );
             let Some(&first) = waiting.first() else { continue };
             let State::Waiting { count, .. } = threads[first].state else { continue };
             let needed = if count == 0 { live } else { count };
             if waiting.len() as u32 + shared.arrived[id as usize] >= needed {
                 reduce(&mut threads, &waiting);
-                for i in waiting {
+                for &i in &waiting {
                     threads[i].state = State::Running;
                 }
                 shared.arrived[id as usize] = 0;

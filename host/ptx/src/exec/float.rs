@@ -90,6 +90,25 @@ pub(crate) fn binary(op: BinOp, wide: bool, fm: FloatMode, a: u64, b: u64) -> u6
     finish(r, wide, fm)
 }
 
+/// The operations [`near`] computes.
+#[derive(Clone, Copy)]
+pub(crate) enum Near {
+    Add,
+    Sub,
+    Mul,
+}
+
+/// [`binary`]'s `add`, `sub` and `mul` to nearest without `.ftz` or `.sat`.
+#[inline(always)]
+pub(crate) fn near(wide: bool, a: u64, b: u64, op: Near) -> u64 {
+    let r = match op {
+        Near::Add => native(wide, a, b, |x, y| x + y, |x, y| x + y),
+        Near::Sub => native(wide, a, b, |x, y| x - y, |x, y| x - y),
+        Near::Mul => native(wide, a, b, |x, y| x * y, |x, y| x * y),
+    };
+    finish(r, wide, FloatMode::default())
+}
+
 fn sign(wide: bool) -> u64 {
     if wide { 1 << 63 } else { 1 << 31 }
 }

@@ -2,7 +2,9 @@
 //! runs its next instruction.
 
 use super::arith;
-use super::{Fault, LOCAL_WINDOW, Launch, Memory, SHARED_WINDOW, Thread, Trap, TrapKind};
+use super::fast::{Code, Fast, Opnd};
+use super::pure::{self, Stop};
+use super::{Fault, LOCAL_WINDOW, Launch, Memory, SHARED_WINDOW, Thread, Trap, TrapKind, copy};
 use crate::ir::{Address, AtomOp, BarRed, Call, Function, Op, Place, Space, Special, Src, Ty};
 
 /// Where a thread is.
@@ -38,9 +40,12 @@ pub(super) struct ThreadState {
     pub(super) who: Thread,
     /// The thread's index in its block, x fastest.
     pub(super) linear: u32,
-    /// Every frame's registers, the current frame's from `base` on.
+    /// Every frame's registers, the current frame's from `base` on, each frame's just after a
+    /// copy of the launch's pool of constants ([`Code::constants`]).
     regs: Vec<u64>,
     base: usize,
+    /// How many constants the pool holds.
+    pool: usize,
     pub(super) pc: u32,
     pub(super) state: State,
     /// A `bar.red` this thread waits in: what it reduces and the predicate it brings.
@@ -63,12 +68,17 @@ pub(super) struct Shared<'a, 'm> {
 }
 
 impl ThreadState {
-    pub(super) fn new(kernel: &Function, who: Thread, linear: u32) -> ThreadState {
+    pub(super) fn new(kernel: &Function, code: &Code, who: Thread, linear: u32) -> ThreadState {
+        let pool = code.constants.len();
+        let mut regs = Vec::with_capacity(pool + kernel.registers as usize);
+        regs.extend_from_slice(&code.constants);
+        regs.resize(pool + kernel.registers as usize, 0);
         ThreadState {
             who,
             linear,
-            regs: vec![0; kernel.registers as usize],
-            base: 0,
+            regs,
+            base: pool,
+            pool,
             pc: 0,
             state: State::Running,
             red: None,
@@ -125,28 +135,75 @@ impl ThreadState {
     }
 
     /// Runs instructions until the thread waits, exits, or traps.
-    pub(super) fn run(&mut self, kernel: &Function, sh: &mut Shared<'_, '_>, budget: &mut u64) -> Result<u64, Trap> {
-        let mut done = 0;
-        while self.state == State::Running {
-            let Some(inst) = kernel.body.get(self.pc as usize) else {
-                self.state = State::Exited; // running off the end is an exit
-                break;
-            };
-            if *budget == 0 {
-                return Err(self.trap(TrapKind::TooLong, inst.line, 0));
+    pub(super) fn run(
+        &mut self,
+        kernel: &Function,
+        code: &Code,
+        sh: &mut Shared<'_, '_>,
+        budget: &mut u64,
+    ) -> Result<u64, Trap> {
+        let (start, clock) = (*budget, sh.clock);
+        let mut left = start;
+        let result = self.steps(kernel, code, sh, &mut left, clock);
+        *budget = left;
+        sh.clock = clock + (start - left);
+        result.map(|()| start - left)
+    }
+
+    /// The loop of [`ThreadState::run`]: `left` counts the budget down, and `sh.clock` is
+    /// brought up to date (from `clock`, what it was at the start) only where an instruction may
+    /// read it.
+    fn steps(
+        &mut self,
+        kernel: &Function,
+        code: &Code,
+        sh: &mut Shared<'_, '_>,
+        left: &mut u64,
+        clock: u64,
+    ) -> Result<(), Trap> {
+        let start = *left;
+        loop {
+            match pure::run(&mut self.regs, self.base, &code.steps, &mut self.pc, left) {
+                Stop::End => {
+                    self.state = State::Exited; // running off the end is an exit
+                    return Ok(());
+                }
+                Stop::Budget => return Err(self.trap(TrapKind::TooLong, kernel.body[self.pc as usize].line, 0)),
+                Stop::Thread => {}
             }
-            *budget -= 1;
-            done += 1;
-            sh.clock += 1;
+            // An instruction that needs the thread; its guard holds.
+            let pc = self.pc as usize;
+            *left -= 1;
             self.pc += 1;
-            if let Some((p, negated)) = inst.guard
-                && (self.regs[self.base + p as usize] & 1 != 0) == negated
-            {
-                continue;
+            let line = kernel.body[pc].line;
+            match code.steps[pc].op {
+                Fast::Ld { d, at, offset, space, ty } => {
+                    let addr = self.get(at).wrapping_add(offset as u64);
+                    let mut buf = [0u8; 8];
+                    self.read(space, addr, &mut buf[..ty.bytes()], line, sh)?;
+                    let raw = u64::from_le_bytes(buf);
+                    // A narrow signed load sign-extends into its register.
+                    self.set(d, if ty.signed() { arith::extend(ty, raw) as u64 } else { raw });
+                }
+                Fast::St { s, at, offset, space, ty } => {
+                    let addr = self.get(at).wrapping_add(offset as u64);
+                    let bytes = self.get(s).to_le_bytes();
+                    self.write(space, addr, &bytes[..ty.bytes()], line, sh)?;
+                }
+                _ => {
+                    sh.clock = clock + (start - *left);
+                    self.step(kernel, &kernel.body[pc].op, line, sh)?;
+                    if self.state != State::Running {
+                        return Ok(());
+                    }
+                }
             }
-            self.step(kernel, &inst.op, inst.line, sh)?;
         }
-        Ok(done)
+    }
+
+    /// A compiled operand: a register of the frame or (negative) a constant below it.
+    fn get(&self, o: Opnd) -> u64 {
+        self.regs[self.base.wrapping_add_signed(o as isize)]
     }
 
     pub(super) fn set(&mut self, r: u32, v: u64) {
@@ -278,11 +335,12 @@ impl ThreadState {
     /// arguments copied in.
     fn call(&mut self, call: &Call, line: u32) -> Result<(), Trap> {
         // Frames start 16-aligned, as their parameters and locals are laid out from there.
-        let (base, local_base) = (self.regs.len(), self.local.len().next_multiple_of(16));
+        let (base, local_base) = (self.regs.len() + self.pool, self.local.len().next_multiple_of(16));
         let local_end = local_base + call.local_bytes as usize;
         if self.frames.len() >= MAX_CALL_DEPTH || local_end > MAX_LOCAL_BYTES {
             return Err(self.trap(TrapKind::StackOverflow, line, 0));
         }
+        self.regs.extend_from_within(..self.pool);
         self.regs.resize(base + call.registers as usize, 0);
         self.local.resize(local_end, 0);
         for &(from, to, n) in &call.args {
@@ -304,7 +362,7 @@ impl ThreadState {
                 self.copy(self.local_base + from as usize, frame.local_base + to as usize, n as usize, line)?;
             }
         }
-        self.regs.truncate(self.base);
+        self.regs.truncate(self.base - self.pool);
         self.local.truncate(self.local_base);
         (self.base, self.local_base, self.pc) = (frame.base, frame.local_base, frame.ret_pc);
         Ok(())
@@ -356,12 +414,12 @@ impl ThreadState {
         match space {
             Space::Param => {
                 let bytes = usize::try_from(at).ok().and_then(|a| sh.launch.params.get(a..a.checked_add(out.len())?));
-                out.copy_from_slice(bytes.ok_or(self.trap(TrapKind::Fault(Fault::Illegal), line, addr))?);
+                copy(out, bytes.ok_or(self.trap(TrapKind::Fault(Fault::Illegal), line, addr))?);
                 Ok(())
             }
             Space::Shared | Space::Local => {
                 let trap = self.trap(TrapKind::Fault(Fault::Illegal), line, addr);
-                out.copy_from_slice(self.own(space, at, out.len(), sh).ok_or(trap)?);
+                copy(out, self.own(space, at, out.len(), sh).ok_or(trap)?);
                 Ok(())
             }
             _ => sh.memory.read(space, at, out, who).map_err(|f| self.trap(TrapKind::Fault(f), line, addr)),
@@ -377,7 +435,7 @@ impl ThreadState {
         match space {
             Space::Shared | Space::Local => {
                 let trap = self.trap(TrapKind::Fault(Fault::Illegal), line, addr);
-                self.own(space, at, data.len(), sh).ok_or(trap)?.copy_from_slice(data);
+                copy(self.own(space, at, data.len(), sh).ok_or(trap)?, data);
                 Ok(())
             }
             Space::Global => sh.memory.write(at, data, who).map_err(|f| self.trap(TrapKind::Fault(f), line, addr)),

@@ -1,0 +1,342 @@
+//! A kernel's body compiled once a launch into [`Fast`] instructions, one for each of the body's,
+//! so that the common ones run without decoding operands: every operand an index relative to
+//! the frame's registers, where immediates and addresses known for the whole launch sit in a
+//! pool of constants just below each frame's registers (negative indices), widths resolved to
+//! shifts. Anything else is [`Fast::Slow`] and runs as decoded ([`crate::ir::Op`]), so the two
+//! paths compute the same thing by construction.
+
+use std::collections::HashMap;
+
+use super::{LOCAL_WINDOW, Launch, SHARED_WINDOW};
+use crate::ir::{BinOp, Cmp, FloatMode, Function, Op, Place, Space, Src, TerOp, Ty};
+
+/// A register, or (negative) a constant of the pool, relative to the frame's base.
+pub(super) type Opnd = i32;
+
+/// One compiled instruction. `sh` is 64 minus the type's width in bits (63 for a predicate):
+/// `u64::MAX >> sh` masks a result to the type.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Fast {
+    /// Run the decoded instruction.
+    Slow,
+    Mov {
+        d: u32,
+        a: Opnd,
+        sh: u8,
+    },
+    Add {
+        d: u32,
+        a: Opnd,
+        b: Opnd,
+        sh: u8,
+    },
+    Sub {
+        d: u32,
+        a: Opnd,
+        b: Opnd,
+        sh: u8,
+    },
+    Mul {
+        d: u32,
+        a: Opnd,
+        b: Opnd,
+        sh: u8,
+    },
+    And {
+        d: u32,
+        a: Opnd,
+        b: Opnd,
+        sh: u8,
+    },
+    Or {
+        d: u32,
+        a: Opnd,
+        b: Opnd,
+        sh: u8,
+    },
+    Xor {
+        d: u32,
+        a: Opnd,
+        b: Opnd,
+        sh: u8,
+    },
+    Shl {
+        d: u32,
+        a: Opnd,
+        b: Opnd,
+        sh: u8,
+    },
+    /// Unsigned (logical) right shift.
+    Shr {
+        d: u32,
+        a: Opnd,
+        b: Opnd,
+        sh: u8,
+    },
+    /// Signed (arithmetic) right shift.
+    Sar {
+        d: u32,
+        a: Opnd,
+        b: Opnd,
+        sh: u8,
+    },
+    Mad {
+        d: u32,
+        a: Opnd,
+        b: Opnd,
+        c: Opnd,
+        sh: u8,
+    },
+    /// An integer `setp`: `table` holds the result for greater (bit 0), less (bit 1) and equal
+    /// (bit 2).
+    Setp {
+        d: u32,
+        a: Opnd,
+        b: Opnd,
+        sh: u8,
+        signed: bool,
+        table: u8,
+    },
+    Selp {
+        d: u32,
+        a: Opnd,
+        b: Opnd,
+        p: Opnd,
+        sh: u8,
+    },
+    /// Integer to integer `cvt` without saturation: extended from `from` bits, masked to `to`.
+    Cvt {
+        d: u32,
+        a: Opnd,
+        from: u8,
+        signed: bool,
+        to: u8,
+    },
+    /// Float `add`/`sub`/`mul`/`fma` to nearest without `.ftz` or `.sat` (`wide`: f64).
+    FAdd {
+        d: u32,
+        a: Opnd,
+        b: Opnd,
+        wide: bool,
+    },
+    FSub {
+        d: u32,
+        a: Opnd,
+        b: Opnd,
+        wide: bool,
+    },
+    FMul {
+        d: u32,
+        a: Opnd,
+        b: Opnd,
+        wide: bool,
+    },
+    FFma {
+        d: u32,
+        a: Opnd,
+        b: Opnd,
+        c: Opnd,
+        wide: bool,
+    },
+    FSetp {
+        d: u32,
+        a: Opnd,
+        b: Opnd,
+        cmp: Cmp,
+        ty: Ty,
+        ftz: bool,
+    },
+    /// A load of one register.
+    Ld {
+        d: u32,
+        at: Opnd,
+        offset: i64,
+        space: Space,
+        ty: Ty,
+    },
+    /// A store of one value.
+    St {
+        s: Opnd,
+        at: Opnd,
+        offset: i64,
+        space: Space,
+        ty: Ty,
+    },
+    Bra {
+        target: u32,
+    },
+}
+
+/// One instruction: its guard and what it does.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Step {
+    pub(super) guard: Option<(u32, bool)>,
+    pub(super) op: Fast,
+}
+
+/// A body compiled for one launch.
+pub(super) struct Code {
+    pub(super) steps: Vec<Step>,
+    /// The pool that sits below every frame's registers.
+    pub(super) constants: Vec<u64>,
+}
+
+impl Code {
+    pub(super) fn new(kernel: &Function, launch: &Launch<'_>) -> Code {
+        let mut pool = Pool::default();
+        let mut steps: Vec<Step> = (kernel.body.iter())
+            .map(|inst| Step { guard: inst.guard, op: compile(&inst.op, launch, &mut pool).unwrap_or(Fast::Slow) })
+            .collect();
+        let n = pool.values.len() as i32;
+        for step in &mut steps {
+            step.op = relocate(step.op, n);
+        }
+        Code { steps, constants: pool.values }
+    }
+}
+
+/// Constants of the pool, numbered `-1 - k` until [`relocate`] places them.
+#[derive(Default)]
+struct Pool {
+    values: Vec<u64>,
+    index: HashMap<u64, usize>,
+}
+
+impl Pool {
+    fn constant(&mut self, v: u64) -> Opnd {
+        let k = *self.index.entry(v).or_insert_with(|| {
+            self.values.push(v);
+            self.values.len() - 1
+        });
+        -1 - k as i32
+    }
+
+    /// The operand a source is, if it needs nothing of the thread but its registers.
+    fn src(&mut self, s: Src, launch: &Launch<'_>) -> Option<Opnd> {
+        match s {
+            Src::Reg(r) => i32::try_from(r).ok(),
+            Src::Imm(v) => Some(self.constant(v)),
+            Src::Addr(Place::Module(i)) => Some(self.constant(launch.variables.get(i as usize).copied().unwrap_or(0))),
+            Src::Addr(Place::Param(at) | Place::Shared(at)) => Some(self.constant(at as u64)),
+            Src::Addr(Place::Local(_)) | Src::Special(_) => None,
+        }
+    }
+}
+
+/// Constant `-1 - k` becomes `k - n`: the pool's `n` values lie just below the frame.
+fn relocate(op: Fast, n: i32) -> Fast {
+    let f = |o: Opnd| if o < 0 { -1 - o - n } else { o };
+    use Fast::*;
+    match op {
+        Slow => Slow,
+        Mov { d, a, sh } => Mov { d, a: f(a), sh },
+        Add { d, a, b, sh } => Add { d, a: f(a), b: f(b), sh },
+        Sub { d, a, b, sh } => Sub { d, a: f(a), b: f(b), sh },
+        Mul { d, a, b, sh } => Mul { d, a: f(a), b: f(b), sh },
+        And { d, a, b, sh } => And { d, a: f(a), b: f(b), sh },
+        Or { d, a, b, sh } => Or { d, a: f(a), b: f(b), sh },
+        Xor { d, a, b, sh } => Xor { d, a: f(a), b: f(b), sh },
+        Shl { d, a, b, sh } => Shl { d, a: f(a), b: f(b), sh },
+        Shr { d, a, b, sh } => Shr { d, a: f(a), b: f(b), sh },
+        Sar { d, a, b, sh } => Sar { d, a: f(a), b: f(b), sh },
+        Mad { d, a, b, c, sh } => Mad { d, a: f(a), b: f(b), c: f(c), sh },
+        Setp { d, a, b, sh, signed, table } => Setp { d, a: f(a), b: f(b), sh, signed, table },
+        Selp { d, a, b, p, sh } => Selp { d, a: f(a), b: f(b), p: f(p), sh },
+        Cvt { d, a, from, signed, to } => Cvt { d, a: f(a), from, signed, to },
+        FAdd { d, a, b, wide } => FAdd { d, a: f(a), b: f(b), wide },
+        FSub { d, a, b, wide } => FSub { d, a: f(a), b: f(b), wide },
+        FMul { d, a, b, wide } => FMul { d, a: f(a), b: f(b), wide },
+        FFma { d, a, b, c, wide } => FFma { d, a: f(a), b: f(b), c: f(c), wide },
+        FSetp { d, a, b, cmp, ty, ftz } => FSetp { d, a: f(a), b: f(b), cmp, ty, ftz },
+        Ld { d, at, offset, space, ty } => Ld { d, at: f(at), offset, space, ty },
+        St { s, at, offset, space, ty } => St { s: f(s), at: f(at), offset, space, ty },
+        Bra { target } => Bra { target },
+    }
+}
+
+/// The truth table of an integer comparison over (greater, less, equal).
+fn table(cmp: Cmp) -> u8 {
+    match cmp {
+        Cmp::Eq | Cmp::Equ => 0b100,
+        Cmp::Ne | Cmp::Neu => 0b011,
+        Cmp::Lt | Cmp::Ltu => 0b010,
+        Cmp::Le | Cmp::Leu => 0b110,
+        Cmp::Gt | Cmp::Gtu => 0b001,
+        Cmp::Ge | Cmp::Geu => 0b101,
+        Cmp::Num => 0b111,
+        Cmp::Nan => 0b000,
+    }
+}
+
+/// The fast form of `op`, if it has one.
+fn compile(op: &Op, launch: &Launch<'_>, pool: &mut Pool) -> Option<Fast> {
+    let mut src = |s: Src| pool.src(s, launch);
+    let sh = |ty: Ty| (64 - ty.bits()) as u8;
+    let d32 = |r: u32| i32::try_from(r).ok().map(|_| r);
+    Some(match *op {
+        Op::Mov { ty, d, a } => Fast::Mov { d: d32(d)?, a: src(a)?, sh: sh(ty) },
+        Op::Binary { op, ty, fm, d, a, b } if ty.float() => {
+            if fm != FloatMode::default() {
+                return None;
+            }
+            let (d, a, b, wide) = (d32(d)?, src(a)?, src(b)?, ty == Ty::F64);
+            match op {
+                BinOp::Add => Fast::FAdd { d, a, b, wide },
+                BinOp::Sub => Fast::FSub { d, a, b, wide },
+                BinOp::MulLo => Fast::FMul { d, a, b, wide },
+                _ => return None,
+            }
+        }
+        Op::Binary { op, ty, d, a, b, .. } => {
+            let (d, a, b, sh) = (d32(d)?, src(a)?, src(b)?, sh(ty));
+            match op {
+                BinOp::Add => Fast::Add { d, a, b, sh },
+                BinOp::Sub => Fast::Sub { d, a, b, sh },
+                BinOp::MulLo => Fast::Mul { d, a, b, sh },
+                BinOp::And => Fast::And { d, a, b, sh },
+                BinOp::Or => Fast::Or { d, a, b, sh },
+                BinOp::Xor => Fast::Xor { d, a, b, sh },
+                BinOp::Shl => Fast::Shl { d, a, b, sh },
+                BinOp::Shr if ty.signed() => Fast::Sar { d, a, b, sh },
+                BinOp::Shr => Fast::Shr { d, a, b, sh },
+                _ => return None,
+            }
+        }
+        Op::Ternary { op: TerOp::MadLo, ty, d, a, b, c, .. } if !ty.float() => {
+            Fast::Mad { d: d32(d)?, a: src(a)?, b: src(b)?, c: src(c)?, sh: sh(ty) }
+        }
+        Op::Ternary { op: TerOp::Fma, ty, fm, d, a, b, c } if fm == FloatMode::default() => {
+            Fast::FFma { d: d32(d)?, a: src(a)?, b: src(b)?, c: src(c)?, wide: ty == Ty::F64 }
+        }
+        Op::Setp { cmp, ty, ftz, d, d2: None, a, b, with: None } => match ty.float() {
+            true => Fast::FSetp { d: d32(d)?, a: src(a)?, b: src(b)?, cmp, ty, ftz },
+            false => {
+                Fast::Setp { d: d32(d)?, a: src(a)?, b: src(b)?, sh: sh(ty), signed: ty.signed(), table: table(cmp) }
+            }
+        },
+        Op::Selp { ty, d, a, b, p } => Fast::Selp { d: d32(d)?, a: src(a)?, b: src(b)?, p: src(p)?, sh: sh(ty) },
+        Op::Cvt { to, from, sat: false, d, a, .. } if !to.float() && !from.float() => {
+            Fast::Cvt { d: d32(d)?, a: src(a)?, from: sh(from), signed: from.signed(), to: sh(to) }
+        }
+        Op::Cvta { to, space, d, a } => {
+            let window = match space {
+                Space::Shared => SHARED_WINDOW,
+                Space::Local => LOCAL_WINDOW,
+                _ => 0,
+            };
+            let add = if to { window.wrapping_neg() } else { window };
+            let (d, a) = (d32(d)?, src(a)?);
+            Fast::Add { d, a, b: pool.constant(add), sh: 0 }
+        }
+        Op::Ld { space, ty, ref d, at } => match d[..] {
+            [Some(r)] => Fast::Ld { d: d32(r)?, at: src(at.base)?, offset: at.offset, space, ty },
+            _ => return None,
+        },
+        Op::St { space, ty, ref s, at } => match s[..] {
+            [v] => Fast::St { s: src(v)?, at: src(at.base)?, offset: at.offset, space, ty },
+            _ => return None,
+        },
+        Op::Bra { target } => Fast::Bra { target },
+        _ => return None,
+    })
+}
