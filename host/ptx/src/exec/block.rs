@@ -23,7 +23,13 @@ pub(super) fn run(
         for y in 0..by {
             for x in 0..bx {
                 let linear = x + bx * (y + by * z);
-                threads.push(ThreadState::new(kernel, code, Thread { block: index, thread: [x, y, z] }, linear));
+                threads.push(ThreadState::new(
+                    kernel,
+                    code,
+                    launch,
+                    Thread { block: index, thread: [x, y, z] },
+                    linear,
+                ));
             }
         }
     }

@@ -1,14 +1,15 @@
 //! A kernel's body compiled once a launch into [`Fast`] instructions, one for each of the body's,
 //! so that the common ones run without decoding operands: every operand an index relative to
-//! the frame's registers, where immediates and addresses known for the whole launch sit in a
-//! pool of constants just below each frame's registers (negative indices), widths resolved to
-//! shifts. Anything else is [`Fast::Slow`] and runs as decoded ([`crate::ir::Op`]), so the two
-//! paths compute the same thing by construction.
+//! the frame's registers, where immediates, addresses known for the whole launch and special
+//! registers that stay the same for a thread sit in a pool just below each frame's registers
+//! (negative indices), widths resolved to shifts. The arithmetic without a fast form of its own
+//! calls the same functions as the decoded instruction; anything else is [`Fast::Slow`] and runs
+//! as decoded ([`crate::ir::Op`]).
 
 use std::collections::HashMap;
 
 use super::{LOCAL_WINDOW, Launch, SHARED_WINDOW};
-use crate::ir::{BinOp, Cmp, FloatMode, Function, Op, Place, Space, Src, TerOp, Ty};
+use crate::ir::{BinOp, Cmp, FloatMode, Function, Op, Place, Round, Space, Special, Src, TerOp, Ty, UnOp};
 
 /// A register, or (negative) a constant of the pool, relative to the frame's base.
 pub(super) type Opnd = i32;
@@ -146,6 +147,49 @@ pub(super) enum Fast {
         ty: Ty,
         ftz: bool,
     },
+    /// Arithmetic without a form of its own, computed as decoded.
+    Unary {
+        op: UnOp,
+        ty: Ty,
+        fm: FloatMode,
+        d: u32,
+        a: Opnd,
+    },
+    Binary {
+        op: BinOp,
+        ty: Ty,
+        fm: FloatMode,
+        d: u32,
+        a: Opnd,
+        b: Opnd,
+    },
+    Ternary {
+        op: TerOp,
+        ty: Ty,
+        fm: FloatMode,
+        d: u32,
+        a: Opnd,
+        b: Opnd,
+        c: Opnd,
+    },
+    Convert {
+        to: Ty,
+        from: Ty,
+        round_int: Option<Round>,
+        round: Round,
+        sat: bool,
+        ftz: bool,
+        d: u32,
+        a: Opnd,
+    },
+    Bfi {
+        ty: Ty,
+        d: u32,
+        a: Opnd,
+        b: Opnd,
+        pos: Opnd,
+        len: Opnd,
+    },
     /// A load of one register.
     Ld {
         d: u32,
@@ -179,36 +223,68 @@ pub(super) struct Code {
     pub(super) steps: Vec<Step>,
     /// The pool that sits below every frame's registers.
     pub(super) constants: Vec<u64>,
+    /// The pool's slots that hold a thread's own special registers.
+    pub(super) specials: Vec<(usize, Special)>,
 }
+
+// A step stays within half a cache line.
+const _: () = assert!(size_of::<Step>() <= 32);
 
 impl Code {
     pub(super) fn new(kernel: &Function, launch: &Launch<'_>) -> Code {
+        // The first pass fills the pool; the second, knowing its size, places the operands.
         let mut pool = Pool::default();
-        let mut steps: Vec<Step> = (kernel.body.iter())
+        kernel.body.iter().for_each(|inst| _ = compile(&inst.op, launch, &mut pool));
+        pool.size = pool.values.len() as i32;
+        let steps = (kernel.body.iter())
             .map(|inst| Step { guard: inst.guard, op: compile(&inst.op, launch, &mut pool).unwrap_or(Fast::Slow) })
             .collect();
-        let n = pool.values.len() as i32;
-        for step in &mut steps {
-            step.op = relocate(step.op, n);
-        }
-        Code { steps, constants: pool.values }
+        Code { steps, constants: pool.values, specials: pool.specials }
     }
 }
 
-/// Constants of the pool, numbered `-1 - k` until [`relocate`] places them.
+/// The values below each frame, and the slots of those a thread sets for itself.
 #[derive(Default)]
 struct Pool {
     values: Vec<u64>,
     index: HashMap<u64, usize>,
+    specials: Vec<(usize, Special)>,
+    /// How many values the pool holds once filled.
+    size: i32,
 }
 
 impl Pool {
+    /// The operand of pool slot `k`, just below the frame.
+    fn slot(&self, k: usize) -> Opnd {
+        k as i32 - self.size
+    }
+
     fn constant(&mut self, v: u64) -> Opnd {
-        let k = *self.index.entry(v).or_insert_with(|| {
-            self.values.push(v);
-            self.values.len() - 1
-        });
-        -1 - k as i32
+        let k = match self.index.get(&v) {
+            Some(&k) => k,
+            None => {
+                self.values.push(v);
+                self.index.insert(v, self.values.len() - 1);
+                self.values.len() - 1
+            }
+        };
+        self.slot(k)
+    }
+
+    /// A special register whose value a thread keeps; `%clock` and its kin change.
+    fn special(&mut self, s: Special) -> Option<Opnd> {
+        if matches!(s, Special::Clock | Special::Clock64 | Special::GlobalTimer) {
+            return None;
+        }
+        let k = match self.specials.iter().find(|&&(_, t)| t == s) {
+            Some(&(k, _)) => k,
+            None => {
+                self.values.push(0);
+                self.specials.push((self.values.len() - 1, s));
+                self.values.len() - 1
+            }
+        };
+        Some(self.slot(k))
     }
 
     /// The operand a source is, if it needs nothing of the thread but its registers.
@@ -218,39 +294,9 @@ impl Pool {
             Src::Imm(v) => Some(self.constant(v)),
             Src::Addr(Place::Module(i)) => Some(self.constant(launch.variables.get(i as usize).copied().unwrap_or(0))),
             Src::Addr(Place::Param(at) | Place::Shared(at)) => Some(self.constant(at as u64)),
-            Src::Addr(Place::Local(_)) | Src::Special(_) => None,
+            Src::Special(s) => self.special(s),
+            Src::Addr(Place::Local(_)) => None,
         }
-    }
-}
-
-/// Constant `-1 - k` becomes `k - n`: the pool's `n` values lie just below the frame.
-fn relocate(op: Fast, n: i32) -> Fast {
-    let f = |o: Opnd| if o < 0 { -1 - o - n } else { o };
-    use Fast::*;
-    match op {
-        Slow => Slow,
-        Mov { d, a, sh } => Mov { d, a: f(a), sh },
-        Add { d, a, b, sh } => Add { d, a: f(a), b: f(b), sh },
-        Sub { d, a, b, sh } => Sub { d, a: f(a), b: f(b), sh },
-        Mul { d, a, b, sh } => Mul { d, a: f(a), b: f(b), sh },
-        And { d, a, b, sh } => And { d, a: f(a), b: f(b), sh },
-        Or { d, a, b, sh } => Or { d, a: f(a), b: f(b), sh },
-        Xor { d, a, b, sh } => Xor { d, a: f(a), b: f(b), sh },
-        Shl { d, a, b, sh } => Shl { d, a: f(a), b: f(b), sh },
-        Shr { d, a, b, sh } => Shr { d, a: f(a), b: f(b), sh },
-        Sar { d, a, b, sh } => Sar { d, a: f(a), b: f(b), sh },
-        Mad { d, a, b, c, sh } => Mad { d, a: f(a), b: f(b), c: f(c), sh },
-        Setp { d, a, b, sh, signed, table } => Setp { d, a: f(a), b: f(b), sh, signed, table },
-        Selp { d, a, b, p, sh } => Selp { d, a: f(a), b: f(b), p: f(p), sh },
-        Cvt { d, a, from, signed, to } => Cvt { d, a: f(a), from, signed, to },
-        FAdd { d, a, b, wide } => FAdd { d, a: f(a), b: f(b), wide },
-        FSub { d, a, b, wide } => FSub { d, a: f(a), b: f(b), wide },
-        FMul { d, a, b, wide } => FMul { d, a: f(a), b: f(b), wide },
-        FFma { d, a, b, c, wide } => FFma { d, a: f(a), b: f(b), c: f(c), wide },
-        FSetp { d, a, b, cmp, ty, ftz } => FSetp { d, a: f(a), b: f(b), cmp, ty, ftz },
-        Ld { d, at, offset, space, ty } => Ld { d, at: f(at), offset, space, ty },
-        St { s, at, offset, space, ty } => St { s: f(s), at: f(at), offset, space, ty },
-        Bra { target } => Bra { target },
     }
 }
 
@@ -276,18 +322,15 @@ fn compile(op: &Op, launch: &Launch<'_>, pool: &mut Pool) -> Option<Fast> {
     Some(match *op {
         Op::Mov { ty, d, a } => Fast::Mov { d: d32(d)?, a: src(a)?, sh: sh(ty) },
         Op::Binary { op, ty, fm, d, a, b } if ty.float() => {
-            if fm != FloatMode::default() {
-                return None;
-            }
             let (d, a, b, wide) = (d32(d)?, src(a)?, src(b)?, ty == Ty::F64);
             match op {
-                BinOp::Add => Fast::FAdd { d, a, b, wide },
-                BinOp::Sub => Fast::FSub { d, a, b, wide },
-                BinOp::MulLo => Fast::FMul { d, a, b, wide },
-                _ => return None,
+                BinOp::Add if fm == FloatMode::default() => Fast::FAdd { d, a, b, wide },
+                BinOp::Sub if fm == FloatMode::default() => Fast::FSub { d, a, b, wide },
+                BinOp::MulLo if fm == FloatMode::default() => Fast::FMul { d, a, b, wide },
+                op => Fast::Binary { op, ty, fm, d, a, b },
             }
         }
-        Op::Binary { op, ty, d, a, b, .. } => {
+        Op::Binary { op, ty, fm, d, a, b } => {
             let (d, a, b, sh) = (d32(d)?, src(a)?, src(b)?, sh(ty));
             match op {
                 BinOp::Add => Fast::Add { d, a, b, sh },
@@ -299,7 +342,7 @@ fn compile(op: &Op, launch: &Launch<'_>, pool: &mut Pool) -> Option<Fast> {
                 BinOp::Shl => Fast::Shl { d, a, b, sh },
                 BinOp::Shr if ty.signed() => Fast::Sar { d, a, b, sh },
                 BinOp::Shr => Fast::Shr { d, a, b, sh },
-                _ => return None,
+                op => Fast::Binary { op, ty, fm, d, a, b },
             }
         }
         Op::Ternary { op: TerOp::MadLo, ty, d, a, b, c, .. } if !ty.float() => {
@@ -336,6 +379,16 @@ fn compile(op: &Op, launch: &Launch<'_>, pool: &mut Pool) -> Option<Fast> {
             [v] => Fast::St { s: src(v)?, at: src(at.base)?, offset: at.offset, space, ty },
             _ => return None,
         },
+        Op::Unary { op, ty, fm, d, a } => Fast::Unary { op, ty, fm, d: d32(d)?, a: src(a)? },
+        Op::Ternary { op, ty, fm, d, a, b, c } => {
+            Fast::Ternary { op, ty, fm, d: d32(d)?, a: src(a)?, b: src(b)?, c: src(c)? }
+        }
+        Op::Cvt { to, from, round_int, round, sat, ftz, d, a } => {
+            Fast::Convert { to, from, round_int, round, sat, ftz, d: d32(d)?, a: src(a)? }
+        }
+        Op::Bfi { ty, d, a, b, pos, len } => {
+            Fast::Bfi { ty, d: d32(d)?, a: src(a)?, b: src(b)?, pos: src(pos)?, len: src(len)? }
+        }
         Op::Bra { target } => Fast::Bra { target },
         _ => return None,
     })

@@ -2,9 +2,9 @@
 //! their own over a plain slice of them: it stops, before it, at the first instruction that
 //! needs more of the thread (memory, a barrier, a call, whatever runs as decoded).
 
-use super::arith;
 use super::fast::{Fast, Opnd, Step};
 use super::float::{self, Near};
+use super::{arith, bits};
 use crate::ir::FloatMode;
 
 /// Why [`run`] stopped, `pc` on the instruction it names.
@@ -89,6 +89,17 @@ pub(super) fn run(regs: &mut [u64], base: usize, steps: &[Step], pc: &mut u32, l
             Fast::FMul { d, a, b, wide } => (d, float::near(wide, get(regs, a), get(regs, b), Near::Mul)),
             Fast::FFma { d, a, b, c, wide } => {
                 (d, float::fma(wide, FloatMode::default(), get(regs, a), get(regs, b), get(regs, c)))
+            }
+            Fast::Unary { op, ty, fm, d, a } => (d, arith::unary(op, ty, fm, get(regs, a))),
+            Fast::Binary { op, ty, fm, d, a, b } => (d, arith::binary(op, ty, fm, get(regs, a), get(regs, b))),
+            Fast::Ternary { op, ty, fm, d, a, b, c } => {
+                (d, arith::ternary(op, ty, fm, get(regs, a), get(regs, b), get(regs, c)))
+            }
+            Fast::Convert { to, from, round_int, round, sat, ftz, d, a } => {
+                (d, arith::convert(to, from, round_int, round, sat, ftz, get(regs, a)))
+            }
+            Fast::Bfi { ty, d, a, b, pos, len } => {
+                (d, bits::bfi(ty, get(regs, a), get(regs, b), get(regs, pos), get(regs, len)))
             }
             Fast::FSetp { d, a, b, cmp, ty, ftz } => {
                 (d, arith::compare(cmp, ty, ftz, get(regs, a), get(regs, b)) as u64)

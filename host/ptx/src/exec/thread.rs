@@ -68,11 +68,15 @@ pub(super) struct Shared<'a, 'm> {
 }
 
 impl ThreadState {
-    pub(super) fn new(kernel: &Function, code: &Code, who: Thread, linear: u32) -> ThreadState {
+    pub(super) fn new(kernel: &Function, code: &Code, launch: &Launch<'_>, who: Thread, linear: u32) -> ThreadState {
         let pool = code.constants.len();
         let mut regs = Vec::with_capacity(pool + kernel.registers as usize);
         regs.extend_from_slice(&code.constants);
         regs.resize(pool + kernel.registers as usize, 0);
+        let shared = kernel.shared_bytes as usize + launch.dynamic_shared as usize;
+        for &(k, s) in &code.specials {
+            regs[k] = special(s, who, linear, launch, shared, 0);
+        }
         ThreadState {
             who,
             linear,
@@ -107,27 +111,7 @@ impl ThreadState {
     }
 
     fn special(&self, s: Special, sh: &Shared<'_, '_>) -> u64 {
-        let lane = self.linear % 32;
-        let threads: u32 = sh.launch.block.iter().product();
-        match s {
-            Special::Tid(a) => self.who.thread[a as usize] as u64,
-            Special::Ntid(a) => sh.launch.block[a as usize] as u64,
-            Special::Ctaid(a) => self.who.block[a as usize] as u64,
-            Special::Nctaid(a) => sh.launch.grid[a as usize] as u64,
-            Special::LaneId => lane as u64,
-            Special::WarpId => (self.linear / 32) as u64,
-            Special::NWarpId => threads.div_ceil(32) as u64,
-            Special::SmId => 0,
-            Special::NSmId => 1,
-            Special::LaneMaskEq => 1 << lane,
-            Special::LaneMaskLt => (1u64 << lane) - 1,
-            Special::LaneMaskLe => (1u64 << (lane + 1)) - 1,
-            Special::LaneMaskGt => !((1u64 << (lane + 1)) - 1) & 0xffff_ffff,
-            Special::LaneMaskGe => !((1u64 << lane) - 1) & 0xffff_ffff,
-            Special::Clock | Special::Clock64 | Special::GlobalTimer => sh.clock,
-            Special::DynamicSharedSize => sh.launch.dynamic_shared as u64,
-            Special::TotalSharedSize => sh.bytes.len() as u64,
-        }
+        special(s, self.who, self.linear, sh.launch, sh.bytes.len(), sh.clock)
     }
 
     fn address(&self, at: &Address, sh: &Shared<'_, '_>) -> u64 {
@@ -482,5 +466,31 @@ impl ThreadState {
             _ => return Err(self.trap(TrapKind::Fault(Fault::Illegal), line, addr)),
         }
         Ok(old)
+    }
+}
+
+/// A special register's value for thread `who` (`linear` in its block) of a block with
+/// `shared` bytes of shared memory, at `clock`.
+fn special(s: Special, who: Thread, linear: u32, launch: &Launch<'_>, shared: usize, clock: u64) -> u64 {
+    let lane = linear % 32;
+    let threads: u32 = launch.block.iter().product();
+    match s {
+        Special::Tid(a) => who.thread[a as usize] as u64,
+        Special::Ntid(a) => launch.block[a as usize] as u64,
+        Special::Ctaid(a) => who.block[a as usize] as u64,
+        Special::Nctaid(a) => launch.grid[a as usize] as u64,
+        Special::LaneId => lane as u64,
+        Special::WarpId => (linear / 32) as u64,
+        Special::NWarpId => threads.div_ceil(32) as u64,
+        Special::SmId => 0,
+        Special::NSmId => 1,
+        Special::LaneMaskEq => 1 << lane,
+        Special::LaneMaskLt => (1u64 << lane) - 1,
+        Special::LaneMaskLe => (1u64 << (lane + 1)) - 1,
+        Special::LaneMaskGt => !((1u64 << (lane + 1)) - 1) & 0xffff_ffff,
+        Special::LaneMaskGe => !((1u64 << lane) - 1) & 0xffff_ffff,
+        Special::Clock | Special::Clock64 | Special::GlobalTimer => clock,
+        Special::DynamicSharedSize => launch.dynamic_shared as u64,
+        Special::TotalSharedSize => shared as u64,
     }
 }
