@@ -179,12 +179,13 @@ pub fn run(kernel: &Function, launch: &Launch<'_>, memory: &mut dyn Memory) -> R
         return Err(bad);
     }
     let code = fast::Code::new(kernel, launch);
+    let mut threads = Vec::new();
     let mut ran = Ran::default();
     let mut budget = launch.budget;
     for z in 0..launch.grid[2] {
         for y in 0..launch.grid[1] {
             for x in 0..launch.grid[0] {
-                let done = block::run(kernel, &code, launch, [x, y, z], memory, &mut budget)?;
+                let done = block::run(kernel, &code, launch, [x, y, z], memory, &mut budget, &mut threads)?;
                 ran.instructions += done;
             }
         }

@@ -69,27 +69,38 @@ pub(super) struct Shared<'a, 'm> {
 
 impl ThreadState {
     pub(super) fn new(kernel: &Function, code: &Code, launch: &Launch<'_>, who: Thread, linear: u32) -> ThreadState {
-        let pool = code.constants.len();
-        let mut regs = Vec::with_capacity(pool + kernel.registers as usize);
-        regs.extend_from_slice(&code.constants);
-        regs.resize(pool + kernel.registers as usize, 0);
-        let shared = kernel.shared_bytes as usize + launch.dynamic_shared as usize;
-        for &(k, s) in &code.specials {
-            regs[k] = special(s, who, linear, launch, shared, 0);
-        }
-        ThreadState {
+        let mut t = ThreadState {
             who,
             linear,
-            regs,
-            base: pool,
-            pool,
+            regs: Vec::new(),
+            base: 0,
+            pool: 0,
             pc: 0,
             state: State::Running,
             red: None,
-            local: vec![0; kernel.local_bytes as usize],
+            local: Vec::new(),
             local_base: 0,
             frames: Vec::new(),
+        };
+        t.reset(kernel, code, launch, who, linear);
+        t
+    }
+
+    /// Makes this the state `new` gives, keeping what it has allocated.
+    pub(super) fn reset(&mut self, kernel: &Function, code: &Code, launch: &Launch<'_>, who: Thread, linear: u32) {
+        let pool = code.constants.len();
+        self.regs.clear();
+        self.regs.extend_from_slice(&code.constants);
+        self.regs.resize(pool + kernel.registers as usize, 0);
+        let shared = kernel.shared_bytes as usize + launch.dynamic_shared as usize;
+        for &(k, s) in &code.specials {
+            self.regs[k] = special(s, who, linear, launch, shared, 0);
         }
+        self.local.clear();
+        self.local.resize(kernel.local_bytes as usize, 0);
+        self.frames.clear();
+        (self.who, self.linear, self.base, self.pool, self.local_base) = (who, linear, pool, pool, 0);
+        (self.pc, self.state, self.red) = (0, State::Running, None);
     }
 
     pub(super) fn trap(&self, kind: TrapKind, line: u32, addr: u64) -> Trap {
