@@ -81,6 +81,52 @@ pub(super) enum Fast {
         b: Opnd,
         sh: u8,
     },
+    /// Integer division (by zero: all ones).
+    Div {
+        d: u32,
+        a: Opnd,
+        b: Opnd,
+        sh: u8,
+        signed: bool,
+    },
+    /// Integer remainder (by zero: the dividend).
+    Rem {
+        d: u32,
+        a: Opnd,
+        b: Opnd,
+        sh: u8,
+        signed: bool,
+    },
+    /// The high half of the product.
+    MulHi {
+        d: u32,
+        a: Opnd,
+        b: Opnd,
+        sh: u8,
+        signed: bool,
+    },
+    /// The full product of operands of at most 32 bits.
+    MulWide {
+        d: u32,
+        a: Opnd,
+        b: Opnd,
+        sh: u8,
+        signed: bool,
+    },
+    Min {
+        d: u32,
+        a: Opnd,
+        b: Opnd,
+        sh: u8,
+        signed: bool,
+    },
+    Max {
+        d: u32,
+        a: Opnd,
+        b: Opnd,
+        sh: u8,
+        signed: bool,
+    },
     Mad {
         d: u32,
         a: Opnd,
@@ -342,6 +388,12 @@ fn compile(op: &Op, launch: &Launch<'_>, pool: &mut Pool) -> Option<Fast> {
                 BinOp::Shl => Fast::Shl { d, a, b, sh },
                 BinOp::Shr if ty.signed() => Fast::Sar { d, a, b, sh },
                 BinOp::Shr => Fast::Shr { d, a, b, sh },
+                BinOp::Div => Fast::Div { d, a, b, sh, signed: ty.signed() },
+                BinOp::Rem => Fast::Rem { d, a, b, sh, signed: ty.signed() },
+                BinOp::MulHi => Fast::MulHi { d, a, b, sh, signed: ty.signed() },
+                BinOp::MulWide if ty.bits() <= 32 => Fast::MulWide { d, a, b, sh, signed: ty.signed() },
+                BinOp::Min => Fast::Min { d, a, b, sh, signed: ty.signed() },
+                BinOp::Max => Fast::Max { d, a, b, sh, signed: ty.signed() },
                 op => Fast::Binary { op, ty, fm, d, a, b },
             }
         }

@@ -17,6 +17,12 @@ pub(super) enum Stop {
     Thread,
 }
 
+/// The low `64 - sh` bits of `v`, sign-extended.
+#[inline(always)]
+fn extend(v: u64, sh: u8) -> i64 {
+    (v << sh) as i64 >> sh
+}
+
 /// Runs register-only instructions from `pc`, counting `left` down.
 pub(super) fn run(regs: &mut [u64], base: usize, steps: &[Step], pc: &mut u32, left: &mut u64) -> Stop {
     let (mut at, mut n) = (*pc as usize, *left);
@@ -60,6 +66,60 @@ pub(super) fn run(regs: &mut [u64], base: usize, steps: &[Step], pc: &mut u32, l
                 let m = u64::MAX >> sh;
                 let s = (get(regs, b) & m).min(63 - sh as u64);
                 (d, (((get(regs, a) << sh) as i64 >> sh) >> s) as u64 & m)
+            }
+            Fast::Div { d, a, b, sh, signed } => {
+                let m = u64::MAX >> sh;
+                let (x, y) = (get(regs, a), get(regs, b));
+                let v = match (y & m, signed) {
+                    (0, _) => u64::MAX,
+                    (_, true) => extend(x, sh).wrapping_div(extend(y, sh)) as u64,
+                    (_, false) => (x & m) / (y & m),
+                };
+                (d, v & m)
+            }
+            Fast::Rem { d, a, b, sh, signed } => {
+                let m = u64::MAX >> sh;
+                let (x, y) = (get(regs, a), get(regs, b));
+                let v = match (y & m, signed) {
+                    (0, _) => x,
+                    (_, true) => extend(x, sh).wrapping_rem(extend(y, sh)) as u64,
+                    (_, false) => (x & m) % (y & m),
+                };
+                (d, v & m)
+            }
+            Fast::MulHi { d, a, b, sh, signed } => {
+                let m = u64::MAX >> sh;
+                let (x, y) = (get(regs, a), get(regs, b));
+                let v = match signed {
+                    true => ((extend(x, sh) as i128 * extend(y, sh) as i128) >> (64 - sh)) as u64,
+                    false => (((x & m) as u128 * (y & m) as u128) >> (64 - sh)) as u64,
+                };
+                (d, v & m)
+            }
+            Fast::MulWide { d, a, b, sh, signed } => {
+                // Operands of at most 32 bits: the product fits in 64.
+                let (x, y) = (get(regs, a), get(regs, b));
+                let v = match signed {
+                    true => extend(x, sh).wrapping_mul(extend(y, sh)) as u64,
+                    false => (x << sh >> sh).wrapping_mul(y << sh >> sh),
+                };
+                (d, v & (u64::MAX >> (2 * sh - 64)))
+            }
+            Fast::Min { d, a, b, sh, signed } => {
+                let (x, y) = (get(regs, a), get(regs, b));
+                let v = match signed {
+                    true => extend(x, sh).min(extend(y, sh)) as u64,
+                    false => (x << sh >> sh).min(y << sh >> sh),
+                };
+                (d, v & (u64::MAX >> sh))
+            }
+            Fast::Max { d, a, b, sh, signed } => {
+                let (x, y) = (get(regs, a), get(regs, b));
+                let v = match signed {
+                    true => extend(x, sh).max(extend(y, sh)) as u64,
+                    false => (x << sh >> sh).max(y << sh >> sh),
+                };
+                (d, v & (u64::MAX >> sh))
             }
             Fast::Mad { d, a, b, c, sh } => {
                 let v = get(regs, a).wrapping_mul(get(regs, b)).wrapping_add(get(regs, c));
@@ -209,6 +269,13 @@ mod tests {
                         BinOp::Shr,
                     ] {
                         if ty.float() && !matches!(op, BinOp::Add | BinOp::Sub | BinOp::MulLo) {
+                            continue;
+                        }
+                        let want = arith::binary(op, ty, none, v[0], v[1]);
+                        cases.push((Op::Binary { op, ty, fm: none, d: 3, a, b }, want));
+                    }
+                    for op in [BinOp::Div, BinOp::Rem, BinOp::MulHi, BinOp::MulWide, BinOp::Min, BinOp::Max] {
+                        if ty.float() || ty == Ty::Pred || (op == BinOp::MulWide && ty.bits() > 32) {
                             continue;
                         }
                         let want = arith::binary(op, ty, none, v[0], v[1]);
