@@ -224,7 +224,12 @@ pub(crate) fn sqrt(a: u64, wide: bool, mode: Round) -> u64 {
 
 /// The integer square root (rounded down) of `n`.
 fn isqrt(n: u128) -> u128 {
+    // The f64 root is within a few hundred of the integer one here (n has 124 or more bits);
+    // one step of Newton's method brings it within one, and the loops make it exact.
     let mut r = (n as f64).sqrt() as u128;
+    if r > 0 {
+        r = (r + n / r) / 2;
+    }
     while r * r > n {
         r -= 1;
     }
