@@ -5,6 +5,7 @@
 //! leaves them goes to the caller's [`Memory`], which decides whether the accessing device may
 //! touch it.
 
+mod access;
 mod arith;
 mod bits;
 mod block;

@@ -1,11 +1,13 @@
-//! The compiled instructions that touch nothing but the frame's registers, run in a loop of
-//! their own over a plain slice of them: it stops, before it, at the first instruction that
-//! needs more of the thread (memory, a barrier, a call, whatever runs as decoded).
+//! The compiled instructions, run in a loop of their own over a plain slice of the frame's
+//! registers and the thread's accesses to memory: it stops, before it, at the first
+//! instruction that needs more of the thread (a barrier, a call, whatever runs as decoded).
 
+use super::Trap;
+use super::access::Access;
 use super::fast::{Fast, Opnd, Step};
 use super::float::{self, Near};
 use super::{arith, bits};
-use crate::ir::FloatMode;
+use crate::ir::{FloatMode, Inst};
 
 /// Why [`run`] stopped, `pc` on the instruction it names.
 pub(super) enum Stop {
@@ -23,8 +25,17 @@ fn extend(v: u64, sh: u8) -> i64 {
     (v << sh) as i64 >> sh
 }
 
-/// Runs register-only instructions from `pc`, counting `left` down.
-pub(super) fn run(regs: &mut [u64], base: usize, steps: &[Step], pc: &mut u32, left: &mut u64) -> Stop {
+/// Runs compiled instructions from `pc`, counting `left` down; a trap names its line from
+/// `body`.
+pub(super) fn run(
+    regs: &mut [u64],
+    base: usize,
+    steps: &[Step],
+    pc: &mut u32,
+    left: &mut u64,
+    access: &mut Access<'_, '_, '_>,
+    body: &[Inst],
+) -> Result<Stop, Trap> {
     let (mut at, mut n) = (*pc as usize, *left);
     let get = |regs: &[u64], o: Opnd| regs[base.wrapping_add_signed(o as isize)];
     let stop = loop {
@@ -39,7 +50,28 @@ pub(super) fn run(regs: &mut [u64], base: usize, steps: &[Step], pc: &mut u32, l
             continue;
         }
         let (d, v) = match step.op {
-            Fast::Slow | Fast::Ld { .. } | Fast::St { .. } => break Stop::Thread,
+            Fast::Slow => break Stop::Thread,
+            Fast::Ld { d, at: base_of, offset, space, ty } => {
+                let addr = get(regs, base_of).wrapping_add(offset as u64);
+                let mut buf = [0u8; 8];
+                if let Err(trap) = access.read(space, addr, &mut buf[..ty.bytes()], 0) {
+                    (*pc, *left) = (at as u32 + 1, n - 1);
+                    return Err(Trap { line: body[at].line, ..trap });
+                }
+                let raw = u64::from_le_bytes(buf);
+                // A narrow signed load sign-extends into its register.
+                (d, if ty.signed() { arith::extend(ty, raw) as u64 } else { raw })
+            }
+            Fast::St { s, at: base_of, offset, space, ty } => {
+                let addr = get(regs, base_of).wrapping_add(offset as u64);
+                let bytes = get(regs, s).to_le_bytes();
+                if let Err(trap) = access.write(space, addr, &bytes[..ty.bytes()], 0) {
+                    (*pc, *left) = (at as u32 + 1, n - 1);
+                    return Err(Trap { line: body[at].line, ..trap });
+                }
+                (at, n) = (at + 1, n - 1);
+                continue;
+            }
             Fast::Bra { target } => {
                 (at, n) = (target as usize, n - 1);
                 continue;
@@ -169,14 +201,15 @@ pub(super) fn run(regs: &mut [u64], base: usize, steps: &[Step], pc: &mut u32, l
         (at, n) = (at + 1, n - 1);
     };
     (*pc, *left) = (at as u32, n);
-    stop
+    Ok(stop)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::exec::fast::Code;
-    use crate::exec::{LOCAL_WINDOW, Launch, SHARED_WINDOW};
+    use crate::exec::thread::Shared;
+    use crate::exec::{Fault, Flat, LOCAL_WINDOW, Launch, SHARED_WINDOW, Thread};
     use crate::ir::{BinOp, Cmp, Function, Inst, Op, Round, Space, Src, TerOp, Ty};
 
     const TYPES: [Ty; 15] = [
@@ -220,8 +253,22 @@ mod tests {
         regs.extend(v);
         regs.push(0);
         let (mut pc, mut left) = (0, 1);
-        assert!(matches!(run(&mut regs, base, &code.steps, &mut pc, &mut left), Stop::End));
+        let mut memory = Nothing;
+        let mut sh = Shared { launch: &launch, memory: &mut memory, bytes: vec![], clock: 0, arrived: [0; 16] };
+        let who = Thread { block: [0; 3], thread: [0; 3] };
+        let mut access = Access { local: &mut vec![], who, sh: &mut sh };
+        let stop = run(&mut regs, base, &code.steps, &mut pc, &mut left, &mut access, &kernel.body);
+        assert!(matches!(stop, Ok(Stop::End)));
         Some(regs[base + 3])
+    }
+
+    /// Memory where every access faults.
+    struct Nothing;
+
+    impl Flat for Nothing {
+        fn span(&mut self, _: u64, _: usize) -> Result<&mut [u8], Fault> {
+            Err(Fault::Illegal)
+        }
     }
 
     fn values(seed: &mut u64) -> [u64; 3] {

@@ -1,11 +1,12 @@
 //! One thread: its registers, its place in the program and its local memory, and the step that
 //! runs its next instruction.
 
+use super::access::Access;
 use super::arith;
-use super::fast::{Code, Fast, Opnd};
+use super::fast::Code;
 use super::pure::{self, Stop};
-use super::{Fault, LOCAL_WINDOW, Launch, Memory, SHARED_WINDOW, Thread, Trap, TrapKind, copy};
-use crate::ir::{Address, AtomOp, BarRed, Call, Function, Op, Place, Space, Special, Src, Ty};
+use super::{Fault, LOCAL_WINDOW, Launch, Memory, SHARED_WINDOW, Thread, Trap, TrapKind};
+use crate::ir::{Address, BarRed, Call, Function, Op, Place, Space, Special, Src};
 
 /// Where a thread is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -158,7 +159,9 @@ impl ThreadState {
     ) -> Result<(), Trap> {
         let start = *left;
         loop {
-            match pure::run(&mut self.regs, self.base, &code.steps, &mut self.pc, left) {
+            let mut access = Access { local: &mut self.local, who: self.who, sh };
+            let regs = &mut self.regs;
+            match pure::run(regs, self.base, &code.steps, &mut self.pc, left, &mut access, &kernel.body)? {
                 Stop::End => {
                     self.state = State::Exited; // running off the end is an exit
                     return Ok(());
@@ -170,35 +173,18 @@ impl ThreadState {
             let pc = self.pc as usize;
             *left -= 1;
             self.pc += 1;
-            let line = kernel.body[pc].line;
-            match code.steps[pc].op {
-                Fast::Ld { d, at, offset, space, ty } => {
-                    let addr = self.get(at).wrapping_add(offset as u64);
-                    let mut buf = [0u8; 8];
-                    self.read(space, addr, &mut buf[..ty.bytes()], line, sh)?;
-                    let raw = u64::from_le_bytes(buf);
-                    // A narrow signed load sign-extends into its register.
-                    self.set(d, if ty.signed() { arith::extend(ty, raw) as u64 } else { raw });
-                }
-                Fast::St { s, at, offset, space, ty } => {
-                    let addr = self.get(at).wrapping_add(offset as u64);
-                    let bytes = self.get(s).to_le_bytes();
-                    self.write(space, addr, &bytes[..ty.bytes()], line, sh)?;
-                }
-                _ => {
-                    sh.clock = clock + (start - *left);
-                    self.step(kernel, &kernel.body[pc].op, line, sh)?;
-                    if self.state != State::Running {
-                        return Ok(());
-                    }
-                }
+            sh.clock = clock + (start - *left);
+            let inst = &kernel.body[pc];
+            self.step(kernel, &inst.op, inst.line, sh)?;
+            if self.state != State::Running {
+                return Ok(());
             }
         }
     }
 
-    /// A compiled operand: a register of the frame or (negative) a constant below it.
-    fn get(&self, o: Opnd) -> u64 {
-        self.regs[self.base.wrapping_add_signed(o as isize)]
+    /// What the thread's accesses to memory need.
+    fn access<'s, 'a, 'm>(&'s mut self, sh: &'s mut Shared<'a, 'm>) -> Access<'s, 'a, 'm> {
+        Access { local: &mut self.local, who: self.who, sh }
     }
 
     pub(super) fn set(&mut self, r: u32, v: u64) {
@@ -277,7 +263,7 @@ impl ThreadState {
                 for (i, reg) in d.iter().enumerate() {
                     let addr = base.wrapping_add((i * size) as u64);
                     let mut buf = [0u8; 8];
-                    self.read(*space, addr, &mut buf[..size], line, sh)?;
+                    self.access(sh).read(*space, addr, &mut buf[..size], line)?;
                     let raw = u64::from_le_bytes(buf);
                     if let Some(r) = reg {
                         // A narrow signed load sign-extends into its register.
@@ -292,13 +278,13 @@ impl ThreadState {
                 for (i, src) in s.iter().enumerate() {
                     let addr = base.wrapping_add((i * size) as u64);
                     let bytes = self.value(*src, sh).to_le_bytes();
-                    self.write(*space, addr, &bytes[..size], line, sh)?;
+                    self.access(sh).write(*space, addr, &bytes[..size], line)?;
                 }
             }
             Op::Atom { space, op, ty, d, at, b, c } => {
                 let addr = self.address(at, sh);
                 let (b, c) = (self.value(*b, sh), c.map_or(0, |c| self.value(c, sh)));
-                let old = self.atomic(*space, addr, *op, *ty, b, c, line, sh)?;
+                let old = self.access(sh).atomic(*space, addr, *op, *ty, b, c, line)?;
                 if let Some(d) = d {
                     self.set(*d, old);
                 }
@@ -370,113 +356,6 @@ impl ThreadState {
         }
         self.local.copy_within(from..from + n, to);
         Ok(())
-    }
-
-    /// The window and offset a generic address falls in.
-    fn resolve(&self, space: Space, addr: u64) -> (Space, u64) {
-        match space {
-            Space::Generic if addr >= LOCAL_WINDOW => (Space::Local, addr - LOCAL_WINDOW),
-            Space::Generic if addr >= SHARED_WINDOW => (Space::Shared, addr - SHARED_WINDOW),
-            Space::Generic => (Space::Global, addr),
-            s => (s, addr),
-        }
-    }
-
-    /// The executor's own memory a space and offset name, if in range.
-    fn own<'a>(&'a mut self, space: Space, at: u64, len: usize, sh: &'a mut Shared<'_, '_>) -> Option<&'a mut [u8]> {
-        let at = usize::try_from(at).ok()?;
-        let end = at.checked_add(len)?;
-        match space {
-            Space::Shared => sh.bytes.get_mut(at..end),
-            Space::Local => self.local.get_mut(at..end),
-            _ => None,
-        }
-    }
-
-    fn read(
-        &mut self,
-        space: Space,
-        addr: u64,
-        out: &mut [u8],
-        line: u32,
-        sh: &mut Shared<'_, '_>,
-    ) -> Result<(), Trap> {
-        if !addr.is_multiple_of(out.len() as u64) {
-            return Err(self.trap(TrapKind::Fault(Fault::Misaligned), line, addr));
-        }
-        let (space, at) = self.resolve(space, addr);
-        let who = self.who;
-        match space {
-            Space::Param => {
-                let bytes = usize::try_from(at).ok().and_then(|a| sh.launch.params.get(a..a.checked_add(out.len())?));
-                copy(out, bytes.ok_or(self.trap(TrapKind::Fault(Fault::Illegal), line, addr))?);
-                Ok(())
-            }
-            Space::Shared | Space::Local => {
-                let trap = self.trap(TrapKind::Fault(Fault::Illegal), line, addr);
-                copy(out, self.own(space, at, out.len(), sh).ok_or(trap)?);
-                Ok(())
-            }
-            _ => sh.memory.read(space, at, out, who).map_err(|f| self.trap(TrapKind::Fault(f), line, addr)),
-        }
-    }
-
-    fn write(&mut self, space: Space, addr: u64, data: &[u8], line: u32, sh: &mut Shared<'_, '_>) -> Result<(), Trap> {
-        if !addr.is_multiple_of(data.len() as u64) {
-            return Err(self.trap(TrapKind::Fault(Fault::Misaligned), line, addr));
-        }
-        let (space, at) = self.resolve(space, addr);
-        let who = self.who;
-        match space {
-            Space::Shared | Space::Local => {
-                let trap = self.trap(TrapKind::Fault(Fault::Illegal), line, addr);
-                copy(self.own(space, at, data.len(), sh).ok_or(trap)?, data);
-                Ok(())
-            }
-            Space::Global => sh.memory.write(at, data, who).map_err(|f| self.trap(TrapKind::Fault(f), line, addr)),
-            // Parameters and constants are read-only.
-            _ => Err(self.trap(TrapKind::Fault(Fault::Illegal), line, addr)),
-        }
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn atomic(
-        &mut self,
-        space: Space,
-        addr: u64,
-        op: AtomOp,
-        ty: Ty,
-        b: u64,
-        c: u64,
-        line: u32,
-        sh: &mut Shared<'_, '_>,
-    ) -> Result<u64, Trap> {
-        let size = ty.bytes();
-        if !addr.is_multiple_of(size as u64) {
-            return Err(self.trap(TrapKind::Fault(Fault::Misaligned), line, addr));
-        }
-        let mut old = 0u64;
-        let mut update = |bytes: &mut [u8]| {
-            let mut buf = [0u8; 8];
-            buf[..size].copy_from_slice(bytes);
-            old = u64::from_le_bytes(buf);
-            let new = arith::atomic(op, ty, old, b, c).to_le_bytes();
-            bytes.copy_from_slice(&new[..size]);
-        };
-        let (space, at) = self.resolve(space, addr);
-        let who = self.who;
-        match space {
-            Space::Shared => {
-                let trap = self.trap(TrapKind::Fault(Fault::Illegal), line, addr);
-                update(self.own(space, at, size, sh).ok_or(trap)?);
-            }
-            Space::Global => {
-                let trap = |f| Trap { kind: TrapKind::Fault(f), line, who, addr };
-                sh.memory.atomic(at, size, who, &mut update).map_err(trap)?;
-            }
-            _ => return Err(self.trap(TrapKind::Fault(Fault::Illegal), line, addr)),
-        }
-        Ok(old)
     }
 }
 
