@@ -255,6 +255,12 @@ pub(super) enum Fast {
     Bra {
         target: u32,
     },
+    /// `bar.sync id` with neither a thread count nor a reduction.
+    Bar {
+        id: Opnd,
+    },
+    /// A warp-synchronous instruction: the lane stops on it.
+    Warp,
 }
 
 /// One instruction: its guard and what it does.
@@ -442,6 +448,8 @@ fn compile(op: &Op, launch: &Launch<'_>, pool: &mut Pool) -> Option<Fast> {
             Fast::Bfi { ty, d: d32(d)?, a: src(a)?, b: src(b)?, pos: src(pos)?, len: src(len)? }
         }
         Op::Bra { target } => Fast::Bra { target },
+        Op::Bar { id, threads: None, wait: true, red: None } => Fast::Bar { id: src(id)? },
+        Op::Warp { .. } => Fast::Warp,
         _ => return None,
     })
 }

@@ -17,6 +17,10 @@ pub(super) enum Stop {
     Budget,
     /// The instruction needs the thread.
     Thread,
+    /// The thread ran `bar.sync` on this barrier and waits there for every thread.
+    Barrier(u32),
+    /// The thread waits on this warp-synchronous instruction, counted.
+    Warp,
 }
 
 /// The low `64 - sh` bits of `v`, sign-extended.
@@ -51,6 +55,15 @@ pub(super) fn run(
         }
         let (d, v) = match step.op {
             Fast::Slow => break Stop::Thread,
+            Fast::Bar { id } => {
+                let id = (get(regs, id) & 0xf) as u32;
+                (at, n) = (at + 1, n - 1);
+                break Stop::Barrier(id);
+            }
+            Fast::Warp => {
+                n -= 1;
+                break Stop::Warp;
+            }
             Fast::Ld { d, at: base_of, offset, space, ty } => {
                 let addr = get(regs, base_of).wrapping_add(offset as u64);
                 let mut buf = [0u8; 8];

@@ -167,6 +167,15 @@ impl ThreadState {
                     return Ok(());
                 }
                 Stop::Budget => return Err(self.trap(TrapKind::TooLong, kernel.body[self.pc as usize].line, 0)),
+                Stop::Barrier(id) => {
+                    (self.red, self.state) = (None, State::Waiting { id, count: 0 });
+                    return Ok(());
+                }
+                // The block computes it once every lane it names is there; the pc stays on it.
+                Stop::Warp => {
+                    self.state = State::Warp;
+                    return Ok(());
+                }
                 Stop::Thread => {}
             }
             // An instruction that needs the thread; its guard holds.
