@@ -3,7 +3,7 @@
 //! GPU returns them, `.ftz` on f32 inputs and results, `.sat`, and the approximate functions
 //! (computed in f64 and rounded once, within 1 ulp of the exact value).
 
-use super::round;
+use super::{directed, round};
 use crate::ir::{BinOp, FloatClass, FloatMode, Round, UnOp};
 
 pub(crate) const NAN32: u64 = 0x7fff_ffff;
@@ -69,6 +69,9 @@ pub(crate) fn binary(op: BinOp, wide: bool, fm: FloatMode, a: u64, b: u64) -> u6
         BinOp::Sub if near => native(wide, a, b, |x, y| x - y, |x, y| x - y),
         BinOp::MulLo if near => native(wide, a, b, |x, y| x * y, |x, y| x * y),
         BinOp::Div if near => native(wide, a, b, |x, y| x / y, |x, y| x / y),
+        BinOp::Add if !wide => directed::add(a, b, fm.round),
+        BinOp::Sub if !wide => directed::add(a, neg(b, wide), fm.round),
+        BinOp::MulLo if !wide => directed::mul(a, b, fm.round),
         BinOp::Add => round::add(a, b, wide, fm.round),
         BinOp::Sub => round::add(a, neg(b, wide), wide, fm.round),
         BinOp::MulLo => round::mul(a, b, wide, fm.round),
@@ -128,7 +131,8 @@ pub(crate) fn fma(wide: bool, fm: FloatMode, a: u64, b: u64, c: u64) -> u64 {
             let (x, y, z) = (f32::from_bits(a as u32), f32::from_bits(b as u32), f32::from_bits(c as u32));
             x.mul_add(y, z).to_bits() as u64
         }
-        (mode, _) => round::fma(a, b, c, wide, mode),
+        (mode, false) => directed::fma(a, b, c, mode),
+        (mode, true) => round::fma(a, b, c, wide, mode),
     };
     finish(r, wide, fm)
 }

@@ -9,6 +9,7 @@ mod access;
 mod arith;
 mod bits;
 mod block;
+mod directed;
 mod fast;
 mod float;
 mod pure;
