@@ -6,6 +6,14 @@ use super::thread::Shared;
 use super::{Fault, LOCAL_WINDOW, SHARED_WINDOW, Thread, Trap, TrapKind, arith, copy};
 use crate::ir::{AtomOp, Space, Ty};
 
+/// Whether `addr` is not a multiple of `len` (a mask for the widths of registers, no division).
+fn misaligned(addr: u64, len: usize) -> bool {
+    match len.is_power_of_two() {
+        true => addr & (len as u64 - 1) != 0,
+        false => !addr.is_multiple_of(len as u64),
+    }
+}
+
 /// What a thread's accesses need: its local memory, who it is, and what its block shares.
 pub(super) struct Access<'s, 'a, 'm> {
     pub(super) local: &'s mut Vec<u8>,
@@ -40,7 +48,7 @@ impl Access<'_, '_, '_> {
     }
 
     pub(super) fn read(&mut self, space: Space, addr: u64, out: &mut [u8], line: u32) -> Result<(), Trap> {
-        if !addr.is_multiple_of(out.len() as u64) {
+        if misaligned(addr, out.len()) {
             return Err(self.trap(TrapKind::Fault(Fault::Misaligned), line, addr));
         }
         let (space, at) = Self::resolve(space, addr);
@@ -62,7 +70,7 @@ impl Access<'_, '_, '_> {
     }
 
     pub(super) fn write(&mut self, space: Space, addr: u64, data: &[u8], line: u32) -> Result<(), Trap> {
-        if !addr.is_multiple_of(data.len() as u64) {
+        if misaligned(addr, data.len()) {
             return Err(self.trap(TrapKind::Fault(Fault::Misaligned), line, addr));
         }
         let (space, at) = Self::resolve(space, addr);
@@ -91,7 +99,7 @@ impl Access<'_, '_, '_> {
         line: u32,
     ) -> Result<u64, Trap> {
         let size = ty.bytes();
-        if !addr.is_multiple_of(size as u64) {
+        if misaligned(addr, size) {
             return Err(self.trap(TrapKind::Fault(Fault::Misaligned), line, addr));
         }
         let mut old = 0u64;

@@ -198,7 +198,9 @@ pub(crate) fn div(a: u64, b: u64, wide: bool, mode: Round) -> u64 {
             // The dividend's leading bit at 125: a quotient of 72 bits or more, and a remainder.
             let shift = 125 - (127 - x.mant.leading_zeros() as i32);
             let n = x.mant << shift;
-            let q = Exact { neg, mant: n / y.mant, exp: x.exp - shift - y.exp, sticky: !n.is_multiple_of(y.mant) };
+            let quotient = n / y.mant;
+            let exact = quotient * y.mant == n; // no second division for the remainder
+            let q = Exact { neg, mant: quotient, exp: x.exp - shift - y.exp, sticky: !exact };
             round(q, wide, mode)
         }
     }
