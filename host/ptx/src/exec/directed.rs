@@ -1,6 +1,7 @@
-//! f32 `add`, `mul` and `fma` in the directed modes (`.rz`, `.rm`, `.rp`) through the host's
-//! f64 arithmetic: a product of two f32s is exact in f64, and a sum's rounding error is
-//! recovered exactly (TwoSum), so the exact result is known and rounded once. Operands that
+//! f32 `add`, `mul`, `fma`, `div` and `sqrt` in the directed modes (`.rz`, `.rm`, `.rp`)
+//! through the host's f64 arithmetic: a product of two f32s is exact in f64, a sum's rounding
+//! error is recovered exactly (TwoSum), and so is the remainder of a quotient or a square root
+//! (by a fused multiply-add), so where the exact result lies is known and it is rounded once. Operands that
 //! are not both finite and nonzero go to `round.rs`, which this must equal bit for bit (a test
 //! checks it).
 
@@ -89,6 +90,27 @@ pub(crate) fn fma(a: u64, b: u64, c: u64, mode: Round) -> u64 {
     if s == 0.0 { zero(mode) } else { directed(s, e, mode) }
 }
 
+pub(crate) fn div(a: u64, b: u64, mode: Round) -> u64 {
+    if mode == Round::Nearest || !finite_nonzero(a) || !finite_nonzero(b) {
+        return round::div(a, b, false, mode);
+    }
+    let (x, y) = (value(a), value(b));
+    let q = x / y;
+    // x - q y, exact: the quotient lies above q when it has the sign of y.
+    let rest = (-q).mul_add(y, x);
+    directed(q, rest * y.signum(), mode)
+}
+
+pub(crate) fn sqrt(a: u64, mode: Round) -> u64 {
+    if mode == Round::Nearest || !finite_nonzero(a) || a & 0x8000_0000 != 0 {
+        return round::sqrt(a, false, mode);
+    }
+    let x = value(a);
+    let r = x.sqrt();
+    // x - r r, exact: the root lies above r when it is positive.
+    directed(r, (-r).mul_add(r, x), mode)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -127,6 +149,8 @@ mod tests {
                 assert_eq!(add(a, a ^ 0x8000_0000, mode), round::add(a, a ^ 0x8000_0000, false, mode), "{text}");
                 assert_eq!(mul(a, b, mode), round::mul(a, b, false, mode), "mul {text}");
                 assert_eq!(fma(a, b, c, mode), round::fma(a, b, c, false, mode), "fma {text}");
+                assert_eq!(div(a, b, mode), round::div(a, b, false, mode), "div {text}");
+                assert_eq!(sqrt(a, mode), round::sqrt(a, false, mode), "sqrt {text}");
             }
         }
     }

@@ -75,6 +75,7 @@ pub(crate) fn binary(op: BinOp, wide: bool, fm: FloatMode, a: u64, b: u64) -> u6
         BinOp::Add => round::add(a, b, wide, fm.round),
         BinOp::Sub => round::add(a, neg(b, wide), wide, fm.round),
         BinOp::MulLo => round::mul(a, b, wide, fm.round),
+        BinOp::Div if !wide => directed::div(a, b, fm.round),
         BinOp::Div => round::div(a, b, wide, fm.round),
         // min/max: a NaN operand yields the other; -0 is below +0.
         BinOp::Min | BinOp::Max => {
@@ -146,6 +147,7 @@ pub(crate) fn unary(op: UnOp, wide: bool, fm: FloatMode, a: u64) -> u64 {
         UnOp::Abs => return a & !sign(wide),
         UnOp::Test(class) => return test(class, a, wide) as u64,
         UnOp::Sqrt if near => from_f64(if wide { x.sqrt() } else { (x as f32).sqrt() as f64 }, wide),
+        UnOp::Sqrt if !wide => directed::sqrt(a, fm.round),
         UnOp::Sqrt => round::sqrt(a, wide, fm.round),
         UnOp::Rcp => {
             let one = if wide { 1f64.to_bits() } else { 1f32.to_bits() as u64 };
