@@ -91,16 +91,16 @@ pub(super) fn run(
 /// `bar.red`: every waiter that brought a predicate gets the reduction over all of them.
 fn reduce(threads: &mut [ThreadState], waiting: &[usize]) {
     let preds = || waiting.iter().filter_map(|&i| threads[i].red);
-    let Some((first, _)) = preds().next() else { return };
-    let (count, all) = preds().fold((0u64, 0u64), |(c, n), p| (c + p.1 as u64, n + 1));
-    let v = match first.op {
+    let Some((op, ..)) = preds().next() else { return };
+    let (count, all) = preds().fold((0u64, 0u64), |(c, n), p| (c + p.2 as u64, n + 1));
+    let v = match op {
         BarRedOp::Popc => count,
         BarRedOp::And => (count == all) as u64,
         BarRedOp::Or => (count > 0) as u64,
     };
     for &i in waiting {
-        if let Some((red, _)) = threads[i].red.take() {
-            threads[i].set(red.d, v);
+        if let Some((_, d, _)) = threads[i].red.take() {
+            threads[i].set(d, v);
         }
     }
 }

@@ -6,7 +6,7 @@ use super::arith;
 use super::fast::Code;
 use super::pure::{self, Stop};
 use super::{Fault, LOCAL_WINDOW, Launch, Memory, SHARED_WINDOW, Thread, Trap, TrapKind};
-use crate::ir::{Address, BarRed, Call, Function, Op, Place, Space, Special, Src};
+use crate::ir::{Address, BarRedOp, Call, Function, Op, Place, Reg, Space, Special, Src};
 
 /// Where a thread is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,8 +49,9 @@ pub(super) struct ThreadState {
     pool: usize,
     pub(super) pc: u32,
     pub(super) state: State,
-    /// A `bar.red` this thread waits in: what it reduces and the predicate it brings.
-    pub(super) red: Option<(BarRed, bool)>,
+    /// A `bar.red` this thread waits in: what it reduces, into which register, and the
+    /// predicate it brings.
+    pub(super) red: Option<(BarRedOp, Reg, bool)>,
     /// Every frame's local memory, the current frame's from `local_base` on.
     local: Vec<u8>,
     local_base: usize,
@@ -302,7 +303,7 @@ impl ThreadState {
             Op::Bar { id, threads, wait, red } => {
                 let id = (self.value(*id, sh) & 0xf) as u32;
                 let count = threads.map_or(0, |t| self.value(t, sh) as u32);
-                self.red = red.map(|r| (r, (self.value(r.p, sh) & 1 != 0) != r.negated));
+                self.red = red.map(|r| (r.op, r.d, (self.value(r.p, sh) & 1 != 0) != r.negated));
                 match wait {
                     true => self.state = State::Waiting { id, count },
                     false => sh.arrived[id as usize] += 1,
