@@ -8,6 +8,7 @@
 
 use std::collections::HashMap;
 
+use super::float::Directed;
 use super::{LOCAL_WINDOW, Launch, SHARED_WINDOW};
 use crate::ir::{BinOp, Cmp, FloatMode, Function, Op, Place, Round, Space, Special, Src, TerOp, Ty, UnOp};
 
@@ -236,6 +237,14 @@ pub(super) enum Fast {
         pos: Opnd,
         len: Opnd,
     },
+    /// f32 arithmetic in a directed rounding without `.ftz` or `.sat` (`sqrt` of `a`).
+    FDirected {
+        op: Directed,
+        round: Round,
+        d: u32,
+        a: Opnd,
+        b: Opnd,
+    },
     /// A load of one register.
     Ld {
         d: u32,
@@ -375,7 +384,13 @@ fn compile(op: &Op, launch: &Launch<'_>, pool: &mut Pool) -> Option<Fast> {
         Op::Mov { ty, d, a } => Fast::Mov { d: d32(d)?, a: src(a)?, sh: sh(ty) },
         Op::Binary { op, ty, fm, d, a, b } if ty.float() => {
             let (d, a, b, wide) = (d32(d)?, src(a)?, src(b)?, ty == Ty::F64);
+            let directed = !wide && !fm.ftz && !fm.sat && fm.round != Round::Nearest;
+            let round = fm.round;
             match op {
+                BinOp::Add if directed => Fast::FDirected { op: Directed::Add, round, d, a, b },
+                BinOp::Sub if directed => Fast::FDirected { op: Directed::Sub, round, d, a, b },
+                BinOp::MulLo if directed => Fast::FDirected { op: Directed::Mul, round, d, a, b },
+                BinOp::Div if directed => Fast::FDirected { op: Directed::Div, round, d, a, b },
                 BinOp::Add if fm == FloatMode::default() => Fast::FAdd { d, a, b, wide },
                 BinOp::Sub if fm == FloatMode::default() => Fast::FSub { d, a, b, wide },
                 BinOp::MulLo if fm == FloatMode::default() => Fast::FMul { d, a, b, wide },
@@ -437,6 +452,10 @@ fn compile(op: &Op, launch: &Launch<'_>, pool: &mut Pool) -> Option<Fast> {
             [v] => Fast::St { s: src(v)?, at: src(at.base)?, offset: at.offset, space, ty },
             _ => return None,
         },
+        Op::Unary { op: UnOp::Sqrt, ty: Ty::F32, fm, d, a } if !fm.ftz && !fm.sat && fm.round != Round::Nearest => {
+            let a = src(a)?;
+            Fast::FDirected { op: Directed::Sqrt, round: fm.round, d: d32(d)?, a, b: a }
+        }
         Op::Unary { op, ty, fm, d, a } => Fast::Unary { op, ty, fm, d: d32(d)?, a: src(a)? },
         Op::Ternary { op, ty, fm, d, a, b, c } => {
             Fast::Ternary { op, ty, fm, d: d32(d)?, a: src(a)?, b: src(b)?, c: src(c)? }

@@ -94,6 +94,29 @@ pub(crate) fn binary(op: BinOp, wide: bool, fm: FloatMode, a: u64, b: u64) -> u6
     finish(r, wide, fm)
 }
 
+/// The f32 operations [`directed32`] computes.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Directed {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Sqrt,
+}
+
+/// [`binary`]'s f32 `add`, `sub`, `mul`, `div` and [`unary`]'s `sqrt` (of `a`) in a directed
+/// `round`, without `.ftz` or `.sat`.
+pub(crate) fn directed32(op: Directed, round: Round, a: u64, b: u64) -> u64 {
+    let r = match op {
+        Directed::Add => directed::add(a, b, round),
+        Directed::Sub => directed::add(a, neg(b, false), round),
+        Directed::Mul => directed::mul(a, b, round),
+        Directed::Div => directed::div(a, b, round),
+        Directed::Sqrt => directed::sqrt(a, round),
+    };
+    finish(r, false, FloatMode { round, ftz: false, sat: false })
+}
+
 /// The operations [`near`] computes.
 #[derive(Clone, Copy)]
 pub(crate) enum Near {

@@ -192,6 +192,7 @@ pub(super) fn run(
             Fast::FAdd { d, a, b, wide } => (d, float::near(wide, get(regs, a), get(regs, b), Near::Add)),
             Fast::FSub { d, a, b, wide } => (d, float::near(wide, get(regs, a), get(regs, b), Near::Sub)),
             Fast::FMul { d, a, b, wide } => (d, float::near(wide, get(regs, a), get(regs, b), Near::Mul)),
+            Fast::FDirected { op, round, d, a, b } => (d, float::directed32(op, round, get(regs, a), get(regs, b))),
             Fast::FFma { d, a, b, c, wide } => {
                 (d, float::fma(wide, FloatMode::default(), get(regs, a), get(regs, b), get(regs, c)))
             }
@@ -223,7 +224,7 @@ mod tests {
     use crate::exec::fast::Code;
     use crate::exec::thread::Shared;
     use crate::exec::{Fault, Flat, LOCAL_WINDOW, Launch, SHARED_WINDOW, Thread};
-    use crate::ir::{BinOp, Cmp, Function, Inst, Op, Round, Space, Src, TerOp, Ty};
+    use crate::ir::{BinOp, Cmp, Function, Inst, Op, Round, Space, Src, TerOp, Ty, UnOp};
 
     const TYPES: [Ty; 15] = [
         Ty::B8,
@@ -340,6 +341,19 @@ mod tests {
                         }
                         let want = arith::binary(op, ty, none, v[0], v[1]);
                         cases.push((Op::Binary { op, ty, fm: none, d: 3, a, b }, want));
+                    }
+                    for round in [Round::Zero, Round::Down, Round::Up] {
+                        let fm = FloatMode { round, ftz: false, sat: false };
+                        for op in [BinOp::Add, BinOp::Sub, BinOp::MulLo, BinOp::Div] {
+                            if ty.float() {
+                                let want = arith::binary(op, ty, fm, v[0], v[1]);
+                                cases.push((Op::Binary { op, ty, fm, d: 3, a, b }, want));
+                            }
+                        }
+                        if ty.float() {
+                            let want = arith::unary(UnOp::Sqrt, ty, fm, v[1]);
+                            cases.push((Op::Unary { op: UnOp::Sqrt, ty, fm, d: 3, a: b }, want));
+                        }
                     }
                     for op in [TerOp::MadLo, TerOp::Fma] {
                         if ty.float() == (op == TerOp::Fma) && ty != Ty::Pred {
