@@ -50,7 +50,7 @@
 //! (barriers, warp meetings, calls, and the rare instructions that run as decoded).
 //! `benches/interpreter.rs` measures thread-instructions per second on corpus kernels: on a
 //! shared 2-core CPU machine, the fastest of several runs gave 200 million a second
-//! (warp_reduce_down) to 440 million (collatz), and 170 million for f32_rounding, whose
+//! (warp_reduce_down) to 470 million (collatz), and 190 million for f32_rounding, whose
 //! directed roundings dominate.
 //!
 //! Not yet: textures, surfaces, `f16`/`bf16` types, `prmt`'s special modes, indirect branches
