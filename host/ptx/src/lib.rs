@@ -44,7 +44,14 @@
 //! ([`TrapKind::StackOverflow`]). A call of a function with no body in the module (`vprintf`)
 //! or an indirect call is refused at load.
 //!
-//! `benches/interpreter.rs` measures thread-instructions per second on corpus kernels.
+//! A launch compiles the kernel's body once into flat instructions whose operands index the
+//! frame's registers, immediates and launch-wide values sitting in a pool below each frame;
+//! a thread runs them in one loop that stops only at what needs the thread or the block
+//! (barriers, warp meetings, calls, and the rare instructions that run as decoded).
+//! `benches/interpreter.rs` measures thread-instructions per second on corpus kernels: on a
+//! shared 2-core CPU machine, the fastest of several runs gave 200 million a second
+//! (warp_reduce_down) to 470 million (collatz), and 190 million for f32_rounding, whose
+//! directed roundings dominate.
 //!
 //! Not yet: textures, surfaces, `f16`/`bf16` types, `prmt`'s special modes, indirect branches
 //! and calls; each is refused at load with its line.

@@ -3,7 +3,7 @@
 //! GPU returns them, `.ftz` on f32 inputs and results, `.sat`, and the approximate functions
 //! (computed in f64 and rounded once, within 1 ulp of the exact value).
 
-use super::round;
+use super::{directed, round};
 use crate::ir::{BinOp, FloatClass, FloatMode, Round, UnOp};
 
 pub(crate) const NAN32: u64 = 0x7fff_ffff;
@@ -69,9 +69,13 @@ pub(crate) fn binary(op: BinOp, wide: bool, fm: FloatMode, a: u64, b: u64) -> u6
         BinOp::Sub if near => native(wide, a, b, |x, y| x - y, |x, y| x - y),
         BinOp::MulLo if near => native(wide, a, b, |x, y| x * y, |x, y| x * y),
         BinOp::Div if near => native(wide, a, b, |x, y| x / y, |x, y| x / y),
+        BinOp::Add if !wide => directed::add(a, b, fm.round),
+        BinOp::Sub if !wide => directed::add(a, neg(b, wide), fm.round),
+        BinOp::MulLo if !wide => directed::mul(a, b, fm.round),
         BinOp::Add => round::add(a, b, wide, fm.round),
         BinOp::Sub => round::add(a, neg(b, wide), wide, fm.round),
         BinOp::MulLo => round::mul(a, b, wide, fm.round),
+        BinOp::Div if !wide => directed::div(a, b, fm.round),
         BinOp::Div => round::div(a, b, wide, fm.round),
         // min/max: a NaN operand yields the other; -0 is below +0.
         BinOp::Min | BinOp::Max => {
@@ -88,6 +92,48 @@ pub(crate) fn binary(op: BinOp, wide: bool, fm: FloatMode, a: u64, b: u64) -> u6
         _ => unreachable!("decode refuses {op:?} on floats"),
     };
     finish(r, wide, fm)
+}
+
+/// The f32 operations [`directed32`] computes.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Directed {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Sqrt,
+}
+
+/// [`binary`]'s f32 `add`, `sub`, `mul`, `div` and [`unary`]'s `sqrt` (of `a`) in a directed
+/// `round`, without `.ftz` or `.sat`.
+pub(crate) fn directed32(op: Directed, round: Round, a: u64, b: u64) -> u64 {
+    let r = match op {
+        Directed::Add => directed::add(a, b, round),
+        Directed::Sub => directed::add(a, neg(b, false), round),
+        Directed::Mul => directed::mul(a, b, round),
+        Directed::Div => directed::div(a, b, round),
+        Directed::Sqrt => directed::sqrt(a, round),
+    };
+    finish(r, false, FloatMode { round, ftz: false, sat: false })
+}
+
+/// The operations [`near`] computes.
+#[derive(Clone, Copy)]
+pub(crate) enum Near {
+    Add,
+    Sub,
+    Mul,
+}
+
+/// [`binary`]'s `add`, `sub` and `mul` to nearest without `.ftz` or `.sat`.
+#[inline(always)]
+pub(crate) fn near(wide: bool, a: u64, b: u64, op: Near) -> u64 {
+    let r = match op {
+        Near::Add => native(wide, a, b, |x, y| x + y, |x, y| x + y),
+        Near::Sub => native(wide, a, b, |x, y| x - y, |x, y| x - y),
+        Near::Mul => native(wide, a, b, |x, y| x * y, |x, y| x * y),
+    };
+    finish(r, wide, FloatMode::default())
 }
 
 fn sign(wide: bool) -> u64 {
@@ -109,7 +155,8 @@ pub(crate) fn fma(wide: bool, fm: FloatMode, a: u64, b: u64, c: u64) -> u64 {
             let (x, y, z) = (f32::from_bits(a as u32), f32::from_bits(b as u32), f32::from_bits(c as u32));
             x.mul_add(y, z).to_bits() as u64
         }
-        (mode, _) => round::fma(a, b, c, wide, mode),
+        (mode, false) => directed::fma(a, b, c, mode),
+        (mode, true) => round::fma(a, b, c, wide, mode),
     };
     finish(r, wide, fm)
 }
@@ -123,6 +170,7 @@ pub(crate) fn unary(op: UnOp, wide: bool, fm: FloatMode, a: u64) -> u64 {
         UnOp::Abs => return a & !sign(wide),
         UnOp::Test(class) => return test(class, a, wide) as u64,
         UnOp::Sqrt if near => from_f64(if wide { x.sqrt() } else { (x as f32).sqrt() as f64 }, wide),
+        UnOp::Sqrt if !wide => directed::sqrt(a, fm.round),
         UnOp::Sqrt => round::sqrt(a, wide, fm.round),
         UnOp::Rcp => {
             let one = if wide { 1f64.to_bits() } else { 1f32.to_bits() as u64 };

@@ -5,10 +5,14 @@
 //! leaves them goes to the caller's [`Memory`], which decides whether the accessing device may
 //! touch it.
 
+mod access;
 mod arith;
 mod bits;
 mod block;
+mod directed;
+mod fast;
 mod float;
+mod pure;
 mod round;
 mod thread;
 mod warp;
@@ -71,18 +75,30 @@ pub trait Flat {
 
 impl<T: Flat> Memory for T {
     fn read(&mut self, _: Space, addr: u64, out: &mut [u8], _: Thread) -> Result<(), Fault> {
-        out.copy_from_slice(self.span(addr, out.len())?);
+        copy(out, self.span(addr, out.len())?);
         Ok(())
     }
 
     fn write(&mut self, addr: u64, data: &[u8], _: Thread) -> Result<(), Fault> {
-        self.span(addr, data.len())?.copy_from_slice(data);
+        copy(self.span(addr, data.len())?, data);
         Ok(())
     }
 
     fn atomic(&mut self, addr: u64, len: usize, _: Thread, update: &mut dyn FnMut(&mut [u8])) -> Result<(), Fault> {
         update(self.span(addr, len)?);
         Ok(())
+    }
+}
+
+/// `to.copy_from_slice(from)`, without calling `memcpy` for the widths a register holds.
+#[inline(always)]
+pub(crate) fn copy(to: &mut [u8], from: &[u8]) {
+    match to.len() {
+        1 => to[..1].copy_from_slice(from),
+        2 => to[..2].copy_from_slice(from),
+        4 => to[..4].copy_from_slice(from),
+        8 => to[..8].copy_from_slice(from),
+        _ => to.copy_from_slice(from),
     }
 }
 
@@ -164,12 +180,14 @@ pub fn run(kernel: &Function, launch: &Launch<'_>, memory: &mut dyn Memory) -> R
     {
         return Err(bad);
     }
+    let code = fast::Code::new(kernel, launch);
+    let mut threads = Vec::new();
     let mut ran = Ran::default();
     let mut budget = launch.budget;
     for z in 0..launch.grid[2] {
         for y in 0..launch.grid[1] {
             for x in 0..launch.grid[0] {
-                let done = block::run(kernel, launch, [x, y, z], memory, &mut budget)?;
+                let done = block::run(kernel, &code, launch, [x, y, z], memory, &mut budget, &mut threads)?;
                 ran.instructions += done;
             }
         }

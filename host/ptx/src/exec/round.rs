@@ -198,7 +198,9 @@ pub(crate) fn div(a: u64, b: u64, wide: bool, mode: Round) -> u64 {
             // The dividend's leading bit at 125: a quotient of 72 bits or more, and a remainder.
             let shift = 125 - (127 - x.mant.leading_zeros() as i32);
             let n = x.mant << shift;
-            let q = Exact { neg, mant: n / y.mant, exp: x.exp - shift - y.exp, sticky: !n.is_multiple_of(y.mant) };
+            let quotient = n / y.mant;
+            let exact = quotient * y.mant == n; // no second division for the remainder
+            let q = Exact { neg, mant: quotient, exp: x.exp - shift - y.exp, sticky: !exact };
             round(q, wide, mode)
         }
     }
@@ -224,7 +226,12 @@ pub(crate) fn sqrt(a: u64, wide: bool, mode: Round) -> u64 {
 
 /// The integer square root (rounded down) of `n`.
 fn isqrt(n: u128) -> u128 {
+    // The f64 root is within a few hundred of the integer one here (n has 124 or more bits);
+    // one step of Newton's method brings it within one, and the loops make it exact.
     let mut r = (n as f64).sqrt() as u128;
+    if r > 0 {
+        r = (r + n / r) / 2;
+    }
     while r * r > n {
         r -= 1;
     }

@@ -1,9 +1,12 @@
 //! One thread: its registers, its place in the program and its local memory, and the step that
 //! runs its next instruction.
 
+use super::access::Access;
 use super::arith;
+use super::fast::Code;
+use super::pure::{self, Stop};
 use super::{Fault, LOCAL_WINDOW, Launch, Memory, SHARED_WINDOW, Thread, Trap, TrapKind};
-use crate::ir::{Address, AtomOp, BarRed, Call, Function, Op, Place, Space, Special, Src, Ty};
+use crate::ir::{Address, BarRedOp, Call, Function, Op, Place, Reg, Space, Special, Src};
 
 /// Where a thread is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,13 +41,17 @@ pub(super) struct ThreadState {
     pub(super) who: Thread,
     /// The thread's index in its block, x fastest.
     pub(super) linear: u32,
-    /// Every frame's registers, the current frame's from `base` on.
+    /// Every frame's registers, the current frame's from `base` on, each frame's just after a
+    /// copy of the launch's pool of constants ([`Code::constants`]).
     regs: Vec<u64>,
     base: usize,
+    /// How many constants the pool holds.
+    pool: usize,
     pub(super) pc: u32,
     pub(super) state: State,
-    /// A `bar.red` this thread waits in: what it reduces and the predicate it brings.
-    pub(super) red: Option<(BarRed, bool)>,
+    /// A `bar.red` this thread waits in: what it reduces, into which register, and the
+    /// predicate it brings.
+    pub(super) red: Option<(BarRedOp, Reg, bool)>,
     /// Every frame's local memory, the current frame's from `local_base` on.
     local: Vec<u8>,
     local_base: usize,
@@ -63,19 +70,39 @@ pub(super) struct Shared<'a, 'm> {
 }
 
 impl ThreadState {
-    pub(super) fn new(kernel: &Function, who: Thread, linear: u32) -> ThreadState {
-        ThreadState {
+    pub(super) fn new(kernel: &Function, code: &Code, launch: &Launch<'_>, who: Thread, linear: u32) -> ThreadState {
+        let mut t = ThreadState {
             who,
             linear,
-            regs: vec![0; kernel.registers as usize],
+            regs: Vec::new(),
             base: 0,
+            pool: 0,
             pc: 0,
             state: State::Running,
             red: None,
-            local: vec![0; kernel.local_bytes as usize],
+            local: Vec::new(),
             local_base: 0,
             frames: Vec::new(),
+        };
+        t.reset(kernel, code, launch, who, linear);
+        t
+    }
+
+    /// Makes this the state `new` gives, keeping what it has allocated.
+    pub(super) fn reset(&mut self, kernel: &Function, code: &Code, launch: &Launch<'_>, who: Thread, linear: u32) {
+        let pool = code.constants.len();
+        self.regs.clear();
+        self.regs.extend_from_slice(&code.constants);
+        self.regs.resize(pool + kernel.registers as usize, 0);
+        let shared = kernel.shared_bytes as usize + launch.dynamic_shared as usize;
+        for &(k, s) in &code.specials {
+            self.regs[k] = special(s, who, linear, launch, shared, 0);
         }
+        self.local.clear();
+        self.local.resize(kernel.local_bytes as usize, 0);
+        self.frames.clear();
+        (self.who, self.linear, self.base, self.pool, self.local_base) = (who, linear, pool, pool, 0);
+        (self.pc, self.state, self.red) = (0, State::Running, None);
     }
 
     pub(super) fn trap(&self, kind: TrapKind, line: u32, addr: u64) -> Trap {
@@ -97,27 +124,7 @@ impl ThreadState {
     }
 
     fn special(&self, s: Special, sh: &Shared<'_, '_>) -> u64 {
-        let lane = self.linear % 32;
-        let threads: u32 = sh.launch.block.iter().product();
-        match s {
-            Special::Tid(a) => self.who.thread[a as usize] as u64,
-            Special::Ntid(a) => sh.launch.block[a as usize] as u64,
-            Special::Ctaid(a) => self.who.block[a as usize] as u64,
-            Special::Nctaid(a) => sh.launch.grid[a as usize] as u64,
-            Special::LaneId => lane as u64,
-            Special::WarpId => (self.linear / 32) as u64,
-            Special::NWarpId => threads.div_ceil(32) as u64,
-            Special::SmId => 0,
-            Special::NSmId => 1,
-            Special::LaneMaskEq => 1 << lane,
-            Special::LaneMaskLt => (1u64 << lane) - 1,
-            Special::LaneMaskLe => (1u64 << (lane + 1)) - 1,
-            Special::LaneMaskGt => !((1u64 << (lane + 1)) - 1) & 0xffff_ffff,
-            Special::LaneMaskGe => !((1u64 << lane) - 1) & 0xffff_ffff,
-            Special::Clock | Special::Clock64 | Special::GlobalTimer => sh.clock,
-            Special::DynamicSharedSize => sh.launch.dynamic_shared as u64,
-            Special::TotalSharedSize => sh.bytes.len() as u64,
-        }
+        special(s, self.who, self.linear, sh.launch, sh.bytes.len(), sh.clock)
     }
 
     fn address(&self, at: &Address, sh: &Shared<'_, '_>) -> u64 {
@@ -125,28 +132,69 @@ impl ThreadState {
     }
 
     /// Runs instructions until the thread waits, exits, or traps.
-    pub(super) fn run(&mut self, kernel: &Function, sh: &mut Shared<'_, '_>, budget: &mut u64) -> Result<u64, Trap> {
-        let mut done = 0;
-        while self.state == State::Running {
-            let Some(inst) = kernel.body.get(self.pc as usize) else {
-                self.state = State::Exited; // running off the end is an exit
-                break;
-            };
-            if *budget == 0 {
-                return Err(self.trap(TrapKind::TooLong, inst.line, 0));
+    pub(super) fn run(
+        &mut self,
+        kernel: &Function,
+        code: &Code,
+        sh: &mut Shared<'_, '_>,
+        budget: &mut u64,
+    ) -> Result<u64, Trap> {
+        let (start, clock) = (*budget, sh.clock);
+        let mut left = start;
+        let result = self.steps(kernel, code, sh, &mut left, clock);
+        *budget = left;
+        sh.clock = clock + (start - left);
+        result.map(|()| start - left)
+    }
+
+    /// The loop of [`ThreadState::run`]: `left` counts the budget down, and `sh.clock` is
+    /// brought up to date (from `clock`, what it was at the start) only where an instruction may
+    /// read it.
+    fn steps(
+        &mut self,
+        kernel: &Function,
+        code: &Code,
+        sh: &mut Shared<'_, '_>,
+        left: &mut u64,
+        clock: u64,
+    ) -> Result<(), Trap> {
+        let start = *left;
+        loop {
+            let mut access = Access { local: &mut self.local, who: self.who, sh };
+            let regs = &mut self.regs;
+            match pure::run(regs, self.base, &code.steps, &mut self.pc, left, &mut access, &kernel.body)? {
+                Stop::End => {
+                    self.state = State::Exited; // running off the end is an exit
+                    return Ok(());
+                }
+                Stop::Budget => return Err(self.trap(TrapKind::TooLong, kernel.body[self.pc as usize].line, 0)),
+                Stop::Barrier(id) => {
+                    (self.red, self.state) = (None, State::Waiting { id, count: 0 });
+                    return Ok(());
+                }
+                // The block computes it once every lane it names is there; the pc stays on it.
+                Stop::Warp => {
+                    self.state = State::Warp;
+                    return Ok(());
+                }
+                Stop::Thread => {}
             }
-            *budget -= 1;
-            done += 1;
-            sh.clock += 1;
+            // An instruction that needs the thread; its guard holds.
+            let pc = self.pc as usize;
+            *left -= 1;
             self.pc += 1;
-            if let Some((p, negated)) = inst.guard
-                && (self.regs[self.base + p as usize] & 1 != 0) == negated
-            {
-                continue;
-            }
+            sh.clock = clock + (start - *left);
+            let inst = &kernel.body[pc];
             self.step(kernel, &inst.op, inst.line, sh)?;
+            if self.state != State::Running {
+                return Ok(());
+            }
         }
-        Ok(done)
+    }
+
+    /// What the thread's accesses to memory need.
+    fn access<'s, 'a, 'm>(&'s mut self, sh: &'s mut Shared<'a, 'm>) -> Access<'s, 'a, 'm> {
+        Access { local: &mut self.local, who: self.who, sh }
     }
 
     pub(super) fn set(&mut self, r: u32, v: u64) {
@@ -225,7 +273,7 @@ impl ThreadState {
                 for (i, reg) in d.iter().enumerate() {
                     let addr = base.wrapping_add((i * size) as u64);
                     let mut buf = [0u8; 8];
-                    self.read(*space, addr, &mut buf[..size], line, sh)?;
+                    self.access(sh).read(*space, addr, &mut buf[..size], line)?;
                     let raw = u64::from_le_bytes(buf);
                     if let Some(r) = reg {
                         // A narrow signed load sign-extends into its register.
@@ -240,13 +288,13 @@ impl ThreadState {
                 for (i, src) in s.iter().enumerate() {
                     let addr = base.wrapping_add((i * size) as u64);
                     let bytes = self.value(*src, sh).to_le_bytes();
-                    self.write(*space, addr, &bytes[..size], line, sh)?;
+                    self.access(sh).write(*space, addr, &bytes[..size], line)?;
                 }
             }
             Op::Atom { space, op, ty, d, at, b, c } => {
                 let addr = self.address(at, sh);
                 let (b, c) = (self.value(*b, sh), c.map_or(0, |c| self.value(c, sh)));
-                let old = self.atomic(*space, addr, *op, *ty, b, c, line, sh)?;
+                let old = self.access(sh).atomic(*space, addr, *op, *ty, b, c, line)?;
                 if let Some(d) = d {
                     self.set(*d, old);
                 }
@@ -255,7 +303,7 @@ impl ThreadState {
             Op::Bar { id, threads, wait, red } => {
                 let id = (self.value(*id, sh) & 0xf) as u32;
                 let count = threads.map_or(0, |t| self.value(t, sh) as u32);
-                self.red = red.map(|r| (r, (self.value(r.p, sh) & 1 != 0) != r.negated));
+                self.red = red.map(|r| (r.op, r.d, (self.value(r.p, sh) & 1 != 0) != r.negated));
                 match wait {
                     true => self.state = State::Waiting { id, count },
                     false => sh.arrived[id as usize] += 1,
@@ -278,11 +326,12 @@ impl ThreadState {
     /// arguments copied in.
     fn call(&mut self, call: &Call, line: u32) -> Result<(), Trap> {
         // Frames start 16-aligned, as their parameters and locals are laid out from there.
-        let (base, local_base) = (self.regs.len(), self.local.len().next_multiple_of(16));
+        let (base, local_base) = (self.regs.len() + self.pool, self.local.len().next_multiple_of(16));
         let local_end = local_base + call.local_bytes as usize;
         if self.frames.len() >= MAX_CALL_DEPTH || local_end > MAX_LOCAL_BYTES {
             return Err(self.trap(TrapKind::StackOverflow, line, 0));
         }
+        self.regs.extend_from_within(..self.pool);
         self.regs.resize(base + call.registers as usize, 0);
         self.local.resize(local_end, 0);
         for &(from, to, n) in &call.args {
@@ -304,7 +353,7 @@ impl ThreadState {
                 self.copy(self.local_base + from as usize, frame.local_base + to as usize, n as usize, line)?;
             }
         }
-        self.regs.truncate(self.base);
+        self.regs.truncate(self.base - self.pool);
         self.local.truncate(self.local_base);
         (self.base, self.local_base, self.pc) = (frame.base, frame.local_base, frame.ret_pc);
         Ok(())
@@ -318,111 +367,30 @@ impl ThreadState {
         self.local.copy_within(from..from + n, to);
         Ok(())
     }
+}
 
-    /// The window and offset a generic address falls in.
-    fn resolve(&self, space: Space, addr: u64) -> (Space, u64) {
-        match space {
-            Space::Generic if addr >= LOCAL_WINDOW => (Space::Local, addr - LOCAL_WINDOW),
-            Space::Generic if addr >= SHARED_WINDOW => (Space::Shared, addr - SHARED_WINDOW),
-            Space::Generic => (Space::Global, addr),
-            s => (s, addr),
-        }
-    }
-
-    /// The executor's own memory a space and offset name, if in range.
-    fn own<'a>(&'a mut self, space: Space, at: u64, len: usize, sh: &'a mut Shared<'_, '_>) -> Option<&'a mut [u8]> {
-        let at = usize::try_from(at).ok()?;
-        let end = at.checked_add(len)?;
-        match space {
-            Space::Shared => sh.bytes.get_mut(at..end),
-            Space::Local => self.local.get_mut(at..end),
-            _ => None,
-        }
-    }
-
-    fn read(
-        &mut self,
-        space: Space,
-        addr: u64,
-        out: &mut [u8],
-        line: u32,
-        sh: &mut Shared<'_, '_>,
-    ) -> Result<(), Trap> {
-        if !addr.is_multiple_of(out.len() as u64) {
-            return Err(self.trap(TrapKind::Fault(Fault::Misaligned), line, addr));
-        }
-        let (space, at) = self.resolve(space, addr);
-        let who = self.who;
-        match space {
-            Space::Param => {
-                let bytes = usize::try_from(at).ok().and_then(|a| sh.launch.params.get(a..a.checked_add(out.len())?));
-                out.copy_from_slice(bytes.ok_or(self.trap(TrapKind::Fault(Fault::Illegal), line, addr))?);
-                Ok(())
-            }
-            Space::Shared | Space::Local => {
-                let trap = self.trap(TrapKind::Fault(Fault::Illegal), line, addr);
-                out.copy_from_slice(self.own(space, at, out.len(), sh).ok_or(trap)?);
-                Ok(())
-            }
-            _ => sh.memory.read(space, at, out, who).map_err(|f| self.trap(TrapKind::Fault(f), line, addr)),
-        }
-    }
-
-    fn write(&mut self, space: Space, addr: u64, data: &[u8], line: u32, sh: &mut Shared<'_, '_>) -> Result<(), Trap> {
-        if !addr.is_multiple_of(data.len() as u64) {
-            return Err(self.trap(TrapKind::Fault(Fault::Misaligned), line, addr));
-        }
-        let (space, at) = self.resolve(space, addr);
-        let who = self.who;
-        match space {
-            Space::Shared | Space::Local => {
-                let trap = self.trap(TrapKind::Fault(Fault::Illegal), line, addr);
-                self.own(space, at, data.len(), sh).ok_or(trap)?.copy_from_slice(data);
-                Ok(())
-            }
-            Space::Global => sh.memory.write(at, data, who).map_err(|f| self.trap(TrapKind::Fault(f), line, addr)),
-            // Parameters and constants are read-only.
-            _ => Err(self.trap(TrapKind::Fault(Fault::Illegal), line, addr)),
-        }
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn atomic(
-        &mut self,
-        space: Space,
-        addr: u64,
-        op: AtomOp,
-        ty: Ty,
-        b: u64,
-        c: u64,
-        line: u32,
-        sh: &mut Shared<'_, '_>,
-    ) -> Result<u64, Trap> {
-        let size = ty.bytes();
-        if !addr.is_multiple_of(size as u64) {
-            return Err(self.trap(TrapKind::Fault(Fault::Misaligned), line, addr));
-        }
-        let mut old = 0u64;
-        let mut update = |bytes: &mut [u8]| {
-            let mut buf = [0u8; 8];
-            buf[..size].copy_from_slice(bytes);
-            old = u64::from_le_bytes(buf);
-            let new = arith::atomic(op, ty, old, b, c).to_le_bytes();
-            bytes.copy_from_slice(&new[..size]);
-        };
-        let (space, at) = self.resolve(space, addr);
-        let who = self.who;
-        match space {
-            Space::Shared => {
-                let trap = self.trap(TrapKind::Fault(Fault::Illegal), line, addr);
-                update(self.own(space, at, size, sh).ok_or(trap)?);
-            }
-            Space::Global => {
-                let trap = |f| Trap { kind: TrapKind::Fault(f), line, who, addr };
-                sh.memory.atomic(at, size, who, &mut update).map_err(trap)?;
-            }
-            _ => return Err(self.trap(TrapKind::Fault(Fault::Illegal), line, addr)),
-        }
-        Ok(old)
+/// A special register's value for thread `who` (`linear` in its block) of a block with
+/// `shared` bytes of shared memory, at `clock`.
+fn special(s: Special, who: Thread, linear: u32, launch: &Launch<'_>, shared: usize, clock: u64) -> u64 {
+    let lane = linear % 32;
+    let threads: u32 = launch.block.iter().product();
+    match s {
+        Special::Tid(a) => who.thread[a as usize] as u64,
+        Special::Ntid(a) => launch.block[a as usize] as u64,
+        Special::Ctaid(a) => who.block[a as usize] as u64,
+        Special::Nctaid(a) => launch.grid[a as usize] as u64,
+        Special::LaneId => lane as u64,
+        Special::WarpId => (linear / 32) as u64,
+        Special::NWarpId => threads.div_ceil(32) as u64,
+        Special::SmId => 0,
+        Special::NSmId => 1,
+        Special::LaneMaskEq => 1 << lane,
+        Special::LaneMaskLt => (1u64 << lane) - 1,
+        Special::LaneMaskLe => (1u64 << (lane + 1)) - 1,
+        Special::LaneMaskGt => !((1u64 << (lane + 1)) - 1) & 0xffff_ffff,
+        Special::LaneMaskGe => !((1u64 << lane) - 1) & 0xffff_ffff,
+        Special::Clock | Special::Clock64 | Special::GlobalTimer => clock,
+        Special::DynamicSharedSize => launch.dynamic_shared as u64,
+        Special::TotalSharedSize => shared as u64,
     }
 }

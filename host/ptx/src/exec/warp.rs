@@ -56,6 +56,11 @@ fn meeting(lane: usize, all: &[Option<Arrival>; 32], live: u32) -> Option<u32> {
 pub(super) fn release(kernel: &Function, threads: &mut [ThreadState], sh: &Shared<'_, '_>) -> Result<bool, Trap> {
     let mut progressed = false;
     for warp in threads.chunks_mut(32) {
+        if let Some(shuffled) = shuffle(kernel, warp, sh) {
+            shuffled?;
+            progressed = true;
+            continue;
+        }
         let all = arrivals(kernel, warp, sh);
         let live = live(warp);
         let mut done = 0u32;
@@ -82,6 +87,49 @@ pub(super) fn release(kernel: &Function, threads: &mut [ThreadState], sh: &Share
         }
     }
     Ok(progressed)
+}
+
+/// The common meeting, computed as [`compute`] would: every live lane of the warp waits at the
+/// same `shfl.sync` with the same member mask, which names them all. `None` when the warp is
+/// not in that state.
+fn shuffle(kernel: &Function, warp: &mut [ThreadState], sh: &Shared<'_, '_>) -> Option<Result<(), Trap>> {
+    let first = warp.iter().find(|t| t.state != State::Exited)?;
+    let inst = &kernel.body[first.pc as usize];
+    let (pc, line) = (first.pc, inst.line);
+    let Op::Warp { op: WarpOp::Shfl { mode, d, p, a, b, c }, mask: Some(m) } = inst.op else { return None };
+    let mask = first.value(m, sh) as u32;
+    let waiting = |t: &ThreadState| t.state == State::Warp && t.pc == pc && t.value(m, sh) as u32 == mask;
+    if !warp.iter().all(|t| t.state == State::Exited || waiting(t)) {
+        return None;
+    }
+    let group = live(warp);
+    if group & !mask != 0 {
+        return None;
+    }
+    let mut values = [0u64; 32];
+    for l in lanes(group) {
+        values[l] = warp[l].value(a, sh) & 0xffff_ffff;
+    }
+    let mut results = [(0u64, false); 32];
+    for l in lanes(group) {
+        let (b, c) = (warp[l].value(b, sh) as u32, warp[l].value(c, sh) as u32);
+        let (j, pval) = source(mode, l as u32, b, c);
+        let j = if pval { j } else { l as u32 };
+        if group & 1 << j == 0 {
+            return Some(Err(warp[l].trap(TrapKind::Warp(WarpFault::Inactive), line, mask as u64)));
+        }
+        results[l] = (values[j as usize], pval);
+    }
+    for l in lanes(group) {
+        let t = &mut warp[l];
+        t.set(d, results[l].0);
+        if let Some(p) = p {
+            t.set(p, results[l].1 as u64);
+        }
+        t.pc += 1;
+        t.state = State::Running;
+    }
+    Some(Ok(()))
 }
 
 /// Why nothing can move, if a warp meeting is the reason: two lanes that wait for each other

@@ -1,0 +1,474 @@
+//! A kernel's body compiled once a launch into [`Fast`] instructions, one for each of the body's,
+//! so that the common ones run without decoding operands: every operand an index relative to
+//! the frame's registers, where immediates, addresses known for the whole launch and special
+//! registers that stay the same for a thread sit in a pool just below each frame's registers
+//! (negative indices), widths resolved to shifts. The arithmetic without a fast form of its own
+//! calls the same functions as the decoded instruction; anything else is [`Fast::Slow`] and runs
+//! as decoded ([`crate::ir::Op`]).
+
+use std::collections::HashMap;
+
+use super::float::Directed;
+use super::{LOCAL_WINDOW, Launch, SHARED_WINDOW};
+use crate::ir::{BinOp, Cmp, FloatMode, Function, Op, Place, Round, Space, Special, Src, TerOp, Ty, UnOp};
+
+/// A register, or (negative) a constant of the pool, relative to the frame's base.
+pub(super) type Opnd = i32;
+
+/// One compiled instruction. `sh` is 64 minus the type's width in bits (63 for a predicate):
+/// `u64::MAX >> sh` masks a result to the type.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Fast {
+    /// Run the decoded instruction.
+    Slow,
+    Mov {
+        d: u32,
+        a: Opnd,
+        sh: u8,
+    },
+    Add {
+        d: u32,
+        a: Opnd,
+        b: Opnd,
+        sh: u8,
+    },
+    Sub {
+        d: u32,
+        a: Opnd,
+        b: Opnd,
+        sh: u8,
+    },
+    Mul {
+        d: u32,
+        a: Opnd,
+        b: Opnd,
+        sh: u8,
+    },
+    And {
+        d: u32,
+        a: Opnd,
+        b: Opnd,
+        sh: u8,
+    },
+    Or {
+        d: u32,
+        a: Opnd,
+        b: Opnd,
+        sh: u8,
+    },
+    Xor {
+        d: u32,
+        a: Opnd,
+        b: Opnd,
+        sh: u8,
+    },
+    Shl {
+        d: u32,
+        a: Opnd,
+        b: Opnd,
+        sh: u8,
+    },
+    /// Unsigned (logical) right shift.
+    Shr {
+        d: u32,
+        a: Opnd,
+        b: Opnd,
+        sh: u8,
+    },
+    /// Signed (arithmetic) right shift.
+    Sar {
+        d: u32,
+        a: Opnd,
+        b: Opnd,
+        sh: u8,
+    },
+    /// Integer division (by zero: all ones).
+    Div {
+        d: u32,
+        a: Opnd,
+        b: Opnd,
+        sh: u8,
+        signed: bool,
+    },
+    /// Integer remainder (by zero: the dividend).
+    Rem {
+        d: u32,
+        a: Opnd,
+        b: Opnd,
+        sh: u8,
+        signed: bool,
+    },
+    /// The high half of the product.
+    MulHi {
+        d: u32,
+        a: Opnd,
+        b: Opnd,
+        sh: u8,
+        signed: bool,
+    },
+    /// The full product of operands of at most 32 bits.
+    MulWide {
+        d: u32,
+        a: Opnd,
+        b: Opnd,
+        sh: u8,
+        signed: bool,
+    },
+    Min {
+        d: u32,
+        a: Opnd,
+        b: Opnd,
+        sh: u8,
+        signed: bool,
+    },
+    Max {
+        d: u32,
+        a: Opnd,
+        b: Opnd,
+        sh: u8,
+        signed: bool,
+    },
+    Mad {
+        d: u32,
+        a: Opnd,
+        b: Opnd,
+        c: Opnd,
+        sh: u8,
+    },
+    /// An integer `setp`: `table` holds the result for greater (bit 0), less (bit 1) and equal
+    /// (bit 2).
+    Setp {
+        d: u32,
+        a: Opnd,
+        b: Opnd,
+        sh: u8,
+        signed: bool,
+        table: u8,
+    },
+    Selp {
+        d: u32,
+        a: Opnd,
+        b: Opnd,
+        p: Opnd,
+        sh: u8,
+    },
+    /// Integer to integer `cvt` without saturation: extended from `from` bits, masked to `to`.
+    Cvt {
+        d: u32,
+        a: Opnd,
+        from: u8,
+        signed: bool,
+        to: u8,
+    },
+    /// Float `add`/`sub`/`mul`/`fma` to nearest without `.ftz` or `.sat` (`wide`: f64).
+    FAdd {
+        d: u32,
+        a: Opnd,
+        b: Opnd,
+        wide: bool,
+    },
+    FSub {
+        d: u32,
+        a: Opnd,
+        b: Opnd,
+        wide: bool,
+    },
+    FMul {
+        d: u32,
+        a: Opnd,
+        b: Opnd,
+        wide: bool,
+    },
+    FFma {
+        d: u32,
+        a: Opnd,
+        b: Opnd,
+        c: Opnd,
+        wide: bool,
+    },
+    FSetp {
+        d: u32,
+        a: Opnd,
+        b: Opnd,
+        cmp: Cmp,
+        ty: Ty,
+        ftz: bool,
+    },
+    /// Arithmetic without a form of its own, computed as decoded.
+    Unary {
+        op: UnOp,
+        ty: Ty,
+        fm: FloatMode,
+        d: u32,
+        a: Opnd,
+    },
+    Binary {
+        op: BinOp,
+        ty: Ty,
+        fm: FloatMode,
+        d: u32,
+        a: Opnd,
+        b: Opnd,
+    },
+    Ternary {
+        op: TerOp,
+        ty: Ty,
+        fm: FloatMode,
+        d: u32,
+        a: Opnd,
+        b: Opnd,
+        c: Opnd,
+    },
+    Convert {
+        to: Ty,
+        from: Ty,
+        round_int: Option<Round>,
+        round: Round,
+        sat: bool,
+        ftz: bool,
+        d: u32,
+        a: Opnd,
+    },
+    Bfi {
+        ty: Ty,
+        d: u32,
+        a: Opnd,
+        b: Opnd,
+        pos: Opnd,
+        len: Opnd,
+    },
+    /// f32 arithmetic in a directed rounding without `.ftz` or `.sat` (`sqrt` of `a`).
+    FDirected {
+        op: Directed,
+        round: Round,
+        d: u32,
+        a: Opnd,
+        b: Opnd,
+    },
+    /// A load of one register.
+    Ld {
+        d: u32,
+        at: Opnd,
+        offset: i64,
+        space: Space,
+        ty: Ty,
+    },
+    /// A store of one value.
+    St {
+        s: Opnd,
+        at: Opnd,
+        offset: i64,
+        space: Space,
+        ty: Ty,
+    },
+    Bra {
+        target: u32,
+    },
+    /// `bar.sync id` with neither a thread count nor a reduction.
+    Bar {
+        id: Opnd,
+    },
+    /// A warp-synchronous instruction: the lane stops on it.
+    Warp,
+}
+
+/// One instruction: its guard and what it does.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Step {
+    pub(super) guard: Option<(u32, bool)>,
+    pub(super) op: Fast,
+}
+
+/// A body compiled for one launch.
+pub(super) struct Code {
+    pub(super) steps: Vec<Step>,
+    /// The pool that sits below every frame's registers.
+    pub(super) constants: Vec<u64>,
+    /// The pool's slots that hold a thread's own special registers.
+    pub(super) specials: Vec<(usize, Special)>,
+}
+
+// A step stays within half a cache line.
+const _: () = assert!(size_of::<Step>() <= 32);
+
+impl Code {
+    pub(super) fn new(kernel: &Function, launch: &Launch<'_>) -> Code {
+        // The first pass fills the pool; the second, knowing its size, places the operands.
+        let mut pool = Pool::default();
+        kernel.body.iter().for_each(|inst| _ = compile(&inst.op, launch, &mut pool));
+        pool.size = pool.values.len() as i32;
+        let steps = (kernel.body.iter())
+            .map(|inst| Step { guard: inst.guard, op: compile(&inst.op, launch, &mut pool).unwrap_or(Fast::Slow) })
+            .collect();
+        Code { steps, constants: pool.values, specials: pool.specials }
+    }
+}
+
+/// The values below each frame, and the slots of those a thread sets for itself.
+#[derive(Default)]
+struct Pool {
+    values: Vec<u64>,
+    index: HashMap<u64, usize>,
+    specials: Vec<(usize, Special)>,
+    /// How many values the pool holds once filled.
+    size: i32,
+}
+
+impl Pool {
+    /// The operand of pool slot `k`, just below the frame.
+    fn slot(&self, k: usize) -> Opnd {
+        k as i32 - self.size
+    }
+
+    fn constant(&mut self, v: u64) -> Opnd {
+        let k = match self.index.get(&v) {
+            Some(&k) => k,
+            None => {
+                self.values.push(v);
+                self.index.insert(v, self.values.len() - 1);
+                self.values.len() - 1
+            }
+        };
+        self.slot(k)
+    }
+
+    /// A special register whose value a thread keeps; `%clock` and its kin change.
+    fn special(&mut self, s: Special) -> Option<Opnd> {
+        if matches!(s, Special::Clock | Special::Clock64 | Special::GlobalTimer) {
+            return None;
+        }
+        let k = match self.specials.iter().find(|&&(_, t)| t == s) {
+            Some(&(k, _)) => k,
+            None => {
+                self.values.push(0);
+                self.specials.push((self.values.len() - 1, s));
+                self.values.len() - 1
+            }
+        };
+        Some(self.slot(k))
+    }
+
+    /// The operand a source is, if it needs nothing of the thread but its registers.
+    fn src(&mut self, s: Src, launch: &Launch<'_>) -> Option<Opnd> {
+        match s {
+            Src::Reg(r) => i32::try_from(r).ok(),
+            Src::Imm(v) => Some(self.constant(v)),
+            Src::Addr(Place::Module(i)) => Some(self.constant(launch.variables.get(i as usize).copied().unwrap_or(0))),
+            Src::Addr(Place::Param(at) | Place::Shared(at)) => Some(self.constant(at as u64)),
+            Src::Special(s) => self.special(s),
+            Src::Addr(Place::Local(_)) => None,
+        }
+    }
+}
+
+/// The truth table of an integer comparison over (greater, less, equal).
+fn table(cmp: Cmp) -> u8 {
+    match cmp {
+        Cmp::Eq | Cmp::Equ => 0b100,
+        Cmp::Ne | Cmp::Neu => 0b011,
+        Cmp::Lt | Cmp::Ltu => 0b010,
+        Cmp::Le | Cmp::Leu => 0b110,
+        Cmp::Gt | Cmp::Gtu => 0b001,
+        Cmp::Ge | Cmp::Geu => 0b101,
+        Cmp::Num => 0b111,
+        Cmp::Nan => 0b000,
+    }
+}
+
+/// The fast form of `op`, if it has one.
+fn compile(op: &Op, launch: &Launch<'_>, pool: &mut Pool) -> Option<Fast> {
+    let mut src = |s: Src| pool.src(s, launch);
+    let sh = |ty: Ty| (64 - ty.bits()) as u8;
+    let d32 = |r: u32| i32::try_from(r).ok().map(|_| r);
+    Some(match *op {
+        Op::Mov { ty, d, a } => Fast::Mov { d: d32(d)?, a: src(a)?, sh: sh(ty) },
+        Op::Binary { op, ty, fm, d, a, b } if ty.float() => {
+            let (d, a, b, wide) = (d32(d)?, src(a)?, src(b)?, ty == Ty::F64);
+            let directed = !wide && !fm.ftz && !fm.sat && fm.round != Round::Nearest;
+            let round = fm.round;
+            match op {
+                BinOp::Add if directed => Fast::FDirected { op: Directed::Add, round, d, a, b },
+                BinOp::Sub if directed => Fast::FDirected { op: Directed::Sub, round, d, a, b },
+                BinOp::MulLo if directed => Fast::FDirected { op: Directed::Mul, round, d, a, b },
+                BinOp::Div if directed => Fast::FDirected { op: Directed::Div, round, d, a, b },
+                BinOp::Add if fm == FloatMode::default() => Fast::FAdd { d, a, b, wide },
+                BinOp::Sub if fm == FloatMode::default() => Fast::FSub { d, a, b, wide },
+                BinOp::MulLo if fm == FloatMode::default() => Fast::FMul { d, a, b, wide },
+                op => Fast::Binary { op, ty, fm, d, a, b },
+            }
+        }
+        Op::Binary { op, ty, fm, d, a, b } => {
+            let (d, a, b, sh) = (d32(d)?, src(a)?, src(b)?, sh(ty));
+            match op {
+                BinOp::Add => Fast::Add { d, a, b, sh },
+                BinOp::Sub => Fast::Sub { d, a, b, sh },
+                BinOp::MulLo => Fast::Mul { d, a, b, sh },
+                BinOp::And => Fast::And { d, a, b, sh },
+                BinOp::Or => Fast::Or { d, a, b, sh },
+                BinOp::Xor => Fast::Xor { d, a, b, sh },
+                BinOp::Shl => Fast::Shl { d, a, b, sh },
+                BinOp::Shr if ty.signed() => Fast::Sar { d, a, b, sh },
+                BinOp::Shr => Fast::Shr { d, a, b, sh },
+                BinOp::Div => Fast::Div { d, a, b, sh, signed: ty.signed() },
+                BinOp::Rem => Fast::Rem { d, a, b, sh, signed: ty.signed() },
+                BinOp::MulHi => Fast::MulHi { d, a, b, sh, signed: ty.signed() },
+                BinOp::MulWide if ty.bits() <= 32 => Fast::MulWide { d, a, b, sh, signed: ty.signed() },
+                BinOp::Min => Fast::Min { d, a, b, sh, signed: ty.signed() },
+                BinOp::Max => Fast::Max { d, a, b, sh, signed: ty.signed() },
+                op => Fast::Binary { op, ty, fm, d, a, b },
+            }
+        }
+        Op::Ternary { op: TerOp::MadLo, ty, d, a, b, c, .. } if !ty.float() => {
+            Fast::Mad { d: d32(d)?, a: src(a)?, b: src(b)?, c: src(c)?, sh: sh(ty) }
+        }
+        Op::Ternary { op: TerOp::Fma, ty, fm, d, a, b, c } if fm == FloatMode::default() => {
+            Fast::FFma { d: d32(d)?, a: src(a)?, b: src(b)?, c: src(c)?, wide: ty == Ty::F64 }
+        }
+        Op::Setp { cmp, ty, ftz, d, d2: None, a, b, with: None } => match ty.float() {
+            true => Fast::FSetp { d: d32(d)?, a: src(a)?, b: src(b)?, cmp, ty, ftz },
+            false => {
+                Fast::Setp { d: d32(d)?, a: src(a)?, b: src(b)?, sh: sh(ty), signed: ty.signed(), table: table(cmp) }
+            }
+        },
+        Op::Selp { ty, d, a, b, p } => Fast::Selp { d: d32(d)?, a: src(a)?, b: src(b)?, p: src(p)?, sh: sh(ty) },
+        Op::Cvt { to, from, sat: false, d, a, .. } if !to.float() && !from.float() => {
+            Fast::Cvt { d: d32(d)?, a: src(a)?, from: sh(from), signed: from.signed(), to: sh(to) }
+        }
+        Op::Cvta { to, space, d, a } => {
+            let window = match space {
+                Space::Shared => SHARED_WINDOW,
+                Space::Local => LOCAL_WINDOW,
+                _ => 0,
+            };
+            let add = if to { window.wrapping_neg() } else { window };
+            let (d, a) = (d32(d)?, src(a)?);
+            Fast::Add { d, a, b: pool.constant(add), sh: 0 }
+        }
+        Op::Ld { space, ty, ref d, at } => match d[..] {
+            [Some(r)] => Fast::Ld { d: d32(r)?, at: src(at.base)?, offset: at.offset, space, ty },
+            _ => return None,
+        },
+        Op::St { space, ty, ref s, at } => match s[..] {
+            [v] => Fast::St { s: src(v)?, at: src(at.base)?, offset: at.offset, space, ty },
+            _ => return None,
+        },
+        Op::Unary { op: UnOp::Sqrt, ty: Ty::F32, fm, d, a } if !fm.ftz && !fm.sat && fm.round != Round::Nearest => {
+            let a = src(a)?;
+            Fast::FDirected { op: Directed::Sqrt, round: fm.round, d: d32(d)?, a, b: a }
+        }
+        Op::Unary { op, ty, fm, d, a } => Fast::Unary { op, ty, fm, d: d32(d)?, a: src(a)? },
+        Op::Ternary { op, ty, fm, d, a, b, c } => {
+            Fast::Ternary { op, ty, fm, d: d32(d)?, a: src(a)?, b: src(b)?, c: src(c)? }
+        }
+        Op::Cvt { to, from, round_int, round, sat, ftz, d, a } => {
+            Fast::Convert { to, from, round_int, round, sat, ftz, d: d32(d)?, a: src(a)? }
+        }
+        Op::Bfi { ty, d, a, b, pos, len } => {
+            Fast::Bfi { ty, d: d32(d)?, a: src(a)?, b: src(b)?, pos: src(pos)?, len: src(len)? }
+        }
+        Op::Bra { target } => Fast::Bra { target },
+        Op::Bar { id, threads: None, wait: true, red: None } => Fast::Bar { id: src(id)? },
+        Op::Warp { .. } => Fast::Warp,
+        _ => return None,
+    })
+}
