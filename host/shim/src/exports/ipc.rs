@@ -2,7 +2,7 @@
 //! export and import, and legacy IPC handles for `cuMemAlloc` memory.
 
 use crate::abi::{as_ptr, out, pool, share_handle};
-use crate::boundary::{code, exports, sim};
+use crate::boundary::{code, entry, sim};
 use cudarc::driver::sys::{self, CUresult};
 use peerpool::driver::{
     DevicePtr, ExportedHandle, ExportedHandleRef, FabricHandle, HandleKind, IpcMemHandle, PoolPtrExportData,
@@ -10,49 +10,87 @@ use peerpool::driver::{
 use std::ffi::{c_char, c_int, c_uint, c_void};
 use std::os::fd::{BorrowedFd, IntoRawFd};
 
-exports! {
-    fn cuMemPoolExportToShareableHandle(handle_out: *mut c_void, memory_pool: sys::CUmemoryPool, handle_type: c_uint, _flags: u64) {
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemPoolExportToShareableHandle(
+    handle_out: *mut c_void,
+    memory_pool: sys::CUmemoryPool,
+    handle_type: c_uint,
+    _flags: u64,
+) -> CUresult {
+    entry!(cuMemPoolExportToShareableHandle(handle_out, memory_pool, handle_type, _flags), {
         let kind = share_handle(handle_type)?;
         if handle_out.is_null() {
             return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
         }
         write_handle(handle_out, code(sim().mem_pool_export_to_shareable_handle(pool(memory_pool), kind))?)
-    }
+    })
+}
 
-    fn cuMemPoolImportFromShareableHandle(pool_out: *mut sys::CUmemoryPool, os_handle: *mut c_void, handle_type: c_uint, _flags: u64) {
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemPoolImportFromShareableHandle(
+    pool_out: *mut sys::CUmemoryPool,
+    os_handle: *mut c_void,
+    handle_type: c_uint,
+    _flags: u64,
+) -> CUresult {
+    entry!(cuMemPoolImportFromShareableHandle(pool_out, os_handle, handle_type, _flags), {
         let kind = share_handle(handle_type)?;
         let imported = with_handle(os_handle, kind, |handle| sim().mem_pool_import_from_shareable_handle(handle))?;
         out(pool_out, as_ptr(imported.0))
-    }
+    })
+}
 
-    fn cuMemPoolExportPointer(data: *mut sys::CUmemPoolPtrExportData, ptr: sys::CUdeviceptr) {
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemPoolExportPointer(
+    data: *mut sys::CUmemPoolPtrExportData,
+    ptr: sys::CUdeviceptr,
+) -> CUresult {
+    entry!(cuMemPoolExportPointer(data, ptr), {
         let exported = code(sim().mem_pool_export_pointer(DevicePtr(ptr)))?;
         out(data, sys::CUmemPoolPtrExportData { reserved: exported.0 })
-    }
+    })
+}
 
-    fn cuMemPoolImportPointer(ptr_out: *mut sys::CUdeviceptr, memory_pool: sys::CUmemoryPool, data: *mut sys::CUmemPoolPtrExportData) {
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemPoolImportPointer(
+    ptr_out: *mut sys::CUdeviceptr,
+    memory_pool: sys::CUmemoryPool,
+    data: *mut sys::CUmemPoolPtrExportData,
+) -> CUresult {
+    entry!(cuMemPoolImportPointer(ptr_out, memory_pool, data), {
         if data.is_null() {
             return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
         }
         let data = PoolPtrExportData(data.read().reserved);
         out(ptr_out, code(sim().mem_pool_import_pointer(pool(memory_pool), &data))?.0)
-    }
+    })
+}
 
-    fn cuIpcGetMemHandle(handle: *mut sys::CUipcMemHandle, ptr: sys::CUdeviceptr) {
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuIpcGetMemHandle(handle: *mut sys::CUipcMemHandle, ptr: sys::CUdeviceptr) -> CUresult {
+    entry!(cuIpcGetMemHandle(handle, ptr), {
         let bytes = code(sim().ipc_get_mem_handle(DevicePtr(ptr)))?.0;
         out(handle, sys::CUipcMemHandle { reserved: bytes.map(|b| b as c_char) })
-    }
+    })
+}
 
-    /// Opened memory is reachable from its own device; the flags (lazy peer access) change
-    /// nothing the simulator models.
-    fn cuIpcOpenMemHandle_v2(ptr_out: *mut sys::CUdeviceptr, handle: sys::CUipcMemHandle, _flags: c_uint) {
+/// Opened memory is reachable from its own device; the flags (lazy peer access) change
+/// nothing the simulator models.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuIpcOpenMemHandle_v2(
+    ptr_out: *mut sys::CUdeviceptr,
+    handle: sys::CUipcMemHandle,
+    _flags: c_uint,
+) -> CUresult {
+    entry!(cuIpcOpenMemHandle_v2(ptr_out, handle, _flags), {
         let handle = IpcMemHandle(handle.reserved.map(|c| c as u8));
         out(ptr_out, code(sim().ipc_open_mem_handle(&handle))?.0)
-    }
+    })
+}
 
-    fn cuIpcCloseMemHandle(ptr: sys::CUdeviceptr) {
-        code(sim().ipc_close_mem_handle(DevicePtr(ptr)))
-    }
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuIpcCloseMemHandle(ptr: sys::CUdeviceptr) -> CUresult {
+    entry!(cuIpcCloseMemHandle(ptr), { code(sim().ipc_close_mem_handle(DevicePtr(ptr))) })
 }
 
 /// Writes an export handle where the caller asked: the fd as an `int` (now the caller's to

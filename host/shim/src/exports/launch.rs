@@ -3,28 +3,43 @@
 //! with the parameter buffer built here from `kernelParams` or `extra` as the driver builds it.
 
 use crate::abi::{function, stream};
-use crate::boundary::{code, exports, name_once_owned, sim};
+use crate::boundary::{code, entry, name_once_owned, sim};
 use cudarc::driver::sys::{self, CUresult};
 use peerpool::driver::{KernelArg, LaunchShape};
 use peerpool_sim::PtxLaunch;
 use std::ffi::{c_uint, c_void};
 
-exports! {
-    fn cuLaunchKernel(
-        f: sys::CUfunction,
-        grid_x: c_uint, grid_y: c_uint, grid_z: c_uint,
-        block_x: c_uint, block_y: c_uint, block_z: c_uint,
-        shared: c_uint, h_stream: sys::CUstream,
-        params: *mut *mut c_void, extra: *mut *mut c_void,
-    ) {
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuLaunchKernel(
+    f: sys::CUfunction,
+    grid_x: c_uint,
+    grid_y: c_uint,
+    grid_z: c_uint,
+    block_x: c_uint,
+    block_y: c_uint,
+    block_z: c_uint,
+    shared: c_uint,
+    h_stream: sys::CUstream,
+    params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+) -> CUresult {
+    entry!(cuLaunchKernel(f, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared, h_stream, params, extra), {
         let shape = Shape { grid: [grid_x, grid_y, grid_z], block: [block_x, block_y, block_z], shared };
         launch(f, shape, h_stream, params, extra)
-    }
+    })
+}
 
-    /// Attributes that do not change what a kernel computes are accepted and have no effect on
-    /// the simulator (its launches run in order, to their end); a cluster of more than one block,
-    /// a cooperative launch and the others are `CUDA_ERROR_NOT_SUPPORTED`, named once.
-    fn cuLaunchKernelEx(config: *const sys::CUlaunchConfig, f: sys::CUfunction, params: *mut *mut c_void, extra: *mut *mut c_void) {
+/// Attributes that do not change what a kernel computes are accepted and have no effect on
+/// the simulator (its launches run in order, to their end); a cluster of more than one block,
+/// a cooperative launch and the others are `CUDA_ERROR_NOT_SUPPORTED`, named once.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuLaunchKernelEx(
+    config: *const sys::CUlaunchConfig,
+    f: sys::CUfunction,
+    params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+) -> CUresult {
+    entry!(cuLaunchKernelEx(config, f, params, extra), {
         let Some(c) = config.as_ref() else { return Err(CUresult::CUDA_ERROR_INVALID_VALUE) };
         if c.numAttrs > 0 && c.attrs.is_null() {
             return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
@@ -40,7 +55,7 @@ exports! {
             shared: c.sharedMemBytes,
         };
         launch(f, shape, c.hStream, params, extra)
-    }
+    })
 }
 
 /// A launch's dimensions and dynamic shared memory.

@@ -3,37 +3,57 @@
 //! driver did on an H200. Launches are `launch.rs`'s.
 
 use crate::abi::{as_ptr, function, lasting_name, module, out};
-use crate::boundary::{code, exports, sim};
+use crate::boundary::{code, entry, sim};
 use crate::image_bytes::{Wrapper, image_bytes};
 use cudarc::driver::sys::{self, CUresult};
 use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
 
-exports! {
-    fn cuModuleLoadData(h_module: *mut sys::CUmodule, image: *const c_void) {
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuModuleLoadData(h_module: *mut sys::CUmodule, image: *const c_void) -> CUresult {
+    entry!(cuModuleLoadData(h_module, image), { load(h_module, &image_bytes(image, Wrapper::Refused)?) })
+}
+
+/// JIT options are ignored: the simulator compiles nothing.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuModuleLoadDataEx(
+    h_module: *mut sys::CUmodule,
+    image: *const c_void,
+    _count: c_uint,
+    _options: *mut sys::CUjit_option,
+    _values: *mut *mut c_void,
+) -> CUresult {
+    entry!(cuModuleLoadDataEx(h_module, image, _count, _options, _values), {
         load(h_module, &image_bytes(image, Wrapper::Refused)?)
-    }
+    })
+}
 
-    /// JIT options are ignored: the simulator compiles nothing.
-    fn cuModuleLoadDataEx(h_module: *mut sys::CUmodule, image: *const c_void, _count: c_uint, _options: *mut sys::CUjit_option, _values: *mut *mut c_void) {
-        load(h_module, &image_bytes(image, Wrapper::Refused)?)
-    }
+/// Any image, as `cuModuleLoadData` takes it (so an H200 answered PTX and a cubin).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuModuleLoadFatBinary(h_module: *mut sys::CUmodule, fat_cubin: *const c_void) -> CUresult {
+    entry!(cuModuleLoadFatBinary(h_module, fat_cubin), { load(h_module, &image_bytes(fat_cubin, Wrapper::Refused)?) })
+}
 
-    /// Any image, as `cuModuleLoadData` takes it (so an H200 answered PTX and a cubin).
-    fn cuModuleLoadFatBinary(h_module: *mut sys::CUmodule, fat_cubin: *const c_void) {
-        load(h_module, &image_bytes(fat_cubin, Wrapper::Refused)?)
-    }
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuModuleLoad(h_module: *mut sys::CUmodule, fname: *const c_char) -> CUresult {
+    entry!(cuModuleLoad(h_module, fname), { load(h_module, &file(fname)?) })
+}
 
-    fn cuModuleLoad(h_module: *mut sys::CUmodule, fname: *const c_char) {
-        load(h_module, &file(fname)?)
-    }
-
-    fn cuModuleGetFunctionCount(count: *mut c_uint, h_module: sys::CUmodule) {
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuModuleGetFunctionCount(count: *mut c_uint, h_module: sys::CUmodule) -> CUresult {
+    entry!(cuModuleGetFunctionCount(count, h_module), {
         out(count, code(sim().module_function_count(module(h_module)))?)
-    }
+    })
+}
 
-    /// The first `num_functions` functions; fewer when the module has fewer (success either
-    /// way, as on an H200).
-    fn cuModuleEnumerateFunctions(functions: *mut sys::CUfunction, num_functions: c_uint, h_module: sys::CUmodule) {
+/// The first `num_functions` functions; fewer when the module has fewer (success either
+/// way, as on an H200).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuModuleEnumerateFunctions(
+    functions: *mut sys::CUfunction,
+    num_functions: c_uint,
+    h_module: sys::CUmodule,
+) -> CUresult {
+    entry!(cuModuleEnumerateFunctions(functions, num_functions, h_module), {
         let found = code(sim().module_functions(module(h_module), num_functions as usize))?;
         if functions.is_null() && !found.is_empty() {
             return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
@@ -42,69 +62,107 @@ exports! {
             functions.add(i).write(as_ptr(f.0));
         }
         Ok(())
-    }
+    })
+}
 
-    /// Either out-parameter may be null, not both (`CUDA_ERROR_INVALID_VALUE`, as on an H200).
-    fn cuModuleGetGlobal_v2(dptr: *mut sys::CUdeviceptr, bytes: *mut usize, h_module: sys::CUmodule, name: *const c_char) {
+/// Either out-parameter may be null, not both (`CUDA_ERROR_INVALID_VALUE`, as on an H200).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuModuleGetGlobal_v2(
+    dptr: *mut sys::CUdeviceptr,
+    bytes: *mut usize,
+    h_module: sys::CUmodule,
+    name: *const c_char,
+) -> CUresult {
+    entry!(cuModuleGetGlobal_v2(dptr, bytes, h_module, name), {
         if name.is_null() || (dptr.is_null() && bytes.is_null()) {
             return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
         }
         let (at, size) = code(sim().module_get_global(module(h_module), CStr::from_ptr(name).to_bytes()))?;
         write_global(dptr, bytes, at.0, size)
-    }
+    })
+}
 
-    fn cuFuncGetName(name: *mut *const c_char, f: sys::CUfunction) {
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuFuncGetName(name: *mut *const c_char, f: sys::CUfunction) -> CUresult {
+    entry!(cuFuncGetName(name, f), {
         if name.is_null() {
             return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
         }
         out(name, lasting_name(&code(sim().func_name(function(f)))?)?)
-    }
+    })
+}
 
-    fn cuFuncGetModule(h_module: *mut sys::CUmodule, f: sys::CUfunction) {
-        out(h_module, as_ptr(code(sim().func_get_module(function(f)))?.0))
-    }
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuFuncGetModule(h_module: *mut sys::CUmodule, f: sys::CUfunction) -> CUresult {
+    entry!(cuFuncGetModule(h_module, f), { out(h_module, as_ptr(code(sim().func_get_module(function(f)))?.0)) })
+}
 
-    /// `attrib` is read as a plain integer: a C caller may pass any value.
-    fn cuFuncGetAttribute(pi: *mut c_int, attrib: c_int, f: sys::CUfunction) {
+/// `attrib` is read as a plain integer: a C caller may pass any value.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuFuncGetAttribute(pi: *mut c_int, attrib: c_int, f: sys::CUfunction) -> CUresult {
+    entry!(cuFuncGetAttribute(pi, attrib, f), {
         if pi.is_null() {
             return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
         }
         out(pi, code(sim().func_get_attribute(function(f), attrib))?)
-    }
+    })
+}
 
-    fn cuFuncSetAttribute(f: sys::CUfunction, attrib: c_int, value: c_int) {
-        code(sim().func_set_attribute(function(f), attrib, value))
-    }
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuFuncSetAttribute(f: sys::CUfunction, attrib: c_int, value: c_int) -> CUresult {
+    entry!(cuFuncSetAttribute(f, attrib, value), { code(sim().func_set_attribute(function(f), attrib, value)) })
+}
 
-    fn cuModuleUnload(h_module: sys::CUmodule) {
-        code(sim().module_unload(module(h_module)))
-    }
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuModuleUnload(h_module: sys::CUmodule) -> CUresult {
+    entry!(cuModuleUnload(h_module), { code(sim().module_unload(module(h_module))) })
+}
 
-    fn cuModuleGetFunction(h_func: *mut sys::CUfunction, h_module: sys::CUmodule, name: *const c_char) {
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuModuleGetFunction(
+    h_func: *mut sys::CUfunction,
+    h_module: sys::CUmodule,
+    name: *const c_char,
+) -> CUresult {
+    entry!(cuModuleGetFunction(h_func, h_module, name), {
         if name.is_null() {
             return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
         }
         out(h_func, as_ptr(code(sim().module_get_function(module(h_module), CStr::from_ptr(name)))?.0))
-    }
+    })
+}
 
-    /// Lazy, as the driver's default since CUDA 12.2, unless `CUDA_MODULE_LOADING=EAGER` (read as
-    /// the driver reads it); the simulator loads every image whole either way.
-    fn cuModuleGetLoadingMode(mode: *mut sys::CUmoduleLoadingMode) {
+/// Lazy, as the driver's default since CUDA 12.2, unless `CUDA_MODULE_LOADING=EAGER` (read as
+/// the driver reads it); the simulator loads every image whole either way.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuModuleGetLoadingMode(mode: *mut sys::CUmoduleLoadingMode) -> CUresult {
+    entry!(cuModuleGetLoadingMode(mode), {
         let eager = std::env::var_os("CUDA_MODULE_LOADING").is_some_and(|v| v == "EAGER");
-        out(mode, match eager {
-            true => sys::CUmoduleLoadingMode::CU_MODULE_EAGER_LOADING,
-            false => sys::CUmoduleLoadingMode::CU_MODULE_LAZY_LOADING,
-        })
-    }
+        out(
+            mode,
+            match eager {
+                true => sys::CUmoduleLoadingMode::CU_MODULE_EAGER_LOADING,
+                false => sys::CUmoduleLoadingMode::CU_MODULE_LAZY_LOADING,
+            },
+        )
+    })
+}
 
-    /// Either out-parameter may be null, not both (an H200 answered a null size with success).
-    fn cuFuncGetParamInfo(f: sys::CUfunction, index: usize, offset: *mut usize, size: *mut usize) {
+/// Either out-parameter may be null, not both (an H200 answered a null size with success).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuFuncGetParamInfo(
+    f: sys::CUfunction,
+    index: usize,
+    offset: *mut usize,
+    size: *mut usize,
+) -> CUresult {
+    entry!(cuFuncGetParamInfo(f, index, offset, size), {
         if offset.is_null() && size.is_null() {
             return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
         }
         let (o, s) = code(sim().func_get_param_info(function(f), index))?;
         write_global(offset, size, o as u64, s)
-    }
+    })
 }
 
 /// Loads `image` into the current context and writes its handle.
