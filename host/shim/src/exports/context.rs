@@ -2,7 +2,7 @@
 
 use crate::abi::{as_ptr, context, out};
 use crate::boundary::{code, entry, sim};
-use cudarc::driver::sys::{self, CUresult};
+use cudarc::driver::sys::{CUcontext, CUctxCreateParams, CUdevice, CUresult};
 use std::ffi::{c_int, c_uint};
 
 /// The CUDA version whose ABI the shim implements.
@@ -16,18 +16,18 @@ const CONTEXT_API_VERSION: c_uint = 3020;
 const MAP_HOST: c_uint = 0x8;
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuDevicePrimaryCtxRetain(ctx: *mut sys::CUcontext, device: sys::CUdevice) -> CUresult {
+pub unsafe extern "C" fn cuDevicePrimaryCtxRetain(ctx: *mut CUcontext, device: CUdevice) -> CUresult {
     entry!(cuDevicePrimaryCtxRetain(ctx, device), { out(ctx, as_ptr(code(sim().primary_ctx_retain(device))?.0)) })
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuDevicePrimaryCtxRelease_v2(device: sys::CUdevice) -> CUresult {
+pub unsafe extern "C" fn cuDevicePrimaryCtxRelease_v2(device: CUdevice) -> CUresult {
     entry!(cuDevicePrimaryCtxRelease_v2(device), { code(sim().primary_ctx_release(device)) })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuDevicePrimaryCtxGetState(
-    device: sys::CUdevice,
+    device: CUdevice,
     flags: *mut c_uint,
     active: *mut c_int,
 ) -> CUresult {
@@ -39,22 +39,22 @@ pub unsafe extern "C" fn cuDevicePrimaryCtxGetState(
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuDevicePrimaryCtxSetFlags_v2(device: sys::CUdevice, flags: c_uint) -> CUresult {
+pub unsafe extern "C" fn cuDevicePrimaryCtxSetFlags_v2(device: CUdevice, flags: c_uint) -> CUresult {
     entry!(cuDevicePrimaryCtxSetFlags_v2(device, flags), { code(sim().primary_ctx_set_flags(device, flags)) })
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuDevicePrimaryCtxReset_v2(device: sys::CUdevice) -> CUresult {
+pub unsafe extern "C" fn cuDevicePrimaryCtxReset_v2(device: CUdevice) -> CUresult {
     entry!(cuDevicePrimaryCtxReset_v2(device), { code(sim().primary_ctx_reset(device)) })
 }
 
 /// Creation parameters (execution affinity, CIG) are not simulated.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuCtxCreate_v4(
-    ctx: *mut sys::CUcontext,
-    params: *mut sys::CUctxCreateParams,
+    ctx: *mut CUcontext,
+    params: *mut CUctxCreateParams,
     flags: c_uint,
-    device: sys::CUdevice,
+    device: CUdevice,
 ) -> CUresult {
     entry!(cuCtxCreate_v4(ctx, params, flags, device), {
         if !params.is_null() {
@@ -65,17 +65,17 @@ pub unsafe extern "C" fn cuCtxCreate_v4(
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuCtxDestroy_v2(ctx: sys::CUcontext) -> CUresult {
+pub unsafe extern "C" fn cuCtxDestroy_v2(ctx: CUcontext) -> CUresult {
     entry!(cuCtxDestroy_v2(ctx), { code(sim().ctx_destroy(context(ctx))) })
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuCtxPushCurrent_v2(ctx: sys::CUcontext) -> CUresult {
+pub unsafe extern "C" fn cuCtxPushCurrent_v2(ctx: CUcontext) -> CUresult {
     entry!(cuCtxPushCurrent_v2(ctx), { code(sim().ctx_push_current(context(ctx))) })
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuCtxPopCurrent_v2(ctx: *mut sys::CUcontext) -> CUresult {
+pub unsafe extern "C" fn cuCtxPopCurrent_v2(ctx: *mut CUcontext) -> CUresult {
     entry!(cuCtxPopCurrent_v2(ctx), {
         let popped = code(sim().ctx_pop_current())?;
         if !ctx.is_null() {
@@ -86,12 +86,12 @@ pub unsafe extern "C" fn cuCtxPopCurrent_v2(ctx: *mut sys::CUcontext) -> CUresul
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuCtxGetCurrent(ctx: *mut sys::CUcontext) -> CUresult {
+pub unsafe extern "C" fn cuCtxGetCurrent(ctx: *mut CUcontext) -> CUresult {
     entry!(cuCtxGetCurrent(ctx), { out(ctx, as_ptr(code(sim().ctx_get_current())?.map_or(0, |c| c.0))) })
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuCtxSetCurrent(ctx: sys::CUcontext) -> CUresult {
+pub unsafe extern "C" fn cuCtxSetCurrent(ctx: CUcontext) -> CUresult {
     entry!(cuCtxSetCurrent(ctx), {
         let c = context(ctx);
         code(sim().ctx_set_current((c.0 != 0).then_some(c)))
@@ -99,7 +99,7 @@ pub unsafe extern "C" fn cuCtxSetCurrent(ctx: sys::CUcontext) -> CUresult {
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuCtxGetDevice(device: *mut sys::CUdevice) -> CUresult {
+pub unsafe extern "C" fn cuCtxGetDevice(device: *mut CUdevice) -> CUresult {
     entry!(cuCtxGetDevice(device), { out(device, code(sim().ctx_get_device())?) })
 }
 
@@ -110,7 +110,7 @@ pub unsafe extern "C" fn cuCtxSynchronize() -> CUresult {
 
 /// CUDA 13's form, naming the context: made current for the call.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuCtxSynchronize_v2(ctx: sys::CUcontext) -> CUresult {
+pub unsafe extern "C" fn cuCtxSynchronize_v2(ctx: CUcontext) -> CUresult {
     entry!(cuCtxSynchronize_v2(ctx), {
         let d = sim();
         code(d.ctx_push_current(context(ctx)))?;
@@ -121,18 +121,18 @@ pub unsafe extern "C" fn cuCtxSynchronize_v2(ctx: sys::CUcontext) -> CUresult {
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuCtxEnablePeerAccess(peer: sys::CUcontext, flags: c_uint) -> CUresult {
+pub unsafe extern "C" fn cuCtxEnablePeerAccess(peer: CUcontext, flags: c_uint) -> CUresult {
     entry!(cuCtxEnablePeerAccess(peer, flags), { code(sim().ctx_enable_peer_access(context(peer), flags)) })
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuCtxDisablePeerAccess(peer: sys::CUcontext) -> CUresult {
+pub unsafe extern "C" fn cuCtxDisablePeerAccess(peer: CUcontext) -> CUresult {
     entry!(cuCtxDisablePeerAccess(peer), { code(sim().ctx_disable_peer_access(context(peer))) })
 }
 
 /// The context ABI's version for a live context (a null one is the current context).
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuCtxGetApiVersion(ctx: sys::CUcontext, version: *mut c_uint) -> CUresult {
+pub unsafe extern "C" fn cuCtxGetApiVersion(ctx: CUcontext, version: *mut c_uint) -> CUresult {
     entry!(cuCtxGetApiVersion(ctx, version), {
         let known = match context(ctx).0 {
             0 => code(sim().ctx_get_current())?.is_some(),
@@ -170,7 +170,7 @@ pub unsafe extern "C" fn cuCtxGetFlags(flags: *mut c_uint) -> CUresult {
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuCtxGetId(ctx: sys::CUcontext, id: *mut std::ffi::c_ulonglong) -> CUresult {
+pub unsafe extern "C" fn cuCtxGetId(ctx: CUcontext, id: *mut std::ffi::c_ulonglong) -> CUresult {
     entry!(cuCtxGetId(ctx, id), {
         let c = context(ctx);
         out(id, code(sim().ctx_get_id((c.0 != 0).then_some(c)))?)

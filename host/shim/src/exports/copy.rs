@@ -4,31 +4,31 @@
 
 use crate::abi::{Copy2d, Side2d, bytes, bytes_mut, context, copy_2d, stream};
 use crate::boundary::{Answer, code, entry, sim};
-use cudarc::driver::sys::{self, CUresult};
+use cudarc::driver::sys::{CUDA_MEMCPY2D, CUcontext, CUdeviceptr, CUresult, CUstream};
 use peerpool::driver::{DevicePtr, PeerCopy, PointerAttribute, Stream};
 use std::ffi::{c_uchar, c_uint, c_ushort, c_void};
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuMemcpyHtoD_v2(dst: sys::CUdeviceptr, src: *const c_void, count: usize) -> CUresult {
+pub unsafe extern "C" fn cuMemcpyHtoD_v2(dst: CUdeviceptr, src: *const c_void, count: usize) -> CUresult {
     entry!(cuMemcpyHtoD_v2(dst, src, count), { code(sim().memcpy_htod(DevicePtr(dst), bytes(src, count)?)) })
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuMemcpyDtoH_v2(dst: *mut c_void, src: sys::CUdeviceptr, count: usize) -> CUresult {
+pub unsafe extern "C" fn cuMemcpyDtoH_v2(dst: *mut c_void, src: CUdeviceptr, count: usize) -> CUresult {
     entry!(cuMemcpyDtoH_v2(dst, src, count), { code(sim().memcpy_dtoh(bytes_mut(dst, count)?, DevicePtr(src))) })
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuMemcpyDtoD_v2(dst: sys::CUdeviceptr, src: sys::CUdeviceptr, count: usize) -> CUresult {
+pub unsafe extern "C" fn cuMemcpyDtoD_v2(dst: CUdeviceptr, src: CUdeviceptr, count: usize) -> CUresult {
     entry!(cuMemcpyDtoD_v2(dst, src, count), { code(sim().memcpy_dtod(DevicePtr(dst), DevicePtr(src), count)) })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuMemcpyHtoDAsync_v2(
-    dst: sys::CUdeviceptr,
+    dst: CUdeviceptr,
     src: *const c_void,
     count: usize,
-    h_stream: sys::CUstream,
+    h_stream: CUstream,
 ) -> CUresult {
     entry!(cuMemcpyHtoDAsync_v2(dst, src, count, h_stream), {
         code(sim().memcpy_htod_async(DevicePtr(dst), bytes(src, count)?, stream(h_stream)))
@@ -38,9 +38,9 @@ pub unsafe extern "C" fn cuMemcpyHtoDAsync_v2(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuMemcpyDtoHAsync_v2(
     dst: *mut c_void,
-    src: sys::CUdeviceptr,
+    src: CUdeviceptr,
     count: usize,
-    h_stream: sys::CUstream,
+    h_stream: CUstream,
 ) -> CUresult {
     entry!(cuMemcpyDtoHAsync_v2(dst, src, count, h_stream), {
         code(sim().memcpy_dtoh_async(bytes_mut(dst, count)?, DevicePtr(src), stream(h_stream)))
@@ -49,10 +49,10 @@ pub unsafe extern "C" fn cuMemcpyDtoHAsync_v2(
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuMemcpyDtoDAsync_v2(
-    dst: sys::CUdeviceptr,
-    src: sys::CUdeviceptr,
+    dst: CUdeviceptr,
+    src: CUdeviceptr,
     count: usize,
-    h_stream: sys::CUstream,
+    h_stream: CUstream,
 ) -> CUresult {
     entry!(cuMemcpyDtoDAsync_v2(dst, src, count, h_stream), {
         code(sim().memcpy_dtod_async(DevicePtr(dst), DevicePtr(src), count, stream(h_stream)))
@@ -60,26 +60,26 @@ pub unsafe extern "C" fn cuMemcpyDtoDAsync_v2(
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuMemcpy(dst: sys::CUdeviceptr, src: sys::CUdeviceptr, count: usize) -> CUresult {
+pub unsafe extern "C" fn cuMemcpy(dst: CUdeviceptr, src: CUdeviceptr, count: usize) -> CUresult {
     entry!(cuMemcpy(dst, src, count), { unified(dst, src, count, None) })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuMemcpyAsync(
-    dst: sys::CUdeviceptr,
-    src: sys::CUdeviceptr,
+    dst: CUdeviceptr,
+    src: CUdeviceptr,
     count: usize,
-    h_stream: sys::CUstream,
+    h_stream: CUstream,
 ) -> CUresult {
     entry!(cuMemcpyAsync(dst, src, count, h_stream), { unified(dst, src, count, Some(stream(h_stream))) })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuMemcpyPeer(
-    dst: sys::CUdeviceptr,
-    dst_ctx: sys::CUcontext,
-    src: sys::CUdeviceptr,
-    src_ctx: sys::CUcontext,
+    dst: CUdeviceptr,
+    dst_ctx: CUcontext,
+    src: CUdeviceptr,
+    src_ctx: CUcontext,
     count: usize,
 ) -> CUresult {
     entry!(cuMemcpyPeer(dst, dst_ctx, src, src_ctx, count), {
@@ -96,12 +96,12 @@ pub unsafe extern "C" fn cuMemcpyPeer(
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuMemcpyPeerAsync(
-    dst: sys::CUdeviceptr,
-    dst_ctx: sys::CUcontext,
-    src: sys::CUdeviceptr,
-    src_ctx: sys::CUcontext,
+    dst: CUdeviceptr,
+    dst_ctx: CUcontext,
+    src: CUdeviceptr,
+    src_ctx: CUcontext,
     count: usize,
-    h_stream: sys::CUstream,
+    h_stream: CUstream,
 ) -> CUresult {
     entry!(cuMemcpyPeerAsync(dst, dst_ctx, src, src_ctx, count, h_stream), {
         let copy = PeerCopy {
@@ -116,7 +116,7 @@ pub unsafe extern "C" fn cuMemcpyPeerAsync(
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuMemsetD8_v2(dst: sys::CUdeviceptr, value: c_uchar, count: usize) -> CUresult {
+pub unsafe extern "C" fn cuMemsetD8_v2(dst: CUdeviceptr, value: c_uchar, count: usize) -> CUresult {
     entry!(cuMemsetD8_v2(dst, value, count), {
         code(sim().memset_d8_async(DevicePtr(dst), value, count, Stream::LEGACY))?;
         code(sim().ctx_synchronize())
@@ -125,10 +125,10 @@ pub unsafe extern "C" fn cuMemsetD8_v2(dst: sys::CUdeviceptr, value: c_uchar, co
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuMemsetD8Async(
-    dst: sys::CUdeviceptr,
+    dst: CUdeviceptr,
     value: c_uchar,
     count: usize,
-    h_stream: sys::CUstream,
+    h_stream: CUstream,
 ) -> CUresult {
     entry!(cuMemsetD8Async(dst, value, count, h_stream), {
         code(sim().memset_d8_async(DevicePtr(dst), value, count, stream(h_stream)))
@@ -136,7 +136,7 @@ pub unsafe extern "C" fn cuMemsetD8Async(
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuMemsetD32_v2(dst: sys::CUdeviceptr, value: c_uint, count: usize) -> CUresult {
+pub unsafe extern "C" fn cuMemsetD32_v2(dst: CUdeviceptr, value: c_uint, count: usize) -> CUresult {
     entry!(cuMemsetD32_v2(dst, value, count), {
         code(sim().memset_d32_async(DevicePtr(dst), value, count, Stream::LEGACY))?;
         code(sim().ctx_synchronize())
@@ -145,10 +145,10 @@ pub unsafe extern "C" fn cuMemsetD32_v2(dst: sys::CUdeviceptr, value: c_uint, co
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuMemsetD32Async(
-    dst: sys::CUdeviceptr,
+    dst: CUdeviceptr,
     value: c_uint,
     count: usize,
-    h_stream: sys::CUstream,
+    h_stream: CUstream,
 ) -> CUresult {
     entry!(cuMemsetD32Async(dst, value, count, h_stream), {
         code(sim().memset_d32_async(DevicePtr(dst), value, count, stream(h_stream)))
@@ -156,7 +156,7 @@ pub unsafe extern "C" fn cuMemsetD32Async(
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuMemsetD16_v2(dst: sys::CUdeviceptr, value: c_ushort, count: usize) -> CUresult {
+pub unsafe extern "C" fn cuMemsetD16_v2(dst: CUdeviceptr, value: c_ushort, count: usize) -> CUresult {
     entry!(cuMemsetD16_v2(dst, value, count), {
         code(sim().memset_d16_async(dst, value, count, Stream::LEGACY))?;
         code(sim().ctx_synchronize())
@@ -165,10 +165,10 @@ pub unsafe extern "C" fn cuMemsetD16_v2(dst: sys::CUdeviceptr, value: c_ushort, 
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuMemsetD16Async(
-    dst: sys::CUdeviceptr,
+    dst: CUdeviceptr,
     value: c_ushort,
     count: usize,
-    h_stream: sys::CUstream,
+    h_stream: CUstream,
 ) -> CUresult {
     entry!(cuMemsetD16Async(dst, value, count, h_stream), {
         code(sim().memset_d16_async(dst, value, count, stream(h_stream)))
@@ -177,7 +177,7 @@ pub unsafe extern "C" fn cuMemsetD16Async(
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuMemsetD2D8_v2(
-    dst: sys::CUdeviceptr,
+    dst: CUdeviceptr,
     pitch: usize,
     value: c_uchar,
     width: usize,
@@ -188,7 +188,7 @@ pub unsafe extern "C" fn cuMemsetD2D8_v2(
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuMemsetD2D16_v2(
-    dst: sys::CUdeviceptr,
+    dst: CUdeviceptr,
     pitch: usize,
     value: c_ushort,
     width: usize,
@@ -201,7 +201,7 @@ pub unsafe extern "C" fn cuMemsetD2D16_v2(
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuMemsetD2D32_v2(
-    dst: sys::CUdeviceptr,
+    dst: CUdeviceptr,
     pitch: usize,
     value: c_uint,
     width: usize,
@@ -214,12 +214,12 @@ pub unsafe extern "C" fn cuMemsetD2D32_v2(
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuMemsetD2D8Async(
-    dst: sys::CUdeviceptr,
+    dst: CUdeviceptr,
     pitch: usize,
     value: c_uchar,
     width: usize,
     height: usize,
-    h_stream: sys::CUstream,
+    h_stream: CUstream,
 ) -> CUresult {
     entry!(cuMemsetD2D8Async(dst, pitch, value, width, height, h_stream), {
         memset_2d(dst, pitch, &[value], width, height, Some(stream(h_stream)))
@@ -228,12 +228,12 @@ pub unsafe extern "C" fn cuMemsetD2D8Async(
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuMemsetD2D16Async(
-    dst: sys::CUdeviceptr,
+    dst: CUdeviceptr,
     pitch: usize,
     value: c_ushort,
     width: usize,
     height: usize,
-    h_stream: sys::CUstream,
+    h_stream: CUstream,
 ) -> CUresult {
     entry!(cuMemsetD2D16Async(dst, pitch, value, width, height, h_stream), {
         memset_2d(dst, pitch, &value.to_le_bytes(), width, height, Some(stream(h_stream)))
@@ -242,12 +242,12 @@ pub unsafe extern "C" fn cuMemsetD2D16Async(
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuMemsetD2D32Async(
-    dst: sys::CUdeviceptr,
+    dst: CUdeviceptr,
     pitch: usize,
     value: c_uint,
     width: usize,
     height: usize,
-    h_stream: sys::CUstream,
+    h_stream: CUstream,
 ) -> CUresult {
     entry!(cuMemsetD2D32Async(dst, pitch, value, width, height, h_stream), {
         memset_2d(dst, pitch, &value.to_le_bytes(), width, height, Some(stream(h_stream)))
@@ -255,17 +255,17 @@ pub unsafe extern "C" fn cuMemsetD2D32Async(
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuMemcpy2D_v2(copy: *const sys::CUDA_MEMCPY2D) -> CUresult {
+pub unsafe extern "C" fn cuMemcpy2D_v2(copy: *const CUDA_MEMCPY2D) -> CUresult {
     entry!(cuMemcpy2D_v2(copy), { rows(&copy_2d(copy)?, None) })
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuMemcpy2DUnaligned_v2(copy: *const sys::CUDA_MEMCPY2D) -> CUresult {
+pub unsafe extern "C" fn cuMemcpy2DUnaligned_v2(copy: *const CUDA_MEMCPY2D) -> CUresult {
     entry!(cuMemcpy2DUnaligned_v2(copy), { rows(&copy_2d(copy)?, None) })
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuMemcpy2DAsync_v2(copy: *const sys::CUDA_MEMCPY2D, h_stream: sys::CUstream) -> CUresult {
+pub unsafe extern "C" fn cuMemcpy2DAsync_v2(copy: *const CUDA_MEMCPY2D, h_stream: CUstream) -> CUresult {
     entry!(cuMemcpy2DAsync_v2(copy, h_stream), { rows(&copy_2d(copy)?, Some(stream(h_stream))) })
 }
 

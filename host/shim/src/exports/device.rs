@@ -2,7 +2,7 @@
 
 use crate::abi::{as_ptr, out, pool};
 use crate::boundary::{code, entry, sim};
-use cudarc::driver::sys::{self, CUresult};
+use cudarc::driver::sys::{CUdevice, CUdevice_attribute, CUmemoryPool, CUresult, CUuuid};
 use peerpool::driver::{DeviceAttribute, P2pAttribute};
 use std::ffi::{c_char, c_int, c_uint};
 
@@ -21,7 +21,7 @@ fn pci_address(text: &str) -> Option<(i32, i32, i32, i32)> {
 
 /// `cuDeviceGet`: a device is its ordinal.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuDeviceGet(device: *mut sys::CUdevice, ordinal: c_int) -> CUresult {
+pub unsafe extern "C" fn cuDeviceGet(device: *mut CUdevice, ordinal: c_int) -> CUresult {
     entry!(cuDeviceGet(device, ordinal), { out(device, code(sim().device_get(ordinal))?) })
 }
 
@@ -32,7 +32,7 @@ pub unsafe extern "C" fn cuDeviceGetCount(count: *mut c_int) -> CUresult {
 
 /// The name, cut to `len - 1` bytes and NUL-terminated, as the driver does.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuDeviceGetName(name: *mut c_char, len: c_int, device: sys::CUdevice) -> CUresult {
+pub unsafe extern "C" fn cuDeviceGetName(name: *mut c_char, len: c_int, device: CUdevice) -> CUresult {
     entry!(cuDeviceGetName(name, len, device), {
         let text = code(sim().device_get_name(device))?;
         let room = usize::try_from(len).map_err(|_| CUresult::CUDA_ERROR_INVALID_VALUE)?;
@@ -49,23 +49,19 @@ pub unsafe extern "C" fn cuDeviceGetName(name: *mut c_char, len: c_int, device: 
 /// Every attribute an H200 answers; others are `CUDA_ERROR_INVALID_VALUE`, as the driver
 /// answers an unknown one.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuDeviceGetAttribute(value: *mut c_int, attribute: c_uint, device: sys::CUdevice) -> CUresult {
+pub unsafe extern "C" fn cuDeviceGetAttribute(value: *mut c_int, attribute: c_uint, device: CUdevice) -> CUresult {
     entry!(cuDeviceGetAttribute(value, attribute, device), {
         out(value, code(sim().device_get_attribute_raw(device, attribute))?)
     })
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuDeviceTotalMem_v2(bytes: *mut usize, device: sys::CUdevice) -> CUresult {
+pub unsafe extern "C" fn cuDeviceTotalMem_v2(bytes: *mut usize, device: CUdevice) -> CUresult {
     entry!(cuDeviceTotalMem_v2(bytes, device), { out(bytes, code(sim().device_total_mem(device))? as usize) })
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuDeviceCanAccessPeer(
-    can: *mut c_int,
-    device: sys::CUdevice,
-    peer: sys::CUdevice,
-) -> CUresult {
+pub unsafe extern "C" fn cuDeviceCanAccessPeer(can: *mut c_int, device: CUdevice, peer: CUdevice) -> CUresult {
     entry!(cuDeviceCanAccessPeer(can, device, peer), {
         out(can, code(sim().device_can_access_peer(device, peer))? as c_int)
     })
@@ -75,8 +71,8 @@ pub unsafe extern "C" fn cuDeviceCanAccessPeer(
 pub unsafe extern "C" fn cuDeviceGetP2PAttribute(
     value: *mut c_int,
     attribute: c_uint,
-    src: sys::CUdevice,
-    dst: sys::CUdevice,
+    src: CUdevice,
+    dst: CUdevice,
 ) -> CUresult {
     entry!(cuDeviceGetP2PAttribute(value, attribute, src, dst), {
         let attribute = P2pAttribute::from_raw(attribute).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
@@ -85,24 +81,24 @@ pub unsafe extern "C" fn cuDeviceGetP2PAttribute(
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuDeviceGetUuid(uuid: *mut sys::CUuuid, device: sys::CUdevice) -> CUresult {
+pub unsafe extern "C" fn cuDeviceGetUuid(uuid: *mut CUuuid, device: CUdevice) -> CUresult {
     entry!(cuDeviceGetUuid(uuid, device), {
         let bytes = code(sim().device_get_uuid(device))?;
-        out(uuid, sys::CUuuid { bytes: bytes.map(|b| b as c_char) })
+        out(uuid, CUuuid { bytes: bytes.map(|b| b as c_char) })
     })
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuDeviceGetUuid_v2(uuid: *mut sys::CUuuid, device: sys::CUdevice) -> CUresult {
+pub unsafe extern "C" fn cuDeviceGetUuid_v2(uuid: *mut CUuuid, device: CUdevice) -> CUresult {
     entry!(cuDeviceGetUuid_v2(uuid, device), {
         let bytes = code(sim().device_get_uuid(device))?;
-        out(uuid, sys::CUuuid { bytes: bytes.map(|b| b as c_char) })
+        out(uuid, CUuuid { bytes: bytes.map(|b| b as c_char) })
     })
 }
 
 /// `0000:BB:00.0` from the PCI attributes, NUL-terminated in `len` bytes.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuDeviceGetPCIBusId(id: *mut c_char, len: c_int, device: sys::CUdevice) -> CUresult {
+pub unsafe extern "C" fn cuDeviceGetPCIBusId(id: *mut c_char, len: c_int, device: CUdevice) -> CUresult {
     entry!(cuDeviceGetPCIBusId(id, len, device), {
         let d = sim();
         let bus = code(d.device_get_attribute(device, DeviceAttribute::PciBusId))?;
@@ -121,7 +117,7 @@ pub unsafe extern "C" fn cuDeviceGetPCIBusId(id: *mut c_char, len: c_int, device
 /// names no simulated GPU is `CUDA_ERROR_INVALID_DEVICE`, text that is no bus id
 /// `CUDA_ERROR_INVALID_VALUE`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuDeviceGetByPCIBusId(device: *mut sys::CUdevice, id: *const c_char) -> CUresult {
+pub unsafe extern "C" fn cuDeviceGetByPCIBusId(device: *mut CUdevice, id: *const c_char) -> CUresult {
     entry!(cuDeviceGetByPCIBusId(device, id), {
         if id.is_null() {
             return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
@@ -147,7 +143,7 @@ pub unsafe extern "C" fn cuDeviceGetByPCIBusId(device: *mut sys::CUdevice, id: *
 
 /// Locally unique ids are Windows's: on Linux the driver answers `CUDA_ERROR_NOT_SUPPORTED`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuDeviceGetLuid(_luid: *mut c_char, _mask: *mut c_uint, device: sys::CUdevice) -> CUresult {
+pub unsafe extern "C" fn cuDeviceGetLuid(_luid: *mut c_char, _mask: *mut c_uint, device: CUdevice) -> CUresult {
     entry!(cuDeviceGetLuid(_luid, _mask, device), {
         code(sim().device_get(device))?;
         Err(CUresult::CUDA_ERROR_NOT_SUPPORTED)
@@ -161,31 +157,28 @@ pub unsafe extern "C" fn cuDeviceGetTexture1DLinearMaxWidth(
     width: *mut usize,
     _format: c_uint,
     _channels: c_uint,
-    device: sys::CUdevice,
+    device: CUdevice,
 ) -> CUresult {
     entry!(cuDeviceGetTexture1DLinearMaxWidth(width, _format, _channels, device), {
-        let linear = sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_LINEAR_WIDTH as c_uint;
+        let linear = CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_LINEAR_WIDTH as c_uint;
         out(width, code(sim().device_get_attribute_raw(device, linear))? as usize)
     })
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuDeviceGetDefaultMemPool(
-    pool_out: *mut sys::CUmemoryPool,
-    device: sys::CUdevice,
-) -> CUresult {
+pub unsafe extern "C" fn cuDeviceGetDefaultMemPool(pool_out: *mut CUmemoryPool, device: CUdevice) -> CUresult {
     entry!(cuDeviceGetDefaultMemPool(pool_out, device), {
         out(pool_out, as_ptr(code(sim().device_get_default_mem_pool(device))?.0))
     })
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuDeviceGetMemPool(pool_out: *mut sys::CUmemoryPool, device: sys::CUdevice) -> CUresult {
+pub unsafe extern "C" fn cuDeviceGetMemPool(pool_out: *mut CUmemoryPool, device: CUdevice) -> CUresult {
     entry!(cuDeviceGetMemPool(pool_out, device), { out(pool_out, as_ptr(code(sim().device_get_mem_pool(device))?.0)) })
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuDeviceSetMemPool(device: sys::CUdevice, memory_pool: sys::CUmemoryPool) -> CUresult {
+pub unsafe extern "C" fn cuDeviceSetMemPool(device: CUdevice, memory_pool: CUmemoryPool) -> CUresult {
     entry!(cuDeviceSetMemPool(device, memory_pool), { code(sim().device_set_mem_pool(device, pool(memory_pool))) })
 }
 

@@ -4,21 +4,23 @@
 
 use crate::abi::{as_ptr, location, location_at, out, stream};
 use crate::boundary::{code, entry, sim};
-use cudarc::driver::sys::{self, CUresult};
+use cudarc::driver::sys::{
+    CUdevice, CUdeviceptr, CUmemAllocationType, CUmemLocation, CUmemoryPool, CUresult, CUstream,
+};
 use peerpool_sim::host_memory::{Advise, Location, RangeValue};
 use std::ffi::{c_int, c_uint, c_void};
 
 /// Whether a `CUmemAllocationType` asks for managed memory (`None`: neither pinned nor managed).
-fn managed(kind: sys::CUmemAllocationType) -> Option<bool> {
+fn managed(kind: CUmemAllocationType) -> Option<bool> {
     match kind as u32 {
-        k if k == sys::CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED as u32 => Some(false),
-        k if k == sys::CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_MANAGED as u32 => Some(true),
+        k if k == CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED as u32 => Some(false),
+        k if k == CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_MANAGED as u32 => Some(true),
         _ => None,
     }
 }
 
 /// The device an older advice or prefetch call names: `CU_DEVICE_CPU` (-1) is the host.
-fn device_or_host(device: sys::CUdevice) -> Location {
+fn device_or_host(device: CUdevice) -> Location {
     match device {
         -1 => Location::Host,
         d => Location::Device(d),
@@ -84,7 +86,7 @@ pub unsafe extern "C" fn cuMemHostGetFlags(flags: *mut c_uint, p: *mut c_void) -
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuMemHostGetDevicePointer_v2(
-    dptr: *mut sys::CUdeviceptr,
+    dptr: *mut CUdeviceptr,
     p: *mut c_void,
     flags: c_uint,
 ) -> CUresult {
@@ -106,17 +108,17 @@ pub unsafe extern "C" fn cuMemHostUnregister(p: *mut c_void) -> CUresult {
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuMemAllocManaged(dptr: *mut sys::CUdeviceptr, bytes: usize, flags: c_uint) -> CUresult {
+pub unsafe extern "C" fn cuMemAllocManaged(dptr: *mut CUdeviceptr, bytes: usize, flags: c_uint) -> CUresult {
     entry!(cuMemAllocManaged(dptr, bytes, flags), { out(dptr, code(sim().mem_alloc_managed(bytes, flags))?) })
 }
 
 /// CUDA 13's form, with a location.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuMemAdvise_v2(
-    dptr: sys::CUdeviceptr,
+    dptr: CUdeviceptr,
     count: usize,
     advice: c_uint,
-    loc: sys::CUmemLocation,
+    loc: CUmemLocation,
 ) -> CUresult {
     entry!(cuMemAdvise_v2(dptr, count, advice, loc), {
         let advice = Advise::from_raw(advice).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
@@ -126,12 +128,7 @@ pub unsafe extern "C" fn cuMemAdvise_v2(
 
 /// The form before CUDA 12.2, with a device (`CU_DEVICE_CPU` for the host).
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuMemAdvise(
-    dptr: sys::CUdeviceptr,
-    count: usize,
-    advice: c_uint,
-    device: sys::CUdevice,
-) -> CUresult {
+pub unsafe extern "C" fn cuMemAdvise(dptr: CUdeviceptr, count: usize, advice: c_uint, device: CUdevice) -> CUresult {
     entry!(cuMemAdvise(dptr, count, advice, device), {
         let advice = Advise::from_raw(advice).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
         code(sim().mem_advise(dptr, count, advice, device_or_host(device)))
@@ -141,11 +138,11 @@ pub unsafe extern "C" fn cuMemAdvise(
 /// CUDA 13's form, with a location; flags must be 0.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuMemPrefetchAsync_v2(
-    dptr: sys::CUdeviceptr,
+    dptr: CUdeviceptr,
     count: usize,
-    loc: sys::CUmemLocation,
+    loc: CUmemLocation,
     flags: c_uint,
-    h_stream: sys::CUstream,
+    h_stream: CUstream,
 ) -> CUresult {
     entry!(cuMemPrefetchAsync_v2(dptr, count, loc, flags, h_stream), {
         if flags != 0 {
@@ -158,10 +155,10 @@ pub unsafe extern "C" fn cuMemPrefetchAsync_v2(
 /// The form before CUDA 12.2, with a device (`CU_DEVICE_CPU` for the host).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuMemPrefetchAsync(
-    dptr: sys::CUdeviceptr,
+    dptr: CUdeviceptr,
     count: usize,
-    device: sys::CUdevice,
-    h_stream: sys::CUstream,
+    device: CUdevice,
+    h_stream: CUstream,
 ) -> CUresult {
     entry!(cuMemPrefetchAsync(dptr, count, device, h_stream), {
         code(sim().mem_prefetch_async(dptr, count, device_or_host(device), stream(h_stream)))
@@ -173,7 +170,7 @@ pub unsafe extern "C" fn cuMemRangeGetAttribute(
     data: *mut c_void,
     size: usize,
     attribute: c_uint,
-    dptr: sys::CUdeviceptr,
+    dptr: CUdeviceptr,
     count: usize,
 ) -> CUresult {
     entry!(cuMemRangeGetAttribute(data, size, attribute, dptr, count), {
@@ -189,7 +186,7 @@ pub unsafe extern "C" fn cuMemRangeGetAttributes(
     sizes: *mut usize,
     attributes: *mut c_uint,
     count: usize,
-    dptr: sys::CUdeviceptr,
+    dptr: CUdeviceptr,
     bytes: usize,
 ) -> CUresult {
     entry!(cuMemRangeGetAttributes(data, sizes, attributes, count, dptr, bytes), {
@@ -207,9 +204,9 @@ pub unsafe extern "C" fn cuMemRangeGetAttributes(
 /// The pool `cuMemAllocAsync` would use for a location and allocation type.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuMemGetMemPool(
-    pool_out: *mut sys::CUmemoryPool,
-    loc: *mut sys::CUmemLocation,
-    kind: sys::CUmemAllocationType,
+    pool_out: *mut CUmemoryPool,
+    loc: *mut CUmemLocation,
+    kind: CUmemAllocationType,
 ) -> CUresult {
     entry!(cuMemGetMemPool(pool_out, loc, kind), {
         let managed = managed(kind).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
@@ -220,9 +217,9 @@ pub unsafe extern "C" fn cuMemGetMemPool(
 /// The driver's own pool for a location and allocation type.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuMemGetDefaultMemPool(
-    pool_out: *mut sys::CUmemoryPool,
-    loc: *mut sys::CUmemLocation,
-    kind: sys::CUmemAllocationType,
+    pool_out: *mut CUmemoryPool,
+    loc: *mut CUmemLocation,
+    kind: CUmemAllocationType,
 ) -> CUresult {
     entry!(cuMemGetDefaultMemPool(pool_out, loc, kind), {
         let managed = managed(kind).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;

@@ -3,7 +3,7 @@
 
 use crate::abi::{as_ptr, out, pool, share_handle};
 use crate::boundary::{code, entry, sim};
-use cudarc::driver::sys::{self, CUresult};
+use cudarc::driver::sys::{CUdeviceptr, CUipcMemHandle, CUmemPoolPtrExportData, CUmemoryPool, CUresult};
 use peerpool::driver::{
     DevicePtr, ExportedHandle, ExportedHandleRef, FabricHandle, HandleKind, IpcMemHandle, PoolPtrExportData,
 };
@@ -13,7 +13,7 @@ use std::os::fd::{BorrowedFd, IntoRawFd};
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuMemPoolExportToShareableHandle(
     handle_out: *mut c_void,
-    memory_pool: sys::CUmemoryPool,
+    memory_pool: CUmemoryPool,
     handle_type: c_uint,
     _flags: u64,
 ) -> CUresult {
@@ -28,7 +28,7 @@ pub unsafe extern "C" fn cuMemPoolExportToShareableHandle(
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuMemPoolImportFromShareableHandle(
-    pool_out: *mut sys::CUmemoryPool,
+    pool_out: *mut CUmemoryPool,
     os_handle: *mut c_void,
     handle_type: c_uint,
     _flags: u64,
@@ -41,21 +41,18 @@ pub unsafe extern "C" fn cuMemPoolImportFromShareableHandle(
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuMemPoolExportPointer(
-    data: *mut sys::CUmemPoolPtrExportData,
-    ptr: sys::CUdeviceptr,
-) -> CUresult {
+pub unsafe extern "C" fn cuMemPoolExportPointer(data: *mut CUmemPoolPtrExportData, ptr: CUdeviceptr) -> CUresult {
     entry!(cuMemPoolExportPointer(data, ptr), {
         let exported = code(sim().mem_pool_export_pointer(DevicePtr(ptr)))?;
-        out(data, sys::CUmemPoolPtrExportData { reserved: exported.0 })
+        out(data, CUmemPoolPtrExportData { reserved: exported.0 })
     })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuMemPoolImportPointer(
-    ptr_out: *mut sys::CUdeviceptr,
-    memory_pool: sys::CUmemoryPool,
-    data: *mut sys::CUmemPoolPtrExportData,
+    ptr_out: *mut CUdeviceptr,
+    memory_pool: CUmemoryPool,
+    data: *mut CUmemPoolPtrExportData,
 ) -> CUresult {
     entry!(cuMemPoolImportPointer(ptr_out, memory_pool, data), {
         if data.is_null() {
@@ -67,10 +64,10 @@ pub unsafe extern "C" fn cuMemPoolImportPointer(
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuIpcGetMemHandle(handle: *mut sys::CUipcMemHandle, ptr: sys::CUdeviceptr) -> CUresult {
+pub unsafe extern "C" fn cuIpcGetMemHandle(handle: *mut CUipcMemHandle, ptr: CUdeviceptr) -> CUresult {
     entry!(cuIpcGetMemHandle(handle, ptr), {
         let bytes = code(sim().ipc_get_mem_handle(DevicePtr(ptr)))?.0;
-        out(handle, sys::CUipcMemHandle { reserved: bytes.map(|b| b as c_char) })
+        out(handle, CUipcMemHandle { reserved: bytes.map(|b| b as c_char) })
     })
 }
 
@@ -78,8 +75,8 @@ pub unsafe extern "C" fn cuIpcGetMemHandle(handle: *mut sys::CUipcMemHandle, ptr
 /// nothing the simulator models.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuIpcOpenMemHandle_v2(
-    ptr_out: *mut sys::CUdeviceptr,
-    handle: sys::CUipcMemHandle,
+    ptr_out: *mut CUdeviceptr,
+    handle: CUipcMemHandle,
     _flags: c_uint,
 ) -> CUresult {
     entry!(cuIpcOpenMemHandle_v2(ptr_out, handle, _flags), {
@@ -89,7 +86,7 @@ pub unsafe extern "C" fn cuIpcOpenMemHandle_v2(
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuIpcCloseMemHandle(ptr: sys::CUdeviceptr) -> CUresult {
+pub unsafe extern "C" fn cuIpcCloseMemHandle(ptr: CUdeviceptr) -> CUresult {
     entry!(cuIpcCloseMemHandle(ptr), { code(sim().ipc_close_mem_handle(DevicePtr(ptr))) })
 }
 

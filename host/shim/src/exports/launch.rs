@@ -4,14 +4,14 @@
 
 use crate::abi::{function, stream};
 use crate::boundary::{code, entry, name_once_owned, sim};
-use cudarc::driver::sys::{self, CUresult};
+use cudarc::driver::sys::{CUfunction, CUlaunchAttribute, CUlaunchConfig, CUresult, CUstream};
 use peerpool::driver::{KernelArg, LaunchShape};
 use peerpool_sim::PtxLaunch;
 use std::ffi::{c_uint, c_void};
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuLaunchKernel(
-    f: sys::CUfunction,
+    f: CUfunction,
     grid_x: c_uint,
     grid_y: c_uint,
     grid_z: c_uint,
@@ -19,7 +19,7 @@ pub unsafe extern "C" fn cuLaunchKernel(
     block_y: c_uint,
     block_z: c_uint,
     shared: c_uint,
-    h_stream: sys::CUstream,
+    h_stream: CUstream,
     params: *mut *mut c_void,
     extra: *mut *mut c_void,
 ) -> CUresult {
@@ -34,8 +34,8 @@ pub unsafe extern "C" fn cuLaunchKernel(
 /// a cooperative launch and the others are `CUDA_ERROR_NOT_SUPPORTED`, named once.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuLaunchKernelEx(
-    config: *const sys::CUlaunchConfig,
-    f: sys::CUfunction,
+    config: *const CUlaunchConfig,
+    f: CUfunction,
     params: *mut *mut c_void,
     extra: *mut *mut c_void,
 ) -> CUresult {
@@ -46,7 +46,7 @@ pub unsafe extern "C" fn cuLaunchKernelEx(
         }
         for i in 0..c.numAttrs as usize {
             // Read as bytes: a C caller may pass an id this build's enum does not have.
-            let at = c.attrs.cast::<u8>().add(i * size_of::<sys::CUlaunchAttribute>());
+            let at = c.attrs.cast::<u8>().add(i * size_of::<CUlaunchAttribute>());
             attribute(at.cast::<u32>().read_unaligned(), at.add(8))?;
         }
         let shape = Shape {
@@ -71,9 +71,9 @@ struct Shape {
 /// # Safety
 /// `params` and `extra` are as `cuLaunchKernel` documents them for `f`'s parameters.
 unsafe fn launch(
-    f: sys::CUfunction,
+    f: CUfunction,
     shape: Shape,
-    h_stream: sys::CUstream,
+    h_stream: CUstream,
     params: *mut *mut c_void,
     extra: *mut *mut c_void,
 ) -> crate::boundary::Answer {

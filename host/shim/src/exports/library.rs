@@ -6,7 +6,9 @@ use crate::abi::{as_ptr, kernel, lasting_name, library, out};
 use crate::boundary::{code, entry, sim};
 use crate::exports::module::{file, write_global};
 use crate::image_bytes::{Wrapper, image_bytes};
-use cudarc::driver::sys::{self, CUresult};
+use cudarc::driver::sys::{
+    CUdevice, CUdeviceptr, CUfunction, CUjit_option, CUkernel, CUlibrary, CUlibraryOption, CUmodule, CUresult,
+};
 use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
 
 /// JIT and library options are ignored. Any bytes load (an H200 took garbage in either
@@ -14,12 +16,12 @@ use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
 /// what the reading found. A fatbin wrapper is followed to its fatbin.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuLibraryLoadData(
-    lib: *mut sys::CUlibrary,
+    lib: *mut CUlibrary,
     image: *const c_void,
-    _jit_options: *mut sys::CUjit_option,
+    _jit_options: *mut CUjit_option,
     _jit_values: *mut *mut c_void,
     _jit_count: c_uint,
-    _options: *mut sys::CUlibraryOption,
+    _options: *mut CUlibraryOption,
     _values: *mut *mut c_void,
     _count: c_uint,
 ) -> CUresult {
@@ -34,12 +36,12 @@ pub unsafe extern "C" fn cuLibraryLoadData(
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuLibraryLoadFromFile(
-    lib: *mut sys::CUlibrary,
+    lib: *mut CUlibrary,
     name: *const c_char,
-    _jit_options: *mut sys::CUjit_option,
+    _jit_options: *mut CUjit_option,
     _jit_values: *mut *mut c_void,
     _jit_count: c_uint,
-    _options: *mut sys::CUlibraryOption,
+    _options: *mut CUlibraryOption,
     _values: *mut *mut c_void,
     _count: c_uint,
 ) -> CUresult {
@@ -51,20 +53,20 @@ pub unsafe extern "C" fn cuLibraryLoadFromFile(
 
 /// A second unload is `CUDA_ERROR_INVALID_HANDLE` (NVIDIA's driver crashed the process).
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuLibraryUnload(lib: sys::CUlibrary) -> CUresult {
+pub unsafe extern "C" fn cuLibraryUnload(lib: CUlibrary) -> CUresult {
     entry!(cuLibraryUnload(lib), { code(sim().library_unload(library(lib))) })
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuLibraryGetKernelCount(count: *mut c_uint, lib: sys::CUlibrary) -> CUresult {
+pub unsafe extern "C" fn cuLibraryGetKernelCount(count: *mut c_uint, lib: CUlibrary) -> CUresult {
     entry!(cuLibraryGetKernelCount(count, lib), { out(count, code(sim().library_kernel_count(library(lib)))?) })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuLibraryEnumerateKernels(
-    kernels: *mut sys::CUkernel,
+    kernels: *mut CUkernel,
     num_kernels: c_uint,
-    lib: sys::CUlibrary,
+    lib: CUlibrary,
 ) -> CUresult {
     entry!(cuLibraryEnumerateKernels(kernels, num_kernels, lib), {
         let found = code(sim().library_kernels(library(lib), num_kernels as usize))?;
@@ -79,11 +81,7 @@ pub unsafe extern "C" fn cuLibraryEnumerateKernels(
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuLibraryGetKernel(
-    p_kernel: *mut sys::CUkernel,
-    lib: sys::CUlibrary,
-    name: *const c_char,
-) -> CUresult {
+pub unsafe extern "C" fn cuLibraryGetKernel(p_kernel: *mut CUkernel, lib: CUlibrary, name: *const c_char) -> CUresult {
     entry!(cuLibraryGetKernel(p_kernel, lib, name), {
         if name.is_null() {
             return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
@@ -93,15 +91,15 @@ pub unsafe extern "C" fn cuLibraryGetKernel(
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuLibraryGetModule(p_mod: *mut sys::CUmodule, lib: sys::CUlibrary) -> CUresult {
+pub unsafe extern "C" fn cuLibraryGetModule(p_mod: *mut CUmodule, lib: CUlibrary) -> CUresult {
     entry!(cuLibraryGetModule(p_mod, lib), { out(p_mod, as_ptr(code(sim().library_get_module(library(lib)))?.0)) })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuLibraryGetGlobal(
-    dptr: *mut sys::CUdeviceptr,
+    dptr: *mut CUdeviceptr,
     bytes: *mut usize,
-    lib: sys::CUlibrary,
+    lib: CUlibrary,
     name: *const c_char,
 ) -> CUresult {
     entry!(cuLibraryGetGlobal(dptr, bytes, lib, name), {
@@ -114,12 +112,12 @@ pub unsafe extern "C" fn cuLibraryGetGlobal(
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuKernelGetFunction(p_func: *mut sys::CUfunction, k: sys::CUkernel) -> CUresult {
+pub unsafe extern "C" fn cuKernelGetFunction(p_func: *mut CUfunction, k: CUkernel) -> CUresult {
     entry!(cuKernelGetFunction(p_func, k), { out(p_func, as_ptr(code(sim().kernel_get_function(kernel(k)))?.0)) })
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuKernelGetName(name: *mut *const c_char, k: sys::CUkernel) -> CUresult {
+pub unsafe extern "C" fn cuKernelGetName(name: *mut *const c_char, k: CUkernel) -> CUresult {
     entry!(cuKernelGetName(name, k), {
         if name.is_null() {
             return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
@@ -129,14 +127,14 @@ pub unsafe extern "C" fn cuKernelGetName(name: *mut *const c_char, k: sys::CUker
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuKernelGetLibrary(p_lib: *mut sys::CUlibrary, k: sys::CUkernel) -> CUresult {
+pub unsafe extern "C" fn cuKernelGetLibrary(p_lib: *mut CUlibrary, k: CUkernel) -> CUresult {
     entry!(cuKernelGetLibrary(p_lib, k), { out(p_lib, as_ptr(code(sim().kernel_get_library(kernel(k)))?)) })
 }
 
 /// Either out-parameter may be null, not both.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuKernelGetParamInfo(
-    k: sys::CUkernel,
+    k: CUkernel,
     index: usize,
     offset: *mut usize,
     size: *mut usize,
@@ -154,9 +152,9 @@ pub unsafe extern "C" fn cuKernelGetParamInfo(
 /// reads.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuLibraryGetManaged(
-    dptr: *mut sys::CUdeviceptr,
+    dptr: *mut CUdeviceptr,
     bytes: *mut usize,
-    lib: sys::CUlibrary,
+    lib: CUlibrary,
     name: *const c_char,
 ) -> CUresult {
     entry!(cuLibraryGetManaged(dptr, bytes, lib, name), {
@@ -169,12 +167,7 @@ pub unsafe extern "C" fn cuLibraryGetManaged(
 
 /// `attrib` is read as a plain integer: a C caller may pass any value.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuKernelSetAttribute(
-    attrib: c_int,
-    value: c_int,
-    k: sys::CUkernel,
-    dev: sys::CUdevice,
-) -> CUresult {
+pub unsafe extern "C" fn cuKernelSetAttribute(attrib: c_int, value: c_int, k: CUkernel, dev: CUdevice) -> CUresult {
     entry!(cuKernelSetAttribute(attrib, value, k, dev), {
         code(sim().kernel_set_attribute(kernel(k), attrib, value, dev))
     })
@@ -182,12 +175,7 @@ pub unsafe extern "C" fn cuKernelSetAttribute(
 
 /// `attrib` is read as a plain integer: a C caller may pass any value.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuKernelGetAttribute(
-    pi: *mut c_int,
-    attrib: c_int,
-    k: sys::CUkernel,
-    dev: sys::CUdevice,
-) -> CUresult {
+pub unsafe extern "C" fn cuKernelGetAttribute(pi: *mut c_int, attrib: c_int, k: CUkernel, dev: CUdevice) -> CUresult {
     entry!(cuKernelGetAttribute(pi, attrib, k, dev), {
         if pi.is_null() {
             return Err(CUresult::CUDA_ERROR_INVALID_VALUE);

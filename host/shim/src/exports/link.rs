@@ -7,7 +7,7 @@
 
 use crate::abi::out;
 use crate::boundary::{entry, name_once_owned};
-use cudarc::driver::sys::{self, CUresult};
+use cudarc::driver::sys::{CUjit_option, CUlinkState, CUresult};
 use std::collections::BTreeMap;
 use std::ffi::{CStr, c_char, c_uint, c_void};
 use std::sync::Mutex;
@@ -34,7 +34,7 @@ fn links() -> std::sync::MutexGuard<'static, (usize, BTreeMap<usize, Link>)> {
 }
 
 /// Adds `bytes` of kind `kind` to link `state`.
-fn add(state: sys::CUlinkState, kind: c_uint, bytes: Vec<u8>) -> crate::boundary::Answer {
+fn add(state: CUlinkState, kind: c_uint, bytes: Vec<u8>) -> crate::boundary::Answer {
     if !matches!(kind, CUBIN | PTX | FATBINARY) {
         let what = "links an object or library input, which is not simulated: CUDA_ERROR_NOT_SUPPORTED";
         name_once_owned(format!("cuLinkAddData: input type {kind}"), what);
@@ -56,9 +56,9 @@ fn add(state: sys::CUlinkState, kind: c_uint, bytes: Vec<u8>) -> crate::boundary
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuLinkCreate_v2(
     _count: c_uint,
-    _options: *mut sys::CUjit_option,
+    _options: *mut CUjit_option,
     _values: *mut *mut c_void,
-    state_out: *mut sys::CUlinkState,
+    state_out: *mut CUlinkState,
 ) -> CUresult {
     entry!(cuLinkCreate_v2(_count, _options, _values, state_out), {
         if state_out.is_null() {
@@ -68,20 +68,20 @@ pub unsafe extern "C" fn cuLinkCreate_v2(
         links.0 += 1;
         let handle = links.0;
         links.1.insert(handle, Link::default());
-        out(state_out, handle as sys::CUlinkState)
+        out(state_out, handle as CUlinkState)
     })
 }
 
 /// `type_` is read as a plain integer: a C caller may pass any value.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuLinkAddData_v2(
-    state: sys::CUlinkState,
+    state: CUlinkState,
     type_: c_uint,
     data: *mut c_void,
     size: usize,
     _name: *const c_char,
     _count: c_uint,
-    _options: *mut sys::CUjit_option,
+    _options: *mut CUjit_option,
     _values: *mut *mut c_void,
 ) -> CUresult {
     entry!(cuLinkAddData_v2(state, type_, data, size, _name, _count, _options, _values), {
@@ -95,11 +95,11 @@ pub unsafe extern "C" fn cuLinkAddData_v2(
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuLinkAddFile_v2(
-    state: sys::CUlinkState,
+    state: CUlinkState,
     type_: c_uint,
     path: *const c_char,
     _count: c_uint,
-    _options: *mut sys::CUjit_option,
+    _options: *mut CUjit_option,
     _values: *mut *mut c_void,
 ) -> CUresult {
     entry!(cuLinkAddFile_v2(state, type_, path, _count, _options, _values), {
@@ -115,7 +115,7 @@ pub unsafe extern "C" fn cuLinkAddFile_v2(
 /// The one input, whole; it lives until `cuLinkDestroy`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuLinkComplete(
-    state: sys::CUlinkState,
+    state: CUlinkState,
     cubin_out: *mut *mut c_void,
     size_out: *mut usize,
 ) -> CUresult {
@@ -145,7 +145,7 @@ pub unsafe extern "C" fn cuLinkComplete(
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuLinkDestroy(state: sys::CUlinkState) -> CUresult {
+pub unsafe extern "C" fn cuLinkDestroy(state: CUlinkState) -> CUresult {
     entry!(cuLinkDestroy(state), {
         match links().1.remove(&(state as usize)) {
             Some(_) => Ok(()),

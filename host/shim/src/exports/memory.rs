@@ -3,26 +3,24 @@
 
 use crate::abi::{PoolRequest, access_descs, access_flags, as_ptr, location_device, out, pool, pool_request, stream};
 use crate::boundary::{code, entry, sim};
-use cudarc::driver::sys::{self, CUresult};
+use cudarc::driver::sys::{
+    CUdeviceptr, CUmemAccess_flags, CUmemAccessDesc, CUmemLocation, CUmemPoolProps, CUmemoryPool, CUresult, CUstream,
+};
 use peerpool::driver::{DevicePtr, PointerAttribute, PoolAttribute};
 use std::ffi::{c_uint, c_void};
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuMemAlloc_v2(dptr: *mut sys::CUdeviceptr, bytes: usize) -> CUresult {
+pub unsafe extern "C" fn cuMemAlloc_v2(dptr: *mut CUdeviceptr, bytes: usize) -> CUresult {
     entry!(cuMemAlloc_v2(dptr, bytes), { out(dptr, code(sim().mem_alloc(bytes))?.0) })
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuMemFree_v2(dptr: sys::CUdeviceptr) -> CUresult {
+pub unsafe extern "C" fn cuMemFree_v2(dptr: CUdeviceptr) -> CUresult {
     entry!(cuMemFree_v2(dptr), { code(sim().mem_free(DevicePtr(dptr))) })
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuMemAllocAsync(
-    dptr: *mut sys::CUdeviceptr,
-    bytes: usize,
-    h_stream: sys::CUstream,
-) -> CUresult {
+pub unsafe extern "C" fn cuMemAllocAsync(dptr: *mut CUdeviceptr, bytes: usize, h_stream: CUstream) -> CUresult {
     entry!(cuMemAllocAsync(dptr, bytes, h_stream), {
         out(dptr, code(sim().mem_alloc_async(bytes, stream(h_stream)))?.0)
     })
@@ -30,10 +28,10 @@ pub unsafe extern "C" fn cuMemAllocAsync(
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuMemAllocFromPoolAsync(
-    dptr: *mut sys::CUdeviceptr,
+    dptr: *mut CUdeviceptr,
     bytes: usize,
-    memory_pool: sys::CUmemoryPool,
-    h_stream: sys::CUstream,
+    memory_pool: CUmemoryPool,
+    h_stream: CUstream,
 ) -> CUresult {
     entry!(cuMemAllocFromPoolAsync(dptr, bytes, memory_pool, h_stream), {
         out(dptr, code(sim().mem_alloc_from_pool_async(bytes, pool(memory_pool), stream(h_stream)))?.0)
@@ -41,16 +39,13 @@ pub unsafe extern "C" fn cuMemAllocFromPoolAsync(
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuMemFreeAsync(dptr: sys::CUdeviceptr, h_stream: sys::CUstream) -> CUresult {
+pub unsafe extern "C" fn cuMemFreeAsync(dptr: CUdeviceptr, h_stream: CUstream) -> CUresult {
     entry!(cuMemFreeAsync(dptr, h_stream), { code(sim().mem_free_async(DevicePtr(dptr), stream(h_stream))) })
 }
 
 /// Pinned pools on a device, pools on the host and managed pools.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuMemPoolCreate(
-    pool_out: *mut sys::CUmemoryPool,
-    props: *const sys::CUmemPoolProps,
-) -> CUresult {
+pub unsafe extern "C" fn cuMemPoolCreate(pool_out: *mut CUmemoryPool, props: *const CUmemPoolProps) -> CUresult {
     entry!(cuMemPoolCreate(pool_out, props), {
         let made = match pool_request(props)? {
             PoolRequest::Device(props) => sim().mem_pool_create(&props),
@@ -63,14 +58,14 @@ pub unsafe extern "C" fn cuMemPoolCreate(
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuMemPoolDestroy(memory_pool: sys::CUmemoryPool) -> CUresult {
+pub unsafe extern "C" fn cuMemPoolDestroy(memory_pool: CUmemoryPool) -> CUresult {
     entry!(cuMemPoolDestroy(memory_pool), { code(sim().mem_pool_destroy(pool(memory_pool))) })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuMemPoolSetAccess(
-    memory_pool: sys::CUmemoryPool,
-    map: *const sys::CUmemAccessDesc,
+    memory_pool: CUmemoryPool,
+    map: *const CUmemAccessDesc,
     count: usize,
 ) -> CUresult {
     entry!(cuMemPoolSetAccess(memory_pool, map, count), {
@@ -80,9 +75,9 @@ pub unsafe extern "C" fn cuMemPoolSetAccess(
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuMemPoolGetAccess(
-    flags: *mut sys::CUmemAccess_flags,
-    memory_pool: sys::CUmemoryPool,
-    location: *mut sys::CUmemLocation,
+    flags: *mut CUmemAccess_flags,
+    memory_pool: CUmemoryPool,
+    location: *mut CUmemLocation,
 ) -> CUresult {
     entry!(cuMemPoolGetAccess(flags, memory_pool, location), {
         let device = location_device(location)?;
@@ -93,7 +88,7 @@ pub unsafe extern "C" fn cuMemPoolGetAccess(
 /// The value is read and written at the attribute's own width (`int` or `cuuint64_t`).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuMemPoolSetAttribute(
-    memory_pool: sys::CUmemoryPool,
+    memory_pool: CUmemoryPool,
     attribute: c_uint,
     value: *mut c_void,
 ) -> CUresult {
@@ -112,7 +107,7 @@ pub unsafe extern "C" fn cuMemPoolSetAttribute(
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuMemPoolGetAttribute(
-    memory_pool: sys::CUmemoryPool,
+    memory_pool: CUmemoryPool,
     attribute: c_uint,
     value: *mut c_void,
 ) -> CUresult {
@@ -127,18 +122,14 @@ pub unsafe extern "C" fn cuMemPoolGetAttribute(
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuMemPoolTrimTo(memory_pool: sys::CUmemoryPool, keep: usize) -> CUresult {
+pub unsafe extern "C" fn cuMemPoolTrimTo(memory_pool: CUmemoryPool, keep: usize) -> CUresult {
     entry!(cuMemPoolTrimTo(memory_pool, keep), { code(sim().mem_pool_trim_to(pool(memory_pool), keep)) })
 }
 
 /// Written at the attribute's width; attributes the simulator does not know are
 /// `CUDA_ERROR_INVALID_VALUE`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuPointerGetAttribute(
-    data: *mut c_void,
-    attribute: c_uint,
-    ptr: sys::CUdeviceptr,
-) -> CUresult {
+pub unsafe extern "C" fn cuPointerGetAttribute(data: *mut c_void, attribute: c_uint, ptr: CUdeviceptr) -> CUresult {
     entry!(cuPointerGetAttribute(data, attribute, ptr), {
         let attribute = PointerAttribute::from_raw(attribute).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
         write_attribute(data, attribute, code(sim().pointer_get_attribute(DevicePtr(ptr), attribute))?)
@@ -154,7 +145,7 @@ pub unsafe extern "C" fn cuPointerGetAttributes(
     count: c_uint,
     attributes: *mut c_uint,
     data: *mut *mut c_void,
-    ptr: sys::CUdeviceptr,
+    ptr: CUdeviceptr,
 ) -> CUresult {
     entry!(cuPointerGetAttributes(count, attributes, data, ptr), {
         if count > 0 && (attributes.is_null() || data.is_null()) {
@@ -187,9 +178,9 @@ pub unsafe extern "C" fn cuPointerGetAttributes(
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuMemGetAddressRange_v2(
-    base: *mut sys::CUdeviceptr,
+    base: *mut CUdeviceptr,
     size: *mut usize,
-    ptr: sys::CUdeviceptr,
+    ptr: CUdeviceptr,
 ) -> CUresult {
     entry!(cuMemGetAddressRange_v2(base, size, ptr), {
         let d = sim();

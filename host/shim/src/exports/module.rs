@@ -5,21 +5,21 @@
 use crate::abi::{as_ptr, function, lasting_name, module, out};
 use crate::boundary::{code, entry, sim};
 use crate::image_bytes::{Wrapper, image_bytes};
-use cudarc::driver::sys::{self, CUresult};
+use cudarc::driver::sys::{CUdeviceptr, CUfunction, CUjit_option, CUmodule, CUmoduleLoadingMode, CUresult};
 use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuModuleLoadData(h_module: *mut sys::CUmodule, image: *const c_void) -> CUresult {
+pub unsafe extern "C" fn cuModuleLoadData(h_module: *mut CUmodule, image: *const c_void) -> CUresult {
     entry!(cuModuleLoadData(h_module, image), { load(h_module, &image_bytes(image, Wrapper::Refused)?) })
 }
 
 /// JIT options are ignored: the simulator compiles nothing.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuModuleLoadDataEx(
-    h_module: *mut sys::CUmodule,
+    h_module: *mut CUmodule,
     image: *const c_void,
     _count: c_uint,
-    _options: *mut sys::CUjit_option,
+    _options: *mut CUjit_option,
     _values: *mut *mut c_void,
 ) -> CUresult {
     entry!(cuModuleLoadDataEx(h_module, image, _count, _options, _values), {
@@ -29,17 +29,17 @@ pub unsafe extern "C" fn cuModuleLoadDataEx(
 
 /// Any image, as `cuModuleLoadData` takes it (so an H200 answered PTX and a cubin).
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuModuleLoadFatBinary(h_module: *mut sys::CUmodule, fat_cubin: *const c_void) -> CUresult {
+pub unsafe extern "C" fn cuModuleLoadFatBinary(h_module: *mut CUmodule, fat_cubin: *const c_void) -> CUresult {
     entry!(cuModuleLoadFatBinary(h_module, fat_cubin), { load(h_module, &image_bytes(fat_cubin, Wrapper::Refused)?) })
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuModuleLoad(h_module: *mut sys::CUmodule, fname: *const c_char) -> CUresult {
+pub unsafe extern "C" fn cuModuleLoad(h_module: *mut CUmodule, fname: *const c_char) -> CUresult {
     entry!(cuModuleLoad(h_module, fname), { load(h_module, &file(fname)?) })
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuModuleGetFunctionCount(count: *mut c_uint, h_module: sys::CUmodule) -> CUresult {
+pub unsafe extern "C" fn cuModuleGetFunctionCount(count: *mut c_uint, h_module: CUmodule) -> CUresult {
     entry!(cuModuleGetFunctionCount(count, h_module), {
         out(count, code(sim().module_function_count(module(h_module)))?)
     })
@@ -49,9 +49,9 @@ pub unsafe extern "C" fn cuModuleGetFunctionCount(count: *mut c_uint, h_module: 
 /// way, as on an H200).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuModuleEnumerateFunctions(
-    functions: *mut sys::CUfunction,
+    functions: *mut CUfunction,
     num_functions: c_uint,
-    h_module: sys::CUmodule,
+    h_module: CUmodule,
 ) -> CUresult {
     entry!(cuModuleEnumerateFunctions(functions, num_functions, h_module), {
         let found = code(sim().module_functions(module(h_module), num_functions as usize))?;
@@ -68,9 +68,9 @@ pub unsafe extern "C" fn cuModuleEnumerateFunctions(
 /// Either out-parameter may be null, not both (`CUDA_ERROR_INVALID_VALUE`, as on an H200).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuModuleGetGlobal_v2(
-    dptr: *mut sys::CUdeviceptr,
+    dptr: *mut CUdeviceptr,
     bytes: *mut usize,
-    h_module: sys::CUmodule,
+    h_module: CUmodule,
     name: *const c_char,
 ) -> CUresult {
     entry!(cuModuleGetGlobal_v2(dptr, bytes, h_module, name), {
@@ -83,7 +83,7 @@ pub unsafe extern "C" fn cuModuleGetGlobal_v2(
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuFuncGetName(name: *mut *const c_char, f: sys::CUfunction) -> CUresult {
+pub unsafe extern "C" fn cuFuncGetName(name: *mut *const c_char, f: CUfunction) -> CUresult {
     entry!(cuFuncGetName(name, f), {
         if name.is_null() {
             return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
@@ -93,13 +93,13 @@ pub unsafe extern "C" fn cuFuncGetName(name: *mut *const c_char, f: sys::CUfunct
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuFuncGetModule(h_module: *mut sys::CUmodule, f: sys::CUfunction) -> CUresult {
+pub unsafe extern "C" fn cuFuncGetModule(h_module: *mut CUmodule, f: CUfunction) -> CUresult {
     entry!(cuFuncGetModule(h_module, f), { out(h_module, as_ptr(code(sim().func_get_module(function(f)))?.0)) })
 }
 
 /// `attrib` is read as a plain integer: a C caller may pass any value.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuFuncGetAttribute(pi: *mut c_int, attrib: c_int, f: sys::CUfunction) -> CUresult {
+pub unsafe extern "C" fn cuFuncGetAttribute(pi: *mut c_int, attrib: c_int, f: CUfunction) -> CUresult {
     entry!(cuFuncGetAttribute(pi, attrib, f), {
         if pi.is_null() {
             return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
@@ -109,19 +109,19 @@ pub unsafe extern "C" fn cuFuncGetAttribute(pi: *mut c_int, attrib: c_int, f: sy
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuFuncSetAttribute(f: sys::CUfunction, attrib: c_int, value: c_int) -> CUresult {
+pub unsafe extern "C" fn cuFuncSetAttribute(f: CUfunction, attrib: c_int, value: c_int) -> CUresult {
     entry!(cuFuncSetAttribute(f, attrib, value), { code(sim().func_set_attribute(function(f), attrib, value)) })
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuModuleUnload(h_module: sys::CUmodule) -> CUresult {
+pub unsafe extern "C" fn cuModuleUnload(h_module: CUmodule) -> CUresult {
     entry!(cuModuleUnload(h_module), { code(sim().module_unload(module(h_module))) })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuModuleGetFunction(
-    h_func: *mut sys::CUfunction,
-    h_module: sys::CUmodule,
+    h_func: *mut CUfunction,
+    h_module: CUmodule,
     name: *const c_char,
 ) -> CUresult {
     entry!(cuModuleGetFunction(h_func, h_module, name), {
@@ -135,14 +135,14 @@ pub unsafe extern "C" fn cuModuleGetFunction(
 /// Lazy, as the driver's default since CUDA 12.2, unless `CUDA_MODULE_LOADING=EAGER` (read as
 /// the driver reads it); the simulator loads every image whole either way.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuModuleGetLoadingMode(mode: *mut sys::CUmoduleLoadingMode) -> CUresult {
+pub unsafe extern "C" fn cuModuleGetLoadingMode(mode: *mut CUmoduleLoadingMode) -> CUresult {
     entry!(cuModuleGetLoadingMode(mode), {
         let eager = std::env::var_os("CUDA_MODULE_LOADING").is_some_and(|v| v == "EAGER");
         out(
             mode,
             match eager {
-                true => sys::CUmoduleLoadingMode::CU_MODULE_EAGER_LOADING,
-                false => sys::CUmoduleLoadingMode::CU_MODULE_LAZY_LOADING,
+                true => CUmoduleLoadingMode::CU_MODULE_EAGER_LOADING,
+                false => CUmoduleLoadingMode::CU_MODULE_LAZY_LOADING,
             },
         )
     })
@@ -151,7 +151,7 @@ pub unsafe extern "C" fn cuModuleGetLoadingMode(mode: *mut sys::CUmoduleLoadingM
 /// Either out-parameter may be null, not both (an H200 answered a null size with success).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuFuncGetParamInfo(
-    f: sys::CUfunction,
+    f: CUfunction,
     index: usize,
     offset: *mut usize,
     size: *mut usize,
@@ -169,7 +169,7 @@ pub unsafe extern "C" fn cuFuncGetParamInfo(
 ///
 /// # Safety
 /// A non-null `h_module` is valid for a write.
-unsafe fn load(h_module: *mut sys::CUmodule, image: &[u8]) -> crate::boundary::Answer {
+unsafe fn load(h_module: *mut CUmodule, image: &[u8]) -> crate::boundary::Answer {
     let loaded = code(sim().module_load_image(image))?;
     // SAFETY: the caller's.
     unsafe { out(h_module, as_ptr(loaded.0)) }

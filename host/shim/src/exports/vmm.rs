@@ -4,14 +4,14 @@
 use super::ipc::{with_handle, write_handle};
 use crate::abi::{access_descs, allocation_props, mem_handle, out, share_handle};
 use crate::boundary::{code, entry, sim};
-use cudarc::driver::sys::{self, CUresult};
+use cudarc::driver::sys::{CUdeviceptr, CUmemAccessDesc, CUmemAllocationProp, CUmemGenericAllocationHandle, CUresult};
 use peerpool::driver::{DevicePtr, Granularity};
 use std::ffi::{c_uint, c_void};
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuMemGetAllocationGranularity(
     granularity: *mut usize,
-    prop: *const sys::CUmemAllocationProp,
+    prop: *const CUmemAllocationProp,
     option: c_uint,
 ) -> CUresult {
     entry!(cuMemGetAllocationGranularity(granularity, prop, option), {
@@ -26,9 +26,9 @@ pub unsafe extern "C" fn cuMemGetAllocationGranularity(
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuMemCreate(
-    handle: *mut sys::CUmemGenericAllocationHandle,
+    handle: *mut CUmemGenericAllocationHandle,
     size: usize,
-    prop: *const sys::CUmemAllocationProp,
+    prop: *const CUmemAllocationProp,
     _flags: u64,
 ) -> CUresult {
     entry!(cuMemCreate(handle, size, prop, _flags), {
@@ -39,10 +39,10 @@ pub unsafe extern "C" fn cuMemCreate(
 /// A fixed-address hint is not honoured (the driver may ignore it too).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuMemAddressReserve(
-    ptr: *mut sys::CUdeviceptr,
+    ptr: *mut CUdeviceptr,
     size: usize,
     alignment: usize,
-    _addr: sys::CUdeviceptr,
+    _addr: CUdeviceptr,
     _flags: u64,
 ) -> CUresult {
     entry!(cuMemAddressReserve(ptr, size, alignment, _addr, _flags), {
@@ -52,10 +52,10 @@ pub unsafe extern "C" fn cuMemAddressReserve(
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuMemMap(
-    ptr: sys::CUdeviceptr,
+    ptr: CUdeviceptr,
     size: usize,
     offset: usize,
-    handle: sys::CUmemGenericAllocationHandle,
+    handle: CUmemGenericAllocationHandle,
     _flags: u64,
 ) -> CUresult {
     entry!(cuMemMap(ptr, size, offset, handle, _flags), {
@@ -65,9 +65,9 @@ pub unsafe extern "C" fn cuMemMap(
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuMemSetAccess(
-    ptr: sys::CUdeviceptr,
+    ptr: CUdeviceptr,
     size: usize,
-    desc: *const sys::CUmemAccessDesc,
+    desc: *const CUmemAccessDesc,
     count: usize,
 ) -> CUresult {
     entry!(cuMemSetAccess(ptr, size, desc, count), {
@@ -76,24 +76,24 @@ pub unsafe extern "C" fn cuMemSetAccess(
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuMemUnmap(ptr: sys::CUdeviceptr, size: usize) -> CUresult {
+pub unsafe extern "C" fn cuMemUnmap(ptr: CUdeviceptr, size: usize) -> CUresult {
     entry!(cuMemUnmap(ptr, size), { code(sim().mem_unmap(DevicePtr(ptr), size)) })
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuMemAddressFree(ptr: sys::CUdeviceptr, size: usize) -> CUresult {
+pub unsafe extern "C" fn cuMemAddressFree(ptr: CUdeviceptr, size: usize) -> CUresult {
     entry!(cuMemAddressFree(ptr, size), { code(sim().mem_address_free(DevicePtr(ptr), size)) })
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuMemRelease(handle: sys::CUmemGenericAllocationHandle) -> CUresult {
+pub unsafe extern "C" fn cuMemRelease(handle: CUmemGenericAllocationHandle) -> CUresult {
     entry!(cuMemRelease(handle), { code(sim().mem_release(mem_handle(handle))) })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuMemExportToShareableHandle(
     handle_out: *mut c_void,
-    handle: sys::CUmemGenericAllocationHandle,
+    handle: CUmemGenericAllocationHandle,
     handle_type: c_uint,
     _flags: u64,
 ) -> CUresult {
@@ -108,7 +108,7 @@ pub unsafe extern "C" fn cuMemExportToShareableHandle(
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuMemImportFromShareableHandle(
-    handle: *mut sys::CUmemGenericAllocationHandle,
+    handle: *mut CUmemGenericAllocationHandle,
     os_handle: *mut c_void,
     handle_type: c_uint,
 ) -> CUresult {
@@ -120,7 +120,7 @@ pub unsafe extern "C" fn cuMemImportFromShareableHandle(
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuMemRetainAllocationHandle(
-    handle: *mut sys::CUmemGenericAllocationHandle,
+    handle: *mut CUmemGenericAllocationHandle,
     addr: *mut c_void,
 ) -> CUresult {
     entry!(cuMemRetainAllocationHandle(handle, addr), {
