@@ -5,7 +5,8 @@
 use crate::abi::{Copy2d, Side2d, bytes, bytes_mut, context, copy_2d, stream};
 use crate::boundary::{Answer, code, entry, sim};
 use cudarc::driver::sys::{CUDA_MEMCPY2D, CUcontext, CUdeviceptr, CUresult, CUstream};
-use peerpool::driver::{DevicePtr, PeerCopy, PointerAttribute, Stream};
+use peerpool::driver::{DevicePtr, DriverResult, PeerCopy, PointerAttribute, Stream};
+use peerpool_sim::SimDriver;
 use std::ffi::{c_uchar, c_uint, c_ushort, c_void};
 
 #[unsafe(no_mangle)]
@@ -118,8 +119,7 @@ pub unsafe extern "C" fn cuMemcpyPeerAsync(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuMemsetD8_v2(dst: CUdeviceptr, value: c_uchar, count: usize) -> CUresult {
     entry!(cuMemsetD8_v2(dst, value, count), {
-        code(sim().memset_d8_async(DevicePtr(dst), value, count, Stream::LEGACY))?;
-        code(sim().ctx_synchronize())
+        memset(None, |d, on| d.memset_d8_async(DevicePtr(dst), value, count, on))
     })
 }
 
@@ -131,15 +131,14 @@ pub unsafe extern "C" fn cuMemsetD8Async(
     h_stream: CUstream,
 ) -> CUresult {
     entry!(cuMemsetD8Async(dst, value, count, h_stream), {
-        code(sim().memset_d8_async(DevicePtr(dst), value, count, stream(h_stream)))
+        memset(Some(stream(h_stream)), |d, on| d.memset_d8_async(DevicePtr(dst), value, count, on))
     })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuMemsetD32_v2(dst: CUdeviceptr, value: c_uint, count: usize) -> CUresult {
     entry!(cuMemsetD32_v2(dst, value, count), {
-        code(sim().memset_d32_async(DevicePtr(dst), value, count, Stream::LEGACY))?;
-        code(sim().ctx_synchronize())
+        memset(None, |d, on| d.memset_d32_async(DevicePtr(dst), value, count, on))
     })
 }
 
@@ -151,16 +150,13 @@ pub unsafe extern "C" fn cuMemsetD32Async(
     h_stream: CUstream,
 ) -> CUresult {
     entry!(cuMemsetD32Async(dst, value, count, h_stream), {
-        code(sim().memset_d32_async(DevicePtr(dst), value, count, stream(h_stream)))
+        memset(Some(stream(h_stream)), |d, on| d.memset_d32_async(DevicePtr(dst), value, count, on))
     })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuMemsetD16_v2(dst: CUdeviceptr, value: c_ushort, count: usize) -> CUresult {
-    entry!(cuMemsetD16_v2(dst, value, count), {
-        code(sim().memset_d16_async(dst, value, count, Stream::LEGACY))?;
-        code(sim().ctx_synchronize())
-    })
+    entry!(cuMemsetD16_v2(dst, value, count), { memset(None, |d, on| d.memset_d16_async(dst, value, count, on)) })
 }
 
 #[unsafe(no_mangle)]
@@ -171,7 +167,7 @@ pub unsafe extern "C" fn cuMemsetD16Async(
     h_stream: CUstream,
 ) -> CUresult {
     entry!(cuMemsetD16Async(dst, value, count, h_stream), {
-        code(sim().memset_d16_async(dst, value, count, stream(h_stream)))
+        memset(Some(stream(h_stream)), |d, on| d.memset_d16_async(dst, value, count, on))
     })
 }
 
@@ -271,8 +267,14 @@ pub unsafe extern "C" fn cuMemcpy2DAsync_v2(copy: *const CUDA_MEMCPY2D, h_stream
 
 /// A 2D memset on a stream, or on the null stream and then waited for.
 fn memset_2d(dst: u64, pitch: usize, unit: &[u8], width: usize, height: usize, on: Option<Stream>) -> Answer {
+    memset(on, |d, s| d.memset_2d_async(dst, pitch, unit, width, height, s))
+}
+
+/// A memset (`set`, one of the simulator's asynchronous ones) on a stream, or on the null
+/// stream and then waited for, as the driver's synchronous memsets return when done.
+fn memset(on: Option<Stream>, set: impl FnOnce(&SimDriver, Stream) -> DriverResult<()>) -> Answer {
     let d = sim();
-    code(d.memset_2d_async(dst, pitch, unit, width, height, on.unwrap_or(Stream::LEGACY)))?;
+    code(set(d, on.unwrap_or(Stream::LEGACY)))?;
     match on {
         Some(_) => Ok(()),
         None => code(d.ctx_synchronize()),
