@@ -4,7 +4,7 @@
 
 use crate::abi::{as_ptr, kernel, lasting_name, library, out};
 use crate::boundary::{code, entry, sim};
-use crate::exports::module::{file, write_global};
+use crate::exports::module::{file, write_found};
 use crate::image_bytes::{Wrapper, image_bytes};
 use cudarc::driver::sys::{
     CUdevice, CUdeviceptr, CUfunction, CUjit_option, CUkernel, CUlibrary, CUlibraryOption, CUmodule, CUresult,
@@ -103,11 +103,12 @@ pub unsafe extern "C" fn cuLibraryGetGlobal(
     name: *const c_char,
 ) -> CUresult {
     entry!(cuLibraryGetGlobal(dptr, bytes, lib, name), {
-        if name.is_null() || (dptr.is_null() && bytes.is_null()) {
+        if name.is_null() {
             return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
         }
-        let (at, size) = code(sim().library_get_global(library(lib), CStr::from_ptr(name).to_bytes()))?;
-        write_global(dptr, bytes, at.0, size)
+        write_found(dptr, bytes, || {
+            code(sim().library_get_global(library(lib), CStr::from_ptr(name).to_bytes())).map(|(at, size)| (at.0, size))
+        })
     })
 }
 
@@ -140,11 +141,7 @@ pub unsafe extern "C" fn cuKernelGetParamInfo(
     size: *mut usize,
 ) -> CUresult {
     entry!(cuKernelGetParamInfo(k, index, offset, size), {
-        if offset.is_null() && size.is_null() {
-            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
-        }
-        let (o, s) = code(sim().kernel_get_param_info(kernel(k), index))?;
-        write_global(offset, size, o as u64, s)
+        write_found(offset, size, || code(sim().kernel_get_param_info(kernel(k), index)).map(|(o, s)| (o as u64, s)))
     })
 }
 

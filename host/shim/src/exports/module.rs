@@ -74,11 +74,13 @@ pub unsafe extern "C" fn cuModuleGetGlobal_v2(
     name: *const c_char,
 ) -> CUresult {
     entry!(cuModuleGetGlobal_v2(dptr, bytes, h_module, name), {
-        if name.is_null() || (dptr.is_null() && bytes.is_null()) {
+        if name.is_null() {
             return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
         }
-        let (at, size) = code(sim().module_get_global(module(h_module), CStr::from_ptr(name).to_bytes()))?;
-        write_global(dptr, bytes, at.0, size)
+        write_found(dptr, bytes, || {
+            code(sim().module_get_global(module(h_module), CStr::from_ptr(name).to_bytes()))
+                .map(|(at, size)| (at.0, size))
+        })
     })
 }
 
@@ -157,11 +159,7 @@ pub unsafe extern "C" fn cuFuncGetParamInfo(
     size: *mut usize,
 ) -> CUresult {
     entry!(cuFuncGetParamInfo(f, index, offset, size), {
-        if offset.is_null() && size.is_null() {
-            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
-        }
-        let (o, s) = code(sim().func_get_param_info(function(f), index))?;
-        write_global(offset, size, o as u64, s)
+        write_found(offset, size, || code(sim().func_get_param_info(function(f), index)).map(|(o, s)| (o as u64, s)))
     })
 }
 
@@ -175,16 +173,20 @@ unsafe fn load(h_module: *mut CUmodule, image: &[u8]) -> crate::boundary::Answer
     unsafe { out(h_module, as_ptr(loaded.0)) }
 }
 
-/// Writes an address (or offset) and a size through whichever out-parameter is not null.
+/// Writes an address (or offset) and a size, found by `find`, through whichever out-parameter
+/// is not null; both null is `CUDA_ERROR_INVALID_VALUE` before `find` runs (as on an H200).
 ///
 /// # Safety
 /// Each non-null pointer is valid for a write.
-pub(crate) unsafe fn write_global<A: TryFrom<u64>>(
+pub(crate) unsafe fn write_found<A: TryFrom<u64>>(
     at_out: *mut A,
     size_out: *mut usize,
-    at: u64,
-    size: usize,
+    find: impl FnOnce() -> Result<(u64, usize), CUresult>,
 ) -> crate::boundary::Answer {
+    if at_out.is_null() && size_out.is_null() {
+        return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+    }
+    let (at, size) = find()?;
     let at = A::try_from(at).map_err(|_| CUresult::CUDA_ERROR_INVALID_VALUE)?;
     // SAFETY: the caller's, for whichever is not null.
     unsafe {
