@@ -18,11 +18,9 @@ pub unsafe extern "C" fn cuMemPoolExportToShareableHandle(
     _flags: u64,
 ) -> CUresult {
     entry!(cuMemPoolExportToShareableHandle(handle_out, memory_pool, handle_type, _flags), {
-        let kind = share_handle(handle_type)?;
-        if handle_out.is_null() {
-            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
-        }
-        write_handle(handle_out, code(sim().mem_pool_export_to_shareable_handle(pool(memory_pool), kind))?)
+        export_handle(handle_out, handle_type, |kind| {
+            sim().mem_pool_export_to_shareable_handle(pool(memory_pool), kind)
+        })
     })
 }
 
@@ -34,8 +32,8 @@ pub unsafe extern "C" fn cuMemPoolImportFromShareableHandle(
     _flags: u64,
 ) -> CUresult {
     entry!(cuMemPoolImportFromShareableHandle(pool_out, os_handle, handle_type, _flags), {
-        let kind = share_handle(handle_type)?;
-        let imported = with_handle(os_handle, kind, |handle| sim().mem_pool_import_from_shareable_handle(handle))?;
+        let imported =
+            with_handle(os_handle, handle_type, |handle| sim().mem_pool_import_from_shareable_handle(handle))?;
         out(pool_out, as_ptr(imported.0))
     })
 }
@@ -90,12 +88,22 @@ pub unsafe extern "C" fn cuIpcCloseMemHandle(ptr: CUdeviceptr) -> CUresult {
     entry!(cuIpcCloseMemHandle(ptr), { code(sim().ipc_close_mem_handle(DevicePtr(ptr))) })
 }
 
-/// Writes an export handle where the caller asked: the fd as an `int` (now the caller's to
-/// close), or the fabric handle's 64 bytes.
+/// Exports through `export` as the C handle type `handle_type` names, and writes the handle
+/// where the caller asked: the fd as an `int` (now the caller's to close), or the fabric
+/// handle's 64 bytes. A null `at` is `CUDA_ERROR_INVALID_VALUE` before anything is exported.
 ///
 /// # Safety
 /// `at` is valid for a write of an `int` (POSIX fd) or 64 bytes (fabric), as the handle type.
-pub(crate) unsafe fn write_handle(at: *mut c_void, handle: ExportedHandle) -> Result<(), CUresult> {
+pub(crate) unsafe fn export_handle(
+    at: *mut c_void,
+    handle_type: c_uint,
+    export: impl FnOnce(HandleKind) -> peerpool::driver::DriverResult<ExportedHandle>,
+) -> Result<(), CUresult> {
+    let kind = share_handle(handle_type)?;
+    if at.is_null() {
+        return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+    }
+    let handle = code(export(kind))?;
     // SAFETY: the caller's.
     unsafe {
         match handle {
@@ -105,18 +113,18 @@ pub(crate) unsafe fn write_handle(at: *mut c_void, handle: ExportedHandle) -> Re
     }
 }
 
-/// Runs `import` on the handle a caller passed as `void*`: the fd's number for a POSIX fd, a
-/// pointer to the 64 bytes of a fabric handle.
+/// Runs `import` on the handle a caller passed as `void*`, of the C handle type `handle_type`:
+/// the fd's number for a POSIX fd, a pointer to the 64 bytes of a fabric handle.
 ///
 /// # Safety
 /// For a POSIX fd, `os_handle` is an open file descriptor for the call; for a fabric handle,
 /// a pointer valid for 64 bytes.
 pub(crate) unsafe fn with_handle<T>(
     os_handle: *mut c_void,
-    kind: HandleKind,
+    handle_type: c_uint,
     import: impl FnOnce(ExportedHandleRef<'_>) -> peerpool::driver::DriverResult<T>,
 ) -> Result<T, CUresult> {
-    match kind {
+    match share_handle(handle_type)? {
         HandleKind::PosixFd => {
             let fd = c_int::try_from(os_handle as usize).map_err(|_| CUresult::CUDA_ERROR_INVALID_VALUE)?;
             if fd < 0 {

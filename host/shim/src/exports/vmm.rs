@@ -1,8 +1,8 @@
 //! The virtual-memory API: physical allocations, reserved ranges, mappings and their access,
 //! and exporting and importing physical allocations.
 
-use super::ipc::{with_handle, write_handle};
-use crate::abi::{access_descs, allocation_props, mem_handle, out, share_handle};
+use super::ipc::{export_handle, with_handle};
+use crate::abi::{access_descs, allocation_props, mem_handle, out};
 use crate::boundary::{code, entry, sim};
 use cudarc::driver::sys::{CUdeviceptr, CUmemAccessDesc, CUmemAllocationProp, CUmemGenericAllocationHandle, CUresult};
 use peerpool::driver::{DevicePtr, Granularity};
@@ -98,11 +98,7 @@ pub unsafe extern "C" fn cuMemExportToShareableHandle(
     _flags: u64,
 ) -> CUresult {
     entry!(cuMemExportToShareableHandle(handle_out, handle, handle_type, _flags), {
-        let kind = share_handle(handle_type)?;
-        if handle_out.is_null() {
-            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
-        }
-        write_handle(handle_out, code(sim().mem_export_to_shareable_handle(mem_handle(handle), kind))?)
+        export_handle(handle_out, handle_type, |kind| sim().mem_export_to_shareable_handle(mem_handle(handle), kind))
     })
 }
 
@@ -113,8 +109,7 @@ pub unsafe extern "C" fn cuMemImportFromShareableHandle(
     handle_type: c_uint,
 ) -> CUresult {
     entry!(cuMemImportFromShareableHandle(handle, os_handle, handle_type), {
-        let kind = share_handle(handle_type)?;
-        out(handle, with_handle(os_handle, kind, |h| sim().mem_import_from_shareable_handle(h))?.0)
+        out(handle, with_handle(os_handle, handle_type, |h| sim().mem_import_from_shareable_handle(h))?.0)
     })
 }
 
