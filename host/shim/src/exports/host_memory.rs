@@ -3,7 +3,7 @@
 //! by location and allocation type (`peerpool_sim::host_memory`).
 
 use crate::abi::{as_ptr, location, location_at, out, stream};
-use crate::boundary::{code, entry, sim};
+use crate::boundary::{Answer, code, entry, sim};
 use cudarc::driver::sys::{
     CUdevice, CUdeviceptr, CUmemAllocationType, CUmemLocation, CUmemoryPool, CUresult, CUstream,
 };
@@ -208,10 +208,7 @@ pub unsafe extern "C" fn cuMemGetMemPool(
     loc: *mut CUmemLocation,
     kind: CUmemAllocationType,
 ) -> CUresult {
-    entry!(cuMemGetMemPool(pool_out, loc, kind), {
-        let managed = managed(kind).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
-        out(pool_out, as_ptr(code(sim().mem_get_mem_pool(location_at(loc)?, managed, false))?.0))
-    })
+    entry!(cuMemGetMemPool(pool_out, loc, kind), { mem_pool(pool_out, loc, kind, false) })
 }
 
 /// The driver's own pool for a location and allocation type.
@@ -221,8 +218,21 @@ pub unsafe extern "C" fn cuMemGetDefaultMemPool(
     loc: *mut CUmemLocation,
     kind: CUmemAllocationType,
 ) -> CUresult {
-    entry!(cuMemGetDefaultMemPool(pool_out, loc, kind), {
-        let managed = managed(kind).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
-        out(pool_out, as_ptr(code(sim().mem_get_mem_pool(location_at(loc)?, managed, true))?.0))
-    })
+    entry!(cuMemGetDefaultMemPool(pool_out, loc, kind), { mem_pool(pool_out, loc, kind, true) })
+}
+
+/// Writes the pool for a location and allocation type to `pool_out`: the driver's own
+/// (`default`), or the one `cuMemAllocAsync` would use.
+///
+/// # Safety
+/// `pool_out` is valid for a write and `loc` for a read, as the two calls document.
+unsafe fn mem_pool(
+    pool_out: *mut CUmemoryPool,
+    loc: *mut CUmemLocation,
+    kind: CUmemAllocationType,
+    default: bool,
+) -> Answer {
+    let managed = managed(kind).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
+    // SAFETY: the caller's.
+    unsafe { out(pool_out, as_ptr(code(sim().mem_get_mem_pool(location_at(loc)?, managed, default))?.0)) }
 }
