@@ -12,18 +12,14 @@ Usage: python3 ci/coverage.py [--check]
 
 import pathlib
 import re
-import sys
+
+from generated import documented, write_or_check
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SHIM = ROOT / "host" / "shim" / "src"
 OUT = ROOT / "docs" / "coverage.md"
 GENERATED = {"unsupported.rs", "per_thread.rs"}
 REFUSED = {"cuGetExportTable": "the CUDA runtime's private tables: refused, as only NVIDIA's driver can answer them"}
-
-
-def documented(symbol):
-    m = re.fullmatch(r"(.+)_v(\d+)", symbol)
-    return m.group(1) if m else symbol
 
 
 def served():
@@ -83,14 +79,7 @@ def main():
             why = REFUSED.get(name, "not simulated yet")
             text.append(f"| `{name}` | {', '.join(f'`{p}`' for p in programs)} | {why} |")
         text.append("")
-    rendered = "\n".join(text)
-    if "--check" in sys.argv[1:]:
-        if not OUT.exists() or OUT.read_text() != rendered:
-            sys.exit(f"{OUT} is out of date: run python3 ci/coverage.py")
-        print(f"{OUT.name}: current")
-        return
-    OUT.write_text(rendered)
-    print(f"wrote {OUT}")
+    write_or_check([(OUT, "\n".join(text))], OUT.name)
 
 
 if __name__ == "__main__":

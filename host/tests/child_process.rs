@@ -5,12 +5,14 @@
 //! on both sides, a role is never inherited, not even by a launcher, and a child that sees only
 //! a pair gets its UUIDs.
 
-use libtest_mimic::{Arguments, Trial};
+mod role_trials;
+
 use peerpool::System;
 use peerpool::child::{
     self, Call, ChildError, ChildOutcome, ChildResult, Finished, OUTPUT_LIMIT, ROLE_ENV, Role, Roles,
 };
 use peerpool_sim::SimDriver;
+use role_trials::roles_or_tests;
 use std::process::{Command, ExitCode};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -34,43 +36,36 @@ fn main() -> ExitCode {
                 other => Err(format!("the rest is {other:?}").into()),
             }
         });
-    if let Some(code) = roles.dispatch() {
-        return code;
-    }
-    let test = |name: &'static str, body: fn()| {
-        Trial::test(name, move || {
-            body();
-            Ok(())
-        })
-    };
-    let trials = vec![
-        test(
-            "a_grandchild_holding_the_pipes_does_not_hold_the_call",
-            a_grandchild_holding_the_pipes_does_not_hold_the_call,
-        ),
-        test(
-            "the_timeout_bounds_the_call_and_kills_the_whole_group",
-            the_timeout_bounds_the_call_and_kills_the_whole_group,
-        ),
-        test(
-            "a_report_line_after_bytes_that_are_not_utf8_is_found",
-            a_report_line_after_bytes_that_are_not_utf8_is_found,
-        ),
-        test("a_child_without_a_report_says_how_it_ended", a_child_without_a_report_says_how_it_ended),
-        test("output_is_kept_within_the_limit", output_is_kept_within_the_limit),
-        test(
-            "a_driver_error_inside_each_layers_error_is_reported_as_one",
-            a_driver_error_inside_each_layers_error_is_reported_as_one,
-        ),
-        test("a_role_child_does_its_work_and_reports", a_role_child_does_its_work_and_reports),
-        test(
-            "a_call_the_role_does_not_declare_is_refused_on_both_sides",
-            a_call_the_role_does_not_declare_is_refused_on_both_sides,
-        ),
-        test("a_role_is_not_inherited_not_even_by_a_launcher", a_role_is_not_inherited_not_even_by_a_launcher),
-        test("a_child_that_sees_only_a_pair_gets_its_uuids", a_child_that_sees_only_a_pair_gets_its_uuids),
-    ];
-    libtest_mimic::run(&Arguments::from_args(), trials).exit_code()
+    roles_or_tests(
+        roles,
+        &[
+            (
+                "a_grandchild_holding_the_pipes_does_not_hold_the_call",
+                a_grandchild_holding_the_pipes_does_not_hold_the_call,
+            ),
+            (
+                "the_timeout_bounds_the_call_and_kills_the_whole_group",
+                the_timeout_bounds_the_call_and_kills_the_whole_group,
+            ),
+            (
+                "a_report_line_after_bytes_that_are_not_utf8_is_found",
+                a_report_line_after_bytes_that_are_not_utf8_is_found,
+            ),
+            ("a_child_without_a_report_says_how_it_ended", a_child_without_a_report_says_how_it_ended),
+            ("output_is_kept_within_the_limit", output_is_kept_within_the_limit),
+            (
+                "a_driver_error_inside_each_layers_error_is_reported_as_one",
+                a_driver_error_inside_each_layers_error_is_reported_as_one,
+            ),
+            ("a_role_child_does_its_work_and_reports", a_role_child_does_its_work_and_reports),
+            (
+                "a_call_the_role_does_not_declare_is_refused_on_both_sides",
+                a_call_the_role_does_not_declare_is_refused_on_both_sides,
+            ),
+            ("a_role_is_not_inherited_not_even_by_a_launcher", a_role_is_not_inherited_not_even_by_a_launcher),
+            ("a_child_that_sees_only_a_pair_gets_its_uuids", a_child_that_sees_only_a_pair_gets_its_uuids),
+        ],
+    )
 }
 
 fn sh(script: &str) -> Command {

@@ -4,9 +4,11 @@
 //! crosses, a child out of fds reports the truncation, a dead child reads as a closed peer at
 //! once, and a hung child is killed at its timeout with whatever it started.
 
-use libtest_mimic::{Arguments, Trial};
+mod role_trials;
+
 use peerpool::child::{ChildError, Finished, Role, Roles, Running, inherited_channel, spawn_with_channel};
 use peerpool::ipc::{Channel, FdKind, IpcError, PeerCheck};
+use role_trials::roles_or_tests;
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::io::FdFlags;
 use rustix::process::{Resource, Rlimit};
@@ -38,24 +40,17 @@ fn main() -> ExitCode {
         })
         .reporting(PROVE_RECEIPT, |_| prove_receipt())
         .reporting(OUT_OF_FDS, |_| out_of_fds());
-    if let Some(code) = roles.dispatch() {
-        return code;
-    }
-    let test = |name: &'static str, body: fn()| {
-        Trial::test(name, move || {
-            body();
-            Ok(())
-        })
-    };
-    let trials = vec![
-        test("a_child_replies_over_its_inherited_channel", a_child_replies_over_its_inherited_channel),
-        test("a_dead_child_reads_as_closed_at_once", a_dead_child_reads_as_closed_at_once),
-        test("a_hung_child_is_killed_at_its_timeout", a_hung_child_is_killed_at_its_timeout),
-        test("the_timeout_ends_what_the_child_started_too", the_timeout_ends_what_the_child_started_too),
-        test("child_receives_an_fd_over_an_inherited_socketpair", child_receives_an_fd_over_an_inherited_socketpair),
-        test("child_out_of_fds_reports_truncation", child_out_of_fds_reports_truncation),
-    ];
-    libtest_mimic::run(&Arguments::from_args(), trials).exit_code()
+    roles_or_tests(
+        roles,
+        &[
+            ("a_child_replies_over_its_inherited_channel", a_child_replies_over_its_inherited_channel),
+            ("a_dead_child_reads_as_closed_at_once", a_dead_child_reads_as_closed_at_once),
+            ("a_hung_child_is_killed_at_its_timeout", a_hung_child_is_killed_at_its_timeout),
+            ("the_timeout_ends_what_the_child_started_too", the_timeout_ends_what_the_child_started_too),
+            ("child_receives_an_fd_over_an_inherited_socketpair", child_receives_an_fd_over_an_inherited_socketpair),
+            ("child_out_of_fds_reports_truncation", child_out_of_fds_reports_truncation),
+        ],
+    )
 }
 
 /// This binary in `role`, over a channel that times out after `patience`; the child's whole

@@ -7,13 +7,13 @@ date instead of writing it (`.ci/run` runs it).
 Usage: python3 host/tools/documented_calls.py [--check]   (from anywhere; needs cargo)
 """
 
-import json
 import pathlib
 import re
-import subprocess
 import sys
 
 HOST = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(HOST.parent / "ci"))
+from generated import cudarc_bindings, documented, write_or_check  # noqa: E402
 OUT = HOST / "src" / "driver" / "documented_calls.rs"
 
 HEADER = """\
@@ -29,28 +29,13 @@ pub const DOCUMENTED_CALLS: &[&str] = &[
 """
 
 
-def documented(symbol):
-    """`cuMemAlloc` for `cuMemAlloc_v2`; other names as they are."""
-    m = re.fullmatch(r"(.+)_v(\d+)", symbol)
-    return m.group(1) if m else symbol
-
-
 def main():
-    meta = json.loads(subprocess.check_output(
-        ["cargo", "metadata", "--format-version", "1", "--manifest-path", str(HOST / "Cargo.toml")]))
-    manifest = next(p["manifest_path"] for p in meta["packages"] if p["name"] == "cudarc")
-    bindings = (pathlib.Path(manifest).parent / "src" / "driver" / "sys" / "mod.rs").read_text()
+    bindings = cudarc_bindings(HOST / "Cargo.toml").read_text()
     names = sorted({documented(n) for n in re.findall(r"^pub unsafe fn (cu\w+)\(", bindings, re.M)})
     if len(names) < 400:
         sys.exit(f"only {len(names)} calls found in cudarc's bindings")
     rendered = HEADER + "".join(f'    "{n}",\n' for n in names) + "];\n"
-    if "--check" in sys.argv[1:]:
-        if OUT.read_text() != rendered:
-            sys.exit(f"{OUT} is out of date: run python3 host/tools/documented_calls.py")
-        print(f"{OUT.name}: current ({len(names)} calls)")
-        return
-    OUT.write_text(rendered)
-    print(f"wrote {OUT} ({len(names)} calls)")
+    write_or_check([(OUT, rendered)], f"{OUT.name} ({len(names)} calls)")
 
 
 if __name__ == "__main__":

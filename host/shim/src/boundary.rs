@@ -151,36 +151,47 @@ pub(crate) fn not_simulated(symbol: &'static str) -> Answer {
     Err(CUresult::CUDA_ERROR_NOT_SUPPORTED)
 }
 
-/// Defines exported C entry points whose bodies return an [`Answer`]; each runs through
-/// [`enter`]. Each module that uses it gets a `table()` of its symbols for `cuGetProcAddress`.
+/// The body of the exported entry point `$name`, whose parameters are the `$arg`s: forwarded
+/// when the backend is real; else `$body`, an [`Answer`], runs through [`enter`]. Each entry
+/// point is a plain `pub unsafe extern "C" fn` around it (`exports/`), so that its name finds it.
 ///
-/// The bodies read and write through the caller's pointers as the CUDA driver API documents for
-/// each call: that is the C caller's promise, and the `# Safety` of every export.
-macro_rules! exports {
-    ($( $(#[$doc:meta])* fn $name:ident($($arg:ident: $ty:ty),* $(,)?) $body:block )*) => {
+/// The body reads and writes through the caller's pointers as the CUDA driver API documents for
+/// the call: that is the C caller's promise, and the `# Safety` of every export.
+macro_rules! entry {
+    ($name:ident($($arg:ident),* $(,)?), $body:block) => {{
+        $crate::boundary::forward_if_real!($name($($arg),*));
+        // SAFETY: the caller's, above.
+        #[allow(unused_unsafe)]
+        let body = || unsafe { $body };
+        $crate::boundary::enter(
+            stringify!($name),
+            || $crate::boundary::show_args(&[$((stringify!($arg), format!("{:?}", $arg))),*]),
+            body,
+        )
+    }};
+}
+pub(crate) use entry;
+
+/// Defines the exported entry points the simulator does not model, one a line with its C
+/// signature (`unsupported.rs`): forwarded when the backend is real; on the simulator each
+/// answers [`not_simulated`]. Writes the module's `table()` too.
+macro_rules! stubs {
+    ($( fn $name:ident($($arg:ident: $ty:ty),* $(,)?); )*) => {
         $(
-            $(#[$doc])*
-            ///
             /// # Safety
             /// Every pointer is valid for what the CUDA driver API documents this call reads or
             /// writes.
             #[unsafe(no_mangle)]
-            #[allow(non_snake_case, clippy::missing_safety_doc, unused_unsafe, unused_variables)]
+            #[allow(non_snake_case, clippy::missing_safety_doc)]
             pub unsafe extern "C" fn $name($($arg: $ty),*) -> cudarc::driver::sys::CUresult {
-                $crate::boundary::forward_if_real!($name($($arg: $ty),*));
-                $crate::boundary::enter(
-                    stringify!($name),
-                    || $crate::boundary::show_args(&[$((stringify!($arg), format!("{:?}", $arg))),*]),
-                    // SAFETY: the caller's, above.
-                    || unsafe { $body },
-                )
+                $crate::boundary::entry!($name($($arg),*), { $crate::boundary::not_simulated(stringify!($name)) })
             }
         )*
 
         $crate::boundary::entry_table!($($name),*);
     };
 }
-pub(crate) use exports;
+pub(crate) use stubs;
 
 /// Defines the per-thread default stream's variants (`name = base(params)`): forwarded to
 /// NVIDIA's variant of the same name when the backend is real; on the simulator, whose default
@@ -194,7 +205,7 @@ macro_rules! per_thread {
             #[unsafe(no_mangle)]
             #[allow(non_snake_case, clippy::missing_safety_doc)]
             pub unsafe extern "C" fn $name($($arg: $ty),*) -> cudarc::driver::sys::CUresult {
-                $crate::boundary::forward_if_real!($name($($arg: $ty),*));
+                $crate::boundary::forward_if_real!($name($($arg),*));
                 type Base = unsafe extern "C" fn($($ty),*) -> cudarc::driver::sys::CUresult;
                 // SAFETY: `base` is exported with this C signature (its Rust parameter types may
                 // name the same C types differently, e.g. an enum as `c_uint`); the caller's
@@ -226,20 +237,33 @@ pub(crate) use entry_table;
 /// In an entry point `$name` with these parameters: when the backend is real, returns what
 /// NVIDIA's entry point of that name answers, through the fault rules and the trace.
 macro_rules! forward_if_real {
-    ($name:ident($($arg:ident: $ty:ty),*)) => {
+    ($name:ident($($arg:ident),*)) => {
         if let Some(real) = $crate::backend::real() {
             static REAL: $crate::backend::Slot = $crate::backend::Slot::new();
-            type Real = unsafe extern "C" fn($($ty),*) -> cudarc::driver::sys::CUresult;
             return $crate::boundary::forward(
                 real,
                 stringify!($name),
                 &REAL,
                 || $crate::boundary::show_args(&[$((stringify!($arg), format!("{:?}", $arg))),*]),
                 // SAFETY: the real library's symbol of this name is this entry point, with the
-                // driver API's signature (these parameters); the caller's promise passes on.
-                |address| unsafe { std::mem::transmute::<*mut std::ffi::c_void, Real>(address)($($arg),*) },
+                // driver API's signature: these parameters' types, which the call infers; the
+                // caller's promise passes on.
+                |address| unsafe {
+                    std::mem::transmute::<
+                        *mut std::ffi::c_void,
+                        unsafe extern "C" fn($($crate::boundary::infer!($arg)),*) -> cudarc::driver::sys::CUresult,
+                    >(address)($($arg),*)
+                },
             );
         }
     };
 }
 pub(crate) use forward_if_real;
+
+/// `_`, a type the compiler infers, for each parameter `forward_if_real!` passes on.
+macro_rules! infer {
+    ($arg:ident) => {
+        _
+    };
+}
+pub(crate) use infer;

@@ -103,5 +103,3 @@ unsafe fn forward(
         unsafe { std::mem::transmute::<*mut c_void, Lookup>(address)(table, id) }
     })
 }
-
-crate::boundary::entry_table!(cuGetExportTable);

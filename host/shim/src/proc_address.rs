@@ -14,7 +14,6 @@
 //! by the loader alone, untraced.
 use crate::backend::{self, Real, Slot};
 use crate::boundary;
-use crate::exports;
 use crate::unsupported;
 use cudarc::driver::sys::{self, CUresult};
 use std::collections::HashMap;
@@ -44,17 +43,14 @@ fn since(symbol: &str) -> c_int {
     }
 }
 
-/// Every exported symbol: the implemented ones (this module's own among them), then the stubs.
+include!(concat!(env!("OUT_DIR"), "/plain_exports.rs"));
+
+/// Every exported symbol: the implemented ones (this module's own among them), the per-thread
+/// default stream's variants, then the stubs.
 fn symbols() -> &'static HashMap<&'static str, usize> {
     static SYMBOLS: OnceLock<HashMap<&'static str, usize>> = OnceLock::new();
     SYMBOLS.get_or_init(|| {
-        let stubs = unsupported::table();
-        let all = exports::implemented()
-            .into_iter()
-            .chain(table())
-            .chain(crate::export_table::table())
-            .chain(crate::per_thread::table())
-            .chain(stubs);
+        let all = plain().into_iter().chain(crate::per_thread::table()).chain(unsupported::table());
         all.map(|(name, f)| (name, f as usize)).collect()
     })
 }
@@ -185,11 +181,10 @@ pub unsafe extern "C" fn cuGetProcAddress_v2_ptsz(
     unsafe { cuGetProcAddress_v2(symbol, pfn, version, flags, status) }
 }
 
-crate::boundary::entry_table!(cuGetProcAddress, cuGetProcAddress_v2, cuGetProcAddress_v2_ptsz);
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::exports;
 
     #[test]
     fn a_documented_name_finds_the_abi_asked_for() {

@@ -9,1156 +9,295 @@
 
 #![allow(clippy::too_many_arguments)]
 
-use crate::boundary::not_simulated;
 use cudarc::driver::sys::*;
 use std::ffi::c_void;
 
-crate::boundary::exports! {
-    fn cuArray3DCreate_v2(pHandle: *mut CUarray, pAllocateArray: *const CUDA_ARRAY3D_DESCRIPTOR) {
-        not_simulated("cuArray3DCreate_v2")
-    }
-
-    fn cuArray3DGetDescriptor_v2(pArrayDescriptor: *mut CUDA_ARRAY3D_DESCRIPTOR, hArray: CUarray) {
-        not_simulated("cuArray3DGetDescriptor_v2")
-    }
-
-    fn cuArrayCreate_v2(pHandle: *mut CUarray, pAllocateArray: *const CUDA_ARRAY_DESCRIPTOR) {
-        not_simulated("cuArrayCreate_v2")
-    }
-
-    fn cuArrayDestroy(hArray: CUarray) {
-        not_simulated("cuArrayDestroy")
-    }
-
-    fn cuArrayGetDescriptor_v2(pArrayDescriptor: *mut CUDA_ARRAY_DESCRIPTOR, hArray: CUarray) {
-        not_simulated("cuArrayGetDescriptor_v2")
-    }
-
-    fn cuArrayGetMemoryRequirements(memoryRequirements: *mut CUDA_ARRAY_MEMORY_REQUIREMENTS, array: CUarray, device: CUdevice) {
-        not_simulated("cuArrayGetMemoryRequirements")
-    }
-
-    fn cuArrayGetPlane(pPlaneArray: *mut CUarray, hArray: CUarray, planeIdx: std::ffi::c_uint) {
-        not_simulated("cuArrayGetPlane")
-    }
-
-    fn cuArrayGetSparseProperties(sparseProperties: *mut CUDA_ARRAY_SPARSE_PROPERTIES, array: CUarray) {
-        not_simulated("cuArrayGetSparseProperties")
-    }
-
-    fn cuCheckpointProcessCheckpoint(pid: std::ffi::c_int, args: *mut c_void) {
-        not_simulated("cuCheckpointProcessCheckpoint")
-    }
-
-    fn cuCheckpointProcessGetRestoreThreadId(pid: std::ffi::c_int, tid: *mut std::ffi::c_int) {
-        not_simulated("cuCheckpointProcessGetRestoreThreadId")
-    }
-
-    fn cuCheckpointProcessGetState(pid: std::ffi::c_int, state: *mut c_void) {
-        not_simulated("cuCheckpointProcessGetState")
-    }
-
-    fn cuCheckpointProcessLock(pid: std::ffi::c_int, args: *mut c_void) {
-        not_simulated("cuCheckpointProcessLock")
-    }
-
-    fn cuCheckpointProcessRestore(pid: std::ffi::c_int, args: *mut c_void) {
-        not_simulated("cuCheckpointProcessRestore")
-    }
-
-    fn cuCheckpointProcessUnlock(pid: std::ffi::c_int, args: *mut c_void) {
-        not_simulated("cuCheckpointProcessUnlock")
-    }
-
-    fn cuCoredumpGetAttribute(attrib: CUcoredumpSettings, value: *mut std::ffi::c_void, size: *mut usize) {
-        not_simulated("cuCoredumpGetAttribute")
-    }
-
-    fn cuCoredumpGetAttributeGlobal(attrib: CUcoredumpSettings, value: *mut std::ffi::c_void, size: *mut usize) {
-        not_simulated("cuCoredumpGetAttributeGlobal")
-    }
-
-    fn cuCoredumpSetAttribute(attrib: CUcoredumpSettings, value: *mut std::ffi::c_void, size: *mut usize) {
-        not_simulated("cuCoredumpSetAttribute")
-    }
-
-    fn cuCoredumpSetAttributeGlobal(attrib: CUcoredumpSettings, value: *mut std::ffi::c_void, size: *mut usize) {
-        not_simulated("cuCoredumpSetAttributeGlobal")
-    }
-
-    fn cuCtxAttach(pctx: *mut CUcontext, flags: std::ffi::c_uint) {
-        not_simulated("cuCtxAttach")
-    }
-
-    fn cuCtxCreate_v2(pctx: *mut CUcontext, flags: std::ffi::c_uint, dev: CUdevice) {
-        not_simulated("cuCtxCreate_v2")
-    }
-
-    fn cuCtxCreate_v3(pctx: *mut CUcontext, paramsArray: *mut CUexecAffinityParam, numParams: std::ffi::c_int, flags: std::ffi::c_uint, dev: CUdevice) {
-        not_simulated("cuCtxCreate_v3")
-    }
-
-    fn cuCtxDetach(ctx: CUcontext) {
-        not_simulated("cuCtxDetach")
-    }
-
-    fn cuCtxFromGreenCtx(pContext: *mut CUcontext, hCtx: CUgreenCtx) {
-        not_simulated("cuCtxFromGreenCtx")
-    }
-
-    fn cuCtxGetDevResource(hCtx: CUcontext, resource: *mut CUdevResource, type_: CUdevResourceType) {
-        not_simulated("cuCtxGetDevResource")
-    }
-
-    fn cuCtxGetDevice_v2(device: *mut CUdevice, ctx: CUcontext) {
-        not_simulated("cuCtxGetDevice_v2")
-    }
-
-    fn cuCtxGetExecAffinity(pExecAffinity: *mut CUexecAffinityParam, type_: CUexecAffinityType) {
-        not_simulated("cuCtxGetExecAffinity")
-    }
-
-    fn cuCtxGetSharedMemConfig(pConfig: *mut CUsharedconfig) {
-        not_simulated("cuCtxGetSharedMemConfig")
-    }
-
-    fn cuCtxRecordEvent(hCtx: CUcontext, hEvent: CUevent) {
-        not_simulated("cuCtxRecordEvent")
-    }
-
-    fn cuCtxResetPersistingL2Cache() {
-        not_simulated("cuCtxResetPersistingL2Cache")
-    }
-
-    fn cuCtxSetFlags(flags: std::ffi::c_uint) {
-        not_simulated("cuCtxSetFlags")
-    }
-
-    fn cuCtxSetSharedMemConfig(config: CUsharedconfig) {
-        not_simulated("cuCtxSetSharedMemConfig")
-    }
-
-    fn cuCtxWaitEvent(hCtx: CUcontext, hEvent: CUevent) {
-        not_simulated("cuCtxWaitEvent")
-    }
-
-    fn cuDestroyExternalMemory(extMem: CUexternalMemory) {
-        not_simulated("cuDestroyExternalMemory")
-    }
-
-    fn cuDestroyExternalSemaphore(extSem: CUexternalSemaphore) {
-        not_simulated("cuDestroyExternalSemaphore")
-    }
-
-    fn cuDevResourceGenerateDesc(phDesc: *mut CUdevResourceDesc, resources: *mut CUdevResource, nbResources: std::ffi::c_uint) {
-        not_simulated("cuDevResourceGenerateDesc")
-    }
-
-    fn cuDevSmResourceSplitByCount(result: *mut CUdevResource, nbGroups: *mut std::ffi::c_uint, input: *const CUdevResource, remaining: *mut CUdevResource, useFlags: std::ffi::c_uint, minCount: std::ffi::c_uint) {
-        not_simulated("cuDevSmResourceSplitByCount")
-    }
-
-    fn cuDeviceComputeCapability(major: *mut std::ffi::c_int, minor: *mut std::ffi::c_int, dev: CUdevice) {
-        not_simulated("cuDeviceComputeCapability")
-    }
-
-    fn cuDeviceGetDevResource(device: CUdevice, resource: *mut CUdevResource, type_: CUdevResourceType) {
-        not_simulated("cuDeviceGetDevResource")
-    }
-
-    fn cuDeviceGetExecAffinitySupport(pi: *mut std::ffi::c_int, type_: CUexecAffinityType, dev: CUdevice) {
-        not_simulated("cuDeviceGetExecAffinitySupport")
-    }
-
-    fn cuDeviceGetGraphMemAttribute(device: CUdevice, attr: CUgraphMem_attribute, value: *mut std::ffi::c_void) {
-        not_simulated("cuDeviceGetGraphMemAttribute")
-    }
-
-    fn cuDeviceGetHostAtomicCapabilities(capabilities: *mut std::ffi::c_uint, operations: *const CUatomicOperation, count: std::ffi::c_uint, dev: CUdevice) {
-        not_simulated("cuDeviceGetHostAtomicCapabilities")
-    }
-
-    fn cuDeviceGetNvSciSyncAttributes(attributes: *mut c_void, dev: CUdevice, flags: std::ffi::c_int) {
-        not_simulated("cuDeviceGetNvSciSyncAttributes")
-    }
-
-    fn cuDeviceGetP2PAtomicCapabilities(capabilities: *mut std::ffi::c_uint, operations: *const CUatomicOperation, count: std::ffi::c_uint, srcDevice: CUdevice, dstDevice: CUdevice) {
-        not_simulated("cuDeviceGetP2PAtomicCapabilities")
-    }
-
-    fn cuDeviceGetProperties(prop: *mut CUdevprop, dev: CUdevice) {
-        not_simulated("cuDeviceGetProperties")
-    }
-
-    fn cuDeviceGraphMemTrim(device: CUdevice) {
-        not_simulated("cuDeviceGraphMemTrim")
-    }
-
-    fn cuDeviceRegisterAsyncNotification(device: CUdevice, callbackFunc: CUasyncCallback, userData: *mut std::ffi::c_void, callback: *mut CUasyncCallbackHandle) {
-        not_simulated("cuDeviceRegisterAsyncNotification")
-    }
-
-    fn cuDeviceSetGraphMemAttribute(device: CUdevice, attr: CUgraphMem_attribute, value: *mut std::ffi::c_void) {
-        not_simulated("cuDeviceSetGraphMemAttribute")
-    }
-
-    fn cuDeviceUnregisterAsyncNotification(device: CUdevice, callback: CUasyncCallbackHandle) {
-        not_simulated("cuDeviceUnregisterAsyncNotification")
-    }
-
-    fn cuEventRecordWithFlags(hEvent: CUevent, hStream: CUstream, flags: std::ffi::c_uint) {
-        not_simulated("cuEventRecordWithFlags")
-    }
-
-    fn cuExternalMemoryGetMappedBuffer(devPtr: *mut CUdeviceptr, extMem: CUexternalMemory, bufferDesc: *const CUDA_EXTERNAL_MEMORY_BUFFER_DESC) {
-        not_simulated("cuExternalMemoryGetMappedBuffer")
-    }
-
-    fn cuExternalMemoryGetMappedMipmappedArray(mipmap: *mut CUmipmappedArray, extMem: CUexternalMemory, mipmapDesc: *const CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC) {
-        not_simulated("cuExternalMemoryGetMappedMipmappedArray")
-    }
-
-    fn cuFlushGPUDirectRDMAWrites(target: CUflushGPUDirectRDMAWritesTarget, scope: CUflushGPUDirectRDMAWritesScope) {
-        not_simulated("cuFlushGPUDirectRDMAWrites")
-    }
-
-    fn cuFuncIsLoaded(state: *mut CUfunctionLoadingState, function: CUfunction) {
-        not_simulated("cuFuncIsLoaded")
-    }
-
-    fn cuFuncLoad(function: CUfunction) {
-        not_simulated("cuFuncLoad")
-    }
-
-    fn cuFuncSetBlockShape(hfunc: CUfunction, x: std::ffi::c_int, y: std::ffi::c_int, z: std::ffi::c_int) {
-        not_simulated("cuFuncSetBlockShape")
-    }
-
-    fn cuFuncSetCacheConfig(hfunc: CUfunction, config: CUfunc_cache) {
-        not_simulated("cuFuncSetCacheConfig")
-    }
-
-    fn cuFuncSetSharedMemConfig(hfunc: CUfunction, config: CUsharedconfig) {
-        not_simulated("cuFuncSetSharedMemConfig")
-    }
-
-    fn cuFuncSetSharedSize(hfunc: CUfunction, bytes: std::ffi::c_uint) {
-        not_simulated("cuFuncSetSharedSize")
-    }
-
-    fn cuGraphAddBatchMemOpNode(phGraphNode: *mut CUgraphNode, hGraph: CUgraph, dependencies: *const CUgraphNode, numDependencies: usize, nodeParams: *const CUDA_BATCH_MEM_OP_NODE_PARAMS) {
-        not_simulated("cuGraphAddBatchMemOpNode")
-    }
-
-    fn cuGraphAddChildGraphNode(phGraphNode: *mut CUgraphNode, hGraph: CUgraph, dependencies: *const CUgraphNode, numDependencies: usize, childGraph: CUgraph) {
-        not_simulated("cuGraphAddChildGraphNode")
-    }
-
-    fn cuGraphAddDependencies(hGraph: CUgraph, from: *const CUgraphNode, to: *const CUgraphNode, numDependencies: usize) {
-        not_simulated("cuGraphAddDependencies")
-    }
-
-    fn cuGraphAddDependencies_v2(hGraph: CUgraph, from: *const CUgraphNode, to: *const CUgraphNode, edgeData: *const CUgraphEdgeData, numDependencies: usize) {
-        not_simulated("cuGraphAddDependencies_v2")
-    }
-
-    fn cuGraphAddEmptyNode(phGraphNode: *mut CUgraphNode, hGraph: CUgraph, dependencies: *const CUgraphNode, numDependencies: usize) {
-        not_simulated("cuGraphAddEmptyNode")
-    }
-
-    fn cuGraphAddEventRecordNode(phGraphNode: *mut CUgraphNode, hGraph: CUgraph, dependencies: *const CUgraphNode, numDependencies: usize, event: CUevent) {
-        not_simulated("cuGraphAddEventRecordNode")
-    }
-
-    fn cuGraphAddEventWaitNode(phGraphNode: *mut CUgraphNode, hGraph: CUgraph, dependencies: *const CUgraphNode, numDependencies: usize, event: CUevent) {
-        not_simulated("cuGraphAddEventWaitNode")
-    }
-
-    fn cuGraphAddExternalSemaphoresSignalNode(phGraphNode: *mut CUgraphNode, hGraph: CUgraph, dependencies: *const CUgraphNode, numDependencies: usize, nodeParams: *const CUDA_EXT_SEM_SIGNAL_NODE_PARAMS) {
-        not_simulated("cuGraphAddExternalSemaphoresSignalNode")
-    }
-
-    fn cuGraphAddExternalSemaphoresWaitNode(phGraphNode: *mut CUgraphNode, hGraph: CUgraph, dependencies: *const CUgraphNode, numDependencies: usize, nodeParams: *const CUDA_EXT_SEM_WAIT_NODE_PARAMS) {
-        not_simulated("cuGraphAddExternalSemaphoresWaitNode")
-    }
-
-    fn cuGraphAddHostNode(phGraphNode: *mut CUgraphNode, hGraph: CUgraph, dependencies: *const CUgraphNode, numDependencies: usize, nodeParams: *const CUDA_HOST_NODE_PARAMS) {
-        not_simulated("cuGraphAddHostNode")
-    }
-
-    fn cuGraphAddKernelNode_v2(phGraphNode: *mut CUgraphNode, hGraph: CUgraph, dependencies: *const CUgraphNode, numDependencies: usize, nodeParams: *const CUDA_KERNEL_NODE_PARAMS) {
-        not_simulated("cuGraphAddKernelNode_v2")
-    }
-
-    fn cuGraphAddMemAllocNode(phGraphNode: *mut CUgraphNode, hGraph: CUgraph, dependencies: *const CUgraphNode, numDependencies: usize, nodeParams: *mut CUDA_MEM_ALLOC_NODE_PARAMS) {
-        not_simulated("cuGraphAddMemAllocNode")
-    }
-
-    fn cuGraphAddMemFreeNode(phGraphNode: *mut CUgraphNode, hGraph: CUgraph, dependencies: *const CUgraphNode, numDependencies: usize, dptr: CUdeviceptr) {
-        not_simulated("cuGraphAddMemFreeNode")
-    }
-
-    fn cuGraphAddMemcpyNode(phGraphNode: *mut CUgraphNode, hGraph: CUgraph, dependencies: *const CUgraphNode, numDependencies: usize, copyParams: *const CUDA_MEMCPY3D, ctx: CUcontext) {
-        not_simulated("cuGraphAddMemcpyNode")
-    }
-
-    fn cuGraphAddMemsetNode(phGraphNode: *mut CUgraphNode, hGraph: CUgraph, dependencies: *const CUgraphNode, numDependencies: usize, memsetParams: *const CUDA_MEMSET_NODE_PARAMS, ctx: CUcontext) {
-        not_simulated("cuGraphAddMemsetNode")
-    }
-
-    fn cuGraphAddNode(phGraphNode: *mut CUgraphNode, hGraph: CUgraph, dependencies: *const CUgraphNode, numDependencies: usize, nodeParams: *mut CUgraphNodeParams) {
-        not_simulated("cuGraphAddNode")
-    }
-
-    fn cuGraphAddNode_v2(phGraphNode: *mut CUgraphNode, hGraph: CUgraph, dependencies: *const CUgraphNode, dependencyData: *const CUgraphEdgeData, numDependencies: usize, nodeParams: *mut CUgraphNodeParams) {
-        not_simulated("cuGraphAddNode_v2")
-    }
-
-    fn cuGraphBatchMemOpNodeGetParams(hNode: CUgraphNode, nodeParams_out: *mut CUDA_BATCH_MEM_OP_NODE_PARAMS) {
-        not_simulated("cuGraphBatchMemOpNodeGetParams")
-    }
-
-    fn cuGraphBatchMemOpNodeSetParams(hNode: CUgraphNode, nodeParams: *const CUDA_BATCH_MEM_OP_NODE_PARAMS) {
-        not_simulated("cuGraphBatchMemOpNodeSetParams")
-    }
-
-    fn cuGraphChildGraphNodeGetGraph(hNode: CUgraphNode, phGraph: *mut CUgraph) {
-        not_simulated("cuGraphChildGraphNodeGetGraph")
-    }
-
-    fn cuGraphClone(phGraphClone: *mut CUgraph, originalGraph: CUgraph) {
-        not_simulated("cuGraphClone")
-    }
-
-    fn cuGraphConditionalHandleCreate(pHandle_out: *mut CUgraphConditionalHandle, hGraph: CUgraph, ctx: CUcontext, defaultLaunchValue: std::ffi::c_uint, flags: std::ffi::c_uint) {
-        not_simulated("cuGraphConditionalHandleCreate")
-    }
-
-    fn cuGraphCreate(phGraph: *mut CUgraph, flags: std::ffi::c_uint) {
-        not_simulated("cuGraphCreate")
-    }
-
-    fn cuGraphDebugDotPrint(hGraph: CUgraph, path: *const std::ffi::c_char, flags: std::ffi::c_uint) {
-        not_simulated("cuGraphDebugDotPrint")
-    }
-
-    fn cuGraphDestroy(hGraph: CUgraph) {
-        not_simulated("cuGraphDestroy")
-    }
-
-    fn cuGraphDestroyNode(hNode: CUgraphNode) {
-        not_simulated("cuGraphDestroyNode")
-    }
-
-    fn cuGraphEventRecordNodeGetEvent(hNode: CUgraphNode, event_out: *mut CUevent) {
-        not_simulated("cuGraphEventRecordNodeGetEvent")
-    }
-
-    fn cuGraphEventRecordNodeSetEvent(hNode: CUgraphNode, event: CUevent) {
-        not_simulated("cuGraphEventRecordNodeSetEvent")
-    }
-
-    fn cuGraphEventWaitNodeGetEvent(hNode: CUgraphNode, event_out: *mut CUevent) {
-        not_simulated("cuGraphEventWaitNodeGetEvent")
-    }
-
-    fn cuGraphEventWaitNodeSetEvent(hNode: CUgraphNode, event: CUevent) {
-        not_simulated("cuGraphEventWaitNodeSetEvent")
-    }
-
-    fn cuGraphExecBatchMemOpNodeSetParams(hGraphExec: CUgraphExec, hNode: CUgraphNode, nodeParams: *const CUDA_BATCH_MEM_OP_NODE_PARAMS) {
-        not_simulated("cuGraphExecBatchMemOpNodeSetParams")
-    }
-
-    fn cuGraphExecChildGraphNodeSetParams(hGraphExec: CUgraphExec, hNode: CUgraphNode, childGraph: CUgraph) {
-        not_simulated("cuGraphExecChildGraphNodeSetParams")
-    }
-
-    fn cuGraphExecDestroy(hGraphExec: CUgraphExec) {
-        not_simulated("cuGraphExecDestroy")
-    }
-
-    fn cuGraphExecEventRecordNodeSetEvent(hGraphExec: CUgraphExec, hNode: CUgraphNode, event: CUevent) {
-        not_simulated("cuGraphExecEventRecordNodeSetEvent")
-    }
-
-    fn cuGraphExecEventWaitNodeSetEvent(hGraphExec: CUgraphExec, hNode: CUgraphNode, event: CUevent) {
-        not_simulated("cuGraphExecEventWaitNodeSetEvent")
-    }
-
-    fn cuGraphExecExternalSemaphoresSignalNodeSetParams(hGraphExec: CUgraphExec, hNode: CUgraphNode, nodeParams: *const CUDA_EXT_SEM_SIGNAL_NODE_PARAMS) {
-        not_simulated("cuGraphExecExternalSemaphoresSignalNodeSetParams")
-    }
-
-    fn cuGraphExecExternalSemaphoresWaitNodeSetParams(hGraphExec: CUgraphExec, hNode: CUgraphNode, nodeParams: *const CUDA_EXT_SEM_WAIT_NODE_PARAMS) {
-        not_simulated("cuGraphExecExternalSemaphoresWaitNodeSetParams")
-    }
-
-    fn cuGraphExecGetFlags(hGraphExec: CUgraphExec, flags: *mut cuuint64_t) {
-        not_simulated("cuGraphExecGetFlags")
-    }
-
-    fn cuGraphExecHostNodeSetParams(hGraphExec: CUgraphExec, hNode: CUgraphNode, nodeParams: *const CUDA_HOST_NODE_PARAMS) {
-        not_simulated("cuGraphExecHostNodeSetParams")
-    }
-
-    fn cuGraphExecKernelNodeSetParams_v2(hGraphExec: CUgraphExec, hNode: CUgraphNode, nodeParams: *const CUDA_KERNEL_NODE_PARAMS) {
-        not_simulated("cuGraphExecKernelNodeSetParams_v2")
-    }
-
-    fn cuGraphExecMemcpyNodeSetParams(hGraphExec: CUgraphExec, hNode: CUgraphNode, copyParams: *const CUDA_MEMCPY3D, ctx: CUcontext) {
-        not_simulated("cuGraphExecMemcpyNodeSetParams")
-    }
-
-    fn cuGraphExecMemsetNodeSetParams(hGraphExec: CUgraphExec, hNode: CUgraphNode, memsetParams: *const CUDA_MEMSET_NODE_PARAMS, ctx: CUcontext) {
-        not_simulated("cuGraphExecMemsetNodeSetParams")
-    }
-
-    fn cuGraphExecNodeSetParams(hGraphExec: CUgraphExec, hNode: CUgraphNode, nodeParams: *mut CUgraphNodeParams) {
-        not_simulated("cuGraphExecNodeSetParams")
-    }
-
-    fn cuGraphExecUpdate_v2(hGraphExec: CUgraphExec, hGraph: CUgraph, resultInfo: *mut CUgraphExecUpdateResultInfo) {
-        not_simulated("cuGraphExecUpdate_v2")
-    }
-
-    fn cuGraphExternalSemaphoresSignalNodeGetParams(hNode: CUgraphNode, params_out: *mut CUDA_EXT_SEM_SIGNAL_NODE_PARAMS) {
-        not_simulated("cuGraphExternalSemaphoresSignalNodeGetParams")
-    }
-
-    fn cuGraphExternalSemaphoresSignalNodeSetParams(hNode: CUgraphNode, nodeParams: *const CUDA_EXT_SEM_SIGNAL_NODE_PARAMS) {
-        not_simulated("cuGraphExternalSemaphoresSignalNodeSetParams")
-    }
-
-    fn cuGraphExternalSemaphoresWaitNodeGetParams(hNode: CUgraphNode, params_out: *mut CUDA_EXT_SEM_WAIT_NODE_PARAMS) {
-        not_simulated("cuGraphExternalSemaphoresWaitNodeGetParams")
-    }
-
-    fn cuGraphExternalSemaphoresWaitNodeSetParams(hNode: CUgraphNode, nodeParams: *const CUDA_EXT_SEM_WAIT_NODE_PARAMS) {
-        not_simulated("cuGraphExternalSemaphoresWaitNodeSetParams")
-    }
-
-    fn cuGraphGetEdges(hGraph: CUgraph, from: *mut CUgraphNode, to: *mut CUgraphNode, numEdges: *mut usize) {
-        not_simulated("cuGraphGetEdges")
-    }
-
-    fn cuGraphGetEdges_v2(hGraph: CUgraph, from: *mut CUgraphNode, to: *mut CUgraphNode, edgeData: *mut CUgraphEdgeData, numEdges: *mut usize) {
-        not_simulated("cuGraphGetEdges_v2")
-    }
-
-    fn cuGraphGetNodes(hGraph: CUgraph, nodes: *mut CUgraphNode, numNodes: *mut usize) {
-        not_simulated("cuGraphGetNodes")
-    }
-
-    fn cuGraphGetRootNodes(hGraph: CUgraph, rootNodes: *mut CUgraphNode, numRootNodes: *mut usize) {
-        not_simulated("cuGraphGetRootNodes")
-    }
-
-    fn cuGraphHostNodeGetParams(hNode: CUgraphNode, nodeParams: *mut CUDA_HOST_NODE_PARAMS) {
-        not_simulated("cuGraphHostNodeGetParams")
-    }
-
-    fn cuGraphHostNodeSetParams(hNode: CUgraphNode, nodeParams: *const CUDA_HOST_NODE_PARAMS) {
-        not_simulated("cuGraphHostNodeSetParams")
-    }
-
-    fn cuGraphInstantiateWithFlags(phGraphExec: *mut CUgraphExec, hGraph: CUgraph, flags: std::ffi::c_ulonglong) {
-        not_simulated("cuGraphInstantiateWithFlags")
-    }
-
-    fn cuGraphInstantiateWithParams(phGraphExec: *mut CUgraphExec, hGraph: CUgraph, instantiateParams: *mut CUDA_GRAPH_INSTANTIATE_PARAMS) {
-        not_simulated("cuGraphInstantiateWithParams")
-    }
-
-    fn cuGraphKernelNodeCopyAttributes(dst: CUgraphNode, src: CUgraphNode) {
-        not_simulated("cuGraphKernelNodeCopyAttributes")
-    }
-
-    fn cuGraphKernelNodeGetAttribute(hNode: CUgraphNode, attr: CUkernelNodeAttrID, value_out: *mut CUkernelNodeAttrValue) {
-        not_simulated("cuGraphKernelNodeGetAttribute")
-    }
-
-    fn cuGraphKernelNodeGetParams_v2(hNode: CUgraphNode, nodeParams: *mut CUDA_KERNEL_NODE_PARAMS) {
-        not_simulated("cuGraphKernelNodeGetParams_v2")
-    }
-
-    fn cuGraphKernelNodeSetAttribute(hNode: CUgraphNode, attr: CUkernelNodeAttrID, value: *const CUkernelNodeAttrValue) {
-        not_simulated("cuGraphKernelNodeSetAttribute")
-    }
-
-    fn cuGraphKernelNodeSetParams_v2(hNode: CUgraphNode, nodeParams: *const CUDA_KERNEL_NODE_PARAMS) {
-        not_simulated("cuGraphKernelNodeSetParams_v2")
-    }
-
-    fn cuGraphLaunch(hGraphExec: CUgraphExec, hStream: CUstream) {
-        not_simulated("cuGraphLaunch")
-    }
-
-    fn cuGraphMemAllocNodeGetParams(hNode: CUgraphNode, params_out: *mut CUDA_MEM_ALLOC_NODE_PARAMS) {
-        not_simulated("cuGraphMemAllocNodeGetParams")
-    }
-
-    fn cuGraphMemFreeNodeGetParams(hNode: CUgraphNode, dptr_out: *mut CUdeviceptr) {
-        not_simulated("cuGraphMemFreeNodeGetParams")
-    }
-
-    fn cuGraphMemcpyNodeGetParams(hNode: CUgraphNode, nodeParams: *mut CUDA_MEMCPY3D) {
-        not_simulated("cuGraphMemcpyNodeGetParams")
-    }
-
-    fn cuGraphMemcpyNodeSetParams(hNode: CUgraphNode, nodeParams: *const CUDA_MEMCPY3D) {
-        not_simulated("cuGraphMemcpyNodeSetParams")
-    }
-
-    fn cuGraphMemsetNodeGetParams(hNode: CUgraphNode, nodeParams: *mut CUDA_MEMSET_NODE_PARAMS) {
-        not_simulated("cuGraphMemsetNodeGetParams")
-    }
-
-    fn cuGraphMemsetNodeSetParams(hNode: CUgraphNode, nodeParams: *const CUDA_MEMSET_NODE_PARAMS) {
-        not_simulated("cuGraphMemsetNodeSetParams")
-    }
-
-    fn cuGraphNodeFindInClone(phNode: *mut CUgraphNode, hOriginalNode: CUgraphNode, hClonedGraph: CUgraph) {
-        not_simulated("cuGraphNodeFindInClone")
-    }
-
-    fn cuGraphNodeGetDependencies(hNode: CUgraphNode, dependencies: *mut CUgraphNode, numDependencies: *mut usize) {
-        not_simulated("cuGraphNodeGetDependencies")
-    }
-
-    fn cuGraphNodeGetDependencies_v2(hNode: CUgraphNode, dependencies: *mut CUgraphNode, edgeData: *mut CUgraphEdgeData, numDependencies: *mut usize) {
-        not_simulated("cuGraphNodeGetDependencies_v2")
-    }
-
-    fn cuGraphNodeGetDependentNodes(hNode: CUgraphNode, dependentNodes: *mut CUgraphNode, numDependentNodes: *mut usize) {
-        not_simulated("cuGraphNodeGetDependentNodes")
-    }
-
-    fn cuGraphNodeGetDependentNodes_v2(hNode: CUgraphNode, dependentNodes: *mut CUgraphNode, edgeData: *mut CUgraphEdgeData, numDependentNodes: *mut usize) {
-        not_simulated("cuGraphNodeGetDependentNodes_v2")
-    }
-
-    fn cuGraphNodeGetEnabled(hGraphExec: CUgraphExec, hNode: CUgraphNode, isEnabled: *mut std::ffi::c_uint) {
-        not_simulated("cuGraphNodeGetEnabled")
-    }
-
-    fn cuGraphNodeGetType(hNode: CUgraphNode, type_: *mut CUgraphNodeType) {
-        not_simulated("cuGraphNodeGetType")
-    }
-
-    fn cuGraphNodeSetEnabled(hGraphExec: CUgraphExec, hNode: CUgraphNode, isEnabled: std::ffi::c_uint) {
-        not_simulated("cuGraphNodeSetEnabled")
-    }
-
-    fn cuGraphNodeSetParams(hNode: CUgraphNode, nodeParams: *mut CUgraphNodeParams) {
-        not_simulated("cuGraphNodeSetParams")
-    }
-
-    fn cuGraphReleaseUserObject(graph: CUgraph, object: CUuserObject, count: std::ffi::c_uint) {
-        not_simulated("cuGraphReleaseUserObject")
-    }
-
-    fn cuGraphRemoveDependencies(hGraph: CUgraph, from: *const CUgraphNode, to: *const CUgraphNode, numDependencies: usize) {
-        not_simulated("cuGraphRemoveDependencies")
-    }
-
-    fn cuGraphRemoveDependencies_v2(hGraph: CUgraph, from: *const CUgraphNode, to: *const CUgraphNode, edgeData: *const CUgraphEdgeData, numDependencies: usize) {
-        not_simulated("cuGraphRemoveDependencies_v2")
-    }
-
-    fn cuGraphRetainUserObject(graph: CUgraph, object: CUuserObject, count: std::ffi::c_uint, flags: std::ffi::c_uint) {
-        not_simulated("cuGraphRetainUserObject")
-    }
-
-    fn cuGraphUpload(hGraphExec: CUgraphExec, hStream: CUstream) {
-        not_simulated("cuGraphUpload")
-    }
-
-    fn cuGraphicsMapResources(count: std::ffi::c_uint, resources: *mut CUgraphicsResource, hStream: CUstream) {
-        not_simulated("cuGraphicsMapResources")
-    }
-
-    fn cuGraphicsResourceGetMappedMipmappedArray(pMipmappedArray: *mut CUmipmappedArray, resource: CUgraphicsResource) {
-        not_simulated("cuGraphicsResourceGetMappedMipmappedArray")
-    }
-
-    fn cuGraphicsResourceGetMappedPointer_v2(pDevPtr: *mut CUdeviceptr, pSize: *mut usize, resource: CUgraphicsResource) {
-        not_simulated("cuGraphicsResourceGetMappedPointer_v2")
-    }
-
-    fn cuGraphicsResourceSetMapFlags_v2(resource: CUgraphicsResource, flags: std::ffi::c_uint) {
-        not_simulated("cuGraphicsResourceSetMapFlags_v2")
-    }
-
-    fn cuGraphicsSubResourceGetMappedArray(pArray: *mut CUarray, resource: CUgraphicsResource, arrayIndex: std::ffi::c_uint, mipLevel: std::ffi::c_uint) {
-        not_simulated("cuGraphicsSubResourceGetMappedArray")
-    }
-
-    fn cuGraphicsUnmapResources(count: std::ffi::c_uint, resources: *mut CUgraphicsResource, hStream: CUstream) {
-        not_simulated("cuGraphicsUnmapResources")
-    }
-
-    fn cuGraphicsUnregisterResource(resource: CUgraphicsResource) {
-        not_simulated("cuGraphicsUnregisterResource")
-    }
-
-    fn cuGreenCtxCreate(phCtx: *mut CUgreenCtx, desc: CUdevResourceDesc, dev: CUdevice, flags: std::ffi::c_uint) {
-        not_simulated("cuGreenCtxCreate")
-    }
-
-    fn cuGreenCtxDestroy(hCtx: CUgreenCtx) {
-        not_simulated("cuGreenCtxDestroy")
-    }
-
-    fn cuGreenCtxGetDevResource(hCtx: CUgreenCtx, resource: *mut CUdevResource, type_: CUdevResourceType) {
-        not_simulated("cuGreenCtxGetDevResource")
-    }
-
-    fn cuGreenCtxGetId(greenCtx: CUgreenCtx, greenCtxId: *mut std::ffi::c_ulonglong) {
-        not_simulated("cuGreenCtxGetId")
-    }
-
-    fn cuGreenCtxRecordEvent(hCtx: CUgreenCtx, hEvent: CUevent) {
-        not_simulated("cuGreenCtxRecordEvent")
-    }
-
-    fn cuGreenCtxStreamCreate(phStream: *mut CUstream, greenCtx: CUgreenCtx, flags: std::ffi::c_uint, priority: std::ffi::c_int) {
-        not_simulated("cuGreenCtxStreamCreate")
-    }
-
-    fn cuGreenCtxWaitEvent(hCtx: CUgreenCtx, hEvent: CUevent) {
-        not_simulated("cuGreenCtxWaitEvent")
-    }
-
-    fn cuImportExternalMemory(extMem_out: *mut CUexternalMemory, memHandleDesc: *const CUDA_EXTERNAL_MEMORY_HANDLE_DESC) {
-        not_simulated("cuImportExternalMemory")
-    }
-
-    fn cuImportExternalSemaphore(extSem_out: *mut CUexternalSemaphore, semHandleDesc: *const CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC) {
-        not_simulated("cuImportExternalSemaphore")
-    }
-
-    fn cuIpcGetEventHandle(pHandle: *mut CUipcEventHandle, event: CUevent) {
-        not_simulated("cuIpcGetEventHandle")
-    }
-
-    fn cuIpcOpenEventHandle(phEvent: *mut CUevent, handle: CUipcEventHandle) {
-        not_simulated("cuIpcOpenEventHandle")
-    }
-
-    fn cuKernelSetCacheConfig(kernel: CUkernel, config: CUfunc_cache, dev: CUdevice) {
-        not_simulated("cuKernelSetCacheConfig")
-    }
-
-    fn cuLaunch(f: CUfunction) {
-        not_simulated("cuLaunch")
-    }
-
-    fn cuLaunchCooperativeKernel(f: CUfunction, gridDimX: std::ffi::c_uint, gridDimY: std::ffi::c_uint, gridDimZ: std::ffi::c_uint, blockDimX: std::ffi::c_uint, blockDimY: std::ffi::c_uint, blockDimZ: std::ffi::c_uint, sharedMemBytes: std::ffi::c_uint, hStream: CUstream, kernelParams: *mut *mut std::ffi::c_void) {
-        not_simulated("cuLaunchCooperativeKernel")
-    }
-
-    fn cuLaunchCooperativeKernelMultiDevice(launchParamsList: *mut CUDA_LAUNCH_PARAMS, numDevices: std::ffi::c_uint, flags: std::ffi::c_uint) {
-        not_simulated("cuLaunchCooperativeKernelMultiDevice")
-    }
-
-    fn cuLaunchGrid(f: CUfunction, grid_width: std::ffi::c_int, grid_height: std::ffi::c_int) {
-        not_simulated("cuLaunchGrid")
-    }
-
-    fn cuLaunchGridAsync(f: CUfunction, grid_width: std::ffi::c_int, grid_height: std::ffi::c_int, hStream: CUstream) {
-        not_simulated("cuLaunchGridAsync")
-    }
-
-    fn cuLibraryGetUnifiedFunction(fptr: *mut *mut std::ffi::c_void, library: CUlibrary, symbol: *const std::ffi::c_char) {
-        not_simulated("cuLibraryGetUnifiedFunction")
-    }
-
-    fn cuLogsCurrent(iterator_out: *mut CUlogIterator, flags: std::ffi::c_uint) {
-        not_simulated("cuLogsCurrent")
-    }
-
-    fn cuLogsDumpToFile(iterator: *mut CUlogIterator, pathToFile: *const std::ffi::c_char, flags: std::ffi::c_uint) {
-        not_simulated("cuLogsDumpToFile")
-    }
-
-    fn cuLogsDumpToMemory(iterator: *mut CUlogIterator, buffer: *mut std::ffi::c_char, size: *mut usize, flags: std::ffi::c_uint) {
-        not_simulated("cuLogsDumpToMemory")
-    }
-
-    fn cuLogsRegisterCallback(callbackFunc: CUlogsCallback, userData: *mut std::ffi::c_void, callback_out: *mut CUlogsCallbackHandle) {
-        not_simulated("cuLogsRegisterCallback")
-    }
-
-    fn cuLogsUnregisterCallback(callback: CUlogsCallbackHandle) {
-        not_simulated("cuLogsUnregisterCallback")
-    }
-
-    fn cuMemAllocPitch_v2(dptr: *mut CUdeviceptr, pPitch: *mut usize, WidthInBytes: usize, Height: usize, ElementSizeBytes: std::ffi::c_uint) {
-        not_simulated("cuMemAllocPitch_v2")
-    }
-
-    fn cuMemBatchDecompressAsync(paramsArray: *mut CUmemDecompressParams, count: usize, flags: std::ffi::c_uint, errorIndex: *mut usize, stream: CUstream) {
-        not_simulated("cuMemBatchDecompressAsync")
-    }
-
-    fn cuMemDiscardAndPrefetchBatchAsync(dptrs: *mut CUdeviceptr, sizes: *mut usize, count: usize, prefetchLocs: *mut CUmemLocation, prefetchLocIdxs: *mut usize, numPrefetchLocs: usize, flags: std::ffi::c_ulonglong, hStream: CUstream) {
-        not_simulated("cuMemDiscardAndPrefetchBatchAsync")
-    }
-
-    fn cuMemDiscardBatchAsync(dptrs: *mut CUdeviceptr, sizes: *mut usize, count: usize, flags: std::ffi::c_ulonglong, hStream: CUstream) {
-        not_simulated("cuMemDiscardBatchAsync")
-    }
-
-    fn cuMemGetAccess(flags: *mut std::ffi::c_ulonglong, location: *const CUmemLocation, ptr: CUdeviceptr) {
-        not_simulated("cuMemGetAccess")
-    }
-
-    fn cuMemGetAllocationPropertiesFromHandle(prop: *mut CUmemAllocationProp, handle: CUmemGenericAllocationHandle) {
-        not_simulated("cuMemGetAllocationPropertiesFromHandle")
-    }
-
-    fn cuMemGetHandleForAddressRange(handle: *mut std::ffi::c_void, dptr: CUdeviceptr, size: usize, handleType: CUmemRangeHandleType, flags: std::ffi::c_ulonglong) {
-        not_simulated("cuMemGetHandleForAddressRange")
-    }
-
-    fn cuMemMapArrayAsync(mapInfoList: *mut CUarrayMapInfo, count: std::ffi::c_uint, hStream: CUstream) {
-        not_simulated("cuMemMapArrayAsync")
-    }
-
-    fn cuMemPrefetchBatchAsync(dptrs: *mut CUdeviceptr, sizes: *mut usize, count: usize, prefetchLocs: *mut CUmemLocation, prefetchLocIdxs: *mut usize, numPrefetchLocs: usize, flags: std::ffi::c_ulonglong, hStream: CUstream) {
-        not_simulated("cuMemPrefetchBatchAsync")
-    }
-
-    fn cuMemSetMemPool(location: *mut CUmemLocation, type_: CUmemAllocationType, pool: CUmemoryPool) {
-        not_simulated("cuMemSetMemPool")
-    }
-
-    fn cuMemcpy3DAsync_v2(pCopy: *const CUDA_MEMCPY3D, hStream: CUstream) {
-        not_simulated("cuMemcpy3DAsync_v2")
-    }
-
-    fn cuMemcpy3DBatchAsync(numOps: usize, opList: *mut CUDA_MEMCPY3D_BATCH_OP, failIdx: *mut usize, flags: std::ffi::c_ulonglong, hStream: CUstream) {
-        not_simulated("cuMemcpy3DBatchAsync")
-    }
-
-    fn cuMemcpy3DBatchAsync_v2(numOps: usize, opList: *mut CUDA_MEMCPY3D_BATCH_OP, flags: std::ffi::c_ulonglong, hStream: CUstream) {
-        not_simulated("cuMemcpy3DBatchAsync_v2")
-    }
-
-    fn cuMemcpy3DPeer(pCopy: *const CUDA_MEMCPY3D_PEER) {
-        not_simulated("cuMemcpy3DPeer")
-    }
-
-    fn cuMemcpy3DPeerAsync(pCopy: *const CUDA_MEMCPY3D_PEER, hStream: CUstream) {
-        not_simulated("cuMemcpy3DPeerAsync")
-    }
-
-    fn cuMemcpy3D_v2(pCopy: *const CUDA_MEMCPY3D) {
-        not_simulated("cuMemcpy3D_v2")
-    }
-
-    fn cuMemcpyAtoA_v2(dstArray: CUarray, dstOffset: usize, srcArray: CUarray, srcOffset: usize, ByteCount: usize) {
-        not_simulated("cuMemcpyAtoA_v2")
-    }
-
-    fn cuMemcpyAtoD_v2(dstDevice: CUdeviceptr, srcArray: CUarray, srcOffset: usize, ByteCount: usize) {
-        not_simulated("cuMemcpyAtoD_v2")
-    }
-
-    fn cuMemcpyAtoHAsync_v2(dstHost: *mut std::ffi::c_void, srcArray: CUarray, srcOffset: usize, ByteCount: usize, hStream: CUstream) {
-        not_simulated("cuMemcpyAtoHAsync_v2")
-    }
-
-    fn cuMemcpyAtoH_v2(dstHost: *mut std::ffi::c_void, srcArray: CUarray, srcOffset: usize, ByteCount: usize) {
-        not_simulated("cuMemcpyAtoH_v2")
-    }
-
-    fn cuMemcpyBatchAsync(dsts: *mut CUdeviceptr, srcs: *mut CUdeviceptr, sizes: *mut usize, count: usize, attrs: *mut CUmemcpyAttributes, attrsIdxs: *mut usize, numAttrs: usize, failIdx: *mut usize, hStream: CUstream) {
-        not_simulated("cuMemcpyBatchAsync")
-    }
-
-    fn cuMemcpyBatchAsync_v2(dsts: *mut CUdeviceptr, srcs: *mut CUdeviceptr, sizes: *mut usize, count: usize, attrs: *mut CUmemcpyAttributes, attrsIdxs: *mut usize, numAttrs: usize, hStream: CUstream) {
-        not_simulated("cuMemcpyBatchAsync_v2")
-    }
-
-    fn cuMemcpyDtoA_v2(dstArray: CUarray, dstOffset: usize, srcDevice: CUdeviceptr, ByteCount: usize) {
-        not_simulated("cuMemcpyDtoA_v2")
-    }
-
-    fn cuMemcpyHtoAAsync_v2(dstArray: CUarray, dstOffset: usize, srcHost: *const std::ffi::c_void, ByteCount: usize, hStream: CUstream) {
-        not_simulated("cuMemcpyHtoAAsync_v2")
-    }
-
-    fn cuMemcpyHtoA_v2(dstArray: CUarray, dstOffset: usize, srcHost: *const std::ffi::c_void, ByteCount: usize) {
-        not_simulated("cuMemcpyHtoA_v2")
-    }
-
-    fn cuMipmappedArrayCreate(pHandle: *mut CUmipmappedArray, pMipmappedArrayDesc: *const CUDA_ARRAY3D_DESCRIPTOR, numMipmapLevels: std::ffi::c_uint) {
-        not_simulated("cuMipmappedArrayCreate")
-    }
-
-    fn cuMipmappedArrayDestroy(hMipmappedArray: CUmipmappedArray) {
-        not_simulated("cuMipmappedArrayDestroy")
-    }
-
-    fn cuMipmappedArrayGetLevel(pLevelArray: *mut CUarray, hMipmappedArray: CUmipmappedArray, level: std::ffi::c_uint) {
-        not_simulated("cuMipmappedArrayGetLevel")
-    }
-
-    fn cuMipmappedArrayGetMemoryRequirements(memoryRequirements: *mut CUDA_ARRAY_MEMORY_REQUIREMENTS, mipmap: CUmipmappedArray, device: CUdevice) {
-        not_simulated("cuMipmappedArrayGetMemoryRequirements")
-    }
-
-    fn cuMipmappedArrayGetSparseProperties(sparseProperties: *mut CUDA_ARRAY_SPARSE_PROPERTIES, mipmap: CUmipmappedArray) {
-        not_simulated("cuMipmappedArrayGetSparseProperties")
-    }
-
-    fn cuModuleGetSurfRef(pSurfRef: *mut CUsurfref, hmod: CUmodule, name: *const std::ffi::c_char) {
-        not_simulated("cuModuleGetSurfRef")
-    }
-
-    fn cuModuleGetTexRef(pTexRef: *mut CUtexref, hmod: CUmodule, name: *const std::ffi::c_char) {
-        not_simulated("cuModuleGetTexRef")
-    }
-
-    fn cuMulticastAddDevice(mcHandle: CUmemGenericAllocationHandle, dev: CUdevice) {
-        not_simulated("cuMulticastAddDevice")
-    }
-
-    fn cuMulticastBindAddr(mcHandle: CUmemGenericAllocationHandle, mcOffset: usize, memptr: CUdeviceptr, size: usize, flags: std::ffi::c_ulonglong) {
-        not_simulated("cuMulticastBindAddr")
-    }
-
-    fn cuMulticastBindMem(mcHandle: CUmemGenericAllocationHandle, mcOffset: usize, memHandle: CUmemGenericAllocationHandle, memOffset: usize, size: usize, flags: std::ffi::c_ulonglong) {
-        not_simulated("cuMulticastBindMem")
-    }
-
-    fn cuMulticastCreate(mcHandle: *mut CUmemGenericAllocationHandle, prop: *const CUmulticastObjectProp) {
-        not_simulated("cuMulticastCreate")
-    }
-
-    fn cuMulticastGetGranularity(granularity: *mut usize, prop: *const CUmulticastObjectProp, option: CUmulticastGranularity_flags) {
-        not_simulated("cuMulticastGetGranularity")
-    }
-
-    fn cuMulticastUnbind(mcHandle: CUmemGenericAllocationHandle, dev: CUdevice, mcOffset: usize, size: usize) {
-        not_simulated("cuMulticastUnbind")
-    }
-
-    fn cuOccupancyAvailableDynamicSMemPerBlock(dynamicSmemSize: *mut usize, func: CUfunction, numBlocks: std::ffi::c_int, blockSize: std::ffi::c_int) {
-        not_simulated("cuOccupancyAvailableDynamicSMemPerBlock")
-    }
-
-    fn cuOccupancyMaxActiveBlocksPerMultiprocessor(numBlocks: *mut std::ffi::c_int, func: CUfunction, blockSize: std::ffi::c_int, dynamicSMemSize: usize) {
-        not_simulated("cuOccupancyMaxActiveBlocksPerMultiprocessor")
-    }
-
-    fn cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(numBlocks: *mut std::ffi::c_int, func: CUfunction, blockSize: std::ffi::c_int, dynamicSMemSize: usize, flags: std::ffi::c_uint) {
-        not_simulated("cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags")
-    }
-
-    fn cuOccupancyMaxActiveClusters(numClusters: *mut std::ffi::c_int, func: CUfunction, config: *const CUlaunchConfig) {
-        not_simulated("cuOccupancyMaxActiveClusters")
-    }
-
-    fn cuOccupancyMaxPotentialBlockSize(minGridSize: *mut std::ffi::c_int, blockSize: *mut std::ffi::c_int, func: CUfunction, blockSizeToDynamicSMemSize: CUoccupancyB2DSize, dynamicSMemSize: usize, blockSizeLimit: std::ffi::c_int) {
-        not_simulated("cuOccupancyMaxPotentialBlockSize")
-    }
-
-    fn cuOccupancyMaxPotentialBlockSizeWithFlags(minGridSize: *mut std::ffi::c_int, blockSize: *mut std::ffi::c_int, func: CUfunction, blockSizeToDynamicSMemSize: CUoccupancyB2DSize, dynamicSMemSize: usize, blockSizeLimit: std::ffi::c_int, flags: std::ffi::c_uint) {
-        not_simulated("cuOccupancyMaxPotentialBlockSizeWithFlags")
-    }
-
-    fn cuOccupancyMaxPotentialClusterSize(clusterSize: *mut std::ffi::c_int, func: CUfunction, config: *const CUlaunchConfig) {
-        not_simulated("cuOccupancyMaxPotentialClusterSize")
-    }
-
-    fn cuParamSetSize(hfunc: CUfunction, numbytes: std::ffi::c_uint) {
-        not_simulated("cuParamSetSize")
-    }
-
-    fn cuParamSetTexRef(hfunc: CUfunction, texunit: std::ffi::c_int, hTexRef: CUtexref) {
-        not_simulated("cuParamSetTexRef")
-    }
-
-    fn cuParamSetf(hfunc: CUfunction, offset: std::ffi::c_int, value: f32) {
-        not_simulated("cuParamSetf")
-    }
-
-    fn cuParamSeti(hfunc: CUfunction, offset: std::ffi::c_int, value: std::ffi::c_uint) {
-        not_simulated("cuParamSeti")
-    }
-
-    fn cuParamSetv(hfunc: CUfunction, offset: std::ffi::c_int, ptr: *mut std::ffi::c_void, numbytes: std::ffi::c_uint) {
-        not_simulated("cuParamSetv")
-    }
-
-    fn cuPointerSetAttribute(value: *const std::ffi::c_void, attribute: CUpointer_attribute, ptr: CUdeviceptr) {
-        not_simulated("cuPointerSetAttribute")
-    }
-
-    fn cuProfilerInitialize(configFile: *const std::ffi::c_char, outputFile: *const std::ffi::c_char, outputMode: CUoutput_mode) {
-        not_simulated("cuProfilerInitialize")
-    }
-
-    fn cuProfilerStart() {
-        not_simulated("cuProfilerStart")
-    }
-
-    fn cuProfilerStop() {
-        not_simulated("cuProfilerStop")
-    }
-
-    fn cuSignalExternalSemaphoresAsync(extSemArray: *const CUexternalSemaphore, paramsArray: *const CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS, numExtSems: std::ffi::c_uint, stream: CUstream) {
-        not_simulated("cuSignalExternalSemaphoresAsync")
-    }
-
-    fn cuStreamAttachMemAsync(hStream: CUstream, dptr: CUdeviceptr, length: usize, flags: std::ffi::c_uint) {
-        not_simulated("cuStreamAttachMemAsync")
-    }
-
-    fn cuStreamBatchMemOp_v2(stream: CUstream, count: std::ffi::c_uint, paramArray: *mut CUstreamBatchMemOpParams, flags: std::ffi::c_uint) {
-        not_simulated("cuStreamBatchMemOp_v2")
-    }
-
-    fn cuStreamBeginCaptureToGraph(hStream: CUstream, hGraph: CUgraph, dependencies: *const CUgraphNode, dependencyData: *const CUgraphEdgeData, numDependencies: usize, mode: CUstreamCaptureMode) {
-        not_simulated("cuStreamBeginCaptureToGraph")
-    }
-
-    fn cuStreamBeginCapture_v2(hStream: CUstream, mode: CUstreamCaptureMode) {
-        not_simulated("cuStreamBeginCapture_v2")
-    }
-
-    fn cuStreamCopyAttributes(dst: CUstream, src: CUstream) {
-        not_simulated("cuStreamCopyAttributes")
-    }
-
-    fn cuStreamEndCapture(hStream: CUstream, phGraph: *mut CUgraph) {
-        not_simulated("cuStreamEndCapture")
-    }
-
-    fn cuStreamGetAttribute(hStream: CUstream, attr: CUstreamAttrID, value_out: *mut CUstreamAttrValue) {
-        not_simulated("cuStreamGetAttribute")
-    }
-
-    fn cuStreamGetDevice(hStream: CUstream, device: *mut CUdevice) {
-        not_simulated("cuStreamGetDevice")
-    }
-
-    fn cuStreamGetGreenCtx(hStream: CUstream, phCtx: *mut CUgreenCtx) {
-        not_simulated("cuStreamGetGreenCtx")
-    }
-
-    fn cuStreamSetAttribute(hStream: CUstream, attr: CUstreamAttrID, value: *const CUstreamAttrValue) {
-        not_simulated("cuStreamSetAttribute")
-    }
-
-    fn cuStreamUpdateCaptureDependencies(hStream: CUstream, dependencies: *mut CUgraphNode, numDependencies: usize, flags: std::ffi::c_uint) {
-        not_simulated("cuStreamUpdateCaptureDependencies")
-    }
-
-    fn cuStreamUpdateCaptureDependencies_v2(hStream: CUstream, dependencies: *mut CUgraphNode, dependencyData: *const CUgraphEdgeData, numDependencies: usize, flags: std::ffi::c_uint) {
-        not_simulated("cuStreamUpdateCaptureDependencies_v2")
-    }
-
-    fn cuStreamWaitValue32_v2(stream: CUstream, addr: CUdeviceptr, value: cuuint32_t, flags: std::ffi::c_uint) {
-        not_simulated("cuStreamWaitValue32_v2")
-    }
-
-    fn cuStreamWaitValue64_v2(stream: CUstream, addr: CUdeviceptr, value: cuuint64_t, flags: std::ffi::c_uint) {
-        not_simulated("cuStreamWaitValue64_v2")
-    }
-
-    fn cuStreamWriteValue32_v2(stream: CUstream, addr: CUdeviceptr, value: cuuint32_t, flags: std::ffi::c_uint) {
-        not_simulated("cuStreamWriteValue32_v2")
-    }
-
-    fn cuStreamWriteValue64_v2(stream: CUstream, addr: CUdeviceptr, value: cuuint64_t, flags: std::ffi::c_uint) {
-        not_simulated("cuStreamWriteValue64_v2")
-    }
-
-    fn cuSurfObjectCreate(pSurfObject: *mut CUsurfObject, pResDesc: *const CUDA_RESOURCE_DESC) {
-        not_simulated("cuSurfObjectCreate")
-    }
-
-    fn cuSurfObjectDestroy(surfObject: CUsurfObject) {
-        not_simulated("cuSurfObjectDestroy")
-    }
-
-    fn cuSurfObjectGetResourceDesc(pResDesc: *mut CUDA_RESOURCE_DESC, surfObject: CUsurfObject) {
-        not_simulated("cuSurfObjectGetResourceDesc")
-    }
-
-    fn cuSurfRefGetArray(phArray: *mut CUarray, hSurfRef: CUsurfref) {
-        not_simulated("cuSurfRefGetArray")
-    }
-
-    fn cuSurfRefSetArray(hSurfRef: CUsurfref, hArray: CUarray, Flags: std::ffi::c_uint) {
-        not_simulated("cuSurfRefSetArray")
-    }
-
-    fn cuTensorMapEncodeIm2col(tensorMap: *mut CUtensorMap, tensorDataType: CUtensorMapDataType, tensorRank: cuuint32_t, globalAddress: *mut std::ffi::c_void, globalDim: *const cuuint64_t, globalStrides: *const cuuint64_t, pixelBoxLowerCorner: *const std::ffi::c_int, pixelBoxUpperCorner: *const std::ffi::c_int, channelsPerPixel: cuuint32_t, pixelsPerColumn: cuuint32_t, elementStrides: *const cuuint32_t, interleave: CUtensorMapInterleave, swizzle: CUtensorMapSwizzle, l2Promotion: CUtensorMapL2promotion, oobFill: CUtensorMapFloatOOBfill) {
-        not_simulated("cuTensorMapEncodeIm2col")
-    }
-
-    fn cuTensorMapEncodeIm2colWide(tensorMap: *mut CUtensorMap, tensorDataType: CUtensorMapDataType, tensorRank: cuuint32_t, globalAddress: *mut std::ffi::c_void, globalDim: *const cuuint64_t, globalStrides: *const cuuint64_t, pixelBoxLowerCornerWidth: std::ffi::c_int, pixelBoxUpperCornerWidth: std::ffi::c_int, channelsPerPixel: cuuint32_t, pixelsPerColumn: cuuint32_t, elementStrides: *const cuuint32_t, interleave: CUtensorMapInterleave, mode: CUtensorMapIm2ColWideMode, swizzle: CUtensorMapSwizzle, l2Promotion: CUtensorMapL2promotion, oobFill: CUtensorMapFloatOOBfill) {
-        not_simulated("cuTensorMapEncodeIm2colWide")
-    }
-
-    fn cuTensorMapEncodeTiled(tensorMap: *mut CUtensorMap, tensorDataType: CUtensorMapDataType, tensorRank: cuuint32_t, globalAddress: *mut std::ffi::c_void, globalDim: *const cuuint64_t, globalStrides: *const cuuint64_t, boxDim: *const cuuint32_t, elementStrides: *const cuuint32_t, interleave: CUtensorMapInterleave, swizzle: CUtensorMapSwizzle, l2Promotion: CUtensorMapL2promotion, oobFill: CUtensorMapFloatOOBfill) {
-        not_simulated("cuTensorMapEncodeTiled")
-    }
-
-    fn cuTensorMapReplaceAddress(tensorMap: *mut CUtensorMap, globalAddress: *mut std::ffi::c_void) {
-        not_simulated("cuTensorMapReplaceAddress")
-    }
-
-    fn cuTexObjectCreate(pTexObject: *mut CUtexObject, pResDesc: *const CUDA_RESOURCE_DESC, pTexDesc: *const CUDA_TEXTURE_DESC, pResViewDesc: *const CUDA_RESOURCE_VIEW_DESC) {
-        not_simulated("cuTexObjectCreate")
-    }
-
-    fn cuTexObjectDestroy(texObject: CUtexObject) {
-        not_simulated("cuTexObjectDestroy")
-    }
-
-    fn cuTexObjectGetResourceDesc(pResDesc: *mut CUDA_RESOURCE_DESC, texObject: CUtexObject) {
-        not_simulated("cuTexObjectGetResourceDesc")
-    }
-
-    fn cuTexObjectGetResourceViewDesc(pResViewDesc: *mut CUDA_RESOURCE_VIEW_DESC, texObject: CUtexObject) {
-        not_simulated("cuTexObjectGetResourceViewDesc")
-    }
-
-    fn cuTexObjectGetTextureDesc(pTexDesc: *mut CUDA_TEXTURE_DESC, texObject: CUtexObject) {
-        not_simulated("cuTexObjectGetTextureDesc")
-    }
-
-    fn cuTexRefCreate(pTexRef: *mut CUtexref) {
-        not_simulated("cuTexRefCreate")
-    }
-
-    fn cuTexRefDestroy(hTexRef: CUtexref) {
-        not_simulated("cuTexRefDestroy")
-    }
-
-    fn cuTexRefGetAddressMode(pam: *mut CUaddress_mode, hTexRef: CUtexref, dim: std::ffi::c_int) {
-        not_simulated("cuTexRefGetAddressMode")
-    }
-
-    fn cuTexRefGetAddress_v2(pdptr: *mut CUdeviceptr, hTexRef: CUtexref) {
-        not_simulated("cuTexRefGetAddress_v2")
-    }
-
-    fn cuTexRefGetArray(phArray: *mut CUarray, hTexRef: CUtexref) {
-        not_simulated("cuTexRefGetArray")
-    }
-
-    fn cuTexRefGetBorderColor(pBorderColor: *mut f32, hTexRef: CUtexref) {
-        not_simulated("cuTexRefGetBorderColor")
-    }
-
-    fn cuTexRefGetFilterMode(pfm: *mut CUfilter_mode, hTexRef: CUtexref) {
-        not_simulated("cuTexRefGetFilterMode")
-    }
-
-    fn cuTexRefGetFlags(pFlags: *mut std::ffi::c_uint, hTexRef: CUtexref) {
-        not_simulated("cuTexRefGetFlags")
-    }
-
-    fn cuTexRefGetFormat(pFormat: *mut CUarray_format, pNumChannels: *mut std::ffi::c_int, hTexRef: CUtexref) {
-        not_simulated("cuTexRefGetFormat")
-    }
-
-    fn cuTexRefGetMaxAnisotropy(pmaxAniso: *mut std::ffi::c_int, hTexRef: CUtexref) {
-        not_simulated("cuTexRefGetMaxAnisotropy")
-    }
-
-    fn cuTexRefGetMipmapFilterMode(pfm: *mut CUfilter_mode, hTexRef: CUtexref) {
-        not_simulated("cuTexRefGetMipmapFilterMode")
-    }
-
-    fn cuTexRefGetMipmapLevelBias(pbias: *mut f32, hTexRef: CUtexref) {
-        not_simulated("cuTexRefGetMipmapLevelBias")
-    }
-
-    fn cuTexRefGetMipmapLevelClamp(pminMipmapLevelClamp: *mut f32, pmaxMipmapLevelClamp: *mut f32, hTexRef: CUtexref) {
-        not_simulated("cuTexRefGetMipmapLevelClamp")
-    }
-
-    fn cuTexRefGetMipmappedArray(phMipmappedArray: *mut CUmipmappedArray, hTexRef: CUtexref) {
-        not_simulated("cuTexRefGetMipmappedArray")
-    }
-
-    fn cuTexRefSetAddress2D_v3(hTexRef: CUtexref, desc: *const CUDA_ARRAY_DESCRIPTOR, dptr: CUdeviceptr, Pitch: usize) {
-        not_simulated("cuTexRefSetAddress2D_v3")
-    }
-
-    fn cuTexRefSetAddressMode(hTexRef: CUtexref, dim: std::ffi::c_int, am: CUaddress_mode) {
-        not_simulated("cuTexRefSetAddressMode")
-    }
-
-    fn cuTexRefSetAddress_v2(ByteOffset: *mut usize, hTexRef: CUtexref, dptr: CUdeviceptr, bytes: usize) {
-        not_simulated("cuTexRefSetAddress_v2")
-    }
-
-    fn cuTexRefSetArray(hTexRef: CUtexref, hArray: CUarray, Flags: std::ffi::c_uint) {
-        not_simulated("cuTexRefSetArray")
-    }
-
-    fn cuTexRefSetBorderColor(hTexRef: CUtexref, pBorderColor: *mut f32) {
-        not_simulated("cuTexRefSetBorderColor")
-    }
-
-    fn cuTexRefSetFilterMode(hTexRef: CUtexref, fm: CUfilter_mode) {
-        not_simulated("cuTexRefSetFilterMode")
-    }
-
-    fn cuTexRefSetFlags(hTexRef: CUtexref, Flags: std::ffi::c_uint) {
-        not_simulated("cuTexRefSetFlags")
-    }
-
-    fn cuTexRefSetFormat(hTexRef: CUtexref, fmt: CUarray_format, NumPackedComponents: std::ffi::c_int) {
-        not_simulated("cuTexRefSetFormat")
-    }
-
-    fn cuTexRefSetMaxAnisotropy(hTexRef: CUtexref, maxAniso: std::ffi::c_uint) {
-        not_simulated("cuTexRefSetMaxAnisotropy")
-    }
-
-    fn cuTexRefSetMipmapFilterMode(hTexRef: CUtexref, fm: CUfilter_mode) {
-        not_simulated("cuTexRefSetMipmapFilterMode")
-    }
-
-    fn cuTexRefSetMipmapLevelBias(hTexRef: CUtexref, bias: f32) {
-        not_simulated("cuTexRefSetMipmapLevelBias")
-    }
-
-    fn cuTexRefSetMipmapLevelClamp(hTexRef: CUtexref, minMipmapLevelClamp: f32, maxMipmapLevelClamp: f32) {
-        not_simulated("cuTexRefSetMipmapLevelClamp")
-    }
-
-    fn cuTexRefSetMipmappedArray(hTexRef: CUtexref, hMipmappedArray: CUmipmappedArray, Flags: std::ffi::c_uint) {
-        not_simulated("cuTexRefSetMipmappedArray")
-    }
-
-    fn cuThreadExchangeStreamCaptureMode(mode: *mut CUstreamCaptureMode) {
-        not_simulated("cuThreadExchangeStreamCaptureMode")
-    }
-
-    fn cuUserObjectCreate(object_out: *mut CUuserObject, ptr: *mut std::ffi::c_void, destroy: CUhostFn, initialRefcount: std::ffi::c_uint, flags: std::ffi::c_uint) {
-        not_simulated("cuUserObjectCreate")
-    }
-
-    fn cuUserObjectRelease(object: CUuserObject, count: std::ffi::c_uint) {
-        not_simulated("cuUserObjectRelease")
-    }
-
-    fn cuUserObjectRetain(object: CUuserObject, count: std::ffi::c_uint) {
-        not_simulated("cuUserObjectRetain")
-    }
-
-    fn cuWaitExternalSemaphoresAsync(extSemArray: *const CUexternalSemaphore, paramsArray: *const CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS, numExtSems: std::ffi::c_uint, stream: CUstream) {
-        not_simulated("cuWaitExternalSemaphoresAsync")
-    }
+crate::boundary::stubs! {
+    fn cuArray3DCreate_v2(pHandle: *mut CUarray, pAllocateArray: *const CUDA_ARRAY3D_DESCRIPTOR);
+    fn cuArray3DGetDescriptor_v2(pArrayDescriptor: *mut CUDA_ARRAY3D_DESCRIPTOR, hArray: CUarray);
+    fn cuArrayCreate_v2(pHandle: *mut CUarray, pAllocateArray: *const CUDA_ARRAY_DESCRIPTOR);
+    fn cuArrayDestroy(hArray: CUarray);
+    fn cuArrayGetDescriptor_v2(pArrayDescriptor: *mut CUDA_ARRAY_DESCRIPTOR, hArray: CUarray);
+    fn cuArrayGetMemoryRequirements(memoryRequirements: *mut CUDA_ARRAY_MEMORY_REQUIREMENTS, array: CUarray, device: CUdevice);
+    fn cuArrayGetPlane(pPlaneArray: *mut CUarray, hArray: CUarray, planeIdx: std::ffi::c_uint);
+    fn cuArrayGetSparseProperties(sparseProperties: *mut CUDA_ARRAY_SPARSE_PROPERTIES, array: CUarray);
+    fn cuCheckpointProcessCheckpoint(pid: std::ffi::c_int, args: *mut c_void);
+    fn cuCheckpointProcessGetRestoreThreadId(pid: std::ffi::c_int, tid: *mut std::ffi::c_int);
+    fn cuCheckpointProcessGetState(pid: std::ffi::c_int, state: *mut c_void);
+    fn cuCheckpointProcessLock(pid: std::ffi::c_int, args: *mut c_void);
+    fn cuCheckpointProcessRestore(pid: std::ffi::c_int, args: *mut c_void);
+    fn cuCheckpointProcessUnlock(pid: std::ffi::c_int, args: *mut c_void);
+    fn cuCoredumpGetAttribute(attrib: CUcoredumpSettings, value: *mut std::ffi::c_void, size: *mut usize);
+    fn cuCoredumpGetAttributeGlobal(attrib: CUcoredumpSettings, value: *mut std::ffi::c_void, size: *mut usize);
+    fn cuCoredumpSetAttribute(attrib: CUcoredumpSettings, value: *mut std::ffi::c_void, size: *mut usize);
+    fn cuCoredumpSetAttributeGlobal(attrib: CUcoredumpSettings, value: *mut std::ffi::c_void, size: *mut usize);
+    fn cuCtxAttach(pctx: *mut CUcontext, flags: std::ffi::c_uint);
+    fn cuCtxCreate_v2(pctx: *mut CUcontext, flags: std::ffi::c_uint, dev: CUdevice);
+    fn cuCtxCreate_v3(pctx: *mut CUcontext, paramsArray: *mut CUexecAffinityParam, numParams: std::ffi::c_int, flags: std::ffi::c_uint, dev: CUdevice);
+    fn cuCtxDetach(ctx: CUcontext);
+    fn cuCtxFromGreenCtx(pContext: *mut CUcontext, hCtx: CUgreenCtx);
+    fn cuCtxGetDevResource(hCtx: CUcontext, resource: *mut CUdevResource, type_: CUdevResourceType);
+    fn cuCtxGetDevice_v2(device: *mut CUdevice, ctx: CUcontext);
+    fn cuCtxGetExecAffinity(pExecAffinity: *mut CUexecAffinityParam, type_: CUexecAffinityType);
+    fn cuCtxGetSharedMemConfig(pConfig: *mut CUsharedconfig);
+    fn cuCtxRecordEvent(hCtx: CUcontext, hEvent: CUevent);
+    fn cuCtxResetPersistingL2Cache();
+    fn cuCtxSetFlags(flags: std::ffi::c_uint);
+    fn cuCtxSetSharedMemConfig(config: CUsharedconfig);
+    fn cuCtxWaitEvent(hCtx: CUcontext, hEvent: CUevent);
+    fn cuDestroyExternalMemory(extMem: CUexternalMemory);
+    fn cuDestroyExternalSemaphore(extSem: CUexternalSemaphore);
+    fn cuDevResourceGenerateDesc(phDesc: *mut CUdevResourceDesc, resources: *mut CUdevResource, nbResources: std::ffi::c_uint);
+    fn cuDevSmResourceSplitByCount(result: *mut CUdevResource, nbGroups: *mut std::ffi::c_uint, input: *const CUdevResource, remaining: *mut CUdevResource, useFlags: std::ffi::c_uint, minCount: std::ffi::c_uint);
+    fn cuDeviceComputeCapability(major: *mut std::ffi::c_int, minor: *mut std::ffi::c_int, dev: CUdevice);
+    fn cuDeviceGetDevResource(device: CUdevice, resource: *mut CUdevResource, type_: CUdevResourceType);
+    fn cuDeviceGetExecAffinitySupport(pi: *mut std::ffi::c_int, type_: CUexecAffinityType, dev: CUdevice);
+    fn cuDeviceGetGraphMemAttribute(device: CUdevice, attr: CUgraphMem_attribute, value: *mut std::ffi::c_void);
+    fn cuDeviceGetHostAtomicCapabilities(capabilities: *mut std::ffi::c_uint, operations: *const CUatomicOperation, count: std::ffi::c_uint, dev: CUdevice);
+    fn cuDeviceGetNvSciSyncAttributes(attributes: *mut c_void, dev: CUdevice, flags: std::ffi::c_int);
+    fn cuDeviceGetP2PAtomicCapabilities(capabilities: *mut std::ffi::c_uint, operations: *const CUatomicOperation, count: std::ffi::c_uint, srcDevice: CUdevice, dstDevice: CUdevice);
+    fn cuDeviceGetProperties(prop: *mut CUdevprop, dev: CUdevice);
+    fn cuDeviceGraphMemTrim(device: CUdevice);
+    fn cuDeviceRegisterAsyncNotification(device: CUdevice, callbackFunc: CUasyncCallback, userData: *mut std::ffi::c_void, callback: *mut CUasyncCallbackHandle);
+    fn cuDeviceSetGraphMemAttribute(device: CUdevice, attr: CUgraphMem_attribute, value: *mut std::ffi::c_void);
+    fn cuDeviceUnregisterAsyncNotification(device: CUdevice, callback: CUasyncCallbackHandle);
+    fn cuEventRecordWithFlags(hEvent: CUevent, hStream: CUstream, flags: std::ffi::c_uint);
+    fn cuExternalMemoryGetMappedBuffer(devPtr: *mut CUdeviceptr, extMem: CUexternalMemory, bufferDesc: *const CUDA_EXTERNAL_MEMORY_BUFFER_DESC);
+    fn cuExternalMemoryGetMappedMipmappedArray(mipmap: *mut CUmipmappedArray, extMem: CUexternalMemory, mipmapDesc: *const CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC);
+    fn cuFlushGPUDirectRDMAWrites(target: CUflushGPUDirectRDMAWritesTarget, scope: CUflushGPUDirectRDMAWritesScope);
+    fn cuFuncIsLoaded(state: *mut CUfunctionLoadingState, function: CUfunction);
+    fn cuFuncLoad(function: CUfunction);
+    fn cuFuncSetBlockShape(hfunc: CUfunction, x: std::ffi::c_int, y: std::ffi::c_int, z: std::ffi::c_int);
+    fn cuFuncSetCacheConfig(hfunc: CUfunction, config: CUfunc_cache);
+    fn cuFuncSetSharedMemConfig(hfunc: CUfunction, config: CUsharedconfig);
+    fn cuFuncSetSharedSize(hfunc: CUfunction, bytes: std::ffi::c_uint);
+    fn cuGraphAddBatchMemOpNode(phGraphNode: *mut CUgraphNode, hGraph: CUgraph, dependencies: *const CUgraphNode, numDependencies: usize, nodeParams: *const CUDA_BATCH_MEM_OP_NODE_PARAMS);
+    fn cuGraphAddChildGraphNode(phGraphNode: *mut CUgraphNode, hGraph: CUgraph, dependencies: *const CUgraphNode, numDependencies: usize, childGraph: CUgraph);
+    fn cuGraphAddDependencies(hGraph: CUgraph, from: *const CUgraphNode, to: *const CUgraphNode, numDependencies: usize);
+    fn cuGraphAddDependencies_v2(hGraph: CUgraph, from: *const CUgraphNode, to: *const CUgraphNode, edgeData: *const CUgraphEdgeData, numDependencies: usize);
+    fn cuGraphAddEmptyNode(phGraphNode: *mut CUgraphNode, hGraph: CUgraph, dependencies: *const CUgraphNode, numDependencies: usize);
+    fn cuGraphAddEventRecordNode(phGraphNode: *mut CUgraphNode, hGraph: CUgraph, dependencies: *const CUgraphNode, numDependencies: usize, event: CUevent);
+    fn cuGraphAddEventWaitNode(phGraphNode: *mut CUgraphNode, hGraph: CUgraph, dependencies: *const CUgraphNode, numDependencies: usize, event: CUevent);
+    fn cuGraphAddExternalSemaphoresSignalNode(phGraphNode: *mut CUgraphNode, hGraph: CUgraph, dependencies: *const CUgraphNode, numDependencies: usize, nodeParams: *const CUDA_EXT_SEM_SIGNAL_NODE_PARAMS);
+    fn cuGraphAddExternalSemaphoresWaitNode(phGraphNode: *mut CUgraphNode, hGraph: CUgraph, dependencies: *const CUgraphNode, numDependencies: usize, nodeParams: *const CUDA_EXT_SEM_WAIT_NODE_PARAMS);
+    fn cuGraphAddHostNode(phGraphNode: *mut CUgraphNode, hGraph: CUgraph, dependencies: *const CUgraphNode, numDependencies: usize, nodeParams: *const CUDA_HOST_NODE_PARAMS);
+    fn cuGraphAddKernelNode_v2(phGraphNode: *mut CUgraphNode, hGraph: CUgraph, dependencies: *const CUgraphNode, numDependencies: usize, nodeParams: *const CUDA_KERNEL_NODE_PARAMS);
+    fn cuGraphAddMemAllocNode(phGraphNode: *mut CUgraphNode, hGraph: CUgraph, dependencies: *const CUgraphNode, numDependencies: usize, nodeParams: *mut CUDA_MEM_ALLOC_NODE_PARAMS);
+    fn cuGraphAddMemFreeNode(phGraphNode: *mut CUgraphNode, hGraph: CUgraph, dependencies: *const CUgraphNode, numDependencies: usize, dptr: CUdeviceptr);
+    fn cuGraphAddMemcpyNode(phGraphNode: *mut CUgraphNode, hGraph: CUgraph, dependencies: *const CUgraphNode, numDependencies: usize, copyParams: *const CUDA_MEMCPY3D, ctx: CUcontext);
+    fn cuGraphAddMemsetNode(phGraphNode: *mut CUgraphNode, hGraph: CUgraph, dependencies: *const CUgraphNode, numDependencies: usize, memsetParams: *const CUDA_MEMSET_NODE_PARAMS, ctx: CUcontext);
+    fn cuGraphAddNode(phGraphNode: *mut CUgraphNode, hGraph: CUgraph, dependencies: *const CUgraphNode, numDependencies: usize, nodeParams: *mut CUgraphNodeParams);
+    fn cuGraphAddNode_v2(phGraphNode: *mut CUgraphNode, hGraph: CUgraph, dependencies: *const CUgraphNode, dependencyData: *const CUgraphEdgeData, numDependencies: usize, nodeParams: *mut CUgraphNodeParams);
+    fn cuGraphBatchMemOpNodeGetParams(hNode: CUgraphNode, nodeParams_out: *mut CUDA_BATCH_MEM_OP_NODE_PARAMS);
+    fn cuGraphBatchMemOpNodeSetParams(hNode: CUgraphNode, nodeParams: *const CUDA_BATCH_MEM_OP_NODE_PARAMS);
+    fn cuGraphChildGraphNodeGetGraph(hNode: CUgraphNode, phGraph: *mut CUgraph);
+    fn cuGraphClone(phGraphClone: *mut CUgraph, originalGraph: CUgraph);
+    fn cuGraphConditionalHandleCreate(pHandle_out: *mut CUgraphConditionalHandle, hGraph: CUgraph, ctx: CUcontext, defaultLaunchValue: std::ffi::c_uint, flags: std::ffi::c_uint);
+    fn cuGraphCreate(phGraph: *mut CUgraph, flags: std::ffi::c_uint);
+    fn cuGraphDebugDotPrint(hGraph: CUgraph, path: *const std::ffi::c_char, flags: std::ffi::c_uint);
+    fn cuGraphDestroy(hGraph: CUgraph);
+    fn cuGraphDestroyNode(hNode: CUgraphNode);
+    fn cuGraphEventRecordNodeGetEvent(hNode: CUgraphNode, event_out: *mut CUevent);
+    fn cuGraphEventRecordNodeSetEvent(hNode: CUgraphNode, event: CUevent);
+    fn cuGraphEventWaitNodeGetEvent(hNode: CUgraphNode, event_out: *mut CUevent);
+    fn cuGraphEventWaitNodeSetEvent(hNode: CUgraphNode, event: CUevent);
+    fn cuGraphExecBatchMemOpNodeSetParams(hGraphExec: CUgraphExec, hNode: CUgraphNode, nodeParams: *const CUDA_BATCH_MEM_OP_NODE_PARAMS);
+    fn cuGraphExecChildGraphNodeSetParams(hGraphExec: CUgraphExec, hNode: CUgraphNode, childGraph: CUgraph);
+    fn cuGraphExecDestroy(hGraphExec: CUgraphExec);
+    fn cuGraphExecEventRecordNodeSetEvent(hGraphExec: CUgraphExec, hNode: CUgraphNode, event: CUevent);
+    fn cuGraphExecEventWaitNodeSetEvent(hGraphExec: CUgraphExec, hNode: CUgraphNode, event: CUevent);
+    fn cuGraphExecExternalSemaphoresSignalNodeSetParams(hGraphExec: CUgraphExec, hNode: CUgraphNode, nodeParams: *const CUDA_EXT_SEM_SIGNAL_NODE_PARAMS);
+    fn cuGraphExecExternalSemaphoresWaitNodeSetParams(hGraphExec: CUgraphExec, hNode: CUgraphNode, nodeParams: *const CUDA_EXT_SEM_WAIT_NODE_PARAMS);
+    fn cuGraphExecGetFlags(hGraphExec: CUgraphExec, flags: *mut cuuint64_t);
+    fn cuGraphExecHostNodeSetParams(hGraphExec: CUgraphExec, hNode: CUgraphNode, nodeParams: *const CUDA_HOST_NODE_PARAMS);
+    fn cuGraphExecKernelNodeSetParams_v2(hGraphExec: CUgraphExec, hNode: CUgraphNode, nodeParams: *const CUDA_KERNEL_NODE_PARAMS);
+    fn cuGraphExecMemcpyNodeSetParams(hGraphExec: CUgraphExec, hNode: CUgraphNode, copyParams: *const CUDA_MEMCPY3D, ctx: CUcontext);
+    fn cuGraphExecMemsetNodeSetParams(hGraphExec: CUgraphExec, hNode: CUgraphNode, memsetParams: *const CUDA_MEMSET_NODE_PARAMS, ctx: CUcontext);
+    fn cuGraphExecNodeSetParams(hGraphExec: CUgraphExec, hNode: CUgraphNode, nodeParams: *mut CUgraphNodeParams);
+    fn cuGraphExecUpdate_v2(hGraphExec: CUgraphExec, hGraph: CUgraph, resultInfo: *mut CUgraphExecUpdateResultInfo);
+    fn cuGraphExternalSemaphoresSignalNodeGetParams(hNode: CUgraphNode, params_out: *mut CUDA_EXT_SEM_SIGNAL_NODE_PARAMS);
+    fn cuGraphExternalSemaphoresSignalNodeSetParams(hNode: CUgraphNode, nodeParams: *const CUDA_EXT_SEM_SIGNAL_NODE_PARAMS);
+    fn cuGraphExternalSemaphoresWaitNodeGetParams(hNode: CUgraphNode, params_out: *mut CUDA_EXT_SEM_WAIT_NODE_PARAMS);
+    fn cuGraphExternalSemaphoresWaitNodeSetParams(hNode: CUgraphNode, nodeParams: *const CUDA_EXT_SEM_WAIT_NODE_PARAMS);
+    fn cuGraphGetEdges(hGraph: CUgraph, from: *mut CUgraphNode, to: *mut CUgraphNode, numEdges: *mut usize);
+    fn cuGraphGetEdges_v2(hGraph: CUgraph, from: *mut CUgraphNode, to: *mut CUgraphNode, edgeData: *mut CUgraphEdgeData, numEdges: *mut usize);
+    fn cuGraphGetNodes(hGraph: CUgraph, nodes: *mut CUgraphNode, numNodes: *mut usize);
+    fn cuGraphGetRootNodes(hGraph: CUgraph, rootNodes: *mut CUgraphNode, numRootNodes: *mut usize);
+    fn cuGraphHostNodeGetParams(hNode: CUgraphNode, nodeParams: *mut CUDA_HOST_NODE_PARAMS);
+    fn cuGraphHostNodeSetParams(hNode: CUgraphNode, nodeParams: *const CUDA_HOST_NODE_PARAMS);
+    fn cuGraphInstantiateWithFlags(phGraphExec: *mut CUgraphExec, hGraph: CUgraph, flags: std::ffi::c_ulonglong);
+    fn cuGraphInstantiateWithParams(phGraphExec: *mut CUgraphExec, hGraph: CUgraph, instantiateParams: *mut CUDA_GRAPH_INSTANTIATE_PARAMS);
+    fn cuGraphKernelNodeCopyAttributes(dst: CUgraphNode, src: CUgraphNode);
+    fn cuGraphKernelNodeGetAttribute(hNode: CUgraphNode, attr: CUkernelNodeAttrID, value_out: *mut CUkernelNodeAttrValue);
+    fn cuGraphKernelNodeGetParams_v2(hNode: CUgraphNode, nodeParams: *mut CUDA_KERNEL_NODE_PARAMS);
+    fn cuGraphKernelNodeSetAttribute(hNode: CUgraphNode, attr: CUkernelNodeAttrID, value: *const CUkernelNodeAttrValue);
+    fn cuGraphKernelNodeSetParams_v2(hNode: CUgraphNode, nodeParams: *const CUDA_KERNEL_NODE_PARAMS);
+    fn cuGraphLaunch(hGraphExec: CUgraphExec, hStream: CUstream);
+    fn cuGraphMemAllocNodeGetParams(hNode: CUgraphNode, params_out: *mut CUDA_MEM_ALLOC_NODE_PARAMS);
+    fn cuGraphMemFreeNodeGetParams(hNode: CUgraphNode, dptr_out: *mut CUdeviceptr);
+    fn cuGraphMemcpyNodeGetParams(hNode: CUgraphNode, nodeParams: *mut CUDA_MEMCPY3D);
+    fn cuGraphMemcpyNodeSetParams(hNode: CUgraphNode, nodeParams: *const CUDA_MEMCPY3D);
+    fn cuGraphMemsetNodeGetParams(hNode: CUgraphNode, nodeParams: *mut CUDA_MEMSET_NODE_PARAMS);
+    fn cuGraphMemsetNodeSetParams(hNode: CUgraphNode, nodeParams: *const CUDA_MEMSET_NODE_PARAMS);
+    fn cuGraphNodeFindInClone(phNode: *mut CUgraphNode, hOriginalNode: CUgraphNode, hClonedGraph: CUgraph);
+    fn cuGraphNodeGetDependencies(hNode: CUgraphNode, dependencies: *mut CUgraphNode, numDependencies: *mut usize);
+    fn cuGraphNodeGetDependencies_v2(hNode: CUgraphNode, dependencies: *mut CUgraphNode, edgeData: *mut CUgraphEdgeData, numDependencies: *mut usize);
+    fn cuGraphNodeGetDependentNodes(hNode: CUgraphNode, dependentNodes: *mut CUgraphNode, numDependentNodes: *mut usize);
+    fn cuGraphNodeGetDependentNodes_v2(hNode: CUgraphNode, dependentNodes: *mut CUgraphNode, edgeData: *mut CUgraphEdgeData, numDependentNodes: *mut usize);
+    fn cuGraphNodeGetEnabled(hGraphExec: CUgraphExec, hNode: CUgraphNode, isEnabled: *mut std::ffi::c_uint);
+    fn cuGraphNodeGetType(hNode: CUgraphNode, type_: *mut CUgraphNodeType);
+    fn cuGraphNodeSetEnabled(hGraphExec: CUgraphExec, hNode: CUgraphNode, isEnabled: std::ffi::c_uint);
+    fn cuGraphNodeSetParams(hNode: CUgraphNode, nodeParams: *mut CUgraphNodeParams);
+    fn cuGraphReleaseUserObject(graph: CUgraph, object: CUuserObject, count: std::ffi::c_uint);
+    fn cuGraphRemoveDependencies(hGraph: CUgraph, from: *const CUgraphNode, to: *const CUgraphNode, numDependencies: usize);
+    fn cuGraphRemoveDependencies_v2(hGraph: CUgraph, from: *const CUgraphNode, to: *const CUgraphNode, edgeData: *const CUgraphEdgeData, numDependencies: usize);
+    fn cuGraphRetainUserObject(graph: CUgraph, object: CUuserObject, count: std::ffi::c_uint, flags: std::ffi::c_uint);
+    fn cuGraphUpload(hGraphExec: CUgraphExec, hStream: CUstream);
+    fn cuGraphicsMapResources(count: std::ffi::c_uint, resources: *mut CUgraphicsResource, hStream: CUstream);
+    fn cuGraphicsResourceGetMappedMipmappedArray(pMipmappedArray: *mut CUmipmappedArray, resource: CUgraphicsResource);
+    fn cuGraphicsResourceGetMappedPointer_v2(pDevPtr: *mut CUdeviceptr, pSize: *mut usize, resource: CUgraphicsResource);
+    fn cuGraphicsResourceSetMapFlags_v2(resource: CUgraphicsResource, flags: std::ffi::c_uint);
+    fn cuGraphicsSubResourceGetMappedArray(pArray: *mut CUarray, resource: CUgraphicsResource, arrayIndex: std::ffi::c_uint, mipLevel: std::ffi::c_uint);
+    fn cuGraphicsUnmapResources(count: std::ffi::c_uint, resources: *mut CUgraphicsResource, hStream: CUstream);
+    fn cuGraphicsUnregisterResource(resource: CUgraphicsResource);
+    fn cuGreenCtxCreate(phCtx: *mut CUgreenCtx, desc: CUdevResourceDesc, dev: CUdevice, flags: std::ffi::c_uint);
+    fn cuGreenCtxDestroy(hCtx: CUgreenCtx);
+    fn cuGreenCtxGetDevResource(hCtx: CUgreenCtx, resource: *mut CUdevResource, type_: CUdevResourceType);
+    fn cuGreenCtxGetId(greenCtx: CUgreenCtx, greenCtxId: *mut std::ffi::c_ulonglong);
+    fn cuGreenCtxRecordEvent(hCtx: CUgreenCtx, hEvent: CUevent);
+    fn cuGreenCtxStreamCreate(phStream: *mut CUstream, greenCtx: CUgreenCtx, flags: std::ffi::c_uint, priority: std::ffi::c_int);
+    fn cuGreenCtxWaitEvent(hCtx: CUgreenCtx, hEvent: CUevent);
+    fn cuImportExternalMemory(extMem_out: *mut CUexternalMemory, memHandleDesc: *const CUDA_EXTERNAL_MEMORY_HANDLE_DESC);
+    fn cuImportExternalSemaphore(extSem_out: *mut CUexternalSemaphore, semHandleDesc: *const CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC);
+    fn cuIpcGetEventHandle(pHandle: *mut CUipcEventHandle, event: CUevent);
+    fn cuIpcOpenEventHandle(phEvent: *mut CUevent, handle: CUipcEventHandle);
+    fn cuKernelSetCacheConfig(kernel: CUkernel, config: CUfunc_cache, dev: CUdevice);
+    fn cuLaunch(f: CUfunction);
+    fn cuLaunchCooperativeKernel(f: CUfunction, gridDimX: std::ffi::c_uint, gridDimY: std::ffi::c_uint, gridDimZ: std::ffi::c_uint, blockDimX: std::ffi::c_uint, blockDimY: std::ffi::c_uint, blockDimZ: std::ffi::c_uint, sharedMemBytes: std::ffi::c_uint, hStream: CUstream, kernelParams: *mut *mut std::ffi::c_void);
+    fn cuLaunchCooperativeKernelMultiDevice(launchParamsList: *mut CUDA_LAUNCH_PARAMS, numDevices: std::ffi::c_uint, flags: std::ffi::c_uint);
+    fn cuLaunchGrid(f: CUfunction, grid_width: std::ffi::c_int, grid_height: std::ffi::c_int);
+    fn cuLaunchGridAsync(f: CUfunction, grid_width: std::ffi::c_int, grid_height: std::ffi::c_int, hStream: CUstream);
+    fn cuLibraryGetUnifiedFunction(fptr: *mut *mut std::ffi::c_void, library: CUlibrary, symbol: *const std::ffi::c_char);
+    fn cuLogsCurrent(iterator_out: *mut CUlogIterator, flags: std::ffi::c_uint);
+    fn cuLogsDumpToFile(iterator: *mut CUlogIterator, pathToFile: *const std::ffi::c_char, flags: std::ffi::c_uint);
+    fn cuLogsDumpToMemory(iterator: *mut CUlogIterator, buffer: *mut std::ffi::c_char, size: *mut usize, flags: std::ffi::c_uint);
+    fn cuLogsRegisterCallback(callbackFunc: CUlogsCallback, userData: *mut std::ffi::c_void, callback_out: *mut CUlogsCallbackHandle);
+    fn cuLogsUnregisterCallback(callback: CUlogsCallbackHandle);
+    fn cuMemAllocPitch_v2(dptr: *mut CUdeviceptr, pPitch: *mut usize, WidthInBytes: usize, Height: usize, ElementSizeBytes: std::ffi::c_uint);
+    fn cuMemBatchDecompressAsync(paramsArray: *mut CUmemDecompressParams, count: usize, flags: std::ffi::c_uint, errorIndex: *mut usize, stream: CUstream);
+    fn cuMemDiscardAndPrefetchBatchAsync(dptrs: *mut CUdeviceptr, sizes: *mut usize, count: usize, prefetchLocs: *mut CUmemLocation, prefetchLocIdxs: *mut usize, numPrefetchLocs: usize, flags: std::ffi::c_ulonglong, hStream: CUstream);
+    fn cuMemDiscardBatchAsync(dptrs: *mut CUdeviceptr, sizes: *mut usize, count: usize, flags: std::ffi::c_ulonglong, hStream: CUstream);
+    fn cuMemGetAccess(flags: *mut std::ffi::c_ulonglong, location: *const CUmemLocation, ptr: CUdeviceptr);
+    fn cuMemGetAllocationPropertiesFromHandle(prop: *mut CUmemAllocationProp, handle: CUmemGenericAllocationHandle);
+    fn cuMemGetHandleForAddressRange(handle: *mut std::ffi::c_void, dptr: CUdeviceptr, size: usize, handleType: CUmemRangeHandleType, flags: std::ffi::c_ulonglong);
+    fn cuMemMapArrayAsync(mapInfoList: *mut CUarrayMapInfo, count: std::ffi::c_uint, hStream: CUstream);
+    fn cuMemPrefetchBatchAsync(dptrs: *mut CUdeviceptr, sizes: *mut usize, count: usize, prefetchLocs: *mut CUmemLocation, prefetchLocIdxs: *mut usize, numPrefetchLocs: usize, flags: std::ffi::c_ulonglong, hStream: CUstream);
+    fn cuMemSetMemPool(location: *mut CUmemLocation, type_: CUmemAllocationType, pool: CUmemoryPool);
+    fn cuMemcpy3DAsync_v2(pCopy: *const CUDA_MEMCPY3D, hStream: CUstream);
+    fn cuMemcpy3DBatchAsync(numOps: usize, opList: *mut CUDA_MEMCPY3D_BATCH_OP, failIdx: *mut usize, flags: std::ffi::c_ulonglong, hStream: CUstream);
+    fn cuMemcpy3DBatchAsync_v2(numOps: usize, opList: *mut CUDA_MEMCPY3D_BATCH_OP, flags: std::ffi::c_ulonglong, hStream: CUstream);
+    fn cuMemcpy3DPeer(pCopy: *const CUDA_MEMCPY3D_PEER);
+    fn cuMemcpy3DPeerAsync(pCopy: *const CUDA_MEMCPY3D_PEER, hStream: CUstream);
+    fn cuMemcpy3D_v2(pCopy: *const CUDA_MEMCPY3D);
+    fn cuMemcpyAtoA_v2(dstArray: CUarray, dstOffset: usize, srcArray: CUarray, srcOffset: usize, ByteCount: usize);
+    fn cuMemcpyAtoD_v2(dstDevice: CUdeviceptr, srcArray: CUarray, srcOffset: usize, ByteCount: usize);
+    fn cuMemcpyAtoHAsync_v2(dstHost: *mut std::ffi::c_void, srcArray: CUarray, srcOffset: usize, ByteCount: usize, hStream: CUstream);
+    fn cuMemcpyAtoH_v2(dstHost: *mut std::ffi::c_void, srcArray: CUarray, srcOffset: usize, ByteCount: usize);
+    fn cuMemcpyBatchAsync(dsts: *mut CUdeviceptr, srcs: *mut CUdeviceptr, sizes: *mut usize, count: usize, attrs: *mut CUmemcpyAttributes, attrsIdxs: *mut usize, numAttrs: usize, failIdx: *mut usize, hStream: CUstream);
+    fn cuMemcpyBatchAsync_v2(dsts: *mut CUdeviceptr, srcs: *mut CUdeviceptr, sizes: *mut usize, count: usize, attrs: *mut CUmemcpyAttributes, attrsIdxs: *mut usize, numAttrs: usize, hStream: CUstream);
+    fn cuMemcpyDtoA_v2(dstArray: CUarray, dstOffset: usize, srcDevice: CUdeviceptr, ByteCount: usize);
+    fn cuMemcpyHtoAAsync_v2(dstArray: CUarray, dstOffset: usize, srcHost: *const std::ffi::c_void, ByteCount: usize, hStream: CUstream);
+    fn cuMemcpyHtoA_v2(dstArray: CUarray, dstOffset: usize, srcHost: *const std::ffi::c_void, ByteCount: usize);
+    fn cuMipmappedArrayCreate(pHandle: *mut CUmipmappedArray, pMipmappedArrayDesc: *const CUDA_ARRAY3D_DESCRIPTOR, numMipmapLevels: std::ffi::c_uint);
+    fn cuMipmappedArrayDestroy(hMipmappedArray: CUmipmappedArray);
+    fn cuMipmappedArrayGetLevel(pLevelArray: *mut CUarray, hMipmappedArray: CUmipmappedArray, level: std::ffi::c_uint);
+    fn cuMipmappedArrayGetMemoryRequirements(memoryRequirements: *mut CUDA_ARRAY_MEMORY_REQUIREMENTS, mipmap: CUmipmappedArray, device: CUdevice);
+    fn cuMipmappedArrayGetSparseProperties(sparseProperties: *mut CUDA_ARRAY_SPARSE_PROPERTIES, mipmap: CUmipmappedArray);
+    fn cuModuleGetSurfRef(pSurfRef: *mut CUsurfref, hmod: CUmodule, name: *const std::ffi::c_char);
+    fn cuModuleGetTexRef(pTexRef: *mut CUtexref, hmod: CUmodule, name: *const std::ffi::c_char);
+    fn cuMulticastAddDevice(mcHandle: CUmemGenericAllocationHandle, dev: CUdevice);
+    fn cuMulticastBindAddr(mcHandle: CUmemGenericAllocationHandle, mcOffset: usize, memptr: CUdeviceptr, size: usize, flags: std::ffi::c_ulonglong);
+    fn cuMulticastBindMem(mcHandle: CUmemGenericAllocationHandle, mcOffset: usize, memHandle: CUmemGenericAllocationHandle, memOffset: usize, size: usize, flags: std::ffi::c_ulonglong);
+    fn cuMulticastCreate(mcHandle: *mut CUmemGenericAllocationHandle, prop: *const CUmulticastObjectProp);
+    fn cuMulticastGetGranularity(granularity: *mut usize, prop: *const CUmulticastObjectProp, option: CUmulticastGranularity_flags);
+    fn cuMulticastUnbind(mcHandle: CUmemGenericAllocationHandle, dev: CUdevice, mcOffset: usize, size: usize);
+    fn cuOccupancyAvailableDynamicSMemPerBlock(dynamicSmemSize: *mut usize, func: CUfunction, numBlocks: std::ffi::c_int, blockSize: std::ffi::c_int);
+    fn cuOccupancyMaxActiveBlocksPerMultiprocessor(numBlocks: *mut std::ffi::c_int, func: CUfunction, blockSize: std::ffi::c_int, dynamicSMemSize: usize);
+    fn cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(numBlocks: *mut std::ffi::c_int, func: CUfunction, blockSize: std::ffi::c_int, dynamicSMemSize: usize, flags: std::ffi::c_uint);
+    fn cuOccupancyMaxActiveClusters(numClusters: *mut std::ffi::c_int, func: CUfunction, config: *const CUlaunchConfig);
+    fn cuOccupancyMaxPotentialBlockSize(minGridSize: *mut std::ffi::c_int, blockSize: *mut std::ffi::c_int, func: CUfunction, blockSizeToDynamicSMemSize: CUoccupancyB2DSize, dynamicSMemSize: usize, blockSizeLimit: std::ffi::c_int);
+    fn cuOccupancyMaxPotentialBlockSizeWithFlags(minGridSize: *mut std::ffi::c_int, blockSize: *mut std::ffi::c_int, func: CUfunction, blockSizeToDynamicSMemSize: CUoccupancyB2DSize, dynamicSMemSize: usize, blockSizeLimit: std::ffi::c_int, flags: std::ffi::c_uint);
+    fn cuOccupancyMaxPotentialClusterSize(clusterSize: *mut std::ffi::c_int, func: CUfunction, config: *const CUlaunchConfig);
+    fn cuParamSetSize(hfunc: CUfunction, numbytes: std::ffi::c_uint);
+    fn cuParamSetTexRef(hfunc: CUfunction, texunit: std::ffi::c_int, hTexRef: CUtexref);
+    fn cuParamSetf(hfunc: CUfunction, offset: std::ffi::c_int, value: f32);
+    fn cuParamSeti(hfunc: CUfunction, offset: std::ffi::c_int, value: std::ffi::c_uint);
+    fn cuParamSetv(hfunc: CUfunction, offset: std::ffi::c_int, ptr: *mut std::ffi::c_void, numbytes: std::ffi::c_uint);
+    fn cuPointerSetAttribute(value: *const std::ffi::c_void, attribute: CUpointer_attribute, ptr: CUdeviceptr);
+    fn cuProfilerInitialize(configFile: *const std::ffi::c_char, outputFile: *const std::ffi::c_char, outputMode: CUoutput_mode);
+    fn cuProfilerStart();
+    fn cuProfilerStop();
+    fn cuSignalExternalSemaphoresAsync(extSemArray: *const CUexternalSemaphore, paramsArray: *const CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS, numExtSems: std::ffi::c_uint, stream: CUstream);
+    fn cuStreamAttachMemAsync(hStream: CUstream, dptr: CUdeviceptr, length: usize, flags: std::ffi::c_uint);
+    fn cuStreamBatchMemOp_v2(stream: CUstream, count: std::ffi::c_uint, paramArray: *mut CUstreamBatchMemOpParams, flags: std::ffi::c_uint);
+    fn cuStreamBeginCaptureToGraph(hStream: CUstream, hGraph: CUgraph, dependencies: *const CUgraphNode, dependencyData: *const CUgraphEdgeData, numDependencies: usize, mode: CUstreamCaptureMode);
+    fn cuStreamBeginCapture_v2(hStream: CUstream, mode: CUstreamCaptureMode);
+    fn cuStreamCopyAttributes(dst: CUstream, src: CUstream);
+    fn cuStreamEndCapture(hStream: CUstream, phGraph: *mut CUgraph);
+    fn cuStreamGetAttribute(hStream: CUstream, attr: CUstreamAttrID, value_out: *mut CUstreamAttrValue);
+    fn cuStreamGetDevice(hStream: CUstream, device: *mut CUdevice);
+    fn cuStreamGetGreenCtx(hStream: CUstream, phCtx: *mut CUgreenCtx);
+    fn cuStreamSetAttribute(hStream: CUstream, attr: CUstreamAttrID, value: *const CUstreamAttrValue);
+    fn cuStreamUpdateCaptureDependencies(hStream: CUstream, dependencies: *mut CUgraphNode, numDependencies: usize, flags: std::ffi::c_uint);
+    fn cuStreamUpdateCaptureDependencies_v2(hStream: CUstream, dependencies: *mut CUgraphNode, dependencyData: *const CUgraphEdgeData, numDependencies: usize, flags: std::ffi::c_uint);
+    fn cuStreamWaitValue32_v2(stream: CUstream, addr: CUdeviceptr, value: cuuint32_t, flags: std::ffi::c_uint);
+    fn cuStreamWaitValue64_v2(stream: CUstream, addr: CUdeviceptr, value: cuuint64_t, flags: std::ffi::c_uint);
+    fn cuStreamWriteValue32_v2(stream: CUstream, addr: CUdeviceptr, value: cuuint32_t, flags: std::ffi::c_uint);
+    fn cuStreamWriteValue64_v2(stream: CUstream, addr: CUdeviceptr, value: cuuint64_t, flags: std::ffi::c_uint);
+    fn cuSurfObjectCreate(pSurfObject: *mut CUsurfObject, pResDesc: *const CUDA_RESOURCE_DESC);
+    fn cuSurfObjectDestroy(surfObject: CUsurfObject);
+    fn cuSurfObjectGetResourceDesc(pResDesc: *mut CUDA_RESOURCE_DESC, surfObject: CUsurfObject);
+    fn cuSurfRefGetArray(phArray: *mut CUarray, hSurfRef: CUsurfref);
+    fn cuSurfRefSetArray(hSurfRef: CUsurfref, hArray: CUarray, Flags: std::ffi::c_uint);
+    fn cuTensorMapEncodeIm2col(tensorMap: *mut CUtensorMap, tensorDataType: CUtensorMapDataType, tensorRank: cuuint32_t, globalAddress: *mut std::ffi::c_void, globalDim: *const cuuint64_t, globalStrides: *const cuuint64_t, pixelBoxLowerCorner: *const std::ffi::c_int, pixelBoxUpperCorner: *const std::ffi::c_int, channelsPerPixel: cuuint32_t, pixelsPerColumn: cuuint32_t, elementStrides: *const cuuint32_t, interleave: CUtensorMapInterleave, swizzle: CUtensorMapSwizzle, l2Promotion: CUtensorMapL2promotion, oobFill: CUtensorMapFloatOOBfill);
+    fn cuTensorMapEncodeIm2colWide(tensorMap: *mut CUtensorMap, tensorDataType: CUtensorMapDataType, tensorRank: cuuint32_t, globalAddress: *mut std::ffi::c_void, globalDim: *const cuuint64_t, globalStrides: *const cuuint64_t, pixelBoxLowerCornerWidth: std::ffi::c_int, pixelBoxUpperCornerWidth: std::ffi::c_int, channelsPerPixel: cuuint32_t, pixelsPerColumn: cuuint32_t, elementStrides: *const cuuint32_t, interleave: CUtensorMapInterleave, mode: CUtensorMapIm2ColWideMode, swizzle: CUtensorMapSwizzle, l2Promotion: CUtensorMapL2promotion, oobFill: CUtensorMapFloatOOBfill);
+    fn cuTensorMapEncodeTiled(tensorMap: *mut CUtensorMap, tensorDataType: CUtensorMapDataType, tensorRank: cuuint32_t, globalAddress: *mut std::ffi::c_void, globalDim: *const cuuint64_t, globalStrides: *const cuuint64_t, boxDim: *const cuuint32_t, elementStrides: *const cuuint32_t, interleave: CUtensorMapInterleave, swizzle: CUtensorMapSwizzle, l2Promotion: CUtensorMapL2promotion, oobFill: CUtensorMapFloatOOBfill);
+    fn cuTensorMapReplaceAddress(tensorMap: *mut CUtensorMap, globalAddress: *mut std::ffi::c_void);
+    fn cuTexObjectCreate(pTexObject: *mut CUtexObject, pResDesc: *const CUDA_RESOURCE_DESC, pTexDesc: *const CUDA_TEXTURE_DESC, pResViewDesc: *const CUDA_RESOURCE_VIEW_DESC);
+    fn cuTexObjectDestroy(texObject: CUtexObject);
+    fn cuTexObjectGetResourceDesc(pResDesc: *mut CUDA_RESOURCE_DESC, texObject: CUtexObject);
+    fn cuTexObjectGetResourceViewDesc(pResViewDesc: *mut CUDA_RESOURCE_VIEW_DESC, texObject: CUtexObject);
+    fn cuTexObjectGetTextureDesc(pTexDesc: *mut CUDA_TEXTURE_DESC, texObject: CUtexObject);
+    fn cuTexRefCreate(pTexRef: *mut CUtexref);
+    fn cuTexRefDestroy(hTexRef: CUtexref);
+    fn cuTexRefGetAddressMode(pam: *mut CUaddress_mode, hTexRef: CUtexref, dim: std::ffi::c_int);
+    fn cuTexRefGetAddress_v2(pdptr: *mut CUdeviceptr, hTexRef: CUtexref);
+    fn cuTexRefGetArray(phArray: *mut CUarray, hTexRef: CUtexref);
+    fn cuTexRefGetBorderColor(pBorderColor: *mut f32, hTexRef: CUtexref);
+    fn cuTexRefGetFilterMode(pfm: *mut CUfilter_mode, hTexRef: CUtexref);
+    fn cuTexRefGetFlags(pFlags: *mut std::ffi::c_uint, hTexRef: CUtexref);
+    fn cuTexRefGetFormat(pFormat: *mut CUarray_format, pNumChannels: *mut std::ffi::c_int, hTexRef: CUtexref);
+    fn cuTexRefGetMaxAnisotropy(pmaxAniso: *mut std::ffi::c_int, hTexRef: CUtexref);
+    fn cuTexRefGetMipmapFilterMode(pfm: *mut CUfilter_mode, hTexRef: CUtexref);
+    fn cuTexRefGetMipmapLevelBias(pbias: *mut f32, hTexRef: CUtexref);
+    fn cuTexRefGetMipmapLevelClamp(pminMipmapLevelClamp: *mut f32, pmaxMipmapLevelClamp: *mut f32, hTexRef: CUtexref);
+    fn cuTexRefGetMipmappedArray(phMipmappedArray: *mut CUmipmappedArray, hTexRef: CUtexref);
+    fn cuTexRefSetAddress2D_v3(hTexRef: CUtexref, desc: *const CUDA_ARRAY_DESCRIPTOR, dptr: CUdeviceptr, Pitch: usize);
+    fn cuTexRefSetAddressMode(hTexRef: CUtexref, dim: std::ffi::c_int, am: CUaddress_mode);
+    fn cuTexRefSetAddress_v2(ByteOffset: *mut usize, hTexRef: CUtexref, dptr: CUdeviceptr, bytes: usize);
+    fn cuTexRefSetArray(hTexRef: CUtexref, hArray: CUarray, Flags: std::ffi::c_uint);
+    fn cuTexRefSetBorderColor(hTexRef: CUtexref, pBorderColor: *mut f32);
+    fn cuTexRefSetFilterMode(hTexRef: CUtexref, fm: CUfilter_mode);
+    fn cuTexRefSetFlags(hTexRef: CUtexref, Flags: std::ffi::c_uint);
+    fn cuTexRefSetFormat(hTexRef: CUtexref, fmt: CUarray_format, NumPackedComponents: std::ffi::c_int);
+    fn cuTexRefSetMaxAnisotropy(hTexRef: CUtexref, maxAniso: std::ffi::c_uint);
+    fn cuTexRefSetMipmapFilterMode(hTexRef: CUtexref, fm: CUfilter_mode);
+    fn cuTexRefSetMipmapLevelBias(hTexRef: CUtexref, bias: f32);
+    fn cuTexRefSetMipmapLevelClamp(hTexRef: CUtexref, minMipmapLevelClamp: f32, maxMipmapLevelClamp: f32);
+    fn cuTexRefSetMipmappedArray(hTexRef: CUtexref, hMipmappedArray: CUmipmappedArray, Flags: std::ffi::c_uint);
+    fn cuThreadExchangeStreamCaptureMode(mode: *mut CUstreamCaptureMode);
+    fn cuUserObjectCreate(object_out: *mut CUuserObject, ptr: *mut std::ffi::c_void, destroy: CUhostFn, initialRefcount: std::ffi::c_uint, flags: std::ffi::c_uint);
+    fn cuUserObjectRelease(object: CUuserObject, count: std::ffi::c_uint);
+    fn cuUserObjectRetain(object: CUuserObject, count: std::ffi::c_uint);
+    fn cuWaitExternalSemaphoresAsync(extSemArray: *const CUexternalSemaphore, paramsArray: *const CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS, numExtSems: std::ffi::c_uint, stream: CUstream);
 }

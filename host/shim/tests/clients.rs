@@ -15,10 +15,10 @@ mod support;
 use libtest_mimic::{Arguments, Failed};
 use peerpool_sim::{Topology, catalog_topology};
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::process::{Command, ExitCode};
 use support::{
-    CUDA_INCLUDE, NVCC, PYTHON, c_program, clients, images, run, shim_dir, stderr, stdout, trial, trial_needing,
+    CUDA_INCLUDE, NVCC, PYTHON, c_program, clients, images, recorded, run, shim_dir, stderr, stdout, trial,
+    trial_needing,
 };
 
 const TOPOLOGIES: [&str; 3] = ["two_h200_nvlink", "four_gpu_islands", "eight_gpu_nvswitch"];
@@ -258,18 +258,10 @@ fn numba_kernels_run(stem: &str) -> Result<(), Failed> {
     }
 }
 
-/// What a client printed on the H200s against NVIDIA's libcuda, committed under
-/// `docs/hardware/recorded/` and found at run time.
-fn hardware_record(name: &str) -> Result<String, Failed> {
-    let manifest = std::env::var_os("CARGO_MANIFEST_DIR").ok_or("CARGO_MANIFEST_DIR is not set")?;
-    let path = Path::new(&manifest).join("../../docs/hardware/recorded").join(name);
-    std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()).into())
-}
-
 /// The client, run through the shim on the simulated H200 pair, prints what it printed on the
 /// real one, line for line.
 fn same_as_on_the_h200s(program: &mut Command, record: &str) -> Result<(), Failed> {
-    let want = hardware_record(record)?;
+    let want = recorded(record)?;
     let out = run(program, &[("PEERPOOL_TOPOLOGY", "two_h200_nvlink")])?;
     match stdout(&out) {
         text if text == want => Ok(()),
@@ -310,7 +302,7 @@ fn c_links_ptx_and_runs_it() -> Result<(), Failed> {
     let mut program = Command::new(c_program("kernels")?);
     let out = run(program.arg(images()?).arg("link"), &[("PEERPOOL_TOPOLOGY", "two_h200_nvlink")])?;
     let text = stdout(&out);
-    let want = hardware_record("one-h200/kernels_link.txt")?;
+    let want = recorded("one-h200/kernels_link.txt")?;
     match out.status.success() && text == want {
         true => Ok(()),
         false => Err(format!("{}\nwant:\n{want}printed:\n{text}stderr: {}", out.status, stderr(&out)).into()),

@@ -17,7 +17,9 @@ mod support;
 use libtest_mimic::{Arguments, Failed};
 use std::path::Path;
 use std::process::{Command, ExitCode};
-use support::{CUDA_INCLUDE, NVCC, PYTHON, c_program, clients, images, run, stderr, stdout, trial, trial_needing};
+use support::{
+    CUDA_INCLUDE, NVCC, PYTHON, c_program, clients, images, recorded, run, stderr, stdout, trial, trial_needing,
+};
 
 /// Where the simulator answers otherwise than the H200 did, on purpose: the record, the line
 /// the H200 printed, the line the simulator prints instead, and why.
@@ -62,16 +64,9 @@ const MACHINE_CODE: &str = "a cubin holds machine code only, and the simulator r
 const FREED: &str = "an address in no allocation is refused, never dereferenced: the driver's answer depends on \
                      what its allocator still maps (success, or a crash: both seen on the H200)";
 
-/// What a client printed on one H200, found at run time.
-fn record(name: &str) -> Result<String, Failed> {
-    let manifest = std::env::var_os("CARGO_MANIFEST_DIR").ok_or("CARGO_MANIFEST_DIR is not set")?;
-    let path = Path::new(&manifest).join("../../docs/hardware/recorded/one-h200").join(name);
-    std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()).into())
-}
-
 /// `program` through the shim on `one_gpu` prints `name`'s record, but for [`DIFFERENCES`].
 fn same_as_on_one_h200(program: &mut Command, name: &str) -> Result<(), Failed> {
-    let want = record(name)?;
+    let want = recorded(&format!("one-h200/{name}"))?;
     let out = run(program, &[("PEERPOOL_TOPOLOGY", "one_gpu")])?;
     let text = stdout(&out);
     let (want_lines, got_lines): (Vec<&str>, Vec<&str>) = (want.lines().collect(), text.lines().collect());
@@ -111,7 +106,7 @@ fn approx_agree(index: usize, a: u32, b: u32) -> bool {
 /// The corpus through the shim on `one_gpu` prints the record of `name` line for line, but for
 /// `approx_math`'s words, which agree within the GPU's error bounds.
 fn corpus_as_on_one_h200(ptx: &str, name: &str) -> Result<(), Failed> {
-    let want = record(name)?;
+    let want = recorded(&format!("one-h200/{name}"))?;
     let mut program = Command::new(c_program("corpus")?);
     let out = run(program.arg(corpus_dir()?).arg(ptx), &[("PEERPOOL_TOPOLOGY", "one_gpu")])?;
     let text = stdout(&out);

@@ -18,7 +18,6 @@ file is out of date, or when a header declares an entry point the shim does not 
 Usage: python3 host/shim/tools/unsupported.py [--check]   (from anywhere; needs cargo and cc)
 """
 
-import json
 import pathlib
 import re
 import subprocess
@@ -26,6 +25,8 @@ import sys
 
 SHIM = pathlib.Path(__file__).resolve().parent.parent
 ROOT = SHIM.parent.parent
+sys.path.insert(0, str(ROOT / "ci"))
+from generated import cudarc_bindings, write_or_check  # noqa: E402
 OUT = SHIM / "src" / "unsupported.rs"
 PER_THREAD = SHIM / "src" / "per_thread.rs"
 
@@ -41,11 +42,10 @@ HEADER = """\
 
 #![allow(clippy::too_many_arguments)]
 
-use crate::boundary::not_simulated;
 use cudarc::driver::sys::*;
 use std::ffi::c_void;
 
-crate::boundary::exports! {
+crate::boundary::stubs! {
 """
 
 PER_THREAD_HEADER = """\
@@ -83,13 +83,6 @@ SUPPLEMENT = {
 }
 
 
-def cudarc_sys():
-    meta = json.loads(subprocess.check_output(
-        ["cargo", "metadata", "--format-version", "1", "--manifest-path", str(SHIM / "Cargo.toml")]))
-    manifest = next(p["manifest_path"] for p in meta["packages"] if p["name"] == "cudarc")
-    return pathlib.Path(manifest).parent / "src" / "driver" / "sys" / "mod.rs"
-
-
 def rank(cfg):
     """How new a declaration is: CUDA 13.0's first, then the newest 12.x it is declared for; None
     when it is declared for none of 12.0 to 13.0 (the shim builds cudarc's 13.0 types, so
@@ -104,7 +97,7 @@ def rank(cfg):
 
 def declarations():
     """Every entry point's parameters, from its newest 12.x/13.x declaration in cudarc."""
-    text = cudarc_sys().read_text()
+    text = cudarc_bindings(SHIM / "Cargo.toml").read_text()
     found = re.findall(r"^(#\[cfg\(.*\)\]\n)?pub unsafe fn (cu\w+)\((.*?)\) -> CUresult \{$", text, re.M)
     best = {}
     for cfg, name, args in found:
@@ -169,8 +162,8 @@ def main():
     body = []
     for name in sorted(signatures):
         if name not in done:
-            body.append(f"    fn {name}({signatures[name]}) {{\n        not_simulated(\"{name}\")\n    }}\n")
-    rendered = HEADER + "\n".join(body) + "}\n"
+            body.append(f"    fn {name}({signatures[name]});\n")
+    rendered = HEADER + "".join(body) + "}\n"
     lines = []
     for name in per_thread:
         base = bases[name]
@@ -178,16 +171,9 @@ def main():
         lines.append(f"    {name} = bases::{base}[{args}];\n")
     rendered_pt = PER_THREAD_HEADER + "".join(lines) + "}\n"
 
-    if "--check" in sys.argv[1:]:
-        stale = [p for p, text in ((OUT, rendered), (PER_THREAD, rendered_pt)) if p.read_text() != text]
-        if stale:
-            sys.exit(f"{', '.join(p.name for p in stale)} out of date: run python3 host/shim/tools/unsupported.py")
-        print(f"{OUT.name}: current ({len(body)} entry points); {PER_THREAD.name}: current ({len(lines)}); "
-              f"every entry point of {len(needed)} in the CUDA 12.9 and 13.0 headers is exported")
-        return
-    OUT.write_text(rendered)
-    PER_THREAD.write_text(rendered_pt)
-    print(f"wrote {OUT} ({len(body)} entry points) and {PER_THREAD} ({len(lines)})")
+    print(f"every entry point of {len(needed)} in the CUDA 12.9 and 13.0 headers is exported")
+    write_or_check([(OUT, rendered), (PER_THREAD, rendered_pt)],
+                   f"{OUT.name} ({len(body)} entry points) and {PER_THREAD.name} ({len(lines)})")
 
 
 if __name__ == "__main__":

@@ -3,13 +3,14 @@
 //! API, ...), each on `modules.rs`'s state functions.
 
 use super::driver::SimDriver;
+use super::image::{Contents, Kernel};
 use super::modules;
 use super::modules::{
     any_device, apply, attribute, described, fail, function, global, kernel_handle, library_module, library_read, load,
     set_attribute,
 };
 use super::ptx_kernels::{self, PtxLaunch};
-use super::state::{FunctionSettings, LibraryRec};
+use super::state::{FunctionSettings, KernelRec, LibraryRec, SimResult, State};
 use peerpool::CudaCode;
 use peerpool::driver::{DevicePtr, DriverResult, Function, Module, Stream};
 use std::sync::Arc;
@@ -244,14 +245,7 @@ impl SimDriver {
     /// set to).
     pub fn kernel_set_attribute(&self, kernel: u64, which: i32, value: i32, device: i32) -> DriverResult<()> {
         self.run("cuKernelSetAttribute", |s| {
-            let Some(k) = s.library_kernels.get(&kernel).cloned() else {
-                return fail(CudaCode::CUDA_ERROR_INVALID_HANDLE);
-            };
-            let Some(device) = s.in_range(device) else { return fail(CudaCode::CUDA_ERROR_INVALID_DEVICE) };
-            let contents = library_read(s, k.library, device)?;
-            let Some(described) = contents.kernel(k.name.as_bytes()) else {
-                return fail(CudaCode::CUDA_ERROR_INVALID_HANDLE);
-            };
+            let (k, device, _, described) = library_kernel(s, kernel, device)?;
             let Some(rec) = s.libraries.get_mut(&k.library) else { return fail(CudaCode::CUDA_ERROR_INVALID_HANDLE) };
             let at = rec.settings.iter().position(|(n, d, _)| *n == k.name && *d == device);
             let mut settings = at.map_or_else(FunctionSettings::default, |i| rec.settings[i].2);
@@ -283,20 +277,26 @@ impl SimDriver {
     /// `cuKernelGetAttribute` on device `device` (no context needed, as on an H200).
     pub fn kernel_get_attribute(&self, kernel: u64, which: i32, device: i32) -> DriverResult<i32> {
         self.run("cuKernelGetAttribute", |s| {
-            let Some(k) = s.library_kernels.get(&kernel).cloned() else {
-                return fail(CudaCode::CUDA_ERROR_INVALID_HANDLE);
-            };
-            let Some(device) = s.in_range(device) else { return fail(CudaCode::CUDA_ERROR_INVALID_DEVICE) };
-            let contents = library_read(s, k.library, device)?;
-            let Some(described) = contents.kernel(k.name.as_bytes()) else {
-                return fail(CudaCode::CUDA_ERROR_INVALID_HANDLE);
-            };
+            let (k, device, contents, described) = library_kernel(s, kernel, device)?;
             let cc = s.topo.devices[device].compute_capability;
             let set = s
                 .libraries
                 .get(&k.library)
                 .and_then(|r| r.settings.iter().find(|(n, d, _)| *n == k.name && *d == device));
-            attribute(&contents, described, &set.map_or_else(FunctionSettings::default, |&(_, _, s)| s), cc, which)
+            attribute(&contents, &described, &set.map_or_else(FunctionSettings::default, |&(_, _, s)| s), cc, which)
         })
     }
+}
+
+/// Library kernel `kernel` on device `device`: its record, the device's index, its library's
+/// contents there and its description in them (`CUDA_ERROR_INVALID_HANDLE` for a kernel its
+/// library's image does not describe).
+fn library_kernel(s: &mut State, kernel: u64, device: i32) -> SimResult<(KernelRec, usize, Arc<Contents>, Kernel)> {
+    let Some(k) = s.library_kernels.get(&kernel).cloned() else { return fail(CudaCode::CUDA_ERROR_INVALID_HANDLE) };
+    let Some(device) = s.in_range(device) else { return fail(CudaCode::CUDA_ERROR_INVALID_DEVICE) };
+    let contents = library_read(s, k.library, device)?;
+    let Some(described) = contents.kernel(k.name.as_bytes()).cloned() else {
+        return fail(CudaCode::CUDA_ERROR_INVALID_HANDLE);
+    };
+    Ok((k, device, contents, described))
 }

@@ -5,15 +5,17 @@
 //! system-scope atomics meet; once the exporter has exited its handles name nothing (a known
 //! difference: a real exported fd keeps the memory alive).
 
+#[path = "../../tests/role_trials/mod.rs"]
+mod role_trials;
 mod sim_support;
 
-use libtest_mimic::{Arguments, Trial};
 use peerpool::child::{ChildError, Role, Roles, Running, inherited_channel, spawn_with_channel};
 use peerpool::driver::{ExportedHandleRef, HandleKinds, LaunchShape, PointerAttribute};
 use peerpool::ipc::{Channel, HandleKind, ShareError, ShareRequest};
 use peerpool::kernels::BLOCK;
 use peerpool::{CudaCode, PoolOptions, System};
 use peerpool_sim::Topology;
+use role_trials::roles_or_tests;
 use sim_support::sim;
 use std::os::fd::AsFd;
 use std::process::ExitCode;
@@ -39,27 +41,20 @@ fn main() -> ExitCode {
         .reporting(IMPORTER, |_| importer())
         .reporting(EXPORTER, |_| exporter())
         .reporting(VIEWER, |call| importer_of_gpu1(call.arg("view")?));
-    if let Some(code) = roles.dispatch() {
-        return code;
-    }
-    let test = |name: &'static str, body: fn()| {
-        Trial::test(name, move || {
-            body();
-            Ok(())
-        })
-    };
-    let trials = vec![
-        test("another_process_reads_writes_and_adds_on_both_gpus", another_process_reads_writes_and_adds_on_both_gpus),
-        test(
-            "handles_from_a_process_that_has_exited_name_nothing",
-            handles_from_a_process_that_has_exited_name_nothing,
-        ),
-        test(
-            "an_importer_that_sees_other_devices_finds_the_memory_on_the_same_gpu",
-            an_importer_that_sees_other_devices_finds_the_memory_on_the_same_gpu,
-        ),
-    ];
-    libtest_mimic::run(&Arguments::from_args(), trials).exit_code()
+    roles_or_tests(
+        roles,
+        &[
+            ("another_process_reads_writes_and_adds_on_both_gpus", another_process_reads_writes_and_adds_on_both_gpus),
+            (
+                "handles_from_a_process_that_has_exited_name_nothing",
+                handles_from_a_process_that_has_exited_name_nothing,
+            ),
+            (
+                "an_importer_that_sees_other_devices_finds_the_memory_on_the_same_gpu",
+                an_importer_that_sees_other_devices_finds_the_memory_on_the_same_gpu,
+            ),
+        ],
+    )
 }
 
 /// This binary as the other process, in `role` with `args`.

@@ -3,122 +3,278 @@
 //! nothing).
 
 use crate::abi::{Copy2d, Side2d, bytes, bytes_mut, context, copy_2d, stream};
-use crate::boundary::{Answer, code, exports, sim};
-use cudarc::driver::sys::{self, CUresult};
-use peerpool::driver::{DevicePtr, PeerCopy, PointerAttribute, Stream};
+use crate::boundary::{Answer, code, entry, sim};
+use cudarc::driver::sys::{CUDA_MEMCPY2D, CUcontext, CUdeviceptr, CUresult, CUstream};
+use peerpool::driver::{DevicePtr, DriverResult, PeerCopy, PointerAttribute, Stream};
+use peerpool_sim::SimDriver;
 use std::ffi::{c_uchar, c_uint, c_ushort, c_void};
 
-exports! {
-    fn cuMemcpyHtoD_v2(dst: sys::CUdeviceptr, src: *const c_void, count: usize) {
-        code(sim().memcpy_htod(DevicePtr(dst), bytes(src, count)?))
-    }
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemcpyHtoD_v2(dst: CUdeviceptr, src: *const c_void, count: usize) -> CUresult {
+    entry!(cuMemcpyHtoD_v2(dst, src, count), { code(sim().memcpy_htod(DevicePtr(dst), bytes(src, count)?)) })
+}
 
-    fn cuMemcpyDtoH_v2(dst: *mut c_void, src: sys::CUdeviceptr, count: usize) {
-        code(sim().memcpy_dtoh(bytes_mut(dst, count)?, DevicePtr(src)))
-    }
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemcpyDtoH_v2(dst: *mut c_void, src: CUdeviceptr, count: usize) -> CUresult {
+    entry!(cuMemcpyDtoH_v2(dst, src, count), { code(sim().memcpy_dtoh(bytes_mut(dst, count)?, DevicePtr(src))) })
+}
 
-    fn cuMemcpyDtoD_v2(dst: sys::CUdeviceptr, src: sys::CUdeviceptr, count: usize) {
-        code(sim().memcpy_dtod(DevicePtr(dst), DevicePtr(src), count))
-    }
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemcpyDtoD_v2(dst: CUdeviceptr, src: CUdeviceptr, count: usize) -> CUresult {
+    entry!(cuMemcpyDtoD_v2(dst, src, count), { code(sim().memcpy_dtod(DevicePtr(dst), DevicePtr(src), count)) })
+}
 
-    fn cuMemcpyHtoDAsync_v2(dst: sys::CUdeviceptr, src: *const c_void, count: usize, h_stream: sys::CUstream) {
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemcpyHtoDAsync_v2(
+    dst: CUdeviceptr,
+    src: *const c_void,
+    count: usize,
+    h_stream: CUstream,
+) -> CUresult {
+    entry!(cuMemcpyHtoDAsync_v2(dst, src, count, h_stream), {
         code(sim().memcpy_htod_async(DevicePtr(dst), bytes(src, count)?, stream(h_stream)))
-    }
+    })
+}
 
-    fn cuMemcpyDtoHAsync_v2(dst: *mut c_void, src: sys::CUdeviceptr, count: usize, h_stream: sys::CUstream) {
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemcpyDtoHAsync_v2(
+    dst: *mut c_void,
+    src: CUdeviceptr,
+    count: usize,
+    h_stream: CUstream,
+) -> CUresult {
+    entry!(cuMemcpyDtoHAsync_v2(dst, src, count, h_stream), {
         code(sim().memcpy_dtoh_async(bytes_mut(dst, count)?, DevicePtr(src), stream(h_stream)))
-    }
+    })
+}
 
-    fn cuMemcpyDtoDAsync_v2(dst: sys::CUdeviceptr, src: sys::CUdeviceptr, count: usize, h_stream: sys::CUstream) {
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemcpyDtoDAsync_v2(
+    dst: CUdeviceptr,
+    src: CUdeviceptr,
+    count: usize,
+    h_stream: CUstream,
+) -> CUresult {
+    entry!(cuMemcpyDtoDAsync_v2(dst, src, count, h_stream), {
         code(sim().memcpy_dtod_async(DevicePtr(dst), DevicePtr(src), count, stream(h_stream)))
-    }
+    })
+}
 
-    fn cuMemcpy(dst: sys::CUdeviceptr, src: sys::CUdeviceptr, count: usize) {
-        unified(dst, src, count, None)
-    }
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemcpy(dst: CUdeviceptr, src: CUdeviceptr, count: usize) -> CUresult {
+    entry!(cuMemcpy(dst, src, count), { unified(dst, src, count, None) })
+}
 
-    fn cuMemcpyAsync(dst: sys::CUdeviceptr, src: sys::CUdeviceptr, count: usize, h_stream: sys::CUstream) {
-        unified(dst, src, count, Some(stream(h_stream)))
-    }
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemcpyAsync(
+    dst: CUdeviceptr,
+    src: CUdeviceptr,
+    count: usize,
+    h_stream: CUstream,
+) -> CUresult {
+    entry!(cuMemcpyAsync(dst, src, count, h_stream), { unified(dst, src, count, Some(stream(h_stream))) })
+}
 
-    fn cuMemcpyPeer(dst: sys::CUdeviceptr, dst_ctx: sys::CUcontext, src: sys::CUdeviceptr, src_ctx: sys::CUcontext, count: usize) {
-        let copy = PeerCopy { dst: DevicePtr(dst), dst_ctx: context(dst_ctx), src: DevicePtr(src), src_ctx: context(src_ctx), bytes: count };
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemcpyPeer(
+    dst: CUdeviceptr,
+    dst_ctx: CUcontext,
+    src: CUdeviceptr,
+    src_ctx: CUcontext,
+    count: usize,
+) -> CUresult {
+    entry!(cuMemcpyPeer(dst, dst_ctx, src, src_ctx, count), {
+        let copy = PeerCopy {
+            dst: DevicePtr(dst),
+            dst_ctx: context(dst_ctx),
+            src: DevicePtr(src),
+            src_ctx: context(src_ctx),
+            bytes: count,
+        };
         code(sim().memcpy_peer(copy))
-    }
+    })
+}
 
-    fn cuMemcpyPeerAsync(dst: sys::CUdeviceptr, dst_ctx: sys::CUcontext, src: sys::CUdeviceptr, src_ctx: sys::CUcontext, count: usize, h_stream: sys::CUstream) {
-        let copy = PeerCopy { dst: DevicePtr(dst), dst_ctx: context(dst_ctx), src: DevicePtr(src), src_ctx: context(src_ctx), bytes: count };
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemcpyPeerAsync(
+    dst: CUdeviceptr,
+    dst_ctx: CUcontext,
+    src: CUdeviceptr,
+    src_ctx: CUcontext,
+    count: usize,
+    h_stream: CUstream,
+) -> CUresult {
+    entry!(cuMemcpyPeerAsync(dst, dst_ctx, src, src_ctx, count, h_stream), {
+        let copy = PeerCopy {
+            dst: DevicePtr(dst),
+            dst_ctx: context(dst_ctx),
+            src: DevicePtr(src),
+            src_ctx: context(src_ctx),
+            bytes: count,
+        };
         code(sim().memcpy_peer_async(copy, stream(h_stream)))
-    }
+    })
+}
 
-    fn cuMemsetD8_v2(dst: sys::CUdeviceptr, value: c_uchar, count: usize) {
-        code(sim().memset_d8_async(DevicePtr(dst), value, count, Stream::LEGACY))?;
-        code(sim().ctx_synchronize())
-    }
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemsetD8_v2(dst: CUdeviceptr, value: c_uchar, count: usize) -> CUresult {
+    entry!(cuMemsetD8_v2(dst, value, count), {
+        memset(None, |d, on| d.memset_d8_async(DevicePtr(dst), value, count, on))
+    })
+}
 
-    fn cuMemsetD8Async(dst: sys::CUdeviceptr, value: c_uchar, count: usize, h_stream: sys::CUstream) {
-        code(sim().memset_d8_async(DevicePtr(dst), value, count, stream(h_stream)))
-    }
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemsetD8Async(
+    dst: CUdeviceptr,
+    value: c_uchar,
+    count: usize,
+    h_stream: CUstream,
+) -> CUresult {
+    entry!(cuMemsetD8Async(dst, value, count, h_stream), {
+        memset(Some(stream(h_stream)), |d, on| d.memset_d8_async(DevicePtr(dst), value, count, on))
+    })
+}
 
-    fn cuMemsetD32_v2(dst: sys::CUdeviceptr, value: c_uint, count: usize) {
-        code(sim().memset_d32_async(DevicePtr(dst), value, count, Stream::LEGACY))?;
-        code(sim().ctx_synchronize())
-    }
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemsetD32_v2(dst: CUdeviceptr, value: c_uint, count: usize) -> CUresult {
+    entry!(cuMemsetD32_v2(dst, value, count), {
+        memset(None, |d, on| d.memset_d32_async(DevicePtr(dst), value, count, on))
+    })
+}
 
-    fn cuMemsetD32Async(dst: sys::CUdeviceptr, value: c_uint, count: usize, h_stream: sys::CUstream) {
-        code(sim().memset_d32_async(DevicePtr(dst), value, count, stream(h_stream)))
-    }
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemsetD32Async(
+    dst: CUdeviceptr,
+    value: c_uint,
+    count: usize,
+    h_stream: CUstream,
+) -> CUresult {
+    entry!(cuMemsetD32Async(dst, value, count, h_stream), {
+        memset(Some(stream(h_stream)), |d, on| d.memset_d32_async(DevicePtr(dst), value, count, on))
+    })
+}
 
-    fn cuMemsetD16_v2(dst: sys::CUdeviceptr, value: c_ushort, count: usize) {
-        code(sim().memset_d16_async(dst, value, count, Stream::LEGACY))?;
-        code(sim().ctx_synchronize())
-    }
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemsetD16_v2(dst: CUdeviceptr, value: c_ushort, count: usize) -> CUresult {
+    entry!(cuMemsetD16_v2(dst, value, count), { memset(None, |d, on| d.memset_d16_async(dst, value, count, on)) })
+}
 
-    fn cuMemsetD16Async(dst: sys::CUdeviceptr, value: c_ushort, count: usize, h_stream: sys::CUstream) {
-        code(sim().memset_d16_async(dst, value, count, stream(h_stream)))
-    }
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemsetD16Async(
+    dst: CUdeviceptr,
+    value: c_ushort,
+    count: usize,
+    h_stream: CUstream,
+) -> CUresult {
+    entry!(cuMemsetD16Async(dst, value, count, h_stream), {
+        memset(Some(stream(h_stream)), |d, on| d.memset_d16_async(dst, value, count, on))
+    })
+}
 
-    fn cuMemsetD2D8_v2(dst: sys::CUdeviceptr, pitch: usize, value: c_uchar, width: usize, height: usize) {
-        memset_2d(dst, pitch, &[value], width, height, None)
-    }
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemsetD2D8_v2(
+    dst: CUdeviceptr,
+    pitch: usize,
+    value: c_uchar,
+    width: usize,
+    height: usize,
+) -> CUresult {
+    entry!(cuMemsetD2D8_v2(dst, pitch, value, width, height), { memset_2d(dst, pitch, &[value], width, height, None) })
+}
 
-    fn cuMemsetD2D16_v2(dst: sys::CUdeviceptr, pitch: usize, value: c_ushort, width: usize, height: usize) {
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemsetD2D16_v2(
+    dst: CUdeviceptr,
+    pitch: usize,
+    value: c_ushort,
+    width: usize,
+    height: usize,
+) -> CUresult {
+    entry!(cuMemsetD2D16_v2(dst, pitch, value, width, height), {
         memset_2d(dst, pitch, &value.to_le_bytes(), width, height, None)
-    }
+    })
+}
 
-    fn cuMemsetD2D32_v2(dst: sys::CUdeviceptr, pitch: usize, value: c_uint, width: usize, height: usize) {
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemsetD2D32_v2(
+    dst: CUdeviceptr,
+    pitch: usize,
+    value: c_uint,
+    width: usize,
+    height: usize,
+) -> CUresult {
+    entry!(cuMemsetD2D32_v2(dst, pitch, value, width, height), {
         memset_2d(dst, pitch, &value.to_le_bytes(), width, height, None)
-    }
+    })
+}
 
-    fn cuMemsetD2D8Async(dst: sys::CUdeviceptr, pitch: usize, value: c_uchar, width: usize, height: usize, h_stream: sys::CUstream) {
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemsetD2D8Async(
+    dst: CUdeviceptr,
+    pitch: usize,
+    value: c_uchar,
+    width: usize,
+    height: usize,
+    h_stream: CUstream,
+) -> CUresult {
+    entry!(cuMemsetD2D8Async(dst, pitch, value, width, height, h_stream), {
         memset_2d(dst, pitch, &[value], width, height, Some(stream(h_stream)))
-    }
+    })
+}
 
-    fn cuMemsetD2D16Async(dst: sys::CUdeviceptr, pitch: usize, value: c_ushort, width: usize, height: usize, h_stream: sys::CUstream) {
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemsetD2D16Async(
+    dst: CUdeviceptr,
+    pitch: usize,
+    value: c_ushort,
+    width: usize,
+    height: usize,
+    h_stream: CUstream,
+) -> CUresult {
+    entry!(cuMemsetD2D16Async(dst, pitch, value, width, height, h_stream), {
         memset_2d(dst, pitch, &value.to_le_bytes(), width, height, Some(stream(h_stream)))
-    }
+    })
+}
 
-    fn cuMemsetD2D32Async(dst: sys::CUdeviceptr, pitch: usize, value: c_uint, width: usize, height: usize, h_stream: sys::CUstream) {
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemsetD2D32Async(
+    dst: CUdeviceptr,
+    pitch: usize,
+    value: c_uint,
+    width: usize,
+    height: usize,
+    h_stream: CUstream,
+) -> CUresult {
+    entry!(cuMemsetD2D32Async(dst, pitch, value, width, height, h_stream), {
         memset_2d(dst, pitch, &value.to_le_bytes(), width, height, Some(stream(h_stream)))
-    }
+    })
+}
 
-    fn cuMemcpy2D_v2(copy: *const sys::CUDA_MEMCPY2D) {
-        rows(&copy_2d(copy)?, None)
-    }
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemcpy2D_v2(copy: *const CUDA_MEMCPY2D) -> CUresult {
+    entry!(cuMemcpy2D_v2(copy), { rows(&copy_2d(copy)?, None) })
+}
 
-    fn cuMemcpy2DUnaligned_v2(copy: *const sys::CUDA_MEMCPY2D) {
-        rows(&copy_2d(copy)?, None)
-    }
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemcpy2DUnaligned_v2(copy: *const CUDA_MEMCPY2D) -> CUresult {
+    entry!(cuMemcpy2DUnaligned_v2(copy), { rows(&copy_2d(copy)?, None) })
+}
 
-    fn cuMemcpy2DAsync_v2(copy: *const sys::CUDA_MEMCPY2D, h_stream: sys::CUstream) {
-        rows(&copy_2d(copy)?, Some(stream(h_stream)))
-    }
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemcpy2DAsync_v2(copy: *const CUDA_MEMCPY2D, h_stream: CUstream) -> CUresult {
+    entry!(cuMemcpy2DAsync_v2(copy, h_stream), { rows(&copy_2d(copy)?, Some(stream(h_stream))) })
 }
 
 /// A 2D memset on a stream, or on the null stream and then waited for.
 fn memset_2d(dst: u64, pitch: usize, unit: &[u8], width: usize, height: usize, on: Option<Stream>) -> Answer {
+    memset(on, |d, s| d.memset_2d_async(dst, pitch, unit, width, height, s))
+}
+
+/// A memset (`set`, one of the simulator's asynchronous ones) on a stream, or on the null
+/// stream and then waited for, as the driver's synchronous memsets return when done.
+fn memset(on: Option<Stream>, set: impl FnOnce(&SimDriver, Stream) -> DriverResult<()>) -> Answer {
     let d = sim();
-    code(d.memset_2d_async(dst, pitch, unit, width, height, on.unwrap_or(Stream::LEGACY)))?;
+    code(set(d, on.unwrap_or(Stream::LEGACY)))?;
     match on {
         Some(_) => Ok(()),
         None => code(d.ctx_synchronize()),

@@ -21,7 +21,7 @@ pub unsafe extern "C" fn cuInit(flags: c_uint) -> CUresult {
     if backend::get().is_err() {
         return CUresult::CUDA_ERROR_INVALID_VALUE;
     }
-    forward_if_real!(cuInit(flags: c_uint));
+    forward_if_real!(cuInit(flags));
     let Ok(runtime) = runtime::init() else { return CUresult::CUDA_ERROR_INVALID_VALUE };
     // As NVIDIA's driver answers: a GPU listed twice in CUDA_VISIBLE_DEVICES, or no device (none
     // left visible). The in-process simulator keeps an empty topology usable. The driver starts
@@ -50,7 +50,7 @@ pub unsafe extern "C" fn cuInit(flags: c_uint) -> CUresult {
 /// `version` is valid for a write of an `int`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuDriverGetVersion(version: *mut c_int) -> CUresult {
-    forward_if_real!(cuDriverGetVersion(version: *mut c_int));
+    forward_if_real!(cuDriverGetVersion(version));
     // SAFETY (the writes): the caller's.
     let answer = match runtime::get() {
         Some(_) => {
@@ -101,7 +101,7 @@ unsafe fn describe(
 /// `name` is valid for a write of a pointer.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuGetErrorName(error: c_uint, name: *mut *const c_char) -> CUresult {
-    forward_if_real!(cuGetErrorName(error: c_uint, name: *mut *const c_char));
+    forward_if_real!(cuGetErrorName(error, name));
     // SAFETY: the caller's.
     unsafe { describe(error, name, |t| t.1.as_ptr()) }
 }
@@ -110,12 +110,10 @@ pub unsafe extern "C" fn cuGetErrorName(error: c_uint, name: *mut *const c_char)
 /// `text` is valid for a write of a pointer.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuGetErrorString(error: c_uint, text: *mut *const c_char) -> CUresult {
-    forward_if_real!(cuGetErrorString(error: c_uint, text: *mut *const c_char));
+    forward_if_real!(cuGetErrorString(error, text));
     // SAFETY: the caller's.
     unsafe { describe(error, text, |t| t.2.as_ptr()) }
 }
-
-crate::boundary::entry_table!(cuInit, cuDriverGetVersion, cuGetErrorName, cuGetErrorString);
 
 #[cfg(test)]
 mod tests {

@@ -3,35 +3,50 @@
 //! with the parameter buffer built here from `kernelParams` or `extra` as the driver builds it.
 
 use crate::abi::{function, stream};
-use crate::boundary::{code, exports, name_once_owned, sim};
-use cudarc::driver::sys::{self, CUresult};
+use crate::boundary::{code, entry, name_once_owned, sim};
+use cudarc::driver::sys::{CUfunction, CUlaunchAttribute, CUlaunchConfig, CUresult, CUstream};
 use peerpool::driver::{KernelArg, LaunchShape};
 use peerpool_sim::PtxLaunch;
 use std::ffi::{c_uint, c_void};
 
-exports! {
-    fn cuLaunchKernel(
-        f: sys::CUfunction,
-        grid_x: c_uint, grid_y: c_uint, grid_z: c_uint,
-        block_x: c_uint, block_y: c_uint, block_z: c_uint,
-        shared: c_uint, h_stream: sys::CUstream,
-        params: *mut *mut c_void, extra: *mut *mut c_void,
-    ) {
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuLaunchKernel(
+    f: CUfunction,
+    grid_x: c_uint,
+    grid_y: c_uint,
+    grid_z: c_uint,
+    block_x: c_uint,
+    block_y: c_uint,
+    block_z: c_uint,
+    shared: c_uint,
+    h_stream: CUstream,
+    params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+) -> CUresult {
+    entry!(cuLaunchKernel(f, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared, h_stream, params, extra), {
         let shape = Shape { grid: [grid_x, grid_y, grid_z], block: [block_x, block_y, block_z], shared };
         launch(f, shape, h_stream, params, extra)
-    }
+    })
+}
 
-    /// Attributes that do not change what a kernel computes are accepted and have no effect on
-    /// the simulator (its launches run in order, to their end); a cluster of more than one block,
-    /// a cooperative launch and the others are `CUDA_ERROR_NOT_SUPPORTED`, named once.
-    fn cuLaunchKernelEx(config: *const sys::CUlaunchConfig, f: sys::CUfunction, params: *mut *mut c_void, extra: *mut *mut c_void) {
+/// Attributes that do not change what a kernel computes are accepted and have no effect on
+/// the simulator (its launches run in order, to their end); a cluster of more than one block,
+/// a cooperative launch and the others are `CUDA_ERROR_NOT_SUPPORTED`, named once.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuLaunchKernelEx(
+    config: *const CUlaunchConfig,
+    f: CUfunction,
+    params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+) -> CUresult {
+    entry!(cuLaunchKernelEx(config, f, params, extra), {
         let Some(c) = config.as_ref() else { return Err(CUresult::CUDA_ERROR_INVALID_VALUE) };
         if c.numAttrs > 0 && c.attrs.is_null() {
             return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
         }
         for i in 0..c.numAttrs as usize {
             // Read as bytes: a C caller may pass an id this build's enum does not have.
-            let at = c.attrs.cast::<u8>().add(i * size_of::<sys::CUlaunchAttribute>());
+            let at = c.attrs.cast::<u8>().add(i * size_of::<CUlaunchAttribute>());
             attribute(at.cast::<u32>().read_unaligned(), at.add(8))?;
         }
         let shape = Shape {
@@ -40,7 +55,7 @@ exports! {
             shared: c.sharedMemBytes,
         };
         launch(f, shape, c.hStream, params, extra)
-    }
+    })
 }
 
 /// A launch's dimensions and dynamic shared memory.
@@ -56,9 +71,9 @@ struct Shape {
 /// # Safety
 /// `params` and `extra` are as `cuLaunchKernel` documents them for `f`'s parameters.
 unsafe fn launch(
-    f: sys::CUfunction,
+    f: CUfunction,
     shape: Shape,
-    h_stream: sys::CUstream,
+    h_stream: CUstream,
     params: *mut *mut c_void,
     extra: *mut *mut c_void,
 ) -> crate::boundary::Answer {

@@ -3,47 +3,72 @@
 //! mode does, and its kernel's function in a context is that context's module's.
 
 use crate::abi::{as_ptr, kernel, lasting_name, library, out};
-use crate::boundary::{code, exports, sim};
-use crate::exports::module::{file, write_global};
+use crate::boundary::{code, entry, sim};
+use crate::exports::module::{file, write_found};
 use crate::image_bytes::{Wrapper, image_bytes};
-use cudarc::driver::sys::{self, CUresult};
+use cudarc::driver::sys::{
+    CUdevice, CUdeviceptr, CUfunction, CUjit_option, CUkernel, CUlibrary, CUlibraryOption, CUmodule, CUresult,
+};
 use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
 
-exports! {
-    /// JIT and library options are ignored. Any bytes load (an H200 took garbage in either
-    /// loading mode): what they hold is read when a later call needs it, and that call answers
-    /// what the reading found. A fatbin wrapper is followed to its fatbin.
-    fn cuLibraryLoadData(
-        lib: *mut sys::CUlibrary, image: *const c_void,
-        _jit_options: *mut sys::CUjit_option, _jit_values: *mut *mut c_void, _jit_count: c_uint,
-        _options: *mut sys::CUlibraryOption, _values: *mut *mut c_void, _count: c_uint,
-    ) {
+/// JIT and library options are ignored. Any bytes load (an H200 took garbage in either
+/// loading mode): what they hold is read when a later call needs it, and that call answers
+/// what the reading found. A fatbin wrapper is followed to its fatbin.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuLibraryLoadData(
+    lib: *mut CUlibrary,
+    image: *const c_void,
+    _jit_options: *mut CUjit_option,
+    _jit_values: *mut *mut c_void,
+    _jit_count: c_uint,
+    _options: *mut CUlibraryOption,
+    _values: *mut *mut c_void,
+    _count: c_uint,
+) -> CUresult {
+    entry!(cuLibraryLoadData(lib, image, _jit_options, _jit_values, _jit_count, _options, _values, _count), {
         if image.is_null() {
             return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
         }
         let bytes = image_bytes(image, Wrapper::Followed).map_err(peerpool::CudaCode::from_bindings);
         out(lib, as_ptr(code(sim().library_load(bytes))?))
-    }
+    })
+}
 
-    fn cuLibraryLoadFromFile(
-        lib: *mut sys::CUlibrary, name: *const c_char,
-        _jit_options: *mut sys::CUjit_option, _jit_values: *mut *mut c_void, _jit_count: c_uint,
-        _options: *mut sys::CUlibraryOption, _values: *mut *mut c_void, _count: c_uint,
-    ) {
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuLibraryLoadFromFile(
+    lib: *mut CUlibrary,
+    name: *const c_char,
+    _jit_options: *mut CUjit_option,
+    _jit_values: *mut *mut c_void,
+    _jit_count: c_uint,
+    _options: *mut CUlibraryOption,
+    _values: *mut *mut c_void,
+    _count: c_uint,
+) -> CUresult {
+    entry!(cuLibraryLoadFromFile(lib, name, _jit_options, _jit_values, _jit_count, _options, _values, _count), {
         let bytes = file(name)?;
         out(lib, as_ptr(code(sim().library_load(Ok(bytes)))?))
-    }
+    })
+}
 
-    /// A second unload is `CUDA_ERROR_INVALID_HANDLE` (NVIDIA's driver crashed the process).
-    fn cuLibraryUnload(lib: sys::CUlibrary) {
-        code(sim().library_unload(library(lib)))
-    }
+/// A second unload is `CUDA_ERROR_INVALID_HANDLE` (NVIDIA's driver crashed the process).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuLibraryUnload(lib: CUlibrary) -> CUresult {
+    entry!(cuLibraryUnload(lib), { code(sim().library_unload(library(lib))) })
+}
 
-    fn cuLibraryGetKernelCount(count: *mut c_uint, lib: sys::CUlibrary) {
-        out(count, code(sim().library_kernel_count(library(lib)))?)
-    }
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuLibraryGetKernelCount(count: *mut c_uint, lib: CUlibrary) -> CUresult {
+    entry!(cuLibraryGetKernelCount(count, lib), { out(count, code(sim().library_kernel_count(library(lib)))?) })
+}
 
-    fn cuLibraryEnumerateKernels(kernels: *mut sys::CUkernel, num_kernels: c_uint, lib: sys::CUlibrary) {
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuLibraryEnumerateKernels(
+    kernels: *mut CUkernel,
+    num_kernels: c_uint,
+    lib: CUlibrary,
+) -> CUresult {
+    entry!(cuLibraryEnumerateKernels(kernels, num_kernels, lib), {
         let found = code(sim().library_kernels(library(lib), num_kernels as usize))?;
         if kernels.is_null() && !found.is_empty() {
             return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
@@ -52,70 +77,106 @@ exports! {
             kernels.add(i).write(as_ptr(k));
         }
         Ok(())
-    }
+    })
+}
 
-    fn cuLibraryGetKernel(p_kernel: *mut sys::CUkernel, lib: sys::CUlibrary, name: *const c_char) {
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuLibraryGetKernel(p_kernel: *mut CUkernel, lib: CUlibrary, name: *const c_char) -> CUresult {
+    entry!(cuLibraryGetKernel(p_kernel, lib, name), {
         if name.is_null() {
             return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
         }
         out(p_kernel, as_ptr(code(sim().library_get_kernel(library(lib), CStr::from_ptr(name).to_bytes()))?))
-    }
+    })
+}
 
-    fn cuLibraryGetModule(p_mod: *mut sys::CUmodule, lib: sys::CUlibrary) {
-        out(p_mod, as_ptr(code(sim().library_get_module(library(lib)))?.0))
-    }
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuLibraryGetModule(p_mod: *mut CUmodule, lib: CUlibrary) -> CUresult {
+    entry!(cuLibraryGetModule(p_mod, lib), { out(p_mod, as_ptr(code(sim().library_get_module(library(lib)))?.0)) })
+}
 
-    fn cuLibraryGetGlobal(dptr: *mut sys::CUdeviceptr, bytes: *mut usize, lib: sys::CUlibrary, name: *const c_char) {
-        if name.is_null() || (dptr.is_null() && bytes.is_null()) {
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuLibraryGetGlobal(
+    dptr: *mut CUdeviceptr,
+    bytes: *mut usize,
+    lib: CUlibrary,
+    name: *const c_char,
+) -> CUresult {
+    entry!(cuLibraryGetGlobal(dptr, bytes, lib, name), {
+        if name.is_null() {
             return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
         }
-        let (at, size) = code(sim().library_get_global(library(lib), CStr::from_ptr(name).to_bytes()))?;
-        write_global(dptr, bytes, at.0, size)
-    }
+        write_found(dptr, bytes, || {
+            code(sim().library_get_global(library(lib), CStr::from_ptr(name).to_bytes())).map(|(at, size)| (at.0, size))
+        })
+    })
+}
 
-    fn cuKernelGetFunction(p_func: *mut sys::CUfunction, k: sys::CUkernel) {
-        out(p_func, as_ptr(code(sim().kernel_get_function(kernel(k)))?.0))
-    }
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuKernelGetFunction(p_func: *mut CUfunction, k: CUkernel) -> CUresult {
+    entry!(cuKernelGetFunction(p_func, k), { out(p_func, as_ptr(code(sim().kernel_get_function(kernel(k)))?.0)) })
+}
 
-    fn cuKernelGetName(name: *mut *const c_char, k: sys::CUkernel) {
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuKernelGetName(name: *mut *const c_char, k: CUkernel) -> CUresult {
+    entry!(cuKernelGetName(name, k), {
         if name.is_null() {
             return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
         }
         out(name, lasting_name(&code(sim().kernel_name(kernel(k)))?)?)
-    }
+    })
+}
 
-    fn cuKernelGetLibrary(p_lib: *mut sys::CUlibrary, k: sys::CUkernel) {
-        out(p_lib, as_ptr(code(sim().kernel_get_library(kernel(k)))?))
-    }
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuKernelGetLibrary(p_lib: *mut CUlibrary, k: CUkernel) -> CUresult {
+    entry!(cuKernelGetLibrary(p_lib, k), { out(p_lib, as_ptr(code(sim().kernel_get_library(kernel(k)))?)) })
+}
 
-    /// Either out-parameter may be null, not both.
-    fn cuKernelGetParamInfo(k: sys::CUkernel, index: usize, offset: *mut usize, size: *mut usize) {
-        if offset.is_null() && size.is_null() {
-            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
-        }
-        let (o, s) = code(sim().kernel_get_param_info(kernel(k), index))?;
-        write_global(offset, size, o as u64, s)
-    }
+/// Either out-parameter may be null, not both.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuKernelGetParamInfo(
+    k: CUkernel,
+    index: usize,
+    offset: *mut usize,
+    size: *mut usize,
+) -> CUresult {
+    entry!(cuKernelGetParamInfo(k, index, offset, size), {
+        write_found(offset, size, || code(sim().kernel_get_param_info(kernel(k), index)).map(|(o, s)| (o as u64, s)))
+    })
+}
 
-    /// No managed variable is read from an image: `CUDA_ERROR_NOT_FOUND` for a library that
-    /// reads.
-    fn cuLibraryGetManaged(dptr: *mut sys::CUdeviceptr, bytes: *mut usize, lib: sys::CUlibrary, name: *const c_char) {
+/// No managed variable is read from an image: `CUDA_ERROR_NOT_FOUND` for a library that
+/// reads.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuLibraryGetManaged(
+    dptr: *mut CUdeviceptr,
+    bytes: *mut usize,
+    lib: CUlibrary,
+    name: *const c_char,
+) -> CUresult {
+    entry!(cuLibraryGetManaged(dptr, bytes, lib, name), {
         if name.is_null() {
             return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
         }
         code(sim().library_get_managed(library(lib)))
-    }
+    })
+}
 
-    /// `attrib` is read as a plain integer: a C caller may pass any value.
-    fn cuKernelSetAttribute(attrib: c_int, value: c_int, k: sys::CUkernel, dev: sys::CUdevice) {
+/// `attrib` is read as a plain integer: a C caller may pass any value.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuKernelSetAttribute(attrib: c_int, value: c_int, k: CUkernel, dev: CUdevice) -> CUresult {
+    entry!(cuKernelSetAttribute(attrib, value, k, dev), {
         code(sim().kernel_set_attribute(kernel(k), attrib, value, dev))
-    }
+    })
+}
 
-    /// `attrib` is read as a plain integer: a C caller may pass any value.
-    fn cuKernelGetAttribute(pi: *mut c_int, attrib: c_int, k: sys::CUkernel, dev: sys::CUdevice) {
+/// `attrib` is read as a plain integer: a C caller may pass any value.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuKernelGetAttribute(pi: *mut c_int, attrib: c_int, k: CUkernel, dev: CUdevice) -> CUresult {
+    entry!(cuKernelGetAttribute(pi, attrib, k, dev), {
         if pi.is_null() {
             return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
         }
         out(pi, code(sim().kernel_get_attribute(kernel(k), attrib, dev))?)
-    }
+    })
 }

@@ -6,8 +6,8 @@
 //! which is not simulated: `CUDA_ERROR_NOT_SUPPORTED`, named once. JIT options are ignored.
 
 use crate::abi::out;
-use crate::boundary::{exports, name_once_owned};
-use cudarc::driver::sys::{self, CUresult};
+use crate::boundary::{entry, name_once_owned};
+use cudarc::driver::sys::{CUjit_option, CUlinkState, CUresult};
 use std::collections::BTreeMap;
 use std::ffi::{CStr, c_char, c_uint, c_void};
 use std::sync::Mutex;
@@ -34,7 +34,7 @@ fn links() -> std::sync::MutexGuard<'static, (usize, BTreeMap<usize, Link>)> {
 }
 
 /// Adds `bytes` of kind `kind` to link `state`.
-fn add(state: sys::CUlinkState, kind: c_uint, bytes: Vec<u8>) -> crate::boundary::Answer {
+fn add(state: CUlinkState, kind: c_uint, bytes: Vec<u8>) -> crate::boundary::Answer {
     if !matches!(kind, CUBIN | PTX | FATBINARY) {
         let what = "links an object or library input, which is not simulated: CUDA_ERROR_NOT_SUPPORTED";
         name_once_owned(format!("cuLinkAddData: input type {kind}"), what);
@@ -53,8 +53,14 @@ fn add(state: sys::CUlinkState, kind: c_uint, bytes: Vec<u8>) -> crate::boundary
     }
 }
 
-exports! {
-    fn cuLinkCreate_v2(_count: c_uint, _options: *mut sys::CUjit_option, _values: *mut *mut c_void, state_out: *mut sys::CUlinkState) {
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuLinkCreate_v2(
+    _count: c_uint,
+    _options: *mut CUjit_option,
+    _values: *mut *mut c_void,
+    state_out: *mut CUlinkState,
+) -> CUresult {
+    entry!(cuLinkCreate_v2(_count, _options, _values, state_out), {
         if state_out.is_null() {
             return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
         }
@@ -62,29 +68,58 @@ exports! {
         links.0 += 1;
         let handle = links.0;
         links.1.insert(handle, Link::default());
-        out(state_out, handle as sys::CUlinkState)
-    }
+        out(state_out, handle as CUlinkState)
+    })
+}
 
-    /// `type_` is read as a plain integer: a C caller may pass any value.
-    fn cuLinkAddData_v2(state: sys::CUlinkState, type_: c_uint, data: *mut c_void, size: usize, _name: *const c_char, _count: c_uint, _options: *mut sys::CUjit_option, _values: *mut *mut c_void) {
+/// `type_` is read as a plain integer: a C caller may pass any value.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuLinkAddData_v2(
+    state: CUlinkState,
+    type_: c_uint,
+    data: *mut c_void,
+    size: usize,
+    _name: *const c_char,
+    _count: c_uint,
+    _options: *mut CUjit_option,
+    _values: *mut *mut c_void,
+) -> CUresult {
+    entry!(cuLinkAddData_v2(state, type_, data, size, _name, _count, _options, _values), {
         if data.is_null() || size == 0 || size as u64 > peerpool_sim::image::MAX_IMAGE_BYTES {
             return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
         }
         // SAFETY: the caller's: `data` holds `size` bytes.
         add(state, type_, std::slice::from_raw_parts(data.cast::<u8>(), size).to_vec())
-    }
+    })
+}
 
-    fn cuLinkAddFile_v2(state: sys::CUlinkState, type_: c_uint, path: *const c_char, _count: c_uint, _options: *mut sys::CUjit_option, _values: *mut *mut c_void) {
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuLinkAddFile_v2(
+    state: CUlinkState,
+    type_: c_uint,
+    path: *const c_char,
+    _count: c_uint,
+    _options: *mut CUjit_option,
+    _values: *mut *mut c_void,
+) -> CUresult {
+    entry!(cuLinkAddFile_v2(state, type_, path, _count, _options, _values), {
         if path.is_null() {
             return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
         }
         let path = <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(CStr::from_ptr(path).to_bytes());
         let bytes = std::fs::read(path).map_err(|_| CUresult::CUDA_ERROR_FILE_NOT_FOUND)?;
         add(state, type_, bytes)
-    }
+    })
+}
 
-    /// The one input, whole; it lives until `cuLinkDestroy`.
-    fn cuLinkComplete(state: sys::CUlinkState, cubin_out: *mut *mut c_void, size_out: *mut usize) {
+/// The one input, whole; it lives until `cuLinkDestroy`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuLinkComplete(
+    state: CUlinkState,
+    cubin_out: *mut *mut c_void,
+    size_out: *mut usize,
+) -> CUresult {
+    entry!(cuLinkComplete(state, cubin_out, size_out), {
         if cubin_out.is_null() || size_out.is_null() {
             return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
         }
@@ -106,12 +141,15 @@ exports! {
         let image = link.output.as_ref().expect("set above");
         out(size_out, image.len())?;
         out(cubin_out, image.as_ptr().cast_mut().cast::<c_void>())
-    }
+    })
+}
 
-    fn cuLinkDestroy(state: sys::CUlinkState) {
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuLinkDestroy(state: CUlinkState) -> CUresult {
+    entry!(cuLinkDestroy(state), {
         match links().1.remove(&(state as usize)) {
             Some(_) => Ok(()),
             None => Err(CUresult::CUDA_ERROR_INVALID_HANDLE),
         }
-    }
+    })
 }

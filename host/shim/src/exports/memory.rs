@@ -2,34 +2,51 @@
 //! what an address is (pointer attributes, address ranges).
 
 use crate::abi::{PoolRequest, access_descs, access_flags, as_ptr, location_device, out, pool, pool_request, stream};
-use crate::boundary::{code, exports, sim};
-use cudarc::driver::sys::{self, CUresult};
+use crate::boundary::{code, entry, sim};
+use cudarc::driver::sys::{
+    CUdeviceptr, CUmemAccess_flags, CUmemAccessDesc, CUmemLocation, CUmemPoolProps, CUmemoryPool, CUresult, CUstream,
+};
 use peerpool::driver::{DevicePtr, PointerAttribute, PoolAttribute};
 use std::ffi::{c_uint, c_void};
 
-exports! {
-    fn cuMemAlloc_v2(dptr: *mut sys::CUdeviceptr, bytes: usize) {
-        out(dptr, code(sim().mem_alloc(bytes))?.0)
-    }
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemAlloc_v2(dptr: *mut CUdeviceptr, bytes: usize) -> CUresult {
+    entry!(cuMemAlloc_v2(dptr, bytes), { out(dptr, code(sim().mem_alloc(bytes))?.0) })
+}
 
-    fn cuMemFree_v2(dptr: sys::CUdeviceptr) {
-        code(sim().mem_free(DevicePtr(dptr)))
-    }
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemFree_v2(dptr: CUdeviceptr) -> CUresult {
+    entry!(cuMemFree_v2(dptr), { code(sim().mem_free(DevicePtr(dptr))) })
+}
 
-    fn cuMemAllocAsync(dptr: *mut sys::CUdeviceptr, bytes: usize, h_stream: sys::CUstream) {
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemAllocAsync(dptr: *mut CUdeviceptr, bytes: usize, h_stream: CUstream) -> CUresult {
+    entry!(cuMemAllocAsync(dptr, bytes, h_stream), {
         out(dptr, code(sim().mem_alloc_async(bytes, stream(h_stream)))?.0)
-    }
+    })
+}
 
-    fn cuMemAllocFromPoolAsync(dptr: *mut sys::CUdeviceptr, bytes: usize, memory_pool: sys::CUmemoryPool, h_stream: sys::CUstream) {
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemAllocFromPoolAsync(
+    dptr: *mut CUdeviceptr,
+    bytes: usize,
+    memory_pool: CUmemoryPool,
+    h_stream: CUstream,
+) -> CUresult {
+    entry!(cuMemAllocFromPoolAsync(dptr, bytes, memory_pool, h_stream), {
         out(dptr, code(sim().mem_alloc_from_pool_async(bytes, pool(memory_pool), stream(h_stream)))?.0)
-    }
+    })
+}
 
-    fn cuMemFreeAsync(dptr: sys::CUdeviceptr, h_stream: sys::CUstream) {
-        code(sim().mem_free_async(DevicePtr(dptr), stream(h_stream)))
-    }
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemFreeAsync(dptr: CUdeviceptr, h_stream: CUstream) -> CUresult {
+    entry!(cuMemFreeAsync(dptr, h_stream), { code(sim().mem_free_async(DevicePtr(dptr), stream(h_stream))) })
+}
 
-    /// Pinned pools on a device, pools on the host and managed pools.
-    fn cuMemPoolCreate(pool_out: *mut sys::CUmemoryPool, props: *const sys::CUmemPoolProps) {
+/// Pinned pools on a device, pools on the host and managed pools.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemPoolCreate(pool_out: *mut CUmemoryPool, props: *const CUmemPoolProps) -> CUresult {
+    entry!(cuMemPoolCreate(pool_out, props), {
         let made = match pool_request(props)? {
             PoolRequest::Device(props) => sim().mem_pool_create(&props),
             PoolRequest::Other { location, managed, handle_types, max_size } => {
@@ -37,23 +54,45 @@ exports! {
             }
         };
         out(pool_out, as_ptr(code(made)?.0))
-    }
+    })
+}
 
-    fn cuMemPoolDestroy(memory_pool: sys::CUmemoryPool) {
-        code(sim().mem_pool_destroy(pool(memory_pool)))
-    }
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemPoolDestroy(memory_pool: CUmemoryPool) -> CUresult {
+    entry!(cuMemPoolDestroy(memory_pool), { code(sim().mem_pool_destroy(pool(memory_pool))) })
+}
 
-    fn cuMemPoolSetAccess(memory_pool: sys::CUmemoryPool, map: *const sys::CUmemAccessDesc, count: usize) {
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemPoolSetAccess(
+    memory_pool: CUmemoryPool,
+    map: *const CUmemAccessDesc,
+    count: usize,
+) -> CUresult {
+    entry!(cuMemPoolSetAccess(memory_pool, map, count), {
         code(sim().mem_pool_set_access(pool(memory_pool), &access_descs(map, count)?))
-    }
+    })
+}
 
-    fn cuMemPoolGetAccess(flags: *mut sys::CUmemAccess_flags, memory_pool: sys::CUmemoryPool, location: *mut sys::CUmemLocation) {
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemPoolGetAccess(
+    flags: *mut CUmemAccess_flags,
+    memory_pool: CUmemoryPool,
+    location: *mut CUmemLocation,
+) -> CUresult {
+    entry!(cuMemPoolGetAccess(flags, memory_pool, location), {
         let device = location_device(location)?;
         out(flags, access_flags(code(sim().mem_pool_get_access(pool(memory_pool), device))?))
-    }
+    })
+}
 
-    /// The value is read and written at the attribute's own width (`int` or `cuuint64_t`).
-    fn cuMemPoolSetAttribute(memory_pool: sys::CUmemoryPool, attribute: c_uint, value: *mut c_void) {
+/// The value is read and written at the attribute's own width (`int` or `cuuint64_t`).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemPoolSetAttribute(
+    memory_pool: CUmemoryPool,
+    attribute: c_uint,
+    value: *mut c_void,
+) -> CUresult {
+    entry!(cuMemPoolSetAttribute(memory_pool, attribute, value), {
         let attribute = PoolAttribute::from_raw(attribute).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
         if value.is_null() {
             return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
@@ -63,33 +102,52 @@ exports! {
             _ => value.cast::<u64>().read_unaligned(),
         };
         code(sim().mem_pool_set_attribute(pool(memory_pool), attribute, v))
-    }
+    })
+}
 
-    fn cuMemPoolGetAttribute(memory_pool: sys::CUmemoryPool, attribute: c_uint, value: *mut c_void) {
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemPoolGetAttribute(
+    memory_pool: CUmemoryPool,
+    attribute: c_uint,
+    value: *mut c_void,
+) -> CUresult {
+    entry!(cuMemPoolGetAttribute(memory_pool, attribute, value), {
         let attribute = PoolAttribute::from_raw(attribute).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
         let v = code(sim().mem_pool_get_attribute(pool(memory_pool), attribute))?;
         match attribute.width() {
             4 => out(value.cast::<i32>(), v as i32),
             _ => out(value.cast::<u64>(), v),
         }
-    }
+    })
+}
 
-    fn cuMemPoolTrimTo(memory_pool: sys::CUmemoryPool, keep: usize) {
-        code(sim().mem_pool_trim_to(pool(memory_pool), keep))
-    }
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemPoolTrimTo(memory_pool: CUmemoryPool, keep: usize) -> CUresult {
+    entry!(cuMemPoolTrimTo(memory_pool, keep), { code(sim().mem_pool_trim_to(pool(memory_pool), keep)) })
+}
 
-    /// Written at the attribute's width; attributes the simulator does not know are
-    /// `CUDA_ERROR_INVALID_VALUE`.
-    fn cuPointerGetAttribute(data: *mut c_void, attribute: c_uint, ptr: sys::CUdeviceptr) {
+/// Written at the attribute's width; attributes the simulator does not know are
+/// `CUDA_ERROR_INVALID_VALUE`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuPointerGetAttribute(data: *mut c_void, attribute: c_uint, ptr: CUdeviceptr) -> CUresult {
+    entry!(cuPointerGetAttribute(data, attribute, ptr), {
         let attribute = PointerAttribute::from_raw(attribute).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
         write_attribute(data, attribute, code(sim().pointer_get_attribute(DevicePtr(ptr), attribute))?)
-    }
+    })
+}
 
-    /// Each attribute in turn. An address the simulator does not know is the caller's host
-    /// memory, as the driver answers for pageable memory: ordinal -2, its own host pointer, zeros
-    /// otherwise; an attribute the address has no value for is 0; an attribute the simulator does
-    /// not know is left as the caller set it (its width is not known here).
-    fn cuPointerGetAttributes(count: c_uint, attributes: *mut c_uint, data: *mut *mut c_void, ptr: sys::CUdeviceptr) {
+/// Each attribute in turn. An address the simulator does not know is the caller's host
+/// memory, as the driver answers for pageable memory: ordinal -2, its own host pointer, zeros
+/// otherwise; an attribute the address has no value for is 0; an attribute the simulator does
+/// not know is left as the caller set it (its width is not known here).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuPointerGetAttributes(
+    count: c_uint,
+    attributes: *mut c_uint,
+    data: *mut *mut c_void,
+    ptr: CUdeviceptr,
+) -> CUresult {
+    entry!(cuPointerGetAttributes(count, attributes, data, ptr), {
         if count > 0 && (attributes.is_null() || data.is_null()) {
             return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
         }
@@ -115,9 +173,16 @@ exports! {
             }
         }
         Ok(())
-    }
+    })
+}
 
-    fn cuMemGetAddressRange_v2(base: *mut sys::CUdeviceptr, size: *mut usize, ptr: sys::CUdeviceptr) {
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemGetAddressRange_v2(
+    base: *mut CUdeviceptr,
+    size: *mut usize,
+    ptr: CUdeviceptr,
+) -> CUresult {
+    entry!(cuMemGetAddressRange_v2(base, size, ptr), {
         let d = sim();
         let start = code(d.pointer_get_attribute(DevicePtr(ptr), PointerAttribute::RangeStartAddr))?;
         let len = code(d.pointer_get_attribute(DevicePtr(ptr), PointerAttribute::RangeSize))?;
@@ -128,7 +193,7 @@ exports! {
             size.write(len as usize);
         }
         Ok(())
-    }
+    })
 }
 
 /// Writes a pointer attribute's value at its width.

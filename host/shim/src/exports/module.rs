@@ -3,37 +3,57 @@
 //! driver did on an H200. Launches are `launch.rs`'s.
 
 use crate::abi::{as_ptr, function, lasting_name, module, out};
-use crate::boundary::{code, exports, sim};
+use crate::boundary::{code, entry, sim};
 use crate::image_bytes::{Wrapper, image_bytes};
-use cudarc::driver::sys::{self, CUresult};
+use cudarc::driver::sys::{CUdeviceptr, CUfunction, CUjit_option, CUmodule, CUmoduleLoadingMode, CUresult};
 use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
 
-exports! {
-    fn cuModuleLoadData(h_module: *mut sys::CUmodule, image: *const c_void) {
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuModuleLoadData(h_module: *mut CUmodule, image: *const c_void) -> CUresult {
+    entry!(cuModuleLoadData(h_module, image), { load(h_module, &image_bytes(image, Wrapper::Refused)?) })
+}
+
+/// JIT options are ignored: the simulator compiles nothing.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuModuleLoadDataEx(
+    h_module: *mut CUmodule,
+    image: *const c_void,
+    _count: c_uint,
+    _options: *mut CUjit_option,
+    _values: *mut *mut c_void,
+) -> CUresult {
+    entry!(cuModuleLoadDataEx(h_module, image, _count, _options, _values), {
         load(h_module, &image_bytes(image, Wrapper::Refused)?)
-    }
+    })
+}
 
-    /// JIT options are ignored: the simulator compiles nothing.
-    fn cuModuleLoadDataEx(h_module: *mut sys::CUmodule, image: *const c_void, _count: c_uint, _options: *mut sys::CUjit_option, _values: *mut *mut c_void) {
-        load(h_module, &image_bytes(image, Wrapper::Refused)?)
-    }
+/// Any image, as `cuModuleLoadData` takes it (so an H200 answered PTX and a cubin).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuModuleLoadFatBinary(h_module: *mut CUmodule, fat_cubin: *const c_void) -> CUresult {
+    entry!(cuModuleLoadFatBinary(h_module, fat_cubin), { load(h_module, &image_bytes(fat_cubin, Wrapper::Refused)?) })
+}
 
-    /// Any image, as `cuModuleLoadData` takes it (so an H200 answered PTX and a cubin).
-    fn cuModuleLoadFatBinary(h_module: *mut sys::CUmodule, fat_cubin: *const c_void) {
-        load(h_module, &image_bytes(fat_cubin, Wrapper::Refused)?)
-    }
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuModuleLoad(h_module: *mut CUmodule, fname: *const c_char) -> CUresult {
+    entry!(cuModuleLoad(h_module, fname), { load(h_module, &file(fname)?) })
+}
 
-    fn cuModuleLoad(h_module: *mut sys::CUmodule, fname: *const c_char) {
-        load(h_module, &file(fname)?)
-    }
-
-    fn cuModuleGetFunctionCount(count: *mut c_uint, h_module: sys::CUmodule) {
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuModuleGetFunctionCount(count: *mut c_uint, h_module: CUmodule) -> CUresult {
+    entry!(cuModuleGetFunctionCount(count, h_module), {
         out(count, code(sim().module_function_count(module(h_module)))?)
-    }
+    })
+}
 
-    /// The first `num_functions` functions; fewer when the module has fewer (success either
-    /// way, as on an H200).
-    fn cuModuleEnumerateFunctions(functions: *mut sys::CUfunction, num_functions: c_uint, h_module: sys::CUmodule) {
+/// The first `num_functions` functions; fewer when the module has fewer (success either
+/// way, as on an H200).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuModuleEnumerateFunctions(
+    functions: *mut CUfunction,
+    num_functions: c_uint,
+    h_module: CUmodule,
+) -> CUresult {
+    entry!(cuModuleEnumerateFunctions(functions, num_functions, h_module), {
         let found = code(sim().module_functions(module(h_module), num_functions as usize))?;
         if functions.is_null() && !found.is_empty() {
             return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
@@ -42,91 +62,131 @@ exports! {
             functions.add(i).write(as_ptr(f.0));
         }
         Ok(())
-    }
+    })
+}
 
-    /// Either out-parameter may be null, not both (`CUDA_ERROR_INVALID_VALUE`, as on an H200).
-    fn cuModuleGetGlobal_v2(dptr: *mut sys::CUdeviceptr, bytes: *mut usize, h_module: sys::CUmodule, name: *const c_char) {
-        if name.is_null() || (dptr.is_null() && bytes.is_null()) {
+/// Either out-parameter may be null, not both (`CUDA_ERROR_INVALID_VALUE`, as on an H200).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuModuleGetGlobal_v2(
+    dptr: *mut CUdeviceptr,
+    bytes: *mut usize,
+    h_module: CUmodule,
+    name: *const c_char,
+) -> CUresult {
+    entry!(cuModuleGetGlobal_v2(dptr, bytes, h_module, name), {
+        if name.is_null() {
             return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
         }
-        let (at, size) = code(sim().module_get_global(module(h_module), CStr::from_ptr(name).to_bytes()))?;
-        write_global(dptr, bytes, at.0, size)
-    }
+        write_found(dptr, bytes, || {
+            code(sim().module_get_global(module(h_module), CStr::from_ptr(name).to_bytes()))
+                .map(|(at, size)| (at.0, size))
+        })
+    })
+}
 
-    fn cuFuncGetName(name: *mut *const c_char, f: sys::CUfunction) {
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuFuncGetName(name: *mut *const c_char, f: CUfunction) -> CUresult {
+    entry!(cuFuncGetName(name, f), {
         if name.is_null() {
             return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
         }
         out(name, lasting_name(&code(sim().func_name(function(f)))?)?)
-    }
+    })
+}
 
-    fn cuFuncGetModule(h_module: *mut sys::CUmodule, f: sys::CUfunction) {
-        out(h_module, as_ptr(code(sim().func_get_module(function(f)))?.0))
-    }
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuFuncGetModule(h_module: *mut CUmodule, f: CUfunction) -> CUresult {
+    entry!(cuFuncGetModule(h_module, f), { out(h_module, as_ptr(code(sim().func_get_module(function(f)))?.0)) })
+}
 
-    /// `attrib` is read as a plain integer: a C caller may pass any value.
-    fn cuFuncGetAttribute(pi: *mut c_int, attrib: c_int, f: sys::CUfunction) {
+/// `attrib` is read as a plain integer: a C caller may pass any value.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuFuncGetAttribute(pi: *mut c_int, attrib: c_int, f: CUfunction) -> CUresult {
+    entry!(cuFuncGetAttribute(pi, attrib, f), {
         if pi.is_null() {
             return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
         }
         out(pi, code(sim().func_get_attribute(function(f), attrib))?)
-    }
+    })
+}
 
-    fn cuFuncSetAttribute(f: sys::CUfunction, attrib: c_int, value: c_int) {
-        code(sim().func_set_attribute(function(f), attrib, value))
-    }
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuFuncSetAttribute(f: CUfunction, attrib: c_int, value: c_int) -> CUresult {
+    entry!(cuFuncSetAttribute(f, attrib, value), { code(sim().func_set_attribute(function(f), attrib, value)) })
+}
 
-    fn cuModuleUnload(h_module: sys::CUmodule) {
-        code(sim().module_unload(module(h_module)))
-    }
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuModuleUnload(h_module: CUmodule) -> CUresult {
+    entry!(cuModuleUnload(h_module), { code(sim().module_unload(module(h_module))) })
+}
 
-    fn cuModuleGetFunction(h_func: *mut sys::CUfunction, h_module: sys::CUmodule, name: *const c_char) {
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuModuleGetFunction(
+    h_func: *mut CUfunction,
+    h_module: CUmodule,
+    name: *const c_char,
+) -> CUresult {
+    entry!(cuModuleGetFunction(h_func, h_module, name), {
         if name.is_null() {
             return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
         }
         out(h_func, as_ptr(code(sim().module_get_function(module(h_module), CStr::from_ptr(name)))?.0))
-    }
+    })
+}
 
-    /// Lazy, as the driver's default since CUDA 12.2, unless `CUDA_MODULE_LOADING=EAGER` (read as
-    /// the driver reads it); the simulator loads every image whole either way.
-    fn cuModuleGetLoadingMode(mode: *mut sys::CUmoduleLoadingMode) {
+/// Lazy, as the driver's default since CUDA 12.2, unless `CUDA_MODULE_LOADING=EAGER` (read as
+/// the driver reads it); the simulator loads every image whole either way.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuModuleGetLoadingMode(mode: *mut CUmoduleLoadingMode) -> CUresult {
+    entry!(cuModuleGetLoadingMode(mode), {
         let eager = std::env::var_os("CUDA_MODULE_LOADING").is_some_and(|v| v == "EAGER");
-        out(mode, match eager {
-            true => sys::CUmoduleLoadingMode::CU_MODULE_EAGER_LOADING,
-            false => sys::CUmoduleLoadingMode::CU_MODULE_LAZY_LOADING,
-        })
-    }
+        out(
+            mode,
+            match eager {
+                true => CUmoduleLoadingMode::CU_MODULE_EAGER_LOADING,
+                false => CUmoduleLoadingMode::CU_MODULE_LAZY_LOADING,
+            },
+        )
+    })
+}
 
-    /// Either out-parameter may be null, not both (an H200 answered a null size with success).
-    fn cuFuncGetParamInfo(f: sys::CUfunction, index: usize, offset: *mut usize, size: *mut usize) {
-        if offset.is_null() && size.is_null() {
-            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
-        }
-        let (o, s) = code(sim().func_get_param_info(function(f), index))?;
-        write_global(offset, size, o as u64, s)
-    }
+/// Either out-parameter may be null, not both (an H200 answered a null size with success).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuFuncGetParamInfo(
+    f: CUfunction,
+    index: usize,
+    offset: *mut usize,
+    size: *mut usize,
+) -> CUresult {
+    entry!(cuFuncGetParamInfo(f, index, offset, size), {
+        write_found(offset, size, || code(sim().func_get_param_info(function(f), index)).map(|(o, s)| (o as u64, s)))
+    })
 }
 
 /// Loads `image` into the current context and writes its handle.
 ///
 /// # Safety
 /// A non-null `h_module` is valid for a write.
-unsafe fn load(h_module: *mut sys::CUmodule, image: &[u8]) -> crate::boundary::Answer {
+unsafe fn load(h_module: *mut CUmodule, image: &[u8]) -> crate::boundary::Answer {
     let loaded = code(sim().module_load_image(image))?;
     // SAFETY: the caller's.
     unsafe { out(h_module, as_ptr(loaded.0)) }
 }
 
-/// Writes an address (or offset) and a size through whichever out-parameter is not null.
+/// Writes an address (or offset) and a size, found by `find`, through whichever out-parameter
+/// is not null; both null is `CUDA_ERROR_INVALID_VALUE` before `find` runs (as on an H200).
 ///
 /// # Safety
 /// Each non-null pointer is valid for a write.
-pub(crate) unsafe fn write_global<A: TryFrom<u64>>(
+pub(crate) unsafe fn write_found<A: TryFrom<u64>>(
     at_out: *mut A,
     size_out: *mut usize,
-    at: u64,
-    size: usize,
+    find: impl FnOnce() -> Result<(u64, usize), CUresult>,
 ) -> crate::boundary::Answer {
+    if at_out.is_null() && size_out.is_null() {
+        return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+    }
+    let (at, size) = find()?;
     let at = A::try_from(at).map_err(|_| CUresult::CUDA_ERROR_INVALID_VALUE)?;
     // SAFETY: the caller's, for whichever is not null.
     unsafe {

@@ -2,81 +2,131 @@
 //! every recorded event has happened; their handles are still checked.
 
 use crate::abi::{as_ptr, event, out, stream};
-use crate::boundary::{code, exports, sim};
-use cudarc::driver::sys::{self, CUresult};
+use crate::boundary::{code, entry, sim};
+use cudarc::driver::sys::{
+    self, CUcontext, CUevent, CUgraph, CUgraphEdgeData, CUgraphNode, CUgreenCtx, CUhostFn, CUresult, CUstream,
+    CUstreamCallback, CUstreamCaptureStatus,
+};
 use std::ffi::{c_int, c_uint, c_void};
 
-exports! {
-    /// Flags (blocking or not) are kept for `cuStreamGetFlags`; nothing waits here either way.
-    fn cuStreamCreate(h_stream: *mut sys::CUstream, flags: c_uint) {
-        out(h_stream, as_ptr(code(sim().stream_create_with(flags, 0))?.0))
-    }
+/// Flags (blocking or not) are kept for `cuStreamGetFlags`; nothing waits here either way.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuStreamCreate(h_stream: *mut CUstream, flags: c_uint) -> CUresult {
+    entry!(cuStreamCreate(h_stream, flags), { out(h_stream, as_ptr(code(sim().stream_create_with(flags, 0))?.0)) })
+}
 
-    fn cuStreamCreateWithPriority(h_stream: *mut sys::CUstream, flags: c_uint, priority: c_int) {
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuStreamCreateWithPriority(
+    h_stream: *mut CUstream,
+    flags: c_uint,
+    priority: c_int,
+) -> CUresult {
+    entry!(cuStreamCreateWithPriority(h_stream, flags, priority), {
         out(h_stream, as_ptr(code(sim().stream_create_with(flags, priority))?.0))
-    }
+    })
+}
 
-    fn cuStreamGetFlags(h_stream: sys::CUstream, flags: *mut c_uint) {
-        out(flags, code(sim().stream_settings(stream(h_stream)))?.0)
-    }
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuStreamGetFlags(h_stream: CUstream, flags: *mut c_uint) -> CUresult {
+    entry!(cuStreamGetFlags(h_stream, flags), { out(flags, code(sim().stream_settings(stream(h_stream)))?.0) })
+}
 
-    fn cuStreamGetPriority(h_stream: sys::CUstream, priority: *mut c_int) {
-        out(priority, code(sim().stream_settings(stream(h_stream)))?.1)
-    }
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuStreamGetPriority(h_stream: CUstream, priority: *mut c_int) -> CUresult {
+    entry!(cuStreamGetPriority(h_stream, priority), { out(priority, code(sim().stream_settings(stream(h_stream)))?.1) })
+}
 
-    /// The per-thread default stream has an id of its own; the null stream is the legacy one.
-    fn cuStreamGetId(h_stream: sys::CUstream, id: *mut std::ffi::c_ulonglong) {
+/// The per-thread default stream has an id of its own; the null stream is the legacy one.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuStreamGetId(h_stream: CUstream, id: *mut std::ffi::c_ulonglong) -> CUresult {
+    entry!(cuStreamGetId(h_stream, id), {
         let legacy = code(sim().stream_get_id(stream(h_stream)))?;
-        out(id, match h_stream as usize {
-            2 => peerpool_sim::settings::PER_THREAD_STREAM_ID,
-            _ => legacy,
-        })
-    }
+        out(
+            id,
+            match h_stream as usize {
+                2 => peerpool_sim::settings::PER_THREAD_STREAM_ID,
+                _ => legacy,
+            },
+        )
+    })
+}
 
-    fn cuStreamGetCtx(h_stream: sys::CUstream, ctx: *mut sys::CUcontext) {
-        out(ctx, as_ptr(code(sim().stream_get_ctx(stream(h_stream)))?.0))
-    }
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuStreamGetCtx(h_stream: CUstream, ctx: *mut CUcontext) -> CUresult {
+    entry!(cuStreamGetCtx(h_stream, ctx), { out(ctx, as_ptr(code(sim().stream_get_ctx(stream(h_stream)))?.0)) })
+}
 
-    /// No green context is ever simulated.
-    fn cuStreamGetCtx_v2(h_stream: sys::CUstream, ctx: *mut sys::CUcontext, green: *mut sys::CUgreenCtx) {
+/// No green context is ever simulated.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuStreamGetCtx_v2(
+    h_stream: CUstream,
+    ctx: *mut CUcontext,
+    green: *mut CUgreenCtx,
+) -> CUresult {
+    entry!(cuStreamGetCtx_v2(h_stream, ctx, green), {
         out(ctx, as_ptr(code(sim().stream_get_ctx(stream(h_stream)))?.0))?;
         if !green.is_null() {
             green.write(std::ptr::null_mut());
         }
         Ok(())
-    }
+    })
+}
 
-    /// Nothing is ever captured: the status is `CU_STREAM_CAPTURE_STATUS_NONE` and nothing else
-    /// is written.
-    fn cuStreamGetCaptureInfo_v2(
-        h_stream: sys::CUstream, status: *mut sys::CUstreamCaptureStatus, _id: *mut sys::cuuint64_t,
-        _graph: *mut sys::CUgraph, _dependencies: *mut *const sys::CUgraphNode, _count: *mut usize,
-    ) {
+/// Nothing is ever captured: the status is `CU_STREAM_CAPTURE_STATUS_NONE` and nothing else
+/// is written.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuStreamGetCaptureInfo_v2(
+    h_stream: CUstream,
+    status: *mut CUstreamCaptureStatus,
+    _id: *mut sys::cuuint64_t,
+    _graph: *mut CUgraph,
+    _dependencies: *mut *const CUgraphNode,
+    _count: *mut usize,
+) -> CUresult {
+    entry!(cuStreamGetCaptureInfo_v2(h_stream, status, _id, _graph, _dependencies, _count), {
         code(sim().stream_query(stream(h_stream)))?;
-        out(status, sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
-    }
+        out(status, CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
+    })
+}
 
-    /// As [`cuStreamGetCaptureInfo_v2`], with edge data (CUDA 12.3 on).
-    fn cuStreamGetCaptureInfo_v3(
-        h_stream: sys::CUstream, status: *mut sys::CUstreamCaptureStatus, _id: *mut sys::cuuint64_t,
-        _graph: *mut sys::CUgraph, _dependencies: *mut *const sys::CUgraphNode, _edges: *mut *const sys::CUgraphEdgeData,
-        _count: *mut usize,
-    ) {
+/// As [`cuStreamGetCaptureInfo_v2`], with edge data (CUDA 12.3 on).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuStreamGetCaptureInfo_v3(
+    h_stream: CUstream,
+    status: *mut CUstreamCaptureStatus,
+    _id: *mut sys::cuuint64_t,
+    _graph: *mut CUgraph,
+    _dependencies: *mut *const CUgraphNode,
+    _edges: *mut *const CUgraphEdgeData,
+    _count: *mut usize,
+) -> CUresult {
+    entry!(cuStreamGetCaptureInfo_v3(h_stream, status, _id, _graph, _dependencies, _edges, _count), {
         code(sim().stream_query(stream(h_stream)))?;
-        out(status, sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
-    }
+        out(status, CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
+    })
+}
 
-    /// The stream's work is done when queued here, so the function runs now, on this thread
-    /// (it may not call CUDA, as the driver documents).
-    fn cuLaunchHostFunc(h_stream: sys::CUstream, f: sys::CUhostFn, data: *mut c_void) {
+/// The stream's work is done when queued here, so the function runs now, on this thread
+/// (it may not call CUDA, as the driver documents).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuLaunchHostFunc(h_stream: CUstream, f: CUhostFn, data: *mut c_void) -> CUresult {
+    entry!(cuLaunchHostFunc(h_stream, f, data), {
         let f = f.ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
         code(sim().stream_query(stream(h_stream)))?;
         f(data);
         Ok(())
-    }
+    })
+}
 
-    /// As [`cuLaunchHostFunc`], told the stream and success; flags must be 0.
-    fn cuStreamAddCallback(h_stream: sys::CUstream, callback: sys::CUstreamCallback, data: *mut c_void, flags: c_uint) {
+/// As [`cuLaunchHostFunc`], told the stream and success; flags must be 0.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuStreamAddCallback(
+    h_stream: CUstream,
+    callback: CUstreamCallback,
+    data: *mut c_void,
+    flags: c_uint,
+) -> CUresult {
+    entry!(cuStreamAddCallback(h_stream, callback, data, flags), {
         let callback = callback.ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
         if flags != 0 {
             return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
@@ -84,55 +134,73 @@ exports! {
         code(sim().stream_query(stream(h_stream)))?;
         callback(h_stream, CUresult::CUDA_SUCCESS, data);
         Ok(())
-    }
+    })
+}
 
-    fn cuStreamDestroy_v2(h_stream: sys::CUstream) {
-        code(sim().stream_destroy(stream(h_stream)))
-    }
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuStreamDestroy_v2(h_stream: CUstream) -> CUresult {
+    entry!(cuStreamDestroy_v2(h_stream), { code(sim().stream_destroy(stream(h_stream))) })
+}
 
-    fn cuStreamSynchronize(h_stream: sys::CUstream) {
-        code(sim().stream_synchronize(stream(h_stream)))
-    }
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuStreamSynchronize(h_stream: CUstream) -> CUresult {
+    entry!(cuStreamSynchronize(h_stream), { code(sim().stream_synchronize(stream(h_stream))) })
+}
 
-    fn cuStreamQuery(h_stream: sys::CUstream) {
-        code(sim().stream_query(stream(h_stream)))
-    }
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuStreamQuery(h_stream: CUstream) -> CUresult {
+    entry!(cuStreamQuery(h_stream), { code(sim().stream_query(stream(h_stream))) })
+}
 
-    /// Nothing is ever captured into a graph here (graphs are not simulated).
-    fn cuStreamIsCapturing(h_stream: sys::CUstream, status: *mut sys::CUstreamCaptureStatus) {
+/// Nothing is ever captured into a graph here (graphs are not simulated).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuStreamIsCapturing(h_stream: CUstream, status: *mut CUstreamCaptureStatus) -> CUresult {
+    entry!(cuStreamIsCapturing(h_stream, status), {
         code(sim().stream_query(stream(h_stream)))?;
-        out(status, sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
-    }
+        out(status, CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
+    })
+}
 
-    fn cuStreamWaitEvent(h_stream: sys::CUstream, h_event: sys::CUevent, flags: c_uint) {
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuStreamWaitEvent(h_stream: CUstream, h_event: CUevent, flags: c_uint) -> CUresult {
+    entry!(cuStreamWaitEvent(h_stream, h_event, flags), {
         code(sim().stream_wait_event(stream(h_stream), event(h_event), flags))
-    }
+    })
+}
 
-    fn cuEventCreate(ph_event: *mut sys::CUevent, flags: c_uint) {
-        out(ph_event, as_ptr(code(sim().event_create(flags))?.0))
-    }
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuEventCreate(ph_event: *mut CUevent, flags: c_uint) -> CUresult {
+    entry!(cuEventCreate(ph_event, flags), { out(ph_event, as_ptr(code(sim().event_create(flags))?.0)) })
+}
 
-    fn cuEventRecord(h_event: sys::CUevent, h_stream: sys::CUstream) {
-        code(sim().event_record(event(h_event), stream(h_stream)))
-    }
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuEventRecord(h_event: CUevent, h_stream: CUstream) -> CUresult {
+    entry!(cuEventRecord(h_event, h_stream), { code(sim().event_record(event(h_event), stream(h_stream))) })
+}
 
-    fn cuEventSynchronize(h_event: sys::CUevent) {
-        code(sim().event_synchronize(event(h_event)))
-    }
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuEventSynchronize(h_event: CUevent) -> CUresult {
+    entry!(cuEventSynchronize(h_event), { code(sim().event_synchronize(event(h_event))) })
+}
 
-    fn cuEventQuery(h_event: sys::CUevent) {
-        code(sim().event_query(event(h_event)))
-    }
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuEventQuery(h_event: CUevent) -> CUresult {
+    entry!(cuEventQuery(h_event), { code(sim().event_query(event(h_event))) })
+}
 
-    fn cuEventElapsedTime(ms: *mut f32, start: sys::CUevent, end: sys::CUevent) {
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuEventElapsedTime(ms: *mut f32, start: CUevent, end: CUevent) -> CUresult {
+    entry!(cuEventElapsedTime(ms, start, end), { out(ms, code(sim().event_elapsed_time(event(start), event(end)))?) })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuEventElapsedTime_v2(ms: *mut f32, start: CUevent, end: CUevent) -> CUresult {
+    entry!(cuEventElapsedTime_v2(ms, start, end), {
         out(ms, code(sim().event_elapsed_time(event(start), event(end)))?)
-    }
+    })
+}
 
-    fn cuEventElapsedTime_v2(ms: *mut f32, start: sys::CUevent, end: sys::CUevent) {
-        out(ms, code(sim().event_elapsed_time(event(start), event(end)))?)
-    }
-
-    fn cuEventDestroy_v2(h_event: sys::CUevent) {
-        code(sim().event_destroy(event(h_event)))
-    }
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuEventDestroy_v2(h_event: CUevent) -> CUresult {
+    entry!(cuEventDestroy_v2(h_event), { code(sim().event_destroy(event(h_event))) })
 }

@@ -1,9 +1,11 @@
 /* What the C clients share: a CUresult's name, and TRY, which on an unexpected error prints
  * "fail <call>: <code>", then "after <code>" for one more call (a context killed by a sticky
- * error answers it with the same code), and makes main return 1; and the files they load. */
+ * error answers it with the same code), and makes main return 1; device attributes and pool
+ * properties; and the files they load. */
 #include <cuda.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static const char *name_of(CUresult r) {
     const char *name = "?";
@@ -31,6 +33,24 @@ static const char *name_of(CUresult r) {
         TRY(cuDevicePrimaryCtxRetain(&(ctx), (dev)));                                    \
         TRY(cuCtxSetCurrent(ctx));                                                       \
     } while (0)
+
+/* Prints "<what> <value>" of `dev`'s attribute `attr`, and answers the query's result. */
+static inline CUresult show_attribute(const char *what, CUdevice_attribute attr, CUdevice dev) {
+    int value = 0;
+    CUresult r = cuDeviceGetAttribute(&value, attr, dev);
+    if (r == CUDA_SUCCESS) printf("%s %d\n", what, value);
+    return r;
+}
+
+/* The properties of a pinned pool on device `device`, the rest zero. */
+static inline CUmemPoolProps pinned_pool_props(int device) {
+    CUmemPoolProps props;
+    memset(&props, 0, sizeof props);
+    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    props.location.id = device;
+    return props;
+}
 
 /* The bytes of dir/name, NUL-terminated (PTX is text), their count in *len unless len is NULL;
  * NULL if unreadable. */

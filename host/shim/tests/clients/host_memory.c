@@ -105,17 +105,11 @@ int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IONBF, 0); /* what was printed survives a crash */
     if (argc > 2 && strcmp(argv[1], "risky") == 0) return risky(atoi(argv[2]));
     ON_GPU0(dev, ctx);
-    int attr = 0;
-    TRY(cuDeviceGetAttribute(&attr, CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY, dev));
-    printf("can map host memory %d\n", attr);
-    TRY(cuDeviceGetAttribute(&attr, CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING, dev));
-    printf("unified addressing %d\n", attr);
-    TRY(cuDeviceGetAttribute(&attr, CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED, dev));
-    printf("host register supported %d\n", attr);
-    TRY(cuDeviceGetAttribute(&attr, CU_DEVICE_ATTRIBUTE_READ_ONLY_HOST_REGISTER_SUPPORTED, dev));
-    printf("read-only host register supported %d\n", attr);
-    TRY(cuDeviceGetAttribute(&attr, CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS, dev));
-    printf("pageable memory access %d\n", attr);
+    TRY(show_attribute("can map host memory", CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY, dev));
+    TRY(show_attribute("unified addressing", CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING, dev));
+    TRY(show_attribute("host register supported", CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED, dev));
+    TRY(show_attribute("read-only host register supported", CU_DEVICE_ATTRIBUTE_READ_ONLY_HOST_REGISTER_SUPPORTED, dev));
+    TRY(show_attribute("pageable memory access", CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS, dev));
 
     /* cuMemcpy on device addresses that are no longer, or never were, allocated: each in a
      * process of its own, since a driver may crash on them. */

@@ -132,13 +132,9 @@ int main(void) {
     TRY(cuDevicePrimaryCtxRetain(&ctx, dev));
     if (count > 1) TRY(cuDevicePrimaryCtxRetain(&ctx1, 1));
     TRY(cuCtxSetCurrent(ctx));
-    int attr = 0;
-    TRY(cuDeviceGetAttribute(&attr, CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY, dev));
-    printf("managed memory %d\n", attr);
-    TRY(cuDeviceGetAttribute(&attr, CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS, dev));
-    printf("concurrent managed access %d\n", attr);
-    TRY(cuDeviceGetAttribute(&attr, CU_DEVICE_ATTRIBUTE_DIRECT_MANAGED_MEM_ACCESS_FROM_HOST, dev));
-    printf("direct managed access from host %d\n", attr);
+    TRY(show_attribute("managed memory", CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY, dev));
+    TRY(show_attribute("concurrent managed access", CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS, dev));
+    TRY(show_attribute("direct managed access from host", CU_DEVICE_ATTRIBUTE_DIRECT_MANAGED_MEM_ACCESS_FROM_HOST, dev));
     CUstream s;
     TRY(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
 

@@ -58,13 +58,16 @@ def warp_sums(x, out):
         out[i // 32] = v
 
 
-@cuda.jit(device=True)
-def collatz_steps(n):
+def collatz_host(n):
     steps = 0
     while n != 1:
         n = n // 2 if n % 2 == 0 else 3 * n + 1
         steps += 1
     return steps
+
+
+# The same function, compiled for the device.
+collatz_steps = cuda.jit(device=True)(collatz_host)
 
 
 @cuda.jit
@@ -72,14 +75,6 @@ def collatz(x, out):
     i = cuda.grid(1)
     if i < x.size:
         out[i] = collatz_steps(x[i])
-
-
-def collatz_host(n):
-    steps = 0
-    while n != 1:
-        n = n // 2 if n % 2 == 0 else 3 * n + 1
-        steps += 1
-    return steps
 
 
 def run():

@@ -111,26 +111,14 @@ int main(void) {
     unsigned char src[64 * 8], dst[64 * 8];
     for (int i = 0; i < (int)sizeof src; i++) src[i] = (unsigned char)(i * 3 + 1);
     memset(dst, 0, sizeof dst);
-    CUDA_MEMCPY2D c;
-    memset(&c, 0, sizeof c);
-    c.srcMemoryType = CU_MEMORYTYPE_HOST;
-    c.srcHost = src;
-    c.srcPitch = 64;
-    c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
-    c.dstDevice = d;
-    c.dstPitch = 512;
-    c.WidthInBytes = 48;
-    c.Height = 8;
+    /* 8 rows of 48 bytes, to 512-byte device rows and back (unnamed fields zero). */
+    CUDA_MEMCPY2D c = {.srcMemoryType = CU_MEMORYTYPE_HOST, .srcHost = src, .srcPitch = 64,
+                       .dstMemoryType = CU_MEMORYTYPE_DEVICE, .dstDevice = d, .dstPitch = 512,
+                       .WidthInBytes = 48, .Height = 8};
     TRY(cuMemcpy2D(&c));
-    memset(&c, 0, sizeof c);
-    c.srcMemoryType = CU_MEMORYTYPE_DEVICE;
-    c.srcDevice = d;
-    c.srcPitch = 512;
-    c.dstMemoryType = CU_MEMORYTYPE_HOST;
-    c.dstHost = dst;
-    c.dstPitch = 64;
-    c.WidthInBytes = 48;
-    c.Height = 8;
+    c = (CUDA_MEMCPY2D){.srcMemoryType = CU_MEMORYTYPE_DEVICE, .srcDevice = d, .srcPitch = 512,
+                        .dstMemoryType = CU_MEMORYTYPE_HOST, .dstHost = dst, .dstPitch = 64,
+                        .WidthInBytes = 48, .Height = 8};
     TRY(cuMemcpy2DAsync(&c, a));
     TRY(cuStreamSynchronize(a));
     int same = 1;

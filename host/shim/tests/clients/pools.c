@@ -28,11 +28,7 @@ int main(void) {
             TRY(cuDeviceCanAccessPeer(&can, peer, owner));
             /* A pool on the owner, granted to the peer when it can access it. */
             TRY(cuCtxSetCurrent(ctx[owner]));
-            CUmemPoolProps props;
-            memset(&props, 0, sizeof props);
-            props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
-            props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-            props.location.id = owner;
+            CUmemPoolProps props = pinned_pool_props(owner);
             CUmemoryPool pool;
             TRY(cuMemPoolCreate(&pool, &props));
             CUmemAccessDesc desc;

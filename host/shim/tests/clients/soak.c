@@ -30,11 +30,7 @@ static CUresult one_cycle(const char *what, CUdevice dev, CUmemoryPool pool, CUs
             (r = cuMemFreeAsync(p, s)))
             return r;
     } else if (strcmp(what, "pools") == 0) {
-        CUmemPoolProps props;
-        memset(&props, 0, sizeof props);
-        props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
-        props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-        props.location.id = 0;
+        CUmemPoolProps props = pinned_pool_props(0);
         CUmemoryPool made;
         if ((r = cuMemPoolCreate(&made, &props)) || (r = cuMemPoolDestroy(made))) return r;
     } else if (strcmp(what, "contexts") == 0) {

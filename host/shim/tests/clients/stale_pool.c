@@ -9,11 +9,7 @@ int main(void) {
     CUdevice dev;
     CUcontext ctx;
     ON_GPU0(dev, ctx);
-    CUmemPoolProps props;
-    memset(&props, 0, sizeof props);
-    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
-    props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    props.location.id = 0;
+    CUmemPoolProps props = pinned_pool_props(0);
     CUmemoryPool pool;
     TRY(cuMemPoolCreate(&pool, &props));
     TRY(cuMemPoolDestroy(pool));

@@ -20,6 +20,14 @@ pub const PYTHON: &str = "PEERPOOL_PYTHON";
 /// NVIDIA's `nvcc` (the PyPI wheel's will do), for the images the foreign-image client loads.
 pub const NVCC: &str = "PEERPOOL_NVCC";
 
+/// What a client printed on the H200s against NVIDIA's libcuda, committed under
+/// `docs/hardware/recorded/` (`name` below it) and found at run time.
+pub fn recorded(name: &str) -> Result<String, Failed> {
+    let manifest = std::env::var_os("CARGO_MANIFEST_DIR").ok_or("CARGO_MANIFEST_DIR is not set")?;
+    let path = Path::new(&manifest).join("../../docs/hardware/recorded").join(name);
+    std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()).into())
+}
+
 /// The directory of the build these tests belong to (`target/<profile>`), found at run time.
 fn build_dir() -> PathBuf {
     peerpool::child::build_dir().expect("the test lies in target/<profile>/deps")
