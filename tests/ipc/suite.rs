@@ -50,14 +50,14 @@ pub fn main(stand_in: bool) -> ExitCode {
     let fd = Needs { handle_types: HandleKinds::POSIX_FD, ..Needs::peer_pair() };
     let fabric = Needs { handle_types: HandleKinds::FABRIC, imex_channel: true, ..Needs::peer_pair() };
     PairSuite::new(hardware)
-        .check(&named("pool_importer_reads_writes_and_adds"), fd, |pair| read_write_add(pair, Kind::Pool, FD))
-        .check(&named("pool_importer_without_grant_faults"), fd, |pair| ungranted(pair, Kind::Pool))
-        .check(&named("vmm_importer_reads_writes_and_adds"), fd, |pair| read_write_add(pair, Kind::Virtual, FD))
-        .check(&named("vmm_importer_without_grant_faults"), fd, |pair| ungranted(pair, Kind::Virtual))
-        .check(&named("legacy_refuses_pool_memory_and_opens_cu_mem_alloc"), fd, legacy)
-        .check(&named("closed_import_fails_cleanly"), fd, closed)
-        .check(&named("garbage_export_data_is_a_typed_error"), fd, garbage)
-        .check(&named("fabric_pool_export_or_typed_refusal"), fabric, fabric_pool)
+        .pair_test(&named("pool_importer_reads_writes_and_adds"), fd, |pair| read_write_add(pair, Kind::Pool, FD))
+        .pair_test(&named("pool_importer_without_grant_faults"), fd, |pair| ungranted(pair, Kind::Pool))
+        .pair_test(&named("vmm_importer_reads_writes_and_adds"), fd, |pair| read_write_add(pair, Kind::Virtual, FD))
+        .pair_test(&named("vmm_importer_without_grant_faults"), fd, |pair| ungranted(pair, Kind::Virtual))
+        .pair_test(&named("legacy_refuses_pool_memory_and_opens_cu_mem_alloc"), fd, legacy)
+        .pair_test(&named("closed_import_fails_cleanly"), fd, closed)
+        .pair_test(&named("garbage_export_data_is_a_typed_error"), fd, garbage)
+        .pair_test(&named("fabric_pool_export_or_typed_refusal"), fabric, fabric_pool)
         .main()
 }
 
