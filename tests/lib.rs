@@ -52,7 +52,7 @@ pub fn sim_target(
 ) -> Result<peerpool_fixtures::model::Target, String> {
     let injector = std::sync::Arc::new(peerpool::fault::FaultInjector::new(sim));
     let system = System::with_driver(injector.clone()).map_err(|e| e.to_string())?;
-    system.set_probe_bytes(4096).map_err(|e| e.to_string())?;
+    system.set_scratch_bytes(4096).map_err(|e| e.to_string())?;
     Ok(peerpool_fixtures::model::Target { system, injector: Some(injector), allocator, prober })
 }
 

@@ -122,7 +122,7 @@ fn catch(bug: Bug, topology: Topology) -> peerpool_fixtures::model::Failure {
         let injector = Arc::new(FaultInjector::new(sim.clone()));
         let planted = Planted { inner: injector.clone(), bug, owners: Mutex::default() };
         let system = System::with_driver(Arc::new(planted)).map_err(|e| e.to_string())?;
-        system.set_probe_bytes(4096).map_err(|e| e.to_string())?;
+        system.set_scratch_bytes(4096).map_err(|e| e.to_string())?;
         Ok(Target {
             system,
             injector: Some(injector),

@@ -57,7 +57,7 @@ fn reused_system() -> Result<(), libtest_mimic::Failed> {
     let sim = Arc::new(SimDriver::new(topology.clone()));
     let injector = Arc::new(peerpool::fault::FaultInjector::new(sim.clone()));
     let system = peerpool::System::with_driver(injector.clone())?;
-    system.set_probe_bytes(4096)?;
+    system.set_scratch_bytes(4096)?;
     let config = SequenceConfig {
         cases: 300,
         min_steps: 1,

@@ -1,7 +1,7 @@
 //! What verifying an ordered pair showed ([`Evidence`]), kept by the [`System`](crate::System)
-//! per pair (the verification itself is `grant/verify.rs`), and the default probe size.
+//! per pair (the verification itself is `grant/verify.rs`), and the default scratch size.
 
-/// Default probe buffer size: 1 MiB per side ([`System::set_probe_bytes`](crate::System::set_probe_bytes)
+/// Default probe buffer size: 1 MiB per side ([`System::set_scratch_bytes`](crate::System::set_scratch_bytes)
 /// changes it).
 pub const PROBE_BYTES: u64 = 1 << 20;
 

@@ -25,8 +25,8 @@ pub(crate) struct Inner {
     pub(crate) devices: Vec<DeviceSlot>,
     /// Verified ordered pairs `(owner, accessor)`, kept apart from any pool's permissions.
     pub(crate) evidence: Mutex<HashMap<(usize, usize), Evidence>>,
-    /// Bytes each verification step moves (see `System::set_probe_bytes`).
-    pub(crate) probe_bytes: AtomicU64,
+    /// Bytes each verification step moves (see `System::set_scratch_bytes`).
+    pub(crate) scratch_bytes: AtomicU64,
     /// Verifications started: salts each one's seeds.
     pub(crate) verifications: AtomicU64,
 }
@@ -45,9 +45,9 @@ impl System {
     pub fn with_driver(driver: Arc<dyn Driver>) -> Result<System> {
         let count = driver.device_get_count()?;
         let devices = (0..count.max(0)).map(|_| DeviceSlot::default()).collect();
-        let probe_bytes = AtomicU64::new(PROBE_BYTES);
+        let scratch_bytes = AtomicU64::new(PROBE_BYTES);
         let inner =
-            Inner { driver, devices, evidence: Mutex::default(), probe_bytes, verifications: AtomicU64::new(0) };
+            Inner { driver, devices, evidence: Mutex::default(), scratch_bytes, verifications: AtomicU64::new(0) };
         Ok(System { inner: Arc::new(inner) })
     }
 

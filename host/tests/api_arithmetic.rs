@@ -12,15 +12,15 @@ fn system() -> System {
 #[test]
 fn probe_sizes_beyond_the_limit_are_refused_and_change_nothing() {
     let system = system();
-    let before = system.probe_bytes();
+    let before = system.scratch_bytes();
     for bytes in [u64::MAX, u64::MAX - 15, (1 << 30) + 1] {
-        assert!(matches!(system.set_probe_bytes(bytes), Err(Error::InvalidArgument(_))), "{bytes}");
-        assert_eq!(system.probe_bytes(), before);
+        assert!(matches!(system.set_scratch_bytes(bytes), Err(Error::InvalidArgument(_))), "{bytes}");
+        assert_eq!(system.scratch_bytes(), before);
     }
-    system.set_probe_bytes(1 << 30).expect("1 GiB is allowed");
-    assert_eq!(system.probe_bytes(), 1 << 30);
-    system.set_probe_bytes(17).expect("rounded up");
-    assert_eq!(system.probe_bytes(), 32);
+    system.set_scratch_bytes(1 << 30).expect("1 GiB is allowed");
+    assert_eq!(system.scratch_bytes(), 1 << 30);
+    system.set_scratch_bytes(17).expect("rounded up");
+    assert_eq!(system.scratch_bytes(), 32);
 }
 
 #[test]

@@ -11,7 +11,7 @@ use std::sync::Arc;
 /// A system on a simulator of `topology`, with small verification probes.
 fn on(topology: Topology) -> System {
     let system = System::with_driver(Arc::new(SimDriver::new(topology))).unwrap();
-    system.set_probe_bytes(4096).expect("a valid probe size");
+    system.set_scratch_bytes(4096).expect("a valid scratch size");
     system
 }
 

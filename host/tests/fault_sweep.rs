@@ -209,7 +209,7 @@ fn setup(s: &Scenario) -> Setup {
     let sim = Arc::new(SimDriver::new((s.topology)()));
     let injector = Arc::new(FaultInjector::new(sim.clone()));
     let system = System::with_driver(injector.clone()).expect("opens");
-    system.set_probe_bytes(4096).expect("a valid probe size");
+    system.set_scratch_bytes(4096).expect("a valid probe size");
     let pools: Vec<OwnedPool> =
         s.pools.iter().map(|&o| system.create_pool(o, PoolOptions::default()).unwrap()).collect();
     if s.warm {

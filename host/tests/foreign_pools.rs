@@ -57,7 +57,7 @@ unsafe impl IntoForeignPool for TheirPool {
 fn setup() -> (Arc<SimDriver>, System) {
     let sim = Arc::new(SimDriver::new(Topology::two_h200()));
     let system = System::with_driver(sim.clone()).unwrap();
-    system.set_probe_bytes(4096).unwrap();
+    system.set_scratch_bytes(4096).unwrap();
     // peerpool's own probe pools (kept for the system's life) are made first, so that the
     // counts below are of their pool alone.
     system.prepare_verification(&[(0, 1), (1, 0)]).unwrap();

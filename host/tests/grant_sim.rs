@@ -198,13 +198,13 @@ fn probes_are_made_once_per_device_and_go_with_the_system() {
     sys.verify_pair(0, 1).unwrap();
     assert_eq!(sim.stats(), after);
     // A new probe size replaces the buffers, not the pools.
-    sys.set_probe_bytes(8192).unwrap();
+    sys.set_scratch_bytes(8192).unwrap();
     sys.verify_pair(0, 1).unwrap();
     let resized = sim.stats();
     assert_eq!((resized.pools, resized.allocations), (after.pools, 4));
     assert_eq!(resized.allocated_bytes + 2 * (peerpool::PROBE_BYTES - 8192), after.allocated_bytes);
     // Released on demand, made again by the next verification.
-    sys.release_probes().unwrap();
+    sys.release_scratch().unwrap();
     assert_eq!((sim.stats().pools, sim.stats().allocations), (before.pools, 2));
     sys.verify_pair(1, 0).unwrap();
     assert_eq!(sim.stats().pools, before.pools + 2);

@@ -187,7 +187,7 @@ fn injected_importer() -> (Arc<SimDriver>, Arc<FaultInjector>, System) {
     let sim = Arc::new(SimDriver::new(Topology::two_h200()));
     let injector = Arc::new(FaultInjector::new(sim.clone()));
     let system = System::with_driver(injector.clone()).unwrap();
-    system.set_probe_bytes(4096).expect("a valid probe size");
+    system.set_scratch_bytes(4096).expect("a valid probe size");
     system.verify_pair(0, 1).unwrap();
     (sim, injector, system)
 }

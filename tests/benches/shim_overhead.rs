@@ -44,7 +44,7 @@ impl NegativeProber for NoProbes {
 fn measure(driver: Arc<dyn Driver>, cases: u32) -> Result<f64, String> {
     let injector = Arc::new(FaultInjector::new(driver));
     let system = System::with_driver(injector.clone()).map_err(|e| e.to_string())?;
-    system.set_probe_bytes(4096).map_err(|e| e.to_string())?;
+    system.set_scratch_bytes(4096).map_err(|e| e.to_string())?;
     let caps: Arc<Caps> = Arc::new(caps_of(&system.facts().map_err(|e| e.to_string())?));
     let mix = Mix { negative_probes: 0, sticky_faults: 0, ..Mix::default() };
     let config =

@@ -26,7 +26,7 @@ fn stand_in() -> bool {
 
 fn simulated() -> Result<System, peerpool::Error> {
     let system = System::with_driver(Arc::new(SimDriver::new(Topology::two_h200())))?;
-    system.set_probe_bytes(4096)?;
+    system.set_scratch_bytes(4096)?;
     Ok(system)
 }
 

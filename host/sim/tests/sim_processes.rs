@@ -78,7 +78,7 @@ fn finish(child: Running) {
 
 fn system() -> System {
     let (_, system) = sim(Topology::two_h200());
-    system.set_probe_bytes(4096).unwrap();
+    system.set_scratch_bytes(4096).unwrap();
     system
 }
 

@@ -36,8 +36,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::MutexGuard;
 use std::sync::atomic::Ordering;
 
-/// The largest probe [`System::set_probe_bytes`] accepts.
-const MAX_PROBE_BYTES: u64 = 1 << 30;
+/// The largest probe [`System::set_scratch_bytes`] accepts.
+const MAX_SCRATCH_BYTES: u64 = 1 << 30;
 
 impl System {
     /// The cached evidence for `owner -> accessor`, if that pair was verified.
@@ -51,18 +51,18 @@ impl System {
     /// # Errors
     /// [`Error::InvalidArgument`] above 1 GiB (each step allocates this much on both devices
     /// and the host); the size stays as it was.
-    pub fn set_probe_bytes(&self, bytes: u64) -> Result<(), Error> {
-        let rounded = bytes.max(16).checked_next_multiple_of(16).filter(|&b| b <= MAX_PROBE_BYTES);
+    pub fn set_scratch_bytes(&self, bytes: u64) -> Result<(), Error> {
+        let rounded = bytes.max(16).checked_next_multiple_of(16).filter(|&b| b <= MAX_SCRATCH_BYTES);
         let rounded = rounded.ok_or_else(|| {
-            Error::InvalidArgument(format!("probe size {bytes} bytes: at most {MAX_PROBE_BYTES} bytes"))
+            Error::InvalidArgument(format!("scratch size {bytes} bytes: at most {MAX_SCRATCH_BYTES} bytes"))
         })?;
-        self.inner.probe_bytes.store(rounded, Ordering::Relaxed);
+        self.inner.scratch_bytes.store(rounded, Ordering::Relaxed);
         Ok(())
     }
 
     /// Bytes each verification step moves.
-    pub fn probe_bytes(&self) -> u64 {
-        self.inner.probe_bytes.load(Ordering::Relaxed)
+    pub fn scratch_bytes(&self) -> u64 {
+        self.inner.scratch_bytes.load(Ordering::Relaxed)
     }
 
     /// Drops all cached evidence: the next grant per pair verifies again.
@@ -75,7 +75,7 @@ impl System {
     ///
     /// Side effects: retains both primary contexts and loads peerpool's kernels into them on
     /// first use; on a device's first verification creates its private probe pool and one
-    /// buffer of [`System::probe_bytes`] in it (again when the size changed); grants the
+    /// buffer of [`System::scratch_bytes`] in it (again when the size changed); grants the
     /// owner's probe pool to the accessor and, when the owner can access the accessor, the
     /// accessor's to the owner, unless granted before; the probe pools, grants and buffers stay
     /// until the system drops. Synchronises both devices' null streams (waiting for work the
@@ -146,14 +146,14 @@ impl System {
         Ok(())
     }
 
-    /// Releases the verifier's probes on every device: buffers freed, grants revoked, pools
+    /// Releases the verifier's scratch on every device: buffers freed, grants revoked, pools
     /// destroyed. The next verification makes them again. For a long-lived system that must
     /// start over as if new (a reused test target); waits for running verifications.
     ///
     /// # Errors
     /// The first failure; every device is attempted, and what could not be released stays in
     /// the probe (released when the system drops).
-    pub fn release_probes(&self) -> Result<(), Error> {
+    pub fn release_scratch(&self) -> Result<(), Error> {
         let mut results = Vec::new();
         for (ordinal, slot) in self.inner.devices.iter().enumerate() {
             let mut probe = slot.probe.lock().unwrap_or_else(|e| e.into_inner());
@@ -182,7 +182,7 @@ impl System {
 
     /// Makes `device`'s probe pool (if it has none), grants it to those of `peers` it does
     /// not grant yet (one `cuMemPoolSetAccess`), and allocates its buffer when it has none of
-    /// the current probe size (after the grants: the driver maps new memory into every peer
+    /// the current scratch size (after the grants: the driver maps new memory into every peer
     /// granted then). Returns the buffer. Every handle made is put in the slot at once, so a
     /// later failure leaves nothing the system's drop would not release.
     fn ready_probe(&self, device: usize, slot: &mut ScratchSlot, peers: &[usize]) -> Result<(DevicePtr, u64), Error> {
@@ -211,7 +211,7 @@ impl System {
             unsafe { driver.mem_pool_set_access(pool, &map) }?;
             slot.granted.extend(missing);
         }
-        let bytes = self.probe_bytes();
+        let bytes = self.scratch_bytes();
         if let Some((ptr, len)) = slot.buffer
             && len != bytes
         {

@@ -31,7 +31,7 @@ impl Process {
     pub fn new() -> Process {
         let sim = Arc::new(SimDriver::new(Topology::two_h200()));
         let system = System::with_driver(sim.clone()).expect("a system opens on the simulator");
-        system.set_probe_bytes(4096).expect("a valid probe size");
+        system.set_scratch_bytes(4096).expect("a valid probe size");
         Process { sim, system }
     }
 
