@@ -219,8 +219,11 @@ impl SimDriver {
         Some(block.read(offset, len))
     }
 
+    /// The state, its `caller` the calling thread.
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.caller = crate::threads::current();
+        state
     }
 
     /// The state, for what reads it without being a driver call (no clock, no sticky error).
@@ -248,7 +251,8 @@ impl SimDriver {
         match plain {
             Some(time) => {
                 state.work = None;
-                state.timing.pass(time);
+                let caller = state.caller;
+                state.timing.pass_on(caller, time);
             }
             // Recorded work priced on the machine: it occupies a device or a lock, or loads PTX.
             None => {

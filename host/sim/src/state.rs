@@ -13,6 +13,7 @@ use peerpool::driver::{Access, HandleKinds, Stream};
 use peerpool_kernels::Kernel;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
+use std::thread::ThreadId;
 
 /// A failed simulated call: its code, and the call to name when it is not the method's own
 /// (the real driver checks ordinals with `cuDeviceGet` first).
@@ -234,6 +235,9 @@ pub(super) struct FunctionRec {
 
 #[derive(Clone)]
 pub(super) struct State {
+    /// The thread that holds the state now: read once as the lock is taken (`SimDriver::lock`),
+    /// since a thread's id costs a read of thread-local storage, dear in a shared library.
+    pub(super) caller: ThreadId,
     pub(super) topo: Topology,
     pub(super) recycle: bool,
     /// The sticky error that killed the simulated process, if one did.
@@ -287,6 +291,7 @@ impl State {
     pub(super) fn new(topo: Topology, recycle: bool, timing: ProcessTime) -> State {
         let n = topo.device_count();
         let mut s = State {
+            caller: crate::threads::current(),
             memory: Memory::new(n),
             topo,
             recycle,
@@ -411,7 +416,7 @@ impl State {
     }
 
     pub(super) fn current_context(&self) -> Option<u64> {
-        self.contexts.current()
+        self.contexts.current_of(self.caller)
     }
 
     pub(super) fn set_current(&mut self, handle: Option<u64>) -> SimResult<()> {
@@ -421,7 +426,7 @@ impl State {
     /// The calling thread's current context's device; `CUDA_ERROR_INVALID_CONTEXT` when there
     /// is none or nobody retains it.
     pub(super) fn current_device(&self) -> SimResult<usize> {
-        Ok(self.contexts.current_device()?)
+        Ok(self.contexts.current_device_of(self.caller)?)
     }
 
     /// The calling thread's current context and its device (for what a call makes in it).
