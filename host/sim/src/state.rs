@@ -11,6 +11,7 @@ use super::topology::Topology;
 use peerpool::CudaCode;
 use peerpool::driver::{Access, HandleKinds, Stream};
 use peerpool_kernels::Kernel;
+use rustc_hash::FxHashMap;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::thread::ThreadId;
@@ -261,12 +262,14 @@ pub(super) struct State {
     pub(super) implicit_pools: Vec<(PoolPlace, usize, usize)>,
     pub(super) memory: Memory,
     pub(super) contexts: Contexts,
-    pub(super) streams: HashMap<u64, Owned>,
+    /// Created streams, by handle; hashed cheaply, as every stream call looks one up and the
+    /// simulator hands the handles out.
+    pub(super) streams: FxHashMap<u64, Owned>,
     /// What created streams were made with (`settings.rs`), by handle.
-    pub(super) stream_settings: HashMap<u64, StreamSettings>,
+    pub(super) stream_settings: FxHashMap<u64, StreamSettings>,
     /// What contexts are set to (`settings.rs`), by handle.
     pub(super) context_settings: HashMap<u64, ContextSettings>,
-    pub(super) events: HashMap<u64, EventRec>,
+    pub(super) events: FxHashMap<u64, EventRec>,
     /// The context each `cuMemAlloc` allocation was made in, by base address.
     pub(super) legacy_owner: HashMap<u64, u64>,
     pub(super) modules: HashMap<u64, ModuleRec>,
@@ -307,10 +310,10 @@ impl State {
             current_pools: Vec::new(),
             implicit_pools: Vec::new(),
             contexts: Contexts::default(),
-            streams: HashMap::new(),
-            stream_settings: HashMap::new(),
+            streams: FxHashMap::default(),
+            stream_settings: FxHashMap::default(),
             context_settings: HashMap::new(),
-            events: HashMap::new(),
+            events: FxHashMap::default(),
             legacy_owner: HashMap::new(),
             modules: HashMap::new(),
             functions: HashMap::new(),
