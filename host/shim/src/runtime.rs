@@ -5,7 +5,6 @@ use peerpool::fault::Ledger;
 use peerpool_sim::SimDriver;
 use peerpool_sim::env::{self, Config, Target};
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The simulator and the ledger of the C calls made on it (fault rules and the trace).
 pub(crate) struct Runtime {
@@ -13,17 +12,19 @@ pub(crate) struct Runtime {
     pub(crate) ledger: Ledger,
     /// `CUDA_VISIBLE_DEVICES` names a GPU twice: every `cuInit` fails.
     pub(crate) visible_twice: bool,
-    /// A `cuInit` succeeded: until then every other call is `CUDA_ERROR_NOT_INITIALIZED`, also
-    /// after a `cuInit` that a fault rule failed.
-    initialised: AtomicBool,
 }
 
 impl Runtime {
     /// Marks the driver started (a `cuInit` that succeeded).
-    pub(crate) fn started(&self) {
-        self.initialised.store(true, Ordering::Release);
+    pub(crate) fn started(&'static self) {
+        STARTED.get_or_init(|| self);
     }
 }
+
+/// The runtime once a `cuInit` has succeeded: until then every other call is
+/// `CUDA_ERROR_NOT_INITIALIZED`, also after a `cuInit` that a fault rule failed. Apart from
+/// [`RUNTIME`] so that every call finds it with one load and one comparison.
+static STARTED: OnceLock<&'static Runtime> = OnceLock::new();
 
 /// What the first `cuInit` made of the environment: the runtime, or why there is none.
 static RUNTIME: OnceLock<Result<Runtime, String>> = OnceLock::new();
@@ -53,7 +54,7 @@ pub(crate) fn init() -> Result<&'static Runtime, &'static str> {
             };
             // A destroyed pool's handle in a C program is an error code and one line, not a panic.
             let sim = sim.refusing_destroyed_pools();
-            Ok(Runtime { sim, ledger, visible_twice, initialised: AtomicBool::new(false) })
+            Ok(Runtime { sim, ledger, visible_twice })
         });
         if let Err(why) = &made {
             peerpool::fault::notice(&format!("peerpool-shim: {why}"));
@@ -64,6 +65,7 @@ pub(crate) fn init() -> Result<&'static Runtime, &'static str> {
 }
 
 /// The runtime, once a `cuInit` has succeeded.
+#[inline]
 pub(crate) fn get() -> Option<&'static Runtime> {
-    RUNTIME.get().and_then(|made| made.as_ref().ok()).filter(|r| r.initialised.load(Ordering::Acquire))
+    STARTED.get().copied()
 }

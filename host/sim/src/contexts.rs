@@ -8,6 +8,7 @@
 use crate::threads::{self, PerThread};
 use peerpool::CudaCode;
 use std::collections::{HashMap, HashSet};
+use std::thread::ThreadId;
 
 /// One device's primary context.
 #[derive(Clone)]
@@ -42,16 +43,16 @@ impl Contexts {
         self.primary.iter().position(|c| c.handle == handle).or_else(|| self.ordinary.get(&handle).copied())
     }
 
-    /// The calling thread's current context.
-    pub(super) fn current(&self) -> Option<u64> {
-        self.stacks.get(threads::current()).and_then(|s| s.last()).copied()
+    /// `thread`'s current context (the caller's, its id read once per call).
+    pub(super) fn current_of(&self, thread: ThreadId) -> Option<u64> {
+        self.stacks.get(thread).and_then(|s| s.last()).copied()
     }
 
-    /// The calling thread's current context's device: `CUDA_ERROR_INVALID_CONTEXT` when there is
-    /// none or it is a primary context nobody retains, `CUDA_ERROR_CONTEXT_IS_DESTROYED` when
-    /// another thread destroyed it.
-    pub(super) fn current_device(&self) -> Result<usize, CudaCode> {
-        let Some(handle) = self.current() else { return Err(CudaCode::CUDA_ERROR_INVALID_CONTEXT) };
+    /// `thread`'s current context's device (the caller's): `CUDA_ERROR_INVALID_CONTEXT` when
+    /// there is none or it is a primary context nobody retains, `CUDA_ERROR_CONTEXT_IS_DESTROYED`
+    /// when another thread destroyed it.
+    pub(super) fn current_device_of(&self, thread: ThreadId) -> Result<usize, CudaCode> {
+        let Some(handle) = self.current_of(thread) else { return Err(CudaCode::CUDA_ERROR_INVALID_CONTEXT) };
         if self.destroyed.contains(&handle) {
             return Err(CudaCode::CUDA_ERROR_CONTEXT_IS_DESTROYED);
         }

@@ -219,8 +219,11 @@ impl SimDriver {
         Some(block.read(offset, len))
     }
 
+    /// The state, its `caller` the calling thread.
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.caller = crate::threads::current();
+        state
     }
 
     /// The state, for what reads it without being a driver call (no clock, no sticky error).
@@ -248,18 +251,24 @@ impl SimDriver {
         match plain {
             Some(time) => {
                 state.work = None;
-                state.timing.pass(time);
+                let caller = state.caller;
+                state.timing.pass_on(caller, time);
             }
-            // Recorded work priced on the machine: it occupies a device or a lock, or loads PTX.
-            None => {
-                if let Some(work) = state.work.take() {
-                    let mut machine = self.machine();
-                    let cost = timing::price(&machine.model, &work);
-                    state.timing.advance(&mut machine, &cost);
-                }
-            }
+            None => self.price_on_machine(&mut state),
         }
         result
+    }
+
+    /// The end of [`SimDriver::run`] for recorded work priced on the machine: it occupies a
+    /// device or a lock, or loads PTX. Kept out of `run`, which every call inlines, so that a
+    /// cheap call's frame holds only what it uses.
+    #[inline(never)]
+    fn price_on_machine(&self, state: &mut State) {
+        if let Some(work) = state.work.take() {
+            let mut machine = self.machine();
+            let cost = timing::price(&machine.model, &work);
+            state.timing.advance(&mut machine, &cost);
+        }
     }
 }
 

@@ -11,8 +11,10 @@ use super::topology::Topology;
 use peerpool::CudaCode;
 use peerpool::driver::{Access, HandleKinds, Stream};
 use peerpool_kernels::Kernel;
+use rustc_hash::FxHashMap;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
+use std::thread::ThreadId;
 
 /// A failed simulated call: its code, and the call to name when it is not the method's own
 /// (the real driver checks ordinals with `cuDeviceGet` first).
@@ -234,6 +236,9 @@ pub(super) struct FunctionRec {
 
 #[derive(Clone)]
 pub(super) struct State {
+    /// The thread that holds the state now: read once as the lock is taken (`SimDriver::lock`),
+    /// since a thread's id costs a read of thread-local storage, dear in a shared library.
+    pub(super) caller: ThreadId,
     pub(super) topo: Topology,
     pub(super) recycle: bool,
     /// The sticky error that killed the simulated process, if one did.
@@ -257,12 +262,14 @@ pub(super) struct State {
     pub(super) implicit_pools: Vec<(PoolPlace, usize, usize)>,
     pub(super) memory: Memory,
     pub(super) contexts: Contexts,
-    pub(super) streams: HashMap<u64, Owned>,
+    /// Created streams, by handle; hashed cheaply, as every stream call looks one up and the
+    /// simulator hands the handles out.
+    pub(super) streams: FxHashMap<u64, Owned>,
     /// What created streams were made with (`settings.rs`), by handle.
-    pub(super) stream_settings: HashMap<u64, StreamSettings>,
+    pub(super) stream_settings: FxHashMap<u64, StreamSettings>,
     /// What contexts are set to (`settings.rs`), by handle.
     pub(super) context_settings: HashMap<u64, ContextSettings>,
-    pub(super) events: HashMap<u64, EventRec>,
+    pub(super) events: FxHashMap<u64, EventRec>,
     /// The context each `cuMemAlloc` allocation was made in, by base address.
     pub(super) legacy_owner: HashMap<u64, u64>,
     pub(super) modules: HashMap<u64, ModuleRec>,
@@ -287,6 +294,7 @@ impl State {
     pub(super) fn new(topo: Topology, recycle: bool, timing: ProcessTime) -> State {
         let n = topo.device_count();
         let mut s = State {
+            caller: crate::threads::current(),
             memory: Memory::new(n),
             topo,
             recycle,
@@ -302,10 +310,10 @@ impl State {
             current_pools: Vec::new(),
             implicit_pools: Vec::new(),
             contexts: Contexts::default(),
-            streams: HashMap::new(),
-            stream_settings: HashMap::new(),
+            streams: FxHashMap::default(),
+            stream_settings: FxHashMap::default(),
             context_settings: HashMap::new(),
-            events: HashMap::new(),
+            events: FxHashMap::default(),
             legacy_owner: HashMap::new(),
             modules: HashMap::new(),
             functions: HashMap::new(),
@@ -411,7 +419,7 @@ impl State {
     }
 
     pub(super) fn current_context(&self) -> Option<u64> {
-        self.contexts.current()
+        self.contexts.current_of(self.caller)
     }
 
     pub(super) fn set_current(&mut self, handle: Option<u64>) -> SimResult<()> {
@@ -421,7 +429,7 @@ impl State {
     /// The calling thread's current context's device; `CUDA_ERROR_INVALID_CONTEXT` when there
     /// is none or nobody retains it.
     pub(super) fn current_device(&self) -> SimResult<usize> {
-        Ok(self.contexts.current_device()?)
+        Ok(self.contexts.current_device_of(self.caller)?)
     }
 
     /// The calling thread's current context and its device (for what a call makes in it).

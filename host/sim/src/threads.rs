@@ -28,8 +28,15 @@ impl<V> PerThread<V> {
     pub(crate) fn get(&self, thread: ThreadId) -> Option<&V> {
         match &self.latest {
             Some((t, v)) if *t == thread => Some(v),
-            _ => self.others.get(&thread),
+            _ => self.other(thread),
         }
+    }
+
+    /// `thread`'s entry when it is not the latest: out of line, so that the callers, inlined
+    /// into every call, carry only the comparison.
+    #[inline(never)]
+    fn other(&self, thread: ThreadId) -> Option<&V> {
+        self.others.get(&thread)
     }
 
     /// `thread`'s entry, to change.
@@ -37,8 +44,14 @@ impl<V> PerThread<V> {
     pub(crate) fn get_mut(&mut self, thread: ThreadId) -> Option<&mut V> {
         match &mut self.latest {
             Some((t, v)) if *t == thread => Some(v),
-            _ => self.others.get_mut(&thread),
+            _ => Self::other_mut(&mut self.others, thread),
         }
+    }
+
+    /// [`PerThread::other`] in `others`, to change.
+    #[inline(never)]
+    fn other_mut(others: &mut FxHashMap<ThreadId, V>, thread: ThreadId) -> Option<&mut V> {
+        others.get_mut(&thread)
     }
 
     /// `thread`'s entry, made by `fresh` when it has none; it becomes the latest.
@@ -46,15 +59,20 @@ impl<V> PerThread<V> {
     pub(crate) fn get_or_insert_with(&mut self, thread: ThreadId, fresh: impl FnOnce() -> V) -> &mut V {
         let entry = match self.latest.take() {
             Some((t, v)) if t == thread => (t, v),
-            before => {
-                let mine = self.others.remove(&thread).unwrap_or_else(fresh);
-                if let Some((t, v)) = before {
-                    self.others.insert(t, v);
-                }
-                (thread, mine)
-            }
+            before => self.swap(thread, before, fresh),
         };
         &mut self.latest.insert(entry).1
+    }
+
+    /// `thread`'s entry taken out of the map (made by `fresh` when it has none), `before`, the
+    /// latest until now, put in its place: out of line, as [`PerThread::other`].
+    #[inline(never)]
+    fn swap(&mut self, thread: ThreadId, before: Option<(ThreadId, V)>, fresh: impl FnOnce() -> V) -> (ThreadId, V) {
+        let mine = self.others.remove(&thread).unwrap_or_else(fresh);
+        if let Some((t, v)) = before {
+            self.others.insert(t, v);
+        }
+        (thread, mine)
     }
 
     /// Every thread's entry.
@@ -92,12 +110,18 @@ pub(crate) fn current() -> ThreadId {
     }
     ID.with(|id| match id.get() {
         Some(known) => known,
-        None => {
-            let first = std::thread::current().id();
-            id.set(Some(first));
-            first
-        }
+        None => first(id),
     })
+}
+
+/// The calling thread's id, read the first time and kept in `id`: out of line, so that
+/// [`current`] is the load.
+#[cold]
+#[inline(never)]
+fn first(id: &Cell<Option<ThreadId>>) -> ThreadId {
+    let first = std::thread::current().id();
+    id.set(Some(first));
+    first
 }
 
 #[cfg(test)]

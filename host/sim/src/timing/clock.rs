@@ -4,6 +4,7 @@
 use super::{Latencies, Nanos, Serial, ns};
 use crate::threads::{self, PerThread};
 use std::collections::{BTreeSet, HashMap};
+use std::thread::ThreadId;
 
 /// The kind of lock an expensive piece of driver work takes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -329,9 +330,10 @@ impl ProcessTime {
 
     /// [`ProcessTime::advance`] for a call `time` long that occupies no device, takes no lock and
     /// waits for nothing ([`super::LaneCosts`]): only the calling thread's lane moves, found once.
-    pub(crate) fn pass(&mut self, time: Nanos) {
+    /// `thread` is the caller, its id read once per call.
+    pub(crate) fn pass_on(&mut self, thread: ThreadId, time: Nanos) {
         let fresh = self.last_end;
-        let lane = self.lanes.get_or_insert_with(threads::current(), || fresh);
+        let lane = self.lanes.get_or_insert_with(thread, || fresh);
         let end = lane.saturating_add(time);
         *lane = end;
         self.latest = self.latest.max(end);

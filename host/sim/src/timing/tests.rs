@@ -397,7 +397,7 @@ fn a_lane_only_call_passes_as_advance_moves_it() {
     let mut times = [ProcessTime::new(500, 2), ProcessTime::new(500, 2)];
     let mut both = |[advanced, passed]: &mut [ProcessTime; 2], work: &Work| {
         advanced.advance(&mut machine, &price(&m, work));
-        passed.pass(costs.of_work(work).expect("a lane-only call"));
+        passed.pass_on(crate::threads::current(), costs.of_work(work).expect("a lane-only call"));
         assert_eq!(advanced.lanes.to_map(), passed.lanes.to_map());
         assert_eq!((advanced.last_end, advanced.latest), (passed.last_end, passed.latest));
     };
