@@ -114,19 +114,14 @@ pub(super) enum Fast {
         sh: u8,
         signed: bool,
     },
-    Min {
+    /// `min`, or `max` where `max` is set.
+    MinMax {
         d: u32,
         a: Opnd,
         b: Opnd,
         sh: u8,
         signed: bool,
-    },
-    Max {
-        d: u32,
-        a: Opnd,
-        b: Opnd,
-        sh: u8,
-        signed: bool,
+        max: bool,
     },
     Mad {
         d: u32,
@@ -413,8 +408,8 @@ fn compile(op: &Op, launch: &Launch<'_>, pool: &mut Pool) -> Option<Fast> {
                 BinOp::Rem => Fast::Rem { d, a, b, sh, signed: ty.signed() },
                 BinOp::MulHi => Fast::MulHi { d, a, b, sh, signed: ty.signed() },
                 BinOp::MulWide if ty.bits() <= 32 => Fast::MulWide { d, a, b, sh, signed: ty.signed() },
-                BinOp::Min => Fast::Min { d, a, b, sh, signed: ty.signed() },
-                BinOp::Max => Fast::Max { d, a, b, sh, signed: ty.signed() },
+                BinOp::Min => Fast::MinMax { d, a, b, sh, signed: ty.signed(), max: false },
+                BinOp::Max => Fast::MinMax { d, a, b, sh, signed: ty.signed(), max: true },
                 op => Fast::Binary { op, ty, fm, d, a, b },
             }
         }

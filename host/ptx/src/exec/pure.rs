@@ -150,19 +150,11 @@ pub(super) fn run(
                 };
                 (d, v & (u64::MAX >> (2 * sh - 64)))
             }
-            Fast::Min { d, a, b, sh, signed } => {
+            Fast::MinMax { d, a, b, sh, signed, max } => {
                 let (x, y) = (get(regs, a), get(regs, b));
                 let v = match signed {
-                    true => extend(x, sh).min(extend(y, sh)) as u64,
-                    false => (x << sh >> sh).min(y << sh >> sh),
-                };
-                (d, v & (u64::MAX >> sh))
-            }
-            Fast::Max { d, a, b, sh, signed } => {
-                let (x, y) = (get(regs, a), get(regs, b));
-                let v = match signed {
-                    true => extend(x, sh).max(extend(y, sh)) as u64,
-                    false => (x << sh >> sh).max(y << sh >> sh),
+                    true => pick(extend(x, sh), extend(y, sh), max) as u64,
+                    false => pick(x << sh >> sh, y << sh >> sh, max),
                 };
                 (d, v & (u64::MAX >> sh))
             }
@@ -216,6 +208,12 @@ pub(super) fn run(
     };
     (*pc, *left) = (at as u32, n);
     Ok(stop)
+}
+
+/// The larger of `x` and `y` where `max` is set, else the smaller.
+#[inline]
+fn pick<T: Ord>(x: T, y: T, max: bool) -> T {
+    if max { x.max(y) } else { x.min(y) }
 }
 
 #[cfg(test)]
