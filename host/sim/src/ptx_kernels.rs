@@ -10,6 +10,7 @@
 //! its traffic costs, not the executor's own speed).
 
 use super::device_access::{load, probe_write, store, update};
+use super::memory::Backing;
 use super::modules::fail;
 use super::state::{Fail, SimResult, State};
 use super::timing::{Traffic, Work};
@@ -70,7 +71,7 @@ pub(super) fn launch(s: &mut State, device: usize, function: u64, shape: &PtxLau
 /// kills the process (and records the work as a fault); a launch the executor cannot hold is
 /// `CUDA_ERROR_INVALID_VALUE`.
 fn execute(s: &mut State, device: usize, kernel: &peerpool_ptx::Function, launch: &Launch<'_>) -> SimResult<Traffic> {
-    let mut view = View { s, device, traffic: Traffic::default() };
+    let mut view = View::new(s, device);
     let ran = peerpool_ptx::run(kernel, launch, &mut view);
     let traffic = view.traffic;
     match ran {
@@ -208,11 +209,67 @@ struct View<'s> {
     s: &'s mut State,
     device: usize,
     traffic: Traffic,
+    /// The allocations the launch's last accesses reached, newest first.
+    windows: [Option<Window>; 2],
+}
+
+/// One allocation as the launching device sees it, for accesses that need no further check.
+/// Nothing maps, unmaps or grants while a launch runs (it holds the simulator's state), so what
+/// was checked once holds to the launch's end; and a kernel's accesses mostly fall in one or two
+/// allocations, which saves finding, checking and copying for each.
+#[derive(Clone)]
+struct Window {
+    start: u64,
+    end: u64,
+    backing: Backing,
+    /// The device may read here and the link to it changes nothing.
+    read: bool,
+    /// The device may write here and the link from it changes nothing.
+    write: bool,
+    local: bool,
 }
 
 impl View<'_> {
+    fn new(s: &mut State, device: usize) -> View<'_> {
+        View { s, device, traffic: Traffic::default(), windows: [None, None] }
+    }
+
+    /// The window holding `[addr, addr + len)`, found and checked on a miss; `None` where the
+    /// range lies in no single allocation.
+    fn window(&mut self, addr: u64, len: usize) -> Option<&Window> {
+        let end = addr.checked_add(len as u64)?;
+        let inside = |w: &Option<Window>| w.as_ref().is_some_and(|w| w.start <= addr && end <= w.end);
+        if !inside(&self.windows[0]) {
+            if inside(&self.windows[1]) {
+                self.windows.swap(0, 1);
+            } else {
+                let block = self.s.memory.find(addr)?;
+                let (device, owner) = (self.device, block.device);
+                let access = self.s.can_access(device, block);
+                let topo = &self.s.topo;
+                let window = Window {
+                    start: block.base,
+                    end: block.base + block.size(),
+                    backing: block.backing().clone(),
+                    read: access && topo.fault(owner, device).is_none(),
+                    write: access && self.s.check_writable(addr, 1).is_ok() && topo.fault(device, owner).is_none(),
+                    local: owner == device,
+                };
+                self.windows = [Some(window), self.windows[0].take()];
+                if !inside(&self.windows[0]) {
+                    return None;
+                }
+            }
+        }
+        self.windows[0].as_ref()
+    }
+
     fn count(&mut self, addr: u64, bytes: u64, atomic: bool) {
         let local = self.s.memory.find(addr).is_none_or(|b| b.device == self.device);
+        self.add(local, bytes, atomic);
+    }
+
+    fn add(&mut self, local: bool, bytes: u64, atomic: bool) {
         let t = &mut self.traffic;
         let slot = match (atomic, local) {
             (false, true) => &mut t.local_bytes,
@@ -229,6 +286,12 @@ const ALIGNED: u64 = 1;
 
 impl Memory for View<'_> {
     fn read(&mut self, _: Space, addr: u64, out: &mut [u8], _: Thread) -> Result<(), Fault> {
+        if let Some(w) = self.window(addr, out.len()).filter(|w| w.read) {
+            let local = w.local;
+            w.backing.with((addr - w.start) as usize, out.len(), |bytes| out.copy_from_slice(bytes));
+            self.add(local, out.len() as u64, false);
+            return Ok(());
+        }
         let data = load(self.s, self.device, addr, out.len() as u64, ALIGNED).map_err(|_| Fault::Illegal)?;
         out.copy_from_slice(&data);
         self.count(addr, out.len() as u64, false);
@@ -236,6 +299,12 @@ impl Memory for View<'_> {
     }
 
     fn write(&mut self, addr: u64, data: &[u8], _: Thread) -> Result<(), Fault> {
+        if let Some(w) = self.window(addr, data.len()).filter(|w| w.write) {
+            let local = w.local;
+            w.backing.with((addr - w.start) as usize, data.len(), |bytes| bytes.copy_from_slice(data));
+            self.add(local, data.len() as u64, false);
+            return Ok(());
+        }
         probe_write(self.s, self.device, addr, data.len() as u64, ALIGNED).map_err(|_| Fault::Illegal)?;
         store(self.s, self.device, addr, data.to_vec());
         self.count(addr, data.len() as u64, false);
@@ -243,6 +312,13 @@ impl Memory for View<'_> {
     }
 
     fn atomic(&mut self, addr: u64, len: usize, _: Thread, f: &mut dyn FnMut(&mut [u8])) -> Result<(), Fault> {
+        if let Some(w) = self.window(addr, len).filter(|w| w.write) {
+            let local = w.local;
+            // Under the bytes' lock from read to write, as `update` does.
+            w.backing.with((addr - w.start) as usize, len, f);
+            self.add(local, len as u64, true);
+            return Ok(());
+        }
         update(self.s, self.device, addr, len as u64, ALIGNED, f).map_err(|_| Fault::Illegal)?;
         self.count(addr, len as u64, true);
         Ok(())

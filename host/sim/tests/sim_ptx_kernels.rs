@@ -6,7 +6,7 @@
 mod sim_support;
 
 use peerpool::driver::Stream;
-use peerpool_sim::{PtxLaunch, SimDriver, Topology};
+use peerpool_sim::{LinkFault, PtxLaunch, SimDriver, Topology};
 use sim_support::{code, granted_alloc, pool_alloc, sim};
 
 const KERNELS: &str = include_str!("../../ptx/tests/data/kernels.ptx");
@@ -90,4 +90,43 @@ fn a_kernel_of_an_unloaded_module_is_an_invalid_handle() {
     d.module_unload(module).unwrap();
     assert_eq!(code(launch_add(&d, add, memory.ptr().0, 4)).as_deref(), Some("CUDA_ERROR_INVALID_HANDLE"));
     assert!(d.sticky_error().is_none());
+}
+
+/// A foreign kernel's peer accesses cross the link as copies do: a link that drops every byte
+/// it carries leaves a read of the peer's memory zero, and a write to it unmade.
+#[test]
+fn a_foreign_kernel_s_peer_accesses_cross_a_faulty_link() {
+    let dropped = |from: usize, to: usize| {
+        let mut topology = Topology::two_h200();
+        topology.set_fault(from, to, Some(LinkFault { period: 1, ..LinkFault::drop_bytes() }));
+        let (d, system) = sim(topology);
+        let (_pool, memory) = granted_alloc(&system, 1, 0, 4000);
+        memory.write(&7i32.to_le_bytes().repeat(1000)).unwrap();
+        let _ctx = system.enter(0).unwrap();
+        let module = d.module_load_image(KERNELS.as_bytes()).unwrap();
+        let add = d.module_get_function(module, c"pp_test_add").unwrap();
+        launch_add(&d, add, memory.ptr().0, 1000).unwrap();
+        assert!(d.sticky_error().is_none());
+        words(&d, memory.ptr(), 1000)
+    };
+    assert_eq!(dropped(1, 0), vec![5; 1000], "each read of the peer's 7 arrives as 0");
+    assert_eq!(dropped(0, 1), vec![7; 1000], "each write of 12 to the peer is lost");
+}
+
+/// Host memory registered read-only is the kernels' to read and never to write: a foreign
+/// kernel's store there faults, with no byte changed.
+#[test]
+fn a_foreign_kernel_s_write_to_read_only_host_memory_faults() {
+    const READ_ONLY: u32 = 0x08;
+    let (d, system) = sim(Topology::two_h200());
+    let _ctx = system.enter(0).unwrap();
+    let mut host = vec![7i32; 1000];
+    let at = host.as_mut_ptr() as u64;
+    // SAFETY: `host` outlives every use of the registration (it is dropped after the checks).
+    unsafe { d.mem_host_register(at, 4000, READ_ONLY) }.unwrap();
+    let module = d.module_load_image(KERNELS.as_bytes()).unwrap();
+    let add = d.module_get_function(module, c"pp_test_add").unwrap();
+    launch_add(&d, add, at, 1000).expect("the fault surfaces at the next call");
+    assert_eq!(d.sticky_error(), Some(peerpool::CudaCode::CUDA_ERROR_ILLEGAL_ADDRESS));
+    assert_eq!(host, vec![7; 1000], "no byte changed");
 }
