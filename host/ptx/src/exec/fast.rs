@@ -256,6 +256,13 @@ pub(super) enum Fast {
         space: Space,
         ty: Ty,
     },
+    /// `mov.b64 {lo, hi}, a` (or narrower): `a` split into two halves of `bits` each.
+    Split {
+        lo: u32,
+        hi: u32,
+        a: Opnd,
+        bits: u8,
+    },
     Bra {
         target: u32,
     },
@@ -461,6 +468,12 @@ fn compile(op: &Op, launch: &Launch<'_>, pool: &mut Pool) -> Option<Fast> {
         Op::Bfi { ty, d, a, b, pos, len } => {
             Fast::Bfi { ty, d: d32(d)?, a: src(a)?, b: src(b)?, pos: src(pos)?, len: src(len)? }
         }
+        Op::Unpack { ty, ref d, a } => match d[..] {
+            [Some(lo), Some(hi)] if ty.bits() < 64 => {
+                Fast::Split { lo: d32(lo)?, hi: d32(hi)?, a: src(a)?, bits: ty.bits() as u8 }
+            }
+            _ => return None,
+        },
         Op::Bra { target } => Fast::Bra { target },
         Op::Bar { id, threads: None, wait: true, red: None } => Fast::Bar { id: src(id)? },
         Op::Warp { .. } => Fast::Warp,

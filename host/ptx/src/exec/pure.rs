@@ -85,6 +85,12 @@ pub(super) fn run(
                 (at, n) = (at + 1, n - 1);
                 continue;
             }
+            Fast::Split { lo, hi, a, bits } => {
+                // Both halves from the value before either is written: `hi` may be `a`.
+                let (v, m) = (get(regs, a), u64::MAX >> (64 - bits));
+                regs[base + lo as usize] = v & m;
+                (hi, (v >> bits) & m)
+            }
             Fast::Bra { target } => {
                 (at, n) = (target as usize, n - 1);
                 continue;
@@ -385,6 +391,13 @@ mod tests {
                     {
                         cases.push((Op::Cvta { to: false, space, d: 3, a }, v[0].wrapping_add(window)));
                         cases.push((Op::Cvta { to: true, space, d: 3, a }, v[0].wrapping_sub(window)));
+                    }
+                    if ty.bits() < 64 {
+                        // Each half in register 3 in turn, and a half written over its source.
+                        let half = |v: u64, i: u32| arith::mask(ty, v >> (i * ty.bits()));
+                        cases.push((Op::Unpack { ty, d: vec![Some(2), Some(3)], a: b }, half(v[1], 1)));
+                        cases.push((Op::Unpack { ty, d: vec![Some(3), Some(2)], a: b }, half(v[1], 0)));
+                        cases.push((Op::Unpack { ty, d: vec![Some(0), Some(3)], a }, half(v[0], 1)));
                     }
                     for (op, want) in cases {
                         let text = format!("{op:?} on {v:x?}");
