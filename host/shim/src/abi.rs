@@ -23,6 +23,46 @@ pub(crate) unsafe fn out<T>(ptr: *mut T, value: T) -> Answer {
     Ok(())
 }
 
+/// Writes through `ptr` what `make` answers; a null `ptr` is `CUDA_ERROR_INVALID_VALUE` before
+/// `make` runs, whatever it would answer or do.
+///
+/// # Safety
+/// A non-null `ptr` is valid for a write of a `T`.
+pub(crate) unsafe fn out_with<T>(ptr: *mut T, make: impl FnOnce() -> Result<T, CUresult>) -> Answer {
+    if ptr.is_null() {
+        return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+    }
+    // SAFETY: the caller's.
+    unsafe { out(ptr, make()?) }
+}
+
+/// Writes the handles `found` to the array `into`, which may be null only when none is found.
+///
+/// # Safety
+/// A non-null `into` is valid for writes of `found.len()` handles.
+pub(crate) unsafe fn out_handles<T>(into: *mut *mut T, found: Vec<u64>) -> Answer {
+    if into.is_null() && !found.is_empty() {
+        return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+    }
+    for (i, handle) in found.into_iter().enumerate() {
+        // SAFETY: the caller's.
+        unsafe { into.add(i).write(as_ptr(handle)) };
+    }
+    Ok(())
+}
+
+/// The C string at `ptr`; a null one is `CUDA_ERROR_INVALID_VALUE`.
+///
+/// # Safety
+/// A non-null `ptr` is NUL-terminated and stays unchanged for `'a`.
+pub(crate) unsafe fn c_str<'a>(ptr: *const std::ffi::c_char) -> Result<&'a std::ffi::CStr, CUresult> {
+    match ptr.is_null() {
+        true => Err(CUresult::CUDA_ERROR_INVALID_VALUE),
+        // SAFETY: the caller's.
+        false => Ok(unsafe { std::ffi::CStr::from_ptr(ptr) }),
+    }
+}
+
 /// A handle as the pointer a client holds.
 pub(crate) fn as_ptr<T>(handle: u64) -> *mut T {
     handle as usize as *mut T

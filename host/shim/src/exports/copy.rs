@@ -84,14 +84,7 @@ pub unsafe extern "C" fn cuMemcpyPeer(
     count: usize,
 ) -> CUresult {
     entry!(cuMemcpyPeer(dst, dst_ctx, src, src_ctx, count), {
-        let copy = PeerCopy {
-            dst: DevicePtr(dst),
-            dst_ctx: context(dst_ctx),
-            src: DevicePtr(src),
-            src_ctx: context(src_ctx),
-            bytes: count,
-        };
-        code(sim().memcpy_peer(copy))
+        code(sim().memcpy_peer(peer_copy(dst, dst_ctx, src, src_ctx, count)))
     })
 }
 
@@ -105,22 +98,13 @@ pub unsafe extern "C" fn cuMemcpyPeerAsync(
     h_stream: CUstream,
 ) -> CUresult {
     entry!(cuMemcpyPeerAsync(dst, dst_ctx, src, src_ctx, count, h_stream), {
-        let copy = PeerCopy {
-            dst: DevicePtr(dst),
-            dst_ctx: context(dst_ctx),
-            src: DevicePtr(src),
-            src_ctx: context(src_ctx),
-            bytes: count,
-        };
-        code(sim().memcpy_peer_async(copy, stream(h_stream)))
+        code(sim().memcpy_peer_async(peer_copy(dst, dst_ctx, src, src_ctx, count), stream(h_stream)))
     })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuMemsetD8_v2(dst: CUdeviceptr, value: c_uchar, count: usize) -> CUresult {
-    entry!(cuMemsetD8_v2(dst, value, count), {
-        memset(None, |d, on| d.memset_d8_async(DevicePtr(dst), value, count, on))
-    })
+    entry!(cuMemsetD8_v2(dst, value, count), { memset_1d(dst, value, count, None) })
 }
 
 #[unsafe(no_mangle)]
@@ -130,16 +114,12 @@ pub unsafe extern "C" fn cuMemsetD8Async(
     count: usize,
     h_stream: CUstream,
 ) -> CUresult {
-    entry!(cuMemsetD8Async(dst, value, count, h_stream), {
-        memset(Some(stream(h_stream)), |d, on| d.memset_d8_async(DevicePtr(dst), value, count, on))
-    })
+    entry!(cuMemsetD8Async(dst, value, count, h_stream), { memset_1d(dst, value, count, Some(stream(h_stream))) })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuMemsetD32_v2(dst: CUdeviceptr, value: c_uint, count: usize) -> CUresult {
-    entry!(cuMemsetD32_v2(dst, value, count), {
-        memset(None, |d, on| d.memset_d32_async(DevicePtr(dst), value, count, on))
-    })
+    entry!(cuMemsetD32_v2(dst, value, count), { memset_1d(dst, value, count, None) })
 }
 
 #[unsafe(no_mangle)]
@@ -149,14 +129,12 @@ pub unsafe extern "C" fn cuMemsetD32Async(
     count: usize,
     h_stream: CUstream,
 ) -> CUresult {
-    entry!(cuMemsetD32Async(dst, value, count, h_stream), {
-        memset(Some(stream(h_stream)), |d, on| d.memset_d32_async(DevicePtr(dst), value, count, on))
-    })
+    entry!(cuMemsetD32Async(dst, value, count, h_stream), { memset_1d(dst, value, count, Some(stream(h_stream))) })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuMemsetD16_v2(dst: CUdeviceptr, value: c_ushort, count: usize) -> CUresult {
-    entry!(cuMemsetD16_v2(dst, value, count), { memset(None, |d, on| d.memset_d16_async(dst, value, count, on)) })
+    entry!(cuMemsetD16_v2(dst, value, count), { memset_1d(dst, value, count, None) })
 }
 
 #[unsafe(no_mangle)]
@@ -166,9 +144,7 @@ pub unsafe extern "C" fn cuMemsetD16Async(
     count: usize,
     h_stream: CUstream,
 ) -> CUresult {
-    entry!(cuMemsetD16Async(dst, value, count, h_stream), {
-        memset(Some(stream(h_stream)), |d, on| d.memset_d16_async(dst, value, count, on))
-    })
+    entry!(cuMemsetD16Async(dst, value, count, h_stream), { memset_1d(dst, value, count, Some(stream(h_stream))) })
 }
 
 #[unsafe(no_mangle)]
@@ -263,6 +239,47 @@ pub unsafe extern "C" fn cuMemcpy2DUnaligned_v2(copy: *const CUDA_MEMCPY2D) -> C
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuMemcpy2DAsync_v2(copy: *const CUDA_MEMCPY2D, h_stream: CUstream) -> CUresult {
     entry!(cuMemcpy2DAsync_v2(copy, h_stream), { rows(&copy_2d(copy)?, Some(stream(h_stream))) })
+}
+
+/// A peer copy's description, each handle as the simulator names it.
+fn peer_copy(dst: CUdeviceptr, dst_ctx: CUcontext, src: CUdeviceptr, src_ctx: CUcontext, count: usize) -> PeerCopy {
+    PeerCopy {
+        dst: DevicePtr(dst),
+        dst_ctx: context(dst_ctx),
+        src: DevicePtr(src),
+        src_ctx: context(src_ctx),
+        bytes: count,
+    }
+}
+
+/// A 1D memset's value: a byte, a 16-bit or a 32-bit word, each set by the simulator's memset
+/// of its width.
+trait Unit: Copy {
+    /// Sets `count` values at `dst` on `on` (asynchronously).
+    fn set(self, d: &SimDriver, dst: CUdeviceptr, count: usize, on: Stream) -> DriverResult<()>;
+}
+
+impl Unit for c_uchar {
+    fn set(self, d: &SimDriver, dst: CUdeviceptr, count: usize, on: Stream) -> DriverResult<()> {
+        d.memset_d8_async(DevicePtr(dst), self, count, on)
+    }
+}
+
+impl Unit for c_ushort {
+    fn set(self, d: &SimDriver, dst: CUdeviceptr, count: usize, on: Stream) -> DriverResult<()> {
+        d.memset_d16_async(dst, self, count, on)
+    }
+}
+
+impl Unit for c_uint {
+    fn set(self, d: &SimDriver, dst: CUdeviceptr, count: usize, on: Stream) -> DriverResult<()> {
+        d.memset_d32_async(DevicePtr(dst), self, count, on)
+    }
+}
+
+/// A 1D memset of `count` values on a stream, or on the null stream and then waited for.
+fn memset_1d(dst: CUdeviceptr, value: impl Unit, count: usize, on: Option<Stream>) -> Answer {
+    memset(on, |d, s| value.set(d, dst, count, s))
 }
 
 /// A 2D memset on a stream, or on the null stream and then waited for.

@@ -1,7 +1,7 @@
 //! Devices: count, names, attributes, memory, peer capability, and their pools.
 
 use crate::abi::{as_ptr, out, pool};
-use crate::boundary::{code, entry, sim};
+use crate::boundary::{code, entry, forward_if_real, sim};
 use cudarc::driver::sys::{CUdevice, CUdevice_attribute, CUmemoryPool, CUresult, CUuuid};
 use peerpool::driver::{DeviceAttribute, P2pAttribute};
 use std::ffi::{c_char, c_int, c_uint};
@@ -88,12 +88,12 @@ pub unsafe extern "C" fn cuDeviceGetUuid(uuid: *mut CUuuid, device: CUdevice) ->
     })
 }
 
+/// CUDA 11.4's form: on the simulator, [`cuDeviceGetUuid`] itself.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuDeviceGetUuid_v2(uuid: *mut CUuuid, device: CUdevice) -> CUresult {
-    entry!(cuDeviceGetUuid_v2(uuid, device), {
-        let bytes = code(sim().device_get_uuid(device))?;
-        out(uuid, CUuuid { bytes: bytes.map(|b| b as c_char) })
-    })
+    forward_if_real!(cuDeviceGetUuid_v2(uuid, device));
+    // SAFETY: the caller's.
+    unsafe { cuDeviceGetUuid(uuid, device) }
 }
 
 /// `0000:BB:00.0` from the PCI attributes, NUL-terminated in `len` bytes.

@@ -2,7 +2,7 @@
 //! managed memory with its advice, prefetches and range attributes, and the driver's own pools
 //! by location and allocation type (`peerpool_sim::host_memory`).
 
-use crate::abi::{as_ptr, location, location_at, out, stream};
+use crate::abi::{as_ptr, location, location_at, out, out_with, stream};
 use crate::boundary::{Answer, code, entry, sim};
 use cudarc::driver::sys::{
     CUdevice, CUdeviceptr, CUmemAllocationType, CUmemLocation, CUmemoryPool, CUresult, CUstream,
@@ -25,6 +25,13 @@ fn device_or_host(device: CUdevice) -> Location {
         -1 => Location::Host,
         d => Location::Device(d),
     }
+}
+
+/// `cuMemAdvise` in either form: `advice` is read as a plain integer (a C caller may pass any
+/// value), `at` is where it points.
+fn advise(dptr: CUdeviceptr, count: usize, advice: c_uint, at: Location) -> Answer {
+    let advice = Advise::from_raw(advice).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
+    code(sim().mem_advise(dptr, count, advice, at))
 }
 
 /// Writes what `cuMemRangeGetAttribute` read into the caller's `size` bytes: an `int`, or the
@@ -56,22 +63,12 @@ unsafe fn write_range(data: *mut c_void, size: usize, value: RangeValue) -> Resu
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuMemAllocHost_v2(pp: *mut *mut c_void, bytes: usize) -> CUresult {
-    entry!(cuMemAllocHost_v2(pp, bytes), {
-        if pp.is_null() {
-            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
-        }
-        out(pp, as_ptr(code(sim().mem_host_alloc(bytes, 0))?))
-    })
+    entry!(cuMemAllocHost_v2(pp, bytes), { out_with(pp, || code(sim().mem_host_alloc(bytes, 0)).map(as_ptr)) })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuMemHostAlloc(pp: *mut *mut c_void, bytes: usize, flags: c_uint) -> CUresult {
-    entry!(cuMemHostAlloc(pp, bytes, flags), {
-        if pp.is_null() {
-            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
-        }
-        out(pp, as_ptr(code(sim().mem_host_alloc(bytes, flags))?))
-    })
+    entry!(cuMemHostAlloc(pp, bytes, flags), { out_with(pp, || code(sim().mem_host_alloc(bytes, flags)).map(as_ptr)) })
 }
 
 #[unsafe(no_mangle)]
@@ -120,19 +117,13 @@ pub unsafe extern "C" fn cuMemAdvise_v2(
     advice: c_uint,
     loc: CUmemLocation,
 ) -> CUresult {
-    entry!(cuMemAdvise_v2(dptr, count, advice, loc), {
-        let advice = Advise::from_raw(advice).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
-        code(sim().mem_advise(dptr, count, advice, location(loc)))
-    })
+    entry!(cuMemAdvise_v2(dptr, count, advice, loc), { advise(dptr, count, advice, location(loc)) })
 }
 
 /// The form before CUDA 12.2, with a device (`CU_DEVICE_CPU` for the host).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuMemAdvise(dptr: CUdeviceptr, count: usize, advice: c_uint, device: CUdevice) -> CUresult {
-    entry!(cuMemAdvise(dptr, count, advice, device), {
-        let advice = Advise::from_raw(advice).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
-        code(sim().mem_advise(dptr, count, advice, device_or_host(device)))
-    })
+    entry!(cuMemAdvise(dptr, count, advice, device), { advise(dptr, count, advice, device_or_host(device)) })
 }
 
 /// CUDA 13's form, with a location; flags must be 0.

@@ -164,20 +164,6 @@ unsafe fn parameter_buffer(
     }
 }
 
-/// `CU_LAUNCH_ATTRIBUTE_*` ids.
-mod attr {
-    pub(super) const IGNORE: u32 = 0;
-    pub(super) const ACCESS_POLICY_WINDOW: u32 = 1;
-    pub(super) const COOPERATIVE: u32 = 2;
-    pub(super) const SYNCHRONIZATION_POLICY: u32 = 3;
-    pub(super) const CLUSTER_DIMENSION: u32 = 4;
-    pub(super) const CLUSTER_SCHEDULING_POLICY_PREFERENCE: u32 = 5;
-    pub(super) const PROGRAMMATIC_STREAM_SERIALIZATION: u32 = 6;
-    pub(super) const PRIORITY: u32 = 8;
-    pub(super) const MEM_SYNC_DOMAIN_MAP: u32 = 9;
-    pub(super) const MEM_SYNC_DOMAIN: u32 = 10;
-}
-
 /// Whether a launch attribute is one the simulator honours by ignoring it: hints about caches,
 /// scheduling, priority and memory-synchronisation domains; a cooperative flag of 0; a cluster
 /// of one block. Programmatic serialisation only lets a launch overlap the one before it,
@@ -186,14 +172,23 @@ mod attr {
 /// # Safety
 /// `value` points at the attribute's 64-byte value.
 unsafe fn attribute(id: u32, value: *const u8) -> crate::boundary::Answer {
+    use cudarc::driver::sys::CUlaunchAttributeID::*;
     // SAFETY: the caller's.
     let word = |i: usize| unsafe { value.cast::<u32>().add(i).read_unaligned() };
+    let hints = [
+        CU_LAUNCH_ATTRIBUTE_IGNORE,
+        CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW,
+        CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY,
+        CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE,
+        CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
+        CU_LAUNCH_ATTRIBUTE_PRIORITY,
+        CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP,
+        CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN,
+    ];
     let ignored = match id {
-        attr::IGNORE | attr::ACCESS_POLICY_WINDOW | attr::SYNCHRONIZATION_POLICY => true,
-        attr::CLUSTER_SCHEDULING_POLICY_PREFERENCE | attr::PROGRAMMATIC_STREAM_SERIALIZATION => true,
-        attr::PRIORITY | attr::MEM_SYNC_DOMAIN_MAP | attr::MEM_SYNC_DOMAIN => true,
-        attr::COOPERATIVE => word(0) == 0,
-        attr::CLUSTER_DIMENSION => [word(0), word(1), word(2)].iter().all(|&d| d <= 1),
+        _ if hints.iter().any(|&hint| hint as u32 == id) => true,
+        c if c == CU_LAUNCH_ATTRIBUTE_COOPERATIVE as u32 => word(0) == 0,
+        c if c == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION as u32 => [word(0), word(1), word(2)].iter().all(|&d| d <= 1),
         _ => false,
     };
     if ignored {

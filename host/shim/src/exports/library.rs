@@ -2,14 +2,14 @@
 //! their kernels, on the simulator's modules: a library loads lazily, as the driver's default
 //! mode does, and its kernel's function in a context is that context's module's.
 
-use crate::abi::{as_ptr, kernel, lasting_name, library, out};
+use crate::abi::{as_ptr, c_str, kernel, lasting_name, library, out, out_handles, out_with};
 use crate::boundary::{code, entry, sim};
-use crate::exports::module::{file, write_found};
+use crate::exports::module::{file, write_found, write_global};
 use crate::image_bytes::{Wrapper, image_bytes};
 use cudarc::driver::sys::{
     CUdevice, CUdeviceptr, CUfunction, CUjit_option, CUkernel, CUlibrary, CUlibraryOption, CUmodule, CUresult,
 };
-use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
+use std::ffi::{c_char, c_int, c_uint, c_void};
 
 /// JIT and library options are ignored. Any bytes load (an H200 took garbage in either
 /// loading mode): what they hold is read when a later call needs it, and that call answers
@@ -69,24 +69,14 @@ pub unsafe extern "C" fn cuLibraryEnumerateKernels(
     lib: CUlibrary,
 ) -> CUresult {
     entry!(cuLibraryEnumerateKernels(kernels, num_kernels, lib), {
-        let found = code(sim().library_kernels(library(lib), num_kernels as usize))?;
-        if kernels.is_null() && !found.is_empty() {
-            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
-        }
-        for (i, k) in found.into_iter().enumerate() {
-            kernels.add(i).write(as_ptr(k));
-        }
-        Ok(())
+        out_handles(kernels, code(sim().library_kernels(library(lib), num_kernels as usize))?)
     })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuLibraryGetKernel(p_kernel: *mut CUkernel, lib: CUlibrary, name: *const c_char) -> CUresult {
     entry!(cuLibraryGetKernel(p_kernel, lib, name), {
-        if name.is_null() {
-            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
-        }
-        out(p_kernel, as_ptr(code(sim().library_get_kernel(library(lib), CStr::from_ptr(name).to_bytes()))?))
+        out(p_kernel, as_ptr(code(sim().library_get_kernel(library(lib), c_str(name)?.to_bytes()))?))
     })
 }
 
@@ -103,12 +93,7 @@ pub unsafe extern "C" fn cuLibraryGetGlobal(
     name: *const c_char,
 ) -> CUresult {
     entry!(cuLibraryGetGlobal(dptr, bytes, lib, name), {
-        if name.is_null() {
-            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
-        }
-        write_found(dptr, bytes, || {
-            code(sim().library_get_global(library(lib), CStr::from_ptr(name).to_bytes())).map(|(at, size)| (at.0, size))
-        })
+        write_global(dptr, bytes, name, |name| sim().library_get_global(library(lib), name))
     })
 }
 
@@ -119,12 +104,7 @@ pub unsafe extern "C" fn cuKernelGetFunction(p_func: *mut CUfunction, k: CUkerne
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuKernelGetName(name: *mut *const c_char, k: CUkernel) -> CUresult {
-    entry!(cuKernelGetName(name, k), {
-        if name.is_null() {
-            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
-        }
-        out(name, lasting_name(&code(sim().kernel_name(kernel(k)))?)?)
-    })
+    entry!(cuKernelGetName(name, k), { out_with(name, || lasting_name(&code(sim().kernel_name(kernel(k)))?)) })
 }
 
 #[unsafe(no_mangle)]
@@ -155,9 +135,7 @@ pub unsafe extern "C" fn cuLibraryGetManaged(
     name: *const c_char,
 ) -> CUresult {
     entry!(cuLibraryGetManaged(dptr, bytes, lib, name), {
-        if name.is_null() {
-            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
-        }
+        c_str(name)?;
         code(sim().library_get_managed(library(lib)))
     })
 }
@@ -174,9 +152,6 @@ pub unsafe extern "C" fn cuKernelSetAttribute(attrib: c_int, value: c_int, k: CU
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuKernelGetAttribute(pi: *mut c_int, attrib: c_int, k: CUkernel, dev: CUdevice) -> CUresult {
     entry!(cuKernelGetAttribute(pi, attrib, k, dev), {
-        if pi.is_null() {
-            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
-        }
-        out(pi, code(sim().kernel_get_attribute(kernel(k), attrib, dev))?)
+        out_with(pi, || code(sim().kernel_get_attribute(kernel(k), attrib, dev)))
     })
 }

@@ -7,9 +7,10 @@
 
 use crate::abi::out;
 use crate::boundary::{entry, name_once_owned};
+use crate::exports::module::file;
 use cudarc::driver::sys::{CUjit_option, CUlinkState, CUresult};
 use std::collections::BTreeMap;
-use std::ffi::{CStr, c_char, c_uint, c_void};
+use std::ffi::{c_char, c_uint, c_void};
 use std::sync::Mutex;
 
 /// `CUjitInputType`: what an input is.
@@ -102,14 +103,7 @@ pub unsafe extern "C" fn cuLinkAddFile_v2(
     _options: *mut CUjit_option,
     _values: *mut *mut c_void,
 ) -> CUresult {
-    entry!(cuLinkAddFile_v2(state, type_, path, _count, _options, _values), {
-        if path.is_null() {
-            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
-        }
-        let path = <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(CStr::from_ptr(path).to_bytes());
-        let bytes = std::fs::read(path).map_err(|_| CUresult::CUDA_ERROR_FILE_NOT_FOUND)?;
-        add(state, type_, bytes)
-    })
+    entry!(cuLinkAddFile_v2(state, type_, path, _count, _options, _values), { add(state, type_, file(path)?) })
 }
 
 /// The one input, whole; it lives until `cuLinkDestroy`.

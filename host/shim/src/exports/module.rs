@@ -2,11 +2,12 @@
 //! `peerpool_sim::image` reads them) and its kernels are listed and described as NVIDIA's
 //! driver did on an H200. Launches are `launch.rs`'s.
 
-use crate::abi::{as_ptr, function, lasting_name, module, out};
+use crate::abi::{as_ptr, c_str, function, lasting_name, module, out, out_handles, out_with};
 use crate::boundary::{code, entry, sim};
 use crate::image_bytes::{Wrapper, image_bytes};
 use cudarc::driver::sys::{CUdeviceptr, CUfunction, CUjit_option, CUmodule, CUmoduleLoadingMode, CUresult};
-use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
+use peerpool::driver::{DevicePtr, DriverResult};
+use std::ffi::{c_char, c_int, c_uint, c_void};
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuModuleLoadData(h_module: *mut CUmodule, image: *const c_void) -> CUresult {
@@ -55,13 +56,7 @@ pub unsafe extern "C" fn cuModuleEnumerateFunctions(
 ) -> CUresult {
     entry!(cuModuleEnumerateFunctions(functions, num_functions, h_module), {
         let found = code(sim().module_functions(module(h_module), num_functions as usize))?;
-        if functions.is_null() && !found.is_empty() {
-            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
-        }
-        for (i, f) in found.into_iter().enumerate() {
-            functions.add(i).write(as_ptr(f.0));
-        }
-        Ok(())
+        out_handles(functions, found.into_iter().map(|f| f.0).collect())
     })
 }
 
@@ -74,24 +69,13 @@ pub unsafe extern "C" fn cuModuleGetGlobal_v2(
     name: *const c_char,
 ) -> CUresult {
     entry!(cuModuleGetGlobal_v2(dptr, bytes, h_module, name), {
-        if name.is_null() {
-            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
-        }
-        write_found(dptr, bytes, || {
-            code(sim().module_get_global(module(h_module), CStr::from_ptr(name).to_bytes()))
-                .map(|(at, size)| (at.0, size))
-        })
+        write_global(dptr, bytes, name, |name| sim().module_get_global(module(h_module), name))
     })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuFuncGetName(name: *mut *const c_char, f: CUfunction) -> CUresult {
-    entry!(cuFuncGetName(name, f), {
-        if name.is_null() {
-            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
-        }
-        out(name, lasting_name(&code(sim().func_name(function(f)))?)?)
-    })
+    entry!(cuFuncGetName(name, f), { out_with(name, || lasting_name(&code(sim().func_name(function(f)))?)) })
 }
 
 #[unsafe(no_mangle)]
@@ -102,12 +86,7 @@ pub unsafe extern "C" fn cuFuncGetModule(h_module: *mut CUmodule, f: CUfunction)
 /// `attrib` is read as a plain integer: a C caller may pass any value.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuFuncGetAttribute(pi: *mut c_int, attrib: c_int, f: CUfunction) -> CUresult {
-    entry!(cuFuncGetAttribute(pi, attrib, f), {
-        if pi.is_null() {
-            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
-        }
-        out(pi, code(sim().func_get_attribute(function(f), attrib))?)
-    })
+    entry!(cuFuncGetAttribute(pi, attrib, f), { out_with(pi, || code(sim().func_get_attribute(function(f), attrib))) })
 }
 
 #[unsafe(no_mangle)]
@@ -127,10 +106,7 @@ pub unsafe extern "C" fn cuModuleGetFunction(
     name: *const c_char,
 ) -> CUresult {
     entry!(cuModuleGetFunction(h_func, h_module, name), {
-        if name.is_null() {
-            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
-        }
-        out(h_func, as_ptr(code(sim().module_get_function(module(h_module), CStr::from_ptr(name)))?.0))
+        out(h_func, as_ptr(code(sim().module_get_function(module(h_module), c_str(name)?))?.0))
     })
 }
 
@@ -200,17 +176,31 @@ pub(crate) unsafe fn write_found<A: TryFrom<u64>>(
     Ok(())
 }
 
+/// Writes the address and size of the global `name`, found by `find`, as [`write_found`] does;
+/// a null `name` is `CUDA_ERROR_INVALID_VALUE` before either.
+///
+/// # Safety
+/// A non-null `name` is NUL-terminated; each non-null out-parameter is valid for a write.
+pub(crate) unsafe fn write_global(
+    dptr: *mut CUdeviceptr,
+    bytes: *mut usize,
+    name: *const c_char,
+    find: impl FnOnce(&[u8]) -> DriverResult<(DevicePtr, usize)>,
+) -> crate::boundary::Answer {
+    // SAFETY: the caller's.
+    let name = unsafe { c_str(name) }?;
+    // SAFETY: the caller's.
+    unsafe { write_found(dptr, bytes, || code(find(name.to_bytes())).map(|(at, size)| (at.0, size))) }
+}
+
 /// The bytes of the file `name` names: `CUDA_ERROR_FILE_NOT_FOUND` if it cannot be read (as an
 /// H200 answered a missing file).
 ///
 /// # Safety
 /// A non-null `name` is a NUL-terminated string.
 pub(crate) unsafe fn file(name: *const c_char) -> Result<Vec<u8>, CUresult> {
-    if name.is_null() {
-        return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
-    }
     // SAFETY: the caller's.
-    let name = unsafe { CStr::from_ptr(name) };
+    let name = unsafe { c_str(name) }?;
     let path = std::path::Path::new(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(name.to_bytes()));
     std::fs::read(path).map_err(|_| CUresult::CUDA_ERROR_FILE_NOT_FOUND)
 }

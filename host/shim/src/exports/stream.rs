@@ -2,7 +2,7 @@
 //! every recorded event has happened; their handles are still checked.
 
 use crate::abi::{as_ptr, event, out, stream};
-use crate::boundary::{code, entry, sim};
+use crate::boundary::{Answer, code, entry, forward_if_real, sim};
 use cudarc::driver::sys::{
     self, CUcontext, CUevent, CUgraph, CUgraphEdgeData, CUgraphNode, CUgreenCtx, CUhostFn, CUresult, CUstream,
     CUstreamCallback, CUstreamCaptureStatus,
@@ -84,8 +84,7 @@ pub unsafe extern "C" fn cuStreamGetCaptureInfo_v2(
     _count: *mut usize,
 ) -> CUresult {
     entry!(cuStreamGetCaptureInfo_v2(h_stream, status, _id, _graph, _dependencies, _count), {
-        code(sim().stream_query(stream(h_stream)))?;
-        out(status, CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
+        not_capturing(h_stream, status)
     })
 }
 
@@ -101,8 +100,7 @@ pub unsafe extern "C" fn cuStreamGetCaptureInfo_v3(
     _count: *mut usize,
 ) -> CUresult {
     entry!(cuStreamGetCaptureInfo_v3(h_stream, status, _id, _graph, _dependencies, _edges, _count), {
-        code(sim().stream_query(stream(h_stream)))?;
-        out(status, CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
+        not_capturing(h_stream, status)
     })
 }
 
@@ -155,10 +153,7 @@ pub unsafe extern "C" fn cuStreamQuery(h_stream: CUstream) -> CUresult {
 /// Nothing is ever captured into a graph here (graphs are not simulated).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuStreamIsCapturing(h_stream: CUstream, status: *mut CUstreamCaptureStatus) -> CUresult {
-    entry!(cuStreamIsCapturing(h_stream, status), {
-        code(sim().stream_query(stream(h_stream)))?;
-        out(status, CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
-    })
+    entry!(cuStreamIsCapturing(h_stream, status), { not_capturing(h_stream, status) })
 }
 
 #[unsafe(no_mangle)]
@@ -193,14 +188,25 @@ pub unsafe extern "C" fn cuEventElapsedTime(ms: *mut f32, start: CUevent, end: C
     entry!(cuEventElapsedTime(ms, start, end), { out(ms, code(sim().event_elapsed_time(event(start), event(end)))?) })
 }
 
+/// CUDA 12.8's form: on the simulator, [`cuEventElapsedTime`] itself.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuEventElapsedTime_v2(ms: *mut f32, start: CUevent, end: CUevent) -> CUresult {
-    entry!(cuEventElapsedTime_v2(ms, start, end), {
-        out(ms, code(sim().event_elapsed_time(event(start), event(end)))?)
-    })
+    forward_if_real!(cuEventElapsedTime_v2(ms, start, end));
+    // SAFETY: the caller's.
+    unsafe { cuEventElapsedTime(ms, start, end) }
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuEventDestroy_v2(h_event: CUevent) -> CUresult {
     entry!(cuEventDestroy_v2(h_event), { code(sim().event_destroy(event(h_event))) })
+}
+
+/// Writes `CU_STREAM_CAPTURE_STATUS_NONE` for a live stream: nothing is ever captured.
+///
+/// # Safety
+/// A non-null `status` is valid for a write.
+unsafe fn not_capturing(h_stream: CUstream, status: *mut CUstreamCaptureStatus) -> Answer {
+    code(sim().stream_query(stream(h_stream)))?;
+    // SAFETY: the caller's.
+    unsafe { out(status, CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE) }
 }

@@ -53,19 +53,20 @@ static inline CUmemPoolProps pinned_pool_props(int device) {
 }
 
 /* The bytes of dir/name, NUL-terminated (PTX is text), their count in *len unless len is NULL;
- * NULL if unreadable. */
+ * NULL if the file cannot be opened, sized (a pipe, a directory) or read whole. */
 static inline unsigned char *read_bytes(const char *dir, const char *name, size_t *len) {
     char path[8192];
     snprintf(path, sizeof path, "%s/%s", dir, name);
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *bytes = calloc((size_t)n + 1, 1);
-    if (fread(bytes, 1, (size_t)n, f) != (size_t)n) n = 0;
+    long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    unsigned char *bytes = n >= 0 && fseek(f, 0, SEEK_SET) == 0 ? calloc((size_t)n + 1, 1) : NULL;
+    if (bytes && fread(bytes, 1, (size_t)n, f) != (size_t)n) {
+        free(bytes);
+        bytes = NULL;
+    }
     fclose(f);
-    if (len) *len = (size_t)n;
+    if (bytes && len) *len = (size_t)n;
     return bytes;
 }
 

@@ -17,22 +17,40 @@ static unsigned char *read_image(const char *name, size_t *len) { return read_by
 
 static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-/* What a loaded module holds and says of its kernels. */
-static void describe_module(const char *what, CUmodule m) {
-    unsigned int count = 0;
-    printf("%s function count %s", what, name_of(cuModuleGetFunctionCount(&count, m)));
+/* The name of handles[i], a module's functions or a library's kernels. */
+typedef CUresult (*name_getter)(const char **name, const void *handles, unsigned int i);
+
+static CUresult function_name(const char **name, const void *fs, unsigned int i) {
+    return cuFuncGetName(name, ((const CUfunction *)fs)[i]);
+}
+
+static CUresult kernel_name(const char **name, const void *ks, unsigned int i) {
+    return cuKernelGetName(name, ((const CUkernel *)ks)[i]);
+}
+
+/* Prints " <count>:", then, if the handles were listed, their names sorted ("?" for one the
+ * getter does not name), then the line's end. */
+static void print_names(unsigned int count, int listed, const void *handles, name_getter get) {
     printf(" %u:", count);
-    CUfunction fs[8];
     const char *names[8];
-    if (count <= 8 && cuModuleEnumerateFunctions(fs, count, m) == CUDA_SUCCESS) {
+    if (listed) {
         for (unsigned int i = 0; i < count; i++) {
             names[i] = "?";
-            cuFuncGetName(&names[i], fs[i]);
+            get(&names[i], handles, i);
         }
         qsort(names, count, sizeof names[0], by_name);
         for (unsigned int i = 0; i < count; i++) printf(" %s", names[i]);
     }
     printf("\n");
+}
+
+/* What a loaded module holds and says of its kernels. */
+static void describe_module(const char *what, CUmodule m) {
+    unsigned int count = 0;
+    printf("%s function count %s", what, name_of(cuModuleGetFunctionCount(&count, m)));
+    CUfunction fs[8];
+    int listed = count <= 8 && cuModuleEnumerateFunctions(fs, count, m) == CUDA_SUCCESS;
+    print_names(count, listed, fs, function_name);
     CUfunction f;
     printf("%s get pp_test_add: %s\n", what, name_of(cuModuleGetFunction(&f, m, "pp_test_add")));
     CUfunction missing;
@@ -101,18 +119,9 @@ static void as_library(const char *file) {
     if (r != CUDA_SUCCESS) return;
     unsigned int count = 0;
     printf("%s kernel count %s", file, name_of(cuLibraryGetKernelCount(&count, lib)));
-    printf(" %u:", count);
     CUkernel ks[8];
-    const char *names[8];
-    if (count <= 8 && cuLibraryEnumerateKernels(ks, count, lib) == CUDA_SUCCESS) {
-        for (unsigned int i = 0; i < count; i++) {
-            names[i] = "?";
-            cuKernelGetName(&names[i], ks[i]);
-        }
-        qsort(names, count, sizeof names[0], by_name);
-        for (unsigned int i = 0; i < count; i++) printf(" %s", names[i]);
-    }
-    printf("\n");
+    int listed = count <= 8 && cuLibraryEnumerateKernels(ks, count, lib) == CUDA_SUCCESS;
+    print_names(count, listed, ks, kernel_name);
     CUkernel k;
     printf("%s get kernel pp_test_scale: %s\n", file, name_of(cuLibraryGetKernel(&k, lib, "pp_test_scale")));
     printf("%s get kernel nope: %s\n", file, name_of(cuLibraryGetKernel(&ks[0], lib, "nope")));

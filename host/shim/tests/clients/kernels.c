@@ -196,6 +196,16 @@ static int from_library(const char *name) {
     return 0;
 }
 
+/* pp_test_add from kernels.ptx, its module left loaded (a launch that faults comes next). */
+static int ptx_add(CUfunction *add) {
+    unsigned char *image = read_image("kernels.ptx");
+    CUmodule m;
+    TRY(cuModuleLoadData(&m, image));
+    TRY(cuModuleGetFunction(add, m, "pp_test_add"));
+    free(image);
+    return 0;
+}
+
 /* GPU 0 runs pp_test_add on memory of GPU 1's default pool: granted, then not. The ungranted
  * launch's fault ends the process's CUDA, so it comes last. */
 static int peer(void) {
@@ -213,11 +223,8 @@ static int peer(void) {
     CUcontext ctx0;
     TRY(cuDevicePrimaryCtxRetain(&ctx0, 0));
     TRY(cuCtxSetCurrent(ctx0));
-    unsigned char *image = read_image("kernels.ptx");
-    CUmodule m;
     CUfunction add;
-    TRY(cuModuleLoadData(&m, image));
-    TRY(cuModuleGetFunction(&add, m, "pp_test_add"));
+    if (ptx_add(&add)) return 1;
     int n = N, v = 7;
     void *args[] = {&p, &n, &v};
     CUmemAccessDesc desc = {.location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0}, .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
@@ -244,11 +251,8 @@ int main(int argc, char **argv) {
         return 1;
     /* A kernel given an address in no allocation: the launch returns, the fault surfaces at the
      * next synchronisation, and the context is gone for good. */
-    unsigned char *image = read_image("kernels.ptx");
-    CUmodule m;
     CUfunction add;
-    TRY(cuModuleLoadData(&m, image));
-    TRY(cuModuleGetFunction(&add, m, "pp_test_add"));
+    if (ptx_add(&add)) return 1;
     CUdeviceptr nowhere = 0x10;
     int n = N, v = 1;
     void *args[] = {&nowhere, &n, &v};
