@@ -92,19 +92,19 @@ const EDGES: &[&str] = &[
 
 /// A catalog file with numbers replaced by edge values, bytes flipped, lines cut or repeated.
 fn mutated_topology() -> impl Strategy<Value = String> {
+    mutated(any::<Index>().prop_map(|entry| entry.get(catalog()).toml.to_string()), 1..6)
+}
+
+/// A text of `base` with `count` mutations applied to it in turn.
+fn mutated(base: impl Strategy<Value = String>, count: std::ops::Range<usize>) -> impl Strategy<Value = String> {
     let mutation = prop_oneof![
         (any::<Index>(), any::<Index>()).prop_map(|(which, edge)| Mutation::Number(which, edge)),
         (any::<Index>(), any::<u8>()).prop_map(|(at, byte)| Mutation::Byte(at, byte)),
         any::<Index>().prop_map(Mutation::CutLine),
         any::<Index>().prop_map(Mutation::RepeatLine),
     ];
-    (any::<Index>(), prop::collection::vec(mutation, 1..6)).prop_map(|(entry, mutations)| {
-        let mut text = entry.get(catalog()).toml.to_string();
-        for m in mutations {
-            text = m.apply(&text);
-        }
-        text
-    })
+    (base, prop::collection::vec(mutation, count))
+        .prop_map(|(text, mutations)| mutations.iter().fold(text, |text, m| m.apply(&text)))
 }
 
 #[derive(Clone, Debug)]
@@ -238,19 +238,7 @@ fn one_short_line(message: &str) -> Result<(), TestCaseError> {
 /// The committed calibration with numbers replaced by edges, bytes flipped, lines cut or
 /// repeated (a repeated line gives a key twice).
 fn mutated_timing() -> impl Strategy<Value = String> {
-    let mutation = prop_oneof![
-        (any::<Index>(), any::<Index>()).prop_map(|(which, edge)| Mutation::Number(which, edge)),
-        (any::<Index>(), any::<u8>()).prop_map(|(at, byte)| Mutation::Byte(at, byte)),
-        any::<Index>().prop_map(Mutation::CutLine),
-        any::<Index>().prop_map(Mutation::RepeatLine),
-    ];
-    prop::collection::vec(mutation, 1..5).prop_map(|mutations| {
-        let mut text = include_str!("../sim/timing/h200.json").to_string();
-        for m in mutations {
-            text = m.apply(&text);
-        }
-        text
-    })
+    mutated(Just(include_str!("../sim/timing/h200.json").to_string()), 1..5)
 }
 
 /// What every model the reader accepts must satisfy: each number in its unit's range, and a

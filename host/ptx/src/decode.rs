@@ -4,8 +4,8 @@
 
 use crate::LoadError;
 use crate::ir::{
-    Address, AtomOp, BarRed, BarRedOp, BinOp, BoolOp, Call, Cmp, FloatClass, FloatMode, Op, Place, ReduxOp, Round,
-    ShflMode, Space, Src, TerOp, Ty, UnOp, VoteMode, WarpOp,
+    Address, AtomOp, BarRed, BarRedOp, BinOp, BoolOp, Call, Cmp, Conversion, FloatClass, FloatMode, Op, Place, ReduxOp,
+    Round, ShflMode, Space, Src, TerOp, Ty, UnOp, VoteMode, WarpOp,
 };
 use crate::parse::{Operand, Scope, address};
 
@@ -317,16 +317,9 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
                 }
                 (_, _, r) => r,
             };
-            Op::Cvt {
-                to,
-                from,
-                round_int,
-                round: round_float.unwrap_or(Round::Nearest),
-                sat: mods.has("sat"),
-                ftz: mods.has("ftz"),
-                d: d.reg(0)?,
-                a: d.src(1, from)?,
-            }
+            let fm =
+                FloatMode { round: round_float.unwrap_or(Round::Nearest), ftz: mods.has("ftz"), sat: mods.has("sat") };
+            Op::Cvt { conv: Conversion { to, from, round_int, fm }, d: d.reg(0)?, a: d.src(1, from)? }
         }
         "cvta" => {
             mods.only(&["to", "global", "shared", "local", "const", "param"]).map_err(unsupported)?;

@@ -334,13 +334,7 @@ pub enum Op {
         p: Src,
     },
     Cvt {
-        to: Ty,
-        from: Ty,
-        round_int: Option<Round>,
-        /// How a float result rounds (`.rn/.rz/.rm/.rp`; to nearest when not written).
-        round: Round,
-        sat: bool,
-        ftz: bool,
+        conv: Conversion,
         d: Reg,
         a: Src,
     },
@@ -543,6 +537,17 @@ pub struct FloatMode {
     pub ftz: bool,
     /// `.sat`: the result clamped to [0, 1], NaN to 0.
     pub sat: bool,
+}
+
+/// What `cvt` makes of a value of type `from`: a value of type `to`, a float made an integer
+/// as `round_int` says (`.rni/.rzi/.rmi/.rpi`), a float result rounded as `fm` says
+/// (`.rn/.rz/.rm/.rp`; to nearest when not written), flushed (`.ftz`) and saturated (`.sat`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Conversion {
+    pub to: Ty,
+    pub from: Ty,
+    pub round_int: Option<Round>,
+    pub fm: FloatMode,
 }
 
 /// How `cvt` rounds a float to an integer, or to a float of another width; how float

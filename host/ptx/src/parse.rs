@@ -241,25 +241,39 @@ fn align_up(at: u32, align: u32) -> u32 {
     at.next_multiple_of(align.max(1))
 }
 
-/// `[.align N] .type name[dims] [= init];`
-fn variable(p: &mut Parser, space: Space, external: bool) -> Result<Variable, LoadError> {
+/// What a declaration says before its array sizes, `[.align N] .type name`: the name, the type
+/// and the alignment (the type's when not written, else at most `max_align`). `other` is asked
+/// first about each word before the name (`Ok(true)`: it took the word); `what` names the
+/// declaration in an error.
+fn declared(
+    p: &mut Parser,
+    max_align: i128,
+    what: &str,
+    mut other: impl FnMut(&mut Parser, &str) -> Result<bool, LoadError>,
+) -> Result<(String, Ty, u32), LoadError> {
     let mut align = 0u32;
     let mut ty = None;
     let name = loop {
         let w = p.word()?;
         match w.as_str() {
-            ".align" => align = p.int()?.clamp(1, 1 << 16) as u32,
-            ".v2" | ".v4" => return p.err("vector variables are not simulated"),
+            w if other(p, w)? => {}
+            ".align" => align = p.int()?.clamp(1, max_align) as u32,
             t if t.starts_with('.') => {
                 ty = Some(Ty::named(&t[1..]).ok_or(()).or_else(|_| p.err(format!("unknown type {t}")))?)
             }
             _ => break w,
         }
     };
-    let ty = match ty {
-        Some(t) => t,
-        None => return p.err(format!("{name} has no type")),
-    };
+    let Some(ty) = ty else { return p.err(format!("{what}{name} has no type")) };
+    Ok((name, ty, if align == 0 { ty.bytes() as u32 } else { align }))
+}
+
+/// `[.align N] .type name[dims] [= init];`
+fn variable(p: &mut Parser, space: Space, external: bool) -> Result<Variable, LoadError> {
+    let (name, ty, align) = declared(p, 1 << 16, "", |p, w| match w {
+        ".v2" | ".v4" => p.err("vector variables are not simulated"),
+        _ => Ok(false),
+    })?;
     let mut count: u64 = 1;
     let mut unsized_array = false;
     while p.is('[') {
@@ -285,7 +299,6 @@ fn variable(p: &mut Parser, space: Space, external: bool) -> Result<Variable, Lo
         }
     }
     p.punct(';')?;
-    let align = if align == 0 { ty.bytes() as u32 } else { align };
     Ok(Variable { name, space, align, size, init, external })
 }
 
@@ -402,29 +415,17 @@ fn parameter(p: &mut Parser, offset: &mut u32) -> Result<Param, LoadError> {
     if p.word()? != ".param" {
         return p.err("a parameter is declared `.param`");
     }
-    let mut align = 0u32;
-    let mut ty = None;
-    // After `.ptr`, `.align` is the pointee's alignment, not the parameter's.
     let mut pointer = false;
-    let name = loop {
-        let w = p.word()?;
-        match w.as_str() {
-            ".align" if pointer => {
-                p.int()?;
-            }
-            ".align" => align = p.int()?.clamp(1, 1 << 12) as u32,
-            ".ptr" => pointer = true,
-            ".global" | ".const" | ".shared" | ".local" => {}
-            t if t.starts_with('.') => {
-                ty = Some(Ty::named(&t[1..]).ok_or(()).or_else(|_| p.err(format!("unknown type {t}")))?)
-            }
-            _ => break w,
+    let (name, ty, align) = declared(p, 1 << 12, "parameter ", |p, w| match w {
+        // After `.ptr`, `.align` is the pointee's alignment, not the parameter's.
+        ".align" if pointer => p.int().map(|_| true),
+        ".ptr" => {
+            pointer = true;
+            Ok(true)
         }
-    };
-    let ty = match ty {
-        Some(t) => t,
-        None => return p.err(format!("parameter {name} has no type")),
-    };
+        ".global" | ".const" | ".shared" | ".local" => Ok(true),
+        _ => Ok(false),
+    })?;
     let mut count = 1u32;
     while p.is('[') {
         p.punct('[')?;
@@ -432,7 +433,6 @@ fn parameter(p: &mut Parser, offset: &mut u32) -> Result<Param, LoadError> {
         count = count.saturating_mul(n.ok_or(()).or_else(|_| p.err("a parameter array out of range"))?);
         p.punct(']')?;
     }
-    let align = if align == 0 { ty.bytes() as u32 } else { align };
     let size = count.saturating_mul(ty.bytes() as u32);
     let at = align_up(*offset, align);
     *offset = at.saturating_add(size);

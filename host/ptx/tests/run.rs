@@ -42,14 +42,13 @@ impl Memory for Ram {
     }
 }
 
-fn nvcc_kernels() -> Module {
-    load(include_str!("data/kernels.ptx")).expect("nvcc's PTX loads")
-}
-
-/// The module's variables placed in `ram` from 0x9000_0000, with their initial bytes.
-fn place_variables(module: &Module, ram: &mut Ram) -> Vec<u64> {
+/// nvcc's module, and a memory holding its variables from 0x9000_0000 with their initial bytes
+/// (where each one lies, by its index).
+fn nvcc_kernels() -> (Module, Ram, Vec<u64>) {
+    let module = load(include_str!("data/kernels.ptx")).expect("nvcc's PTX loads");
+    let mut ram = Ram::default();
     let mut at = 0x9000_0000;
-    module
+    let variables = module
         .variables
         .iter()
         .map(|v| {
@@ -59,7 +58,8 @@ fn place_variables(module: &Module, ram: &mut Ram) -> Vec<u64> {
             at += 0x1000;
             base
         })
-        .collect()
+        .collect();
+    (module, ram, variables)
 }
 
 fn launch<'a>(grid: u32, block: u32, params: &'a [u8], variables: &'a [u64]) -> Launch<'a> {
@@ -68,14 +68,10 @@ fn launch<'a>(grid: u32, block: u32, params: &'a [u8], variables: &'a [u64]) -> 
 
 #[test]
 fn nvccs_add_kernel_adds_and_counts_once() {
-    let module = nvcc_kernels();
-    let mut ram = Ram::default();
-    let variables = place_variables(&module, &mut ram);
+    let (module, mut ram, variables) = nvcc_kernels();
     let n = 1000u32;
     let data = ram.add(0x1000_0000, (0..n).flat_map(|i| i.to_le_bytes()).collect());
-    let mut params = data.to_le_bytes().to_vec();
-    params.extend(n.to_le_bytes());
-    params.extend(5u32.to_le_bytes());
+    let params = [data.to_le_bytes().as_slice(), &n.to_le_bytes(), &5u32.to_le_bytes()].concat();
     let kernel = module.kernel("pp_test_add").unwrap();
     let ran = run(kernel, &launch(4, 256, &params, &variables), &mut ram).unwrap();
     assert!(ran.instructions > 1024 * 5);
@@ -86,13 +82,10 @@ fn nvccs_add_kernel_adds_and_counts_once() {
 
 #[test]
 fn nvccs_scale_kernel_goes_through_shared_memory_and_a_barrier() {
-    let module = nvcc_kernels();
-    let mut ram = Ram::default();
-    let variables = place_variables(&module, &mut ram);
+    let (module, mut ram, variables) = nvcc_kernels();
     let n = 300u64;
     let data = ram.add(0x2000_0000, (0..n).flat_map(|i| (i as f32 + 0.5).to_le_bytes()).collect());
-    let mut params = data.to_le_bytes().to_vec();
-    params.extend(n.to_le_bytes());
+    let params = [data.to_le_bytes(), n.to_le_bytes()].concat();
     let kernel = module.kernel("pp_test_scale").unwrap();
     let mut l = launch(3, 128, &params, &variables);
     l.dynamic_shared = 128 * 4;

@@ -107,9 +107,9 @@ pub(super) fn traffic(state: &State, device: usize, kernel: Kernel, shape: Launc
     };
     let local = |addr: u64| state.memory.find(addr).is_none_or(|b| b.device == device);
     let mut t = Traffic::default();
-    let mut bytes = |addr: u64, n: u64| match local(addr) {
-        true => t.local_bytes = t.local_bytes.saturating_add(n),
-        false => t.peer_bytes = t.peer_bytes.saturating_add(n),
+    let mut bytes = |addr: u64, n: u64| {
+        let side = t.side(local(addr));
+        side.bytes = side.bytes.saturating_add(n);
     };
     match kernel {
         Kernel::Fill | Kernel::Check => bytes(value(0), value(1).saturating_mul(4)),
@@ -119,16 +119,9 @@ pub(super) fn traffic(state: &State, device: usize, kernel: Kernel, shape: Launc
         }
         Kernel::Read16 | Kernel::Read16Nc => bytes(value(0), value(1).saturating_mul(16)),
         Kernel::AtomicAddSys => {
-            let adds = (shape.grid as u64 * shape.block as u64).saturating_mul(value(2));
-            match local(value(0)) {
-                true => t.local_atomics = adds,
-                false => t.peer_atomics = adds,
-            }
+            t.side(local(value(0))).atomics = (shape.grid as u64 * shape.block as u64).saturating_mul(value(2));
         }
-        Kernel::Chase => match local(value(0)) {
-            true => t.local_loads = value(1),
-            false => t.peer_loads = value(1),
-        },
+        Kernel::Chase => t.side(local(value(0))).loads = value(1),
     }
     t
 }

@@ -270,14 +270,11 @@ impl View<'_> {
     }
 
     fn add(&mut self, local: bool, bytes: u64, atomic: bool) {
-        let t = &mut self.traffic;
-        let slot = match (atomic, local) {
-            (false, true) => &mut t.local_bytes,
-            (false, false) => &mut t.peer_bytes,
-            (true, true) => &mut t.local_atomics,
-            (true, false) => &mut t.peer_atomics,
-        };
-        *slot = slot.saturating_add(if atomic { 1 } else { bytes });
+        let side = self.traffic.side(local);
+        match atomic {
+            true => side.atomics = side.atomics.saturating_add(1),
+            false => side.bytes = side.bytes.saturating_add(bytes),
+        }
     }
 }
 

@@ -5,7 +5,8 @@
 
 mod sim_support;
 
-use peerpool::driver::Stream;
+use peerpool::Allocation;
+use peerpool::driver::{Function, Module, Stream};
 use peerpool_sim::{LinkFault, PtxLaunch, SimDriver, Topology};
 use sim_support::{code, granted_alloc, pool_alloc, sim};
 
@@ -21,24 +22,37 @@ fn words(d: &SimDriver, at: peerpool::driver::DevicePtr, n: usize) -> Vec<i32> {
     bytes.chunks_exact(4).map(|c| i32::from_le_bytes(c.try_into().unwrap())).collect()
 }
 
-fn launch_add(d: &SimDriver, f: peerpool::driver::Function, p: u64, n: i32) -> Result<(), peerpool::CudaError> {
+fn launch_add(d: &SimDriver, f: Function, p: u64, n: i32) -> Result<(), peerpool::CudaError> {
     let params = add_params(p, n, 5);
     let shape = PtxLaunch { grid: [4, 1, 1], block: [256, 1, 1], shared: 0, params: &params };
     d.launch_ptx(f, &shape, Stream::LEGACY)
 }
 
-#[test]
-fn a_foreign_kernel_adds_and_counts_in_its_global() {
+/// A newly loaded module of `KERNELS`, and its `pp_test_add`.
+fn load_add(d: &SimDriver) -> (Module, Function) {
+    let module = d.module_load_image(KERNELS.as_bytes()).unwrap();
+    (module, d.module_get_function(module, c"pp_test_add").unwrap())
+}
+
+/// Runs `test` on two H200s with device 0's context current, given the simulator, `bytes` of a
+/// pool on device 0, a newly loaded module of `KERNELS` and its `pp_test_add`.
+fn on_gpu0(bytes: usize, test: impl FnOnce(&SimDriver, &Allocation, Module, Function)) {
     let (d, system) = sim(Topology::two_h200());
     let _ctx = system.enter(0).unwrap();
-    let (_pool, memory) = pool_alloc(&system, 0, 4000);
-    let module = d.module_load_image(KERNELS.as_bytes()).unwrap();
-    let add = d.module_get_function(module, c"pp_test_add").unwrap();
-    launch_add(&d, add, memory.ptr().0, 1000).unwrap();
-    assert_eq!(words(&d, memory.ptr(), 1000), vec![5; 1000]);
-    let (counter, _) = d.module_get_global(module, b"pp_test_counter").unwrap();
-    assert_eq!(d.peek(counter, 4).unwrap(), 1u32.to_le_bytes(), "thread 0 counted once");
-    assert!(!d.runs_natively(add));
+    let (_pool, memory) = pool_alloc(&system, 0, bytes);
+    let (module, add) = load_add(&d);
+    test(&d, &memory, module, add);
+}
+
+#[test]
+fn a_foreign_kernel_adds_and_counts_in_its_global() {
+    on_gpu0(4000, |d, memory, module, add| {
+        launch_add(d, add, memory.ptr().0, 1000).unwrap();
+        assert_eq!(words(d, memory.ptr(), 1000), vec![5; 1000]);
+        let (counter, _) = d.module_get_global(module, b"pp_test_counter").unwrap();
+        assert_eq!(d.peek(counter, 4).unwrap(), 1u32.to_le_bytes(), "thread 0 counted once");
+        assert!(!d.runs_natively(add));
+    });
 }
 
 #[test]
@@ -47,8 +61,7 @@ fn a_granted_peer_pool_is_touched_an_ungranted_one_kills_the_process() {
     let (_granted_pool, granted) = granted_alloc(&system, 1, 0, 4000);
     let (_pool, ungranted) = pool_alloc(&system, 1, 4000);
     let _ctx = system.enter(0).unwrap();
-    let module = d.module_load_image(KERNELS.as_bytes()).unwrap();
-    let add = d.module_get_function(module, c"pp_test_add").unwrap();
+    let (_, add) = load_add(&d);
     launch_add(&d, add, granted.ptr().0, 1000).unwrap();
     assert_eq!(words(&d, granted.ptr(), 1000), vec![5; 1000]);
     launch_add(&d, add, ungranted.ptr().0, 1000).expect("the fault surfaces at the next call");
@@ -59,37 +72,31 @@ fn a_granted_peer_pool_is_touched_an_ungranted_one_kills_the_process() {
 
 #[test]
 fn launches_the_driver_refuses_are_refused_without_harm() {
-    let (d, system) = sim(Topology::two_h200());
-    let _ctx = system.enter(0).unwrap();
-    let (_pool, memory) = pool_alloc(&system, 0, 4000);
-    let module = d.module_load_image(KERNELS.as_bytes()).unwrap();
-    let add = d.module_get_function(module, c"pp_test_add").unwrap();
-    let params = add_params(memory.ptr().0, 1000, 5);
-    let refused = |grid: [u32; 3], block: [u32; 3], shared: u32, params: &[u8]| {
-        let shape = PtxLaunch { grid, block, shared, params };
-        code(d.launch_ptx(add, &shape, Stream::LEGACY))
-    };
-    let invalid = Some("CUDA_ERROR_INVALID_VALUE".to_owned());
-    assert_eq!(refused([1, 1, 1], [1025, 1, 1], 0, &params), invalid, "too many threads");
-    assert_eq!(refused([1, 65_536, 1], [32, 1, 1], 0, &params), invalid, "grid y");
-    assert_eq!(refused([0, 1, 1], [32, 1, 1], 0, &params), invalid, "empty grid");
-    assert_eq!(refused([1, 1, 1], [32, 1, 1], 1 << 20, &params), invalid, "shared memory");
-    assert_eq!(refused([1, 1, 1], [32, 1, 1], 0, &params[..12]), invalid, "parameters cut short");
-    assert!(d.sticky_error().is_none());
-    assert_eq!(words(&d, memory.ptr(), 1000), vec![0; 1000]);
+    on_gpu0(4000, |d, memory, _, add| {
+        let params = add_params(memory.ptr().0, 1000, 5);
+        let refused = |grid: [u32; 3], block: [u32; 3], shared: u32, params: &[u8]| {
+            let shape = PtxLaunch { grid, block, shared, params };
+            code(d.launch_ptx(add, &shape, Stream::LEGACY))
+        };
+        let invalid = Some("CUDA_ERROR_INVALID_VALUE".to_owned());
+        assert_eq!(refused([1, 1, 1], [1025, 1, 1], 0, &params), invalid, "too many threads");
+        assert_eq!(refused([1, 65_536, 1], [32, 1, 1], 0, &params), invalid, "grid y");
+        assert_eq!(refused([0, 1, 1], [32, 1, 1], 0, &params), invalid, "empty grid");
+        assert_eq!(refused([1, 1, 1], [32, 1, 1], 1 << 20, &params), invalid, "shared memory");
+        assert_eq!(refused([1, 1, 1], [32, 1, 1], 0, &params[..12]), invalid, "parameters cut short");
+        assert!(d.sticky_error().is_none());
+        assert_eq!(words(d, memory.ptr(), 1000), vec![0; 1000]);
+    });
 }
 
 #[test]
 fn a_kernel_of_an_unloaded_module_is_an_invalid_handle() {
-    let (d, system) = sim(Topology::two_h200());
-    let _ctx = system.enter(0).unwrap();
-    let (_pool, memory) = pool_alloc(&system, 0, 4096);
-    let module = d.module_load_image(KERNELS.as_bytes()).unwrap();
-    let add = d.module_get_function(module, c"pp_test_add").unwrap();
-    launch_add(&d, add, memory.ptr().0, 4).unwrap();
-    d.module_unload(module).unwrap();
-    assert_eq!(code(launch_add(&d, add, memory.ptr().0, 4)).as_deref(), Some("CUDA_ERROR_INVALID_HANDLE"));
-    assert!(d.sticky_error().is_none());
+    on_gpu0(4096, |d, memory, module, add| {
+        launch_add(d, add, memory.ptr().0, 4).unwrap();
+        d.module_unload(module).unwrap();
+        assert_eq!(code(launch_add(d, add, memory.ptr().0, 4)).as_deref(), Some("CUDA_ERROR_INVALID_HANDLE"));
+        assert!(d.sticky_error().is_none());
+    });
 }
 
 /// A foreign kernel's peer accesses cross the link as copies do: a link that drops every byte
@@ -103,8 +110,7 @@ fn a_foreign_kernel_s_peer_accesses_cross_a_faulty_link() {
         let (_pool, memory) = granted_alloc(&system, 1, 0, 4000);
         memory.write(&7i32.to_le_bytes().repeat(1000)).unwrap();
         let _ctx = system.enter(0).unwrap();
-        let module = d.module_load_image(KERNELS.as_bytes()).unwrap();
-        let add = d.module_get_function(module, c"pp_test_add").unwrap();
+        let (_module, add) = load_add(&d);
         launch_add(&d, add, memory.ptr().0, 1000).unwrap();
         assert!(d.sticky_error().is_none());
         words(&d, memory.ptr(), 1000)
@@ -124,8 +130,7 @@ fn a_foreign_kernel_s_write_to_read_only_host_memory_faults() {
     let at = host.as_mut_ptr() as u64;
     // SAFETY: `host` outlives every use of the registration (it is dropped after the checks).
     unsafe { d.mem_host_register(at, 4000, READ_ONLY) }.unwrap();
-    let module = d.module_load_image(KERNELS.as_bytes()).unwrap();
-    let add = d.module_get_function(module, c"pp_test_add").unwrap();
+    let (_module, add) = load_add(&d);
     launch_add(&d, add, at, 1000).expect("the fault surfaces at the next call");
     assert_eq!(d.sticky_error(), Some(peerpool::CudaCode::CUDA_ERROR_ILLEGAL_ADDRESS));
     assert_eq!(host, vec![7; 1000], "no byte changed");

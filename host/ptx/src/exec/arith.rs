@@ -2,7 +2,7 @@
 //! saturation and shift rules; floats go to `float.rs`, bit fields and byte games to `bits.rs`.
 
 use super::{bits, float};
-use crate::ir::{AtomOp, BinOp, BoolOp, Cmp, FloatMode, Round, TerOp, Ty, UnOp};
+use crate::ir::{AtomOp, BinOp, BoolOp, Cmp, Conversion, FloatMode, Round, TerOp, Ty, UnOp};
 
 /// The bits of a register seen as `ty`: masked to its width.
 pub(crate) fn mask(ty: Ty, v: u64) -> u64 {
@@ -227,9 +227,10 @@ pub(crate) fn combine(op: BoolOp, a: bool, b: bool) -> bool {
     }
 }
 
-/// `cvt` from `from` to `to`.
-pub(crate) fn convert(to: Ty, from: Ty, round_int: Option<Round>, round: Round, sat: bool, ftz: bool, a: u64) -> u64 {
-    let fm = FloatMode { round, ftz, sat };
+/// `cvt` of `a` as `conv` says.
+pub(crate) fn convert(conv: Conversion, a: u64) -> u64 {
+    let Conversion { to, from, round_int, fm } = conv;
+    let FloatMode { round, ftz, sat } = fm;
     match (to.float(), from.float()) {
         (true, true) => float::convert(to == Ty::F64, from == Ty::F64, round_int, round, fm, a),
         (true, false) => float::from_int(extend(from, a), to == Ty::F64, round, fm),
@@ -332,14 +333,14 @@ mod tests {
         let tiny = bits32(f32::MIN_POSITIVE / 2.0);
         assert_eq!(binary(BinOp::Add, Ty::F32, FloatMode { ftz: true, ..FloatMode::default() }, tiny, 0), 0);
         assert_ne!(binary(BinOp::Add, Ty::F32, FloatMode::default(), tiny, 0), 0);
-        assert_eq!(convert(Ty::S32, Ty::F32, Some(Round::Nearest), Round::Nearest, false, false, bits32(2.5)), 2);
-        assert_eq!(
-            convert(Ty::S32, Ty::F32, Some(Round::Down), Round::Nearest, false, false, bits32(-2.5)),
-            (-3i32) as u32 as u64
-        );
-        assert_eq!(convert(Ty::U8, Ty::F32, Some(Round::Zero), Round::Nearest, false, false, bits32(300.0)), 255);
-        assert_eq!(convert(Ty::S32, Ty::F32, Some(Round::Zero), Round::Nearest, false, false, NAN32), 0);
-        assert_eq!(convert(Ty::U16, Ty::S32, None, Round::Nearest, true, false, (-5i32) as u32 as u64), 0);
+        let to_int = |to: Ty, from: Ty, round_int: Option<Round>, sat: bool, a: u64| {
+            convert(Conversion { to, from, round_int, fm: FloatMode { sat, ..FloatMode::default() } }, a)
+        };
+        assert_eq!(to_int(Ty::S32, Ty::F32, Some(Round::Nearest), false, bits32(2.5)), 2);
+        assert_eq!(to_int(Ty::S32, Ty::F32, Some(Round::Down), false, bits32(-2.5)), (-3i32) as u32 as u64);
+        assert_eq!(to_int(Ty::U8, Ty::F32, Some(Round::Zero), false, bits32(300.0)), 255);
+        assert_eq!(to_int(Ty::S32, Ty::F32, Some(Round::Zero), false, NAN32), 0);
+        assert_eq!(to_int(Ty::U16, Ty::S32, None, true, (-5i32) as u32 as u64), 0);
     }
 
     #[test]

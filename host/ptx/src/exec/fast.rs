@@ -10,7 +10,7 @@ use std::collections::HashMap;
 
 use super::float::Directed;
 use super::{LOCAL_WINDOW, Launch, SHARED_WINDOW};
-use crate::ir::{BinOp, Cmp, FloatMode, Function, Op, Place, Round, Space, Special, Src, TerOp, Ty, UnOp};
+use crate::ir::{BinOp, Cmp, Conversion, FloatMode, Function, Op, Place, Round, Space, Special, Src, TerOp, Ty, UnOp};
 
 /// A register, or (negative) a constant of the pool, relative to the frame's base.
 pub(super) type Opnd = i32;
@@ -215,12 +215,7 @@ pub(super) enum Fast {
         c: Opnd,
     },
     Convert {
-        to: Ty,
-        from: Ty,
-        round_int: Option<Round>,
-        round: Round,
-        sat: bool,
-        ftz: bool,
+        conv: Conversion,
         d: u32,
         a: Opnd,
     },
@@ -433,7 +428,9 @@ fn compile(op: &Op, launch: &Launch<'_>, pool: &mut Pool) -> Option<Fast> {
             }
         },
         Op::Selp { ty, d, a, b, p } => Fast::Selp { d: d32(d)?, a: src(a)?, b: src(b)?, p: src(p)?, sh: sh(ty) },
-        Op::Cvt { to, from, sat: false, d, a, .. } if !to.float() && !from.float() => {
+        Op::Cvt { conv: Conversion { to, from, fm: FloatMode { sat: false, .. }, .. }, d, a }
+            if !to.float() && !from.float() =>
+        {
             Fast::Cvt { d: d32(d)?, a: src(a)?, from: sh(from), signed: from.signed(), to: sh(to) }
         }
         Op::Cvta { to, space, d, a } => {
@@ -462,9 +459,7 @@ fn compile(op: &Op, launch: &Launch<'_>, pool: &mut Pool) -> Option<Fast> {
         Op::Ternary { op, ty, fm, d, a, b, c } => {
             Fast::Ternary { op, ty, fm, d: d32(d)?, a: src(a)?, b: src(b)?, c: src(c)? }
         }
-        Op::Cvt { to, from, round_int, round, sat, ftz, d, a } => {
-            Fast::Convert { to, from, round_int, round, sat, ftz, d: d32(d)?, a: src(a)? }
-        }
+        Op::Cvt { conv, d, a } => Fast::Convert { conv, d: d32(d)?, a: src(a)? },
         Op::Bfi { ty, d, a, b, pos, len } => {
             Fast::Bfi { ty, d: d32(d)?, a: src(a)?, b: src(b)?, pos: src(pos)?, len: src(len)? }
         }

@@ -199,9 +199,7 @@ pub(super) fn run(
             Fast::Ternary { op, ty, fm, d, a, b, c } => {
                 (d, arith::ternary(op, ty, fm, get(regs, a), get(regs, b), get(regs, c)))
             }
-            Fast::Convert { to, from, round_int, round, sat, ftz, d, a } => {
-                (d, arith::convert(to, from, round_int, round, sat, ftz, get(regs, a)))
-            }
+            Fast::Convert { conv, d, a } => (d, arith::convert(conv, get(regs, a))),
             Fast::Bfi { ty, d, a, b, pos, len } => {
                 (d, bits::bfi(ty, get(regs, a), get(regs, b), get(regs, pos), get(regs, len)))
             }
@@ -228,7 +226,7 @@ mod tests {
     use crate::exec::fast::Code;
     use crate::exec::thread::Shared;
     use crate::exec::{Fault, Flat, LOCAL_WINDOW, Launch, SHARED_WINDOW, Thread};
-    use crate::ir::{BinOp, Cmp, Function, Inst, Op, Round, Space, Src, TerOp, Ty, UnOp};
+    use crate::ir::{BinOp, Cmp, Conversion, Function, Inst, Op, Round, Space, Src, TerOp, Ty, UnOp};
 
     const TYPES: [Ty; 15] = [
         Ty::B8,
@@ -373,18 +371,8 @@ mod tests {
                     let want = arith::mask(ty, if v[2] & 1 != 0 { v[0] } else { v[1] });
                     cases.push((Op::Selp { ty, d: 3, a, b, p: c }, want));
                     for from in TYPES {
-                        let want = arith::convert(ty, from, None, Round::Nearest, false, false, v[0]);
-                        let op = Op::Cvt {
-                            to: ty,
-                            from,
-                            round_int: None,
-                            round: Round::Nearest,
-                            sat: false,
-                            ftz: false,
-                            d: 3,
-                            a,
-                        };
-                        cases.push((op, want));
+                        let conv = Conversion { to: ty, from, round_int: None, fm: FloatMode::default() };
+                        cases.push((Op::Cvt { conv, d: 3, a }, arith::convert(conv, v[0])));
                     }
                     for (space, window) in
                         [(Space::Global, 0), (Space::Shared, SHARED_WINDOW), (Space::Local, LOCAL_WINDOW)]

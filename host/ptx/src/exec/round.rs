@@ -151,39 +151,38 @@ pub(crate) fn add(a: u64, b: u64, wide: bool, mode: Round) -> u64 {
     }
 }
 
-pub(crate) fn mul(a: u64, b: u64, wide: bool, mode: Round) -> u64 {
+/// `a * b`, exactly: what `mul` rounds and `fma` adds to.
+fn product(a: u64, b: u64, wide: bool) -> Class {
     let neg = (a ^ b) & sign_bit(wide) != 0;
     match (class(a, wide), class(b, wide)) {
-        (Class::Nan, _) | (_, Class::Nan) => nan(wide),
-        (Class::Inf(_), Class::Zero(_)) | (Class::Zero(_), Class::Inf(_)) => nan(wide),
-        (Class::Inf(_), _) | (_, Class::Inf(_)) => inf(wide, neg),
-        (Class::Zero(_), _) | (_, Class::Zero(_)) => zero(wide, neg),
-        (Class::Finite(x), Class::Finite(y)) => {
-            round(Exact { neg, mant: x.mant * y.mant, exp: x.exp + y.exp, sticky: false }, wide, mode)
-        }
-    }
-}
-
-pub(crate) fn fma(a: u64, b: u64, c: u64, wide: bool, mode: Round) -> u64 {
-    let neg = (a ^ b) & sign_bit(wide) != 0;
-    let product = match (class(a, wide), class(b, wide)) {
-        (Class::Nan, _) | (_, Class::Nan) => return nan(wide),
-        (Class::Inf(_), Class::Zero(_)) | (Class::Zero(_), Class::Inf(_)) => return nan(wide),
+        (Class::Nan, _) | (_, Class::Nan) => Class::Nan,
+        (Class::Inf(_), Class::Zero(_)) | (Class::Zero(_), Class::Inf(_)) => Class::Nan,
         (Class::Inf(_), _) | (_, Class::Inf(_)) => Class::Inf(neg),
         (Class::Zero(_), _) | (_, Class::Zero(_)) => Class::Zero(neg),
         (Class::Finite(x), Class::Finite(y)) => {
             Class::Finite(Exact { neg, mant: x.mant * y.mant, exp: x.exp + y.exp, sticky: false })
         }
-    };
-    match (product, class(c, wide)) {
-        (_, Class::Nan) => nan(wide),
+    }
+}
+
+pub(crate) fn mul(a: u64, b: u64, wide: bool, mode: Round) -> u64 {
+    match product(a, b, wide) {
+        Class::Nan => nan(wide),
+        Class::Inf(neg) => inf(wide, neg),
+        Class::Zero(neg) => zero(wide, neg),
+        Class::Finite(x) => round(x, wide, mode),
+    }
+}
+
+pub(crate) fn fma(a: u64, b: u64, c: u64, wide: bool, mode: Round) -> u64 {
+    match (product(a, b, wide), class(c, wide)) {
+        (Class::Nan, _) | (_, Class::Nan) => nan(wide),
         (Class::Inf(x), Class::Inf(y)) if x != y => nan(wide),
         (Class::Inf(x), _) | (_, Class::Inf(x)) => inf(wide, x),
         (Class::Zero(x), Class::Zero(y)) => zero(wide, if x == y { x } else { mode == Round::Down }),
         (Class::Zero(_), _) => c,
         (Class::Finite(p), Class::Zero(_)) => round(p, wide, mode),
         (Class::Finite(p), Class::Finite(z)) => round(sum(p, z, mode), wide, mode),
-        (Class::Nan, _) => unreachable!("returned above"),
     }
 }
 

@@ -236,10 +236,7 @@ impl ThreadState {
                 let v = if self.value(*p, sh) & 1 != 0 { self.value(*a, sh) } else { self.value(*b, sh) };
                 self.set(*d, arith::mask(*ty, v));
             }
-            Op::Cvt { to, from, round_int, round, sat, ftz, d, a } => {
-                let v = arith::convert(*to, *from, *round_int, *round, *sat, *ftz, self.value(*a, sh));
-                self.set(*d, v);
-            }
+            Op::Cvt { conv, d, a } => self.set(*d, arith::convert(*conv, self.value(*a, sh))),
             Op::Bfi { ty, d, a, b, pos, len } => {
                 let (a, b) = (self.value(*a, sh), self.value(*b, sh));
                 let v = super::bits::bfi(*ty, a, b, self.value(*pos, sh), self.value(*len, sh));

@@ -7,6 +7,8 @@ typedef long long i64;
 #define KERNEL extern "C" __global__ void
 #define ARGS const u32 *__restrict__ in, u32 *__restrict__ out, u32 n
 #define FULL 0xffffffffu
+// An intrinsic in its four roundings: to nearest, to zero, down, up.
+#define ROUNDINGS(f, ...) f##_rn(__VA_ARGS__), f##_rz(__VA_ARGS__), f##_rd(__VA_ARGS__), f##_ru(__VA_ARGS__)
 
 // Finite f32s with |x| in [2^-15, 2^17) and f64s with |x| in [2^-31, 2^33): no overflow,
 // no subnormals, every mantissa bit random.
@@ -308,12 +310,8 @@ KERNEL f32_rounding(ARGS) {
     u64 i = gid();
     float a = f_of(in[3 * i]), b = f_of(in[3 * i + 1]), c = f_of(in[3 * i + 2]);
     float r[24] = {
-        __fadd_rn(a, b), __fadd_rz(a, b), __fadd_rd(a, b), __fadd_ru(a, b),
-        __fsub_rn(a, b), __fsub_rz(a, b), __fsub_rd(a, b), __fsub_ru(a, b),
-        __fmul_rn(a, b), __fmul_rz(a, b), __fmul_rd(a, b), __fmul_ru(a, b),
-        __fdiv_rn(a, b), __fdiv_rz(a, b), __fdiv_rd(a, b), __fdiv_ru(a, b),
-        __fmaf_rn(a, b, c), __fmaf_rz(a, b, c), __fmaf_rd(a, b, c), __fmaf_ru(a, b, c),
-        __fsqrt_rn(fabsf(a)), __fsqrt_rz(fabsf(a)), __fsqrt_rd(fabsf(a)), __fsqrt_ru(fabsf(a)),
+        ROUNDINGS(__fadd, a, b), ROUNDINGS(__fsub, a, b), ROUNDINGS(__fmul, a, b), ROUNDINGS(__fdiv, a, b),
+        ROUNDINGS(__fmaf, a, b, c), ROUNDINGS(__fsqrt, fabsf(a)),
     };
     for (int k = 0; k < 24; k++) out[24 * i + k] = __float_as_uint(r[k]);
 }
@@ -330,12 +328,8 @@ KERNEL f64_rounding(ARGS) {
     double a = d_of(in[6 * i], in[6 * i + 1]), b = d_of(in[6 * i + 2], in[6 * i + 3]);
     double c = d_of(in[6 * i + 4], in[6 * i + 5]);
     double r[24] = {
-        __dadd_rn(a, b), __dadd_rz(a, b), __dadd_rd(a, b), __dadd_ru(a, b),
-        __dsub_rn(a, b), __dsub_rz(a, b), __dsub_rd(a, b), __dsub_ru(a, b),
-        __dmul_rn(a, b), __dmul_rz(a, b), __dmul_rd(a, b), __dmul_ru(a, b),
-        __ddiv_rn(a, b), __ddiv_rz(a, b), __ddiv_rd(a, b), __ddiv_ru(a, b),
-        __fma_rn(a, b, c), __fma_rz(a, b, c), __fma_rd(a, b, c), __fma_ru(a, b, c),
-        __dsqrt_rn(fabs(a)), __dsqrt_rz(fabs(a)), __dsqrt_rd(fabs(a)), __dsqrt_ru(fabs(a)),
+        ROUNDINGS(__dadd, a, b), ROUNDINGS(__dsub, a, b), ROUNDINGS(__dmul, a, b), ROUNDINGS(__ddiv, a, b),
+        ROUNDINGS(__fma, a, b, c), ROUNDINGS(__dsqrt, fabs(a)),
     };
     for (int k = 0; k < 24; k++) ((u64 *)out)[24 * i + k] = __double_as_longlong(r[k]);
 }

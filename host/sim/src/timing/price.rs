@@ -82,12 +82,29 @@ pub(crate) enum Path {
 /// What a kernel touched, split by whose memory.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub(crate) struct Traffic {
-    pub(crate) local_bytes: u64,
-    pub(crate) peer_bytes: u64,
-    pub(crate) local_atomics: u64,
-    pub(crate) peer_atomics: u64,
-    pub(crate) local_loads: u64,
-    pub(crate) peer_loads: u64,
+    /// The launching device's own memory.
+    pub(crate) local: Touched,
+    /// Peers' memory.
+    pub(crate) peer: Touched,
+}
+
+impl Traffic {
+    /// The launching device's side (`local`) or the peers'.
+    pub(crate) fn side(&mut self, local: bool) -> &mut Touched {
+        match local {
+            true => &mut self.local,
+            false => &mut self.peer,
+        }
+    }
+}
+
+/// What a kernel did to one side's memory: bytes moved, atomic operations, and the loads of a
+/// pointer chase (each waits for the one before it).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct Touched {
+    pub(crate) bytes: u64,
+    pub(crate) atomics: u64,
+    pub(crate) loads: u64,
 }
 
 /// What `work` costs under `m`.
@@ -141,11 +158,11 @@ pub(crate) fn price(m: &Latencies, work: &Work) -> Cost {
             let rate = |count: u64, per_s: f64| if per_s > 0.0 { (count as f64 / per_s * 1e9) as Nanos } else { 0 };
             let time = [
                 ns(m.launch_us),
-                Latencies::transfer(t.local_bytes, m.local_gbps),
-                Latencies::transfer(t.peer_bytes, m.peer_kernel_gbps),
-                rate(t.local_atomics, m.atomics_local_per_s),
-                rate(t.peer_atomics, m.atomics_peer_per_s),
-                (t.local_loads as f64 * m.chase_local_ns + t.peer_loads as f64 * m.chase_peer_ns) as Nanos,
+                Latencies::transfer(t.local.bytes, m.local_gbps),
+                Latencies::transfer(t.peer.bytes, m.peer_kernel_gbps),
+                rate(t.local.atomics, m.atomics_local_per_s),
+                rate(t.peer.atomics, m.atomics_peer_per_s),
+                (t.local.loads as f64 * m.chase_local_ns + t.peer.loads as f64 * m.chase_peer_ns) as Nanos,
             ]
             .into_iter()
             .fold(0, Nanos::saturating_add);

@@ -1,4 +1,5 @@
 use super::clock::{Busy, fit};
+use super::price::Touched;
 use super::*;
 
 fn model() -> Latencies {
@@ -78,7 +79,8 @@ fn numbers_out_of_their_units_range_are_refused_by_name() {
     let edges = r#"{"init_us": 1e9, "local_gbps": 0, "peer_copy_gbps": 1e-3, "atomics_local_per_s": 1e15}"#;
     let model = Latencies::from_json(edges).expect("the ends of each range");
     // The slowest rate over a terabyte and the longest times, summed: no overflow.
-    let traffic = Traffic { peer_bytes: 1 << 40, peer_atomics: u64::MAX, peer_loads: u64::MAX, ..Traffic::default() };
+    let peer = Touched { bytes: 1 << 40, atomics: u64::MAX, loads: u64::MAX };
+    let traffic = Traffic { peer, ..Traffic::default() };
     let slow = Latencies { launch_us: 1e9, peer_kernel_gbps: 1e-3, chase_peer_ns: 1e9, ..model };
     let cost = price(&slow, &Work::Kernel { device: 0, traffic });
     assert_eq!(cost.time, Nanos::MAX);
