@@ -123,7 +123,7 @@ fn land(s: &State, dst: u64, mut data: Vec<u8>, fault: Option<LinkFault>) {
     if let Some((block, offset)) = s.memory.span(dst, bytes as u64) {
         block.backing().with(offset, bytes, |target| {
             if let Some(fault) = fault {
-                apply_fault(fault, &mut data, Some(target));
+                apply_fault(fault, 0, &mut data, Some(target));
             }
             target.copy_from_slice(&data);
         });

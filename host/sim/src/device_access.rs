@@ -39,7 +39,7 @@ pub(super) fn load(state: &State, device: usize, addr: u64, len: u64, align: u64
     let Some((block, offset)) = state.memory.span(addr, len) else { return Ok(Vec::new()) };
     let mut data = block.read(offset, len as usize);
     if let Some(fault) = state.topo.fault(block.device, device) {
-        apply_fault(fault, &mut data, None);
+        apply_fault(fault, offset, &mut data, None);
     }
     Ok(data)
 }
@@ -52,7 +52,7 @@ pub(super) fn store(state: &mut State, device: usize, addr: u64, mut data: Vec<u
     if let Some((block, offset)) = state.memory.span(addr, data.len() as u64) {
         block.backing().with(offset, data.len(), |target| {
             if let Some(fault) = fault {
-                apply_fault(fault, &mut data, Some(target));
+                apply_fault(fault, offset, &mut data, Some(target));
             }
             target.copy_from_slice(&data);
         });
@@ -77,7 +77,7 @@ pub(super) fn update(
         let mut data = target.to_vec();
         f(&mut data);
         if let Some(fault) = fault {
-            apply_fault(fault, &mut data, Some(target));
+            apply_fault(fault, offset, &mut data, Some(target));
         }
         target.copy_from_slice(&data);
     });

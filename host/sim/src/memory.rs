@@ -493,12 +493,14 @@ impl Memory {
     }
 }
 
-/// Passes one transfer's bytes over a faulty link: the bytes at offsets 0, period, … change.
-/// `old` is what the destination held (a write); `None` for a read, where lost bytes read as 0.
-/// Touches only the affected bytes: `len / period` of them.
-pub(super) fn apply_fault(fault: LinkFault, data: &mut [u8], old: Option<&[u8]>) {
+/// Passes bytes over a faulty link: those at offsets 0, period, … of the transfer change, where
+/// `data` begins `start` bytes into it (a kernel's accesses are placed in their allocation, so
+/// they meet the same bytes however a kernel splits them). `old` is what the destination held
+/// (a write); `None` for a read, where lost bytes read as 0. Touches only the affected bytes.
+pub(super) fn apply_fault(fault: LinkFault, start: usize, data: &mut [u8], old: Option<&[u8]>) {
     let period = usize::try_from(fault.period).unwrap_or(usize::MAX).max(1);
-    for i in (0..data.len()).step_by(period) {
+    let first = (period - start % period) % period;
+    for i in (first..data.len()).step_by(period) {
         data[i] = match fault.kind {
             FaultKind::Corrupt => data[i] ^ fault.xor,
             FaultKind::Drop => old.and_then(|o| o.get(i).copied()).unwrap_or(0),

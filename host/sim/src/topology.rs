@@ -101,8 +101,11 @@ pub enum FaultKind {
 
 /// A fault on one direction of data flow (`from`'s memory or kernel sending bytes to `to`).
 ///
-/// The affected bytes are those at offsets 0, `period`, 2 × `period`, … of each transfer (a
-/// copy, or a kernel's buffer argument), so a test knows where to look and repeats exactly.
+/// The affected bytes are those at offsets 0, `period`, 2 × `period`, … of each copy, and of
+/// each allocation a kernel reaches over the link, so a test knows where to look and repeats
+/// exactly, whether the kernel is peerpool's or runs from PTX. Atomics are the exception: from
+/// PTX each atomic's updated bytes cross on their own, while peerpool's kernels, run natively,
+/// send a launch's atomics as one transfer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LinkFault {
     /// Corrupt or drop.

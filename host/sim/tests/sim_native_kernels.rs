@@ -4,13 +4,14 @@
 //! kernels over megabytes, which the executor would take a thousand times longer to
 //! interpret. This test proves the two equal on every kernel, across sizes (empty, one,
 //! partial and whole blocks, many rounds of the grid-stride loops) and launch shapes. They
-//! must leave the same bytes, and fault together when a kernel runs past its memory.
+//! must leave the same bytes, damage the same bytes over a faulty link, and fault together
+//! when a kernel runs past its memory.
 
 mod sim_support;
 
 use peerpool::driver::{Function, KernelArg, LaunchShape, Stream};
-use peerpool_sim::{PtxLaunch, SimDriver, Topology};
-use sim_support::{pool_alloc, sim};
+use peerpool_sim::{LinkFault, PtxLaunch, SimDriver, Topology};
+use sim_support::{granted_alloc, sim};
 
 const BYTES: usize = 64 * 1024;
 
@@ -24,16 +25,34 @@ enum Arg {
     U32(u32),
 }
 
+/// Where a launch runs: on GPU 0, which holds both allocations, or on GPU 1, which holds `B` and
+/// reaches `A` on GPU 0 over links that damage what they carry both ways. (Atomics stay on the
+/// launching GPU there: natively a launch's atomics cross a link as one transfer, from PTX each
+/// atomic does, so a faulty link damages them differently.)
+#[derive(Clone, Copy, Debug)]
+enum Gpu {
+    Owner,
+    Peer(LinkFault),
+}
+
 /// What one launch leaves: both allocations' bytes and the process's sticky error.
 type Outcome = (Vec<u8>, Vec<u8>, Option<peerpool::CudaCode>);
 
-/// Runs `entry` on a fresh simulator whose allocations start as `a` and `b`, natively or from
-/// its PTX.
-fn outcome(entry: &str, shape: (u32, u32), args: &[Arg], a: &[u8], b: &[u8], from_ptx: bool) -> Outcome {
-    let (d, system) = sim(Topology::two_h200());
-    let _ctx = system.enter(0).unwrap();
-    let (_pa, ma) = pool_alloc(&system, 0, BYTES);
-    let (_pb, mb) = pool_alloc(&system, 0, BYTES);
+/// Runs `entry` on `gpu` of a fresh simulator whose allocations start as `a` and `b`, natively or
+/// from its PTX.
+fn outcome(gpu: Gpu, entry: &str, shape: (u32, u32), args: &[Arg], a: &[u8], b: &[u8], from_ptx: bool) -> Outcome {
+    let mut topology = Topology::two_h200();
+    let accessor = match gpu {
+        Gpu::Owner => 0,
+        Gpu::Peer(fault) => {
+            topology.set_fault(0, 1, Some(fault)).set_fault(1, 0, Some(fault));
+            1
+        }
+    };
+    let (d, system) = sim(topology);
+    let (_pa, ma) = granted_alloc(&system, 0, 1, BYTES);
+    let (_pb, mb) = granted_alloc(&system, accessor, 1, BYTES);
+    let _ctx = system.enter(accessor).unwrap();
     ma.write(a).unwrap();
     mb.write(b).unwrap();
     let module = d.module_load_image(peerpool_kernels::PTX.as_bytes()).unwrap();
@@ -90,8 +109,12 @@ fn walk() -> Vec<u8> {
 }
 
 fn same(entry: &str, shape: (u32, u32), args: &[Arg], a: &[u8], b: &[u8]) {
-    let native = outcome(entry, shape, args, a, b, false);
-    let ptx = outcome(entry, shape, args, a, b, true);
+    same_on(Gpu::Owner, entry, shape, args, a, b);
+}
+
+fn same_on(gpu: Gpu, entry: &str, shape: (u32, u32), args: &[Arg], a: &[u8], b: &[u8]) {
+    let native = outcome(gpu, entry, shape, args, a, b, false);
+    let ptx = outcome(gpu, entry, shape, args, a, b, true);
     assert_eq!(native.2, ptx.2, "{entry} {shape:?} {args:?}: sticky errors (native, then PTX)");
     if native.2.is_none() {
         let first = |x: &[u8], y: &[u8]| x.iter().zip(y).position(|(p, q)| p != q);
@@ -109,7 +132,8 @@ fn fill_and_check() {
         for len in [0u64, 1, 255, 1000, 16_384] {
             same("pp_fill", shape, &[Arg::A(0), Arg::U64(len), Arg::U32(7)], &a, &b);
             // The words as pp_fill left them, some spoiled; the result starts at (0, MAX).
-            let mut filled = outcome("pp_fill", (4, 256), &[Arg::A(0), Arg::U64(16_384), Arg::U32(7)], &a, &b, false).0;
+            let mut filled =
+                outcome(Gpu::Owner, "pp_fill", (4, 256), &[Arg::A(0), Arg::U64(16_384), Arg::U32(7)], &a, &b, false).0;
             for at in [5usize, 999, 4000] {
                 filled[at * 4] ^= 1;
             }
@@ -148,4 +172,32 @@ fn running_past_the_memory_faults_both_ways() {
     same("pp_fill", (4, 256), &[Arg::A(0), Arg::U64(past), Arg::U32(1)], &a, &b);
     same("pp_copy16", (4, 256), &[Arg::B(0), Arg::A(16), Arg::U64(BYTES as u64 / 16)], &a, &b);
     same("pp_read16", (2, 64), &[Arg::A(0), Arg::U64(BYTES as u64 / 16 + 1), Arg::B(0), Arg::U32(0)], &a, &b);
+}
+
+/// Over links that corrupt or drop every 13th byte (a period no access width divides), both
+/// leave the same damage, reading and writing the peer's memory at any offset.
+#[test]
+fn faulty_links_damage_the_same_bytes_both_ways() {
+    let (a, b) = (bytes(6), bytes(7));
+    for fault in [LinkFault { period: 13, ..LinkFault::corrupt() }, LinkFault { period: 13, ..LinkFault::drop_bytes() }]
+    {
+        let on = Gpu::Peer(fault);
+        for (shape, len) in [((1, 32), 100u64), ((4, 256), 4096)] {
+            same_on(on, "pp_fill", shape, &[Arg::A(4), Arg::U64(len), Arg::U32(3)], &a, &b);
+            let check = [Arg::A(0), Arg::U64(len), Arg::U32(3), Arg::B(0)];
+            same_on(on, "pp_check", shape, &check, &a, &vec![0; BYTES]);
+            same_on(on, "pp_copy16", shape, &[Arg::B(16), Arg::A(32), Arg::U64(len / 4)], &a, &b);
+            same_on(on, "pp_copy16", shape, &[Arg::A(48), Arg::B(0), Arg::U64(len / 4)], &a, &b);
+            same_on(
+                on,
+                "pp_read16",
+                shape,
+                &[Arg::A(0), Arg::U64(len / 4), Arg::B(0), Arg::U32(0)],
+                &vec![0; BYTES],
+                &b,
+            );
+            same_on(on, "pp_atomic_add_sys", shape, &[Arg::B(8), Arg::U64(7), Arg::U32(2)], &a, &b);
+        }
+        same_on(on, "pp_chase", (1, 1), &[Arg::A(0), Arg::U64(300), Arg::B(0)], &walk(), &b);
+    }
 }
