@@ -2,7 +2,7 @@
 //! instructions a launch runs over all its threads (`Ran::instructions`).
 
 use divan::counter::ItemsCount;
-use peerpool_ptx::{Fault, Flat, Launch, Module, load, run};
+use peerpool_ptx::{Fault, Flat, Launch, Module, Shape, load, run};
 
 fn main() {
     divan::main();
@@ -49,10 +49,7 @@ fn launch(m: &Module, k: usize) -> (u64, impl FnMut() + '_) {
     let mut mem = Buffers { input, output: vec![0; out_words * 4] };
     let mut go = move || {
         let launch = Launch {
-            grid: [grid, 1, 1],
-            block: [block, 1, 1],
-            dynamic_shared: 0,
-            params: &params,
+            shape: Shape { grid: [grid, 1, 1], block: [block, 1, 1], shared: 0, params: &params },
             variables: &[],
             budget: u64::MAX,
         };

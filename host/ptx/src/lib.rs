@@ -64,7 +64,7 @@ mod link;
 mod parse;
 
 pub use exec::{
-    Fault, Flat, LOCAL_WINDOW, Launch, MAX_BLOCK_THREADS, Memory, Ran, SHARED_WINDOW, Thread, Trap, TrapKind,
+    Fault, Flat, LOCAL_WINDOW, Launch, MAX_BLOCK_THREADS, Memory, Ran, SHARED_WINDOW, Shape, Thread, Trap, TrapKind,
     WarpFault, run,
 };
 pub use ir::{Function, Module, Param, Space, Ty, Variable};

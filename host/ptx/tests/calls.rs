@@ -143,10 +143,7 @@ fn launch(
     let mut params = out.to_le_bytes().to_vec();
     params.extend(depth.to_le_bytes());
     let launch = peerpool_ptx::Launch {
-        grid: [1, 1, 1],
-        block: [threads, 1, 1],
-        dynamic_shared: 0,
-        params: &params,
+        shape: peerpool_ptx::Shape { grid: [1, 1, 1], block: [threads, 1, 1], shared: 0, params: &params },
         variables: &[],
         budget,
     };

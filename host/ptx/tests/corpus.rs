@@ -7,7 +7,7 @@ mod common;
 
 use common::Ram;
 use common::oracle::{self, MODES, Mode};
-use peerpool_ptx::{Launch, Module, load, run};
+use peerpool_ptx::{Launch, Module, Shape, load, run};
 
 /// The corpus compiled by nvcc and by NVRTC (`corpus/README.md`).
 const PTX: [(&str, &str); 2] =
@@ -97,10 +97,7 @@ fn launch(module: &Module, l: &Line, input: &[u32]) -> (Vec<u32>, Vec<Vec<u8>>) 
     params.extend(out.to_le_bytes());
     params.extend(l.n.to_le_bytes());
     let launch = Launch {
-        grid: l.grid,
-        block: l.block,
-        dynamic_shared: l.dynamic_shared,
-        params: &params,
+        shape: Shape { grid: l.grid, block: l.block, shared: l.dynamic_shared, params: &params },
         variables: &variables,
         budget: 1 << 30,
     };

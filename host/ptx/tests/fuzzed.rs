@@ -2,7 +2,7 @@
 //! answers a module or an error, never a panic. The executor on any launch of nvcc's kernels:
 //! any grid, block, shared memory and parameters run or trap, never panic.
 
-use peerpool_ptx::{Fault, Flat, Launch};
+use peerpool_ptx::{Fault, Flat, Launch, Shape};
 use proptest::prelude::*;
 
 /// A memory where every address is illegal but a window of 4 KiB.
@@ -45,7 +45,7 @@ proptest! {
         bytes.extend(params);
         for kernel in module.functions.iter().filter(|f| f.entry) {
             let launch = Launch {
-                grid: [grid, 1, 1], block: [block, 1, 1], dynamic_shared: shared, params: &bytes,
+                shape: Shape { grid: [grid, 1, 1], block: [block, 1, 1], shared, params: &bytes },
                 variables: &[0x4000, 0x4100], budget: 100_000,
             };
             let _ = peerpool_ptx::run(kernel, &launch, &mut Window(vec![0; 4096]));

@@ -6,7 +6,7 @@
 mod common;
 
 use common::Ram;
-use peerpool_ptx::{Launch, load, run};
+use peerpool_ptx::{Launch, Shape, load, run};
 use std::cmp::Ordering;
 
 /// The ops each thread runs, each in `.rz`, `.rm`, `.rp` and `.rn`: (PTX, operands).
@@ -170,10 +170,7 @@ fn directed_rounding_matches_an_independent_oracle() {
     let mut params = inp.to_le_bytes().to_vec();
     params.extend(out.to_le_bytes());
     let launch = Launch {
-        grid: [1, 1, 1],
-        block: [threads as u32, 1, 1],
-        dynamic_shared: 0,
-        params: &params,
+        shape: Shape { grid: [1, 1, 1], block: [threads as u32, 1, 1], shared: 0, params: &params },
         variables: &[],
         budget: 1 << 24,
     };

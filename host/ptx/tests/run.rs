@@ -5,7 +5,7 @@
 
 mod common;
 
-use peerpool_ptx::{Fault, Launch, LoadError, Memory, Module, Space, Thread, Trap, TrapKind, load, run};
+use peerpool_ptx::{Fault, Launch, LoadError, Memory, Module, Shape, Space, Thread, Trap, TrapKind, load, run};
 
 /// The shared byte regions ([`common::Ram`]), with every global access logged.
 #[derive(Default)]
@@ -63,7 +63,7 @@ fn nvcc_kernels() -> (Module, Ram, Vec<u64>) {
 }
 
 fn launch<'a>(grid: u32, block: u32, params: &'a [u8], variables: &'a [u64]) -> Launch<'a> {
-    Launch { grid: [grid, 1, 1], block: [block, 1, 1], dynamic_shared: 0, params, variables, budget: 1 << 30 }
+    Launch { shape: Shape { grid: [grid, 1, 1], block: [block, 1, 1], shared: 0, params }, variables, budget: 1 << 30 }
 }
 
 #[test]
@@ -88,7 +88,7 @@ fn nvccs_scale_kernel_goes_through_shared_memory_and_a_barrier() {
     let params = [data.to_le_bytes(), n.to_le_bytes()].concat();
     let kernel = module.kernel("pp_test_scale").unwrap();
     let mut l = launch(3, 128, &params, &variables);
-    l.dynamic_shared = 128 * 4;
+    l.shape.shared = 128 * 4;
     run(kernel, &l, &mut ram).unwrap();
     let got: Vec<f32> = ram.words(data).into_iter().map(f32::from_bits).collect();
     assert_eq!(got, (0..n).map(|i| (i as f32 + 0.5) * 2.0).collect::<Vec<_>>());

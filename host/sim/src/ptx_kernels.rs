@@ -23,16 +23,9 @@ use std::sync::Arc;
 /// (an endless loop) would never finish on a GPU either, and is stopped.
 const BUDGET: u64 = 1 << 34;
 
-/// A launch's shape and parameter buffer, as `cuLaunchKernel` gives them.
-#[derive(Clone, Copy, Debug)]
-pub struct PtxLaunch<'a> {
-    pub grid: [u32; 3],
-    pub block: [u32; 3],
-    /// Bytes of dynamic shared memory.
-    pub shared: u32,
-    /// The parameter buffer, laid out as `cuFuncGetParamInfo` says.
-    pub params: &'a [u8],
-}
+/// A launch's shape and parameter buffer, as `cuLaunchKernel` gives them (the parameters laid
+/// out as `cuFuncGetParamInfo` says): the executor's own.
+pub type PtxLaunch<'a> = peerpool_ptx::Shape<'a>;
 
 /// Runs function `function`'s kernel from its module's PTX on `device`. A launch the driver
 /// would refuse is refused (not sticky); a fault in the kernel returns `Ok` and kills the
@@ -52,14 +45,7 @@ pub(super) fn launch(s: &mut State, device: usize, function: u64, shape: &PtxLau
     };
     let Some(kernel) = module.kernel(&name) else { return refuse(&name, "its PTX does not define it") };
     let variables = variables(s, f.module, &module);
-    let launch = Launch {
-        grid: shape.grid,
-        block: shape.block,
-        dynamic_shared: shape.shared,
-        params: shape.params,
-        variables: &variables,
-        budget: BUDGET,
-    };
+    let launch = Launch { shape: *shape, variables: &variables, budget: BUDGET };
     let traffic = execute(s, device, kernel, &launch)?;
     if s.dead.is_none() {
         s.work = Some(Work::Kernel { device, traffic });
@@ -109,14 +95,8 @@ pub(super) fn launch_own(
     let module = OWN.get_or_init(|| peerpool_ptx::load(peerpool_kernels::PTX).map_err(|e| e.to_string()));
     let module = module.as_ref().map_err(|_| Fail::from(CudaCode::CUDA_ERROR_NOT_SUPPORTED))?;
     let kernel = module.kernel(entry).ok_or(Fail::from(CudaCode::CUDA_ERROR_NOT_FOUND))?;
-    let launch = Launch {
-        grid: [shape.grid, 1, 1],
-        block: [shape.block, 1, 1],
-        dynamic_shared: 0,
-        params,
-        variables: &[],
-        budget: BUDGET,
-    };
+    let shape = PtxLaunch { grid: [shape.grid, 1, 1], block: [shape.block, 1, 1], shared: 0, params };
+    let launch = Launch { shape, variables: &[], budget: BUDGET };
     execute(s, device, kernel, &launch).map(|_| ())
 }
 

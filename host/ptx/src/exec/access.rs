@@ -55,8 +55,9 @@ impl Access<'_, '_, '_> {
         let who = self.who;
         match space {
             Space::Param => {
-                let bytes =
-                    usize::try_from(at).ok().and_then(|a| self.sh.launch.params.get(a..a.checked_add(out.len())?));
+                let bytes = usize::try_from(at)
+                    .ok()
+                    .and_then(|a| self.sh.launch.shape.params.get(a..a.checked_add(out.len())?));
                 copy(out, bytes.ok_or(self.trap(TrapKind::Fault(Fault::Illegal), line, addr))?);
                 Ok(())
             }

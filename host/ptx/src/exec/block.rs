@@ -19,7 +19,7 @@ pub(super) fn run(
     budget: &mut u64,
     threads: &mut Vec<ThreadState>,
 ) -> Result<u64, Trap> {
-    let [bx, by, bz] = launch.block;
+    let [bx, by, bz] = launch.shape.block;
     threads.truncate((bx * by * bz) as usize);
     for z in 0..bz {
         for y in 0..by {
@@ -34,7 +34,7 @@ pub(super) fn run(
         }
     }
     let threads = &mut threads[..];
-    let size = kernel.shared_bytes as usize + launch.dynamic_shared as usize;
+    let size = kernel.shared_bytes as usize + launch.shape.shared as usize;
     let mut shared = Shared { launch, memory, bytes: vec![0; size], clock: 0, arrived: [0; 16] };
     let mut ran = 0;
     // The threads that wait at each barrier, in order.

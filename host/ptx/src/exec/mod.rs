@@ -102,15 +102,21 @@ pub(crate) fn copy(to: &mut [u8], from: &[u8]) {
     }
 }
 
-/// What a launch gives the kernel.
+/// A launch's shape and parameter buffer, as `cuLaunchKernel` gives them.
 #[derive(Clone, Copy, Debug)]
-pub struct Launch<'a> {
+pub struct Shape<'a> {
     pub grid: [u32; 3],
     pub block: [u32; 3],
     /// Bytes of dynamic shared memory, after the kernel's static shared memory.
-    pub dynamic_shared: u32,
+    pub shared: u32,
     /// The parameter buffer, laid out as the kernel's `.param`s say.
     pub params: &'a [u8],
+}
+
+/// What a launch gives the kernel.
+#[derive(Clone, Copy, Debug)]
+pub struct Launch<'a> {
+    pub shape: Shape<'a>,
     /// Where each of the module's variables is in device memory, by its index.
     pub variables: &'a [u64],
     /// The most instructions a launch may run, over all its threads: a kernel that runs longer
@@ -171,12 +177,16 @@ pub const MAX_BLOCK_THREADS: u64 = 1024;
 
 /// Runs `kernel` over the whole grid.
 pub fn run(kernel: &Function, launch: &Launch<'_>, memory: &mut dyn Memory) -> Result<Ran, Trap> {
-    let threads: u64 = launch.block.iter().map(|&d| d as u64).product();
-    let blocks: u64 = launch.grid.iter().map(|&d| d as u64).product();
+    let threads: u64 = launch.shape.block.iter().map(|&d| d as u64).product();
+    let blocks: u64 = launch.shape.grid.iter().map(|&d| d as u64).product();
     let declared = kernel.params.iter().map(|p| p.offset as usize + p.size as usize).max().unwrap_or(0);
-    let shared = kernel.shared_bytes as u64 + launch.dynamic_shared as u64;
+    let shared = kernel.shared_bytes as u64 + launch.shape.shared as u64;
     let bad = Trap { kind: TrapKind::BadLaunch, line: 0, who: Thread { block: [0; 3], thread: [0; 3] }, addr: 0 };
-    if threads == 0 || blocks == 0 || threads > MAX_BLOCK_THREADS || launch.params.len() < declared || shared > 1 << 20
+    if threads == 0
+        || blocks == 0
+        || threads > MAX_BLOCK_THREADS
+        || launch.shape.params.len() < declared
+        || shared > 1 << 20
     {
         return Err(bad);
     }
@@ -184,9 +194,9 @@ pub fn run(kernel: &Function, launch: &Launch<'_>, memory: &mut dyn Memory) -> R
     let mut threads = Vec::new();
     let mut ran = Ran::default();
     let mut budget = launch.budget;
-    for z in 0..launch.grid[2] {
-        for y in 0..launch.grid[1] {
-            for x in 0..launch.grid[0] {
+    for z in 0..launch.shape.grid[2] {
+        for y in 0..launch.shape.grid[1] {
+            for x in 0..launch.shape.grid[0] {
                 let done = block::run(kernel, &code, launch, [x, y, z], memory, &mut budget, &mut threads)?;
                 ran.instructions += done;
             }

@@ -225,7 +225,7 @@ mod tests {
     use super::*;
     use crate::exec::fast::Code;
     use crate::exec::thread::Shared;
-    use crate::exec::{Fault, Flat, LOCAL_WINDOW, Launch, SHARED_WINDOW, Thread};
+    use crate::exec::{Fault, Flat, LOCAL_WINDOW, Launch, SHARED_WINDOW, Shape, Thread};
     use crate::ir::{BinOp, Cmp, Conversion, Function, Inst, Op, Round, Space, Src, TerOp, Ty, UnOp};
 
     const TYPES: [Ty; 15] = [
@@ -259,7 +259,8 @@ mod tests {
             local_bytes: 0,
             body,
         };
-        let launch = Launch { grid: [1; 3], block: [1; 3], dynamic_shared: 0, params: &[], variables: &[], budget: 1 };
+        let shape = Shape { grid: [1; 3], block: [1; 3], shared: 0, params: &[] };
+        let launch = Launch { shape, variables: &[], budget: 1 };
         let code = Code::new(&kernel, &launch);
         if matches!(code.steps[0].op, Fast::Slow) {
             return None;

@@ -94,7 +94,7 @@ impl ThreadState {
         self.regs.clear();
         self.regs.extend_from_slice(&code.constants);
         self.regs.resize(pool + kernel.registers as usize, 0);
-        let shared = kernel.shared_bytes as usize + launch.dynamic_shared as usize;
+        let shared = kernel.shared_bytes as usize + launch.shape.shared as usize;
         for &(k, s) in &code.specials {
             self.regs[k] = special(s, who, linear, launch, shared, 0);
         }
@@ -370,12 +370,12 @@ impl ThreadState {
 /// `shared` bytes of shared memory, at `clock`.
 fn special(s: Special, who: Thread, linear: u32, launch: &Launch<'_>, shared: usize, clock: u64) -> u64 {
     let lane = linear % 32;
-    let threads: u32 = launch.block.iter().product();
+    let threads: u32 = launch.shape.block.iter().product();
     match s {
         Special::Tid(a) => who.thread[a as usize] as u64,
-        Special::Ntid(a) => launch.block[a as usize] as u64,
+        Special::Ntid(a) => launch.shape.block[a as usize] as u64,
         Special::Ctaid(a) => who.block[a as usize] as u64,
-        Special::Nctaid(a) => launch.grid[a as usize] as u64,
+        Special::Nctaid(a) => launch.shape.grid[a as usize] as u64,
         Special::LaneId => lane as u64,
         Special::WarpId => (linear / 32) as u64,
         Special::NWarpId => threads.div_ceil(32) as u64,
@@ -387,7 +387,7 @@ fn special(s: Special, who: Thread, linear: u32, launch: &Launch<'_>, shared: us
         Special::LaneMaskGt => !((1u64 << (lane + 1)) - 1) & 0xffff_ffff,
         Special::LaneMaskGe => !((1u64 << lane) - 1) & 0xffff_ffff,
         Special::Clock | Special::Clock64 | Special::GlobalTimer => clock,
-        Special::DynamicSharedSize => launch.dynamic_shared as u64,
+        Special::DynamicSharedSize => launch.shape.shared as u64,
         Special::TotalSharedSize => shared as u64,
     }
 }

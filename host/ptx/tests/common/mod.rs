@@ -3,7 +3,7 @@
 
 pub mod oracle;
 
-use peerpool_ptx::{Fault, Flat, Launch, Module, load};
+use peerpool_ptx::{Fault, Flat, Launch, Module, Shape, load};
 
 /// Device memory as regions of bytes at addresses; anything else is illegal.
 #[derive(Default)]
@@ -55,10 +55,7 @@ pub fn words(module: &Module, threads: u32) -> Result<Vec<u32>, peerpool_ptx::Tr
     let out = ram.add(0x1000, vec![0; threads as usize * 4]);
     let params = out.to_le_bytes();
     let launch = Launch {
-        grid: [1, 1, 1],
-        block: [threads, 1, 1],
-        dynamic_shared: 0,
-        params: &params,
+        shape: Shape { grid: [1, 1, 1], block: [threads, 1, 1], shared: 0, params: &params },
         variables: &[],
         budget: 1 << 24,
     };
