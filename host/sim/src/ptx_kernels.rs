@@ -197,7 +197,6 @@ struct View<'s> {
 /// Nothing maps, unmaps or grants while a launch runs (it holds the simulator's state), so what
 /// was checked once holds to the launch's end; and a kernel's accesses mostly fall in one or two
 /// allocations, which saves finding, checking and copying for each.
-#[derive(Clone)]
 struct Window {
     start: u64,
     end: u64,
