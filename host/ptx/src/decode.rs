@@ -148,12 +148,19 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
                 op,
                 BinOp::Add | BinOp::Sub | BinOp::MulLo | BinOp::Div | BinOp::Min | BinOp::Max | BinOp::CopySign
             );
-            if ty.float() && !float_op {
+            if ty.float() && !float_op || ty.half() && matches!(op, BinOp::Div | BinOp::CopySign) {
                 return Err(unsupported("this operation on floats".into()));
             }
-            if mods.has("NaN") || (ty.float() && ty.bits() == 64 && fm.sat) {
+            if ty == Ty::F64 && fm.sat {
                 return Err(unsupported("this modifier".into()));
             }
+            half_mode(ty, fm).map_err(unsupported)?;
+            let op = match (op, mods.has("NaN")) {
+                (op, false) => op,
+                (BinOp::Min, true) if ty != Ty::F64 && ty.float() => BinOp::MinNaN,
+                (BinOp::Max, true) if ty != Ty::F64 && ty.float() => BinOp::MaxNaN,
+                _ => return Err(unsupported("the modifier .NaN here".into())),
+            };
             let shift = matches!(op, BinOp::Shl | BinOp::Shr);
             let b_ty = if shift { Ty::U32 } else { ty };
             Op::Binary { op, ty, fm, d: d.reg(0)?, a: d.src(1, ty)?, b: d.src(2, b_ty)? }
@@ -163,6 +170,9 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
             let fm = float_mode(&mods, ty);
             mods.only(&["lo", "hi", "wide", "rn", "rz", "rm", "rp", "ftz", "sat"]).map_err(unsupported)?;
             let op = match (name, ty.float(), mods.has("lo"), mods.has("hi"), mods.has("wide")) {
+                // A half's fma names its rounding, which is to nearest.
+                ("fma", true, ..) if ty.half() && mods.has("rn") => TerOp::Fma,
+                (_, true, ..) if ty.half() => return Err(unsupported("this form".into())),
                 (_, true, ..) if ty.bits() == 32 || !fm.sat => TerOp::Fma,
                 ("sad", false, ..) => TerOp::Sad,
                 ("mad24", false, true, _, _) if ty.bits() == 32 && !fm.sat => TerOp::Mad24Lo,
@@ -172,6 +182,7 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
                 ("mad", false, _, _, true) if !fm.sat => TerOp::MadWide,
                 _ => return Err(unsupported("this form".into())),
             };
+            half_mode(ty, fm).map_err(unsupported)?;
             let c_ty = match op {
                 TerOp::MadWide => widened(ty).ok_or_else(|| unsupported("a type that does not widen".into()))?,
                 _ => ty,
@@ -232,13 +243,13 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
             let class = classes.iter().find(|(m, _)| mods.has(m)).map(|c| c.1);
             let class = class.ok_or_else(|| unsupported("no class".into()))?;
             mods.only(&["finite", "infinite", "number", "notanumber", "normal", "subnormal"]).map_err(unsupported)?;
-            if !ty.float() {
+            if !ty.float() || ty.half() {
                 return Err(unsupported("this type".into()));
             }
             Op::Unary { op: UnOp::Test(class), ty, fm: FloatMode::default(), d: d.reg(0)?, a: d.src(1, ty)? }
         }
         "neg" | "abs" | "not" | "cnot" | "popc" | "clz" | "brev" | "sqrt" | "rcp" | "rsqrt" | "sin" | "cos" | "lg2"
-        | "ex2" | "bfind" => {
+        | "ex2" | "tanh" | "bfind" => {
             let ty = d.ty(&mods)?;
             let fm = float_mode(&mods, ty);
             mods.only(&["rn", "rz", "rm", "rp", "ftz", "approx", "full", "shiftamt"]).map_err(unsupported)?;
@@ -258,13 +269,22 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
                 "cos" => UnOp::Cos,
                 "lg2" => UnOp::Lg2,
                 "ex2" => UnOp::Ex2,
+                "tanh" => UnOp::Tanh,
                 _ => UnOp::Bfind,
             };
-            let float_only =
-                matches!(op, UnOp::Sqrt | UnOp::Rcp | UnOp::Rsqrt | UnOp::Sin | UnOp::Cos | UnOp::Lg2 | UnOp::Ex2);
-            if float_only != ty.float() && !matches!(op, UnOp::Neg | UnOp::Abs) {
+            let float_only = matches!(
+                op,
+                UnOp::Sqrt | UnOp::Rcp | UnOp::Rsqrt | UnOp::Sin | UnOp::Cos | UnOp::Lg2 | UnOp::Ex2 | UnOp::Tanh
+            );
+            let on_halves = matches!(op, UnOp::Neg | UnOp::Abs | UnOp::Ex2 | UnOp::Tanh);
+            if float_only != ty.float() && !matches!(op, UnOp::Neg | UnOp::Abs) || ty.half() && !on_halves {
                 return Err(unsupported("this type".into()));
             }
+            if op == UnOp::Tanh && ty == Ty::F64 {
+                return Err(unsupported("this type".into()));
+            }
+            // `ex2.approx.ftz.bf16` is how PTX spells it: `.ftz` is not refused here.
+            half_mode(ty, FloatMode { ftz: false, ..fm }).map_err(unsupported)?;
             if fm.round != Round::Nearest && !matches!(op, UnOp::Sqrt | UnOp::Rcp) {
                 return Err(unsupported("a rounding on this operation".into()));
             }
@@ -282,8 +302,10 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
             .map_err(unsupported)?;
             let (dst, d2) = match ops.first() {
                 Some(Operand::Pair(a, b)) => (*a, Some(*b)),
+                _ if matches!(ty, Ty::F16x2 | Ty::BF16x2) => return Err(d.bad("two halves need p|q")),
                 _ => (d.reg(0)?, None),
             };
+            half_mode(ty, FloatMode { ftz: mods.has("ftz"), ..FloatMode::default() }).map_err(unsupported)?;
             let with = match with {
                 Some(op) => {
                     let (pred, negated) = d.pred(3)?;
@@ -292,6 +314,24 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
                 None => None,
             };
             Op::Setp { cmp, ty, ftz: mods.has("ftz"), d: dst, d2, a: d.src(1, ty)?, b: d.src(2, ty)?, with }
+        }
+        "set" => {
+            // Of halves only: into halves (1.0 or 0.0 each) or into a 32-bit mask.
+            let (to, ty) = mods.two_types().ok_or_else(|| unsupported("needs two types".into()))?;
+            let cmp =
+                mods.words.iter().find_map(|w| comparison(w)).ok_or_else(|| unsupported("no comparison".into()))?;
+            mods.only(&[
+                "eq", "ne", "lt", "le", "gt", "ge", "equ", "neu", "ltu", "leu", "gtu", "geu", "num", "nan", "ftz",
+            ])
+            .map_err(unsupported)?;
+            let pairs = |t: Ty| matches!(t, Ty::F16x2 | Ty::BF16x2);
+            let mask = matches!(to, Ty::U32 | Ty::S32 | Ty::B32);
+            if !ty.half() || !(to.half() && pairs(to) == pairs(ty) || mask) {
+                return Err(unsupported("this form (only of halves)".into()));
+            }
+            let ftz = mods.has("ftz");
+            half_mode(ty, FloatMode { ftz, ..FloatMode::default() }).map_err(unsupported)?;
+            Op::Set { cmp, ty, to, ftz, d: d.reg(0)?, a: d.src(1, ty)?, b: d.src(2, ty)? }
         }
         "selp" => {
             let ty = d.ty(&mods)?;
@@ -303,9 +343,12 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
             mods.only(&["rn", "rz", "rm", "rp", "rni", "rzi", "rmi", "rpi", "sat", "ftz"]).map_err(unsupported)?;
             let round_int = ["rni", "rzi", "rmi", "rpi"].iter().position(|r| mods.has(r)).map(rounding);
             let round_float = ["rn", "rz", "rm", "rp"].iter().position(|r| mods.has(r)).map(rounding);
+            // Two f32s into two halves (`cvt.rn.f16x2.f32 d, a, b`) narrow each.
+            let pairs = matches!(to, Ty::F16x2 | Ty::BF16x2);
+            let narrower = if pairs { 16 } else { to.bits() };
             // Float to a narrower float, or an integer to a float, rounds (to nearest unless
             // written); a float to an integer rounds as `.rni/.rzi/.rmi/.rpi` say.
-            if round_float.is_some() && (!to.float() || (from.float() && to.bits() >= from.bits())) {
+            if round_float.is_some() && (!to.float() || (from.float() && narrower >= from.bits())) {
                 return Err(unsupported("a float rounding on a conversion that does not round".into()));
             }
             if to.float() && from.float() && to.bits() > from.bits() && (round_float.is_some() || round_int.is_some()) {
@@ -319,7 +362,16 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
             };
             let fm =
                 FloatMode { round: round_float.unwrap_or(Round::Nearest), ftz: mods.has("ftz"), sat: mods.has("sat") };
-            Op::Cvt { conv: Conversion { to, from, round_int, fm }, d: d.reg(0)?, a: d.src(1, from)? }
+            let conv = Conversion { to, from, round_int, fm };
+            match (to, from) {
+                (Ty::F16x2 | Ty::BF16x2, Ty::F32) if ops.len() == 3 && round_int.is_none() => {
+                    Op::CvtPair { conv, d: d.reg(0)?, a: d.src(1, from)?, b: d.src(2, from)? }
+                }
+                (Ty::F16x2 | Ty::BF16x2, _) | (_, Ty::F16x2 | Ty::BF16x2) => {
+                    return Err(unsupported("this form".into()));
+                }
+                _ => Op::Cvt { conv, d: d.reg(0)?, a: d.src(1, from)? },
+            }
         }
         "cvta" => {
             mods.only(&["to", "global", "shared", "local", "const", "param"]).map_err(unsupported)?;
@@ -340,7 +392,12 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
                 s @ (Space::Global | Space::Shared | Space::Generic) => s,
                 _ => return Err(unsupported("this state space".into())),
             };
-            if ty.float() && !matches!(op, AtomOp::Add | AtomOp::Exch) || ty.bits() < 32 {
+            let typed = match ty {
+                t if t.half() => op == AtomOp::Add,
+                t if t.float() => matches!(op, AtomOp::Add | AtomOp::Exch),
+                t => t.bits() >= 32,
+            };
+            if !typed {
                 return Err(unsupported("this type".into()));
             }
             let (dst, first) = if name == "atom" { (Some(d.reg(0)?), 1) } else { (None, 0) };
@@ -490,6 +547,17 @@ fn float_mode(mods: &Mods, ty: Ty) -> FloatMode {
     FloatMode { round, ftz: mods.has("ftz"), sat: ty.float() && mods.has("sat") }
 }
 
+/// What a half's arithmetic may say: rounding to nearest only, and `.ftz`/`.sat` only on
+/// `f16` (bf16 arithmetic has neither).
+fn half_mode(ty: Ty, fm: FloatMode) -> Result<(), String> {
+    match ty {
+        _ if !ty.half() => Ok(()),
+        _ if fm.round != Round::Nearest => Err("a rounding other than .rn on halves".into()),
+        Ty::BF16 | Ty::BF16x2 if fm.ftz || fm.sat => Err("this modifier on bf16".into()),
+        _ => Ok(()),
+    }
+}
+
 fn widened(ty: Ty) -> Option<Ty> {
     Some(match ty {
         Ty::U16 => Ty::U32,
@@ -632,6 +700,7 @@ impl Decoder<'_> {
                 Ty::F64 => (*v as f64).to_bits(),
                 _ => *v as u64,
             }),
+            Operand::Float { .. } if ty.half() => return Err(self.bad("a float literal for a 16-bit float")),
             Operand::Float { bits, double } => Src::Imm(match (ty, double) {
                 (Ty::F32, true) => (f64::from_bits(*bits) as f32).to_bits() as u64,
                 (Ty::F64, false) => (f32::from_bits(*bits as u32) as f64).to_bits(),

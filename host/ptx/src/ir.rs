@@ -18,6 +18,14 @@ pub enum Ty {
     S64,
     F32,
     F64,
+    /// IEEE half precision.
+    F16,
+    /// bfloat16: f32's exponent with 8 bits of precision.
+    BF16,
+    /// Two `f16`s in 32 bits, the first in the low half; each computed on its own.
+    F16x2,
+    /// Two `bf16`s, as `F16x2`.
+    BF16x2,
     Pred,
 }
 
@@ -40,6 +48,10 @@ impl Ty {
             "s64" => S64,
             "f32" => F32,
             "f64" => F64,
+            "f16" => F16,
+            "bf16" => BF16,
+            "f16x2" => F16x2,
+            "bf16x2" => BF16x2,
             "pred" => Pred,
             _ => return None,
         })
@@ -50,8 +62,8 @@ impl Ty {
         use Ty::*;
         match self {
             B8 | U8 | S8 => 8,
-            B16 | U16 | S16 => 16,
-            B32 | U32 | S32 | F32 => 32,
+            B16 | U16 | S16 | F16 | BF16 => 16,
+            B32 | U32 | S32 | F32 | F16x2 | BF16x2 => 32,
             B64 | U64 | S64 | F64 => 64,
             Pred => 1,
         }
@@ -67,7 +79,12 @@ impl Ty {
     }
 
     pub(crate) fn float(self) -> bool {
-        matches!(self, Ty::F32 | Ty::F64)
+        matches!(self, Ty::F32 | Ty::F64) || self.half()
+    }
+
+    /// A 16-bit float, or two packed.
+    pub(crate) fn half(self) -> bool {
+        matches!(self, Ty::F16 | Ty::BF16 | Ty::F16x2 | Ty::BF16x2)
     }
 }
 
@@ -188,6 +205,7 @@ pub enum UnOp {
     Cos,
     Lg2,
     Ex2,
+    Tanh,
     Bfind,
     /// `bfind.shiftamt`: the left shift that brings that bit to the top.
     BfindShift,
@@ -221,6 +239,9 @@ pub enum BinOp {
     Rem,
     Min,
     Max,
+    /// `min.NaN`/`max.NaN`: a NaN operand makes the result NaN.
+    MinNaN,
+    MaxNaN,
     And,
     Or,
     Xor,
@@ -316,6 +337,8 @@ pub enum Op {
         b: Src,
         c: Src,
     },
+    /// A comparison into a predicate (`d2`: its complement); of two packed halves (`f16x2`),
+    /// `d` takes the low halves' result and `d2` the high halves'.
     Setp {
         cmp: Cmp,
         ty: Ty,
@@ -333,10 +356,30 @@ pub enum Op {
         b: Src,
         p: Src,
     },
+    /// `set.cmp.f16.f16` and kin, of halves (one or two, `ty`): each result 1.0 where the
+    /// comparison holds, else 0.0, in the destination's float type `to`; or, into a 32-bit
+    /// integer `to`, all ones (of two halves: all ones in the half of each that holds).
+    Set {
+        cmp: Cmp,
+        ty: Ty,
+        to: Ty,
+        ftz: bool,
+        d: Reg,
+        a: Src,
+        b: Src,
+    },
     Cvt {
         conv: Conversion,
         d: Reg,
         a: Src,
+    },
+    /// `cvt.rn.f16x2.f32 d, a, b`: two values converted to halves and packed, `a`'s in the
+    /// high half.
+    CvtPair {
+        conv: Conversion,
+        d: Reg,
+        a: Src,
+        b: Src,
     },
     /// `cvta` (`to: false`: shared/local/global offset to generic) and `cvta.to` (back).
     Cvta {

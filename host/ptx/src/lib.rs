@@ -27,6 +27,14 @@
 //! `ex2` and `rsqrt`, and an absolute error of 2^-20.9 for `sin`/`cos` on [-pi, pi]), so
 //! comparing against hardware needs those bounds.
 //!
+//! 16-bit floats (`f16`, `bf16`, and two of either packed in 32 bits: `f16x2`, `bf16x2`, the
+//! first in the low half) are computed half by half, exact and rounded once, as cuda_fp16.h and
+//! cuda_bf16.h use them: `add`/`sub`/`mul`/`fma.rn` (`.ftz`, `.sat` on f16), `neg`, `abs`,
+//! `min`/`max` with `.NaN`, `setp` (of a pair: `p|q` the low and high halves), `set` into halves
+//! or a mask, `cvt` to and from f32, f64 and integers in every rounding, `cvt.rn.f16x2.f32`,
+//! `atom.add.noftz`; `ex2.approx` and `tanh.approx` (also on f32) are evaluated in f64 and
+//! rounded once. Not yet: `.relu`, `.satfinite`, `.xorsign`, and float literals for halves.
+//!
 //! Warp-synchronous instructions (`shfl.sync`, `vote.sync`, `match.sync`, `redux.sync`,
 //! `bar.warp.sync`, `activemask`) follow independent scheduling: a lane waits at one until
 //! every lane its member mask names that has not exited waits at one of the same kind with
@@ -53,8 +61,8 @@
 //! (warp_reduce_down) to 470 million (collatz), and 190 million for f32_rounding, whose
 //! directed roundings dominate.
 //!
-//! Not yet: textures, surfaces, `f16`/`bf16` types, `prmt`'s special modes, indirect branches
-//! and calls; each is refused at load with its line.
+//! Not yet: textures, surfaces, `prmt`'s special modes, indirect branches and calls; each is
+//! refused at load with its line.
 
 mod decode;
 mod exec;

@@ -461,8 +461,9 @@ fn body(p: &mut Parser, scope: &mut Scope, f: &mut Function) -> Result<Vec<Raw>,
                 }
             }
             Tok::Punct('{') => shadowed.push(Vec::new()),
-            Tok::Word(w) if w == ".reg" => {
-                let names = registers(p)?;
+            // `.reg .b32 r;`, or `.reg.b32 r;` as inline assembly in CUDA's headers writes it.
+            Tok::Word(w) if w == ".reg" || w.starts_with(".reg.") => {
+                let names = registers(p, w.strip_prefix(".reg").filter(|k| !k.is_empty()))?;
                 for name in names {
                     let old = scope.registers.insert(name.clone(), scope.count);
                     scope.count += 1;
@@ -519,9 +520,13 @@ fn body(p: &mut Parser, scope: &mut Scope, f: &mut Function) -> Result<Vec<Raw>,
     }
 }
 
-/// `.reg .type %name<N>;` or `.reg .type %a, %b;`: the names declared.
-fn registers(p: &mut Parser) -> Result<Vec<String>, LoadError> {
-    let kind = p.word()?;
+/// `.reg .type %name<N>;` or `.reg .type %a, %b;`: the names declared (`kind`: the type,
+/// when it came with `.reg`).
+fn registers(p: &mut Parser, kind: Option<&str>) -> Result<Vec<String>, LoadError> {
+    let kind = match kind {
+        Some(k) => k.to_string(),
+        None => p.word()?,
+    };
     if kind.starts_with(".v") {
         return p.err("vector registers are not simulated");
     }

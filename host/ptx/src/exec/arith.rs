@@ -1,7 +1,8 @@
 //! What each operation computes on register bits: integers of PTX's widths with its wrapping,
-//! saturation and shift rules; floats go to `float.rs`, bit fields and byte games to `bits.rs`.
+//! saturation and shift rules; floats go to `float.rs` (16-bit ones to `half.rs`), bit fields and
+//! byte games to `bits.rs`.
 
-use super::{bits, float};
+use super::{bits, float, half};
 use crate::ir::{AtomOp, BinOp, BoolOp, Cmp, Conversion, FloatMode, Round, TerOp, Ty, UnOp};
 
 /// The bits of a register seen as `ty`: masked to its width.
@@ -39,6 +40,9 @@ fn bits32(f: f32) -> u64 {
 const NAN32: u64 = float::NAN32;
 
 pub(crate) fn unary(op: UnOp, ty: Ty, fm: FloatMode, a: u64) -> u64 {
+    if ty.half() {
+        return half::unary(op, ty, fm, a);
+    }
     if ty.float() {
         return float::unary(op, ty == Ty::F64, fm, a);
     }
@@ -75,6 +79,9 @@ pub(crate) fn unary(op: UnOp, ty: Ty, fm: FloatMode, a: u64) -> u64 {
 }
 
 pub(crate) fn binary(op: BinOp, ty: Ty, fm: FloatMode, a: u64, b: u64) -> u64 {
+    if ty.half() {
+        return half::binary(op, ty, fm, a, b);
+    }
     if ty.float() {
         return float::binary(op, ty == Ty::F64, fm, a, b);
     }
@@ -132,7 +139,7 @@ pub(crate) fn binary(op: BinOp, ty: Ty, fm: FloatMode, a: u64, b: u64) -> u64 {
                 ua >> ub
             }
         }
-        BinOp::CopySign => unreachable!("decode refuses copysign on integers"),
+        BinOp::CopySign | BinOp::MinNaN | BinOp::MaxNaN => unreachable!("decode refuses {op:?} on integers"),
     };
     mask(ty, result)
 }
@@ -154,6 +161,7 @@ fn extend24(ty: Ty, v: u64) -> i128 {
 pub(crate) fn ternary(op: TerOp, ty: Ty, fm: FloatMode, a: u64, b: u64, c: u64) -> u64 {
     let none = FloatMode::default();
     match op {
+        TerOp::Fma if ty.half() => half::fma(ty, fm, a, b, c),
         TerOp::Fma => float::fma(ty == Ty::F64, fm, a, b, c),
         TerOp::MadLo => binary(BinOp::Add, ty, none, binary(BinOp::MulLo, ty, none, a, b), c),
         TerOp::MadHi => binary(BinOp::Add, ty, none, binary(BinOp::MulHi, ty, none, a, b), c),
@@ -180,6 +188,9 @@ pub(crate) fn ternary(op: TerOp, ty: Ty, fm: FloatMode, a: u64, b: u64, c: u64) 
 }
 
 pub(crate) fn compare(cmp: Cmp, ty: Ty, ftz: bool, a: u64, b: u64) -> bool {
+    if ty.half() {
+        return half::compare(cmp, ty, ftz, a, b)[0];
+    }
     if ty.float() {
         let (x, y) = match ty {
             Ty::F32 => (
@@ -188,23 +199,7 @@ pub(crate) fn compare(cmp: Cmp, ty: Ty, ftz: bool, a: u64, b: u64) -> bool {
             ),
             _ => (f64::from_bits(a), f64::from_bits(b)),
         };
-        let unordered = x.is_nan() || y.is_nan();
-        return match cmp {
-            Cmp::Eq => x == y,
-            Cmp::Ne => !unordered && x != y,
-            Cmp::Lt => x < y,
-            Cmp::Le => x <= y,
-            Cmp::Gt => x > y,
-            Cmp::Ge => x >= y,
-            Cmp::Equ => unordered || x == y,
-            Cmp::Neu => unordered || x != y,
-            Cmp::Ltu => unordered || x < y,
-            Cmp::Leu => unordered || x <= y,
-            Cmp::Gtu => unordered || x > y,
-            Cmp::Geu => unordered || x >= y,
-            Cmp::Num => !unordered,
-            Cmp::Nan => unordered,
-        };
+        return ordered(cmp, x, y);
     }
     let (x, y) = (extend(ty, a), extend(ty, b));
     match cmp {
@@ -216,6 +211,27 @@ pub(crate) fn compare(cmp: Cmp, ty: Ty, ftz: bool, a: u64, b: u64) -> bool {
         Cmp::Ge | Cmp::Geu => x >= y,
         Cmp::Num => true,
         Cmp::Nan => false,
+    }
+}
+
+/// A float comparison (unordered when either is NaN).
+pub(crate) fn ordered(cmp: Cmp, x: f64, y: f64) -> bool {
+    let unordered = x.is_nan() || y.is_nan();
+    match cmp {
+        Cmp::Eq => x == y,
+        Cmp::Ne => !unordered && x != y,
+        Cmp::Lt => x < y,
+        Cmp::Le => x <= y,
+        Cmp::Gt => x > y,
+        Cmp::Ge => x >= y,
+        Cmp::Equ => unordered || x == y,
+        Cmp::Neu => unordered || x != y,
+        Cmp::Ltu => unordered || x < y,
+        Cmp::Leu => unordered || x <= y,
+        Cmp::Gtu => unordered || x > y,
+        Cmp::Geu => unordered || x >= y,
+        Cmp::Num => !unordered,
+        Cmp::Nan => unordered,
     }
 }
 
@@ -232,12 +248,15 @@ pub(crate) fn convert(conv: Conversion, a: u64) -> u64 {
     let Conversion { to, from, round_int, fm } = conv;
     let FloatMode { round, ftz, sat } = fm;
     match (to.float(), from.float()) {
+        (true, true) if to.half() || from.half() => half::convert(to, from, round_int, fm, a),
+        (true, false) if to.half() => half::from_int(extend(from, a), to, fm),
         (true, true) => float::convert(to == Ty::F64, from == Ty::F64, round_int, round, fm, a),
         (true, false) => float::from_int(extend(from, a), to == Ty::F64, round, fm),
         (false, true) => {
             let x = match from {
                 Ty::F32 => f32::from_bits(float::flush(a, false, ftz) as u32) as f64,
-                _ => f64::from_bits(a),
+                Ty::F64 => f64::from_bits(a),
+                half => half::value(half, a, ftz),
             };
             let x = float::integral(x, round_int.unwrap_or(Round::Zero));
             // Out of range saturates to the type's bounds; NaN becomes 0, as on the GPU.
@@ -273,6 +292,7 @@ pub(crate) fn atomic(op: AtomOp, ty: Ty, old: u64, b: u64, c: u64) -> u64 {
     mask(
         ty,
         match op {
+            AtomOp::Add if ty.half() => half::binary(BinOp::Add, ty, FloatMode::default(), old, b),
             AtomOp::Add if ty == Ty::F32 => (f32::from_bits(old as u32) + f32::from_bits(b as u32)).to_bits() as u64,
             AtomOp::Add if ty == Ty::F64 => (f64::from_bits(old) + f64::from_bits(b)).to_bits(),
             AtomOp::Add => old.wrapping_add(b),

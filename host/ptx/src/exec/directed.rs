@@ -5,7 +5,7 @@
 //! are not both finite and nonzero go to `round.rs`, which this must equal bit for bit (a test
 //! checks it).
 
-use super::round;
+use super::round::{self, Format};
 use crate::ir::Round;
 
 fn finite_nonzero(bits: u64) -> bool {
@@ -62,7 +62,7 @@ fn zero(mode: Round) -> u64 {
 
 pub(crate) fn add(a: u64, b: u64, mode: Round) -> u64 {
     if mode == Round::Nearest || !finite_nonzero(a) || !finite_nonzero(b) {
-        return round::add(a, b, false, mode);
+        return round::add(a, b, Format::Single, mode);
     }
     let (s, e) = two_sum(value(a), value(b));
     if s == 0.0 { zero(mode) } else { directed(s, e, mode) }
@@ -70,20 +70,20 @@ pub(crate) fn add(a: u64, b: u64, mode: Round) -> u64 {
 
 pub(crate) fn mul(a: u64, b: u64, mode: Round) -> u64 {
     if mode == Round::Nearest || !finite_nonzero(a) || !finite_nonzero(b) {
-        return round::mul(a, b, false, mode);
+        return round::mul(a, b, Format::Single, mode);
     }
     directed(value(a) * value(b), 0.0, mode)
 }
 
 pub(crate) fn fma(a: u64, b: u64, c: u64, mode: Round) -> u64 {
     if mode == Round::Nearest || !finite_nonzero(a) || !finite_nonzero(b) {
-        return round::fma(a, b, c, false, mode);
+        return round::fma(a, b, c, Format::Single, mode);
     }
     let p = value(a) * value(b);
     if !finite_nonzero(c) {
         return match c & 0x7fff_ffff {
             0 => directed(p, 0.0, mode),
-            _ => round::fma(a, b, c, false, mode),
+            _ => round::fma(a, b, c, Format::Single, mode),
         };
     }
     let (s, e) = two_sum(p, value(c));
@@ -92,7 +92,7 @@ pub(crate) fn fma(a: u64, b: u64, c: u64, mode: Round) -> u64 {
 
 pub(crate) fn div(a: u64, b: u64, mode: Round) -> u64 {
     if mode == Round::Nearest || !finite_nonzero(a) || !finite_nonzero(b) {
-        return round::div(a, b, false, mode);
+        return round::div(a, b, Format::Single, mode);
     }
     let (x, y) = (value(a), value(b));
     let q = x / y;
@@ -103,7 +103,7 @@ pub(crate) fn div(a: u64, b: u64, mode: Round) -> u64 {
 
 pub(crate) fn sqrt(a: u64, mode: Round) -> u64 {
     if mode == Round::Nearest || !finite_nonzero(a) || a & 0x8000_0000 != 0 {
-        return round::sqrt(a, false, mode);
+        return round::sqrt(a, Format::Single, mode);
     }
     let x = value(a);
     let r = x.sqrt();
@@ -145,12 +145,16 @@ mod tests {
             let (a, b, c) = (operand(&mut seed), operand(&mut seed), operand(&mut seed));
             for mode in [Round::Zero, Round::Down, Round::Up] {
                 let text = format!("{a:#x} {b:#x} {c:#x} {mode:?}");
-                assert_eq!(add(a, b, mode), round::add(a, b, false, mode), "add {text}");
-                assert_eq!(add(a, a ^ 0x8000_0000, mode), round::add(a, a ^ 0x8000_0000, false, mode), "{text}");
-                assert_eq!(mul(a, b, mode), round::mul(a, b, false, mode), "mul {text}");
-                assert_eq!(fma(a, b, c, mode), round::fma(a, b, c, false, mode), "fma {text}");
-                assert_eq!(div(a, b, mode), round::div(a, b, false, mode), "div {text}");
-                assert_eq!(sqrt(a, mode), round::sqrt(a, false, mode), "sqrt {text}");
+                assert_eq!(add(a, b, mode), round::add(a, b, Format::Single, mode), "add {text}");
+                assert_eq!(
+                    add(a, a ^ 0x8000_0000, mode),
+                    round::add(a, a ^ 0x8000_0000, Format::Single, mode),
+                    "{text}"
+                );
+                assert_eq!(mul(a, b, mode), round::mul(a, b, Format::Single, mode), "mul {text}");
+                assert_eq!(fma(a, b, c, mode), round::fma(a, b, c, Format::Single, mode), "fma {text}");
+                assert_eq!(div(a, b, mode), round::div(a, b, Format::Single, mode), "div {text}");
+                assert_eq!(sqrt(a, mode), round::sqrt(a, Format::Single, mode), "sqrt {text}");
             }
         }
     }

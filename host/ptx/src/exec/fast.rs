@@ -379,6 +379,9 @@ fn compile(op: &Op, launch: &Launch<'_>, pool: &mut Pool) -> Option<Fast> {
     let d32 = |r: u32| i32::try_from(r).ok().map(|_| r);
     Some(match *op {
         Op::Mov { ty, d, a } => Fast::Mov { d: d32(d)?, a: src(a)?, sh: sh(ty) },
+        Op::Binary { op, ty, fm, d, a, b } if ty.half() => {
+            Fast::Binary { op, ty, fm, d: d32(d)?, a: src(a)?, b: src(b)? }
+        }
         Op::Binary { op, ty, fm, d, a, b } if ty.float() => {
             let (d, a, b, wide) = (d32(d)?, src(a)?, src(b)?, ty == Ty::F64);
             let directed = !wide && !fm.ftz && !fm.sat && fm.round != Round::Nearest;
@@ -418,7 +421,7 @@ fn compile(op: &Op, launch: &Launch<'_>, pool: &mut Pool) -> Option<Fast> {
         Op::Ternary { op: TerOp::MadLo, ty, d, a, b, c, .. } if !ty.float() => {
             Fast::Mad { d: d32(d)?, a: src(a)?, b: src(b)?, c: src(c)?, sh: sh(ty) }
         }
-        Op::Ternary { op: TerOp::Fma, ty, fm, d, a, b, c } if fm == FloatMode::default() => {
+        Op::Ternary { op: TerOp::Fma, ty, fm, d, a, b, c } if fm == FloatMode::default() && !ty.half() => {
             Fast::FFma { d: d32(d)?, a: src(a)?, b: src(b)?, c: src(c)?, wide: ty == Ty::F64 }
         }
         Op::Setp { cmp, ty, ftz, d, d2: None, a, b, with: None } => match ty.float() {

@@ -3,7 +3,8 @@
 //! GPU returns them, `.ftz` on f32 inputs and results, `.sat`, and the approximate functions
 //! (computed in f64 and rounded once, within 1 ulp of the exact value).
 
-use super::{directed, round};
+use super::directed;
+use super::round::{self, Format};
 use crate::ir::{BinOp, FloatClass, FloatMode, Round, UnOp};
 
 pub(crate) const NAN32: u64 = 0x7fff_ffff;
@@ -24,7 +25,7 @@ fn is_nan(bits: u64, wide: bool) -> bool {
 }
 
 /// A result: NaN made canonical, flushed under `.ftz`, clamped under `.sat`.
-fn finish(bits: u64, wide: bool, fm: FloatMode) -> u64 {
+pub(crate) fn finish(bits: u64, wide: bool, fm: FloatMode) -> u64 {
     if is_nan(bits, wide) {
         return if fm.sat {
             0
@@ -72,19 +73,22 @@ pub(crate) fn binary(op: BinOp, wide: bool, fm: FloatMode, a: u64, b: u64) -> u6
         BinOp::Add if !wide => directed::add(a, b, fm.round),
         BinOp::Sub if !wide => directed::add(a, neg(b, wide), fm.round),
         BinOp::MulLo if !wide => directed::mul(a, b, fm.round),
-        BinOp::Add => round::add(a, b, wide, fm.round),
-        BinOp::Sub => round::add(a, neg(b, wide), wide, fm.round),
-        BinOp::MulLo => round::mul(a, b, wide, fm.round),
+        BinOp::Add => round::add(a, b, Format::of(wide), fm.round),
+        BinOp::Sub => round::add(a, neg(b, wide), Format::of(wide), fm.round),
+        BinOp::MulLo => round::mul(a, b, Format::of(wide), fm.round),
         BinOp::Div if !wide => directed::div(a, b, fm.round),
-        BinOp::Div => round::div(a, b, wide, fm.round),
-        // min/max: a NaN operand yields the other; -0 is below +0.
-        BinOp::Min | BinOp::Max => {
+        BinOp::Div => round::div(a, b, Format::of(wide), fm.round),
+        // min/max: a NaN operand yields the other (with .NaN, NaN); -0 is below +0.
+        BinOp::Min | BinOp::Max | BinOp::MinNaN | BinOp::MaxNaN => {
+            let nan = if wide { NAN64 } else { NAN32 };
+            let min = matches!(op, BinOp::Min | BinOp::MinNaN);
             let pick_a = match (x.is_nan(), y.is_nan()) {
-                (true, true) => return if wide { NAN64 } else { NAN32 },
+                _ if (x.is_nan() || y.is_nan()) && matches!(op, BinOp::MinNaN | BinOp::MaxNaN) => return nan,
+                (true, true) => return nan,
                 (true, false) => false,
                 (false, true) => true,
-                _ if x == y => (op == BinOp::Min) == (a & sign(wide) != 0),
-                _ => (op == BinOp::Min) == (x < y),
+                _ if x == y => min == (a & sign(wide) != 0),
+                _ => min == (x < y),
             };
             return flush(if pick_a { a } else { b }, wide, fm.ftz);
         }
@@ -156,7 +160,7 @@ pub(crate) fn fma(wide: bool, fm: FloatMode, a: u64, b: u64, c: u64) -> u64 {
             x.mul_add(y, z).to_bits() as u64
         }
         (mode, false) => directed::fma(a, b, c, mode),
-        (mode, true) => round::fma(a, b, c, wide, mode),
+        (mode, true) => round::fma(a, b, c, Format::of(wide), mode),
     };
     finish(r, wide, fm)
 }
@@ -171,10 +175,14 @@ pub(crate) fn unary(op: UnOp, wide: bool, fm: FloatMode, a: u64) -> u64 {
         UnOp::Test(class) => return test(class, a, wide) as u64,
         UnOp::Sqrt if near => from_f64(if wide { x.sqrt() } else { (x as f32).sqrt() as f64 }, wide),
         UnOp::Sqrt if !wide => directed::sqrt(a, fm.round),
-        UnOp::Sqrt => round::sqrt(a, wide, fm.round),
+        UnOp::Sqrt => round::sqrt(a, Format::of(wide), fm.round),
         UnOp::Rcp => {
             let one = if wide { 1f64.to_bits() } else { 1f32.to_bits() as u64 };
-            if near { native(wide, one, a, |x, y| x / y, |x, y| x / y) } else { round::div(one, a, wide, fm.round) }
+            if near {
+                native(wide, one, a, |x, y| x / y, |x, y| x / y)
+            } else {
+                round::div(one, a, Format::of(wide), fm.round)
+            }
         }
         // Approximations: computed in f64 and rounded once.
         UnOp::Rsqrt => from_f64(1.0 / x.sqrt(), wide),
@@ -182,6 +190,7 @@ pub(crate) fn unary(op: UnOp, wide: bool, fm: FloatMode, a: u64) -> u64 {
         UnOp::Cos => from_f64(x.cos(), wide),
         UnOp::Lg2 => from_f64(x.log2(), wide),
         UnOp::Ex2 => from_f64(x.exp2(), wide),
+        UnOp::Tanh => from_f64(x.tanh(), wide),
         _ => unreachable!("decode refuses {op:?} on floats"),
     };
     finish(r, wide, FloatMode { sat: false, ..fm })
@@ -214,7 +223,7 @@ pub(crate) fn convert(
     let a = flush(a, from_wide, fm.ftz);
     let r = match round_int {
         Some(r) => from_f64(integral(value(a, from_wide), r), to_wide),
-        None => round::convert(a, from_wide, to_wide, mode),
+        None => round::convert(a, Format::of(from_wide), Format::of(to_wide), mode),
     };
     finish(r, to_wide, fm)
 }
@@ -230,7 +239,7 @@ pub(crate) fn integral(x: f64, r: Round) -> f64 {
 
 /// An integer to a float, rounded in `mode`.
 pub(crate) fn from_int(v: i128, to_wide: bool, mode: Round, fm: FloatMode) -> u64 {
-    finish(round::from_int(v, to_wide, mode), to_wide, fm)
+    finish(round::from_int(v, Format::of(to_wide), mode), to_wide, fm)
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ mod block;
 mod directed;
 mod fast;
 mod float;
+mod half;
 mod pure;
 mod round;
 mod thread;

@@ -228,7 +228,7 @@ mod tests {
     use crate::exec::{Fault, Flat, LOCAL_WINDOW, Launch, SHARED_WINDOW, Shape, Thread};
     use crate::ir::{BinOp, Cmp, Conversion, Function, Inst, Op, Round, Space, Src, TerOp, Ty, UnOp};
 
-    const TYPES: [Ty; 15] = [
+    const TYPES: [Ty; 19] = [
         Ty::B8,
         Ty::B16,
         Ty::B32,
@@ -243,6 +243,10 @@ mod tests {
         Ty::S64,
         Ty::F32,
         Ty::F64,
+        Ty::F16,
+        Ty::BF16,
+        Ty::F16x2,
+        Ty::BF16x2,
         Ty::Pred,
     ];
 
@@ -348,12 +352,13 @@ mod tests {
                     for round in [Round::Zero, Round::Down, Round::Up] {
                         let fm = FloatMode { round, ftz: false, sat: false };
                         for op in [BinOp::Add, BinOp::Sub, BinOp::MulLo, BinOp::Div] {
-                            if ty.float() {
+                            // Halves have no division or square root.
+                            if ty.float() && !(ty.half() && op == BinOp::Div) {
                                 let want = arith::binary(op, ty, fm, v[0], v[1]);
                                 cases.push((Op::Binary { op, ty, fm, d: 3, a, b }, want));
                             }
                         }
-                        if ty.float() {
+                        if ty.float() && !ty.half() {
                             let want = arith::unary(UnOp::Sqrt, ty, fm, v[1]);
                             cases.push((Op::Unary { op: UnOp::Sqrt, ty, fm, d: 3, a: b }, want));
                         }

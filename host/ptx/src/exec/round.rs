@@ -1,7 +1,8 @@
-//! IEEE arithmetic rounded in any of PTX's four modes. Rounding to nearest uses the host's
-//! own floats, which are IEEE-correct; the directed modes (`.rz`, `.rm`, `.rp`) compute the
-//! exact result as an integer significand with a sticky bit and round that once. Every
-//! operation here works on f32 or f64 bits (`wide`: f64).
+//! IEEE arithmetic rounded in any of PTX's four modes, in software: the exact result as an
+//! integer significand with a sticky bit, rounded once. f32 and f64 to nearest use the host's
+//! own floats, which are IEEE-correct, and come here only in the directed modes (`.rz`, `.rm`,
+//! `.rp`); 16-bit floats come here in every mode. Every operation works on the bits of one
+//! [`Format`].
 
 use crate::ir::Round;
 
@@ -14,26 +15,49 @@ struct Exact {
     sticky: bool,
 }
 
+/// A float format the core rounds to: f16, bf16, f32 or f64.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Format {
+    Half,
+    Brain,
+    Single,
+    Double,
+}
+
+impl Format {
+    /// f64 when `wide`, else f32.
+    pub(crate) fn of(wide: bool) -> Format {
+        if wide { Format::Double } else { Format::Single }
+    }
+}
+
 /// Precision (with the hidden bit), exponent bias and width of the exponent field.
-fn format(wide: bool) -> (u32, i32, u32) {
-    if wide { (53, 1023, 11) } else { (24, 127, 8) }
+fn format(f: Format) -> (u32, i32, u32) {
+    match f {
+        Format::Half => (11, 15, 5),
+        Format::Brain => (8, 127, 8),
+        Format::Single => (24, 127, 8),
+        Format::Double => (53, 1023, 11),
+    }
 }
 
-fn nan(wide: bool) -> u64 {
-    if wide { 0x7fff_ffff_ffff_ffff } else { 0x7fff_ffff }
+/// The GPU's canonical NaN: every bit but the sign.
+pub(crate) fn nan(f: Format) -> u64 {
+    sign_bit(f) - 1
 }
 
-fn sign_bit(wide: bool) -> u64 {
-    if wide { 1 << 63 } else { 1 << 31 }
+pub(crate) fn sign_bit(f: Format) -> u64 {
+    let (p, _, e) = format(f);
+    1 << (p + e - 1)
 }
 
-fn inf(wide: bool, neg: bool) -> u64 {
-    let (p, _, e) = format(wide);
-    (((1u64 << e) - 1) << (p - 1)) | if neg { sign_bit(wide) } else { 0 }
+fn inf(f: Format, neg: bool) -> u64 {
+    let (p, _, e) = format(f);
+    (((1u64 << e) - 1) << (p - 1)) | if neg { sign_bit(f) } else { 0 }
 }
 
-fn zero(wide: bool, neg: bool) -> u64 {
-    if neg { sign_bit(wide) } else { 0 }
+fn zero(f: Format, neg: bool) -> u64 {
+    if neg { sign_bit(f) } else { 0 }
 }
 
 /// What the bits of a float are.
@@ -44,9 +68,9 @@ enum Class {
     Finite(Exact),
 }
 
-fn class(bits: u64, wide: bool) -> Class {
-    let (p, bias, e) = format(wide);
-    let neg = bits & sign_bit(wide) != 0;
+fn class(bits: u64, f: Format) -> Class {
+    let (p, bias, e) = format(f);
+    let neg = bits & sign_bit(f) != 0;
     let frac = bits & ((1u64 << (p - 1)) - 1);
     let field = ((bits >> (p - 1)) & ((1 << e) - 1)) as i32;
     match field {
@@ -64,10 +88,10 @@ fn class(bits: u64, wide: bool) -> Class {
 }
 
 /// `x` rounded once to the format, in `mode`.
-fn round(x: Exact, wide: bool, mode: Round) -> u64 {
-    let (p, bias, e) = format(wide);
+fn round(x: Exact, f: Format, mode: Round) -> u64 {
+    let (p, bias, e) = format(f);
     if x.mant == 0 && !x.sticky {
-        return zero(wide, x.neg);
+        return zero(f, x.neg);
     }
     let top = x.exp + 127 - x.mant.leading_zeros() as i32; // the exponent of the leading bit
     let min_lsb = 1 - bias - (p as i32 - 1);
@@ -91,7 +115,7 @@ fn round(x: Exact, wide: bool, mode: Round) -> u64 {
         kept >>= 1;
         lsb += 1;
     }
-    let sign = if x.neg { sign_bit(wide) } else { 0 };
+    let sign = if x.neg { sign_bit(f) } else { 0 };
     if kept >> (p - 1) == 0 {
         return sign | kept as u64; // subnormal (or zero)
     }
@@ -104,7 +128,7 @@ fn round(x: Exact, wide: bool, mode: Round) -> u64 {
             Round::Up => !x.neg,
             Round::Down => x.neg,
         };
-        return if toward_inf { inf(wide, x.neg) } else { inf(wide, x.neg) - 1 };
+        return if toward_inf { inf(f, x.neg) } else { inf(f, x.neg) - 1 };
     }
     sign | (field as u64) << (p - 1) | (kept as u64 & ((1 << (p - 1)) - 1))
 }
@@ -139,22 +163,22 @@ fn sum(x: Exact, y: Exact, mode: Round) -> Exact {
     }
 }
 
-pub(crate) fn add(a: u64, b: u64, wide: bool, mode: Round) -> u64 {
-    match (class(a, wide), class(b, wide)) {
-        (Class::Nan, _) | (_, Class::Nan) => nan(wide),
-        (Class::Inf(x), Class::Inf(y)) if x != y => nan(wide),
-        (Class::Inf(x), _) | (_, Class::Inf(x)) => inf(wide, x),
-        (Class::Zero(x), Class::Zero(y)) => zero(wide, if x == y { x } else { mode == Round::Down }),
+pub(crate) fn add(a: u64, b: u64, f: Format, mode: Round) -> u64 {
+    match (class(a, f), class(b, f)) {
+        (Class::Nan, _) | (_, Class::Nan) => nan(f),
+        (Class::Inf(x), Class::Inf(y)) if x != y => nan(f),
+        (Class::Inf(x), _) | (_, Class::Inf(x)) => inf(f, x),
+        (Class::Zero(x), Class::Zero(y)) => zero(f, if x == y { x } else { mode == Round::Down }),
         (Class::Zero(_), _) => b,
         (_, Class::Zero(_)) => a,
-        (Class::Finite(x), Class::Finite(y)) => round(sum(x, y, mode), wide, mode),
+        (Class::Finite(x), Class::Finite(y)) => round(sum(x, y, mode), f, mode),
     }
 }
 
 /// `a * b`, exactly: what `mul` rounds and `fma` adds to.
-fn product(a: u64, b: u64, wide: bool) -> Class {
-    let neg = (a ^ b) & sign_bit(wide) != 0;
-    match (class(a, wide), class(b, wide)) {
+fn product(a: u64, b: u64, f: Format) -> Class {
+    let neg = (a ^ b) & sign_bit(f) != 0;
+    match (class(a, f), class(b, f)) {
         (Class::Nan, _) | (_, Class::Nan) => Class::Nan,
         (Class::Inf(_), Class::Zero(_)) | (Class::Zero(_), Class::Inf(_)) => Class::Nan,
         (Class::Inf(_), _) | (_, Class::Inf(_)) => Class::Inf(neg),
@@ -165,34 +189,34 @@ fn product(a: u64, b: u64, wide: bool) -> Class {
     }
 }
 
-pub(crate) fn mul(a: u64, b: u64, wide: bool, mode: Round) -> u64 {
-    match product(a, b, wide) {
-        Class::Nan => nan(wide),
-        Class::Inf(neg) => inf(wide, neg),
-        Class::Zero(neg) => zero(wide, neg),
-        Class::Finite(x) => round(x, wide, mode),
+pub(crate) fn mul(a: u64, b: u64, f: Format, mode: Round) -> u64 {
+    match product(a, b, f) {
+        Class::Nan => nan(f),
+        Class::Inf(neg) => inf(f, neg),
+        Class::Zero(neg) => zero(f, neg),
+        Class::Finite(x) => round(x, f, mode),
     }
 }
 
-pub(crate) fn fma(a: u64, b: u64, c: u64, wide: bool, mode: Round) -> u64 {
-    match (product(a, b, wide), class(c, wide)) {
-        (Class::Nan, _) | (_, Class::Nan) => nan(wide),
-        (Class::Inf(x), Class::Inf(y)) if x != y => nan(wide),
-        (Class::Inf(x), _) | (_, Class::Inf(x)) => inf(wide, x),
-        (Class::Zero(x), Class::Zero(y)) => zero(wide, if x == y { x } else { mode == Round::Down }),
+pub(crate) fn fma(a: u64, b: u64, c: u64, f: Format, mode: Round) -> u64 {
+    match (product(a, b, f), class(c, f)) {
+        (Class::Nan, _) | (_, Class::Nan) => nan(f),
+        (Class::Inf(x), Class::Inf(y)) if x != y => nan(f),
+        (Class::Inf(x), _) | (_, Class::Inf(x)) => inf(f, x),
+        (Class::Zero(x), Class::Zero(y)) => zero(f, if x == y { x } else { mode == Round::Down }),
         (Class::Zero(_), _) => c,
-        (Class::Finite(p), Class::Zero(_)) => round(p, wide, mode),
-        (Class::Finite(p), Class::Finite(z)) => round(sum(p, z, mode), wide, mode),
+        (Class::Finite(p), Class::Zero(_)) => round(p, f, mode),
+        (Class::Finite(p), Class::Finite(z)) => round(sum(p, z, mode), f, mode),
     }
 }
 
-pub(crate) fn div(a: u64, b: u64, wide: bool, mode: Round) -> u64 {
-    let neg = (a ^ b) & sign_bit(wide) != 0;
-    match (class(a, wide), class(b, wide)) {
-        (Class::Nan, _) | (_, Class::Nan) => nan(wide),
-        (Class::Inf(_), Class::Inf(_)) | (Class::Zero(_), Class::Zero(_)) => nan(wide),
-        (Class::Inf(_), _) | (_, Class::Zero(_)) => inf(wide, neg),
-        (Class::Zero(_), _) | (_, Class::Inf(_)) => zero(wide, neg),
+pub(crate) fn div(a: u64, b: u64, f: Format, mode: Round) -> u64 {
+    let neg = (a ^ b) & sign_bit(f) != 0;
+    match (class(a, f), class(b, f)) {
+        (Class::Nan, _) | (_, Class::Nan) => nan(f),
+        (Class::Inf(_), Class::Inf(_)) | (Class::Zero(_), Class::Zero(_)) => nan(f),
+        (Class::Inf(_), _) | (_, Class::Zero(_)) => inf(f, neg),
+        (Class::Zero(_), _) | (_, Class::Inf(_)) => zero(f, neg),
         (Class::Finite(x), Class::Finite(y)) => {
             // The dividend's leading bit at 125: a quotient of 72 bits or more, and a remainder.
             let shift = 125 - (127 - x.mant.leading_zeros() as i32);
@@ -200,16 +224,16 @@ pub(crate) fn div(a: u64, b: u64, wide: bool, mode: Round) -> u64 {
             let quotient = n / y.mant;
             let exact = quotient * y.mant == n; // no second division for the remainder
             let q = Exact { neg, mant: quotient, exp: x.exp - shift - y.exp, sticky: !exact };
-            round(q, wide, mode)
+            round(q, f, mode)
         }
     }
 }
 
-pub(crate) fn sqrt(a: u64, wide: bool, mode: Round) -> u64 {
-    match class(a, wide) {
-        Class::Nan | Class::Inf(true) => nan(wide),
+pub(crate) fn sqrt(a: u64, f: Format, mode: Round) -> u64 {
+    match class(a, f) {
+        Class::Nan | Class::Inf(true) => nan(f),
         Class::Inf(false) | Class::Zero(_) => a,
-        Class::Finite(x) if x.neg => nan(wide),
+        Class::Finite(x) if x.neg => nan(f),
         Class::Finite(x) => {
             // An even exponent and the leading bit at 124 or 125: a root of 62 bits or more.
             let mut shift = 124 - (127 - x.mant.leading_zeros() as i32);
@@ -218,7 +242,7 @@ pub(crate) fn sqrt(a: u64, wide: bool, mode: Round) -> u64 {
             }
             let n = x.mant << shift;
             let r = isqrt(n);
-            round(Exact { neg: false, mant: r, exp: (x.exp - shift) / 2, sticky: r * r != n }, wide, mode)
+            round(Exact { neg: false, mant: r, exp: (x.exp - shift) / 2, sticky: r * r != n }, f, mode)
         }
     }
 }
@@ -241,23 +265,24 @@ fn isqrt(n: u128) -> u128 {
 }
 
 /// A float of either width converted to the other (or the same), rounded in `mode`.
-pub(crate) fn convert(a: u64, from_wide: bool, to_wide: bool, mode: Round) -> u64 {
-    match class(a, from_wide) {
-        Class::Nan => nan(to_wide),
-        Class::Inf(neg) => inf(to_wide, neg),
-        Class::Zero(neg) => zero(to_wide, neg),
-        Class::Finite(x) => round(x, to_wide, mode),
+pub(crate) fn convert(a: u64, from: Format, to: Format, mode: Round) -> u64 {
+    match class(a, from) {
+        Class::Nan => nan(to),
+        Class::Inf(neg) => inf(to, neg),
+        Class::Zero(neg) => zero(to, neg),
+        Class::Finite(x) => round(x, to, mode),
     }
 }
 
 /// An integer (as an i128 holding any PTX integer) converted to a float, rounded in `mode`.
-pub(crate) fn from_int(v: i128, wide: bool, mode: Round) -> u64 {
-    round(Exact { neg: v < 0, mant: v.unsigned_abs(), exp: 0, sticky: false }, wide, mode)
+pub(crate) fn from_int(v: i128, f: Format, mode: Round) -> u64 {
+    round(Exact { neg: v < 0, mant: v.unsigned_abs(), exp: 0, sticky: false }, f, mode)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use Format::{Double, Single};
 
     /// A generator of float bits that reaches every class: zeros, subnormals, normals of every
     /// exponent, infinities and NaNs.
@@ -267,10 +292,11 @@ mod tests {
         fn next(&mut self, wide: bool) -> u64 {
             self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
             let r = self.0 ^ (self.0 >> 29);
-            let (p, _, _) = format(wide);
+            let f = Format::of(wide);
+            let (p, _, _) = format(f);
             match r % 16 {
-                0 => r & (sign_bit(wide) | ((1 << (p - 1)) - 1)), // subnormal or zero
-                1 => (r & sign_bit(wide)) | (inf(wide, false) - (r >> 60) % 3), // near or at infinity
+                0 => r & (sign_bit(f) | ((1 << (p - 1)) - 1)), // subnormal or zero
+                1 => (r & sign_bit(f)) | (inf(f, false) - (r >> 60) % 3), // near or at infinity
                 _ if wide => r,
                 _ => r & 0xffff_ffff,
             }
@@ -281,27 +307,31 @@ mod tests {
     #[test]
     fn nearest_matches_the_hosts_ieee_arithmetic() {
         let mut g = Bits(7);
-        let canon = |v: u64, wide: bool| if class(v, wide).is_nan() { nan(wide) } else { v };
+        let canon = |v: u64, wide: bool| if class(v, Format::of(wide)).is_nan() { nan(Format::of(wide)) } else { v };
         for _ in 0..200_000 {
             let (a, b, c) = (g.next(false), g.next(false), g.next(false));
             let (x, y, z) = (f32::from_bits(a as u32), f32::from_bits(b as u32), f32::from_bits(c as u32));
             let n = Round::Nearest;
-            assert_eq!(add(a, b, false, n), canon((x + y).to_bits() as u64, false), "{x:e} + {y:e}");
-            assert_eq!(mul(a, b, false, n), canon((x * y).to_bits() as u64, false), "{x:e} * {y:e}");
-            assert_eq!(div(a, b, false, n), canon((x / y).to_bits() as u64, false), "{x:e} / {y:e}");
-            assert_eq!(sqrt(a, false, n), canon(x.sqrt().to_bits() as u64, false), "sqrt {x:e}");
-            assert_eq!(fma(a, b, c, false, n), canon(x.mul_add(y, z).to_bits() as u64, false), "fma {x:e} {y:e} {z:e}");
+            assert_eq!(add(a, b, Single, n), canon((x + y).to_bits() as u64, false), "{x:e} + {y:e}");
+            assert_eq!(mul(a, b, Single, n), canon((x * y).to_bits() as u64, false), "{x:e} * {y:e}");
+            assert_eq!(div(a, b, Single, n), canon((x / y).to_bits() as u64, false), "{x:e} / {y:e}");
+            assert_eq!(sqrt(a, Single, n), canon(x.sqrt().to_bits() as u64, false), "sqrt {x:e}");
+            assert_eq!(
+                fma(a, b, c, Single, n),
+                canon(x.mul_add(y, z).to_bits() as u64, false),
+                "fma {x:e} {y:e} {z:e}"
+            );
             let (a, b, c) = (g.next(true), g.next(true), g.next(true));
             let (x, y, z) = (f64::from_bits(a), f64::from_bits(b), f64::from_bits(c));
-            assert_eq!(add(a, b, true, n), canon((x + y).to_bits(), true), "{x:e} + {y:e}");
-            assert_eq!(mul(a, b, true, n), canon((x * y).to_bits(), true), "{x:e} * {y:e}");
-            assert_eq!(div(a, b, true, n), canon((x / y).to_bits(), true), "{x:e} / {y:e}");
-            assert_eq!(sqrt(a, true, n), canon(x.sqrt().to_bits(), true), "sqrt {x:e}");
-            assert_eq!(fma(a, b, c, true, n), canon(x.mul_add(y, z).to_bits(), true), "fma {x:e} {y:e} {z:e}");
-            assert_eq!(convert(a, true, false, n), canon((x as f32).to_bits() as u64, false), "{x:e} as f32");
+            assert_eq!(add(a, b, Double, n), canon((x + y).to_bits(), true), "{x:e} + {y:e}");
+            assert_eq!(mul(a, b, Double, n), canon((x * y).to_bits(), true), "{x:e} * {y:e}");
+            assert_eq!(div(a, b, Double, n), canon((x / y).to_bits(), true), "{x:e} / {y:e}");
+            assert_eq!(sqrt(a, Double, n), canon(x.sqrt().to_bits(), true), "sqrt {x:e}");
+            assert_eq!(fma(a, b, c, Double, n), canon(x.mul_add(y, z).to_bits(), true), "fma {x:e} {y:e} {z:e}");
+            assert_eq!(convert(a, Double, Single, n), canon((x as f32).to_bits() as u64, false), "{x:e} as f32");
             let i = a as i64;
-            assert_eq!(from_int(i as i128, false, n), (i as f32).to_bits() as u64);
-            assert_eq!(from_int(i as i128, true, n), (i as f64).to_bits());
+            assert_eq!(from_int(i as i128, Single, n), (i as f32).to_bits() as u64);
+            assert_eq!(from_int(i as i128, Double, n), (i as f64).to_bits());
         }
     }
 
@@ -317,20 +347,25 @@ mod tests {
                 continue;
             }
             // f32 products and square roots' squares are exact in f64.
-            check(mul(a, b, false, Round::Down), mul(a, b, false, Round::Up), mul(a, b, false, Round::Zero), |r| {
+            check(mul(a, b, Single, Round::Down), mul(a, b, Single, Round::Up), mul(a, b, Single, Round::Zero), |r| {
                 r.partial_cmp(&(x * y))
             });
             if x >= 0.0 {
-                check(sqrt(a, false, Round::Down), sqrt(a, false, Round::Up), sqrt(a, false, Round::Zero), |r| {
+                check(sqrt(a, Single, Round::Down), sqrt(a, Single, Round::Up), sqrt(a, Single, Round::Zero), |r| {
                     (r * r).partial_cmp(&x)
                 });
             }
             if y != 0.0 {
                 // r versus x / y: compare r * y with x (exact in f64), flipped when y < 0.
-                check(div(a, b, false, Round::Down), div(a, b, false, Round::Up), div(a, b, false, Round::Zero), |r| {
-                    let o = (r * y).partial_cmp(&x)?;
-                    Some(if y < 0.0 { o.reverse() } else { o })
-                });
+                check(
+                    div(a, b, Single, Round::Down),
+                    div(a, b, Single, Round::Up),
+                    div(a, b, Single, Round::Zero),
+                    |r| {
+                        let o = (r * y).partial_cmp(&x)?;
+                        Some(if y < 0.0 { o.reverse() } else { o })
+                    },
+                );
             }
         }
     }
@@ -351,20 +386,20 @@ mod tests {
     #[test]
     fn overflow_and_exact_zeros_follow_the_mode() {
         let max = f32::MAX.to_bits() as u64;
-        assert_eq!(add(max, max, false, Round::Zero), max);
-        assert_eq!(add(max, max, false, Round::Up), inf(false, false));
-        assert_eq!(mul(max, max | 1 << 31, false, Round::Up), max | 1 << 31);
+        assert_eq!(add(max, max, Single, Round::Zero), max);
+        assert_eq!(add(max, max, Single, Round::Up), inf(Single, false));
+        assert_eq!(mul(max, max | 1 << 31, Single, Round::Up), max | 1 << 31);
         let one = 1f32.to_bits() as u64;
-        assert_eq!(add(one, one | 1 << 31, false, Round::Down), 1 << 31);
-        assert_eq!(add(one, one | 1 << 31, false, Round::Up), 0);
+        assert_eq!(add(one, one | 1 << 31, Single, Round::Down), 1 << 31);
+        assert_eq!(add(one, one | 1 << 31, Single, Round::Up), 0);
         // 1 + 2^-30 rounds up only upward; 1/3 and sqrt 2 bracket.
         let tiny = 2f32.powi(-30).to_bits() as u64;
-        assert_eq!(add(one, tiny, false, Round::Up), 1f32.next_up().to_bits() as u64);
-        assert_eq!(add(one, tiny, false, Round::Down), one);
+        assert_eq!(add(one, tiny, Single, Round::Up), 1f32.next_up().to_bits() as u64);
+        assert_eq!(add(one, tiny, Single, Round::Down), one);
         let three = 3f64.to_bits();
-        assert_eq!(div(1f64.to_bits(), three, true, Round::Up), (1.0f64 / 3.0).next_up().to_bits());
-        assert_eq!(from_int(16_777_217, false, Round::Up), 16_777_218f32.to_bits() as u64);
-        assert_eq!(from_int(-16_777_217, false, Round::Zero), (-16_777_216f32).to_bits() as u64);
+        assert_eq!(div(1f64.to_bits(), three, Double, Round::Up), (1.0f64 / 3.0).next_up().to_bits());
+        assert_eq!(from_int(16_777_217, Single, Round::Up), 16_777_218f32.to_bits() as u64);
+        assert_eq!(from_int(-16_777_217, Single, Round::Zero), (-16_777_216f32).to_bits() as u64);
     }
 
     impl Class {

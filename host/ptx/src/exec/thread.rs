@@ -2,11 +2,11 @@
 //! runs its next instruction.
 
 use super::access::Access;
-use super::arith;
 use super::fast::Code;
 use super::pure::{self, Stop};
 use super::{Fault, LOCAL_WINDOW, Launch, Memory, SHARED_WINDOW, Thread, Trap, TrapKind};
-use crate::ir::{Address, BarRedOp, Call, Function, Op, Place, Reg, Space, Special, Src};
+use super::{arith, half};
+use crate::ir::{Address, BarRedOp, Call, Function, Op, Place, Reg, Space, Special, Src, Ty};
 
 /// Where a thread is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -220,8 +220,14 @@ impl ThreadState {
                 self.set(*d, v);
             }
             Op::Setp { cmp, ty, ftz, d, d2, a, b, with } => {
-                let mut r = arith::compare(*cmp, *ty, *ftz, self.value(*a, sh), self.value(*b, sh));
-                let mut r2 = !r;
+                let (a, b) = (self.value(*a, sh), self.value(*b, sh));
+                let (mut r, mut r2) = match ty {
+                    Ty::F16x2 | Ty::BF16x2 => half::compare(*cmp, *ty, *ftz, a, b).into(),
+                    _ => {
+                        let r = arith::compare(*cmp, *ty, *ftz, a, b);
+                        (r, !r)
+                    }
+                };
                 if let Some((op, p, negated)) = with {
                     let q = (self.value(*p, sh) & 1 != 0) != *negated;
                     r = arith::combine(*op, r, q);
@@ -236,7 +242,15 @@ impl ThreadState {
                 let v = if self.value(*p, sh) & 1 != 0 { self.value(*a, sh) } else { self.value(*b, sh) };
                 self.set(*d, arith::mask(*ty, v));
             }
+            Op::Set { cmp, ty, to, ftz, d, a, b } => {
+                let v = half::set(*cmp, *ty, *to, *ftz, self.value(*a, sh), self.value(*b, sh));
+                self.set(*d, v);
+            }
             Op::Cvt { conv, d, a } => self.set(*d, arith::convert(*conv, self.value(*a, sh))),
+            Op::CvtPair { conv, d, a, b } => {
+                let v = half::convert_pair(conv.to, conv.fm, self.value(*a, sh), self.value(*b, sh));
+                self.set(*d, v);
+            }
             Op::Bfi { ty, d, a, b, pos, len } => {
                 let (a, b) = (self.value(*a, sh), self.value(*b, sh));
                 let v = super::bits::bfi(*ty, a, b, self.value(*pos, sh), self.value(*len, sh));
