@@ -6,6 +6,7 @@
 mod common;
 
 use common::Ram;
+use common::half::Half;
 use common::oracle::{self, MODES, Mode};
 use peerpool_ptx::{Launch, Module, Shape, load, run};
 
@@ -410,6 +411,17 @@ fn reference(l: &Line, x: &[u32], got: &[u32], vars: &[Vec<u8>], warp: impl Fn(u
             o[0] = threads as u32;
             o
         }
+        "half_arith" => per(n, &|i| half_arith(Half::F16, x[2 * i], x[2 * i + 1], i)),
+        "bf16_arith" => per(n, &|i| half_arith(Half::BF16, x[2 * i], x[2 * i + 1], i)),
+        "half_convert" => per(n, &|i| half_convert(&x[4 * i..4 * i + 4])),
+        "half_atomic" => {
+            // 256 ones over four f16 counters, (1, 2) in an f16 pair; bf16 the same.
+            let f16 = |v: f64| Half::F16.round(v, Mode::Near) as u32;
+            let bf16 = |v: f64| Half::BF16.round(v, Mode::Near) as u32;
+            let mut o = vec![f16(64.0) * 0x1_0001, f16(64.0) * 0x1_0001, f16(256.0) | f16(512.0) << 16];
+            o.extend([bf16(128.0) * 0x1_0001, bf16(256.0) | bf16(512.0) << 16, 0, 0, 0]);
+            o
+        }
         "f32_rounding" => per(threads, &|i| {
             let (a, b, c) = (f_of(x[3 * i]), f_of(x[3 * i + 1]), f_of(x[3 * i + 2]));
             let mut o = Vec::new();
@@ -601,5 +613,114 @@ fn approx_math(x: &[u32], got: &[u32]) {
             assert!(ulps(g, want) <= 1, "{what} of {a:e} {b:e}: {:e} for {want:e}", f32::from_bits(g));
         }
         assert_eq!(o[7], b32(a * (1.0 / b)), "rcp.rn times");
+    }
+}
+
+/// f16s with |x| in [2^-7, 2^9), bf16s with |x| in [2^-7, 2^9) (corpus.cu's `h_of`, `bf_of`).
+fn half_of(h: Half, w: u32) -> u16 {
+    match h {
+        Half::F16 => ((w & 0x83ff) | ((((w >> 10) & 15) + 8) << 10)) as u16,
+        Half::BF16 => ((w & 0x807f) | ((((w >> 7) & 15) + 120) << 7)) as u16,
+    }
+}
+
+fn pair(lo: u16, hi: u16) -> u32 {
+    lo as u32 | (hi as u32) << 16
+}
+
+/// `half_arith`/`bf16_arith`: every result exact in f64 (the inputs' range sees to it), then
+/// rounded once.
+fn half_arith(h: Half, w: u32, v: u32, i: usize) -> Vec<u32> {
+    let (a, mut b, mut c) = (half_of(h, w), half_of(h, w >> 16), half_of(h, v));
+    if i % 16 == 5 {
+        c = if h == Half::F16 { 0x7e01 } else { 0x7fc1 };
+    }
+    if i % 16 == 6 {
+        b = if h == Half::F16 { 0x7c00 } else { 0x7f80 };
+    }
+    let val = |x: u16| h.value(x);
+    let r = |x: f64| h.round(x, Mode::Near);
+    let add = |x: u16, y: u16| r(val(x) + val(y));
+    let sub = |x: u16, y: u16| r(val(x) - val(y));
+    let mul = |x: u16, y: u16| r(val(x) * val(y));
+    let fma = |x: u16, y: u16, z: u16| r(val(x) * val(y) + val(z));
+    let lt = |x: u16, y: u16| val(x) < val(y);
+    let one = |t: bool| if t { h.one() } else { 0 };
+    // x = (a, b) and y = (c, a), the first in the low half.
+    let (x, y) = ([a, b], [c, a]);
+    let lanes = |f: &dyn Fn(u16, u16) -> u16| pair(f(x[0], y[0]), f(x[1], y[1]));
+    let flags = lt(a, b) as u32
+        | ((val(b) >= val(c) || val(c).is_nan()) as u32) << 1
+        | (val(c).is_nan() as u32) << 2
+        | ((val(x[0]) > val(y[0]) && val(x[1]) > val(y[1])) as u32) << 3
+        | ((val(a) == val(a)) as u32) << 4
+        | ((val(b) != val(c) && !val(c).is_nan()) as u32) << 5;
+    vec![
+        pair(add(a, b), sub(a, b)),
+        pair(mul(a, b), fma(a, b, c)),
+        pair(h.pick(a, c, false, false), h.pick(b, c, true, false)),
+        pair(h.pick(a, c, false, true), h.pick(b, c, true, true)),
+        pair(a ^ 0x8000, b & 0x7fff),
+        lanes(&|p, q| fma(p, q, add(p, q))),
+        lanes(&|p, q| sub(p, q)) ^ lanes(&|p, q| mul(p, q)),
+        lanes(&|p, q| one(lt(p, q))) | flags,
+    ]
+}
+
+/// `half_convert`: conversions to and from halves in each rounding.
+fn half_convert(x: &[u32]) -> Vec<u32> {
+    use Mode::*;
+    let (f, g) = (f_of(x[0]) as f64, f_of(x[1]) as f64);
+    let d = d_of(x[2], x[3]);
+    let a = half_of(Half::F16, x[1]);
+    let av = Half::F16.value(a);
+    let p = half_of(Half::BF16, x[0]);
+    let s = (x[2] as i32 >> 8) as f64;
+    let f16 = |v: f64, m: Mode| Half::F16.round(v, m);
+    let bf16 = |v: f64, m: Mode| Half::BF16.round(v, m);
+    let int = |v: f64| v as i32 as u32;
+    let integral = |v: f64, m: Mode| match m {
+        Near => v.round_ties_even(),
+        Zero => v.trunc(),
+        Down => v.floor(),
+        Up => v.ceil(),
+    };
+    vec![
+        pair(f16(f, Near), f16(f, Zero)),
+        pair(f16(f, Down), f16(f, Up)),
+        pair(bf16(f, Near), bf16(f, Zero)),
+        pair(f16(d, Near), f16(s, Near)),
+        pair(f16(s, Zero), f16(s as i32 as u32 as f64, Down)),
+        b32(av as f32),
+        b32(Half::BF16.value(p) as f32),
+        int(integral(av, Near)) ^ int(integral(-av, Zero)) << 8,
+        int(integral(av, Down)) ^ (integral(av, Up) as u32) << 12,
+        pair(f16(f, Near), f16(g, Near)),
+        pair(bf16(f, Near), bf16(g, Near)),
+        pair(f16(integral(av, Near), Near), f16(integral(-av, Zero), Near))
+            ^ pair(f16(integral(av, Down), Near), f16(integral(av, Up), Near)),
+    ]
+}
+
+#[test]
+fn rounding_agrees_with_known_values() {
+    use Mode::*;
+    assert_eq!(Half::F16.round(1.0 / 3.0, Near), 0x3555);
+    assert_eq!(Half::F16.round(1.0 / 3.0, Up), 0x3556);
+    assert_eq!(Half::F16.round(65520.0, Near), 0x7c00);
+    assert_eq!(Half::F16.round(65520.0, Zero), 0x7bff);
+    assert_eq!(Half::F16.round(-65520.0, Up), 0xfbff);
+    assert_eq!(Half::F16.round(2f64.powi(-24), Near), 1);
+    assert_eq!(Half::F16.round(2f64.powi(-25), Near), 0, "a tie to even zero");
+    assert_eq!(Half::F16.round(3.0 * 2f64.powi(-25), Near), 2);
+    assert_eq!(Half::BF16.round(1.0 + 2f64.powi(-8), Near), 0x3f80, "a tie to even");
+    assert_eq!(Half::BF16.round(1.0 + 2f64.powi(-8) + 2f64.powi(-40), Near), 0x3f81);
+    for bits in 0..=0xffffu16 {
+        for h in [Half::F16, Half::BF16] {
+            let v = h.value(bits);
+            if !v.is_nan() {
+                assert_eq!(h.round(v, Near), bits, "{h:?} {bits:#x}");
+            }
+        }
     }
 }

@@ -1,6 +1,7 @@
 //! What the integration tests share: a memory of plain byte regions and small kernels.
 #![allow(dead_code)]
 
+pub mod half;
 pub mod oracle;
 
 use peerpool_ptx::{Fault, Flat, Launch, Module, Shape, load};

@@ -1,6 +1,8 @@
 // The executor's corpus: small kernels, each `extern "C"` with the same parameters
 // (const u32 *in, u32 *out, u32 n), launched as kernels.txt says. Inputs are in[i] = hash(i)
 // (README.md); every output is a pure function of them, whatever the order threads run in.
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
 typedef unsigned int u32;
 typedef unsigned long long u64;
 typedef long long i64;
@@ -463,4 +465,81 @@ KERNEL vector_access(ARGS) {
     float4 f = make_float4(f_of(v.x), f_of(v.y), f_of(v.z), f_of(v.w));
     ((uint4 *)out)[2 * i] = make_uint4(v.w, v.z, v.y, v.x);
     ((float4 *)out)[2 * i + 1] = make_float4(f.x + f.y, f.y * f.z, f.z - f.w, f.w);
+}
+
+// ---- 16-bit floats: f16 and bf16, one or two in a register (cuda_fp16.h, cuda_bf16.h)
+// f16s with |x| in [2^-7, 2^9) (products may overflow), bf16s with |x| in [2^-7, 2^9); every
+// mantissa bit random.
+__device__ __forceinline__ __half h_of(u32 w) {
+    return __ushort_as_half((unsigned short)((w & 0x83ffu) | ((((w >> 10) & 15u) + 8u) << 10)));
+}
+__device__ __forceinline__ __nv_bfloat16 bf_of(u32 w) {
+    return __ushort_as_bfloat16((unsigned short)((w & 0x807fu) | ((((w >> 7) & 15u) + 120u) << 7)));
+}
+__device__ __forceinline__ u32 h2_bits(__half2 v) { return *(u32 *)&v; }
+__device__ __forceinline__ u32 bf2_bits(__nv_bfloat162 v) { return *(u32 *)&v; }
+// Two 16-bit results as one word, the first low.
+__device__ __forceinline__ u32 pair(unsigned short lo, unsigned short hi) { return lo | ((u32)hi << 16); }
+#define H(x) __half_as_ushort(x)
+#define BF(x) __bfloat16_as_ushort(x)
+// One kernel a format: scalar and paired arithmetic, NaN-aware min/max, comparisons; a NaN
+// and an infinity among the inputs.
+#define HALF_ARITH(NAME, T, T2, OF, BITS, BITS2, NAN, INF)                                            \
+    KERNEL NAME(ARGS) {                                                                             \
+        u64 i = gid();                                                                              \
+        if (i >= n) return;                                                                         \
+        u32 w = in[2 * i], v = in[2 * i + 1];                                                      \
+        T a = OF(w), b = OF(w >> 16), c = OF(v);                                                    \
+        if (i % 16 == 5) c = NAN;                                                                   \
+        if (i % 16 == 6) b = INF;                                                                   \
+        T2 x = make_##T2(a, b), y = make_##T2(c, a);                                                \
+        u32 *o = out + 8 * i;                                                                       \
+        o[0] = pair(BITS(__hadd(a, b)), BITS(__hsub(a, b)));                                        \
+        o[1] = pair(BITS(__hmul(a, b)), BITS(__hfma(a, b, c)));                                     \
+        o[2] = pair(BITS(__hmin(a, c)), BITS(__hmax(b, c)));                                        \
+        o[3] = pair(BITS(__hmin_nan(a, c)), BITS(__hmax_nan(b, c)));                                \
+        o[4] = pair(BITS(__hneg(a)), BITS(__habs(__hneg(b))));                                      \
+        o[5] = BITS2(__hfma2(x, y, __hadd2(x, y)));                                                 \
+        o[6] = BITS2(__hsub2(x, y)) ^ BITS2(__hmul2(x, y));                                         \
+        o[7] = BITS2(__hlt2(x, y)) | __hlt(a, b) | (__hgeu(b, c) << 1) | (__hisnan(c) << 2) |      \
+               (__hbgt2(x, y) << 3) | (__heq(a, a) << 4) | (__hne(b, c) << 5);                     \
+    }
+__device__ __forceinline__ __half2 make___half2(__half a, __half b) { return __halves2half2(a, b); }
+__device__ __forceinline__ __nv_bfloat162 make___nv_bfloat162(__nv_bfloat16 a, __nv_bfloat16 b) {
+    return __halves2bfloat162(a, b);
+}
+HALF_ARITH(half_arith, __half, __half2, h_of, H, h2_bits, __ushort_as_half(0x7e01), __ushort_as_half(0x7c00))
+HALF_ARITH(bf16_arith, __nv_bfloat16, __nv_bfloat162, bf_of, BF, bf2_bits, __ushort_as_bfloat16(0x7fc1),
+           __ushort_as_bfloat16(0x7f80))
+KERNEL half_convert(ARGS) {
+    u64 i = gid();
+    if (i >= n) return;
+    u32 w = in[4 * i], v = in[4 * i + 1];
+    float f = f_of(w), g = f_of(v);
+    double d = d_of(in[4 * i + 2], in[4 * i + 3]);
+    __half a = h_of(v);
+    __nv_bfloat16 p = bf_of(w);
+    int s = (int)in[4 * i + 2] >> 8;
+    u32 *o = out + 12 * i;
+    o[0] = pair(H(__float2half_rn(f)), H(__float2half_rz(f)));
+    o[1] = pair(H(__float2half_rd(f)), H(__float2half_ru(f)));
+    o[2] = pair(BF(__float2bfloat16_rn(f)), BF(__float2bfloat16_rz(f)));
+    o[3] = pair(H(__double2half(d)), H(__int2half_rn(s)));
+    o[4] = pair(H(__int2half_rz(s)), H(__uint2half_rd((u32)s)));
+    o[5] = __float_as_uint(__half2float(a));
+    o[6] = __float_as_uint(__bfloat162float(p));
+    o[7] = (u32)__half2int_rn(a) ^ ((u32)__half2int_rz(__hneg(a)) << 8);
+    o[8] = (u32)__half2int_rd(a) ^ ((u32)__half2uint_ru(a) << 12);
+    o[9] = h2_bits(__floats2half2_rn(f, g));
+    o[10] = bf2_bits(__floats2bfloat162_rn(f, g));
+    o[11] = pair(H(hrint(a)), H(htrunc(__hneg(a)))) ^ pair(H(hfloor(a)), H(hceil(a)));
+}
+// Atomic sums that are exact in any order: counts of ones (and twos) in f16 and bf16.
+KERNEL half_atomic(ARGS) {
+    u64 i = gid();
+    __half *h = (__half *)out;
+    atomicAdd(h + (i & 3), __ushort_as_half(0x3c00));
+    atomicAdd((__half2 *)out + 2, __halves2half2(__ushort_as_half(0x3c00), __ushort_as_half(0x4000)));
+    atomicAdd((__nv_bfloat16 *)out + 6 + (i & 1), __ushort_as_bfloat16(0x3f80));
+    atomicAdd((__nv_bfloat162 *)out + 4, __halves2bfloat162(__ushort_as_bfloat16(0x3f80), __ushort_as_bfloat16(0x4000)));
 }
