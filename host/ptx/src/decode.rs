@@ -499,6 +499,27 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
             Op::Warp { op: WarpOp::ActiveMask { d: d.reg(0)? }, mask: None }
         }
         "membar" | "fence" => Op::Fence,
+        "cp" if mods.has("async") => match mods.words.get(1).map(String::as_str) {
+            Some("commit_group" | "wait_group" | "wait_all") => Op::Fence,
+            Some("shared" | "shared::cta") if mods.words.get(2).is_some_and(|w| w == "global") => {
+                mods.only(&["async", "shared", "shared::cta", "global", "L2::64B", "L2::128B", "L2::256B"])
+                    .map_err(unsupported)?;
+                let size = match ops.get(2) {
+                    Some(Operand::Int(n @ (4 | 8 | 16))) => *n as u32,
+                    _ => return Err(unsupported("a copy size other than 4, 8 or 16".into())),
+                };
+                // The fourth operand: a source size (a number), or `ignore-src` (a predicate).
+                let (keep, ignore) = match ops.get(3) {
+                    None => (None, None),
+                    Some(Operand::Not(_)) => (None, Some(d.pred(3)?)),
+                    Some(Operand::Reg(r)) if scope.predicates.contains(r) => (None, Some(d.pred(3)?)),
+                    Some(_) if ops.len() == 4 => (Some(d.src(3, Ty::U32)?), None),
+                    Some(_) => return Err(unsupported("a cache policy".into())),
+                };
+                Op::CopyAsync { dst: d.addr(0)?, src: d.addr(1)?, size, keep, ignore }
+            }
+            _ => return Err(unsupported("this form".into())),
+        },
         "call" => {
             mods.only(&[]).map_err(unsupported)?;
             let (rets, rest) = match ops.first() {
@@ -532,7 +553,7 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
         }
         "ret" => Op::Ret,
         "exit" => Op::Exit,
-        _ => return Err(LoadError::Unsupported { line, what: format!("{opcode}: not implemented") }),
+        _ => return Err(LoadError::Unsupported { line, what: opcode.to_string() }),
     };
     Ok(decoded)
 }

@@ -448,7 +448,18 @@ pub enum Op {
         /// The lanes that take part (`activemask`: none, it takes the lanes that are there).
         mask: Option<Src>,
     },
-    /// Memory fences: every access here is seen at once, in program order.
+    /// `cp.async` from global to shared memory, done at once: `size` bytes at `dst`, the first
+    /// `keep` of them read at `src` (all of them when `None`) and the rest zero, or all zero
+    /// where the predicate `ignore` holds (`ignore-src`).
+    CopyAsync {
+        dst: Address,
+        src: Address,
+        size: u32,
+        keep: Option<Src>,
+        ignore: Option<(Src, bool)>,
+    },
+    /// Memory fences: every access here is seen at once, in program order (also `cp.async`'s
+    /// groups, whose copies are done when issued).
     Fence,
     /// A call of a `.func`: a new frame of registers and local memory, the arguments copied in
     /// and, at its `ret`, the results copied back.

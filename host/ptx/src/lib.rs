@@ -14,7 +14,9 @@
 //! predicates (`setp` with `.and/.or/.xor`, `selp`, `slct`, `testp`), conversions (`cvt` with
 //! every rounding and `.sat`), `cvta`, `mov` packing and unpacking vectors, `ld`/`st` of every
 //! state space with vector widths, `atom`/`red` on global and shared memory, branches,
-//! `bar.sync`/`bar.arrive`/`bar.red`, fences, special registers and dynamic shared memory.
+//! `bar.sync`/`bar.arrive`/`bar.red`, fences, special registers and dynamic shared memory, and
+//! `cp.async` from global to shared memory (done when issued, with its source size and
+//! `ignore-src`; its groups' commits and waits are then fences).
 //!
 //! Floats are IEEE-exact in every rounding mode PTX writes (`.rn`, `.rz`, `.rm`, `.rp`) for
 //! `add`, `sub`, `mul`, `fma`/`mad`, `div`, `sqrt`, `rcp` on f32 and f64 and for `cvt`

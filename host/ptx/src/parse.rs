@@ -41,6 +41,9 @@ pub(crate) enum Operand {
 #[derive(Default)]
 pub(crate) struct Scope {
     pub(crate) registers: HashMap<String, u32>,
+    /// The registers declared `.pred`: an operand that may be a predicate or a number
+    /// (`cp.async`'s last) is told by it.
+    pub(crate) predicates: std::collections::HashSet<u32>,
     pub(crate) count: u32,
     pub(crate) places: HashMap<String, Place>,
     pub(crate) labels: HashMap<String, u32>,
@@ -463,8 +466,11 @@ fn body(p: &mut Parser, scope: &mut Scope, f: &mut Function) -> Result<Vec<Raw>,
             Tok::Punct('{') => shadowed.push(Vec::new()),
             // `.reg .b32 r;`, or `.reg.b32 r;` as inline assembly in CUDA's headers writes it.
             Tok::Word(w) if w == ".reg" || w.starts_with(".reg.") => {
-                let names = registers(p, w.strip_prefix(".reg").filter(|k| !k.is_empty()))?;
+                let (kind, names) = registers(p, w.strip_prefix(".reg").filter(|k| !k.is_empty()))?;
                 for name in names {
+                    if kind == ".pred" {
+                        scope.predicates.insert(scope.count);
+                    }
                     let old = scope.registers.insert(name.clone(), scope.count);
                     scope.count += 1;
                     if let Some(level) = shadowed.last_mut() {
@@ -520,9 +526,9 @@ fn body(p: &mut Parser, scope: &mut Scope, f: &mut Function) -> Result<Vec<Raw>,
     }
 }
 
-/// `.reg .type %name<N>;` or `.reg .type %a, %b;`: the names declared (`kind`: the type,
-/// when it came with `.reg`).
-fn registers(p: &mut Parser, kind: Option<&str>) -> Result<Vec<String>, LoadError> {
+/// `.reg .type %name<N>;` or `.reg .type %a, %b;`: the type and the names declared (`kind`:
+/// the type, when it came with `.reg`).
+fn registers(p: &mut Parser, kind: Option<&str>) -> Result<(String, Vec<String>), LoadError> {
     let kind = match kind {
         Some(k) => k.to_string(),
         None => p.word()?,
@@ -544,7 +550,7 @@ fn registers(p: &mut Parser, kind: Option<&str>) -> Result<Vec<String>, LoadErro
         }
         match p.next()? {
             Tok::Punct(',') => {}
-            Tok::Punct(';') => return Ok(names),
+            Tok::Punct(';') => return Ok((kind, names)),
             other => return p.err(format!("unexpected {other:?} in .reg")),
         }
     }

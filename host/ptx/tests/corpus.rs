@@ -422,6 +422,18 @@ fn reference(l: &Line, x: &[u32], got: &[u32], vars: &[Vec<u8>], warp: impl Fn(u
             o.extend([bf16(128.0) * 0x1_0001, bf16(256.0) | bf16(512.0) << 16, 0, 0, 0]);
             o
         }
+        "async_copy" => per(threads, &|i| {
+            let (block, t) = (i / 128, i % 128);
+            let base = &x[512 * block..];
+            // a: 512 words; b: each pair's first word, its second zero; c: 256 words from 256.
+            let b = |k: usize| if k.is_multiple_of(2) { base[k] } else { 0 };
+            vec![
+                base[(4 * t + 5) % 512],
+                b(2 * t),
+                base[256 + (7 * t) % 256],
+                b((2 * t + 3) % 256) ^ base[(13 * t) % 512],
+            ]
+        }),
         "f32_rounding" => per(threads, &|i| {
             let (a, b, c) = (f_of(x[3 * i]), f_of(x[3 * i + 1]), f_of(x[3 * i + 2]));
             let mut o = Vec::new();

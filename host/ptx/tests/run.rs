@@ -135,9 +135,9 @@ fn barriers_that_cannot_all_be_met_are_a_deadlock_and_endless_loops_run_out() {
 
 #[test]
 fn what_is_not_implemented_is_refused_at_load_with_its_line() {
-    let text = ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k()\n{\n.reg .b32 %r<4>;\ncp.async.wait_all;\nret;\n}\n";
+    let text = ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k()\n{\n.reg .b32 %r<4>;\nldmatrix.sync.aligned.m8n8.x1.shared.b16 {%r1}, [%r2];\nret;\n}\n";
     match load(text) {
-        Err(LoadError::Unsupported { line: 7, what }) => assert!(what.starts_with("cp.async.wait_all"), "{what}"),
+        Err(LoadError::Unsupported { line: 7, what }) => assert_eq!(what, "ldmatrix.sync.aligned.m8n8.x1.shared.b16"),
         other => panic!("{other:?}"),
     }
     let relu = ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k()\n{\n.reg .b16 %h<4>;\nfma.rn.relu.f16 %h0, %h1, %h2, %h3;\nret;\n}\n";
@@ -157,4 +157,29 @@ fn a_pointer_parameters_align_is_its_pointees_not_its_own() {
     let module = load(text).expect("loads");
     let params = &module.kernel("k").expect("k").params;
     assert_eq!((params[1].offset, params[1].size), (8, 8));
+}
+
+#[test]
+fn an_async_copy_reads_through_the_memory_zero_fills_and_faults_like_a_load() {
+    // Thread t copies 16 bytes from p + 16 t into shared memory, all zero where ignore-src
+    // holds (thread 1), then writes the first word back to p + 64 + 4 t.
+    let module = kernel(
+        ".shared .align 16 .b8 s[64];\nld.param.u64 %rd1, [p];\nmov.u32 %r1, %tid.x;\nmul.wide.u32 %rd2, %r1, 16;\n\
+         add.s64 %rd3, %rd1, %rd2;\nmov.u32 %r2, s;\nmul.lo.u32 %r3, %r1, 16;\nadd.u32 %r4, %r2, %r3;\n\
+         setp.eq.u32 %p1, %r1, 1;\ncp.async.cg.shared.global [%r4], [%rd3], 16, %p1;\ncp.async.commit_group;\n\
+         cp.async.wait_group 0;\nld.shared.u32 %r5, [%r4];\nmul.wide.u32 %rd4, %r1, 4;\nadd.s64 %rd5, %rd1, %rd4;\n\
+         st.global.u32 [%rd5+64], %r5;\nret;",
+    );
+    let mut ram = Ram::default();
+    let data = ram.add(0x1000, (0..20u32).flat_map(|i| (i + 1).to_le_bytes()).collect());
+    let params = data.to_le_bytes();
+    run(module.kernel("k").unwrap(), &launch(1, 4, &params, &[]), &mut ram).unwrap();
+    assert_eq!(ram.words(data)[16..], [1, 0, 9, 13]);
+    assert!(ram.log.contains(&(Thread { block: [0; 3], thread: [2, 0, 0] }, 0x1000 + 32, false)), "read as a load");
+    // A source past the memory: the copy faults there.
+    let past = kernel(
+        ".shared .align 16 .b8 s[16];\nld.param.u64 %rd1, [p];\ncp.async.ca.shared.global [s], [%rd1+80], 4;\nret;",
+    );
+    let trap = run(past.kernel("k").unwrap(), &launch(1, 1, &params, &[]), &mut ram).unwrap_err();
+    assert_eq!((trap.kind, trap.addr), (TrapKind::Fault(Fault::Illegal), 0x1000 + 80));
 }

@@ -325,6 +325,26 @@ impl ThreadState {
                 self.state = State::Warp;
                 self.pc -= 1;
             }
+            Op::CopyAsync { dst, src, size, keep, ignore } => {
+                let (to, from) = (self.address(dst, sh), self.address(src, sh));
+                let ignored = ignore.is_some_and(|(p, negated)| (self.value(p, sh) & 1 != 0) != negated);
+                let keep = match keep {
+                    _ if ignored => 0,
+                    Some(k) => (self.value(*k, sh) as u32).min(*size),
+                    None => *size,
+                } as usize;
+                let mut buf = [0u8; 16];
+                if keep == *size as usize {
+                    self.access(sh).read(Space::Global, from, &mut buf[..keep], line)?;
+                } else {
+                    // A part: byte by byte, as no wider access need be aligned to it.
+                    for (i, b) in buf[..keep].iter_mut().enumerate() {
+                        let at = from.wrapping_add(i as u64);
+                        self.access(sh).read(Space::Global, at, std::slice::from_mut(b), line)?;
+                    }
+                }
+                self.access(sh).write(Space::Shared, to, &buf[..*size as usize], line)?;
+            }
             Op::Fence => {}
             Op::Call(call) => self.call(call, line)?,
             Op::Ret => self.ret(kernel, line)?,

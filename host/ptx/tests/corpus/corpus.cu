@@ -3,6 +3,9 @@
 // (README.md); every output is a pure function of them, whatever the order threads run in.
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
+#include <cuda_pipeline.h>
+#include <cooperative_groups.h>
+#include <cooperative_groups/memcpy_async.h>
 typedef unsigned int u32;
 typedef unsigned long long u64;
 typedef long long i64;
@@ -542,4 +545,25 @@ KERNEL half_atomic(ARGS) {
     atomicAdd((__half2 *)out + 2, __halves2half2(__ushort_as_half(0x3c00), __ushort_as_half(0x4000)));
     atomicAdd((__nv_bfloat16 *)out + 6 + (i & 1), __ushort_as_bfloat16(0x3f80));
     atomicAdd((__nv_bfloat162 *)out + 4, __halves2bfloat162(__ushort_as_bfloat16(0x3f80), __ushort_as_bfloat16(0x4000)));
+}
+
+// ---- asynchronous copies into shared memory (cp.async): whole, zero-filled, a block's
+KERNEL async_copy(ARGS) {
+    __shared__ alignas(16) u32 a[512];
+    __shared__ alignas(16) u32 b[256];
+    __shared__ alignas(16) u32 c[256];
+    u32 t = threadIdx.x;
+    const u32 *base = in + 512 * blockIdx.x;
+    __pipeline_memcpy_async(&a[4 * t], &base[4 * t], 16);
+    __pipeline_memcpy_async(&b[2 * t], &base[2 * t], 8, 4); // the last 4 bytes zero
+    __pipeline_commit();
+    __pipeline_wait_prior(0);
+    auto block = cooperative_groups::this_thread_block();
+    cooperative_groups::memcpy_async(block, c, base + 256, sizeof(u32) * 256);
+    cooperative_groups::wait(block);
+    u32 *o = out + 4 * gid();
+    o[0] = a[(4 * t + 5) % 512];
+    o[1] = b[2 * t] + 3 * b[2 * t + 1];
+    o[2] = c[(7 * t) % 256];
+    o[3] = b[(2 * t + 3) % 256] ^ a[(13 * t) % 512];
 }
