@@ -466,6 +466,13 @@ pub enum Op {
     Call(Box<Call>),
     Ret,
     Exit,
+    /// A call of `vprintf(format, args)` (device `printf`): the caller's `.param`s holding the
+    /// two pointers, and the result's, by their offsets in the frame's local memory.
+    Printf {
+        format: u32,
+        args: u32,
+        ret: Option<u32>,
+    },
 }
 
 /// A direct call, linked: where the callee's code starts in the kernel's body, what its frame

@@ -51,8 +51,9 @@
 //! every function it reaches. Each call opens a frame of its own registers and local memory
 //! (parameters, results and `.local`s), so recursion works; it is bounded by the instruction
 //! budget, by 1024 nested frames and by 512 KiB of local memory a thread
-//! ([`TrapKind::StackOverflow`]). A call of a function with no body in the module (`vprintf`)
-//! or an indirect call is refused at load.
+//! ([`TrapKind::StackOverflow`]). Device `printf` (a call of `vprintf`, which the driver
+//! provides) formats as C's printf does and hands the text to [`Memory::print`]; a call of any
+//! other function with no body in the module (`malloc`) or an indirect call is refused at load.
 //!
 //! A launch compiles the kernel's body once into flat instructions whose operands index the
 //! frame's registers, immediates and launch-wide values sitting in a pool below each frame;

@@ -24,6 +24,13 @@ pub(crate) fn link(m: &mut Module, headers: &[(&str, Option<usize>)]) -> Result<
             let callee = match index.map(|i| &originals[i]) {
                 Some(c) if !c.entry => c,
                 Some(_) => return Err(unsupported("a kernel cannot be called")),
+                // Device printf, which the driver provides.
+                None if name == "vprintf" && call.args.len() == 2 && call.rets.len() <= 1 => {
+                    let (format, args, ret) = (call.args[0].0, call.args[1].0, call.rets.first().map(|r| r.0));
+                    f.body[i].op = Op::Printf { format, args, ret };
+                    i += 1;
+                    continue;
+                }
                 None => return Err(unsupported("a function defined outside this module")),
             };
             let target = match placed.get(&call.callee) {
@@ -85,13 +92,21 @@ mod tests {
     }
 
     #[test]
-    fn calling_what_has_no_body_is_refused_with_the_line() {
-        let text = ".version 8.0\n.target sm_90\n.address_size 64\n\
-            .extern .func (.param .b32 r) vprintf(.param .b64 a, .param .b64 b);\n\
-            .visible .entry k()\n{\n.param .b64 a;\n.param .b64 b;\n.param .b32 r;\ncall.uni (r), vprintf, (a, b);\nret;\n}\n";
-        match crate::load(text) {
-            Err(crate::LoadError::Unsupported { line: 10, what }) => assert!(what.contains("vprintf"), "{what}"),
+    fn calling_what_has_no_body_is_refused_with_the_line_but_vprintf() {
+        let header = ".version 8.0\n.target sm_90\n.address_size 64\n\
+            .extern .func (.param .b64 r) malloc(.param .b64 a);\n\
+            .extern .func (.param .b32 r) vprintf(.param .b64 a, .param .b64 b);\n";
+        let text = format!(
+            "{header}.visible .entry k()\n{{\n.param .b64 a;\n.param .b64 r;\ncall.uni (r), malloc, (a);\nret;\n}}\n"
+        );
+        match crate::load(&text) {
+            Err(crate::LoadError::Unsupported { line: 10, what }) => assert!(what.contains("malloc"), "{what}"),
             other => panic!("{other:?}"),
         }
+        let text = format!(
+            "{header}.visible .entry k()\n{{\n.param .b64 a;\n.param .b64 b;\n.param .b32 r;\ncall.uni (r), vprintf, (a, b);\nret;\n}}\n"
+        );
+        let m = crate::load(&text).expect("vprintf is the driver's");
+        assert_eq!(m.kernel("k").unwrap().body[0].op, Op::Printf { format: 0, args: 8, ret: Some(16) });
     }
 }

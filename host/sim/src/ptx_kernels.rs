@@ -299,4 +299,12 @@ impl Memory for View<'_> {
         self.count(addr, len as u64, true);
         Ok(())
     }
+
+    /// Device printf, written out at once: a GPU's driver writes it at the next
+    /// synchronisation, and a simulated launch has run by then.
+    fn print(&mut self, _: Thread, text: &str) {
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+    }
 }

@@ -13,6 +13,7 @@ mod directed;
 mod fast;
 mod float;
 mod half;
+mod printf;
 mod pure;
 mod round;
 mod thread;
@@ -53,6 +54,12 @@ pub trait Memory {
     /// An atomic read-modify-write of `len` bytes at `addr` of global memory: `update` gets
     /// the bytes there and changes them in place, all as one step for every thread.
     fn atomic(&mut self, addr: u64, len: usize, who: Thread, update: &mut dyn FnMut(&mut [u8])) -> Result<(), Fault>;
+    /// The text of one device `printf` of thread `who`. By default it goes to this process's
+    /// standard output, as the driver writes it on a GPU.
+    fn print(&mut self, who: Thread, text: &str) {
+        let _ = who;
+        print!("{text}");
+    }
 }
 
 /// Memory that is plain bytes: implement [`Flat::span`] and the [`Memory`] the executor needs
@@ -72,6 +79,12 @@ pub trait Memory {
 pub trait Flat {
     /// The `len` bytes at `addr`, or the fault of an access there.
     fn span(&mut self, addr: u64, len: usize) -> Result<&mut [u8], Fault>;
+
+    /// [`Memory::print`].
+    fn print(&mut self, who: Thread, text: &str) {
+        let _ = who;
+        print!("{text}");
+    }
 }
 
 impl<T: Flat> Memory for T {
@@ -88,6 +101,10 @@ impl<T: Flat> Memory for T {
     fn atomic(&mut self, addr: u64, len: usize, _: Thread, update: &mut dyn FnMut(&mut [u8])) -> Result<(), Fault> {
         update(self.span(addr, len)?);
         Ok(())
+    }
+
+    fn print(&mut self, who: Thread, text: &str) {
+        Flat::print(self, who, text)
     }
 }
 

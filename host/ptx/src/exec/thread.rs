@@ -5,7 +5,7 @@ use super::access::Access;
 use super::fast::Code;
 use super::pure::{self, Stop};
 use super::{Fault, LOCAL_WINDOW, Launch, Memory, SHARED_WINDOW, Thread, Trap, TrapKind};
-use super::{arith, half};
+use super::{arith, half, printf};
 use crate::ir::{Address, BarRedOp, Call, Function, Op, Place, Reg, Space, Special, Src, Ty};
 
 /// Where a thread is.
@@ -344,6 +344,25 @@ impl ThreadState {
                     }
                 }
                 self.access(sh).write(Space::Shared, to, &buf[..*size as usize], line)?;
+            }
+            Op::Printf { format, args, ret } => {
+                let mut word = [0u8; 8];
+                let base = self.local_base;
+                let at = move |off: u32| (base + off as usize) as u64;
+                let (fmt_at, args_at) = (at(*format), at(*args));
+                self.access(sh).read(Space::Local, fmt_at, &mut word, line)?;
+                let fmt = u64::from_le_bytes(word);
+                self.access(sh).read(Space::Local, args_at, &mut word, line)?;
+                let args = u64::from_le_bytes(word);
+                let mut read = |addr: u64| {
+                    let mut b = [0u8];
+                    self.access(sh).read(Space::Generic, addr, &mut b, line).map(|()| b[0])
+                };
+                let (text, taken) = printf::format(&mut read, fmt, args)?;
+                sh.memory.print(self.who, &text);
+                if let Some(r) = ret {
+                    self.access(sh).write(Space::Local, at(*r), &taken.to_le_bytes(), line)?;
+                }
             }
             Op::Fence => {}
             Op::Call(call) => self.call(call, line)?,

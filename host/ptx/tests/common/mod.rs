@@ -10,6 +10,8 @@ use peerpool_ptx::{Fault, Flat, Launch, Module, Shape, load};
 #[derive(Default)]
 pub struct Ram {
     pub regions: Vec<(u64, Vec<u8>)>,
+    /// What device printf printed.
+    pub printed: String,
 }
 
 impl Ram {
@@ -36,6 +38,10 @@ impl Flat for Ram {
             }
         }
         Err(Fault::Illegal)
+    }
+
+    fn print(&mut self, _: peerpool_ptx::Thread, text: &str) {
+        self.printed.push_str(text);
     }
 }
 

@@ -567,3 +567,19 @@ KERNEL async_copy(ARGS) {
     o[2] = c[(7 * t) % 256];
     o[3] = b[(2 * t + 3) % 256] ^ a[(13 * t) % 512];
 }
+
+// ---- device printf (vprintf): integers, floats, strings and characters as C prints them; its
+// result, the number of arguments
+KERNEL device_printf(ARGS) {
+    u64 i = gid();
+    out[i] = in[i] ^ 0x5a5a5a5au;
+    if (i != 0) return;
+    int r = printf("printf: %d %u %x %X %o|%5d|%-5d|%05d|%+d|% d|%ld|%llu|%lx|%#x|%.3d\n", (int)in[1], in[2],
+                   in[3], in[4], in[5] & 0777, (int)(in[6] % 1000), (int)(in[7] % 100), (int)(in[8] % 1000) - 500,
+                   (int)(in[9] % 50) - 25, 42, -((long)in[10] << 12), ((u64)in[11] << 32) | in[12],
+                   (u64)in[13] * 12345ull, in[14] & 0xfff, 7);
+    printf("printf: %f %.3f %e %.2E %g %g %g|%10.4f|%-12.3e|%G\n", f_of(in[15]), d_of(in[16], in[17]), f_of(in[18]),
+           d_of(in[19], in[20]), 1e-5, 123456789.0, f_of(in[21]), f_of(in[22]), d_of(in[23], in[24]), -0.0);
+    printf("printf: %c%c %s|%8s|%.2s %%\n", 'o', 'k', "a string", "right", "cut");
+    out[0] = (u32)r;
+}
