@@ -45,6 +45,8 @@ client images "$b/images" "$b/image-files"
 client images_launch "$b/images" "$b/image-files" launch
 client kernels "$b/kernels" "$b/image-files"
 client kernels_link "$b/kernels" "$b/image-files" link
+client kernels_assert "$b/kernels" "$b/image-files" assert
+client kernels_trap "$b/kernels" "$b/image-files" trap
 if [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
     client kernels_peer "$b/kernels" "$b/image-files" peer
 fi

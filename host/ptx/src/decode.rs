@@ -395,7 +395,8 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
             let typed = match ty {
                 t if t.half() => op == AtomOp::Add,
                 t if t.float() => matches!(op, AtomOp::Add | AtomOp::Exch),
-                t => t.bits() >= 32,
+                // `atom.cas.b16` (sm_70 and later); every other operation on 32 or 64 bits.
+                t => t.bits() >= 32 || t.bits() == 16 && op == AtomOp::Cas,
             };
             if !typed {
                 return Err(unsupported("this type".into()));
@@ -553,6 +554,9 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
         }
         "ret" => Op::Ret,
         "exit" => Op::Exit,
+        "trap" => Op::Trap,
+        // A thread's pause: nothing here waits on time.
+        "nanosleep" => Op::Fence,
         _ => return Err(LoadError::Unsupported { line, what: opcode.to_string() }),
     };
     Ok(decoded)

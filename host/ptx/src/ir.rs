@@ -473,6 +473,16 @@ pub enum Op {
         args: u32,
         ret: Option<u32>,
     },
+    /// A call of `__assertfail(message, file, line, function, char_size)` (a failed device
+    /// `assert`): the caller's `.param`s holding the first four, by their offsets.
+    AssertFail {
+        message: u32,
+        file: u32,
+        line: u32,
+        function: u32,
+    },
+    /// `trap` (`__trap()`): the launch stops.
+    Trap,
 }
 
 /// A direct call, linked: where the callee's code starts in the kernel's body, what its frame

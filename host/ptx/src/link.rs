@@ -31,6 +31,13 @@ pub(crate) fn link(m: &mut Module, headers: &[(&str, Option<usize>)]) -> Result<
                     i += 1;
                     continue;
                 }
+                // A failed device assert.
+                None if name == "__assertfail" && call.args.len() == 5 => {
+                    let at = |k: usize| call.args[k].0;
+                    f.body[i].op = Op::AssertFail { message: at(0), file: at(1), line: at(2), function: at(3) };
+                    i += 1;
+                    continue;
+                }
                 None => return Err(unsupported("a function defined outside this module")),
             };
             let target = match placed.get(&call.callee) {

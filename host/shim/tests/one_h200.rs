@@ -4,9 +4,10 @@
 //! managed and host-pool memory, every device attribute, the calls around kernels (stream and
 //! context settings, host functions, 16-bit and 2D memsets, 2D copies), foreign images (PTX, a
 //! cubin and fatbins as modules and libraries, and bad images), foreign kernels run from their PTX
-//! (and what answers after one faults) or linked by the JIT linker, numba-cuda's kernels, the PTX executor's corpus of 51 kernels as nvcc and NVRTC
-//! compiled it (every word the same, but the approximate instructions' within the GPU's error
-//! bounds), and cuda.core's staging and pool sharing between processes.
+//! (and what answers after one faults, fails a device assert or traps) or linked by the JIT
+//! linker, numba-cuda's kernels, the PTX executor's corpus as nvcc and NVRTC compiled it (every
+//! word and line of device printf the same, but the approximate instructions' words within the
+//! GPU's error bounds), and cuda.core's staging and pool sharing between processes.
 //!
 //! The C clients need NVIDIA's `cuda.h` (`$PEERPOOL_CUDA_INCLUDE`), the scripts a Python with
 //! cuda-core (`$PEERPOOL_PYTHON`), as the `clients` test, and the foreign-image client its images
@@ -183,6 +184,21 @@ fn main() -> ExitCode {
         let out = run(program.arg(images()?), &[("PEERPOOL_TOPOLOGY", "one_gpu")])?;
         let line = "peerpool-sim: kernel pp_test_add on GPU 0: block (0,0,0) thread (0,0,0) PTX line 42: illegal \
                     address 0x10: in no allocation: CUDA_ERROR_ILLEGAL_ADDRESS";
+        match stderr(&out).lines().any(|l| l == line) {
+            true => Ok(()),
+            false => Err(format!("stderr does not say {line:?}: {}", stderr(&out)).into()),
+        }
+    }));
+    trials.push(trial_needing("a_failed_assert_and_a_trap_stop_a_kernel_as_on_one_h200".into(), &needs, || {
+        for mode in ["assert", "trap"] {
+            let mut program = Command::new(c_program("kernels")?);
+            same_as_on_one_h200(program.arg(images()?).arg(mode), &format!("kernels_{mode}.txt"))?;
+        }
+        // The assert's message, as the driver wrote it to stderr.
+        let record = recorded("one-h200/kernels_assert.stderr")?;
+        let line = record.lines().find(|l| l.contains("Assertion")).ok_or("the record holds no assertion")?;
+        let mut program = Command::new(c_program("kernels")?);
+        let out = run(program.arg(images()?).arg("assert"), &[("PEERPOOL_TOPOLOGY", "one_gpu")])?;
         match stderr(&out).lines().any(|l| l == line) {
             true => Ok(()),
             false => Err(format!("stderr does not say {line:?}: {}", stderr(&out)).into()),

@@ -70,6 +70,7 @@ fn execute(s: &mut State, device: usize, kernel: &peerpool_ptx::Function, launch
                 TrapKind::Fault(Fault::Misaligned) => CudaCode::CUDA_ERROR_MISALIGNED_ADDRESS,
                 TrapKind::Fault(Fault::Illegal) => CudaCode::CUDA_ERROR_ILLEGAL_ADDRESS,
                 TrapKind::Deadlock | TrapKind::TooLong => CudaCode::CUDA_ERROR_LAUNCH_TIMEOUT,
+                TrapKind::Assert => CudaCode::CUDA_ERROR_ASSERT,
                 _ => CudaCode::CUDA_ERROR_LAUNCH_FAILED,
             };
             peerpool::fault::notice(&report(s, device, &kernel.name, &trap, code));
@@ -160,6 +161,8 @@ fn report(s: &State, device: usize, kernel: &str, trap: &Trap, code: CudaCode) -
             format!("lanes of member mask {:#010x} wait at different warp-synchronous instructions", trap.addr)
         }
         TrapKind::BadLaunch => "a launch the simulator cannot hold".to_owned(),
+        TrapKind::Assert => "a device assert failed (its message above)".to_owned(),
+        TrapKind::Trap => "the kernel ran trap (__trap())".to_owned(),
     };
     let [bx, by, bz] = trap.who.block;
     let [tx, ty, tz] = trap.who.thread;

@@ -60,6 +60,13 @@ pub trait Memory {
         let _ = who;
         print!("{text}");
     }
+
+    /// The message of a failed device `assert` of thread `who`, one line. By default it goes to
+    /// this process's standard error, as the driver writes it on a GPU.
+    fn assertion(&mut self, who: Thread, text: &str) {
+        let _ = who;
+        eprint!("{text}");
+    }
 }
 
 /// Memory that is plain bytes: implement [`Flat::span`] and the [`Memory`] the executor needs
@@ -85,6 +92,12 @@ pub trait Flat {
         let _ = who;
         print!("{text}");
     }
+
+    /// [`Memory::assertion`].
+    fn assertion(&mut self, who: Thread, text: &str) {
+        let _ = who;
+        eprint!("{text}");
+    }
 }
 
 impl<T: Flat> Memory for T {
@@ -105,6 +118,10 @@ impl<T: Flat> Memory for T {
 
     fn print(&mut self, who: Thread, text: &str) {
         Flat::print(self, who, text)
+    }
+
+    fn assertion(&mut self, who: Thread, text: &str) {
+        Flat::assertion(self, who, text)
     }
 }
 
@@ -159,6 +176,10 @@ pub enum TrapKind {
     /// `bar.warp.sync`) that cannot complete with a defined result; the trap's `addr` holds
     /// the member mask.
     Warp(WarpFault),
+    /// A device `assert` failed; its message went to [`Memory::assertion`].
+    Assert,
+    /// The kernel ran `trap` (`__trap()`).
+    Trap,
 }
 
 /// Why a warp-synchronous instruction stopped a launch.

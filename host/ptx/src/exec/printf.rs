@@ -29,6 +29,21 @@ fn string<E>(mem: &mut impl Bytes<E>, addr: u64) -> Result<Vec<u8>, E> {
     Ok(out)
 }
 
+/// A failed device `assert`'s line, as the driver prints it: where, which thread, what.
+pub(super) fn assertion<E>(
+    mem: &mut impl Bytes<E>,
+    [message, file, function]: [u64; 3],
+    line: u32,
+    who: super::Thread,
+) -> Result<String, E> {
+    let mut text = |addr| string(mem, addr).map(|t| String::from_utf8_lossy(&t).into_owned());
+    let (message, file, function) = (text(message)?, text(file)?, text(function)?);
+    let ([bx, by, bz], [tx, ty, tz]) = (who.block, who.thread);
+    Ok(format!(
+        "{file}:{line}: {function}: block: [{bx},{by},{bz}], thread: [{tx},{ty},{tz}] Assertion `{message}` failed.\n"
+    ))
+}
+
 /// One conversion's flags, width and precision.
 #[derive(Default)]
 struct Spec {

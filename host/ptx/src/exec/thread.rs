@@ -364,6 +364,26 @@ impl ThreadState {
                     self.access(sh).write(Space::Local, at(*r), &taken.to_le_bytes(), line)?;
                 }
             }
+            Op::AssertFail { message, file, line: at_line, function } => {
+                let base = self.local_base;
+                let mut word = [0u8; 8];
+                let mut pointers = [0u64; 3];
+                for (p, off) in pointers.iter_mut().zip([*message, *file, *function]) {
+                    self.access(sh).read(Space::Local, (base + off as usize) as u64, &mut word, line)?;
+                    *p = u64::from_le_bytes(word);
+                }
+                let mut n = [0u8; 4];
+                self.access(sh).read(Space::Local, (base + *at_line as usize) as u64, &mut n, line)?;
+                let who = self.who;
+                let mut read = |a: u64| {
+                    let mut b = [0u8];
+                    self.access(sh).read(Space::Generic, a, &mut b, line).map(|()| b[0])
+                };
+                let text = printf::assertion(&mut read, pointers, u32::from_le_bytes(n), who)?;
+                sh.memory.assertion(self.who, &text);
+                return Err(self.trap(TrapKind::Assert, line, 0));
+            }
+            Op::Trap => return Err(self.trap(TrapKind::Trap, line, 0)),
             Op::Fence => {}
             Op::Call(call) => self.call(call, line)?,
             Op::Ret => self.ret(kernel, line)?,

@@ -8,6 +8,9 @@
  *        kernels IMAGES_DIR link     (one GPU: the same launches of PTX linked by the JIT linker)
  *        kernels IMAGES_DIR peer     (two GPUs: GPU 0's kernel on GPU 1's pool, ungranted,
  *                                     then granted; the ungranted launch ends the process's CUDA)
+ *        kernels IMAGES_DIR assert   (one GPU: a kernel whose device assert fails, errors.ptx;
+ *                                     the message goes to stderr, and the process's CUDA ends)
+ *        kernels IMAGES_DIR trap     (one GPU: a kernel that runs __trap(), errors.ptx)
  * Exits 1 on an unexpected error. */
 #include "client.h"
 #include <stdint.h>
@@ -240,13 +243,36 @@ static int peer(void) {
     return 0;
 }
 
+/* A kernel of errors.ptx that stops itself: thread 5's assert fails, or thread 3 runs
+ * __trap(). The launch returns, the failure surfaces at the next synchronisation, and then? */
+static int stops(const char *mode) {
+    unsigned char *image = read_image("errors.ptx");
+    CUmodule m;
+    CUfunction f;
+    TRY(cuModuleLoadData(&m, image));
+    free(image);
+    int host[64], n = 5, at = 3, assert_mode = strcmp(mode, "assert") == 0;
+    for (int i = 0; i < 64; i++) host[i] = i;
+    CUdeviceptr p;
+    TRY(cuMemAlloc(&p, sizeof host));
+    TRY(cuMemcpyHtoD(p, host, sizeof host));
+    void *assert_args[] = {&p, &n}, *trap_args[] = {&at};
+    TRY(cuModuleGetFunction(&f, m, assert_mode ? "pp_test_assert" : "pp_test_trap"));
+    void **args = assert_mode ? assert_args : trap_args;
+    printf("%s launch: %s\n", mode, name_of(cuLaunchKernel(f, 1, 1, 1, 64, 1, 1, 0, 0, args, NULL)));
+    printf("%s synchronize: %s\n", mode, name_of(cuCtxSynchronize()));
+    after_a_fault(mode);
+    return 0;
+}
+
 int main(int argc, char **argv) {
-    images_dir_arg(argc, argv, dir, sizeof dir, "kernels IMAGES_DIR [peer]");
+    images_dir_arg(argc, argv, dir, sizeof dir, "kernels IMAGES_DIR [peer|link|assert|trap]");
     CUdevice dev;
     CUcontext ctx;
     ON_GPU0(dev, ctx);
     if (argc > 2 && strcmp(argv[2], "peer") == 0) return peer();
     if (argc > 2 && strcmp(argv[2], "link") == 0) return from_link("kernels.ptx", CU_JIT_INPUT_PTX);
+    if (argc > 2 && (strcmp(argv[2], "assert") == 0 || strcmp(argv[2], "trap") == 0)) return stops(argv[2]);
     if (from_module("kernels.ptx") || from_module("kernels.fatbin") || from_library("kernels.compressed.fatbin"))
         return 1;
     /* A kernel given an address in no allocation: the launch returns, the fault surfaces at the
