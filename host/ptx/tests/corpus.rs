@@ -447,6 +447,12 @@ fn reference(l: &Line, x: &[u32], got: &[u32], vars: &[Vec<u8>], warp: impl Fn(u
             o[0] = 15; // the first printf's arguments
             o
         }
+        "atomic_cas16" => {
+            let v = |i: usize| (x[i] | 1) & 0xffff;
+            let mut o: Vec<u32> = (0..32).map(|k| v(2 * k) | v(2 * k + 1) << 16).collect();
+            o.extend((0..64).map(|i| v(i) << 16));
+            o
+        }
         "f32_rounding" => per(threads, &|i| {
             let (a, b, c) = (f_of(x[3 * i]), f_of(x[3 * i + 1]), f_of(x[3 * i + 2]));
             let mut o = Vec::new();

@@ -583,3 +583,12 @@ KERNEL device_printf(ARGS) {
     printf("printf: %c%c %s|%8s|%.2s %%\n", 'o', 'k', "a string", "right", "cut");
     out[0] = (u32)r;
 }
+// ---- 16-bit compare-and-swap (atom.cas.b16): each thread sets its own half-word once
+KERNEL atomic_cas16(ARGS) {
+    u64 i = gid();
+    unsigned short *h = (unsigned short *)out;
+    unsigned short v = (unsigned short)(in[i] | 1);
+    unsigned short old = atomicCAS(h + i, (unsigned short)0, v);
+    unsigned short again = atomicCAS(h + i, (unsigned short)0, (unsigned short)7);
+    out[32 + i] = old | ((u32)again << 16);
+}
