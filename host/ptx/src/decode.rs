@@ -4,8 +4,8 @@
 
 use crate::LoadError;
 use crate::ir::{
-    Address, AtomOp, BarRed, BarRedOp, BinOp, BoolOp, Call, Cmp, Conversion, FloatClass, FloatMode, Op, Place, ReduxOp,
-    Round, ShflMode, Space, Src, TerOp, Ty, UnOp, VoteMode, WarpOp,
+    Address, AtomOp, BarRed, BarRedOp, BinOp, BoolOp, Call, Cmp, Conversion, FloatClass, FloatMode, Op, Place,
+    PrmtMode, ReduxOp, Round, ShflMode, Space, Src, TerOp, Ty, UnOp, VoteMode, WarpOp,
 };
 use crate::parse::{Operand, Scope, address};
 
@@ -15,9 +15,43 @@ struct Mods {
     words: Vec<String>,
 }
 
-const IGNORED: [&str; 21] = [
-    "ca", "cg", "cs", "lu", "cv", "wb", "wt", "nc", "volatile", "relaxed", "acquire", "release", "acq_rel", "sc",
-    "cta", "gpu", "sys", "cluster", "uni", "aligned", "weak",
+const IGNORED: [&str; 35] = [
+    "ca",
+    "cg",
+    "cs",
+    "lu",
+    "cv",
+    "wb",
+    "wt",
+    "nc",
+    "volatile",
+    "relaxed",
+    "acquire",
+    "release",
+    "acq_rel",
+    "sc",
+    "cta",
+    "gpu",
+    "sys",
+    "cluster",
+    "uni",
+    "aligned",
+    "weak",
+    // Eviction priorities, prefetch sizes and cache policies: hints to caches there are not.
+    "L1::evict_normal",
+    "L1::evict_unchanged",
+    "L1::evict_first",
+    "L1::evict_last",
+    "L1::no_allocate",
+    "L2::evict_normal",
+    "L2::evict_first",
+    "L2::evict_last",
+    "L2::evict_unchanged",
+    "L2::64B",
+    "L2::128B",
+    "L2::256B",
+    "L2::cache_hint",
+    "level::prefetch_size",
 ];
 
 impl Mods {
@@ -95,8 +129,7 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
             }
         }
         "ld" | "st" => {
-            mods.only(&["global", "shared", "local", "param", "const", "v2", "v4", "v8", "L1::evict_last", "L2::64B"])
-                .map_err(unsupported)?;
+            mods.only(&["global", "shared", "local", "param", "const", "v2", "v4", "v8"]).map_err(unsupported)?;
             let ty = d.ty(&mods)?;
             let (mut space, n) = (mods.space(), mods.vector());
             // A `.func`'s parameters and a call's `.param`s live in the frame's local memory.
@@ -168,10 +201,11 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
         "mad" | "fma" | "mad24" | "sad" => {
             let ty = d.ty(&mods)?;
             let fm = float_mode(&mods, ty);
-            mods.only(&["lo", "hi", "wide", "rn", "rz", "rm", "rp", "ftz", "sat"]).map_err(unsupported)?;
+            mods.only(&["lo", "hi", "wide", "rn", "rz", "rm", "rp", "ftz", "sat", "relu"]).map_err(unsupported)?;
             let op = match (name, ty.float(), mods.has("lo"), mods.has("hi"), mods.has("wide")) {
                 // A half's fma names its rounding, which is to nearest.
-                ("fma", true, ..) if ty.half() && mods.has("rn") => TerOp::Fma,
+                ("fma", true, ..) if ty.half() && mods.has("rn") && mods.has("relu") && !fm.sat => TerOp::FmaRelu,
+                ("fma", true, ..) if ty.half() && mods.has("rn") && !mods.has("relu") => TerOp::Fma,
                 (_, true, ..) if ty.half() => return Err(unsupported("this form".into())),
                 (_, true, ..) if ty.bits() == 32 || !fm.sat => TerOp::Fma,
                 ("sad", false, ..) => TerOp::Sad,
@@ -192,10 +226,22 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
         "bfe" | "prmt" | "lop3" | "shf" | "dp4a" | "dp2a" | "slct" => {
             let tys: Vec<Ty> = mods.words.iter().filter_map(|w| Ty::named(w)).collect();
             let ty = *tys.first().ok_or_else(|| d.bad("no type"))?;
-            mods.only(&["l", "r", "clamp", "wrap", "lo", "hi"]).map_err(unsupported)?;
+            mods.only(&["l", "r", "clamp", "wrap", "lo", "hi", "f4e", "b4e", "rc8", "ecl", "ecr", "rc16"])
+                .map_err(unsupported)?;
             let (op, b_ty, c_ty, sources) = match name {
                 "bfe" if ty.bits() >= 32 => (TerOp::Bfe, Ty::U32, Ty::U32, 3),
-                "prmt" if ty.bits() == 32 => (TerOp::Prmt, ty, ty, 3),
+                "prmt" if ty.bits() == 32 => {
+                    let modes = [
+                        ("f4e", PrmtMode::F4e),
+                        ("b4e", PrmtMode::B4e),
+                        ("rc8", PrmtMode::Rc8),
+                        ("ecl", PrmtMode::Ecl),
+                        ("ecr", PrmtMode::Ecr),
+                        ("rc16", PrmtMode::Rc16),
+                    ];
+                    let mode = modes.iter().find(|(m, _)| mods.has(m)).map(|m| m.1);
+                    (TerOp::Prmt(mode), ty, ty, 3)
+                }
                 "lop3" if ty.bits() == 32 => match ops.get(4) {
                     Some(Operand::Int(lut)) => (TerOp::Lop3(*lut as u8), ty, ty, 3),
                     _ => return Err(unsupported("a look-up table that is not a number".into())),
@@ -214,8 +260,9 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
                 }
                 _ => return Err(unsupported("this form".into())),
             };
-            if op == TerOp::Prmt && mods.words.iter().any(|w| Ty::named(w).is_none()) {
-                return Err(unsupported("a prmt mode".into()));
+            let prmt_mode = ["f4e", "b4e", "rc8", "ecl", "ecr", "rc16"].iter().any(|m| mods.has(m));
+            if prmt_mode && !matches!(op, TerOp::Prmt(_)) {
+                return Err(unsupported("this form".into()));
             }
             let _ = sources;
             let fm = FloatMode::default();
@@ -340,7 +387,8 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
         }
         "cvt" => {
             let (to, from) = mods.two_types().ok_or_else(|| unsupported("needs two types".into()))?;
-            mods.only(&["rn", "rz", "rm", "rp", "rni", "rzi", "rmi", "rpi", "sat", "ftz"]).map_err(unsupported)?;
+            mods.only(&["rn", "rz", "rm", "rp", "rni", "rzi", "rmi", "rpi", "sat", "ftz", "relu"])
+                .map_err(unsupported)?;
             let round_int = ["rni", "rzi", "rmi", "rpi"].iter().position(|r| mods.has(r)).map(rounding);
             let round_float = ["rn", "rz", "rm", "rp"].iter().position(|r| mods.has(r)).map(rounding);
             // Two f32s into two halves (`cvt.rn.f16x2.f32 d, a, b`) narrow each.
@@ -362,7 +410,11 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
             };
             let fm =
                 FloatMode { round: round_float.unwrap_or(Round::Nearest), ftz: mods.has("ftz"), sat: mods.has("sat") };
-            let conv = Conversion { to, from, round_int, fm };
+            let relu = mods.has("relu");
+            if relu && !to.half() {
+                return Err(unsupported("the modifier .relu here".into()));
+            }
+            let conv = Conversion { to, from, round_int, fm, relu };
             match (to, from) {
                 (Ty::F16x2 | Ty::BF16x2, Ty::F32) if ops.len() == 3 && round_int.is_none() => {
                     Op::CvtPair { conv, d: d.reg(0)?, a: d.src(1, from)?, b: d.src(2, from)? }
@@ -503,8 +555,7 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
         "cp" if mods.has("async") => match mods.words.get(1).map(String::as_str) {
             Some("commit_group" | "wait_group" | "wait_all") => Op::Fence,
             Some("shared" | "shared::cta") if mods.words.get(2).is_some_and(|w| w == "global") => {
-                mods.only(&["async", "shared", "shared::cta", "global", "L2::64B", "L2::128B", "L2::256B"])
-                    .map_err(unsupported)?;
+                mods.only(&["async", "shared", "shared::cta", "global"]).map_err(unsupported)?;
                 let size = match ops.get(2) {
                     Some(Operand::Int(n @ (4 | 8 | 16))) => *n as u32,
                     _ => return Err(unsupported("a copy size other than 4, 8 or 16".into())),
@@ -555,6 +606,19 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
         "ret" => Op::Ret,
         "exit" => Op::Exit,
         "trap" => Op::Trap,
+        // Hints about caches and their policies, which nothing here has: a policy is any value.
+        "prefetch" | "prefetchu" | "discard" | "applypriority" => Op::Fence,
+        "createpolicy" => Op::Mov { ty: Ty::B64, d: d.reg(0)?, a: Src::Imm(0) },
+        "isspacep" => {
+            mods.only(&["global", "shared", "shared::cta", "local"]).map_err(unsupported)?;
+            let space = match mods.words.first().map(String::as_str) {
+                Some("global") => Space::Global,
+                Some("shared" | "shared::cta") => Space::Shared,
+                Some("local") => Space::Local,
+                _ => return Err(unsupported("this space".into())),
+            };
+            Op::IsSpace { space, d: d.reg(0)?, a: d.src(1, Ty::U64)? }
+        }
         // A thread's pause: nothing here waits on time.
         "nanosleep" => Op::Fence,
         _ => return Err(LoadError::Unsupported { line, what: opcode.to_string() }),

@@ -263,14 +263,17 @@ pub enum TerOp {
     MadWide,
     /// A fused multiply-add, rounded once (also `mad.f32`/`f64`, which PTX defines so on sm_20+).
     Fma,
+    /// `fma.rn.relu` of 16-bit floats: a negative result clamped to +0.
+    FmaRelu,
     Mad24Lo,
     Mad24Hi,
     /// `sad`: `c + |a - b|`.
     Sad,
     /// `bfe`: bits `b` (position) and `c` (length) of `a`, sign-extended when signed.
     Bfe,
-    /// `prmt` (default mode): bytes of `b:a` chosen by the nibbles of `c`.
-    Prmt,
+    /// `prmt`: bytes of `b:a` chosen by the nibbles of `c` (default mode), or as a mode's table
+    /// says for `c`'s low bits.
+    Prmt(Option<PrmtMode>),
     /// `lop3` with its look-up table.
     Lop3(u8),
     /// `shf.l`/`shf.r` (`clamp`: shifts past 32 stay 32; else modulo 32).
@@ -288,6 +291,17 @@ pub enum TerOp {
     Slct {
         float_c: bool,
     },
+}
+
+/// `prmt`'s modes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PrmtMode {
+    F4e,
+    B4e,
+    Rc8,
+    Ecl,
+    Ecr,
+    Rc16,
 }
 
 /// An atomic operation.
@@ -483,6 +497,12 @@ pub enum Op {
     },
     /// `trap` (`__trap()`): the launch stops.
     Trap,
+    /// `isspacep`: whether the generic address `a` falls in `space` (global, shared, local).
+    IsSpace {
+        space: Space,
+        d: Reg,
+        a: Src,
+    },
 }
 
 /// A direct call, linked: where the callee's code starts in the kernel's body, what its frame
@@ -619,6 +639,8 @@ pub struct Conversion {
     pub from: Ty,
     pub round_int: Option<Round>,
     pub fm: FloatMode,
+    /// `.relu` (into 16-bit floats): a negative result clamped to +0.
+    pub relu: bool,
 }
 
 /// How `cvt` rounds a float to an integer, or to a float of another width; how float

@@ -79,8 +79,14 @@ pub(crate) fn tokens(text: &str) -> Result<Vec<(Tok, u32)>, LoadError> {
             }
             c if is_word(c) => {
                 let start = i;
-                while i < bytes.len() && (is_word(bytes[i]) || bytes[i].is_ascii_digit()) {
-                    i += 1;
+                // `::` inside a modifier (`.shared::cta`, `.L2::cache_hint`) continues the word.
+                let scoped = |i: usize| {
+                    bytes[i] == b':'
+                        && bytes.get(i + 1) == Some(&b':')
+                        && bytes.get(i + 2).is_some_and(|&c| is_word(c) || c.is_ascii_digit())
+                };
+                while i < bytes.len() && (is_word(bytes[i]) || bytes[i].is_ascii_digit() || scoped(i)) {
+                    i += if bytes[i] == b':' { 2 } else { 1 };
                 }
                 out.push((Tok::Word(text[start..i].to_string()), line));
             }

@@ -10,13 +10,15 @@
 //!
 //! Implemented: integer arithmetic of every width (`mul.hi/.wide`, `mad.lo/.hi/.wide`,
 //! `mul24`/`mad24`, `sad`, saturation), bit operations (`popc`, `clz`, `brev`, `bfind`, `bfe`,
-//! `bfi`, `prmt` in its generic form, `lop3`, `shf`, `dp4a`/`dp2a`), comparisons and
+//! `bfi`, `prmt` in every mode, `lop3`, `shf`, `dp4a`/`dp2a`), comparisons and
 //! predicates (`setp` with `.and/.or/.xor`, `selp`, `slct`, `testp`), conversions (`cvt` with
 //! every rounding and `.sat`), `cvta`, `mov` packing and unpacking vectors, `ld`/`st` of every
 //! state space with vector widths, `atom`/`red` on global and shared memory, branches,
 //! `bar.sync`/`bar.arrive`/`bar.red`, fences, special registers and dynamic shared memory, and
 //! `cp.async` from global to shared memory (done when issued, with its source size and
-//! `ignore-src`; its groups' commits and waits are then fences).
+//! `ignore-src`; its groups' commits and waits are then fences), `isspacep`, `nanosleep`,
+//! `trap`, and cache hints and policies (`prefetch`, `createpolicy`, `.L2::cache_hint`, eviction
+//! priorities), which change nothing here.
 //!
 //! Floats are IEEE-exact in every rounding mode PTX writes (`.rn`, `.rz`, `.rm`, `.rp`) for
 //! `add`, `sub`, `mul`, `fma`/`mad`, `div`, `sqrt`, `rcp` on f32 and f64 and for `cvt`
@@ -34,8 +36,9 @@
 //! cuda_bf16.h use them: `add`/`sub`/`mul`/`fma.rn` (`.ftz`, `.sat` on f16), `neg`, `abs`,
 //! `min`/`max` with `.NaN`, `setp` (of a pair: `p|q` the low and high halves), `set` into halves
 //! or a mask, `cvt` to and from f32, f64 and integers in every rounding, `cvt.rn.f16x2.f32`,
-//! `atom.add.noftz`; `ex2.approx` and `tanh.approx` (also on f32) are evaluated in f64 and
-//! rounded once. Not yet: `.relu`, `.satfinite`, `.xorsign`, and float literals for halves.
+//! `atom.add.noftz`, `.relu` on `fma` and `cvt`; `ex2.approx` and `tanh.approx` (also on f32) are
+//! evaluated in f64 and rounded once. Not yet: `.satfinite`, `.xorsign`, and float literals for
+//! halves.
 //!
 //! Warp-synchronous instructions (`shfl.sync`, `vote.sync`, `match.sync`, `redux.sync`,
 //! `bar.warp.sync`, `activemask`) follow independent scheduling: a lane waits at one until
@@ -52,8 +55,10 @@
 //! (parameters, results and `.local`s), so recursion works; it is bounded by the instruction
 //! budget, by 1024 nested frames and by 512 KiB of local memory a thread
 //! ([`TrapKind::StackOverflow`]). Device `printf` (a call of `vprintf`, which the driver
-//! provides) formats as C's printf does and hands the text to [`Memory::print`]; a call of any
-//! other function with no body in the module (`malloc`) or an indirect call is refused at load.
+//! provides) formats as C's printf does and hands the text to [`Memory::print`]; a failed
+//! device `assert` (a call of `__assertfail`) hands the driver's line to [`Memory::assertion`]
+//! and stops the launch ([`TrapKind::Assert`]). A call of any other function with no body in
+//! the module (`malloc`) or an indirect call is refused at load.
 //!
 //! A launch compiles the kernel's body once into flat instructions whose operands index the
 //! frame's registers, immediates and launch-wide values sitting in a pool below each frame;
@@ -64,8 +69,8 @@
 //! (warp_reduce_down) to 470 million (collatz), and 190 million for f32_rounding, whose
 //! directed roundings dominate.
 //!
-//! Not yet: textures, surfaces, `prmt`'s special modes, indirect branches and calls; each is
-//! refused at load with its line.
+//! Not yet: textures, surfaces, tensor-core instructions (`mma`, `ldmatrix`), `mbarrier`,
+//! indirect branches and calls; each is refused at load with its line.
 
 mod decode;
 mod exec;

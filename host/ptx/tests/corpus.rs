@@ -453,6 +453,7 @@ fn reference(l: &Line, x: &[u32], got: &[u32], vars: &[Vec<u8>], warp: impl Fn(u
             o.extend((0..64).map(|i| v(i) << 16));
             o
         }
+        "misc_ops" => per(threads, &|i| misc_ops(i, &x[3 * i..3 * i + 3])),
         "f32_rounding" => per(threads, &|i| {
             let (a, b, c) = (f_of(x[3 * i]), f_of(x[3 * i + 1]), f_of(x[3 * i + 2]));
             let mut o = Vec::new();
@@ -754,4 +755,35 @@ fn rounding_agrees_with_known_values() {
             }
         }
     }
+}
+
+/// `misc_ops`: prmt's modes from the PTX ISA's table, address spaces, loads with cache hints,
+/// relu into halves.
+fn misc_ops(i: usize, x: &[u32]) -> Vec<u32> {
+    let (a, b, c) = (x[0], x[1], x[2]);
+    let source = (b as u64) << 32 | a as u64;
+    let s = (c & 3) as usize;
+    let table =
+        |bytes: [usize; 4]| (0..4).fold(0u32, |d, k| d | (((source >> (8 * (bytes[k] % 8))) & 0xff) as u32) << (8 * k));
+    let h = 2 * (s & 1);
+    let mut o = vec![
+        table([s, s + 1, s + 2, s + 3]),
+        table([s, s + 7, s + 6, s + 5]),
+        table([s; 4]),
+        table([s, s.max(1), s.max(2), 3]),
+        table([0, s.min(1), s.min(2), s]),
+        table([h, h + 1, h, h + 1]),
+        0b111,
+        a ^ b ^ 0b111,
+    ];
+    let relu = |v: u16, f: Half| if v & 0x8000 != 0 && !f.value(v).is_nan() { 0 } else { v };
+    let (p, q, r) = [a, b, c].map(|w| Half::F16.value(half_of(Half::F16, w))).into();
+    let fma = |p: f64| relu(Half::F16.round(p * q + r, Mode::Near), Half::F16);
+    o.push(pair(fma(p), fma(-p)));
+    let fa = if i % 2 == 1 { f_of(a) } else { -f_of(a) } as f64;
+    o.push(relu(Half::F16.round(fa, Mode::Near), Half::F16) as u32);
+    let bf = |v: f32| relu(Half::BF16.round(v as f64, Mode::Near), Half::BF16);
+    o.push(pair(bf(-f_of(c)), bf(f_of(b))));
+    o.push(i as u32);
+    o
 }

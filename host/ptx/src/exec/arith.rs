@@ -162,6 +162,7 @@ pub(crate) fn ternary(op: TerOp, ty: Ty, fm: FloatMode, a: u64, b: u64, c: u64) 
     let none = FloatMode::default();
     match op {
         TerOp::Fma if ty.half() => half::fma(ty, fm, a, b, c),
+        TerOp::FmaRelu => half::relu(ty, half::fma(ty, fm, a, b, c)),
         TerOp::Fma => float::fma(ty == Ty::F64, fm, a, b, c),
         TerOp::MadLo => binary(BinOp::Add, ty, none, binary(BinOp::MulLo, ty, none, a, b), c),
         TerOp::MadHi => binary(BinOp::Add, ty, none, binary(BinOp::MulHi, ty, none, a, b), c),
@@ -176,7 +177,8 @@ pub(crate) fn ternary(op: TerOp, ty: Ty, fm: FloatMode, a: u64, b: u64, c: u64) 
             mask(ty, (extend(ty, a) - extend(ty, b)).unsigned_abs() as u64).wrapping_add(c) & mask(ty, u64::MAX)
         }
         TerOp::Bfe => bits::bfe(ty, a, b, c),
-        TerOp::Prmt => bits::prmt(a, b, c),
+        TerOp::Prmt(None) => bits::prmt(a, b, c),
+        TerOp::Prmt(Some(mode)) => bits::prmt_mode(mode, a, b, c),
         TerOp::Lop3(lut) => bits::lop3(lut, a, b, c) & mask(ty, u64::MAX),
         TerOp::Shf { left, clamp } => bits::shf(left, clamp, a, b, c),
         TerOp::Dp { a_signed, b_signed, two } => bits::dp(a_signed, b_signed, two, a, b, c),
@@ -245,7 +247,10 @@ pub(crate) fn combine(op: BoolOp, a: bool, b: bool) -> bool {
 
 /// `cvt` of `a` as `conv` says.
 pub(crate) fn convert(conv: Conversion, a: u64) -> u64 {
-    let Conversion { to, from, round_int, fm } = conv;
+    let Conversion { to, from, round_int, fm, relu } = conv;
+    if relu {
+        return half::relu(to, convert(Conversion { relu: false, ..conv }, a));
+    }
     let FloatMode { round, ftz, sat } = fm;
     match (to.float(), from.float()) {
         (true, true) if to.half() || from.half() => half::convert(to, from, round_int, fm, a),
@@ -354,7 +359,7 @@ mod tests {
         assert_eq!(binary(BinOp::Add, Ty::F32, FloatMode { ftz: true, ..FloatMode::default() }, tiny, 0), 0);
         assert_ne!(binary(BinOp::Add, Ty::F32, FloatMode::default(), tiny, 0), 0);
         let to_int = |to: Ty, from: Ty, round_int: Option<Round>, sat: bool, a: u64| {
-            convert(Conversion { to, from, round_int, fm: FloatMode { sat, ..FloatMode::default() } }, a)
+            convert(Conversion { to, from, round_int, fm: FloatMode { sat, ..FloatMode::default() }, relu: false }, a)
         };
         assert_eq!(to_int(Ty::S32, Ty::F32, Some(Round::Nearest), false, bits32(2.5)), 2);
         assert_eq!(to_int(Ty::S32, Ty::F32, Some(Round::Down), false, bits32(-2.5)), (-3i32) as u32 as u64);

@@ -2,7 +2,7 @@
 //! PTX ISA defines them.
 
 use super::arith::mask;
-use crate::ir::Ty;
+use crate::ir::{PrmtMode, Ty};
 
 /// `bfe`: `len` bits of `a` from `pos` (both 0 to 255), padded with the field's sign bit.
 pub(crate) fn bfe(ty: Ty, a: u64, pos: u64, len: u64) -> u64 {
@@ -38,6 +38,25 @@ pub(crate) fn prmt(a: u64, b: u64, c: u64) -> u64 {
         let byte = if sel & 8 != 0 { if byte & 0x80 != 0 { 0xff } else { 0 } } else { byte };
         d | byte << (8 * i)
     })
+}
+
+/// `prmt` in a mode: the source bytes of `b:a` each byte of the result takes, lowest first,
+/// for `c`'s low two bits (`rc16`: its lowest).
+pub(crate) fn prmt_mode(mode: PrmtMode, a: u64, b: u64, c: u64) -> u64 {
+    let s = (c & 3) as usize;
+    let picks: [usize; 4] = match mode {
+        PrmtMode::F4e => [s, s + 1, s + 2, s + 3],
+        PrmtMode::B4e => [s, s + 7, s + 6, s + 5],
+        PrmtMode::Rc8 => [s; 4],
+        PrmtMode::Ecl => [s, s.max(1), s.max(2), 3],
+        PrmtMode::Ecr => [0, s.min(1), s.min(2), s],
+        PrmtMode::Rc16 => {
+            let h = 2 * (s & 1);
+            [h, h + 1, h, h + 1]
+        }
+    };
+    let source = (b & 0xffff_ffff) << 32 | (a & 0xffff_ffff);
+    picks.iter().enumerate().fold(0, |d, (i, &p)| d | ((source >> (8 * (p % 8))) & 0xff) << (8 * i))
 }
 
 /// `lop3`: each result bit is the table's bit at `(a << 2) | (b << 1) | c` of the inputs' bits.

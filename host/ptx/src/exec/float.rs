@@ -118,7 +118,7 @@ pub(crate) fn directed32(op: Directed, round: Round, a: u64, b: u64) -> u64 {
         Directed::Div => directed::div(a, b, round),
         Directed::Sqrt => directed::sqrt(a, round),
     };
-    finish(r, false, FloatMode { round, ftz: false, sat: false })
+    finish(r, false, FloatMode { round, ..FloatMode::default() })
 }
 
 /// The operations [`near`] computes.

@@ -109,6 +109,11 @@ pub(crate) fn binary(op: BinOp, ty: Ty, fm: FloatMode, a: u64, b: u64) -> u64 {
     })
 }
 
+/// `.relu`: each half that is negative (not NaN) made +0.
+pub(crate) fn relu(ty: Ty, v: u64) -> u64 {
+    each(ty, v, 0, |f, h, _| if h & 0x8000 != 0 && !is_nan(h, f) { 0 } else { h })
+}
+
 pub(crate) fn fma(ty: Ty, fm: FloatMode, a: u64, b: u64, c: u64) -> u64 {
     let (f, n) = lanes(ty);
     (0..n).fold(0, |packed, i| {
@@ -199,7 +204,7 @@ mod tests {
     const BF_ONE: u64 = 0x3f80;
 
     fn fm(round: Round) -> FloatMode {
-        FloatMode { round, ftz: false, sat: false }
+        FloatMode { round, ..FloatMode::default() }
     }
 
     #[test]

@@ -350,7 +350,7 @@ mod tests {
                         cases.push((Op::Binary { op, ty, fm: none, d: 3, a, b }, want));
                     }
                     for round in [Round::Zero, Round::Down, Round::Up] {
-                        let fm = FloatMode { round, ftz: false, sat: false };
+                        let fm = FloatMode { round, ..FloatMode::default() };
                         for op in [BinOp::Add, BinOp::Sub, BinOp::MulLo, BinOp::Div] {
                             // Halves have no division or square root.
                             if ty.float() && !(ty.half() && op == BinOp::Div) {
@@ -377,7 +377,7 @@ mod tests {
                     let want = arith::mask(ty, if v[2] & 1 != 0 { v[0] } else { v[1] });
                     cases.push((Op::Selp { ty, d: 3, a, b, p: c }, want));
                     for from in TYPES {
-                        let conv = Conversion { to: ty, from, round_int: None, fm: FloatMode::default() };
+                        let conv = Conversion { to: ty, from, round_int: None, fm: FloatMode::default(), relu: false };
                         cases.push((Op::Cvt { conv, d: 3, a }, arith::convert(conv, v[0])));
                     }
                     for (space, window) in

@@ -249,7 +249,7 @@ impl ThreadState {
             Op::Cvt { conv, d, a } => self.set(*d, arith::convert(*conv, self.value(*a, sh))),
             Op::CvtPair { conv, d, a, b } => {
                 let v = half::convert_pair(conv.to, conv.fm, self.value(*a, sh), self.value(*b, sh));
-                self.set(*d, v);
+                self.set(*d, if conv.relu { half::relu(conv.to, v) } else { v });
             }
             Op::Bfi { ty, d, a, b, pos, len } => {
                 let (a, b) = (self.value(*a, sh), self.value(*b, sh));
@@ -384,6 +384,18 @@ impl ThreadState {
                 return Err(self.trap(TrapKind::Assert, line, 0));
             }
             Op::Trap => return Err(self.trap(TrapKind::Trap, line, 0)),
+            Op::IsSpace { space, d, a } => {
+                let v = self.value(*a, sh);
+                let window = |w: u64, size: u64| v.wrapping_sub(w) < size;
+                let shared = window(SHARED_WINDOW, LOCAL_WINDOW - SHARED_WINDOW);
+                let local = window(LOCAL_WINDOW, u64::MAX - LOCAL_WINDOW);
+                let r = match space {
+                    Space::Shared => shared,
+                    Space::Local => local,
+                    _ => !shared && !local,
+                };
+                self.set(*d, r as u64);
+            }
             Op::Fence => {}
             Op::Call(call) => self.call(call, line)?,
             Op::Ret => self.ret(kernel, line)?,

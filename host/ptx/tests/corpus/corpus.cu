@@ -592,3 +592,39 @@ KERNEL atomic_cas16(ARGS) {
     unsigned short again = atomicCAS(h + i, (unsigned short)0, (unsigned short)7);
     out[32 + i] = old | ((u32)again << 16);
 }
+// ---- prmt's modes, address-space tests, cache hints and policies, a pause, relu into halves
+#define PRMT(MODE, A, B, C, D) asm("prmt.b32." MODE " %0, %1, %2, %3;" : "=r"(D) : "r"(A), "r"(B), "r"(C))
+KERNEL misc_ops(ARGS) {
+    __shared__ u32 s[64];
+    u64 i = gid();
+    u32 a = in[3 * i], b = in[3 * i + 1], c = in[3 * i + 2];
+    u32 *o = out + 12 * i;
+    PRMT("f4e", a, b, c, o[0]);
+    PRMT("b4e", a, b, c, o[1]);
+    PRMT("rc8", a, b, c, o[2]);
+    PRMT("ecl", a, b, c, o[3]);
+    PRMT("ecr", a, b, c, o[4]);
+    PRMT("rc16", a, b, c, o[5]);
+    u32 local[4];
+    s[threadIdx.x] = a;
+    o[6] = __isGlobal(in) | __isShared(&s[threadIdx.x]) << 1 | __isLocal(local) << 2 | __isGlobal(s) << 3 |
+           __isShared(in) << 4 | __isLocal(in) << 5;
+    local[i & 3] = o[6];
+    u64 policy;
+    asm volatile("createpolicy.fractional.L2::evict_last.b64 %0;" : "=l"(policy));
+    u32 v, w;
+    asm volatile("ld.global.L2::cache_hint.b32 %0, [%1], %2;" : "=r"(v) : "l"(in + 3 * i), "l"(policy));
+    asm volatile("ld.global.nc.L1::no_allocate.b32 %0, [%1];" : "=r"(w) : "l"(in + 3 * i + 1));
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(in + 3 * i + 2));
+    __nanosleep(10);
+    o[7] = v ^ w ^ local[i & 3];
+    __half x = h_of(a), y = h_of(b), z = h_of(c);
+    o[8] = pair(H(__hfma_relu(x, y, z)), H(__hfma_relu(__hneg(x), y, z)));
+    unsigned short r;
+    asm("cvt.rn.relu.f16.f32 %0, %1;" : "=h"(r) : "f"((i & 1) ? f_of(a) : -f_of(a)));
+    u32 r2;
+    asm("cvt.rn.relu.bf16x2.f32 %0, %1, %2;" : "=r"(r2) : "f"(f_of(b)), "f"(-f_of(c)));
+    o[9] = r;
+    o[10] = r2;
+    o[11] = (u32)i;
+}
