@@ -778,21 +778,11 @@ impl Driver for SimDriver {
     }
 
     unsafe fn memset_d32_async(&self, dst: DevicePtr, value: u32, words: usize, stream: Stream) -> DriverResult<()> {
-        self.run("cuMemsetD32Async", |s| {
-            let device = s.stream_device(stream)?;
-            copies::memset(s, device, dst.0, &value.to_le_bytes(), words)?;
-            s.work = Some(Work::Memset { device, bytes: words as u64 * 4 });
-            Ok(())
-        })
+        self.memset_async(dst.0, value.to_le_bytes(), words, stream)
     }
 
     unsafe fn memset_d8_async(&self, dst: DevicePtr, value: u8, bytes: usize, stream: Stream) -> DriverResult<()> {
-        self.run("cuMemsetD8Async", |s| {
-            let device = s.stream_device(stream)?;
-            copies::memset(s, device, dst.0, &[value], bytes)?;
-            s.work = Some(Work::Memset { device, bytes: bytes as u64 });
-            Ok(())
-        })
+        self.memset_async(dst.0, [value], bytes, stream)
     }
 
     /// Any image loads (`modules.rs`); peerpool's kernels in it run natively.

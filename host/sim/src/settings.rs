@@ -38,28 +38,40 @@ impl SimDriver {
         })
     }
 
-    /// `cuMemsetD16Async` (`cuMemsetD16` on the null stream, then a synchronisation).
-    pub fn memset_d16_async(&self, dst: u64, value: u16, count: usize, stream: Stream) -> DriverResult<()> {
-        self.run("cuMemsetD16Async", |s| {
+    /// `cuMemsetD8Async`, `D16Async`, `D32Async` (`unit`: the value's bytes; the synchronous
+    /// forms are these on the null stream, then a synchronisation): `count` values at `dst`.
+    pub fn memset_async<const N: usize>(
+        &self,
+        dst: u64,
+        unit: [u8; N],
+        count: usize,
+        stream: Stream,
+    ) -> DriverResult<()> {
+        const { assert!(matches!(N, 1 | 2 | 4), "a memset sets bytes, 16-bit or 32-bit words") };
+        let call = ["cuMemsetD8Async", "cuMemsetD16Async", "cuMemsetD32Async"][N / 2];
+        self.run(call, |s| {
             let device = s.stream_device(stream)?;
-            super::copies::memset(s, device, dst, &value.to_le_bytes(), count)?;
-            s.work = Some(Work::Memset { device, bytes: count as u64 * 2 });
+            super::copies::memset(s, device, dst, &unit, count)?;
+            s.work = Some(Work::Memset { device, bytes: count as u64 * N as u64 });
             Ok(())
         })
     }
 
     /// `cuMemsetD2D8Async`, `D2D16Async`, `D2D32Async` (`unit` is the value's bytes): `height`
     /// rows of `width` values, `pitch` bytes apart.
-    pub fn memset_2d_async(
+    pub fn memset_2d_async<const N: usize>(
         &self,
         dst: u64,
         pitch: usize,
-        unit: &[u8],
+        unit: [u8; N],
         width: usize,
         height: usize,
         stream: Stream,
     ) -> DriverResult<()> {
-        self.run("cuMemsetD2D8Async", |s| {
+        const { assert!(matches!(N, 1 | 2 | 4), "a memset sets bytes, 16-bit or 32-bit words") };
+        let call = ["cuMemsetD2D8Async", "cuMemsetD2D16Async", "cuMemsetD2D32Async"][N / 2];
+        let unit = &unit[..];
+        self.run(call, |s| {
             let device = s.stream_device(stream)?;
             super::copies::memset_2d(s, device, dst, pitch, unit, width, height)?;
             let bytes = (width as u64).saturating_mul(height as u64).saturating_mul(unit.len() as u64);

@@ -104,7 +104,7 @@ pub unsafe extern "C" fn cuMemcpyPeerAsync(
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuMemsetD8_v2(dst: CUdeviceptr, value: c_uchar, count: usize) -> CUresult {
-    entry!(cuMemsetD8_v2(dst, value, count), { memset_1d(dst, value, count, None) })
+    entry!(cuMemsetD8_v2(dst, value, count), { memset_1d(dst, value.to_le_bytes(), count, None) })
 }
 
 #[unsafe(no_mangle)]
@@ -114,12 +114,14 @@ pub unsafe extern "C" fn cuMemsetD8Async(
     count: usize,
     h_stream: CUstream,
 ) -> CUresult {
-    entry!(cuMemsetD8Async(dst, value, count, h_stream), { memset_1d(dst, value, count, Some(stream(h_stream))) })
+    entry!(cuMemsetD8Async(dst, value, count, h_stream), {
+        memset_1d(dst, value.to_le_bytes(), count, Some(stream(h_stream)))
+    })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuMemsetD32_v2(dst: CUdeviceptr, value: c_uint, count: usize) -> CUresult {
-    entry!(cuMemsetD32_v2(dst, value, count), { memset_1d(dst, value, count, None) })
+    entry!(cuMemsetD32_v2(dst, value, count), { memset_1d(dst, value.to_le_bytes(), count, None) })
 }
 
 #[unsafe(no_mangle)]
@@ -129,12 +131,14 @@ pub unsafe extern "C" fn cuMemsetD32Async(
     count: usize,
     h_stream: CUstream,
 ) -> CUresult {
-    entry!(cuMemsetD32Async(dst, value, count, h_stream), { memset_1d(dst, value, count, Some(stream(h_stream))) })
+    entry!(cuMemsetD32Async(dst, value, count, h_stream), {
+        memset_1d(dst, value.to_le_bytes(), count, Some(stream(h_stream)))
+    })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuMemsetD16_v2(dst: CUdeviceptr, value: c_ushort, count: usize) -> CUresult {
-    entry!(cuMemsetD16_v2(dst, value, count), { memset_1d(dst, value, count, None) })
+    entry!(cuMemsetD16_v2(dst, value, count), { memset_1d(dst, value.to_le_bytes(), count, None) })
 }
 
 #[unsafe(no_mangle)]
@@ -144,7 +148,9 @@ pub unsafe extern "C" fn cuMemsetD16Async(
     count: usize,
     h_stream: CUstream,
 ) -> CUresult {
-    entry!(cuMemsetD16Async(dst, value, count, h_stream), { memset_1d(dst, value, count, Some(stream(h_stream))) })
+    entry!(cuMemsetD16Async(dst, value, count, h_stream), {
+        memset_1d(dst, value.to_le_bytes(), count, Some(stream(h_stream)))
+    })
 }
 
 #[unsafe(no_mangle)]
@@ -155,7 +161,7 @@ pub unsafe extern "C" fn cuMemsetD2D8_v2(
     width: usize,
     height: usize,
 ) -> CUresult {
-    entry!(cuMemsetD2D8_v2(dst, pitch, value, width, height), { memset_2d(dst, pitch, &[value], width, height, None) })
+    entry!(cuMemsetD2D8_v2(dst, pitch, value, width, height), { memset_2d(dst, pitch, [value], width, height, None) })
 }
 
 #[unsafe(no_mangle)]
@@ -167,7 +173,7 @@ pub unsafe extern "C" fn cuMemsetD2D16_v2(
     height: usize,
 ) -> CUresult {
     entry!(cuMemsetD2D16_v2(dst, pitch, value, width, height), {
-        memset_2d(dst, pitch, &value.to_le_bytes(), width, height, None)
+        memset_2d(dst, pitch, value.to_le_bytes(), width, height, None)
     })
 }
 
@@ -180,7 +186,7 @@ pub unsafe extern "C" fn cuMemsetD2D32_v2(
     height: usize,
 ) -> CUresult {
     entry!(cuMemsetD2D32_v2(dst, pitch, value, width, height), {
-        memset_2d(dst, pitch, &value.to_le_bytes(), width, height, None)
+        memset_2d(dst, pitch, value.to_le_bytes(), width, height, None)
     })
 }
 
@@ -194,7 +200,7 @@ pub unsafe extern "C" fn cuMemsetD2D8Async(
     h_stream: CUstream,
 ) -> CUresult {
     entry!(cuMemsetD2D8Async(dst, pitch, value, width, height, h_stream), {
-        memset_2d(dst, pitch, &[value], width, height, Some(stream(h_stream)))
+        memset_2d(dst, pitch, [value], width, height, Some(stream(h_stream)))
     })
 }
 
@@ -208,7 +214,7 @@ pub unsafe extern "C" fn cuMemsetD2D16Async(
     h_stream: CUstream,
 ) -> CUresult {
     entry!(cuMemsetD2D16Async(dst, pitch, value, width, height, h_stream), {
-        memset_2d(dst, pitch, &value.to_le_bytes(), width, height, Some(stream(h_stream)))
+        memset_2d(dst, pitch, value.to_le_bytes(), width, height, Some(stream(h_stream)))
     })
 }
 
@@ -222,7 +228,7 @@ pub unsafe extern "C" fn cuMemsetD2D32Async(
     h_stream: CUstream,
 ) -> CUresult {
     entry!(cuMemsetD2D32Async(dst, pitch, value, width, height, h_stream), {
-        memset_2d(dst, pitch, &value.to_le_bytes(), width, height, Some(stream(h_stream)))
+        memset_2d(dst, pitch, value.to_le_bytes(), width, height, Some(stream(h_stream)))
     })
 }
 
@@ -252,38 +258,21 @@ fn peer_copy(dst: CUdeviceptr, dst_ctx: CUcontext, src: CUdeviceptr, src_ctx: CU
     }
 }
 
-/// A 1D memset's value: a byte, a 16-bit or a 32-bit word, each set by the simulator's memset
-/// of its width.
-trait Unit: Copy {
-    /// Sets `count` values at `dst` on `on` (asynchronously).
-    fn set(self, d: &SimDriver, dst: CUdeviceptr, count: usize, on: Stream) -> DriverResult<()>;
-}
-
-impl Unit for c_uchar {
-    fn set(self, d: &SimDriver, dst: CUdeviceptr, count: usize, on: Stream) -> DriverResult<()> {
-        d.memset_d8_async(DevicePtr(dst), self, count, on)
-    }
-}
-
-impl Unit for c_ushort {
-    fn set(self, d: &SimDriver, dst: CUdeviceptr, count: usize, on: Stream) -> DriverResult<()> {
-        d.memset_d16_async(dst, self, count, on)
-    }
-}
-
-impl Unit for c_uint {
-    fn set(self, d: &SimDriver, dst: CUdeviceptr, count: usize, on: Stream) -> DriverResult<()> {
-        d.memset_d32_async(DevicePtr(dst), self, count, on)
-    }
-}
-
-/// A 1D memset of `count` values on a stream, or on the null stream and then waited for.
-fn memset_1d(dst: CUdeviceptr, value: impl Unit, count: usize, on: Option<Stream>) -> Answer {
-    memset(on, |d, s| value.set(d, dst, count, s))
+/// A 1D memset of `count` values (`unit`: one value's bytes) on a stream, or on the null stream
+/// and then waited for.
+fn memset_1d<const N: usize>(dst: CUdeviceptr, unit: [u8; N], count: usize, on: Option<Stream>) -> Answer {
+    memset(on, |d, s| d.memset_async(dst, unit, count, s))
 }
 
 /// A 2D memset on a stream, or on the null stream and then waited for.
-fn memset_2d(dst: u64, pitch: usize, unit: &[u8], width: usize, height: usize, on: Option<Stream>) -> Answer {
+fn memset_2d<const N: usize>(
+    dst: u64,
+    pitch: usize,
+    unit: [u8; N],
+    width: usize,
+    height: usize,
+    on: Option<Stream>,
+) -> Answer {
     memset(on, |d, s| d.memset_2d_async(dst, pitch, unit, width, height, s))
 }
 
