@@ -237,10 +237,11 @@ impl View<'_> {
                     write: access && self.s.check_writable(addr, 1).is_ok() && topo.fault(device, owner).is_none(),
                     local: owner == device,
                 };
-                self.windows = [Some(window), self.windows[0].take()];
-                if !inside(&self.windows[0]) {
+                // A range past its allocation's end leaves the windows as they were.
+                if end > window.end {
                     return None;
                 }
+                self.windows = [Some(window), self.windows[0].take()];
             }
         }
         self.windows[0].as_ref()
