@@ -268,6 +268,20 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
             let fm = FloatMode::default();
             Op::Ternary { op, ty, fm, d: d.reg(0)?, a: d.src(1, ty)?, b: d.src(2, b_ty)?, c: d.src(3, c_ty)? }
         }
+        "bmsk" | "szext" => {
+            let ty = d.ty(&mods)?;
+            mods.only(&["clamp", "wrap"]).map_err(unsupported)?;
+            let clamp = mods.has("clamp");
+            let op = match name {
+                "bmsk" if ty == Ty::B32 => BinOp::Bmsk { clamp },
+                "szext" if matches!(ty, Ty::U32 | Ty::S32) => BinOp::Szext { clamp },
+                _ => return Err(unsupported("this type".into())),
+            };
+            if clamp == mods.has("wrap") {
+                return Err(unsupported("a mode other than .clamp or .wrap".into()));
+            }
+            Op::Binary { op, ty, fm: FloatMode::default(), d: d.reg(0)?, a: d.src(1, ty)?, b: d.src(2, Ty::U32)? }
+        }
         "bfi" => {
             let ty = d.ty(&mods)?;
             mods.only(&[]).map_err(unsupported)?;

@@ -253,6 +253,14 @@ pub enum BinOp {
     /// 32 bits, or bits 16 to 47.
     Mul24Lo,
     Mul24Hi,
+    /// `bmsk.clamp`/`.wrap`: a mask of `b` bits from bit `a`.
+    Bmsk {
+        clamp: bool,
+    },
+    /// `szext.clamp`/`.wrap`: the low `b` bits of `a`, sign-extended (signed) or zero-extended.
+    Szext {
+        clamp: bool,
+    },
 }
 
 /// A three-operand operation.

@@ -10,7 +10,7 @@
 //!
 //! Implemented: integer arithmetic of every width (`mul.hi/.wide`, `mad.lo/.hi/.wide`,
 //! `mul24`/`mad24`, `sad`, saturation), bit operations (`popc`, `clz`, `brev`, `bfind`, `bfe`,
-//! `bfi`, `prmt` in every mode, `lop3`, `shf`, `dp4a`/`dp2a`), comparisons and
+//! `bfi`, `bmsk`, `szext`, `prmt` in every mode, `lop3`, `shf`, `dp4a`/`dp2a`), comparisons and
 //! predicates (`setp` with `.and/.or/.xor`, `selp`, `slct`, `testp`), conversions (`cvt` with
 //! every rounding and `.sat`), `cvta`, `mov` packing and unpacking vectors, `ld`/`st` of every
 //! state space with vector widths, `atom`/`red` on global and shared memory, branches,

@@ -454,6 +454,27 @@ fn reference(l: &Line, x: &[u32], got: &[u32], vars: &[Vec<u8>], warp: impl Fn(u
             o
         }
         "misc_ops" => per(threads, &|i| misc_ops(i, &x[3 * i..3 * i + 3])),
+        "cub_block_sort" => x
+            .chunks(512)
+            .flat_map(|b| {
+                let mut b = b.to_vec();
+                b.sort();
+                b
+            })
+            .collect(),
+        "cub_block_scan" => x
+            .chunks(128)
+            .flat_map(|b| {
+                b.iter().scan(0u32, |sum, &v| Some(std::mem::replace(sum, sum.wrapping_add(v)))).collect::<Vec<_>>()
+            })
+            .collect(),
+        "cub_warp_reduce" => x.chunks(32).map(|w| w.iter().fold(0u32, |s, &v| s.wrapping_add(v))).collect(),
+        // Thread t of a block holds the block's items 4t..4t+4 (the blocked arrangement).
+        "cub_load_store" => (0..x.len()).map(|k| x[k].wrapping_mul(3).wrapping_add((k % 512 / 4) as u32)).collect(),
+        "bit_masks" => per(threads, &|i| {
+            let (a, b, v) = (x[2 * i] % 40, x[2 * i + 1] % 40, x[2 * i] ^ x[2 * i + 1]);
+            vec![bmsk(true, a, b), bmsk(false, a, b), szext(true, true, v, b), szext(false, false, v, a)]
+        }),
         "f32_rounding" => per(threads, &|i| {
             let (a, b, c) = (f_of(x[3 * i]), f_of(x[3 * i + 1]), f_of(x[3 * i + 2]));
             let mut o = Vec::new();
@@ -786,4 +807,36 @@ fn misc_ops(i: usize, x: &[u32]) -> Vec<u32> {
     o.push(pair(bf(-f_of(c)), bf(f_of(b))));
     o.push(i as u32);
     o
+}
+
+/// `bmsk` as the PTX ISA's pseudo-code says.
+fn bmsk(clamp: bool, a: u32, b: u32) -> u32 {
+    let (a1, b1) = (a & 0x1f, b & 0x1f);
+    let mut mask0 = !0u32 << a1;
+    let sum = a1 + b1;
+    let mut mask1 = if sum >= 32 { 0 } else { !0u32 << sum };
+    let (mut position_overflow, mut width_overflow) = (false, false);
+    if clamp {
+        if a >= 32 {
+            position_overflow = true;
+            mask0 = 0;
+        }
+        width_overflow = b >= 32;
+    }
+    if sum >= 32 || position_overflow || width_overflow {
+        mask1 = 0;
+    } else if b1 == 0 {
+        mask1 = !0;
+    }
+    mask0 & !mask1
+}
+
+/// `szext` as the PTX ISA's pseudo-code says.
+fn szext(clamp: bool, signed: bool, a: u32, b: u32) -> u32 {
+    let b1 = b & 0x1f;
+    let too_large = b >= 32 && clamp;
+    let mask = if too_large { 0 } else { !0u32 << b1 };
+    let sign_pos = b1.wrapping_sub(1) & 0x1f;
+    let sign_bit = !(b1 == 0 || too_large || !signed) && (a >> sign_pos) & 1 != 0;
+    (a & !mask) | if sign_bit { mask } else { 0 }
 }

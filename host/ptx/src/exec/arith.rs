@@ -112,6 +112,8 @@ pub(crate) fn binary(op: BinOp, ty: Ty, fm: FloatMode, a: u64, b: u64) -> u64 {
         BinOp::MulHi => ((x * y) >> bits) as u64,
         BinOp::Mul24Lo => (extend24(ty, ua) * extend24(ty, ub)) as u64,
         BinOp::Mul24Hi => ((extend24(ty, ua) * extend24(ty, ub)) >> 16) as u64,
+        BinOp::Bmsk { clamp } => bits::bmsk(clamp, ua as u32, ub as u32) as u64,
+        BinOp::Szext { clamp } => bits::szext(clamp, ty.signed(), ua as u32, ub as u32) as u64,
         BinOp::MulWide => return (x * y) as u64 & wide_mask(bits),
         // Division by zero gives all ones (unsigned) as on the GPU; signed gives -1.
         BinOp::Div if ub == 0 => u64::MAX,

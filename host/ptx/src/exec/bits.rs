@@ -59,6 +59,31 @@ pub(crate) fn prmt_mode(mode: PrmtMode, a: u64, b: u64, c: u64) -> u64 {
     picks.iter().enumerate().fold(0, |d, (i, &p)| d | ((source >> (8 * (p % 8))) & 0xff) << (8 * i))
 }
 
+/// `bmsk`: `b` set bits from bit `a`, as the PTX ISA computes them: with `clamp`, a position
+/// past 31 is no mask and a width past 31 runs to the top; else both are taken modulo 32.
+pub(crate) fn bmsk(clamp: bool, a: u32, b: u32) -> u32 {
+    let (a1, b1) = (a & 31, b & 31);
+    let low = if clamp && a >= 32 { 0 } else { u32::MAX << a1 };
+    let sum = a1 + b1;
+    let high = match () {
+        _ if sum >= 32 || clamp && (a >= 32 || b >= 32) => 0,
+        _ if b1 == 0 => u32::MAX,
+        _ => u32::MAX << sum,
+    };
+    low & !high
+}
+
+/// `szext`: the low `b` bits of `a`, sign-extended when `signed`, else zero-extended, as the
+/// PTX ISA computes them: with `clamp`, a width past 31 keeps all of `a`; else it is taken
+/// modulo 32, and a width of 0 is 0.
+pub(crate) fn szext(clamp: bool, signed: bool, a: u32, b: u32) -> u32 {
+    let b1 = b & 31;
+    let too_large = clamp && b >= 32;
+    let mask = if too_large { 0 } else { u32::MAX << b1 };
+    let sign = !too_large && b1 != 0 && signed && (a >> (b1 - 1)) & 1 != 0;
+    (a & !mask) | if sign { mask } else { 0 }
+}
+
 /// `lop3`: each result bit is the table's bit at `(a << 2) | (b << 1) | c` of the inputs' bits.
 pub(crate) fn lop3(lut: u8, a: u64, b: u64, c: u64) -> u64 {
     (0..8).filter(|i| lut >> i & 1 != 0).fold(0, |d, i| {

@@ -6,6 +6,11 @@
 #include <cuda_pipeline.h>
 #include <cooperative_groups.h>
 #include <cooperative_groups/memcpy_async.h>
+#include <cub/block/block_load.cuh>
+#include <cub/block/block_radix_sort.cuh>
+#include <cub/block/block_scan.cuh>
+#include <cub/block/block_store.cuh>
+#include <cub/warp/warp_reduce.cuh>
 typedef unsigned int u32;
 typedef unsigned long long u64;
 typedef long long i64;
@@ -627,4 +632,51 @@ KERNEL misc_ops(ARGS) {
     o[9] = r;
     o[10] = r2;
     o[11] = (u32)i;
+}
+
+// ---- CUB's block and warp algorithms (blocks of 128): a radix sort of 4 keys a thread, an
+// exclusive scan, warp sums, and loads and stores through a transposing shared tile
+KERNEL cub_block_sort(ARGS) {
+    using Sort = cub::BlockRadixSort<u32, 128, 4>;
+    __shared__ typename Sort::TempStorage temp;
+    u32 keys[4];
+    for (int k = 0; k < 4; k++) keys[k] = in[blockIdx.x * 512 + threadIdx.x * 4 + k];
+    Sort(temp).Sort(keys);
+    for (int k = 0; k < 4; k++) out[blockIdx.x * 512 + threadIdx.x * 4 + k] = keys[k];
+}
+KERNEL cub_block_scan(ARGS) {
+    using Scan = cub::BlockScan<u32, 128>;
+    __shared__ typename Scan::TempStorage temp;
+    u32 r;
+    Scan(temp).ExclusiveSum(in[gid()], r);
+    out[gid()] = r;
+}
+KERNEL cub_warp_reduce(ARGS) {
+    using Reduce = cub::WarpReduce<u32>;
+    __shared__ typename Reduce::TempStorage temp[4];
+    u32 s = Reduce(temp[threadIdx.x / 32]).Sum(in[gid()]);
+    if (lane() == 0) out[gid() / 32] = s;
+}
+KERNEL cub_load_store(ARGS) {
+    using Load = cub::BlockLoad<u32, 128, 4, cub::BLOCK_LOAD_TRANSPOSE>;
+    using Store = cub::BlockStore<u32, 128, 4, cub::BLOCK_STORE_TRANSPOSE>;
+    __shared__ union {
+        typename Load::TempStorage load;
+        typename Store::TempStorage store;
+    } temp;
+    u32 items[4];
+    Load(temp.load).Load(in + blockIdx.x * 512, items);
+    __syncthreads();
+    for (int k = 0; k < 4; k++) items[k] = items[k] * 3 + threadIdx.x;
+    Store(temp.store).Store(out + blockIdx.x * 512, items);
+}
+// ---- bmsk and szext in both modes, positions and widths past 31 among them
+KERNEL bit_masks(ARGS) {
+    u64 i = gid();
+    u32 a = in[2 * i] % 40, b = in[2 * i + 1] % 40, v = in[2 * i] ^ in[2 * i + 1];
+    u32 *o = out + 4 * i;
+    asm("bmsk.clamp.b32 %0, %1, %2;" : "=r"(o[0]) : "r"(a), "r"(b));
+    asm("bmsk.wrap.b32 %0, %1, %2;" : "=r"(o[1]) : "r"(a), "r"(b));
+    asm("szext.clamp.s32 %0, %1, %2;" : "=r"(o[2]) : "r"(v), "r"(b));
+    asm("szext.wrap.u32 %0, %1, %2;" : "=r"(o[3]) : "r"(v), "r"(a));
 }
