@@ -77,7 +77,8 @@ impl Mods {
         for w in &self.words {
             match w.as_str() {
                 "global" => return Space::Global,
-                "shared" => return Space::Shared,
+                // The block's own shared memory (`::cta`; a cluster's is not simulated).
+                "shared" | "shared::cta" => return Space::Shared,
                 "local" => return Space::Local,
                 "param" => return Space::Param,
                 "const" => return Space::Const,
@@ -129,7 +130,8 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
             }
         }
         "ld" | "st" => {
-            mods.only(&["global", "shared", "local", "param", "const", "v2", "v4", "v8"]).map_err(unsupported)?;
+            mods.only(&["global", "shared", "shared::cta", "local", "param", "const", "v2", "v4", "v8"])
+                .map_err(unsupported)?;
             let ty = d.ty(&mods)?;
             let (mut space, n) = (mods.space(), mods.vector());
             // A `.func`'s parameters and a call's `.param`s live in the frame's local memory.
@@ -440,7 +442,7 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
             }
         }
         "cvta" => {
-            mods.only(&["to", "global", "shared", "local", "const", "param"]).map_err(unsupported)?;
+            mods.only(&["to", "global", "shared", "shared::cta", "local", "const", "param"]).map_err(unsupported)?;
             let ty = d.ty(&mods)?;
             if ty.bits() != 64 {
                 return Err(unsupported("32-bit addresses".into()));
@@ -451,7 +453,20 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
             let ty = d.ty(&mods)?;
             let op = mods.words.iter().find_map(|w| atom_op(w)).ok_or_else(|| unsupported("no operation".into()))?;
             mods.only(&[
-                "global", "shared", "add", "min", "max", "inc", "dec", "and", "or", "xor", "exch", "cas", "noftz",
+                "global",
+                "shared",
+                "shared::cta",
+                "add",
+                "min",
+                "max",
+                "inc",
+                "dec",
+                "and",
+                "or",
+                "xor",
+                "exch",
+                "cas",
+                "noftz",
             ])
             .map_err(unsupported)?;
             let space = match mods.space() {

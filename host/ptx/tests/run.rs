@@ -201,3 +201,17 @@ fn isspacep_tells_generic_addresses_apart() {
     run(module.kernel("k").unwrap(), &launch(1, 1, &data.to_le_bytes(), &[]), &mut ram).unwrap();
     assert_eq!(ram.words(data), [0b111], "each address in its own space alone");
 }
+
+#[test]
+fn shared_cta_is_the_blocks_shared_memory() {
+    // Written through `.shared::cta` and read back through `.shared` and a generic address.
+    let module = kernel(
+        ".shared .align 4 .b8 s[8];\nld.param.u64 %rd1, [p];\nmov.u32 %r1, 41;\nst.shared::cta.u32 [s], %r1;\n\
+         atom.shared::cta.add.u32 %r2, [s], 1;\nld.shared.u32 %r3, [s];\ncvta.shared::cta.u64 %rd2, s;\nld.u32 %r4, [%rd2];\n\
+         add.u32 %r5, %r3, %r4;\nst.global.u32 [%rd1], %r5;\nret;",
+    );
+    let mut ram = Ram::default();
+    let data = ram.add(0x1000, vec![0; 4]);
+    run(module.kernel("k").unwrap(), &launch(1, 1, &data.to_le_bytes(), &[]), &mut ram).unwrap();
+    assert_eq!(ram.words(data), [84]);
+}
