@@ -59,6 +59,11 @@ impl Mods {
         self.words.iter().any(|w| w == m)
     }
 
+    /// The value of the first of `table`'s modifiers that is present.
+    fn pick<T: Copy>(&self, table: &[(&str, T)]) -> Option<T> {
+        table.iter().find(|(m, _)| self.has(m)).map(|&(_, v)| v)
+    }
+
     /// The last modifier naming a type.
     fn ty(&self) -> Option<Ty> {
         self.words.iter().rev().find_map(|w| Ty::named(w))
@@ -233,16 +238,9 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
             let (op, b_ty, c_ty, sources) = match name {
                 "bfe" if ty.bits() >= 32 => (TerOp::Bfe, Ty::U32, Ty::U32, 3),
                 "prmt" if ty.bits() == 32 => {
-                    let modes = [
-                        ("f4e", PrmtMode::F4e),
-                        ("b4e", PrmtMode::B4e),
-                        ("rc8", PrmtMode::Rc8),
-                        ("ecl", PrmtMode::Ecl),
-                        ("ecr", PrmtMode::Ecr),
-                        ("rc16", PrmtMode::Rc16),
-                    ];
-                    let mode = modes.iter().find(|(m, _)| mods.has(m)).map(|m| m.1);
-                    (TerOp::Prmt(mode), ty, ty, 3)
+                    use PrmtMode::*;
+                    let modes = [("f4e", F4e), ("b4e", B4e), ("rc8", Rc8), ("ecl", Ecl), ("ecr", Ecr), ("rc16", Rc16)];
+                    (TerOp::Prmt(mods.pick(&modes)), ty, ty, 3)
                 }
                 "lop3" if ty.bits() == 32 => match ops.get(4) {
                     Some(Operand::Int(lut)) => (TerOp::Lop3(*lut as u8), ty, ty, 3),
@@ -303,8 +301,7 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
                 ("normal", FloatClass::Normal),
                 ("subnormal", FloatClass::Subnormal),
             ];
-            let class = classes.iter().find(|(m, _)| mods.has(m)).map(|c| c.1);
-            let class = class.ok_or_else(|| unsupported("no class".into()))?;
+            let class = mods.pick(&classes).ok_or_else(|| unsupported("no class".into()))?;
             mods.only(&["finite", "infinite", "number", "notanumber", "normal", "subnormal"]).map_err(unsupported)?;
             if !ty.float() || ty.half() {
                 return Err(unsupported("this type".into()));

@@ -55,9 +55,9 @@
 //! (parameters, results and `.local`s), so recursion works; it is bounded by the instruction
 //! budget, by 1024 nested frames and by 512 KiB of local memory a thread
 //! ([`TrapKind::StackOverflow`]). Device `printf` (a call of `vprintf`, which the driver
-//! provides) formats as C's printf does and hands the text to [`Memory::print`]; a failed
-//! device `assert` (a call of `__assertfail`) hands the driver's line to [`Memory::assertion`]
-//! and stops the launch ([`TrapKind::Assert`]). A call of any other function with no body in
+//! provides) formats as C's printf does and hands the text to [`Memory::output`]; a failed
+//! device `assert` (a call of `__assertfail`) hands it the driver's line and stops the launch
+//! ([`TrapKind::Assert`]). A call of any other function with no body in
 //! the module (`malloc`) or an indirect call is refused at load.
 //!
 //! A launch compiles the kernel's body once into flat instructions whose operands index the
@@ -80,8 +80,8 @@ mod link;
 mod parse;
 
 pub use exec::{
-    Fault, Flat, LOCAL_WINDOW, Launch, MAX_BLOCK_THREADS, Memory, Ran, SHARED_WINDOW, Shape, Thread, Trap, TrapKind,
-    WarpFault, run,
+    Fault, Flat, LOCAL_WINDOW, Launch, MAX_BLOCK_THREADS, Memory, Output, Ran, SHARED_WINDOW, Shape, Thread, Trap,
+    TrapKind, WarpFault, run,
 };
 pub use ir::{Function, Module, Param, Space, Ty, Variable};
 

@@ -16,7 +16,7 @@ use super::state::{Fail, SimResult, State};
 use super::timing::{Traffic, Work};
 use peerpool::CudaCode;
 use peerpool::driver::LaunchShape;
-use peerpool_ptx::{Fault, Launch, Memory, Space, Thread, Trap, TrapKind, WarpFault};
+use peerpool_ptx::{Fault, Launch, Memory, Output, Space, Thread, Trap, TrapKind, WarpFault};
 use std::sync::Arc;
 
 /// The most instructions one launch runs, over all its threads: a kernel still running then
@@ -306,9 +306,14 @@ impl Memory for View<'_> {
 
     /// Device printf, written out at once: a GPU's driver writes it at the next
     /// synchronisation, and a simulated launch has run by then.
-    fn print(&mut self, _: Thread, text: &str) {
+    fn output(&mut self, _: Thread, to: Output, text: &str) {
         use std::io::Write;
-        let mut out = std::io::stdout().lock();
-        let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+        match to {
+            Output::Printf => {
+                let mut out = std::io::stdout().lock();
+                let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+            }
+            Output::Assertion => to.write(text),
+        }
     }
 }

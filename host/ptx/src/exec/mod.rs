@@ -54,18 +54,29 @@ pub trait Memory {
     /// An atomic read-modify-write of `len` bytes at `addr` of global memory: `update` gets
     /// the bytes there and changes them in place, all as one step for every thread.
     fn atomic(&mut self, addr: u64, len: usize, who: Thread, update: &mut dyn FnMut(&mut [u8])) -> Result<(), Fault>;
-    /// The text of one device `printf` of thread `who`. By default it goes to this process's
-    /// standard output, as the driver writes it on a GPU.
-    fn print(&mut self, who: Thread, text: &str) {
-        let _ = who;
-        print!("{text}");
+    /// Text that thread `who` writes: one device `printf`'s, or a failed `assert`'s line. By
+    /// default it goes where the driver writes it on a GPU ([`Output`]).
+    fn output(&mut self, _who: Thread, to: Output, text: &str) {
+        to.write(text)
     }
+}
 
-    /// The message of a failed device `assert` of thread `who`, one line. By default it goes to
-    /// this process's standard error, as the driver writes it on a GPU.
-    fn assertion(&mut self, who: Thread, text: &str) {
-        let _ = who;
-        eprint!("{text}");
+/// Where a kernel's text goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Output {
+    /// Device `printf`: the process's standard output.
+    Printf,
+    /// A failed device `assert`'s line: the process's standard error.
+    Assertion,
+}
+
+impl Output {
+    /// `text` to the process's standard output or error.
+    pub fn write(self, text: &str) {
+        match self {
+            Output::Printf => print!("{text}"),
+            Output::Assertion => eprint!("{text}"),
+        }
     }
 }
 
@@ -87,16 +98,9 @@ pub trait Flat {
     /// The `len` bytes at `addr`, or the fault of an access there.
     fn span(&mut self, addr: u64, len: usize) -> Result<&mut [u8], Fault>;
 
-    /// [`Memory::print`].
-    fn print(&mut self, who: Thread, text: &str) {
-        let _ = who;
-        print!("{text}");
-    }
-
-    /// [`Memory::assertion`].
-    fn assertion(&mut self, who: Thread, text: &str) {
-        let _ = who;
-        eprint!("{text}");
+    /// [`Memory::output`].
+    fn output(&mut self, _who: Thread, to: Output, text: &str) {
+        to.write(text)
     }
 }
 
@@ -116,12 +120,8 @@ impl<T: Flat> Memory for T {
         Ok(())
     }
 
-    fn print(&mut self, who: Thread, text: &str) {
-        Flat::print(self, who, text)
-    }
-
-    fn assertion(&mut self, who: Thread, text: &str) {
-        Flat::assertion(self, who, text)
+    fn output(&mut self, who: Thread, to: Output, text: &str) {
+        Flat::output(self, who, to, text)
     }
 }
 
@@ -176,7 +176,7 @@ pub enum TrapKind {
     /// `bar.warp.sync`) that cannot complete with a defined result; the trap's `addr` holds
     /// the member mask.
     Warp(WarpFault),
-    /// A device `assert` failed; its message went to [`Memory::assertion`].
+    /// A device `assert` failed; its line went to [`Memory::output`].
     Assert,
     /// The kernel ran `trap` (`__trap()`).
     Trap,

@@ -124,16 +124,7 @@ pub(super) fn format<E>(mem: &mut impl Bytes<E>, fmt: u64, args: u64) -> Result<
             b'd' | b'i' => {
                 let v = next(mem, int_size)?;
                 let v = if long { v as i64 } else { v as u32 as i32 as i64 };
-                let sign = if v < 0 {
-                    "-"
-                } else if s.plus {
-                    "+"
-                } else if s.space {
-                    " "
-                } else {
-                    ""
-                };
-                integer(&s, sign, v.unsigned_abs().to_string(), "")
+                integer(&s, sign(&s, v < 0), v.unsigned_abs().to_string(), "")
             }
             b'u' | b'o' | b'x' | b'X' => {
                 let v = next(mem, int_size)?;
@@ -166,6 +157,16 @@ pub(super) fn format<E>(mem: &mut impl Bytes<E>, fmt: u64, args: u64) -> Result<
         out.extend_from_slice(text.as_bytes());
     }
     Ok((String::from_utf8_lossy(&out).into_owned(), taken))
+}
+
+/// What stands before a signed number: `-`, or by the flags `+`, a space, or nothing.
+fn sign(s: &Spec, negative: bool) -> &'static str {
+    match () {
+        _ if negative => "-",
+        _ if s.plus => "+",
+        _ if s.space => " ",
+        _ => "",
+    }
 }
 
 /// `text` padded to the width: spaces on the left, or on the right when `-`; zeros after the
@@ -206,15 +207,7 @@ fn integer(s: &Spec, sign: &str, digits: String, prefix: &str) -> String {
 /// exponent of two digits or more, `%g`'s trailing zeros dropped but with `#`.
 fn float(s: &Spec, conv: u8, v: f64) -> String {
     let upper = conv.is_ascii_uppercase();
-    let sign = if v.is_sign_negative() {
-        "-"
-    } else if s.plus {
-        "+"
-    } else if s.space {
-        " "
-    } else {
-        ""
-    };
+    let sign = sign(s, v.is_sign_negative());
     let x = v.abs();
     if !x.is_finite() {
         let word = if x.is_nan() { "nan" } else { "inf" };

@@ -4,7 +4,7 @@
 use super::access::Access;
 use super::fast::Code;
 use super::pure::{self, Stop};
-use super::{Fault, LOCAL_WINDOW, Launch, Memory, SHARED_WINDOW, Thread, Trap, TrapKind};
+use super::{Fault, LOCAL_WINDOW, Launch, Memory, Output, SHARED_WINDOW, Thread, Trap, TrapKind};
 use super::{arith, half, printf};
 use crate::ir::{Address, BarRedOp, Call, Function, Op, Place, Reg, Space, Special, Src, Ty};
 
@@ -359,7 +359,7 @@ impl ThreadState {
                     self.access(sh).read(Space::Generic, addr, &mut b, line).map(|()| b[0])
                 };
                 let (text, taken) = printf::format(&mut read, fmt, args)?;
-                sh.memory.print(self.who, &text);
+                sh.memory.output(self.who, Output::Printf, &text);
                 if let Some(r) = ret {
                     self.access(sh).write(Space::Local, at(*r), &taken.to_le_bytes(), line)?;
                 }
@@ -380,7 +380,7 @@ impl ThreadState {
                     self.access(sh).read(Space::Generic, a, &mut b, line).map(|()| b[0])
                 };
                 let text = printf::assertion(&mut read, pointers, u32::from_le_bytes(n), who)?;
-                sh.memory.assertion(self.who, &text);
+                sh.memory.output(self.who, Output::Assertion, &text);
                 return Err(self.trap(TrapKind::Assert, line, 0));
             }
             Op::Trap => return Err(self.trap(TrapKind::Trap, line, 0)),

@@ -10,7 +10,7 @@ use peerpool_ptx::{Fault, Flat, Launch, Module, Shape, load};
 #[derive(Default)]
 pub struct Ram {
     pub regions: Vec<(u64, Vec<u8>)>,
-    /// What device printf printed.
+    /// What the kernels wrote (device printf, failed asserts).
     pub printed: String,
 }
 
@@ -40,7 +40,7 @@ impl Flat for Ram {
         Err(Fault::Illegal)
     }
 
-    fn print(&mut self, _: peerpool_ptx::Thread, text: &str) {
+    fn output(&mut self, _: peerpool_ptx::Thread, _: peerpool_ptx::Output, text: &str) {
         self.printed.push_str(text);
     }
 }
