@@ -398,6 +398,23 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
             mods.only(&[]).map_err(unsupported)?;
             Op::Selp { ty, d: d.reg(0)?, a: d.src(1, ty)?, b: d.src(2, ty)?, p: d.pred(3)?.0 }
         }
+        "cvt" if mods.words.iter().any(|w| matches!(Ty::named(w), Some(Ty::E4M3x2 | Ty::E5M2x2))) => {
+            // 8-bit floats: two f32s or an f16 pair into two, rounded to nearest and saturated
+            // (as PTX requires), or two into an f16 pair.
+            let (to, from) = mods.two_types().ok_or_else(|| unsupported("needs two types".into()))?;
+            mods.only(&["rn", "satfinite", "relu"]).map_err(unsupported)?;
+            let conv = Conversion { to, from, round_int: None, fm: FloatMode::default(), relu: mods.has("relu") };
+            match (to.fp8(), from, mods.has("rn"), mods.has("satfinite")) {
+                (true, Ty::F32, true, true) => {
+                    Op::CvtPair { conv, d: d.reg(0)?, a: d.src(1, from)?, b: d.src(2, from)? }
+                }
+                (true, Ty::F16x2, true, true) => Op::Cvt { conv, d: d.reg(0)?, a: d.src(1, from)? },
+                (false, f, true, false) if to == Ty::F16x2 && f.fp8() => {
+                    Op::Cvt { conv, d: d.reg(0)?, a: d.src(1, from)? }
+                }
+                _ => return Err(unsupported("this form".into())),
+            }
+        }
         "cvt" => {
             let (to, from) = mods.two_types().ok_or_else(|| unsupported("needs two types".into()))?;
             mods.only(&["rn", "rz", "rm", "rp", "rni", "rzi", "rmi", "rpi", "sat", "ftz", "relu"])

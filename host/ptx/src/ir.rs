@@ -26,6 +26,11 @@ pub enum Ty {
     F16x2,
     /// Two `bf16`s, as `F16x2`.
     BF16x2,
+    /// Two 8-bit floats of 4 exponent and 3 fraction bits in 16, the first in the low byte
+    /// (`cvt` only).
+    E4M3x2,
+    /// Two 8-bit floats of 5 exponent and 2 fraction bits, as `E4M3x2`.
+    E5M2x2,
     Pred,
 }
 
@@ -52,6 +57,8 @@ impl Ty {
             "bf16" => BF16,
             "f16x2" => F16x2,
             "bf16x2" => BF16x2,
+            "e4m3x2" => E4M3x2,
+            "e5m2x2" => E5M2x2,
             "pred" => Pred,
             _ => return None,
         })
@@ -62,7 +69,7 @@ impl Ty {
         use Ty::*;
         match self {
             B8 | U8 | S8 => 8,
-            B16 | U16 | S16 | F16 | BF16 => 16,
+            B16 | U16 | S16 | F16 | BF16 | E4M3x2 | E5M2x2 => 16,
             B32 | U32 | S32 | F32 | F16x2 | BF16x2 => 32,
             B64 | U64 | S64 | F64 => 64,
             Pred => 1,
@@ -85,6 +92,11 @@ impl Ty {
     /// A 16-bit float, or two packed.
     pub(crate) fn half(self) -> bool {
         matches!(self, Ty::F16 | Ty::BF16 | Ty::F16x2 | Ty::BF16x2)
+    }
+
+    /// Two 8-bit floats.
+    pub(crate) fn fp8(self) -> bool {
+        matches!(self, Ty::E4M3x2 | Ty::E5M2x2)
     }
 }
 

@@ -475,6 +475,7 @@ fn reference(l: &Line, x: &[u32], got: &[u32], vars: &[Vec<u8>], warp: impl Fn(u
             let (a, b, v) = (x[2 * i] % 40, x[2 * i + 1] % 40, x[2 * i] ^ x[2 * i + 1]);
             vec![bmsk(true, a, b), bmsk(false, a, b), szext(true, true, v, b), szext(false, false, v, a)]
         }),
+        "fp8_convert" => per(threads, &|i| fp8_convert(i, x[2 * i], x[2 * i + 1])),
         "f32_rounding" => per(threads, &|i| {
             let (a, b, c) = (f_of(x[3 * i]), f_of(x[3 * i + 1]), f_of(x[3 * i + 2]));
             let mut o = Vec::new();
@@ -839,4 +840,58 @@ fn szext(clamp: bool, signed: bool, a: u32, b: u32) -> u32 {
     let sign_pos = b1.wrapping_sub(1) & 0x1f;
     let sign_bit = !(b1 == 0 || too_large || !signed) && (a >> sign_pos) & 1 != 0;
     (a & !mask) | if sign_bit { mask } else { 0 }
+}
+
+/// The finite values of an 8-bit float by code (e4m3: 4 exponent bits, bias 7; e5m2: 5, bias 15).
+fn fp8_values(e4m3: bool) -> Vec<(u32, f64)> {
+    let (frac, bias, max) = if e4m3 { (3, 7, 0x7e) } else { (2, 15, 0x7b) };
+    (0..=max)
+        .map(|c: u32| {
+            let (e, m) = ((c >> frac) as i32, (c & ((1 << frac) - 1)) as f64);
+            let v = match e {
+                0 => m * 2f64.powi(1 - bias - frac),
+                e => (m + (1 << frac) as f64) * 2f64.powi(e - bias - frac),
+            };
+            (c, v)
+        })
+        .collect()
+}
+
+/// `v` into an 8-bit float by search: the nearest code (ties to the even one), saturated at the
+/// largest, a NaN 0x7f.
+fn to_fp8(v: f64, e4m3: bool) -> u32 {
+    if v.is_nan() {
+        return 0x7f;
+    }
+    let codes = fp8_values(e4m3);
+    let a = v.abs().min(codes.last().map_or(0.0, |&(_, max)| max));
+    let best = codes
+        .iter()
+        .min_by(|(c, x), (d, y)| (x - a).abs().total_cmp(&(y - a).abs()).then((c & 1).cmp(&(d & 1))))
+        .map_or(0, |&(c, _)| c);
+    if v.is_sign_negative() { 0x80 | best } else { best }
+}
+
+/// An 8-bit float's code as f16 bits.
+fn fp8_to_f16(c: u32, e4m3: bool) -> u16 {
+    match fp8_values(e4m3).get((c & 0x7f) as usize) {
+        Some(&(_, v)) => Half::F16.round(if c & 0x80 != 0 { -v } else { v }, Mode::Near),
+        None if !e4m3 => (c << 8) as u16,
+        None => Half::NAN,
+    }
+}
+
+fn fp8_convert(i: usize, w: u32, v: u32) -> Vec<u32> {
+    let mut f = [f_of(w), f_of(v)].map(|x| x as f64);
+    if i % 16 == 3 {
+        f[0] = f64::NAN;
+    }
+    if i % 16 == 4 {
+        f[1] = f64::NEG_INFINITY;
+    }
+    let codes = |e4m3: bool| to_fp8(f[0], e4m3) | to_fp8(f[1], e4m3) << 8;
+    let (a, b) = (codes(true), codes(false));
+    let widen = |p: u32, e4m3: bool| pair(fp8_to_f16(p & 0xff, e4m3), fp8_to_f16(p >> 8, e4m3));
+    let h = [w, v].map(|x| Half::F16.value(half_of(Half::F16, x)));
+    vec![a | b << 16, widen(a, true), widen(b, false), to_fp8(h[0], true) | to_fp8(h[1], true) << 8]
 }

@@ -2,7 +2,7 @@
 //! saturation and shift rules; floats go to `float.rs` (16-bit ones to `half.rs`), bit fields and
 //! byte games to `bits.rs`.
 
-use super::{bits, float, half};
+use super::{bits, float, fp8, half};
 use crate::ir::{AtomOp, BinOp, BoolOp, Cmp, Conversion, FloatMode, Round, TerOp, Ty, UnOp};
 
 /// The bits of a register seen as `ty`: masked to its width.
@@ -250,6 +250,9 @@ pub(crate) fn combine(op: BoolOp, a: bool, b: bool) -> bool {
 /// `cvt` of `a` as `conv` says.
 pub(crate) fn convert(conv: Conversion, a: u64) -> u64 {
     let Conversion { to, from, round_int, fm, relu } = conv;
+    if to.fp8() || from.fp8() {
+        return fp8::convert(conv, a);
+    }
     if relu {
         return half::relu(to, convert(Conversion { relu: false, ..conv }, a));
     }

@@ -12,6 +12,7 @@ mod block;
 mod directed;
 mod fast;
 mod float;
+mod fp8;
 mod half;
 mod printf;
 mod pure;

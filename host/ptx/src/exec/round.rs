@@ -15,13 +15,18 @@ struct Exact {
     sticky: bool,
 }
 
-/// A float format the core rounds to: f16, bf16, f32 or f64.
+/// A float format the core rounds to: f16, bf16, f32, f64, or an 8-bit one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Format {
     Half,
     Brain,
     Single,
     Double,
+    /// e4m3's precision and bias with a wider exponent, so that nothing overflows on the way to
+    /// its saturation (at 448, below its all-ones NaN).
+    E4m3Wide,
+    /// e5m2: f16's top byte.
+    E5m2,
 }
 
 impl Format {
@@ -38,6 +43,8 @@ fn format(f: Format) -> (u32, i32, u32) {
         Format::Brain => (8, 127, 8),
         Format::Single => (24, 127, 8),
         Format::Double => (53, 1023, 11),
+        Format::E4m3Wide => (4, 7, 5),
+        Format::E5m2 => (3, 15, 5),
     }
 }
 

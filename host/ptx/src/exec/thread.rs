@@ -5,7 +5,7 @@ use super::access::Access;
 use super::fast::Code;
 use super::pure::{self, Stop};
 use super::{Fault, LOCAL_WINDOW, Launch, Memory, Output, SHARED_WINDOW, Thread, Trap, TrapKind};
-use super::{arith, half, printf};
+use super::{arith, fp8, half, printf};
 use crate::ir::{Address, BarRedOp, Call, Function, Op, Place, Reg, Space, Special, Src, Ty};
 
 /// Where a thread is.
@@ -248,8 +248,13 @@ impl ThreadState {
             }
             Op::Cvt { conv, d, a } => self.set(*d, arith::convert(*conv, self.value(*a, sh))),
             Op::CvtPair { conv, d, a, b } => {
-                let v = half::convert_pair(conv.to, conv.fm, self.value(*a, sh), self.value(*b, sh));
-                self.set(*d, if conv.relu { half::relu(conv.to, v) } else { v });
+                let (a, b) = (self.value(*a, sh), self.value(*b, sh));
+                let v = match conv.to.fp8() {
+                    true => fp8::convert_pair(*conv, a, b),
+                    false if conv.relu => half::relu(conv.to, half::convert_pair(conv.to, conv.fm, a, b)),
+                    false => half::convert_pair(conv.to, conv.fm, a, b),
+                };
+                self.set(*d, v);
             }
             Op::Bfi { ty, d, a, b, pos, len } => {
                 let (a, b) = (self.value(*a, sh), self.value(*b, sh));

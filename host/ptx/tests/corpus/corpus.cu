@@ -3,6 +3,7 @@
 // (README.md); every output is a pure function of them, whatever the order threads run in.
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
+#include <cuda_fp8.h>
 #include <cuda_pipeline.h>
 #include <cooperative_groups.h>
 #include <cooperative_groups/memcpy_async.h>
@@ -679,4 +680,24 @@ KERNEL bit_masks(ARGS) {
     asm("bmsk.wrap.b32 %0, %1, %2;" : "=r"(o[1]) : "r"(a), "r"(b));
     asm("szext.clamp.s32 %0, %1, %2;" : "=r"(o[2]) : "r"(v), "r"(b));
     asm("szext.wrap.u32 %0, %1, %2;" : "=r"(o[3]) : "r"(v), "r"(a));
+}
+
+// ---- 8-bit floats (cuda_fp8.h): f32 pairs into e4m3 and e5m2, saturated; back into f16 pairs;
+// an f16 pair into e4m3; a NaN and an infinity among the inputs
+KERNEL fp8_convert(ARGS) {
+    u64 i = gid();
+    float2 f = make_float2(f_of(in[2 * i]), f_of(in[2 * i + 1]));
+    if (i % 16 == 3) f.x = __int_as_float(0x7fc00000);
+    if (i % 16 == 4) f.y = __int_as_float(0xff800000);
+    __nv_fp8x2_storage_t a = __nv_cvt_float2_to_fp8x2(f, __NV_SATFINITE, __NV_E4M3);
+    __nv_fp8x2_storage_t b = __nv_cvt_float2_to_fp8x2(f, __NV_SATFINITE, __NV_E5M2);
+    __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(a, __NV_E4M3), g = __nv_cvt_fp8x2_to_halfraw2(b, __NV_E5M2);
+    __half2_raw p;
+    p.x = __half_as_ushort(h_of(in[2 * i]));
+    p.y = __half_as_ushort(h_of(in[2 * i + 1]));
+    u32 *o = out + 4 * i;
+    o[0] = a | (u32)b << 16;
+    o[1] = h.x | (u32)h.y << 16;
+    o[2] = g.x | (u32)g.y << 16;
+    o[3] = __nv_cvt_halfraw2_to_fp8x2(p, __NV_SATFINITE, __NV_E4M3);
 }
