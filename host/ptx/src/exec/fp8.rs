@@ -28,7 +28,9 @@ fn narrow(bits: u64, from: Format, e4m3: bool, relu: bool) -> u64 {
 /// One 8-bit float as f16 bits, exactly.
 fn widen(b: u64, e4m3: bool) -> u64 {
     match e4m3 {
+        // A NaN of either is f16's canonical NaN, as on the GPU.
         true if b & 0x7f == 0x7f => round::nan(Format::Half),
+        false if b & 0x7c == 0x7c && b & 3 != 0 => round::nan(Format::Half),
         // Into e4m3's wide format, its sign a bit higher.
         true => round::convert((b & 0x80) << 1 | (b & 0x7f), Format::E4m3Wide, Format::Half, Round::Nearest),
         false => b << 8,
@@ -80,6 +82,8 @@ mod tests {
         assert_eq!(widen(0x7e, true), 0x5f00, "448 in f16");
         assert_eq!(widen(0x01, true), 0x1800, "2^-9 in f16");
         assert_eq!(widen(0xff, true), 0x7fff);
+        assert_eq!(widen(0x7f, false), 0x7fff, "e5m2's NaN");
+        assert_eq!(widen(0xfc, false), 0xfc00, "e5m2's -inf");
         let conv = |to, from| Conversion { to, from, round_int: None, fm: Default::default(), relu: false };
         assert_eq!(convert_pair(conv(Ty::E4M3x2, Ty::F32), f(1.0), f(2.0)), 0x3840);
         assert_eq!(convert(conv(Ty::F16x2, Ty::E4M3x2), 0x3840), 0x3c00_4000);
