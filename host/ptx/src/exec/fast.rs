@@ -432,7 +432,7 @@ fn compile(op: &Op, launch: &Launch<'_>, pool: &mut Pool) -> Option<Fast> {
         },
         Op::Selp { ty, d, a, b, p } => Fast::Selp { d: d32(d)?, a: src(a)?, b: src(b)?, p: src(p)?, sh: sh(ty) },
         Op::Cvt { conv: Conversion { to, from, fm: FloatMode { sat: false, .. }, .. }, d, a }
-            if !to.float() && !from.float() =>
+            if !to.float() && !from.float() && !to.fp8() && !from.fp8() =>
         {
             Fast::Cvt { d: d32(d)?, a: src(a)?, from: sh(from), signed: from.signed(), to: sh(to) }
         }
