@@ -662,8 +662,10 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
             };
             Op::IsSpace { space, d: d.reg(0)?, a: d.src(1, Ty::U64)? }
         }
-        // A thread's pause: nothing here waits on time.
-        "nanosleep" => Op::Fence,
+        // A thread's pause: nothing here waits on time. A grid's wait for the grid before it
+        // (programmatic dependent launch): launches here run one after another, so that grid is
+        // done, and a hint that the next may start changes nothing.
+        "nanosleep" | "griddepcontrol" => Op::Fence,
         _ => return Err(LoadError::Unsupported { line, what: opcode.to_string() }),
     };
     Ok(decoded)

@@ -17,6 +17,7 @@
 //! `bar.sync`/`bar.arrive`/`bar.red`, fences, special registers and dynamic shared memory, and
 //! `cp.async` from global to shared memory (done when issued, with its source size and
 //! `ignore-src`; its groups' commits and waits are then fences), `isspacep`, `nanosleep`,
+//! `griddepcontrol` (launches run one after another),
 //! `trap`, and cache hints and policies (`prefetch`, `createpolicy`, `.L2::cache_hint`, eviction
 //! priorities), which change nothing here.
 //!

@@ -215,3 +215,15 @@ fn shared_cta_is_the_blocks_shared_memory() {
     run(module.kernel("k").unwrap(), &launch(1, 1, &data.to_le_bytes(), &[]), &mut ram).unwrap();
     assert_eq!(ram.words(data), [84]);
 }
+
+#[test]
+fn a_pause_and_programmatic_dependent_launch_change_nothing() {
+    let module = kernel(
+        "ld.param.u64 %rd1, [p];\ngriddepcontrol.wait;\nnanosleep.u32 100;\nmov.u32 %r1, 7;\nst.global.u32 [%rd1], %r1;\n\
+         griddepcontrol.launch_dependents;\nret;",
+    );
+    let mut ram = Ram::default();
+    let data = ram.add(0x1000, vec![0; 4]);
+    run(module.kernel("k").unwrap(), &launch(1, 1, &data.to_le_bytes(), &[]), &mut ram).unwrap();
+    assert_eq!(ram.words(data), [7]);
+}
