@@ -476,6 +476,28 @@ fn reference(l: &Line, x: &[u32], got: &[u32], vars: &[Vec<u8>], warp: impl Fn(u
             vec![bmsk(true, a, b), bmsk(false, a, b), szext(true, true, v, b), szext(false, false, v, a)]
         }),
         "fp8_convert" => per(threads, &|i| fp8_convert(i, x[2 * i], x[2 * i + 1])),
+        "coop_groups" => {
+            let v: Vec<u32> = x.iter().map(|w| w >> 24).collect();
+            let mut o = vec![0u32; 2 * v.len()];
+            for warp in (0..v.len()).step_by(32) {
+                let odd: Vec<usize> = (warp..warp + 32).filter(|&i| v[i] & 1 == 1).collect();
+                let sum = odd.iter().fold(0u32, |s, &i| s.wrapping_add(v[i]));
+                for (rank, &i) in odd.iter().enumerate() {
+                    o[2 * i] = v[odd[0]] + rank as u32 + sum;
+                }
+            }
+            for tile in (0..v.len()).step_by(8) {
+                let t = &v[tile..tile + 8];
+                let max = *t.iter().max().unwrap_or(&0);
+                let any = t.iter().any(|&w| w > 200) as u32;
+                let ballot = (0..8).filter(|&k| t[k] & 2 != 0).fold(0u32, |b, k| b | 1 << k);
+                for k in 0..8 {
+                    let scan: u32 = t[..=k].iter().sum();
+                    o[2 * (tile + k) + 1] = scan + max + any + (ballot << 8);
+                }
+            }
+            o
+        }
         "f32_rounding" => per(threads, &|i| {
             let (a, b, c) = (f_of(x[3 * i]), f_of(x[3 * i + 1]), f_of(x[3 * i + 2]));
             let mut o = Vec::new();

@@ -7,6 +7,8 @@
 #include <cuda_pipeline.h>
 #include <cooperative_groups.h>
 #include <cooperative_groups/memcpy_async.h>
+#include <cooperative_groups/reduce.h>
+#include <cooperative_groups/scan.h>
 #include <cub/block/block_load.cuh>
 #include <cub/block/block_radix_sort.cuh>
 #include <cub/block/block_scan.cuh>
@@ -700,4 +702,18 @@ KERNEL fp8_convert(ARGS) {
     o[1] = h.x | (u32)h.y << 16;
     o[2] = g.x | (u32)g.y << 16;
     o[3] = __nv_cvt_halfraw2_to_fp8x2(p, __NV_SATFINITE, __NV_E4M3);
+}
+
+// ---- cooperative groups: a coalesced group of the lanes an odd value took into a branch (its
+// first lane's value, each lane's rank, its sum), and tiles of 8 (a scan, a max, any, ballot)
+KERNEL coop_groups(ARGS) {
+    namespace cg = cooperative_groups;
+    u32 v = in[gid()] >> 24;
+    if (v & 1) {
+        cg::coalesced_group g = cg::coalesced_threads();
+        out[2 * gid()] = g.shfl(v, 0) + g.thread_rank() + cg::reduce(g, v, cg::plus<u32>());
+    }
+    cg::thread_block_tile<8> tile = cg::tiled_partition<8>(cg::this_thread_block());
+    u32 s = cg::inclusive_scan(tile, v);
+    out[2 * gid() + 1] = s + cg::reduce(tile, v, cg::greater<u32>()) + tile.any(v > 200) + (tile.ballot(v & 2) << 8);
 }
