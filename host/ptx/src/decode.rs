@@ -4,8 +4,8 @@
 
 use crate::LoadError;
 use crate::ir::{
-    Address, AtomOp, BarRed, BarRedOp, BinOp, BoolOp, Call, Cmp, Conversion, FloatClass, FloatMode, Op, Place,
-    PrmtMode, ReduxOp, Round, ShflMode, Space, Src, TerOp, Ty, UnOp, VoteMode, WarpOp,
+    Address, AtomOp, BarRed, BarRedOp, BinOp, BoolOp, Call, CarryKind, CarryOp, Cmp, Conversion, FloatClass, FloatMode,
+    Op, Place, PrmtMode, ReduxOp, Round, ShflMode, Space, Src, TerOp, Ty, UnOp, VoteMode, WarpOp,
 };
 use crate::parse::{Operand, Scope, address};
 
@@ -152,6 +152,8 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
                 Op::St { space, ty, s: srcs, at }
             }
         }
+        "add" | "sub" | "mad" if mods.has("cc") => carry(name, &mods, &d, &unsupported)?,
+        "addc" | "subc" | "madc" => carry(name, &mods, &d, &unsupported)?,
         "add" | "sub" | "mul" | "div" | "rem" | "min" | "max" | "and" | "or" | "xor" | "shl" | "shr" | "copysign"
         | "mul24" => {
             let ty = d.ty(&mods)?;
@@ -679,6 +681,29 @@ fn rounding(i: usize) -> Round {
 fn float_mode(mods: &Mods, ty: Ty) -> FloatMode {
     let round = ["rn", "rz", "rm", "rp"].iter().position(|r| mods.has(r)).map_or(Round::Nearest, rounding);
     FloatMode { round, ftz: mods.has("ftz"), sat: ty.float() && mods.has("sat") }
+}
+
+/// The carry chain's instructions: `add.cc`, `sub.cc`, `mad.lo/.hi.cc` write the carry flag;
+/// `addc`, `subc`, `madc.lo/.hi` read it, and write it with `.cc`. On 32- and 64-bit integers.
+fn carry(name: &str, mods: &Mods, d: &Decoder<'_>, unsupported: &dyn Fn(String) -> LoadError) -> Result<Op, LoadError> {
+    let ty = d.ty(mods)?;
+    mods.only(&["cc", "lo", "hi"]).map_err(unsupported)?;
+    if ty.float() || ty.bits() < 32 {
+        return Err(unsupported("this type".into()));
+    }
+    let kind = match (name, mods.has("lo"), mods.has("hi")) {
+        ("add" | "addc", false, false) => CarryKind::Add,
+        ("sub" | "subc", false, false) => CarryKind::Sub,
+        ("mad" | "madc", true, false) => CarryKind::MadLo,
+        ("mad" | "madc", false, true) => CarryKind::MadHi,
+        _ => return Err(unsupported("this form".into())),
+    };
+    let op = CarryOp { kind, carry_in: name.ends_with('c'), carry_out: mods.has("cc") };
+    let c = match kind {
+        CarryKind::MadLo | CarryKind::MadHi => Some(d.src(3, ty)?),
+        _ => None,
+    };
+    Ok(Op::Carry { op, ty, d: d.reg(0)?, a: d.src(1, ty)?, b: d.src(2, ty)?, c })
 }
 
 /// What a half's arithmetic may say: rounding to nearest only, and `.ftz`/`.sat` only on

@@ -313,6 +313,24 @@ pub enum TerOp {
     },
 }
 
+/// An operation of the carry chain: what it computes, whether it takes the carry flag in
+/// (`addc`, `subc`, `madc`) and whether it writes it (`.cc`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CarryOp {
+    pub kind: CarryKind,
+    pub carry_in: bool,
+    pub carry_out: bool,
+}
+
+/// `a + b`, `a - b` (the flag a borrow), or the low or high half of `a * b` plus `c`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CarryKind {
+    Add,
+    Sub,
+    MadLo,
+    MadHi,
+}
+
 /// `prmt`'s modes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PrmtMode {
@@ -517,6 +535,16 @@ pub enum Op {
     },
     /// `trap` (`__trap()`): the launch stops.
     Trap,
+    /// Extended-precision arithmetic through the thread's carry flag (`CC.CF`): `add.cc`,
+    /// `addc`, `sub.cc`, `subc`, `mad.lo/.hi.cc`, `madc.lo/.hi`.
+    Carry {
+        op: CarryOp,
+        ty: Ty,
+        d: Reg,
+        a: Src,
+        b: Src,
+        c: Option<Src>,
+    },
     /// `isspacep`: whether the generic address `a` falls in `space` (global, shared, local).
     IsSpace {
         space: Space,

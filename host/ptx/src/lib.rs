@@ -8,7 +8,8 @@
 //! thread's local memory, goes to the caller's [`Memory`] with the thread that makes it: the
 //! executor knows nothing of devices, pools or topologies.
 //!
-//! Implemented: integer arithmetic of every width (`mul.hi/.wide`, `mad.lo/.hi/.wide`,
+//! Implemented: integer arithmetic of every width (`mul.hi/.wide`, `mad.lo/.hi/.wide`, the carry
+//! chain `add.cc`/`addc`/`sub.cc`/`subc`/`mad.cc`/`madc` that CUDA's double math uses,
 //! `mul24`/`mad24`, `sad`, saturation), bit operations (`popc`, `clz`, `brev`, `bfind`, `bfe`,
 //! `bfi`, `bmsk`, `szext`, `prmt` in every mode, `lop3`, `shf`, `dp4a`/`dp2a`), comparisons and
 //! predicates (`setp` with `.and/.or/.xor`, `selp`, `slct`, `testp`), conversions (`cvt` with

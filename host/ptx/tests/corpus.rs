@@ -498,6 +498,24 @@ fn reference(l: &Line, x: &[u32], got: &[u32], vars: &[Vec<u8>], warp: impl Fn(u
             }
             o
         }
+        "carry_chain" => per(threads, &|i| {
+            let w = |k: usize| x[4 * i + k] as u64;
+            let (a, b) = (w(1) << 32 | w(0), w(3) << 32 | w(2));
+            let (sum, carry) = a.overflowing_add(b);
+            let (diff, borrow) = a.overflowing_sub(b);
+            let mad = (w(0) * w(2)).wrapping_add(w(3) << 32 | w(1));
+            let words = |v: u64| [v as u32, (v >> 32) as u32];
+            let mut o = words(sum).to_vec();
+            o.push(carry as u32);
+            o.extend(words(diff));
+            o.push(if borrow { u32::MAX } else { 0 });
+            o.extend(words(mad));
+            o
+        }),
+        "double_math" => {
+            double_math(x, got);
+            return None;
+        }
         "f32_rounding" => per(threads, &|i| {
             let (a, b, c) = (f_of(x[3 * i]), f_of(x[3 * i + 1]), f_of(x[3 * i + 2]));
             let mut o = Vec::new();
@@ -917,4 +935,27 @@ fn fp8_convert(i: usize, w: u32, v: u32) -> Vec<u32> {
     let widen = |p: u32, e4m3: bool| pair(fp8_to_f16(p & 0xff, e4m3), fp8_to_f16(p >> 8, e4m3));
     let h = [w, v].map(|x| Half::F16.value(half_of(Half::F16, x)));
     vec![a | b << 16, widen(a, true), widen(b, false), to_fp8(h[0], true) | to_fp8(h[1], true) << 8]
+}
+
+/// CUDA's double functions within a few ulp of the host's (CUDA's own bounds are 1 to 2 ulp);
+/// what the GPU computes, bit for bit, the shim's `one_h200` test compares.
+fn double_math(x: &[u32], got: &[u32]) {
+    let ulps = |g: f64, want: f64| (g.to_bits() as i64 - want.to_bits() as i64).abs();
+    for i in 0..got.len() / 12 {
+        let v = d_of(x[2 * i], x[2 * i + 1]);
+        let o: Vec<f64> = (0..6)
+            .map(|k| f64::from_bits((got[12 * i + 2 * k + 1] as u64) << 32 | got[12 * i + 2 * k] as u64))
+            .collect();
+        let want = [
+            v.sin(),
+            (v * 1e12).cos(),
+            v.abs().powf(0.37),
+            (v * 2f64.powi(-27)).exp(),
+            v.abs().ln(),
+            (v * 2f64.powi(-30)).tanh(),
+        ];
+        for (k, (&g, &w)) in o.iter().zip(&want).enumerate() {
+            assert!(ulps(g, w) <= 3, "double_math[{i}][{k}] of {v:e}: {g:e} for {w:e}");
+        }
+    }
 }

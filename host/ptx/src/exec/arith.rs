@@ -3,7 +3,7 @@
 //! byte games to `bits.rs`.
 
 use super::{bits, float, fp8, half};
-use crate::ir::{AtomOp, BinOp, BoolOp, Cmp, Conversion, FloatMode, Round, TerOp, Ty, UnOp};
+use crate::ir::{AtomOp, BinOp, BoolOp, CarryKind, CarryOp, Cmp, Conversion, FloatMode, Round, TerOp, Ty, UnOp};
 
 /// The bits of a register seen as `ty`: masked to its width.
 pub(crate) fn mask(ty: Ty, v: u64) -> u64 {
@@ -218,6 +218,29 @@ pub(crate) fn compare(cmp: Cmp, ty: Ty, ftz: bool, a: u64, b: u64) -> bool {
     }
 }
 
+/// One step of the carry chain on `ty`'s width: the result and the carry flag after it (a
+/// borrow for subtraction), `carry` the flag before it.
+pub(crate) fn carry(op: CarryOp, ty: Ty, a: u64, b: u64, c: u64, carry: bool) -> (u64, bool) {
+    let bits = ty.bits();
+    let m = mask(ty, u64::MAX) as u128;
+    let (a, b, c) = (a as u128 & m, b as u128 & m, c as u128 & m);
+    let cin = (op.carry_in && carry) as u128;
+    let (sum, out) = match op.kind {
+        CarryKind::Add => {
+            let s = a + b + cin;
+            (s, s > m)
+        }
+        CarryKind::Sub => (a.wrapping_sub(b + cin), a < b + cin),
+        CarryKind::MadLo | CarryKind::MadHi => {
+            let p = a * b;
+            let half = if op.kind == CarryKind::MadLo { p & m } else { p >> bits };
+            let s = half + c + cin;
+            (s, s > m)
+        }
+    };
+    ((sum & m) as u64, if op.carry_out { out } else { carry })
+}
+
 /// A float comparison (unordered when either is NaN).
 pub(crate) fn ordered(cmp: Cmp, x: f64, y: f64) -> bool {
     let unordered = x.is_nan() || y.is_nan();
@@ -379,5 +402,21 @@ mod tests {
         assert!(!compare(Cmp::Lt, Ty::U32, false, (-1i32) as u32 as u64, 0));
         assert!(!compare(Cmp::Ne, Ty::F32, false, NAN32, 0));
         assert!(compare(Cmp::Neu, Ty::F32, false, NAN32, 0));
+    }
+
+    #[test]
+    fn the_carry_chain_carries_and_borrows_on_each_width() {
+        let op = |kind, carry_in, carry_out| CarryOp { kind, carry_in, carry_out };
+        let (add, addc) = (op(CarryKind::Add, false, true), op(CarryKind::Add, true, false));
+        assert_eq!(carry(add, Ty::U64, u64::MAX, 1, 0, false), (0, true));
+        assert_eq!(carry(addc, Ty::U64, 1, 1, 0, true), (3, true), "addc keeps the flag without .cc");
+        assert_eq!(carry(add, Ty::U32, u32::MAX as u64, 1, 0, false), (0, true));
+        let (sub, subc) = (op(CarryKind::Sub, false, true), op(CarryKind::Sub, true, true));
+        assert_eq!(carry(sub, Ty::U32, 0, 1, 0, false), (u32::MAX as u64, true), "a borrow");
+        assert_eq!(carry(subc, Ty::S64, 5, 4, 0, true), (0, false));
+        let madhi = op(CarryKind::MadHi, true, true);
+        assert_eq!(carry(madhi, Ty::U32, 1 << 31, 4, u32::MAX as u64, true), (2, true), "2 + 2^32 - 1 + 1");
+        let madlo = op(CarryKind::MadLo, false, true);
+        assert_eq!(carry(madlo, Ty::U64, 1 << 63, 3, 1 << 63, false), (0, true));
     }
 }

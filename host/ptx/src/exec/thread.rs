@@ -56,6 +56,8 @@ pub(super) struct ThreadState {
     local: Vec<u8>,
     local_base: usize,
     frames: Vec<Frame>,
+    /// The carry flag (`CC.CF`) of the carry chain.
+    carry: bool,
 }
 
 /// What a block's threads share, and what the launch gives them.
@@ -83,6 +85,7 @@ impl ThreadState {
             local: Vec::new(),
             local_base: 0,
             frames: Vec::new(),
+            carry: false,
         };
         t.reset(kernel, code, launch, who, linear);
         t
@@ -102,7 +105,7 @@ impl ThreadState {
         self.local.resize(kernel.local_bytes as usize, 0);
         self.frames.clear();
         (self.who, self.linear, self.base, self.pool, self.local_base) = (who, linear, pool, pool, 0);
-        (self.pc, self.state, self.red) = (0, State::Running, None);
+        (self.pc, self.state, self.red, self.carry) = (0, State::Running, None, false);
     }
 
     pub(super) fn trap(&self, kind: TrapKind, line: u32, addr: u64) -> Trap {
@@ -389,6 +392,12 @@ impl ThreadState {
                 return Err(self.trap(TrapKind::Assert, line, 0));
             }
             Op::Trap => return Err(self.trap(TrapKind::Trap, line, 0)),
+            Op::Carry { op, ty, d, a, b, c } => {
+                let c = c.map_or(0, |c| self.value(c, sh));
+                let (v, carry) = arith::carry(*op, *ty, self.value(*a, sh), self.value(*b, sh), c, self.carry);
+                self.set(*d, v);
+                self.carry = carry;
+            }
             Op::IsSpace { space, d, a } => {
                 let v = self.value(*a, sh);
                 let window = |w: u64, size: u64| v.wrapping_sub(w) < size;

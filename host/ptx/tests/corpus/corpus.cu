@@ -717,3 +717,29 @@ KERNEL coop_groups(ARGS) {
     u32 s = cg::inclusive_scan(tile, v);
     out[2 * gid() + 1] = s + cg::reduce(tile, v, cg::greater<u32>()) + tile.any(v > 200) + (tile.ballot(v & 2) << 8);
 }
+
+// ---- the carry chain (add.cc/addc, sub.cc/subc, mad.lo.cc/madc.hi) on 64-bit numbers made of
+// words, and CUDA's double math functions, whose slow paths (a huge sine's argument reduction)
+// use the same chain
+KERNEL carry_chain(ARGS) {
+    u64 i = gid();
+    u32 a0 = in[4 * i], a1 = in[4 * i + 1], b0 = in[4 * i + 2], b1 = in[4 * i + 3];
+    u32 *o = out + 8 * i;
+    asm("add.cc.u32 %0, %3, %4;\n\taddc.cc.u32 %1, %5, %6;\n\taddc.u32 %2, 0, 0;"
+        : "=r"(o[0]), "=r"(o[1]), "=r"(o[2]) : "r"(a0), "r"(b0), "r"(a1), "r"(b1));
+    asm("sub.cc.u32 %0, %3, %4;\n\tsubc.cc.u32 %1, %5, %6;\n\tsubc.u32 %2, 0, 0;"
+        : "=r"(o[3]), "=r"(o[4]), "=r"(o[5]) : "r"(a0), "r"(b0), "r"(a1), "r"(b1));
+    asm("mad.lo.cc.u32 %0, %2, %3, %4;\n\tmadc.hi.u32 %1, %2, %3, %5;"
+        : "=r"(o[6]), "=r"(o[7]) : "r"(a0), "r"(b0), "r"(a1), "r"(b1));
+}
+KERNEL double_math(ARGS) {
+    u64 i = gid();
+    double x = d_of(in[2 * i], in[2 * i + 1]);
+    double *o = (double *)out + 6 * i;
+    o[0] = sin(x);
+    o[1] = cos(x * 1e12);
+    o[2] = pow(fabs(x), 0.37);
+    o[3] = exp(x * 0x1p-27);
+    o[4] = log(fabs(x));
+    o[5] = tanh(x * 0x1p-30);
+}
