@@ -605,13 +605,16 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
                     Some(Operand::Int(n @ (4 | 8 | 16))) => *n as u32,
                     _ => return Err(unsupported("a copy size other than 4, 8 or 16".into())),
                 };
+                // With `.L2::cache_hint` the last operand is a cache policy, which changes nothing.
+                let hinted = opcode.split('.').any(|m| m == "L2::cache_hint");
+                let operands = ops.len() - hinted as usize;
                 // The fourth operand: a source size (a number), or `ignore-src` (a predicate).
                 let (keep, ignore) = match ops.get(3) {
-                    None => (None, None),
+                    _ if operands <= 3 => (None, None),
                     Some(Operand::Not(_)) => (None, Some(d.pred(3)?)),
                     Some(Operand::Reg(r)) if scope.predicates.contains(r) => (None, Some(d.pred(3)?)),
-                    Some(_) if ops.len() == 4 => (Some(d.src(3, Ty::U32)?), None),
-                    Some(_) => return Err(unsupported("a cache policy".into())),
+                    Some(_) if operands == 4 => (Some(d.src(3, Ty::U32)?), None),
+                    _ => return Err(unsupported("too many operands".into())),
                 };
                 Op::CopyAsync { dst: d.addr(0)?, src: d.addr(1)?, size, keep, ignore }
             }

@@ -227,3 +227,17 @@ fn a_pause_and_programmatic_dependent_launch_change_nothing() {
     run(module.kernel("k").unwrap(), &launch(1, 1, &data.to_le_bytes(), &[]), &mut ram).unwrap();
     assert_eq!(ram.words(data), [7]);
 }
+
+#[test]
+fn an_async_copys_cache_policy_is_not_its_source_size() {
+    // `.L2::cache_hint`'s last operand is a policy (here 3): the whole 16 bytes are copied.
+    let module = kernel(
+        ".shared .align 16 .b8 s[16];\nld.param.u64 %rd1, [p];\nmov.u64 %rd2, 3;\n\
+         cp.async.cg.shared.global.L2::cache_hint [s], [%rd1], 16, %rd2;\ncp.async.wait_all;\n\
+         ld.shared.u32 %r1, [s+12];\nst.global.u32 [%rd1], %r1;\nret;",
+    );
+    let mut ram = Ram::default();
+    let data = ram.add(0x1000, (1..=4u32).flat_map(|w| w.to_le_bytes()).collect());
+    run(module.kernel("k").unwrap(), &launch(1, 1, &data.to_le_bytes(), &[]), &mut ram).unwrap();
+    assert_eq!(ram.words(data)[0], 4, "the fourth word came too");
+}
