@@ -102,6 +102,14 @@ fn kernel(body: &str) -> Module {
     load(&text).unwrap_or_else(|e| panic!("{e}\n{text}"))
 }
 
+/// `module`'s `k` run by one thread, its `p` pointing at `words`: the words after.
+fn one_thread(module: &Module, words: &[u32]) -> Vec<u32> {
+    let mut ram = Ram::default();
+    let data = ram.add(0x1000, words.iter().flat_map(|w| w.to_le_bytes()).collect());
+    run(module.kernel("k").unwrap(), &launch(1, 1, &data.to_le_bytes(), &[]), &mut ram).unwrap();
+    ram.words(data)
+}
+
 #[test]
 fn an_illegal_address_stops_the_launch_naming_thread_line_and_address() {
     let module = kernel(
@@ -196,10 +204,7 @@ fn isspacep_tells_generic_addresses_apart() {
          or.b32 %r1, %r1, %r2;\nisspacep.shared %p1, %rd3;\nselp.u32 %r2, 16, 0, %p1;\nor.b32 %r1, %r1, %r2;\n\
          isspacep.local %p1, %rd1;\nselp.u32 %r2, 32, 0, %p1;\nor.b32 %r1, %r1, %r2;\nst.global.u32 [%rd1], %r1;\nret;",
     );
-    let mut ram = Ram::default();
-    let data = ram.add(0x1000, vec![0; 4]);
-    run(module.kernel("k").unwrap(), &launch(1, 1, &data.to_le_bytes(), &[]), &mut ram).unwrap();
-    assert_eq!(ram.words(data), [0b111], "each address in its own space alone");
+    assert_eq!(one_thread(&module, &[0]), [0b111], "each address in its own space alone");
 }
 
 #[test]
@@ -210,10 +215,7 @@ fn shared_cta_is_the_blocks_shared_memory() {
          atom.shared::cta.add.u32 %r2, [s], 1;\nld.shared.u32 %r3, [s];\ncvta.shared::cta.u64 %rd2, s;\nld.u32 %r4, [%rd2];\n\
          add.u32 %r5, %r3, %r4;\nst.global.u32 [%rd1], %r5;\nret;",
     );
-    let mut ram = Ram::default();
-    let data = ram.add(0x1000, vec![0; 4]);
-    run(module.kernel("k").unwrap(), &launch(1, 1, &data.to_le_bytes(), &[]), &mut ram).unwrap();
-    assert_eq!(ram.words(data), [84]);
+    assert_eq!(one_thread(&module, &[0]), [84]);
 }
 
 #[test]
@@ -222,10 +224,7 @@ fn a_pause_and_programmatic_dependent_launch_change_nothing() {
         "ld.param.u64 %rd1, [p];\ngriddepcontrol.wait;\nnanosleep.u32 100;\nmov.u32 %r1, 7;\nst.global.u32 [%rd1], %r1;\n\
          griddepcontrol.launch_dependents;\nret;",
     );
-    let mut ram = Ram::default();
-    let data = ram.add(0x1000, vec![0; 4]);
-    run(module.kernel("k").unwrap(), &launch(1, 1, &data.to_le_bytes(), &[]), &mut ram).unwrap();
-    assert_eq!(ram.words(data), [7]);
+    assert_eq!(one_thread(&module, &[0]), [7]);
 }
 
 #[test]
@@ -236,8 +235,5 @@ fn an_async_copys_cache_policy_is_not_its_source_size() {
          cp.async.cg.shared.global.L2::cache_hint [s], [%rd1], 16, %rd2;\ncp.async.wait_all;\n\
          ld.shared.u32 %r1, [s+12];\nst.global.u32 [%rd1], %r1;\nret;",
     );
-    let mut ram = Ram::default();
-    let data = ram.add(0x1000, (1..=4u32).flat_map(|w| w.to_le_bytes()).collect());
-    run(module.kernel("k").unwrap(), &launch(1, 1, &data.to_le_bytes(), &[]), &mut ram).unwrap();
-    assert_eq!(ram.words(data)[0], 4, "the fourth word came too");
+    assert_eq!(one_thread(&module, &[1, 2, 3, 4])[0], 4, "the fourth word came too");
 }

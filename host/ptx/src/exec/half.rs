@@ -65,7 +65,6 @@ fn near(x: f64, f: Format) -> u64 {
 
 /// A result: NaN made canonical, flushed under `.ftz`, clamped to [0, 1] under `.sat`.
 fn finish(r: u64, f: Format, fm: FloatMode) -> u64 {
-    let one = near(1.0, f);
     match () {
         _ if is_nan(r, f) => {
             if fm.sat {
@@ -75,7 +74,7 @@ fn finish(r: u64, f: Format, fm: FloatMode) -> u64 {
             }
         }
         _ if fm.sat && r & 0x8000 != 0 => 0,
-        _ if fm.sat && of(r, f) >= 1.0 => one,
+        _ if fm.sat && of(r, f) >= 1.0 => near(1.0, f),
         _ => flush(r, f, fm.ftz),
     }
 }

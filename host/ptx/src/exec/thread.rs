@@ -195,6 +195,20 @@ impl ThreadState {
         }
     }
 
+    /// A call's `.param` of `bytes` (4 or 8) at offset `off` of this frame's local memory.
+    fn param(&mut self, sh: &mut Shared<'_, '_>, off: u32, bytes: usize, line: u32) -> Result<u64, Trap> {
+        let mut word = [0u8; 8];
+        let at = (self.local_base + off as usize) as u64;
+        self.access(sh).read(Space::Local, at, &mut word[..bytes], line)?;
+        Ok(u64::from_le_bytes(word))
+    }
+
+    /// The byte at a generic address (a string device printf or an assert reads).
+    fn byte(&mut self, sh: &mut Shared<'_, '_>, addr: u64, line: u32) -> Result<u8, Trap> {
+        let mut b = [0u8];
+        self.access(sh).read(Space::Generic, addr, &mut b, line).map(|()| b[0])
+    }
+
     /// What the thread's accesses to memory need.
     fn access<'s, 'a, 'm>(&'s mut self, sh: &'s mut Shared<'a, 'm>) -> Access<'s, 'a, 'm> {
         Access { local: &mut self.local, who: self.who, sh }
@@ -354,40 +368,24 @@ impl ThreadState {
                 self.access(sh).write(Space::Shared, to, &buf[..*size as usize], line)?;
             }
             Op::Printf { format, args, ret } => {
-                let mut word = [0u8; 8];
-                let base = self.local_base;
-                let at = move |off: u32| (base + off as usize) as u64;
-                let (fmt_at, args_at) = (at(*format), at(*args));
-                self.access(sh).read(Space::Local, fmt_at, &mut word, line)?;
-                let fmt = u64::from_le_bytes(word);
-                self.access(sh).read(Space::Local, args_at, &mut word, line)?;
-                let args = u64::from_le_bytes(word);
-                let mut read = |addr: u64| {
-                    let mut b = [0u8];
-                    self.access(sh).read(Space::Generic, addr, &mut b, line).map(|()| b[0])
-                };
+                let (fmt, args) = (self.param(sh, *format, 8, line)?, self.param(sh, *args, 8, line)?);
+                let mut read = |addr: u64| self.byte(sh, addr, line);
                 let (text, taken) = printf::format(&mut read, fmt, args)?;
                 sh.memory.output(self.who, Output::Printf, &text);
                 if let Some(r) = ret {
-                    self.access(sh).write(Space::Local, at(*r), &taken.to_le_bytes(), line)?;
+                    let at = (self.local_base + *r as usize) as u64;
+                    self.access(sh).write(Space::Local, at, &taken.to_le_bytes(), line)?;
                 }
             }
             Op::AssertFail { message, file, line: at_line, function } => {
-                let base = self.local_base;
-                let mut word = [0u8; 8];
                 let mut pointers = [0u64; 3];
                 for (p, off) in pointers.iter_mut().zip([*message, *file, *function]) {
-                    self.access(sh).read(Space::Local, (base + off as usize) as u64, &mut word, line)?;
-                    *p = u64::from_le_bytes(word);
+                    *p = self.param(sh, off, 8, line)?;
                 }
-                let mut n = [0u8; 4];
-                self.access(sh).read(Space::Local, (base + *at_line as usize) as u64, &mut n, line)?;
+                let number = self.param(sh, *at_line, 4, line)? as u32;
                 let who = self.who;
-                let mut read = |a: u64| {
-                    let mut b = [0u8];
-                    self.access(sh).read(Space::Generic, a, &mut b, line).map(|()| b[0])
-                };
-                let text = printf::assertion(&mut read, pointers, u32::from_le_bytes(n), who)?;
+                let mut read = |addr: u64| self.byte(sh, addr, line);
+                let text = printf::assertion(&mut read, pointers, number, who)?;
                 sh.memory.output(self.who, Output::Assertion, &text);
                 return Err(self.trap(TrapKind::Assert, line, 0));
             }
