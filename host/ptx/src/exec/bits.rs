@@ -4,28 +4,36 @@
 use super::arith::mask;
 use crate::ir::{PrmtMode, Ty};
 
+/// The field `len` bits from `pos` (both 0 to 255) names in a value of `width` bits: how many
+/// of its bits lie inside the value.
+fn field(width: u64, pos: u64, len: u64) -> u64 {
+    if pos >= width { 0 } else { len.min(width - pos) }
+}
+
+/// The low `n` bits set.
+fn low(n: u64) -> u64 {
+    if n >= 64 { u64::MAX } else { (1 << n) - 1 }
+}
+
 /// `bfe`: `len` bits of `a` from `pos` (both 0 to 255), padded with the field's sign bit.
 pub(crate) fn bfe(ty: Ty, a: u64, pos: u64, len: u64) -> u64 {
-    let msb = ty.bits() as u64 - 1;
+    let width = ty.bits() as u64;
     let (pos, len) = (pos & 0xff, len & 0xff);
-    let sbit = ty.signed() && len != 0 && (a >> (pos + len - 1).min(msb)) & 1 != 0;
-    let mut d = 0u64;
-    for i in 0..=msb {
-        let bit = if i < len && pos + i <= msb { (a >> (pos + i)) & 1 != 0 } else { sbit };
-        d |= (bit as u64) << i;
-    }
-    d
+    let sbit = ty.signed() && len != 0 && (a >> (pos + len - 1).min(width - 1)) & 1 != 0;
+    let n = field(width, pos, len);
+    let bits = if n == 0 { 0 } else { (a >> pos) & low(n) };
+    if sbit { bits | (low(width) & !low(n)) } else { bits }
 }
 
 /// `bfi`: `b` with `len` low bits of `a` written at `pos`.
 pub(crate) fn bfi(ty: Ty, a: u64, b: u64, pos: u64, len: u64) -> u64 {
-    let msb = ty.bits() as u64 - 1;
     let (pos, len) = (pos & 0xff, len & 0xff);
-    let mut f = mask(ty, b);
-    for i in (0..len).take_while(|i| pos + i <= msb) {
-        f = (f & !(1 << (pos + i))) | ((a >> i) & 1) << (pos + i);
+    let n = field(ty.bits() as u64, pos, len);
+    if n == 0 {
+        return mask(ty, b);
     }
-    f
+    let m = low(n) << pos;
+    (mask(ty, b) & !m) | ((a << pos) & m)
 }
 
 /// `prmt` in its generic form: each nibble of `c` picks one of the eight bytes of `b:a`, or
@@ -137,5 +145,46 @@ mod tests {
         assert_eq!(shf(false, false, 0x10, 0x1, 36), 0x1000_0001);
         assert_eq!(dp(true, false, None, 0xff01_02fe, 0x0102_0304, 10), (10 - 8 + 6 + 2 - 1) as u64);
         assert_eq!(dp(false, false, Some(true), 0x0002_0003, 0x0504_0000, 1), 1 + 3 * 4 + 2 * 5);
+    }
+
+    /// `bfe` and `bfi` bit by bit, as the PTX ISA writes them.
+    fn bfe_bits(ty: Ty, a: u64, pos: u64, len: u64) -> u64 {
+        let msb = ty.bits() as u64 - 1;
+        let (pos, len) = (pos & 0xff, len & 0xff);
+        let sbit = ty.signed() && len != 0 && (a >> (pos + len - 1).min(msb)) & 1 != 0;
+        (0..=msb).fold(0, |d, i| {
+            let bit = if i < len && pos + i <= msb { (a >> (pos + i)) & 1 != 0 } else { sbit };
+            d | (bit as u64) << i
+        })
+    }
+
+    fn bfi_bits(ty: Ty, a: u64, b: u64, pos: u64, len: u64) -> u64 {
+        let msb = ty.bits() as u64 - 1;
+        let (pos, len) = (pos & 0xff, len & 0xff);
+        let mut f = mask(ty, b);
+        for i in (0..len).take_while(|i| pos + i <= msb) {
+            f = (f & !(1 << (pos + i))) | ((a >> i) & 1) << (pos + i);
+        }
+        f
+    }
+
+    #[test]
+    fn fields_by_mask_are_fields_bit_by_bit() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for _ in 0..20_000 {
+            let (a, b, r) = (next(), next(), next());
+            // Positions and lengths around the widths, and anywhere up to 255 (and past it).
+            let (pos, len) = (r % 72 + (r >> 8) % 2 * (r >> 16) % 300, (r >> 24) % 72 + (r >> 32) % 2 * 256);
+            for ty in [Ty::U32, Ty::S32, Ty::U64, Ty::S64, Ty::B32, Ty::B64] {
+                assert_eq!(bfe(ty, a, pos, len), bfe_bits(ty, a, pos, len), "bfe {ty:?} {a:x} {pos} {len}");
+                assert_eq!(bfi(ty, a, b, pos, len), bfi_bits(ty, a, b, pos, len), "bfi {ty:?} {a:x} {b:x} {pos} {len}");
+            }
+        }
     }
 }
