@@ -1,11 +1,11 @@
-//! One block: its threads, run in turn until each exits or waits at a barrier or a
-//! warp-synchronous instruction; a barrier releases its waiters when as many threads as it
-//! counts (by default every thread that has not exited) have arrived, and a warp's lanes meet
-//! as `warp.rs` says.
+//! One block: its warps, run in turn until each lane exits or waits at a barrier or a
+//! warp-synchronous instruction (`schedule.rs`); a barrier releases its waiters when as many
+//! threads as it counts (by default every thread that has not exited) have arrived, and a
+//! warp's lanes meet as `warp.rs` says.
 
 use super::fast::Code;
 use super::thread::{Shared, State, ThreadState};
-use super::{Launch, Memory, Thread, Trap, TrapKind, warp};
+use super::{Launch, Memory, Thread, Trap, TrapKind, schedule, warp};
 use crate::ir::{BarRedOp, Function};
 
 /// Runs block `index` of the launch; the instructions it ran. `threads` holds the states of
@@ -42,10 +42,12 @@ pub(super) fn run(
     loop {
         waiting.iter_mut().for_each(Vec::clear);
         let (mut live, mut in_warp, mut barriers) = (0u32, false, 0u16);
-        for (i, t) in threads.iter_mut().enumerate() {
-            if t.state == State::Running {
-                ran += t.run(kernel, code, &mut shared, budget)?;
+        for lanes in threads.chunks_mut(32) {
+            if lanes.iter().any(|t| t.state == State::Running) {
+                ran += schedule::run(kernel, code, lanes, &mut shared, budget)?;
             }
+        }
+        for (i, t) in threads.iter_mut().enumerate() {
             match t.state {
                 State::Exited => continue,
                 State::Warp => in_warp = true,

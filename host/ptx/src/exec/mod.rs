@@ -17,6 +17,7 @@ mod half;
 mod printf;
 mod pure;
 mod round;
+mod schedule;
 mod thread;
 mod warp;
 
@@ -135,6 +136,28 @@ pub(crate) fn copy(to: &mut [u8], from: &[u8]) {
         4 => to[..4].copy_from_slice(from),
         8 => to[..8].copy_from_slice(from),
         _ => to.copy_from_slice(from),
+    }
+}
+
+/// The lanes of `mask`, lowest first.
+#[inline(always)]
+pub(crate) fn lanes(mask: u32) -> Lanes {
+    Lanes(mask)
+}
+
+/// [`lanes`]' iterator.
+pub(crate) struct Lanes(u32);
+
+impl Iterator for Lanes {
+    type Item = usize;
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<usize> {
+        let l = self.0.trailing_zeros();
+        (self.0 != 0).then(|| {
+            self.0 &= self.0 - 1;
+            l as usize
+        })
     }
 }
 

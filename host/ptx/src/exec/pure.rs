@@ -1,26 +1,35 @@
-//! The compiled instructions, run in a loop of their own over a plain slice of the frame's
-//! registers and the thread's accesses to memory: it stops, before it, at the first
-//! instruction that needs more of the thread (a barrier, a call, whatever runs as decoded).
+//! The compiled instructions, run in a loop of their own for a group of a warp's lanes that
+//! stand at the same instruction: each instruction is dispatched once for the group, then
+//! computed lane by lane over each lane's registers. The loop stops at the first instruction
+//! that needs more of a thread (a call, whatever runs as decoded), where lanes part (a branch
+//! some take, a barrier, a warp-synchronous instruction), and where the group reaches the
+//! instruction of another lane of its warp, so that lanes meet again ([`super::schedule`]).
 
-use super::Trap;
 use super::access::Access;
 use super::fast::{Fast, Opnd, Step};
 use super::float::{self, Near};
-use super::{arith, bits};
+use super::thread::{Shared, State, ThreadState};
+use super::{Trap, arith, bits, lanes};
 use crate::ir::{FloatMode, Inst};
 
-/// Why [`run`] stopped, `pc` on the instruction it names.
+/// Lanes of a warp that run together: all stand at `pc`; `other` is the lowest instruction of
+/// the warp's other running lanes (`u32::MAX` if none).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Group {
+    pub(super) mask: u32,
+    pub(super) pc: u32,
+    pub(super) other: u32,
+}
+
+/// Why [`run`] stopped. Each lane's `pc` and state say where it is.
 pub(super) enum Stop {
-    /// The program's end: running off it is an exit.
-    End,
-    /// The budget is spent before this instruction.
+    /// Lanes parted, stopped or met: the warp picks its next group.
+    Regroup,
+    /// The budget is spent before the instruction at `pc`.
     Budget,
-    /// The instruction needs the thread.
-    Thread,
-    /// The thread ran `bar.sync` on this barrier and waits there for every thread.
-    Barrier(u32),
-    /// The thread waits on this warp-synchronous instruction, counted.
-    Warp,
+    /// The instruction at `pc`, where the group's lanes stand, needs each thread: the lanes of
+    /// `active` run it (its guard holds for them, and it is counted); the others go past it.
+    Thread { pc: u32, active: u32 },
 }
 
 /// The low `64 - sh` bits of `v`, sign-extended.
@@ -29,188 +38,255 @@ fn extend(v: u64, sh: u8) -> i64 {
     (v << sh) as i64 >> sh
 }
 
-/// Runs compiled instructions from `pc`, counting `left` down; a trap names its line from
+#[inline(always)]
+fn get(regs: &[u64], base: usize, o: Opnd) -> u64 {
+    regs[base.wrapping_add_signed(o as isize)]
+}
+
+/// Register `d` of each lane of `mask` set to what `f` computes from the lane's registers.
+#[inline(always)]
+fn each(warp: &mut [ThreadState], mask: u32, d: u32, f: impl Fn(&[u64], usize) -> u64) {
+    for l in lanes(mask) {
+        let t = &mut warp[l];
+        let v = f(&t.regs, t.base);
+        t.regs[t.base + d as usize] = v;
+    }
+}
+
+/// Every lane of `mask` to `pc`.
+fn park(warp: &mut [ThreadState], mask: u32, pc: u32) {
+    lanes(mask).for_each(|l| warp[l].pc = pc);
+}
+
+/// Runs compiled instructions for `group`, counting `left` down; a trap names its line from
 /// `body`.
 pub(super) fn run(
-    regs: &mut [u64],
-    base: usize,
+    warp: &mut [ThreadState],
+    group: Group,
     steps: &[Step],
-    pc: &mut u32,
     left: &mut u64,
-    access: &mut Access<'_, '_, '_>,
+    sh: &mut Shared<'_, '_>,
     body: &[Inst],
 ) -> Result<Stop, Trap> {
-    let (mut at, mut n) = (*pc as usize, *left);
-    let get = |regs: &[u64], o: Opnd| regs[base.wrapping_add_signed(o as isize)];
+    let Group { mask, other, .. } = group;
+    let (mut at, mut n, count) = (group.pc as usize, *left, mask.count_ones() as u64);
+    macro_rules! alu {
+        ($active:expr, $d:expr, |$g:ident| $e:expr) => {
+            each(warp, $active, $d, |regs, base| {
+                let $g = |o: Opnd| get(regs, base, o);
+                $e
+            })
+        };
+    }
     let stop = loop {
-        let Some(step) = steps.get(at) else { break Stop::End };
-        if n == 0 {
+        let Some(step) = steps.get(at) else {
+            // Running off the end is an exit.
+            lanes(mask).for_each(|l| warp[l].state = State::Exited);
+            break Stop::Regroup;
+        };
+        if n < count {
+            park(warp, mask, at as u32);
             break Stop::Budget;
         }
-        if let Some((p, negated)) = step.guard
-            && (regs[base + p as usize] & 1 != 0) == negated
-        {
-            (at, n) = (at + 1, n - 1);
-            continue;
-        }
-        let (d, v) = match step.op {
-            Fast::Slow => break Stop::Thread,
+        n -= count;
+        let active = match step.guard {
+            None => mask,
+            Some((p, negated)) => {
+                let holds = |l: usize| (warp[l].regs[warp[l].base + p as usize] & 1 != 0) != negated;
+                lanes(mask).filter(|&l| holds(l)).fold(0, |m, l| m | 1 << l)
+            }
+        };
+        match step.op {
+            Fast::Slow if active == 0 => {}
+            Fast::Slow => {
+                park(warp, mask, at as u32);
+                break Stop::Thread { pc: at as u32, active };
+            }
             Fast::Bar { id } => {
-                let id = (get(regs, id) & 0xf) as u32;
-                (at, n) = (at + 1, n - 1);
-                break Stop::Barrier(id);
+                for l in lanes(active) {
+                    let t = &mut warp[l];
+                    let id = (get(&t.regs, t.base, id) & 0xf) as u32;
+                    (t.red, t.state) = (None, State::Waiting { id, count: 0 });
+                }
+                park(warp, mask, at as u32 + 1);
+                break Stop::Regroup;
             }
             Fast::Warp => {
-                n -= 1;
-                break Stop::Warp;
+                // The warp computes it once every lane it names is there; the pc stays on it.
+                lanes(active).for_each(|l| warp[l].state = State::Warp);
+                park(warp, active, at as u32);
+                park(warp, mask & !active, at as u32 + 1);
+                break Stop::Regroup;
             }
             Fast::Ld { d, at: base_of, offset, space, ty } => {
-                let addr = get(regs, base_of).wrapping_add(offset as u64);
-                let mut buf = [0u8; 8];
-                if let Err(trap) = access.read(space, addr, &mut buf[..ty.bytes()], 0) {
-                    (*pc, *left) = (at as u32 + 1, n - 1);
-                    return Err(Trap { line: body[at].line, ..trap });
+                for l in lanes(active) {
+                    let t = &mut warp[l];
+                    let addr = get(&t.regs, t.base, base_of).wrapping_add(offset as u64);
+                    let mut buf = [0u8; 8];
+                    let mut access = Access { local: &mut t.local, who: t.who, sh };
+                    if let Err(trap) = access.read(space, addr, &mut buf[..ty.bytes()], 0) {
+                        *left = n;
+                        return Err(Trap { line: body[at].line, ..trap });
+                    }
+                    let raw = u64::from_le_bytes(buf);
+                    // A narrow signed load sign-extends into its register.
+                    t.regs[t.base + d as usize] = if ty.signed() { arith::extend(ty, raw) as u64 } else { raw };
                 }
-                let raw = u64::from_le_bytes(buf);
-                // A narrow signed load sign-extends into its register.
-                (d, if ty.signed() { arith::extend(ty, raw) as u64 } else { raw })
             }
             Fast::St { s, at: base_of, offset, space, ty } => {
-                let addr = get(regs, base_of).wrapping_add(offset as u64);
-                let bytes = get(regs, s).to_le_bytes();
-                if let Err(trap) = access.write(space, addr, &bytes[..ty.bytes()], 0) {
-                    (*pc, *left) = (at as u32 + 1, n - 1);
-                    return Err(Trap { line: body[at].line, ..trap });
+                for l in lanes(active) {
+                    let t = &mut warp[l];
+                    let addr = get(&t.regs, t.base, base_of).wrapping_add(offset as u64);
+                    let bytes = get(&t.regs, t.base, s).to_le_bytes();
+                    let mut access = Access { local: &mut t.local, who: t.who, sh };
+                    if let Err(trap) = access.write(space, addr, &bytes[..ty.bytes()], 0) {
+                        *left = n;
+                        return Err(Trap { line: body[at].line, ..trap });
+                    }
                 }
-                (at, n) = (at + 1, n - 1);
-                continue;
             }
             Fast::Split { lo, hi, a, bits } => {
-                // Both halves from the value before either is written: `hi` may be `a`.
-                let (v, m) = (get(regs, a), u64::MAX >> (64 - bits));
-                regs[base + lo as usize] = v & m;
-                (hi, (v >> bits) & m)
+                for l in lanes(active) {
+                    let t = &mut warp[l];
+                    // Both halves from the value before either is written: `hi` may be `a`.
+                    let (v, m) = (get(&t.regs, t.base, a), u64::MAX >> (64 - bits));
+                    t.regs[t.base + lo as usize] = v & m;
+                    t.regs[t.base + hi as usize] = (v >> bits) & m;
+                }
             }
-            Fast::Bra { target } => {
-                (at, n) = (target as usize, n - 1);
+            Fast::Bra { target } if active == mask => {
+                at = target as usize;
+                if at as u32 >= other {
+                    // Other lanes of the warp stand before the target: they go first.
+                    park(warp, mask, at as u32);
+                    break Stop::Regroup;
+                }
                 continue;
             }
-            Fast::Mov { d, a, sh } => (d, get(regs, a) & (u64::MAX >> sh)),
-            Fast::Add { d, a, b, sh } => (d, get(regs, a).wrapping_add(get(regs, b)) & (u64::MAX >> sh)),
-            Fast::Sub { d, a, b, sh } => (d, get(regs, a).wrapping_sub(get(regs, b)) & (u64::MAX >> sh)),
-            Fast::Mul { d, a, b, sh } => (d, get(regs, a).wrapping_mul(get(regs, b)) & (u64::MAX >> sh)),
-            Fast::And { d, a, b, sh } => (d, get(regs, a) & get(regs, b) & (u64::MAX >> sh)),
-            Fast::Or { d, a, b, sh } => (d, (get(regs, a) | get(regs, b)) & (u64::MAX >> sh)),
-            Fast::Xor { d, a, b, sh } => (d, (get(regs, a) ^ get(regs, b)) & (u64::MAX >> sh)),
-            Fast::Shl { d, a, b, sh } => {
+            Fast::Bra { target } => {
+                if active != 0 {
+                    // The lanes part.
+                    park(warp, active, target);
+                    park(warp, mask & !active, at as u32 + 1);
+                    break Stop::Regroup;
+                }
+            }
+            Fast::Mov { d, a, sh } => alu!(active, d, |g| g(a) & (u64::MAX >> sh)),
+            Fast::Add { d, a, b, sh } => alu!(active, d, |g| g(a).wrapping_add(g(b)) & (u64::MAX >> sh)),
+            Fast::Sub { d, a, b, sh } => alu!(active, d, |g| g(a).wrapping_sub(g(b)) & (u64::MAX >> sh)),
+            Fast::Mul { d, a, b, sh } => alu!(active, d, |g| g(a).wrapping_mul(g(b)) & (u64::MAX >> sh)),
+            Fast::And { d, a, b, sh } => alu!(active, d, |g| g(a) & g(b) & (u64::MAX >> sh)),
+            Fast::Or { d, a, b, sh } => alu!(active, d, |g| (g(a) | g(b)) & (u64::MAX >> sh)),
+            Fast::Xor { d, a, b, sh } => alu!(active, d, |g| (g(a) ^ g(b)) & (u64::MAX >> sh)),
+            Fast::Shl { d, a, b, sh } => alu!(active, d, |g| {
                 // The amount is a u32; past the width, everything is shifted out.
-                let s = get(regs, b) as u32;
-                (d, if s >= 64 - sh as u32 { 0 } else { (get(regs, a) << s) & (u64::MAX >> sh) })
-            }
-            Fast::Shr { d, a, b, sh } => {
+                let s = g(b) as u32;
+                if s >= 64 - sh as u32 { 0 } else { (g(a) << s) & (u64::MAX >> sh) }
+            }),
+            Fast::Shr { d, a, b, sh } => alu!(active, d, |g| {
                 let m = u64::MAX >> sh;
-                let s = get(regs, b) & m;
-                (d, if s >= 64 - sh as u64 { 0 } else { (get(regs, a) & m) >> s })
-            }
-            Fast::Sar { d, a, b, sh } => {
+                let s = g(b) & m;
+                if s >= 64 - sh as u64 { 0 } else { (g(a) & m) >> s }
+            }),
+            Fast::Sar { d, a, b, sh } => alu!(active, d, |g| {
                 // Past the width, the sign fills the result.
                 let m = u64::MAX >> sh;
-                let s = (get(regs, b) & m).min(63 - sh as u64);
-                (d, (((get(regs, a) << sh) as i64 >> sh) >> s) as u64 & m)
-            }
-            Fast::Div { d, a, b, sh, signed } => {
+                let s = (g(b) & m).min(63 - sh as u64);
+                (((g(a) << sh) as i64 >> sh) >> s) as u64 & m
+            }),
+            Fast::Div { d, a, b, sh, signed } => alu!(active, d, |g| {
                 let m = u64::MAX >> sh;
-                let (x, y) = (get(regs, a), get(regs, b));
+                let (x, y) = (g(a), g(b));
                 let v = match (y & m, signed) {
                     (0, _) => u64::MAX,
                     (_, true) => extend(x, sh).wrapping_div(extend(y, sh)) as u64,
                     (_, false) => (x & m) / (y & m),
                 };
-                (d, v & m)
-            }
-            Fast::Rem { d, a, b, sh, signed } => {
+                v & m
+            }),
+            Fast::Rem { d, a, b, sh, signed } => alu!(active, d, |g| {
                 let m = u64::MAX >> sh;
-                let (x, y) = (get(regs, a), get(regs, b));
+                let (x, y) = (g(a), g(b));
                 let v = match (y & m, signed) {
                     (0, _) => x,
                     (_, true) => extend(x, sh).wrapping_rem(extend(y, sh)) as u64,
                     (_, false) => (x & m) % (y & m),
                 };
-                (d, v & m)
-            }
-            Fast::MulHi { d, a, b, sh, signed } => {
+                v & m
+            }),
+            Fast::MulHi { d, a, b, sh, signed } => alu!(active, d, |g| {
                 let m = u64::MAX >> sh;
-                let (x, y) = (get(regs, a), get(regs, b));
+                let (x, y) = (g(a), g(b));
                 let v = match signed {
                     true => ((extend(x, sh) as i128 * extend(y, sh) as i128) >> (64 - sh)) as u64,
                     false => (((x & m) as u128 * (y & m) as u128) >> (64 - sh)) as u64,
                 };
-                (d, v & m)
-            }
-            Fast::MulWide { d, a, b, sh, signed } => {
+                v & m
+            }),
+            Fast::MulWide { d, a, b, sh, signed } => alu!(active, d, |g| {
                 // Operands of at most 32 bits: the product fits in 64.
-                let (x, y) = (get(regs, a), get(regs, b));
+                let (x, y) = (g(a), g(b));
                 let v = match signed {
                     true => extend(x, sh).wrapping_mul(extend(y, sh)) as u64,
                     false => (x << sh >> sh).wrapping_mul(y << sh >> sh),
                 };
-                (d, v & (u64::MAX >> (2 * sh - 64)))
-            }
-            Fast::MinMax { d, a, b, sh, signed, max } => {
-                let (x, y) = (get(regs, a), get(regs, b));
+                v & (u64::MAX >> (2 * sh - 64))
+            }),
+            Fast::MinMax { d, a, b, sh, signed, max } => alu!(active, d, |g| {
+                let (x, y) = (g(a), g(b));
                 let v = match signed {
                     true => pick(extend(x, sh), extend(y, sh), max) as u64,
                     false => pick(x << sh >> sh, y << sh >> sh, max),
                 };
-                (d, v & (u64::MAX >> sh))
-            }
+                v & (u64::MAX >> sh)
+            }),
             Fast::Mad { d, a, b, c, sh } => {
-                let v = get(regs, a).wrapping_mul(get(regs, b)).wrapping_add(get(regs, c));
-                (d, v & (u64::MAX >> sh))
+                alu!(active, d, |g| g(a).wrapping_mul(g(b)).wrapping_add(g(c)) & (u64::MAX >> sh))
             }
-            Fast::Setp { d, a, b, sh, signed, table } => {
+            Fast::Setp { d, a, b, sh, signed, table } => alu!(active, d, |g| {
                 // Both sides extended as the type says, then ordered as unsigned 64-bit keys.
                 let key = |v: u64| match signed {
                     true => ((v << sh) as i64 >> sh) as u64 ^ 1 << 63,
                     false => (v << sh) >> sh,
                 };
-                let (x, y) = (key(get(regs, a)), key(get(regs, b)));
+                let (x, y) = (key(g(a)), key(g(b)));
                 let at = (x < y) as u8 | ((x == y) as u8) << 1;
-                (d, (table >> at) as u64 & 1)
-            }
+                (table >> at) as u64 & 1
+            }),
             Fast::Selp { d, a, b, p, sh } => {
-                let v = if get(regs, p) & 1 != 0 { get(regs, a) } else { get(regs, b) };
-                (d, v & (u64::MAX >> sh))
+                alu!(active, d, |g| if g(p) & 1 != 0 { g(a) } else { g(b) } & (u64::MAX >> sh))
             }
-            Fast::Cvt { d, a, from, signed, to } => {
-                let v = get(regs, a) << from;
+            Fast::Cvt { d, a, from, signed, to } => alu!(active, d, |g| {
+                let v = g(a) << from;
                 let v = if signed { ((v as i64) >> from) as u64 } else { v >> from };
-                (d, v & (u64::MAX >> to))
-            }
-            Fast::FAdd { d, a, b, wide } => (d, float::near(wide, get(regs, a), get(regs, b), Near::Add)),
-            Fast::FSub { d, a, b, wide } => (d, float::near(wide, get(regs, a), get(regs, b), Near::Sub)),
-            Fast::FMul { d, a, b, wide } => (d, float::near(wide, get(regs, a), get(regs, b), Near::Mul)),
-            Fast::FDirected { op, round, d, a, b } => (d, float::directed32(op, round, get(regs, a), get(regs, b))),
+                v & (u64::MAX >> to)
+            }),
+            Fast::FAdd { d, a, b, wide } => alu!(active, d, |g| float::near(wide, g(a), g(b), Near::Add)),
+            Fast::FSub { d, a, b, wide } => alu!(active, d, |g| float::near(wide, g(a), g(b), Near::Sub)),
+            Fast::FMul { d, a, b, wide } => alu!(active, d, |g| float::near(wide, g(a), g(b), Near::Mul)),
+            Fast::FDirected { op, round, d, a, b } => alu!(active, d, |g| float::directed32(op, round, g(a), g(b))),
             Fast::FFma { d, a, b, c, wide } => {
-                (d, float::fma(wide, FloatMode::default(), get(regs, a), get(regs, b), get(regs, c)))
+                alu!(active, d, |g| float::fma(wide, FloatMode::default(), g(a), g(b), g(c)))
             }
-            Fast::Unary { op, ty, fm, d, a } => (d, arith::unary(op, ty, fm, get(regs, a))),
-            Fast::Binary { op, ty, fm, d, a, b } => (d, arith::binary(op, ty, fm, get(regs, a), get(regs, b))),
+            Fast::Unary { op, ty, fm, d, a } => alu!(active, d, |g| arith::unary(op, ty, fm, g(a))),
+            Fast::Binary { op, ty, fm, d, a, b } => alu!(active, d, |g| arith::binary(op, ty, fm, g(a), g(b))),
             Fast::Ternary { op, ty, fm, d, a, b, c } => {
-                (d, arith::ternary(op, ty, fm, get(regs, a), get(regs, b), get(regs, c)))
+                alu!(active, d, |g| arith::ternary(op, ty, fm, g(a), g(b), g(c)))
             }
-            Fast::Convert { conv, d, a } => (d, arith::convert(conv, get(regs, a))),
-            Fast::Bfi { ty, d, a, b, pos, len } => {
-                (d, bits::bfi(ty, get(regs, a), get(regs, b), get(regs, pos), get(regs, len)))
-            }
+            Fast::Convert { conv, d, a } => alu!(active, d, |g| arith::convert(conv, g(a))),
+            Fast::Bfi { ty, d, a, b, pos, len } => alu!(active, d, |g| bits::bfi(ty, g(a), g(b), g(pos), g(len))),
             Fast::FSetp { d, a, b, cmp, ty, ftz } => {
-                (d, arith::compare(cmp, ty, ftz, get(regs, a), get(regs, b)) as u64)
+                alu!(active, d, |g| arith::compare(cmp, ty, ftz, g(a), g(b)) as u64)
             }
-        };
-        regs[base + d as usize] = v;
-        (at, n) = (at + 1, n - 1);
+        }
+        at += 1;
+        if at as u32 >= other {
+            // The group reached another lane's instruction: they meet there.
+            park(warp, mask, at as u32);
+            break Stop::Regroup;
+        }
     };
-    (*pc, *left) = (at as u32, n);
+    *left = n;
     Ok(stop)
 }
 
@@ -224,7 +300,6 @@ fn pick<T: Ord>(x: T, y: T, max: bool) -> T {
 mod tests {
     use super::*;
     use crate::exec::fast::Code;
-    use crate::exec::thread::Shared;
     use crate::exec::{Fault, Flat, LOCAL_WINDOW, Launch, SHARED_WINDOW, Shape, Thread};
     use crate::ir::{BinOp, Cmp, Conversion, Function, Inst, Op, Round, Space, Src, TerOp, Ty, UnOp};
 
@@ -269,18 +344,19 @@ mod tests {
         if matches!(code.steps[0].op, Fast::Slow) {
             return None;
         }
-        let mut regs = code.constants.clone();
-        let base = regs.len();
-        regs.extend(v);
-        regs.push(0);
-        let (mut pc, mut left) = (0, 1);
+        let who = Thread { block: [0; 3], thread: [0; 3] };
+        let mut warp = [ThreadState::new(&kernel, &code, &launch, who, 0)];
+        for (r, v) in v.into_iter().enumerate() {
+            warp[0].set(r as u32, v);
+        }
+        let mut left = 1;
         let mut memory = Nothing;
         let mut sh = Shared { launch: &launch, memory: &mut memory, bytes: vec![], clock: 0, arrived: [0; 16] };
-        let who = Thread { block: [0; 3], thread: [0; 3] };
-        let mut access = Access { local: &mut vec![], who, sh: &mut sh };
-        let stop = run(&mut regs, base, &code.steps, &mut pc, &mut left, &mut access, &kernel.body);
-        assert!(matches!(stop, Ok(Stop::End)));
-        Some(regs[base + 3])
+        let group = Group { mask: 1, pc: 0, other: u32::MAX };
+        let stop = run(&mut warp, group, &code.steps, &mut left, &mut sh, &kernel.body);
+        assert!(matches!(stop, Ok(Stop::Regroup)));
+        assert_eq!(warp[0].state, State::Exited);
+        Some(warp[0].value(Src::Reg(3), &sh))
     }
 
     /// Memory where every access faults.

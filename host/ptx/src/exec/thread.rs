@@ -3,7 +3,6 @@
 
 use super::access::Access;
 use super::fast::Code;
-use super::pure::{self, Stop};
 use super::{Fault, LOCAL_WINDOW, Launch, Memory, Output, SHARED_WINDOW, Thread, Trap, TrapKind};
 use super::{arith, fp8, half, printf};
 use crate::ir::{Address, BarRedOp, Call, Function, Op, Place, Reg, Space, Special, Src, Ty};
@@ -43,8 +42,8 @@ pub(super) struct ThreadState {
     pub(super) linear: u32,
     /// Every frame's registers, the current frame's from `base` on, each frame's just after a
     /// copy of the launch's pool of constants ([`Code::constants`]).
-    regs: Vec<u64>,
-    base: usize,
+    pub(super) regs: Vec<u64>,
+    pub(super) base: usize,
     /// How many constants the pool holds.
     pool: usize,
     pub(super) pc: u32,
@@ -53,7 +52,7 @@ pub(super) struct ThreadState {
     /// predicate it brings.
     pub(super) red: Option<(BarRedOp, Reg, bool)>,
     /// Every frame's local memory, the current frame's from `local_base` on.
-    local: Vec<u8>,
+    pub(super) local: Vec<u8>,
     local_base: usize,
     frames: Vec<Frame>,
     /// The carry flag (`CC.CF`) of the carry chain.
@@ -134,67 +133,6 @@ impl ThreadState {
         self.value(at.base, sh).wrapping_add(at.offset as u64)
     }
 
-    /// Runs instructions until the thread waits, exits, or traps.
-    pub(super) fn run(
-        &mut self,
-        kernel: &Function,
-        code: &Code,
-        sh: &mut Shared<'_, '_>,
-        budget: &mut u64,
-    ) -> Result<u64, Trap> {
-        let (start, clock) = (*budget, sh.clock);
-        let mut left = start;
-        let result = self.steps(kernel, code, sh, &mut left, clock);
-        *budget = left;
-        sh.clock = clock + (start - left);
-        result.map(|()| start - left)
-    }
-
-    /// The loop of [`ThreadState::run`]: `left` counts the budget down, and `sh.clock` is
-    /// brought up to date (from `clock`, what it was at the start) only where an instruction may
-    /// read it.
-    fn steps(
-        &mut self,
-        kernel: &Function,
-        code: &Code,
-        sh: &mut Shared<'_, '_>,
-        left: &mut u64,
-        clock: u64,
-    ) -> Result<(), Trap> {
-        let start = *left;
-        loop {
-            let mut access = Access { local: &mut self.local, who: self.who, sh };
-            let regs = &mut self.regs;
-            match pure::run(regs, self.base, &code.steps, &mut self.pc, left, &mut access, &kernel.body)? {
-                Stop::End => {
-                    self.state = State::Exited; // running off the end is an exit
-                    return Ok(());
-                }
-                Stop::Budget => return Err(self.trap(TrapKind::TooLong, kernel.body[self.pc as usize].line, 0)),
-                Stop::Barrier(id) => {
-                    (self.red, self.state) = (None, State::Waiting { id, count: 0 });
-                    return Ok(());
-                }
-                // The block computes it once every lane it names is there; the pc stays on it.
-                Stop::Warp => {
-                    self.state = State::Warp;
-                    return Ok(());
-                }
-                Stop::Thread => {}
-            }
-            // An instruction that needs the thread; its guard holds.
-            let pc = self.pc as usize;
-            *left -= 1;
-            self.pc += 1;
-            sh.clock = clock + (start - *left);
-            let inst = &kernel.body[pc];
-            self.step(kernel, &inst.op, inst.line, sh)?;
-            if self.state != State::Running {
-                return Ok(());
-            }
-        }
-    }
-
     /// A call's `.param` of `bytes` (4 or 8) at offset `off` of this frame's local memory.
     fn param(&mut self, sh: &mut Shared<'_, '_>, off: u32, bytes: usize, line: u32) -> Result<u64, Trap> {
         let mut word = [0u8; 8];
@@ -210,7 +148,7 @@ impl ThreadState {
     }
 
     /// What the thread's accesses to memory need.
-    fn access<'s, 'a, 'm>(&'s mut self, sh: &'s mut Shared<'a, 'm>) -> Access<'s, 'a, 'm> {
+    pub(super) fn access<'s, 'a, 'm>(&'s mut self, sh: &'s mut Shared<'a, 'm>) -> Access<'s, 'a, 'm> {
         Access { local: &mut self.local, who: self.who, sh }
     }
 
@@ -218,7 +156,8 @@ impl ThreadState {
         self.regs[self.base + r as usize] = v;
     }
 
-    fn step(&mut self, kernel: &Function, op: &Op, line: u32, sh: &mut Shared<'_, '_>) -> Result<(), Trap> {
+    /// Runs `op`, the thread's instruction at `pc - 1` (its guard holds).
+    pub(super) fn step(&mut self, kernel: &Function, op: &Op, line: u32, sh: &mut Shared<'_, '_>) -> Result<(), Trap> {
         match op {
             Op::Mov { ty, d, a } => {
                 let v = self.value(*a, sh);

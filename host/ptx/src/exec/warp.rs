@@ -7,7 +7,7 @@
 //! move, so lanes that diverged and would come back together are counted together.
 
 use super::thread::{Shared, State, ThreadState};
-use super::{Trap, TrapKind, WarpFault};
+use super::{Trap, TrapKind, WarpFault, lanes};
 use crate::ir::{Function, Op, ReduxOp, ShflMode, VoteMode, WarpOp};
 
 /// One waiting lane: the instruction it waits at and the lanes it names.
@@ -150,10 +150,6 @@ pub(super) fn mismatch(kernel: &Function, threads: &[ThreadState], sh: &Shared<'
         }
     }
     None
-}
-
-fn lanes(group: u32) -> impl Iterator<Item = usize> {
-    (0..32).filter(move |i| group & 1 << i != 0)
 }
 
 /// Computes a complete meeting: every lane reads its operands first, then every lane writes.

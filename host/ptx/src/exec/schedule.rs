@@ -1,0 +1,86 @@
+//! One warp's lanes, run until none can move without the rest of its block. The lanes that stand
+//! at the lowest instruction run together as one group; the others wait until the group reaches
+//! their instruction, where they join it. Lanes that part at a branch thus meet again where their
+//! paths join (after an `if`, after a loop), as a GPU's do, and each instruction of a group is
+//! dispatched once for all its lanes. A warp-synchronous instruction completes once no lane of the
+//! warp can move on ([`super::warp`]).
+
+use super::fast::Code;
+use super::pure::{self, Group, Stop};
+use super::thread::{Shared, State, ThreadState};
+use super::{Trap, TrapKind, lanes, warp};
+use crate::ir::Function;
+
+/// The running lanes at the lowest instruction, if any run.
+fn pick(warp: &[ThreadState]) -> Option<Group> {
+    let (mut mask, mut pc, mut other) = (0u32, u32::MAX, u32::MAX);
+    for (l, t) in warp.iter().enumerate() {
+        if t.state != State::Running {
+            continue;
+        }
+        if t.pc < pc {
+            (other, pc, mask) = (pc, t.pc, 1 << l);
+        } else if t.pc == pc {
+            mask |= 1 << l;
+        } else {
+            other = other.min(t.pc);
+        }
+    }
+    (mask != 0).then_some(Group { mask, pc, other })
+}
+
+/// Runs `warp`'s lanes until each has exited or waits (at a barrier, or at a warp-synchronous
+/// instruction it cannot complete yet); the instructions run, counted against `budget`.
+pub(super) fn run(
+    kernel: &Function,
+    code: &Code,
+    warp: &mut [ThreadState],
+    sh: &mut Shared<'_, '_>,
+    budget: &mut u64,
+) -> Result<u64, Trap> {
+    let (start, clock) = (*budget, sh.clock);
+    let result = steps(kernel, code, warp, sh, budget, clock);
+    sh.clock = clock + (start - *budget);
+    result.map(|()| start - *budget)
+}
+
+/// The loop of [`run`]: `left` counts the budget down, and `sh.clock` is brought up to date
+/// (from `clock`, what it was at the start) only where an instruction may read it.
+fn steps(
+    kernel: &Function,
+    code: &Code,
+    warp: &mut [ThreadState],
+    sh: &mut Shared<'_, '_>,
+    left: &mut u64,
+    clock: u64,
+) -> Result<(), Trap> {
+    let start = *left;
+    loop {
+        let Some(group) = pick(warp) else {
+            // Nothing runs: the warp's meetings that are complete go on.
+            if warp.iter().any(|t| t.state == State::Warp) && warp::release(kernel, warp, sh)? {
+                continue;
+            }
+            return Ok(());
+        };
+        match pure::run(warp, group, &code.steps, left, sh, &kernel.body)? {
+            Stop::Regroup => {}
+            Stop::Budget => {
+                let t = &warp[group.mask.trailing_zeros() as usize];
+                return Err(t.trap(TrapKind::TooLong, kernel.body[t.pc as usize].line, 0));
+            }
+            Stop::Thread { pc, active } => {
+                // An instruction that needs each thread, lane after lane.
+                let inst = &kernel.body[pc as usize];
+                sh.clock = clock + (start - *left);
+                for l in lanes(group.mask) {
+                    let t = &mut warp[l];
+                    t.pc += 1;
+                    if active & 1 << l != 0 {
+                        t.step(kernel, &inst.op, inst.line, sh)?;
+                    }
+                }
+            }
+        }
+    }
+}
