@@ -70,6 +70,8 @@ pub(super) fn run(
 ) -> Result<Stop, Trap> {
     let Group { mask, other, .. } = group;
     let (mut at, mut n, count) = (group.pc as usize, *left, mask.count_ones() as u64);
+    // The warp's lanes that have not exited: what a warp-synchronous instruction may wait for.
+    let live = super::warp::live(warp);
     macro_rules! alu {
         ($active:expr, $d:expr, |$g:ident| $e:expr) => {
             each(warp, $active, $d, |regs, base| {
@@ -112,11 +114,23 @@ pub(super) fn run(
                 break Stop::Regroup;
             }
             Fast::Warp => {
-                // The warp computes it once every lane it names is there; the pc stays on it.
-                lanes(active).for_each(|l| warp[l].state = State::Warp);
-                park(warp, active, at as u32);
-                park(warp, mask & !active, at as u32 + 1);
-                break Stop::Regroup;
+                // A shuffle of every live lane of the warp is computed here: no lane is missing.
+                let whole = active == mask && mask == live;
+                match whole.then(|| super::warp::exchange(&body[at], warp, mask, sh)).flatten() {
+                    Some(Ok(())) => {}
+                    Some(Err(trap)) => {
+                        *left = n;
+                        return Err(trap);
+                    }
+                    None => {
+                        // The warp computes it once every lane it names is there; the pc
+                        // stays on it.
+                        lanes(active).for_each(|l| warp[l].state = State::Warp);
+                        park(warp, active, at as u32);
+                        park(warp, mask & !active, at as u32 + 1);
+                        break Stop::Regroup;
+                    }
+                }
             }
             Fast::Ld { d, at: base_of, offset, space, ty } => {
                 for l in lanes(active) {

@@ -8,7 +8,7 @@
 
 use super::thread::{Shared, State, ThreadState};
 use super::{Trap, TrapKind, WarpFault, lanes};
-use crate::ir::{Function, Op, ReduxOp, ShflMode, VoteMode, WarpOp};
+use crate::ir::{Function, Inst, Op, ReduxOp, ShflMode, VoteMode, WarpOp};
 
 /// One waiting lane: the instruction it waits at and the lanes it names.
 #[derive(Clone, Copy)]
@@ -34,7 +34,7 @@ fn arrivals(kernel: &Function, warp: &[ThreadState], sh: &Shared<'_, '_>) -> [Op
     out
 }
 
-fn live(warp: &[ThreadState]) -> u32 {
+pub(super) fn live(warp: &[ThreadState]) -> u32 {
     warp.iter().enumerate().filter(|(_, t)| t.state != State::Exited).fold(0, |m, (i, _)| m | 1 << i)
 }
 
@@ -94,16 +94,32 @@ pub(super) fn release(kernel: &Function, threads: &mut [ThreadState], sh: &Share
 /// not in that state.
 fn shuffle(kernel: &Function, warp: &mut [ThreadState], sh: &Shared<'_, '_>) -> Option<Result<(), Trap>> {
     let first = warp.iter().find(|t| t.state != State::Exited)?;
-    let inst = &kernel.body[first.pc as usize];
-    let (pc, line) = (first.pc, inst.line);
-    let Op::Warp { op: WarpOp::Shfl { mode, d, p, a, b, c }, mask: Some(m) } = inst.op else { return None };
-    let mask = first.value(m, sh) as u32;
-    let waiting = |t: &ThreadState| t.state == State::Warp && t.pc == pc && t.value(m, sh) as u32 == mask;
-    if !warp.iter().all(|t| t.state == State::Exited || waiting(t)) {
+    let pc = first.pc;
+    if !warp.iter().all(|t| t.state == State::Exited || (t.state == State::Warp && t.pc == pc)) {
         return None;
     }
     let group = live(warp);
-    if group & !mask != 0 {
+    if let Err(trap) = exchange(&kernel.body[pc as usize], warp, group, sh)? {
+        return Some(Err(trap));
+    }
+    for l in lanes(group) {
+        (warp[l].pc, warp[l].state) = (pc + 1, State::Running);
+    }
+    Some(Ok(()))
+}
+
+/// `inst` computed for `group`, every live lane of the warp, which all stand at it, if it is a
+/// `shfl.sync` whose member mask, the same for every lane, names them all; their registers
+/// are written, their places left as they are. `None` when it is not such a shuffle.
+pub(super) fn exchange(
+    inst: &Inst,
+    warp: &mut [ThreadState],
+    group: u32,
+    sh: &Shared<'_, '_>,
+) -> Option<Result<(), Trap>> {
+    let Op::Warp { op: WarpOp::Shfl { mode, d, p, a, b, c }, mask: Some(m) } = inst.op else { return None };
+    let mask = warp[group.trailing_zeros() as usize].value(m, sh) as u32;
+    if group & !mask != 0 || lanes(group).any(|l| warp[l].value(m, sh) as u32 != mask) {
         return None;
     }
     let mut values = [0u64; 32];
@@ -116,7 +132,7 @@ fn shuffle(kernel: &Function, warp: &mut [ThreadState], sh: &Shared<'_, '_>) -> 
         let (j, pval) = source(mode, l as u32, b, c);
         let j = if pval { j } else { l as u32 };
         if group & 1 << j == 0 {
-            return Some(Err(warp[l].trap(TrapKind::Warp(WarpFault::Inactive), line, mask as u64)));
+            return Some(Err(warp[l].trap(TrapKind::Warp(WarpFault::Inactive), inst.line, mask as u64)));
         }
         results[l] = (values[j as usize], pval);
     }
@@ -126,8 +142,6 @@ fn shuffle(kernel: &Function, warp: &mut [ThreadState], sh: &Shared<'_, '_>) -> 
         if let Some(p) = p {
             t.set(p, results[l].1 as u64);
         }
-        t.pc += 1;
-        t.state = State::Running;
     }
     Some(Ok(()))
 }
