@@ -2,8 +2,13 @@
 //!
 //! [`load`] parses PTX text into a [`Module`] and decodes every instruction; an instruction the
 //! executor does not implement is refused there, with its line ([`LoadError::Unsupported`]), so
-//! nothing is ever run wrong. [`run`] runs one kernel over a grid. Threads are scheduled
-//! independently (sm_70 and later): each runs until it exits or waits at a barrier. Every access
+//! nothing is ever run wrong. [`run`] runs one kernel over a grid, a block at a time and a
+//! block's warps in turn. A warp's lanes that stand at the same instruction run it together;
+//! lanes that part at a branch each go their own way, those at the lowest instruction first,
+//! and meet again where their paths join. A warp runs until each lane exits or waits at a
+//! barrier or a warp-synchronous instruction. Nothing else interleaves threads, so a thread that
+//! spins on a value another thread writes later (a lock, an `mbarrier`) runs until the
+//! instruction budget stops the launch. Every access
 //! to global or constant memory, and every generic access outside the block's shared and the
 //! thread's local memory, goes to the caller's [`Memory`] with the thread that makes it: the
 //! executor knows nothing of devices, pools or topologies.

@@ -1,9 +1,9 @@
-//! Running a kernel: one block at a time, its threads one at a time, each until it exits or
-//! waits at a barrier (threads are scheduled independently, as on sm_70 and later; a barrier
-//! releases when every thread of the block that has not exited arrives). Shared, local and
-//! parameter memory are the executor's own; every global, constant or generic access that
-//! leaves them goes to the caller's [`Memory`], which decides whether the accessing device may
-//! touch it.
+//! Running a kernel: one block at a time, its warps in turn (`block.rs`), each until every lane
+//! has exited or waits at a barrier or a warp-synchronous instruction; a warp's lanes at the same
+//! instruction run it as one group (`schedule.rs`, `pure.rs`). A barrier releases when every
+//! thread of the block that has not exited arrives. Shared, local and parameter memory are the
+//! executor's own; every global, constant or generic access that leaves them goes to the
+//! caller's [`Memory`], which decides whether the accessing device may touch it.
 
 mod access;
 mod arith;

@@ -1,6 +1,7 @@
 //! Warp-synchronous instructions under independent scheduling. A lane that reaches one stops
-//! there (its pc stays on it). Once every thread of the block has stopped, the lanes of each
-//! warp meet: a lane's meeting is complete when every lane its member mask names that has not
+//! there (its pc stays on it). Once no lane of its warp can move on, the lanes meet (a
+//! shuffle that every live lane reaches together is computed where they stand, [`exchange`]):
+//! a lane's meeting is complete when every lane its member mask names that has not
 //! exited waits at an instruction of the same kind with the same mask; then all of them
 //! compute at once, each with its own operands, and go on. `activemask` names no lanes: the
 //! lanes waiting at that same instruction meet there once nothing else in their warp can
