@@ -39,8 +39,9 @@ const KERNELS: [(&str, u32, u32, usize, usize, u32); 6] = [
     ("f32_rounding", 8, 64, 1536, 12288, 512),
 ];
 
-fn launch(m: &Module, k: usize) -> (u64, impl FnMut() + '_) {
-    let (name, grid, block, in_words, out_words, n) = KERNELS[k];
+fn launch<'m>(m: &'m Module, name: &str) -> (u64, impl FnMut() + 'm) {
+    let &(name, grid, block, in_words, out_words, n) =
+        KERNELS.iter().find(|k| k.0 == name).expect("a kernel of KERNELS");
     let kernel = m.kernel(name).unwrap();
     let mut params = IN.to_le_bytes().to_vec();
     params.extend(OUT.to_le_bytes());
@@ -61,11 +62,10 @@ fn launch(m: &Module, k: usize) -> (u64, impl FnMut() + '_) {
     })
 }
 
-/// Arguments index KERNELS: saxpy, int_arith, reduce_shared, warp_reduce_down, collatz,
-/// f32_rounding.
-#[divan::bench(args = [0, 1, 2, 3, 4, 5])]
-fn kernel(bencher: divan::Bencher, k: usize) {
+/// The kernels of KERNELS, by name.
+#[divan::bench(args = ["saxpy", "int_arith", "reduce_shared", "warp_reduce_down", "collatz", "f32_rounding"])]
+fn kernel(bencher: divan::Bencher, name: &str) {
     let m = module();
-    let (instructions, go) = launch(&m, k);
+    let (instructions, go) = launch(&m, name);
     bencher.counter(ItemsCount::new(instructions)).bench_local(go);
 }
