@@ -19,12 +19,13 @@ fn lanes(ty: Ty) -> (Format, u32) {
     }
 }
 
-/// `f` of each half of `a` and `b`, packed as the halves of `ty` are.
-fn each(ty: Ty, a: u64, b: u64, f: impl Fn(Format, u64, u64) -> u64) -> u64 {
+/// `f` of each half of the operands (the low halves together, then the high), packed as the
+/// halves of `ty` are.
+fn each<const N: usize>(ty: Ty, operands: [u64; N], f: impl Fn(Format, [u64; N]) -> u64) -> u64 {
     let (format, n) = lanes(ty);
     (0..n).fold(0, |packed, i| {
         let s = 16 * i;
-        packed | (f(format, (a >> s) & 0xffff, (b >> s) & 0xffff) & 0xffff) << s
+        packed | (f(format, operands.map(|v| (v >> s) & 0xffff)) & 0xffff) << s
     })
 }
 
@@ -58,6 +59,14 @@ pub(crate) fn value(ty: Ty, bits: u64, ftz: bool) -> f64 {
     of(flush(bits & 0xffff, f, ftz), f)
 }
 
+/// 1.0 in a 16-bit format.
+fn one(f: Format) -> u64 {
+    match f {
+        Format::Half => 0x3c00,
+        _ => 0x3f80,
+    }
+}
+
 /// A value rounded to nearest into the format.
 fn near(x: f64, f: Format) -> u64 {
     round::convert(x.to_bits(), Format::Double, f, Round::Nearest)
@@ -74,13 +83,13 @@ fn finish(r: u64, f: Format, fm: FloatMode) -> u64 {
             }
         }
         _ if fm.sat && r & 0x8000 != 0 => 0,
-        _ if fm.sat && of(r, f) >= 1.0 => near(1.0, f),
+        _ if fm.sat && of(r, f) >= 1.0 => one(f),
         _ => flush(r, f, fm.ftz),
     }
 }
 
 pub(crate) fn binary(op: BinOp, ty: Ty, fm: FloatMode, a: u64, b: u64) -> u64 {
-    each(ty, a, b, |f, a, b| {
+    each(ty, [a, b], |f, [a, b]| {
         let (a, b) = (flush(a, f, fm.ftz), flush(b, f, fm.ftz));
         let r = match op {
             BinOp::Add => round::add(a, b, f, fm.round),
@@ -110,20 +119,18 @@ pub(crate) fn binary(op: BinOp, ty: Ty, fm: FloatMode, a: u64, b: u64) -> u64 {
 
 /// `.relu`: each half that is negative (not NaN) made +0.
 pub(crate) fn relu(ty: Ty, v: u64) -> u64 {
-    each(ty, v, 0, |f, h, _| if h & 0x8000 != 0 && !is_nan(h, f) { 0 } else { h })
+    each(ty, [v], |f, [h]| if h & 0x8000 != 0 && !is_nan(h, f) { 0 } else { h })
 }
 
 pub(crate) fn fma(ty: Ty, fm: FloatMode, a: u64, b: u64, c: u64) -> u64 {
-    let (f, n) = lanes(ty);
-    (0..n).fold(0, |packed, i| {
-        let s = 16 * i;
-        let [a, b, c] = [a, b, c].map(|v| flush((v >> s) & 0xffff, f, fm.ftz));
-        packed | finish(round::fma(a, b, c, f, fm.round), f, fm) << s
+    each(ty, [a, b, c], |f, v| {
+        let [a, b, c] = v.map(|v| flush(v, f, fm.ftz));
+        finish(round::fma(a, b, c, f, fm.round), f, fm)
     })
 }
 
 pub(crate) fn unary(op: UnOp, ty: Ty, fm: FloatMode, a: u64) -> u64 {
-    each(ty, a, 0, |f, a, _| {
+    each(ty, [a], |f, [a]| {
         let a = flush(a, f, fm.ftz);
         match op {
             UnOp::Neg => a ^ 0x8000,
@@ -139,7 +146,7 @@ pub(crate) fn unary(op: UnOp, ty: Ty, fm: FloatMode, a: u64) -> u64 {
 /// `setp`'s comparison of each half: the low halves' result, and the high halves' (false for
 /// one half).
 pub(crate) fn compare(cmp: Cmp, ty: Ty, ftz: bool, a: u64, b: u64) -> [bool; 2] {
-    let r = each(ty, a, b, |f, a, b| ordered(cmp, of(flush(a, f, ftz), f), of(flush(b, f, ftz), f)) as u64);
+    let r = each(ty, [a, b], |f, [a, b]| ordered(cmp, of(flush(a, f, ftz), f), of(flush(b, f, ftz), f)) as u64);
     [r & 1 != 0, (r >> 16) & 1 != 0]
 }
 
@@ -148,7 +155,7 @@ pub(crate) fn compare(cmp: Cmp, ty: Ty, ftz: bool, a: u64, b: u64) -> [bool; 2] 
 pub(crate) fn set(cmp: Cmp, ty: Ty, to: Ty, ftz: bool, a: u64, b: u64) -> u64 {
     let [low, high] = compare(cmp, ty, ftz, a, b);
     let one = match to {
-        _ if to.half() => near(1.0, lanes(to).0),
+        _ if to.half() => one(lanes(to).0),
         _ if lanes(ty).1 == 2 => 0xffff,
         _ => 0xffff_ffff,
     };

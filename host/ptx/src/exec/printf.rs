@@ -4,24 +4,14 @@
 //! conversions a double; `%s` and `%p` a pointer. Like CUDA's, it returns how many arguments
 //! it took, `-1` for a null format.
 
-/// The most bytes of one string read (a format, or a `%s` argument).
+/// The most bytes of one string read (a format, or a `%s` argument). Bytes are read through a
+/// function that fails as the access would.
 const MAX_STRING: usize = 1 << 16;
 
-/// Reads one byte, or fails as the access would.
-pub(super) trait Bytes<E> {
-    fn byte(&mut self, addr: u64) -> Result<u8, E>;
-}
-
-impl<E, F: FnMut(u64) -> Result<u8, E>> Bytes<E> for F {
-    fn byte(&mut self, addr: u64) -> Result<u8, E> {
-        self(addr)
-    }
-}
-
-fn string<E>(mem: &mut impl Bytes<E>, addr: u64) -> Result<Vec<u8>, E> {
+fn string<E>(mem: &mut impl FnMut(u64) -> Result<u8, E>, addr: u64) -> Result<Vec<u8>, E> {
     let mut out = Vec::new();
     while out.len() < MAX_STRING {
-        match mem.byte(addr.wrapping_add(out.len() as u64))? {
+        match mem(addr.wrapping_add(out.len() as u64))? {
             0 => break,
             b => out.push(b),
         }
@@ -31,7 +21,7 @@ fn string<E>(mem: &mut impl Bytes<E>, addr: u64) -> Result<Vec<u8>, E> {
 
 /// A failed device `assert`'s line, as the driver prints it: where, which thread, what.
 pub(super) fn assertion<E>(
-    mem: &mut impl Bytes<E>,
+    mem: &mut impl FnMut(u64) -> Result<u8, E>,
     [message, file, function]: [u64; 3],
     line: u32,
     who: super::Thread,
@@ -57,7 +47,7 @@ struct Spec {
 }
 
 /// The text and the number of arguments taken.
-pub(super) fn format<E>(mem: &mut impl Bytes<E>, fmt: u64, args: u64) -> Result<(String, i32), E> {
+pub(super) fn format<E>(mem: &mut impl FnMut(u64) -> Result<u8, E>, fmt: u64, args: u64) -> Result<(String, i32), E> {
     if fmt == 0 {
         return Ok((String::new(), -1));
     }
@@ -65,11 +55,11 @@ pub(super) fn format<E>(mem: &mut impl Bytes<E>, fmt: u64, args: u64) -> Result<
     let mut out = Vec::new();
     let (mut i, mut at, mut taken) = (0, 0u64, 0);
     // The next argument of `size` bytes, at a multiple of its size.
-    let mut next = |mem: &mut dyn Bytes<E>, size: u64| -> Result<u64, E> {
+    let mut next = |mem: &mut dyn FnMut(u64) -> Result<u8, E>, size: u64| -> Result<u64, E> {
         at = at.next_multiple_of(size);
         let mut v = 0u64;
         for k in 0..size {
-            v |= (mem.byte(args.wrapping_add(at + k))? as u64) << (8 * k);
+            v |= (mem(args.wrapping_add(at + k))? as u64) << (8 * k);
         }
         at += size;
         taken += 1;
