@@ -13,6 +13,7 @@
 // SAFETY (every `unsafe` block below): the pools, pointers and handles are what this example made or imported, each used while
 // live and released once.
 
+use peerpool::bench::micros;
 use peerpool::child::{ChildOutcome, Role, Roles, inherited_channel, spawn_with_channel};
 use peerpool::driver::{ExportedHandleRef, HandleKind, HandleKinds, PoolPtrExportData, Stream};
 use peerpool::ipc::{Channel, Offer, ShareRequest};
@@ -34,11 +35,6 @@ type Failure = Box<dyn std::error::Error>;
 /// The median of `v` in the report: null for no samples.
 fn median(v: Vec<f64>) -> Value {
     json!(peerpool::bench::median(v))
-}
-
-/// Microseconds since `start`.
-fn micros(start: Instant) -> f64 {
-    start.elapsed().as_secs_f64() * 1e6
 }
 
 fn main() -> ExitCode {

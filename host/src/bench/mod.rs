@@ -181,6 +181,11 @@ fn split_pairs(facts: &crate::facts::Facts) -> (Vec<(usize, usize)>, Vec<Skipped
     (measured, skipped)
 }
 
+/// Microseconds since `start`.
+pub fn micros(start: std::time::Instant) -> f64 {
+    start.elapsed().as_secs_f64() * 1e6
+}
+
 /// The median of `samples`' finite values (the upper middle one of an even count); NaN for
 /// none. A NaN sample is a measurement that failed: it is left out, not sorted last.
 pub fn median(mut samples: Vec<f64>) -> f64 {

@@ -4,8 +4,9 @@
 // SAFETY (every `unsafe` block below): pools, buffers and streams are this program's own,
 // alive while used; copies stay inside allocations of at least the sizes copied.
 
-use super::{Res, micros, set};
+use super::{Res, set};
 use peerpool::bench::median;
+use peerpool::bench::micros;
 use peerpool::driver::{Access, AccessDesc, DeviceAttribute, Stream};
 use peerpool::fault::FaultInjector;
 use peerpool::{PoolOptions, System};

@@ -35,16 +35,10 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Instant;
 
 pub(crate) use children::{CHILD, child};
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
-
-/// Microseconds since `start`.
-fn micros(start: Instant) -> f64 {
-    start.elapsed().as_secs_f64() * 1e6
-}
 
 /// Calibrates into `out`: the command's exit status. The directory is made and held to the
 /// output rules, and the recorded variables read, before any measurement (exit 2); no CUDA
