@@ -70,12 +70,14 @@
 //!
 //! A launch compiles the kernel's body once into flat instructions whose operands index the
 //! frame's registers, immediates and launch-wide values sitting in a pool below each frame;
-//! a thread runs them in one loop that stops only at what needs the thread or the block
-//! (barriers, warp meetings, calls, and the rare instructions that run as decoded).
-//! `benches/interpreter.rs` measures thread-instructions per second on corpus kernels: on a
-//! shared 2-core CPU machine, the fastest of several runs gave 200 million a second
-//! (warp_reduce_down) to 470 million (collatz), and 190 million for f32_rounding, whose
-//! directed roundings dominate.
+//! a group of a warp's lanes runs them in one loop, each instruction dispatched once for the
+//! group, that stops only where lanes part or meet or at what needs a thread or the block
+//! (barriers, warp meetings other than a whole warp's shuffle, calls, and the rare instructions
+//! that run as decoded). `benches/interpreter.rs` measures thread-instructions per second on
+//! corpus kernels. On one core of the lent GPU machine's CPU it gave 127 million a second
+//! (f32_rounding, whose directed roundings dominate) to 346 million (saxpy): 1.06 to 1.75
+//! times what thread-by-thread runs gave there, side by side
+//! (`docs/hardware/2026-12-02-executor-warps`).
 //!
 //! Not yet: textures, surfaces, tensor-core instructions (`mma`, `ldmatrix`), `mbarrier`,
 //! indirect branches and calls; each is refused at load with its line.
