@@ -5,7 +5,7 @@
 use crate::LoadError;
 use crate::ir::{
     Address, AtomOp, BarRed, BarRedOp, BinOp, BoolOp, Call, CarryKind, CarryOp, Cmp, Conversion, FloatClass, FloatMode,
-    Op, Place, PrmtMode, ReduxOp, Round, ShflMode, Space, Src, TerOp, Ty, UnOp, VoteMode, WarpOp,
+    MBarrierOp, Op, Place, PrmtMode, ReduxOp, Round, ShflMode, Space, Src, TerOp, Ty, UnOp, VoteMode, WarpOp,
 };
 use crate::parse::{Operand, Scope, address};
 
@@ -671,9 +671,47 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
         // (programmatic dependent launch): launches here run one after another, so that grid is
         // done, and a hint that the next may start changes nothing.
         "nanosleep" | "griddepcontrol" => Op::Fence,
+        "mbarrier" => mbarrier(&mods, &ops, &d, &unsupported)?,
         _ => return Err(LoadError::Unsupported { line, what: opcode.to_string() }),
     };
     Ok(decoded)
+}
+
+/// `mbarrier` on a barrier of the block's shared memory: `init`, `arrive`, `arrive_drop`,
+/// `test_wait` and `try_wait` (with `.parity`), `inval`. A cluster's barriers, transaction
+/// counts (`expect_tx`, `complete_tx`) and `pending_count` are not simulated.
+fn mbarrier(
+    mods: &Mods,
+    ops: &[Operand],
+    d: &Decoder<'_>,
+    unsupported: &dyn Fn(String) -> LoadError,
+) -> Result<Op, LoadError> {
+    let known = ["init", "arrive", "arrive_drop", "test_wait", "try_wait", "parity", "inval", "shared", "shared::cta"];
+    mods.only(&known).map_err(unsupported)?;
+    if mods.ty() != Some(Ty::B64) {
+        return Err(unsupported("a type other than .b64".into()));
+    }
+    let space = mods.space();
+    let (at, op) = match mods.words.first().map(String::as_str) {
+        Some("init") if ops.len() == 2 => (d.addr(0)?, MBarrierOp::Init { count: d.src(1, Ty::U32)? }),
+        Some(kind @ ("arrive" | "arrive_drop")) if matches!(ops.len(), 2 | 3) => {
+            let state = match ops.first() {
+                Some(Operand::Sink) => None,
+                _ => Some(d.reg(0)?),
+            };
+            let count = if ops.len() == 3 { d.src(2, Ty::U32)? } else { Src::Imm(1) };
+            (d.addr(1)?, MBarrierOp::Arrive { d: state, count, drop: kind == "arrive_drop" })
+        }
+        // `try_wait`'s fourth operand is a hint of how long to suspend, which nothing here does.
+        Some("test_wait" | "try_wait") if matches!(ops.len(), 3 | 4) => {
+            let parity = mods.has("parity");
+            let token = d.src(2, if parity { Ty::U32 } else { Ty::B64 })?;
+            (d.addr(1)?, MBarrierOp::Wait { d: d.reg(0)?, token, parity })
+        }
+        Some("inval") if ops.len() == 1 => (d.addr(0)?, MBarrierOp::Inval),
+        _ => return Err(unsupported("this form".into())),
+    };
+    Ok(Op::MBarrier { space, at, op })
 }
 
 fn rounding(i: usize) -> Round {

@@ -551,6 +551,28 @@ pub enum Op {
         d: Reg,
         a: Src,
     },
+    /// An `mbarrier` operation on the 8-byte barrier object at `at` of `space` (shared, or a
+    /// generic address in shared memory).
+    MBarrier {
+        space: Space,
+        at: Address,
+        op: MBarrierOp,
+    },
+}
+
+/// What an `mbarrier` instruction does.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum MBarrierOp {
+    /// `init`: a barrier expecting `count` arrivals a phase, in its phase 0.
+    Init { count: Src },
+    /// `arrive` (`drop`: `arrive_drop`, which also leaves every later phase): `count`
+    /// arrivals, the state before them into `d` (a token of the phase arrived at).
+    Arrive { d: Option<Reg>, count: Src, drop: bool },
+    /// `test_wait`/`try_wait`: whether the phase `token` names (`.parity`: the phase of that
+    /// parity) is complete, into the predicate `d`.
+    Wait { d: Reg, token: Src, parity: bool },
+    /// `inval`: the object is no longer a barrier.
+    Inval,
 }
 
 /// A direct call, linked: where the callee's code starts in the kernel's body, what its frame

@@ -512,6 +512,13 @@ fn reference(l: &Line, x: &[u32], got: &[u32], vars: &[Vec<u8>], warp: impl Fn(u
             o.extend(words(mad));
             o
         }),
+        "mbarrier_phases" => (0..x.len())
+            .map(|g| {
+                let (b, t) = (g / 128 * 128, g % 128);
+                let v = |t: usize| x[b + (t + 37) % 128];
+                v(t).wrapping_add(v((t + 64) % 128) ^ (((t + 64) % 128) as u32).wrapping_mul(0x9e37_79b9))
+            })
+            .collect(),
         "double_math" => {
             double_math(x, got);
             return None;

@@ -5,6 +5,8 @@
 
 mod common;
 
+use common::{kernel as body_kernel, words};
+
 use peerpool_ptx::{Fault, Launch, LoadError, Memory, Module, Shape, Space, Thread, Trap, TrapKind, load, run};
 
 /// The shared byte regions ([`common::Ram`]), with every global access logged.
@@ -236,4 +238,38 @@ fn an_async_copys_cache_policy_is_not_its_source_size() {
          ld.shared.u32 %r1, [s+12];\nst.global.u32 [%rd1], %r1;\nret;",
     );
     assert_eq!(one_thread(&module, &[1, 2, 3, 4])[0], 4, "the fourth word came too");
+}
+
+#[test]
+fn an_mbarrier_wait_yields_to_the_threads_it_waits_for_and_misuse_is_refused_or_trapped() {
+    let decl = ".shared .align 8 .b64 bar;\nmov.u32 %r1, bar;\n";
+    // Two warps: the first waits for the second's arrivals, the token's phase and by parity.
+    let wait = "setp.eq.u32 %p2, %r0, 0;\n@%p2 mbarrier.init.shared.b64 [%r1], 64;\nbar.sync 0;\n\
+        mbarrier.arrive.shared.b64 %rd1, [%r1];\nW:\nmbarrier.try_wait.shared.b64 %p1, [%r1], %rd1;\n@!%p1 bra W;\n\
+        mbarrier.test_wait.parity.shared::cta.b64 %p3, [%r1], 0;\nmbarrier.test_wait.parity.shared::cta.b64 %p4, [%r1], 1;\n\
+        selp.u32 %r2, 1, 0, %p3;\nselp.u32 %r3, 2, 0, %p4;\nadd.u32 %r2, %r2, %r3;\nst.global.u32 [%rd0], %r2;\nret;";
+    assert_eq!(words(&body_kernel(&format!("{decl}{wait}")), 64).unwrap(), [1; 64], "phase 0 done, phase 1 not");
+    // A phase that can never complete: the wait loops until the budget ends the launch.
+    let never = "mbarrier.init.shared.b64 [%r1], 2;\nmbarrier.arrive.shared.b64 %rd1, [%r1];\n\
+        W:\nmbarrier.try_wait.shared.b64 %p1, [%r1], %rd1;\n@!%p1 bra W;\nret;";
+    assert_eq!(words(&body_kernel(&format!("{decl}{never}")), 1).unwrap_err().kind, TrapKind::TooLong);
+    // An arrival at an object that is not a barrier, or at global memory: an illegal access.
+    let trap = words(&body_kernel(&format!("{decl}mbarrier.arrive.shared.b64 %rd1, [%r1];\nret;")), 1).unwrap_err();
+    assert_eq!((trap.kind, trap.line, trap.addr), (TrapKind::Fault(Fault::Illegal), 14, 0));
+    let global = body_kernel("mbarrier.init.b64 [%rd0], 1;\nret;");
+    assert_eq!(words(&global, 1).unwrap_err().kind, TrapKind::Fault(Fault::Illegal));
+    // Transaction counts, a cluster's barriers and pending counts are refused at load.
+    for (form, what) in [
+        ("mbarrier.arrive.expect_tx.shared::cta.b64 %rd1, [%r1], 16;", ".expect_tx"),
+        ("mbarrier.arrive.shared::cluster.b64 _, [%r1];", ".shared::cluster"),
+        ("mbarrier.pending_count.b64 %r2, %rd1;", ".pending_count"),
+    ] {
+        let text = format!(
+            ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k()\n{{\n.reg .b32 %r<4>;\n.reg .b64 %rd<4>;\n{form}\nret;\n}}\n"
+        );
+        match load(&text) {
+            Err(LoadError::Unsupported { line: 8, what: w }) => assert!(w.contains(what), "{w}"),
+            other => panic!("{form}: {other:?}"),
+        }
+    }
 }

@@ -41,7 +41,7 @@ pub(super) fn run(
     let mut waiting: [Vec<usize>; 16] = Default::default();
     loop {
         waiting.iter_mut().for_each(Vec::clear);
-        let (mut live, mut in_warp, mut barriers) = (0u32, false, 0u16);
+        let (mut live, mut in_warp, mut barriers, mut yielded) = (0u32, false, 0u16, false);
         for lanes in threads.chunks_mut(32) {
             if lanes.iter().any(|t| t.state == State::Running) {
                 ran += schedule::run(kernel, code, lanes, &mut shared, budget)?;
@@ -55,6 +55,11 @@ pub(super) fn run(
                     barriers |= 1 << id;
                     waiting[id as usize].push(i);
                 }
+                // It runs again now that the rest of the block has run.
+                State::Yield => {
+                    t.state = State::Running;
+                    yielded = true;
+                }
                 State::Running => {}
             }
             live += 1;
@@ -63,8 +68,9 @@ pub(super) fn run(
             return Ok(ran);
         }
         // Every live thread waits: complete the warp meetings and release each barrier whose
-        // count is met.
-        let mut released = in_warp && warp::release(kernel, threads, &shared)?;
+        // count is met. A thread that yielded goes on anyway: its wait is a loop of its own,
+        // which the budget bounds.
+        let mut released = (in_warp && warp::release(kernel, threads, &shared)?) || yielded;
         for id in (0..16).filter(|id| barriers & 1 << id != 0) {
             let waiting = &waiting[id];
             let State::Waiting { count, .. } = threads[waiting[0]].state else { continue };

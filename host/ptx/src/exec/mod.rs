@@ -14,6 +14,7 @@ mod fast;
 mod float;
 mod fp8;
 mod half;
+mod mbarrier;
 mod printf;
 mod pure;
 mod round;

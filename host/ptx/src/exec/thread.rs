@@ -4,8 +4,8 @@
 use super::access::Access;
 use super::fast::Code;
 use super::{Fault, LOCAL_WINDOW, Launch, Memory, Output, SHARED_WINDOW, Thread, Trap, TrapKind};
-use super::{arith, fp8, half, printf};
-use crate::ir::{Address, BarRedOp, Call, Function, Op, Place, Reg, Space, Special, Src, Ty};
+use super::{arith, fp8, half, mbarrier, printf};
+use crate::ir::{Address, BarRedOp, Call, Function, MBarrierOp, Op, Place, Reg, Space, Special, Src, Ty};
 
 /// Where a thread is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -18,6 +18,9 @@ pub(super) enum State {
     },
     /// Stopped at a warp-synchronous instruction (`pc` names it) until its lanes meet.
     Warp,
+    /// Waiting for other threads to move (at an `mbarrier` phase that is not complete): it runs
+    /// on once the rest of its block has run.
+    Yield,
     /// Done: `ret`, `exit`, or the end of the program.
     Exited,
 }
@@ -347,12 +350,55 @@ impl ThreadState {
                 };
                 self.set(*d, r as u64);
             }
+            Op::MBarrier { space, at, op } => self.mbarrier(*space, at, *op, line, sh)?,
             Op::Fence => {}
             Op::Call(call) => self.call(call, line)?,
             Op::Ret => self.ret(kernel, line)?,
             Op::Exit => self.state = State::Exited,
         }
         Ok(())
+    }
+
+    /// An `mbarrier` operation; a wait for a phase that is not complete yields to the block.
+    fn mbarrier(
+        &mut self,
+        space: Space,
+        at: &Address,
+        op: MBarrierOp,
+        line: u32,
+        sh: &mut Shared<'_, '_>,
+    ) -> Result<(), Trap> {
+        let addr = self.address(at, sh);
+        let illegal = self.trap(TrapKind::Fault(Fault::Illegal), line, addr);
+        // The object lies in shared memory, however it is addressed.
+        let space = match space {
+            Space::Shared => Space::Shared,
+            _ if (SHARED_WINDOW..LOCAL_WINDOW).contains(&addr) => Space::Generic,
+            _ => return Err(illegal),
+        };
+        let mut word = [0u8; 8];
+        self.access(sh).read(space, addr, &mut word, line)?;
+        let word = u64::from_le_bytes(word);
+        let next = match op {
+            MBarrierOp::Init { count } => mbarrier::init(self.value(count, sh)),
+            MBarrierOp::Arrive { d, count, drop } => {
+                let (next, token) = mbarrier::arrive(word, self.value(count, sh), drop).ok_or(illegal)?;
+                if let Some(d) = d {
+                    self.set(d, token);
+                }
+                Some(next)
+            }
+            MBarrierOp::Wait { d, token, parity } => {
+                let done = mbarrier::complete(word, self.value(token, sh), parity).ok_or(illegal)?;
+                self.set(d, done as u64);
+                if !done {
+                    self.state = State::Yield;
+                }
+                return Ok(());
+            }
+            MBarrierOp::Inval => Some(0),
+        };
+        self.access(sh).write(space, addr, &next.ok_or(illegal)?.to_le_bytes(), line)
     }
 
     /// Opens the callee's frame: its registers and local memory after the caller's, its

@@ -5,6 +5,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp8.h>
 #include <cuda_pipeline.h>
+#include <cuda/barrier>
 #include <cooperative_groups.h>
 #include <cooperative_groups/memcpy_async.h>
 #include <cooperative_groups/reduce.h>
@@ -742,4 +743,35 @@ KERNEL double_math(ARGS) {
     o[3] = exp(x * 0x1p-27);
     o[4] = log(fabs(x));
     o[5] = tanh(x * 0x1p-30);
+}
+
+// ---- mbarrier: cuda::barrier's phases (arrive and wait, a token's wait) across the block's
+// four warps, and a raw barrier that half the block arrives at while every thread waits on its
+// phase 0 by parity (a thread that waits yields to the threads it waits for)
+#pragma nv_diag_suppress static_var_with_dynamic_init
+__device__ __forceinline__ u32 smem(const void *p) { return (u32)__cvta_generic_to_shared(p); }
+KERNEL mbarrier_phases(ARGS) {
+    __shared__ cuda::barrier<cuda::thread_scope_block> bar;
+    __shared__ u64 raw;
+    __shared__ u32 s[128];
+    u32 t = threadIdx.x;
+    if (t == 0) {
+        init(&bar, blockDim.x);
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem(&raw)), "r"(blockDim.x / 2));
+    }
+    __syncthreads();
+    s[t] = in[gid()];
+    bar.arrive_and_wait();
+    u32 v = s[(t + 37) % blockDim.x];
+    bar.arrive_and_wait();
+    s[t] = v ^ (t * 0x9e3779b9u);
+    auto token = bar.arrive();
+    bar.wait(std::move(token));
+    u32 w = s[(t + 64) % blockDim.x];
+    if (t & 1) asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem(&raw)));
+    u32 done = 0;
+    while (!done)
+        asm volatile("{\n\t.reg .pred p;\n\tmbarrier.test_wait.parity.shared::cta.b64 p, [%1], 0;\n\t"
+                     "selp.b32 %0, 1, 0, p;\n\t}" : "=r"(done) : "r"(smem(&raw)));
+    out[gid()] = v + w;
 }
