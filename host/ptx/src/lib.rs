@@ -6,9 +6,10 @@
 //! block's warps in turn. A warp's lanes that stand at the same instruction run it together;
 //! lanes that part at a branch each go their own way, those at the lowest instruction first,
 //! and meet again where their paths join. A warp runs until each lane exits or waits at a
-//! barrier or a warp-synchronous instruction. Nothing else interleaves threads, so a thread that
-//! spins on a value another thread writes later (a lock, an `mbarrier`) runs until the
-//! instruction budget stops the launch. Every access
+//! barrier or a warp-synchronous instruction, and a lane whose `mbarrier` wait finds its phase
+//! not complete yields to the rest of its block. Nothing else interleaves threads, so a thread
+//! that spins on a value another thread writes later (a lock) runs until the instruction budget
+//! stops the launch. Every access
 //! to global or constant memory, and every generic access outside the block's shared and the
 //! thread's local memory, goes to the caller's [`Memory`] with the thread that makes it: the
 //! executor knows nothing of devices, pools or topologies.
@@ -79,8 +80,16 @@
 //! times what thread-by-thread runs gave there, side by side
 //! (`docs/hardware/2026-12-02-executor-warps`).
 //!
-//! Not yet: textures, surfaces, tensor-core instructions (`mma`, `ldmatrix`), `mbarrier`,
-//! indirect branches and calls; each is refused at load with its line.
+//! `mbarrier` objects in a block's shared memory (`init`, `arrive`, `arrive_drop`, `test_wait`
+//! and `try_wait` with or without `.parity`, `inval`), as `cuda::barrier` uses them: a wait for
+//! a phase that is not complete yields, so warps that produce and warps that consume meet. An
+//! operation on an object that is not a barrier, more arrivals than are pending, or a barrier
+//! outside shared memory is an illegal access ([`Fault::Illegal`]).
+//!
+//! Not yet: textures, surfaces, tensor-core instructions (`mma`, `ldmatrix`), `mbarrier`'s
+//! transaction counts (`expect_tx`, `complete_tx`, and the bulk copies that use them), a
+//! cluster's barriers, `mbarrier.pending_count`, indirect branches and calls; each is refused at
+//! load with its line.
 
 mod decode;
 mod exec;
