@@ -599,6 +599,17 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
         "membar" | "fence" => Op::Fence,
         "cp" if mods.has("async") => match mods.words.get(1).map(String::as_str) {
             Some("commit_group" | "wait_group" | "wait_all") => Op::Fence,
+            // The thread's copies arrive at a barrier once done, and here they are done when
+            // issued: at once. Without `.noinc` the barrier's pending count first grows by the
+            // arrival it then gets, which changes nothing.
+            Some("mbarrier") if mods.words.get(2).is_some_and(|w| w == "arrive") => {
+                mods.only(&["async", "mbarrier", "arrive", "noinc", "shared", "shared::cta"]).map_err(unsupported)?;
+                let op = MBarrierOp::Arrive { d: None, count: Src::Imm(1), drop: false };
+                match mods.has("noinc") {
+                    true => Op::MBarrier { space: mods.space(), at: d.addr(0)?, op },
+                    false => Op::Fence,
+                }
+            }
             Some("shared" | "shared::cta") if mods.words.get(2).is_some_and(|w| w == "global") => {
                 mods.only(&["async", "shared", "shared::cta", "global"]).map_err(unsupported)?;
                 let size = match ops.get(2) {

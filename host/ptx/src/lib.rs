@@ -81,8 +81,9 @@
 //! (`docs/hardware/2026-12-02-executor-warps`).
 //!
 //! `mbarrier` objects in a block's shared memory (`init`, `arrive`, `arrive_drop`, `test_wait`
-//! and `try_wait` with or without `.parity`, `inval`), as `cuda::barrier` uses them: a wait for
-//! a phase that is not complete yields, so warps that produce and warps that consume meet. An
+//! and `try_wait` with or without `.parity`, `inval`, and `cp.async.mbarrier.arrive`, whose
+//! copies are done when issued), as `cuda::barrier` and `cuda::memcpy_async` use them: a wait
+//! for a phase that is not complete yields, so warps that produce and warps that consume meet. An
 //! operation on an object that is not a barrier, more arrivals than are pending, or a barrier
 //! outside shared memory is an illegal access ([`Fault::Illegal`]).
 //!

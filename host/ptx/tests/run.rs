@@ -249,6 +249,12 @@ fn an_mbarrier_wait_yields_to_the_threads_it_waits_for_and_misuse_is_refused_or_
         mbarrier.test_wait.parity.shared::cta.b64 %p3, [%r1], 0;\nmbarrier.test_wait.parity.shared::cta.b64 %p4, [%r1], 1;\n\
         selp.u32 %r2, 1, 0, %p3;\nselp.u32 %r3, 2, 0, %p4;\nadd.u32 %r2, %r2, %r3;\nst.global.u32 [%rd0], %r2;\nret;";
     assert_eq!(words(&body_kernel(&format!("{decl}{wait}")), 64).unwrap(), [1; 64], "phase 0 done, phase 1 not");
+    // A thread's copies arrive at once: with `.noinc` as one of the phase's arrivals, without
+    // it as none.
+    let copies = "mbarrier.init.shared.b64 [%r1], 2;\ncp.async.mbarrier.arrive.noinc.shared.b64 [%r1];\n\
+        cp.async.mbarrier.arrive.shared.b64 [%r1];\nmbarrier.arrive.shared.b64 %rd1, [%r1];\n\
+        mbarrier.test_wait.shared.b64 %p1, [%r1], %rd1;\nselp.u32 %r2, 1, 0, %p1;\nst.global.u32 [%rd0], %r2;\nret;";
+    assert_eq!(words(&body_kernel(&format!("{decl}{copies}")), 1).unwrap(), [1]);
     // A phase that can never complete: the wait loops until the budget ends the launch.
     let never = "mbarrier.init.shared.b64 [%r1], 2;\nmbarrier.arrive.shared.b64 %rd1, [%r1];\n\
         W:\nmbarrier.try_wait.shared.b64 %p1, [%r1], %rd1;\n@!%p1 bra W;\nret;";

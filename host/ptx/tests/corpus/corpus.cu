@@ -775,3 +775,15 @@ KERNEL mbarrier_phases(ARGS) {
                      "selp.b32 %0, 1, 0, p;\n\t}" : "=r"(done) : "r"(smem(&raw)));
     out[gid()] = v + w;
 }
+// cuda::memcpy_async into shared memory, its completion tracked by a cuda::barrier
+// (cp.async, then cp.async.mbarrier.arrive)
+KERNEL memcpy_async_barrier(ARGS) {
+    __shared__ cuda::barrier<cuda::thread_scope_block> bar;
+    __shared__ alignas(16) u32 s[256];
+    auto block = cooperative_groups::this_thread_block();
+    if (block.thread_rank() == 0) init(&bar, block.size());
+    block.sync();
+    cuda::memcpy_async(block, s, in + blockIdx.x * 256, sizeof(u32) * 256, bar);
+    bar.arrive_and_wait();
+    out[gid()] = s[(threadIdx.x + 5) % 256] * 7 + threadIdx.x;
+}
