@@ -604,12 +604,13 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
             // arrival it then gets, which changes nothing.
             Some("mbarrier") if mods.words.get(2).is_some_and(|w| w == "arrive") => {
                 mods.only(&["async", "mbarrier", "arrive", "noinc", "shared", "shared::cta"]).map_err(unsupported)?;
-                let op = MBarrierOp::Arrive { d: None, count: Src::Imm(1), drop: false };
+                let op = MBarrierOp::Arrive { d: None, count: Src::Imm(1), drop: false, tx: None };
                 match mods.has("noinc") {
                     true => Op::MBarrier { space: mods.space(), at: d.addr(0)?, op },
                     false => Op::Fence,
                 }
             }
+            Some("bulk") => bulk(opcode, &mods, &ops, &d, &unsupported)?,
             Some("shared" | "shared::cta") if mods.words.get(2).is_some_and(|w| w == "global") => {
                 mods.only(&["async", "shared", "shared::cta", "global"]).map_err(unsupported)?;
                 let size = match ops.get(2) {
@@ -688,16 +689,28 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
     Ok(decoded)
 }
 
-/// `mbarrier` on a barrier of the block's shared memory: `init`, `arrive`, `arrive_drop`,
-/// `test_wait` and `try_wait` (with `.parity`), `inval`. A cluster's barriers, transaction
-/// counts (`expect_tx`, `complete_tx`) and `pending_count` are not simulated.
+/// `mbarrier` on a barrier of the block's shared memory: `init`, `arrive`, `arrive_drop`
+/// (`.expect_tx` too), `expect_tx`, `complete_tx`, `test_wait` and `try_wait` (with
+/// `.parity`), `inval`. A cluster's barriers and `pending_count` are not simulated.
 fn mbarrier(
     mods: &Mods,
     ops: &[Operand],
     d: &Decoder<'_>,
     unsupported: &dyn Fn(String) -> LoadError,
 ) -> Result<Op, LoadError> {
-    let known = ["init", "arrive", "arrive_drop", "test_wait", "try_wait", "parity", "inval", "shared", "shared::cta"];
+    let known = [
+        "init",
+        "arrive",
+        "arrive_drop",
+        "expect_tx",
+        "complete_tx",
+        "test_wait",
+        "try_wait",
+        "parity",
+        "inval",
+        "shared",
+        "shared::cta",
+    ];
     mods.only(&known).map_err(unsupported)?;
     if mods.ty() != Some(Ty::B64) {
         return Err(unsupported("a type other than .b64".into()));
@@ -710,8 +723,16 @@ fn mbarrier(
                 Some(Operand::Sink) => None,
                 _ => Some(d.reg(0)?),
             };
-            let count = if ops.len() == 3 { d.src(2, Ty::U32)? } else { Src::Imm(1) };
-            (d.addr(1)?, MBarrierOp::Arrive { d: state, count, drop: kind == "arrive_drop" })
+            // The third operand: a count of arrivals, or with `.expect_tx` the bytes expected.
+            let third = if ops.len() == 3 { Some(d.src(2, Ty::U32)?) } else { None };
+            let (count, tx) = match mods.has("expect_tx") {
+                true => (Src::Imm(1), Some(third.ok_or_else(|| unsupported("no transaction count".into()))?)),
+                false => (third.unwrap_or(Src::Imm(1)), None),
+            };
+            (d.addr(1)?, MBarrierOp::Arrive { d: state, count, drop: kind == "arrive_drop", tx })
+        }
+        Some(kind @ ("expect_tx" | "complete_tx")) if ops.len() == 2 => {
+            (d.addr(0)?, MBarrierOp::Transact { bytes: d.src(1, Ty::U32)?, complete: kind == "complete_tx" })
         }
         // `try_wait`'s fourth operand is a hint of how long to suspend, which nothing here does.
         Some("test_wait" | "try_wait") if matches!(ops.len(), 3 | 4) => {
@@ -723,6 +744,32 @@ fn mbarrier(
         _ => return Err(unsupported("this form".into())),
     };
     Ok(Op::MBarrier { space, at, op })
+}
+
+/// `cp.async.bulk` without tensor maps: from global memory to the block's shared memory,
+/// completing bytes of a barrier's transaction count, or from shared memory to global (a bulk
+/// group, whose commits and waits are fences here, the copies done when issued). A cluster of
+/// one block is all there is, so its shared memory is the block's.
+fn bulk(
+    opcode: &str,
+    mods: &Mods,
+    ops: &[Operand],
+    d: &Decoder<'_>,
+    unsupported: &dyn Fn(String) -> LoadError,
+) -> Result<Op, LoadError> {
+    // With `.L2::cache_hint` the last operand is a cache policy, which changes nothing.
+    let operands = ops.len() - opcode.split('.').any(|m| m == "L2::cache_hint") as usize;
+    let words: Vec<&str> = mods.words.iter().map(String::as_str).collect();
+    Ok(match words[2..] {
+        ["commit_group"] | ["wait_group"] | ["wait_group", "read"] | ["prefetch", "L2", "global"] => Op::Fence,
+        ["shared::cluster" | "shared::cta", "global", "mbarrier::complete_tx::bytes"] if operands == 4 => {
+            Op::CopyBulk { dst: d.addr(0)?, src: d.addr(1)?, size: d.src(2, Ty::U32)?, barrier: Some(d.addr(3)?) }
+        }
+        ["global", "shared::cta", "bulk_group"] if operands == 3 => {
+            Op::CopyBulk { dst: d.addr(0)?, src: d.addr(1)?, size: d.src(2, Ty::U32)?, barrier: None }
+        }
+        _ => return Err(unsupported("this form".into())),
+    })
 }
 
 fn rounding(i: usize) -> Round {

@@ -551,6 +551,15 @@ pub enum Op {
         d: Reg,
         a: Src,
     },
+    /// `cp.async.bulk`: `size` bytes (a multiple of 16, both addresses 16-aligned) copied at
+    /// once from global memory to the block's shared memory, completing as many transaction
+    /// bytes of the barrier at `barrier`; or (`barrier` `None`) from shared memory to global.
+    CopyBulk {
+        dst: Address,
+        src: Address,
+        size: Src,
+        barrier: Option<Address>,
+    },
     /// An `mbarrier` operation on the 8-byte barrier object at `at` of `space` (shared, or a
     /// generic address in shared memory).
     MBarrier {
@@ -566,8 +575,12 @@ pub enum MBarrierOp {
     /// `init`: a barrier expecting `count` arrivals a phase, in its phase 0.
     Init { count: Src },
     /// `arrive` (`drop`: `arrive_drop`, which also leaves every later phase): `count`
-    /// arrivals, the state before them into `d` (a token of the phase arrived at).
-    Arrive { d: Option<Reg>, count: Src, drop: bool },
+    /// arrivals, the state before them into `d` (a token of the phase arrived at);
+    /// `arrive.expect_tx` expects `tx` bytes first.
+    Arrive { d: Option<Reg>, count: Src, drop: bool, tx: Option<Src> },
+    /// `expect_tx` (`complete`: `complete_tx`): the phase's transaction count grows (shrinks)
+    /// by `bytes`.
+    Transact { bytes: Src, complete: bool },
     /// `test_wait`/`try_wait`: whether the phase `token` names (`.parity`: the phase of that
     /// parity) is complete, into the predicate `d`.
     Wait { d: Reg, token: Src, parity: bool },

@@ -81,14 +81,17 @@
 //! (`docs/hardware/2026-12-02-executor-warps`).
 //!
 //! `mbarrier` objects in a block's shared memory (`init`, `arrive`, `arrive_drop`, `test_wait`
-//! and `try_wait` with or without `.parity`, `inval`, and `cp.async.mbarrier.arrive`, whose
-//! copies are done when issued), as `cuda::barrier` and `cuda::memcpy_async` use them: a wait
-//! for a phase that is not complete yields, so warps that produce and warps that consume meet. An
-//! operation on an object that is not a barrier, more arrivals than are pending, or a barrier
-//! outside shared memory is an illegal access ([`Fault::Illegal`]).
+//! and `try_wait` with or without `.parity`, `inval`; transaction counts: `expect_tx`,
+//! `complete_tx`, `arrive.expect_tx`), as `cuda::barrier` and `cuda::memcpy_async` use them,
+//! with the copies that arrive at them: `cp.async.mbarrier.arrive`, and `cp.async.bulk` of
+//! global memory into shared memory, which completes its bytes (sm_90's bulk copies without a
+//! tensor map; also from shared memory back to global, in bulk groups). Copies are done when
+//! issued. A wait for a phase that is not complete yields, so warps that produce and warps that
+//! consume meet. An operation on an object that is not a barrier, more arrivals than are
+//! pending, or a barrier outside shared memory is an illegal access ([`Fault::Illegal`]).
 //!
-//! Not yet: textures, surfaces, tensor-core instructions (`mma`, `ldmatrix`), `mbarrier`'s
-//! transaction counts (`expect_tx`, `complete_tx`, and the bulk copies that use them), a
+//! Not yet: textures, surfaces, tensor-core instructions (`mma`, `ldmatrix`), bulk copies
+//! through tensor maps (`cp.async.bulk.tensor`) or to a cluster (`.multicast::cluster`), a
 //! cluster's barriers, `mbarrier.pending_count`, indirect branches and calls; each is refused at
 //! load with its line.
 

@@ -519,7 +519,7 @@ fn reference(l: &Line, x: &[u32], got: &[u32], vars: &[Vec<u8>], warp: impl Fn(u
                 v(t).wrapping_add(v((t + 64) % 128) ^ (((t + 64) % 128) as u32).wrapping_mul(0x9e37_79b9))
             })
             .collect(),
-        "memcpy_async_barrier" => (0..x.len())
+        "memcpy_async_barrier" | "bulk_copy" => (0..x.len())
             .map(|g| {
                 let (b, t) = (g / 256 * 256, g % 256);
                 x[b + (t + 5) % 256].wrapping_mul(7).wrapping_add(t as u32)

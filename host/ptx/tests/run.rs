@@ -241,7 +241,7 @@ fn an_async_copys_cache_policy_is_not_its_source_size() {
 }
 
 #[test]
-fn an_mbarrier_wait_yields_to_the_threads_it_waits_for_and_misuse_is_refused_or_trapped() {
+fn mbarrier_waits_yield_bulk_copies_complete_transactions_and_misuse_is_refused_or_trapped() {
     let decl = ".shared .align 8 .b64 bar;\nmov.u32 %r1, bar;\n";
     // Two warps: the first waits for the second's arrivals, the token's phase and by parity.
     let wait = "setp.eq.u32 %p2, %r0, 0;\n@%p2 mbarrier.init.shared.b64 [%r1], 64;\nbar.sync 0;\n\
@@ -255,6 +255,18 @@ fn an_mbarrier_wait_yields_to_the_threads_it_waits_for_and_misuse_is_refused_or_
         cp.async.mbarrier.arrive.shared.b64 [%r1];\nmbarrier.arrive.shared.b64 %rd1, [%r1];\n\
         mbarrier.test_wait.shared.b64 %p1, [%r1], %rd1;\nselp.u32 %r2, 1, 0, %p1;\nst.global.u32 [%rd0], %r2;\nret;";
     assert_eq!(words(&body_kernel(&format!("{decl}{copies}")), 1).unwrap(), [1]);
+    // A bulk copy's bytes complete the phase that expects them; a size not a multiple of 16
+    // is misaligned.
+    let bulk = "setp.ne.u32 %p3, %r0, 0;\n@%p3 ret;\nmbarrier.init.shared.b64 [%r1], 1;\nmbarrier.arrive.expect_tx.shared::cta.b64 %rd1, [%r1], 16;\n\
+        mbarrier.test_wait.shared.b64 %p1, [%r1], %rd1;\nmov.u32 %r4, bar;\nadd.u32 %r4, %r4, 16;\n\
+        cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%r4], [%rd0], 16, [%r1];\n\
+        mbarrier.test_wait.shared.b64 %p2, [%r1], %rd1;\nselp.u32 %r2, 1, 0, %p1;\nselp.u32 %r3, 2, 0, %p2;\n\
+        add.u32 %r2, %r2, %r3;\nst.global.u32 [%rd0], %r2;\nret;";
+    let room = ".shared .align 16 .b8 bar[32];\nmov.u32 %r1, bar;\n";
+    // Four threads: the copy reads the first's 16 bytes of output.
+    assert_eq!(words(&body_kernel(&format!("{room}{bulk}")), 4).unwrap(), [2, 0, 0, 0], "done only once copied");
+    let odd = body_kernel(&format!("{room}cp.async.bulk.global.shared::cta.bulk_group [%rd0], [%r1], 24;\nret;"));
+    assert_eq!(words(&odd, 1).unwrap_err().kind, TrapKind::Fault(Fault::Misaligned));
     // A phase that can never complete: the wait loops until the budget ends the launch.
     let never = "mbarrier.init.shared.b64 [%r1], 2;\nmbarrier.arrive.shared.b64 %rd1, [%r1];\n\
         W:\nmbarrier.try_wait.shared.b64 %p1, [%r1], %rd1;\n@!%p1 bra W;\nret;";
@@ -266,7 +278,11 @@ fn an_mbarrier_wait_yields_to_the_threads_it_waits_for_and_misuse_is_refused_or_
     assert_eq!(words(&global, 1).unwrap_err().kind, TrapKind::Fault(Fault::Illegal));
     // Transaction counts, a cluster's barriers and pending counts are refused at load.
     for (form, what) in [
-        ("mbarrier.arrive.expect_tx.shared::cta.b64 %rd1, [%r1], 16;", ".expect_tx"),
+        ("mbarrier.arrive.expect_tx.shared::cluster.b64 %rd1, [%r1], 16;", ".shared::cluster"),
+        (
+            "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%r1], [%rd1], 16, [%r2], 3;",
+            "this form",
+        ),
         ("mbarrier.arrive.shared::cluster.b64 _, [%r1];", ".shared::cluster"),
         ("mbarrier.pending_count.b64 %r2, %rd1;", ".pending_count"),
     ] {

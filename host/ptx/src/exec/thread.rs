@@ -351,6 +351,27 @@ impl ThreadState {
                 self.set(*d, r as u64);
             }
             Op::MBarrier { space, at, op } => self.mbarrier(*space, at, *op, line, sh)?,
+            Op::CopyBulk { dst, src, size, barrier } => {
+                let (to, from, size) = (self.address(dst, sh), self.address(src, sh), self.value(*size, sh) as u32);
+                if size % 16 != 0 {
+                    return Err(self.trap(TrapKind::Fault(Fault::Misaligned), line, to));
+                }
+                // To shared memory with a barrier to complete, else to global memory.
+                let (read, write) = match barrier {
+                    Some(_) => (Space::Global, Space::Shared),
+                    None => (Space::Shared, Space::Global),
+                };
+                // 16 bytes at a time: each access is checked, and aligned to 16 as the copy must be.
+                let mut chunk = [0u8; 16];
+                for at in (0..size as u64).step_by(16) {
+                    self.access(sh).read(read, from.wrapping_add(at), &mut chunk, line)?;
+                    self.access(sh).write(write, to.wrapping_add(at), &chunk, line)?;
+                }
+                if let Some(b) = barrier {
+                    let op = MBarrierOp::Transact { bytes: Src::Imm(size as u64), complete: true };
+                    self.mbarrier(Space::Shared, b, op, line, sh)?;
+                }
+            }
             Op::Fence => {}
             Op::Call(call) => self.call(call, line)?,
             Op::Ret => self.ret(kernel, line)?,
@@ -381,7 +402,15 @@ impl ThreadState {
         let word = u64::from_le_bytes(word);
         let next = match op {
             MBarrierOp::Init { count } => mbarrier::init(self.value(count, sh)),
-            MBarrierOp::Arrive { d, count, drop } => {
+            MBarrierOp::Transact { bytes, complete } => {
+                let bytes = self.value(bytes, sh) as u32 as i64;
+                mbarrier::transact(word, if complete { -bytes } else { bytes })
+            }
+            MBarrierOp::Arrive { d, count, drop, tx } => {
+                let word = match tx {
+                    Some(tx) => mbarrier::transact(word, self.value(tx, sh) as u32 as i64).ok_or(illegal)?,
+                    None => word,
+                };
                 let (next, token) = mbarrier::arrive(word, self.value(count, sh), drop).ok_or(illegal)?;
                 if let Some(d) = d {
                     self.set(d, token);

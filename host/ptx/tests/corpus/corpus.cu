@@ -6,6 +6,7 @@
 #include <cuda_fp8.h>
 #include <cuda_pipeline.h>
 #include <cuda/barrier>
+#include <cuda/ptx>
 #include <cooperative_groups.h>
 #include <cooperative_groups/memcpy_async.h>
 #include <cooperative_groups/reduce.h>
@@ -786,4 +787,27 @@ KERNEL memcpy_async_barrier(ARGS) {
     cuda::memcpy_async(block, s, in + blockIdx.x * 256, sizeof(u32) * 256, bar);
     bar.arrive_and_wait();
     out[gid()] = s[(threadIdx.x + 5) % 256] * 7 + threadIdx.x;
+}
+// Bulk copies (sm_90): cuda::memcpy_async of 16-byte-aligned words into shared memory, its
+// bytes a transaction of the barrier (cp.async.bulk, mbarrier.expect_tx), and the results back
+// to global memory by one bulk copy of a bulk group
+KERNEL bulk_copy(ARGS) {
+    __shared__ cuda::barrier<cuda::thread_scope_block> bar;
+    __shared__ alignas(128) u32 s[256];
+    u32 t = threadIdx.x;
+    if (t == 0) init(&bar, blockDim.x);
+    __syncthreads();
+    if (t == 0) cuda::memcpy_async(s, in + blockIdx.x * 256, cuda::aligned_size_t<16>(sizeof(u32) * 256), bar);
+    bar.wait(bar.arrive());
+    u32 v = s[(t + 5) % 256] * 7 + t;
+    __syncthreads();
+    s[t] = v;
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    __syncthreads();
+    if (t == 0) {
+        asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], 1024;"
+                     ::"l"(out + blockIdx.x * 256), "r"(smem(s)) : "memory");
+        asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+        asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+    }
 }
