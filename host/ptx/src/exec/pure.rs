@@ -70,8 +70,6 @@ pub(super) fn run(
 ) -> Result<Stop, Trap> {
     let Group { mask, other, .. } = group;
     let (mut at, mut n, count) = (group.pc as usize, *left, mask.count_ones() as u64);
-    // The warp's lanes that have not exited: what a warp-synchronous instruction may wait for.
-    let live = super::warp::live(warp);
     macro_rules! alu {
         ($active:expr, $d:expr, |$g:ident| $e:expr) => {
             each(warp, $active, $d, |regs, base| {
@@ -115,7 +113,7 @@ pub(super) fn run(
             }
             Fast::Warp => {
                 // A shuffle of every live lane of the warp is computed here: no lane is missing.
-                let whole = active == mask && mask == live;
+                let whole = active == mask && mask == super::warp::live(warp);
                 match whole.then(|| super::warp::exchange(&body[at], warp, mask, sh)).flatten() {
                     Some(Ok(())) => {}
                     Some(Err(trap)) => {
