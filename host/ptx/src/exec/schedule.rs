@@ -3,7 +3,8 @@
 //! their instruction, where they join it. Lanes that part at a branch thus meet again where their
 //! paths join (after an `if`, after a loop), as a GPU's do, and each instruction of a group is
 //! dispatched once for all its lanes. A warp-synchronous instruction completes once no lane of the
-//! warp can move on ([`super::warp`]).
+//! warp can move on ([`super::warp`]), but for a shuffle that every live lane reaches together,
+//! which the group's loop computes at once.
 
 use super::fast::Code;
 use super::pure::{self, Group, Stop};
