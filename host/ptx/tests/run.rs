@@ -143,6 +143,28 @@ fn barriers_that_cannot_all_be_met_are_a_deadlock_and_endless_loops_run_out() {
     assert_eq!(run(endless.kernel("k").unwrap(), &l, &mut Ram::default()).unwrap_err().kind, TrapKind::TooLong);
 }
 
+/// A producer warp fills shared memory and arrives at barrier 1 without waiting; the consumer
+/// warp waits there for both warps' 64 threads, then at barrier 2 alone (a count of 32), and
+/// copies what the producer wrote. Either warp may be the producer.
+#[test]
+fn named_barriers_count_arrivals_and_release_only_their_own_threads() {
+    for producer in ["", "!"] {
+        let module = kernel(&format!(
+            ".shared .align 4 .b8 s[128];\nld.param.u64 %rd1, [p];\nmov.u32 %r1, %tid.x;\n\
+             and.b32 %r2, %r1, 31;\nshl.b32 %r3, %r2, 2;\nmov.u32 %r4, s;\nadd.u32 %r4, %r4, %r3;\n\
+             setp.lt.u32 %p1, %r1, 32;\n@{producer}%p1 bra C;\nadd.u32 %r5, %r2, 1;\n\
+             st.shared.u32 [%r4], %r5;\nbar.arrive 1, 64;\nret;\nC:\nbar.sync 1, 64;\nbar.sync 2, 32;\n\
+             ld.shared.u32 %r5, [%r4];\ncvt.u64.u32 %rd2, %r3;\nadd.s64 %rd2, %rd1, %rd2;\n\
+             st.global.u32 [%rd2], %r5;\nret;"
+        ));
+        let mut ram = Ram::default();
+        let data = ram.add(0x1000, vec![0; 128]);
+        let params = data.to_le_bytes();
+        run(module.kernel("k").unwrap(), &launch(1, 64, &params, &[]), &mut ram).unwrap();
+        assert_eq!(ram.words(data), (1..=32).collect::<Vec<u32>>(), "producer {producer}%p1");
+    }
+}
+
 #[test]
 fn what_is_not_implemented_is_refused_at_load_with_its_line() {
     let text = ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k()\n{\n.reg .b32 %r<4>;\nldmatrix.sync.aligned.m8n8.x1.shared.b16 {%r1}, [%r2];\nret;\n}\n";

@@ -105,9 +105,7 @@ impl Access<'_, '_, '_> {
         }
         let mut old = 0u64;
         let mut update = |bytes: &mut [u8]| {
-            let mut buf = [0u8; 8];
-            buf[..size].copy_from_slice(bytes);
-            old = u64::from_le_bytes(buf);
+            old = super::word(bytes);
             let new = arith::atomic(op, ty, old, b, c).to_le_bytes();
             bytes.copy_from_slice(&new[..size]);
         };

@@ -37,23 +37,27 @@ pub(super) fn run(
     let size = kernel.shared_bytes as usize + launch.shape.shared as usize;
     let mut shared = Shared { launch, memory, bytes: vec![0; size], clock: 0, arrived: [0; 16] };
     let mut ran = 0;
-    // The threads that wait at each barrier, in order.
-    let mut waiting: [Vec<usize>; 16] = Default::default();
     loop {
-        waiting.iter_mut().for_each(Vec::clear);
-        let (mut live, mut in_warp, mut barriers, mut yielded) = (0u32, false, 0u16, false);
         for lanes in threads.chunks_mut(32) {
             if lanes.iter().any(|t| t.state == State::Running) {
                 ran += schedule::run(kernel, code, lanes, &mut shared, budget)?;
             }
         }
-        for (i, t) in threads.iter_mut().enumerate() {
+        // One pass over the block: who lives, and who waits at which barrier. A barrier's
+        // count is its first waiter's (in thread order).
+        let (mut live, mut in_warp, mut yielded) = (0u32, false, false);
+        let (mut barriers, mut reds, mut waiting, mut needed) = (0u16, 0u16, [0u32; 16], [0u32; 16]);
+        for t in threads.iter_mut() {
             match t.state {
                 State::Exited => continue,
                 State::Warp => in_warp = true,
-                State::Waiting { id, .. } => {
-                    barriers |= 1 << id;
-                    waiting[id as usize].push(i);
+                State::Waiting { id, count } => {
+                    let bit = 1 << id;
+                    if barriers & bit == 0 {
+                        (barriers, needed[id as usize]) = (barriers | bit, count);
+                    }
+                    waiting[id as usize] += 1;
+                    reds |= if t.red.is_some() { bit } else { 0 };
                 }
                 // It runs again now that the rest of the block has run.
                 State::Yield => {
@@ -71,18 +75,24 @@ pub(super) fn run(
         // count is met. A thread that yielded goes on anyway: its wait is a loop of its own,
         // which the budget bounds.
         let mut released = (in_warp && warp::release(kernel, threads, &shared)?) || yielded;
+        let mut open = 0u16;
         for id in (0..16).filter(|id| barriers & 1 << id != 0) {
-            let waiting = &waiting[id];
-            let State::Waiting { count, .. } = threads[waiting[0]].state else { continue };
-            let needed = if count == 0 { live } else { count };
-            if waiting.len() as u32 + shared.arrived[id] >= needed {
-                reduce(threads, waiting);
-                for &i in waiting {
-                    threads[i].state = State::Running;
-                }
+            let need = if needed[id] == 0 { live } else { needed[id] };
+            if waiting[id] + shared.arrived[id] >= need {
+                open |= 1 << id;
                 shared.arrived[id] = 0;
-                released = true;
             }
+        }
+        if open != 0 {
+            for id in (0..16).filter(|id| open & reds & 1 << id != 0) {
+                reduce(threads, id);
+            }
+            for t in threads.iter_mut() {
+                if matches!(t.state, State::Waiting { id, .. } if open & 1 << id != 0) {
+                    t.state = State::Running;
+                }
+            }
+            released = true;
         }
         if !released {
             if let Some(trap) = warp::mismatch(kernel, threads, &shared) {
@@ -96,9 +106,11 @@ pub(super) fn run(
     }
 }
 
-/// `bar.red`: every waiter that brought a predicate gets the reduction over all of them.
-fn reduce(threads: &mut [ThreadState], waiting: &[usize]) {
-    let preds = || waiting.iter().filter_map(|&i| threads[i].red);
+/// `bar.red` at barrier `id`: every waiter that brought a predicate gets the reduction over all
+/// of them.
+fn reduce(threads: &mut [ThreadState], id: usize) {
+    let at = |t: &ThreadState| matches!(t.state, State::Waiting { id: i, .. } if i as usize == id);
+    let preds = || threads.iter().filter(|t| at(t)).filter_map(|t| t.red);
     let Some((op, ..)) = preds().next() else { return };
     let (count, all) = preds().fold((0u64, 0u64), |(c, n), p| (c + p.2 as u64, n + 1));
     let v = match op {
@@ -106,9 +118,9 @@ fn reduce(threads: &mut [ThreadState], waiting: &[usize]) {
         BarRedOp::And => (count == all) as u64,
         BarRedOp::Or => (count > 0) as u64,
     };
-    for &i in waiting {
-        if let Some((_, d, _)) = threads[i].red.take() {
-            threads[i].set(d, v);
+    for t in threads.iter_mut().filter(|t| at(t)) {
+        if let Some((_, d, _)) = t.red.take() {
+            t.set(d, v);
         }
     }
 }

@@ -140,6 +140,18 @@ pub(crate) fn copy(to: &mut [u8], from: &[u8]) {
     }
 }
 
+/// The little-endian value of a register-wide `bytes` (1, 2, 4 or 8 of them), read at its own
+/// width: a wider read of a buffer just written narrower would stall the store's forwarding.
+#[inline(always)]
+pub(crate) fn word(bytes: &[u8]) -> u64 {
+    match bytes.len() {
+        1 => bytes[0] as u64,
+        2 => u16::from_le_bytes([bytes[0], bytes[1]]) as u64,
+        4 => u32::from_le_bytes(bytes[..4].try_into().expect("4 bytes")) as u64,
+        _ => u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes")),
+    }
+}
+
 /// The lanes of `mask`, lowest first.
 #[inline(always)]
 pub(crate) fn lanes(mask: u32) -> Lanes {

@@ -134,13 +134,13 @@ pub(super) fn run(
                 for l in lanes(active) {
                     let t = &mut warp[l];
                     let addr = get(&t.regs, t.base, base_of).wrapping_add(offset as u64);
-                    let mut buf = [0u8; 8];
+                    let (mut buf, size) = ([0u8; 8], ty.bytes());
                     let mut access = Access { local: &mut t.local, who: t.who, sh };
-                    if let Err(trap) = access.read(space, addr, &mut buf[..ty.bytes()], 0) {
+                    if let Err(trap) = access.read(space, addr, &mut buf[..size], 0) {
                         *left = n;
                         return Err(Trap { line: body[at].line, ..trap });
                     }
-                    let raw = u64::from_le_bytes(buf);
+                    let raw = super::word(&buf[..size]);
                     // A narrow signed load sign-extends into its register.
                     t.regs[t.base + d as usize] = if ty.signed() { arith::extend(ty, raw) as u64 } else { raw };
                 }

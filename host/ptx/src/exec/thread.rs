@@ -249,7 +249,7 @@ impl ThreadState {
                     let addr = base.wrapping_add((i * size) as u64);
                     let mut buf = [0u8; 8];
                     self.access(sh).read(*space, addr, &mut buf[..size], line)?;
-                    let raw = u64::from_le_bytes(buf);
+                    let raw = super::word(&buf[..size]);
                     if let Some(r) = reg {
                         // A narrow signed load sign-extends into its register.
                         let v = if ty.signed() { arith::extend(*ty, raw) as u64 } else { raw };
