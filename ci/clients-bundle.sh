@@ -33,7 +33,7 @@ for cu in host/shim/tests/runtime/*.cu; do
         -Xlinker -rpath -Xlinker '$ORIGIN' "$cu" -o "$bundle/${name}_shared"
 done
 cp "$cuda/lib/libcudart.so.13" "$bundle/"
-cp host/shim/tests/clients/*.py host/shim/tests/runtime/*.py "$bundle/"
+cp host/shim/tests/clients/*.py host/shim/tests/clients/*.cu host/shim/tests/runtime/*.py "$bundle/"
 strip "$bundle/peerpool" "$bundle/libpeerpool_shim.so" "$bundle/cudarc-nvrtc"
 git rev-parse HEAD > "$bundle/COMMIT" 2>/dev/null || echo unknown > "$bundle/COMMIT"
 git status --porcelain | grep -q . && echo "dirty" >> "$bundle/COMMIT" || true

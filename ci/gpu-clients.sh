@@ -55,6 +55,10 @@ client corpus_nvrtc "$b/corpus" "$b/corpus-files" corpus.nvrtc.ptx
 # NVRTC is the GPU machine's own (cudarc loads it by name).
 LD_LIBRARY_PATH="/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" client cudarc_nvrtc "$b/cudarc-nvrtc"
 client staging python3 "$b/staging.py"
+# numba-cuda's kernels, alone and linked with other PTX (the machine's numba-cuda; a numpy it
+# imports with comes first on PYTHONPATH when the machine's own is too new for it).
+client numba_kernels python3 "$b/numba_kernels.py"
+client numba_linked python3 "$b/numba_linked.py"
 client pool_ipc python3 "$b/pool_ipc.py"
 for f in "$out"/recorded/*.stderr; do echo "-- $(basename "$f"): $(tail -n 1 "$f")"; done
 # Every call each client made, how often (the coverage table's input), then the trace itself.

@@ -223,8 +223,17 @@ fn declaration(
                 shared.insert(var.name.clone(), at);
                 *shared_bytes = at.saturating_add(var.size as u32);
             } else {
-                names.insert(var.name.clone(), m.variables.len() as u32);
-                m.variables.push(var);
+                // A definition takes an `.extern` declaration's place (linked images declare
+                // what another defines); a second definition is an error.
+                match names.get(&var.name).map(|&i| i as usize) {
+                    Some(i) if m.variables[i].external => m.variables[i] = var,
+                    Some(_) if var.external => {}
+                    Some(_) => return p.err(format!("{} is defined twice", var.name)),
+                    None => {
+                        names.insert(var.name.clone(), m.variables.len() as u32);
+                        m.variables.push(var);
+                    }
+                }
             }
             Ok(())
         }

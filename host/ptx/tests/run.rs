@@ -143,6 +143,32 @@ fn barriers_that_cannot_all_be_met_are_a_deadlock_and_endless_loops_run_out() {
     assert_eq!(run(endless.kernel("k").unwrap(), &l, &mut Ram::default()).unwrap_err().kind, TrapKind::TooLong);
 }
 
+/// Images linked into one text (as the simulated JIT linker joins them): the kernel calls a
+/// function and reads a variable that it declares `.extern` and a later image defines.
+#[test]
+fn extern_functions_and_variables_are_the_ones_defined_later() {
+    let text = ".version 8.5\n.target sm_90\n.address_size 64\n\
+        .extern .func (.param .b32 r) twice (.param .b32 a);\n.extern .global .align 4 .u32 bias;\n\
+        .visible .entry k(.param .u64 p)\n{\n.reg .b32 %r<4>;\n.reg .b64 %rd<2>;\n\
+        ld.param.u64 %rd1, [p];\nld.global.u32 %r1, [%rd1];\n\
+        {\n.param .b32 a0;\nst.param.b32 [a0], %r1;\n.param .b32 r0;\ncall.uni (r0), twice, (a0);\n\
+        ld.param.b32 %r2, [r0];\n}\nld.global.u32 %r3, [bias];\nadd.u32 %r2, %r2, %r3;\n\
+        st.global.u32 [%rd1], %r2;\nret;\n}\n\
+        .visible .global .align 4 .u32 bias = 7;\n\
+        .visible .func (.param .b32 r) twice (.param .b32 a)\n{\n.reg .b32 %r<3>;\n\
+        ld.param.b32 %r1, [a];\nshl.b32 %r2, %r1, 1;\nst.param.b32 [r], %r2;\nret;\n}\n";
+    let module = load(text).unwrap();
+    assert_eq!(module.variables.len(), 1, "the declaration and the definition are one variable");
+    assert!(!module.variables[0].external);
+    let mut ram = Ram::default();
+    let bias = ram.add(0x9000_0000, module.variables[0].init.clone());
+    let data = ram.add(0x1000, 5u32.to_le_bytes().to_vec());
+    run(module.kernel("k").unwrap(), &launch(1, 1, &data.to_le_bytes(), &[bias]), &mut ram).unwrap();
+    assert_eq!(ram.words(data), [2 * 5 + 7]);
+    let twice = text.replace(".extern .global .align 4 .u32 bias;", ".global .u32 bias;");
+    assert!(load(&twice).unwrap_err().to_string().contains("bias is defined twice"));
+}
+
 /// A producer warp fills shared memory and arrives at barrier 1 without waiting; the consumer
 /// warp waits there for both warps' 64 threads, then at barrier 2 alone (a count of 32), and
 /// copies what the producer wrote. Either warp may be the producer.

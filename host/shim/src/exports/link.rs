@@ -1,9 +1,11 @@
 //! The JIT linker (`cuLinkCreate`, `cuLinkAddData`, `cuLinkAddFile`, `cuLinkComplete`,
 //! `cuLinkDestroy`), as programs that compile kernels at run time use it. The simulator compiles
 //! nothing: linking one image (PTX, a cubin or a fatbin) gives that image back, and
-//! `cuModuleLoadData` loads it, its kernels then running from their PTX. Linking two or more
-//! inputs, or an object or library, would resolve one image's `.extern` symbols from another,
-//! which is not simulated: `CUDA_ERROR_NOT_SUPPORTED`, named once. JIT options are ignored.
+//! `cuModuleLoadData` loads it, its kernels then running from their PTX. Several PTX images
+//! (numba-cuda's kernels with the CUDA C they call, or with its float16 functions) are joined
+//! into one PTX text (`peerpool_sim::image::ptx::link`), where one image's `.extern` functions
+//! and variables are another's. Linking machine code with anything, an object or a library is
+//! not simulated: `CUDA_ERROR_NOT_SUPPORTED`, named once. JIT options are ignored.
 
 use crate::abi::out;
 use crate::boundary::{entry, name_once_owned};
@@ -120,13 +122,25 @@ pub unsafe extern "C" fn cuLinkComplete(
         let mut links = links();
         let Some(link) = links.1.get_mut(&(state as usize)) else { return Err(CUresult::CUDA_ERROR_INVALID_HANDLE) };
         if link.output.is_none() {
-            if link.inputs.len() != 1 {
-                let what = "is not one input: linking images together is not simulated: CUDA_ERROR_NOT_SUPPORTED";
+            let several = link.inputs.len() > 1;
+            if link.inputs.is_empty() || (several && link.inputs.iter().any(|(kind, _)| *kind != PTX)) {
+                let what = "is not one input or PTX only: linking machine code is not simulated: \
+                            CUDA_ERROR_NOT_SUPPORTED";
                 name_once_owned(format!("cuLinkComplete: {} inputs", link.inputs.len()), what);
                 return Err(CUresult::CUDA_ERROR_NOT_SUPPORTED);
             }
+            let (kind, mut image) = match several {
+                true => {
+                    let texts: Vec<&[u8]> = link.inputs.iter().map(|(_, bytes)| bytes.as_slice()).collect();
+                    let text = peerpool_sim::image::ptx::link(&texts).map_err(|refusal| {
+                        name_once_owned(format!("cuLinkComplete: {refusal}"), "CUDA_ERROR_NOT_SUPPORTED");
+                        CUresult::CUDA_ERROR_NOT_SUPPORTED
+                    })?;
+                    (PTX, text.into_bytes())
+                }
+                false => link.inputs.remove(0),
+            };
             // PTX goes out NUL-terminated, as text for cuModuleLoadData.
-            let (kind, mut image) = link.inputs.remove(0);
             if kind == PTX {
                 image.push(0);
             }

@@ -103,6 +103,9 @@ pub enum Refusal {
     /// No machine code for the device, nor PTX it can compile.
     #[error("no code for this device")]
     NoBinaryForGpu,
+    /// Images that the simulated JIT linker cannot link into one.
+    #[error("not linked: {0}")]
+    Link(String),
 }
 
 impl Refusal {
@@ -114,6 +117,7 @@ impl Refusal {
             Refusal::PtxVersion(..) => CudaCode::CUDA_ERROR_UNSUPPORTED_PTX_VERSION,
             Refusal::PtxTarget(..) => CudaCode::CUDA_ERROR_INVALID_PTX,
             Refusal::NoBinaryForGpu => CudaCode::CUDA_ERROR_NO_BINARY_FOR_GPU,
+            Refusal::Link(_) => CudaCode::CUDA_ERROR_NOT_SUPPORTED,
         }
     }
 }

@@ -3,6 +3,10 @@
 //! variables with their initial bytes. Declarations are read as `ptxas` reads them;
 //! instructions are not looked at (nothing is compiled).
 
+mod link;
+
+pub use link::link;
+
 use super::{Code, ComputeCapability, Contents, Global, Kernel, Param, Refusal};
 
 /// The newest PTX ISA the simulated driver (CUDA 13.0) compiles.

@@ -1,0 +1,11 @@
+// Device functions in CUDA C that numba_linked.py's kernels call: numba-cuda compiles this with
+// NVRTC and links its PTX with theirs.
+extern "C" __device__ int mix(int *ret, int a, int b) {
+    *ret = (int)((unsigned)a * 2654435761u) ^ (b >> 3);
+    return 0;
+}
+
+extern "C" __device__ int scaled(double *ret, double x, int k) {
+    *ret = ldexp(x, k) + x / 3.0;
+    return 0;
+}
