@@ -5,7 +5,7 @@
 //! context settings, host functions, 16-bit and 2D memsets, 2D copies), foreign images (PTX, a
 //! cubin and fatbins as modules and libraries, and bad images), foreign kernels run from their PTX
 //! (and what answers after one faults, fails a device assert or traps) or linked by the JIT
-//! linker, numba-cuda's kernels, the PTX executor's corpus as nvcc and NVRTC compiled it (every
+//! linker, numba-cuda's kernels (their PTX alone, and linked with other PTX), the PTX executor's corpus as nvcc and NVRTC compiled it (every
 //! word and line of device printf the same, but the approximate instructions' words within the
 //! GPU's error bounds), and cuda.core's staging and pool sharing between processes.
 //!
@@ -217,6 +217,10 @@ fn main() -> ExitCode {
     // numba-cuda compiles with NVVM and links through the driver's JIT linker.
     trials.push(trial("numba_kernels_print_what_they_printed_on_one_h200".into(), PYTHON, || {
         same_as_on_one_h200(&mut python("numba_kernels.py")?, "numba_kernels.txt")
+    }));
+    // Its PTX linked with NVRTC's of CUDA C, and with numba-cuda's float16 functions.
+    trials.push(trial("numba_linked_kernels_print_what_they_printed_on_one_h200".into(), PYTHON, || {
+        same_as_on_one_h200(&mut python("numba_linked.py")?, "numba_linked.txt")
     }));
     let conclusion = libtest_mimic::run(&Arguments::from_args(), trials);
     support::clean_up();
