@@ -47,6 +47,7 @@ impl Access<'_, '_, '_> {
         }
     }
 
+    #[inline]
     pub(super) fn read(&mut self, space: Space, addr: u64, out: &mut [u8], line: u32) -> Result<(), Trap> {
         if misaligned(addr, out.len()) {
             return Err(self.trap(TrapKind::Fault(Fault::Misaligned), line, addr));
@@ -70,6 +71,7 @@ impl Access<'_, '_, '_> {
         }
     }
 
+    #[inline]
     pub(super) fn write(&mut self, space: Space, addr: u64, data: &[u8], line: u32) -> Result<(), Trap> {
         if misaligned(addr, data.len()) {
             return Err(self.trap(TrapKind::Fault(Fault::Misaligned), line, addr));
