@@ -5,7 +5,7 @@
 use crate::LoadError;
 use crate::ir::{
     Address, AtomOp, BarRed, BarRedOp, BinOp, BoolOp, Call, CarryKind, CarryOp, Cmp, Conversion, FloatClass, FloatMode,
-    MBarrierOp, Op, Place, PrmtMode, ReduxOp, Round, ShflMode, Space, Src, TerOp, Ty, UnOp, VoteMode, WarpOp,
+    MBarrierOp, Op, PairOp, Place, PrmtMode, ReduxOp, Round, ShflMode, Space, Src, TerOp, Ty, UnOp, VoteMode, WarpOp,
 };
 use crate::parse::{Operand, Scope, address};
 
@@ -154,6 +154,37 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
         }
         "add" | "sub" | "mad" if mods.has("cc") => carry(name, &mods, &d, &unsupported)?,
         "addc" | "subc" | "madc" => carry(name, &mods, &d, &unsupported)?,
+        "add" | "sub" | "min" | "max" if mods.has("u16x2") || mods.has("s16x2") => {
+            let signed = mods.has("s16x2");
+            mods.only(&["u16x2", "s16x2", "relu"]).map_err(unsupported)?;
+            let op = match name {
+                "add" => PairOp::Add,
+                "sub" => PairOp::Sub,
+                "min" => PairOp::Min,
+                _ => PairOp::Max,
+            };
+            let relu = mods.has("relu");
+            if relu && !(signed && matches!(op, PairOp::Min | PairOp::Max)) {
+                return Err(unsupported("the modifier .relu here".into()));
+            }
+            let (ty, fm) = (Ty::B32, FloatMode::default());
+            Op::Binary {
+                op: BinOp::Pair { op, signed, relu },
+                ty,
+                fm,
+                d: d.reg(0)?,
+                a: d.src(1, ty)?,
+                b: d.src(2, ty)?,
+            }
+        }
+        "fns" => {
+            if d.ty(&mods)? != Ty::B32 {
+                return Err(unsupported("this type".into()));
+            }
+            mods.only(&[]).map_err(unsupported)?;
+            let (op, ty, fm) = (TerOp::Fns, Ty::B32, FloatMode::default());
+            Op::Ternary { op, ty, fm, d: d.reg(0)?, a: d.src(1, ty)?, b: d.src(2, Ty::U32)?, c: d.src(3, Ty::S32)? }
+        }
         "add" | "sub" | "mul" | "div" | "rem" | "min" | "max" | "and" | "or" | "xor" | "shl" | "shr" | "copysign"
         | "mul24" => {
             let ty = d.ty(&mods)?;
@@ -681,8 +712,9 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
         }
         // A thread's pause: nothing here waits on time. A grid's wait for the grid before it
         // (programmatic dependent launch): launches here run one after another, so that grid is
-        // done, and a hint that the next may start changes nothing.
-        "nanosleep" | "griddepcontrol" => Op::Fence,
+        // done, and a hint that the next may start changes nothing. A performance-monitor event
+        // (`__prof_trigger`): nothing here counts them.
+        "nanosleep" | "griddepcontrol" | "pmevent" => Op::Fence,
         "mbarrier" => mbarrier(&mods, &ops, &d, &unsupported)?,
         _ => return Err(LoadError::Unsupported { line, what: opcode.to_string() }),
     };

@@ -273,6 +273,22 @@ pub enum BinOp {
     Szext {
         clamp: bool,
     },
+    /// `add`, `sub`, `min`, `max` of `.u16x2`/`.s16x2`: each 16-bit half on its own; `relu`
+    /// (`max`/`min.relu.s16x2`) makes a negative half 0.
+    Pair {
+        op: PairOp,
+        signed: bool,
+        relu: bool,
+    },
+}
+
+/// What [`BinOp::Pair`] computes of each half.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PairOp {
+    Add,
+    Sub,
+    Min,
+    Max,
 }
 
 /// A three-operand operation.
@@ -291,6 +307,9 @@ pub enum TerOp {
     Sad,
     /// `bfe`: bits `b` (position) and `c` (length) of `a`, sign-extended when signed.
     Bfe,
+    /// `fns`: the position of the `c`-th set bit of `a` from bit `b` (toward the top when `c`
+    /// is positive, the bottom when negative).
+    Fns,
     /// `prmt`: bytes of `b:a` chosen by the nibbles of `c` (default mode), or as a mode's table
     /// says for `c`'s low bits.
     Prmt(Option<PrmtMode>),

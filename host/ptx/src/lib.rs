@@ -17,13 +17,14 @@
 //! Implemented: integer arithmetic of every width (`mul.hi/.wide`, `mad.lo/.hi/.wide`, the carry
 //! chain `add.cc`/`addc`/`sub.cc`/`subc`/`mad.cc`/`madc` that CUDA's double math uses,
 //! `mul24`/`mad24`, `sad`, saturation), bit operations (`popc`, `clz`, `brev`, `bfind`, `bfe`,
-//! `bfi`, `bmsk`, `szext`, `prmt` in every mode, `lop3`, `shf`, `dp4a`/`dp2a`), comparisons and
+//! `bfi`, `bmsk`, `szext`, `fns`, `prmt` in every mode, `lop3`, `shf`, `dp4a`/`dp2a`, and `add`,
+//! `sub`, `min`, `max` of two 16-bit integers in a word, `.u16x2`/`.s16x2`), comparisons and
 //! predicates (`setp` with `.and/.or/.xor`, `selp`, `slct`, `testp`), conversions (`cvt` with
 //! every rounding and `.sat`), `cvta`, `mov` packing and unpacking vectors, `ld`/`st` of every
 //! state space with vector widths, `atom`/`red` on global and shared memory, branches,
 //! `bar.sync`/`bar.arrive`/`bar.red`, fences, special registers and dynamic shared memory, and
 //! `cp.async` from global to shared memory (done when issued, with its source size and
-//! `ignore-src`; its groups' commits and waits are then fences), `isspacep`, `nanosleep`,
+//! `ignore-src`; its groups' commits and waits are then fences), `isspacep`, `nanosleep`, `pmevent`,
 //! `griddepcontrol` (launches run one after another),
 //! `trap`, and cache hints and policies (`prefetch`, `createpolicy`, `.L2::cache_hint`, eviction
 //! priorities), which change nothing here.

@@ -179,6 +179,50 @@ fn reference(l: &Line, x: &[u32], got: &[u32], vars: &[Vec<u8>], warp: impl Fn(u
                 ((a as i64) >> (b & 63)) as u64,
             ])
         }),
+        "packed16" => per(n, &|i| {
+            let (a, b) = (x[2 * i], x[2 * i + 1]);
+            // Each 16-bit half on its own, as unsigned or signed integers.
+            let halves = |f: &dyn Fn(u32, u32) -> u32| {
+                (0..2).fold(0, |w, k| w | (f(a >> (16 * k), b >> (16 * k)) & 0xffff) << (16 * k))
+            };
+            let s = |v: u32| v as u16 as i16 as i32;
+            let relu = |v: i32| v.max(0) as u32;
+            let c = a ^ b;
+            // `fns` as the PTX ISA walks it.
+            let fns = |mask: u32, base: u32, offset: i32| -> u32 {
+                let (mut pos, mut count, step) = (base as i32, offset.unsigned_abs().max(1) - 1, offset.signum());
+                while (0..32).contains(&pos) {
+                    if mask >> pos & 1 == 1 {
+                        if count == 0 {
+                            return pos as u32;
+                        }
+                        count -= 1;
+                    }
+                    if step == 0 {
+                        break;
+                    }
+                    pos += step;
+                }
+                u32::MAX
+            };
+            vec![
+                halves(&|x, y| x.wrapping_add(y)),
+                (0..2).fold(0, |w, k| {
+                    let sum = s(a >> (16 * k)).wrapping_add(s(b >> (16 * k))) as i16 as i32;
+                    w | (sum.max(s(c >> (16 * k))) as u32 & 0xffff) << (16 * k)
+                }),
+                halves(&|x, y| s(x).max(s(y)) as u32),
+                halves(&|x, y| s(x).min(s(y)) as u32),
+                halves(&|x, y| (x & 0xffff).max(y & 0xffff)),
+                halves(&|x, y| (x & 0xffff).min(y & 0xffff)),
+                halves(&|x, y| relu(s(x).max(s(y)))),
+                halves(&|x, y| relu(s(x).min(s(y)))),
+                fns(a, b & 31, 0),
+                fns(a, b & 31, (b >> 27) as i32 - 16),
+                fns(a & 0x0101_0101, (b >> 8) & 31, ((b >> 16) & 7) as i32 - 3),
+                fns(a, (b >> 20) & 31, (b >> 25) as i32),
+            ]
+        }),
         "bits32" => per(n, &|i| {
             let (a, b) = (x[2 * i], x[2 * i + 1]);
             let ffs = if b == 0 { 0 } else { b.trailing_zeros() + 1 };

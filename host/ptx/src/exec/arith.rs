@@ -113,6 +113,7 @@ pub(crate) fn binary(op: BinOp, ty: Ty, fm: FloatMode, a: u64, b: u64) -> u64 {
         BinOp::Mul24Lo => (extend24(ty, ua) * extend24(ty, ub)) as u64,
         BinOp::Mul24Hi => ((extend24(ty, ua) * extend24(ty, ub)) >> 16) as u64,
         BinOp::Bmsk { clamp } => bits::bmsk(clamp, ua as u32, ub as u32) as u64,
+        BinOp::Pair { op, signed, relu } => bits::pair(op, signed, relu, ua as u32, ub as u32) as u64,
         BinOp::Szext { clamp } => bits::szext(clamp, ty.signed(), ua as u32, ub as u32) as u64,
         BinOp::MulWide => return (x * y) as u64 & wide_mask(bits),
         // Division by zero gives all ones (unsigned) as on the GPU; signed gives -1.
@@ -179,6 +180,7 @@ pub(crate) fn ternary(op: TerOp, ty: Ty, fm: FloatMode, a: u64, b: u64, c: u64) 
             mask(ty, (extend(ty, a) - extend(ty, b)).unsigned_abs() as u64).wrapping_add(c) & mask(ty, u64::MAX)
         }
         TerOp::Bfe => bits::bfe(ty, a, b, c),
+        TerOp::Fns => bits::fns(a as u32, b as u32, c as u32 as i32) as u64,
         TerOp::Prmt(None) => bits::prmt(a, b, c),
         TerOp::Prmt(Some(mode)) => bits::prmt_mode(mode, a, b, c),
         TerOp::Lop3(lut) => bits::lop3(lut, a, b, c) & mask(ty, u64::MAX),

@@ -2,7 +2,7 @@
 //! PTX ISA defines them.
 
 use super::arith::mask;
-use crate::ir::{PrmtMode, Ty};
+use crate::ir::{PairOp, PrmtMode, Ty};
 
 /// The field `len` bits from `pos` (both 0 to 255) names in a value of `width` bits: how many
 /// of its bits lie inside the value.
@@ -65,6 +65,52 @@ pub(crate) fn prmt_mode(mode: PrmtMode, a: u64, b: u64, c: u64) -> u64 {
     };
     let source = (b & 0xffff_ffff) << 32 | (a & 0xffff_ffff);
     picks.iter().enumerate().fold(0, |d, (i, &p)| d | ((source >> (8 * (p % 8))) & 0xff) << (8 * i))
+}
+
+/// `fns`: where the `offset`-th set bit of `mask` lies, counting from bit `base` (itself
+/// included) up for a positive offset and down for a negative one; with offset 0, `base` if
+/// its bit is set. All ones when there is none. A base past 31 (undefined) finds none.
+pub(crate) fn fns(mask: u32, base: u32, offset: i32) -> u32 {
+    if base > 31 {
+        return u32::MAX;
+    }
+    let n = offset.unsigned_abs().max(1);
+    // The set bits at and beyond `base`, in the direction searched, as a mask to walk.
+    let mut left = match offset {
+        0 => mask & (1 << base),
+        o if o > 0 => mask & (u32::MAX << base),
+        _ => (mask & (u32::MAX >> (31 - base))).reverse_bits(),
+    };
+    if n > left.count_ones() {
+        return u32::MAX;
+    }
+    for _ in 1..n {
+        left &= left - 1;
+    }
+    match (left, offset < 0) {
+        (0, _) => u32::MAX,
+        (l, false) => l.trailing_zeros(),
+        (l, true) => 31 - l.trailing_zeros(),
+    }
+}
+
+/// `add`, `sub`, `min`, `max` of each 16-bit half of `a` and `b` (`.u16x2`/`.s16x2`); `relu`
+/// makes a negative result half 0.
+pub(crate) fn pair(op: PairOp, signed: bool, relu: bool, a: u32, b: u32) -> u32 {
+    let half = |k: u32| {
+        let (x, y) = ((a >> (16 * k)) as u16, (b >> (16 * k)) as u16);
+        let v = match (op, signed) {
+            (PairOp::Add, _) => x.wrapping_add(y),
+            (PairOp::Sub, _) => x.wrapping_sub(y),
+            (PairOp::Min, false) => x.min(y),
+            (PairOp::Max, false) => x.max(y),
+            (PairOp::Min, true) => (x as i16).min(y as i16) as u16,
+            (PairOp::Max, true) => (x as i16).max(y as i16) as u16,
+        };
+        let v = if relu && (v as i16) < 0 { 0 } else { v };
+        (v as u32) << (16 * k)
+    };
+    half(0) | half(1)
 }
 
 /// `bmsk`: `b` set bits from bit `a`, as the PTX ISA computes them: with `clamp`, a position
@@ -186,5 +232,52 @@ mod tests {
                 assert_eq!(bfi(ty, a, b, pos, len), bfi_bits(ty, a, b, pos, len), "bfi {ty:?} {a:x} {b:x} {pos} {len}");
             }
         }
+    }
+
+    /// `fns` as the PTX ISA's pseudo-code walks it, bit by bit.
+    fn fns_walk(mask: u32, base: u32, offset: i32) -> u32 {
+        if offset == 0 {
+            return if base < 32 && mask >> base & 1 == 1 { base } else { u32::MAX };
+        }
+        let (mut pos, mut count, inc) = (base as i64, offset.unsigned_abs() - 1, offset.signum() as i64);
+        while (0..32).contains(&pos) {
+            if mask >> pos & 1 == 1 {
+                if count == 0 {
+                    return pos as u32;
+                }
+                count -= 1;
+            }
+            pos += inc;
+        }
+        u32::MAX
+    }
+
+    #[test]
+    fn fns_finds_what_the_walk_finds() {
+        assert_eq!([fns(0xaaaa_aaaa, 3, 1), fns(0xaaaa_aaaa, 3, -1)], [3, 3]);
+        assert_eq!([fns(0xaaaa_aaaa, 2, 1), fns(0xaaaa_aaaa, 2, -1)], [3, 1]);
+        let mut x = 0x2545_f491u32;
+        for i in 0..20_000u32 {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            let mask = if i % 7 == 0 { x & 0x0101_0101 } else { x };
+            let (base, offset) = (i % 32, (x >> 8) as i32 % 36);
+            assert_eq!(fns(mask, base, offset), fns_walk(mask, base, offset), "{mask:#x} {base} {offset}");
+        }
+        assert_eq!(fns(u32::MAX, 31, i32::MIN), u32::MAX);
+        assert_eq!(fns(u32::MAX, 0, -1), 0);
+    }
+
+    #[test]
+    fn pairs_compute_each_half_on_its_own() {
+        let (a, b) = (0x8001_7fffu32, 0x0002_0001u32);
+        assert_eq!(pair(PairOp::Add, false, false, a, b), 0x8003_8000, "no carry between halves");
+        assert_eq!(pair(PairOp::Sub, false, false, b, a), 0x8001_8002);
+        assert_eq!(pair(PairOp::Min, false, false, a, b), 0x0002_0001);
+        assert_eq!(pair(PairOp::Min, true, false, a, b), 0x8001_0001);
+        assert_eq!(pair(PairOp::Max, true, false, a, b), 0x0002_7fff);
+        assert_eq!(pair(PairOp::Min, true, true, a, b), 0x0000_0001, "a negative half is 0");
+        assert_eq!(pair(PairOp::Max, true, true, 0xffff_fffe, 0x8000_fffd), 0);
     }
 }

@@ -81,6 +81,25 @@ KERNEL bits32(ARGS) {
     o[6] = __funnelshift_lc(a, b, b >> 26);
     o[7] = (a >> (b & 31)) & 0xfff;
 }
+KERNEL packed16(ARGS) {
+    u64 i = gid();
+    if (i >= n) return;
+    u32 a = in[2 * i], b = in[2 * i + 1];
+    u32 *o = out + 12 * i;
+    __prof_trigger(5);
+    o[0] = __vadd2(a, b);
+    o[1] = __viaddmax_s16x2(a, b, a ^ b);
+    o[2] = __vmaxs2(a, b);
+    o[3] = __vmins2(a, b);
+    o[4] = __vmaxu2(a, b);
+    o[5] = __vminu2(a, b);
+    o[6] = __vimax_s16x2_relu(a, b);
+    o[7] = __vimin_s16x2_relu(a, b);
+    o[8] = __fns(a, b & 31, 0);
+    o[9] = __fns(a, b & 31, (int)(b >> 27) - 16);
+    o[10] = __fns(a & 0x01010101, (b >> 8) & 31, (int)((b >> 16) & 7) - 3);
+    o[11] = __fns(a, (b >> 20) & 31, (int)(b >> 25));
+}
 KERNEL bits64(ARGS) {
     u64 i = gid();
     if (i >= n) return;
