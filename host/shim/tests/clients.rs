@@ -328,7 +328,7 @@ fn main() -> ExitCode {
             numba_run(stem, "numba_kernels.py", &["axpy", "block_sum", "warp_sums", "collatz"])
         }));
         trials.push(trial(format!("numba_linked_kernels_run::{stem}"), PYTHON, move || {
-            numba_run(stem, "numba_linked.py", &["half_add", "half_mul", "mix", "scaled"])
+            numba_run(stem, "numba_linked.py", &["half_add", "half_mul", "mix", "scaled", "trig"])
         }));
     }
     // The kernels are PTX for sm_90: four_gpu_islands' GPUs (sm_80) refuse it, as the driver would.

@@ -1,12 +1,15 @@
 """numba-cuda kernels whose PTX is linked with other PTX by the driver's JIT linker, on every
 GPU the driver shows: half-precision arithmetic (numba-cuda links its float16 functions), and
-kernels calling device functions written in CUDA C (`numba_linked.cu`, compiled by NVRTC).
-Each result is checked against numpy, exactly (IEEE operations rounded once), and printed with a
-checksum of its bytes, as a line per kernel and GPU.
+kernels calling device functions written in CUDA C (`numba_linked.cu`, compiled by NVRTC), one
+of them with CUDA's double `sin` and `cos` beside numba-cuda's own `sin` (both images carry the
+same internal helpers). Each result is checked against numpy, exactly where the operations are
+IEEE operations rounded once, else within 1e-15 of each term, and printed with a checksum of its
+bytes, as a line per kernel and GPU.
 
 Usage: python numba_linked.py   (exits 1 if a result is wrong)
 """
 
+import math
 import os
 import sys
 import warnings
@@ -22,6 +25,7 @@ SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "numba_linked.
 
 mix = cuda.declare_device("mix", int32(int32, int32))
 scaled = cuda.declare_device("scaled", float64(float64, int32))
+waves = cuda.declare_device("waves", float64(float64))
 
 
 @cuda.jit
@@ -52,17 +56,25 @@ def scale(x, k, out):
         out[i] = scaled(x[i], k[i])
 
 
+@cuda.jit(link=[SOURCE])
+def trig(x, out):
+    i = cuda.grid(1)
+    if i < x.size:
+        out[i] = waves(x[i]) + math.sin(7.0 * x[i])
+
+
 def halves(rng):
     """Finite halves of every magnitude (subnormals too), either sign."""
     bits = rng.integers(0, 0x7C00, N, dtype=np.uint16) | (rng.integers(0, 2, N, dtype=np.uint16) << 15)
     return bits.view(np.float16)
 
 
-def launch(kernel, want, *args):
+def launch(kernel, want, *args, close=False):
     out = cuda.device_array(want.shape, dtype=want.dtype)
     kernel[(N + 127) // 128, 128](*[cuda.to_device(a) for a in args], out)
     got = out.copy_to_host()
-    return bool((got.view(np.uint8) == want.view(np.uint8)).all()), zlib.crc32(got.tobytes())
+    good = np.allclose(got, want, rtol=0, atol=3e-15) if close else (got.view(np.uint8) == want.view(np.uint8)).all()
+    return bool(good), zlib.crc32(got.tobytes())
 
 
 def run():
@@ -78,6 +90,8 @@ def run():
     d = rng.standard_normal(N) * 1e3
     k = rng.integers(-40, 40, N, dtype=np.int32)
     yield "scaled", launch(scale, np.ldexp(d, k) + d / 3.0, d, k)
+    t = rng.uniform(-4.0, 4.0, N)
+    yield "trig", launch(trig, np.sin(t) + np.cos(3.0 * t) + np.sin(7.0 * t), t, close=True)
 
 
 def main():

@@ -1,20 +1,27 @@
 //! PTX images linked into one, as the driver's JIT linker links them: a function or variable
 //! that one image declares `.extern` is the one another image defines. The images' statements
 //! follow one another under one header (the newest `.version`, the highest `.target`), so the
-//! result reads as one module. NVIDIA's linker keeps each image's internal names apart; here a
-//! name that two images both define (a helper or a string constant both carry) is refused,
-//! naming it.
+//! result reads as one module. An image's internal names (a `.func` or variable without
+//! `.visible`, such as CUDA's math helpers or printf's strings) are its own, as NVIDIA's linker
+//! keeps them: one that another image also defines is renamed in the later image. A name two
+//! images define visibly, or a kernel both define, is refused by name.
 
 use super::{Refusal, parse_target, statements, strip_comments, tokens};
 use std::collections::HashMap;
+
+/// One image's text without its header, and what its statements define.
+struct Image {
+    text: String,
+    /// Each name it defines, and whether other images see it.
+    defines: Vec<(String, bool)>,
+}
 
 /// One PTX text from `images` (each PTX text up to its first NUL).
 pub fn link(images: &[&[u8]]) -> Result<String, Refusal> {
     let mut version = (0u32, 0u32);
     let mut target: Option<(super::ComputeCapability, String)> = None;
-    let mut body = String::new();
-    let mut defined: HashMap<String, usize> = HashMap::new();
-    for (i, image) in images.iter().enumerate() {
+    let mut read = Vec::new();
+    for image in images {
         let text = super::text(image).ok_or(Refusal::NotAnImage("text that is not UTF-8"))?;
         let text = strip_comments(text);
         let (mut v, mut t) = (None, None);
@@ -41,42 +48,77 @@ pub fn link(images: &[&[u8]]) -> Result<String, Refusal> {
             target = Some((cc, t));
         }
         let tokens = tokens(&own);
+        let mut defines = Vec::new();
         for s in statements(&tokens)? {
-            for name in defines(&s.head, s.body.is_some())? {
-                if let Some(j) = defined.insert(name.to_owned(), i).filter(|&j| j != i) {
-                    return Err(Refusal::Link(format!(
-                        "images {} and {} both define {name}; NVIDIA's linker keeps internal names apart, \
-                         the simulator does not",
-                        j + 1,
-                        i + 1
-                    )));
+            defines.extend(self::defines(&s.head, s.body.is_some())?.into_iter().map(|(n, v)| (n.to_owned(), v)));
+        }
+        read.push(Image { text: own, defines });
+    }
+    let (_, target) = target.ok_or(Refusal::NotAnImage("no image to link"))?;
+    let mut texts: Vec<String> = read.iter().map(|image| image.text.clone()).collect();
+    // Where each name is defined so far: the image, and whether it is visible there.
+    let mut defined: HashMap<String, (usize, bool)> = HashMap::new();
+    for (i, image) in read.iter().enumerate() {
+        for (name, visible) in &image.defines {
+            match defined.get(name) {
+                Some(&(j, true)) if *visible && j != i => {
+                    return Err(Refusal::Link(format!("images {} and {} both define {name}", j + 1, i + 1)));
+                }
+                // An earlier image's internal name is its own: this image's goes under
+                // another, or, visible here, keeps its name where the earlier one is renamed.
+                Some(&(j, _)) if j != i && !visible => texts[i] = rename(&texts[i], name, &format!("{name}$linked{i}")),
+                Some(&(j, false)) if j != i => {
+                    let earlier = format!("{name}$linked{j}");
+                    texts[j] = rename(&texts[j], name, &earlier);
+                    defined.insert(earlier, (j, false));
+                    defined.insert(name.clone(), (i, true));
+                }
+                _ => {
+                    defined.insert(name.clone(), (i, *visible));
                 }
             }
         }
-        body.push_str(&own);
     }
-    let (_, target) = target.ok_or(Refusal::NotAnImage("no image to link"))?;
-    Ok(format!(".version {}.{}\n.target {target}\n.address_size 64\n{body}", version.0, version.1))
+    Ok(format!(".version {}.{}\n.target {target}\n.address_size 64\n{}", version.0, version.1, texts.concat()))
 }
 
-/// The names a module-level statement defines: a kernel or function with its body, a variable
-/// that is not `.extern`.
-fn defines<'t>(head: &[&'t str], has_body: bool) -> Result<Vec<&'t str>, Refusal> {
+/// `text` with every token `from` (outside quotes) made `to`.
+fn rename(text: &str, from: &str, to: &str) -> String {
+    let word = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '$' | '%' | '.');
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        let len = match c {
+            '"' => rest[1..].find('"').map_or(rest.len(), |end| end + 2),
+            c if word(c) => rest.find(|c: char| !word(c)).unwrap_or(rest.len()),
+            c => c.len_utf8(),
+        };
+        let token = &rest[..len];
+        out.push_str(if token == from { to } else { token });
+        rest = &rest[len..];
+    }
+    out
+}
+
+/// The names a module-level statement defines (a kernel or function with its body, a variable
+/// that is not `.extern`), each with whether other images see it: a kernel always, else with
+/// `.visible`, `.weak` or `.common`.
+fn defines<'t>(head: &[&'t str], has_body: bool) -> Result<Vec<(&'t str, bool)>, Refusal> {
     let Some(first) = head.iter().position(|t| !matches!(*t, ".visible" | ".weak" | ".common")) else {
         return Ok(Vec::new());
     };
-    let head = &head[first..];
+    let (linkage, head) = (first > 0, &head[first..]);
     Ok(match head.first().copied() {
-        Some(".entry" | ".func") if has_body => {
+        Some(kind @ (".entry" | ".func")) if has_body => {
             // `.func (.param .b32 r) name (...)`: the name follows the return parameters.
             let mut i = 1;
             if head.get(i) == Some(&"(") {
                 i = super::closing(head, i)? + 1;
             }
-            head.get(i).copied().into_iter().collect()
+            head.get(i).map(|&n| (n, linkage || kind == ".entry")).into_iter().collect()
         }
         Some(".global" | ".const" | ".shared") if !has_body => {
-            super::declarators(&head[1..])?.into_iter().map(|d| d.name).collect()
+            super::declarators(&head[1..])?.into_iter().map(|d| (d.name, linkage)).collect()
         }
         _ => Vec::new(),
     })
@@ -107,14 +149,34 @@ mod tests {
     }
 
     #[test]
-    fn a_name_two_images_define_is_refused_by_name() {
-        let again = CALLER.replace("k(", "k2(");
-        let err = link(&[CALLER.as_bytes(), again.as_bytes()]).unwrap_err();
-        assert!(matches!(&err, Refusal::Link(why) if why.contains("both define $str")), "{err}");
+    fn internal_names_stay_each_images_own_and_visible_clashes_are_refused() {
+        // Both carry an internal `$str`; the second's is renamed, and the first's kernel still
+        // names its own.
+        let second = CALLER.replace("k(", "k2(").replace(".extern .global .align 4 .u32 bias;\n", "");
+        let text = link(&[CALLER.as_bytes(), second.as_bytes(), CALLEE.as_bytes()]).unwrap();
+        let contents = super::super::read(text.as_bytes(), (9, 0)).unwrap();
+        let names: Vec<&str> = contents.globals.iter().map(|g| g.name.as_str()).collect();
+        assert_eq!(names, ["$str", "$str$linked1", "bias"]);
+        // An internal helper defined before a visible one of the same name gives way to it.
+        let helper = ".version 8.0\n.target sm_90\n.func (.param .b32 r) twice (.param .b32 a)\n{\nret;\n}\n\
+            .visible .entry h(.param .u64 p)\n{\ncall.uni (r0), twice, (a0);\nret;\n}\n";
+        let text = link(&[helper.as_bytes(), CALLEE.as_bytes()]).unwrap();
+        assert!(text.contains("call.uni (r0), twice$linked0, (a0);"), "{text}");
+        assert!(text.contains(".visible .func (.param .b32 r) twice (.param .b32 a)"), "{text}");
+        // Kernels and visible names are refused when two images define them.
+        let err = link(&[CALLER.as_bytes(), CALLER.as_bytes()]).unwrap_err();
+        assert!(matches!(&err, Refusal::Link(why) if why.contains("images 1 and 2 both define k")), "{err}");
         assert_eq!(err.code(), peerpool::CudaCode::CUDA_ERROR_NOT_SUPPORTED);
-        let kernel_twice = link(&[CALLEE.as_bytes(), CALLER.as_bytes(), CALLER.as_bytes()]).unwrap_err();
-        assert!(kernel_twice.to_string().contains("images 2 and 3"), "{kernel_twice}");
+        let err = link(&[CALLEE.as_bytes(), CALLER.as_bytes(), CALLEE.as_bytes()]).unwrap_err();
+        assert!(err.to_string().contains("images 1 and 3 both define bias"), "{err}");
         assert!(matches!(link(&[b"not ptx"]), Err(Refusal::NotAnImage(_))));
         assert!(matches!(link(&[]), Err(Refusal::NotAnImage(_))));
+    }
+
+    #[test]
+    fn a_rename_changes_whole_tokens_only() {
+        let text = "mov.u64 %rd1, $str;\nmov.u64 %rd2, $str$1;\nld.u8 %r1, [$str+1];\n.pragma \"$str\";\n";
+        let want = "mov.u64 %rd1, s2;\nmov.u64 %rd2, $str$1;\nld.u8 %r1, [s2+1];\n.pragma \"$str\";\n";
+        assert_eq!(rename(text, "$str", "s2"), want);
     }
 }
