@@ -46,10 +46,15 @@ fn get(regs: &[u64], base: usize, o: Opnd) -> u64 {
 /// Register `d` of each lane of `mask` set to what `f` computes from the lane's registers.
 #[inline(always)]
 fn each(warp: &mut [ThreadState], mask: u32, d: u32, f: impl Fn(&[u64], usize) -> u64) {
-    for l in lanes(mask) {
-        let t = &mut warp[l];
+    let one = |t: &mut ThreadState| {
         let v = f(&t.regs, t.base);
         t.regs[t.base + d as usize] = v;
+    };
+    // Every lane of the warp, the common case, without picking lanes out of the mask.
+    if mask == u32::MAX >> (32 - warp.len()) {
+        warp.iter_mut().for_each(one);
+    } else {
+        lanes(mask).for_each(|l| one(&mut warp[l]));
     }
 }
 
