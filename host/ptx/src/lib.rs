@@ -76,10 +76,10 @@
 //! group, that stops only where lanes part or meet or at what needs a thread or the block
 //! (barriers, warp meetings other than a whole warp's shuffle, calls, and the rare instructions
 //! that run as decoded). `benches/interpreter.rs` measures thread-instructions per second on
-//! corpus kernels. On one core of the lent GPU machine's CPU it gave 127 million a second
-//! (f32_rounding, whose directed roundings dominate) to 346 million (saxpy): 1.06 to 1.75
-//! times what thread-by-thread runs gave there, side by side
-//! (`docs/hardware/2026-12-02-executor-warps`).
+//! corpus kernels. On one core of the lent GPU machine's CPU it gave 129 million a second
+//! (f32_rounding, whose directed roundings dominate) and 203 to 397 million on the other five
+//! (`docs/hardware/2026-12-02-executor-speed`; warp by warp against thread by thread in
+//! `docs/hardware/2026-12-02-executor-warps`).
 //!
 //! `mbarrier` objects in a block's shared memory (`init`, `arrive`, `arrive_drop`, `test_wait`
 //! and `try_wait` with or without `.parity`, `inval`; transaction counts: `expect_tx`,
