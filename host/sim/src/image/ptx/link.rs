@@ -12,8 +12,19 @@ use std::collections::HashMap;
 /// One image's text without its header, and what its statements define.
 struct Image {
     text: String,
-    /// Each name it defines, and whether other images see it.
-    defines: Vec<(String, bool)>,
+    defines: Vec<(String, Linkage)>,
+}
+
+/// How other images see a name an image defines.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Linkage {
+    /// Internal (no linkage written), or a `.weak` function: its image's own. Weak functions of
+    /// one name are the same code, so each image may keep its own.
+    Own,
+    /// A `.weak` or `.common` variable: one object wherever it is defined.
+    SharedVariable,
+    /// `.visible`, or a kernel.
+    Visible,
 }
 
 /// One PTX text from `images` (each PTX text up to its first NUL).
@@ -56,25 +67,30 @@ pub fn link(images: &[&[u8]]) -> Result<String, Refusal> {
     }
     let (_, target) = target.ok_or(Refusal::NotAnImage("no image to link"))?;
     let mut texts: Vec<String> = read.iter().map(|image| image.text.clone()).collect();
-    // Where each name is defined so far: the image, and whether it is visible there.
-    let mut defined: HashMap<String, (usize, bool)> = HashMap::new();
+    // Where each name is defined so far, and how.
+    let mut defined: HashMap<String, (usize, Linkage)> = HashMap::new();
     for (i, image) in read.iter().enumerate() {
-        for (name, visible) in &image.defines {
-            match defined.get(name) {
-                Some(&(j, true)) if *visible && j != i => {
-                    return Err(Refusal::Link(format!("images {} and {} both define {name}", j + 1, i + 1)));
+        for &(ref name, linkage) in &image.defines {
+            let Some(&(j, earlier)) = defined.get(name).filter(|&&(j, _)| j != i) else {
+                defined.insert(name.clone(), (i, linkage));
+                continue;
+            };
+            let both = format!("images {} and {} both define {name}", j + 1, i + 1);
+            match (earlier, linkage) {
+                (Linkage::Visible, Linkage::Visible) => return Err(Refusal::Link(both)),
+                (Linkage::SharedVariable, _) | (_, Linkage::SharedVariable) => {
+                    return Err(Refusal::Link(format!(
+                        "{both}, a .weak or .common variable, which NVIDIA's linker makes one"
+                    )));
                 }
-                // An earlier image's internal name is its own: this image's goes under
-                // another, or, visible here, keeps its name where the earlier one is renamed.
-                Some(&(j, _)) if j != i && !visible => texts[i] = rename(&texts[i], name, &format!("{name}$linked{i}")),
-                Some(&(j, false)) if j != i => {
-                    let earlier = format!("{name}$linked{j}");
-                    texts[j] = rename(&texts[j], name, &earlier);
-                    defined.insert(earlier, (j, false));
-                    defined.insert(name.clone(), (i, true));
-                }
-                _ => {
-                    defined.insert(name.clone(), (i, *visible));
+                // This image's own (or weak: the same code) goes under another name.
+                (_, Linkage::Own) => texts[i] = rename(&texts[i], name, &format!("{name}$linked{i}")),
+                // Visible here: the earlier image's own keeps to that image under another.
+                (_, Linkage::Visible) => {
+                    let renamed = format!("{name}$linked{j}");
+                    texts[j] = rename(&texts[j], name, &renamed);
+                    defined.insert(renamed, (j, earlier));
+                    defined.insert(name.clone(), (i, linkage));
                 }
             }
         }
@@ -101,13 +117,18 @@ fn rename(text: &str, from: &str, to: &str) -> String {
 }
 
 /// The names a module-level statement defines (a kernel or function with its body, a variable
-/// that is not `.extern`), each with whether other images see it: a kernel always, else with
-/// `.visible`, `.weak` or `.common`.
-fn defines<'t>(head: &[&'t str], has_body: bool) -> Result<Vec<(&'t str, bool)>, Refusal> {
+/// that is not `.extern`), each with its linkage.
+fn defines<'t>(head: &[&'t str], has_body: bool) -> Result<Vec<(&'t str, Linkage)>, Refusal> {
     let Some(first) = head.iter().position(|t| !matches!(*t, ".visible" | ".weak" | ".common")) else {
         return Ok(Vec::new());
     };
-    let (linkage, head) = (first > 0, &head[first..]);
+    let (written, head) = (&head[..first], &head[first..]);
+    let linkage = |variable: bool| match written {
+        w if w.contains(&".visible") => Linkage::Visible,
+        [] => Linkage::Own,
+        _ if variable => Linkage::SharedVariable,
+        _ => Linkage::Own,
+    };
     Ok(match head.first().copied() {
         Some(kind @ (".entry" | ".func")) if has_body => {
             // `.func (.param .b32 r) name (...)`: the name follows the return parameters.
@@ -115,10 +136,11 @@ fn defines<'t>(head: &[&'t str], has_body: bool) -> Result<Vec<(&'t str, bool)>,
             if head.get(i) == Some(&"(") {
                 i = super::closing(head, i)? + 1;
             }
-            head.get(i).map(|&n| (n, linkage || kind == ".entry")).into_iter().collect()
+            let linkage = if kind == ".entry" { Linkage::Visible } else { linkage(false) };
+            head.get(i).map(|&n| (n, linkage)).into_iter().collect()
         }
         Some(".global" | ".const" | ".shared") if !has_body => {
-            super::declarators(&head[1..])?.into_iter().map(|d| (d.name, linkage)).collect()
+            super::declarators(&head[1..])?.into_iter().map(|d| (d.name, linkage(true))).collect()
         }
         _ => Vec::new(),
     })
@@ -171,6 +193,16 @@ mod tests {
         assert!(err.to_string().contains("images 1 and 3 both define bias"), "{err}");
         assert!(matches!(link(&[b"not ptx"]), Err(Refusal::NotAnImage(_))));
         assert!(matches!(link(&[]), Err(Refusal::NotAnImage(_))));
+    }
+
+    #[test]
+    fn weak_functions_stay_each_images_own_and_weak_variables_are_refused() {
+        let weak = ".version 8.0\n.target sm_90\n.weak .func (.param .b32 r) twice (.param .b32 a)\n{\nret;\n}\n";
+        let text = link(&[weak.as_bytes(), weak.as_bytes()]).unwrap();
+        assert!(text.contains(".weak .func (.param .b32 r) twice$linked1 (.param .b32 a)"), "{text}");
+        let common = ".version 8.0\n.target sm_90\n.common .global .align 8 .u64 env;\n";
+        let err = link(&[common.as_bytes(), common.as_bytes()]).unwrap_err();
+        assert!(err.to_string().contains("images 1 and 2 both define env, a .weak or .common variable"), "{err}");
     }
 
     #[test]
