@@ -2,9 +2,11 @@
 //! that one image declares `.extern` is the one another image defines. The images' statements
 //! follow one another under one header (the newest `.version`, the highest `.target`), so the
 //! result reads as one module. An image's internal names (a `.func` or variable without
-//! `.visible`, such as CUDA's math helpers or printf's strings) are its own, as NVIDIA's linker
-//! keeps them: one that another image also defines is renamed in the later image. A name two
-//! images define visibly, or a kernel both define, is refused by name.
+//! `.visible`, such as CUDA's math helpers or printf's strings) and its `.weak` functions are
+//! its own, as NVIDIA's linker keeps them: one that another image also defines is renamed in
+//! the later image (in the earlier one when the later defines it `.visible`). A name two images
+//! define `.visible`, a kernel both define, or a `.weak` or `.common` variable both define (one
+//! object to NVIDIA's linker) is refused by name.
 
 use super::{Refusal, parse_target, statements, strip_comments, tokens};
 use std::collections::HashMap;
