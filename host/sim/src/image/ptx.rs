@@ -16,25 +16,8 @@ pub const NEWEST_ISA: (u32, u32) = (9, 0);
 /// capability `device`.
 pub fn read(text: &[u8], device: ComputeCapability) -> Result<Contents, Refusal> {
     let whole = self::text(text).ok_or(Refusal::NotAnImage("text that is not UTF-8"))?;
-    let text = strip_comments(whole);
-    let (mut version, mut target) = (None, None);
-    let mut rest = String::with_capacity(text.len());
-    // `.version`, `.target` and `.address_size` end at their line, without a `;`.
-    for line in text.lines() {
-        let mut words = line.split_whitespace();
-        match words.next() {
-            Some(".version") => version = words.next().map(str::to_owned),
-            Some(".target") => target = line.split_whitespace().nth(1).map(|t| t.trim_end_matches(',').to_owned()),
-            Some(".address_size" | ".file" | ".loc") => {}
-            _ => {
-                rest.push_str(line);
-                rest.push('\n');
-            }
-        }
-    }
-    let (Some(version), Some(target)) = (version, target) else {
-        return Err(Refusal::NotAnImage("text without a PTX .version and .target"));
-    };
+    let Header { version, target, rest } = header(whole)?;
+    let target = target.split([',', ' ']).next().unwrap_or_default().to_owned();
     let isa = isa_version(&version).ok_or_else(|| Refusal::InvalidPtx(format!(".version {version}")))?;
     if isa > NEWEST_ISA {
         return Err(Refusal::PtxVersion(isa.0, isa.1));
@@ -51,6 +34,37 @@ pub fn read(text: &[u8], device: ComputeCapability) -> Result<Contents, Refusal>
     let kernels = module.entries.iter().map(|e| e.kernel(&module.shared)).collect();
     let (globals, const_bytes, ptx) = (module.globals, module.const_end, Some(std::sync::Arc::from(whole)));
     Ok(Contents { code: Code::Ptx(target.cc), kernels, globals, const_bytes, ptx })
+}
+
+/// A PTX text without its comments, split: its `.version` and its `.target` (the words after
+/// each), and the rest without them and without `.address_size`, `.file` and `.loc` (which end
+/// at their line, without a `;`).
+struct Header {
+    version: String,
+    target: String,
+    rest: String,
+}
+
+fn header(whole: &str) -> Result<Header, Refusal> {
+    let text = strip_comments(whole);
+    let (mut version, mut target) = (None, None);
+    let mut rest = String::with_capacity(text.len());
+    for line in text.lines() {
+        let mut words = line.split_whitespace();
+        match words.next() {
+            Some(".version") => version = words.next().map(str::to_owned),
+            Some(".target") => target = Some(words.collect::<Vec<_>>().join(" ")),
+            Some(".address_size" | ".file" | ".loc") => {}
+            _ => {
+                rest.push_str(line);
+                rest.push('\n');
+            }
+        }
+    }
+    match (version, target) {
+        (Some(version), Some(target)) => Ok(Header { version, target, rest }),
+        _ => Err(Refusal::NotAnImage("text without a PTX .version and .target")),
+    }
 }
 
 /// PTX text: the bytes up to the first NUL, when they are UTF-8.

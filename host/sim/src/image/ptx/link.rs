@@ -8,7 +8,7 @@
 //! define `.visible`, a kernel both define, or a `.weak` or `.common` variable both define (one
 //! object to NVIDIA's linker) is refused by name.
 
-use super::{Refusal, parse_target, statements, strip_comments, tokens};
+use super::{Refusal, parse_target, statements, tokens};
 use std::collections::HashMap;
 
 /// One image's text without its header, and what its statements define.
@@ -36,24 +36,8 @@ pub fn link(images: &[&[u8]]) -> Result<String, Refusal> {
     let mut read = Vec::new();
     for image in images {
         let text = super::text(image).ok_or(Refusal::NotAnImage("text that is not UTF-8"))?;
-        let text = strip_comments(text);
-        let (mut v, mut t) = (None, None);
-        let mut own = String::with_capacity(text.len());
-        for line in text.lines() {
-            let mut words = line.split_whitespace();
-            match words.next() {
-                Some(".version") => v = words.next().and_then(super::isa_version),
-                Some(".target") => t = Some(line.trim().trim_start_matches(".target").trim().to_owned()),
-                Some(".address_size") => {}
-                _ => {
-                    own.push_str(line);
-                    own.push('\n');
-                }
-            }
-        }
-        let (Some(v), Some(t)) = (v, t) else {
-            return Err(Refusal::NotAnImage("text without a PTX .version and .target"));
-        };
+        let super::Header { version: v, target: t, rest: own } = super::header(text)?;
+        let v = super::isa_version(&v).ok_or_else(|| Refusal::InvalidPtx(format!(".version {v}")))?;
         let first = t.split([',', ' ']).next().unwrap_or_default();
         let cc = parse_target(first).ok_or_else(|| Refusal::InvalidPtx(format!(".target {t}")))?.cc;
         version = version.max(v);
