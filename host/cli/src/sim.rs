@@ -96,11 +96,13 @@ fn prepare(options: &Options) -> Result<Vec<(String, String)>, String> {
             return Err("--real: no NVIDIA libcuda.so.1 found as the loader would look; name it with --libcuda".into());
         }
     }
-    let dir = install(&shim)?;
-    let path = match env::var("LD_LIBRARY_PATH")? {
-        Some(rest) if !rest.is_empty() => format!("{}:{rest}", dir.display()),
-        _ => dir.display().to_string(),
-    };
+    let mut dirs = vec![install(&shim, "peerpool-libcuda", &env::DRIVER_NAMES)?];
+    if !options.real {
+        dirs.push(install(&shim, "peerpool-nvjitlink", &env::NVJITLINK_NAMES)?);
+    }
+    let mut path: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+    path.extend(env::var("LD_LIBRARY_PATH")?.filter(|rest| !rest.is_empty()));
+    let path = path.join(":");
     vars.push(("LD_LIBRARY_PATH".to_string(), path));
     Ok(vars)
 }
@@ -137,12 +139,13 @@ fn locate_shim(explicit: Option<PathBuf>) -> Result<PathBuf, String> {
     }
 }
 
-/// A directory beside the shim holding `libcuda.so` and `libcuda.so.1`, links to it: what goes
-/// first on `LD_LIBRARY_PATH`. Made once; a link left by another build is replaced.
-pub fn install(shim: &Path) -> Result<PathBuf, String> {
-    let dir = shim.parent().ok_or("the shim has no directory")?.join("peerpool-libcuda");
+/// A directory `dir` beside the shim holding `names`, links to it: what goes first on
+/// `LD_LIBRARY_PATH` ([`env::DRIVER_NAMES`], [`env::NVJITLINK_NAMES`]). Made once; a link left
+/// by another build is replaced.
+pub fn install(shim: &Path, dir: &str, names: &[&str]) -> Result<PathBuf, String> {
+    let dir = shim.parent().ok_or("the shim has no directory")?.join(dir);
     std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
-    for name in ["libcuda.so", "libcuda.so.1"] {
+    for &name in names {
         let link = dir.join(name);
         if std::fs::read_link(&link).is_ok_and(|target| target == shim) {
             continue;
@@ -200,12 +203,12 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let shim = dir.join(SHIM_FILE);
         std::fs::write(&shim, b"not really a library").unwrap();
-        let installed = install(&shim).unwrap();
+        let installed = install(&shim, "links", &env::DRIVER_NAMES).unwrap();
         for _ in 0..2 {
-            for name in ["libcuda.so", "libcuda.so.1"] {
+            for name in env::DRIVER_NAMES {
                 assert_eq!(std::fs::read_link(installed.join(name)).unwrap(), shim);
             }
-            install(&shim).unwrap();
+            install(&shim, "links", &env::DRIVER_NAMES).unwrap();
         }
         std::fs::remove_dir_all(&dir).unwrap();
     }

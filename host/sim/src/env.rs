@@ -36,6 +36,18 @@ pub const LIBCUDA: &str = "PEERPOOL_SHIM_LIBCUDA";
 pub const VARIABLES: [&str; 9] =
     [TOPOLOGY, FAULTS, TRACE, SEED, TIMING, BACKEND, LIBCUDA, TOPOLOGY_ALIASES[0], TOPOLOGY_ALIASES[1]];
 
+/// The names a program loads the shim by: NVIDIA's driver's. What `peerpool sim` (and a test
+/// harness) links to the shim in a directory put first on `LD_LIBRARY_PATH`.
+pub const DRIVER_NAMES: [&str; 2] = ["libcuda.so", "libcuda.so.1"];
+
+/// nvJitLink's names, also linked to the shim when the shim simulates (not when it passes calls
+/// to NVIDIA's driver), in a directory of their own on `LD_LIBRARY_PATH`. cuda-python looks for a
+/// library already loaded before it looks in wheels, and the loader finds one by its file: so
+/// it finds the shim (loaded as the driver), which has no nvJitLink entry points. numba-cuda and
+/// cuda.core then link through the driver's JIT linker, into PTX the simulator runs, where
+/// nvJitLink would link into machine code it does not run.
+pub const NVJITLINK_NAMES: [&str; 2] = ["libnvJitLink.so.12", "libnvJitLink.so.13"];
+
 /// The symbol every build of the shim exports, which NVIDIA's libcuda does not: how a shim that
 /// forwards tells a copy of itself from the real library, and how a process tells that the
 /// libcuda it loads is the shim ([`crate::select::choice_from_env`]).

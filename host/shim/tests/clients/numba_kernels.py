@@ -4,9 +4,10 @@ calls a device function with a data-dependent loop. Each result is checked again
 exactly (the operations are exact in float32 or integer arithmetic), and printed as a line per
 kernel and GPU.
 
-numba compiles to PTX with NVVM and links through the driver's JIT linker (the nvJitLink wheel
-left out), so on the simulator the kernels run from their PTX. NVVM must not be newer than the
-driver's CUDA (13.0 on the simulator and the H200s).
+numba compiles to PTX with NVVM. On the simulator it links through the driver's JIT linker, so
+the kernels run from their PTX: where the nvJitLink wheel is installed, `peerpool sim` has
+cuda-python find the shim in its place, without nvJitLink's entry points. NVVM must not be newer
+than the driver's CUDA (13.0 on the simulator and the H200s).
 
 Usage: python numba_kernels.py   (exits 1 if a result is wrong)
 """

@@ -33,7 +33,8 @@ fn build_dir() -> PathBuf {
     peerpool::child::build_dir().expect("the test lies in target/<profile>/deps")
 }
 
-/// A directory holding the shim as `libcuda.so` and `libcuda.so.1`, made once per run.
+/// A directory holding the shim as `libcuda.so` and `libcuda.so.1`, and as nvJitLink, as
+/// `peerpool sim` links it (`peerpool_sim::env::NVJITLINK_NAMES`), made once per run.
 static SHIM_DIR: OnceLock<Result<PathBuf, String>> = OnceLock::new();
 
 pub fn shim_dir() -> Result<&'static Path, Failed> {
@@ -54,7 +55,7 @@ pub fn shim_dir() -> Result<&'static Path, Failed> {
         let test = exe.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
         let dir = std::env::temp_dir().join(format!("peerpool-shim-{test}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-        for name in ["libcuda.so", "libcuda.so.1"] {
+        for name in peerpool_sim::env::DRIVER_NAMES.into_iter().chain(peerpool_sim::env::NVJITLINK_NAMES) {
             let _ = std::fs::remove_file(dir.join(name));
             std::os::unix::fs::symlink(&shim, dir.join(name)).map_err(|e| e.to_string())?;
         }
