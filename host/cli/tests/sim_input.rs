@@ -84,3 +84,33 @@ fn settings_the_environment_holds_are_checked_before_the_program_runs() {
     let output = sim(dir.path(), &["--topology", "four_gpu_islands"], &stale).output().unwrap();
     refused(&output, "PEERPOOL_TOPOLOGY=four_gpu_islands and PEERPOOL_HARDWARE=one_gpu disagree");
 }
+
+/// The shim goes first on the library path as the driver, and, when it simulates, next as
+/// nvJitLink (`peerpool_sim::env::NVJITLINK_NAMES` says why); the path the environment held
+/// follows. Passing calls to NVIDIA's driver, nvJitLink is left as it is.
+#[test]
+fn the_library_path_holds_the_driver_and_when_simulating_nvjitlink() {
+    let dir = tempfile::tempdir().unwrap();
+    let held = std::ffi::OsStr::new("/opt/held");
+    let path = |args: &[&str], libcuda: Option<&Path>| {
+        let mut command = sim(dir.path(), args, &[("LD_LIBRARY_PATH", held)]);
+        command.args(libcuda.map(|l| vec![std::ffi::OsStr::new("--libcuda"), l.as_os_str()]).unwrap_or_default());
+        let output = command.output().unwrap();
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        let text = String::from_utf8(output.stdout).unwrap();
+        let line = text.lines().find(|l| l.starts_with("export LD_LIBRARY_PATH=")).expect("the path").to_owned();
+        line.trim_start_matches("export LD_LIBRARY_PATH=").trim_matches('\'').to_owned()
+    };
+    let simulated = path(&[], None);
+    let dirs: Vec<&str> = simulated.split(':').collect();
+    assert_eq!(dirs.len(), 3, "{simulated}");
+    assert!(dirs[0].ends_with("/peerpool-libcuda") && dirs[1].ends_with("/peerpool-nvjitlink"), "{simulated}");
+    assert_eq!(dirs[2], "/opt/held");
+    for name in peerpool_sim::env::NVJITLINK_NAMES {
+        assert_eq!(std::fs::read_link(Path::new(dirs[1]).join(name)).unwrap(), dir.path().join("libpeerpool_shim.so"));
+    }
+    let libcuda = dir.path().join("libcuda.so.1");
+    std::fs::write(&libcuda, b"a stand-in for NVIDIA's").unwrap();
+    let real = path(&["--real"], Some(&libcuda));
+    assert!(real.ends_with("/peerpool-libcuda:/opt/held") && !real.contains("nvjitlink"), "{real}");
+}
