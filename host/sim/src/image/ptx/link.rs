@@ -197,4 +197,23 @@ mod tests {
         let want = "mov.u64 %rd1, s2;\nmov.u64 %rd2, $str$1;\nld.u8 %r1, [s2+1];\n.pragma \"$str\";\n";
         assert_eq!(rename(text, "$str", "s2"), want);
     }
+
+    proptest::proptest! {
+        /// Texts after a PTX header, cut or damaged PTX, and peerpool's own: linked or refused,
+        /// never a panic; what links reads as one module or is refused.
+        #[test]
+        fn any_texts_are_linked_or_refused_without_a_panic(
+            tails in proptest::collection::vec("[ -~\n\t]{0,200}", 1..4),
+            cut in proptest::prelude::any::<proptest::sample::Index>(),
+        ) {
+            let own = peerpool_kernels::PTX;
+            let mut texts: Vec<String> =
+                tails.iter().map(|t| format!(".version 8.0\n.target sm_90\n.address_size 64\n{t}")).collect();
+            texts.push(own[..cut.index(own.len() + 1)].to_owned());
+            let images: Vec<&[u8]> = texts.iter().map(|t| t.as_bytes()).collect();
+            if let Ok(text) = link(&images) {
+                let _ = super::super::read(text.as_bytes(), (9, 0));
+            }
+        }
+    }
 }
