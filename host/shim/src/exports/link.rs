@@ -3,7 +3,7 @@
 //! nothing: linking one image (PTX, a cubin or a fatbin) gives that image back, and
 //! `cuModuleLoadData` loads it, its kernels then running from their PTX. Several PTX images
 //! (numba-cuda's kernels with the CUDA C they call, or with its float16 functions) are joined
-//! into one PTX text (`peerpool_sim::image::ptx::link`), where one image's `.extern` functions
+//! into one PTX text (`peerpool_sim::image::link::link`), where one image's `.extern` functions
 //! and variables are another's. Linking machine code with anything, an object or a library is
 //! not simulated: `CUDA_ERROR_NOT_SUPPORTED`, named once. JIT options are ignored.
 
@@ -132,7 +132,7 @@ pub unsafe extern "C" fn cuLinkComplete(
             let (kind, mut image) = match several {
                 true => {
                     let texts: Vec<&[u8]> = link.inputs.iter().map(|(_, bytes)| bytes.as_slice()).collect();
-                    let text = peerpool_sim::image::ptx::link(&texts).map_err(|refusal| {
+                    let text = peerpool_sim::image::link::link(&texts).map_err(|refusal| {
                         name_once_owned(format!("cuLinkComplete: {refusal}"), "CUDA_ERROR_NOT_SUPPORTED");
                         CUresult::CUDA_ERROR_NOT_SUPPORTED
                     })?;

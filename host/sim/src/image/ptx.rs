@@ -3,10 +3,6 @@
 //! variables with their initial bytes. Declarations are read as `ptxas` reads them;
 //! instructions are not looked at (nothing is compiled).
 
-mod link;
-
-pub use link::link;
-
 use super::{Code, ComputeCapability, Contents, Global, Kernel, Param, Refusal};
 
 /// The newest PTX ISA the simulated driver (CUDA 13.0) compiles.
@@ -39,13 +35,13 @@ pub fn read(text: &[u8], device: ComputeCapability) -> Result<Contents, Refusal>
 /// A PTX text without its comments, split: its `.version` and its `.target` (the words after
 /// each), and the rest without them and without `.address_size`, `.file` and `.loc` (which end
 /// at their line, without a `;`).
-struct Header {
-    version: String,
-    target: String,
-    rest: String,
+pub(super) struct Header {
+    pub(super) version: String,
+    pub(super) target: String,
+    pub(super) rest: String,
 }
 
-fn header(whole: &str) -> Result<Header, Refusal> {
+pub(super) fn header(whole: &str) -> Result<Header, Refusal> {
     let text = strip_comments(whole);
     let (mut version, mut target) = (None, None);
     let mut rest = String::with_capacity(text.len());
@@ -74,8 +70,8 @@ pub fn text(image: &[u8]) -> Option<&str> {
 
 /// A `.target`: the virtual architecture, and whether it is architecture-specific (`sm_90a`:
 /// that compute capability only) or family-specific (`sm_100f`: its major version).
-struct Target {
-    cc: ComputeCapability,
+pub(super) struct Target {
+    pub(super) cc: ComputeCapability,
     suffix: Option<char>,
 }
 
@@ -89,7 +85,7 @@ impl Target {
     }
 }
 
-fn parse_target(t: &str) -> Option<Target> {
+pub(super) fn parse_target(t: &str) -> Option<Target> {
     let sm = t.strip_prefix("sm_")?;
     let digits: String = sm.chars().take_while(char::is_ascii_digit).collect();
     let suffix = sm[digits.len()..].chars().next();
@@ -97,7 +93,7 @@ fn parse_target(t: &str) -> Option<Target> {
     Some(Target { cc: (n / 10, n % 10), suffix })
 }
 
-fn isa_version(v: &str) -> Option<(u32, u32)> {
+pub(super) fn isa_version(v: &str) -> Option<(u32, u32)> {
     let (major, minor) = v.split_once('.')?;
     Some((major.parse().ok()?, minor.parse().ok()?))
 }
@@ -139,7 +135,7 @@ fn strip_comments(text: &str) -> String {
 }
 
 /// Words (`.u32`, `pp_test_add`, `0f40000000`, `%r1`) and single punctuation characters.
-fn tokens(text: &str) -> Vec<&str> {
+pub(super) fn tokens(text: &str) -> Vec<&str> {
     let word = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '$' | '%' | '.');
     let mut out = Vec::new();
     let mut rest = text;
@@ -160,13 +156,13 @@ fn tokens(text: &str) -> Vec<&str> {
 }
 
 /// A module-level statement: what precedes its body or `;`, and its body (`.entry`, `.func`).
-struct Statement<'t> {
-    head: Vec<&'t str>,
-    body: Option<&'t [&'t str]>,
+pub(super) struct Statement<'t> {
+    pub(super) head: Vec<&'t str>,
+    pub(super) body: Option<&'t [&'t str]>,
 }
 
 /// The module-level statements. A `{` after `=` opens an initializer, any other a body.
-fn statements<'t>(tokens: &'t [&'t str]) -> Result<Vec<Statement<'t>>, Refusal> {
+pub(super) fn statements<'t>(tokens: &'t [&'t str]) -> Result<Vec<Statement<'t>>, Refusal> {
     let mut out = Vec::new();
     let mut i = 0;
     while i < tokens.len() {
@@ -208,7 +204,7 @@ fn statements<'t>(tokens: &'t [&'t str]) -> Result<Vec<Statement<'t>>, Refusal> 
 }
 
 /// The index of the `}` (or `)`, `]`) that closes the bracket at `open`.
-fn closing(tokens: &[&str], open: usize) -> Result<usize, Refusal> {
+pub(super) fn closing(tokens: &[&str], open: usize) -> Result<usize, Refusal> {
     let (opening, close) = match tokens.get(open) {
         Some(&"(") => ("(", ")"),
         Some(&"[") => ("[", "]"),
@@ -260,8 +256,8 @@ fn type_size(t: &str) -> Option<u64> {
 
 /// One declared variable or parameter: its name, bytes, alignment and initializer tokens.
 #[derive(Default)]
-struct Declared<'t> {
-    name: &'t str,
+pub(super) struct Declared<'t> {
+    pub(super) name: &'t str,
     size: u64,
     align: u64,
     element: u64,
@@ -448,7 +444,7 @@ impl<'t> Module<'t> {
 }
 
 /// The declarators of `type a, b[4] = {..}`: each with the qualifiers before the first.
-fn declarators<'t>(tokens: &[&'t str]) -> Result<Vec<Declared<'t>>, Refusal> {
+pub(super) fn declarators<'t>(tokens: &[&'t str]) -> Result<Vec<Declared<'t>>, Refusal> {
     let first_name =
         tokens.iter().position(|t| !t.starts_with('.') && t.parse::<u64>().is_err() && *t != "(" && *t != ")");
     let Some(first_name) = first_name else { return Ok(Vec::new()) };

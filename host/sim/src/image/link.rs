@@ -8,7 +8,8 @@
 //! define `.visible`, a kernel both define, or a `.weak` or `.common` variable both define (one
 //! object to NVIDIA's linker) is refused by name.
 
-use super::{Refusal, parse_target, statements, tokens};
+use super::Refusal;
+use super::ptx::{Header, closing, declarators, header, isa_version, parse_target, statements, text, tokens};
 use std::collections::HashMap;
 
 /// One image's text without its header, and what its statements define.
@@ -35,9 +36,9 @@ pub fn link(images: &[&[u8]]) -> Result<String, Refusal> {
     let mut target: Option<(super::ComputeCapability, String)> = None;
     let mut read = Vec::new();
     for image in images {
-        let text = super::text(image).ok_or(Refusal::NotAnImage("text that is not UTF-8"))?;
-        let super::Header { version: v, target: t, rest: own } = super::header(text)?;
-        let v = super::isa_version(&v).ok_or_else(|| Refusal::InvalidPtx(format!(".version {v}")))?;
+        let text = text(image).ok_or(Refusal::NotAnImage("text that is not UTF-8"))?;
+        let Header { version: v, target: t, rest: own } = header(text)?;
+        let v = isa_version(&v).ok_or_else(|| Refusal::InvalidPtx(format!(".version {v}")))?;
         let first = t.split([',', ' ']).next().unwrap_or_default();
         let cc = parse_target(first).ok_or_else(|| Refusal::InvalidPtx(format!(".target {t}")))?.cc;
         version = version.max(v);
@@ -120,13 +121,13 @@ fn defines<'t>(head: &[&'t str], has_body: bool) -> Result<Vec<(&'t str, Linkage
             // `.func (.param .b32 r) name (...)`: the name follows the return parameters.
             let mut i = 1;
             if head.get(i) == Some(&"(") {
-                i = super::closing(head, i)? + 1;
+                i = closing(head, i)? + 1;
             }
             let linkage = if kind == ".entry" { Linkage::Visible } else { linkage(false) };
             head.get(i).map(|&n| (n, linkage)).into_iter().collect()
         }
         Some(".global" | ".const" | ".shared") if !has_body => {
-            super::declarators(&head[1..])?.into_iter().map(|d| (d.name, linkage(true))).collect()
+            declarators(&head[1..])?.into_iter().map(|d| (d.name, linkage(true))).collect()
         }
         _ => Vec::new(),
     })
@@ -149,7 +150,7 @@ mod tests {
         let text = link(&[CALLER.as_bytes(), CALLEE.as_bytes()]).unwrap();
         assert!(text.starts_with(".version 8.5\n.target sm_90\n.address_size 64\n"), "{text}");
         assert_eq!(text.matches(".version").count(), 1);
-        let contents = super::super::read(text.as_bytes(), (9, 0)).unwrap();
+        let contents = crate::image::ptx::read(text.as_bytes(), (9, 0)).unwrap();
         assert_eq!(contents.kernels.len(), 1);
         let names: Vec<&str> = contents.globals.iter().map(|g| g.name.as_str()).collect();
         assert_eq!(names, ["$str", "bias"], "the extern declaration is not a second global");
@@ -162,7 +163,7 @@ mod tests {
         // names its own.
         let second = CALLER.replace("k(", "k2(").replace(".extern .global .align 4 .u32 bias;\n", "");
         let text = link(&[CALLER.as_bytes(), second.as_bytes(), CALLEE.as_bytes()]).unwrap();
-        let contents = super::super::read(text.as_bytes(), (9, 0)).unwrap();
+        let contents = crate::image::ptx::read(text.as_bytes(), (9, 0)).unwrap();
         let names: Vec<&str> = contents.globals.iter().map(|g| g.name.as_str()).collect();
         assert_eq!(names, ["$str", "$str$linked1", "bias"]);
         // An internal helper defined before a visible one of the same name gives way to it.
@@ -212,7 +213,7 @@ mod tests {
             texts.push(own[..cut.index(own.len() + 1)].to_owned());
             let images: Vec<&[u8]> = texts.iter().map(|t| t.as_bytes()).collect();
             if let Ok(text) = link(&images) {
-                let _ = super::super::read(text.as_bytes(), (9, 0));
+                let _ = crate::image::ptx::read(text.as_bytes(), (9, 0));
             }
         }
     }
