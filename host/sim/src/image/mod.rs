@@ -1,5 +1,6 @@
 //! Module images read without being run: PTX text, CUDA ELF cubins, and fatbins (NVIDIA's
-//! container of both, with compressed entries). What a module holds is read from its image:
+//! container of both, with compressed entries); and PTX images linked into one (`link.rs`), as
+//! the driver's JIT linker links them. What a module holds is read from its image:
 //! its kernels with their parameters and the facts `cuFuncGetAttribute` reports, and its
 //! globals with their sizes and first bytes.
 //!
