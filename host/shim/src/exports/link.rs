@@ -4,8 +4,10 @@
 //! `cuModuleLoadData` loads it, its kernels then running from their PTX. Several PTX images
 //! (numba-cuda's kernels with the CUDA C they call, or with its float16 functions) are joined
 //! into one PTX text (`peerpool_sim::image::link::link`), where one image's `.extern` functions
-//! and variables are another's. Linking machine code with anything, an object or a library is
-//! not simulated: `CUDA_ERROR_NOT_SUPPORTED`, named once. JIT options are ignored.
+//! and variables are another's; images that do not link answer their refusal's code, named once
+//! (a name two images define: `CUDA_ERROR_NOT_SUPPORTED`). Linking machine code with anything,
+//! an object or a library is not simulated: `CUDA_ERROR_NOT_SUPPORTED`, named once. JIT options
+//! are ignored.
 
 use crate::abi::out;
 use crate::boundary::{entry, name_once_owned};
@@ -133,8 +135,9 @@ pub unsafe extern "C" fn cuLinkComplete(
                 true => {
                     let texts: Vec<&[u8]> = link.inputs.iter().map(|(_, bytes)| bytes.as_slice()).collect();
                     let text = peerpool_sim::image::link::link(&texts).map_err(|refusal| {
-                        name_once_owned(format!("cuLinkComplete: {refusal}"), "CUDA_ERROR_NOT_SUPPORTED");
-                        CUresult::CUDA_ERROR_NOT_SUPPORTED
+                        let code = refusal.code();
+                        name_once_owned(format!("cuLinkComplete: {refusal}"), &code.name());
+                        code.to_bindings()
                     })?;
                     (PTX, text.into_bytes())
                 }

@@ -9,14 +9,8 @@
 //! object to NVIDIA's linker) is refused by name.
 
 use super::Refusal;
-use super::ptx::{Header, closing, declarators, header, isa_version, parse_target, statements, text, tokens};
+use super::ptx::{Header, closing, declarators, header, isa_version, parse_target, pieces, statements, text, tokens};
 use std::collections::HashMap;
-
-/// One image's text without its header, and what its statements define.
-struct Image {
-    text: String,
-    defines: Vec<(String, Linkage)>,
-}
 
 /// How other images see a name an image defines.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,13 +28,12 @@ enum Linkage {
 pub fn link(images: &[&[u8]]) -> Result<String, Refusal> {
     let mut version = (0u32, 0u32);
     let mut target: Option<(super::ComputeCapability, String)> = None;
-    let mut read = Vec::new();
+    let (mut texts, mut defined_by) = (Vec::new(), Vec::new());
     for image in images {
         let text = text(image).ok_or(Refusal::NotAnImage("text that is not UTF-8"))?;
         let Header { version: v, target: t, rest: own } = header(text)?;
         let v = isa_version(&v).ok_or_else(|| Refusal::InvalidPtx(format!(".version {v}")))?;
-        let first = t.split([',', ' ']).next().unwrap_or_default();
-        let cc = parse_target(first).ok_or_else(|| Refusal::InvalidPtx(format!(".target {t}")))?.cc;
+        let cc = parse_target(&t).ok_or_else(|| Refusal::InvalidPtx(format!(".target {t}")))?.cc;
         version = version.max(v);
         if target.as_ref().is_none_or(|(most, _)| cc > *most) {
             target = Some((cc, t));
@@ -50,14 +43,14 @@ pub fn link(images: &[&[u8]]) -> Result<String, Refusal> {
         for s in statements(&tokens)? {
             defines.extend(self::defines(&s.head, s.body.is_some())?.into_iter().map(|(n, v)| (n.to_owned(), v)));
         }
-        read.push(Image { text: own, defines });
+        texts.push(own);
+        defined_by.push(defines);
     }
     let (_, target) = target.ok_or(Refusal::NotAnImage("no image to link"))?;
-    let mut texts: Vec<String> = read.iter().map(|image| image.text.clone()).collect();
     // Where each name is defined so far, and how.
     let mut defined: HashMap<String, (usize, Linkage)> = HashMap::new();
-    for (i, image) in read.iter().enumerate() {
-        for &(ref name, linkage) in &image.defines {
+    for (i, defines) in defined_by.iter().enumerate() {
+        for &(ref name, linkage) in defines {
             let Some(&(j, earlier)) = defined.get(name).filter(|&&(j, _)| j != i) else {
                 defined.insert(name.clone(), (i, linkage));
                 continue;
@@ -87,20 +80,7 @@ pub fn link(images: &[&[u8]]) -> Result<String, Refusal> {
 
 /// `text` with every token `from` (outside quotes) made `to`.
 fn rename(text: &str, from: &str, to: &str) -> String {
-    let word = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '$' | '%' | '.');
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(c) = rest.chars().next() {
-        let len = match c {
-            '"' => rest[1..].find('"').map_or(rest.len(), |end| end + 2),
-            c if word(c) => rest.find(|c: char| !word(c)).unwrap_or(rest.len()),
-            c => c.len_utf8(),
-        };
-        let token = &rest[..len];
-        out.push_str(if token == from { to } else { token });
-        rest = &rest[len..];
-    }
-    out
+    pieces(text).map(|piece| if piece == from { to } else { piece }).collect()
 }
 
 /// The names a module-level statement defines (a kernel or function with its body, a variable

@@ -13,7 +13,6 @@ pub const NEWEST_ISA: (u32, u32) = (9, 0);
 pub fn read(text: &[u8], device: ComputeCapability) -> Result<Contents, Refusal> {
     let whole = self::text(text).ok_or(Refusal::NotAnImage("text that is not UTF-8"))?;
     let Header { version, target, rest } = header(whole)?;
-    let target = target.split([',', ' ']).next().unwrap_or_default().to_owned();
     let isa = isa_version(&version).ok_or_else(|| Refusal::InvalidPtx(format!(".version {version}")))?;
     if isa > NEWEST_ISA {
         return Err(Refusal::PtxVersion(isa.0, isa.1));
@@ -85,8 +84,9 @@ impl Target {
     }
 }
 
-pub(super) fn parse_target(t: &str) -> Option<Target> {
-    let sm = t.strip_prefix("sm_")?;
+/// The target a `.target` directive's words name first (`sm_90, texmode_independent`).
+pub(super) fn parse_target(words: &str) -> Option<Target> {
+    let sm = words.split([',', ' ']).next()?.strip_prefix("sm_")?;
     let digits: String = sm.chars().take_while(char::is_ascii_digit).collect();
     let suffix = sm[digits.len()..].chars().next();
     let n: i32 = digits.parse().ok()?;
@@ -136,23 +136,25 @@ fn strip_comments(text: &str) -> String {
 
 /// Words (`.u32`, `pp_test_add`, `0f40000000`, `%r1`) and single punctuation characters.
 pub(super) fn tokens(text: &str) -> Vec<&str> {
+    pieces(text).filter(|p| !p.starts_with(char::is_whitespace)).collect()
+}
+
+/// `text` cut into its tokens and the whitespace between them (one piece a character), which
+/// together are the whole text: what [`tokens`] reads and a rewrite of names keeps.
+pub(super) fn pieces(text: &str) -> impl Iterator<Item = &str> {
     let word = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '$' | '%' | '.');
-    let mut out = Vec::new();
     let mut rest = text;
-    while let Some(c) = rest.chars().next() {
+    std::iter::from_fn(move || {
+        let c = rest.chars().next()?;
         let len = match c {
-            c if c.is_whitespace() => {
-                rest = &rest[c.len_utf8()..];
-                continue;
-            }
             '"' => rest[1..].find('"').map_or(rest.len(), |end| end + 2),
             c if word(c) => rest.find(|c: char| !word(c)).unwrap_or(rest.len()),
             c => c.len_utf8(),
         };
-        out.push(&rest[..len]);
+        let piece = &rest[..len];
         rest = &rest[len..];
-    }
-    out
+        Some(piece)
+    })
 }
 
 /// A module-level statement: what precedes its body or `;`, and its body (`.entry`, `.func`).
