@@ -5,7 +5,8 @@
 use crate::LoadError;
 use crate::ir::{
     Address, AtomOp, BarRed, BarRedOp, BinOp, BoolOp, Call, CarryKind, CarryOp, Cmp, Conversion, FloatClass, FloatMode,
-    MBarrierOp, Op, PairOp, Place, PrmtMode, ReduxOp, Round, ShflMode, Space, Src, TerOp, Ty, UnOp, VoteMode, WarpOp,
+    Fragment, MBarrierOp, Matrix, Mma, Op, PairOp, Place, PrmtMode, ReduxOp, Round, ShflMode, Space, Src, TerOp, Ty,
+    UnOp, VoteMode, WarpOp,
 };
 use crate::parse::{Operand, Scope, address};
 
@@ -623,6 +624,7 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
             let op = WarpOp::Redux { op, signed: ty.signed(), d: d.reg(0)?, a: d.src(1, ty)? };
             Op::Warp { op, mask: Some(d.src(2, Ty::B32)?) }
         }
+        "wmma" => wmma(&mods, &d, &unsupported)?,
         "activemask" => {
             mods.only(&[]).map_err(unsupported)?;
             Op::Warp { op: WarpOp::ActiveMask { d: d.reg(0)? }, mask: None }
@@ -804,6 +806,78 @@ fn bulk(
     })
 }
 
+/// `wmma.load.{a,b,c}`, `wmma.store.d` and `wmma.mma` of the shapes m16n16k16, m32n8k16 and
+/// m8n32k16, with f16 or bf16 inputs and f16 or f32 accumulators.
+fn wmma(mods: &Mods, d: &Decoder<'_>, unsupported: &dyn Fn(String) -> LoadError) -> Result<Op, LoadError> {
+    const SHAPES: [&str; 3] = ["m16n16k16", "m32n8k16", "m8n32k16"];
+    const KNOWN: [&str; 13] =
+        ["load", "store", "mma", "a", "b", "c", "d", "sync", "row", "col", "global", "shared", "shared::cta"];
+    let shape_word = mods.words.iter().find(|w| w.starts_with('m') && w.contains('n') && w.contains('k'));
+    let shape = match shape_word.map(String::as_str) {
+        Some("m16n16k16") => [16, 16, 16],
+        Some("m32n8k16") => [32, 8, 16],
+        Some("m8n32k16") => [8, 32, 16],
+        Some(other) => return Err(unsupported(format!("the shape .{other}"))),
+        None => return Err(unsupported("no shape".into())),
+    };
+    let mut known = KNOWN.to_vec();
+    known.extend(SHAPES);
+    mods.only(&known).map_err(unsupported)?;
+    if !mods.has("sync") {
+        return Err(unsupported("wmma without .sync".into()));
+    }
+    let types: Vec<Ty> = mods.words.iter().filter_map(|w| Ty::named(w)).collect();
+    let regs = |i: usize, n: usize| d.all_regs(i, n);
+    if mods.has("mma") {
+        // The layouts of A and B come first; this executor's fragments do not depend on them.
+        let (input, dt, ct) = match types[..] {
+            [dt, ct] => (Ty::F16, dt, ct),
+            [Ty::F32, Ty::BF16, Ty::BF16, Ty::F32] => (Ty::BF16, Ty::F32, Ty::F32),
+            _ => return Err(unsupported("these types".into())),
+        };
+        if !matches!((dt, ct), (Ty::F16 | Ty::F32, Ty::F16 | Ty::F32)) {
+            return Err(unsupported("these types".into()));
+        }
+        let mut mma =
+            Mma { shape, input, c: ct, d: dt, a_regs: vec![], b_regs: vec![], c_regs: vec![], d_regs: vec![] };
+        let dn = Fragment { ty: dt, ..mma.fragment(Matrix::C) }.regs();
+        mma.d_regs = regs(0, dn)?;
+        mma.a_regs = regs(1, mma.fragment(Matrix::A).regs())?;
+        mma.b_regs = regs(2, mma.fragment(Matrix::B).regs())?;
+        mma.c_regs = regs(3, mma.fragment(Matrix::C).regs())?;
+        return Ok(Op::Warp { op: WarpOp::Mma(Box::new(mma)), mask: Some(Src::Imm(u32::MAX as u64)) });
+    }
+    let store = mods.has("store");
+    let matrix = match () {
+        _ if store && mods.has("d") => Matrix::C,
+        _ if store => return Err(unsupported("a store of a fragment other than .d".into())),
+        _ if mods.has("a") => Matrix::A,
+        _ if mods.has("b") => Matrix::B,
+        _ if mods.has("c") => Matrix::C,
+        _ => return Err(unsupported("no fragment".into())),
+    };
+    let ty = match types[..] {
+        [ty @ (Ty::F16 | Ty::BF16)] if matrix != Matrix::C => ty,
+        [ty @ (Ty::F16 | Ty::F32)] if matrix == Matrix::C => ty,
+        _ => return Err(unsupported("this type".into())),
+    };
+    let frag = Fragment { matrix, shape, ty };
+    let col = match (mods.has("row"), mods.has("col")) {
+        (true, false) => false,
+        (false, true) => true,
+        _ => return Err(unsupported("no layout".into())),
+    };
+    let (rows, cols) = frag.dims();
+    let (at, regs_at) = if store { (d.addr(0)?, 1) } else { (d.addr(1)?, 0) };
+    // Without a stride the matrix is packed: its leading dimension.
+    let stride = match d.ops.get(2) {
+        Some(_) => d.src(2, Ty::U32)?,
+        None => Src::Imm(if col { rows } else { cols } as u64),
+    };
+    let regs = regs(regs_at, frag.regs())?;
+    Ok(Op::Wmma { store, frag, col, space: mods.space(), at, stride, regs })
+}
+
 fn rounding(i: usize) -> Round {
     [Round::Nearest, Round::Zero, Round::Down, Round::Up][i]
 }
@@ -945,6 +1019,11 @@ impl Decoder<'_> {
                 .collect(),
             _ => Err(self.bad("registers matching the vector width were expected")),
         }
+    }
+
+    /// `n` registers, `{a, b, ...}`, none left out.
+    fn all_regs(&self, i: usize, n: usize) -> Result<Vec<u32>, LoadError> {
+        self.regs(i, n)?.into_iter().map(|r| r.ok_or_else(|| self.bad("a register was expected"))).collect()
     }
 
     /// A destination that may carry a predicate too: `d` or `d|p`.

@@ -586,6 +586,90 @@ pub enum Op {
         at: Address,
         op: MBarrierOp,
     },
+    /// `wmma.load` (`regs`: the fragment's registers, written) or `wmma.store.d` (`regs`: read):
+    /// this thread's elements of `frag` to or from the matrix at `at`, whose rows (columns
+    /// when `col`) start `stride` elements apart.
+    Wmma {
+        store: bool,
+        frag: Fragment,
+        col: bool,
+        space: Space,
+        at: Address,
+        stride: Src,
+        regs: Vec<Reg>,
+    },
+}
+
+/// Which matrix of `D = A B + C` a `wmma` fragment holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Matrix {
+    A,
+    B,
+    /// `C`, or the result `D`: the accumulator.
+    C,
+}
+
+/// A `wmma` fragment: its matrix, the operation's shape `[m, n, k]` and its elements' type
+/// (`f16`, `bf16` or `f32`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fragment {
+    pub matrix: Matrix,
+    pub shape: [u32; 3],
+    pub ty: Ty,
+}
+
+impl Fragment {
+    /// Rows and columns of its matrix: A is m by k, B k by n, C m by n.
+    pub(crate) fn dims(self) -> (u32, u32) {
+        let [m, n, k] = self.shape;
+        match self.matrix {
+            Matrix::A => (m, k),
+            Matrix::B => (k, n),
+            Matrix::C => (m, n),
+        }
+    }
+
+    /// Elements a 32-bit register holds.
+    pub(crate) fn per_reg(self) -> usize {
+        32 / self.ty.bits() as usize
+    }
+
+    /// The registers each thread holds, as the PTX ISA sets them: eight of f16 pairs for A and
+    /// B, four of f16 pairs or eight f32s for an accumulator, and bf16 pairs with each element
+    /// held once in the warp.
+    pub(crate) fn regs(self) -> usize {
+        let (rows, cols) = self.dims();
+        match (self.matrix, self.ty) {
+            (Matrix::C, Ty::F16) => 4,
+            (_, Ty::F16) | (_, Ty::F32) => 8,
+            _ => (rows * cols) as usize / 64,
+        }
+    }
+}
+
+/// `wmma.mma`: `D = A B + C` of one warp's fragments, each lane bringing its registers.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Mma {
+    pub shape: [u32; 3],
+    /// The type of A's and B's elements.
+    pub input: Ty,
+    /// C's and D's element types.
+    pub c: Ty,
+    pub d: Ty,
+    pub a_regs: Vec<Reg>,
+    pub b_regs: Vec<Reg>,
+    pub c_regs: Vec<Reg>,
+    pub d_regs: Vec<Reg>,
+}
+
+impl Mma {
+    pub(crate) fn fragment(&self, matrix: Matrix) -> Fragment {
+        let ty = match matrix {
+            Matrix::A | Matrix::B => self.input,
+            Matrix::C => self.c,
+        };
+        Fragment { matrix, shape: self.shape, ty }
+    }
 }
 
 /// What an `mbarrier` instruction does.
@@ -668,7 +752,7 @@ pub enum ReduxOp {
 }
 
 /// What a warp-synchronous instruction computes once its lanes have met.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum WarpOp {
     Shfl {
         mode: ShflMode,
@@ -704,6 +788,8 @@ pub enum WarpOp {
     ActiveMask {
         d: Reg,
     },
+    /// `wmma.mma` of the whole warp.
+    Mma(Box<Mma>),
 }
 
 impl WarpOp {
@@ -717,6 +803,7 @@ impl WarpOp {
             (Redux { op: a, signed: s, .. }, Redux { op: b, signed: t, .. }) => a == b && s == t,
             (Sync, Sync) => true,
             (ActiveMask { .. }, ActiveMask { .. }) => true,
+            (Mma(a), Mma(b)) => (a.shape, a.input, a.c, a.d) == (b.shape, b.input, b.c, b.d),
             _ => false,
         }
     }

@@ -91,7 +91,19 @@
 //! consume meet. An operation on an object that is not a barrier, more arrivals than are
 //! pending, or a barrier outside shared memory is an illegal access ([`Fault::Illegal`]).
 //!
-//! Not yet: textures, surfaces, tensor-core instructions (`mma`, `ldmatrix`), bulk copies
+//! Tensor cores through `wmma` (`nvcuda::wmma`'s `load_matrix_sync`, `mma_sync`,
+//! `store_matrix_sync`): shapes m16n16k16, m32n8k16 and m8n32k16, f16 or bf16 inputs, f16 or
+//! f32 accumulators, matrices by rows or by columns with any stride, in global, shared or
+//! generic memory. The PTX ISA leaves unspecified which lane holds which element of a
+//! fragment; here lane `l` holds the elements from `l * E` on (`E` a thread's count), in
+//! row-major order, so elementwise work on fragments (`frag.x[i]`) behaves as on a GPU. A
+//! product needs all 32 lanes of the warp, else [`WarpFault::Inactive`] stops the launch.
+//! `D = A B + C` sums the exact products in f64 and rounds once: bit for bit the tensor
+//! cores' result wherever the sums are exact; otherwise it can differ from their own
+//! accumulation in the last bits (measured on an H200 in `docs/hardware/`).
+//!
+//! Not yet: textures, surfaces, the other tensor-core instructions (`mma`, `ldmatrix`,
+//! `wgmma`, and `wmma` of tf32, f64 and integers), bulk copies
 //! through tensor maps (`cp.async.bulk.tensor`) or to a cluster (`.multicast::cluster`), a
 //! cluster's barriers, `mbarrier.pending_count`, indirect branches and calls; each is refused at
 //! load with its line.

@@ -569,6 +569,7 @@ fn reference(l: &Line, x: &[u32], got: &[u32], vars: &[Vec<u8>], warp: impl Fn(u
                 x[b + (t + 5) % 256].wrapping_mul(7).wrapping_add(t as u32)
             })
             .collect(),
+        "wmma_tiles" => wmma_tiles(x),
         "double_math" => {
             double_math(x, got);
             return None;
@@ -1015,4 +1016,47 @@ fn double_math(x: &[u32], got: &[u32]) {
             assert!(ulps(g, w) <= 3, "double_math[{i}][{k}] of {v:e}: {g:e} for {w:e}");
         }
     }
+}
+
+/// `wmma_tiles`: each warp's `D = A B + C`, as corpus.cu sets its tiles up and stores D.
+fn wmma_tiles(x: &[u32]) -> Vec<u32> {
+    let small = |w: u32| ((w & 15) as i32 - 8) as f64 * 0.5;
+    let mut out = vec![0u32; 2048];
+    for (tile, dst) in out.chunks_mut(256).enumerate() {
+        let (w, src) = (tile % 4, &x[tile * 2048..]);
+        let ha = |i: usize| small(src[i]);
+        let hb = |i: usize| small(src[1024 + i]);
+        let fc = |i: usize| small(src[800 + i]) * 4.0;
+        // Row i of A times column j of B (k = 16 for every shape).
+        type Matrix<'a> = &'a dyn Fn(usize, usize) -> f64;
+        let dot = |a: Matrix<'_>, b: Matrix<'_>, i: usize, j: usize| (0..16).map(|k| a(i, k) * b(k, j)).sum::<f64>();
+        match w {
+            0 => {
+                let (a, b) = (|i, k| ha(i * 16 + k), |k, j| hb(j * 16 + k));
+                for (i, j) in (0..16).flat_map(|i| (0..16).map(move |j| (i, j))) {
+                    dst[j * 16 + i] = ((dot(&a, &b, i, j) + 2.0 * fc(i * 16 + j)) as f32).to_bits();
+                }
+            }
+            1 => {
+                let (a, b) = (|i, k| ha(k * 24 + i), |k, j| hb(k * 24 + j));
+                for (i, j) in (0..16).flat_map(|i| (0..16).map(move |j| (i, j))) {
+                    let h = Half::F16.round(dot(&a, &b, i, j) + small(src[1900 + i * 16 + j]), Mode::Near) as u32;
+                    dst[(i * 16 + j) / 2] |= h << (16 * ((i * 16 + j) % 2));
+                }
+            }
+            2 => {
+                let (a, b) = (|i, k| ha(i * 24 + k), |k, j| hb(k * 8 + j));
+                for (i, j) in (0..32).flat_map(|i| (0..8).map(move |j| (i, j))) {
+                    dst[i * 8 + j] = ((2.0 * dot(&a, &b, i, j)) as f32).to_bits();
+                }
+            }
+            _ => {
+                let (a, b) = (|i, k| small(src[1800 + i * 16 + k]), |k, j| small(src[1500 + j * 16 + k]));
+                for (i, j) in (0..8).flat_map(|i| (0..32).map(move |j| (i, j))) {
+                    dst[i * 32 + j] = ((dot(&a, &b, i, j) + fc(j * 8 + i)) as f32).to_bits();
+                }
+            }
+        }
+    }
+    out
 }

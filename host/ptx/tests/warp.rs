@@ -154,3 +154,54 @@ fn mov_packs_and_unpacks_registers() {
     let want: Vec<u32> = (0..4u32).map(|t| ((t + 0x100) << 8) + (t + 0x100) + ((t + 0x100) >> 16)).collect();
     assert_eq!(got, want);
 }
+
+const MMA: &str = "wmma.mma.sync.aligned.row.row.m16n16k16.f32.f32 {%f0, %f1, %f2, %f3, %f4, %f5, %f6, %f7}, \
+    {%r1, %r2, %r3, %r4, %r5, %r6, %r7, %r8}, {%r1, %r2, %r3, %r4, %r5, %r6, %r7, %r8}, \
+    {%f0, %f1, %f2, %f3, %f4, %f5, %f6, %f7};";
+
+#[test]
+fn a_matrix_product_needs_every_lane_of_the_warp() {
+    // 0x3c00 is 1.0 in f16: A and B all ones, C zero, so each element of D is 16.
+    let body = format!(
+        "mov.b32 %r1, 0x3c003c00;\nmov.b32 %r2, %r1;\nmov.b32 %r3, %r1;\nmov.b32 %r4, %r1;\nmov.b32 %r5, %r1;\n\
+         mov.b32 %r6, %r1;\nmov.b32 %r7, %r1;\nmov.b32 %r8, %r1;\nmov.f32 %f0, 0f00000000;\nmov.f32 %f1, %f0;\n\
+         mov.f32 %f2, %f0;\nmov.f32 %f3, %f0;\nmov.f32 %f4, %f0;\nmov.f32 %f5, %f0;\nmov.f32 %f6, %f0;\nmov.f32 %f7, %f0;\n\
+         {MMA}\nadd.f32 %f0, %f0, %f7;\nst.global.f32 [%rd0], %f0;\nret;"
+    );
+    let module = kernel(&body);
+    assert_eq!(words(&module, 32).unwrap(), vec![32f32.to_bits(); 32]);
+    // A block of 48: its second warp has 16 lanes, so its fragments are not whole.
+    let trap = words(&module, 48).unwrap_err();
+    assert_eq!((trap.kind, trap.who.thread[0], trap.line), (TrapKind::Warp(WarpFault::Inactive), 32, 28));
+    // A lane that exited takes no part either.
+    let early = kernel(&format!("setp.eq.u32 %p1, %r0, 5;\n@%p1 ret;\n{body}"));
+    let trap = words(&early, 32).unwrap_err();
+    assert_eq!((trap.kind, trap.who.thread[0]), (TrapKind::Warp(WarpFault::Inactive), 0));
+}
+
+#[test]
+fn matrix_forms_not_implemented_are_refused_and_fragments_of_the_wrong_size_are_wrong() {
+    use peerpool_ptx::{LoadError, load};
+    let text = |inst: &str| {
+        format!(
+            ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k()\n{{\n.reg .b32 %r<16>;\n.reg .b64 %rd<4>;\n{inst}\nret;\n}}\n"
+        )
+    };
+    let regs = |n: usize| (1..=n).map(|i| format!("%r{i}")).collect::<Vec<_>>().join(", ");
+    for (inst, what) in [
+        (format!("wmma.load.a.sync.aligned.row.m16n16k8.tf32 {{{}}}, [%rd1], 8;", regs(4)), "the shape .m16n16k8"),
+        (format!("wmma.load.a.sync.aligned.row.m8n8k32.s4 {{{}}}, [%rd1], 32;", regs(1)), "the shape .m8n8k32"),
+        (format!("wmma.load.a.sync.aligned.row.m16n16k16.s8 {{{}}}, [%rd1], 16;", regs(2)), "this type"),
+        (format!("wmma.load.c.sync.aligned.row.m16n16k16.s32 {{{}}}, [%rd1], 16;", regs(8)), "this type"),
+        (format!("wmma.store.d.sync.aligned.row.m16n16k16.satfinite.f32 [%rd1], {{{}}}, 16;", regs(8)), ".satfinite"),
+    ] {
+        match load(&text(&inst)) {
+            Err(LoadError::Unsupported { line: 8, what: w }) => assert!(w.contains(what), "{inst}: {w}"),
+            other => panic!("{inst}: {other:?}"),
+        }
+    }
+    let short = format!("wmma.load.a.sync.aligned.row.m16n16k16.f16 {{{}}}, [%rd1], 16;", regs(7));
+    assert!(matches!(load(&text(&short)), Err(LoadError::Syntax { line: 8, .. })));
+    let fine = format!("wmma.load.a.sync.aligned.row.m16n16k16.f16 {{{}}}, [%rd1], 16;", regs(8));
+    assert!(load(&text(&fine)).is_ok());
+}

@@ -14,6 +14,7 @@ mod fast;
 mod float;
 mod fp8;
 mod half;
+mod matrix;
 mod mbarrier;
 mod printf;
 mod pure;
@@ -225,7 +226,8 @@ pub enum WarpFault {
     /// The thread is not in its own member mask (undefined in PTX).
     NotInMask,
     /// A shuffle reads a lane that has exited, does not exist (past the block's last thread)
-    /// or is not in the member mask: PTX leaves the value undefined.
+    /// or is not in the member mask, or a `wmma.mma` lacks such a lane's part of the
+    /// fragments: PTX leaves the value undefined.
     Inactive,
     /// Lanes named in one another's member masks wait at warp-synchronous instructions of
     /// different kinds or with different masks: they can never meet.

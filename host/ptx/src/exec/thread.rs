@@ -4,7 +4,7 @@
 use super::access::Access;
 use super::fast::Code;
 use super::{Fault, LOCAL_WINDOW, Launch, Memory, Output, SHARED_WINDOW, Thread, Trap, TrapKind};
-use super::{arith, fp8, half, mbarrier, printf};
+use super::{arith, fp8, half, matrix, mbarrier, printf};
 use crate::ir::{Address, BarRedOp, Call, Function, MBarrierOp, Op, Place, Reg, Space, Special, Src, Ty};
 
 /// Where a thread is.
@@ -282,6 +282,25 @@ impl ThreadState {
                 match wait {
                     true => self.state = State::Waiting { id, count },
                     false => sh.arrived[id as usize] += 1,
+                }
+            }
+            Op::Wmma { store, frag, col, space, at, stride, regs } => {
+                let (base, stride) = (self.address(at, sh), self.value(*stride, sh) as u32 as u64);
+                let (ty, lane) = (frag.ty, self.linear % 32);
+                let mut values: Vec<u64> = regs.iter().map(|&r| self.value(Src::Reg(r), sh)).collect();
+                for e in 0..matrix::per_thread(*frag) {
+                    let addr = base.wrapping_add(matrix::offset(ty, *col, stride, matrix::place(*frag, lane, e)));
+                    let mut buf = [0u8; 4];
+                    if *store {
+                        let bytes = matrix::element(ty, &values, e).to_le_bytes();
+                        self.access(sh).write(*space, addr, &bytes[..ty.bytes()], line)?;
+                    } else {
+                        self.access(sh).read(*space, addr, &mut buf[..ty.bytes()], line)?;
+                        matrix::set_element(ty, &mut values, e, super::word(&buf[..ty.bytes()]));
+                    }
+                }
+                if !*store {
+                    regs.iter().zip(values).for_each(|(&r, v)| self.set(r, v));
                 }
             }
             Op::Warp { .. } => {

@@ -8,19 +8,19 @@
 //! move, so lanes that diverged and would come back together are counted together.
 
 use super::thread::{Shared, State, ThreadState};
-use super::{Trap, TrapKind, WarpFault, lanes};
-use crate::ir::{Function, Inst, Op, ReduxOp, ShflMode, VoteMode, WarpOp};
+use super::{Trap, TrapKind, WarpFault, lanes, matrix};
+use crate::ir::{Function, Inst, Op, ReduxOp, ShflMode, Src, VoteMode, WarpOp};
 
 /// One waiting lane: the instruction it waits at and the lanes it names.
 #[derive(Clone, Copy)]
-struct Arrival {
-    op: WarpOp,
+struct Arrival<'k> {
+    op: &'k WarpOp,
     mask: u32,
     pc: u32,
     line: u32,
 }
 
-fn arrivals(kernel: &Function, warp: &[ThreadState], sh: &Shared<'_, '_>) -> [Option<Arrival>; 32] {
+fn arrivals<'k>(kernel: &'k Function, warp: &[ThreadState], sh: &Shared<'_, '_>) -> [Option<Arrival<'k>>; 32] {
     let mut out = [None; 32];
     for (lane, t) in warp.iter().enumerate() {
         if t.state != State::Warp {
@@ -29,7 +29,7 @@ fn arrivals(kernel: &Function, warp: &[ThreadState], sh: &Shared<'_, '_>) -> [Op
         let inst = &kernel.body[t.pc as usize];
         if let Op::Warp { op, mask } = &inst.op {
             let mask = mask.map_or(0, |m| t.value(m, sh) as u32);
-            out[lane] = Some(Arrival { op: *op, mask, pc: t.pc, line: inst.line });
+            out[lane] = Some(Arrival { op, mask, pc: t.pc, line: inst.line });
         }
     }
     out
@@ -40,11 +40,11 @@ pub(super) fn live(warp: &[ThreadState]) -> u32 {
 }
 
 /// The lanes that meet with `lane`, if its meeting is complete.
-fn meeting(lane: usize, all: &[Option<Arrival>; 32], live: u32) -> Option<u32> {
+fn meeting(lane: usize, all: &[Option<Arrival<'_>>; 32], live: u32) -> Option<u32> {
     let me = all[lane]?;
     let matching = |other: &Arrival| match me.op {
         WarpOp::ActiveMask { .. } => other.pc == me.pc,
-        _ => other.op.same_kind(&me.op) && other.mask == me.mask,
+        _ => other.op.same_kind(me.op) && other.mask == me.mask,
     };
     let group = (0..32).filter(|&i| all[i].as_ref().is_some_and(matching)).fold(0u32, |m, i| m | 1 << i);
     match me.op {
@@ -159,7 +159,7 @@ pub(super) fn mismatch(kernel: &Function, threads: &[ThreadState], sh: &Shared<'
                 continue;
             }
             let mut others = (0..32).filter(|&i| me.mask & live & 1 << i != 0).filter_map(|i| all[i]);
-            if others.any(|o| !o.op.same_kind(&me.op) || o.mask != me.mask) {
+            if others.any(|o| !o.op.same_kind(me.op) || o.mask != me.mask) {
                 return Some(warp[lane].trap(TrapKind::Warp(WarpFault::Mismatch), me.line, me.mask as u64));
             }
         }
@@ -168,18 +168,25 @@ pub(super) fn mismatch(kernel: &Function, threads: &[ThreadState], sh: &Shared<'
 }
 
 /// Computes a complete meeting: every lane reads its operands first, then every lane writes.
-fn compute(warp: &mut [ThreadState], all: &[Option<Arrival>; 32], group: u32, sh: &Shared<'_, '_>) -> Result<(), Trap> {
+fn compute(
+    warp: &mut [ThreadState],
+    all: &[Option<Arrival<'_>>; 32],
+    group: u32,
+    sh: &Shared<'_, '_>,
+) -> Result<(), Trap> {
     let op_of = |lane: usize| all[lane].expect("lanes of a meeting wait").op;
     let mut results = [(0u64, None::<bool>); 32];
-    match op_of(lanes(group).next().expect("a meeting has a lane")) {
+    let mut products: Option<[Vec<u64>; 32]> = None;
+    let first = lanes(group).next().expect("a meeting has a lane");
+    match *op_of(first) {
         WarpOp::Shfl { .. } => {
             let mut a = [0u64; 32];
             for l in lanes(group) {
-                let WarpOp::Shfl { a: src, .. } = op_of(l) else { unreachable!() };
+                let WarpOp::Shfl { a: src, .. } = *op_of(l) else { unreachable!() };
                 a[l] = warp[l].value(src, sh) & 0xffff_ffff;
             }
             for l in lanes(group) {
-                let WarpOp::Shfl { mode, b, c, p, .. } = op_of(l) else { unreachable!() };
+                let WarpOp::Shfl { mode, b, c, p, .. } = *op_of(l) else { unreachable!() };
                 let (b, c) = (warp[l].value(b, sh) as u32, warp[l].value(c, sh) as u32);
                 let (j, pval) = source(mode, l as u32, b, c);
                 let j = if pval { j } else { l as u32 };
@@ -197,7 +204,7 @@ fn compute(warp: &mut [ThreadState], all: &[Option<Arrival>; 32], group: u32, sh
         WarpOp::Vote { mode, .. } => {
             let mut ballot = 0u32;
             for l in lanes(group) {
-                let WarpOp::Vote { a, negated, .. } = op_of(l) else { unreachable!() };
+                let WarpOp::Vote { a, negated, .. } = *op_of(l) else { unreachable!() };
                 if (warp[l].value(a, sh) & 1 != 0) != negated {
                     ballot |= 1 << l;
                 }
@@ -213,7 +220,7 @@ fn compute(warp: &mut [ThreadState], all: &[Option<Arrival>; 32], group: u32, sh
         WarpOp::Match { all: every, wide, .. } => {
             let mut v = [0u64; 32];
             for l in lanes(group) {
-                let WarpOp::Match { a, .. } = op_of(l) else { unreachable!() };
+                let WarpOp::Match { a, .. } = *op_of(l) else { unreachable!() };
                 v[l] = warp[l].value(a, sh) & if wide { u64::MAX } else { 0xffff_ffff };
             }
             let first = v[lanes(group).next().unwrap_or(0)];
@@ -228,7 +235,7 @@ fn compute(warp: &mut [ThreadState], all: &[Option<Arrival>; 32], group: u32, sh
         }
         WarpOp::Redux { op, signed, .. } => {
             let values = lanes(group).map(|l| {
-                let WarpOp::Redux { a, .. } = op_of(l) else { unreachable!() };
+                let WarpOp::Redux { a, .. } = *op_of(l) else { unreachable!() };
                 warp[l].value(a, sh) as u32
             });
             let v = values.reduce(|x, y| redux(op, signed, x, y)).unwrap_or(0);
@@ -236,11 +243,27 @@ fn compute(warp: &mut [ThreadState], all: &[Option<Arrival>; 32], group: u32, sh
         }
         WarpOp::Sync => {}
         WarpOp::ActiveMask { .. } => lanes(group).for_each(|l| results[l] = (group as u64, None)),
+        WarpOp::Mma(ref mma) => {
+            // Every lane of the warp brings its part of the fragments.
+            if group != u32::MAX {
+                let line = all[first].map_or(0, |m| m.line);
+                return Err(warp[first].trap(TrapKind::Warp(WarpFault::Inactive), line, u32::MAX as u64));
+            }
+            let read =
+                |l: usize, regs: &[u32]| regs.iter().map(|&r| warp[l].value(Src::Reg(r), sh)).collect::<Vec<_>>();
+            let values: Vec<[Vec<u64>; 3]> =
+                (0..32).map(|l| [read(l, &mma.a_regs), read(l, &mma.b_regs), read(l, &mma.c_regs)]).collect();
+            let operands = std::array::from_fn(|l| {
+                let [a, b, c] = &values[l];
+                matrix::Operands { a, b, c }
+            });
+            products = Some(matrix::multiply(mma, &operands));
+        }
     }
     for l in lanes(group) {
         let t = &mut warp[l];
         let (v, p) = results[l];
-        match op_of(l) {
+        match *op_of(l) {
             WarpOp::Shfl { d, p: pd, .. } | WarpOp::Match { d, p: pd, .. } => {
                 t.set(d, v);
                 if let (Some(pd), Some(p)) = (pd, p) {
@@ -248,6 +271,10 @@ fn compute(warp: &mut [ThreadState], all: &[Option<Arrival>; 32], group: u32, sh
                 }
             }
             WarpOp::Vote { d, .. } | WarpOp::Redux { d, .. } | WarpOp::ActiveMask { d } => t.set(d, v),
+            WarpOp::Mma(ref mma) => {
+                let d = products.as_ref().map_or(&[][..], |p| &p[l][..]);
+                mma.d_regs.iter().zip(d).for_each(|(&r, &v)| t.set(r, v));
+            }
             WarpOp::Sync => {}
         }
         t.pc += 1;

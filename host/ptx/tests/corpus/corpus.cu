@@ -16,6 +16,7 @@
 #include <cub/block/block_scan.cuh>
 #include <cub/block/block_store.cuh>
 #include <cub/warp/warp_reduce.cuh>
+#include <mma.h>
 typedef unsigned int u32;
 typedef unsigned long long u64;
 typedef long long i64;
@@ -828,5 +829,76 @@ KERNEL bulk_copy(ARGS) {
                      ::"l"(out + blockIdx.x * 256), "r"(smem(s)) : "memory");
         asm volatile("cp.async.bulk.commit_group;" ::: "memory");
         asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+    }
+}
+
+// ---- tensor cores (wmma): each warp of a block multiplies one pair of tiles. The values are
+// small multiples of 1/2, so every product and sum is exact: the tensor cores' own order and
+// rounding of the sums cannot show.
+__device__ __forceinline__ float small(u32 w) { return (float)((int)(w & 15) - 8) * 0.5f; }
+namespace wm = nvcuda::wmma;
+KERNEL wmma_tiles(ARGS) {
+    __shared__ __align__(32) __half ha[4][32 * 24];
+    __shared__ __align__(32) __half hb[4][32 * 24];
+    __shared__ __align__(32) __nv_bfloat16 ba[8 * 16], bb[16 * 32];
+    __shared__ __align__(32) float fc[4][256];
+    __shared__ __align__(32) __half hc[256];
+    u32 w = threadIdx.x / 32, l = lane();
+    const u32 *src = in + (blockIdx.x * 4 + w) * 2048;
+    u32 *dst = out + (blockIdx.x * 4 + w) * 256;
+    for (u32 i = l; i < 32 * 24; i += 32) {
+        ha[w][i] = __float2half(small(src[i]));
+        hb[w][i] = __float2half(small(src[1024 + i]));
+    }
+    for (u32 i = l; i < 256; i += 32) fc[w][i] = small(src[800 + i]) * 4.0f;
+    if (w == 3) {
+        for (u32 i = l; i < 8 * 16; i += 32) ba[i] = __float2bfloat16(small(src[1800 + i]));
+        for (u32 i = l; i < 16 * 32; i += 32) bb[i] = __float2bfloat16(small(src[1500 + i]));
+    }
+    if (w == 1)
+        for (u32 i = l; i < 256; i += 32) hc[i] = __float2half(small(src[1900 + i]));
+    __syncwarp();
+    if (w == 0) {
+        // f16 by rows times f16 by columns plus a doubled f32 C; D stored by columns.
+        wm::fragment<wm::matrix_a, 16, 16, 16, __half, wm::row_major> a;
+        wm::fragment<wm::matrix_b, 16, 16, 16, __half, wm::col_major> b;
+        wm::fragment<wm::accumulator, 16, 16, 16, float> c;
+        wm::load_matrix_sync(a, ha[w], 16);
+        wm::load_matrix_sync(b, hb[w], 16);
+        wm::load_matrix_sync(c, fc[w], 16, wm::mem_row_major);
+        for (int i = 0; i < c.num_elements; i++) c.x[i] *= 2.0f;
+        wm::mma_sync(c, a, b, c);
+        wm::store_matrix_sync((float *)dst, c, 16, wm::mem_col_major);
+    } else if (w == 1) {
+        // By columns times by rows into an f16 accumulator, padded rows (24).
+        wm::fragment<wm::matrix_a, 16, 16, 16, __half, wm::col_major> a;
+        wm::fragment<wm::matrix_b, 16, 16, 16, __half, wm::row_major> b;
+        wm::fragment<wm::accumulator, 16, 16, 16, __half> c;
+        wm::load_matrix_sync(a, ha[w], 24);
+        wm::load_matrix_sync(b, hb[w], 24);
+        wm::load_matrix_sync(c, hc, 16, wm::mem_row_major);
+        wm::mma_sync(c, a, b, c);
+        wm::store_matrix_sync((__half *)dst, c, 16, wm::mem_row_major);
+    } else if (w == 2) {
+        // 32 x 8 x 16, from zero, twice: D = A B + A B.
+        wm::fragment<wm::matrix_a, 32, 8, 16, __half, wm::row_major> a;
+        wm::fragment<wm::matrix_b, 32, 8, 16, __half, wm::row_major> b;
+        wm::fragment<wm::accumulator, 32, 8, 16, float> c;
+        wm::fill_fragment(c, 0.0f);
+        wm::load_matrix_sync(a, ha[w], 24);
+        wm::load_matrix_sync(b, hb[w], 8);
+        wm::mma_sync(c, a, b, c);
+        wm::mma_sync(c, a, b, c);
+        wm::store_matrix_sync((float *)dst, c, 8, wm::mem_row_major);
+    } else {
+        // bf16, 8 x 32 x 16, C from f32 by columns, D by rows.
+        wm::fragment<wm::matrix_a, 8, 32, 16, __nv_bfloat16, wm::row_major> a;
+        wm::fragment<wm::matrix_b, 8, 32, 16, __nv_bfloat16, wm::col_major> b;
+        wm::fragment<wm::accumulator, 8, 32, 16, float> c;
+        wm::load_matrix_sync(a, ba, 16);
+        wm::load_matrix_sync(b, bb, 16);
+        wm::load_matrix_sync(c, fc[w], 8, wm::mem_col_major);
+        wm::mma_sync(c, a, b, c);
+        wm::store_matrix_sync((float *)dst, c, 32, wm::mem_row_major);
     }
 }

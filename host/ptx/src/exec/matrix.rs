@@ -1,0 +1,193 @@
+//! `wmma` fragments and `wmma.mma`. The PTX ISA leaves unspecified which thread holds which
+//! element of a fragment, so a program sees the layout only through elementwise operations;
+//! this executor's is simple: lane `l` holds the `E` elements from `l * E` on, in row-major
+//! order, wrapping round where the warp holds the matrix more than once (f16 A and B of most
+//! shapes). `D = A B + C` is computed in f64 from exact products and rounded once into D's
+//! type: where every sum is exact, as the tensor cores give it; where it is not, it may differ
+//! from their own accumulation in the last bits.
+
+use super::round::{self, Format};
+use crate::ir::{Fragment, Matrix, Mma, Round, Ty};
+
+/// Elements of `frag` each thread holds.
+pub(super) fn per_thread(frag: Fragment) -> usize {
+    frag.regs() * frag.per_reg()
+}
+
+/// Where element `e` of lane `lane`'s part of `frag` sits in its matrix: (row, column).
+pub(super) fn place(frag: Fragment, lane: u32, e: usize) -> (u32, u32) {
+    let (rows, cols) = frag.dims();
+    let index = (lane as usize * per_thread(frag) + e) % (rows * cols) as usize;
+    ((index / cols as usize) as u32, (index % cols as usize) as u32)
+}
+
+/// The byte offset of the element at (`row`, `col`) of a matrix stored by rows (by columns when
+/// `col_major`), `stride` elements from one row (column) to the next.
+pub(super) fn offset(ty: Ty, col_major: bool, stride: u64, (row, col): (u32, u32)) -> u64 {
+    let (major, minor) = if col_major { (col, row) } else { (row, col) };
+    (major as u64).wrapping_mul(stride).wrapping_add(minor as u64).wrapping_mul(ty.bytes() as u64)
+}
+
+/// Element `e` of a fragment of `ty` from the thread's register values.
+pub(super) fn element(ty: Ty, regs: &[u64], e: usize) -> u64 {
+    let (per, bits) = ((32 / ty.bits()) as usize, ty.bits());
+    (regs[e / per] >> ((e % per) as u32 * bits)) & (u64::MAX >> (64 - bits))
+}
+
+/// Element `e` of a fragment of `ty` set to `v` in the register values.
+pub(super) fn set_element(ty: Ty, regs: &mut [u64], e: usize, v: u64) {
+    let (per, bits) = ((32 / ty.bits()) as usize, ty.bits());
+    let shift = (e % per) as u32 * bits;
+    let mask = (u64::MAX >> (64 - bits)) << shift;
+    regs[e / per] = (regs[e / per] & !mask) | ((v << shift) & mask);
+}
+
+fn format(ty: Ty) -> Format {
+    match ty {
+        Ty::F16 => Format::Half,
+        Ty::BF16 => Format::Brain,
+        _ => Format::Single,
+    }
+}
+
+fn to_f64(ty: Ty, bits: u64) -> f64 {
+    f64::from_bits(round::convert(bits, format(ty), Format::Double, Round::Nearest))
+}
+
+/// `v` rounded to nearest into `ty`; a NaN is the GPU's canonical one.
+fn from_f64(ty: Ty, v: f64) -> u64 {
+    match v.is_nan() {
+        true => round::nan(format(ty)),
+        false => round::convert(v.to_bits(), Format::Double, format(ty), Round::Nearest),
+    }
+}
+
+/// One lane's registers of each operand: A, B and C, as [`Mma`] lists them.
+pub(super) struct Operands<'a> {
+    pub(super) a: &'a [u64],
+    pub(super) b: &'a [u64],
+    pub(super) c: &'a [u64],
+}
+
+/// `D = A B + C` for a whole warp: `lanes[l]` holds lane `l`'s operands; the result is each
+/// lane's D registers.
+pub(super) fn multiply(mma: &Mma, lanes: &[Operands<'_>; 32]) -> [Vec<u64>; 32] {
+    let [_, n, k] = mma.shape.map(|v| v as usize);
+    // Each matrix row-major, from the lanes' elements (the first copy where it is held twice).
+    let gather = |matrix: Matrix| {
+        let frag = mma.fragment(matrix);
+        let (rows, cols) = frag.dims();
+        let mut out = vec![0f64; (rows * cols) as usize];
+        for (slot, v) in out.iter_mut().enumerate() {
+            let o = &lanes[slot / per_thread(frag)];
+            let regs = match matrix {
+                Matrix::A => o.a,
+                Matrix::B => o.b,
+                Matrix::C => o.c,
+            };
+            *v = to_f64(frag.ty, element(frag.ty, regs, slot % per_thread(frag)));
+        }
+        out
+    };
+    let (a, b, c) = (gather(Matrix::A), gather(Matrix::B), gather(Matrix::C));
+    let d_frag = Fragment { ty: mma.d, ..mma.fragment(Matrix::C) };
+    std::array::from_fn(|lane| {
+        let mut regs = vec![0u64; d_frag.regs()];
+        for e in 0..per_thread(d_frag) {
+            let (i, j) = place(d_frag, lane as u32, e);
+            let (i, j) = (i as usize, j as usize);
+            let sum = (0..k).fold(c[i * n + j], |acc, kk| acc + a[i * k + kk] * b[kk * n + j]);
+            set_element(mma.d, &mut regs, e, from_f64(mma.d, sum));
+        }
+        regs
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frag(matrix: Matrix, shape: [u32; 3], ty: Ty) -> Fragment {
+        Fragment { matrix, shape, ty }
+    }
+
+    #[test]
+    fn every_element_of_every_fragment_is_held_by_some_lane_as_often_as_any_other() {
+        for shape in [[16, 16, 16], [32, 8, 16], [8, 32, 16]] {
+            for (matrix, ty) in [
+                (Matrix::A, Ty::F16),
+                (Matrix::B, Ty::F16),
+                (Matrix::A, Ty::BF16),
+                (Matrix::B, Ty::BF16),
+                (Matrix::C, Ty::F16),
+                (Matrix::C, Ty::F32),
+            ] {
+                let f = frag(matrix, shape, ty);
+                let (rows, cols) = f.dims();
+                let mut held = vec![0; (rows * cols) as usize];
+                for lane in 0..32 {
+                    for e in 0..per_thread(f) {
+                        let (r, c) = place(f, lane, e);
+                        held[(r * cols + c) as usize] += 1;
+                    }
+                }
+                let copies = held[0];
+                assert!(copies >= 1 && held.iter().all(|&h| h == copies), "{f:?}: {held:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn elements_pack_into_registers_lowest_first() {
+        let mut regs = vec![0u64; 2];
+        for e in 0..4 {
+            set_element(Ty::F16, &mut regs, e, 0x1000 + e as u64);
+        }
+        assert_eq!(regs, vec![0x1001_1000, 0x1003_1002]);
+        assert_eq!(element(Ty::F16, &regs, 3), 0x1003);
+        assert_eq!(offset(Ty::F16, false, 24, (2, 5)), (2 * 24 + 5) * 2);
+        assert_eq!(offset(Ty::F32, true, 16, (2, 5)), (5 * 16 + 2) * 4);
+    }
+
+    #[test]
+    fn a_product_is_the_matrix_product_plus_c() {
+        let mma = Mma {
+            shape: [16, 16, 16],
+            input: Ty::F16,
+            c: Ty::F32,
+            d: Ty::F32,
+            a_regs: vec![],
+            b_regs: vec![],
+            c_regs: vec![],
+            d_regs: vec![],
+        };
+        let (fa, fb, fc) = (mma.fragment(Matrix::A), mma.fragment(Matrix::B), mma.fragment(Matrix::C));
+        let half = |v: f64| round::convert(v.to_bits(), Format::Double, Format::Half, Round::Nearest);
+        // A[i][k] = i - k, B[k][j] = (k + 2 j) / 4, C[i][j] = i j.
+        let fill = |f: Fragment, value: &dyn Fn(u32, u32) -> f64, bits: &dyn Fn(f64) -> u64| -> Vec<Vec<u64>> {
+            (0..32)
+                .map(|lane| {
+                    let mut regs = vec![0; f.regs()];
+                    for e in 0..per_thread(f) {
+                        let (r, c) = place(f, lane, e);
+                        set_element(f.ty, &mut regs, e, bits(value(r, c)));
+                    }
+                    regs
+                })
+                .collect()
+        };
+        let a = fill(fa, &|i, k| i as f64 - k as f64, &half);
+        let b = fill(fb, &|k, j| (k + 2 * j) as f64 / 4.0, &half);
+        let c = fill(fc, &|i, j| (i * j) as f64, &|v| (v as f32).to_bits() as u64);
+        let lanes = std::array::from_fn(|l| Operands { a: &a[l], b: &b[l], c: &c[l] });
+        let d = multiply(&mma, &lanes);
+        for lane in 0..32 {
+            for e in 0..per_thread(fc) {
+                let (i, j) = place(fc, lane, e);
+                let want: f64 =
+                    (0..16).map(|k| (i as f64 - k as f64) * (k + 2 * j) as f64 / 4.0).sum::<f64>() + (i * j) as f64;
+                assert_eq!(f32::from_bits(element(Ty::F32, &d[lane as usize], e) as u32), want as f32, "({i}, {j})");
+            }
+        }
+    }
+}
