@@ -1,7 +1,10 @@
-// How far the tensor cores' D = A B + C (wmma, 16x16x16) lies from peerpool's PTX executor's,
-// which sums the exact products in f64 from C, k = 0 first, and rounds once. Random inputs
-// whose exponents spread over `spread` binades, so that sums round; prints, for each input
-// type and accumulator, how many elements differ and by how many ulp at most.
+// How the tensor cores sum D = A B + C (wmma, 16x16x16). Random inputs whose exponents spread
+// over `spread` binades around `center`, some cases with zeros; for each input type and
+// accumulator, prints how many elements differ from two references, and by how many ulp at
+// most: `plain`, the exact products summed in f64 and rounded once, and `model`, the sum
+// peerpool's PTX executor computes (`tensor_sum` in host/ptx/src/exec/matrix.rs, fitted to
+// this probe's results). With a folder as argument, also writes each case's A, B, C and D
+// there (`NAME.bin`, the first two tiles of each in turn).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <mma.h>
@@ -9,6 +12,7 @@
 #include <cstdio>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 using namespace nvcuda;
 
@@ -30,10 +34,48 @@ static double uniform() {
     state ^= state << 13; state ^= state >> 7; state ^= state << 17;
     return (state >> 11) * 0x1.0p-53;
 }
-// A value with a random sign (or none) and an exponent in [-spread/2, spread/2).
-static double draw(int spread, bool signs) {
-    double v = std::ldexp(1.0 + uniform(), (int)(uniform() * spread) - spread / 2);
-    return signs && uniform() < 0.5 ? -v : v;
+struct Case { int spread, center; bool signs; double zeros; };
+// A value with a random sign (or none), an exponent in [center - spread/2, center + spread/2),
+// or (with probability `zeros`) a zero.
+static double draw(const Case &k) {
+    double v = uniform() < k.zeros ? 0.0 : std::ldexp(1.0 + uniform(), (int)(uniform() * k.spread) - k.spread / 2 + k.center);
+    return k.signs && uniform() < 0.5 ? -v : v;
+}
+// The exponent field's exponent: floor(log2 |x|), or for a subnormal its type's least.
+static int exponent(double x, int least) { int e; std::frexp(x, &e); return e - 1 > least ? e - 1 : least; }
+// The model: each term truncated below 2^(E - 25), E the largest of C's exponent and the
+// products' (the sum of their factors'), summed exactly, rounded toward zero into f32 (an
+// infinity past its range) or to nearest into f16, a zero always +0. `least`: the input's and
+// C's least normal exponents.
+static double model(double c, const double *a, const double *b, bool f32, int least_in, int least_c) {
+    double plain = c;
+    for (int k = 0; k < 16; k++) plain += a[k] * b[k];
+    if (!std::isfinite(plain)) return plain;
+    bool any = c != 0.0;
+    int top = any ? exponent(c, least_c) : 0;
+    for (int k = 0; k < 16; k++)
+        if (a[k] != 0.0 && b[k] != 0.0) {
+            int e = exponent(a[k], least_in) + exponent(b[k], least_in);
+            top = any && top > e ? top : e;
+            any = true;
+        }
+    if (!any) return plain;
+    int lowest = top - 25;
+    long long sum = (long long)std::trunc(std::ldexp(c, -lowest));
+    for (int k = 0; k < 16; k++) sum += (long long)std::trunc(std::ldexp(a[k] * b[k], -lowest));
+    if (sum == 0) return 0.0;
+    double exact = std::ldexp((double)sum, lowest);
+    double r;
+    if (!f32) {
+        r = (double)__half2float(__double2half(exact));
+    } else if (std::fabs(exact) >= 0x1p128) {
+        r = exact > 0 ? INFINITY : -INFINITY;
+    } else {
+        float f = (float)exact;  // to nearest; then one step toward zero where that went past
+        if (std::fabs((double)f) > std::fabs(exact)) f = std::nextafter(f, 0.0f);
+        r = f;
+    }
+    return r == 0.0 ? 0.0 : r;  // too small for D: +0 whatever the sign
 }
 static double value(float v) { return v; }
 static double value(__half v) { return __half2float(v); }
@@ -49,12 +91,17 @@ static int64_t ordered(double v, int bits) {
     return w < 0 ? (int64_t)INT32_MIN - w : w;
 }
 
+static const char *dump_dir = nullptr;
+
+template <typename T>
+static void dump(FILE *f, const std::vector<T> &v, int n) { fwrite(v.data(), sizeof(T), n, f); }
+
 template <typename In, typename Acc>
-static void run(const char *name, int spread, bool signs) {
+static void run(const char *name, Case k) {
     const int tiles = 512, n = tiles * 256;
     std::vector<In> a(n), b(n);
     std::vector<Acc> c(n), d(n);
-    for (int i = 0; i < n; i++) { make(a[i], draw(spread, signs)); make(b[i], draw(spread, signs)); make(c[i], draw(spread, signs)); }
+    for (int i = 0; i < n; i++) { make(a[i], draw(k)); make(b[i], draw(k)); make(c[i], draw(k)); }
     In *da, *db; Acc *dc, *dd;
     cudaMalloc(&da, n * sizeof(In)); cudaMalloc(&db, n * sizeof(In));
     cudaMalloc(&dc, n * sizeof(Acc)); cudaMalloc(&dd, n * sizeof(Acc));
@@ -64,28 +111,53 @@ static void run(const char *name, int spread, bool signs) {
     product<In, Acc><<<tiles, 32>>>(da, db, dc, dd);
     cudaError_t e = cudaMemcpy(d.data(), dd, n * sizeof(Acc), cudaMemcpyDeviceToHost);
     if (e != cudaSuccess) { printf("%s: %s\n", name, cudaGetErrorString(e)); return; }
-    long differ = 0, worst = 0, histogram[4] = {0, 0, 0, 0};
+    if (dump_dir) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s-%d-%d-%s-%d.bin", dump_dir, name, k.spread, k.center,
+                 k.signs ? "signed" : "positive", (int)(k.zeros * 100));
+        for (char *p = path + strlen(dump_dir); *p; p++) if (*p == ' ' || *p == '>') *p = '_';
+        FILE *f = fopen(path, "wb");
+        if (f) { dump(f, a, 512); dump(f, b, 512); dump(f, c, 512); dump(f, d, 512); fclose(f); }
+    }
+    long differ[2] = {0, 0}, worst[2] = {0, 0};
     const int bits = sizeof(Acc) * 8;
     for (int t = 0; t < tiles; t++)
         for (int i = 0; i < 16; i++)
             for (int j = 0; j < 16; j++) {
-                double sum = value(c[t * 256 + i * 16 + j]);
-                for (int k = 0; k < 16; k++) sum += value(a[t * 256 + i * 16 + k]) * value(b[t * 256 + k * 16 + j]);
-                long ulp = std::labs((long)(ordered(sum, bits) - ordered(value(d[t * 256 + i * 16 + j]), bits)));
-                differ += ulp != 0; worst = ulp > worst ? ulp : worst; histogram[ulp < 3 ? ulp : 3]++;
+                double row[16], col[16], c0 = value(c[t * 256 + i * 16 + j]), got = value(d[t * 256 + i * 16 + j]);
+                for (int q = 0; q < 16; q++) { row[q] = value(a[t * 256 + i * 16 + q]); col[q] = value(b[t * 256 + q * 16 + j]); }
+                double plain = c0;
+                for (int q = 0; q < 16; q++) plain += row[q] * col[q];
+                int least_in = sizeof(In) == 2 && std::is_same<In, __half>::value ? -14 : -126;
+                double refs[2] = {plain, model(c0, row, col, bits == 32, least_in, bits == 32 ? -126 : -14)};
+                for (int r = 0; r < 2; r++) {
+                    bool same = std::isnan(refs[r]) ? std::isnan(got) : ordered(refs[r], bits) == ordered(got, bits) && std::signbit(refs[r]) == std::signbit(got);
+                    long ulp = std::isnan(refs[r]) || std::isnan(got) ? (same ? 0 : 1L << 40) : std::labs((long)(ordered(refs[r], bits) - ordered(got, bits)));
+                    differ[r] += !same; worst[r] = ulp > worst[r] ? ulp : worst[r];
+                }
             }
-    printf("%-14s spread %2d %-9s: %6d elements, %6ld differ, at most %ld ulp (0: %ld, 1: %ld, 2: %ld, more: %ld)\n",
-           name, spread, signs ? "signed" : "positive", n, differ, worst, histogram[0], histogram[1], histogram[2], histogram[3]);
+    printf("%-12s spread %2d center %3d %-8s zeros %2d%%: %6d elements; plain: %6ld differ, at most %5ld ulp; model: %ld differ\n",
+           name, k.spread, k.center, k.signs ? "signed" : "positive", (int)(k.zeros * 100), n, differ[0], worst[0], differ[1]);
     cudaFree(da); cudaFree(db); cudaFree(dc); cudaFree(dd);
 }
 
-int main() {
-    for (int spread : {1, 4, 8}) {
-        for (bool signs : {false, true}) {
-            run<__half, float>("f16 -> f32", spread, signs);
-            run<__half, __half>("f16 -> f16", spread, signs);
-            run<__nv_bfloat16, float>("bf16 -> f32", spread, signs);
-        }
+int main(int argc, char **argv) {
+    if (argc > 1) dump_dir = argv[1];
+    std::vector<Case> cases;
+    for (int spread : {1, 4, 8})
+        for (bool signs : {false, true}) cases.push_back({spread, 0, signs, 0.0});
+    cases.push_back({4, 0, true, 0.3});   // zeros of either sign among the inputs
+    cases.push_back({40, 0, true, 0.0});  // terms far apart: whole products truncated away
+    for (const Case &k : cases) {
+        run<__half, float>("f16 -> f32", k);
+        run<__half, __half>("f16 -> f16", k);
+        run<__nv_bfloat16, float>("bf16 -> f32", k);
     }
+    // Subnormal f16 inputs (and sums), f16 sums past f16's range, and bf16 inputs far from 1.
+    run<__half, float>("f16 -> f32", {18, -17, true, 0.0});
+    run<__half, __half>("f16 -> f16", {18, -17, true, 0.0});
+    run<__half, __half>("f16 -> f16", {8, 8, true, 0.0});
+    run<__nv_bfloat16, float>("bf16 -> f32", {80, -90, true, 0.0});
+    run<__nv_bfloat16, float>("bf16 -> f32", {80, 90, true, 0.0});
     return 0;
 }

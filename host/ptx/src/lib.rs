@@ -98,9 +98,12 @@
 //! fragment; here lane `l` holds the elements from `l * E` on (`E` a thread's count), in
 //! row-major order, so elementwise work on fragments (`frag.x[i]`) behaves as on a GPU. A
 //! product needs all 32 lanes of the warp, else [`WarpFault::Inactive`] stops the launch.
-//! `D = A B + C` sums the exact products in f64 and rounds once: bit for bit the tensor
-//! cores' result wherever the sums are exact; otherwise it can differ from their own
-//! accumulation in the last bits (measured on an H200 in `docs/hardware/`).
+//! `D = A B + C` is summed as the H200's tensor cores sum it, not as IEEE arithmetic would: each
+//! exact product and C truncated below a common point set by the largest exponent, summed
+//! exactly, and rounded toward zero into f32 (to nearest into f16). This model was fitted to
+//! the tensor cores' results and matches all 3.8 million that `experiments/wmma_rounding`
+//! compared, bit for bit; rounding the exact sum once to nearest would miss about half of them
+//! by an ulp, and thousands of ulp where terms cancel (`docs/hardware/2026-12-02-wmma`).
 //!
 //! Not yet: textures, surfaces, the other tensor-core instructions (`mma`, `ldmatrix`,
 //! `wgmma`, and `wmma` of tf32, f64 and integers), bulk copies

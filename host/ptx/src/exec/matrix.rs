@@ -2,9 +2,8 @@
 //! element of a fragment, so a program sees the layout only through elementwise operations;
 //! this executor's is simple: lane `l` holds the `E` elements from `l * E` on, in row-major
 //! order, wrapping round where the warp holds the matrix more than once (f16 A and B of most
-//! shapes). `D = A B + C` is computed in f64 from exact products and rounded once into D's
-//! type: where every sum is exact, as the tensor cores give it; where it is not, it may differ
-//! from their own accumulation in the last bits.
+//! shapes). `D = A B + C` is summed as the H200's tensor cores sum, a model fitted bit for bit
+//! to their results ([`tensor_sum`]).
 
 use super::round::{self, Format};
 use crate::ir::{Fragment, Matrix, Mma, Round, Ty};
@@ -54,12 +53,65 @@ fn to_f64(ty: Ty, bits: u64) -> f64 {
     f64::from_bits(round::convert(bits, format(ty), Format::Double, Round::Nearest))
 }
 
-/// `v` rounded to nearest into `ty`; a NaN is the GPU's canonical one.
-fn from_f64(ty: Ty, v: f64) -> u64 {
-    match v.is_nan() {
-        true => round::nan(format(ty)),
-        false => round::convert(v.to_bits(), Format::Double, format(ty), Round::Nearest),
+/// `2^e` (within f64's normal range).
+fn two_to(e: i32) -> f64 {
+    f64::from_bits(((e + 1023) as u64) << 52)
+}
+
+/// The exponent of a finite nonzero `x` of type `ty` as its exponent field gives it: `floor(log2
+/// |x|)`, or for a subnormal the type's least normal exponent. (`x` is held in f64, where every
+/// f16, bf16 and f32 is normal.)
+fn exponent(ty: Ty, x: f64) -> i32 {
+    let least = if ty == Ty::F16 { -14 } else { -126 };
+    (((x.to_bits() >> 52) & 0x7ff) as i32 - 1023).max(least)
+}
+
+/// One element of `D = A B + C`, `c + sum(a[k] b[k])`, as the H200's tensor cores compute it
+/// (fitted to 3.5 million of their results, `experiments/wmma_rounding`): every product is
+/// exact; each term, C and the products, is truncated toward zero to a multiple of
+/// `2^(E - 25)`, where `E` is the largest of C's exponent and the products' (the sum of their
+/// factors' exponents, so a product whose significands multiply past 2 still counts at the
+/// lower one; a subnormal counts at its type's least normal exponent); the truncated terms are
+/// summed exactly, and the sum rounded toward zero into f32 (past f32's range: an infinity),
+/// or to nearest into f16. Infinities and NaNs give what IEEE arithmetic gives (a NaN the
+/// GPU's canonical one); a sum of zeros keeps IEEE's sign, while a sum that cancels exactly,
+/// or is too small for D, is +0.
+/// `input` is A's and B's type, `c` is C's and `d` D's; the values come in f64, exact.
+pub(super) fn tensor_sum(
+    (input, c_ty, d): (Ty, Ty, Ty),
+    c: f64,
+    a: impl Iterator<Item = f64> + Clone,
+    b: impl Iterator<Item = f64> + Clone,
+) -> u64 {
+    let pairs = a.zip(b);
+    let rounded = |v: f64, mode| round::convert(v.to_bits(), Format::Double, format(d), mode);
+    let naive = pairs.clone().fold(c, |s, (x, y)| s + x * y);
+    if naive.is_nan() {
+        return round::nan(format(d));
     }
+    if naive.is_infinite() {
+        return rounded(naive, Round::Nearest);
+    }
+    let nonzero = |x: f64| x != 0.0;
+    let refs =
+        pairs.clone().filter(|&(x, y)| nonzero(x) && nonzero(y)).map(|(x, y)| exponent(input, x) + exponent(input, y));
+    let Some(top) = refs.chain(nonzero(c).then(|| exponent(c_ty, c))).max() else {
+        // Every term is a zero: IEEE's sign, as the plain sum has it.
+        return rounded(naive, Round::Nearest);
+    };
+    let lowest = top - 25;
+    // Each term in units of 2^lowest, truncated: below 2^28 apiece, so the sum fits.
+    let units = |x: f64| (x * two_to(-lowest)).trunc() as i64;
+    let sum = pairs.fold(units(c), |s, (x, y)| s + units(x * y));
+    let exact = sum as f64 * two_to(lowest);
+    let bits = match d {
+        _ if sum == 0 => 0,
+        Ty::F32 if exact.abs() >= two_to(128) => rounded(exact, Round::Nearest),
+        Ty::F32 => rounded(exact, Round::Zero),
+        _ => rounded(exact, Round::Nearest),
+    };
+    // A sum too small for D is +0 whatever its sign.
+    if bits & !round::sign_bit(format(d)) == 0 { 0 } else { bits }
 }
 
 /// One lane's registers of each operand: A, B and C, as [`Mma`] lists them.
@@ -96,8 +148,9 @@ pub(super) fn multiply(mma: &Mma, lanes: &[Operands<'_>; 32]) -> [Vec<u64>; 32] 
         for e in 0..per_thread(d_frag) {
             let (i, j) = place(d_frag, lane as u32, e);
             let (i, j) = (i as usize, j as usize);
-            let sum = (0..k).fold(c[i * n + j], |acc, kk| acc + a[i * k + kk] * b[kk * n + j]);
-            set_element(mma.d, &mut regs, e, from_f64(mma.d, sum));
+            let (row, col) = ((0..k).map(|kk| a[i * k + kk]), (0..k).map(|kk| b[kk * n + j]));
+            let sum = tensor_sum((mma.input, mma.c, mma.d), c[i * n + j], row, col);
+            set_element(mma.d, &mut regs, e, sum);
         }
         regs
     })
