@@ -5,8 +5,8 @@
 use crate::LoadError;
 use crate::ir::{
     Address, AtomOp, BarRed, BarRedOp, BinOp, BoolOp, Call, CarryKind, CarryOp, Cmp, Conversion, FloatClass, FloatMode,
-    Fragment, MBarrierOp, Matrix, Mma, Op, PairOp, Place, PrmtMode, ReduxOp, Round, ShflMode, Space, Src, TerOp, Ty,
-    UnOp, VoteMode, WarpOp,
+    Fragment, LdMatrix, MBarrierOp, Matrix, Mma, Op, PairOp, Place, PrmtMode, ReduxOp, Round, ShflMode, Space, Src,
+    TerOp, Ty, UnOp, VoteMode, WarpOp,
 };
 use crate::parse::{Operand, Scope, address};
 
@@ -625,6 +625,8 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
             Op::Warp { op, mask: Some(d.src(2, Ty::B32)?) }
         }
         "wmma" => wmma(&mods, &d, &unsupported)?,
+        "mma" => mma_sync(&mods, &d, &unsupported)?,
+        "ldmatrix" => ldmatrix(&mods, &d, &unsupported)?,
         "activemask" => {
             mods.only(&[]).map_err(unsupported)?;
             Op::Warp { op: WarpOp::ActiveMask { d: d.reg(0)? }, mask: None }
@@ -830,22 +832,12 @@ fn wmma(mods: &Mods, d: &Decoder<'_>, unsupported: &dyn Fn(String) -> LoadError)
     let regs = |i: usize, n: usize| d.all_regs(i, n);
     if mods.has("mma") {
         // The layouts of A and B come first; this executor's fragments do not depend on them.
-        let (input, dt, ct) = match types[..] {
-            [dt, ct] => (Ty::F16, dt, ct),
-            [Ty::F32, Ty::BF16, Ty::BF16, Ty::F32] => (Ty::BF16, Ty::F32, Ty::F32),
+        let types = match types[..] {
+            [dt, ct] => [dt, Ty::F16, Ty::F16, ct],
+            [dt, a, b, ct] => [dt, a, b, ct],
             _ => return Err(unsupported("these types".into())),
         };
-        if !matches!((dt, ct), (Ty::F16 | Ty::F32, Ty::F16 | Ty::F32)) {
-            return Err(unsupported("these types".into()));
-        }
-        let mut mma =
-            Mma { shape, input, c: ct, d: dt, a_regs: vec![], b_regs: vec![], c_regs: vec![], d_regs: vec![] };
-        let dn = Fragment { ty: dt, ..mma.fragment(Matrix::C) }.regs();
-        mma.d_regs = regs(0, dn)?;
-        mma.a_regs = regs(1, mma.fragment(Matrix::A).regs())?;
-        mma.b_regs = regs(2, mma.fragment(Matrix::B).regs())?;
-        mma.c_regs = regs(3, mma.fragment(Matrix::C).regs())?;
-        return Ok(Op::Warp { op: WarpOp::Mma(Box::new(mma)), mask: Some(Src::Imm(u32::MAX as u64)) });
+        return product(false, shape, types, d, unsupported);
     }
     let store = mods.has("store");
     let matrix = match () {
@@ -861,7 +853,7 @@ fn wmma(mods: &Mods, d: &Decoder<'_>, unsupported: &dyn Fn(String) -> LoadError)
         [ty @ (Ty::F16 | Ty::F32)] if matrix == Matrix::C => ty,
         _ => return Err(unsupported("this type".into())),
     };
-    let frag = Fragment { matrix, shape, ty };
+    let frag = Fragment { matrix, shape, ty, sync: false };
     let col = match (mods.has("row"), mods.has("col")) {
         (true, false) => false,
         (false, true) => true,
@@ -876,6 +868,74 @@ fn wmma(mods: &Mods, d: &Decoder<'_>, unsupported: &dyn Fn(String) -> LoadError)
     };
     let regs = regs(regs_at, frag.regs())?;
     Ok(Op::Wmma { store, frag, col, space: mods.space(), at, stride, regs })
+}
+
+/// `D = A B + C` of `[d, a, b, c]` types, `d, a, b, c` as the operands: f16 or bf16 inputs
+/// (bf16 only into f32), f16 or f32 accumulators.
+fn product(
+    sync: bool,
+    shape: [u32; 3],
+    [dt, input, bt, ct]: [Ty; 4],
+    d: &Decoder<'_>,
+    unsupported: &dyn Fn(String) -> LoadError,
+) -> Result<Op, LoadError> {
+    let accumulators = matches!((dt, ct), (Ty::F16 | Ty::F32, Ty::F16 | Ty::F32));
+    let inputs = match input {
+        Ty::F16 => true,
+        Ty::BF16 => (dt, ct) == (Ty::F32, Ty::F32),
+        _ => false,
+    };
+    if !(accumulators && inputs && bt == input) {
+        return Err(unsupported("these types".into()));
+    }
+    let mut mma =
+        Mma { sync, shape, input, c: ct, d: dt, a_regs: vec![], b_regs: vec![], c_regs: vec![], d_regs: vec![] };
+    let regs = |i: usize, n: usize| d.all_regs(i, n);
+    mma.d_regs = regs(0, Fragment { ty: dt, ..mma.fragment(Matrix::C) }.regs())?;
+    mma.a_regs = regs(1, mma.fragment(Matrix::A).regs())?;
+    mma.b_regs = regs(2, mma.fragment(Matrix::B).regs())?;
+    mma.c_regs = regs(3, mma.fragment(Matrix::C).regs())?;
+    Ok(Op::Warp { op: WarpOp::Mma(Box::new(mma)), mask: Some(Src::Imm(u32::MAX as u64)) })
+}
+
+/// `mma.sync.aligned.m16n8k16.row.col` and `.m16n8k8`, of f16 or bf16 into f16 or f32.
+fn mma_sync(mods: &Mods, d: &Decoder<'_>, unsupported: &dyn Fn(String) -> LoadError) -> Result<Op, LoadError> {
+    mods.only(&["sync", "row", "col", "m16n8k16", "m16n8k8"]).map_err(unsupported)?;
+    let shape = match () {
+        _ if mods.has("m16n8k16") => [16, 8, 16],
+        _ if mods.has("m16n8k8") => [16, 8, 8],
+        _ => return Err(unsupported("this shape".into())),
+    };
+    if !(mods.has("sync") && mods.has("row") && mods.has("col")) {
+        return Err(unsupported("this form".into()));
+    }
+    let types: Vec<Ty> = mods.words.iter().filter_map(|w| Ty::named(w)).collect();
+    match types[..] {
+        [dt, a, b, ct] => product(true, shape, [dt, a, b, ct], d, unsupported),
+        _ => Err(unsupported("these types".into())),
+    }
+}
+
+/// `ldmatrix.sync.aligned.m8n8.x1/.x2/.x4[.trans][.shared].b16`.
+fn ldmatrix(mods: &Mods, d: &Decoder<'_>, unsupported: &dyn Fn(String) -> LoadError) -> Result<Op, LoadError> {
+    mods.only(&["sync", "m8n8", "x1", "x2", "x4", "trans", "shared", "shared::cta"]).map_err(unsupported)?;
+    let count = match () {
+        _ if mods.has("x1") => 1,
+        _ if mods.has("x2") => 2,
+        _ if mods.has("x4") => 4,
+        _ => return Err(unsupported("no count".into())),
+    };
+    if !(mods.has("sync") && mods.has("m8n8") && mods.ty() == Some(Ty::B16)) {
+        return Err(unsupported("this form".into()));
+    }
+    let op = LdMatrix {
+        count,
+        trans: mods.has("trans"),
+        space: mods.space(),
+        at: d.addr(1)?,
+        d: d.all_regs(0, count as usize)?,
+    };
+    Ok(Op::Warp { op: WarpOp::LdMatrix(Box::new(op)), mask: Some(Src::Imm(u32::MAX as u64)) })
 }
 
 fn rounding(i: usize) -> Round {

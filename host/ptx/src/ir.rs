@@ -609,13 +609,15 @@ pub enum Matrix {
     C,
 }
 
-/// A `wmma` fragment: its matrix, the operation's shape `[m, n, k]` and its elements' type
-/// (`f16`, `bf16` or `f32`).
+/// A matrix fragment: its matrix, the operation's shape `[m, n, k]`, its elements' type
+/// (`f16`, `bf16` or `f32`), and whose layout it has: `mma.sync`'s, which the PTX ISA sets
+/// (`sync`), or `wmma`'s, which it leaves to the implementation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Fragment {
     pub matrix: Matrix,
     pub shape: [u32; 3],
     pub ty: Ty,
+    pub sync: bool,
 }
 
 impl Fragment {
@@ -634,12 +636,13 @@ impl Fragment {
         32 / self.ty.bits() as usize
     }
 
-    /// The registers each thread holds, as the PTX ISA sets them: eight of f16 pairs for A and
-    /// B, four of f16 pairs or eight f32s for an accumulator, and bf16 pairs with each element
-    /// held once in the warp.
+    /// The registers each thread holds, as the PTX ISA sets them: for `wmma`, eight of f16
+    /// pairs for A and B, four of f16 pairs or eight f32s for an accumulator, and bf16 pairs
+    /// with each element held once in the warp; for `mma.sync`, each element held once.
     pub(crate) fn regs(self) -> usize {
         let (rows, cols) = self.dims();
         match (self.matrix, self.ty) {
+            _ if self.sync => (rows * cols) as usize / 32 / self.per_reg(),
             (Matrix::C, Ty::F16) => 4,
             (_, Ty::F16) | (_, Ty::F32) => 8,
             _ => (rows * cols) as usize / 64,
@@ -647,9 +650,11 @@ impl Fragment {
     }
 }
 
-/// `wmma.mma`: `D = A B + C` of one warp's fragments, each lane bringing its registers.
+/// `wmma.mma` or `mma.sync` (`sync`): `D = A B + C` of one warp's fragments, each lane
+/// bringing its registers.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Mma {
+    pub sync: bool,
     pub shape: [u32; 3],
     /// The type of A's and B's elements.
     pub input: Ty,
@@ -668,8 +673,20 @@ impl Mma {
             Matrix::A | Matrix::B => self.input,
             Matrix::C => self.c,
         };
-        Fragment { matrix, shape: self.shape, ty }
+        Fragment { matrix, shape: self.shape, ty, sync: self.sync }
     }
+}
+
+/// `ldmatrix`: `count` 8x8 matrices of 16-bit elements, each row at the address one lane
+/// gives (lane `8 m + r`: row `r` of matrix `m`), into every lane's `d[m]` as `mma.sync`'s
+/// fragments hold them (transposed with `trans`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct LdMatrix {
+    pub count: u32,
+    pub trans: bool,
+    pub space: Space,
+    pub at: Address,
+    pub d: Vec<Reg>,
 }
 
 /// What an `mbarrier` instruction does.
@@ -788,8 +805,10 @@ pub enum WarpOp {
     ActiveMask {
         d: Reg,
     },
-    /// `wmma.mma` of the whole warp.
+    /// `wmma.mma` or `mma.sync` of the whole warp.
     Mma(Box<Mma>),
+    /// `ldmatrix` of the whole warp.
+    LdMatrix(Box<LdMatrix>),
 }
 
 impl WarpOp {
@@ -803,7 +822,8 @@ impl WarpOp {
             (Redux { op: a, signed: s, .. }, Redux { op: b, signed: t, .. }) => a == b && s == t,
             (Sync, Sync) => true,
             (ActiveMask { .. }, ActiveMask { .. }) => true,
-            (Mma(a), Mma(b)) => (a.shape, a.input, a.c, a.d) == (b.shape, b.input, b.c, b.d),
+            (Mma(a), Mma(b)) => (a.sync, a.shape, a.input, a.c, a.d) == (b.sync, b.shape, b.input, b.c, b.d),
+            (LdMatrix(a), LdMatrix(b)) => (a.count, a.trans) == (b.count, b.trans),
             _ => false,
         }
     }

@@ -96,8 +96,11 @@
 //! f32 accumulators, matrices by rows or by columns with any stride, in global, shared or
 //! generic memory. The PTX ISA leaves unspecified which lane holds which element of a
 //! fragment; here lane `l` holds the elements from `l * E` on (`E` a thread's count), in
-//! row-major order, so elementwise work on fragments (`frag.x[i]`) behaves as on a GPU. A
-//! product needs all 32 lanes of the warp, else [`WarpFault::Inactive`] stops the launch.
+//! row-major order, so elementwise work on fragments (`frag.x[i]`) behaves as on a GPU. Also
+//! `mma.sync` of shapes m16n8k16 and m16n8k8 (f16 or bf16 into f16 or f32), whose fragments
+//! sit where the PTX ISA puts them, and `ldmatrix` (`.x1`, `.x2`, `.x4`, `.trans`) that loads
+//! them, as hand-written and CUTLASS-style kernels use them. A product or an `ldmatrix` needs
+//! all 32 lanes of the warp, else [`WarpFault::Inactive`] stops the launch.
 //! `D = A B + C` is summed as the H200's tensor cores sum it, not as IEEE arithmetic would: each
 //! exact product and C truncated below a common point set by the largest exponent, summed
 //! exactly, and rounded toward zero into f32 (to nearest into f16). This model was fitted to
@@ -105,8 +108,8 @@
 //! compared, bit for bit; rounding the exact sum once to nearest would miss about half of them
 //! by an ulp, and thousands of ulp where terms cancel (`docs/hardware/2026-12-02-wmma`).
 //!
-//! Not yet: textures, surfaces, the other tensor-core instructions (`mma`, `ldmatrix`,
-//! `wgmma`, and `wmma` of tf32, f64 and integers), bulk copies
+//! Not yet: textures, surfaces, the other tensor-core instructions (`wgmma`, `stmatrix`, and
+//! `mma`/`wmma` of other shapes and of tf32, f64, 8-bit floats and integers), bulk copies
 //! through tensor maps (`cp.async.bulk.tensor`) or to a cluster (`.multicast::cluster`), a
 //! cluster's barriers, `mbarrier.pending_count`, indirect branches and calls; each is refused at
 //! load with its line.

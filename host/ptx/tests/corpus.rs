@@ -570,6 +570,7 @@ fn reference(l: &Line, x: &[u32], got: &[u32], vars: &[Vec<u8>], warp: impl Fn(u
             })
             .collect(),
         "wmma_tiles" => wmma_tiles(x),
+        "mma_sync_tiles" => mma_sync_tiles(x),
         "double_math" => {
             double_math(x, got);
             return None;
@@ -1055,6 +1056,28 @@ fn wmma_tiles(x: &[u32]) -> Vec<u32> {
                 for (i, j) in (0..8).flat_map(|i| (0..32).map(move |j| (i, j))) {
                     dst[i * 32 + j] = ((dot(&a, &b, i, j) + fc(j * 8 + i)) as f32).to_bits();
                 }
+            }
+        }
+    }
+    out
+}
+
+/// `mma_sync_tiles`: each warp's m16n8k16 product (f16 in warp 0, bf16 in warp 1) and warp 0's
+/// m16n8k8 one into f16, as corpus.cu sets them up and stores D.
+fn mma_sync_tiles(x: &[u32]) -> Vec<u32> {
+    let small = |w: u32| ((w & 15) as i32 - 8) as f64 * 0.5;
+    let mut out = vec![0u32; 1024];
+    for (tile, dst) in out.chunks_mut(256).enumerate() {
+        let (w, src) = (tile % 2, &x[tile * 1024..]);
+        let a = |i: usize, k: usize| small(src[i * 16 + k]);
+        // Warp 0 keeps B transposed (n by k), warp 1 by rows (k by n).
+        let b = |k: usize, n: usize| if w == 0 { small(src[256 + n * 16 + k]) } else { small(src[256 + k * 8 + n]) };
+        for (i, j) in (0..16).flat_map(|i| (0..8).map(move |j| (i, j))) {
+            let d = (0..16).map(|k| a(i, k) * b(k, j)).sum::<f64>() + 4.0 * small(src[640 + i * 8 + j]);
+            dst[i * 8 + j] = (d as f32).to_bits();
+            if w == 0 {
+                let d8 = (0..8).map(|k| a(i, k) * b(k, j)).sum::<f64>() + small(src[512 + i * 8 + j]);
+                dst[128 + (i * 8 + j) / 2] |= (Half::F16.round(d8, Mode::Near) as u32) << (16 * (j % 2));
             }
         }
     }

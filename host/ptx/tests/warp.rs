@@ -194,6 +194,24 @@ fn matrix_forms_not_implemented_are_refused_and_fragments_of_the_wrong_size_are_
         (format!("wmma.load.a.sync.aligned.row.m16n16k16.s8 {{{}}}, [%rd1], 16;", regs(2)), "this type"),
         (format!("wmma.load.c.sync.aligned.row.m16n16k16.s32 {{{}}}, [%rd1], 16;", regs(8)), "this type"),
         (format!("wmma.store.d.sync.aligned.row.m16n16k16.satfinite.f32 [%rd1], {{{}}}, 16;", regs(8)), ".satfinite"),
+        (
+            format!(
+                "mma.sync.aligned.m16n8k4.row.col.f32.tf32.tf32.f32 {{{}}}, {{{}}}, {{%r9}}, {{{}}};",
+                regs(4),
+                regs(2),
+                regs(4)
+            ),
+            "the modifier .m16n8k4",
+        ),
+        (
+            format!(
+                "mma.sync.aligned.m16n8k16.row.col.f16.bf16.bf16.f16 {{{}}}, {{{}}}, {{%r9, %r10}}, {{%r1, %r2}};",
+                regs(2),
+                regs(4)
+            ),
+            "these types",
+        ),
+        ("ldmatrix.sync.aligned.m16n16.x1.trans.shared.b8 {%r1}, [%rd1];".into(), "the modifier .m16n16"),
     ] {
         match load(&text(&inst)) {
             Err(LoadError::Unsupported { line: 8, what: w }) => assert!(w.contains(what), "{inst}: {w}"),

@@ -74,7 +74,7 @@ pub(super) fn run(
         // Every live thread waits: complete the warp meetings and release each barrier whose
         // count is met. A thread that yielded goes on anyway: its wait is a loop of its own,
         // which the budget bounds.
-        let mut released = (in_warp && warp::release(kernel, threads, &shared)?) || yielded;
+        let mut released = (in_warp && warp::release(kernel, threads, &mut shared)?) || yielded;
         let mut open = 0u16;
         for id in (0..16).filter(|id| barriers & 1 << id != 0) {
             let need = if needed[id] == 0 { live } else { needed[id] };

@@ -15,9 +15,25 @@ pub(super) fn per_thread(frag: Fragment) -> usize {
 
 /// Where element `e` of lane `lane`'s part of `frag` sits in its matrix: (row, column).
 pub(super) fn place(frag: Fragment, lane: u32, e: usize) -> (u32, u32) {
+    if frag.sync {
+        return sync_place(frag, lane, e as u32);
+    }
     let (rows, cols) = frag.dims();
     let index = (lane as usize * per_thread(frag) + e) % (rows * cols) as usize;
     ((index / cols as usize) as u32, (index % cols as usize) as u32)
+}
+
+/// [`place`] for `mma.sync`'s m16n8k16 and m16n8k8, as the PTX ISA lays their fragments out:
+/// lanes in groups of four, `g` the group and `t` the lane in it; elements in pairs along a
+/// row of A and C (a column of B), then 8 rows down, then (A of k16) 8 columns on.
+fn sync_place(frag: Fragment, lane: u32, e: u32) -> (u32, u32) {
+    let (g, t) = (lane / 4, lane % 4);
+    let k16 = frag.shape[2] == 16;
+    match frag.matrix {
+        Matrix::A => (g + 8 * (e / 2 % 2), 2 * t + e % 2 + if k16 { 8 * (e / 4) } else { 0 }),
+        Matrix::B => (2 * t + e % 2 + 8 * (e / 2), g),
+        Matrix::C => (g + 8 * (e / 2), 2 * t + e % 2),
+    }
 }
 
 /// The byte offset of the element at (`row`, `col`) of a matrix stored by rows (by columns when
@@ -114,6 +130,18 @@ pub(super) fn tensor_sum(
     if bits & !round::sign_bit(format(d)) == 0 { 0 } else { bits }
 }
 
+/// What `ldmatrix` gives lane `lane` of one 8x8 matrix of 16-bit elements (`rows`: its rows'
+/// bytes): a pair along row `lane / 4`, from column `2 (lane % 4)`, as A and C of `mma.sync`
+/// hold it; with `trans`, the same of the transposed matrix.
+pub(super) fn ldmatrix_word(rows: &[[u8; 16]], lane: usize, trans: bool) -> u64 {
+    let at = |r: usize, c: usize| u16::from_le_bytes([rows[r][2 * c], rows[r][2 * c + 1]]) as u64;
+    let (r, c) = (lane / 4, 2 * (lane % 4));
+    match trans {
+        false => at(r, c) | at(r, c + 1) << 16,
+        true => at(c, r) | at(c + 1, r) << 16,
+    }
+}
+
 /// One lane's registers of each operand: A, B and C, as [`Mma`] lists them.
 pub(super) struct Operands<'a> {
     pub(super) a: &'a [u64],
@@ -125,21 +153,24 @@ pub(super) struct Operands<'a> {
 /// lane's D registers.
 pub(super) fn multiply(mma: &Mma, lanes: &[Operands<'_>; 32]) -> [Vec<u64>; 32] {
     let [_, n, k] = mma.shape.map(|v| v as usize);
-    // Each matrix row-major, from the lanes' elements (the first copy where it is held twice).
+    // Each matrix row-major, from the lanes' elements (the first where one is held twice).
     let gather = |matrix: Matrix| {
         let frag = mma.fragment(matrix);
-        let (rows, cols) = frag.dims();
-        let mut out = vec![0f64; (rows * cols) as usize];
-        for (slot, v) in out.iter_mut().enumerate() {
-            let o = &lanes[slot / per_thread(frag)];
+        let (_, cols) = frag.dims();
+        let mut out = vec![None; (frag.dims().0 * cols) as usize];
+        for (lane, o) in lanes.iter().enumerate() {
             let regs = match matrix {
                 Matrix::A => o.a,
                 Matrix::B => o.b,
                 Matrix::C => o.c,
             };
-            *v = to_f64(frag.ty, element(frag.ty, regs, slot % per_thread(frag)));
+            for e in 0..per_thread(frag) {
+                let (r, c) = place(frag, lane as u32, e);
+                let v = &mut out[(r * cols + c) as usize];
+                v.get_or_insert_with(|| to_f64(frag.ty, element(frag.ty, regs, e)));
+            }
         }
-        out
+        out.into_iter().map(|v| v.expect("every element is held")).collect::<Vec<f64>>()
     };
     let (a, b, c) = (gather(Matrix::A), gather(Matrix::B), gather(Matrix::C));
     let d_frag = Fragment { ty: mma.d, ..mma.fragment(Matrix::C) };
@@ -161,12 +192,12 @@ mod tests {
     use super::*;
 
     fn frag(matrix: Matrix, shape: [u32; 3], ty: Ty) -> Fragment {
-        Fragment { matrix, shape, ty }
+        Fragment { matrix, shape, ty, sync: shape[1] == 8 && shape[0] == 16 }
     }
 
     #[test]
     fn every_element_of_every_fragment_is_held_by_some_lane_as_often_as_any_other() {
-        for shape in [[16, 16, 16], [32, 8, 16], [8, 32, 16]] {
+        for shape in [[16, 16, 16], [32, 8, 16], [8, 32, 16], [16, 8, 16], [16, 8, 8]] {
             for (matrix, ty) in [
                 (Matrix::A, Ty::F16),
                 (Matrix::B, Ty::F16),
@@ -186,8 +217,27 @@ mod tests {
                 }
                 let copies = held[0];
                 assert!(copies >= 1 && held.iter().all(|&h| h == copies), "{f:?}: {held:?}");
+                assert!(!f.sync || copies == 1, "{f:?}");
             }
         }
+    }
+
+    #[test]
+    fn mma_sync_fragments_sit_where_the_ptx_isa_puts_them() {
+        // m16n8k16: lane 5 is in group 1 at place 1.
+        let (a, b, c) = (
+            frag(Matrix::A, [16, 8, 16], Ty::F16),
+            frag(Matrix::B, [16, 8, 16], Ty::F16),
+            frag(Matrix::C, [16, 8, 16], Ty::F32),
+        );
+        let a_places: Vec<_> = (0..8).map(|e| place(a, 5, e)).collect();
+        assert_eq!(a_places, [(1, 2), (1, 3), (9, 2), (9, 3), (1, 10), (1, 11), (9, 10), (9, 11)]);
+        assert_eq!((0..4).map(|e| place(b, 5, e)).collect::<Vec<_>>(), [(2, 1), (3, 1), (10, 1), (11, 1)]);
+        assert_eq!((0..4).map(|e| place(c, 5, e)).collect::<Vec<_>>(), [(1, 2), (1, 3), (9, 2), (9, 3)]);
+        let (a8, b8) = (frag(Matrix::A, [16, 8, 8], Ty::F16), frag(Matrix::B, [16, 8, 8], Ty::F16));
+        assert_eq!((0..4).map(|e| place(a8, 31, e)).collect::<Vec<_>>(), [(7, 6), (7, 7), (15, 6), (15, 7)]);
+        assert_eq!((0..2).map(|e| place(b8, 31, e)).collect::<Vec<_>>(), [(6, 7), (7, 7)]);
+        assert_eq!((a.regs(), b.regs(), c.regs(), a8.regs(), b8.regs()), (4, 2, 4, 2, 1));
     }
 
     #[test]
@@ -205,6 +255,7 @@ mod tests {
     #[test]
     fn a_product_is_the_matrix_product_plus_c() {
         let mma = Mma {
+            sync: false,
             shape: [16, 16, 16],
             input: Ty::F16,
             c: Ty::F32,

@@ -132,7 +132,7 @@ impl ThreadState {
         special(s, self.who, self.linear, sh.launch, sh.bytes.len(), sh.clock)
     }
 
-    fn address(&self, at: &Address, sh: &Shared<'_, '_>) -> u64 {
+    pub(super) fn address(&self, at: &Address, sh: &Shared<'_, '_>) -> u64 {
         self.value(at.base, sh).wrapping_add(at.offset as u64)
     }
 

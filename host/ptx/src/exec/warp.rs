@@ -54,7 +54,7 @@ fn meeting(lane: usize, all: &[Option<Arrival<'_>>; 32], live: u32) -> Option<u3
 }
 
 /// Completes every meeting that can be; whether any did.
-pub(super) fn release(kernel: &Function, threads: &mut [ThreadState], sh: &Shared<'_, '_>) -> Result<bool, Trap> {
+pub(super) fn release(kernel: &Function, threads: &mut [ThreadState], sh: &mut Shared<'_, '_>) -> Result<bool, Trap> {
     let mut progressed = false;
     for warp in threads.chunks_mut(32) {
         if let Some(shuffled) = shuffle(kernel, warp, sh) {
@@ -172,12 +172,18 @@ fn compute(
     warp: &mut [ThreadState],
     all: &[Option<Arrival<'_>>; 32],
     group: u32,
-    sh: &Shared<'_, '_>,
+    sh: &mut Shared<'_, '_>,
 ) -> Result<(), Trap> {
     let op_of = |lane: usize| all[lane].expect("lanes of a meeting wait").op;
     let mut results = [(0u64, None::<bool>); 32];
-    let mut products: Option<[Vec<u64>; 32]> = None;
+    // What an instruction that writes several registers of each lane writes.
+    let mut several: Option<[Vec<u64>; 32]> = None;
     let first = lanes(group).next().expect("a meeting has a lane");
+    let line = all[first].map_or(0, |m| m.line);
+    // Matrix instructions take every lane of the warp.
+    if matches!(op_of(first), WarpOp::Mma(_) | WarpOp::LdMatrix(_)) && group != u32::MAX {
+        return Err(warp[first].trap(TrapKind::Warp(WarpFault::Inactive), line, u32::MAX as u64));
+    }
     match *op_of(first) {
         WarpOp::Shfl { .. } => {
             let mut a = [0u64; 32];
@@ -244,11 +250,6 @@ fn compute(
         WarpOp::Sync => {}
         WarpOp::ActiveMask { .. } => lanes(group).for_each(|l| results[l] = (group as u64, None)),
         WarpOp::Mma(ref mma) => {
-            // Every lane of the warp brings its part of the fragments.
-            if group != u32::MAX {
-                let line = all[first].map_or(0, |m| m.line);
-                return Err(warp[first].trap(TrapKind::Warp(WarpFault::Inactive), line, u32::MAX as u64));
-            }
             let read =
                 |l: usize, regs: &[u32]| regs.iter().map(|&r| warp[l].value(Src::Reg(r), sh)).collect::<Vec<_>>();
             let values: Vec<[Vec<u64>; 3]> =
@@ -257,7 +258,19 @@ fn compute(
                 let [a, b, c] = &values[l];
                 matrix::Operands { a, b, c }
             });
-            products = Some(matrix::multiply(mma, &operands));
+            several = Some(matrix::multiply(mma, &operands));
+        }
+        WarpOp::LdMatrix(ref m) => {
+            // Lane 8 i + r gives the address of row r of matrix i.
+            let mut rows = [[0u8; 16]; 32];
+            for (src, row) in rows.iter_mut().enumerate().take(8 * m.count as usize) {
+                let addr = warp[src].address(&m.at, sh);
+                warp[src].access(sh).read(m.space, addr, row, line)?;
+            }
+            several = Some(std::array::from_fn(|l| {
+                let matrices = rows.chunks(8).take(m.count as usize);
+                matrices.map(|rows| matrix::ldmatrix_word(rows, l, m.trans)).collect()
+            }));
         }
     }
     for l in lanes(group) {
@@ -271,16 +284,19 @@ fn compute(
                 }
             }
             WarpOp::Vote { d, .. } | WarpOp::Redux { d, .. } | WarpOp::ActiveMask { d } => t.set(d, v),
-            WarpOp::Mma(ref mma) => {
-                let d = products.as_ref().map_or(&[][..], |p| &p[l][..]);
-                mma.d_regs.iter().zip(d).for_each(|(&r, &v)| t.set(r, v));
-            }
+            WarpOp::Mma(ref mma) => set_all(t, &mma.d_regs, several.as_ref().map_or(&[][..], |p| &p[l][..])),
+            WarpOp::LdMatrix(ref m) => set_all(t, &m.d, several.as_ref().map_or(&[][..], |p| &p[l][..])),
             WarpOp::Sync => {}
         }
         t.pc += 1;
         t.state = State::Running;
     }
     Ok(())
+}
+
+/// Registers `regs` of `t` set to `values`, in turn.
+fn set_all(t: &mut ThreadState, regs: &[u32], values: &[u64]) {
+    regs.iter().zip(values).for_each(|(&r, &v)| t.set(r, v));
 }
 
 /// `shfl.sync`'s source lane for `lane` and whether it is in range, as the PTX ISA defines

@@ -902,3 +902,65 @@ KERNEL wmma_tiles(ARGS) {
         wm::store_matrix_sync((float *)dst, c, 32, wm::mem_row_major);
     }
 }
+
+// ---- tensor cores (mma.sync, ldmatrix): each warp loads its tiles from shared memory with
+// ldmatrix, as the PTX ISA lays the fragments out, and multiplies them with mma.sync; each lane
+// stores the elements of D it holds where the ISA says they sit. Values as in wmma_tiles.
+__device__ __forceinline__ void ldsm4(u32 (&r)[4], const void *p) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem(p)));
+}
+__device__ __forceinline__ void ldsm2(u32 (&r)[2], const void *p, bool trans) {
+    if (trans)
+        asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];" : "=r"(r[0]), "=r"(r[1]) : "r"(smem(p)));
+    else
+        asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];" : "=r"(r[0]), "=r"(r[1]) : "r"(smem(p)));
+}
+KERNEL mma_sync_tiles(ARGS) {
+    __shared__ __align__(16) unsigned short sa[2][16 * 16], sb[2][16 * 16], sc[2][16 * 8];
+    u32 w = threadIdx.x / 32, l = lane(), g = l / 4, t = l % 4;
+    const u32 *src = in + (blockIdx.x * 2 + w) * 1024;
+    u32 *dst = out + (blockIdx.x * 2 + w) * 256;
+    bool bf = w == 1;  // warp 0: f16, warp 1: bf16
+    auto bits = [&](float v) -> unsigned short {
+        return bf ? __bfloat16_as_ushort(__float2bfloat16(v)) : __half_as_ushort(__float2half(v));
+    };
+    // A by rows; B by columns in warp 0 (sb holds B transposed) and by rows in warp 1.
+    for (u32 i = l; i < 256; i += 32) {
+        sa[w][i] = bits(small(src[i]));
+        sb[w][i] = bits(small(src[256 + i]));
+    }
+    for (u32 i = l; i < 128; i += 32) sc[w][i] = __half_as_ushort(__float2half(small(src[512 + i])));
+    __syncwarp();
+    // A's four 8x8 quarters: lane 8 q + r gives row r of quarter q (rows 8 (q % 2) on, columns 8 (q / 2) on).
+    u32 a[4], b[2], b8[2], a8[4];
+    u32 q = l / 8, r = l % 8;
+    ldsm4(a, &sa[w][(r + 8 * (q % 2)) * 16 + 8 * (q / 2)]);
+    if (!bf)  // B transposed (8 rows of 16): lanes 0-15 give rows r of its two halves along k.
+        ldsm2(b, &sb[w][(l % 8) * 16 + 8 * ((l / 8) % 2)], false);
+    else  // B by rows (16 rows of 8): lanes 0-15 give rows 0-15, transposed on the way.
+        ldsm2(b, &sb[w][(l % 16) * 8], true);
+    float c[4], d[4];
+    for (int i = 0; i < 4; i++) c[i] = small(src[640 + (g + 8 * (i / 2)) * 8 + 2 * t + i % 2]) * 4.0f;
+    if (!bf)
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};"
+                     : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
+    else
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};"
+                     : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
+    for (int i = 0; i < 4; i++) dst[(g + 8 * (i / 2)) * 8 + 2 * t + i % 2] = __float_as_uint(d[i]);
+    // m16n8k8 into f16, warp 0 only: A's left half (quarters 0 and 1), B's first 8 rows along k,
+    // C of halves from sc, read as pairs.
+    if (!bf) {
+        ldsm2(b8, &sb[w][(l % 8) * 16], false);  // lanes 8-15's addresses are not read by .x1 halves
+        ldsm4(a8, &sa[w][(r + 8 * (q % 2)) * 16 + 8 * (q / 2)]);
+        const u32 *cp = (const u32 *)sc[w];
+        u32 c8[2] = {cp[g * 4 + t], cp[(g + 8) * 4 + t]}, d8[2];
+        asm volatile("mma.sync.aligned.m16n8k8.row.col.f16.f16.f16.f16 {%0, %1}, {%2, %3}, {%4}, {%5, %6};"
+                     : "=r"(d8[0]), "=r"(d8[1]) : "r"(a8[0]), "r"(a8[1]), "r"(b8[0]), "r"(c8[0]), "r"(c8[1]));
+        dst[128 + g * 4 + t] = d8[0];
+        dst[128 + (g + 8) * 4 + t] = d8[1];
+    }
+}
