@@ -32,25 +32,35 @@ __global__ void product(const In *a, const In *b, const Acc *c, Acc *d) {
 
 // mma.sync m16n8k16 or m16n8k8 (`K`): each lane builds its fragments from A (16 x K), B (K x 8)
 // and C (16 x 8), all by rows, as the PTX ISA lays them out, and stores D where it sits.
-__device__ uint32_t pack(unsigned short lo, unsigned short hi) { return lo | (uint32_t)hi << 16; }
+__device__ uint32_t pack(uint32_t lo, uint32_t hi) { return lo | hi << 16; }
 template <typename In, typename Acc, int K>
-__global__ void sync_product(const unsigned short *a, const unsigned short *b, const Acc *c, Acc *d) {
+__global__ void sync_product(const In *a, const In *b, const Acc *c, Acc *d) {
     size_t t = blockIdx.x;
     int l = threadIdx.x, g = l / 4, q = l % 4;
     a += t * 16 * K; b += t * K * 8; c += t * 128; d += t * 128;
+    auto bits = [](In v) { uint32_t x = 0; memcpy(&x, &v, sizeof(In)); return x; };
     uint32_t ar[4], br[2], cr[4], dr[4];
-    for (int r = 0; r < K / 4; r++) {
-        int row = g + 8 * (r % 2), col = 2 * q + 8 * (r / 2);
-        ar[r] = pack(a[row * K + col], a[row * K + col + 1]);
+    if constexpr (sizeof(In) == 4) {  // tf32: one element a register
+        for (int r = 0; r < K / 2; r++) ar[r] = bits(a[(g + 8 * (r % 2)) * K + q + K / 2 * (r / 2)]);
+        for (int r = 0; r < K / 4; r++) br[r] = bits(b[(q + K / 2 * r) * 8 + g]);
+    } else {
+        for (int r = 0; r < K / 4; r++) {
+            int row = g + 8 * (r % 2), col = 2 * q + 8 * (r / 2);
+            ar[r] = pack(bits(a[row * K + col]), bits(a[row * K + col + 1]));
+        }
+        for (int r = 0; r < K / 8; r++) br[r] = pack(bits(b[(2 * q + 8 * r) * 8 + g]), bits(b[(2 * q + 8 * r + 1) * 8 + g]));
     }
-    for (int r = 0; r < K / 8; r++) br[r] = pack(b[(2 * q + 8 * r) * 8 + g], b[(2 * q + 8 * r + 1) * 8 + g]);
     float cf[4], df[4];
     for (int i = 0; i < 4; i++) {
         int at = (g + 8 * (i / 2)) * 8 + 2 * q + i % 2;
         if constexpr (sizeof(Acc) == 4) cf[i] = c[at];
         else if (i % 2 == 0) { unsigned short lo, hi; memcpy(&lo, &c[at], 2); memcpy(&hi, &c[at + 1], 2); cr[i / 2] = pack(lo, hi); }
     }
-    if constexpr (K == 8)
+    if constexpr (sizeof(In) == 4)
+        asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};"
+                     : "=f"(df[0]), "=f"(df[1]), "=f"(df[2]), "=f"(df[3])
+                     : "r"(ar[0]), "r"(ar[1]), "r"(ar[2]), "r"(ar[3]), "r"(br[0]), "r"(br[1]), "f"(cf[0]), "f"(cf[1]), "f"(cf[2]), "f"(cf[3]));
+    else if constexpr (K == 8)
         asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5}, {%6}, {%7, %8, %9, %10};"
                      : "=f"(df[0]), "=f"(df[1]), "=f"(df[2]), "=f"(df[3])
                      : "r"(ar[0]), "r"(ar[1]), "r"(br[0]), "f"(cf[0]), "f"(cf[1]), "f"(cf[2]), "f"(cf[3]));
@@ -124,6 +134,9 @@ static double model(double c, const double *a, const double *b, int terms, bool 
 static double value(float v) { return v; }
 static double value(__half v) { return __half2float(v); }
 static double value(__nv_bfloat16 v) { return __bfloat162float(v); }
+// An input as the tensor cores take it: a tf32 (given as an f32) without its low 13 bits.
+template <typename T> static double input(T v) { return value(v); }
+template <> double input(float v) { uint32_t b; memcpy(&b, &v, 4); b &= ~0x1fffu; float f; memcpy(&f, &b, 4); return f; }
 static void make(float &out, double v) { out = (float)v; }
 static void make(__half &out, double v) { out = __double2half(v); }
 static void make(__nv_bfloat16 &out, double v) { out = __double2bfloat16(v); }
@@ -154,7 +167,7 @@ static void run(const char *name, Case k) {
     cudaMemcpy(db, b.data(), n * sizeof(In), cudaMemcpyHostToDevice);
     cudaMemcpy(dc, c.data(), n * sizeof(Acc), cudaMemcpyHostToDevice);
     if constexpr (N == 16) product<In, Acc><<<tiles, 32>>>(da, db, dc, dd);
-    else sync_product<In, Acc, K><<<tiles, 32>>>((const unsigned short *)da, (const unsigned short *)db, dc, dd);
+    else sync_product<In, Acc, K><<<tiles, 32>>>(da, db, dc, dd);
     cudaError_t e = cudaMemcpy(d.data(), dd, n * sizeof(Acc), cudaMemcpyDeviceToHost);
     if (e != cudaSuccess) { printf("%s: %s\n", name, cudaGetErrorString(e)); return; }
     if (dump_dir && N == 16) {
@@ -172,10 +185,12 @@ static void run(const char *name, Case k) {
             for (int j = 0; j < N; j++) {
                 double row[16], col[16], c0 = value(c[t * 16 * N + i * N + j]), got = value(d[t * 16 * N + i * N + j]);
                 for (int q = 0; q < K; q++) { row[q] = value(a[t * 16 * K + i * K + q]); col[q] = value(b[t * K * N + q * N + j]); }
+                double mrow[16], mcol[16];  // what the model takes: of an f32 input, its tf32 bits
+                for (int q = 0; q < K; q++) { mrow[q] = input(a[t * 16 * K + i * K + q]); mcol[q] = input(b[t * K * N + q * N + j]); }
                 double plain = c0;
                 for (int q = 0; q < K; q++) plain += row[q] * col[q];
                 int least_in = std::is_same<In, __half>::value ? -14 : -126;
-                double refs[2] = {plain, model(c0, row, col, K, bits == 32, least_in, bits == 32 ? -126 : -14)};
+                double refs[2] = {plain, model(c0, mrow, mcol, K, bits == 32, least_in, bits == 32 ? -126 : -14)};
                 for (int r = 0; r < 2; r++) {
                     bool same = std::isnan(refs[r]) ? std::isnan(got) : ordered(refs[r], bits) == ordered(got, bits) && std::signbit(refs[r]) == std::signbit(got);
                     long ulp = std::isnan(refs[r]) || std::isnan(got) ? (same ? 0 : 1L << 40) : std::labs((long)(ordered(refs[r], bits) - ordered(got, bits)));
@@ -205,12 +220,14 @@ int main(int argc, char **argv) {
     run<__half, __half>("f16 -> f16", {8, 8, true, 0.0});
     run<__nv_bfloat16, float>("bf16 -> f32", {80, -90, true, 0.0});
     run<__nv_bfloat16, float>("bf16 -> f32", {80, 90, true, 0.0});
-    // mma.sync, fragments as the PTX ISA lays them out.
+    // mma.sync, fragments as the PTX ISA lays them out; tf32 given f32s with all their bits.
     for (const Case &k : {Case{8, 0, true, 0.0}, Case{4, 0, true, 0.3}, Case{18, -17, true, 0.0}}) {
         run<__half, float, 8, 16>("sync f16 -> f32 k16", k);
         run<__half, __half, 8, 16>("sync f16 -> f16 k16", k);
         run<__nv_bfloat16, float, 8, 16>("sync bf16 -> f32 k16", k);
         run<__half, float, 8, 8>("sync f16 -> f32 k8", k);
+        run<float, float, 8, 8>("sync tf32 -> f32 k8", k);
     }
+    run<float, float, 8, 8>("sync tf32 -> f32 k8", {60, -100, true, 0.0});
     return 0;
 }

@@ -449,6 +449,15 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
                 _ => return Err(unsupported("this form".into())),
             }
         }
+        "cvt" if mods.has("tf32") => {
+            mods.only(&["rna", "tf32"]).map_err(unsupported)?;
+            if !mods.has("rna") || mods.ty() != Some(Ty::F32) {
+                return Err(unsupported("this form".into()));
+            }
+            let conv =
+                Conversion { to: Ty::TF32, from: Ty::F32, round_int: None, fm: FloatMode::default(), relu: false };
+            Op::Cvt { conv, d: d.reg(0)?, a: d.src(1, Ty::F32)? }
+        }
         "cvt" => {
             let (to, from) = mods.two_types().ok_or_else(|| unsupported("needs two types".into()))?;
             mods.only(&["rn", "rz", "rm", "rp", "rni", "rzi", "rmi", "rpi", "sat", "ftz", "relu"])
@@ -837,7 +846,7 @@ fn wmma(mods: &Mods, d: &Decoder<'_>, unsupported: &dyn Fn(String) -> LoadError)
             [dt, a, b, ct] => [dt, a, b, ct],
             _ => return Err(unsupported("these types".into())),
         };
-        return product(false, shape, types, d, unsupported);
+        return product((false, false), shape, types, d, unsupported);
     }
     let store = mods.has("store");
     let matrix = match () {
@@ -871,25 +880,39 @@ fn wmma(mods: &Mods, d: &Decoder<'_>, unsupported: &dyn Fn(String) -> LoadError)
 }
 
 /// `D = A B + C` of `[d, a, b, c]` types, `d, a, b, c` as the operands: f16 or bf16 inputs
-/// (bf16 only into f32), f16 or f32 accumulators.
+/// (bf16 only into f32) into f16 or f32 accumulators, or (`mma.sync` only) tf32 into f32 and
+/// 8-bit integers into s32, clamped with `saturate`.
 fn product(
-    sync: bool,
+    (sync, saturate): (bool, bool),
     shape: [u32; 3],
-    [dt, input, bt, ct]: [Ty; 4],
+    [dt, input, input_b, ct]: [Ty; 4],
     d: &Decoder<'_>,
     unsupported: &dyn Fn(String) -> LoadError,
 ) -> Result<Op, LoadError> {
     let accumulators = matches!((dt, ct), (Ty::F16 | Ty::F32, Ty::F16 | Ty::F32));
-    let inputs = match input {
-        Ty::F16 => true,
-        Ty::BF16 => (dt, ct) == (Ty::F32, Ty::F32),
+    let valid = match input {
+        Ty::F16 => accumulators && input_b == input && !saturate,
+        Ty::BF16 => (dt, ct) == (Ty::F32, Ty::F32) && input_b == input && !saturate,
+        Ty::S8 | Ty::U8 => sync && (dt, ct) == (Ty::S32, Ty::S32) && matches!(input_b, Ty::S8 | Ty::U8),
+        Ty::TF32 => sync && (dt, ct) == (Ty::F32, Ty::F32) && input_b == input && !saturate,
         _ => false,
     };
-    if !(accumulators && inputs && bt == input) {
+    if !valid {
         return Err(unsupported("these types".into()));
     }
-    let mut mma =
-        Mma { sync, shape, input, c: ct, d: dt, a_regs: vec![], b_regs: vec![], c_regs: vec![], d_regs: vec![] };
+    let mut mma = Mma {
+        sync,
+        saturate,
+        shape,
+        input,
+        input_b,
+        c: ct,
+        d: dt,
+        a_regs: vec![],
+        b_regs: vec![],
+        c_regs: vec![],
+        d_regs: vec![],
+    };
     let regs = |i: usize, n: usize| d.all_regs(i, n);
     mma.d_regs = regs(0, Fragment { ty: dt, ..mma.fragment(Matrix::C) }.regs())?;
     mma.a_regs = regs(1, mma.fragment(Matrix::A).regs())?;
@@ -898,20 +921,27 @@ fn product(
     Ok(Op::Warp { op: WarpOp::Mma(Box::new(mma)), mask: Some(Src::Imm(u32::MAX as u64)) })
 }
 
-/// `mma.sync.aligned.m16n8k16.row.col` and `.m16n8k8`, of f16 or bf16 into f16 or f32.
+/// `mma.sync.aligned.row.col`: m16n8k16 and m16n8k8 of f16 or bf16 into f16 or f32, m16n8k8
+/// and m16n8k4 of tf32 into f32, and m16n8k16 and m16n8k32 of 8-bit integers into s32
+/// (`.satfinite` too).
 fn mma_sync(mods: &Mods, d: &Decoder<'_>, unsupported: &dyn Fn(String) -> LoadError) -> Result<Op, LoadError> {
-    mods.only(&["sync", "row", "col", "m16n8k16", "m16n8k8"]).map_err(unsupported)?;
+    mods.only(&["sync", "row", "col", "m16n8k16", "m16n8k8", "m16n8k4", "m16n8k32", "satfinite", "tf32"])
+        .map_err(unsupported)?;
+    let named = |w: &String| if w == "tf32" { Some(Ty::TF32) } else { Ty::named(w) };
+    let types: Vec<Ty> = mods.words.iter().filter_map(named).collect();
+    let (int, tf32) = (types.get(1).is_some_and(|t| matches!(t, Ty::S8 | Ty::U8)), types.get(1) == Some(&Ty::TF32));
     let shape = match () {
-        _ if mods.has("m16n8k16") => [16, 8, 16],
-        _ if mods.has("m16n8k8") => [16, 8, 8],
-        _ => return Err(unsupported("this shape".into())),
+        _ if mods.has("m16n8k16") && !tf32 => [16, 8, 16],
+        _ if mods.has("m16n8k8") && !int => [16, 8, 8],
+        _ if mods.has("m16n8k4") && tf32 => [16, 8, 4],
+        _ if mods.has("m16n8k32") && int => [16, 8, 32],
+        _ => return Err(unsupported("this shape for these types".into())),
     };
     if !(mods.has("sync") && mods.has("row") && mods.has("col")) {
         return Err(unsupported("this form".into()));
     }
-    let types: Vec<Ty> = mods.words.iter().filter_map(|w| Ty::named(w)).collect();
     match types[..] {
-        [dt, a, b, ct] => product(true, shape, [dt, a, b, ct], d, unsupported),
+        [dt, a, b, ct] => product((true, mods.has("satfinite")), shape, [dt, a, b, ct], d, unsupported),
         _ => Err(unsupported("these types".into())),
     }
 }

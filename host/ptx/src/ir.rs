@@ -31,6 +31,9 @@ pub enum Ty {
     E4M3x2,
     /// Two 8-bit floats of 5 exponent and 2 fraction bits, as `E4M3x2`.
     E5M2x2,
+    /// An f32 of which the tensor cores take f32's exponent and 10 fraction bits (`mma` and
+    /// `cvt.rna.tf32.f32` only: no `.`-suffix names it elsewhere).
+    TF32,
     Pred,
 }
 
@@ -70,7 +73,7 @@ impl Ty {
         match self {
             B8 | U8 | S8 => 8,
             B16 | U16 | S16 | F16 | BF16 | E4M3x2 | E5M2x2 => 16,
-            B32 | U32 | S32 | F32 | F16x2 | BF16x2 => 32,
+            B32 | U32 | S32 | F32 | F16x2 | BF16x2 | TF32 => 32,
             B64 | U64 | S64 | F64 => 64,
             Pred => 1,
         }
@@ -655,9 +658,12 @@ impl Fragment {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Mma {
     pub sync: bool,
+    /// `.satfinite` (integers): D clamped to s32's range, not wrapped.
+    pub saturate: bool,
     pub shape: [u32; 3],
-    /// The type of A's and B's elements.
+    /// The types of A's and of B's elements.
     pub input: Ty,
+    pub input_b: Ty,
     /// C's and D's element types.
     pub c: Ty,
     pub d: Ty,
@@ -670,7 +676,8 @@ pub struct Mma {
 impl Mma {
     pub(crate) fn fragment(&self, matrix: Matrix) -> Fragment {
         let ty = match matrix {
-            Matrix::A | Matrix::B => self.input,
+            Matrix::A => self.input,
+            Matrix::B => self.input_b,
             Matrix::C => self.c,
         };
         Fragment { matrix, shape: self.shape, ty, sync: self.sync }
@@ -822,7 +829,9 @@ impl WarpOp {
             (Redux { op: a, signed: s, .. }, Redux { op: b, signed: t, .. }) => a == b && s == t,
             (Sync, Sync) => true,
             (ActiveMask { .. }, ActiveMask { .. }) => true,
-            (Mma(a), Mma(b)) => (a.sync, a.shape, a.input, a.c, a.d) == (b.sync, b.shape, b.input, b.c, b.d),
+            (Mma(a), Mma(b)) => {
+                (a.sync, a.shape, a.input, a.input_b, a.c, a.d) == (b.sync, b.shape, b.input, b.input_b, b.c, b.d)
+            }
             (LdMatrix(a), LdMatrix(b)) => (a.count, a.trans) == (b.count, b.trans),
             _ => false,
         }

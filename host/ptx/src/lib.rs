@@ -97,9 +97,11 @@
 //! generic memory. The PTX ISA leaves unspecified which lane holds which element of a
 //! fragment; here lane `l` holds the elements from `l * E` on (`E` a thread's count), in
 //! row-major order, so elementwise work on fragments (`frag.x[i]`) behaves as on a GPU. Also
-//! `mma.sync` of shapes m16n8k16 and m16n8k8 (f16 or bf16 into f16 or f32), whose fragments
-//! sit where the PTX ISA puts them, and `ldmatrix` (`.x1`, `.x2`, `.x4`, `.trans`) that loads
-//! them, as hand-written and CUTLASS-style kernels use them. A product or an `ldmatrix` needs
+//! `mma.sync`, whose fragments sit where the PTX ISA puts them: m16n8k16 and m16n8k8 of f16 or
+//! bf16 into f16 or f32, m16n8k8 and m16n8k4 of tf32 into f32 (the low 13 bits of each input
+//! ignored), and m16n8k32 and m16n8k16 of s8 and u8 into s32 (exact, wrapping, or clamped with
+//! `.satfinite`); `cvt.rna.tf32.f32`; and `ldmatrix` (`.x1`, `.x2`, `.x4`, `.trans`), as
+//! hand-written and CUTLASS-style kernels use them. A product or an `ldmatrix` needs
 //! all 32 lanes of the warp, else [`WarpFault::Inactive`] stops the launch.
 //! `D = A B + C` is summed as the H200's tensor cores sum it, not as IEEE arithmetic would: each
 //! exact product and C truncated below a common point set by the largest exponent, summed
@@ -110,7 +112,8 @@
 //! (`docs/hardware/2026-12-02-wmma`, `docs/hardware/2026-12-02-mma-sync`).
 //!
 //! Not yet: textures, surfaces, the other tensor-core instructions (`wgmma`, `stmatrix`, and
-//! `mma`/`wmma` of other shapes and of tf32, f64, 8-bit floats and integers), bulk copies
+//! `mma`/`wmma` of other shapes and types: `wmma` of tf32 and integers, f64, 8-bit floats,
+//! sparse and block-scaled forms), bulk copies
 //! through tensor maps (`cp.async.bulk.tensor`) or to a cluster (`.multicast::cluster`), a
 //! cluster's barriers, `mbarrier.pending_count`, indirect branches and calls; each is refused at
 //! load with its line.

@@ -571,6 +571,8 @@ fn reference(l: &Line, x: &[u32], got: &[u32], vars: &[Vec<u8>], warp: impl Fn(u
             .collect(),
         "wmma_tiles" => wmma_tiles(x),
         "mma_sync_tiles" => mma_sync_tiles(x),
+        "mma_sync_int" => mma_sync_int(x),
+        "mma_sync_tf32" => mma_sync_tf32(x),
         "double_math" => {
             double_math(x, got);
             return None;
@@ -1079,6 +1081,63 @@ fn mma_sync_tiles(x: &[u32]) -> Vec<u32> {
                 let d8 = (0..8).map(|k| a(i, k) * b(k, j)).sum::<f64>() + small(src[512 + i * 8 + j]);
                 dst[128 + (i * 8 + j) / 2] |= (Half::F16.round(d8, Mode::Near) as u32) << (16 * (j % 2));
             }
+        }
+    }
+    out
+}
+
+/// `mma_sync_int`: warp 0's s8 m16n8k32 product, wrapping, and warp 1's u8-by-s8 m16n8k16
+/// one, saturated, with C near s32's limits.
+fn mma_sync_int(x: &[u32]) -> Vec<u32> {
+    let mut out = vec![0u32; 512];
+    for (tile, dst) in out.chunks_mut(128).enumerate() {
+        let (w, src) = (tile % 2, &x[tile * 1024..]);
+        let byte = |i: usize| (src[i / 4] >> (8 * (i % 4))) as u8;
+        let k = if w == 0 { 32 } else { 16 };
+        for (i, j) in (0..16).flat_map(|i| (0..8).map(move |j| (i, j))) {
+            let word = src[512 + i * 8 + j];
+            let c = match w {
+                0 => word as i32 as i64,
+                _ => ((word & 0x800f_ffff) ^ if word >> 31 == 1 { 0 } else { 0x7ff0_0000 }) as i32 as i64,
+            };
+            let a = |kk: usize| if w == 0 { byte(i * k + kk) as i8 as i64 } else { byte(i * k + kk) as i64 };
+            let sum = (0..k).fold(c, |s, kk| s + a(kk) * byte(1024 + j * k + kk) as i8 as i64);
+            dst[i * 8 + j] =
+                if w == 0 { sum as i32 } else { sum.clamp(i32::MIN as i64, i32::MAX as i64) as i32 } as u32;
+        }
+    }
+    out
+}
+
+/// `cvt.rna.tf32.f32`: to 10 fraction bits, to nearest, ties away from zero; NaN canonical.
+fn tf32(bits: u32) -> u32 {
+    match f32::from_bits(bits).is_nan() {
+        true => 0x7fff_ffff,
+        false => (bits & 0x8000_0000) | (((bits & 0x7fff_ffff) + 0x1000) & !0x1fff),
+    }
+}
+
+/// `mma_sync_tf32`: a tf32 m16n8k8 and m16n8k4 product of each block, and its words through
+/// `cvt.rna.tf32.f32`.
+fn mma_sync_tf32(x: &[u32]) -> Vec<u32> {
+    let small = |w: u32| ((w & 15) as i32 - 8) as f64 * 0.5;
+    let mut out = vec![0u32; 1024];
+    for (block, dst) in out.chunks_mut(512).enumerate() {
+        let src = &x[block * 1024..];
+        for (at, &w) in src[512..768].iter().enumerate() {
+            let bits = match at % 8 {
+                0 => 0x7f80_0000 | (w & 0x8000_0000),
+                1 => 0x7fc0_0000 | w,
+                2 => w & 0x807f_ffff,
+                _ => w,
+            };
+            dst[256 + at] = tf32(bits);
+        }
+        let (a, b) = (|i: usize, k: usize| small(src[i * 8 + k]), |k: usize, n: usize| small(src[128 + k * 8 + n]));
+        for (i, j) in (0..16).flat_map(|i| (0..8).map(move |j| (i, j))) {
+            let d = (0..8).map(|k| a(i, k) * b(k, j)).sum::<f64>() + 4.0 * small(src[192 + i * 8 + j]);
+            dst[i * 8 + j] = (d as f32).to_bits();
+            dst[128 + i * 8 + j] = ((0..4).map(|k| a(i, k) * b(k, j)).sum::<f64>() as f32).to_bits();
         }
     }
     out

@@ -196,13 +196,22 @@ fn matrix_forms_not_implemented_are_refused_and_fragments_of_the_wrong_size_are_
         (format!("wmma.store.d.sync.aligned.row.m16n16k16.satfinite.f32 [%rd1], {{{}}}, 16;", regs(8)), ".satfinite"),
         (
             format!(
-                "mma.sync.aligned.m16n8k4.row.col.f32.tf32.tf32.f32 {{{}}}, {{{}}}, {{%r9}}, {{{}}};",
+                "mma.sync.aligned.m8n8k4.row.col.f32.f16.f16.f32 {{{}}}, {{%r1, %r2}}, {{%r9}}, {{{}}};",
+                regs(8),
+                regs(8)
+            ),
+            "the modifier .m8n8k4",
+        ),
+        (
+            format!(
+                "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {{{}}}, {{{}}}, {{%r9}}, {{{}}};",
                 regs(4),
-                regs(2),
+                regs(4),
                 regs(4)
             ),
-            "the modifier .m16n8k4",
+            "the modifier .e4m3",
         ),
+        ("cvt.rn.tf32.f32 %r1, %r2;".into(), "the modifier .rn"),
         (
             format!(
                 "mma.sync.aligned.m16n8k16.row.col.f16.bf16.bf16.f16 {{{}}}, {{{}}}, {{%r9, %r10}}, {{%r1, %r2}};",

@@ -278,6 +278,9 @@ pub(crate) fn convert(conv: Conversion, a: u64) -> u64 {
     if to.fp8() || from.fp8() {
         return fp8::convert(conv, a);
     }
+    if to == Ty::TF32 {
+        return tf32(a);
+    }
     if relu {
         return half::relu(to, convert(Conversion { relu: false, ..conv }, a));
     }
@@ -310,6 +313,18 @@ pub(crate) fn convert(conv: Conversion, a: u64) -> u64 {
             mask(to, v as u64)
         }
     }
+}
+
+/// `cvt.rna.tf32.f32`: an f32 rounded to tf32's 10 fraction bits, to nearest with ties away
+/// from zero (past the largest finite, an infinity), its low 13 bits zero; a NaN is the GPU's
+/// canonical one.
+fn tf32(a: u64) -> u64 {
+    let bits = a as u32;
+    if f32::from_bits(bits).is_nan() {
+        return float::NAN32;
+    }
+    let magnitude = ((bits & 0x7fff_ffff) + 0x1000) & !0x1fff;
+    ((bits & 0x8000_0000) | magnitude) as u64
 }
 
 /// The smallest and largest value of an integer type.

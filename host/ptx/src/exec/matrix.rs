@@ -23,15 +23,16 @@ pub(super) fn place(frag: Fragment, lane: u32, e: usize) -> (u32, u32) {
     ((index / cols as usize) as u32, (index % cols as usize) as u32)
 }
 
-/// [`place`] for `mma.sync`'s m16n8k16 and m16n8k8, as the PTX ISA lays their fragments out:
-/// lanes in groups of four, `g` the group and `t` the lane in it; elements in pairs along a
-/// row of A and C (a column of B), then 8 rows down, then (A of k16) 8 columns on.
+/// [`place`] for `mma.sync`'s shapes, as the PTX ISA lays their fragments out: lanes in
+/// groups of four, `g` the group and `t` the lane in it; a register's elements (`p` of them)
+/// run along a row of A and C (a column of B); A's registers go 8 rows down, then (past the
+/// first two) half of k on; B's go half of k on; C's pairs go 8 rows down.
 fn sync_place(frag: Fragment, lane: u32, e: u32) -> (u32, u32) {
-    let (g, t) = (lane / 4, lane % 4);
-    let k16 = frag.shape[2] == 16;
+    let (g, t, p, half_k) = (lane / 4, lane % 4, frag.per_reg() as u32, frag.shape[2] / 2);
+    let (r, j) = (e / p, e % p);
     match frag.matrix {
-        Matrix::A => (g + 8 * (e / 2 % 2), 2 * t + e % 2 + if k16 { 8 * (e / 4) } else { 0 }),
-        Matrix::B => (2 * t + e % 2 + 8 * (e / 2), g),
+        Matrix::A => (g + 8 * (r % 2), t * p + j + half_k * (r / 2)),
+        Matrix::B => (t * p + j + half_k * r, g),
         Matrix::C => (g + 8 * (e / 2), 2 * t + e % 2),
     }
 }
@@ -66,7 +67,22 @@ fn format(ty: Ty) -> Format {
 }
 
 fn to_f64(ty: Ty, bits: u64) -> f64 {
-    f64::from_bits(round::convert(bits, format(ty), Format::Double, Round::Nearest))
+    match ty {
+        Ty::S8 => bits as u8 as i8 as f64,
+        Ty::U8 => bits as u8 as f64,
+        Ty::S32 => bits as u32 as i32 as f64,
+        // The tensor cores take tf32's bits of an f32 and ignore the rest.
+        Ty::TF32 => f32::from_bits(bits as u32 & !0x1fff) as f64,
+        _ => f64::from_bits(round::convert(bits, format(ty), Format::Double, Round::Nearest)),
+    }
+}
+
+/// One element of an integer `D = A B + C` (8-bit inputs, s32 C and D): exact, then wrapped to
+/// 32 bits, or clamped with `.satfinite`.
+fn integer_sum(c: f64, a: impl Iterator<Item = f64>, b: impl Iterator<Item = f64>, saturate: bool) -> u64 {
+    let sum = a.zip(b).fold(c as i64, |s, (x, y)| s + x as i64 * y as i64);
+    let d = if saturate { sum.clamp(i32::MIN as i64, i32::MAX as i64) as i32 } else { sum as i32 };
+    d as u32 as u64
 }
 
 /// `2^e` (within f64's normal range).
@@ -180,7 +196,10 @@ pub(super) fn multiply(mma: &Mma, lanes: &[Operands<'_>; 32]) -> [Vec<u64>; 32] 
             let (i, j) = place(d_frag, lane as u32, e);
             let (i, j) = (i as usize, j as usize);
             let (row, col) = ((0..k).map(|kk| a[i * k + kk]), (0..k).map(|kk| b[kk * n + j]));
-            let sum = tensor_sum((mma.input, mma.c, mma.d), c[i * n + j], row, col);
+            let sum = match mma.d {
+                Ty::S32 => integer_sum(c[i * n + j], row, col, mma.saturate),
+                _ => tensor_sum((mma.input, mma.c, mma.d), c[i * n + j], row, col),
+            };
             set_element(mma.d, &mut regs, e, sum);
         }
         regs
@@ -256,8 +275,10 @@ mod tests {
     fn a_product_is_the_matrix_product_plus_c() {
         let mma = Mma {
             sync: false,
+            saturate: false,
             shape: [16, 16, 16],
             input: Ty::F16,
+            input_b: Ty::F16,
             c: Ty::F32,
             d: Ty::F32,
             a_regs: vec![],

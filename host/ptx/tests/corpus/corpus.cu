@@ -964,3 +964,76 @@ KERNEL mma_sync_tiles(ARGS) {
         dst[128 + (g + 8) * 4 + t] = d8[1];
     }
 }
+
+// ---- tensor cores, 8-bit integers (mma.sync into s32): warp 0 multiplies s8 by s8 (m16n8k32,
+// wrapping), warp 1 u8 by s8 (m16n8k16) with .satfinite, C near s32's limits. Each lane builds
+// its fragments from bytes of `in` where the PTX ISA puts them, and stores D where it sits.
+KERNEL mma_sync_int(ARGS) {
+    u32 w = threadIdx.x / 32, l = lane(), g = l / 4, t = l % 4;
+    const u32 *src = in + (blockIdx.x * 2 + w) * 1024;
+    u32 *dst = out + (blockIdx.x * 2 + w) * 128;
+    const unsigned char *bytes = (const unsigned char *)src;
+    const int K = w == 0 ? 32 : 16;
+    // A (16 x K) by rows from byte 0; B (K x 8) by columns from byte 1024; C by rows from word 512.
+    auto a_reg = [&](int r) {
+        u32 v = 0;
+        for (int j = 0; j < 4; j++) v |= (u32)bytes[(g + 8 * (r % 2)) * K + 4 * t + j + K / 2 * (r / 2)] << (8 * j);
+        return v;
+    };
+    auto b_reg = [&](int r) {
+        u32 v = 0;
+        for (int j = 0; j < 4; j++) v |= (u32)bytes[1024 + g * K + 4 * t + j + K / 2 * r] << (8 * j);
+        return v;
+    };
+    int c[4], d[4];
+    for (int i = 0; i < 4; i++) {
+        int at = (g + 8 * (i / 2)) * 8 + 2 * t + i % 2;
+        // Warp 1's C lies within 2^20 of s32's limits, so that some sums saturate.
+        c[i] = w == 0 ? (int)src[512 + at] : (int)((src[512 + at] & 0x800fffffu) ^ (src[512 + at] >> 31 ? 0 : 0x7ff00000u));
+    }
+    if (w == 0)
+        asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};"
+                     : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+                     : "r"(a_reg(0)), "r"(a_reg(1)), "r"(a_reg(2)), "r"(a_reg(3)), "r"(b_reg(0)), "r"(b_reg(1)),
+                       "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));
+    else
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.satfinite.s32.u8.s8.s32 {%0, %1, %2, %3}, {%4, %5}, {%6}, {%7, %8, %9, %10};"
+                     : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+                     : "r"(a_reg(0)), "r"(a_reg(1)), "r"(b_reg(0)), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));
+    for (int i = 0; i < 4; i++) dst[(g + 8 * (i / 2)) * 8 + 2 * t + i % 2] = (u32)d[i];
+}
+
+// ---- tensor cores, tf32 (mma.sync m16n8k8 and m16n8k4 into f32): fragments built where the
+// PTX ISA puts them from small values rounded by cvt.rna.tf32.f32; and cvt.rna.tf32.f32 of
+// infinities, NaNs, subnormals and random words.
+__device__ __forceinline__ u32 tf32(float f) {
+    u32 r;
+    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(f));
+    return r;
+}
+KERNEL mma_sync_tf32(ARGS) {
+    u32 l = lane(), g = l / 4, t = l % 4;
+    const u32 *src = in + blockIdx.x * 1024;
+    u32 *dst = out + blockIdx.x * 512;
+    for (int i = 0; i < 8; i++) {
+        u32 w = src[512 + l * 8 + i];
+        u32 bits = i == 0 ? 0x7f800000u | (w & 0x80000000u) : i == 1 ? 0x7fc00000u | w : i == 2 ? w & 0x807fffffu : w;
+        dst[256 + l * 8 + i] = tf32(__uint_as_float(bits));
+    }
+    // A (16 x 8) by rows from word 0, B (8 x 8) by rows from word 128, C by rows from word 192.
+    auto a = [&](int row, int col) { return tf32(small(src[row * 8 + col])); };
+    auto b = [&](int k, int n) { return tf32(small(src[128 + k * 8 + n])); };
+    float c[4], d[4], d4[4];
+    for (int i = 0; i < 4; i++) c[i] = small(src[192 + (g + 8 * (i / 2)) * 8 + 2 * t + i % 2]) * 4.0f;
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};"
+                 : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+                 : "r"(a(g, t)), "r"(a(g + 8, t)), "r"(a(g, t + 4)), "r"(a(g + 8, t + 4)), "r"(b(t, g)), "r"(b(t + 4, g)),
+                   "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
+    asm volatile("mma.sync.aligned.m16n8k4.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5}, {%6}, {%7, %8, %9, %10};"
+                 : "=f"(d4[0]), "=f"(d4[1]), "=f"(d4[2]), "=f"(d4[3])
+                 : "r"(a(g, t)), "r"(a(g + 8, t)), "r"(b(t, g)), "f"(0.0f), "f"(0.0f), "f"(0.0f), "f"(0.0f));
+    for (int i = 0; i < 4; i++) {
+        dst[(g + 8 * (i / 2)) * 8 + 2 * t + i % 2] = __float_as_uint(d[i]);
+        dst[128 + (g + 8 * (i / 2)) * 8 + 2 * t + i % 2] = __float_as_uint(d4[i]);
+    }
+}
