@@ -106,10 +106,10 @@
 //! `D = A B + C` is summed as the H200's tensor cores sum it, not as IEEE arithmetic would: each
 //! exact product and C truncated below a common point set by the largest exponent, summed
 //! exactly, and rounded toward zero into f32 (to nearest into f16). This model was fitted to
-//! the tensor cores' results and matches all 4.6 million that `experiments/wmma_rounding`
+//! the tensor cores' results and matches all 4.8 million that `experiments/wmma_rounding`
 //! compared, of `wmma` and `mma.sync`, bit for bit; rounding the exact sum once to nearest
 //! would miss about half of them by an ulp, and thousands of ulp where terms cancel
-//! (`docs/hardware/2026-12-02-wmma`, `docs/hardware/2026-12-02-mma-sync`).
+//! (`docs/hardware/`: `2026-12-02-wmma`, `2026-12-02-mma-sync`, `2026-12-02-mma-int-tf32`).
 //!
 //! Not yet: textures, surfaces, the other tensor-core instructions (`wgmma`, `stmatrix`, and
 //! `mma`/`wmma` of other shapes and types: `wmma` of tf32 and integers, f64, 8-bit floats,

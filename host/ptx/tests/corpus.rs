@@ -1109,10 +1109,10 @@ fn mma_sync_int(x: &[u32]) -> Vec<u32> {
     out
 }
 
-/// `cvt.rna.tf32.f32`: to 10 fraction bits, to nearest, ties away from zero; NaN canonical.
+/// `cvt.rna.tf32.f32`: to 10 fraction bits, to nearest, ties away from zero; a NaN cut to them.
 fn tf32(bits: u32) -> u32 {
     match f32::from_bits(bits).is_nan() {
-        true => 0x7fff_ffff,
+        true => bits & !0x1fff,
         false => (bits & 0x8000_0000) | (((bits & 0x7fff_ffff) + 0x1000) & !0x1fff),
     }
 }

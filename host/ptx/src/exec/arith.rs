@@ -316,12 +316,14 @@ pub(crate) fn convert(conv: Conversion, a: u64) -> u64 {
 }
 
 /// `cvt.rna.tf32.f32`: an f32 rounded to tf32's 10 fraction bits, to nearest with ties away
-/// from zero (past the largest finite, an infinity), its low 13 bits zero; a NaN is the GPU's
-/// canonical one.
+/// from zero (past the largest finite, an infinity), its low 13 bits zero. A NaN keeps its sign
+/// and its payload's high bits, as on an H200; one whose payload lies only in the low 13 bits
+/// (not seen on the GPU) stays a NaN, quiet.
 fn tf32(a: u64) -> u64 {
     let bits = a as u32;
     if f32::from_bits(bits).is_nan() {
-        return float::NAN32;
+        let kept = bits & !0x1fff;
+        return if f32::from_bits(kept).is_nan() { kept } else { kept | 0x40_0000 } as u64;
     }
     let magnitude = ((bits & 0x7fff_ffff) + 0x1000) & !0x1fff;
     ((bits & 0x8000_0000) | magnitude) as u64

@@ -99,8 +99,8 @@ fn exponent(ty: Ty, x: f64) -> i32 {
 }
 
 /// One element of `D = A B + C`, `c + sum(a[k] b[k])`, as the H200's tensor cores compute it
-/// (a model fitted to their results; it matches 4.6 million of them, `experiments/wmma_rounding`),
-/// for 16 or 8 products: every product is exact; each term, C and the products, is truncated toward zero to a multiple of
+/// (a model fitted to their results; it matches 4.8 million of them, `experiments/wmma_rounding`),
+/// for 16, 8 or 4 products: every product is exact; each term, C and the products, is truncated toward zero to a multiple of
 /// `2^(E - 25)`, where `E` is the largest of C's exponent and the products' (the sum of their
 /// factors' exponents, so a product whose significands multiply past 2 still counts at the
 /// lower one; a subnormal counts at its type's least normal exponent); the truncated terms are
