@@ -5,6 +5,7 @@
 //! shapes). `D = A B + C` is summed as the H200's tensor cores sum, a model fitted bit for bit
 //! to their results ([`tensor_sum`]).
 
+use super::half;
 use super::round::{self, Format};
 use crate::ir::{Fragment, Matrix, Mma, Round, Ty};
 
@@ -58,22 +59,21 @@ pub(super) fn set_element(ty: Ty, regs: &mut [u64], e: usize, v: u64) {
     regs[e / per] = (regs[e / per] & !mask) | ((v << shift) & mask);
 }
 
+/// The format of an accumulator's elements (f16 or f32).
 fn format(ty: Ty) -> Format {
-    match ty {
-        Ty::F16 => Format::Half,
-        Ty::BF16 => Format::Brain,
-        _ => Format::Single,
-    }
+    if ty == Ty::F16 { Format::Half } else { Format::Single }
 }
 
+/// The value of an element of any fragment, exactly.
 fn to_f64(ty: Ty, bits: u64) -> f64 {
     match ty {
         Ty::S8 => bits as u8 as i8 as f64,
         Ty::U8 => bits as u8 as f64,
         Ty::S32 => bits as u32 as i32 as f64,
+        Ty::F16 | Ty::BF16 => half::value(ty, bits, false),
         // The tensor cores take tf32's bits of an f32 and ignore the rest.
         Ty::TF32 => f32::from_bits(bits as u32 & !0x1fff) as f64,
-        _ => f64::from_bits(round::convert(bits, format(ty), Format::Double, Round::Nearest)),
+        _ => f32::from_bits(bits as u32) as f64,
     }
 }
 
