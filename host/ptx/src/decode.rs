@@ -6,7 +6,7 @@ use crate::LoadError;
 use crate::ir::{
     Address, AtomOp, BarRed, BarRedOp, BinOp, BoolOp, Call, CarryKind, CarryOp, Cmp, Conversion, FloatClass, FloatMode,
     Fragment, LdMatrix, MBarrierOp, Matrix, Mma, Op, PairOp, Place, PrmtMode, ReduxOp, Round, ShflMode, Space, Src,
-    TerOp, Ty, UnOp, VoteMode, WarpOp,
+    TerOp, Ty, UnOp, Video, VideoOp, VideoThen, VoteMode, WarpOp,
 };
 use crate::parse::{Operand, Scope, address};
 
@@ -302,6 +302,27 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
             let fm = FloatMode::default();
             Op::Ternary { op, ty, fm, d: d.reg(0)?, a: d.src(1, ty)?, b: d.src(2, b_ty)?, c: d.src(3, c_ty)? }
         }
+        "vadd2" | "vsub2" | "vavrg2" | "vabsdiff2" | "vmin2" | "vmax2" | "vadd4" | "vsub4" | "vavrg4" | "vabsdiff4"
+        | "vmin4" | "vmax4" => {
+            let tys: Vec<Ty> = mods.words.iter().filter_map(|w| Ty::named(w)).collect();
+            mods.only(&["sat", "add"]).map_err(unsupported)?;
+            let [dt, at, bt] = tys[..] else { return Err(d.bad("three types were expected")) };
+            if [dt, at, bt].iter().any(|t| !matches!(t, Ty::U32 | Ty::S32)) {
+                return Err(unsupported("this type".into()));
+            }
+            let then = match (mods.has("sat"), mods.has("add")) {
+                (false, false) => VideoThen::Merge,
+                (true, false) => VideoThen::Saturate,
+                (false, true) => VideoThen::Add,
+                (true, true) => return Err(d.bad(".sat with .add")),
+            };
+            let ops = [VideoOp::Add, VideoOp::Sub, VideoOp::Avrg, VideoOp::AbsDiff, VideoOp::Min, VideoOp::Max];
+            let names = ["vadd", "vsub", "vavrg", "vabsdiff", "vmin", "vmax"];
+            let stem = &name[..name.len() - 1];
+            let op = ops[names.iter().position(|n| *n == stem).expect("a name of the arm")];
+            let v = Video { op, halves: name.ends_with('2'), signed: [dt, at, bt].map(Ty::signed), then };
+            Op::Video { v, d: d.reg(0)?, a: d.src(1, Ty::B32)?, b: d.src(2, Ty::B32)?, c: d.src(3, Ty::B32)? }
+        }
         "bmsk" | "szext" => {
             let ty = d.ty(&mods)?;
             mods.only(&["clamp", "wrap"]).map_err(unsupported)?;
@@ -394,10 +415,9 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
                 "num", "nan", "and", "or", "xor", "ftz",
             ])
             .map_err(unsupported)?;
-            let (dst, d2) = match ops.first() {
-                Some(Operand::Pair(a, b)) => (*a, Some(*b)),
-                _ if matches!(ty, Ty::F16x2 | Ty::BF16x2) => return Err(d.bad("two halves need p|q")),
-                _ => (d.reg(0)?, None),
+            let (dst, d2) = match d.reg_pair(0)? {
+                (_, None) if matches!(ty, Ty::F16x2 | Ty::BF16x2) => return Err(d.bad("two halves need p|q")),
+                pair => pair,
             };
             half_mode(ty, FloatMode { ftz: mods.has("ftz"), ..FloatMode::default() }).map_err(unsupported)?;
             let with = match with {
@@ -636,6 +656,14 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
         "wmma" => wmma(&mods, &d, &unsupported)?,
         "mma" => mma_sync(&mods, &d, &unsupported)?,
         "ldmatrix" => ldmatrix(&mods, &d, &unsupported)?,
+        "elect" => {
+            if !mods.has("sync") {
+                return Err(unsupported("elect without .sync".into()));
+            }
+            mods.only(&["sync"]).map_err(unsupported)?;
+            let (dst, p) = d.sink_pair(0)?;
+            Op::Warp { op: WarpOp::Elect { d: dst, p }, mask: Some(d.src(1, Ty::B32)?) }
+        }
         "activemask" => {
             mods.only(&[]).map_err(unsupported)?;
             Op::Warp { op: WarpOp::ActiveMask { d: d.reg(0)? }, mask: None }
@@ -1119,8 +1147,18 @@ impl Decoder<'_> {
     /// A destination that may carry a predicate too: `d` or `d|p`.
     fn reg_pair(&self, i: usize) -> Result<(u32, Option<u32>), LoadError> {
         match self.get(i)? {
-            Operand::Pair(a, b) => Ok((*a, Some(*b))),
+            Operand::Pair(Some(a), b) => Ok((*a, *b)),
+            Operand::Pair(None, _) => Err(self.bad("a register before |")),
             _ => Ok((self.reg(i)?, None)),
+        }
+    }
+
+    /// `a|b` where either may be `_`, or one register `a`.
+    fn sink_pair(&self, i: usize) -> Result<(Option<u32>, Option<u32>), LoadError> {
+        match self.get(i)? {
+            Operand::Pair(a, b) => Ok((*a, *b)),
+            Operand::Sink => Ok((None, None)),
+            _ => Ok((Some(self.reg(i)?), None)),
         }
     }
 

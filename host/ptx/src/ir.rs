@@ -335,6 +335,39 @@ pub enum TerOp {
     },
 }
 
+/// `vop2`/`vop4`: `op` of each half (`halves`) or byte of `a` and `b`, then `then`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Video {
+    pub op: VideoOp,
+    pub halves: bool,
+    /// Whether `d`, `a` and `b` are signed.
+    pub signed: [bool; 3],
+    pub then: VideoThen,
+}
+
+/// What a SIMD video instruction does with its elements' results and `c`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VideoThen {
+    /// Each element's low bits into `d` (every element: the default mask).
+    Merge,
+    /// Each element clamped to the range of `d`'s elements (`.sat`).
+    Saturate,
+    /// `c` plus every element (`.add`).
+    Add,
+}
+
+/// What a SIMD video instruction computes of each pair of elements.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VideoOp {
+    Add,
+    Sub,
+    /// The mean, rounded half away from zero.
+    Avrg,
+    AbsDiff,
+    Min,
+    Max,
+}
+
 /// An operation of the carry chain: what it computes, whether it takes the carry flag in
 /// (`addc`, `subc`, `madc`) and whether it writes it (`.cc`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -406,6 +439,14 @@ pub enum Op {
         op: TerOp,
         ty: Ty,
         fm: FloatMode,
+        d: Reg,
+        a: Src,
+        b: Src,
+        c: Src,
+    },
+    /// A SIMD video instruction (`vadd4`, `vabsdiff2`, ...) with the default selectors and mask.
+    Video {
+        v: Video,
         d: Reg,
         a: Src,
         b: Src,
@@ -808,6 +849,12 @@ pub enum WarpOp {
     },
     /// `bar.warp.sync`: only the meeting.
     Sync,
+    /// `elect.sync`: the lowest lane of the meeting leads; `d` gets its lane, `p` whether this
+    /// lane is it (`_` for either is `None`).
+    Elect {
+        d: Option<Reg>,
+        p: Option<Reg>,
+    },
     /// `activemask`: the lanes that reach it together (not a wait for named lanes).
     ActiveMask {
         d: Reg,
@@ -827,7 +874,7 @@ impl WarpOp {
             (Vote { mode: a, .. }, Vote { mode: b, .. }) => a == b,
             (Match { all: a, wide: w, .. }, Match { all: b, wide: v, .. }) => a == b && w == v,
             (Redux { op: a, signed: s, .. }, Redux { op: b, signed: t, .. }) => a == b && s == t,
-            (Sync, Sync) => true,
+            (Sync, Sync) | (Elect { .. }, Elect { .. }) => true,
             (ActiveMask { .. }, ActiveMask { .. }) => true,
             (Mma(a), Mma(b)) => {
                 (a.sync, a.shape, a.input, a.input_b, a.c, a.d) == (b.sync, b.shape, b.input, b.input_b, b.c, b.d)

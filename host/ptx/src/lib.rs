@@ -18,7 +18,9 @@
 //! chain `add.cc`/`addc`/`sub.cc`/`subc`/`mad.cc`/`madc` that CUDA's double math uses,
 //! `mul24`/`mad24`, `sad`, saturation), bit operations (`popc`, `clz`, `brev`, `bfind`, `bfe`,
 //! `bfi`, `bmsk`, `szext`, `fns`, `prmt` in every mode, `lop3`, `shf`, `dp4a`/`dp2a`, and `add`,
-//! `sub`, `min`, `max` of two 16-bit integers in a word, `.u16x2`/`.s16x2`), comparisons and
+//! `sub`, `min`, `max` of two 16-bit integers in a word, `.u16x2`/`.s16x2`; the SIMD video
+//! instructions `vadd2/4`, `vsub`, `vavrg`, `vabsdiff`, `vmin`, `vmax` with `.sat` or `.add`
+//! and their default selectors and mask, as nvcc writes `__vsadu4`), comparisons and
 //! predicates (`setp` with `.and/.or/.xor`, `selp`, `slct`, `testp`), conversions (`cvt` with
 //! every rounding and `.sat`), `cvta`, `mov` packing and unpacking vectors, `ld`/`st` of every
 //! state space with vector widths, `atom`/`red` on global and shared memory, branches,
@@ -51,7 +53,8 @@
 //! Not yet: `.xorsign`, float literals for halves, and the other 8-, 6- and 4-bit formats.
 //!
 //! Warp-synchronous instructions (`shfl.sync`, `vote.sync`, `match.sync`, `redux.sync`,
-//! `bar.warp.sync`, `activemask`) follow independent scheduling: a lane waits at one until
+//! `elect.sync`, whose leader is the meeting's lowest lane, `bar.warp.sync`, `activemask`)
+//! follow independent scheduling: a lane waits at one until
 //! every lane its member mask names that has not exited waits at one of the same kind with
 //! the same mask, wherever in the program; then all compute at once. Lanes that have exited
 //! (or lie past the block's last thread) take no part: a vote leaves them out, while a

@@ -29,8 +29,8 @@ pub(crate) enum Operand {
     Vector(Vec<Option<Operand>>),
     /// `_`, a result thrown away.
     Sink,
-    /// `a|b`: two results (`setp`'s second, negated predicate).
-    Pair(u32, u32),
+    /// `a|b`: two results (`setp`'s second, negated predicate); `_` on either side is `None`.
+    Pair(Option<u32>, Option<u32>),
     /// `!p`: a negated predicate operand.
     Not(Box<Operand>),
     /// `(a, b, ...)`: a call's arguments or results.
@@ -627,18 +627,12 @@ fn operand(p: &mut Parser, scope: &Scope) -> Result<Operand, LoadError> {
         }
         Tok::Int(v) => Ok(Operand::Int(v)),
         Tok::Float { bits, double } => Ok(Operand::Float { bits, double }),
+        Tok::Word(w) if w == "_" && p.is('|') => Ok(Operand::Pair(None, pair_second(p, scope)?)),
         Tok::Word(w) if w == "_" => Ok(Operand::Sink),
         Tok::Word(w) => {
             if let Some(&r) = scope.registers.get(&w) {
                 if p.is('|') {
-                    p.punct('|')?;
-                    let second = p.word()?;
-                    let r2 = *scope
-                        .registers
-                        .get(&second)
-                        .ok_or(())
-                        .or_else(|_| p.err(format!("unknown register {second}")))?;
-                    return Ok(Operand::Pair(r, r2));
+                    return Ok(Operand::Pair(Some(r), pair_second(p, scope)?));
                 }
                 return Ok(Operand::Reg(r));
             }
@@ -654,6 +648,19 @@ fn operand(p: &mut Parser, scope: &Scope) -> Result<Operand, LoadError> {
             Ok(Operand::Name(w))
         }
         other => p.err(format!("unexpected {other:?}")),
+    }
+}
+
+/// The register after `|` in `a|b`, or `None` for `_`.
+fn pair_second(p: &mut Parser, scope: &Scope) -> Result<Option<u32>, LoadError> {
+    p.punct('|')?;
+    let second = p.word()?;
+    if second == "_" {
+        return Ok(None);
+    }
+    match scope.registers.get(&second) {
+        Some(&r) => Ok(Some(r)),
+        None => p.err(format!("unknown register {second}")),
     }
 }
 

@@ -129,6 +129,37 @@ fn activemask_names_the_lanes_that_arrive_together() {
 }
 
 #[test]
+fn elect_picks_the_lowest_lane_of_its_meeting_with_either_result_thrown_away() {
+    // A block of 40: lanes 0-3 leave first; the rest elect over the mask of the lanes left,
+    // once with both results and once each with `_` for one of them.
+    let body = "setp.lt.u32 %p1, %r0, 4;
+@%p1 bra END;
+activemask.b32 %r1;
+elect.sync %r2|%p2, %r1;
+        elect.sync _|%p3, %r1;
+elect.sync %r3|_, %r1;
+selp.u32 %r4, 0x100, 0, %p2;
+selp.u32 %r5, 0x200, 0, %p3;
+        shl.b32 %r3, %r3, 16;
+or.b32 %r2, %r2, %r4;
+or.b32 %r2, %r2, %r5;
+or.b32 %r2, %r2, %r3;
+        END:
+st.global.u32 [%rd0], %r2;
+ret;";
+    let got = words(&kernel(body), 40).unwrap();
+    for (t, &w) in got.iter().enumerate().skip(4) {
+        let leader = if t < 32 { 4 } else { 0 };
+        let flags = if t % 32 == leader { 0x300 } else { 0 };
+        assert_eq!(w, leader as u32 | flags | (leader as u32) << 16, "thread {t}");
+    }
+    let refused = peerpool_ptx::load(
+        ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k()\n{\n.reg .b32 %r<2>;\nelect %r0, %r1;\n}\n",
+    );
+    assert!(refused.unwrap_err().to_string().contains("elect without .sync"));
+}
+
+#[test]
 fn votes_matches_and_barrier_reductions() {
     let body = "and.b32 %r1, %r0, 3;\nmatch.any.sync.b32 %r2, %r1, -1;\nshr.u32 %r5, %r0, 6;\n\
         match.all.sync.b32 %r3|%p1, %r5, -1;\nsetp.lt.u32 %p2, %r0, 10;\nbar.red.popc.u32 %r4, 0, %p2;\n\

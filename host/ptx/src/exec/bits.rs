@@ -2,7 +2,7 @@
 //! PTX ISA defines them.
 
 use super::arith::mask;
-use crate::ir::{PairOp, PrmtMode, Ty};
+use crate::ir::{PairOp, PrmtMode, Ty, Video, VideoOp, VideoThen};
 
 /// The field `len` bits from `pos` (both 0 to 255) names in a value of `width` bits: how many
 /// of its bits lie inside the value.
@@ -170,6 +170,36 @@ pub(crate) fn dp(a_signed: bool, b_signed: bool, two: Option<bool>, a: u64, b: u
     (c as i64).wrapping_add(sum) as u64 & 0xffff_ffff
 }
 
+/// A SIMD video instruction with the default selectors (`a`'s elements against `b`'s, in
+/// order) and mask (every element), as the PTX ISA's pseudo-code for `vop2`/`vop4` says.
+pub(crate) fn video(v: Video, a: u64, b: u64, c: u64) -> u64 {
+    let (bits, n) = if v.halves { (16, 2) } else { (8, 4) };
+    let field = |x: u64, i: u32, signed: bool| {
+        let e = (x >> (bits * i)) & ((1 << bits) - 1);
+        if signed && e >> (bits - 1) != 0 { e as i64 - (1 << bits) } else { e as i64 }
+    };
+    let [d_signed, a_signed, b_signed] = v.signed;
+    let t = |i: u32| {
+        let (x, y) = (field(a, i, a_signed), field(b, i, b_signed));
+        match v.op {
+            VideoOp::Add => x + y,
+            VideoOp::Sub => x - y,
+            VideoOp::Avrg => (x + y + (x + y >= 0) as i64) >> 1,
+            VideoOp::AbsDiff => (x - y).abs(),
+            VideoOp::Min => x.min(y),
+            VideoOp::Max => x.max(y),
+        }
+    };
+    if v.then == VideoThen::Add {
+        return (0..n).fold(c as i64, |r, i| r.wrapping_add(t(i))) as u64 & 0xffff_ffff;
+    }
+    let (lo, hi) = if d_signed { (-(1i64 << (bits - 1)), (1 << (bits - 1)) - 1) } else { (0, (1 << bits) - 1) };
+    (0..n).fold(0, |d, i| {
+        let e = if v.then == VideoThen::Saturate { t(i).clamp(lo, hi) } else { t(i) };
+        d | ((e as u64) & ((1 << bits) - 1)) << (bits * i)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -279,5 +309,27 @@ mod tests {
         assert_eq!(pair(PairOp::Max, true, false, a, b), 0x0002_7fff);
         assert_eq!(pair(PairOp::Min, true, true, a, b), 0x0000_0001, "a negative half is 0");
         assert_eq!(pair(PairOp::Max, true, true, 0xffff_fffe, 0x8000_fffd), 0);
+    }
+
+    #[test]
+    fn video_elements_merge_saturate_or_sum() {
+        let v = |op, halves, signed, then| Video { op, halves, signed, then };
+        let (u, s) = ([false; 3], [true; 3]);
+        let (a, b) = (0x10_f0_05_80u32 as u64, 0x20_10_07_7fu32 as u64);
+        assert_eq!(video(v(VideoOp::AbsDiff, false, u, VideoThen::Merge), a, b, 0), 0x10_e0_02_01);
+        // __vsadu4: the four differences summed onto c.
+        assert_eq!(video(v(VideoOp::AbsDiff, false, u, VideoThen::Add), a, b, 5), 5 + 0x10 + 0xe0 + 2 + 1);
+        // Signed bytes: 0xf0 is -16 and 0x80 is -128; -128 - 127 saturates to -128.
+        assert_eq!(video(v(VideoOp::Sub, false, s, VideoThen::Saturate), a, b, 0), 0xf0_e0_fe_80);
+        assert_eq!(video(v(VideoOp::Sub, false, s, VideoThen::Merge), a, b, 0), 0xf0_e0_fe_01, "wraps");
+        assert_eq!(video(v(VideoOp::Add, false, u, VideoThen::Saturate), a, b, 0), 0x30_ff_0c_ff);
+        // The mean rounds half away from zero: (-16 + 16 + 1) >> 1 = 0, (-128 + 127) >> 1 = -1.
+        assert_eq!(video(v(VideoOp::Avrg, false, s, VideoThen::Merge), a, b, 0), 0x18_00_06_ff);
+        assert_eq!(video(v(VideoOp::Min, true, s, VideoThen::Merge), a, b, 0), 0x10_f0_05_80);
+        assert_eq!(video(v(VideoOp::Max, true, u, VideoThen::Merge), a, b, 0), 0x20_10_07_7f);
+        // Unsigned halves into signed ones, saturated where past 0x7fff.
+        let mixed = v(VideoOp::Add, true, [true, false, false], VideoThen::Saturate);
+        assert_eq!(video(mixed, a, b, 0), 0x3100_0cff);
+        assert_eq!(video(mixed, 0xf005_8000, 0x077f_8000, 0), 0x7fff_7fff);
     }
 }

@@ -10,7 +10,9 @@ use std::collections::HashMap;
 
 use super::float::Directed;
 use super::{LOCAL_WINDOW, Launch, SHARED_WINDOW};
-use crate::ir::{BinOp, Cmp, Conversion, FloatMode, Function, Op, Place, Round, Space, Special, Src, TerOp, Ty, UnOp};
+use crate::ir::{
+    BinOp, Cmp, Conversion, FloatMode, Function, Op, Place, Round, Space, Special, Src, TerOp, Ty, UnOp, Video,
+};
 
 /// A register, or (negative) a constant of the pool, relative to the frame's base.
 pub(super) type Opnd = i32;
@@ -209,6 +211,13 @@ pub(super) enum Fast {
         op: TerOp,
         ty: Ty,
         fm: FloatMode,
+        d: u32,
+        a: Opnd,
+        b: Opnd,
+        c: Opnd,
+    },
+    Video {
+        v: Video,
         d: u32,
         a: Opnd,
         b: Opnd,
@@ -462,6 +471,7 @@ fn compile(op: &Op, launch: &Launch<'_>, pool: &mut Pool) -> Option<Fast> {
         Op::Ternary { op, ty, fm, d, a, b, c } => {
             Fast::Ternary { op, ty, fm, d: d32(d)?, a: src(a)?, b: src(b)?, c: src(c)? }
         }
+        Op::Video { v, d, a, b, c } => Fast::Video { v, d: d32(d)?, a: src(a)?, b: src(b)?, c: src(c)? },
         Op::Cvt { conv, d, a } => Fast::Convert { conv, d: d32(d)?, a: src(a)? },
         Op::Bfi { ty, d, a, b, pos, len } => {
             Fast::Bfi { ty, d: d32(d)?, a: src(a)?, b: src(b)?, pos: src(pos)?, len: src(len)? }

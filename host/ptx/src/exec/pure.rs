@@ -290,6 +290,7 @@ pub(super) fn run(
             Fast::Ternary { op, ty, fm, d, a, b, c } => {
                 alu!(active, d, |g| arith::ternary(op, ty, fm, g(a), g(b), g(c)))
             }
+            Fast::Video { v, d, a, b, c } => alu!(active, d, |g| bits::video(v, g(a), g(b), g(c))),
             Fast::Convert { conv, d, a } => alu!(active, d, |g| arith::convert(conv, g(a))),
             Fast::Bfi { ty, d, a, b, pos, len } => alu!(active, d, |g| bits::bfi(ty, g(a), g(b), g(pos), g(len))),
             Fast::FSetp { d, a, b, cmp, ty, ftz } => {

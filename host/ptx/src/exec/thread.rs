@@ -4,7 +4,7 @@
 use super::access::Access;
 use super::fast::Code;
 use super::{Fault, LOCAL_WINDOW, Launch, Memory, Output, SHARED_WINDOW, Thread, Trap, TrapKind};
-use super::{arith, fp8, half, matrix, mbarrier, printf};
+use super::{arith, bits, fp8, half, matrix, mbarrier, printf};
 use crate::ir::{Address, BarRedOp, Call, Function, MBarrierOp, Op, Place, Reg, Space, Special, Src, Ty};
 
 /// Where a thread is.
@@ -176,6 +176,10 @@ impl ThreadState {
             }
             Op::Ternary { op, ty, fm, d, a, b, c } => {
                 let v = arith::ternary(*op, *ty, *fm, self.value(*a, sh), self.value(*b, sh), self.value(*c, sh));
+                self.set(*d, v);
+            }
+            Op::Video { v, d, a, b, c } => {
+                let v = bits::video(*v, self.value(*a, sh), self.value(*b, sh), self.value(*c, sh));
                 self.set(*d, v);
             }
             Op::Setp { cmp, ty, ftz, d, d2, a, b, with } => {

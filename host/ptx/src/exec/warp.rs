@@ -248,6 +248,10 @@ fn compute(
             lanes(group).for_each(|l| results[l] = (v as u64, None));
         }
         WarpOp::Sync => {}
+        WarpOp::Elect { .. } => {
+            let leader = group.trailing_zeros() as usize;
+            lanes(group).for_each(|l| results[l] = (leader as u64, Some(l == leader)));
+        }
         WarpOp::ActiveMask { .. } => lanes(group).for_each(|l| results[l] = (group as u64, None)),
         WarpOp::Mma(ref mma) => {
             let read =
@@ -286,6 +290,12 @@ fn compute(
             WarpOp::Vote { d, .. } | WarpOp::Redux { d, .. } | WarpOp::ActiveMask { d } => t.set(d, v),
             WarpOp::Mma(ref mma) => set_all(t, &mma.d_regs, several.as_ref().map_or(&[][..], |p| &p[l][..])),
             WarpOp::LdMatrix(ref m) => set_all(t, &m.d, several.as_ref().map_or(&[][..], |p| &p[l][..])),
+            WarpOp::Elect { d, p: pd } => {
+                d.into_iter().for_each(|d| t.set(d, v));
+                if let (Some(pd), Some(p)) = (pd, p) {
+                    t.set(pd, p as u64);
+                }
+            }
             WarpOp::Sync => {}
         }
         t.pc += 1;
