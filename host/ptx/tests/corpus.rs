@@ -569,6 +569,14 @@ fn reference(l: &Line, x: &[u32], got: &[u32], vars: &[Vec<u8>], warp: impl Fn(u
                 x[b + (t + 5) % 256].wrapping_mul(7).wrapping_add(t as u32)
             })
             .collect(),
+        "simd_video" => per(threads, &|i| simd_video(x[3 * i], x[3 * i + 1], x[3 * i + 2])),
+        "elect_leader" => per(threads, &|t| {
+            let (w, lane) = (warp(t / 32), t as u32 % 32);
+            let m = w.iter().enumerate().fold(0u32, |m, (k, &v)| m | (v >> 3 & 1) << k);
+            let (first, leads) =
+                if x[t] >> 3 & 1 == 1 { (m.trailing_zeros(), (lane == m.trailing_zeros()) as u32) } else { (99, 0) };
+            vec![first | leads << 8 | ((lane == 0) as u32) << 14 | ((lane == 0) as u32) << 15]
+        }),
         "wmma_tiles" => wmma_tiles(x),
         "mma_sync_tiles" => mma_sync_tiles(x),
         "mma_sync_int" => mma_sync_int(x),
@@ -908,6 +916,59 @@ fn misc_ops(i: usize, x: &[u32]) -> Vec<u32> {
     let bf = |v: f32| relu(Half::BF16.round(v as f64, Mode::Near), Half::BF16);
     o.push(pair(bf(-f_of(c)), bf(f_of(b))));
     o.push(i as u32);
+    o
+}
+
+/// `simd_video`: the twelve SIMD video instructions in its four forms (types of d, a and b,
+/// then saturate or add), as the PTX ISA's pseudo-code says, and four intrinsics.
+fn simd_video(a: u32, b: u32, c: u32) -> Vec<u32> {
+    const FORMS: [([bool; 3], &str); 4] =
+        [([false; 3], ""), ([true; 3], "sat"), ([false, true, true], "sat"), ([true, false, true], "add")];
+    let mut o = Vec::new();
+    for width in [8u32, 16] {
+        for op in ["vadd", "vsub", "vavrg", "vabsdiff", "vmin", "vmax"] {
+            for (signed, then) in FORMS {
+                let element = |v: u32, k: u32, s: bool| {
+                    let bits = (v >> (width * k)) & ((1 << width) - 1);
+                    if s && bits >= 1 << (width - 1) { bits as i64 - (1 << width) } else { bits as i64 }
+                };
+                let results: Vec<i64> = (0..32 / width)
+                    .map(|k| {
+                        let (p, q) = (element(a, k, signed[1]), element(b, k, signed[2]));
+                        match op {
+                            "vadd" => p + q,
+                            "vsub" => p - q,
+                            "vavrg" if p + q >= 0 => (p + q + 1) >> 1,
+                            "vavrg" => (p + q) >> 1,
+                            "vabsdiff" => (p - q).abs(),
+                            "vmin" => p.min(q),
+                            _ => p.max(q),
+                        }
+                    })
+                    .collect();
+                let word = match then {
+                    "add" => results.iter().fold(c as i64, |s, r| s + r) as u32,
+                    _ => results.iter().enumerate().fold(0u32, |d, (k, &r)| {
+                        let (lo, hi) = if signed[0] {
+                            (-(1i64 << (width - 1)), (1i64 << (width - 1)) - 1)
+                        } else {
+                            (0, (1i64 << width) - 1)
+                        };
+                        let r = if then == "sat" { r.max(lo).min(hi) } else { r };
+                        d | ((r as u32) & ((1u32 << width) - 1)) << (width * k as u32)
+                    }),
+                };
+                o.push(word);
+            }
+        }
+    }
+    let bytes = |v: u32| v.to_le_bytes().map(u32::from);
+    let halves = |v: u32| [v & 0xffff, v >> 16];
+    let (ab, bb, ah, bh) = (bytes(a), bytes(b), halves(a), halves(b));
+    o.push((0..4).fold(0, |d, k| d | ab[k].abs_diff(bb[k]) << (8 * k)));
+    o.push((0..4).map(|k| ab[k].abs_diff(bb[k])).sum());
+    o.push(ah[0].abs_diff(bh[0]) | ah[1].abs_diff(bh[1]) << 16);
+    o.push(ah[0].abs_diff(bh[0]) + ah[1].abs_diff(bh[1]));
     o
 }
 

@@ -706,6 +706,40 @@ KERNEL bit_masks(ARGS) {
     asm("szext.wrap.u32 %0, %1, %2;" : "=r"(o[3]) : "r"(v), "r"(a));
 }
 
+// ---- SIMD video instructions, in four forms each: unsigned, merged; signed and saturated;
+// signed into unsigned, saturated; and summed onto c (as __vsadu4 sums). Then the intrinsics
+// that nvcc writes with them.
+#define VIDEO(op, form) asm(#op form " %0, %1, %2, %3;" : "=r"(o[k]) : "r"(a), "r"(b), "r"(c)); k++;
+#define VIDEO_FORMS(op) \
+    VIDEO(op, ".u32.u32.u32") VIDEO(op, ".s32.s32.s32.sat") VIDEO(op, ".u32.s32.s32.sat") VIDEO(op, ".s32.u32.s32.add")
+KERNEL simd_video(ARGS) {
+    u64 i = gid();
+    u32 a = in[3 * i], b = in[3 * i + 1], c = in[3 * i + 2];
+    u32 *o = out + 52 * i;
+    int k = 0;
+    VIDEO_FORMS(vadd4) VIDEO_FORMS(vsub4) VIDEO_FORMS(vavrg4) VIDEO_FORMS(vabsdiff4) VIDEO_FORMS(vmin4) VIDEO_FORMS(vmax4)
+    VIDEO_FORMS(vadd2) VIDEO_FORMS(vsub2) VIDEO_FORMS(vavrg2) VIDEO_FORMS(vabsdiff2) VIDEO_FORMS(vmin2) VIDEO_FORMS(vmax2)
+    o[48] = __vabsdiffu4(a, b); o[49] = __vsadu4(a, b); o[50] = __vabsdiffu2(a, b); o[51] = __vsadu2(a, b);
+}
+
+// ---- elect.sync: the leader of the lanes a mask names, with its lane and whether it is this one
+__device__ __forceinline__ u32 elect(u32 mask, u32 &leads) {
+    u32 lane;
+    asm volatile("{\n\t.reg .pred P;\n\telect.sync %0|P, %2;\n\tselp.u32 %1, 1, 0, P;\n}"
+                 : "=r"(lane), "=r"(leads) : "r"(mask));
+    return lane;
+}
+KERNEL elect_leader(ARGS) {
+    u32 v = in[gid()];
+    bool take = (v >> 3) & 1;
+    u32 m = __ballot_sync(FULL, take), leads = 0, first = 99;
+    if (take) first = elect(m, leads);
+    u32 whole, anyone = elect(FULL, whole), sunk;
+    // As CUB's transform kernel spells it: the lane thrown away.
+    asm volatile("{\n\t.reg .pred P;\n\telect.sync _|P, %1;\n\tselp.u32 %0, 1, 0, P;\n}" : "=r"(sunk) : "r"(FULL));
+    out[gid()] = first | leads << 8 | anyone << 9 | whole << 14 | sunk << 15;
+}
+
 // ---- 8-bit floats (cuda_fp8.h): f32 pairs into e4m3 and e5m2, saturated; back into f16 pairs;
 // an f16 pair into e4m3; a NaN and an infinity among the inputs
 KERNEL fp8_convert(ARGS) {
