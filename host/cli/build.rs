@@ -18,6 +18,9 @@ use std::process::Command;
 const SWITCH: &str = "PEERPOOL_EMBED_SHIM";
 /// What the command reads the embedded shim's path from.
 const EMBEDDED: &str = "PEERPOOL_EMBEDDED_SHIM";
+/// And a name for its content (FNV-1a, stable from one build to the next), computed here once
+/// rather than over the library's megabytes on every `peerpool sim`.
+const EMBEDDED_ID: &str = "PEERPOOL_EMBEDDED_SHIM_ID";
 
 fn main() {
     println!("cargo::rerun-if-env-changed={SWITCH}");
@@ -47,6 +50,10 @@ fn main() {
     }
     let shim = build_shim(&source, &manifest_dir);
     println!("cargo::rustc-env={EMBEDDED}={}", shim.display());
+    let bytes = std::fs::read(&shim).unwrap_or_else(|e| panic!("reading {}: {e}", shim.display()));
+    let id =
+        bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3));
+    println!("cargo::rustc-env={EMBEDDED_ID}={id:016x}");
     println!("cargo::rustc-cfg=embedded_shim");
 }
 

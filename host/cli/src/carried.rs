@@ -4,16 +4,19 @@
 use peerpool::owned_dir::OwnedDir;
 use std::path::{Path, PathBuf};
 
+/// The shim's bytes and a name for their content that stays the same from one build of this
+/// command to the next (std's hasher promises no such thing), given by the build script.
 #[cfg(embedded_shim)]
-const SHIM: Option<&[u8]> = Some(include_bytes!(env!("PEERPOOL_EMBEDDED_SHIM")));
+const SHIM: Option<(&[u8], &str)> =
+    Some((include_bytes!(env!("PEERPOOL_EMBEDDED_SHIM")), env!("PEERPOOL_EMBEDDED_SHIM_ID")));
 #[cfg(not(embedded_shim))]
-const SHIM: Option<&[u8]> = None;
+const SHIM: Option<(&[u8], &str)> = None;
 
 /// The carried shim's file, named `file`, written if it is not there yet; `None` when this
 /// binary carries none.
 pub fn shim(file: &str) -> Option<Result<PathBuf, String>> {
-    let bytes = SHIM?;
-    Some(cache_dir().and_then(|dir| write_once(&dir, file, bytes)))
+    let (bytes, id) = SHIM?;
+    Some(cache_dir().and_then(|dir| write_once(&dir, file, bytes, id)))
 }
 
 /// `$XDG_CACHE_HOME/peerpool`, else `$HOME/.cache/peerpool`.
@@ -25,21 +28,16 @@ fn cache_dir() -> Result<PathBuf, String> {
     Ok(base.join("peerpool"))
 }
 
-/// `bytes` as `file` in a directory of `dir` named for its version and content (one directory
-/// per build: a running program keeps its own), written unless a file there holds them already.
-fn write_once(dir: &Path, file: &str, bytes: &[u8]) -> Result<PathBuf, String> {
-    let name = format!("shim-{}-{:016x}", env!("CARGO_PKG_VERSION"), fnv1a(bytes));
+/// `bytes` as `file` in a directory of `dir` named for its version and content (`id`: one
+/// directory per build, so a running program keeps its own), written unless a file there
+/// holds them already (compared in full).
+fn write_once(dir: &Path, file: &str, bytes: &[u8], id: &str) -> Result<PathBuf, String> {
+    let name = format!("shim-{}-{id}", env!("CARGO_PKG_VERSION"));
     let dir = OwnedDir::create(&dir.join(name)).map_err(|e| e.to_string())?;
     match dir.read(file, bytes.len() as u64) {
         Ok(held) if held == bytes => Ok(dir.path().join(file)),
         _ => dir.write(file, bytes).map_err(|e| e.to_string()),
     }
-}
-
-/// FNV-1a: a name for the content that stays the same from one build of this command to the
-/// next (std's hasher promises no such thing); what is found there is compared in full.
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3))
 }
 
 #[cfg(test)]
@@ -49,14 +47,14 @@ mod tests {
     #[test]
     fn the_shim_is_written_once_and_rewritten_when_damaged() {
         let base = tempfile::tempdir().unwrap();
-        let first = write_once(base.path(), "lib.so", b"a library").unwrap();
+        let first = write_once(base.path(), "lib.so", b"a library", "1").unwrap();
         assert_eq!(std::fs::read(&first).unwrap(), b"a library");
-        let again = write_once(base.path(), "lib.so", b"a library").unwrap();
+        let again = write_once(base.path(), "lib.so", b"a library", "1").unwrap();
         assert_eq!(first, again);
         std::fs::write(&first, b"damaged").unwrap();
-        assert_eq!(std::fs::read(write_once(base.path(), "lib.so", b"a library").unwrap()).unwrap(), b"a library");
+        assert_eq!(std::fs::read(write_once(base.path(), "lib.so", b"a library", "1").unwrap()).unwrap(), b"a library");
         // Another content, another directory: a program still running keeps its library.
-        let other = write_once(base.path(), "lib.so", b"another library").unwrap();
+        let other = write_once(base.path(), "lib.so", b"another library", "2").unwrap();
         assert_ne!(other.parent(), first.parent());
         assert_eq!(std::fs::read(&first).unwrap(), b"a library");
     }
