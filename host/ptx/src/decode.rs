@@ -5,7 +5,7 @@
 use crate::LoadError;
 use crate::ir::{
     Address, AtomOp, BarRed, BarRedOp, BinOp, BoolOp, Call, CarryKind, CarryOp, Cmp, Conversion, FloatClass, FloatMode,
-    Fragment, LdMatrix, MBarrierOp, Matrix, Mma, Op, PairOp, Place, PrmtMode, ReduxOp, Round, ShflMode, Space, Src,
+    Fragment, MBarrierOp, Matrix, MatrixRows, Mma, Op, PairOp, Place, PrmtMode, ReduxOp, Round, ShflMode, Space, Src,
     TerOp, Ty, UnOp, Video, VideoOp, VideoThen, VoteMode, WarpOp,
 };
 use crate::parse::{Operand, Scope, address};
@@ -655,7 +655,7 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
         }
         "wmma" => wmma(&mods, &d, &unsupported)?,
         "mma" => mma_sync(&mods, &d, &unsupported)?,
-        "ldmatrix" => ldmatrix(&mods, &d, &unsupported)?,
+        "ldmatrix" | "stmatrix" => matrix_rows(name == "stmatrix", &mods, &d, &unsupported)?,
         "elect" => {
             if !mods.has("sync") {
                 return Err(unsupported("elect without .sync".into()));
@@ -975,7 +975,13 @@ fn mma_sync(mods: &Mods, d: &Decoder<'_>, unsupported: &dyn Fn(String) -> LoadEr
 }
 
 /// `ldmatrix.sync.aligned.m8n8.x1/.x2/.x4[.trans][.shared].b16`.
-fn ldmatrix(mods: &Mods, d: &Decoder<'_>, unsupported: &dyn Fn(String) -> LoadError) -> Result<Op, LoadError> {
+/// `ldmatrix` (`store`: `stmatrix`, whose address comes first).
+fn matrix_rows(
+    store: bool,
+    mods: &Mods,
+    d: &Decoder<'_>,
+    unsupported: &dyn Fn(String) -> LoadError,
+) -> Result<Op, LoadError> {
     mods.only(&["sync", "m8n8", "x1", "x2", "x4", "trans", "shared", "shared::cta"]).map_err(unsupported)?;
     let count = match () {
         _ if mods.has("x1") => 1,
@@ -986,14 +992,16 @@ fn ldmatrix(mods: &Mods, d: &Decoder<'_>, unsupported: &dyn Fn(String) -> LoadEr
     if !(mods.has("sync") && mods.has("m8n8") && mods.ty() == Some(Ty::B16)) {
         return Err(unsupported("this form".into()));
     }
-    let op = LdMatrix {
+    let (at, regs) = if store { (0, 1) } else { (1, 0) };
+    let op = MatrixRows {
+        store,
         count,
         trans: mods.has("trans"),
         space: mods.space(),
-        at: d.addr(1)?,
-        d: d.all_regs(0, count as usize)?,
+        at: d.addr(at)?,
+        regs: d.all_regs(regs, count as usize)?,
     };
-    Ok(Op::Warp { op: WarpOp::LdMatrix(Box::new(op)), mask: Some(Src::Imm(u32::MAX as u64)) })
+    Ok(Op::Warp { op: WarpOp::Rows(Box::new(op)), mask: Some(Src::Imm(u32::MAX as u64)) })
 }
 
 fn rounding(i: usize) -> Round {

@@ -725,16 +725,17 @@ impl Mma {
     }
 }
 
-/// `ldmatrix`: `count` 8x8 matrices of 16-bit elements, each row at the address one lane
-/// gives (lane `8 m + r`: row `r` of matrix `m`), into every lane's `d[m]` as `mma.sync`'s
-/// fragments hold them (transposed with `trans`).
+/// `ldmatrix` (or `stmatrix` when `store`): `count` 8x8 matrices of 16-bit elements, each row
+/// at the address one lane gives (lane `8 m + r`: row `r` of matrix `m`), into (or from) every
+/// lane's `regs[m]` as `mma.sync`'s fragments hold them (transposed with `trans`).
 #[derive(Clone, Debug, PartialEq)]
-pub struct LdMatrix {
+pub struct MatrixRows {
+    pub store: bool,
     pub count: u32,
     pub trans: bool,
     pub space: Space,
     pub at: Address,
-    pub d: Vec<Reg>,
+    pub regs: Vec<Reg>,
 }
 
 /// What an `mbarrier` instruction does.
@@ -861,8 +862,8 @@ pub enum WarpOp {
     },
     /// `wmma.mma` or `mma.sync` of the whole warp.
     Mma(Box<Mma>),
-    /// `ldmatrix` of the whole warp.
-    LdMatrix(Box<LdMatrix>),
+    /// `ldmatrix` or `stmatrix` of the whole warp.
+    Rows(Box<MatrixRows>),
 }
 
 impl WarpOp {
@@ -879,7 +880,7 @@ impl WarpOp {
             (Mma(a), Mma(b)) => {
                 (a.sync, a.shape, a.input, a.input_b, a.c, a.d) == (b.sync, b.shape, b.input, b.input_b, b.c, b.d)
             }
-            (LdMatrix(a), LdMatrix(b)) => (a.count, a.trans) == (b.count, b.trans),
+            (Rows(a), Rows(b)) => (a.store, a.count, a.trans) == (b.store, b.count, b.trans),
             _ => false,
         }
     }

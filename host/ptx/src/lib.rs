@@ -103,9 +103,10 @@
 //! `mma.sync`, whose fragments sit where the PTX ISA puts them: m16n8k16 and m16n8k8 of f16 or
 //! bf16 into f16 or f32, m16n8k8 and m16n8k4 of tf32 into f32 (the low 13 bits of each input
 //! ignored), and m16n8k32 and m16n8k16 of s8 and u8 into s32 (exact, wrapping, or clamped with
-//! `.satfinite`); `cvt.rna.tf32.f32`; and `ldmatrix` (`.x1`, `.x2`, `.x4`, `.trans`), as
-//! hand-written and CUTLASS-style kernels use them. A product or an `ldmatrix` needs
-//! all 32 lanes of the warp, else [`WarpFault::Inactive`] stops the launch.
+//! `.satfinite`); `cvt.rna.tf32.f32`; `ldmatrix` (`.x1`, `.x2`, `.x4`, `.trans`) and, its
+//! inverse, `stmatrix` (the same forms, sm_90), as hand-written and CUTLASS-style kernels use
+//! them. A product, an `ldmatrix` or a `stmatrix` needs all 32 lanes of the warp, else
+//! [`WarpFault::Inactive`] stops the launch.
 //! `D = A B + C` is summed as the H200's tensor cores sum it, not as IEEE arithmetic would: each
 //! exact product and C truncated below a common point set by the largest exponent, summed
 //! exactly, and rounded toward zero into f32 (to nearest into f16). This model was fitted to
@@ -114,7 +115,7 @@
 //! would miss about half of them by an ulp, and thousands of ulp where terms cancel
 //! (`docs/hardware/`: `2026-12-02-wmma`, `2026-12-02-mma-sync`, `2026-12-02-mma-int-tf32`).
 //!
-//! Not yet: textures, surfaces, the other tensor-core instructions (`wgmma`, `stmatrix`, and
+//! Not yet: textures, surfaces, the other tensor-core instructions (`wgmma`, and
 //! `mma`/`wmma` of other shapes and types: `wmma` of tf32 and integers, f64, 8-bit floats,
 //! sparse and block-scaled forms), bulk copies
 //! through tensor maps (`cp.async.bulk.tensor`) or to a cluster (`.multicast::cluster`), a

@@ -193,9 +193,9 @@ fn named_barriers_count_arrivals_and_release_only_their_own_threads() {
 
 #[test]
 fn what_is_not_implemented_is_refused_at_load_with_its_line() {
-    let text = ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k()\n{\n.reg .b32 %r<4>;\nstmatrix.sync.aligned.m8n8.x1.shared.b16 [%r2], {%r1};\nret;\n}\n";
+    let text = ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k()\n{\n.reg .b32 %r<4>;\nwgmma.fence.sync.aligned;\nret;\n}\n";
     match load(text) {
-        Err(LoadError::Unsupported { line: 7, what }) => assert_eq!(what, "stmatrix.sync.aligned.m8n8.x1.shared.b16"),
+        Err(LoadError::Unsupported { line: 7, what }) => assert_eq!(what, "wgmma.fence.sync.aligned"),
         other => panic!("{other:?}"),
     }
     let oob = ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k()\n{\n.reg .b16 %h<4>;\nfma.rn.oob.f16 %h0, %h1, %h2, %h3;\nret;\n}\n";

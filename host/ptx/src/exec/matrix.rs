@@ -150,11 +150,28 @@ pub(super) fn tensor_sum(
 /// bytes): a pair along row `lane / 4`, from column `2 (lane % 4)`, as A and C of `mma.sync`
 /// hold it; with `trans`, the same of the transposed matrix.
 pub(super) fn ldmatrix_word(rows: &[[u8; 16]], lane: usize, trans: bool) -> u64 {
-    let at = |r: usize, c: usize| u16::from_le_bytes([rows[r][2 * c], rows[r][2 * c + 1]]) as u64;
+    let at = |(r, c): (usize, usize)| u16::from_le_bytes([rows[r][2 * c], rows[r][2 * c + 1]]) as u64;
+    let [low, high] = pair_place(lane, trans);
+    at(low) | at(high) << 16
+}
+
+/// What `stmatrix` writes of one 8x8 matrix of 16-bit elements into `rows` from each lane's
+/// word (`words[lane]`): the inverse of [`ldmatrix_word`].
+pub(super) fn stmatrix_rows(words: &[u64; 32], rows: &mut [[u8; 16]], trans: bool) {
+    for (lane, &w) in words.iter().enumerate() {
+        for ((r, c), half) in pair_place(lane, trans).into_iter().zip([w as u16, (w >> 16) as u16]) {
+            rows[r][2 * c..2 * c + 2].copy_from_slice(&half.to_le_bytes());
+        }
+    }
+}
+
+/// The (row, column) of the low and the high half of lane `lane`'s pair in one 8x8 matrix:
+/// along row `lane / 4` from column `2 (lane % 4)`, or the transposed places.
+fn pair_place(lane: usize, trans: bool) -> [(usize, usize); 2] {
     let (r, c) = (lane / 4, 2 * (lane % 4));
     match trans {
-        false => at(r, c) | at(r, c + 1) << 16,
-        true => at(c, r) | at(c + 1, r) << 16,
+        false => [(r, c), (r, c + 1)],
+        true => [(c, r), (c + 1, r)],
     }
 }
 
@@ -208,6 +225,23 @@ pub(super) fn multiply(mma: &Mma, lanes: &[Operands<'_>; 32]) -> [Vec<u64>; 32] 
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn stmatrix_writes_what_ldmatrix_reads_back_plain_and_transposed() {
+        let words: [u64; 32] = std::array::from_fn(|l| (0x0101_0101 * l as u64) ^ 0x8000_0001);
+        for trans in [false, true] {
+            let mut rows = [[0u8; 16]; 8];
+            stmatrix_rows(&words, &mut rows, trans);
+            let back: Vec<u64> = (0..32).map(|l| ldmatrix_word(&rows, l, trans)).collect();
+            assert_eq!(back, words, "trans {trans}");
+        }
+        // Lane 5 holds row 1, columns 2 and 3; transposed, rows 2 and 3 of column 1.
+        let mut rows = [[0u8; 16]; 8];
+        stmatrix_rows(&words, &mut rows, false);
+        assert_eq!(&rows[1][4..8], &[0x04, 0x05, 0x05, 0x85]);
+        stmatrix_rows(&words, &mut rows, true);
+        assert_eq!((&rows[2][2..4], &rows[3][2..4]), (&[0x04, 0x05][..], &[0x05, 0x85][..]));
+    }
+
     use super::*;
 
     fn frag(matrix: Matrix, shape: [u32; 3], ty: Ty) -> Fragment {

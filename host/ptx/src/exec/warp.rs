@@ -181,7 +181,7 @@ fn compute(
     let first = lanes(group).next().expect("a meeting has a lane");
     let line = all[first].map_or(0, |m| m.line);
     // Matrix instructions take every lane of the warp.
-    if matches!(op_of(first), WarpOp::Mma(_) | WarpOp::LdMatrix(_)) && group != u32::MAX {
+    if matches!(op_of(first), WarpOp::Mma(_) | WarpOp::Rows(_)) && group != u32::MAX {
         return Err(warp[first].trap(TrapKind::Warp(WarpFault::Inactive), line, u32::MAX as u64));
     }
     match *op_of(first) {
@@ -264,17 +264,29 @@ fn compute(
             });
             several = Some(matrix::multiply(mma, &operands));
         }
-        WarpOp::LdMatrix(ref m) => {
+        WarpOp::Rows(ref m) => {
             // Lane 8 i + r gives the address of row r of matrix i.
+            let count = 8 * m.count as usize;
             let mut rows = [[0u8; 16]; 32];
-            for (src, row) in rows.iter_mut().enumerate().take(8 * m.count as usize) {
-                let addr = warp[src].address(&m.at, sh);
-                warp[src].access(sh).read(m.space, addr, row, line)?;
+            if m.store {
+                for (i, matrix) in rows.chunks_mut(8).take(m.count as usize).enumerate() {
+                    let words: [u64; 32] = std::array::from_fn(|l| warp[l].value(Src::Reg(m.regs[i]), sh));
+                    matrix::stmatrix_rows(&words, matrix, m.trans);
+                }
             }
-            several = Some(std::array::from_fn(|l| {
-                let matrices = rows.chunks(8).take(m.count as usize);
-                matrices.map(|rows| matrix::ldmatrix_word(rows, l, m.trans)).collect()
-            }));
+            for (src, row) in rows.iter_mut().enumerate().take(count) {
+                let addr = warp[src].address(&m.at, sh);
+                match m.store {
+                    true => warp[src].access(sh).write(m.space, addr, row, line)?,
+                    false => warp[src].access(sh).read(m.space, addr, row, line)?,
+                }
+            }
+            if !m.store {
+                several = Some(std::array::from_fn(|l| {
+                    let matrices = rows.chunks(8).take(m.count as usize);
+                    matrices.map(|rows| matrix::ldmatrix_word(rows, l, m.trans)).collect()
+                }));
+            }
         }
     }
     for l in lanes(group) {
@@ -289,7 +301,8 @@ fn compute(
             }
             WarpOp::Vote { d, .. } | WarpOp::Redux { d, .. } | WarpOp::ActiveMask { d } => t.set(d, v),
             WarpOp::Mma(ref mma) => set_all(t, &mma.d_regs, several.as_ref().map_or(&[][..], |p| &p[l][..])),
-            WarpOp::LdMatrix(ref m) => set_all(t, &m.d, several.as_ref().map_or(&[][..], |p| &p[l][..])),
+            WarpOp::Rows(ref m) if !m.store => set_all(t, &m.regs, several.as_ref().map_or(&[][..], |p| &p[l][..])),
+            WarpOp::Rows(_) => {}
             WarpOp::Elect { d, p: pd } => {
                 d.into_iter().for_each(|d| t.set(d, v));
                 if let (Some(pd), Some(p)) = (pd, p) {
