@@ -577,6 +577,7 @@ fn reference(l: &Line, x: &[u32], got: &[u32], vars: &[Vec<u8>], warp: impl Fn(u
                 if x[t] >> 3 & 1 == 1 { (m.trailing_zeros(), (lane == m.trailing_zeros()) as u32) } else { (99, 0) };
             vec![first | leads << 8 | ((lane == 0) as u32) << 14 | ((lane == 0) as u32) << 15]
         }),
+        "stmatrix_tiles" => stmatrix_tiles(x),
         "wmma_tiles" => wmma_tiles(x),
         "mma_sync_tiles" => mma_sync_tiles(x),
         "mma_sync_int" => mma_sync_int(x),
@@ -969,6 +970,40 @@ fn simd_video(a: u32, b: u32, c: u32) -> Vec<u32> {
     o.push((0..4).map(|k| ab[k].abs_diff(bb[k])).sum());
     o.push(ah[0].abs_diff(bh[0]) | ah[1].abs_diff(bh[1]) << 16);
     o.push(ah[0].abs_diff(bh[0]) + ah[1].abs_diff(bh[1]));
+    o
+}
+
+/// `stmatrix_tiles`: per warp, four tiles of 32 rows of 8 words, each filled with its index
+/// (high half 0xabcd), the matrices' rows written over the first 16 bytes of rows as the PTX
+/// ISA places a lane's pair (row `lane / 4`, columns `2 (lane % 4)` and one more; transposed:
+/// those columns' rows); then the first tile's x4 read back by `ldmatrix`.
+fn stmatrix_tiles(x: &[u32]) -> Vec<u32> {
+    let mut o = Vec::new();
+    for w in 0..2 {
+        let r = |lane: usize, i: usize| x[w * 128 + 4 * lane + i];
+        let mut tiles: Vec<u32> = (0..4 * 256).map(|k| 0xabcd_0000 | k as u32).collect();
+        // (tile, registers, transposed)
+        let stores: [(usize, &[usize], bool); 4] =
+            [(0, &[0, 1, 2, 3], false), (1, &[0, 1, 2, 3], true), (2, &[1, 3], false), (3, &[2], true)];
+        for (tile, regs, trans) in stores {
+            for (m, &reg) in regs.iter().enumerate() {
+                for lane in 0..32 {
+                    let (g, c) = (lane / 4, 2 * (lane % 4));
+                    for (k, half) in [r(lane, reg) & 0xffff, r(lane, reg) >> 16].into_iter().enumerate() {
+                        let (row, col) = if trans { (c + k, g) } else { (g, c + k) };
+                        // Row `row` of matrix `m` is row 8 m + row of the tile, 8 words long.
+                        let word = &mut tiles[tile * 256 + (8 * m + row) * 8 + col / 2];
+                        let shift = 16 * (col % 2);
+                        *word = (*word & !(0xffff << shift)) | half << shift;
+                    }
+                }
+            }
+        }
+        let back: Vec<u32> =
+            (0..32).flat_map(|lane| (0..4).map(move |i| (lane, i))).map(|(lane, i)| r(lane, i)).collect();
+        o.extend(tiles);
+        o.extend(back);
+    }
     o
 }
 

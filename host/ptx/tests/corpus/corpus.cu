@@ -1071,3 +1071,29 @@ KERNEL mma_sync_tf32(ARGS) {
         dst[128 + (g + 8 * (i / 2)) * 8 + 2 * t + i % 2] = __float_as_uint(d4[i]);
     }
 }
+
+// ---- stmatrix (sm_90): each warp's four words a lane written as 8x8 matrices of halves, each
+// row at the address its lane gives (rows 32 bytes apart, the gaps keeping their fill): x4,
+// x4 transposed, x2 and x1 transposed; then the x4 tile read back with ldmatrix.
+KERNEL stmatrix_tiles(ARGS) {
+    __shared__ __align__(16) u32 tiles[2][4][32 * 8];
+    u32 w = threadIdx.x / 32, l = lane();
+    u32 r[4], q[4], *tile = tiles[w][0];
+    for (int i = 0; i < 4; i++) r[i] = in[w * 128 + 4 * l + i];
+    for (int k = l; k < 4 * 32 * 8; k += 32) tile[k] = 0xabcd0000u | k;
+    __syncwarp();
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};"
+                 :: "r"(smem(&tiles[w][0][8 * l])), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]) : "memory");
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};"
+                 :: "r"(smem(&tiles[w][1][8 * l])), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]) : "memory");
+    asm volatile("stmatrix.sync.aligned.m8n8.x2.shared.b16 [%0], {%1, %2};"
+                 :: "r"(smem(&tiles[w][2][8 * l])), "r"(r[1]), "r"(r[3]) : "memory");
+    asm volatile("stmatrix.sync.aligned.m8n8.x1.trans.shared.b16 [%0], {%1};"
+                 :: "r"(smem(&tiles[w][3][8 * l])), "r"(r[2]) : "memory");
+    __syncwarp();
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(q[0]), "=r"(q[1]), "=r"(q[2]), "=r"(q[3]) : "r"(smem(&tiles[w][0][8 * l])));
+    u32 *dst = out + w * (4 * 32 * 8 + 128);
+    for (int k = l; k < 4 * 32 * 8; k += 32) dst[k] = tile[k];
+    for (int i = 0; i < 4; i++) dst[4 * 32 * 8 + 4 * l + i] = q[i];
+}
