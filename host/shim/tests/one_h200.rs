@@ -169,7 +169,8 @@ fn main() -> ExitCode {
         let said: Vec<String> =
             stderr(&out).lines().filter(|l| l.starts_with("peerpool-")).map(str::to_owned).collect();
         let line = "peerpool-sim: kernel pp_test_add: its image holds machine code only, and the simulator runs \
-                    kernels from their PTX: CUDA_ERROR_NOT_SUPPORTED";
+                    kernels from their PTX (load PTX, such as NVRTC's or cuda.core's \"ptx\" output, or a fatbin \
+                    with PTX beside the machine code): CUDA_ERROR_NOT_SUPPORTED";
         match (out.status.success(), said == [line]) {
             (true, true) => Ok(()),
             _ => Err(format!("{}; stderr said {said:?}, not [{line:?}]", out.status).into()),

@@ -36,7 +36,11 @@ pub(super) fn launch(s: &mut State, device: usize, function: u64, shape: &PtxLau
     let program =
         s.modules.get(&f.module).map(|m| m.program.clone()).ok_or(Fail::from(CudaCode::CUDA_ERROR_INVALID_HANDLE))?;
     let Some(text) = contents.ptx.clone() else {
-        return refuse(&name, "its image holds machine code only, and the simulator runs kernels from their PTX");
+        return refuse(
+            &name,
+            "its image holds machine code only, and the simulator runs kernels from their PTX (load PTX, \
+             such as NVRTC's or cuda.core's \"ptx\" output, or a fatbin with PTX beside the machine code)",
+        );
     };
     check_shape(s, function, shape)?;
     let module = match program.get_or_init(|| peerpool_ptx::load(&text).map(Arc::new).map_err(|e| e.to_string())) {
