@@ -57,7 +57,18 @@ fn every_kernel_loads() -> Result<(), Failed> {
     if !missing.is_empty() {
         return Err(format!("{} of {} kernels missing: {missing:?}", missing.len(), entries.len()).into());
     }
-    for family in ["transform_kernel", "DeviceRadixSort", "DeviceReduce", "DeviceScan", "DeviceMergeSort"] {
+    let families = [
+        "transform_kernel",
+        "DeviceRadixSort",
+        "DeviceReduce",
+        "DeviceScan",
+        "DeviceMergeSort",
+        "DeviceSelect",
+        "DeviceHistogram",
+        "DeviceSegmentedSort",
+        "DeviceAdjacentDifference",
+    ];
+    for family in families {
         if !entries.iter().any(|e| e.contains(family)) {
             return Err(
                 format!("no kernel of {family} among the {} compiled: the source changed?", entries.len()).into()

@@ -1,5 +1,6 @@
-// CCCL's device algorithms and libraries as CUDA 13's headers write them: Thrust, CUB's
-// device-wide algorithms, cooperative groups, libcu++'s barriers, atomics and complex numbers,
+// CCCL's device algorithms and libraries as CUDA 13's headers write them: Thrust (sorts, scans,
+// reductions, transforms, set operations, searches, by-key algorithms), CUB's device-wide
+// algorithms, cooperative groups, libcu++'s barriers, atomics and complex numbers,
 // the half and bf16 intrinsics, CUDA's math library and the SIMD intrinsics. Compiled to PTX
 // by tests/cccl.rs, which loads every kernel; nothing here is launched.
 #include <thrust/device_vector.h>
@@ -18,6 +19,33 @@
 #include <cub/device/device_run_length_encode.cuh>
 #include <cub/device/device_partition.cuh>
 #include <cub/device/device_segmented_sort.cuh>
+#include <thrust/count.h>
+#include <thrust/find.h>
+#include <thrust/inner_product.h>
+#include <thrust/set_operations.h>
+#include <thrust/merge.h>
+#include <thrust/extrema.h>
+#include <thrust/adjacent_difference.h>
+#include <thrust/binary_search.h>
+#include <thrust/gather.h>
+#include <thrust/scatter.h>
+#include <thrust/sequence.h>
+#include <thrust/tabulate.h>
+#include <thrust/partition.h>
+#include <thrust/reverse.h>
+#include <thrust/remove.h>
+#include <thrust/mismatch.h>
+#include <thrust/equal.h>
+#include <thrust/logical.h>
+#include <thrust/for_each.h>
+#include <thrust/random.h>
+#include <thrust/complex.h>
+#include <cub/device/device_for.cuh>
+#include <cub/device/device_adjacent_difference.cuh>
+#include <cub/device/device_copy.cuh>
+#include <cub/device/device_memcpy.cuh>
+#include <cub/device/device_reduce.cuh>
+#include <cub/device/device_scan.cuh>
 struct is_odd { __host__ __device__ bool operator()(int x) const { return x & 1; } };
 struct less_f { __host__ __device__ bool operator()(float a, float b) const { return a < b; } };
 void all(int n) {
@@ -47,6 +75,44 @@ void all(int n) {
     cub::DevicePartition::If(tmp, bytes, a, b, b, n, is_odd());
     cub::DeviceSegmentedSort::SortKeys(tmp, bytes, a, b, n, 4, a, a + 1);
     (void)s; (void)sd;
+}
+
+struct sq { __host__ __device__ int operator()(int x) const { return x * x; } };
+struct rnd { __host__ __device__ float operator()(int i) const { thrust::default_random_engine e(i); thrust::uniform_real_distribution<float> d; return d(e); } };
+void all2(int n) {
+    thrust::device_vector<int> a(n), b(n), c(2 * n);
+    thrust::device_vector<float> f(n);
+    thrust::device_vector<thrust::complex<double>> z(n);
+    thrust::sequence(a.begin(), a.end());
+    thrust::tabulate(f.begin(), f.end(), rnd());
+    int k = thrust::count(a.begin(), a.end(), 3);
+    auto it = thrust::find(a.begin(), a.end(), 7);
+    int ip = thrust::inner_product(a.begin(), a.end(), b.begin(), 0);
+    thrust::set_union(a.begin(), a.end(), b.begin(), b.end(), c.begin());
+    thrust::set_intersection(a.begin(), a.end(), b.begin(), b.end(), c.begin());
+    thrust::merge(a.begin(), a.end(), b.begin(), b.end(), c.begin());
+    auto mm = thrust::minmax_element(f.begin(), f.end());
+    thrust::adjacent_difference(a.begin(), a.end(), b.begin());
+    thrust::lower_bound(a.begin(), a.end(), b.begin(), b.end(), c.begin());
+    thrust::gather(a.begin(), a.end(), b.begin(), c.begin());
+    thrust::scatter(a.begin(), a.end(), b.begin(), c.begin());
+    thrust::stable_partition(a.begin(), a.end(), thrust::placeholders::_1 > 3);
+    thrust::reverse(a.begin(), a.end());
+    thrust::remove(a.begin(), a.end(), 0);
+    thrust::mismatch(a.begin(), a.end(), b.begin());
+    bool e = thrust::equal(a.begin(), a.end(), b.begin());
+    bool any = thrust::any_of(a.begin(), a.end(), thrust::placeholders::_1 > 3);
+    thrust::for_each(a.begin(), a.end(), sq());
+    thrust::reduce_by_key(a.begin(), a.end(), b.begin(), c.begin(), c.begin());
+    thrust::inclusive_scan_by_key(a.begin(), a.end(), b.begin(), c.begin());
+    thrust::complex<double> zs = thrust::reduce(z.begin(), z.end());
+    void *tmp = nullptr; size_t bytes = 0;
+    int *pa = thrust::raw_pointer_cast(a.data()), *pb = thrust::raw_pointer_cast(b.data());
+    cub::DeviceAdjacentDifference::SubtractLeftCopy(tmp, bytes, pa, pb, n);
+    cub::DeviceReduce::ArgMax(tmp, bytes, pa, (cub::KeyValuePair<int,int>*)pb, n);
+    cub::DeviceScan::ExclusiveSumByKey(tmp, bytes, pa, pb, pb, n);
+    cub::DeviceReduce::TransformReduce(tmp, bytes, pa, pb, n, cuda::std::plus<>{}, sq(), 0);
+    (void)k; (void)it; (void)ip; (void)mm; (void)e; (void)any; (void)zs;
 }
 
 #include <cooperative_groups.h>
