@@ -75,5 +75,6 @@ fn every_kernel_loads() -> Result<(), Failed> {
             );
         }
     }
+    eprintln!("{}: all {} kernels loaded", ptx.display(), entries.len());
     Ok(())
 }
