@@ -117,10 +117,10 @@
 //!
 //! Not yet: textures, surfaces, the other tensor-core instructions (`wgmma`, and
 //! `mma`/`wmma` of other shapes and types: `wmma` of tf32 and integers, f64, 8-bit floats,
-//! sparse and block-scaled forms), bulk copies
-//! through tensor maps (`cp.async.bulk.tensor`) or to a cluster (`.multicast::cluster`), a
-//! cluster's barriers, `mbarrier.pending_count`, indirect branches and calls; each is refused at
-//! load with its line.
+//! sparse and block-scaled forms), bulk copies through tensor maps (`cp.async.bulk.tensor`)
+//! or to a cluster (`.multicast::cluster`), a cluster's barriers, `mbarrier.pending_count`,
+//! indirect branches and calls (function pointers and virtual functions, whose tables hold
+//! addresses in initialisers); each is refused at load with its line.
 
 mod decode;
 mod exec;

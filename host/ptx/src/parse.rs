@@ -329,6 +329,11 @@ fn initialiser(p: &mut Parser, ty: Ty) -> Result<Vec<u8>, LoadError> {
                 (Ty::F64, false) => (f32::from_bits(bits as u32) as f64).to_bits(),
                 _ => bits,
             },
+            // A function's or a variable's address: a vtable, a table of function pointers.
+            Tok::Word(w) => {
+                let what = format!("an address ({w}) in an initialiser");
+                return Err(LoadError::Unsupported { line: p.line(), what });
+            }
             other => return p.err(format!("unexpected {other:?} in an initialiser")),
         };
         out.extend_from_slice(&bits.to_le_bytes()[..ty.bytes()]);
@@ -510,6 +515,10 @@ fn body(p: &mut Parser, scope: &mut Scope, f: &mut Function) -> Result<Vec<Raw>,
                 scope.places.insert(var.name, place);
             }
             Tok::Word(w) if w == ".pragma" || w == ".loc" => p.skip_statement()?,
+            // What an indirect call (a function pointer, a virtual function) calls through.
+            Tok::Word(w) if w == ".callprototype" => {
+                return Err(LoadError::Unsupported { line, what: "an indirect call's .callprototype".into() });
+            }
             Tok::Word(w) if p.is(':') => {
                 p.punct(':')?;
                 scope.labels.insert(w, out.len() as u32);
