@@ -5,8 +5,8 @@
 use crate::LoadError;
 use crate::ir::{
     Address, AtomOp, BarRed, BarRedOp, BinOp, BoolOp, Call, CarryKind, CarryOp, Cmp, Conversion, FloatClass, FloatMode,
-    Fragment, MBarrierOp, Matrix, MatrixRows, Mma, Op, PairOp, Place, PrmtMode, ReduxOp, Round, ShflMode, Space, Src,
-    TerOp, Ty, UnOp, Video, VideoOp, VideoThen, VoteMode, WarpOp,
+    Fragment, IndirectCall, MBarrierOp, Matrix, MatrixRows, Mma, Op, PairOp, Place, PrmtMode, ReduxOp, Round, ShflMode,
+    Space, Src, TerOp, Ty, UnOp, Video, VideoOp, VideoThen, VoteMode, WarpOp, function_address,
 };
 use crate::parse::{Operand, Scope, address};
 
@@ -710,21 +710,38 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
                 Some(Operand::List(r)) => (r.as_slice(), &ops[1..]),
                 _ => (&[][..], &ops[..]),
             };
+            let frame = |o: &Operand| match o {
+                Operand::Place(Place::Local(at)) => Ok((*at, 0, 0)),
+                _ => Err(unsupported("an argument that is not a .param variable".into())),
+            };
+            let frames = |list: &[Operand]| list.iter().map(frame).collect::<Result<Vec<_>, _>>();
+            // Through an address: `call (r), %rd, (a, b), prototype;` (the prototype's types are
+            // the arguments' own).
+            if let Some(Operand::Reg(at)) = rest.first() {
+                let args = match rest.get(1..) {
+                    Some([Operand::List(a), Operand::Name(_)]) => a.as_slice(),
+                    Some([Operand::Name(_)]) => &[][..],
+                    _ => return Err(d.bad("an indirect call without its prototype")),
+                };
+                let (args, rets) = (frames(args)?, frames(rets)?);
+                return Ok(Op::CallIndirect(Box::new(IndirectCall {
+                    at: Src::Reg(*at),
+                    args,
+                    rets,
+                    callees: Vec::new(),
+                })));
+            }
             let callee = match rest.first() {
                 Some(Operand::Name(n)) => *scope
                     .functions
                     .get(n)
                     .ok_or_else(|| LoadError::Syntax { line, what: format!("unknown function {n}") })?,
-                _ => return Err(unsupported("an indirect call".into())),
+                _ => return Err(unsupported("a call of this form".into())),
             };
             let args = match rest.get(1) {
                 Some(Operand::List(a)) if rest.len() == 2 => a.as_slice(),
                 None => &[][..],
-                _ => return Err(unsupported("an indirect call or a prototype".into())),
-            };
-            let frame = |o: &Operand| match o {
-                Operand::Place(Place::Local(at)) => Ok((*at, 0, 0)),
-                _ => Err(unsupported("an argument that is not a .param variable".into())),
+                _ => return Err(unsupported("a call of this form".into())),
             };
             Op::Call(Box::new(Call {
                 callee,
@@ -1212,6 +1229,10 @@ impl Decoder<'_> {
                 _ => *bits,
             }),
             Operand::Place(place) => Src::Addr(*place),
+            // A function's name is its address, as a function pointer holds it.
+            Operand::Name(n) if self.scope.place(n).is_none() && self.scope.functions.contains_key(n) => {
+                Src::Imm(function_address(self.scope.functions[n]))
+            }
             Operand::Name(n) => Src::Addr(self.scope.place(n).ok_or_else(|| self.bad(&format!("unknown name {n}")))?),
             _ => return Err(self.bad("a value was expected")),
         })

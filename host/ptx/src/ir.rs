@@ -579,6 +579,8 @@ pub enum Op {
     /// A call of a `.func`: a new frame of registers and local memory, the arguments copied in
     /// and, at its `ret`, the results copied back.
     Call(Box<Call>),
+    /// A call through a function's address (a function pointer, a virtual function).
+    CallIndirect(Box<IndirectCall>),
     Ret,
     Exit,
     /// A call of `vprintf(format, args)` (device `printf`): the caller's `.param`s holding the
@@ -771,6 +773,32 @@ pub struct Call {
     /// Results, copied back at `ret`: (caller's offset, callee's offset, bytes).
     pub rets: Vec<(u32, u32, u32)>,
 }
+
+/// `call (results), at, (arguments), prototype`: the function whose address `at` holds.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IndirectCall {
+    pub at: Src,
+    /// The caller's arguments and results, as [`Call`]'s before it is linked.
+    pub args: Vec<(u32, u32, u32)>,
+    pub rets: Vec<(u32, u32, u32)>,
+    /// A linked call of each function of the module whose parameters the arguments and results
+    /// fit: those an address may name here.
+    pub callees: Vec<Call>,
+}
+
+/// Where function `id` (its index among the functions the module names, in order) lies: above
+/// every window of memory, so that reading or writing there faults.
+pub(crate) fn function_address(id: u32) -> u64 {
+    FUNCTIONS + 16 * u64::from(id)
+}
+
+/// The function whose address is `addr`, if it is one.
+pub(crate) fn function_at(addr: u64) -> Option<u32> {
+    let offset = addr.checked_sub(FUNCTIONS)?;
+    u32::try_from(offset / 16).ok().filter(|_| offset % 16 == 0)
+}
+
+const FUNCTIONS: u64 = 0xffff_0000_0000_0000;
 
 /// A barrier's reduction: `bar.red.popc.u32 d, id, p` or `bar.red.{and,or}.pred d, id, p`.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -71,7 +71,12 @@
 //! provides) formats as C's printf does and hands the text to [`Memory::output`]; a failed
 //! device `assert` (a call of `__assertfail`) hands it the driver's line and stops the launch
 //! ([`TrapKind::Assert`]). A call of any other function with no body in
-//! the module (`malloc`) or an indirect call is refused at load.
+//! the module (`malloc`) is refused at load. Calls through an address (function pointers,
+//! virtual functions): a function's name used as a value, or in an initialiser (a vtable), is
+//! its address, a slot above every window of memory; `call` through a register (with its
+//! `.callprototype`) reaches whichever function the address names among those whose address
+//! the module takes and whose parameters the call fits, and any other address stops the launch
+//! as an illegal address.
 //!
 //! A launch compiles the kernel's body once into flat instructions whose operands index the
 //! frame's registers, immediates and launch-wide values sitting in a pool below each frame;
@@ -119,8 +124,8 @@
 //! `mma`/`wmma` of other shapes and types: `wmma` of tf32 and integers, f64, 8-bit floats,
 //! sparse and block-scaled forms), bulk copies through tensor maps (`cp.async.bulk.tensor`)
 //! or to a cluster (`.multicast::cluster`), a cluster's barriers, `mbarrier.pending_count`,
-//! indirect branches and calls (function pointers and virtual functions, whose tables hold
-//! addresses in initialisers); each is refused at load with its line.
+//! indirect branches (`brx.idx`), a variable's address in an initialiser; each is refused at
+//! load with its line.
 
 mod decode;
 mod exec;

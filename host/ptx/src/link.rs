@@ -3,18 +3,40 @@
 //! starts, how large its frame is and where its arguments and results go.
 
 use crate::LoadError;
-use crate::ir::{Module, Op, Param};
-use std::collections::HashMap;
+use crate::ir::{Call, Function, Inst, Module, Op, Param};
+use std::collections::{BTreeSet, HashMap};
 
 /// Links every kernel of `m`; `headers[id]` holds a function's name and its index in
-/// `m.functions` if it has a body.
-pub(crate) fn link(m: &mut Module, headers: &[(&str, Option<usize>)]) -> Result<(), LoadError> {
+/// `m.functions` if it has a body; `taken` the functions whose address the module takes, what
+/// an indirect call may reach.
+pub(crate) fn link(m: &mut Module, headers: &[(&str, Option<usize>)], taken: &BTreeSet<u32>) -> Result<(), LoadError> {
     let originals = m.functions.clone();
     for f in m.functions.iter_mut().filter(|f| f.entry) {
         let mut placed: HashMap<u32, u32> = HashMap::new();
         let mut i = 0;
         while i < f.body.len() {
             let line = f.body[i].line;
+            if let Op::CallIndirect(call) = &f.body[i].op {
+                // Every function whose address is taken and whose parameters the call fits.
+                let (args, rets) = (call.args.clone(), call.rets.clone());
+                let mut callees = Vec::new();
+                for &id in taken {
+                    let Some(callee) = headers[id as usize].1.map(|k| &originals[k]).filter(|c| !c.entry) else {
+                        continue;
+                    };
+                    let (Some(args), Some(rets)) = (layout(&args, &callee.params), layout(&rets, &callee.returns))
+                    else {
+                        continue;
+                    };
+                    let target = place(&mut f.body, &mut placed, id, callee);
+                    let (registers, local_bytes) = (callee.registers, callee.local_bytes);
+                    callees.push(Call { callee: id, target, registers, local_bytes, args, rets });
+                }
+                let Op::CallIndirect(call) = &mut f.body[i].op else { unreachable!() };
+                call.callees = callees;
+                i += 1;
+                continue;
+            }
             let Op::Call(call) = &f.body[i].op else {
                 i += 1;
                 continue;
@@ -40,20 +62,8 @@ pub(crate) fn link(m: &mut Module, headers: &[(&str, Option<usize>)]) -> Result<
                 }
                 None => return Err(unsupported("a function defined outside this module")),
             };
-            let target = match placed.get(&call.callee) {
-                Some(&at) => at,
-                None => {
-                    let at = f.body.len() as u32;
-                    placed.insert(call.callee, at);
-                    f.body.extend(callee.body.iter().cloned().map(|mut inst| {
-                        if let Op::Bra { target } = &mut inst.op {
-                            *target += at;
-                        }
-                        inst
-                    }));
-                    at
-                }
-            };
+            let id = call.callee;
+            let target = place(&mut f.body, &mut placed, id, callee);
             let Op::Call(call) = &mut f.body[i].op else { unreachable!() };
             call.target = target;
             call.registers = callee.registers;
@@ -65,6 +75,20 @@ pub(crate) fn link(m: &mut Module, headers: &[(&str, Option<usize>)]) -> Result<
         }
     }
     Ok(())
+}
+
+/// Where function `id` (`callee`) starts in `body`: appended once, its branch targets moved.
+fn place(body: &mut Vec<Inst>, placed: &mut HashMap<u32, u32>, id: u32, callee: &Function) -> u32 {
+    *placed.entry(id).or_insert_with(|| {
+        let at = body.len() as u32;
+        body.extend(callee.body.iter().cloned().map(|mut inst| {
+            if let Op::Bra { target } = &mut inst.op {
+                *target += at;
+            }
+            inst
+        }));
+        at
+    })
 }
 
 /// Pairs the caller's offsets with the callee's parameters.

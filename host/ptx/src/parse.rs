@@ -4,9 +4,11 @@
 
 use crate::LoadError;
 use crate::decode;
-use crate::ir::{Address, Function, Inst, Module, Param, Place, Space, Special, Src, Ty, Variable};
+use crate::ir::{
+    Address, Function, Inst, Module, Param, Place, Space, Special, Src, Ty, Variable, function_address, function_at,
+};
 use crate::lex::{Tok, tokens};
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 /// An operand as written, before the instruction's type gives it meaning.
 #[derive(Clone, Debug, PartialEq)]
@@ -58,6 +60,9 @@ pub(crate) struct Scope {
 struct Funcs {
     ids: HashMap<String, u32>,
     headers: Vec<Header>,
+    /// The functions whose address an instruction takes (`mov.u64 %rd, f`): what an indirect
+    /// call may reach, with those in initialisers.
+    taken: BTreeSet<u32>,
 }
 
 struct Header {
@@ -192,7 +197,10 @@ pub(crate) fn module(text: &str) -> Result<Module, LoadError> {
         return Err(LoadError::Syntax { line: 1, what: "no .target: this is not PTX".into() });
     }
     let headers: Vec<(&str, Option<usize>)> = funcs.headers.iter().map(|h| (h.name.as_str(), h.body)).collect();
-    crate::link::link(&mut m, &headers)?;
+    // Addresses in initialisers (vtables, tables of function pointers) are taken too.
+    let words = m.variables.iter().flat_map(|v| v.init.chunks_exact(8));
+    funcs.taken.extend(words.filter_map(|w| function_at(u64::from_le_bytes(w.try_into().expect("8 bytes")))));
+    crate::link::link(&mut m, &headers, &funcs.taken)?;
     Ok(m)
 }
 
@@ -215,7 +223,7 @@ fn declaration(
                 ".const" => Space::Const,
                 _ => Space::Shared,
             };
-            let var = variable(p, space, external)?;
+            let var = variable(p, space, external, &funcs.ids)?;
             if space == Space::Shared {
                 // Module-level shared memory is every kernel's; dynamic shared memory (`.extern`,
                 // size 0) starts after the static part, which `Function::shared_bytes` counts.
@@ -280,8 +288,13 @@ fn declared(
     Ok((name, ty, if align == 0 { ty.bytes() as u32 } else { align }))
 }
 
-/// `[.align N] .type name[dims] [= init];`
-fn variable(p: &mut Parser, space: Space, external: bool) -> Result<Variable, LoadError> {
+/// `[.align N] .type name[dims] [= init];`, the functions declared so far by name.
+fn variable(
+    p: &mut Parser,
+    space: Space,
+    external: bool,
+    functions: &HashMap<String, u32>,
+) -> Result<Variable, LoadError> {
     let (name, ty, align) = declared(p, 1 << 16, "", |p, w| match w {
         ".v2" | ".v4" => p.err("vector variables are not simulated"),
         _ => Ok(false),
@@ -305,7 +318,7 @@ fn variable(p: &mut Parser, space: Space, external: bool) -> Result<Variable, Lo
     let mut init = Vec::new();
     if p.is('=') {
         p.punct('=')?;
-        init = initialiser(p, ty)?;
+        init = initialiser(p, ty, functions)?;
         if init.len() as u64 > size.max(ty.bytes() as u64) {
             return p.err(format!("{name}'s initialiser is larger than it"));
         }
@@ -314,8 +327,8 @@ fn variable(p: &mut Parser, space: Space, external: bool) -> Result<Variable, Lo
     Ok(Variable { name, space, align, size, init, external })
 }
 
-/// `value` or `{v, v, ...}` as bytes of `ty`.
-fn initialiser(p: &mut Parser, ty: Ty) -> Result<Vec<u8>, LoadError> {
+/// `value` or `{v, v, ...}` as bytes of `ty`; a name in `functions` is that function's address.
+fn initialiser(p: &mut Parser, ty: Ty, functions: &HashMap<String, u32>) -> Result<Vec<u8>, LoadError> {
     let mut out = Vec::new();
     let braced = p.is('{');
     if braced {
@@ -329,7 +342,8 @@ fn initialiser(p: &mut Parser, ty: Ty) -> Result<Vec<u8>, LoadError> {
                 (Ty::F64, false) => (f32::from_bits(bits as u32) as f64).to_bits(),
                 _ => bits,
             },
-            // A function's or a variable's address: a vtable, a table of function pointers.
+            // A function's address: a vtable, a table of function pointers.
+            Tok::Word(w) if ty.bytes() == 8 && functions.contains_key(&w) => function_address(functions[&w]),
             Tok::Word(w) => {
                 let what = format!("an address ({w}) in an initialiser");
                 return Err(LoadError::Unsupported { line: p.line(), what });
@@ -404,6 +418,10 @@ fn function(
     let mut f = Function { name, entry, params, returns, registers: 0, shared_bytes, local_bytes, body: Vec::new() };
     let raw = body(p, &mut scope, &mut f)?;
     f.registers = scope.count;
+    for (.., operands) in raw.iter().filter(|r| !r.2.starts_with("call")) {
+        let names = operands.iter().filter_map(|o| if let Operand::Name(n) = o { funcs.ids.get(n) } else { None });
+        funcs.taken.extend(names);
+    }
     f.body = raw
         .into_iter()
         .map(|(line, guard, opcode, operands)| {
@@ -496,7 +514,7 @@ fn body(p: &mut Parser, scope: &mut Scope, f: &mut Function) -> Result<Vec<Raw>,
             // memory, as the callee's own parameters do.
             Tok::Word(w) if w == ".local" || w == ".shared" || w == ".param" => {
                 let space = if w == ".shared" { Space::Shared } else { Space::Local };
-                let var = variable(p, space, false)?;
+                let var = variable(p, space, false, &scope.functions)?;
                 let place = match space {
                     Space::Local => {
                         let at = align_up(f.local_bytes, var.align);
@@ -515,10 +533,9 @@ fn body(p: &mut Parser, scope: &mut Scope, f: &mut Function) -> Result<Vec<Raw>,
                 scope.places.insert(var.name, place);
             }
             Tok::Word(w) if w == ".pragma" || w == ".loc" => p.skip_statement()?,
-            // What an indirect call (a function pointer, a virtual function) calls through.
-            Tok::Word(w) if w == ".callprototype" => {
-                return Err(LoadError::Unsupported { line, what: "an indirect call's .callprototype".into() });
-            }
+            // The types of an indirect call (a function pointer, a virtual function): the
+            // arguments the call names have them already.
+            Tok::Word(w) if w == ".callprototype" => p.skip_statement()?,
             Tok::Word(w) if p.is(':') => {
                 p.punct(':')?;
                 scope.labels.insert(w, out.len() as u32);

@@ -183,3 +183,78 @@ fn ret_in_a_kernel_exits_and_a_call_of_an_undeclared_function_is_a_syntax_error(
         ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k()\n{\ncall.uni nowhere, ();\nret;\n}\n";
     assert!(matches!(load(text), Err(LoadError::Syntax { line: 6, .. })));
 }
+
+/// Function pointers as nvcc writes them: `inc` and `dbl` in a table (a vtable is one), their
+/// addresses taken by `mov`, and calls through a register with a `.callprototype`.
+const POINTERS: &str = ".version 8.0\n.target sm_90\n.address_size 64\n
+.func (.param .b32 r) inc(.param .b32 x)
+{
+.reg .b32 %r<3>;
+ld.param.u32 %r1, [x];
+add.u32 %r2, %r1, 1;
+st.param.b32 [r], %r2;
+ret;
+}
+.func (.param .b32 r) dbl(.param .b32 x)
+{
+.reg .b32 %r<3>;
+ld.param.u32 %r1, [x];
+shl.b32 %r2, %r1, 1;
+st.param.b32 [r], %r2;
+ret;
+}
+.func unused(.param .b64 p)
+{
+ret;
+}
+.global .align 8 .u64 table[3] = {inc, dbl, 0};
+.visible .entry k(.param .u64 out, .param .u32 skew)
+{
+.reg .pred %p<2>;
+.reg .b32 %r<8>;
+.reg .b64 %rd<8>;
+mov.u32 %r1, %tid.x;
+ld.param.u64 %rd1, [out];
+mul.wide.u32 %rd2, %r1, 8;
+add.s64 %rd3, %rd1, %rd2;
+and.b32 %r2, %r1, 1;
+setp.eq.u32 %p1, %r2, 0;
+mov.u64 %rd4, inc;
+mov.u64 %rd5, dbl;
+selp.b64 %rd6, %rd4, %rd5, %p1;
+ld.param.u32 %r7, [skew];
+cvt.u64.u32 %rd7, %r7;
+add.s64 %rd6, %rd6, %rd7;
+{
+.param .b32 param0;
+st.param.b32 [param0+0], %r1;
+.param .b32 retval0;
+prototype_0 : .callprototype (.param .b32 _) _ (.param .b32 _);
+call (retval0), %rd6, (param0), prototype_0;
+ld.param.b32 %r3, [retval0+0];
+}
+st.global.u32 [%rd3], %r3;
+st.global.u32 [%rd3+4], %r2;
+ret;
+}
+";
+
+#[test]
+fn calls_through_function_pointers_reach_the_function_each_lane_names() {
+    let module = load(POINTERS).unwrap();
+    // Odd and even lanes of one warp call different functions, and come back together.
+    let got = launch(&module, 40, 0, 1 << 20).unwrap();
+    for t in 0..40u32 {
+        let want = if t % 2 == 0 { t + 1 } else { 2 * t };
+        assert_eq!((got[2 * t as usize], got[2 * t as usize + 1]), (want, t % 2), "thread {t}");
+    }
+    // The table's words are the addresses `mov` takes: a vtable calls what a pointer does.
+    let table = &module.variables.iter().find(|v| v.name == "table").unwrap().init;
+    let words: Vec<u64> = table.chunks(8).map(|w| u64::from_le_bytes(w.try_into().unwrap())).collect();
+    assert_eq!(words.len(), 3);
+    assert_eq!((words[1].wrapping_sub(words[0]), words[2]), (16, 0), "two functions declared in a row");
+    // An address that names no function stops the launch there, naming it.
+    let trap = launch(&module, 1, 8, 1 << 20).unwrap_err();
+    assert_eq!(trap.kind, TrapKind::Fault(peerpool_ptx::Fault::Illegal));
+    assert_eq!(trap.addr, words[0] + 8);
+}

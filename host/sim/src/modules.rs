@@ -65,9 +65,18 @@ pub(super) fn load(s: &mut State, image: &[u8]) -> SimResult<u64> {
 /// A module of `contents` in the current context on `device`: a function for each kernel, and
 /// device memory for each global holding its initial bytes.
 pub(super) fn install(s: &mut State, device: usize, contents: Arc<Contents>) -> SimResult<u64> {
+    let program: super::state::Program = Default::default();
+    // Addresses in initialisers (a vtable, a table of function pointers) are what the executor
+    // calls through: they come from its load of the module, which launches then reuse.
+    let linked = match contents.globals.iter().any(|g| g.addresses) {
+        true => super::ptx_kernels::program(&program, &contents).and_then(|m| m.as_ref().ok().cloned()),
+        false => None,
+    };
     let mut globals = Vec::new();
     for global in &contents.globals {
-        match place_global(s, device, global) {
+        let executors = linked.as_ref().filter(|_| global.addresses);
+        let init = executors.and_then(|m| m.variables.iter().find(|v| v.name == global.name)).map(|v| &v.init);
+        match place_global(s, device, global, init.unwrap_or(&global.init)) {
             Some(base) => globals.push(base),
             None => {
                 for base in globals {
@@ -89,16 +98,15 @@ pub(super) fn install(s: &mut State, device: usize, contents: Arc<Contents>) -> 
     let ptx = matches!(contents.code, Code::Ptx(_)).then_some(s.topo.devices[device].compute_capability);
     s.work = Some(Work::Module { ptx });
     let ctx = s.current_context().unwrap_or_default();
-    let program = Default::default();
     s.modules.insert(handle, super::state::ModuleRec { ctx, contents, functions, globals, program });
     Ok(handle)
 }
 
-/// Device memory of `global`'s size holding its initial bytes.
-fn place_global(s: &mut State, device: usize, global: &image::Global) -> Option<u64> {
+/// Device memory of `global`'s size holding its initial bytes `init`.
+fn place_global(s: &mut State, device: usize, global: &image::Global, init: &[u8]) -> Option<u64> {
     let len = usize::try_from(global.size).ok()?;
     let backing = Backing::zeroed(len.max(1))?;
-    let init = &global.init[..global.init.len().min(len)];
+    let init = &init[..init.len().min(len)];
     backing.with(0, init.len(), |bytes| bytes.copy_from_slice(init));
     s.memory.place(device, backing, global.size, None, Origin::ModuleGlobal).ok()
 }

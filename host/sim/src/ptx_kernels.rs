@@ -10,9 +10,10 @@
 //! its traffic costs, not the executor's own speed).
 
 use super::device_access::{load, probe_write, store, update};
+use super::image::Contents;
 use super::memory::Backing;
 use super::modules::fail;
-use super::state::{Fail, SimResult, State};
+use super::state::{Fail, Program, SimResult, State};
 use super::timing::{Traffic, Work};
 use peerpool::CudaCode;
 use peerpool::driver::LaunchShape;
@@ -22,6 +23,16 @@ use std::sync::Arc;
 /// The most instructions one launch runs, over all its threads: a kernel still running then
 /// (an endless loop) would never finish on a GPU either, and is stopped.
 const BUDGET: u64 = 1 << 34;
+
+/// A module's PTX (`contents`) as the executor loads it, once (`program` keeps it); `None` for
+/// machine code.
+pub(super) fn program<'p>(
+    program: &'p Program,
+    contents: &Contents,
+) -> Option<&'p Result<Arc<peerpool_ptx::Module>, String>> {
+    let text = contents.ptx.as_ref()?;
+    Some(program.get_or_init(|| peerpool_ptx::load(text).map(Arc::new).map_err(|e| e.to_string())))
+}
 
 /// A launch's shape and parameter buffer, as `cuLaunchKernel` gives them (the parameters laid
 /// out as `cuFuncGetParamInfo` says): the executor's own.
@@ -35,7 +46,7 @@ pub(super) fn launch(s: &mut State, device: usize, function: u64, shape: &PtxLau
     let name = described.name.clone();
     let program =
         s.modules.get(&f.module).map(|m| m.program.clone()).ok_or(Fail::from(CudaCode::CUDA_ERROR_INVALID_HANDLE))?;
-    let Some(text) = contents.ptx.clone() else {
+    let Some(loaded) = self::program(&program, contents) else {
         return refuse(
             &name,
             "its image holds machine code only, and the simulator runs kernels from their PTX (load PTX, \
@@ -43,7 +54,7 @@ pub(super) fn launch(s: &mut State, device: usize, function: u64, shape: &PtxLau
         );
     };
     check_shape(s, function, shape)?;
-    let module = match program.get_or_init(|| peerpool_ptx::load(&text).map(Arc::new).map_err(|e| e.to_string())) {
+    let module = match loaded {
         Ok(module) => module.clone(),
         Err(why) => return refuse(&name, &format!("its module's PTX does not run on peerpool's executor: {why}")),
     };

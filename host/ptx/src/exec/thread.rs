@@ -5,7 +5,7 @@ use super::access::Access;
 use super::fast::Code;
 use super::{Fault, LOCAL_WINDOW, Launch, Memory, Output, SHARED_WINDOW, Thread, Trap, TrapKind};
 use super::{arith, bits, fp8, half, matrix, mbarrier, printf};
-use crate::ir::{Address, BarRedOp, Call, Function, MBarrierOp, Op, Place, Reg, Space, Special, Src, Ty};
+use crate::ir::{Address, BarRedOp, Call, Function, MBarrierOp, Op, Place, Reg, Space, Special, Src, Ty, function_at};
 
 /// Where a thread is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,6 +36,8 @@ struct Frame {
     ret_pc: u32,
     base: usize,
     local_base: usize,
+    /// Which of an indirect call's callees runs (0 for a direct call).
+    callee: usize,
 }
 
 /// One thread's state.
@@ -396,7 +398,17 @@ impl ThreadState {
                 }
             }
             Op::Fence => {}
-            Op::Call(call) => self.call(call, line)?,
+            Op::Call(call) => self.call(call, 0, line)?,
+            Op::CallIndirect(call) => {
+                let addr = self.value(call.at, sh);
+                // An address that names no function this call may reach, as a GPU's jump to
+                // it would be: the launch stops.
+                let callee = function_at(addr).and_then(|id| call.callees.iter().position(|c| c.callee == id));
+                let Some(callee) = callee else {
+                    return Err(self.trap(TrapKind::Fault(Fault::Illegal), line, addr));
+                };
+                self.call(&call.callees[callee], callee, line)?
+            }
             Op::Ret => self.ret(kernel, line)?,
             Op::Exit => self.state = State::Exited,
         }
@@ -455,7 +467,7 @@ impl ThreadState {
 
     /// Opens the callee's frame: its registers and local memory after the caller's, its
     /// arguments copied in.
-    fn call(&mut self, call: &Call, line: u32) -> Result<(), Trap> {
+    fn call(&mut self, call: &Call, callee: usize, line: u32) -> Result<(), Trap> {
         // Frames start 16-aligned, as their parameters and locals are laid out from there.
         let (base, local_base) = (self.regs.len() + self.pool, self.local.len().next_multiple_of(16));
         let local_end = local_base + call.local_bytes as usize;
@@ -468,7 +480,7 @@ impl ThreadState {
         for &(from, to, n) in &call.args {
             self.copy(self.local_base + from as usize, local_base + to as usize, n as usize, line)?;
         }
-        self.frames.push(Frame { ret_pc: self.pc, base: self.base, local_base: self.local_base });
+        self.frames.push(Frame { ret_pc: self.pc, base: self.base, local_base: self.local_base, callee });
         (self.base, self.local_base, self.pc) = (base, local_base, call.target);
         Ok(())
     }
@@ -479,10 +491,13 @@ impl ThreadState {
             self.state = State::Exited;
             return Ok(());
         };
-        if let Some(Op::Call(call)) = kernel.body.get(frame.ret_pc as usize - 1).map(|i| &i.op) {
-            for &(to, from, n) in &call.rets {
-                self.copy(self.local_base + from as usize, frame.local_base + to as usize, n as usize, line)?;
-            }
+        let rets = match kernel.body.get(frame.ret_pc as usize - 1).map(|i| &i.op) {
+            Some(Op::Call(call)) => &call.rets[..],
+            Some(Op::CallIndirect(call)) => &call.callees[frame.callee].rets[..],
+            _ => &[],
+        };
+        for &(to, from, n) in rets {
+            self.copy(self.local_base + from as usize, frame.local_base + to as usize, n as usize, line)?;
         }
         self.regs.truncate(self.base - self.pool);
         self.local.truncate(self.local_base);

@@ -50,6 +50,9 @@ pub struct Global {
     pub size: u64,
     /// Its first bytes as the image initialises them (the rest is zero).
     pub init: Vec<u8>,
+    /// Whether its initialiser names addresses (a vtable, a table of function pointers), which
+    /// `init` holds as zero: the PTX executor gives them when it loads the module.
+    pub addresses: bool,
 }
 
 /// Which code a module runs: PTX compiled for the device when loaded, or machine code.

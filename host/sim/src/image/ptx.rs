@@ -439,7 +439,8 @@ impl<'t> Module<'t> {
                 let start = u64::from(self.const_end).next_multiple_of(d.align);
                 self.const_end = u32::try_from(start.saturating_add(d.size)).unwrap_or(u32::MAX);
             }
-            self.globals.push(Global { name: d.name.to_owned(), size: d.size, init: initial_bytes(&d) });
+            let addresses = d.init.iter().any(|t| t.starts_with(|c: char| c.is_alphabetic() || c == '_' || c == '$'));
+            self.globals.push(Global { name: d.name.to_owned(), size: d.size, init: initial_bytes(&d), addresses });
         }
         Ok(())
     }
@@ -622,6 +623,7 @@ mod tests {
         assert_eq!(g("d").init, 1.5f64.to_le_bytes());
         assert_eq!((g("h").size, g("h").init.len()), (6, 6));
         assert_eq!(g("p").init, [0; 8], "an address is not linked");
+        assert!(g("p").addresses && !g("a").addresses && !g("d").addresses, "but it is marked");
         assert_eq!((g("x").size, g("y").init.as_slice()), (4, &[7, 0, 0, 0][..]));
     }
 
