@@ -578,6 +578,19 @@ fn reference(l: &Line, x: &[u32], got: &[u32], vars: &[Vec<u8>], warp: impl Fn(u
             vec![first | leads << 8 | ((lane == 0) as u32) << 14 | ((lane == 0) as u32) << 15]
         }),
         "stmatrix_tiles" => stmatrix_tiles(x),
+        "indirect_calls" => per(threads, &|i| {
+            let v = x[i];
+            let table = [v.rotate_left(7), v.wrapping_mul(0x9e37_79b9) ^ (v >> 13), (!v).wrapping_add(3)];
+            let w = v ^ 0x5555;
+            let g = if v & 16 != 0 { (!w).wrapping_add(3) } else { w.rotate_left(7) };
+            let s = v & 0xffff;
+            let area = match (v & 4, v & 8) {
+                (4, _) => s.wrapping_mul(v >> 20),
+                (0, 8) => s.wrapping_mul(s) / 2,
+                _ => s.wrapping_mul(s),
+            };
+            vec![table[(v % 3) as usize], g, area]
+        }),
         "wmma_tiles" => wmma_tiles(x),
         "mma_sync_tiles" => mma_sync_tiles(x),
         "mma_sync_int" => mma_sync_int(x),

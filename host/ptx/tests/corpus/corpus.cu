@@ -1097,3 +1097,35 @@ KERNEL stmatrix_tiles(ARGS) {
     for (int k = l; k < 4 * 32 * 8; k += 32) dst[k] = tile[k];
     for (int i = 0; i < 4; i++) dst[4 * 32 * 8 + 4 * l + i] = q[i];
 }
+
+// ---- calls through addresses: device function pointers from an initialised table, a lane's
+// own, and virtual functions of objects on the stack; lanes of a warp call different functions
+typedef u32 (*unary_fn)(u32);
+__device__ __noinline__ u32 fp_rotate(u32 x) { return (x << 7) | (x >> 25); }
+__device__ __noinline__ u32 fp_mix(u32 x) { return x * 0x9e3779b9u ^ (x >> 13); }
+__device__ __noinline__ u32 fp_not(u32 x) { return ~x + 3; }
+__device__ unary_fn fp_table[3] = {fp_rotate, fp_mix, fp_not};
+struct Shape {
+    __device__ virtual u32 area(u32 s) const { return s * s; }
+};
+struct Rect : Shape {
+    u32 w;
+    __device__ Rect(u32 w) : w(w) {}
+    __device__ u32 area(u32 s) const override { return s * w; }
+};
+struct Tri : Shape {
+    __device__ u32 area(u32 s) const override { return s * s / 2; }
+};
+KERNEL indirect_calls(ARGS) {
+    u64 i = gid();
+    u32 v = in[i];
+    unary_fn f = fp_table[v % 3];
+    unary_fn g = (v & 16) ? fp_not : fp_rotate;
+    Shape base;
+    Rect rect(v >> 20);
+    Tri tri;
+    const Shape *s = (v & 4) ? (const Shape *)&rect : (v & 8) ? (const Shape *)&tri : &base;
+    out[3 * i] = f(v);
+    out[3 * i + 1] = g(v ^ 0x5555);
+    out[3 * i + 2] = s->area(v & 0xffff);
+}
