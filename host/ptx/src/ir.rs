@@ -967,6 +967,33 @@ pub struct Variable {
     pub init: Vec<u8>,
     /// Declared `.extern`: defined elsewhere (dynamic shared memory is one).
     pub external: bool,
+    /// Where `init` holds another variable's address (`generic(x)+4`), zero until the caller
+    /// says where that variable lies ([`Variable::initial_bytes`]).
+    pub pointers: Vec<Pointer>,
+}
+
+/// Bytes `at..at + 8` of a variable's initial bytes: the address of the module's variable
+/// `variable` (its index in [`Module::variables`]) plus `plus`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pointer {
+    pub at: u32,
+    pub variable: u32,
+    pub plus: u64,
+}
+
+impl Variable {
+    /// Its initial bytes with the addresses it holds filled in: `addresses[i]` is where the
+    /// module's variable `i` lies (as [`crate::Launch::variables`] says).
+    pub fn initial_bytes(&self, addresses: &[u64]) -> Vec<u8> {
+        let mut bytes = self.init.clone();
+        for p in &self.pointers {
+            let value = addresses.get(p.variable as usize).map_or(0, |a| a.wrapping_add(p.plus));
+            if let Some(slot) = bytes.get_mut(p.at as usize..p.at as usize + 8) {
+                slot.copy_from_slice(&value.to_le_bytes());
+            }
+        }
+        bytes
+    }
 }
 
 /// A kernel parameter.

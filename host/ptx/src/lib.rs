@@ -76,7 +76,8 @@
 //! its address, a slot above every window of memory; `call` through a register (with its
 //! `.callprototype`) reaches whichever function the address names among those whose address
 //! the module takes and whose parameters the call fits, and any other address stops the launch
-//! as an illegal address.
+//! as an illegal address. A variable's address in an initialiser (`generic(x)+4`) is left for
+//! the caller to fill, where it puts the variable ([`Variable::initial_bytes`]).
 //!
 //! A launch compiles the kernel's body once into flat instructions whose operands index the
 //! frame's registers, immediates and launch-wide values sitting in a pool below each frame;
@@ -124,8 +125,7 @@
 //! `mma`/`wmma` of other shapes and types: `wmma` of tf32 and integers, f64, 8-bit floats,
 //! sparse and block-scaled forms), bulk copies through tensor maps (`cp.async.bulk.tensor`)
 //! or to a cluster (`.multicast::cluster`), a cluster's barriers, `mbarrier.pending_count`,
-//! indirect branches (`brx.idx`), a variable's address in an initialiser; each is refused at
-//! load with its line.
+//! indirect branches (`brx.idx`); each is refused at load with its line.
 
 mod decode;
 mod exec;
@@ -138,7 +138,7 @@ pub use exec::{
     Fault, Flat, LOCAL_WINDOW, Launch, MAX_BLOCK_THREADS, Memory, Output, Ran, SHARED_WINDOW, Shape, Thread, Trap,
     TrapKind, WarpFault, run,
 };
-pub use ir::{Function, Module, Param, Space, Ty, Variable};
+pub use ir::{Function, Module, Param, Pointer, Space, Ty, Variable};
 
 /// Why a module cannot be loaded.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

@@ -5,7 +5,8 @@
 use crate::LoadError;
 use crate::decode;
 use crate::ir::{
-    Address, Function, Inst, Module, Param, Place, Space, Special, Src, Ty, Variable, function_address, function_at,
+    Address, Function, Inst, Module, Param, Place, Pointer, Space, Special, Src, Ty, Variable, function_address,
+    function_at,
 };
 use crate::lex::{Tok, tokens};
 use std::collections::{BTreeSet, HashMap};
@@ -223,7 +224,7 @@ fn declaration(
                 ".const" => Space::Const,
                 _ => Space::Shared,
             };
-            let var = variable(p, space, external, &funcs.ids)?;
+            let var = variable(p, space, external, Names { functions: &funcs.ids, variables: names })?;
             if space == Space::Shared {
                 // Module-level shared memory is every kernel's; dynamic shared memory (`.extern`,
                 // size 0) starts after the static part, which `Function::shared_bytes` counts.
@@ -288,13 +289,15 @@ fn declared(
     Ok((name, ty, if align == 0 { ty.bytes() as u32 } else { align }))
 }
 
-/// `[.align N] .type name[dims] [= init];`, the functions declared so far by name.
-fn variable(
-    p: &mut Parser,
-    space: Space,
-    external: bool,
-    functions: &HashMap<String, u32>,
-) -> Result<Variable, LoadError> {
+/// The functions and variables declared so far, by name: what an initialiser may point at.
+#[derive(Clone, Copy)]
+struct Names<'n> {
+    functions: &'n HashMap<String, u32>,
+    variables: &'n HashMap<String, u32>,
+}
+
+/// `[.align N] .type name[dims] [= init];`
+fn variable(p: &mut Parser, space: Space, external: bool, names: Names<'_>) -> Result<Variable, LoadError> {
     let (name, ty, align) = declared(p, 1 << 16, "", |p, w| match w {
         ".v2" | ".v4" => p.err("vector variables are not simulated"),
         _ => Ok(false),
@@ -315,21 +318,23 @@ fn variable(
     if size > MAX_BYTES {
         return p.err(format!("{name} declares more than {MAX_BYTES} bytes"));
     }
-    let mut init = Vec::new();
+    let (mut init, mut pointers) = (Vec::new(), Vec::new());
     if p.is('=') {
         p.punct('=')?;
-        init = initialiser(p, ty, functions)?;
+        (init, pointers) = initialiser(p, ty, names)?;
         if init.len() as u64 > size.max(ty.bytes() as u64) {
             return p.err(format!("{name}'s initialiser is larger than it"));
         }
     }
     p.punct(';')?;
-    Ok(Variable { name, space, align, size, init, external })
+    Ok(Variable { name, space, align, size, init, external, pointers })
 }
 
-/// `value` or `{v, v, ...}` as bytes of `ty`; a name in `functions` is that function's address.
-fn initialiser(p: &mut Parser, ty: Ty, functions: &HashMap<String, u32>) -> Result<Vec<u8>, LoadError> {
-    let mut out = Vec::new();
+/// `value` or `{v, v, ...}` as bytes of `ty`. A 64-bit value may be an address, `name`,
+/// `generic(name)`, either `+ offset`: a function's (a vtable, a table of function pointers),
+/// or a variable's, which the bytes hold as zero and the pointers returned say where.
+fn initialiser(p: &mut Parser, ty: Ty, names: Names<'_>) -> Result<(Vec<u8>, Vec<Pointer>), LoadError> {
+    let (mut out, mut pointers) = (Vec::new(), Vec::new());
     let braced = p.is('{');
     if braced {
         p.punct('{')?;
@@ -342,10 +347,34 @@ fn initialiser(p: &mut Parser, ty: Ty, functions: &HashMap<String, u32>) -> Resu
                 (Ty::F64, false) => (f32::from_bits(bits as u32) as f64).to_bits(),
                 _ => bits,
             },
-            // A function's address: a vtable, a table of function pointers.
-            Tok::Word(w) if ty.bytes() == 8 && functions.contains_key(&w) => function_address(functions[&w]),
+            Tok::Word(w) if ty.bytes() == 8 => {
+                let name = match w == "generic" {
+                    true => {
+                        p.punct('(')?;
+                        let name = p.word()?;
+                        p.punct(')')?;
+                        name
+                    }
+                    false => w,
+                };
+                let plus = match p.is('+') {
+                    true => {
+                        p.punct('+')?;
+                        u64::try_from(p.int()?).or_else(|_| p.err("an address's offset out of range"))?
+                    }
+                    false => 0,
+                };
+                if let Some(&id) = names.functions.get(&name) {
+                    function_address(id).wrapping_add(plus)
+                } else if let Some(&variable) = names.variables.get(&name) {
+                    pointers.push(Pointer { at: out.len() as u32, variable, plus });
+                    0
+                } else {
+                    return p.err(format!("{name} in an initialiser names nothing declared before it"));
+                }
+            }
             Tok::Word(w) => {
-                let what = format!("an address ({w}) in an initialiser");
+                let what = format!("an address ({w}) in an initialiser narrower than 64 bits");
                 return Err(LoadError::Unsupported { line: p.line(), what });
             }
             other => return p.err(format!("unexpected {other:?} in an initialiser")),
@@ -359,7 +388,7 @@ fn initialiser(p: &mut Parser, ty: Ty, functions: &HashMap<String, u32>) -> Resu
     if braced {
         p.punct('}')?;
     }
-    Ok(out)
+    Ok((out, pointers))
 }
 
 /// A function: its header, then its body (or `;` for a declaration, which holds nothing to run).
@@ -514,7 +543,7 @@ fn body(p: &mut Parser, scope: &mut Scope, f: &mut Function) -> Result<Vec<Raw>,
             // memory, as the callee's own parameters do.
             Tok::Word(w) if w == ".local" || w == ".shared" || w == ".param" => {
                 let space = if w == ".shared" { Space::Shared } else { Space::Local };
-                let var = variable(p, space, false, &scope.functions)?;
+                let var = variable(p, space, false, Names { functions: &scope.functions, variables: &scope.module })?;
                 let place = match space {
                     Space::Local => {
                         let at = align_up(f.local_bytes, var.align);

@@ -203,10 +203,12 @@ fn what_is_not_implemented_is_refused_at_load_with_its_line() {
         Err(LoadError::Unsupported { line: 7, what }) => assert!(what.contains(".oob"), "{what}"),
         other => panic!("{other:?}"),
     }
-    // A variable's address in an initialiser (a function's is a function pointer, which runs).
-    let table = ".version 8.0\n.target sm_90\n.address_size 64\n.global .u32 v;\n.global .u64 t[2] = {0, v};\n";
-    match load(table) {
-        Err(LoadError::Unsupported { line: 5, what }) => assert_eq!(what, "an address (v) in an initialiser"),
+    // An address in a 32-bit initialiser.
+    let narrow = ".version 8.0\n.target sm_90\n.address_size 64\n.global .u32 v;\n.global .u32 t = v;\n";
+    match load(narrow) {
+        Err(LoadError::Unsupported { line: 5, what }) => {
+            assert_eq!(what, "an address (v) in an initialiser narrower than 64 bits")
+        }
         other => panic!("{other:?}"),
     }
     assert!(matches!(load("not ptx at all"), Err(LoadError::Syntax { .. })));
@@ -348,4 +350,18 @@ fn mbarrier_waits_yield_bulk_copies_complete_transactions_and_misuse_is_refused_
             other => panic!("{form}: {other:?}"),
         }
     }
+}
+
+#[test]
+fn a_variables_address_in_an_initialiser_is_filled_in_where_the_caller_puts_it() {
+    let text = ".version 8.0\n.target sm_90\n.address_size 64\n.global .align 4 .b8 x[16];\n\
+                .global .align 8 .u64 p[3] = {generic(x)+4, 7, x};\n.const .align 8 .u64 q = generic(x);\n";
+    let module = load(text).expect("loads");
+    let (p, q) = (&module.variables[1], &module.variables[2]);
+    let words = |b: Vec<u8>| b.chunks(8).map(|w| u64::from_le_bytes(w.try_into().unwrap())).collect::<Vec<_>>();
+    assert_eq!(words(p.init.clone()), [0, 7, 0], "zero until placed");
+    assert_eq!(words(p.initial_bytes(&[0x5000, 0x6000, 0x7000])), [0x5004, 7, 0x5000]);
+    assert_eq!(words(q.initial_bytes(&[0x5000, 0x6000, 0x7000])), [0x5000]);
+    let undeclared = ".version 8.0\n.target sm_90\n.address_size 64\n.global .u64 p = y;\n";
+    assert!(matches!(load(undeclared), Err(LoadError::Syntax { line: 4, .. })));
 }

@@ -65,18 +65,9 @@ pub(super) fn load(s: &mut State, image: &[u8]) -> SimResult<u64> {
 /// A module of `contents` in the current context on `device`: a function for each kernel, and
 /// device memory for each global holding its initial bytes.
 pub(super) fn install(s: &mut State, device: usize, contents: Arc<Contents>) -> SimResult<u64> {
-    let program: super::state::Program = Default::default();
-    // Addresses in initialisers (a vtable, a table of function pointers) are what the executor
-    // calls through: they come from its load of the module, which launches then reuse.
-    let linked = match contents.globals.iter().any(|g| g.addresses) {
-        true => super::ptx_kernels::program(&program, &contents).and_then(|m| m.as_ref().ok().cloned()),
-        false => None,
-    };
     let mut globals = Vec::new();
     for global in &contents.globals {
-        let executors = linked.as_ref().filter(|_| global.addresses);
-        let init = executors.and_then(|m| m.variables.iter().find(|v| v.name == global.name)).map(|v| &v.init);
-        match place_global(s, device, global, init.unwrap_or(&global.init)) {
+        match place_global(s, device, global) {
             Some(base) => globals.push(base),
             None => {
                 for base in globals {
@@ -98,15 +89,38 @@ pub(super) fn install(s: &mut State, device: usize, contents: Arc<Contents>) -> 
     let ptx = matches!(contents.code, Code::Ptx(_)).then_some(s.topo.devices[device].compute_capability);
     s.work = Some(Work::Module { ptx });
     let ctx = s.current_context().unwrap_or_default();
+    let program: super::state::Program = Default::default();
+    let addressed = contents.globals.iter().any(|g| g.addresses);
     s.modules.insert(handle, super::state::ModuleRec { ctx, contents, functions, globals, program });
+    if addressed {
+        addresses(s, handle);
+    }
     Ok(handle)
 }
 
-/// Device memory of `global`'s size holding its initial bytes `init`.
-fn place_global(s: &mut State, device: usize, global: &image::Global, init: &[u8]) -> Option<u64> {
+/// Writes the addresses that module `handle`'s globals are initialised with (a vtable, a table
+/// of function pointers, `&x`), which the image alone does not give: functions' as the PTX
+/// executor calls them, variables' where this module placed them. From the executor's load of
+/// the module, which its launches then reuse; none if it does not load.
+fn addresses(s: &mut State, handle: u64) {
+    let Some(m) = s.modules.get(&handle) else { return };
+    let Some(Ok(program)) = super::ptx_kernels::program(&m.program, &m.contents).cloned() else { return };
+    let placed = super::ptx_kernels::variables(s, handle, &program);
+    let m = &s.modules[&handle];
+    for (global, &base) in m.contents.globals.iter().zip(&m.globals).filter(|(g, _)| g.addresses) {
+        let Some(v) = program.variables.iter().find(|v| v.name == global.name) else { continue };
+        let bytes = v.initial_bytes(&placed);
+        if let Some(block) = s.memory.at(base) {
+            block.write(0, &bytes[..bytes.len().min(global.size as usize)]);
+        }
+    }
+}
+
+/// Device memory of `global`'s size holding its initial bytes.
+fn place_global(s: &mut State, device: usize, global: &image::Global) -> Option<u64> {
     let len = usize::try_from(global.size).ok()?;
     let backing = Backing::zeroed(len.max(1))?;
-    let init = &init[..init.len().min(len)];
+    let init = &global.init[..global.init.len().min(len)];
     backing.with(0, init.len(), |bytes| bytes.copy_from_slice(init));
     s.memory.place(device, backing, global.size, None, Origin::ModuleGlobal).ok()
 }

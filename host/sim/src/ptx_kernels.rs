@@ -148,7 +148,7 @@ fn check_shape(s: &State, function: u64, shape: &PtxLaunch<'_>) -> SimResult<()>
 
 /// Where each of the program's variables lies: a module global's address, found by name
 /// (shared and other variables are the executor's own).
-fn variables(s: &State, module: u64, program: &peerpool_ptx::Module) -> Vec<u64> {
+pub(super) fn variables(s: &State, module: u64, program: &peerpool_ptx::Module) -> Vec<u64> {
     let Some(m) = s.modules.get(&module) else { return Vec::new() };
     let address = |name: &str| {
         let at = m.contents.globals.iter().position(|g| g.name == name)?;

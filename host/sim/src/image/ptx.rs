@@ -328,12 +328,18 @@ fn declared<'t>(tokens: &[&'t str]) -> Result<Declared<'t>, Refusal> {
 }
 
 /// The initial bytes of `d` from its initializer: numbers each `d.element` bytes wide; an
-/// address (`generic(x)`, a name) is zero, as nothing is linked.
+/// address (`generic(x)`, a name, either `+ offset`) is zero, as nothing is linked.
 fn initial_bytes(d: &Declared) -> Vec<u8> {
     let mut out = Vec::new();
     let mut negative = false;
+    let mut offset = false;
     for &t in &d.init {
         if matches!(t, "{" | "}" | "," | "(" | ")" | "generic") {
+            continue;
+        }
+        // `+` and the offset after it belong to the address before them.
+        if t == "+" || std::mem::take(&mut offset) {
+            offset = t == "+";
             continue;
         }
         if t == "-" {
@@ -615,7 +621,8 @@ mod tests {
     fn initializers_of_every_form() {
         let c = read90(
             ".version 8.0\n.target sm_80\n.global .s32 a[3] = {-1, 0x10, 010};\n.global .f64 d = 1.5;\n\
-             .global .u16 h[] = {1, 2, 3};\n.global .u64 p = generic(a);\n.global .u32 x, y = 7;",
+             .global .u16 h[] = {1, 2, 3};\n.global .u64 p = generic(a);\n.global .u32 x, y = 7;\n\
+             .global .u64 q[2] = {generic(a)+4, 9};",
         )
         .unwrap();
         let g = |name: &str| c.global(name.as_bytes()).unwrap().clone();
@@ -624,6 +631,7 @@ mod tests {
         assert_eq!((g("h").size, g("h").init.len()), (6, 6));
         assert_eq!(g("p").init, [0; 8], "an address is not linked");
         assert!(g("p").addresses && !g("a").addresses && !g("d").addresses, "but it is marked");
+        assert_eq!(g("q").init, [[0; 8], 9u64.to_le_bytes()].concat(), "an offset is the address's");
         assert_eq!((g("x").size, g("y").init.as_slice()), (4, &[7, 0, 0, 0][..]));
     }
 
