@@ -84,16 +84,13 @@ fn launch(module: &Module, l: &Line, input: &[u32]) -> (Vec<u32>, Vec<Vec<u8>>, 
     let mut ram = Ram::default();
     let inp = ram.add(0x1000_0000, input.iter().flat_map(|w| w.to_le_bytes()).collect());
     let out = ram.add(0x2000_0000, (0..l.out_words).flat_map(|_| l.fill.to_le_bytes()).collect());
-    let variables: Vec<u64> = module
-        .variables
-        .iter()
-        .enumerate()
-        .map(|(i, v)| {
-            let mut bytes = v.init.clone();
-            bytes.resize(v.size.max(1) as usize, 0);
-            ram.add(0x3000_0000 + 0x1_0000 * i as u64, bytes)
-        })
-        .collect();
+    // Each variable in a region of its own, holding the addresses its initialiser names.
+    let variables: Vec<u64> = (0..module.variables.len()).map(|i| 0x3000_0000 + 0x1_0000 * i as u64).collect();
+    for (v, &at) in module.variables.iter().zip(&variables) {
+        let mut bytes = v.initial_bytes(&variables);
+        bytes.resize(v.size.max(1) as usize, 0);
+        ram.add(at, bytes);
+    }
     let mut params = inp.to_le_bytes().to_vec();
     params.extend(out.to_le_bytes());
     params.extend(l.n.to_le_bytes());
@@ -578,6 +575,11 @@ fn reference(l: &Line, x: &[u32], got: &[u32], vars: &[Vec<u8>], warp: impl Fn(u
             vec![first | leads << 8 | ((lane == 0) as u32) << 14 | ((lane == 0) as u32) << 15]
         }),
         "stmatrix_tiles" => stmatrix_tiles(x),
+        "initialised_pointers" => per(threads, &|i| {
+            let words = [11u32, 22, 33, 44];
+            let v = x[i];
+            vec![[22, 44][(v & 1) as usize] + 11 + 33, words[(v & 3) as usize] ^ 2 ^ 2]
+        }),
         "indirect_calls" => per(threads, &|i| {
             let v = x[i];
             let table = [v.rotate_left(7), v.wrapping_mul(0x9e37_79b9) ^ (v >> 13), (!v).wrapping_add(3)];

@@ -1129,3 +1129,16 @@ KERNEL indirect_calls(ARGS) {
     out[3 * i + 1] = g(v ^ 0x5555);
     out[3 * i + 2] = s->area(v & 0xffff);
 }
+
+// ---- addresses in initialisers: device pointers to a device array and into it, in global and
+// constant memory (`generic(x)+4`)
+__device__ u32 addr_words[4] = {11, 22, 33, 44};
+__device__ u32 *addr_table[2] = {&addr_words[1], &addr_words[3]};
+__device__ u32 *addr_whole = addr_words;
+__constant__ u32 *addr_const = &addr_words[2];
+KERNEL initialised_pointers(ARGS) {
+    u64 i = gid();
+    u32 v = in[i];
+    out[2 * i] = *addr_table[v & 1] + *addr_whole + *addr_const;
+    out[2 * i + 1] = addr_whole[v & 3] ^ (u32)(addr_table[1] - addr_table[0]) ^ (u32)(addr_const - addr_whole);
+}
