@@ -104,8 +104,8 @@ pub(super) fn install(s: &mut State, device: usize, contents: Arc<Contents>) -> 
 /// the module, which its launches then reuse; none if it does not load.
 fn addresses(s: &mut State, handle: u64) {
     let Some(m) = s.modules.get(&handle) else { return };
-    let Some(Ok(program)) = super::ptx_kernels::program(&m.program, &m.contents).cloned() else { return };
-    let placed = super::ptx_kernels::variables(s, handle, &program);
+    let Some(Ok(program)) = super::state::load_program(&m.program, &m.contents).cloned() else { return };
+    let placed = super::state::variables(s, handle, &program);
     let m = &s.modules[&handle];
     for (global, &base) in m.contents.globals.iter().zip(&m.globals).filter(|(g, _)| g.addresses) {
         let Some(v) = program.variables.iter().find(|v| v.name == global.name) else { continue };

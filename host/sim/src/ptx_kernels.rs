@@ -10,29 +10,17 @@
 //! its traffic costs, not the executor's own speed).
 
 use super::device_access::{load, probe_write, store, update};
-use super::image::Contents;
 use super::memory::Backing;
 use super::modules::fail;
-use super::state::{Fail, Program, SimResult, State};
+use super::state::{Fail, SimResult, State, load_program, variables};
 use super::timing::{Traffic, Work};
 use peerpool::CudaCode;
 use peerpool::driver::LaunchShape;
 use peerpool_ptx::{Fault, Launch, Memory, Output, Space, Thread, Trap, TrapKind, WarpFault};
-use std::sync::Arc;
 
 /// The most instructions one launch runs, over all its threads: a kernel still running then
 /// (an endless loop) would never finish on a GPU either, and is stopped.
 const BUDGET: u64 = 1 << 34;
-
-/// A module's PTX (`contents`) as the executor loads it, once (`program` keeps it); `None` for
-/// machine code.
-pub(super) fn program<'p>(
-    program: &'p Program,
-    contents: &Contents,
-) -> Option<&'p Result<Arc<peerpool_ptx::Module>, String>> {
-    let text = contents.ptx.as_ref()?;
-    Some(program.get_or_init(|| peerpool_ptx::load(text).map(Arc::new).map_err(|e| e.to_string())))
-}
 
 /// A launch's shape and parameter buffer, as `cuLaunchKernel` gives them (the parameters laid
 /// out as `cuFuncGetParamInfo` says): the executor's own.
@@ -46,7 +34,7 @@ pub(super) fn launch(s: &mut State, device: usize, function: u64, shape: &PtxLau
     let name = described.name.clone();
     let program =
         s.modules.get(&f.module).map(|m| m.program.clone()).ok_or(Fail::from(CudaCode::CUDA_ERROR_INVALID_HANDLE))?;
-    let Some(loaded) = self::program(&program, contents) else {
+    let Some(loaded) = load_program(&program, contents) else {
         return refuse(
             &name,
             "its image holds machine code only, and the simulator runs kernels from their PTX (load PTX, \
@@ -144,17 +132,6 @@ fn check_shape(s: &State, function: u64, shape: &PtxLaunch<'_>) -> SimResult<()>
         return fail(CudaCode::CUDA_ERROR_INVALID_VALUE);
     }
     Ok(())
-}
-
-/// Where each of the program's variables lies: a module global's address, found by name
-/// (shared and other variables are the executor's own).
-pub(super) fn variables(s: &State, module: u64, program: &peerpool_ptx::Module) -> Vec<u64> {
-    let Some(m) = s.modules.get(&module) else { return Vec::new() };
-    let address = |name: &str| {
-        let at = m.contents.globals.iter().position(|g| g.name == name)?;
-        m.globals.get(at).copied()
-    };
-    program.variables.iter().map(|v| address(&v.name).unwrap_or(0)).collect()
 }
 
 /// One line on a faulted launch: kernel, block, thread, PTX line, address, and whose memory

@@ -161,6 +161,27 @@ pub(super) struct ModuleRec {
 /// until one is.
 pub(super) type Program = Arc<std::sync::OnceLock<Result<Arc<peerpool_ptx::Module>, String>>>;
 
+/// A module's PTX (`contents`) as the executor loads it, once (`program` keeps it); `None` for
+/// machine code.
+pub(super) fn load_program<'p>(
+    program: &'p Program,
+    contents: &Contents,
+) -> Option<&'p Result<Arc<peerpool_ptx::Module>, String>> {
+    let text = contents.ptx.as_ref()?;
+    Some(program.get_or_init(|| peerpool_ptx::load(text).map(Arc::new).map_err(|e| e.to_string())))
+}
+
+/// Where each of the program's variables lies: a module global's address, found by name
+/// (shared and other variables are the executor's own).
+pub(super) fn variables(s: &State, module: u64, program: &peerpool_ptx::Module) -> Vec<u64> {
+    let Some(m) = s.modules.get(&module) else { return Vec::new() };
+    let address = |name: &str| {
+        let at = m.contents.globals.iter().position(|g| g.name == name)?;
+        m.globals.get(at).copied()
+    };
+    program.variables.iter().map(|v| address(&v.name).unwrap_or(0)).collect()
+}
+
 /// What a function is set to (`cuFuncSetAttribute`), as it reads back.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct FunctionSettings {
