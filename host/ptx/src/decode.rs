@@ -316,10 +316,14 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
                 (false, true) => VideoThen::Add,
                 (true, true) => return Err(d.bad(".sat with .add")),
             };
-            let ops = [VideoOp::Add, VideoOp::Sub, VideoOp::Avrg, VideoOp::AbsDiff, VideoOp::Min, VideoOp::Max];
-            let names = ["vadd", "vsub", "vavrg", "vabsdiff", "vmin", "vmax"];
-            let stem = &name[..name.len() - 1];
-            let op = ops[names.iter().position(|n| *n == stem).expect("a name of the arm")];
+            let op = match &name[..name.len() - 1] {
+                "vadd" => VideoOp::Add,
+                "vsub" => VideoOp::Sub,
+                "vavrg" => VideoOp::Avrg,
+                "vabsdiff" => VideoOp::AbsDiff,
+                "vmin" => VideoOp::Min,
+                _ => VideoOp::Max,
+            };
             let v = Video { op, halves: name.ends_with('2'), signed: [dt, at, bt].map(Ty::signed), then };
             Op::Video { v, d: d.reg(0)?, a: d.src(1, Ty::B32)?, b: d.src(2, Ty::B32)?, c: d.src(3, Ty::B32)? }
         }
