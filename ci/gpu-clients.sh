@@ -52,6 +52,7 @@ if [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
 fi
 client corpus "$b/corpus" "$b/corpus-files"
 client corpus_nvrtc "$b/corpus" "$b/corpus-files" corpus.nvrtc.ptx
+client corpus_cooperative "$b/corpus" "$b/corpus-files" corpus.ptx cooperative
 # NVRTC is the GPU machine's own (cudarc loads it by name).
 LD_LIBRARY_PATH="/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" client cudarc_nvrtc "$b/cudarc-nvrtc"
 client staging python3 "$b/staging.py"

@@ -166,6 +166,9 @@ pub enum Special {
     GlobalTimer,
     DynamicSharedSize,
     TotalSharedSize,
+    /// `%envreg1` (`true`) and `%envreg2`: the high and low halves of a cooperative launch's
+    /// grid workspace, where `grid.sync()` counts the blocks that arrived (0 in other launches).
+    GridWorkspace(bool),
 }
 
 /// An address operand: a base and a byte offset.

@@ -754,6 +754,9 @@ fn special(name: &str) -> Option<Special> {
         "%globaltimer" => GlobalTimer,
         "%dynamic_smem_size" => DynamicSharedSize,
         "%total_smem_size" => TotalSharedSize,
+        // The driver's other environment registers hold what the simulator does not know.
+        "%envreg1" => GridWorkspace(true),
+        "%envreg2" => GridWorkspace(false),
         _ => return None,
     })
 }

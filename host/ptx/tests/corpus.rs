@@ -25,6 +25,8 @@ struct Line {
     out_words: usize,
     n: u32,
     fill: u32,
+    /// Launched cooperatively (`cuLaunchCooperativeKernel`).
+    cooperative: bool,
 }
 
 fn launches() -> Vec<Line> {
@@ -46,6 +48,11 @@ fn launches() -> Vec<Line> {
                 out_words: num(9) as usize,
                 n: num(10),
                 fill: num(11),
+                cooperative: match f.get(12) {
+                    None => false,
+                    Some(&"cooperative") => true,
+                    Some(other) => panic!("{}: unknown launch {other}", f[0]),
+                },
             }
         })
         .collect()
@@ -94,10 +101,13 @@ fn launch(module: &Module, l: &Line, input: &[u32]) -> (Vec<u32>, Vec<Vec<u8>>, 
     let mut params = inp.to_le_bytes().to_vec();
     params.extend(out.to_le_bytes());
     params.extend(l.n.to_le_bytes());
+    // The grid workspace a driver gives a cooperative launch, zeroed.
+    let workspace = l.cooperative.then(|| ram.add(0x4000_0000, vec![0; 8]));
     let launch = Launch {
         shape: Shape { grid: l.grid, block: l.block, shared: l.dynamic_shared, params: &params },
         variables: &variables,
         budget: 1 << 30,
+        cooperative: workspace,
     };
     let kernel = module.kernel(&l.name).unwrap_or_else(|| panic!("{} is in corpus.ptx", l.name));
     run(kernel, &launch, &mut ram).unwrap_or_else(|t| panic!("{}: {t:?}", l.name));
@@ -593,6 +603,26 @@ fn reference(l: &Line, x: &[u32], got: &[u32], vars: &[Vec<u8>], warp: impl Fn(u
             };
             vec![table[(v % 3) as usize], g, area]
         }),
+        "grid_sync" => {
+            let (blocks, all) = (l.grid[0] as usize, threads);
+            let size = l.block[0] as usize;
+            let sums: Vec<u32> = x.chunks(size).map(|c| c.iter().fold(0u32, |a, &v| a.wrapping_add(v))).collect();
+            let mixed: Vec<u32> =
+                (0..all as u32).map(|i| sums.iter().fold(i, |m, &s| m.wrapping_mul(31).wrapping_add(s))).collect();
+            let passed: Vec<u32> = (0..all).map(|i| mixed[(i + size) % all] ^ sums[(i / size + 1) % blocks]).collect();
+            let last = passed[all - 1].wrapping_add(blocks as u32);
+            [sums, mixed, passed, vec![last]].concat()
+        }
+        "warp_handoff" => {
+            let size = l.block[0] as usize / 32;
+            let warp_sums: Vec<u32> = x.chunks(32).map(|c| c.iter().fold(0u32, |a, &v| a.wrapping_add(v))).collect();
+            // Each warp's sum with those of the later warps of its block.
+            let running = |w: usize| {
+                let end = (w / size + 1) * size;
+                warp_sums[w..end].iter().fold(0u32, |a, &v| a.wrapping_add(v))
+            };
+            per(threads, &|i| vec![running(i / 32)])
+        }
         "wmma_tiles" => wmma_tiles(x),
         "mma_sync_tiles" => mma_sync_tiles(x),
         "mma_sync_int" => mma_sync_int(x),

@@ -65,7 +65,12 @@ fn nvcc_kernels() -> (Module, Ram, Vec<u64>) {
 }
 
 fn launch<'a>(grid: u32, block: u32, params: &'a [u8], variables: &'a [u64]) -> Launch<'a> {
-    Launch { shape: Shape { grid: [grid, 1, 1], block: [block, 1, 1], shared: 0, params }, variables, budget: 1 << 30 }
+    Launch {
+        shape: Shape { grid: [grid, 1, 1], block: [block, 1, 1], shared: 0, params },
+        variables,
+        budget: 1 << 30,
+        cooperative: None,
+    }
 }
 
 #[test]

@@ -173,7 +173,6 @@ crate::boundary::stubs! {
     fn cuIpcOpenEventHandle(phEvent: *mut CUevent, handle: CUipcEventHandle);
     fn cuKernelSetCacheConfig(kernel: CUkernel, config: CUfunc_cache, dev: CUdevice);
     fn cuLaunch(f: CUfunction);
-    fn cuLaunchCooperativeKernel(f: CUfunction, gridDimX: std::ffi::c_uint, gridDimY: std::ffi::c_uint, gridDimZ: std::ffi::c_uint, blockDimX: std::ffi::c_uint, blockDimY: std::ffi::c_uint, blockDimZ: std::ffi::c_uint, sharedMemBytes: std::ffi::c_uint, hStream: CUstream, kernelParams: *mut *mut std::ffi::c_void);
     fn cuLaunchCooperativeKernelMultiDevice(launchParamsList: *mut CUDA_LAUNCH_PARAMS, numDevices: std::ffi::c_uint, flags: std::ffi::c_uint);
     fn cuLaunchGrid(f: CUfunction, grid_width: std::ffi::c_int, grid_height: std::ffi::c_int);
     fn cuLaunchGridAsync(f: CUfunction, grid_width: std::ffi::c_int, grid_height: std::ffi::c_int, hStream: CUstream);

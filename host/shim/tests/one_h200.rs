@@ -210,6 +210,10 @@ fn main() -> ExitCode {
             corpus_as_on_one_h200(ptx, record)
         }));
     }
+    trials.push(trial("cooperative_launches_do_what_they_did_on_one_h200".into(), CUDA_INCLUDE, || {
+        let mut program = Command::new(c_program("corpus")?);
+        same_as_on_one_h200(program.arg(corpus_dir()?).arg("corpus.ptx").arg("cooperative"), "corpus_cooperative.txt")
+    }));
     for name in ["staging", "pool_ipc"] {
         trials.push(trial(format!("cuda_core_{name}_prints_what_it_printed_on_one_h200"), PYTHON, move || {
             same_as_on_one_h200(&mut python(&format!("{name}.py"))?, &format!("{name}.txt"))

@@ -79,7 +79,30 @@ impl SimDriver {
     /// standing for its function in the current context), run from its module's PTX with every
     /// access checked against the current device's view (`ptx_kernels.rs`).
     pub fn launch_ptx(&self, function: Function, launch: &PtxLaunch<'_>, stream: Stream) -> DriverResult<()> {
-        self.run("cuLaunchKernel", |s| {
+        self.launch_ptx_as("cuLaunchKernel", function, launch, stream, false)
+    }
+
+    /// `cuLaunchCooperativeKernel`: every block of the grid resident at once (more than the
+    /// device holds is `CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE`), with a grid workspace, so
+    /// that `grid.sync()` works.
+    pub fn launch_ptx_cooperative(
+        &self,
+        function: Function,
+        launch: &PtxLaunch<'_>,
+        stream: Stream,
+    ) -> DriverResult<()> {
+        self.launch_ptx_as("cuLaunchCooperativeKernel", function, launch, stream, true)
+    }
+
+    fn launch_ptx_as(
+        &self,
+        call: &'static str,
+        function: Function,
+        launch: &PtxLaunch<'_>,
+        stream: Stream,
+        cooperative: bool,
+    ) -> DriverResult<()> {
+        self.run(call, |s| {
             let device = s.current_device()?;
             let function = match s.library_kernels.get(&function.0).cloned() {
                 Some(k) => {
@@ -92,7 +115,7 @@ impl SimDriver {
             if f.device != device || s.stream_device(stream)? != device {
                 return fail(CudaCode::CUDA_ERROR_INVALID_HANDLE);
             }
-            ptx_kernels::launch(s, device, function, launch)
+            ptx_kernels::launch(s, device, function, launch, cooperative)
         })
     }
 

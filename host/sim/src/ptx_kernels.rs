@@ -26,10 +26,16 @@ const BUDGET: u64 = 1 << 34;
 /// out as `cuFuncGetParamInfo` says): the executor's own.
 pub type PtxLaunch<'a> = peerpool_ptx::Shape<'a>;
 
-/// Runs function `function`'s kernel from its module's PTX on `device`. A launch the driver
-/// would refuse is refused (not sticky); a fault in the kernel returns `Ok` and kills the
-/// process, so the error surfaces at the next call.
-pub(super) fn launch(s: &mut State, device: usize, function: u64, shape: &PtxLaunch<'_>) -> SimResult<()> {
+/// Runs function `function`'s kernel from its module's PTX on `device`, `cooperative`ly or not.
+/// A launch the driver would refuse is refused (not sticky); a fault in the kernel returns `Ok`
+/// and kills the process, so the error surfaces at the next call.
+pub(super) fn launch(
+    s: &mut State,
+    device: usize,
+    function: u64,
+    shape: &PtxLaunch<'_>,
+    cooperative: bool,
+) -> SimResult<()> {
     let (f, contents, described) = super::modules::described(s, function)?;
     let name = described.name.clone();
     let program =
@@ -48,12 +54,45 @@ pub(super) fn launch(s: &mut State, device: usize, function: u64, shape: &PtxLau
     };
     let Some(kernel) = module.kernel(&name) else { return refuse(&name, "its PTX does not define it") };
     let variables = variables(s, f.module, &module);
-    let launch = Launch { shape: *shape, variables: &variables, budget: BUDGET };
-    let traffic = execute(s, device, kernel, &launch)?;
+    if cooperative && blocks(shape) > resident_blocks(s, device, kernel, shape) {
+        return fail(CudaCode::CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE);
+    }
+    // A cooperative launch's grid workspace, zeroed, for this launch alone.
+    let capacity = s.topo.devices[device].total_memory;
+    let workspace = match cooperative {
+        true => Some(
+            s.memory.alloc(device, 8, capacity, None).map_err(|_| Fail::from(CudaCode::CUDA_ERROR_OUT_OF_MEMORY))?,
+        ),
+        false => None,
+    };
+    let launch = Launch { shape: *shape, variables: &variables, budget: BUDGET, cooperative: workspace };
+    let traffic = execute(s, device, kernel, &launch);
+    if let Some(at) = workspace {
+        s.memory.free(at);
+    }
+    let traffic = traffic?;
     if s.dead.is_none() {
         s.work = Some(Work::Kernel { device, traffic });
     }
     Ok(())
+}
+
+fn blocks(shape: &PtxLaunch<'_>) -> u64 {
+    shape.grid.iter().map(|&d| d as u64).product()
+}
+
+/// The most blocks of `kernel` that `device` holds at once with this launch's block size and
+/// shared memory, as the H200's limits per multiprocessor give them: threads, blocks, and
+/// shared memory with the driver's reserve per block. Registers are not counted (the PTX's
+/// are virtual), so a GPU may take fewer.
+fn resident_blocks(s: &State, device: usize, kernel: &peerpool_ptx::Function, shape: &PtxLaunch<'_>) -> u64 {
+    let recorded = |raw| super::attributes::recorded(raw).expect("an H200 attribute") as u64;
+    let (threads_per_sm, shared_per_sm, blocks_per_sm, reserved) =
+        (recorded(39), recorded(81), recorded(106), recorded(111));
+    let threads = shape.block.iter().map(|&d| d as u64).product::<u64>().next_multiple_of(32);
+    let shared = kernel.shared_bytes as u64 + shape.shared as u64 + reserved;
+    let per_sm = blocks_per_sm.min(threads_per_sm / threads).min(shared_per_sm / shared);
+    per_sm * s.topo.devices[device].sms as u64
 }
 
 /// Runs `kernel` on `device` with every access checked; what it moved, for the clock. A fault
@@ -100,7 +139,7 @@ pub(super) fn launch_own(
     let module = module.as_ref().map_err(|_| Fail::from(CudaCode::CUDA_ERROR_NOT_SUPPORTED))?;
     let kernel = module.kernel(entry).ok_or(Fail::from(CudaCode::CUDA_ERROR_NOT_FOUND))?;
     let shape = PtxLaunch { grid: [shape.grid, 1, 1], block: [shape.block, 1, 1], shared: 0, params };
-    let launch = Launch { shape, variables: &[], budget: BUDGET };
+    let launch = Launch { shape, variables: &[], budget: BUDGET, cooperative: None };
     execute(s, device, kernel, &launch).map(|_| ())
 }
 

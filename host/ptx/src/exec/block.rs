@@ -8,39 +8,90 @@ use super::thread::{Shared, State, ThreadState};
 use super::{Launch, Memory, Thread, Trap, TrapKind, schedule, warp};
 use crate::ir::{BarRedOp, Function};
 
-/// Runs block `index` of the launch; the instructions it ran. `threads` holds the states of
-/// the last block run, whose allocations are kept.
-pub(super) fn run(
-    kernel: &Function,
-    code: &Code,
-    launch: &Launch<'_>,
-    index: [u32; 3],
-    memory: &mut dyn Memory,
-    budget: &mut u64,
-    threads: &mut Vec<ThreadState>,
-) -> Result<u64, Trap> {
-    let [bx, by, bz] = launch.shape.block;
-    threads.truncate((bx * by * bz) as usize);
-    for z in 0..bz {
-        for y in 0..by {
-            for x in 0..bx {
-                let linear = x + bx * (y + by * z);
-                let who = Thread { block: index, thread: [x, y, z] };
-                match threads.get_mut(linear as usize) {
-                    Some(t) => t.reset(kernel, code, launch, who, linear),
-                    None => threads.push(ThreadState::new(kernel, code, launch, who, linear)),
+/// A block's threads and what they share, kept between its turns.
+pub(super) struct Block {
+    pub(super) threads: Vec<ThreadState>,
+    bytes: Vec<u8>,
+    clock: u64,
+    arrived: [u32; 16],
+    /// Instructions run so far.
+    pub(super) ran: u64,
+}
+
+/// Where a turn left its block.
+pub(super) enum Turn {
+    /// Every thread has exited.
+    Done,
+    /// Threads wait for other blocks (they spin, or wait at an `mbarrier`).
+    More,
+}
+
+impl Block {
+    /// Block `index` of the launch at its start, in `threads`' allocations (those of a block
+    /// run before, or none).
+    pub(super) fn new(
+        kernel: &Function,
+        code: &Code,
+        launch: &Launch<'_>,
+        index: [u32; 3],
+        mut threads: Vec<ThreadState>,
+    ) -> Block {
+        let [bx, by, bz] = launch.shape.block;
+        threads.truncate((bx * by * bz) as usize);
+        for z in 0..bz {
+            for y in 0..by {
+                for x in 0..bx {
+                    let linear = x + bx * (y + by * z);
+                    let who = Thread { block: index, thread: [x, y, z] };
+                    match threads.get_mut(linear as usize) {
+                        Some(t) => t.reset(kernel, code, launch, who, linear),
+                        None => threads.push(ThreadState::new(kernel, code, launch, who, linear)),
+                    }
                 }
             }
         }
+        let size = kernel.shared_bytes as usize + launch.shape.shared as usize;
+        Block { threads, bytes: vec![0; size], clock: 0, arrived: [0; 16], ran: 0 }
     }
-    let threads = &mut threads[..];
-    let size = kernel.shared_bytes as usize + launch.shape.shared as usize;
-    let mut shared = Shared { launch, memory, bytes: vec![0; size], clock: 0, arrived: [0; 16] };
-    let mut ran = 0;
+
+    /// Runs the block until its threads have exited or, where `others` (other blocks are
+    /// resident), until a pass over its warps leaves one that must wait for them: a warp
+    /// whose time slice ran out (it may spin on memory another block writes) or that yielded.
+    pub(super) fn turn(
+        &mut self,
+        kernel: &Function,
+        code: &Code,
+        launch: &Launch<'_>,
+        memory: &mut dyn Memory,
+        budget: &mut u64,
+        others: bool,
+    ) -> Result<Turn, Trap> {
+        let bytes = std::mem::take(&mut self.bytes);
+        let mut shared = Shared { launch, memory, bytes, clock: self.clock, arrived: self.arrived };
+        let result = passes(kernel, code, &mut self.threads, &mut shared, budget, &mut self.ran, others);
+        (self.bytes, self.clock, self.arrived) = (shared.bytes, shared.clock, shared.arrived);
+        result
+    }
+}
+
+/// [`Block::turn`]'s loop: passes over the warps, each followed by the barriers' releases.
+fn passes(
+    kernel: &Function,
+    code: &Code,
+    threads: &mut [ThreadState],
+    shared: &mut Shared<'_, '_>,
+    budget: &mut u64,
+    ran: &mut u64,
+    others: bool,
+) -> Result<Turn, Trap> {
     loop {
+        // A warp whose slice ran out: it goes on in the next pass, after the others.
+        let mut paused = false;
         for lanes in threads.chunks_mut(32) {
             if lanes.iter().any(|t| t.state == State::Running) {
-                ran += schedule::run(kernel, code, lanes, &mut shared, budget)?;
+                let (done, more) = schedule::run(kernel, code, lanes, shared, budget)?;
+                *ran += done;
+                paused |= more;
             }
         }
         // One pass over the block: who lives, and who waits at which barrier. A barrier's
@@ -69,12 +120,12 @@ pub(super) fn run(
             live += 1;
         }
         if live == 0 {
-            return Ok(ran);
+            return Ok(Turn::Done);
         }
         // Every live thread waits: complete the warp meetings and release each barrier whose
-        // count is met. A thread that yielded goes on anyway: its wait is a loop of its own,
-        // which the budget bounds.
-        let mut released = (in_warp && warp::release(kernel, threads, &mut shared)?) || yielded;
+        // count is met. A thread that yielded or was paused goes on anyway: its wait is a loop
+        // of its own, which the budget bounds.
+        let mut released = (in_warp && warp::release(kernel, threads, shared)?) || yielded || paused;
         let mut open = 0u16;
         for id in (0..16).filter(|id| barriers & 1 << id != 0) {
             let need = if needed[id] == 0 { live } else { needed[id] };
@@ -95,13 +146,16 @@ pub(super) fn run(
             released = true;
         }
         if !released {
-            if let Some(trap) = warp::mismatch(kernel, threads, &shared) {
+            if let Some(trap) = warp::mismatch(kernel, threads, shared) {
                 return Err(trap);
             }
             let stuck = threads.iter().find(|t| t.state != State::Exited).expect("live threads");
             let at = if stuck.state == State::Warp { stuck.pc } else { stuck.pc.saturating_sub(1) };
             let line = kernel.body.get(at as usize).map_or(0, |i| i.line);
             return Err(Trap { kind: TrapKind::Deadlock, line, who: stuck.who, addr: 0 });
+        }
+        if others && (paused || yielded) {
+            return Ok(Turn::More);
         }
     }
 }

@@ -195,6 +195,12 @@ pub struct Launch<'a> {
     /// The most instructions a launch may run, over all its threads: a kernel that runs longer
     /// (an endless loop) is stopped with [`TrapKind::TooLong`].
     pub budget: u64,
+    /// A cooperative launch's grid workspace: the address of 8 bytes of global memory, zero
+    /// before the first such launch, where `grid.sync()` counts the blocks that arrived
+    /// (`%envreg1`, `%envreg2`). Every block of such a launch is resident at once and they run
+    /// in turn. `None` for an ordinary launch, whose blocks run one after another and where
+    /// `grid.sync()` traps, as on a GPU.
+    pub cooperative: Option<u64>,
 }
 
 /// Why a launch stopped before its end.
@@ -269,16 +275,32 @@ pub fn run(kernel: &Function, launch: &Launch<'_>, memory: &mut dyn Memory) -> R
         return Err(bad);
     }
     let code = fast::Code::new(kernel, launch);
-    let mut threads = Vec::new();
-    let mut ran = Ran::default();
     let mut budget = launch.budget;
-    for z in 0..launch.shape.grid[2] {
-        for y in 0..launch.shape.grid[1] {
-            for x in 0..launch.shape.grid[0] {
-                let done = block::run(kernel, &code, launch, [x, y, z], memory, &mut budget, &mut threads)?;
-                ran.instructions += done;
+    let [gx, gy, gz] = launch.shape.grid;
+    let indices = (0..gz).flat_map(|z| (0..gy).flat_map(move |y| (0..gx).map(move |x| [x, y, z])));
+    let mut ran = Ran::default();
+    if launch.cooperative.is_none() {
+        // One block at a time, each keeping the last one's thread allocations.
+        let mut threads = Vec::new();
+        for index in indices {
+            let mut b = block::Block::new(kernel, &code, launch, index, threads);
+            b.turn(kernel, &code, launch, memory, &mut budget, false)?;
+            ran.instructions += b.ran;
+            threads = b.threads;
+        }
+        return Ok(ran);
+    }
+    // Every block resident, each running a turn in order until all are done.
+    let mut blocks: Vec<_> = indices.map(|index| block::Block::new(kernel, &code, launch, index, Vec::new())).collect();
+    while !blocks.is_empty() {
+        let mut left = Vec::with_capacity(blocks.len());
+        for mut b in blocks {
+            match b.turn(kernel, &code, launch, memory, &mut budget, true)? {
+                block::Turn::Done => ran.instructions += b.ran,
+                block::Turn::More => left.push(b),
             }
         }
+        blocks = left;
     }
     Ok(ran)
 }

@@ -357,7 +357,7 @@ mod tests {
             body,
         };
         let shape = Shape { grid: [1; 3], block: [1; 3], shared: 0, params: &[] };
-        let launch = Launch { shape, variables: &[], budget: 1 };
+        let launch = Launch { shape, variables: &[], budget: 1, cooperative: None };
         let code = Code::new(&kernel, &launch);
         if matches!(code.steps[0].op, Fast::Slow) {
             return None;

@@ -30,23 +30,39 @@ fn pick(warp: &[ThreadState]) -> Option<Group> {
     (mask != 0).then_some(Group { mask, pc, other })
 }
 
+/// The thread-instructions a warp runs before the other warps of its block (and, in a
+/// cooperative launch, the other blocks) have a turn: a warp that spins on memory another
+/// writes thus lets the writer run, as a GPU's schedulers do.
+pub(super) const SLICE: u64 = 1 << 16;
+
 /// Runs `warp`'s lanes until each has exited or waits (at a barrier, or at a warp-synchronous
-/// instruction it cannot complete yet); the instructions run, counted against `budget`.
+/// instruction it cannot complete yet), or for [`SLICE`] thread-instructions; the instructions
+/// run, counted against `budget`, and whether the slice ran out with lanes still running.
 pub(super) fn run(
     kernel: &Function,
     code: &Code,
     warp: &mut [ThreadState],
     sh: &mut Shared<'_, '_>,
     budget: &mut u64,
-) -> Result<u64, Trap> {
-    let (start, clock) = (*budget, sh.clock);
-    let result = steps(kernel, code, warp, sh, budget, clock);
-    sh.clock = clock + (start - *budget);
-    result.map(|()| start - *budget)
+) -> Result<(u64, bool), Trap> {
+    let (start, clock) = ((*budget).min(SLICE), sh.clock);
+    let mut left = start;
+    // The slice is what is left of the budget: running out of it ends the launch.
+    let last = *budget <= SLICE;
+    let result = steps(kernel, code, warp, sh, &mut left, clock, last);
+    let ran = start - left;
+    (sh.clock, *budget) = (clock + ran, *budget - ran);
+    match result {
+        Ok(()) => Ok((ran, false)),
+        Err(None) => Ok((ran, true)),
+        Err(Some(trap)) => Err(trap),
+    }
 }
 
-/// The loop of [`run`]: `left` counts the budget down, and `sh.clock` is brought up to date
-/// (from `clock`, what it was at the start) only where an instruction may read it.
+/// The loop of [`run`]: `left` counts the slice down, and `sh.clock` is brought up to date
+/// (from `clock`, what it was at the start) only where an instruction may read it. `Err(None)`:
+/// the slice ran out, the lanes parked where they stand; where it was the `last` of the budget,
+/// that is a trap.
 fn steps(
     kernel: &Function,
     code: &Code,
@@ -54,7 +70,8 @@ fn steps(
     sh: &mut Shared<'_, '_>,
     left: &mut u64,
     clock: u64,
-) -> Result<(), Trap> {
+    last: bool,
+) -> Result<(), Option<Trap>> {
     let start = *left;
     loop {
         let Some(group) = pick(warp) else {
@@ -66,10 +83,11 @@ fn steps(
         };
         match pure::run(warp, group, &code.steps, left, sh, &kernel.body)? {
             Stop::Regroup => {}
-            Stop::Budget => {
+            Stop::Budget if last => {
                 let t = &warp[group.mask.trailing_zeros() as usize];
-                return Err(t.trap(TrapKind::TooLong, kernel.body[t.pc as usize].line, 0));
+                return Err(Some(t.trap(TrapKind::TooLong, kernel.body[t.pc as usize].line, 0)));
             }
+            Stop::Budget => return Err(None),
             Stop::Thread { pc, active } => {
                 // An instruction that needs each thread, lane after lane.
                 let inst = &kernel.body[pc as usize];

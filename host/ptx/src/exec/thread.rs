@@ -538,5 +538,8 @@ fn special(s: Special, who: Thread, linear: u32, launch: &Launch<'_>, shared: us
         Special::Clock | Special::Clock64 | Special::GlobalTimer => clock,
         Special::DynamicSharedSize => launch.shape.shared as u64,
         Special::TotalSharedSize => shared as u64,
+        Special::GridWorkspace(high) => {
+            launch.cooperative.map_or(0, |at| if high { at >> 32 } else { at & 0xffff_ffff })
+        }
     }
 }

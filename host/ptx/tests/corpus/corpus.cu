@@ -1142,3 +1142,44 @@ KERNEL initialised_pointers(ARGS) {
     out[2 * i] = *addr_table[v & 1] + *addr_whole + *addr_const;
     out[2 * i + 1] = addr_whole[v & 3] ^ (u32)(addr_table[1] - addr_table[0]) ^ (u32)(addr_const - addr_whole);
 }
+
+// ---- threads that wait for others
+// Launched cooperatively (kernels.txt): three grid-wide barriers. Each block sums its part of
+// the input, every thread then reads every block's sum, then a value another block wrote.
+KERNEL grid_sync(ARGS) {
+    cooperative_groups::grid_group grid = cooperative_groups::this_grid();
+    u32 blocks = gridDim.x, i = (u32)gid(), all = blocks * blockDim.x;
+    u32 *sums = out, *mixed = out + blocks, *passed = out + blocks + all;
+    atomicAdd(&sums[blockIdx.x], in[i]);
+    grid.sync();
+    u32 m = i;
+    for (u32 b = 0; b < blocks; b++) m = m * 31 + sums[b];
+    mixed[i] = m;
+    grid.sync();
+    passed[i] = mixed[(i + blockDim.x) % all] ^ sums[(blockIdx.x + 1) % blocks];
+    grid.sync();
+    if (i == 0) out[blocks + 2 * all] = passed[all - 1] + grid.num_blocks();
+}
+// Warps of a block that wait for each other through shared memory, later ones first: warp w
+// spins until warp w + 1 has posted its running sum, so only independently scheduled warps
+// finish.
+KERNEL warp_handoff(ARGS) {
+    __shared__ volatile u32 posted[33], sum[33];
+    u32 w = threadIdx.x / 32, warps = blockDim.x / 32;
+    if (threadIdx.x < 33) posted[threadIdx.x] = 0;
+    __syncthreads();
+    u32 s = __reduce_add_sync(FULL, in[gid()]);
+    if (w + 1 < warps) {
+        if (lane() == 0)
+            while (posted[w + 1] == 0) {
+            }
+        __syncwarp();
+        s += sum[w + 1];
+    }
+    if (lane() == 0) {
+        sum[w] = s;
+        __threadfence_block();
+        posted[w] = 1;
+    }
+    out[gid()] = s;
+}

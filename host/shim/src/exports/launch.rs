@@ -25,13 +25,34 @@ pub unsafe extern "C" fn cuLaunchKernel(
 ) -> CUresult {
     entry!(cuLaunchKernel(f, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared, h_stream, params, extra), {
         let shape = Shape { grid: [grid_x, grid_y, grid_z], block: [block_x, block_y, block_z], shared };
-        launch(f, shape, h_stream, params, extra)
+        launch(f, shape, h_stream, params, extra, false)
+    })
+}
+
+/// Every block resident at once, with a grid workspace, so that `grid.sync()` works.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuLaunchCooperativeKernel(
+    f: CUfunction,
+    grid_x: c_uint,
+    grid_y: c_uint,
+    grid_z: c_uint,
+    block_x: c_uint,
+    block_y: c_uint,
+    block_z: c_uint,
+    shared: c_uint,
+    h_stream: CUstream,
+    params: *mut *mut c_void,
+) -> CUresult {
+    entry!(cuLaunchCooperativeKernel(f, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared, h_stream, params), {
+        let shape = Shape { grid: [grid_x, grid_y, grid_z], block: [block_x, block_y, block_z], shared };
+        launch(f, shape, h_stream, params, std::ptr::null_mut(), true)
     })
 }
 
 /// Attributes that do not change what a kernel computes are accepted and have no effect on
-/// the simulator (its launches run in order, to their end); a cluster of more than one block,
-/// a cooperative launch and the others are `CUDA_ERROR_NOT_SUPPORTED`, named once.
+/// the simulator (its launches run in order, to their end); the cooperative one makes the
+/// launch [`cuLaunchCooperativeKernel`]'s; a cluster of more than one block and the others are
+/// `CUDA_ERROR_NOT_SUPPORTED`, named once.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuLaunchKernelEx(
     config: *const CUlaunchConfig,
@@ -44,17 +65,18 @@ pub unsafe extern "C" fn cuLaunchKernelEx(
         if c.numAttrs > 0 && c.attrs.is_null() {
             return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
         }
+        let mut cooperative = false;
         for i in 0..c.numAttrs as usize {
             // Read as bytes: a C caller may pass an id this build's enum does not have.
             let at = c.attrs.cast::<u8>().add(i * size_of::<CUlaunchAttribute>());
-            attribute(at.cast::<u32>().read_unaligned(), at.add(8))?;
+            cooperative |= attribute(at.cast::<u32>().read_unaligned(), at.add(8))?;
         }
         let shape = Shape {
             grid: [c.gridDimX, c.gridDimY, c.gridDimZ],
             block: [c.blockDimX, c.blockDimY, c.blockDimZ],
             shared: c.sharedMemBytes,
         };
-        launch(f, shape, c.hStream, params, extra)
+        launch(f, shape, c.hStream, params, extra, cooperative)
     })
 }
 
@@ -66,7 +88,8 @@ struct Shape {
     shared: u32,
 }
 
-/// Launches `f`: natively for peerpool's kernels, from PTX for the others.
+/// Launches `f`: natively for peerpool's kernels (which never synchronise their grid, so a
+/// `cooperative` launch of one is an ordinary one), from PTX for the others.
 ///
 /// # Safety
 /// `params` and `extra` are as `cuLaunchKernel` documents them for `f`'s parameters.
@@ -76,6 +99,7 @@ unsafe fn launch(
     h_stream: CUstream,
     params: *mut *mut c_void,
     extra: *mut *mut c_void,
+    cooperative: bool,
 ) -> crate::boundary::Answer {
     let d = sim();
     let layout = d.param_layout(function(f).0).unwrap_or_default();
@@ -83,7 +107,10 @@ unsafe fn launch(
         // SAFETY: the caller's.
         let buffer = unsafe { parameter_buffer(&layout, params, extra)? };
         let launch = PtxLaunch { grid: shape.grid, block: shape.block, shared: shape.shared, params: &buffer };
-        return code(d.launch_ptx(function(f), &launch, stream(h_stream)));
+        return code(match cooperative {
+            true => d.launch_ptx_cooperative(function(f), &launch, stream(h_stream)),
+            false => d.launch_ptx(function(f), &launch, stream(h_stream)),
+        });
     }
     if shape.grid[1..] != [1, 1] || shape.block[1..] != [1, 1] || shape.shared != 0 || !extra.is_null() {
         return Err(CUresult::CUDA_ERROR_NOT_SUPPORTED);
@@ -164,14 +191,14 @@ unsafe fn parameter_buffer(
     }
 }
 
-/// Whether a launch attribute is one the simulator honours by ignoring it: hints about caches,
-/// scheduling, priority and memory-synchronisation domains; a cooperative flag of 0; a cluster
-/// of one block. Programmatic serialisation only lets a launch overlap the one before it,
-/// which the simulator's in-order launches never do.
+/// Whether a launch attribute asks for a cooperative launch; an error for one the simulator
+/// cannot honour. It honours by ignoring them hints about caches, scheduling, priority and
+/// memory-synchronisation domains, and a cluster of one block. Programmatic serialisation only
+/// lets a launch overlap the one before it, which the simulator's in-order launches never do.
 ///
 /// # Safety
 /// `value` points at the attribute's 64-byte value.
-unsafe fn attribute(id: u32, value: *const u8) -> crate::boundary::Answer {
+unsafe fn attribute(id: u32, value: *const u8) -> Result<bool, CUresult> {
     use cudarc::driver::sys::CUlaunchAttributeID::*;
     // SAFETY: the caller's.
     let word = |i: usize| unsafe { value.cast::<u32>().add(i).read_unaligned() };
@@ -187,12 +214,12 @@ unsafe fn attribute(id: u32, value: *const u8) -> crate::boundary::Answer {
     ];
     let ignored = match id {
         _ if hints.iter().any(|&hint| hint as u32 == id) => true,
-        c if c == CU_LAUNCH_ATTRIBUTE_COOPERATIVE as u32 => word(0) == 0,
+        c if c == CU_LAUNCH_ATTRIBUTE_COOPERATIVE as u32 => return Ok(word(0) != 0),
         c if c == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION as u32 => [word(0), word(1), word(2)].iter().all(|&d| d <= 1),
         _ => false,
     };
     if ignored {
-        return Ok(());
+        return Ok(false);
     }
     let what = "changes what a launch does and is not simulated: CUDA_ERROR_NOT_SUPPORTED";
     name_once_owned(format!("cuLaunchKernelEx: launch attribute {id}"), what);

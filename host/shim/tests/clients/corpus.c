@@ -3,8 +3,13 @@
  * prints what each kernel wrote: the words' FNV-1a hash, and for approx_math, whose
  * instructions are approximate, every word. The same PTX run by a GPU and by the simulator
  * must print the same, but for approx_math's words, which must lie within the GPU's error
- * bounds of each other.
- * Usage: corpus CORPUS_DIR [PTX_FILE] (default corpus.ptx). Exits 1 on an unexpected error. */
+ * bounds of each other. A line of kernels.txt that ends in "cooperative" is launched with
+ * cuLaunchCooperativeKernel.
+ * In its cooperative mode it launches grid_sync, whose grid synchronises, in the other ways
+ * there are: through cuLaunchKernelEx with the cooperative attribute; with more blocks than
+ * the device holds at once; and as an ordinary launch, where grid.sync() finds no workspace.
+ * Usage: corpus CORPUS_DIR [PTX_FILE [cooperative]] (default corpus.ptx). Exits 1 on an
+ * unexpected error. */
 #include "client.h"
 #include <stdint.h>
 #include <stdlib.h>
@@ -21,13 +26,18 @@ static uint32_t hash(uint32_t i) {
     return x;
 }
 
+/* How run() launches a kernel: as its line says, or in one of the cooperative mode's ways. */
+enum how { AS_LISTED, THROUGH_EX, TOO_MANY_BLOCKS, ORDINARY };
+
 /* One kernel of kernels.txt: launched on fresh buffers; what it wrote, printed. */
-static int run(CUmodule m, const char *line) {
-    char name[128];
+static int run(CUmodule m, const char *line, enum how how) {
+    char name[128], kind[32] = "";
     unsigned g[3], b[3], shared, in_words, out_words, n;
     unsigned long fill;
-    if (sscanf(line, "%127s %u %u %u %u %u %u %u %u %u %u %li", name, &g[0], &g[1], &g[2], &b[0], &b[1], &b[2],
-               &shared, &in_words, &out_words, &n, (long *)&fill) != 12) {
+    int fields = sscanf(line, "%127s %u %u %u %u %u %u %u %u %u %u %li %31s", name, &g[0], &g[1], &g[2], &b[0], &b[1],
+                        &b[2], &shared, &in_words, &out_words, &n, (long *)&fill, kind);
+    int cooperative = fields == 13 && strcmp(kind, "cooperative") == 0;
+    if (fields < 12 || (fields == 13 && !cooperative)) {
         printf("bad line: %s\n", line);
         return 1;
     }
@@ -42,7 +52,31 @@ static int run(CUmodule m, const char *line) {
     TRY(cuMemcpyHtoD(in, host_in, (in_words + 1) * 4ull));
     TRY(cuMemcpyHtoD(out, host_out, (out_words + 1) * 4ull));
     void *args[] = {&in, &out, &n};
-    TRY(cuLaunchKernel(f, g[0], g[1], g[2], b[0], b[1], b[2], shared, 0, args, NULL));
+    if (how == AS_LISTED && cooperative) {
+        TRY(cuLaunchCooperativeKernel(f, g[0], g[1], g[2], b[0], b[1], b[2], shared, 0, args));
+    } else if (how == AS_LISTED) {
+        TRY(cuLaunchKernel(f, g[0], g[1], g[2], b[0], b[1], b[2], shared, 0, args, NULL));
+    } else if (how == THROUGH_EX) {
+        CUlaunchAttribute attr;
+        memset(&attr, 0, sizeof attr);
+        attr.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+        attr.value.cooperative = 1;
+        CUlaunchConfig config = {g[0], g[1], g[2], b[0], b[1], b[2], shared, 0, &attr, 1};
+        TRY(cuLaunchKernelEx(&config, f, args, NULL));
+        printf("through cuLaunchKernelEx with the cooperative attribute: ");
+    } else if (how == TOO_MANY_BLOCKS) {
+        /* More blocks than any H200-class device holds: 132 multiprocessors of at most 32. */
+        unsigned blocks = 132 * 32 * 2;
+        printf("%s with %u blocks: %s\n", name, blocks,
+               name_of(cuLaunchCooperativeKernel(f, blocks, 1, 1, b[0], b[1], b[2], shared, 0, args)));
+        return 0;
+    } else {
+        /* Last: the failure ends the context. */
+        printf("%s launched ordinarily: launch %s", name, name_of(cuLaunchKernel(f, g[0], g[1], g[2], b[0], b[1], b[2],
+                                                                                 shared, 0, args, NULL)));
+        printf(", synchronize %s\n", name_of(cuCtxSynchronize()));
+        return 0;
+    }
     TRY(cuCtxSynchronize());
     TRY(cuMemcpyDtoH(host_out, out, out_words * 4ull));
     uint64_t fnv = 0xcbf29ce484222325ull;
@@ -77,9 +111,22 @@ int main(int argc, char **argv) {
     char *kernels = (char *)read_or_exit(argv[1], "kernels.txt");
     CUmodule m;
     TRY(cuModuleLoadData(&m, ptx));
+    if (argc > 3 && strcmp(argv[3], "cooperative") == 0) {
+        char *line = strstr(kernels, "\ngrid_sync ");
+        if (!line) {
+            printf("kernels.txt has no grid_sync\n");
+            return 1;
+        }
+        char *end = strchr(line + 1, '\n');
+        if (end) *end = '\0';
+        for (enum how how = THROUGH_EX; how <= ORDINARY; how++)
+            if (run(m, line + 1, how)) return 1;
+        printf("done\n");
+        return 0;
+    }
     for (char *line = strtok(kernels, "\n"); line; line = strtok(NULL, "\n")) {
         if (line[0] == '#' || line[0] == '\0') continue;
-        if (run(m, line)) return 1;
+        if (run(m, line, AS_LISTED)) return 1;
     }
     CUdeviceptr counter;
     size_t size;

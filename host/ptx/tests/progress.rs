@@ -1,0 +1,109 @@
+//! Threads that wait on memory other threads write: warps of a block take turns, so a warp
+//! that spins on a flag lets the warp that sets it run; in a cooperative launch every block is
+//! resident and blocks take turns too, and `%envreg1`/`%envreg2` hold the grid workspace.
+
+mod common;
+
+use common::Ram;
+use peerpool_ptx::{Launch, LoadError, Module, Shape, Trap, TrapKind, load};
+
+const FLAG: u64 = 0x9000;
+const OUT: u64 = 0x1000;
+
+/// A kernel `k(.param .u64 out, .param .u64 flag)` around `body`, with `%r0` = `%tid.x`,
+/// `%r1` = `%ctaid.x`, `%rd0` = `out + 4 * (global thread index)`, `%rd1` = `flag`.
+fn kernel(body: &str) -> Module {
+    let text = format!(
+        ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k(.param .u64 out, .param .u64 flag)\n{{\n\
+         .reg .pred %p<8>;\n.reg .b32 %r<16>;\n.reg .b64 %rd<8>;\n\
+         mov.u32 %r0, %tid.x; mov.u32 %r1, %ctaid.x; mov.u32 %r2, %ntid.x; mad.lo.s32 %r3, %r1, %r2, %r0;\n\
+         ld.param.u64 %rd2, [out]; mul.wide.u32 %rd3, %r3, 4; add.s64 %rd0, %rd2, %rd3; ld.param.u64 %rd1, [flag];\n\
+         {body}\n}}\n"
+    );
+    load(&text).unwrap_or_else(|e| panic!("{e}\n{text}"))
+}
+
+/// Runs `k` over `grid` blocks of `block` threads, one output word a thread and a zeroed flag
+/// word; the words, or the trap.
+fn run(module: &Module, grid: u32, block: u32, cooperative: Option<u64>) -> Result<Vec<u32>, Trap> {
+    let mut ram = Ram::default();
+    ram.add(OUT, vec![0; (grid * block) as usize * 4]);
+    ram.add(FLAG, vec![0; 16]);
+    let mut params = OUT.to_le_bytes().to_vec();
+    params.extend(FLAG.to_le_bytes());
+    let launch = Launch {
+        shape: Shape { grid: [grid, 1, 1], block: [block, 1, 1], shared: 0, params: &params },
+        variables: &[],
+        budget: 1 << 24,
+        cooperative,
+    };
+    peerpool_ptx::run(module.kernel("k").expect("k"), &launch, &mut ram)?;
+    Ok(ram.words(OUT))
+}
+
+/// Threads for which `%p1` holds spin until the flag is set, then every thread writes its
+/// index plus one; the thread `%p2` names sets the flag.
+const WAIT_FOR_SETTER: &str = "
+    @%p2 st.volatile.global.u32 [%rd1], 1;
+    @!%p1 bra DONE;
+WAIT:
+    ld.volatile.global.u32 %r4, [%rd1];
+    setp.eq.u32 %p3, %r4, 0;
+    @%p3 bra WAIT;
+DONE:
+    add.u32 %r5, %r3, 1;
+    st.global.u32 [%rd0], %r5;
+";
+
+#[test]
+fn a_warp_spinning_on_a_flag_lets_a_later_warp_of_its_block_set_it() {
+    // Warp 0 waits for thread 32, of warp 1, which runs after it.
+    let k = kernel(&format!("setp.lt.u32 %p1, %r0, 32; setp.eq.u32 %p2, %r0, 32;{WAIT_FOR_SETTER}"));
+    let got = run(&k, 1, 64, None).unwrap();
+    assert_eq!(got, (1..=64).collect::<Vec<u32>>());
+}
+
+#[test]
+fn a_flag_no_thread_sets_still_ends_the_launch_when_the_budget_does() {
+    let k = kernel(&format!("setp.lt.u32 %p1, %r0, 32; setp.eq.u32 %p2, %r0, 99;{WAIT_FOR_SETTER}"));
+    let trap = run(&k, 1, 64, None).unwrap_err();
+    assert_eq!(trap.kind, TrapKind::TooLong);
+    assert_eq!(trap.who.thread, [0, 0, 0], "{trap:?}");
+}
+
+#[test]
+fn blocks_of_a_cooperative_launch_take_turns_and_those_of_an_ordinary_one_do_not() {
+    // Block 0 waits for block 3: all four resident, it runs; one block at a time, block 0
+    // never ends.
+    let k = kernel(&format!("setp.eq.u32 %p1, %r1, 0; setp.eq.u32 %p2, %r3, 96;{WAIT_FOR_SETTER}"));
+    let got = run(&k, 4, 32, Some(FLAG + 8)).unwrap();
+    assert_eq!(got, (1..=128).collect::<Vec<u32>>());
+    let trap = run(&k, 4, 32, None).unwrap_err();
+    assert_eq!((trap.kind, trap.who.block), (TrapKind::TooLong, [0, 0, 0]));
+    // A block waiting for an earlier one needs no turns: block 0 has ended by then.
+    let k = kernel(&format!("setp.eq.u32 %p1, %r1, 3; setp.eq.u32 %p2, %r3, 0;{WAIT_FOR_SETTER}"));
+    assert_eq!(run(&k, 4, 32, None).unwrap(), (1..=128).collect::<Vec<u32>>());
+}
+
+#[test]
+fn a_barrier_no_thread_can_reach_is_a_deadlock_in_a_cooperative_launch_too() {
+    // Half of block 1 exits, the other half waits at a barrier for 32 threads: never met.
+    let k =
+        kernel("setp.eq.u32 %p1, %r1, 1; @!%p1 bra END; setp.lt.u32 %p2, %r0, 16; @%p2 ret; bar.sync 0, 32; END: ret;");
+    let trap = run(&k, 2, 32, Some(FLAG + 8)).unwrap_err();
+    assert_eq!((trap.kind, trap.who.block), (TrapKind::Deadlock, [1, 0, 0]), "{trap:?}");
+}
+
+#[test]
+fn the_grid_workspace_is_in_envreg1_and_envreg2_and_zero_in_an_ordinary_launch() {
+    let k = kernel(
+        "mov.u32 %r4, %envreg1; mov.u32 %r5, %envreg2; setp.eq.u32 %p1, %r0, 0; selp.b32 %r6, %r4, %r5, %p1; st.global.u32 [%rd0], %r6;",
+    );
+    assert_eq!(run(&k, 1, 2, Some(0x1234_5678_9abc_def0)).unwrap(), [0x1234_5678, 0x9abc_def0]);
+    assert_eq!(run(&k, 1, 2, None).unwrap(), [0, 0]);
+    let text = ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k()\n{\n.reg .b32 %r<2>;\nmov.u32 %r0, %envreg0;\n}\n";
+    match load(text) {
+        Err(LoadError::Unsupported { line: 7, what }) => assert_eq!(what, "the register %envreg0"),
+        other => panic!("{other:?}"),
+    }
+}
