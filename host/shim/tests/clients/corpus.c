@@ -71,11 +71,15 @@ static int run(CUmodule m, const char *line, enum how how) {
                name_of(cuLaunchCooperativeKernel(f, blocks, 1, 1, b[0], b[1], b[2], shared, 0, args)));
         return 0;
     } else {
-        /* Last: the failure ends the context. */
-        printf("%s launched ordinarily: launch %s", name, name_of(cuLaunchKernel(f, g[0], g[1], g[2], b[0], b[1], b[2],
-                                                                                 shared, 0, args, NULL)));
-        printf(", synchronize %s\n", name_of(cuCtxSynchronize()));
-        return 0;
+        /* Last: a failure would end the context. */
+        CUresult launched = cuLaunchKernel(f, g[0], g[1], g[2], b[0], b[1], b[2], shared, 0, args, NULL);
+        CUresult synced = cuCtxSynchronize();
+        printf("launched ordinarily: launch %s, synchronize %s", name_of(launched), name_of(synced));
+        if (launched != CUDA_SUCCESS || synced != CUDA_SUCCESS) {
+            printf("\n");
+            return 0;
+        }
+        printf(": ");
     }
     TRY(cuCtxSynchronize());
     TRY(cuMemcpyDtoH(host_out, out, out_words * 4ull));
