@@ -1025,6 +1025,10 @@ pub struct Function {
     /// Bytes of local memory a thread needs.
     pub local_bytes: u32,
     pub body: Vec<Inst>,
+    /// Whether its code, with the functions it calls, reads the grid workspace (`%envreg1`,
+    /// `%envreg2`), as `grid.sync()` does: a driver gives such a kernel a workspace in every
+    /// launch, cooperative or not.
+    pub reads_grid_workspace: bool,
 }
 
 /// A module: what its text declares, decoded and checked.

@@ -6,10 +6,14 @@
 //! block's warps in turn. A warp's lanes that stand at the same instruction run it together;
 //! lanes that part at a branch each go their own way, those at the lowest instruction first,
 //! and meet again where their paths join. A warp runs until each lane exits or waits at a
-//! barrier or a warp-synchronous instruction, and a lane whose `mbarrier` wait finds its phase
-//! not complete yields to the rest of its block. Nothing else interleaves threads, so a thread
-//! that spins on a value another thread writes later (a lock) runs until the instruction budget
-//! stops the launch. Every access
+//! barrier or a warp-synchronous instruction, or for a time slice of 65,536
+//! thread-instructions, and a lane whose `mbarrier` wait finds its phase not complete yields
+//! to the rest of its block; so a warp that spins on a value another warp of its block writes
+//! later lets that warp run, as a GPU's schedulers do. Where a launch gives [`GridSync`] with
+//! every block resident (a cooperative launch), the blocks take turns in the same way, and
+//! `grid.sync()` (which counts arrivals in the grid workspace, `%envreg1` and `%envreg2`)
+//! works; otherwise blocks run one after another, and a thread that waits for a later block
+//! spins until the instruction budget stops the launch. Every access
 //! to global or constant memory, and every generic access outside the block's shared and the
 //! thread's local memory, goes to the caller's [`Memory`] with the thread that makes it: the
 //! executor knows nothing of devices, pools or topologies.
@@ -135,8 +139,8 @@ mod link;
 mod parse;
 
 pub use exec::{
-    Fault, Flat, LOCAL_WINDOW, Launch, MAX_BLOCK_THREADS, Memory, Output, Ran, SHARED_WINDOW, Shape, Thread, Trap,
-    TrapKind, WarpFault, run,
+    Fault, Flat, GridSync, LOCAL_WINDOW, Launch, MAX_BLOCK_THREADS, Memory, Output, Ran, SHARED_WINDOW, Shape, Thread,
+    Trap, TrapKind, WarpFault, run,
 };
 pub use ir::{Function, Module, Param, Pointer, Space, Ty, Variable};
 

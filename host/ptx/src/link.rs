@@ -29,6 +29,7 @@ pub(crate) fn link(m: &mut Module, headers: &[(&str, Option<usize>)], taken: &BT
                         continue;
                     };
                     let target = place(&mut f.body, &mut placed, id, callee);
+                    f.reads_grid_workspace |= callee.reads_grid_workspace;
                     let (registers, local_bytes) = (callee.registers, callee.local_bytes);
                     callees.push(Call { callee: id, target, registers, local_bytes, args, rets });
                 }
@@ -64,6 +65,7 @@ pub(crate) fn link(m: &mut Module, headers: &[(&str, Option<usize>)], taken: &BT
             };
             let id = call.callee;
             let target = place(&mut f.body, &mut placed, id, callee);
+            f.reads_grid_workspace |= callee.reads_grid_workspace;
             let Op::Call(call) = &mut f.body[i].op else { unreachable!() };
             call.target = target;
             call.registers = callee.registers;

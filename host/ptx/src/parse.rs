@@ -444,9 +444,24 @@ fn function(
     p.punct('{')?;
     let local_bytes = if entry { 0 } else { offset };
     let shared_bytes = module_shared;
-    let mut f = Function { name, entry, params, returns, registers: 0, shared_bytes, local_bytes, body: Vec::new() };
+    let mut f = Function {
+        name,
+        entry,
+        params,
+        returns,
+        registers: 0,
+        shared_bytes,
+        local_bytes,
+        body: Vec::new(),
+        reads_grid_workspace: false,
+    };
     let raw = body(p, &mut scope, &mut f)?;
     f.registers = scope.count;
+    let workspace = |o: &Operand| matches!(o, Operand::Special(Special::GridWorkspace(_)));
+    f.reads_grid_workspace = raw.iter().flat_map(|r| &r.3).any(|o| match o {
+        Operand::Vector(items) => items.iter().flatten().any(workspace),
+        o => workspace(o),
+    });
     for (.., operands) in raw.iter().filter(|r| !r.2.starts_with("call")) {
         let names = operands.iter().filter_map(|o| if let Operand::Name(n) = o { funcs.ids.get(n) } else { None });
         funcs.taken.extend(names);

@@ -8,7 +8,7 @@ mod common;
 use common::Ram;
 use common::half::Half;
 use common::oracle::{self, MODES, Mode};
-use peerpool_ptx::{Launch, Module, Shape, load, run};
+use peerpool_ptx::{GridSync, Launch, Module, Shape, load, run};
 
 /// The corpus compiled by nvcc and by NVRTC (`corpus/README.md`).
 const PTX: [(&str, &str); 2] =
@@ -102,12 +102,12 @@ fn launch(module: &Module, l: &Line, input: &[u32]) -> (Vec<u32>, Vec<Vec<u8>>, 
     params.extend(out.to_le_bytes());
     params.extend(l.n.to_le_bytes());
     // The grid workspace a driver gives a cooperative launch, zeroed.
-    let workspace = l.cooperative.then(|| ram.add(0x4000_0000, vec![0; 8]));
+    let grid_sync = l.cooperative.then(|| GridSync { workspace: ram.add(0x4000_0000, vec![0; 8]), resident: true });
     let launch = Launch {
         shape: Shape { grid: l.grid, block: l.block, shared: l.dynamic_shared, params: &params },
         variables: &variables,
         budget: 1 << 30,
-        cooperative: workspace,
+        grid_sync,
     };
     let kernel = module.kernel(&l.name).unwrap_or_else(|| panic!("{} is in corpus.ptx", l.name));
     run(kernel, &launch, &mut ram).unwrap_or_else(|t| panic!("{}: {t:?}", l.name));

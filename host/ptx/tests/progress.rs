@@ -5,10 +5,12 @@
 mod common;
 
 use common::Ram;
-use peerpool_ptx::{Launch, LoadError, Module, Shape, Trap, TrapKind, load};
+use peerpool_ptx::{GridSync, Launch, LoadError, Module, Shape, Trap, TrapKind, load};
 
 const FLAG: u64 = 0x9000;
 const OUT: u64 = 0x1000;
+/// Every block resident, the workspace after the flag.
+const RESIDENT: Option<GridSync> = Some(GridSync { workspace: FLAG + 8, resident: true });
 
 /// A kernel `k(.param .u64 out, .param .u64 flag)` around `body`, with `%r0` = `%tid.x`,
 /// `%r1` = `%ctaid.x`, `%rd0` = `out + 4 * (global thread index)`, `%rd1` = `flag`.
@@ -25,7 +27,7 @@ fn kernel(body: &str) -> Module {
 
 /// Runs `k` over `grid` blocks of `block` threads, one output word a thread and a zeroed flag
 /// word; the words, or the trap.
-fn run(module: &Module, grid: u32, block: u32, cooperative: Option<u64>) -> Result<Vec<u32>, Trap> {
+fn run(module: &Module, grid: u32, block: u32, grid_sync: Option<GridSync>) -> Result<Vec<u32>, Trap> {
     let mut ram = Ram::default();
     ram.add(OUT, vec![0; (grid * block) as usize * 4]);
     ram.add(FLAG, vec![0; 16]);
@@ -35,7 +37,7 @@ fn run(module: &Module, grid: u32, block: u32, cooperative: Option<u64>) -> Resu
         shape: Shape { grid: [grid, 1, 1], block: [block, 1, 1], shared: 0, params: &params },
         variables: &[],
         budget: 1 << 24,
-        cooperative,
+        grid_sync,
     };
     peerpool_ptx::run(module.kernel("k").expect("k"), &launch, &mut ram)?;
     Ok(ram.words(OUT))
@@ -76,7 +78,7 @@ fn blocks_of_a_cooperative_launch_take_turns_and_those_of_an_ordinary_one_do_not
     // Block 0 waits for block 3: all four resident, it runs; one block at a time, block 0
     // never ends.
     let k = kernel(&format!("setp.eq.u32 %p1, %r1, 0; setp.eq.u32 %p2, %r3, 96;{WAIT_FOR_SETTER}"));
-    let got = run(&k, 4, 32, Some(FLAG + 8)).unwrap();
+    let got = run(&k, 4, 32, RESIDENT).unwrap();
     assert_eq!(got, (1..=128).collect::<Vec<u32>>());
     let trap = run(&k, 4, 32, None).unwrap_err();
     assert_eq!((trap.kind, trap.who.block), (TrapKind::TooLong, [0, 0, 0]));
@@ -90,7 +92,7 @@ fn a_barrier_no_thread_can_reach_is_a_deadlock_in_a_cooperative_launch_too() {
     // Half of block 1 exits, the other half waits at a barrier for 32 threads: never met.
     let k =
         kernel("setp.eq.u32 %p1, %r1, 1; @!%p1 bra END; setp.lt.u32 %p2, %r0, 16; @%p2 ret; bar.sync 0, 32; END: ret;");
-    let trap = run(&k, 2, 32, Some(FLAG + 8)).unwrap_err();
+    let trap = run(&k, 2, 32, RESIDENT).unwrap_err();
     assert_eq!((trap.kind, trap.who.block), (TrapKind::Deadlock, [1, 0, 0]), "{trap:?}");
 }
 
@@ -99,11 +101,31 @@ fn the_grid_workspace_is_in_envreg1_and_envreg2_and_zero_in_an_ordinary_launch()
     let k = kernel(
         "mov.u32 %r4, %envreg1; mov.u32 %r5, %envreg2; setp.eq.u32 %p1, %r0, 0; selp.b32 %r6, %r4, %r5, %p1; st.global.u32 [%rd0], %r6;",
     );
-    assert_eq!(run(&k, 1, 2, Some(0x1234_5678_9abc_def0)).unwrap(), [0x1234_5678, 0x9abc_def0]);
+    assert_eq!(
+        run(&k, 1, 2, Some(GridSync { workspace: 0x1234_5678_9abc_def0, resident: false })).unwrap(),
+        [0x1234_5678, 0x9abc_def0]
+    );
     assert_eq!(run(&k, 1, 2, None).unwrap(), [0, 0]);
     let text = ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k()\n{\n.reg .b32 %r<2>;\nmov.u32 %r0, %envreg0;\n}\n";
     match load(text) {
         Err(LoadError::Unsupported { line: 7, what }) => assert_eq!(what, "the register %envreg0"),
         other => panic!("{other:?}"),
     }
+}
+
+#[test]
+fn a_kernel_reads_the_grid_workspace_if_it_or_a_function_it_calls_does() {
+    let module = |body: &str| {
+        let text = format!(
+            ".version 8.0\n.target sm_90\n.address_size 64\n.func (.param .b32 r) f()\n{{\n.reg .b32 %r<2>;\n{body}\nst.param.b32 [r], %r0;\nret;\n}}\n\
+             .visible .entry calls()\n{{\n.reg .b32 %r<2>;\n.param .b32 r0;\ncall (r0), f, ();\nret;\n}}\n\
+             .visible .entry reads()\n{{\n.reg .b32 %r<2>;\nmov.u32 %r0, %envreg2;\n}}\n.visible .entry plain()\n{{\nret;\n}}\n"
+        );
+        load(&text).unwrap_or_else(|e| panic!("{e}\n{text}"))
+    };
+    let reads = |m: &Module, k: &str| m.kernel(k).unwrap().reads_grid_workspace;
+    let m = module("mov.u32 %r0, %envreg1;");
+    assert!(reads(&m, "calls") && reads(&m, "reads") && !reads(&m, "plain"));
+    let m = module("mov.u32 %r0, %tid.x;");
+    assert!(!reads(&m, "calls") && reads(&m, "reads"));
 }

@@ -16,7 +16,7 @@ use super::state::{Fail, SimResult, State, load_program, variables};
 use super::timing::{Traffic, Work};
 use peerpool::CudaCode;
 use peerpool::driver::LaunchShape;
-use peerpool_ptx::{Fault, Launch, Memory, Output, Space, Thread, Trap, TrapKind, WarpFault};
+use peerpool_ptx::{Fault, GridSync, Launch, Memory, Output, Space, Thread, Trap, TrapKind, WarpFault};
 
 /// The most instructions one launch runs, over all its threads: a kernel still running then
 /// (an endless loop) would never finish on a GPU either, and is stopped.
@@ -54,21 +54,28 @@ pub(super) fn launch(
     };
     let Some(kernel) = module.kernel(&name) else { return refuse(&name, "its PTX does not define it") };
     let variables = variables(s, f.module, &module);
-    if cooperative && blocks(shape) > resident_blocks(s, device, kernel, shape) {
+    // A kernel that synchronises its grid gets a workspace in every launch, as from NVIDIA's
+    // driver; its blocks run at once where the device holds them all (in an ordinary launch,
+    // as a GPU schedules them), and must in a cooperative one.
+    let resident = blocks(shape) <= resident_blocks(s, device, kernel, shape);
+    if cooperative && !resident {
         return fail(CudaCode::CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE);
     }
-    // A cooperative launch's grid workspace, zeroed, for this launch alone.
     let capacity = s.topo.devices[device].total_memory;
-    let workspace = match cooperative {
-        true => Some(
-            s.memory.alloc(device, 8, capacity, None).map_err(|_| Fail::from(CudaCode::CUDA_ERROR_OUT_OF_MEMORY))?,
-        ),
+    let grid_sync = match cooperative || kernel.reads_grid_workspace {
+        true => {
+            let workspace = s
+                .memory
+                .alloc(device, 8, capacity, None)
+                .map_err(|_| Fail::from(CudaCode::CUDA_ERROR_OUT_OF_MEMORY))?;
+            Some(GridSync { workspace, resident })
+        }
         false => None,
     };
-    let launch = Launch { shape: *shape, variables: &variables, budget: BUDGET, cooperative: workspace };
+    let launch = Launch { shape: *shape, variables: &variables, budget: BUDGET, grid_sync };
     let traffic = execute(s, device, kernel, &launch);
-    if let Some(at) = workspace {
-        s.memory.free(at);
+    if let Some(g) = grid_sync {
+        s.memory.free(g.workspace);
     }
     let traffic = traffic?;
     if s.dead.is_none() {
@@ -139,7 +146,7 @@ pub(super) fn launch_own(
     let module = module.as_ref().map_err(|_| Fail::from(CudaCode::CUDA_ERROR_NOT_SUPPORTED))?;
     let kernel = module.kernel(entry).ok_or(Fail::from(CudaCode::CUDA_ERROR_NOT_FOUND))?;
     let shape = PtxLaunch { grid: [shape.grid, 1, 1], block: [shape.block, 1, 1], shared: 0, params };
-    let launch = Launch { shape, variables: &[], budget: BUDGET, cooperative: None };
+    let launch = Launch { shape, variables: &[], budget: BUDGET, grid_sync: None };
     execute(s, device, kernel, &launch).map(|_| ())
 }
 

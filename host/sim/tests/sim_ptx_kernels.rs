@@ -135,3 +135,51 @@ fn a_foreign_kernel_s_write_to_read_only_host_memory_faults() {
     assert_eq!(d.sticky_error(), Some(peerpool::CudaCode::CUDA_ERROR_ILLEGAL_ADDRESS));
     assert_eq!(host, vec![7; 1000], "no byte changed");
 }
+
+/// `sync(u32 *out)`: each block's thread 0 adds 1 to the grid workspace's counter and spins
+/// until every block has, then writes how many it saw; a kernel with no workspace traps.
+const GRID_SYNC: &str = "
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry sync(.param .u64 out)
+{
+    .reg .pred %p<4>;
+    .reg .b32 %r<8>;
+    .reg .b64 %rd<8>;
+    mov.u32 %r0, %envreg1; mov.u32 %r1, %envreg2;
+    cvt.u64.u32 %rd0, %r0; cvt.u64.u32 %rd1, %r1; shl.b64 %rd0, %rd0, 32; or.b64 %rd2, %rd0, %rd1;
+    setp.eq.u64 %p0, %rd2, 0;
+    @%p0 trap;
+    mov.u32 %r2, %tid.x; setp.ne.u32 %p1, %r2, 0;
+    @%p1 ret;
+    mov.u32 %r3, %nctaid.x;
+    atom.add.release.gpu.u32 %r4, [%rd2], 1;
+WAIT:
+    ld.acquire.gpu.u32 %r5, [%rd2];
+    setp.lt.u32 %p2, %r5, %r3;
+    @%p2 bra WAIT;
+    ld.param.u64 %rd3, [out]; mov.u32 %r6, %ctaid.x; mul.wide.u32 %rd4, %r6, 4; add.s64 %rd5, %rd3, %rd4;
+    st.global.u32 [%rd5], %r5;
+}
+";
+
+#[test]
+fn cooperative_launches_hold_every_block_at_once_and_ordinary_ones_give_a_grid_synchroniser_its_workspace() {
+    let (d, system) = sim(Topology::two_h200());
+    let _ctx = system.enter(0).unwrap();
+    let (_pool, memory) = pool_alloc(&system, 0, 4 * 64);
+    let module = d.module_load_image(GRID_SYNC.as_bytes()).unwrap();
+    let f = d.module_get_function(module, c"sync").unwrap();
+    let params = memory.ptr().0.to_le_bytes();
+    let shape = |blocks: u32| PtxLaunch { grid: [blocks, 1, 1], block: [64, 1, 1], shared: 0, params: &params };
+    d.launch_ptx_cooperative(f, &shape(48), Stream::LEGACY).unwrap();
+    assert_eq!(words(&d, memory.ptr(), 48), vec![48; 48], "every block saw every other arrive");
+    // An H200 holds 32 blocks of 64 threads on each of its 132 multiprocessors.
+    let too_many = d.launch_ptx_cooperative(f, &shape(132 * 32 + 1), Stream::LEGACY);
+    assert_eq!(code(too_many).as_deref(), Some("CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE"));
+    // Ordinarily too, where the device holds every block; the workspace is a fresh one.
+    d.launch_ptx(f, &shape(64), Stream::LEGACY).unwrap();
+    assert_eq!(words(&d, memory.ptr(), 64), vec![64; 64]);
+    assert!(d.sticky_error().is_none());
+}

@@ -1,5 +1,6 @@
 //! One block: its warps, run in turn until each lane exits or waits at a barrier or a
-//! warp-synchronous instruction (`schedule.rs`); a barrier releases its waiters when as many
+//! warp-synchronous instruction (`schedule.rs`), a warp whose time slice ran out going on after
+//! the others; a barrier releases its waiters when as many
 //! threads as it counts (by default every thread that has not exited) have arrived, and a
 //! warp's lanes meet as `warp.rs` says.
 

@@ -1,6 +1,7 @@
-//! Running a kernel: one block at a time, its warps in turn (`block.rs`), each until every lane
-//! has exited or waits at a barrier or a warp-synchronous instruction; a warp's lanes at the same
-//! instruction run it as one group (`schedule.rs`, `pure.rs`). A barrier releases when every
+//! Running a kernel: one block at a time (or, with every block resident, each block's turn in
+//! order until all are done), its warps in turn (`block.rs`), each until every lane has exited
+//! or waits at a barrier or a warp-synchronous instruction, or its time slice runs out; a
+//! warp's lanes at the same instruction run it as one group (`schedule.rs`, `pure.rs`). A barrier releases when every
 //! thread of the block that has not exited arrives. Shared, local and parameter memory are the
 //! executor's own; every global, constant or generic access that leaves them goes to the
 //! caller's [`Memory`], which decides whether the accessing device may touch it.
@@ -195,12 +196,21 @@ pub struct Launch<'a> {
     /// The most instructions a launch may run, over all its threads: a kernel that runs longer
     /// (an endless loop) is stopped with [`TrapKind::TooLong`].
     pub budget: u64,
-    /// A cooperative launch's grid workspace: the address of 8 bytes of global memory, zero
-    /// before the first such launch, where `grid.sync()` counts the blocks that arrived
-    /// (`%envreg1`, `%envreg2`). Every block of such a launch is resident at once and they run
-    /// in turn. `None` for an ordinary launch, whose blocks run one after another and where
-    /// `grid.sync()` traps, as on a GPU.
-    pub cooperative: Option<u64>,
+    /// What a kernel that synchronises its grid is given ([`Function::reads_grid_workspace`]);
+    /// `None`: `%envreg1` and `%envreg2` read 0, and `grid.sync()` traps.
+    pub grid_sync: Option<GridSync>,
+}
+
+/// Where `grid.sync()` counts the blocks that arrived, and whether they all run at once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GridSync {
+    /// The grid workspace, `%envreg1` (high half) and `%envreg2`: 8 bytes of global memory,
+    /// zero before the first launch that counts in them.
+    pub workspace: u64,
+    /// Every block resident at once, the blocks taking turns, as in a cooperative launch (or an
+    /// ordinary one whose blocks a GPU holds at once); else blocks run one after another, and
+    /// a block at `grid.sync()` spins until the budget ends the launch, as a GPU would hang.
+    pub resident: bool,
 }
 
 /// Why a launch stopped before its end.
@@ -279,7 +289,7 @@ pub fn run(kernel: &Function, launch: &Launch<'_>, memory: &mut dyn Memory) -> R
     let [gx, gy, gz] = launch.shape.grid;
     let indices = (0..gz).flat_map(|z| (0..gy).flat_map(move |y| (0..gx).map(move |x| [x, y, z])));
     let mut ran = Ran::default();
-    if launch.cooperative.is_none() {
+    if !launch.grid_sync.is_some_and(|g| g.resident) {
         // One block at a time, each keeping the last one's thread allocations.
         let mut threads = Vec::new();
         for index in indices {

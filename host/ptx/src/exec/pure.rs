@@ -355,9 +355,10 @@ mod tests {
             shared_bytes: 0,
             local_bytes: 0,
             body,
+            reads_grid_workspace: false,
         };
         let shape = Shape { grid: [1; 3], block: [1; 3], shared: 0, params: &[] };
-        let launch = Launch { shape, variables: &[], budget: 1, cooperative: None };
+        let launch = Launch { shape, variables: &[], budget: 1, grid_sync: None };
         let code = Code::new(&kernel, &launch);
         if matches!(code.steps[0].op, Fast::Slow) {
             return None;

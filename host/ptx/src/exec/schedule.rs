@@ -1,4 +1,5 @@
-//! One warp's lanes, run until none can move without the rest of its block. The lanes that stand
+//! One warp's lanes, run until none can move without the rest of its block, or for a time
+//! slice ([`SLICE`]). The lanes that stand
 //! at the lowest instruction run together as one group; the others wait until the group reaches
 //! their instruction, where they join it. Lanes that part at a branch thus meet again where their
 //! paths join (after an `if`, after a loop), as a GPU's do, and each instruction of a group is

@@ -539,7 +539,7 @@ fn special(s: Special, who: Thread, linear: u32, launch: &Launch<'_>, shared: us
         Special::DynamicSharedSize => launch.shape.shared as u64,
         Special::TotalSharedSize => shared as u64,
         Special::GridWorkspace(high) => {
-            launch.cooperative.map_or(0, |at| if high { at >> 32 } else { at & 0xffff_ffff })
+            launch.grid_sync.map_or(0, |g| if high { g.workspace >> 32 } else { g.workspace & 0xffff_ffff })
         }
     }
 }
