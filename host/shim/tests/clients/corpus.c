@@ -5,7 +5,8 @@
  * must print the same, but for approx_math's words, which must lie within the GPU's error
  * bounds of each other. A line of kernels.txt that ends in "cooperative" is launched with
  * cuLaunchCooperativeKernel.
- * In its cooperative mode it launches grid_sync, whose grid synchronises, in the other ways
+ * In its cooperative mode it prints how many blocks of grid_sync a multiprocessor holds at
+ * once, for several sizes, then launches grid_sync, whose grid synchronises, in the other ways
  * there are: through cuLaunchKernelEx with the cooperative attribute; with more blocks than
  * the device holds at once; and as an ordinary launch, where grid.sync() finds no workspace.
  * Usage: corpus CORPUS_DIR [PTX_FILE [cooperative]] (default corpus.ptx). Exits 1 on an
@@ -24,6 +25,22 @@ static uint32_t hash(uint32_t i) {
     x *= 0xc2b2ae35u;
     x ^= x >> 16;
     return x;
+}
+
+/* What the driver says of how many blocks of `f` a multiprocessor holds at once, for block
+ * sizes and bytes of dynamic shared memory (0 and a failure's name where it fails). */
+static void occupancy(CUfunction f) {
+    int sizes[] = {32, 64, 96, 256, 1000, 1024, 1025, 0};
+    size_t bytes[] = {0, 100000, 240000};
+    for (unsigned i = 0; i < sizeof sizes / sizeof *sizes; i++)
+        for (unsigned j = 0; j < sizeof bytes / sizeof *bytes; j++) {
+            int n = -1;
+            CUresult r = cuOccupancyMaxActiveBlocksPerMultiprocessor(&n, f, sizes[i], bytes[j]);
+            printf("occupancy of %d threads and %zu bytes: %s %d\n", sizes[i], bytes[j], name_of(r), n);
+        }
+    int n = -1;
+    CUresult r = cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(&n, f, 256, 0, CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE);
+    printf("occupancy of 256 threads, caching override disabled: %s %d\n", name_of(r), n);
 }
 
 /* How run() launches a kernel: as its line says, or in one of the cooperative mode's ways. */
@@ -123,6 +140,9 @@ int main(int argc, char **argv) {
         }
         char *end = strchr(line + 1, '\n');
         if (end) *end = '\0';
+        CUfunction f;
+        TRY(cuModuleGetFunction(&f, m, "grid_sync"));
+        occupancy(f);
         for (enum how how = THROUGH_EX; how <= ORDINARY; how++)
             if (run(m, line + 1, how)) return 1;
         printf("done\n");
