@@ -221,8 +221,6 @@ crate::boundary::stubs! {
     fn cuMulticastGetGranularity(granularity: *mut usize, prop: *const CUmulticastObjectProp, option: CUmulticastGranularity_flags);
     fn cuMulticastUnbind(mcHandle: CUmemGenericAllocationHandle, dev: CUdevice, mcOffset: usize, size: usize);
     fn cuOccupancyAvailableDynamicSMemPerBlock(dynamicSmemSize: *mut usize, func: CUfunction, numBlocks: std::ffi::c_int, blockSize: std::ffi::c_int);
-    fn cuOccupancyMaxActiveBlocksPerMultiprocessor(numBlocks: *mut std::ffi::c_int, func: CUfunction, blockSize: std::ffi::c_int, dynamicSMemSize: usize);
-    fn cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(numBlocks: *mut std::ffi::c_int, func: CUfunction, blockSize: std::ffi::c_int, dynamicSMemSize: usize, flags: std::ffi::c_uint);
     fn cuOccupancyMaxActiveClusters(numClusters: *mut std::ffi::c_int, func: CUfunction, config: *const CUlaunchConfig);
     fn cuOccupancyMaxPotentialBlockSize(minGridSize: *mut std::ffi::c_int, blockSize: *mut std::ffi::c_int, func: CUfunction, blockSizeToDynamicSMemSize: CUoccupancyB2DSize, dynamicSMemSize: usize, blockSizeLimit: std::ffi::c_int);
     fn cuOccupancyMaxPotentialBlockSizeWithFlags(minGridSize: *mut std::ffi::c_int, blockSize: *mut std::ffi::c_int, func: CUfunction, blockSizeToDynamicSMemSize: CUoccupancyB2DSize, dynamicSMemSize: usize, blockSizeLimit: std::ffi::c_int, flags: std::ffi::c_uint);

@@ -155,6 +155,7 @@ mod kernels;
 mod memory;
 mod module_calls;
 mod modules;
+mod occupancy;
 mod pools;
 mod ptx_kernels;
 pub mod select;

@@ -119,6 +119,17 @@ impl SimDriver {
         })
     }
 
+    /// `cuOccupancyMaxActiveBlocksPerMultiprocessor`: how many blocks of `function` with
+    /// `threads` threads and `dynamic` bytes of dynamic shared memory a multiprocessor holds at
+    /// once, by an H200's limits (`occupancy.rs`).
+    pub fn occupancy_max_active_blocks(&self, function: Function, threads: i32, dynamic: usize) -> DriverResult<i32> {
+        self.run("cuOccupancyMaxActiveBlocksPerMultiprocessor", |s| {
+            let Ok(threads) = u64::try_from(threads) else { return fail(CudaCode::CUDA_ERROR_INVALID_VALUE) };
+            let blocks = super::occupancy::blocks_per_multiprocessor(s, function.0, threads, dynamic as u64)?;
+            Ok(blocks as i32)
+        })
+    }
+
     /// `cuFuncGetAttribute`, as an H200 answered for the same image.
     pub fn func_get_attribute(&self, function: Function, which: i32) -> DriverResult<i32> {
         self.run("cuFuncGetAttribute", |s| {

@@ -57,7 +57,7 @@ pub(super) fn launch(
     // A kernel that synchronises its grid gets a workspace in every launch, as from NVIDIA's
     // driver; its blocks run at once where the device holds them all (in an ordinary launch,
     // as a GPU schedules them), and must in a cooperative one.
-    let resident = blocks(shape) <= resident_blocks(s, device, kernel, shape);
+    let resident = blocks(shape) <= resident_blocks(s, device, function, shape)?;
     if cooperative && !resident {
         return fail(CudaCode::CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE);
     }
@@ -88,18 +88,12 @@ fn blocks(shape: &PtxLaunch<'_>) -> u64 {
     shape.grid.iter().map(|&d| d as u64).product()
 }
 
-/// The most blocks of `kernel` that `device` holds at once with this launch's block size and
-/// shared memory, as the H200's limits per multiprocessor give them: threads, blocks, and
-/// shared memory with the driver's reserve per block. Registers are not counted (the PTX's
-/// are virtual), so a GPU may take fewer.
-fn resident_blocks(s: &State, device: usize, kernel: &peerpool_ptx::Function, shape: &PtxLaunch<'_>) -> u64 {
-    let recorded = |raw| super::attributes::recorded(raw).expect("an H200 attribute") as u64;
-    let (threads_per_sm, shared_per_sm, blocks_per_sm, reserved) =
-        (recorded(39), recorded(81), recorded(106), recorded(111));
-    let threads = shape.block.iter().map(|&d| d as u64).product::<u64>().next_multiple_of(32);
-    let shared = kernel.shared_bytes as u64 + shape.shared as u64 + reserved;
-    let per_sm = blocks_per_sm.min(threads_per_sm / threads).min(shared_per_sm / shared);
-    per_sm * s.topo.devices[device].sms as u64
+/// The most blocks of `function` that `device` holds at once with this launch's block size and
+/// shared memory.
+fn resident_blocks(s: &State, device: usize, function: u64, shape: &PtxLaunch<'_>) -> SimResult<u64> {
+    let threads = shape.block.iter().map(|&d| d as u64).product();
+    let per = super::occupancy::blocks_per_multiprocessor(s, function, threads, shape.shared as u64)?;
+    Ok(per * s.topo.devices[device].sms as u64)
 }
 
 /// Runs `kernel` on `device` with every access checked; what it moved, for the clock. A fault

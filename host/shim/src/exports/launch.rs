@@ -2,12 +2,12 @@
 //! launches them); every other kernel runs from its module's PTX on the simulator's executor,
 //! with the parameter buffer built here from `kernelParams` or `extra` as the driver builds it.
 
-use crate::abi::{function, stream};
+use crate::abi::{function, out, stream};
 use crate::boundary::{code, entry, name_once_owned, sim};
 use cudarc::driver::sys::{CUfunction, CUlaunchAttribute, CUlaunchConfig, CUresult, CUstream};
 use peerpool::driver::{KernelArg, LaunchShape};
 use peerpool_sim::PtxLaunch;
-use std::ffi::{c_uint, c_void};
+use std::ffi::{c_int, c_uint, c_void};
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuLaunchKernel(
@@ -224,4 +224,35 @@ unsafe fn attribute(id: u32, value: *const u8) -> Result<bool, CUresult> {
     let what = "changes what a launch does and is not simulated: CUDA_ERROR_NOT_SUPPORTED";
     name_once_owned(format!("cuLaunchKernelEx: launch attribute {id}"), what);
     Err(CUresult::CUDA_ERROR_NOT_SUPPORTED)
+}
+
+/// How many blocks of `f` a multiprocessor holds at once, by an H200's limits; registers as
+/// `cuFuncGetAttribute` gives them (for PTX, the simulator's assumption).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuOccupancyMaxActiveBlocksPerMultiprocessor(
+    blocks: *mut c_int,
+    f: CUfunction,
+    threads: c_int,
+    dynamic: usize,
+) -> CUresult {
+    entry!(cuOccupancyMaxActiveBlocksPerMultiprocessor(blocks, f, threads, dynamic), {
+        out(blocks, code(sim().occupancy_max_active_blocks(function(f), threads, dynamic))?)
+    })
+}
+
+/// [`cuOccupancyMaxActiveBlocksPerMultiprocessor`]: its flags only concern caches.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
+    blocks: *mut c_int,
+    f: CUfunction,
+    threads: c_int,
+    dynamic: usize,
+    flags: c_uint,
+) -> CUresult {
+    entry!(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(blocks, f, threads, dynamic, flags), {
+        if flags & !(cudarc::driver::sys::CUoccupancy_flags::CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE as c_uint) != 0 {
+            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+        }
+        out(blocks, code(sim().occupancy_max_active_blocks(function(f), threads, dynamic))?)
+    })
 }

@@ -1,0 +1,48 @@
+//! How many blocks of a kernel a multiprocessor holds at once, by an H200's limits: its threads,
+//! blocks, registers and shared memory (with the driver's reserve per block). What
+//! `cuOccupancyMaxActiveBlocksPerMultiprocessor` answers, and what bounds a cooperative launch.
+//! A PTX kernel's registers are the JIT's choice, taken as `modules::PTX_REGISTERS`, which never
+//! binds: a GPU may hold fewer blocks of a kernel that needs more.
+
+use super::attributes::recorded;
+use super::modules::{PTX_REGISTERS, attribute, described, fail};
+use super::state::{SimResult, State};
+use peerpool::CudaCode;
+
+/// The raw numbers of the H200 attributes this reads (`attributes/h200.txt`).
+const MAX_THREADS_PER_MULTIPROCESSOR: u32 = 39;
+const MAX_SHARED_MEMORY_PER_MULTIPROCESSOR: u32 = 81;
+const MAX_REGISTERS_PER_MULTIPROCESSOR: u32 = 82;
+const MAX_BLOCKS_PER_MULTIPROCESSOR: u32 = 106;
+const RESERVED_SHARED_MEMORY_PER_BLOCK: u32 = 111;
+/// `cuFuncGetAttribute`'s `CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK` and
+/// `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`.
+const FUNC_MAX_THREADS: i32 = 0;
+const FUNC_MAX_DYNAMIC_SHARED: i32 = 8;
+
+fn h200(raw: u32) -> u64 {
+    recorded(raw).expect("an attribute the H200 answered") as u64
+}
+
+/// Blocks of `function` with `threads` threads and `dynamic` bytes of dynamic shared memory that
+/// one multiprocessor holds at once: 0 where such a block cannot be launched at all.
+pub(super) fn blocks_per_multiprocessor(s: &State, function: u64, threads: u64, dynamic: u64) -> SimResult<u64> {
+    let (f, contents, kernel) = described(s, function)?;
+    let cc = s.topo.devices[f.device].compute_capability;
+    let most = |which| attribute(contents, kernel, &f.settings, cc, which).map(|v| v.max(0) as u64);
+    if threads == 0 {
+        return fail(CudaCode::CUDA_ERROR_INVALID_VALUE);
+    }
+    if threads > most(FUNC_MAX_THREADS)? || dynamic > most(FUNC_MAX_DYNAMIC_SHARED)? {
+        return Ok(0);
+    }
+    let warps = threads.div_ceil(32);
+    // Registers are given out per warp in units of 256.
+    let registers = kernel.registers.unwrap_or(PTX_REGISTERS) as u64;
+    let per_warp = (registers * 32).div_ceil(256).max(1) * 256;
+    let shared = (kernel.shared_bytes as u64 + dynamic).next_multiple_of(128) + h200(RESERVED_SHARED_MEMORY_PER_BLOCK);
+    Ok(h200(MAX_BLOCKS_PER_MULTIPROCESSOR)
+        .min(h200(MAX_THREADS_PER_MULTIPROCESSOR) / (warps * 32))
+        .min(h200(MAX_REGISTERS_PER_MULTIPROCESSOR) / (warps * per_warp))
+        .min(h200(MAX_SHARED_MEMORY_PER_MULTIPROCESSOR) / shared))
+}
