@@ -27,8 +27,12 @@ static uint32_t hash(uint32_t i) {
     return x;
 }
 
+/* Dynamic shared memory for a block of `threads`: 160 bytes a thread. */
+static size_t per_thread_bytes(int threads) { return (size_t)threads * 160; }
+
 /* What the driver says of how many blocks of `f` a multiprocessor holds at once, for block
- * sizes and bytes of dynamic shared memory (0 and a failure's name where it fails). */
+ * sizes and bytes of dynamic shared memory (0 and a failure's name where it fails), and the
+ * block size it suggests. */
 static void occupancy(CUfunction f) {
     int sizes[] = {32, 64, 96, 256, 1000, 1024, 1025, 0};
     size_t bytes[] = {0, 100000, 240000};
@@ -41,6 +45,14 @@ static void occupancy(CUfunction f) {
     int n = -1;
     CUresult r = cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(&n, f, 256, 0, CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE);
     printf("occupancy of 256 threads, caching override disabled: %s %d\n", name_of(r), n);
+    struct { CUoccupancyB2DSize bytes_of; size_t bytes; int limit; } asks[] = {
+        {NULL, 0, 0}, {NULL, 20000, 0}, {NULL, 0, 200}, {per_thread_bytes, 0, 0}, {per_thread_bytes, 0, 100}, {NULL, 0, 2000}};
+    for (unsigned i = 0; i < sizeof asks / sizeof *asks; i++) {
+        int grid = -1, block = -1;
+        r = cuOccupancyMaxPotentialBlockSize(&grid, &block, f, asks[i].bytes_of, asks[i].bytes, asks[i].limit);
+        printf("potential block size%s, %zu bytes, limit %d: %s grid %d block %d\n",
+               asks[i].bytes_of ? " with 160 bytes a thread" : "", asks[i].bytes, asks[i].limit, name_of(r), grid, block);
+    }
 }
 
 /* How run() launches a kernel: as its line says, or in one of the cooperative mode's ways. */
