@@ -222,8 +222,6 @@ crate::boundary::stubs! {
     fn cuMulticastUnbind(mcHandle: CUmemGenericAllocationHandle, dev: CUdevice, mcOffset: usize, size: usize);
     fn cuOccupancyAvailableDynamicSMemPerBlock(dynamicSmemSize: *mut usize, func: CUfunction, numBlocks: std::ffi::c_int, blockSize: std::ffi::c_int);
     fn cuOccupancyMaxActiveClusters(numClusters: *mut std::ffi::c_int, func: CUfunction, config: *const CUlaunchConfig);
-    fn cuOccupancyMaxPotentialBlockSize(minGridSize: *mut std::ffi::c_int, blockSize: *mut std::ffi::c_int, func: CUfunction, blockSizeToDynamicSMemSize: CUoccupancyB2DSize, dynamicSMemSize: usize, blockSizeLimit: std::ffi::c_int);
-    fn cuOccupancyMaxPotentialBlockSizeWithFlags(minGridSize: *mut std::ffi::c_int, blockSize: *mut std::ffi::c_int, func: CUfunction, blockSizeToDynamicSMemSize: CUoccupancyB2DSize, dynamicSMemSize: usize, blockSizeLimit: std::ffi::c_int, flags: std::ffi::c_uint);
     fn cuOccupancyMaxPotentialClusterSize(clusterSize: *mut std::ffi::c_int, func: CUfunction, config: *const CUlaunchConfig);
     fn cuParamSetSize(hfunc: CUfunction, numbytes: std::ffi::c_uint);
     fn cuParamSetTexRef(hfunc: CUfunction, texunit: std::ffi::c_int, hTexRef: CUtexref);

@@ -130,6 +130,21 @@ impl SimDriver {
         })
     }
 
+    /// `cuOccupancyMaxPotentialBlockSize`: the block size of at most `limit` threads (0: no
+    /// limit) that lets a multiprocessor hold the most threads of `function`, each size with
+    /// `bytes_of(size)` bytes of dynamic shared memory, and the grid that fills the device with
+    /// it. `bytes_of` runs under the simulator's lock: it must not call the driver.
+    pub fn occupancy_max_potential_block_size(
+        &self,
+        function: Function,
+        bytes_of: &dyn Fn(i32) -> usize,
+        limit: i32,
+    ) -> DriverResult<(i32, i32)> {
+        self.run("cuOccupancyMaxPotentialBlockSize", |s| {
+            super::occupancy::potential_block_size(s, function.0, bytes_of, limit)
+        })
+    }
+
     /// `cuFuncGetAttribute`, as an H200 answered for the same image.
     pub fn func_get_attribute(&self, function: Function, which: i32) -> DriverResult<i32> {
         self.run("cuFuncGetAttribute", |s| {

@@ -15,6 +15,9 @@ const MAX_SHARED_MEMORY_PER_MULTIPROCESSOR: u32 = 81;
 const MAX_REGISTERS_PER_MULTIPROCESSOR: u32 = 82;
 const MAX_BLOCKS_PER_MULTIPROCESSOR: u32 = 106;
 const RESERVED_SHARED_MEMORY_PER_BLOCK: u32 = 111;
+/// Threads an H200's multiprocessor holds: no block size can do better.
+const SM_THREADS: u64 = 2048;
+
 /// `cuFuncGetAttribute`'s `CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK` and
 /// `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`.
 const FUNC_MAX_THREADS: i32 = 0;
@@ -45,4 +48,32 @@ pub(super) fn blocks_per_multiprocessor(s: &State, function: u64, threads: u64, 
         .min(h200(MAX_THREADS_PER_MULTIPROCESSOR) / (warps * 32))
         .min(h200(MAX_REGISTERS_PER_MULTIPROCESSOR) / (warps * per_warp))
         .min(h200(MAX_SHARED_MEMORY_PER_MULTIPROCESSOR) / shared))
+}
+
+/// The block size that lets a multiprocessor hold the most threads of `function` (the largest
+/// of those that do), blocks of at most `limit` threads (0: no limit) with `bytes_of` bytes of
+/// dynamic shared memory for each size tried; and the grid that fills the device with them.
+/// Sizes are tried from the largest down, in steps of a warp, as CUDA's runtime header does.
+pub(super) fn potential_block_size(
+    s: &State,
+    function: u64,
+    bytes_of: &dyn Fn(i32) -> usize,
+    limit: i32,
+) -> SimResult<(i32, i32)> {
+    let (f, contents, kernel) = described(s, function)?;
+    let cc = s.topo.devices[f.device].compute_capability;
+    let most = attribute(contents, kernel, &f.settings, cc, FUNC_MAX_THREADS)?;
+    let limit = if limit <= 0 { most } else { limit.min(most) };
+    let (mut best, mut blocks, mut block) = (0, 0, 0);
+    for aligned in (1..=(limit.max(0) as u32).div_ceil(32)).rev().map(|w| w * 32) {
+        let threads = aligned.min(limit as u32);
+        let fit = blocks_per_multiprocessor(s, function, threads as u64, bytes_of(threads as i32) as u64)?;
+        if fit * threads as u64 > best {
+            (best, blocks, block) = (fit * threads as u64, fit, threads);
+        }
+        if best == SM_THREADS {
+            break;
+        }
+    }
+    Ok(((blocks * s.topo.devices[f.device].sms as u64) as i32, block as i32))
 }

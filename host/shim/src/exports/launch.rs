@@ -4,7 +4,7 @@
 
 use crate::abi::{function, out, stream};
 use crate::boundary::{code, entry, name_once_owned, sim};
-use cudarc::driver::sys::{CUfunction, CUlaunchAttribute, CUlaunchConfig, CUresult, CUstream};
+use cudarc::driver::sys::{CUfunction, CUlaunchAttribute, CUlaunchConfig, CUoccupancyB2DSize, CUresult, CUstream};
 use peerpool::driver::{KernelArg, LaunchShape};
 use peerpool_sim::PtxLaunch;
 use std::ffi::{c_int, c_uint, c_void};
@@ -138,6 +138,8 @@ const PARAM_BUFFER_POINTER: usize = 1;
 const PARAM_BUFFER_SIZE: usize = 2;
 /// The most bytes of parameters a kernel may take (CUDA 12.1 and later).
 const MOST_PARAM_BYTES: usize = 32_764;
+/// The most threads a block may have.
+const MOST_BLOCK_THREADS: c_int = 1024;
 
 /// The kernel's parameter buffer: each parameter copied from `params[i]` to its offset, or the
 /// buffer `extra` names. One of the two, not both.
@@ -255,4 +257,69 @@ pub unsafe extern "C" fn cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
         }
         out(blocks, code(sim().occupancy_max_active_blocks(function(f), threads, dynamic))?)
     })
+}
+
+/// The block size that lets a multiprocessor hold the most threads of `f`, and the grid that
+/// fills the device. The caller's `bytes_of` is asked first, for every size a block may have
+/// (each multiple of a warp, and the limit), so that none of its code runs inside the
+/// simulator.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuOccupancyMaxPotentialBlockSize(
+    grid: *mut c_int,
+    block: *mut c_int,
+    f: CUfunction,
+    bytes_of: CUoccupancyB2DSize,
+    bytes: usize,
+    limit: c_int,
+) -> CUresult {
+    entry!(cuOccupancyMaxPotentialBlockSize(grid, block, f, bytes_of, bytes, limit), {
+        potential_block_size(grid, block, f, bytes_of, bytes, limit)
+    })
+}
+
+/// [`cuOccupancyMaxPotentialBlockSize`]: its flags only concern caches.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuOccupancyMaxPotentialBlockSizeWithFlags(
+    grid: *mut c_int,
+    block: *mut c_int,
+    f: CUfunction,
+    bytes_of: CUoccupancyB2DSize,
+    bytes: usize,
+    limit: c_int,
+    flags: c_uint,
+) -> CUresult {
+    entry!(cuOccupancyMaxPotentialBlockSizeWithFlags(grid, block, f, bytes_of, bytes, limit, flags), {
+        if flags & !(cudarc::driver::sys::CUoccupancy_flags::CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE as c_uint) != 0 {
+            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+        }
+        potential_block_size(grid, block, f, bytes_of, bytes, limit)
+    })
+}
+
+/// # Safety
+/// `grid` and `block` are null or writable; `bytes_of`, if given, may be called with any block
+/// size.
+unsafe fn potential_block_size(
+    grid: *mut c_int,
+    block: *mut c_int,
+    f: CUfunction,
+    bytes_of: CUoccupancyB2DSize,
+    bytes: usize,
+    limit: c_int,
+) -> crate::boundary::Answer {
+    if grid.is_null() || block.is_null() {
+        return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+    }
+    let most = MOST_BLOCK_THREADS;
+    let sizes: Vec<c_int> =
+        (1..=most / 32).map(|w| w * 32).chain((limit > 0 && limit % 32 != 0).then_some(limit)).collect();
+    // SAFETY: the caller's: `bytes_of` takes a block size.
+    let table: Vec<(c_int, usize)> = sizes.iter().map(|&t| (t, bytes_of.map_or(bytes, |b| unsafe { b(t) }))).collect();
+    let lookup = |t: c_int| table.iter().find(|e| e.0 == t).map_or(bytes, |e| e.1);
+    let (g, b) = code(sim().occupancy_max_potential_block_size(function(f), &lookup, limit))?;
+    // SAFETY: both checked non-null; the caller's: writable.
+    unsafe {
+        out(grid, g)?;
+        out(block, b)
+    }
 }
