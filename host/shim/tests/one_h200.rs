@@ -211,8 +211,12 @@ fn main() -> ExitCode {
         }));
     }
     trials.push(trial("cooperative_launches_do_what_they_did_on_one_h200".into(), CUDA_INCLUDE, || {
-        let mut program = Command::new(c_program("corpus")?);
-        same_as_on_one_h200(program.arg(corpus_dir()?).arg("corpus.ptx").arg("cooperative"), "corpus_cooperative.txt")
+        for mode in ["cooperative", "first-ordinary"] {
+            let mut program = Command::new(c_program("corpus")?);
+            let record = format!("corpus_{}.txt", mode.replace('-', "_"));
+            same_as_on_one_h200(program.arg(corpus_dir()?).arg("corpus.ptx").arg(mode), &record)?;
+        }
+        Ok(())
     }));
     for name in ["staging", "pool_ipc"] {
         trials.push(trial(format!("cuda_core_{name}_prints_what_it_printed_on_one_h200"), PYTHON, move || {

@@ -54,15 +54,21 @@ pub(super) fn launch(
     };
     let Some(kernel) = module.kernel(&name) else { return refuse(&name, "its PTX does not define it") };
     let variables = variables(s, f.module, &module);
-    // A kernel that synchronises its grid gets a workspace in every launch, as from NVIDIA's
-    // driver; its blocks run at once where the device holds them all (in an ordinary launch,
-    // as a GPU schedules them), and must in a cooperative one.
+    // As NVIDIA's driver does, a context's first cooperative launch makes its grid workspace,
+    // which every later launch there gets: a kernel that synchronises its grid works in an
+    // ordinary launch after that (its blocks at once where the device holds them all, as a GPU
+    // schedules them), and traps before. The driver keeps one workspace; here each launch gets
+    // a zeroed one, which `grid.sync()`'s counting cannot tell apart.
     let resident = blocks(shape) <= resident_blocks(s, device, function, shape)?;
     if cooperative && !resident {
         return fail(CudaCode::CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE);
     }
+    let ctx = s.current_context().unwrap_or_default();
+    let settings = s.context_settings.entry(ctx).or_default();
+    settings.grid_workspace |= cooperative;
+    let given = settings.grid_workspace && kernel.reads_grid_workspace;
     let capacity = s.topo.devices[device].total_memory;
-    let grid_sync = match cooperative || kernel.reads_grid_workspace {
+    let grid_sync = match cooperative || given {
         true => {
             let workspace = s
                 .memory

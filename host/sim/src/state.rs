@@ -50,6 +50,9 @@ pub(super) struct ContextSettings {
     pub(super) limits: Vec<(u32, u64)>,
     /// `CUfunc_cache`.
     pub(super) cache_config: u32,
+    /// A cooperative launch has run in it: NVIDIA's driver then made the context's grid
+    /// workspace, which it gives every later launch of the context.
+    pub(super) grid_workspace: bool,
 }
 
 /// What one created stream was made with.

@@ -165,7 +165,7 @@ WAIT:
 ";
 
 #[test]
-fn cooperative_launches_hold_every_block_at_once_and_ordinary_ones_give_a_grid_synchroniser_its_workspace() {
+fn cooperative_launches_hold_every_block_at_once_and_make_the_workspace_later_ordinary_ones_get() {
     let (d, system) = sim(Topology::two_h200());
     let _ctx = system.enter(0).unwrap();
     let (_pool, memory) = pool_alloc(&system, 0, 4 * 64);
@@ -178,8 +178,41 @@ fn cooperative_launches_hold_every_block_at_once_and_ordinary_ones_give_a_grid_s
     // An H200 holds 32 blocks of 64 threads on each of its 132 multiprocessors.
     let too_many = d.launch_ptx_cooperative(f, &shape(132 * 32 + 1), Stream::LEGACY);
     assert_eq!(code(too_many).as_deref(), Some("CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE"));
-    // Ordinarily too, where the device holds every block; the workspace is a fresh one.
+    // Ordinarily too, now that the context has its workspace, where the device holds every block.
     d.launch_ptx(f, &shape(64), Stream::LEGACY).unwrap();
     assert_eq!(words(&d, memory.ptr(), 64), vec![64; 64]);
     assert!(d.sticky_error().is_none());
+}
+
+#[test]
+fn occupancy_is_an_h200_multiprocessors_by_threads_blocks_and_shared_memory() {
+    let (d, system) = sim(Topology::two_h200());
+    let _ctx = system.enter(0).unwrap();
+    let module = d.module_load_image(GRID_SYNC.as_bytes()).unwrap();
+    let f = d.module_get_function(module, c"sync").unwrap();
+    let blocks = |threads: i32, bytes: usize| d.occupancy_max_active_blocks(f, threads, bytes).unwrap();
+    // At most 32 blocks and 2048 threads; 228 KiB of shared memory, 1 KiB of it reserved a block.
+    assert_eq!([blocks(32, 0), blocks(96, 0), blocks(256, 0), blocks(1024, 0)], [32, 21, 8, 2]);
+    assert_eq!(blocks(64, 40_000), 5);
+    // Past what a block may have: none.
+    assert_eq!([blocks(1025, 0), blocks(64, 50_000)], [0, 0]);
+    assert_eq!(code(d.occupancy_max_active_blocks(f, 0, 0)).as_deref(), Some("CUDA_ERROR_INVALID_VALUE"));
+    let potential =
+        |bytes_of: &dyn Fn(i32) -> usize, limit| d.occupancy_max_potential_block_size(f, bytes_of, limit).unwrap();
+    assert_eq!(potential(&|_| 0, 0), (132 * 2, 1024));
+    assert_eq!(potential(&|_| 0, 200), (132 * 16, 128), "a limit not a warp's multiple is tried as it is");
+    assert_eq!(potential(&|t| t as usize * 160, 0), (132 * 6, 224), "the largest of the best");
+}
+
+#[test]
+fn before_a_cooperative_launch_an_ordinary_one_finds_no_workspace() {
+    let (d, system) = sim(Topology::two_h200());
+    let _ctx = system.enter(0).unwrap();
+    let (_pool, memory) = pool_alloc(&system, 0, 64);
+    let module = d.module_load_image(GRID_SYNC.as_bytes()).unwrap();
+    let f = d.module_get_function(module, c"sync").unwrap();
+    let params = memory.ptr().0.to_le_bytes();
+    let shape = PtxLaunch { grid: [2, 1, 1], block: [32, 1, 1], shared: 0, params: &params };
+    d.launch_ptx(f, &shape, Stream::LEGACY).expect("the trap surfaces at the next call");
+    assert_eq!(d.sticky_error(), Some(peerpool::CudaCode::CUDA_ERROR_LAUNCH_FAILED));
 }

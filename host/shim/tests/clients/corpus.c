@@ -8,9 +8,10 @@
  * In its cooperative mode it prints how many blocks of grid_sync a multiprocessor holds at
  * once, for several sizes, then launches grid_sync, whose grid synchronises, in the other ways
  * there are: through cuLaunchKernelEx with the cooperative attribute; with more blocks than
- * the device holds at once; and as an ordinary launch, where grid.sync() finds no workspace.
- * Usage: corpus CORPUS_DIR [PTX_FILE [cooperative]] (default corpus.ptx). Exits 1 on an
- * unexpected error. */
+ * the device holds at once; and as an ordinary launch after those. In its first-ordinary mode it
+ * launches grid_sync ordinarily before any cooperative launch.
+ * Usage: corpus CORPUS_DIR [PTX_FILE [cooperative|first-ordinary]] (default corpus.ptx). Exits 1
+ * on an unexpected error. */
 #include "client.h"
 #include <stdint.h>
 #include <stdlib.h>
@@ -144,7 +145,8 @@ int main(int argc, char **argv) {
     char *kernels = (char *)read_or_exit(argv[1], "kernels.txt");
     CUmodule m;
     TRY(cuModuleLoadData(&m, ptx));
-    if (argc > 3 && strcmp(argv[3], "cooperative") == 0) {
+    int first_ordinary = argc > 3 && strcmp(argv[3], "first-ordinary") == 0;
+    if (first_ordinary || (argc > 3 && strcmp(argv[3], "cooperative") == 0)) {
         char *line = strstr(kernels, "\ngrid_sync ");
         if (!line) {
             printf("kernels.txt has no grid_sync\n");
@@ -154,8 +156,8 @@ int main(int argc, char **argv) {
         if (end) *end = '\0';
         CUfunction f;
         TRY(cuModuleGetFunction(&f, m, "grid_sync"));
-        occupancy(f);
-        for (enum how how = THROUGH_EX; how <= ORDINARY; how++)
+        if (!first_ordinary) occupancy(f);
+        for (enum how how = first_ordinary ? ORDINARY : THROUGH_EX; how <= ORDINARY; how++)
             if (run(m, line + 1, how)) return 1;
         printf("done\n");
         return 0;
