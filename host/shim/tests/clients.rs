@@ -17,7 +17,7 @@ use peerpool_sim::{Topology, catalog_topology};
 use std::collections::BTreeMap;
 use std::process::{Command, ExitCode};
 use support::{
-    CUDA_INCLUDE, NVCC, PYTHON, c_program, clients, images, recorded, run, shim_dir, stderr, stdout, trial,
+    CUDA_INCLUDE, NVCC, PYTHON, c_program, clients, corpus_dir, images, recorded, run, shim_dir, stderr, stdout, trial,
     trial_needing,
 };
 
@@ -261,6 +261,23 @@ fn numba_run(stem: &str, script: &str, kernels: &[&str]) -> Result<(), Failed> {
     }
 }
 
+/// cuda.core's cooperative launch of the corpus's `grid_sync`, sized by the occupancy the
+/// simulator reports, on every simulated GPU: each output word as numpy computes it.
+fn cuda_core_launches_cooperatively(stem: &str) -> Result<(), Failed> {
+    let mut command = Command::new(std::env::var(PYTHON)?);
+    let ptx = corpus_dir().join("corpus.ptx");
+    let out = run(command.arg(clients().join("cooperative.py")).arg(ptx), &[("PEERPOOL_TOPOLOGY", stem)])?;
+    let n = catalog_topology(stem)?.device_count();
+    let mut want = format!("devices: {n}\n");
+    for gpu in 0..n {
+        want.push_str(&format!("gpu {gpu} grid_sync: 32 blocks a multiprocessor, 64 launched, ok\n"));
+    }
+    match (out.status.success(), stdout(&out)) {
+        (true, text) if text == want => Ok(()),
+        (_, text) => Err(format!("{}\nexpected:\n{want}printed:\n{text}stderr: {}", out.status, stderr(&out)).into()),
+    }
+}
+
 /// The client, run through the shim on the simulated H200 pair, prints what it printed on the
 /// real one, line for line.
 fn same_as_on_the_h200s(program: &mut Command, record: &str) -> Result<(), Failed> {
@@ -333,6 +350,9 @@ fn main() -> ExitCode {
     }
     // The kernels are PTX for sm_90: four_gpu_islands' GPUs (sm_80) refuse it, as the driver would.
     for stem in ["two_h200_nvlink", "eight_gpu_nvswitch"] {
+        trials.push(trial(format!("cuda_core_launches_cooperatively::{stem}"), PYTHON, move || {
+            cuda_core_launches_cooperatively(stem)
+        }));
         let needs = [CUDA_INCLUDE, NVCC];
         trials.push(trial_needing(format!("c_kernel_touches_a_peer_pool::{stem}"), &needs, move || {
             c_kernel_touches_a_peer_pool(stem)

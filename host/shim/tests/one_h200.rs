@@ -16,10 +16,10 @@
 mod support;
 
 use libtest_mimic::{Arguments, Failed};
-use std::path::Path;
 use std::process::{Command, ExitCode};
 use support::{
-    CUDA_INCLUDE, NVCC, PYTHON, c_program, clients, images, recorded, run, stderr, stdout, trial, trial_needing,
+    CUDA_INCLUDE, NVCC, PYTHON, c_program, clients, corpus_dir, images, recorded, run, stderr, stdout, trial,
+    trial_needing,
 };
 
 /// Where the simulator answers otherwise than the H200 did, on purpose: the record, the line
@@ -86,12 +86,6 @@ fn same_as_on_one_h200(program: &mut Command, name: &str) -> Result<(), Failed> 
     }
 }
 
-/// The PTX executor's corpus (`host/ptx/tests/corpus`), found at run time.
-fn corpus_dir() -> Result<std::path::PathBuf, Failed> {
-    let manifest = std::env::var_os("CARGO_MANIFEST_DIR").ok_or("CARGO_MANIFEST_DIR is not set")?;
-    Ok(Path::new(&manifest).join("../ptx/tests/corpus"))
-}
-
 /// Whether two words of `approx_math` agree within the GPU's error bounds (the PTX ISA's, as
 /// `peerpool-ptx` states them): its first two words of each eight are `__sinf` and `__cosf`,
 /// within 2^-20.9 absolute on [-pi, pi]; the others within 2 ulp.
@@ -109,7 +103,7 @@ fn approx_agree(index: usize, a: u32, b: u32) -> bool {
 fn corpus_as_on_one_h200(ptx: &str, name: &str) -> Result<(), Failed> {
     let want = recorded(&format!("one-h200/{name}"))?;
     let mut program = Command::new(c_program("corpus")?);
-    let out = run(program.arg(corpus_dir()?).arg(ptx), &[("PEERPOOL_TOPOLOGY", "one_gpu")])?;
+    let out = run(program.arg(corpus_dir()).arg(ptx), &[("PEERPOOL_TOPOLOGY", "one_gpu")])?;
     let text = stdout(&out);
     let (want_lines, got_lines): (Vec<&str>, Vec<&str>) = (want.lines().collect(), text.lines().collect());
     if want_lines.len() != got_lines.len() {
@@ -214,7 +208,7 @@ fn main() -> ExitCode {
         for mode in ["cooperative", "first-ordinary"] {
             let mut program = Command::new(c_program("corpus")?);
             let record = format!("corpus_{}.txt", mode.replace('-', "_"));
-            same_as_on_one_h200(program.arg(corpus_dir()?).arg("corpus.ptx").arg(mode), &record)?;
+            same_as_on_one_h200(program.arg(corpus_dir()).arg("corpus.ptx").arg(mode), &record)?;
         }
         Ok(())
     }));

@@ -51,8 +51,12 @@
 //!   sizes) run natively whatever image holds them; any other kernel runs from its module's PTX
 //!   on `peerpool-ptx` (the image's, or a fatbin's PTX beside its machine code), and launching
 //!   one whose image holds machine code only is `CUDA_ERROR_NOT_SUPPORTED` (the GPU runs it). A
-//!   launch runs to its end inside `cuLaunchKernel`, blocks one after another; the clock charges
-//!   its traffic as the timing model prices it. Machine code
+//!   launch runs to its end inside `cuLaunchKernel`, blocks one after another (a cooperative
+//!   launch's, and an ordinary launch's of a kernel that synchronises its grid once the context
+//!   has its grid workspace, all at once where the device holds them, taking turns); the clock
+//!   charges its traffic as the timing model prices it. Each such launch gets a zeroed grid
+//!   workspace of its own, where NVIDIA's driver keeps one per context from its first
+//!   cooperative launch on. Occupancy counts a PTX kernel's 32 registers (below). Machine code
 //!   loads on its own major version at its minor version or later (an H200 refused sm_80 code:
 //!   `CUDA_ERROR_NO_BINARY_FOR_GPU`). The PTX JIT, its cache and their cost are not simulated.
 //! - Chosen where the image cannot say (`modules.rs`): a PTX kernel uses 32 registers (the

@@ -104,13 +104,7 @@ impl SimDriver {
     ) -> DriverResult<()> {
         self.run(call, |s| {
             let device = s.current_device()?;
-            let function = match s.library_kernels.get(&function.0).cloned() {
-                Some(k) => {
-                    let module = library_module(s, k.library)?;
-                    modules::function(s, module, k.name.as_bytes())?
-                }
-                None => function.0,
-            };
+            let function = in_context(s, function.0)?;
             let Some(f) = s.functions.get(&function) else { return fail(CudaCode::CUDA_ERROR_INVALID_HANDLE) };
             if f.device != device || s.stream_device(stream)? != device {
                 return fail(CudaCode::CUDA_ERROR_INVALID_HANDLE);
@@ -125,7 +119,8 @@ impl SimDriver {
     pub fn occupancy_max_active_blocks(&self, function: Function, threads: i32, dynamic: usize) -> DriverResult<i32> {
         self.run("cuOccupancyMaxActiveBlocksPerMultiprocessor", |s| {
             let Ok(threads) = u64::try_from(threads) else { return fail(CudaCode::CUDA_ERROR_INVALID_VALUE) };
-            let blocks = super::occupancy::blocks_per_multiprocessor(s, function.0, threads, dynamic as u64)?;
+            let function = in_context(s, function.0)?;
+            let blocks = super::occupancy::blocks_per_multiprocessor(s, function, threads, dynamic as u64)?;
             Ok(blocks as i32)
         })
     }
@@ -141,7 +136,8 @@ impl SimDriver {
         limit: i32,
     ) -> DriverResult<(i32, i32)> {
         self.run("cuOccupancyMaxPotentialBlockSize", |s| {
-            super::occupancy::potential_block_size(s, function.0, bytes_of, limit)
+            let function = in_context(s, function.0)?;
+            super::occupancy::potential_block_size(s, function, bytes_of, limit)
         })
     }
 
@@ -348,4 +344,16 @@ fn library_kernel(s: &mut State, kernel: u64, device: i32) -> SimResult<(KernelR
         return fail(CudaCode::CUDA_ERROR_INVALID_HANDLE);
     };
     Ok((k, device, contents, described))
+}
+
+/// The function `handle` names: itself, or for a library's kernel (which launches and queries
+/// take in a function's place) its function in the current context.
+fn in_context(s: &mut State, handle: u64) -> SimResult<u64> {
+    match s.library_kernels.get(&handle).cloned() {
+        Some(k) => {
+            let module = library_module(s, k.library)?;
+            modules::function(s, module, k.name.as_bytes())
+        }
+        None => Ok(handle),
+    }
 }

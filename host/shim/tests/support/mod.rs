@@ -76,6 +76,11 @@ pub fn clients() -> PathBuf {
     PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets it")).join("tests/clients")
 }
 
+/// The PTX executor's corpus (`host/ptx/tests/corpus`), found at run time.
+pub fn corpus_dir() -> PathBuf {
+    PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets it")).join("../ptx/tests/corpus")
+}
+
 /// `clients/<name>.c`, compiled once against NVIDIA's header and linked with the shim's `-lcuda`.
 pub fn c_program(name: &'static str) -> Result<PathBuf, Failed> {
     static BUILT: Mutex<Option<HashMap<&'static str, Result<PathBuf, String>>>> = Mutex::new(None);
