@@ -83,8 +83,9 @@ impl Mods {
         for w in &self.words {
             match w.as_str() {
                 "global" => return Space::Global,
-                // The block's own shared memory (`::cta`; a cluster's is not simulated).
-                "shared" | "shared::cta" => return Space::Shared,
+                // A `.shared::cluster` address of the block's own memory is its `::cta` one;
+                // another block's is marked with its rank (`mapa`).
+                "shared" | "shared::cta" | "shared::cluster" => return Space::Shared,
                 "local" => return Space::Local,
                 "param" => return Space::Param,
                 "const" => return Space::Const,
@@ -136,7 +137,7 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
             }
         }
         "ld" | "st" => {
-            mods.only(&["global", "shared", "shared::cta", "local", "param", "const", "v2", "v4", "v8"])
+            mods.only(&["global", "shared", "shared::cta", "shared::cluster", "local", "param", "const", "v2", "v4", "v8"])
                 .map_err(unsupported)?;
             let ty = d.ty(&mods)?;
             let (mut space, n) = (mods.space(), mods.vector());
@@ -537,6 +538,7 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
                 "global",
                 "shared",
                 "shared::cta",
+                "shared::cluster",
                 "add",
                 "min",
                 "max",
@@ -584,6 +586,24 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
         "bar" if mods.has("warp") => {
             mods.only(&["warp", "sync"]).map_err(unsupported)?;
             Op::Warp { op: WarpOp::Sync, mask: Some(d.src(0, Ty::U32)?) }
+        }
+        // A cluster's barrier: `cluster` is among the ignored scopes, so it is told from the name.
+        "barrier" if opcode.split('.').nth(1) == Some("cluster") => {
+            mods.only(&["arrive", "wait"]).map_err(unsupported)?;
+            match (mods.has("arrive"), mods.has("wait"), ops.len()) {
+                (true, false, 0) => Op::ClusterBarrier { wait: false },
+                (false, true, 0) => Op::ClusterBarrier { wait: true },
+                _ => return Err(unsupported("this form".into())),
+            }
+        }
+        "mapa" => {
+            mods.only(&["shared::cluster"]).map_err(unsupported)?;
+            let ty = d.ty(&mods)?;
+            let shared = mods.has("shared::cluster");
+            if ty.bits() != if shared { 32 } else { 64 } {
+                return Err(unsupported("this address width".into()));
+            }
+            Op::Mapa { shared, d: d.reg(0)?, a: d.src(1, ty)?, rank: d.src(2, Ty::U32)? }
         }
         "bar" | "barrier" => {
             mods.only(&["sync", "arrive", "red", "cta", "popc", "and", "or"]).map_err(unsupported)?;

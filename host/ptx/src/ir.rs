@@ -166,6 +166,20 @@ pub enum Special {
     GlobalTimer,
     DynamicSharedSize,
     TotalSharedSize,
+    /// `%cluster_ctarank`: the block's rank in its cluster.
+    ClusterRank,
+    /// `%cluster_nctarank`: the blocks of a cluster.
+    ClusterBlocks,
+    /// `%cluster_ctaid`: the block's place in its cluster, along an axis.
+    ClusterCtaid(u8),
+    /// `%cluster_nctaid`: the cluster's size along an axis.
+    ClusterNctaid(u8),
+    /// `%clusterid`: the cluster's place in the grid, along an axis.
+    ClusterId(u8),
+    /// `%nclusterid`: the grid's size in clusters, along an axis.
+    NClusterId(u8),
+    /// `%is_explicit_cluster`: whether the launch gave cluster dimensions.
+    ExplicitCluster,
     /// `%envreg1` (`true`) and `%envreg2`: the high and low halves of a cooperative launch's
     /// grid workspace, where `grid.sync()` counts the blocks that arrived (0 in other launches).
     GridWorkspace(bool),
@@ -550,6 +564,20 @@ pub enum Op {
     },
     Bra {
         target: u32,
+    },
+    /// `barrier.cluster.arrive` (counts the thread in the cluster's barrier) and
+    /// `barrier.cluster.wait` (until every thread of the cluster has arrived since its own
+    /// arrival).
+    ClusterBarrier {
+        wait: bool,
+    },
+    /// `mapa`: the address `a` names in the shared memory of the cluster's block `rank`, a
+    /// generic address or (`shared`) a `.shared::cluster` one.
+    Mapa {
+        shared: bool,
+        d: Reg,
+        a: Src,
+        rank: Src,
     },
     /// `bar.sync`/`barrier.sync` (`bar.arrive` does not wait), and `bar.red`, which also
     /// reduces a predicate over the threads that meet there.
@@ -1025,6 +1053,8 @@ pub struct Function {
     /// Bytes of local memory a thread needs.
     pub local_bytes: u32,
     pub body: Vec<Inst>,
+    /// The cluster dimensions a kernel requires (`.reqnctapercluster`), if it does.
+    pub cluster: Option<[u32; 3]>,
     /// Whether its code, with the functions it calls, reads the grid workspace (`%envreg1`,
     /// `%envreg2`), as `grid.sync()` does: a driver gives such a kernel a workspace in every
     /// launch, cooperative or not.

@@ -421,15 +421,28 @@ fn function(
         let place = if entry { Place::Param(param.offset) } else { Place::Local(param.offset) };
         scope.places.insert(param.name.clone(), place);
     }
-    // Performance directives (.maxntid, .reqntid, .minnctapersm, .maxnreg, .noreturn, ...) do
-    // not change what a kernel computes.
+    // Performance directives (.maxntid, .reqntid, .minnctapersm, .maxnreg, .noreturn,
+    // .maxclusterrank, ...) do not change what a kernel computes; `.reqnctapercluster` gives the
+    // cluster it is launched in.
+    let mut cluster = None;
     while let Some(Tok::Word(w)) = p.peek() {
         if !w.starts_with('.') {
             break;
         }
+        let w = w.clone();
         p.next()?;
-        while matches!(p.peek(), Some(Tok::Int(_)) | Some(Tok::Punct(','))) {
-            p.next()?;
+        let mut numbers = Vec::new();
+        while let Some(Tok::Int(_) | Tok::Punct(',')) = p.peek() {
+            if let Tok::Int(v) = p.next()? {
+                numbers.push(u32::try_from(v).unwrap_or(0));
+            }
+        }
+        if w == ".reqnctapercluster" {
+            let dims = [numbers.first(), numbers.get(1), numbers.get(2)].map(|d| d.copied().unwrap_or(1));
+            if numbers.is_empty() || numbers.len() > 3 || dims.contains(&0) {
+                return p.err(format!("{w} takes one to three sizes of at least 1"));
+            }
+            cluster = Some(dims);
         }
     }
     funcs.declare(&name);
@@ -453,6 +466,7 @@ fn function(
         shared_bytes,
         local_bytes,
         body: Vec::new(),
+        cluster,
         reads_grid_workspace: false,
     };
     let raw = body(p, &mut scope, &mut f)?;
@@ -750,6 +764,10 @@ fn special(name: &str) -> Option<Special> {
             "%ntid" => Ntid(a),
             "%ctaid" => Ctaid(a),
             "%nctaid" => Nctaid(a),
+            "%cluster_ctaid" => ClusterCtaid(a),
+            "%cluster_nctaid" => ClusterNctaid(a),
+            "%clusterid" => ClusterId(a),
+            "%nclusterid" => NClusterId(a),
             _ => return None,
         });
     }
@@ -769,6 +787,9 @@ fn special(name: &str) -> Option<Special> {
         "%globaltimer" => GlobalTimer,
         "%dynamic_smem_size" => DynamicSharedSize,
         "%total_smem_size" => TotalSharedSize,
+        "%cluster_ctarank" => ClusterRank,
+        "%cluster_nctarank" => ClusterBlocks,
+        "%is_explicit_cluster" => ExplicitCluster,
         // The driver's other environment registers hold what the simulator does not know.
         "%envreg1" => GridWorkspace(true),
         "%envreg2" => GridWorkspace(false),

@@ -27,6 +27,8 @@ struct Line {
     fill: u32,
     /// Launched cooperatively (`cuLaunchCooperativeKernel`).
     cooperative: bool,
+    /// Launched in clusters of these dimensions (a launch attribute).
+    cluster: Option<[u32; 3]>,
 }
 
 fn launches() -> Vec<Line> {
@@ -48,10 +50,14 @@ fn launches() -> Vec<Line> {
                 out_words: num(9) as usize,
                 n: num(10),
                 fill: num(11),
-                cooperative: match f.get(12) {
-                    None => false,
-                    Some(&"cooperative") => true,
-                    Some(other) => panic!("{}: unknown launch {other}", f[0]),
+                cooperative: f.get(12) == Some(&"cooperative"),
+                cluster: match f.get(12) {
+                    None | Some(&"cooperative") => None,
+                    Some(kind) => {
+                        let dims = kind.strip_prefix("cluster=").map(|d| d.split('x').map(|v| v.parse().unwrap()));
+                        let dims: Vec<u32> = dims.unwrap_or_else(|| panic!("{}: unknown launch {kind}", f[0])).collect();
+                        Some([dims[0], dims[1], dims[2]])
+                    }
                 },
             }
         })
@@ -108,6 +114,7 @@ fn launch(module: &Module, l: &Line, input: &[u32]) -> (Vec<u32>, Vec<Vec<u8>>, 
         variables: &variables,
         budget: 1 << 30,
         grid_sync,
+        cluster: l.cluster,
     };
     let kernel = module.kernel(&l.name).unwrap_or_else(|| panic!("{} is in corpus.ptx", l.name));
     run(kernel, &launch, &mut ram).unwrap_or_else(|t| panic!("{}: {t:?}", l.name));
@@ -124,8 +131,10 @@ fn every_kernel_of_the_corpus_computes_what_the_reference_does() {
 
 fn compute_what_the_reference_does(file: &str, module: &Module) {
     let lines = launches();
-    let entries = module.functions.iter().filter(|f| f.entry).count();
-    assert_eq!(entries, lines.len(), "every kernel of corpus.ptx has a line in kernels.txt");
+    let entries: std::collections::BTreeSet<&str> =
+        module.functions.iter().filter(|f| f.entry).map(|f| f.name.as_str()).collect();
+    let launched: std::collections::BTreeSet<&str> = lines.iter().map(|l| l.name.as_str()).collect();
+    assert_eq!(entries, launched, "every kernel of corpus.ptx has a line in kernels.txt");
     assert!(lines.len() >= 40);
     for l in &lines {
         let input: Vec<u32> = (0..l.in_words as u32).map(hash).collect();
@@ -622,6 +631,41 @@ fn reference(l: &Line, x: &[u32], got: &[u32], vars: &[Vec<u8>], warp: impl Fn(u
                 warp_sums[w..end].iter().fold(0u32, |a, &v| a.wrapping_add(v))
             };
             per(threads, &|i| vec![running(i / 32)])
+        }
+        "cluster_shape" => {
+            let size = l.cluster.map_or(1, |d| d[0]) as usize;
+            per(threads, &|i| {
+                let (b, t) = (i / 64, i % 64);
+                let rank = b % size;
+                let next = b - rank + (rank + size - 1) % size;
+                let v = x[next * 64 + 63 - t].wrapping_add(next as u32);
+                let explicit = l.cluster.is_some() as u32;
+                let (id, ids) = ((b / size) as u32, (l.grid[0] as usize / size) as u32);
+                vec![v ^ (rank as u32) << 28 ^ (size as u32) << 24 ^ (size as u32) << 20 ^ explicit << 19 ^ id << 12 ^ ids << 4]
+            })
+        }
+        "cluster_exchange" => {
+            // Clusters of 2 x 2 blocks of 128 threads; a block's rank is x + 2 y within them.
+            let (gx, size) = (l.grid[0] as usize, l.block[0] as usize);
+            let block_at = |bx: usize, by: usize| bx + gx * by;
+            let mut out = vec![0u32; threads];
+            for by in 0..l.grid[1] as usize {
+                for bx in 0..gx {
+                    let (cx, cy, rx, ry) = (bx / 2, by / 2, bx % 2, by % 2);
+                    let rank = rx + 2 * ry;
+                    let member = |r: usize| block_at(2 * cx + r % 2, 2 * cy + r / 2);
+                    let total = (0..4)
+                        .flat_map(|r| (0..size).map(move |t| member(r) * size + t))
+                        .fold(0u32, |a, i| a.wrapping_add(x[i] & 0xff));
+                    for t in 0..size {
+                        let v = x[member((rank + 1) % 4) * size + (t * 7) % size];
+                        let mine = if rank == 0 { total } else { 0 };
+                        out[block_at(bx, by) * size + t] =
+                            v ^ (rank as u32) << 24 ^ (rx as u32) << 20 ^ (ry as u32) << 16 ^ 4 << 12 ^ mine;
+                    }
+                }
+            }
+            out
         }
         "wmma_tiles" => wmma_tiles(x),
         "mma_sync_tiles" => mma_sync_tiles(x),

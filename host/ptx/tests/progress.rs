@@ -38,6 +38,7 @@ fn run(module: &Module, grid: u32, block: u32, grid_sync: Option<GridSync>) -> R
         variables: &[],
         budget: 1 << 24,
         grid_sync,
+        cluster: None,
     };
     peerpool_ptx::run(module.kernel("k").expect("k"), &launch, &mut ram)?;
     Ok(ram.words(OUT))

@@ -78,7 +78,8 @@ pub(super) fn launch(
         }
         false => None,
     };
-    let launch = Launch { shape: *shape, variables: &variables, budget: BUDGET, grid_sync };
+    let cluster = None;
+    let launch = Launch { shape: *shape, variables: &variables, budget: BUDGET, grid_sync, cluster };
     let traffic = execute(s, device, kernel, &launch);
     if let Some(g) = grid_sync {
         s.memory.free(g.workspace);
@@ -146,7 +147,7 @@ pub(super) fn launch_own(
     let module = module.as_ref().map_err(|_| Fail::from(CudaCode::CUDA_ERROR_NOT_SUPPORTED))?;
     let kernel = module.kernel(entry).ok_or(Fail::from(CudaCode::CUDA_ERROR_NOT_FOUND))?;
     let shape = PtxLaunch { grid: [shape.grid, 1, 1], block: [shape.block, 1, 1], shared: 0, params };
-    let launch = Launch { shape, variables: &[], budget: BUDGET, grid_sync: None };
+    let launch = Launch { shape, variables: &[], budget: BUDGET, grid_sync: None, cluster: None };
     execute(s, device, kernel, &launch).map(|_| ())
 }
 

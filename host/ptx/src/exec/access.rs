@@ -38,11 +38,17 @@ impl Access<'_, '_, '_> {
 
     /// The executor's own memory a space and offset name, if in range.
     fn own(&mut self, space: Space, at: u64, len: usize) -> Option<&mut [u8]> {
+        let (rank, at) = match space {
+            Space::Shared => super::cluster::split(at),
+            _ => (None, at),
+        };
         let at = usize::try_from(at).ok()?;
         let end = at.checked_add(len)?;
-        match space {
-            Space::Shared => self.sh.bytes.get_mut(at..end),
-            Space::Local => self.local.get_mut(at..end),
+        match (space, rank) {
+            // Another block of the cluster's shared memory, or its own by rank.
+            (Space::Shared, Some(r)) if r != self.sh.rank => self.sh.cluster.bytes.get_mut(r)?.get_mut(at..end),
+            (Space::Shared, _) => self.sh.bytes.get_mut(at..end),
+            (Space::Local, _) => self.local.get_mut(at..end),
             _ => None,
         }
     }

@@ -4,15 +4,16 @@
 //! threads as it counts (by default every thread that has not exited) have arrived, and a
 //! warp's lanes meet as `warp.rs` says.
 
+use super::cluster::Cluster;
 use super::fast::Code;
 use super::thread::{Shared, State, ThreadState};
 use super::{Launch, Memory, Thread, Trap, TrapKind, schedule, warp};
 use crate::ir::{BarRedOp, Function};
 
-/// A block's threads and what they share, kept between its turns.
+/// A block's threads and what they share, kept between its turns (its shared memory is its
+/// cluster's to keep).
 pub(super) struct Block {
     pub(super) threads: Vec<ThreadState>,
-    bytes: Vec<u8>,
     clock: u64,
     arrived: [u32; 16],
     /// Instructions run so far.
@@ -51,26 +52,30 @@ impl Block {
                 }
             }
         }
-        let size = kernel.shared_bytes as usize + launch.shape.shared as usize;
-        Block { threads, bytes: vec![0; size], clock: 0, arrived: [0; 16], ran: 0 }
+        Block { threads, clock: 0, arrived: [0; 16], ran: 0 }
     }
 
-    /// Runs the block until its threads have exited or, where `others` (other blocks are
-    /// resident), until a pass over its warps leaves one that must wait for them: a warp
-    /// whose time slice ran out (it may spin on memory another block writes) or that yielded.
+    /// Runs the block, of rank `rank` in `cluster`, until its threads have exited or, where
+    /// `others` (other blocks are resident), until a pass over its warps leaves one that must
+    /// wait for them: a warp whose time slice ran out (it may spin on memory another block
+    /// writes) or that yielded (at the cluster's barrier).
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn turn(
         &mut self,
         kernel: &Function,
         code: &Code,
         launch: &Launch<'_>,
         memory: &mut dyn Memory,
+        (cluster, rank): (&mut Cluster, usize),
         budget: &mut u64,
         others: bool,
     ) -> Result<Turn, Trap> {
-        let bytes = std::mem::take(&mut self.bytes);
-        let mut shared = Shared { launch, memory, bytes, clock: self.clock, arrived: self.arrived };
+        let bytes = std::mem::take(&mut cluster.bytes[rank]);
+        let (clock, arrived) = (self.clock, self.arrived);
+        let mut shared = Shared { launch, memory, bytes, clock, arrived, cluster, rank };
         let result = passes(kernel, code, &mut self.threads, &mut shared, budget, &mut self.ran, others);
-        (self.bytes, self.clock, self.arrived) = (shared.bytes, shared.clock, shared.arrived);
+        let Shared { bytes, clock, arrived, cluster, .. } = shared;
+        (cluster.bytes[rank], self.clock, self.arrived) = (bytes, clock, arrived);
         result
     }
 }

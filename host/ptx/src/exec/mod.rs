@@ -10,6 +10,7 @@ mod access;
 mod arith;
 mod bits;
 mod block;
+mod cluster;
 mod directed;
 mod fast;
 mod float;
@@ -25,6 +26,7 @@ mod thread;
 mod warp;
 
 use crate::ir::{Function, Space};
+use cluster::Cluster;
 
 /// Where generic addresses of a block's shared memory begin: far above any device or host
 /// address, so a generic address tells its window apart.
@@ -199,6 +201,10 @@ pub struct Launch<'a> {
     /// What a kernel that synchronises its grid is given ([`Function::reads_grid_workspace`]);
     /// `None`: `%envreg1` and `%envreg2` read 0, and `grid.sync()` traps.
     pub grid_sync: Option<GridSync>,
+    /// The clusters' dimensions, in blocks, as a launch attribute gives them (a cluster's
+    /// blocks run at once and share their shared memory); `None`: the kernel's own
+    /// (`.reqnctapercluster`), or clusters of one block. A grid of whole clusters.
+    pub cluster: Option<[u32; 3]>,
 }
 
 /// Where `grid.sync()` counts the blocks that arrived, and whether they all run at once.
@@ -284,33 +290,61 @@ pub fn run(kernel: &Function, launch: &Launch<'_>, memory: &mut dyn Memory) -> R
     {
         return Err(bad);
     }
+    // The kernel's clusters where the launch gives none; where both do, they must agree, and
+    // the grid must be of whole clusters.
+    let dims = match (launch.cluster, kernel.cluster) {
+        (Some(a), Some(b)) if a != b => return Err(bad),
+        (a, b) => a.or(b),
+    };
+    let launch = &Launch { cluster: dims, ..*launch };
+    let dims = dims.unwrap_or([1; 3]);
+    if (0..3).any(|a| dims[a] == 0 || launch.shape.grid[a] % dims[a] != 0) {
+        return Err(bad);
+    }
     let code = fast::Code::new(kernel, launch);
     let mut budget = launch.budget;
     let [gx, gy, gz] = launch.shape.grid;
     let indices = (0..gz).flat_map(|z| (0..gy).flat_map(move |y| (0..gx).map(move |x| [x, y, z])));
+    let size = dims.iter().product::<u32>() as usize;
+    let new_cluster = || Cluster::new(size, shared as usize, threads as u32);
     let mut ran = Ran::default();
-    if !launch.grid_sync.is_some_and(|g| g.resident) {
+    if size == 1 && !launch.grid_sync.is_some_and(|g| g.resident) {
         // One block at a time, each keeping the last one's thread allocations.
         let mut threads = Vec::new();
         for index in indices {
             let mut b = block::Block::new(kernel, &code, launch, index, threads);
-            b.turn(kernel, &code, launch, memory, &mut budget, false)?;
+            b.turn(kernel, &code, launch, memory, (&mut new_cluster(), 0), &mut budget, false)?;
             ran.instructions += b.ran;
             threads = b.threads;
         }
         return Ok(ran);
     }
-    // Every block resident, each running a turn in order until all are done.
-    let mut blocks: Vec<_> = indices.map(|index| block::Block::new(kernel, &code, launch, index, Vec::new())).collect();
-    while !blocks.is_empty() {
-        let mut left = Vec::with_capacity(blocks.len());
-        for mut b in blocks {
-            match b.turn(kernel, &code, launch, memory, &mut budget, true)? {
-                block::Turn::Done => ran.instructions += b.ran,
-                block::Turn::More => left.push(b),
+    // Blocks resident together, each running a turn in order until all are done: the whole
+    // grid, or each cluster in turn.
+    let clusters = (blocks / size as u64) as usize;
+    let mut shared_memory: Vec<Cluster> = (0..clusters).map(|_| new_cluster()).collect();
+    let mut blocks: Vec<Vec<(block::Block, usize)>> = (0..clusters).map(|_| Vec::new()).collect();
+    for index in indices {
+        let (c, rank) = cluster::place(index, dims, launch.shape.grid);
+        blocks[c].push((block::Block::new(kernel, &code, launch, index, Vec::new()), rank));
+    }
+    let groups = match launch.grid_sync.is_some_and(|g| g.resident) {
+        true => vec![(0..clusters).collect::<Vec<_>>()],
+        false => (0..clusters).map(|c| vec![c]).collect(),
+    };
+    for group in groups {
+        let mut live: Vec<(block::Block, usize, usize)> =
+            group.iter().flat_map(|&c| std::mem::take(&mut blocks[c]).into_iter().map(move |(b, r)| (b, c, r))).collect();
+        while !live.is_empty() {
+            let mut left = Vec::with_capacity(live.len());
+            for (mut b, c, rank) in live {
+                match b.turn(kernel, &code, launch, memory, (&mut shared_memory[c], rank), &mut budget, true)? {
+                    block::Turn::Done => ran.instructions += b.ran,
+                    block::Turn::More => left.push((b, c, rank)),
+                }
             }
+            live = left;
         }
-        blocks = left;
     }
     Ok(ran)
 }

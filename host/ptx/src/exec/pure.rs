@@ -355,10 +355,11 @@ mod tests {
             shared_bytes: 0,
             local_bytes: 0,
             body,
+            cluster: None,
             reads_grid_workspace: false,
         };
         let shape = Shape { grid: [1; 3], block: [1; 3], shared: 0, params: &[] };
-        let launch = Launch { shape, variables: &[], budget: 1, grid_sync: None };
+        let launch = Launch { shape, variables: &[], budget: 1, grid_sync: None, cluster: None };
         let code = Code::new(&kernel, &launch);
         if matches!(code.steps[0].op, Fast::Slow) {
             return None;
@@ -370,7 +371,9 @@ mod tests {
         }
         let mut left = 1;
         let mut memory = Nothing;
-        let mut sh = Shared { launch: &launch, memory: &mut memory, bytes: vec![], clock: 0, arrived: [0; 16] };
+        let cluster = &mut crate::exec::cluster::Cluster::new(1, 0, 1);
+        let mut sh =
+            Shared { launch: &launch, memory: &mut memory, bytes: vec![], clock: 0, arrived: [0; 16], cluster, rank: 0 };
         let group = Group { mask: 1, pc: 0, other: u32::MAX };
         let stop = run(&mut warp, group, &code.steps, &mut left, &mut sh, &kernel.body);
         assert!(matches!(stop, Ok(Stop::Regroup)));

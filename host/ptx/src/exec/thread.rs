@@ -2,6 +2,7 @@
 //! runs its next instruction.
 
 use super::access::Access;
+use super::cluster::{self, Cluster};
 use super::fast::Code;
 use super::{Fault, LOCAL_WINDOW, Launch, Memory, Output, SHARED_WINDOW, Thread, Trap, TrapKind};
 use super::{arith, bits, fp8, half, matrix, mbarrier, printf};
@@ -62,6 +63,8 @@ pub(super) struct ThreadState {
     frames: Vec<Frame>,
     /// The carry flag (`CC.CF`) of the carry chain.
     carry: bool,
+    /// The phase of its cluster's barrier it last arrived in.
+    cluster_phase: u32,
 }
 
 /// What a block's threads share, and what the launch gives them.
@@ -73,6 +76,9 @@ pub(super) struct Shared<'a, 'm> {
     pub(super) clock: u64,
     /// `bar.arrive`s counted, by barrier.
     pub(super) arrived: [u32; 16],
+    /// The block's cluster, and its rank there (whose shared memory is `bytes` for the turn).
+    pub(super) cluster: &'m mut Cluster,
+    pub(super) rank: usize,
 }
 
 impl ThreadState {
@@ -90,6 +96,7 @@ impl ThreadState {
             local_base: 0,
             frames: Vec::new(),
             carry: false,
+            cluster_phase: 0,
         };
         t.reset(kernel, code, launch, who, linear);
         t
@@ -109,7 +116,7 @@ impl ThreadState {
         self.local.resize(kernel.local_bytes as usize, 0);
         self.frames.clear();
         (self.who, self.linear, self.base, self.pool, self.local_base) = (who, linear, pool, pool, 0);
-        (self.pc, self.state, self.red, self.carry) = (0, State::Running, None, false);
+        (self.pc, self.state, self.red, self.carry, self.cluster_phase) = (0, State::Running, None, false, 0);
     }
 
     pub(super) fn trap(&self, kind: TrapKind, line: u32, addr: u64) -> Trap {
@@ -281,6 +288,18 @@ impl ThreadState {
                 }
             }
             Op::Bra { target } => self.pc = *target,
+            Op::ClusterBarrier { wait: false } => self.cluster_phase = sh.cluster.arrive(),
+            Op::ClusterBarrier { wait: true } => {
+                if !sh.cluster.passed(self.cluster_phase) {
+                    // Again once the rest of the cluster has run.
+                    (self.pc, self.state) = (self.pc - 1, State::Yield);
+                }
+            }
+            Op::Mapa { shared, d, a, rank } => {
+                let (a, rank) = (self.value(*a, sh), self.value(*rank, sh) as u32);
+                let window = if *shared { 0 } else { SHARED_WINDOW };
+                self.set(*d, window.wrapping_add(cluster::map(a.wrapping_sub(window), rank)));
+            }
             Op::Bar { id, threads, wait, red } => {
                 let id = (self.value(*id, sh) & 0xf) as u32;
                 let count = threads.map_or(0, |t| self.value(t, sh) as u32);
@@ -520,6 +539,7 @@ impl ThreadState {
 fn special(s: Special, who: Thread, linear: u32, launch: &Launch<'_>, shared: usize, clock: u64) -> u64 {
     let lane = linear % 32;
     let threads: u32 = launch.shape.block.iter().product();
+    let dims = launch.cluster.unwrap_or([1; 3]);
     match s {
         Special::Tid(a) => who.thread[a as usize] as u64,
         Special::Ntid(a) => launch.shape.block[a as usize] as u64,
@@ -538,6 +558,13 @@ fn special(s: Special, who: Thread, linear: u32, launch: &Launch<'_>, shared: us
         Special::Clock | Special::Clock64 | Special::GlobalTimer => clock,
         Special::DynamicSharedSize => launch.shape.shared as u64,
         Special::TotalSharedSize => shared as u64,
+        Special::ClusterRank => cluster::place(who.block, dims, launch.shape.grid).1 as u64,
+        Special::ClusterBlocks => dims.iter().product::<u32>() as u64,
+        Special::ClusterCtaid(a) => (who.block[a as usize] % dims[a as usize]) as u64,
+        Special::ClusterNctaid(a) => dims[a as usize] as u64,
+        Special::ClusterId(a) => (who.block[a as usize] / dims[a as usize]) as u64,
+        Special::NClusterId(a) => (launch.shape.grid[a as usize] / dims[a as usize]) as u64,
+        Special::ExplicitCluster => launch.cluster.is_some() as u64,
         Special::GridWorkspace(high) => {
             launch.grid_sync.map_or(0, |g| if high { g.workspace >> 32 } else { g.workspace & 0xffff_ffff })
         }

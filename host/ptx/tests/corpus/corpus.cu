@@ -1183,3 +1183,38 @@ KERNEL warp_handoff(ARGS) {
     }
     out[gid()] = s;
 }
+// ---- clusters
+// What a block learns of its cluster, and its neighbour's shared memory: in a launch without
+// clusters, a cluster of one block; kernels.txt also launches it in clusters of 2 and of 4.
+KERNEL cluster_shape(ARGS) {
+    __shared__ u32 mine[64];
+    cooperative_groups::cluster_group cl = cooperative_groups::this_cluster();
+    u32 t = threadIdx.x, i = (u32)gid();
+    mine[t] = in[i] + blockIdx.x;
+    cl.sync();
+    u32 rank = cl.block_rank(), blocks = cl.num_blocks(), explicit_cluster, id, ids;
+    u32 v = cl.map_shared_rank(mine, (rank + blocks - 1) % blocks)[63 - t];
+    asm("{ .reg .pred p; mov.pred p, %%is_explicit_cluster; selp.u32 %0, 1, 0, p; }" : "=r"(explicit_cluster));
+    asm("mov.u32 %0, %%clusterid.x;" : "=r"(id));
+    asm("mov.u32 %0, %%nclusterid.x;" : "=r"(ids));
+    out[i] = v ^ (rank << 28) ^ (blocks << 24) ^ (cl.dim_blocks().x << 20) ^ (explicit_cluster << 19) ^ (id << 12) ^ (ids << 4);
+    // No block leaves while another may still read its shared memory.
+    cl.sync();
+}
+// Blocks in clusters of 2 x 2 (__cluster_dims__): each fills its shared memory, the cluster
+// synchronises, each reads the next block's through map_shared_rank and adds into rank 0's with
+// atomics, the cluster synchronises again, and each block writes what it saw.
+KERNEL __cluster_dims__(2, 2, 1) cluster_exchange(ARGS) {
+    __shared__ u32 part[128], total;
+    cooperative_groups::cluster_group cl = cooperative_groups::this_cluster();
+    u32 t = threadIdx.x, rank = cl.block_rank(), blocks = cl.num_blocks();
+    u32 i = (blockIdx.x + gridDim.x * blockIdx.y) * blockDim.x + t;
+    part[t] = in[i];
+    if (t == 0) total = 0;
+    cl.sync();
+    u32 v = cl.map_shared_rank(part, (rank + 1) % blocks)[(t * 7) % blockDim.x];
+    atomicAdd(cl.map_shared_rank(&total, 0), in[i] & 0xff);
+    cl.sync();
+    dim3 at = cl.block_index();
+    out[i] = v ^ (rank << 24) ^ (at.x << 20) ^ (at.y << 16) ^ (blocks << 12) ^ (rank == 0 ? total : 0u);
+}

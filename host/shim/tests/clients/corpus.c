@@ -4,14 +4,16 @@
  * instructions are approximate, every word. The same PTX run by a GPU and by the simulator
  * must print the same, but for approx_math's words, which must lie within the GPU's error
  * bounds of each other. A line of kernels.txt that ends in "cooperative" is launched with
- * cuLaunchCooperativeKernel.
+ * cuLaunchCooperativeKernel, one that ends in "cluster=XxYxZ" through cuLaunchKernelEx in clusters
+ * of that size.
  * In its cooperative mode it prints how many blocks of grid_sync a multiprocessor holds at
  * once, for several sizes, then launches grid_sync, whose grid synchronises, in the other ways
  * there are: through cuLaunchKernelEx with the cooperative attribute; with more blocks than
  * the device holds at once; and as an ordinary launch after those. In its first-ordinary mode it
  * launches grid_sync ordinarily before any cooperative launch.
- * Usage: corpus CORPUS_DIR [PTX_FILE [cooperative|first-ordinary]] (default corpus.ptx). Exits 1
- * on an unexpected error. */
+ * In its clusters mode it prints what the driver answers about clusters and launches in them.
+ * Usage: corpus CORPUS_DIR [PTX_FILE [cooperative|first-ordinary|clusters]] (default corpus.ptx).
+ * Exits 1 on an unexpected error. */
 #include "client.h"
 #include <stdint.h>
 #include <stdlib.h>
@@ -56,6 +58,60 @@ static void occupancy(CUfunction f) {
     }
 }
 
+/* Launches f through cuLaunchKernelEx in clusters of `cluster` blocks. */
+static CUresult launch_in_clusters(CUfunction f, unsigned g[3], unsigned b[3], unsigned shared, unsigned cluster[3],
+                                   void **args) {
+    CUlaunchAttribute attr;
+    memset(&attr, 0, sizeof attr);
+    attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attr.value.clusterDim.x = cluster[0];
+    attr.value.clusterDim.y = cluster[1];
+    attr.value.clusterDim.z = cluster[2];
+    CUlaunchConfig config = {g[0], g[1], g[2], b[0], b[1], b[2], shared, 0, &attr, 1};
+    return cuLaunchKernelEx(&config, f, args, NULL);
+}
+
+/* The driver's answers about clusters: the device's support, each cluster kernel's attributes,
+ * and launches in clusters it takes or refuses (the launch's and the synchronisation's codes). */
+static int clusters(CUmodule m, CUdevice dev) {
+    TRY(show_attribute("cluster launch", CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH, dev));
+    const char *names[] = {"cluster_exchange", "cluster_shape"};
+    CUfunction f[2];
+    CUfunction_attribute attrs[] = {CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT,
+                                    CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH, CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET,
+                                    CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED};
+    for (int k = 0; k < 2; k++) {
+        TRY(cuModuleGetFunction(&f[k], m, names[k]));
+        printf("%s attributes:", names[k]);
+        for (unsigned a = 0; a < sizeof attrs / sizeof *attrs; a++) {
+            int v = -1;
+            CUresult r = cuFuncGetAttribute(&v, attrs[a], f[k]);
+            if (r == CUDA_SUCCESS) printf(" %d", v);
+            else printf(" %s", name_of(r));
+        }
+        printf("\n");
+    }
+    CUdeviceptr in, out;
+    TRY(cuMemAlloc(&in, 4096 * 4));
+    TRY(cuMemAlloc(&out, 4096 * 4));
+    TRY(cuMemsetD8(in, 1, 4096 * 4));
+    unsigned n = 4096;
+    void *args[] = {&in, &out, &n};
+    struct { int kernel; unsigned grid[3], block[3], cluster[3]; } asks[] = {
+        {0, {4, 2, 1}, {128, 1, 1}, {2, 2, 1}}, {0, {4, 2, 1}, {128, 1, 1}, {4, 1, 1}},
+        {1, {6, 1, 1}, {64, 1, 1}, {4, 1, 1}},  {1, {16, 1, 1}, {64, 1, 1}, {16, 1, 1}},
+        {1, {9, 1, 1}, {64, 1, 1}, {9, 1, 1}},  {1, {8, 1, 1}, {64, 1, 1}, {8, 1, 1}},
+        {1, {8, 1, 1}, {64, 1, 1}, {0, 1, 1}},  {1, {8, 2, 1}, {64, 1, 1}, {2, 2, 1}}};
+    for (unsigned i = 0; i < sizeof asks / sizeof *asks; i++) {
+        CUresult launched = launch_in_clusters(f[asks[i].kernel], asks[i].grid, asks[i].block, 0, asks[i].cluster, args);
+        CUresult synced = cuCtxSynchronize();
+        printf("%s grid %ux%ux%u in clusters of %ux%ux%u: launch %s, synchronize %s\n", names[asks[i].kernel],
+               asks[i].grid[0], asks[i].grid[1], asks[i].grid[2], asks[i].cluster[0], asks[i].cluster[1],
+               asks[i].cluster[2], name_of(launched), name_of(synced));
+    }
+    return 0;
+}
+
 /* How run() launches a kernel: as its line says, or in one of the cooperative mode's ways. */
 enum how { AS_LISTED, THROUGH_EX, TOO_MANY_BLOCKS, ORDINARY };
 
@@ -67,7 +123,9 @@ static int run(CUmodule m, const char *line, enum how how) {
     int fields = sscanf(line, "%127s %u %u %u %u %u %u %u %u %u %u %li %31s", name, &g[0], &g[1], &g[2], &b[0], &b[1],
                         &b[2], &shared, &in_words, &out_words, &n, (long *)&fill, kind);
     int cooperative = fields == 13 && strcmp(kind, "cooperative") == 0;
-    if (fields < 12 || (fields == 13 && !cooperative)) {
+    unsigned cluster[3] = {0, 0, 0};
+    int clustered = fields == 13 && sscanf(kind, "cluster=%ux%ux%u", &cluster[0], &cluster[1], &cluster[2]) == 3;
+    if (fields < 12 || (fields == 13 && !cooperative && !clustered)) {
         printf("bad line: %s\n", line);
         return 1;
     }
@@ -84,6 +142,8 @@ static int run(CUmodule m, const char *line, enum how how) {
     void *args[] = {&in, &out, &n};
     if (how == AS_LISTED && cooperative) {
         TRY(cuLaunchCooperativeKernel(f, g[0], g[1], g[2], b[0], b[1], b[2], shared, 0, args));
+    } else if (how == AS_LISTED && clustered) {
+        TRY(launch_in_clusters(f, g, b, shared, cluster, args));
     } else if (how == AS_LISTED) {
         TRY(cuLaunchKernel(f, g[0], g[1], g[2], b[0], b[1], b[2], shared, 0, args, NULL));
     } else if (how == THROUGH_EX) {
@@ -145,6 +205,11 @@ int main(int argc, char **argv) {
     char *kernels = (char *)read_or_exit(argv[1], "kernels.txt");
     CUmodule m;
     TRY(cuModuleLoadData(&m, ptx));
+    if (argc > 3 && strcmp(argv[3], "clusters") == 0) {
+        if (clusters(m, dev)) return 1;
+        printf("done\n");
+        return 0;
+    }
     int first_ordinary = argc > 3 && strcmp(argv[3], "first-ordinary") == 0;
     if (first_ordinary || (argc > 3 && strcmp(argv[3], "cooperative") == 0)) {
         char *line = strstr(kernels, "\ngrid_sync ");
