@@ -53,7 +53,8 @@ fn launch<'m>(m: &'m Module, name: &str) -> (u64, impl FnMut() + 'm) {
             shape: Shape { grid: [grid, 1, 1], block: [block, 1, 1], shared: 0, params: &params },
             variables: &[],
             budget: u64::MAX,
-            grid_sync: None, cluster: None,
+            grid_sync: None,
+            cluster: None,
         };
         run(kernel, &launch, &mut mem).unwrap().instructions
     };

@@ -137,8 +137,19 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
             }
         }
         "ld" | "st" => {
-            mods.only(&["global", "shared", "shared::cta", "shared::cluster", "local", "param", "const", "v2", "v4", "v8"])
-                .map_err(unsupported)?;
+            mods.only(&[
+                "global",
+                "shared",
+                "shared::cta",
+                "shared::cluster",
+                "local",
+                "param",
+                "const",
+                "v2",
+                "v4",
+                "v8",
+            ])
+            .map_err(unsupported)?;
             let ty = d.ty(&mods)?;
             let (mut space, n) = (mods.space(), mods.vector());
             // A `.func`'s parameters and a call's `.param`s live in the frame's local memory.
@@ -805,7 +816,8 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
 
 /// `mbarrier` on a barrier of the block's shared memory: `init`, `arrive`, `arrive_drop`
 /// (`.expect_tx` too), `expect_tx`, `complete_tx`, `test_wait` and `try_wait` (with
-/// `.parity`), `inval`. A cluster's barriers and `pending_count` are not simulated.
+/// `.parity`), `inval`. Another block's barriers (`.shared::cluster`) and `pending_count` are
+/// not simulated.
 fn mbarrier(
     mods: &Mods,
     ops: &[Operand],
@@ -862,8 +874,8 @@ fn mbarrier(
 
 /// `cp.async.bulk` without tensor maps: from global memory to the block's shared memory,
 /// completing bytes of a barrier's transaction count, or from shared memory to global (a bulk
-/// group, whose commits and waits are fences here, the copies done when issued). A cluster of
-/// one block is all there is, so its shared memory is the block's.
+/// group, whose commits and waits are fences here, the copies done when issued). A
+/// `.shared::cluster` address is the block's own, or another block's of its cluster (`mapa`).
 fn bulk(
     opcode: &str,
     mods: &Mods,

@@ -94,6 +94,14 @@
 //! (`docs/hardware/2026-12-02-executor-speed`; warp by warp against thread by thread in
 //! `docs/hardware/2026-12-02-executor-warps`).
 //!
+//! Thread-block clusters (sm_90): a launch in clusters ([`Launch::cluster`], or the kernel's
+//! `.reqnctapercluster`) runs each cluster's blocks at once, taking turns. A block reaches
+//! another's shared memory through `mapa` (generic or `.shared::cluster` addresses) with `ld`,
+//! `st` and `atom`; `barrier.cluster.arrive` and `.wait` meet every thread of the cluster; the
+//! cluster registers (`%cluster_ctarank`, `%cluster_nctarank`, `%cluster_ctaid`,
+//! `%cluster_nctaid`, `%clusterid`, `%nclusterid`, `%is_explicit_cluster`) are as the launch
+//! gives them. Without clusters each block is a cluster of one.
+//!
 //! `mbarrier` objects in a block's shared memory (`init`, `arrive`, `arrive_drop`, `test_wait`
 //! and `try_wait` with or without `.parity`, `inval`; transaction counts: `expect_tx`,
 //! `complete_tx`, `arrive.expect_tx`), as `cuda::barrier` and `cuda::memcpy_async` use them,
@@ -128,8 +136,9 @@
 //! Not yet: textures, surfaces, the other tensor-core instructions (`wgmma`, and
 //! `mma`/`wmma` of other shapes and types: `wmma` of tf32 and integers, f64, 8-bit floats,
 //! sparse and block-scaled forms), bulk copies through tensor maps (`cp.async.bulk.tensor`)
-//! or to a cluster (`.multicast::cluster`), a cluster's barriers, `mbarrier.pending_count`,
-//! indirect branches (`brx.idx`); each is refused at load with its line.
+//! or to a cluster (`.multicast::cluster`), `mbarrier` objects of another block of the cluster,
+//! `mbarrier.pending_count`, indirect branches (`brx.idx`); each is refused at load with its
+//! line.
 
 mod decode;
 mod exec;

@@ -146,7 +146,8 @@ fn launch(
         shape: peerpool_ptx::Shape { grid: [1, 1, 1], block: [threads, 1, 1], shared: 0, params: &params },
         variables: &[],
         budget,
-        grid_sync: None, cluster: None,
+        grid_sync: None,
+        cluster: None,
     };
     peerpool_ptx::run(module.kernel("k").unwrap(), &launch, &mut ram)?;
     Ok(ram.words(out))

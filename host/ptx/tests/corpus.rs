@@ -55,7 +55,8 @@ fn launches() -> Vec<Line> {
                     None | Some(&"cooperative") => None,
                     Some(kind) => {
                         let dims = kind.strip_prefix("cluster=").map(|d| d.split('x').map(|v| v.parse().unwrap()));
-                        let dims: Vec<u32> = dims.unwrap_or_else(|| panic!("{}: unknown launch {kind}", f[0])).collect();
+                        let dims: Vec<u32> =
+                            dims.unwrap_or_else(|| panic!("{}: unknown launch {kind}", f[0])).collect();
                         Some([dims[0], dims[1], dims[2]])
                     }
                 },
@@ -641,7 +642,14 @@ fn reference(l: &Line, x: &[u32], got: &[u32], vars: &[Vec<u8>], warp: impl Fn(u
                 let v = x[next * 64 + 63 - t].wrapping_add(next as u32);
                 let explicit = l.cluster.is_some() as u32;
                 let (id, ids) = ((b / size) as u32, (l.grid[0] as usize / size) as u32);
-                vec![v ^ (rank as u32) << 28 ^ (size as u32) << 24 ^ (size as u32) << 20 ^ explicit << 19 ^ id << 12 ^ ids << 4]
+                vec![
+                    v ^ (rank as u32) << 28
+                        ^ (size as u32) << 24
+                        ^ (size as u32) << 20
+                        ^ explicit << 19
+                        ^ id << 12
+                        ^ ids << 4,
+                ]
             })
         }
         "cluster_exchange" => {

@@ -130,3 +130,70 @@ fn a_kernel_reads_the_grid_workspace_if_it_or_a_function_it_calls_does() {
     let m = module("mov.u32 %r0, %tid.x;");
     assert!(!reads(&m, "calls") && reads(&m, "reads"));
 }
+
+/// A kernel in clusters of two blocks: each thread stores its index in its block's shared
+/// memory, the cluster meets at its barrier, and each thread reads the word of the same index
+/// in block `%r4` of the cluster (through `mapa`), or faults there.
+const CLUSTER: &str = "
+    .shared .align 4 .b8 words[128];
+    mov.u32 %r6, words; shl.b32 %r7, %r0, 2; add.u32 %r8, %r6, %r7;
+    st.shared.u32 [%r8], %r3;
+    barrier.cluster.arrive.release.aligned;
+    barrier.cluster.wait.acquire.aligned;
+    mov.u32 %r9, %cluster_ctarank; add.u32 %r10, %r9, %r4; and.b32 %r10, %r10, %r5;
+    mapa.shared::cluster.u32 %r11, %r8, %r10;
+    ld.shared::cluster.u32 %r12, [%r11];
+    st.global.u32 [%rd0], %r12;
+    barrier.cluster.arrive;
+    barrier.cluster.wait;
+";
+
+#[test]
+fn blocks_of_a_cluster_read_each_others_shared_memory_after_its_barrier() {
+    let with = |next: u32, mask: u32| kernel(&format!("mov.u32 %r4, {next}; mov.u32 %r5, {mask};{CLUSTER}"));
+    let launch = |k: &Module, cluster: Option<[u32; 3]>| {
+        let mut ram = Ram::default();
+        ram.add(OUT, vec![0; 4 * 32 * 4]);
+        let mut params = OUT.to_le_bytes().to_vec();
+        params.extend(FLAG.to_le_bytes());
+        let launch = Launch {
+            shape: Shape { grid: [4, 1, 1], block: [32, 1, 1], shared: 0, params: &params },
+            variables: &[],
+            budget: 1 << 20,
+            grid_sync: None,
+            cluster,
+        };
+        peerpool_ptx::run(k.kernel("k").unwrap(), &launch, &mut ram).map(|_| ram.words(OUT))
+    };
+    // Each block reads the other block of its pair: block 1 block 0's indices, and so on.
+    let got = launch(&with(1, 1), Some([2, 1, 1])).unwrap();
+    let want: Vec<u32> = (0..128).map(|i| (i ^ 32) as u32).collect();
+    assert_eq!(got, want);
+    // Its own shared memory, named by its rank.
+    assert_eq!(launch(&with(0, 1), Some([2, 1, 1])).unwrap(), (0..128).collect::<Vec<u32>>());
+    // Without clusters each block is a cluster of one: rank 1 is no block.
+    let trap = launch(&with(1, 1), None).unwrap_err();
+    assert_eq!(trap.kind, TrapKind::Fault(peerpool_ptx::Fault::Illegal));
+    // Clusters that do not divide the grid.
+    assert_eq!(launch(&with(1, 1), Some([3, 1, 1])).unwrap_err().kind, TrapKind::BadLaunch);
+}
+
+#[test]
+fn a_cluster_barrier_a_block_never_reaches_ends_the_launch_when_the_budget_does() {
+    // Block 1 of each pair leaves before the barrier.
+    let k = kernel(
+        "mov.u32 %r4, %cluster_ctarank; setp.eq.u32 %p1, %r4, 1; @%p1 ret; barrier.cluster.arrive; barrier.cluster.wait;",
+    );
+    let mut ram = Ram::default();
+    ram.add(OUT, vec![0; 64 * 4]);
+    let params = [OUT.to_le_bytes(), FLAG.to_le_bytes()].concat();
+    let launch = Launch {
+        shape: Shape { grid: [2, 1, 1], block: [32, 1, 1], shared: 0, params: &params },
+        variables: &[],
+        budget: 1 << 16,
+        grid_sync: None,
+        cluster: Some([2, 1, 1]),
+    };
+    let trap = peerpool_ptx::run(k.kernel("k").unwrap(), &launch, &mut ram).unwrap_err();
+    assert_eq!((trap.kind, trap.who.block), (TrapKind::TooLong, [0, 0, 0]), "{trap:?}");
+}

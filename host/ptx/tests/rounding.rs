@@ -173,7 +173,8 @@ fn directed_rounding_matches_an_independent_oracle() {
         shape: Shape { grid: [1, 1, 1], block: [threads as u32, 1, 1], shared: 0, params: &params },
         variables: &[],
         budget: 1 << 24,
-        grid_sync: None, cluster: None,
+        grid_sync: None,
+        cluster: None,
     };
     run(module.kernel("k").unwrap(), &launch, &mut ram).unwrap();
     let bytes = ram.bytes(out);

@@ -69,7 +69,8 @@ fn launch<'a>(grid: u32, block: u32, params: &'a [u8], variables: &'a [u64]) -> 
         shape: Shape { grid: [grid, 1, 1], block: [block, 1, 1], shared: 0, params },
         variables,
         budget: 1 << 30,
-        grid_sync: None, cluster: None,
+        grid_sync: None,
+        cluster: None,
     }
 }
 

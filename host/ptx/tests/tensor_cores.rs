@@ -73,7 +73,8 @@ fn products_are_the_h200s_tensor_cores_bit_for_bit() {
                 shape: Shape { grid: [1, 1, 1], block: [32, 1, 1], shared: 0, params: &params },
                 variables: &[],
                 budget: 1 << 20,
-                grid_sync: None, cluster: None,
+                grid_sync: None,
+                cluster: None,
             };
             run(module.kernel("k").unwrap(), &launch, &mut ram).unwrap_or_else(|t| panic!("{name}: {t:?}"));
             let (got, want) = (ram.bytes(pd), tile(want, asz));

@@ -204,8 +204,8 @@ fn main() -> ExitCode {
             corpus_as_on_one_h200(ptx, record)
         }));
     }
-    trials.push(trial("cooperative_launches_do_what_they_did_on_one_h200".into(), CUDA_INCLUDE, || {
-        for mode in ["cooperative", "first-ordinary"] {
+    trials.push(trial("cooperative_and_cluster_launches_do_what_they_did_on_one_h200".into(), CUDA_INCLUDE, || {
+        for mode in ["cooperative", "first-ordinary", "clusters"] {
             let mut program = Command::new(c_program("corpus")?);
             let record = format!("corpus_{}.txt", mode.replace('-', "_"));
             same_as_on_one_h200(program.arg(corpus_dir()).arg("corpus.ptx").arg(mode), &record)?;

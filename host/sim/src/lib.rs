@@ -56,7 +56,9 @@
 //!   has its grid workspace, all at once where the device holds them, taking turns); the clock
 //!   charges its traffic as the timing model prices it. Each such launch gets a zeroed grid
 //!   workspace of its own, where NVIDIA's driver keeps one per context from its first
-//!   cooperative launch on. Occupancy counts a PTX kernel's 32 registers (below). Machine code
+//!   cooperative launch on. A cluster's blocks run at once, a cluster after another.
+//!   Occupancy counts a PTX kernel's 32 registers (below); clusters' occupancy
+//!   (`cuOccupancyMaxActiveClusters`) is not simulated. Machine code
 //!   loads on its own major version at its minor version or later (an H200 refused sm_80 code:
 //!   `CUDA_ERROR_NO_BINARY_FOR_GPU`). The PTX JIT, its cache and their cost are not simulated.
 //! - Chosen where the image cannot say (`modules.rs`): a PTX kernel uses 32 registers (the
@@ -176,7 +178,7 @@ mod vmm;
 
 pub use catalog::{CatalogEntry, catalog, catalog_topology};
 pub use driver::{ANSWERED_WHEN_DEAD, SimDriver, SimOptions, SimStats};
-pub use ptx_kernels::PtxLaunch;
+pub use ptx_kernels::{PtxLaunch, PtxLaunchHow};
 pub use timing::{Floor, Latencies, Serial};
 pub use topology::{DeviceSpec, FaultKind, Link, LinkFault, MAX_DEVICES, Topology, TopologyError};
 pub use topology_file::MAX_TOPOLOGY_BYTES;

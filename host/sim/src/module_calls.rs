@@ -9,7 +9,7 @@ use super::modules::{
     any_device, apply, attribute, described, fail, function, global, kernel_handle, library_module, library_read, load,
     set_attribute,
 };
-use super::ptx_kernels::{self, PtxLaunch};
+use super::ptx_kernels::{self, PtxLaunch, PtxLaunchHow};
 use super::state::{FunctionSettings, KernelRec, LibraryRec, SimResult, State};
 use peerpool::CudaCode;
 use peerpool::driver::{DevicePtr, DriverResult, Function, Module, Stream};
@@ -79,7 +79,7 @@ impl SimDriver {
     /// standing for its function in the current context), run from its module's PTX with every
     /// access checked against the current device's view (`ptx_kernels.rs`).
     pub fn launch_ptx(&self, function: Function, launch: &PtxLaunch<'_>, stream: Stream) -> DriverResult<()> {
-        self.launch_ptx_as("cuLaunchKernel", function, launch, stream, false)
+        self.launch_ptx_how(function, launch, stream, PtxLaunchHow::default())
     }
 
     /// `cuLaunchCooperativeKernel`: every block of the grid resident at once (more than the
@@ -91,17 +91,18 @@ impl SimDriver {
         launch: &PtxLaunch<'_>,
         stream: Stream,
     ) -> DriverResult<()> {
-        self.launch_ptx_as("cuLaunchCooperativeKernel", function, launch, stream, true)
+        self.launch_ptx_how(function, launch, stream, PtxLaunchHow { cooperative: true, cluster: None })
     }
 
-    fn launch_ptx_as(
+    /// `cuLaunchKernelEx`: a launch, cooperative or not, in clusters or not, as `how` says.
+    pub fn launch_ptx_how(
         &self,
-        call: &'static str,
         function: Function,
         launch: &PtxLaunch<'_>,
         stream: Stream,
-        cooperative: bool,
+        how: PtxLaunchHow,
     ) -> DriverResult<()> {
+        let call = if how.cooperative { "cuLaunchCooperativeKernel" } else { "cuLaunchKernel" };
         self.run(call, |s| {
             let device = s.current_device()?;
             let function = in_context(s, function.0)?;
@@ -109,7 +110,7 @@ impl SimDriver {
             if f.device != device || s.stream_device(stream)? != device {
                 return fail(CudaCode::CUDA_ERROR_INVALID_HANDLE);
             }
-            ptx_kernels::launch(s, device, function, launch, cooperative)
+            ptx_kernels::launch(s, device, function, launch, how)
         })
     }
 

@@ -201,13 +201,16 @@ pub(super) fn attribute(
             Code::Ptx(_) => cc(device),
             Code::Machine(sm) => cc(sm),
         },
-        attr::CACHE_MODE_CA | attr::CLUSTER_SIZE_MUST_BE_SET => 0,
+        attr::CACHE_MODE_CA => 0,
+        attr::CLUSTER_SIZE_MUST_BE_SET => kernel.explicit_cluster as i32,
         attr::MAX_DYNAMIC_SHARED_SIZE_BYTES => {
             settings.max_dynamic_shared.unwrap_or(DEFAULT_SHARED.saturating_sub(shared).max(0))
         }
         attr::PREFERRED_SHARED_MEMORY_CARVEOUT => settings.carveout,
+        // The image's own (`.reqnctapercluster`), else what `cuFuncSetAttribute` set.
         attr::REQUIRED_CLUSTER_WIDTH..=attr::REQUIRED_CLUSTER_DEPTH => {
-            settings.cluster[(which - attr::REQUIRED_CLUSTER_WIDTH) as usize]
+            let axis = (which - attr::REQUIRED_CLUSTER_WIDTH) as usize;
+            kernel.cluster.map_or(settings.cluster[axis], |d| i32::try_from(d[axis]).unwrap_or(i32::MAX))
         }
         attr::NON_PORTABLE_CLUSTER_SIZE_ALLOWED => settings.non_portable_cluster,
         attr::CLUSTER_SCHEDULING_POLICY_PREFERENCE => settings.scheduling,

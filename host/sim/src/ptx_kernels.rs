@@ -26,16 +26,26 @@ const BUDGET: u64 = 1 << 34;
 /// out as `cuFuncGetParamInfo` says): the executor's own.
 pub type PtxLaunch<'a> = peerpool_ptx::Shape<'a>;
 
-/// Runs function `function`'s kernel from its module's PTX on `device`, `cooperative`ly or not.
-/// A launch the driver would refuse is refused (not sticky); a fault in the kernel returns `Ok`
-/// and kills the process, so the error surfaces at the next call.
+/// How a kernel is launched beyond its shape: the launch attributes that change what it does.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PtxLaunchHow {
+    /// Every block resident at once, with the grid workspace (`cuLaunchCooperativeKernel`).
+    pub cooperative: bool,
+    /// In clusters of these dimensions, in blocks (`CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION`).
+    pub cluster: Option<[u32; 3]>,
+}
+
+/// Runs function `function`'s kernel from its module's PTX on `device`, as `how` says. A launch
+/// the driver would refuse is refused (not sticky); a fault in the kernel returns `Ok` and kills
+/// the process, so the error surfaces at the next call.
 pub(super) fn launch(
     s: &mut State,
     device: usize,
     function: u64,
     shape: &PtxLaunch<'_>,
-    cooperative: bool,
+    how: PtxLaunchHow,
 ) -> SimResult<()> {
+    let cooperative = how.cooperative;
     let (f, contents, described) = super::modules::described(s, function)?;
     let name = described.name.clone();
     let program =
@@ -48,6 +58,7 @@ pub(super) fn launch(
         );
     };
     check_shape(s, function, shape)?;
+    let cluster = clusters(&f.settings, described, shape, how.cluster)?;
     let module = match loaded {
         Ok(module) => module.clone(),
         Err(why) => return refuse(&name, &format!("its module's PTX does not run on peerpool's executor: {why}")),
@@ -78,7 +89,6 @@ pub(super) fn launch(
         }
         false => None,
     };
-    let cluster = None;
     let launch = Launch { shape: *shape, variables: &variables, budget: BUDGET, grid_sync, cluster };
     let traffic = execute(s, device, kernel, &launch);
     if let Some(g) = grid_sync {
@@ -89,6 +99,32 @@ pub(super) fn launch(
         s.work = Some(Work::Kernel { device, traffic });
     }
     Ok(())
+}
+
+/// The clusters a launch runs in: the launch's, or the kernel's own (its image's, or set with
+/// `cuFuncSetAttribute`); `None` for clusters of one block. Dimensions that disagree with the
+/// kernel's, that do not divide the grid, or of more blocks than a cluster may have (8, or 16
+/// where the kernel allows non-portable sizes) are `CUDA_ERROR_INVALID_CLUSTER_SIZE`, as on an
+/// H200.
+fn clusters(
+    settings: &super::state::FunctionSettings,
+    kernel: &super::image::Kernel,
+    shape: &PtxLaunch<'_>,
+    asked: Option<[u32; 3]>,
+) -> SimResult<Option<[u32; 3]>> {
+    let set = settings.cluster.iter().all(|&d| d > 0).then(|| settings.cluster.map(|d| d as u32));
+    let own = kernel.cluster.or(set);
+    let dims = match (asked, own) {
+        (Some(a), Some(b)) if a != b => return fail(CudaCode::CUDA_ERROR_INVALID_CLUSTER_SIZE),
+        (a, b) => a.or(b),
+    };
+    let Some(dims) = dims else { return Ok(None) };
+    let most = if settings.non_portable_cluster != 0 { 16 } else { 8 };
+    let size = dims.iter().map(|&d| d as u64).product::<u64>();
+    if dims.contains(&0) || (0..3).any(|a| !shape.grid[a].is_multiple_of(dims[a])) || size > most {
+        return fail(CudaCode::CUDA_ERROR_INVALID_CLUSTER_SIZE);
+    }
+    Ok((size > 1 || asked.is_some() || own.is_some()).then_some(dims))
 }
 
 fn blocks(shape: &PtxLaunch<'_>) -> u64 {

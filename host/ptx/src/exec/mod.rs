@@ -298,7 +298,7 @@ pub fn run(kernel: &Function, launch: &Launch<'_>, memory: &mut dyn Memory) -> R
     };
     let launch = &Launch { cluster: dims, ..*launch };
     let dims = dims.unwrap_or([1; 3]);
-    if (0..3).any(|a| dims[a] == 0 || launch.shape.grid[a] % dims[a] != 0) {
+    if (0..3).any(|a| dims[a] == 0 || !launch.shape.grid[a].is_multiple_of(dims[a])) {
         return Err(bad);
     }
     let code = fast::Code::new(kernel, launch);
@@ -333,8 +333,10 @@ pub fn run(kernel: &Function, launch: &Launch<'_>, memory: &mut dyn Memory) -> R
         false => (0..clusters).map(|c| vec![c]).collect(),
     };
     for group in groups {
-        let mut live: Vec<(block::Block, usize, usize)> =
-            group.iter().flat_map(|&c| std::mem::take(&mut blocks[c]).into_iter().map(move |(b, r)| (b, c, r))).collect();
+        let mut live: Vec<(block::Block, usize, usize)> = group
+            .iter()
+            .flat_map(|&c| std::mem::take(&mut blocks[c]).into_iter().map(move |(b, r)| (b, c, r)))
+            .collect();
         while !live.is_empty() {
             let mut left = Vec::with_capacity(live.len());
             for (mut b, c, rank) in live {

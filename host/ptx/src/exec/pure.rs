@@ -372,8 +372,15 @@ mod tests {
         let mut left = 1;
         let mut memory = Nothing;
         let cluster = &mut crate::exec::cluster::Cluster::new(1, 0, 1);
-        let mut sh =
-            Shared { launch: &launch, memory: &mut memory, bytes: vec![], clock: 0, arrived: [0; 16], cluster, rank: 0 };
+        let mut sh = Shared {
+            launch: &launch,
+            memory: &mut memory,
+            bytes: vec![],
+            clock: 0,
+            arrived: [0; 16],
+            cluster,
+            rank: 0,
+        };
         let group = Group { mask: 1, pc: 0, other: u32::MAX };
         let stop = run(&mut warp, group, &code.steps, &mut left, &mut sh, &kernel.body);
         assert!(matches!(stop, Ok(Stop::Regroup)));

@@ -65,7 +65,8 @@ pub fn words(module: &Module, threads: u32) -> Result<Vec<u32>, peerpool_ptx::Tr
         shape: Shape { grid: [1, 1, 1], block: [threads, 1, 1], shared: 0, params: &params },
         variables: &[],
         budget: 1 << 24,
-        grid_sync: None, cluster: None,
+        grid_sync: None,
+        cluster: None,
     };
     peerpool_ptx::run(module.kernel("k").expect("k"), &launch, &mut ram)?;
     Ok(ram.words(out))

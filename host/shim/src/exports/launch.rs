@@ -6,7 +6,7 @@ use crate::abi::{function, out, stream};
 use crate::boundary::{code, entry, name_once_owned, sim};
 use cudarc::driver::sys::{CUfunction, CUlaunchAttribute, CUlaunchConfig, CUoccupancyB2DSize, CUresult, CUstream};
 use peerpool::driver::{KernelArg, LaunchShape};
-use peerpool_sim::PtxLaunch;
+use peerpool_sim::{PtxLaunch, PtxLaunchHow};
 use std::ffi::{c_int, c_uint, c_void};
 
 #[unsafe(no_mangle)]
@@ -25,7 +25,7 @@ pub unsafe extern "C" fn cuLaunchKernel(
 ) -> CUresult {
     entry!(cuLaunchKernel(f, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared, h_stream, params, extra), {
         let shape = Shape { grid: [grid_x, grid_y, grid_z], block: [block_x, block_y, block_z], shared };
-        launch(f, shape, h_stream, params, extra, false)
+        launch(f, shape, h_stream, params, extra, PtxLaunchHow::default())
     })
 }
 
@@ -45,14 +45,15 @@ pub unsafe extern "C" fn cuLaunchCooperativeKernel(
 ) -> CUresult {
     entry!(cuLaunchCooperativeKernel(f, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared, h_stream, params), {
         let shape = Shape { grid: [grid_x, grid_y, grid_z], block: [block_x, block_y, block_z], shared };
-        launch(f, shape, h_stream, params, std::ptr::null_mut(), true)
+        let how = PtxLaunchHow { cooperative: true, cluster: None };
+        launch(f, shape, h_stream, params, std::ptr::null_mut(), how)
     })
 }
 
 /// Attributes that do not change what a kernel computes are accepted and have no effect on
 /// the simulator (its launches run in order, to their end); the cooperative one makes the
-/// launch [`cuLaunchCooperativeKernel`]'s; a cluster of more than one block and the others are
-/// `CUDA_ERROR_NOT_SUPPORTED`, named once.
+/// launch [`cuLaunchCooperativeKernel`]'s, the cluster dimension launches in clusters; the
+/// others are `CUDA_ERROR_NOT_SUPPORTED`, named once.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuLaunchKernelEx(
     config: *const CUlaunchConfig,
@@ -65,18 +66,18 @@ pub unsafe extern "C" fn cuLaunchKernelEx(
         if c.numAttrs > 0 && c.attrs.is_null() {
             return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
         }
-        let mut cooperative = false;
+        let mut how = PtxLaunchHow::default();
         for i in 0..c.numAttrs as usize {
             // Read as bytes: a C caller may pass an id this build's enum does not have.
             let at = c.attrs.cast::<u8>().add(i * size_of::<CUlaunchAttribute>());
-            cooperative |= attribute(at.cast::<u32>().read_unaligned(), at.add(8))?;
+            attribute(at.cast::<u32>().read_unaligned(), at.add(8), &mut how)?;
         }
         let shape = Shape {
             grid: [c.gridDimX, c.gridDimY, c.gridDimZ],
             block: [c.blockDimX, c.blockDimY, c.blockDimZ],
             shared: c.sharedMemBytes,
         };
-        launch(f, shape, c.hStream, params, extra, cooperative)
+        launch(f, shape, c.hStream, params, extra, how)
     })
 }
 
@@ -88,8 +89,8 @@ struct Shape {
     shared: u32,
 }
 
-/// Launches `f`: natively for peerpool's kernels (which never synchronise their grid, so a
-/// `cooperative` launch of one is an ordinary one), from PTX for the others.
+/// Launches `f`: natively for peerpool's kernels (which never synchronise their grid or use
+/// clusters, so `how` changes nothing for them), from PTX for the others.
 ///
 /// # Safety
 /// `params` and `extra` are as `cuLaunchKernel` documents them for `f`'s parameters.
@@ -99,7 +100,7 @@ unsafe fn launch(
     h_stream: CUstream,
     params: *mut *mut c_void,
     extra: *mut *mut c_void,
-    cooperative: bool,
+    how: PtxLaunchHow,
 ) -> crate::boundary::Answer {
     let d = sim();
     let layout = d.param_layout(function(f).0).unwrap_or_default();
@@ -107,10 +108,7 @@ unsafe fn launch(
         // SAFETY: the caller's.
         let buffer = unsafe { parameter_buffer(&layout, params, extra)? };
         let launch = PtxLaunch { grid: shape.grid, block: shape.block, shared: shape.shared, params: &buffer };
-        return code(match cooperative {
-            true => d.launch_ptx_cooperative(function(f), &launch, stream(h_stream)),
-            false => d.launch_ptx(function(f), &launch, stream(h_stream)),
-        });
+        return code(d.launch_ptx_how(function(f), &launch, stream(h_stream), how));
     }
     if shape.grid[1..] != [1, 1] || shape.block[1..] != [1, 1] || shape.shared != 0 || !extra.is_null() {
         return Err(CUresult::CUDA_ERROR_NOT_SUPPORTED);
@@ -193,14 +191,14 @@ unsafe fn parameter_buffer(
     }
 }
 
-/// Whether a launch attribute asks for a cooperative launch; an error for one the simulator
-/// cannot honour. It honours by ignoring them hints about caches, scheduling, priority and
-/// memory-synchronisation domains, and a cluster of one block. Programmatic serialisation only
-/// lets a launch overlap the one before it, which the simulator's in-order launches never do.
+/// What a launch attribute asks, into `how`; an error for one the simulator cannot honour.
+/// It honours by ignoring them hints about caches, scheduling, priority and
+/// memory-synchronisation domains. Programmatic serialisation only lets a launch overlap the
+/// one before it, which the simulator's in-order launches never do.
 ///
 /// # Safety
 /// `value` points at the attribute's 64-byte value.
-unsafe fn attribute(id: u32, value: *const u8) -> Result<bool, CUresult> {
+unsafe fn attribute(id: u32, value: *const u8, how: &mut PtxLaunchHow) -> crate::boundary::Answer {
     use cudarc::driver::sys::CUlaunchAttributeID::*;
     // SAFETY: the caller's.
     let word = |i: usize| unsafe { value.cast::<u32>().add(i).read_unaligned() };
@@ -214,14 +212,17 @@ unsafe fn attribute(id: u32, value: *const u8) -> Result<bool, CUresult> {
         CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP,
         CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN,
     ];
-    let ignored = match id {
-        _ if hints.iter().any(|&hint| hint as u32 == id) => true,
-        c if c == CU_LAUNCH_ATTRIBUTE_COOPERATIVE as u32 => return Ok(word(0) != 0),
-        c if c == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION as u32 => [word(0), word(1), word(2)].iter().all(|&d| d <= 1),
-        _ => false,
-    };
-    if ignored {
-        return Ok(false);
+    match id {
+        _ if hints.iter().any(|&hint| hint as u32 == id) => return Ok(()),
+        c if c == CU_LAUNCH_ATTRIBUTE_COOPERATIVE as u32 => {
+            how.cooperative = word(0) != 0;
+            return Ok(());
+        }
+        c if c == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION as u32 => {
+            how.cluster = Some([word(0), word(1), word(2)]);
+            return Ok(());
+        }
+        _ => {}
     }
     let what = "changes what a launch does and is not simulated: CUDA_ERROR_NOT_SUPPORTED";
     name_once_owned(format!("cuLaunchKernelEx: launch attribute {id}"), what);

@@ -87,6 +87,8 @@ pub fn read(elf: &[u8], device: ComputeCapability) -> Result<Contents, Refusal> 
                 local_bytes: per_symbol(FRAME_SIZE).map_or(0, |v| v as u32),
                 registers: per_symbol(REGCOUNT).map(|v| v as u32),
                 max_threads: threads.map(|t| u32::try_from(t).unwrap_or(u32::MAX)),
+                cluster: None,
+                explicit_cluster: false,
             });
         } else if sym.kind == STT_OBJECT
             && let Some(home) = sections.get(sym.section)

@@ -41,6 +41,10 @@ pub struct Kernel {
     pub registers: Option<u32>,
     /// The most threads a block may have, when the image limits it (`.maxntid`, `.reqntid`).
     pub max_threads: Option<u32>,
+    /// The clusters it must be launched in, when the image says (`.reqnctapercluster`).
+    pub cluster: Option<[u32; 3]>,
+    /// It must be launched in clusters (`.explicitcluster`).
+    pub explicit_cluster: bool,
 }
 
 /// A variable in global or constant memory that `cuModuleGetGlobal` finds by name.

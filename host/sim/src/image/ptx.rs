@@ -528,6 +528,9 @@ impl Entry<'_> {
             local_bytes: 0,
             registers: numbers(".maxnreg").and_then(|v| u32::try_from(v[0]).ok()),
             max_threads: threads.map(|t| u32::try_from(t).unwrap_or(u32::MAX)),
+            cluster: numbers(".reqnctapercluster")
+                .map(|v| [0, 1, 2].map(|a| v.get(a).map_or(1, |&d| u32::try_from(d).unwrap_or(u32::MAX)))),
+            explicit_cluster: self.directives.contains(&".explicitcluster"),
         }
     }
 }
