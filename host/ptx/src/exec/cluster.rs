@@ -50,6 +50,18 @@ pub(super) fn place(index: [u32; 3], dims: [u32; 3], grid: [u32; 3]) -> (usize, 
     (at([0, 1, 2].map(|a| index[a] / dims[a]), clusters), at([0, 1, 2].map(|a| index[a] % dims[a]), dims))
 }
 
+/// The blocks of cluster `c` (in [`place`]'s order) of a grid in clusters of `dims`, with their
+/// ranks.
+pub(super) fn members(c: usize, dims: [u32; 3], grid: [u32; 3]) -> impl Iterator<Item = ([u32; 3], usize)> {
+    let n = [0, 1, 2].map(|a| grid[a] / dims[a]);
+    let c = c as u32;
+    let at = [c % n[0], (c / n[0]) % n[1], c / (n[0] * n[1])];
+    (0..dims.iter().product::<u32>()).map(move |r| {
+        let within = [r % dims[0], (r / dims[0]) % dims[1], r / (dims[0] * dims[1])];
+        ([0, 1, 2].map(|a| at[a] * dims[a] + within[a]), r as usize)
+    })
+}
+
 /// `mapa`: the `.shared::cluster` address of `offset` (an address in any block's shared memory)
 /// in the block of rank `rank`.
 pub(super) fn map(offset: u64, rank: u32) -> u64 {
@@ -62,5 +74,24 @@ pub(super) fn split(addr: u64) -> (Option<usize>, u64) {
     match addr >> RANK_SHIFT {
         0 => (None, addr),
         r => (usize::try_from(r - 1).ok(), addr & OFFSET),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn members_are_the_blocks_place_puts_in_a_cluster() {
+        let (dims, grid) = ([2, 3, 1], [4, 6, 2]);
+        let clusters = (grid.iter().product::<u32>() / dims.iter().product::<u32>()) as usize;
+        let mut seen = std::collections::HashSet::new();
+        for c in 0..clusters {
+            for (index, rank) in members(c, dims, grid) {
+                assert_eq!(place(index, dims, grid), (c, rank), "{index:?}");
+                assert!(seen.insert(index));
+            }
+        }
+        assert_eq!(seen.len(), 48);
     }
 }

@@ -304,12 +304,12 @@ pub fn run(kernel: &Function, launch: &Launch<'_>, memory: &mut dyn Memory) -> R
     let code = fast::Code::new(kernel, launch);
     let mut budget = launch.budget;
     let [gx, gy, gz] = launch.shape.grid;
-    let indices = (0..gz).flat_map(|z| (0..gy).flat_map(move |y| (0..gx).map(move |x| [x, y, z])));
     let size = dims.iter().product::<u32>() as usize;
     let new_cluster = || Cluster::new(size, shared as usize, threads as u32);
     let mut ran = Ran::default();
     if size == 1 && !launch.grid_sync.is_some_and(|g| g.resident) {
         // One block at a time, each keeping the last one's thread allocations.
+        let indices = (0..gz).flat_map(|z| (0..gy).flat_map(move |y| (0..gx).map(move |x| [x, y, z])));
         let mut threads = Vec::new();
         for index in indices {
             let mut b = block::Block::new(kernel, &code, launch, index, threads);
@@ -320,29 +320,26 @@ pub fn run(kernel: &Function, launch: &Launch<'_>, memory: &mut dyn Memory) -> R
         return Ok(ran);
     }
     // Blocks resident together, each running a turn in order until all are done: the whole
-    // grid, or each cluster in turn.
+    // grid at once, or one cluster after another (its blocks made when its turn comes).
     let clusters = (blocks / size as u64) as usize;
-    let mut shared_memory: Vec<Cluster> = (0..clusters).map(|_| new_cluster()).collect();
-    let mut blocks: Vec<Vec<(block::Block, usize)>> = (0..clusters).map(|_| Vec::new()).collect();
-    for index in indices {
-        let (c, rank) = cluster::place(index, dims, launch.shape.grid);
-        blocks[c].push((block::Block::new(kernel, &code, launch, index, Vec::new()), rank));
-    }
     let groups = match launch.grid_sync.is_some_and(|g| g.resident) {
         true => vec![(0..clusters).collect::<Vec<_>>()],
         false => (0..clusters).map(|c| vec![c]).collect(),
     };
     for group in groups {
+        let mut shared_memory: Vec<Cluster> = group.iter().map(|_| new_cluster()).collect();
         let mut live: Vec<(block::Block, usize, usize)> = group
             .iter()
-            .flat_map(|&c| std::mem::take(&mut blocks[c]).into_iter().map(move |(b, r)| (b, c, r)))
+            .enumerate()
+            .flat_map(|(slot, &c)| cluster::members(c, dims, launch.shape.grid).map(move |(at, rank)| (at, slot, rank)))
+            .map(|(at, slot, rank)| (block::Block::new(kernel, &code, launch, at, Vec::new()), slot, rank))
             .collect();
         while !live.is_empty() {
             let mut left = Vec::with_capacity(live.len());
-            for (mut b, c, rank) in live {
-                match b.turn(kernel, &code, launch, memory, (&mut shared_memory[c], rank), &mut budget, true)? {
+            for (mut b, slot, rank) in live {
+                match b.turn(kernel, &code, launch, memory, (&mut shared_memory[slot], rank), &mut budget, true)? {
                     block::Turn::Done => ran.instructions += b.ran,
-                    block::Turn::More => left.push((b, c, rank)),
+                    block::Turn::More => left.push((b, slot, rank)),
                 }
             }
             live = left;
