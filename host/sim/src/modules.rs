@@ -23,8 +23,8 @@ use peerpool::CudaCode;
 use std::sync::Arc;
 
 /// `CU_FUNC_ATTRIBUTE_*` values.
-mod attr {
-    pub(super) const MAX_THREADS_PER_BLOCK: i32 = 0;
+pub(super) mod attr {
+    pub(crate) const MAX_THREADS_PER_BLOCK: i32 = 0;
     pub(super) const SHARED_SIZE_BYTES: i32 = 1;
     pub(super) const CONST_SIZE_BYTES: i32 = 2;
     pub(super) const LOCAL_SIZE_BYTES: i32 = 3;
@@ -32,7 +32,7 @@ mod attr {
     pub(super) const PTX_VERSION: i32 = 5;
     pub(super) const BINARY_VERSION: i32 = 6;
     pub(super) const CACHE_MODE_CA: i32 = 7;
-    pub(super) const MAX_DYNAMIC_SHARED_SIZE_BYTES: i32 = 8;
+    pub(crate) const MAX_DYNAMIC_SHARED_SIZE_BYTES: i32 = 8;
     pub(super) const PREFERRED_SHARED_MEMORY_CARVEOUT: i32 = 9;
     pub(super) const CLUSTER_SIZE_MUST_BE_SET: i32 = 10;
     pub(super) const REQUIRED_CLUSTER_WIDTH: i32 = 11;
@@ -50,6 +50,11 @@ const DEFAULT_SHARED: i32 = 49_152;
 /// 97 (`attributes/h200.txt`).
 const REGISTERS_PER_BLOCK: u64 = 65_536;
 const OPT_IN_SHARED: i64 = 232_448;
+
+/// The registers a warp of threads that each use `registers` is given: in units of 256.
+pub(super) fn registers_per_warp(registers: u32) -> u64 {
+    (registers as u64 * 32).div_ceil(256).max(1) * 256
+}
 
 pub(super) fn fail<T>(code: CudaCode) -> SimResult<T> {
     Err(code.into())
@@ -184,9 +189,7 @@ pub(super) fn attribute(
         attr::MAX_THREADS_PER_BLOCK => {
             // Registers are given out per warp in units of 256: a block may hold as many warps
             // as the register file (64 Ki on an H200) has room for.
-            let file = REGISTERS_PER_BLOCK;
-            let per_warp = (registers as u64 * 32).div_ceil(256).max(1) * 256;
-            let by_registers = file / per_warp * 32;
+            let by_registers = REGISTERS_PER_BLOCK / registers_per_warp(registers) * 32;
             let most = by_registers.min(1024).min(kernel.max_threads.map_or(1024, u64::from));
             most as i32
         }

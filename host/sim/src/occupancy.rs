@@ -5,7 +5,7 @@
 //! binds: a GPU may hold fewer blocks of a kernel that needs more.
 
 use super::attributes::recorded;
-use super::modules::{PTX_REGISTERS, attribute, described, fail};
+use super::modules::{PTX_REGISTERS, attr, attribute, described, fail, registers_per_warp};
 use super::state::{SimResult, State};
 use peerpool::CudaCode;
 
@@ -17,11 +17,6 @@ const MAX_BLOCKS_PER_MULTIPROCESSOR: u32 = 106;
 const RESERVED_SHARED_MEMORY_PER_BLOCK: u32 = 111;
 /// Threads an H200's multiprocessor holds: no block size can do better.
 const SM_THREADS: u64 = 2048;
-
-/// `cuFuncGetAttribute`'s `CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK` and
-/// `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`.
-const FUNC_MAX_THREADS: i32 = 0;
-const FUNC_MAX_DYNAMIC_SHARED: i32 = 8;
 
 fn h200(raw: u32) -> u64 {
     recorded(raw).expect("an attribute the H200 answered") as u64
@@ -36,13 +31,11 @@ pub(super) fn blocks_per_multiprocessor(s: &State, function: u64, threads: u64, 
     if threads == 0 {
         return fail(CudaCode::CUDA_ERROR_INVALID_VALUE);
     }
-    if threads > most(FUNC_MAX_THREADS)? || dynamic > most(FUNC_MAX_DYNAMIC_SHARED)? {
+    if threads > most(attr::MAX_THREADS_PER_BLOCK)? || dynamic > most(attr::MAX_DYNAMIC_SHARED_SIZE_BYTES)? {
         return Ok(0);
     }
     let warps = threads.div_ceil(32);
-    // Registers are given out per warp in units of 256.
-    let registers = kernel.registers.unwrap_or(PTX_REGISTERS) as u64;
-    let per_warp = (registers * 32).div_ceil(256).max(1) * 256;
+    let per_warp = registers_per_warp(kernel.registers.unwrap_or(PTX_REGISTERS));
     let shared = (kernel.shared_bytes as u64 + dynamic).next_multiple_of(128) + h200(RESERVED_SHARED_MEMORY_PER_BLOCK);
     Ok(h200(MAX_BLOCKS_PER_MULTIPROCESSOR)
         .min(h200(MAX_THREADS_PER_MULTIPROCESSOR) / (warps * 32))
@@ -62,7 +55,7 @@ pub(super) fn potential_block_size(
 ) -> SimResult<(i32, i32)> {
     let (f, contents, kernel) = described(s, function)?;
     let cc = s.topo.devices[f.device].compute_capability;
-    let most = attribute(contents, kernel, &f.settings, cc, FUNC_MAX_THREADS)?;
+    let most = attribute(contents, kernel, &f.settings, cc, attr::MAX_THREADS_PER_BLOCK)?;
     let limit = if limit <= 0 { most } else { limit.min(most) };
     let (mut best, mut blocks, mut block) = (0, 0, 0);
     for aligned in (1..=(limit.max(0) as u32).div_ceil(32)).rev().map(|w| w * 32) {

@@ -124,7 +124,7 @@ fn clusters(
     if dims.contains(&0) || (0..3).any(|a| !shape.grid[a].is_multiple_of(dims[a])) || size > most {
         return fail(CudaCode::CUDA_ERROR_INVALID_CLUSTER_SIZE);
     }
-    Ok((size > 1 || asked.is_some() || own.is_some()).then_some(dims))
+    Ok(Some(dims))
 }
 
 fn blocks(shape: &PtxLaunch<'_>) -> u64 {

@@ -253,11 +253,18 @@ pub unsafe extern "C" fn cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
     flags: c_uint,
 ) -> CUresult {
     entry!(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(blocks, f, threads, dynamic, flags), {
-        if flags & !(cudarc::driver::sys::CUoccupancy_flags::CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE as c_uint) != 0 {
-            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
-        }
+        occupancy_flags(flags)?;
         out(blocks, code(sim().occupancy_max_active_blocks(function(f), threads, dynamic))?)
     })
+}
+
+/// The occupancy calls' flags: none, or the one about caches, which changes nothing here.
+fn occupancy_flags(flags: c_uint) -> crate::boundary::Answer {
+    let caches = cudarc::driver::sys::CUoccupancy_flags::CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE as c_uint;
+    match flags & !caches {
+        0 => Ok(()),
+        _ => Err(CUresult::CUDA_ERROR_INVALID_VALUE),
+    }
 }
 
 /// The block size that lets a multiprocessor hold the most threads of `f`, and the grid that
@@ -290,9 +297,7 @@ pub unsafe extern "C" fn cuOccupancyMaxPotentialBlockSizeWithFlags(
     flags: c_uint,
 ) -> CUresult {
     entry!(cuOccupancyMaxPotentialBlockSizeWithFlags(grid, block, f, bytes_of, bytes, limit, flags), {
-        if flags & !(cudarc::driver::sys::CUoccupancy_flags::CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE as c_uint) != 0 {
-            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
-        }
+        occupancy_flags(flags)?;
         potential_block_size(grid, block, f, bytes_of, bytes, limit)
     })
 }
