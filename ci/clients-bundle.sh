@@ -2,7 +2,7 @@
 # Builds, on a machine without CUDA, what ci/gpu-clients.sh runs on a GPU machine: the release
 # `peerpool` and its shim, the shim's C clients (host/shim/tests/clients/*.c, compiled against
 # NVIDIA's cuda.h and linked with -lcuda, which resolves to NVIDIA's libcuda there), the foreign
-# images they load, the PTX executor's corpus (nvcc's and NVRTC's PTX), a cudarc program whose kernels NVRTC compiles (fixtures/examples/cudarc-nvrtc),
+# images they load, the PTX executor's corpus (nvcc's, NVRTC's and rustc's PTX), a cudarc program whose kernels NVRTC compiles (fixtures/examples/cudarc-nvrtc),
 # and the CUDA-runtime programs (host/shim/tests/runtime/*.cu) built with static and with shared
 # cudart. NVIDIA's compiler and headers come from PyPI (CUDA 13.0) into
 # target/cuda-venv.
@@ -23,6 +23,8 @@ done
 PATH="$cuda/bin:$PATH" host/shim/tests/clients/images/build.sh "$bundle/image-files"
 mkdir -p "$bundle/corpus-files"
 cp host/ptx/tests/corpus/{corpus.ptx,corpus.nvrtc.ptx,kernels.txt} "$bundle/corpus-files/"
+mkdir -p "$bundle/rustc-files"
+cp host/ptx/tests/rustc/{kernels.ptx,kernels.txt} "$bundle/rustc-files/"
 ln -s "$cuda/lib/libcudart.so.13" "$link/libcudart.so"
 ln -s "$cuda/lib/libcudadevrt.a" "$link/libcudadevrt.a"
 gen=(-gencode 'arch=compute_90,code=[sm_90,compute_90]')

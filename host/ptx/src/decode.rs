@@ -594,6 +594,28 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
                 _ => return Err(unsupported("an indirect branch".into())),
             }
         }
+        // A jump table: `brx.idx index, list`, `list` a `.branchtargets` of the function.
+        "brx" => {
+            mods.only(&["idx"]).map_err(unsupported)?;
+            if !mods.has("idx") {
+                return Err(unsupported("an indirect branch other than .idx".into()));
+            }
+            let names = match ops.get(1) {
+                Some(Operand::Name(list)) if ops.len() == 2 => scope
+                    .branch_targets
+                    .get(list)
+                    .ok_or_else(|| LoadError::Syntax { line, what: format!("unknown .branchtargets {list}") })?,
+                _ => return Err(unsupported("a target list other than a .branchtargets label".into())),
+            };
+            let label = |n: &String| {
+                scope
+                    .labels
+                    .get(n)
+                    .copied()
+                    .ok_or_else(|| LoadError::Syntax { line, what: format!("unknown label {n}") })
+            };
+            Op::Brx { index: d.src(0, Ty::U32)?, targets: names.iter().map(label).collect::<Result<_, _>>()? }
+        }
         "bar" if mods.has("warp") => {
             mods.only(&["warp", "sync"]).map_err(unsupported)?;
             Op::Warp { op: WarpOp::Sync, mask: Some(d.src(0, Ty::U32)?) }

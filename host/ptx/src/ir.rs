@@ -565,6 +565,12 @@ pub enum Op {
     Bra {
         target: u32,
     },
+    /// `brx.idx`: to `targets[index]`; an index past the list stops the launch
+    /// ([`TrapKind::BadBranch`](crate::TrapKind::BadBranch)).
+    Brx {
+        index: Src,
+        targets: Box<[u32]>,
+    },
     /// `barrier.cluster.arrive` (counts the thread in the cluster's barrier) and
     /// `barrier.cluster.wait` (until every thread of the cluster has arrived since its own
     /// arrival).

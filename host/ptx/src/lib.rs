@@ -27,7 +27,9 @@
 //! and their default selectors and mask, as nvcc writes `__vsadu4`), comparisons and
 //! predicates (`setp` with `.and/.or/.xor`, `selp`, `slct`, `testp`), conversions (`cvt` with
 //! every rounding and `.sat`), `cvta`, `mov` packing and unpacking vectors, `ld`/`st` of every
-//! state space with vector widths, `atom`/`red` on global and shared memory, branches,
+//! state space with vector widths, `atom`/`red` on global and shared memory, branches and
+//! jump tables (`brx.idx` over a `.branchtargets` list, as rustc compiles a `match`; an index
+//! past the list stops the launch, [`TrapKind::BadBranch`]),
 //! `bar.sync`/`bar.arrive`/`bar.red`, fences, special registers and dynamic shared memory, and
 //! `cp.async` from global to shared memory (done when issued, with its source size and
 //! `ignore-src`; its groups' commits and waits are then fences), `isspacep`, `nanosleep`, `pmevent`,
@@ -137,8 +139,7 @@
 //! `mma`/`wmma` of other shapes and types: `wmma` of tf32 and integers, f64, 8-bit floats,
 //! sparse and block-scaled forms), bulk copies through tensor maps (`cp.async.bulk.tensor`)
 //! or to a cluster (`.multicast::cluster`), `mbarrier` objects of another block of the cluster,
-//! `mbarrier.pending_count`, indirect branches (`brx.idx`); each is refused at load with its
-//! line.
+//! `mbarrier.pending_count`; each is refused at load with its line.
 
 mod decode;
 mod exec;

@@ -84,8 +84,10 @@ fn place(body: &mut Vec<Inst>, placed: &mut HashMap<u32, u32>, id: u32, callee: 
     *placed.entry(id).or_insert_with(|| {
         let at = body.len() as u32;
         body.extend(callee.body.iter().cloned().map(|mut inst| {
-            if let Op::Bra { target } = &mut inst.op {
-                *target += at;
+            match &mut inst.op {
+                Op::Bra { target } => *target += at,
+                Op::Brx { targets, .. } => targets.iter_mut().for_each(|t| *t += at),
+                _ => {}
             }
             inst
         }));

@@ -50,6 +50,8 @@ pub(crate) struct Scope {
     pub(crate) count: u32,
     pub(crate) places: HashMap<String, Place>,
     pub(crate) labels: HashMap<String, u32>,
+    /// `.branchtargets` lists by their labels' names: the targets `brx.idx` may take, by name.
+    pub(crate) branch_targets: HashMap<String, Vec<String>>,
     pub(crate) module: HashMap<String, u32>,
     /// Functions declared so far, by name: their index in [`Funcs`].
     pub(crate) functions: HashMap<String, u32>,
@@ -596,7 +598,13 @@ fn body(p: &mut Parser, scope: &mut Scope, f: &mut Function) -> Result<Vec<Raw>,
             Tok::Word(w) if w == ".callprototype" => p.skip_statement()?,
             Tok::Word(w) if p.is(':') => {
                 p.punct(':')?;
-                scope.labels.insert(w, out.len() as u32);
+                if matches!(p.peek(), Some(Tok::Word(d)) if d == ".branchtargets") {
+                    p.next()?;
+                    let targets = branch_targets(p)?;
+                    scope.branch_targets.insert(w, targets);
+                } else {
+                    scope.labels.insert(w, out.len() as u32);
+                }
             }
             Tok::Punct('@') => {
                 let negated = p.is('!');
@@ -615,6 +623,19 @@ fn body(p: &mut Parser, scope: &mut Scope, f: &mut Function) -> Result<Vec<Raw>,
                 out.push((line, None, opcode, operands));
             }
             other => return p.err(format!("unexpected {other:?}")),
+        }
+    }
+}
+
+/// The labels of `.branchtargets L0, L1, ...;` (its own label already read).
+fn branch_targets(p: &mut Parser) -> Result<Vec<String>, LoadError> {
+    let mut names = Vec::new();
+    loop {
+        names.push(p.word()?);
+        match p.next()? {
+            Tok::Punct(',') => {}
+            Tok::Punct(';') => return Ok(names),
+            other => return p.err(format!("unexpected {other:?} in .branchtargets")),
         }
     }
 }

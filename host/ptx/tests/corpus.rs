@@ -1,7 +1,8 @@
 //! nvcc's and NVRTC's PTX for `corpus/corpus.cu`, every kernel launched as `corpus/kernels.txt`
 //! says on a plain memory, each output checked against a reference computed here: bit for bit, but for
 //! the approximate instructions, within the 1 ulp that `lib.rs` states. `corpus/README.md`
-//! says what each kernel checks.
+//! says what each kernel checks. rustc's PTX for `rustc/kernels.rs` (jump tables) is launched
+//! and checked in the same way, as `rustc/kernels.txt` says.
 
 mod common;
 
@@ -14,6 +15,9 @@ use peerpool_ptx::{GridSync, Launch, Module, Shape, load, run};
 const PTX: [(&str, &str); 2] =
     [("corpus.ptx", include_str!("corpus/corpus.ptx")), ("corpus.nvrtc.ptx", include_str!("corpus/corpus.nvrtc.ptx"))];
 const LAUNCHES: &str = include_str!("corpus/kernels.txt");
+/// Kernels in Rust compiled by rustc's nvptx64 backend, and their launches (`rustc/README.md`).
+const RUSTC: (&str, &str, &str) =
+    ("rustc/kernels.ptx", include_str!("rustc/kernels.ptx"), include_str!("rustc/kernels.txt"));
 
 /// A kernel's launch, as a line of kernels.txt.
 struct Line {
@@ -31,9 +35,8 @@ struct Line {
     cluster: Option<[u32; 3]>,
 }
 
-fn launches() -> Vec<Line> {
-    LAUNCHES
-        .lines()
+fn launches(text: &str) -> Vec<Line> {
+    text.lines()
         .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
         .map(|l| {
             let f: Vec<&str> = l.split_whitespace().collect();
@@ -88,6 +91,45 @@ fn b32(f: f32) -> u32 {
     f.to_bits()
 }
 
+/// `rustc/kernels.rs`'s `pick`: one of twelve functions of `v`.
+fn pick(k: u32, v: u32) -> u32 {
+    match k {
+        0 => v.wrapping_mul(3),
+        1 => v ^ 0x55,
+        2 => v.wrapping_add(100),
+        3 => v.wrapping_mul(7),
+        4 => v.wrapping_mul(v),
+        5 => v ^ 0xffff,
+        6 => v.wrapping_add(9),
+        7 => v.wrapping_mul(13),
+        8 => v ^ 0x1000,
+        9 => v & 0xff,
+        10 => v.wrapping_mul(11),
+        11 => v.wrapping_add(77),
+        _ => 42,
+    }
+}
+
+/// `rustc/kernels.rs`'s bytecode machine for thread `i`, its code from `v` and `next`.
+fn bytecode(i: usize, v: u32, next: u32) -> u32 {
+    let mut code = u64::from(v) | u64::from(next) << 32;
+    let mut acc = i as u32;
+    for _ in 0..16 {
+        acc = match code & 7 {
+            0 => acc.wrapping_add(v),
+            1 => acc.wrapping_mul(3),
+            2 => acc ^ 0xdead_beef,
+            3 => acc.wrapping_mul(acc),
+            4 => acc ^ (acc >> 7),
+            5 => acc.wrapping_add(0x0123_4567),
+            6 => acc.wrapping_mul(0x0100_0193),
+            _ => acc ^ v,
+        };
+        code >>= 3;
+    }
+    acc
+}
+
 /// u64s as pairs of words, low first.
 fn split(v: &[u64]) -> Vec<u32> {
     v.iter().flat_map(|&x| [x as u32, (x >> 32) as u32]).collect()
@@ -126,18 +168,27 @@ fn launch(module: &Module, l: &Line, input: &[u32]) -> (Vec<u32>, Vec<Vec<u8>>, 
 #[test]
 fn every_kernel_of_the_corpus_computes_what_the_reference_does() {
     for (file, text) in PTX {
-        compute_what_the_reference_does(file, &load(text).unwrap_or_else(|e| panic!("{file}: {e}")));
+        let lines = launches(LAUNCHES);
+        assert!(lines.len() >= 40);
+        compute_what_the_reference_does(file, &load(text).unwrap_or_else(|e| panic!("{file}: {e}")), &lines);
     }
 }
 
-fn compute_what_the_reference_does(file: &str, module: &Module) {
-    let lines = launches();
+#[test]
+fn every_kernel_rustc_compiled_computes_what_the_reference_does() {
+    let (file, text, lines) = RUSTC;
+    let module = load(text).unwrap_or_else(|e| panic!("{file}: {e}"));
+    // The file's point: rustc's jump tables, each kernel's at least once.
+    assert!(text.split(".entry").skip(1).all(|kernel| kernel.contains("brx.idx")), "a kernel without brx.idx");
+    compute_what_the_reference_does(file, &module, &launches(lines));
+}
+
+fn compute_what_the_reference_does(file: &str, module: &Module, lines: &[Line]) {
     let entries: std::collections::BTreeSet<&str> =
         module.functions.iter().filter(|f| f.entry).map(|f| f.name.as_str()).collect();
     let launched: std::collections::BTreeSet<&str> = lines.iter().map(|l| l.name.as_str()).collect();
-    assert_eq!(entries, launched, "every kernel of corpus.ptx has a line in kernels.txt");
-    assert!(lines.len() >= 40);
-    for l in &lines {
+    assert_eq!(entries, launched, "every kernel of {file} has a line in its kernels.txt");
+    for l in lines {
         let input: Vec<u32> = (0..l.in_words as u32).map(hash).collect();
         let (got, vars, printed) = launch(module, l, &input);
         // Device printf: three lines (what the H200 printed is compared in the shim's tests).
@@ -165,6 +216,9 @@ fn reference(l: &Line, x: &[u32], got: &[u32], vars: &[Vec<u8>], warp: impl Fn(u
     let threads = (l.grid.iter().product::<u32>() * l.block.iter().product::<u32>()) as usize;
     let per = |k: usize, f: &dyn Fn(usize) -> Vec<u32>| (0..k).flat_map(f).collect::<Vec<u32>>();
     Some(match l.name.as_str() {
+        "rs_jump_table" => per(n, &|i| vec![pick(x[i] & 15, x[i])]),
+        "rs_warp_table" => per(n, &|i| vec![pick((i as u32 >> 5) & 15, x[i])]),
+        "rs_bytecode" => per(n, &|i| vec![bytecode(i, x[i], x[if i + 1 < n { i + 1 } else { 0 }])]),
         "saxpy" => per(n, &|i| vec![b32(2.5f32.mul_add(f_of(x[i]), f_of(x[i + n])))]),
         "index64" => per(n, &|i| vec![((i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as u32 ^ x[i]]),
         "int_arith" => per(n, &|i| {

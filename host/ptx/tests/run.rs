@@ -371,3 +371,36 @@ fn a_variables_address_in_an_initialiser_is_filled_in_where_the_caller_puts_it()
     let undeclared = ".version 8.0\n.target sm_90\n.address_size 64\n.global .u64 p = y;\n";
     assert!(matches!(load(undeclared), Err(LoadError::Syntax { line: 4, .. })));
 }
+
+/// `brx.idx` (rustc's jump tables): each lane goes to its own target and the lanes meet again;
+/// an index past the list stops the launch; a list or label that does not exist is refused.
+#[test]
+fn a_jump_table_sends_each_lane_to_its_target_and_an_index_past_it_stops_the_launch() {
+    let table = |index: &str| {
+        kernel(&format!(
+            "ld.param.u64 %rd1, [p];\nmov.u32 %r1, %tid.x;\n{index}\nmul.wide.u32 %rd2, %r1, 4;\nadd.s64 %rd3, %rd1, %rd2;\n\
+             $L_t: .branchtargets A, B, C;\nbrx.idx %r2, $L_t;\nA:\nmov.u32 %r3, 10;\nbra.uni D;\n\
+             C:\nmov.u32 %r3, 12;\nbra.uni D;\nB:\nmov.u32 %r3, 11;\nD:\nadd.u32 %r3, %r3, %r1;\nst.global.u32 [%rd3], %r3;\nret;"
+        ))
+    };
+    let mut ram = Ram::default();
+    let data = ram.add(0x1000, vec![0; 32 * 4]);
+    let params = data.to_le_bytes();
+    run(table("rem.u32 %r2, %r1, 3;").kernel("k").unwrap(), &launch(1, 32, &params, &[]), &mut ram).unwrap();
+    assert_eq!(ram.words(data), (0..32).map(|t| [10, 11, 12][t as usize % 3] + t).collect::<Vec<u32>>());
+    let past = table("mov.u32 %r2, 3;");
+    let trap = run(past.kernel("k").unwrap(), &launch(1, 32, &params, &[]), &mut ram).unwrap_err();
+    assert_eq!((trap.kind, trap.addr, trap.line), (TrapKind::BadBranch, 3, 15));
+    for (body, what) in [
+        ("brx.idx %r1, $L_none;\nret;", "unknown .branchtargets $L_none"),
+        ("$L_t: .branchtargets A, Z;\nbrx.idx %r1, $L_t;\nA:\nret;", "unknown label Z"),
+    ] {
+        let text = format!(
+            ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k()\n{{\n.reg .b32 %r<4>;\n{body}\n}}\n"
+        );
+        match load(&text) {
+            Err(LoadError::Syntax { what: w, .. }) => assert_eq!(w, what),
+            other => panic!("{body}: {other:?}"),
+        }
+    }
+}

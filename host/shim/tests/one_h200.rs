@@ -16,6 +16,7 @@
 mod support;
 
 use libtest_mimic::{Arguments, Failed};
+use std::path::Path;
 use std::process::{Command, ExitCode};
 use support::{
     CUDA_INCLUDE, NVCC, PYTHON, c_program, clients, corpus_dir, images, recorded, run, stderr, stdout, trial,
@@ -100,10 +101,10 @@ fn approx_agree(index: usize, a: u32, b: u32) -> bool {
 
 /// The corpus through the shim on `one_gpu` prints the record of `name` line for line, but for
 /// `approx_math`'s words, which agree within the GPU's error bounds.
-fn corpus_as_on_one_h200(ptx: &str, name: &str) -> Result<(), Failed> {
+fn corpus_as_on_one_h200(dir: &Path, ptx: &str, name: &str) -> Result<(), Failed> {
     let want = recorded(&format!("one-h200/{name}"))?;
     let mut program = Command::new(c_program("corpus")?);
-    let out = run(program.arg(corpus_dir()).arg(ptx), &[("PEERPOOL_TOPOLOGY", "one_gpu")])?;
+    let out = run(program.arg(dir).arg(ptx), &[("PEERPOOL_TOPOLOGY", "one_gpu")])?;
     let text = stdout(&out);
     let (want_lines, got_lines): (Vec<&str>, Vec<&str>) = (want.lines().collect(), text.lines().collect());
     if want_lines.len() != got_lines.len() {
@@ -201,9 +202,13 @@ fn main() -> ExitCode {
     }));
     for (ptx, record) in [("corpus.ptx", "corpus.txt"), ("corpus.nvrtc.ptx", "corpus_nvrtc.txt")] {
         trials.push(trial(format!("ptx_corpus_computes_what_one_h200_did::{ptx}"), CUDA_INCLUDE, move || {
-            corpus_as_on_one_h200(ptx, record)
+            corpus_as_on_one_h200(&corpus_dir(), ptx, record)
         }));
     }
+    // rustc's jump tables (`brx.idx`), beside the corpus.
+    trials.push(trial("ptx_corpus_computes_what_one_h200_did::rustc".into(), CUDA_INCLUDE, || {
+        corpus_as_on_one_h200(&corpus_dir().join("../rustc"), "kernels.ptx", "corpus_rustc.txt")
+    }));
     trials.push(trial("cooperative_and_cluster_launches_do_what_they_did_on_one_h200".into(), CUDA_INCLUDE, || {
         for mode in ["cooperative", "first-ordinary", "clusters"] {
             let mut program = Command::new(c_program("corpus")?);

@@ -238,6 +238,7 @@ fn report(s: &State, device: usize, kernel: &str, trap: &Trap, code: CudaCode) -
         TrapKind::BadLaunch => "a launch the simulator cannot hold".to_owned(),
         TrapKind::Assert => "a device assert failed (its message above)".to_owned(),
         TrapKind::Trap => "the kernel ran trap (__trap())".to_owned(),
+        TrapKind::BadBranch => format!("brx.idx with index {} past its .branchtargets", trap.addr),
     };
     let [bx, by, bz] = trap.who.block;
     let [tx, ty, tz] = trap.who.thread;

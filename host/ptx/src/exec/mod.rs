@@ -240,6 +240,9 @@ pub enum TrapKind {
     Assert,
     /// The kernel ran `trap` (`__trap()`).
     Trap,
+    /// `brx.idx` with an index past its list of targets (undefined in PTX); the trap's `addr`
+    /// holds the index.
+    BadBranch,
 }
 
 /// Why a warp-synchronous instruction stopped a launch.

@@ -288,6 +288,13 @@ impl ThreadState {
                 }
             }
             Op::Bra { target } => self.pc = *target,
+            Op::Brx { index, targets } => {
+                let index = self.value(*index, sh) as u32;
+                match targets.get(index as usize) {
+                    Some(&target) => self.pc = target,
+                    None => return Err(self.trap(TrapKind::BadBranch, line, u64::from(index))),
+                }
+            }
             Op::ClusterBarrier { wait: false } => self.cluster_phase = sh.cluster.arrive(),
             Op::ClusterBarrier { wait: true } => {
                 if !sh.cluster.passed(self.cluster_phase) {
