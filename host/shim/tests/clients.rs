@@ -342,7 +342,7 @@ fn main() -> ExitCode {
             cuda_core_shares_a_pool_with_a_child(stem)
         }));
         trials.push(trial(format!("numba_kernels_run::{stem}"), PYTHON, move || {
-            numba_run(stem, "numba_kernels.py", &["axpy", "block_sum", "warp_sums", "collatz"])
+            numba_run(stem, "numba_kernels.py", &["axpy", "block_sum", "warp_sums", "collatz", "grid_sum"])
         }));
         trials.push(trial(format!("numba_linked_kernels_run::{stem}"), PYTHON, move || {
             numba_run(stem, "numba_linked.py", &["half_add", "half_mul", "mix", "scaled", "trig"])

@@ -5,14 +5,17 @@
 //! (numba-cuda's kernels with the CUDA C they call, or with its float16 functions) are joined
 //! into one PTX text (`peerpool_sim::image::link::link`), where one image's `.extern` functions
 //! and variables are another's; images that do not link answer their refusal's code, named once
-//! (a name two images define: `CUDA_ERROR_NOT_SUPPORTED`). Linking machine code with anything,
-//! an object or a library is not simulated: `CUDA_ERROR_NOT_SUPPORTED`, named once. JIT options
-//! are ignored.
+//! (a name two images define: `CUDA_ERROR_NOT_SUPPORTED`). NVIDIA's device runtime
+//! (`libcudadevrt.a`, which numba-cuda links for grid synchronisation) is linked as peerpool's
+//! PTX for the functions the simulator models (`peerpool_sim::image::devrt`). Linking machine
+//! code with anything, an object or another library is not simulated: `CUDA_ERROR_NOT_SUPPORTED`,
+//! named once. JIT options are ignored.
 
 use crate::abi::out;
 use crate::boundary::{entry, name_once_owned};
 use crate::exports::module::file;
 use cudarc::driver::sys::{CUjit_option, CUlinkState, CUresult};
+use peerpool_sim::image::devrt;
 use std::collections::BTreeMap;
 use std::ffi::{c_char, c_uint, c_void};
 use std::sync::Mutex;
@@ -21,6 +24,7 @@ use std::sync::Mutex;
 const CUBIN: c_uint = 0;
 const PTX: c_uint = 1;
 const FATBINARY: c_uint = 2;
+const LIBRARY: c_uint = 4;
 
 /// One link in progress: its inputs, and once complete, the image it gave (kept until the link
 /// is destroyed, as the driver keeps its output).
@@ -40,14 +44,18 @@ fn links() -> std::sync::MutexGuard<'static, (usize, BTreeMap<usize, Link>)> {
 
 /// Adds `bytes` of kind `kind` to link `state`.
 fn add(state: CUlinkState, kind: c_uint, bytes: Vec<u8>) -> crate::boundary::Answer {
-    if !matches!(kind, CUBIN | PTX | FATBINARY) {
-        let what = "links an object or library input, which is not simulated: CUDA_ERROR_NOT_SUPPORTED";
+    let device_runtime = kind == LIBRARY && devrt::is_device_runtime(&bytes);
+    if !matches!(kind, CUBIN | PTX | FATBINARY) && !device_runtime {
+        let what = "links an object or a library other than the device runtime, which is not simulated: \
+                    CUDA_ERROR_NOT_SUPPORTED";
         name_once_owned(format!("cuLinkAddData: input type {kind}"), what);
         return Err(CUresult::CUDA_ERROR_NOT_SUPPORTED);
     }
-    let bytes = match kind {
-        PTX => bytes.split(|&b| b == 0).next().unwrap_or_default().to_vec(),
-        _ => bytes,
+    let (kind, bytes) = match kind {
+        PTX => (PTX, bytes.split(|&b| b == 0).next().unwrap_or_default().to_vec()),
+        // The device runtime's machine code stands for the functions the simulator models.
+        LIBRARY => (PTX, devrt::PTX.as_bytes().to_vec()),
+        _ => (kind, bytes),
     };
     match links().1.get_mut(&(state as usize)) {
         Some(link) if link.output.is_none() => {

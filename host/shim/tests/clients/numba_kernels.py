@@ -1,6 +1,8 @@
 """numba-cuda kernels on every GPU the driver shows: a grid-stride elementwise kernel, a
-shared-memory block reduction with an atomic total, a warp-shuffle reduction, and a kernel that
-calls a device function with a data-dependent loop. Each result is checked against numpy,
+shared-memory block reduction with an atomic total, a warp-shuffle reduction, a kernel that
+calls a device function with a data-dependent loop, and one whose grid synchronises
+(`cg.this_grid().sync()`, for which numba-cuda links the device runtime and launches
+cooperatively). Each result is checked against numpy,
 exactly (the operations are exact in float32 or integer arithmetic), and printed as a line per
 kernel and GPU.
 
@@ -17,6 +19,7 @@ import warnings
 
 import numpy as np
 from numba import cuda, int32
+from numba.cuda import cg
 
 warnings.simplefilter("ignore")  # numba's performance and linker advice
 
@@ -78,6 +81,21 @@ def collatz(x, out):
         out[i] = collatz_steps(x[i])
 
 
+@cuda.jit
+def grid_sum(x, totals, out):
+    # Twice: every thread adds, then the grid waits before any reads what all added.
+    grid = cg.this_grid()
+    i = cuda.grid(1)
+    if i < x.size:
+        cuda.atomic.add(totals, 0, x[i])
+    grid.sync()
+    if i < x.size:
+        cuda.atomic.add(totals, 1, totals[0] - x[i])
+    grid.sync()
+    if i < x.size:
+        out[i] = totals[1]
+
+
 def run():
     results = []
     x = (np.arange(N, dtype=np.float32) * np.float32(0.5)) + np.float32(0.25)
@@ -103,6 +121,13 @@ def run():
     steps = cuda.device_array(512, dtype=np.int32)
     collatz[4, 128](cuda.to_device(starts), steps)
     results.append(("collatz", steps.copy_to_host().tolist() == [collatz_host(int(n)) for n in starts]))
+
+    wide = ints.astype(np.int64)
+    totals = cuda.to_device(np.zeros(2, dtype=np.int64))
+    sums = cuda.device_array(N, dtype=np.int64)
+    grid_sum[(N + 255) // 256, 256](cuda.to_device(wide), totals, sums)
+    whole = int(wide.sum())
+    results.append(("grid_sum", bool((sums.copy_to_host() == (N - 1) * whole).all())))
     return results
 
 

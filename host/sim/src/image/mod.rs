@@ -11,6 +11,7 @@
 
 mod bytes;
 pub mod cubin;
+pub mod devrt;
 pub mod fatbin;
 pub mod link;
 pub mod ptx;
