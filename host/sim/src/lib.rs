@@ -56,7 +56,9 @@
 //!   has its grid workspace, all at once where the device holds them, taking turns); the clock
 //!   charges its traffic as the timing model prices it. Each such launch gets a zeroed grid
 //!   workspace of its own, where NVIDIA's driver keeps one per context from its first
-//!   cooperative launch on. A cluster's blocks run at once, a cluster after another.
+//!   cooperative launch on. A cluster's blocks run at once, a cluster after another. NVIDIA's
+//!   device runtime (`libcudadevrt.a`) links as peerpool's PTX for the grid synchronisation
+//!   numba-cuda calls (`image::devrt`), not as NVIDIA's code.
 //!   Occupancy counts a PTX kernel's 32 registers (below); clusters' occupancy
 //!   (`cuOccupancyMaxActiveClusters`) is not simulated. Machine code
 //!   loads on its own major version at its minor version or later (an H200 refused sm_80 code:

@@ -216,3 +216,63 @@ fn before_a_cooperative_launch_an_ordinary_one_finds_no_workspace() {
     d.launch_ptx(f, &shape, Stream::LEGACY).expect("the trap surfaces at the next call");
     assert_eq!(d.sticky_error(), Some(peerpool::CudaCode::CUDA_ERROR_LAUNCH_FAILED));
 }
+
+/// A kernel that synchronises its grid as numba-cuda's `cg.this_grid().sync()` compiles: through
+/// the device runtime's `cudaCGGetIntrinsicHandle` and `cudaCGSynchronize`. Every block adds 1
+/// to `out[0]`, the grid waits, then each block writes what it sees at `out[1 + block]`; twice.
+const DEVICE_RUNTIME_CALLER: &str = "
+.version 8.0
+.target sm_90
+.address_size 64
+.extern .func (.param .b64 r) cudaCGGetIntrinsicHandle (.param .b32 scope);
+.extern .func (.param .b32 r) cudaCGSynchronize (.param .b64 h, .param .b32 flags);
+.visible .entry twice(.param .u64 out)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<8>;
+    .reg .b64 %rd<8>;
+    ld.param.u64 %rd1, [out];
+    { .param .b32 s; st.param.b32 [s], 1; .param .b64 h; call.uni (h), cudaCGGetIntrinsicHandle, (s); ld.param.b64 %rd2, [h]; }
+    mov.u32 %r1, %tid.x; setp.eq.u32 %p1, %r1, 0;
+    mov.u32 %r2, %ctaid.x; mul.wide.u32 %rd3, %r2, 4; add.s64 %rd4, %rd1, %rd3;
+    mov.u32 %r5, 0;
+LOOP:
+    @%p1 atom.global.add.u32 %r3, [%rd1], 1;
+    { .param .b64 h; st.param.b64 [h], %rd2; .param .b32 f; st.param.b32 [f], 0; .param .b32 r; call.uni (r), cudaCGSynchronize, (h, f); }
+    ld.volatile.global.u32 %r4, [%rd1];
+    @%p1 st.global.u32 [%rd4+4], %r4;
+    { .param .b64 h; st.param.b64 [h], %rd2; .param .b32 f; st.param.b32 [f], 0; .param .b32 r; call.uni (r), cudaCGSynchronize, (h, f); }
+    add.u32 %r5, %r5, 1;
+    setp.lt.u32 %p0, %r5, 2;
+    @%p0 bra LOOP;
+}
+";
+
+#[test]
+fn the_device_runtime_links_as_ptx_that_synchronises_a_cooperative_grid() {
+    let (d, system) = sim(Topology::two_h200());
+    let _ctx = system.enter(0).unwrap();
+    let (_pool, memory) = pool_alloc(&system, 0, 4 * 65);
+    let linked = peerpool_sim::image::link::link(&[
+        DEVICE_RUNTIME_CALLER.as_bytes(),
+        peerpool_sim::image::devrt::PTX.as_bytes(),
+    ])
+    .unwrap();
+    let module = d.module_load_image(linked.as_bytes()).unwrap();
+    let f = d.module_get_function(module, c"twice").unwrap();
+    let params = memory.ptr().0.to_le_bytes();
+    let shape = PtxLaunch { grid: [64, 1, 1], block: [96, 1, 1], shared: 0, params: &params };
+    d.launch_ptx_cooperative(f, &shape, Stream::LEGACY).unwrap();
+    // After the second round every block saw all 64 of the first, then all 128.
+    assert_eq!(words(&d, memory.ptr(), 65), [vec![128], vec![128; 64]].concat());
+    // Without the workspace (an ordinary launch before any cooperative one) it traps.
+    let (d, system) = sim(Topology::two_h200());
+    let _ctx = system.enter(0).unwrap();
+    let (_pool, memory) = pool_alloc(&system, 0, 4 * 65);
+    let module = d.module_load_image(linked.as_bytes()).unwrap();
+    let f = d.module_get_function(module, c"twice").unwrap();
+    let params = memory.ptr().0.to_le_bytes();
+    let shape = PtxLaunch { grid: [2, 1, 1], block: [32, 1, 1], shared: 0, params: &params };
+    d.launch_ptx(f, &shape, Stream::LEGACY).expect("the trap surfaces at the next call");
+    assert_eq!(d.sticky_error(), Some(peerpool::CudaCode::CUDA_ERROR_LAUNCH_FAILED));
+}
