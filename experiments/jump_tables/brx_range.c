@@ -1,7 +1,8 @@
 /* What NVIDIA's driver does with a jump table (`brx.idx` over a `.branchtargets` list) whose
  * index lies past the list, which PTX leaves undefined: for the index given, the launch's and
  * the synchronisation's result codes and the word the kernel wrote (10, 11 or 12 for a target;
- * 0 where it wrote nothing). One index a process: a failed launch ends the process's CUDA.
+ * 0 where it wrote nothing). One index a process: a failed launch ends the process's CUDA,
+ * and on an H200 an index past the list hung the launch, so run each under `timeout`.
  * Usage: brx_range INDEX
  * Built on the GPU machine: gcc brx_range.c -I/usr/local/cuda/include -lcuda */
 #include <cuda.h>

@@ -155,7 +155,8 @@ fn execute(s: &mut State, device: usize, kernel: &peerpool_ptx::Function, launch
             let code = match trap.kind {
                 TrapKind::Fault(Fault::Misaligned) => CudaCode::CUDA_ERROR_MISALIGNED_ADDRESS,
                 TrapKind::Fault(Fault::Illegal) => CudaCode::CUDA_ERROR_ILLEGAL_ADDRESS,
-                TrapKind::Deadlock | TrapKind::TooLong => CudaCode::CUDA_ERROR_LAUNCH_TIMEOUT,
+                // On an H200 a jump table's index past its list hung the launch (measured).
+                TrapKind::Deadlock | TrapKind::TooLong | TrapKind::BadBranch => CudaCode::CUDA_ERROR_LAUNCH_TIMEOUT,
                 TrapKind::Assert => CudaCode::CUDA_ERROR_ASSERT,
                 _ => CudaCode::CUDA_ERROR_LAUNCH_FAILED,
             };
@@ -238,7 +239,9 @@ fn report(s: &State, device: usize, kernel: &str, trap: &Trap, code: CudaCode) -
         TrapKind::BadLaunch => "a launch the simulator cannot hold".to_owned(),
         TrapKind::Assert => "a device assert failed (its message above)".to_owned(),
         TrapKind::Trap => "the kernel ran trap (__trap())".to_owned(),
-        TrapKind::BadBranch => format!("brx.idx with index {} past its .branchtargets", trap.addr),
+        TrapKind::BadBranch => {
+            format!("brx.idx with index {} past its .branchtargets; a GPU would hang", trap.addr)
+        }
     };
     let [bx, by, bz] = trap.who.block;
     let [tx, ty, tz] = trap.who.thread;

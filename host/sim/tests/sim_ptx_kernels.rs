@@ -276,3 +276,20 @@ fn the_device_runtime_links_as_ptx_that_synchronises_a_cooperative_grid() {
     d.launch_ptx(f, &shape, Stream::LEGACY).expect("the trap surfaces at the next call");
     assert_eq!(d.sticky_error(), Some(peerpool::CudaCode::CUDA_ERROR_LAUNCH_FAILED));
 }
+
+/// A jump table's index past its list: on an H200 the launch hung, here it times out, sticky.
+#[test]
+fn a_jump_table_index_past_its_list_is_a_launch_that_would_hang() {
+    let text = ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k(.param .u32 i)\n{\n.reg .b32 %r<2>;\n\
+                ld.param.u32 %r1, [i];\nts: .branchtargets A, B;\nbrx.idx %r1, ts;\nA:\nret;\nB:\nret;\n}\n";
+    let (d, system) = sim(Topology::two_h200());
+    let _ctx = system.enter(0).unwrap();
+    let module = d.module_load_image(text.as_bytes()).unwrap();
+    let f = d.module_get_function(module, c"k").unwrap();
+    for (index, sticky) in [(1u32, None), (2, Some(peerpool::CudaCode::CUDA_ERROR_LAUNCH_TIMEOUT))] {
+        let params = index.to_le_bytes();
+        let shape = PtxLaunch { grid: [1, 1, 1], block: [32, 1, 1], shared: 0, params: &params };
+        d.launch_ptx(f, &shape, Stream::LEGACY).unwrap();
+        assert_eq!(d.sticky_error(), sticky, "index {index}");
+    }
+}

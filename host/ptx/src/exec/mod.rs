@@ -240,8 +240,8 @@ pub enum TrapKind {
     Assert,
     /// The kernel ran `trap` (`__trap()`).
     Trap,
-    /// `brx.idx` with an index past its list of targets (undefined in PTX); the trap's `addr`
-    /// holds the index.
+    /// `brx.idx` with an index past its list of targets (undefined in PTX; on an H200 the
+    /// launch hung); the trap's `addr` holds the index.
     BadBranch,
 }
 
