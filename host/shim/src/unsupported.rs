@@ -221,8 +221,6 @@ crate::boundary::stubs! {
     fn cuMulticastGetGranularity(granularity: *mut usize, prop: *const CUmulticastObjectProp, option: CUmulticastGranularity_flags);
     fn cuMulticastUnbind(mcHandle: CUmemGenericAllocationHandle, dev: CUdevice, mcOffset: usize, size: usize);
     fn cuOccupancyAvailableDynamicSMemPerBlock(dynamicSmemSize: *mut usize, func: CUfunction, numBlocks: std::ffi::c_int, blockSize: std::ffi::c_int);
-    fn cuOccupancyMaxActiveClusters(numClusters: *mut std::ffi::c_int, func: CUfunction, config: *const CUlaunchConfig);
-    fn cuOccupancyMaxPotentialClusterSize(clusterSize: *mut std::ffi::c_int, func: CUfunction, config: *const CUlaunchConfig);
     fn cuParamSetSize(hfunc: CUfunction, numbytes: std::ffi::c_uint);
     fn cuParamSetTexRef(hfunc: CUfunction, texunit: std::ffi::c_int, hTexRef: CUtexref);
     fn cuParamSetf(hfunc: CUfunction, offset: std::ffi::c_int, value: f32);

@@ -5,7 +5,8 @@
 //! context settings, host functions, 16-bit and 2D memsets, 2D copies), foreign images (PTX, a
 //! cubin and fatbins as modules and libraries, and bad images), foreign kernels run from their PTX
 //! (and what answers after one faults, fails a device assert or traps) or linked by the JIT
-//! linker, numba-cuda's kernels (their PTX alone, and linked with other PTX), the PTX executor's corpus as nvcc and NVRTC compiled it (every
+//! linker, numba-cuda's kernels (their PTX alone, and linked with other PTX), clusters'
+//! occupancy, the PTX executor's corpus as nvcc, NVRTC and rustc compiled it (every
 //! word and line of device printf the same, but the approximate instructions' words within the
 //! GPU's error bounds), and cuda.core's staging and pool sharing between processes.
 //!
@@ -146,7 +147,7 @@ fn python(script: &str) -> Result<Command, Failed> {
 
 fn main() -> ExitCode {
     let mut trials = Vec::new();
-    for name in ["attributes", "host_memory", "managed", "outside_kernels"] {
+    for name in ["attributes", "host_memory", "managed", "outside_kernels", "cluster_occupancy"] {
         trials.push(trial(format!("{name}_prints_what_it_printed_on_one_h200"), CUDA_INCLUDE, move || {
             same_as_on_one_h200(&mut Command::new(c_program(name)?), &format!("{name}.txt"))
         }));

@@ -142,6 +142,31 @@ impl SimDriver {
         })
     }
 
+    /// `cuOccupancyMaxActiveClusters`: how many clusters of `function` the device holds at
+    /// once with `launch`'s block size and dynamic shared memory, in clusters of `cluster` (the
+    /// launch's attribute) or the kernel's own; 0 without either.
+    pub fn occupancy_max_active_clusters(
+        &self,
+        function: Function,
+        launch: &PtxLaunch<'_>,
+        cluster: Option<[u32; 3]>,
+    ) -> DriverResult<i32> {
+        self.run("cuOccupancyMaxActiveClusters", |s| {
+            let function = in_context(s, function.0)?;
+            let threads = launch.block.iter().map(|&d| d as u64).product();
+            let n = super::occupancy::active_clusters(s, function, threads, launch.shared as u64, cluster)?;
+            Ok(n.min(i32::MAX as u64) as i32)
+        })
+    }
+
+    /// `cuOccupancyMaxPotentialClusterSize`: the most blocks a cluster of `function` may have.
+    pub fn occupancy_max_potential_cluster_size(&self, function: Function) -> DriverResult<i32> {
+        self.run("cuOccupancyMaxPotentialClusterSize", |s| {
+            let function = in_context(s, function.0)?;
+            Ok(super::occupancy::potential_cluster_size(s, function)? as i32)
+        })
+    }
+
     /// `cuFuncGetAttribute`, as an H200 answered for the same image.
     pub fn func_get_attribute(&self, function: Function, which: i32) -> DriverResult<i32> {
         self.run("cuFuncGetAttribute", |s| {

@@ -70,3 +70,52 @@ pub(super) fn potential_block_size(
     }
     Ok(((blocks * s.topo.devices[f.device].sms as u64) as i32, block as i32))
 }
+
+/// An H200's multiprocessors in the groups that a cluster's blocks are placed within (each
+/// block of a cluster on a multiprocessor of one group). Every answer of
+/// `cuOccupancyMaxActiveClusters` measured on one H200 is, for clusters of `c` blocks and `b`
+/// blocks a multiprocessor, the sum over the groups of at least `c` multiprocessors of
+/// `b * size / c` rounded down (`docs/hardware/2026-12-03-cluster-occupancy`).
+const H200_CLUSTER_GROUPS: [u64; 12] = [18, 18, 16, 16, 16, 16, 16, 8, 2, 2, 2, 2];
+/// Blocks a multiprocessor holds for clusters: never more than 8 in what the H200 answered,
+/// even for blocks of which it holds 32 in an ordinary launch.
+const CLUSTER_BLOCKS_PER_MULTIPROCESSOR: u64 = 8;
+/// A cluster's most blocks: portable, and where the kernel allows non-portable sizes.
+const PORTABLE_CLUSTER: u64 = 8;
+const NON_PORTABLE_CLUSTER: u64 = 16;
+
+/// How many clusters of `function` the device holds at once, with blocks of `threads` threads
+/// and `dynamic` bytes of dynamic shared memory, in clusters of `asked` (the launch's) or the
+/// kernel's own dimensions: 0 without either. A portable kernel's cluster of more than 8 blocks
+/// is `CUDA_ERROR_INVALID_CLUSTER_SIZE`; a non-portable one has no limit here (the H200 answered
+/// for 17). A device of another size than an H200's is taken as groups of 16 multiprocessors
+/// and one of the rest.
+pub(super) fn active_clusters(
+    s: &State,
+    function: u64,
+    threads: u64,
+    dynamic: u64,
+    asked: Option<[u32; 3]>,
+) -> SimResult<u64> {
+    let (f, _, kernel) = described(s, function)?;
+    let set = f.settings.cluster.iter().all(|&d| d > 0).then(|| f.settings.cluster.map(|d| d as u32));
+    let Some(dims) = asked.or(kernel.cluster).or(set) else { return Ok(0) };
+    let size = dims.iter().map(|&d| d as u64).product::<u64>();
+    if size == 0 || (f.settings.non_portable_cluster == 0 && size > PORTABLE_CLUSTER) {
+        return fail(CudaCode::CUDA_ERROR_INVALID_CLUSTER_SIZE);
+    }
+    let b = blocks_per_multiprocessor(s, function, threads, dynamic)?.min(CLUSTER_BLOCKS_PER_MULTIPROCESSOR);
+    let sms = s.topo.devices[f.device].sms.max(0) as u64;
+    let groups: Vec<u64> = match sms == H200_CLUSTER_GROUPS.iter().sum::<u64>() {
+        true => H200_CLUSTER_GROUPS.to_vec(),
+        false => (0..sms.div_ceil(16)).map(|g| (sms - g * 16).min(16)).collect(),
+    };
+    Ok(groups.iter().filter(|&&g| g >= size).map(|&g| b * g / size).sum())
+}
+
+/// The most blocks a cluster of `function` may have: 8, or 16 where the kernel allows
+/// non-portable sizes, whatever the blocks' size (as the H200 answered).
+pub(super) fn potential_cluster_size(s: &State, function: u64) -> SimResult<u64> {
+    let (f, _, _) = described(s, function)?;
+    Ok(if f.settings.non_portable_cluster != 0 { NON_PORTABLE_CLUSTER } else { PORTABLE_CLUSTER })
+}

@@ -293,3 +293,28 @@ fn a_jump_table_index_past_its_list_is_a_launch_that_would_hang() {
         assert_eq!(d.sticky_error(), sticky, "index {index}");
     }
 }
+
+/// Clusters' occupancy as an H200 answered (`docs/hardware/2026-12-03-jump-tables-grid-sync`):
+/// per group of multiprocessors a cluster fits in, at most 8 blocks a multiprocessor.
+#[test]
+fn cluster_occupancy_is_an_h200_s_groups_of_multiprocessors() {
+    let (d, system) = sim(Topology::two_h200());
+    let _ctx = system.enter(0).unwrap();
+    let module = d.module_load_image(GRID_SYNC.as_bytes()).unwrap();
+    let f = d.module_get_function(module, c"sync").unwrap();
+    let active = |threads: u32, shared: u32, c: u32| {
+        let launch = PtxLaunch { grid: [c * 16, 1, 1], block: [threads, 1, 1], shared, params: &[] };
+        d.occupancy_max_active_clusters(f, &launch, Some([c, 1, 1]))
+    };
+    let answers: Vec<i32> = [1, 2, 3, 4, 8].iter().map(|&c| active(32, 0, c).unwrap()).collect();
+    assert_eq!(answers, [1056, 528, 327, 248, 124]);
+    assert_eq!(active(1024, 0, 3).unwrap(), 79);
+    assert_eq!(code(active(32, 0, 9)).as_deref(), Some("CUDA_ERROR_INVALID_CLUSTER_SIZE"));
+    assert_eq!(d.occupancy_max_potential_cluster_size(f).unwrap(), 8);
+    // Non-portable sizes allowed (CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED).
+    d.func_set_attribute(f, 14, 1).unwrap();
+    assert_eq!([active(32, 0, 16).unwrap(), active(32, 0, 17).unwrap()], [58, 16]);
+    assert_eq!(d.occupancy_max_potential_cluster_size(f).unwrap(), 16);
+    let launch = PtxLaunch { grid: [16, 1, 1], block: [32, 1, 1], shared: 0, params: &[] };
+    assert_eq!(d.occupancy_max_active_clusters(f, &launch, None).unwrap(), 0, "no cluster dimension");
+}

@@ -63,15 +63,7 @@ pub unsafe extern "C" fn cuLaunchKernelEx(
 ) -> CUresult {
     entry!(cuLaunchKernelEx(config, f, params, extra), {
         let Some(c) = config.as_ref() else { return Err(CUresult::CUDA_ERROR_INVALID_VALUE) };
-        if c.numAttrs > 0 && c.attrs.is_null() {
-            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
-        }
-        let mut how = PtxLaunchHow::default();
-        for i in 0..c.numAttrs as usize {
-            // Read as bytes: a C caller may pass an id this build's enum does not have.
-            let at = c.attrs.cast::<u8>().add(i * size_of::<CUlaunchAttribute>());
-            attribute(at.cast::<u32>().read_unaligned(), at.add(8), &mut how)?;
-        }
+        let how = how_of(c)?;
         let shape = Shape {
             grid: [c.gridDimX, c.gridDimY, c.gridDimZ],
             block: [c.blockDimX, c.blockDimY, c.blockDimZ],
@@ -79,6 +71,25 @@ pub unsafe extern "C" fn cuLaunchKernelEx(
         };
         launch(f, shape, c.hStream, params, extra, how)
     })
+}
+
+/// What `c`'s attributes ask of a launch.
+///
+/// # Safety
+/// `c.attrs` points at `c.numAttrs` attributes, or is null.
+unsafe fn how_of(c: &CUlaunchConfig) -> Result<PtxLaunchHow, CUresult> {
+    if c.numAttrs > 0 && c.attrs.is_null() {
+        return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+    }
+    let mut how = PtxLaunchHow::default();
+    for i in 0..c.numAttrs as usize {
+        // Read as bytes: a C caller may pass an id this build's enum does not have.
+        // SAFETY: the caller's: attribute `i` is there.
+        let at = unsafe { c.attrs.cast::<u8>().add(i * size_of::<CUlaunchAttribute>()) };
+        // SAFETY: as above; an attribute's value starts 8 bytes in.
+        unsafe { attribute(at.cast::<u32>().read_unaligned(), at.add(8), &mut how)? };
+    }
+    Ok(how)
 }
 
 /// A launch's dimensions and dynamic shared memory.
@@ -255,6 +266,42 @@ pub unsafe extern "C" fn cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
     entry!(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(blocks, f, threads, dynamic, flags), {
         occupancy_flags(flags)?;
         out(blocks, code(sim().occupancy_max_active_blocks(function(f), threads, dynamic))?)
+    })
+}
+
+/// How many clusters of `f` the device holds at once with `config`'s block size, dynamic
+/// shared memory and cluster dimension (or the kernel's own): the sum, over an H200's groups of
+/// multiprocessors, of the clusters each holds. 0 without a cluster dimension.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuOccupancyMaxActiveClusters(
+    clusters: *mut c_int,
+    f: CUfunction,
+    config: *const CUlaunchConfig,
+) -> CUresult {
+    entry!(cuOccupancyMaxActiveClusters(clusters, f, config), {
+        let Some(c) = config.as_ref() else { return Err(CUresult::CUDA_ERROR_INVALID_VALUE) };
+        let how = how_of(c)?;
+        let launch = PtxLaunch {
+            grid: [c.gridDimX, c.gridDimY, c.gridDimZ],
+            block: [c.blockDimX, c.blockDimY, c.blockDimZ],
+            shared: c.sharedMemBytes,
+            params: &[],
+        };
+        out(clusters, code(sim().occupancy_max_active_clusters(function(f), &launch, how.cluster))?)
+    })
+}
+
+/// The most blocks a cluster of `f` may have: 8, or 16 where it allows non-portable sizes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuOccupancyMaxPotentialClusterSize(
+    size: *mut c_int,
+    f: CUfunction,
+    config: *const CUlaunchConfig,
+) -> CUresult {
+    entry!(cuOccupancyMaxPotentialClusterSize(size, f, config), {
+        let Some(c) = config.as_ref() else { return Err(CUresult::CUDA_ERROR_INVALID_VALUE) };
+        how_of(c)?;
+        out(size, code(sim().occupancy_max_potential_cluster_size(function(f)))?)
     })
 }
 

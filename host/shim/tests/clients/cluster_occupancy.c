@@ -2,8 +2,7 @@
  * for cluster sizes, block sizes and bytes of dynamic shared memory, and
  * cuOccupancyMaxPotentialClusterSize for block sizes and bytes, with non-portable sizes refused
  * and allowed. One line an answer: the result code's name and the number.
- * Usage: cluster_occupancy
- * Built on the GPU machine: gcc cluster_occupancy.c -I/usr/local/cuda/include -lcuda */
+ * Usage: cluster_occupancy */
 #include <cuda.h>
 #include <stdio.h>
 static const char *ptx =
