@@ -55,6 +55,7 @@ fn launch<'m>(m: &'m Module, name: &str) -> (u64, impl FnMut() + 'm) {
             budget: u64::MAX,
             grid_sync: None,
             cluster: None,
+            resident_blocks: 0,
         };
         run(kernel, &launch, &mut mem).unwrap().instructions
     };

@@ -12,8 +12,10 @@
 //! later lets that warp run, as a GPU's schedulers do. Where a launch gives [`GridSync`] with
 //! every block resident (a cooperative launch), the blocks take turns in the same way, and
 //! `grid.sync()` (which counts arrivals in the grid workspace, `%envreg1` and `%envreg2`)
-//! works; otherwise blocks run one after another, and a thread that waits for a later block
-//! spins until the instruction budget stops the launch. Every access
+//! works; otherwise blocks start one after another, and a block still running after a few
+//! turns (it may wait for a later block) lets the next start beside it, up to as many as the
+//! device holds at once ([`Launch::resident_blocks`]): a wait for a block that cannot start
+//! spins until the instruction budget stops the launch, as a GPU would hang. Every access
 //! to global or constant memory, and every generic access outside the block's shared and the
 //! thread's local memory, goes to the caller's [`Memory`] with the thread that makes it: the
 //! executor knows nothing of devices, pools or topologies.

@@ -148,6 +148,7 @@ fn launch(
         budget,
         grid_sync: None,
         cluster: None,
+        resident_blocks: 0,
     };
     peerpool_ptx::run(module.kernel("k").unwrap(), &launch, &mut ram)?;
     Ok(ram.words(out))

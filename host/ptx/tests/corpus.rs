@@ -158,6 +158,7 @@ fn launch(module: &Module, l: &Line, input: &[u32]) -> (Vec<u32>, Vec<Vec<u8>>, 
         budget: 1 << 30,
         grid_sync,
         cluster: l.cluster,
+        resident_blocks: 0,
     };
     let kernel = module.kernel(&l.name).unwrap_or_else(|| panic!("{} is in corpus.ptx", l.name));
     run(kernel, &launch, &mut ram).unwrap_or_else(|t| panic!("{}: {t:?}", l.name));

@@ -46,7 +46,7 @@ proptest! {
         for kernel in module.functions.iter().filter(|f| f.entry) {
             let launch = Launch {
                 shape: Shape { grid: [grid, 1, 1], block: [block, 1, 1], shared, params: &bytes },
-                variables: &[0x4000, 0x4100], budget: 100_000, grid_sync: None, cluster: None,
+                variables: &[0x4000, 0x4100], budget: 100_000, grid_sync: None, cluster: None, resident_blocks: 0,
             };
             let _ = peerpool_ptx::run(kernel, &launch, &mut Window(vec![0; 4096]));
         }

@@ -28,6 +28,17 @@ fn kernel(body: &str) -> Module {
 /// Runs `k` over `grid` blocks of `block` threads, one output word a thread and a zeroed flag
 /// word; the words, or the trap.
 fn run(module: &Module, grid: u32, block: u32, grid_sync: Option<GridSync>) -> Result<Vec<u32>, Trap> {
+    run_resident(module, grid, block, grid_sync, 0)
+}
+
+/// [`run`] on a device that holds `resident` blocks at once.
+fn run_resident(
+    module: &Module,
+    grid: u32,
+    block: u32,
+    grid_sync: Option<GridSync>,
+    resident: u64,
+) -> Result<Vec<u32>, Trap> {
     let mut ram = Ram::default();
     ram.add(OUT, vec![0; (grid * block) as usize * 4]);
     ram.add(FLAG, vec![0; 16]);
@@ -39,6 +50,7 @@ fn run(module: &Module, grid: u32, block: u32, grid_sync: Option<GridSync>) -> R
         budget: 1 << 24,
         grid_sync,
         cluster: None,
+        resident_blocks: resident,
     };
     peerpool_ptx::run(module.kernel("k").expect("k"), &launch, &mut ram)?;
     Ok(ram.words(OUT))
@@ -162,6 +174,7 @@ fn blocks_of_a_cluster_read_each_others_shared_memory_after_its_barrier() {
             budget: 1 << 20,
             grid_sync: None,
             cluster,
+            resident_blocks: 0,
         };
         peerpool_ptx::run(k.kernel("k").unwrap(), &launch, &mut ram).map(|_| ram.words(OUT))
     };
@@ -193,7 +206,28 @@ fn a_cluster_barrier_a_block_never_reaches_ends_the_launch_when_the_budget_does(
         budget: 1 << 16,
         grid_sync: None,
         cluster: Some([2, 1, 1]),
+        resident_blocks: 0,
     };
     let trap = peerpool_ptx::run(k.kernel("k").unwrap(), &launch, &mut ram).unwrap_err();
     assert_eq!((trap.kind, trap.who.block), (TrapKind::TooLong, [0, 0, 0]), "{trap:?}");
+}
+
+/// An ordinary launch on a device that holds several blocks at once: a block that waits for a
+/// later one lets it start beside it, so a wait that would end on a GPU ends here; where the
+/// blocks that wait fill the device, the one they wait for never starts, as on a GPU.
+#[test]
+fn in_an_ordinary_launch_a_block_waiting_for_a_later_one_lets_it_start_where_the_device_has_room() {
+    // Block 0 waits for the flag the last block (3) sets.
+    let later = kernel(&format!("setp.eq.u32 %p1, %r1, 0; setp.eq.u32 %p2, %r3, 96;{WAIT_FOR_SETTER}"));
+    let want: Vec<u32> = (1..=128).collect();
+    assert_eq!(run_resident(&later, 4, 32, None, 2).unwrap(), want, "one waits, the other slot goes round");
+    assert_eq!(run_resident(&later, 4, 32, None, 1).unwrap_err().kind, TrapKind::TooLong, "one at a time");
+    // A barrier of the grid's own making: each block counts itself in, then waits for all.
+    let barrier = kernel(
+        "setp.ne.u32 %p1, %r0, 0; @%p1 bra DONE; mov.u32 %r6, %nctaid.x; atom.global.add.u32 %r4, [%rd1], 1;\n\
+         WAIT: ld.volatile.global.u32 %r4, [%rd1]; setp.lt.u32 %p3, %r4, %r6; @%p3 bra WAIT;\n\
+         DONE: bar.sync 0; ld.volatile.global.u32 %r5, [%rd1]; st.global.u32 [%rd0], %r5;",
+    );
+    assert_eq!(run_resident(&barrier, 4, 32, None, 4).unwrap(), vec![4; 128], "every block resident");
+    assert_eq!(run_resident(&barrier, 4, 32, None, 3).unwrap_err().kind, TrapKind::TooLong, "three hold the device");
 }

@@ -175,6 +175,7 @@ fn directed_rounding_matches_an_independent_oracle() {
         budget: 1 << 24,
         grid_sync: None,
         cluster: None,
+        resident_blocks: 0,
     };
     run(module.kernel("k").unwrap(), &launch, &mut ram).unwrap();
     let bytes = ram.bytes(out);

@@ -71,6 +71,7 @@ fn launch<'a>(grid: u32, block: u32, params: &'a [u8], variables: &'a [u64]) -> 
         budget: 1 << 30,
         grid_sync: None,
         cluster: None,
+        resident_blocks: 0,
     }
 }
 

@@ -75,6 +75,7 @@ fn products_are_the_h200s_tensor_cores_bit_for_bit() {
                 budget: 1 << 20,
                 grid_sync: None,
                 cluster: None,
+                resident_blocks: 0,
             };
             run(module.kernel("k").unwrap(), &launch, &mut ram).unwrap_or_else(|t| panic!("{name}: {t:?}"));
             let (got, want) = (ram.bytes(pd), tile(want, asz));

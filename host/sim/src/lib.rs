@@ -51,9 +51,11 @@
 //!   sizes) run natively whatever image holds them; any other kernel runs from its module's PTX
 //!   on `peerpool-ptx` (the image's, or a fatbin's PTX beside its machine code), and launching
 //!   one whose image holds machine code only is `CUDA_ERROR_NOT_SUPPORTED` (the GPU runs it). A
-//!   launch runs to its end inside `cuLaunchKernel`, blocks one after another (a cooperative
-//!   launch's, and an ordinary launch's of a kernel that synchronises its grid once the context
-//!   has its grid workspace, all at once where the device holds them, taking turns); the clock
+//!   launch runs to its end inside `cuLaunchKernel`, blocks one after another, a block that
+//!   keeps running letting later ones start beside it up to the device's occupancy (a
+//!   cooperative launch's, and an ordinary launch's of a kernel that synchronises its grid once
+//!   the context has its grid workspace, all at once where the device holds them, taking
+//!   turns); which blocks run together is the simulator's order, not a GPU's; the clock
 //!   charges its traffic as the timing model prices it. Each such launch gets a zeroed grid
 //!   workspace of its own, where NVIDIA's driver keeps one per context from its first
 //!   cooperative launch on. A cluster's blocks run at once, a cluster after another. NVIDIA's

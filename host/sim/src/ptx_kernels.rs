@@ -70,7 +70,8 @@ pub(super) fn launch(
     // ordinary launch after that (its blocks at once where the device holds them all, as a GPU
     // schedules them), and traps before. The driver keeps one workspace; here each launch gets
     // a zeroed one, which `grid.sync()`'s counting cannot tell apart.
-    let resident = blocks(shape) <= resident_blocks(s, device, function, shape)?;
+    let resident_count = resident_blocks(s, device, function, shape)?;
+    let resident = blocks(shape) <= resident_count;
     if cooperative && !resident {
         return fail(CudaCode::CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE);
     }
@@ -89,7 +90,14 @@ pub(super) fn launch(
         }
         false => None,
     };
-    let launch = Launch { shape: *shape, variables: &variables, budget: BUDGET, grid_sync, cluster };
+    let launch = Launch {
+        shape: *shape,
+        variables: &variables,
+        budget: BUDGET,
+        grid_sync,
+        cluster,
+        resident_blocks: resident_count,
+    };
     let traffic = execute(s, device, kernel, &launch);
     if let Some(g) = grid_sync {
         s.memory.free(g.workspace);
@@ -184,7 +192,7 @@ pub(super) fn launch_own(
     let module = module.as_ref().map_err(|_| Fail::from(CudaCode::CUDA_ERROR_NOT_SUPPORTED))?;
     let kernel = module.kernel(entry).ok_or(Fail::from(CudaCode::CUDA_ERROR_NOT_FOUND))?;
     let shape = PtxLaunch { grid: [shape.grid, 1, 1], block: [shape.block, 1, 1], shared: 0, params };
-    let launch = Launch { shape, variables: &[], budget: BUDGET, grid_sync: None, cluster: None };
+    let launch = Launch { shape, variables: &[], budget: BUDGET, grid_sync: None, cluster: None, resident_blocks: 0 };
     execute(s, device, kernel, &launch).map(|_| ())
 }
 

@@ -318,3 +318,43 @@ fn cluster_occupancy_is_an_h200_s_groups_of_multiprocessors() {
     let launch = PtxLaunch { grid: [16, 1, 1], block: [32, 1, 1], shared: 0, params: &[] };
     assert_eq!(d.occupancy_max_active_clusters(f, &launch, None).unwrap(), 0, "no cluster dimension");
 }
+
+/// A grid barrier of the program's own making in an ordinary launch: every block counts itself
+/// in and waits for the rest, which works where the device holds them all, as on a GPU.
+#[test]
+fn an_ordinary_launch_whose_blocks_wait_for_each_other_runs_them_side_by_side() {
+    const BARRIER: &str = "
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry barrier(.param .u64 out)
+{
+    .reg .pred %p<4>;
+    .reg .b32 %r<8>;
+    .reg .b64 %rd<8>;
+    ld.param.u64 %rd1, [out];
+    mov.u32 %r1, %tid.x; setp.ne.u32 %p1, %r1, 0;
+    @%p1 bra DONE;
+    mov.u32 %r2, %nctaid.x;
+    atom.global.add.u32 %r3, [%rd1], 1;
+WAIT:
+    ld.volatile.global.u32 %r3, [%rd1];
+    setp.lt.u32 %p2, %r3, %r2;
+    @%p2 bra WAIT;
+    mov.u32 %r4, %ctaid.x; mul.wide.u32 %rd2, %r4, 4; add.s64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3+4], %r3;
+DONE:
+    ret;
+}
+";
+    let (d, system) = sim(Topology::two_h200());
+    let _ctx = system.enter(0).unwrap();
+    let (_pool, memory) = pool_alloc(&system, 0, 4 * 33);
+    let module = d.module_load_image(BARRIER.as_bytes()).unwrap();
+    let f = d.module_get_function(module, c"barrier").unwrap();
+    let params = memory.ptr().0.to_le_bytes();
+    let shape = PtxLaunch { grid: [32, 1, 1], block: [128, 1, 1], shared: 0, params: &params };
+    d.launch_ptx(f, &shape, Stream::LEGACY).unwrap();
+    assert_eq!(words(&d, memory.ptr(), 33), vec![32; 33]);
+    assert!(d.sticky_error().is_none());
+}

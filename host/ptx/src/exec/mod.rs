@@ -205,6 +205,12 @@ pub struct Launch<'a> {
     /// blocks run at once and share their shared memory); `None`: the kernel's own
     /// (`.reqnctapercluster`), or clusters of one block. A grid of whole clusters.
     pub cluster: Option<[u32; 3]>,
+    /// How many blocks of this launch the device holds at once (its occupancy times its
+    /// multiprocessors). An ordinary launch's blocks start one after another; a block that
+    /// keeps running turn after turn (it may be waiting for a later block) lets the next one
+    /// start beside it, up to this many at once, as a GPU keeps this many resident. 0 or 1:
+    /// one block at a time, each to its end.
+    pub resident_blocks: u64,
 }
 
 /// Where `grid.sync()` counts the blocks that arrived, and whether they all run at once.
@@ -214,8 +220,9 @@ pub struct GridSync {
     /// zero before the first launch that counts in them.
     pub workspace: u64,
     /// Every block resident at once, the blocks taking turns, as in a cooperative launch (or an
-    /// ordinary one whose blocks a GPU holds at once); else blocks run one after another, and
-    /// a block at `grid.sync()` spins until the budget ends the launch, as a GPU would hang.
+    /// ordinary one whose blocks a GPU holds at once); else blocks start as
+    /// [`Launch::resident_blocks`] lets them, and blocks at `grid.sync()` that fill the device
+    /// spin until the budget ends the launch, as a GPU would hang.
     pub resident: bool,
 }
 
@@ -311,16 +318,39 @@ pub fn run(kernel: &Function, launch: &Launch<'_>, memory: &mut dyn Memory) -> R
     let new_cluster = || Cluster::new(size, shared as usize, threads as u32);
     let mut ran = Ran::default();
     if size == 1 && !launch.grid_sync.is_some_and(|g| g.resident) {
-        // One block at a time, each keeping the last one's thread allocations.
-        let indices = (0..gz).flat_map(|z| (0..gy).flat_map(move |y| (0..gx).map(move |x| [x, y, z])));
-        let mut threads = Vec::new();
-        for index in indices {
-            let mut b = block::Block::new(kernel, &code, launch, index, threads);
-            b.turn(kernel, &code, launch, memory, (&mut new_cluster(), 0), &mut budget, false)?;
-            ran.instructions += b.ran;
-            threads = b.threads;
+        // Blocks in order, each keeping a finished one's thread allocations. Where every live
+        // block has run `PATIENCE` turns without ending (each may wait for a later block), the
+        // next starts beside them, up to the resident count, all taking turns. Blocks that end
+        // in their first turns run one at a time, and long ones widen the set only slowly.
+        const PATIENCE: u32 = 4;
+        let window = launch.resident_blocks.max(1) as usize;
+        let mut indices = (0..gz).flat_map(|z| (0..gy).flat_map(move |y| (0..gx).map(move |x| [x, y, z])));
+        let mut spare = Vec::new();
+        let mut live: Vec<(block::Block, Cluster, u32)> = Vec::new();
+        loop {
+            let waited = live.iter().all(|&(_, _, turns)| turns >= PATIENCE);
+            if live.is_empty() || (waited && live.len() < window) {
+                match indices.next() {
+                    Some(index) => {
+                        let threads = std::mem::take(&mut spare);
+                        live.push((block::Block::new(kernel, &code, launch, index, threads), new_cluster(), 0));
+                    }
+                    None if live.is_empty() => return Ok(ran),
+                    None => {}
+                }
+            }
+            let mut left = Vec::with_capacity(live.len());
+            for (mut b, mut shared_memory, turns) in live {
+                match b.turn(kernel, &code, launch, memory, (&mut shared_memory, 0), &mut budget, window > 1)? {
+                    block::Turn::Done => {
+                        ran.instructions += b.ran;
+                        spare = b.threads;
+                    }
+                    block::Turn::More => left.push((b, shared_memory, turns + 1)),
+                }
+            }
+            live = left;
         }
-        return Ok(ran);
     }
     // Blocks resident together, each running a turn in order until all are done: the whole
     // grid at once, or one cluster after another (its blocks made when its turn comes).

@@ -359,7 +359,7 @@ mod tests {
             reads_grid_workspace: false,
         };
         let shape = Shape { grid: [1; 3], block: [1; 3], shared: 0, params: &[] };
-        let launch = Launch { shape, variables: &[], budget: 1, grid_sync: None, cluster: None };
+        let launch = Launch { shape, variables: &[], budget: 1, grid_sync: None, cluster: None, resident_blocks: 0 };
         let code = Code::new(&kernel, &launch);
         if matches!(code.steps[0].op, Fast::Slow) {
             return None;

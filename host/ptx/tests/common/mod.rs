@@ -67,6 +67,7 @@ pub fn words(module: &Module, threads: u32) -> Result<Vec<u32>, peerpool_ptx::Tr
         budget: 1 << 24,
         grid_sync: None,
         cluster: None,
+        resident_blocks: 0,
     };
     peerpool_ptx::run(module.kernel("k").expect("k"), &launch, &mut ram)?;
     Ok(ram.words(out))
