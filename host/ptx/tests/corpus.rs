@@ -158,7 +158,8 @@ fn launch(module: &Module, l: &Line, input: &[u32]) -> (Vec<u32>, Vec<Vec<u8>>, 
         budget: 1 << 30,
         grid_sync,
         cluster: l.cluster,
-        resident_blocks: 0,
+        // The corpus's grids are small: a GPU holds every block of each at once.
+        resident_blocks: l.grid.iter().map(|&d| d as u64).product(),
     };
     let kernel = module.kernel(&l.name).unwrap_or_else(|| panic!("{} is in corpus.ptx", l.name));
     run(kernel, &launch, &mut ram).unwrap_or_else(|t| panic!("{}: {t:?}", l.name));
@@ -687,6 +688,13 @@ fn reference(l: &Line, x: &[u32], got: &[u32], vars: &[Vec<u8>], warp: impl Fn(u
                 warp_sums[w..end].iter().fold(0u32, |a, &v| a.wrapping_add(v))
             };
             per(threads, &|i| vec![running(i / 32)])
+        }
+        "block_handoff" => {
+            let size = l.block[0] as usize;
+            let block_sums: Vec<u32> = x.chunks(size).map(|c| c.iter().fold(0u32, |a, &v| a.wrapping_add(v))).collect();
+            // Each block's sum with those of the later blocks, then every block's flag.
+            let running = (0..block_sums.len()).map(|b| block_sums[b..].iter().fold(0u32, |a, &v| a.wrapping_add(v)));
+            running.chain(block_sums.iter().map(|_| 1)).collect()
         }
         "cluster_shape" => {
             let size = l.cluster.map_or(1, |d| d[0]) as usize;

@@ -1183,6 +1183,30 @@ KERNEL warp_handoff(ARGS) {
     }
     out[gid()] = s;
 }
+// Blocks of an ordinary launch that wait for each other through global memory, later ones
+// first: block b spins until block b + 1 has posted its running sum, so only blocks that run
+// side by side finish (a GPU holds all of them). out[b]: the sum of in from block b's first
+// word on; out[gridDim.x + b]: block b's posted flag.
+KERNEL block_handoff(ARGS) {
+    volatile u32 *sum = out, *posted = out + gridDim.x;
+    __shared__ u32 s;
+    u32 b = blockIdx.x;
+    if (threadIdx.x == 0) s = 0;
+    __syncthreads();
+    atomicAdd(&s, in[gid()]);
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        u32 total = s;
+        if (b + 1 < gridDim.x) {
+            while (posted[b + 1] == 0) {
+            }
+            total += sum[b + 1];
+        }
+        sum[b] = total;
+        __threadfence();
+        posted[b] = 1;
+    }
+}
 // ---- clusters
 // What a block learns of its cluster, and its neighbour's shared memory: in a launch without
 // clusters, a cluster of one block; kernels.txt also launches it in clusters of 2 and of 4.
