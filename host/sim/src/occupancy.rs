@@ -80,9 +80,6 @@ const H200_CLUSTER_GROUPS: [u64; 12] = [18, 18, 16, 16, 16, 16, 16, 8, 2, 2, 2, 
 /// Blocks a multiprocessor holds for clusters: never more than 8 in what the H200 answered,
 /// even for blocks of which it holds 32 in an ordinary launch.
 const CLUSTER_BLOCKS_PER_MULTIPROCESSOR: u64 = 8;
-/// A cluster's most blocks: portable, and where the kernel allows non-portable sizes.
-const PORTABLE_CLUSTER: u64 = 8;
-const NON_PORTABLE_CLUSTER: u64 = 16;
 
 /// How many clusters of `function` the device holds at once, with blocks of `threads` threads
 /// and `dynamic` bytes of dynamic shared memory, in clusters of `asked` (the launch's) or the
@@ -98,10 +95,9 @@ pub(super) fn active_clusters(
     asked: Option<[u32; 3]>,
 ) -> SimResult<u64> {
     let (f, _, kernel) = described(s, function)?;
-    let set = f.settings.cluster.iter().all(|&d| d > 0).then(|| f.settings.cluster.map(|d| d as u32));
-    let Some(dims) = asked.or(kernel.cluster).or(set) else { return Ok(0) };
+    let Some(dims) = asked.or(kernel.cluster).or(f.settings.set_cluster()) else { return Ok(0) };
     let size = dims.iter().map(|&d| d as u64).product::<u64>();
-    if size == 0 || (f.settings.non_portable_cluster == 0 && size > PORTABLE_CLUSTER) {
+    if size == 0 || (f.settings.non_portable_cluster == 0 && size > f.settings.most_cluster_blocks()) {
         return fail(CudaCode::CUDA_ERROR_INVALID_CLUSTER_SIZE);
     }
     let b = blocks_per_multiprocessor(s, function, threads, dynamic)?.min(CLUSTER_BLOCKS_PER_MULTIPROCESSOR);
@@ -117,5 +113,5 @@ pub(super) fn active_clusters(
 /// non-portable sizes, whatever the blocks' size (as the H200 answered).
 pub(super) fn potential_cluster_size(s: &State, function: u64) -> SimResult<u64> {
     let (f, _, _) = described(s, function)?;
-    Ok(if f.settings.non_portable_cluster != 0 { NON_PORTABLE_CLUSTER } else { PORTABLE_CLUSTER })
+    Ok(f.settings.most_cluster_blocks())
 }

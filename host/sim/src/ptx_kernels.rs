@@ -120,14 +120,13 @@ fn clusters(
     shape: &PtxLaunch<'_>,
     asked: Option<[u32; 3]>,
 ) -> SimResult<Option<[u32; 3]>> {
-    let set = settings.cluster.iter().all(|&d| d > 0).then(|| settings.cluster.map(|d| d as u32));
-    let own = kernel.cluster.or(set);
+    let own = kernel.cluster.or(settings.set_cluster());
     let dims = match (asked, own) {
         (Some(a), Some(b)) if a != b => return fail(CudaCode::CUDA_ERROR_INVALID_CLUSTER_SIZE),
         (a, b) => a.or(b),
     };
     let Some(dims) = dims else { return Ok(None) };
-    let most = if settings.non_portable_cluster != 0 { 16 } else { 8 };
+    let most = settings.most_cluster_blocks();
     let size = dims.iter().map(|&d| d as u64).product::<u64>();
     if dims.contains(&0) || (0..3).any(|a| !shape.grid[a].is_multiple_of(dims[a])) || size > most {
         return fail(CudaCode::CUDA_ERROR_INVALID_CLUSTER_SIZE);

@@ -207,6 +207,18 @@ impl Default for FunctionSettings {
     }
 }
 
+impl FunctionSettings {
+    /// The cluster dimensions `cuFuncSetAttribute` set, where all three are.
+    pub(super) fn set_cluster(&self) -> Option<[u32; 3]> {
+        self.cluster.iter().all(|&d| d > 0).then(|| self.cluster.map(|d| d as u32))
+    }
+
+    /// The most blocks a cluster may have: 8, or 16 where non-portable sizes are allowed.
+    pub(super) fn most_cluster_blocks(&self) -> u64 {
+        if self.non_portable_cluster != 0 { 16 } else { 8 }
+    }
+}
+
 /// A loaded library: its image (or the code a later call answers, for an image the caller's
 /// memory did not hold whole), what reading it for each compute capability gave, the module
 /// made from it in each context, and its kernels' handles by name.
