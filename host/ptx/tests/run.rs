@@ -9,12 +9,15 @@ use common::{kernel as body_kernel, words};
 
 use peerpool_ptx::{Fault, Launch, LoadError, Memory, Module, Shape, Space, Thread, Trap, TrapKind, load, run};
 
+/// A global access: the thread, the address, and whether it writes.
+type Logged = (Thread, u64, bool);
+
 /// The shared byte regions ([`common::Ram`]), with every global access logged.
 #[derive(Default)]
 struct Ram {
     regions: common::Ram,
-    /// Every global access, in order: (thread, address, write).
-    log: Vec<(Thread, u64, bool)>,
+    /// Every global access, in order.
+    log: Vec<Logged>,
 }
 
 impl Ram {
@@ -404,4 +407,53 @@ fn a_jump_table_sends_each_lane_to_its_target_and_an_index_past_it_stops_the_lau
             other => panic!("{body}: {other:?}"),
         }
     }
+}
+
+/// `body_kernel(body)` over one block of `threads`, its `p` at `room` words, in flat memory
+/// (a warp's accesses served at once) and in memory that logs each (one at a time): the
+/// words after, or the trap, from both, which must agree; and the log.
+fn both_memories(body: &str, threads: u32, room: usize) -> (Result<Vec<u32>, Trap>, Vec<Logged>) {
+    let module = body_kernel(body);
+    let mut flat = common::Ram::default();
+    let mut logged = Ram::default();
+    let at = flat.add(0x1000, vec![0; room * 4]);
+    logged.add(0x1000, vec![0; room * 4]);
+    let params = at.to_le_bytes();
+    let mut l = launch(1, threads, &params, &[]);
+    l.shape.shared = 4 * threads;
+    let k = module.kernel("k").unwrap();
+    let a = run(k, &l, &mut flat).map(|_| flat.words(at));
+    let b = run(k, &l, &mut logged).map(|_| logged.words(at));
+    assert_eq!(a, b, "flat and logged memory agree on {body}");
+    (a, logged.log)
+}
+
+#[test]
+fn a_warps_accesses_reach_memory_in_lane_order_and_stop_at_the_first_fault() {
+    let thread = |t: u32| Thread { block: [0; 3], thread: [t, 0, 0] };
+    // Generic stores of eight lanes, with room for four: the fifth lane faults, the first
+    // four wrote, and memory saw lanes 0 to 4 in order.
+    let (got, log) = both_memories("st.u32 [%rd0], %r0;\nret;", 8, 4);
+    let trap = got.unwrap_err();
+    assert_eq!((trap.kind, trap.who, trap.addr), (TrapKind::Fault(Fault::Illegal), thread(4), 0x1010));
+    assert_eq!(log, (0..5).map(|t| (thread(t), 0x1000 + 4 * t as u64, true)).collect::<Vec<_>>());
+    // The third lane's address is misaligned: it faults before memory sees it, after the
+    // first two stored.
+    let odd = "setp.eq.u32 %p1, %r0, 2;\nselp.u64 %rd1, 2, 0, %p1;\nadd.s64 %rd1, %rd0, %rd1;\nst.global.u32 [%rd1], %r0;\nret;";
+    let (got, log) = both_memories(odd, 4, 4);
+    let trap = got.unwrap_err();
+    assert_eq!((trap.kind, trap.who, trap.addr), (TrapKind::Fault(Fault::Misaligned), thread(2), 0x100a));
+    assert_eq!(log.len(), 2);
+    // A narrow signed load sign-extends, lane by lane.
+    let signed = "mov.u32 %r1, 0xff;\nsub.u32 %r1, %r1, %r0;\nst.global.u8 [%rd0], %r1;\nld.global.s8 %r2, [%rd0];\nst.global.u32 [%rd0], %r2;\nret;";
+    let want: Vec<u32> = (0..32).map(|t| (0xffu32 - t) as u8 as i8 as i32 as u32).collect();
+    assert_eq!(both_memories(signed, 32, 32).0.unwrap(), want);
+    // Generic addresses of both windows in one instruction: even lanes' in shared memory,
+    // odd lanes' in global memory; the even lanes then copy theirs out.
+    let mixed = ".shared .align 4 .b32 s[32];\nmov.u64 %rd1, s;\ncvta.shared.u64 %rd1, %rd1;\nmul.wide.u32 %rd2, %r0, 4;\n\
+        add.s64 %rd1, %rd1, %rd2;\nand.b32 %r1, %r0, 1;\nsetp.eq.u32 %p1, %r1, 0;\nselp.b64 %rd3, %rd1, %rd0, %p1;\n\
+        add.u32 %r2, %r0, 100;\nst.u32 [%rd3], %r2;\nld.u32 %r3, [%rd3];\nst.global.u32 [%rd0], %r3;\nret;";
+    let (got, log) = both_memories(mixed, 32, 32);
+    assert_eq!(got.unwrap(), (100..132).collect::<Vec<u32>>());
+    assert!(log.iter().all(|&(_, addr, _)| addr < 0x1000 + 128), "shared accesses stay with the executor");
 }

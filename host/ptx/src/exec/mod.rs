@@ -15,6 +15,7 @@ mod directed;
 mod fast;
 mod float;
 mod fp8;
+mod gather;
 mod half;
 mod matrix;
 mod mbarrier;
@@ -61,6 +62,39 @@ pub trait Memory {
     /// An atomic read-modify-write of `len` bytes at `addr` of global memory: `update` gets
     /// the bytes there and changes them in place, all as one step for every thread.
     fn atomic(&mut self, addr: u64, len: usize, who: Thread, update: &mut dyn FnMut(&mut [u8])) -> Result<(), Fault>;
+    /// The reads of one instruction's lanes, in lane order: each `(addr, value)` of `loads`
+    /// gets as its value the `size` bytes (1, 2, 4 or 8) at `addr` of `space`, little-endian;
+    /// `who(i)` is the thread of the `i`th. The first that fails stops them, with its index.
+    /// By default [`Memory::read`] for each; an implementation may serve a warp at once.
+    fn read_lanes(
+        &mut self,
+        space: Space,
+        size: usize,
+        loads: &mut [(u64, u64)],
+        who: &dyn Fn(usize) -> Thread,
+    ) -> Result<(), (usize, Fault)> {
+        for (i, (addr, value)) in loads.iter_mut().enumerate() {
+            let mut bytes = [0u8; 8];
+            self.read(space, *addr, &mut bytes[..size], who(i)).map_err(|f| (i, f))?;
+            *value = u64::from_le_bytes(bytes);
+        }
+        Ok(())
+    }
+    /// The writes of one instruction's lanes to global memory, in lane order: the low `size`
+    /// bytes (1, 2, 4 or 8) of each `(addr, value)` of `stores`, little-endian, at `addr`;
+    /// `who(i)` is the thread of the `i`th. The first that fails stops them, with its index.
+    /// By default [`Memory::write`] for each; an implementation may serve a warp at once.
+    fn write_lanes(
+        &mut self,
+        size: usize,
+        stores: &[(u64, u64)],
+        who: &dyn Fn(usize) -> Thread,
+    ) -> Result<(), (usize, Fault)> {
+        for (i, &(addr, value)) in stores.iter().enumerate() {
+            self.write(addr, &value.to_le_bytes()[..size], who(i)).map_err(|f| (i, f))?;
+        }
+        Ok(())
+    }
     /// Text that thread `who` writes: one device `printf`'s, or a failed `assert`'s line. By
     /// default it goes where the driver writes it on a GPU ([`Output`]).
     fn output(&mut self, _who: Thread, to: Output, text: &str) {
@@ -125,6 +159,49 @@ impl<T: Flat> Memory for T {
     fn atomic(&mut self, addr: u64, len: usize, _: Thread, update: &mut dyn FnMut(&mut [u8])) -> Result<(), Fault> {
         update(self.span(addr, len)?);
         Ok(())
+    }
+
+    fn read_lanes(
+        &mut self,
+        _: Space,
+        size: usize,
+        loads: &mut [(u64, u64)],
+        _: &dyn Fn(usize) -> Thread,
+    ) -> Result<(), (usize, Fault)> {
+        fn each<const N: usize>(m: &mut impl Flat, loads: &mut [(u64, u64)]) -> Result<(), (usize, Fault)> {
+            for (i, (addr, value)) in loads.iter_mut().enumerate() {
+                let mut bytes = [0u8; 8];
+                bytes[..N].copy_from_slice(m.span(*addr, N).map_err(|f| (i, f))?);
+                *value = u64::from_le_bytes(bytes);
+            }
+            Ok(())
+        }
+        match size {
+            1 => each::<1>(self, loads),
+            2 => each::<2>(self, loads),
+            4 => each::<4>(self, loads),
+            _ => each::<8>(self, loads),
+        }
+    }
+
+    fn write_lanes(
+        &mut self,
+        size: usize,
+        stores: &[(u64, u64)],
+        _: &dyn Fn(usize) -> Thread,
+    ) -> Result<(), (usize, Fault)> {
+        fn each<const N: usize>(m: &mut impl Flat, stores: &[(u64, u64)]) -> Result<(), (usize, Fault)> {
+            for (i, &(addr, value)) in stores.iter().enumerate() {
+                m.span(addr, N).map_err(|f| (i, f))?.copy_from_slice(&value.to_le_bytes()[..N]);
+            }
+            Ok(())
+        }
+        match size {
+            1 => each::<1>(self, stores),
+            2 => each::<2>(self, stores),
+            4 => each::<4>(self, stores),
+            _ => each::<8>(self, stores),
+        }
     }
 
     fn output(&mut self, who: Thread, to: Output, text: &str) {

@@ -5,11 +5,10 @@
 //! some take, a barrier, a warp-synchronous instruction), and where the group reaches the
 //! instruction of another lane of its warp, so that lanes meet again ([`super::schedule`]).
 
-use super::access::Access;
 use super::fast::{Fast, Opnd, Step};
 use super::float::{self, Near};
 use super::thread::{Shared, State, ThreadState};
-use super::{Trap, arith, bits, lanes};
+use super::{Trap, arith, bits, gather, lanes};
 use crate::ir::{FloatMode, Inst};
 
 /// Lanes of a warp that run together: all stand at `pc`; `other` is the lowest instruction of
@@ -38,8 +37,9 @@ fn extend(v: u64, sh: u8) -> i64 {
     (v << sh) as i64 >> sh
 }
 
+/// Operand `o` of the frame at `base` of `regs`.
 #[inline(always)]
-fn get(regs: &[u64], base: usize, o: Opnd) -> u64 {
+pub(super) fn get(regs: &[u64], base: usize, o: Opnd) -> u64 {
     regs[base.wrapping_add_signed(o as isize)]
 }
 
@@ -136,30 +136,15 @@ pub(super) fn run(
                 }
             }
             Fast::Ld { d, at: base_of, offset, space, ty } => {
-                for l in lanes(active) {
-                    let t = &mut warp[l];
-                    let addr = get(&t.regs, t.base, base_of).wrapping_add(offset as u64);
-                    let (mut buf, size) = ([0u8; 8], ty.bytes());
-                    let mut access = Access { local: &mut t.local, who: t.who, sh };
-                    if let Err(trap) = access.read(space, addr, &mut buf[..size], 0) {
-                        *left = n;
-                        return Err(Trap { line: body[at].line, ..trap });
-                    }
-                    let raw = super::word(&buf[..size]);
-                    // A narrow signed load sign-extends into its register.
-                    t.regs[t.base + d as usize] = if ty.signed() { arith::extend(ty, raw) as u64 } else { raw };
+                if let Err(trap) = gather::load(warp, active, (d, base_of, offset), space, ty, sh) {
+                    *left = n;
+                    return Err(Trap { line: body[at].line, ..trap });
                 }
             }
             Fast::St { s, at: base_of, offset, space, ty } => {
-                for l in lanes(active) {
-                    let t = &mut warp[l];
-                    let addr = get(&t.regs, t.base, base_of).wrapping_add(offset as u64);
-                    let bytes = get(&t.regs, t.base, s).to_le_bytes();
-                    let mut access = Access { local: &mut t.local, who: t.who, sh };
-                    if let Err(trap) = access.write(space, addr, &bytes[..ty.bytes()], 0) {
-                        *left = n;
-                        return Err(Trap { line: body[at].line, ..trap });
-                    }
+                if let Err(trap) = gather::store(warp, active, (s, base_of, offset), space, ty, sh) {
+                    *left = n;
+                    return Err(Trap { line: body[at].line, ..trap });
                 }
             }
             Fast::Split { lo, hi, a, bits } => {
