@@ -333,6 +333,19 @@ impl View<'_> {
         self.windows[0].as_ref()
     }
 
+    /// Where the first of `lanes` (addresses, `size` bytes each) lies in a window the device
+    /// may read (or `write`), made the first window: the lowest and end address of it and of
+    /// the lanes after it in that window, and how many they are, to be served under one lock.
+    fn run_of(&mut self, lanes: &[(u64, u64)], size: usize, write: bool) -> Option<(u64, u64, usize)> {
+        let w = self.window(lanes[0].0, size).filter(|w| if write { w.write } else { w.read })?;
+        let (start, end) = (w.start, w.end);
+        let inside = |&&(a, _): &&(u64, u64)| a >= start && a.checked_add(size as u64).is_some_and(|e| e <= end);
+        let run = lanes.iter().take_while(inside).count();
+        let lo = lanes[..run].iter().map(|l| l.0).min()?;
+        let hi = lanes[..run].iter().map(|l| l.0).max()? + size as u64;
+        Some((lo, hi, run))
+    }
+
     fn count(&mut self, addr: u64, bytes: u64, atomic: bool) {
         let local = self.s.memory.find(addr).is_none_or(|b| b.device == self.device);
         self.add(local, bytes, atomic);
@@ -387,6 +400,65 @@ impl Memory for View<'_> {
         }
         update(self.s, self.device, addr, len as u64, ALIGNED, f).map_err(|_| Fault::Illegal)?;
         self.count(addr, len as u64, true);
+        Ok(())
+    }
+
+    fn read_lanes(
+        &mut self,
+        space: Space,
+        size: usize,
+        loads: &mut [(u64, u64)],
+        who: &dyn Fn(usize) -> Thread,
+    ) -> Result<(), (usize, Fault)> {
+        let mut i = 0;
+        while i < loads.len() {
+            let Some((lo, hi, run)) = self.run_of(&loads[i..], size, false) else {
+                let mut bytes = [0u8; 8];
+                self.read(space, loads[i].0, &mut bytes[..size], who(i)).map_err(|f| (i, f))?;
+                loads[i].1 = u64::from_le_bytes(bytes);
+                i += 1;
+                continue;
+            };
+            let w = self.windows[0].as_ref().expect("the window of the run");
+            let (lanes, local) = (&mut loads[i..i + run], w.local);
+            w.backing.with((lo - w.start) as usize, (hi - lo) as usize, |bytes| {
+                for (addr, value) in lanes.iter_mut() {
+                    let mut word = [0u8; 8];
+                    let at = (*addr - lo) as usize;
+                    word[..size].copy_from_slice(&bytes[at..at + size]);
+                    *value = u64::from_le_bytes(word);
+                }
+            });
+            self.add(local, (run * size) as u64, false);
+            i += run;
+        }
+        Ok(())
+    }
+
+    fn write_lanes(
+        &mut self,
+        size: usize,
+        stores: &[(u64, u64)],
+        who: &dyn Fn(usize) -> Thread,
+    ) -> Result<(), (usize, Fault)> {
+        let mut i = 0;
+        while i < stores.len() {
+            let Some((lo, hi, run)) = self.run_of(&stores[i..], size, true) else {
+                self.write(stores[i].0, &stores[i].1.to_le_bytes()[..size], who(i)).map_err(|f| (i, f))?;
+                i += 1;
+                continue;
+            };
+            let w = self.windows[0].as_ref().expect("the window of the run");
+            let (lanes, local) = (&stores[i..i + run], w.local);
+            w.backing.with((lo - w.start) as usize, (hi - lo) as usize, |bytes| {
+                for &(addr, value) in lanes {
+                    let at = (addr - lo) as usize;
+                    bytes[at..at + size].copy_from_slice(&value.to_le_bytes()[..size]);
+                }
+            });
+            self.add(local, (run * size) as u64, false);
+            i += run;
+        }
         Ok(())
     }
 

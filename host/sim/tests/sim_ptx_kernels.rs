@@ -358,3 +358,18 @@ DONE:
     assert_eq!(words(&d, memory.ptr(), 33), vec![32; 33]);
     assert!(d.sticky_error().is_none());
 }
+
+/// A warp's accesses go to memory together up to the end of their allocation: the lanes past
+/// it fault alone. Warps before the faulting one have added; the faulting warp stops at its
+/// loads, so none of its words change, in the allocation or past it.
+#[test]
+fn a_warp_running_past_its_allocation_faults_at_the_first_lane_outside() {
+    on_gpu0(4000, |d, memory, _, add| {
+        launch_add(d, add, memory.ptr().0, 1008).expect("the fault surfaces at the next call");
+        assert_eq!(d.sticky_error(), Some(peerpool::CudaCode::CUDA_ERROR_ILLEGAL_ADDRESS));
+        let got = d.peek(memory.ptr(), 4000).unwrap();
+        let got: Vec<i32> = got.chunks_exact(4).map(|c| i32::from_le_bytes(c.try_into().unwrap())).collect();
+        assert_eq!(got[..992], [5; 992], "every warp before the last added");
+        assert_eq!(got[992..], [0; 8], "the last warp's lanes inside read, then its ninth lane faulted");
+    });
+}
