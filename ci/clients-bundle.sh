@@ -20,6 +20,8 @@ ln -s "$PWD/target/release/libpeerpool_shim.so" "$link/libcuda.so"
 for c in host/shim/tests/clients/*.c; do
     cc -O1 -o "$bundle/$(basename "$c" .c)" "$c" -I"$cuda/include" -L"$link" -lcuda
 done
+# The corpus again as a program built with fast-math (flush-to-zero set at its start) is.
+cc -O1 -ffast-math -o "$bundle/corpus_fast_math" host/shim/tests/clients/corpus.c -I"$cuda/include" -L"$link" -lcuda
 PATH="$cuda/bin:$PATH" host/shim/tests/clients/images/build.sh "$bundle/image-files"
 mkdir -p "$bundle/corpus-files"
 cp host/ptx/tests/corpus/{corpus.ptx,corpus.nvrtc.ptx,kernels.txt} "$bundle/corpus-files/"

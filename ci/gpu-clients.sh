@@ -52,6 +52,7 @@ if [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
 fi
 client corpus "$b/corpus" "$b/corpus-files"
 client corpus_nvrtc "$b/corpus" "$b/corpus-files" corpus.nvrtc.ptx
+client corpus_fast_math "$b/corpus_fast_math" "$b/corpus-files"
 client corpus_cooperative "$b/corpus" "$b/corpus-files" corpus.ptx cooperative
 client corpus_first_ordinary "$b/corpus" "$b/corpus-files" corpus.ptx first-ordinary
 client corpus_clusters "$b/corpus" "$b/corpus-files" corpus.ptx clusters

@@ -17,8 +17,10 @@
 //! device holds at once ([`Launch::resident_blocks`]): a wait for a block that cannot start
 //! spins until the instruction budget stops the launch, as a GPU would hang. Every access
 //! to global or constant memory, and every generic access outside the block's shared and the
-//! thread's local memory, goes to the caller's [`Memory`] with the thread that makes it: the
-//! executor knows nothing of devices, pools or topologies.
+//! thread's local memory, goes to the caller's [`Memory`] with the thread that makes it (a
+//! warp's lanes' loads or stores of one instruction in one call, [`Memory::read_lanes`] and
+//! [`Memory::write_lanes`], in lane order): the executor knows nothing of devices, pools or
+//! topologies.
 //!
 //! Implemented: integer arithmetic of every width (`mul.hi/.wide`, `mad.lo/.hi/.wide`, the carry
 //! chain `add.cc`/`addc`/`sub.cc`/`subc`/`mad.cc`/`madc` that CUDA's double math uses,
@@ -42,7 +44,9 @@
 //! Floats are IEEE-exact in every rounding mode PTX writes (`.rn`, `.rz`, `.rm`, `.rp`) for
 //! `add`, `sub`, `mul`, `fma`/`mad`, `div`, `sqrt`, `rcp` on f32 and f64 and for `cvt`
 //! between floats and from integers; `.ftz` flushes f32 subnormal inputs and results, `.sat`
-//! clamps to [0, 1] (NaN to 0), and NaN results are the GPU's canonical NaN. The approximate
+//! clamps to [0, 1] (NaN to 0), and NaN results are the GPU's canonical NaN. They stay so
+//! in a host program built with fast-math: on x86-64 a launch runs with MXCSR at its
+//! defaults (no flush to zero, no denormals as zero) and puts the caller's back. The approximate
 //! instructions are computed, not approximated: `div.approx`/`div.full`, `rcp.approx` and
 //! `sqrt.approx` give the correctly rounded result (0.5 ulp); `rsqrt.approx`, `ex2.approx`,
 //! `lg2.approx`, `sin.approx` and `cos.approx` are evaluated in f64 and rounded once, within

@@ -17,11 +17,11 @@
 mod support;
 
 use libtest_mimic::{Arguments, Failed};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use support::{
-    CUDA_INCLUDE, NVCC, PYTHON, c_program, clients, corpus_dir, images, recorded, run, stderr, stdout, trial,
-    trial_needing,
+    CUDA_INCLUDE, NVCC, PYTHON, c_program, c_program_with, clients, corpus_dir, images, recorded, run, stderr, stdout,
+    trial, trial_needing,
 };
 
 /// Where the simulator answers otherwise than the H200 did, on purpose: the record, the line
@@ -103,8 +103,13 @@ fn approx_agree(index: usize, a: u32, b: u32) -> bool {
 /// The corpus through the shim on `one_gpu` prints the record of `name` line for line, but for
 /// `approx_math`'s words, which agree within the GPU's error bounds.
 fn corpus_as_on_one_h200(dir: &Path, ptx: &str, name: &str) -> Result<(), Failed> {
+    corpus_built_as_on_one_h200(c_program("corpus")?, dir, ptx, name)
+}
+
+/// [`corpus_as_on_one_h200`] for the corpus client as `program` was built.
+fn corpus_built_as_on_one_h200(program: PathBuf, dir: &Path, ptx: &str, name: &str) -> Result<(), Failed> {
     let want = recorded(&format!("one-h200/{name}"))?;
-    let mut program = Command::new(c_program("corpus")?);
+    let mut program = Command::new(program);
     let out = run(program.arg(dir).arg(ptx), &[("PEERPOOL_TOPOLOGY", "one_gpu")])?;
     let text = stdout(&out);
     let (want_lines, got_lines): (Vec<&str>, Vec<&str>) = (want.lines().collect(), text.lines().collect());
@@ -206,6 +211,16 @@ fn main() -> ExitCode {
             corpus_as_on_one_h200(&corpus_dir(), ptx, record)
         }));
     }
+    // A program built with fast-math sets flush-to-zero and denormals-are-zero at its start;
+    // the kernels it launches compute subnormals as the GPU does all the same.
+    trials.push(trial("ptx_corpus_computes_what_one_h200_did::fast_math_host".into(), CUDA_INCLUDE, || {
+        corpus_built_as_on_one_h200(
+            c_program_with("corpus", &["-ffast-math"])?,
+            &corpus_dir(),
+            "corpus.ptx",
+            "corpus.txt",
+        )
+    }));
     // rustc's jump tables (`brx.idx`), beside the corpus.
     trials.push(trial("ptx_corpus_computes_what_one_h200_did::rustc".into(), CUDA_INCLUDE, || {
         corpus_as_on_one_h200(&corpus_dir().join("../rustc"), "kernels.ptx", "corpus_rustc.txt")

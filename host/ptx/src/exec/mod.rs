@@ -14,6 +14,7 @@ mod cluster;
 mod directed;
 mod fast;
 mod float;
+mod float_env;
 mod fp8;
 mod gather;
 mod half;
@@ -362,8 +363,12 @@ pub struct Ran {
 /// The most threads a block may have, as on the GPUs peerpool simulates.
 pub const MAX_BLOCK_THREADS: u64 = 1024;
 
-/// Runs `kernel` over the whole grid.
+/// Runs `kernel` over the whole grid. Its floats are IEEE whatever floating-point environment
+/// the calling thread has set (x86-64: MXCSR's flush-to-zero and denormals-are-zero, as
+/// fast-math sets them, are off while it runs, and back after).
 pub fn run(kernel: &Function, launch: &Launch<'_>, memory: &mut dyn Memory) -> Result<Ran, Trap> {
+    // IEEE floats whatever environment the calling thread runs in, its own back at the end.
+    let _ieee = float_env::Ieee::hold();
     let threads: u64 = launch.shape.block.iter().map(|&d| d as u64).product();
     let blocks: u64 = launch.shape.grid.iter().map(|&d| d as u64).product();
     let declared = kernel.params.iter().map(|p| p.offset as usize + p.size as usize).max().unwrap_or(0);

@@ -83,17 +83,24 @@ pub fn corpus_dir() -> PathBuf {
 
 /// `clients/<name>.c`, compiled once against NVIDIA's header and linked with the shim's `-lcuda`.
 pub fn c_program(name: &'static str) -> Result<PathBuf, Failed> {
-    static BUILT: Mutex<Option<HashMap<&'static str, Result<PathBuf, String>>>> = Mutex::new(None);
+    c_program_with(name, &[])
+}
+
+/// [`c_program`] compiled with the C compiler's `flags` besides (such as `-ffast-math`).
+pub fn c_program_with(name: &'static str, flags: &'static [&'static str]) -> Result<PathBuf, Failed> {
+    type Built = HashMap<(&'static str, &'static [&'static str]), Result<PathBuf, String>>;
+    static BUILT: Mutex<Option<Built>> = Mutex::new(None);
     let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
-    let built = built.get_or_insert_with(HashMap::new).entry(name).or_insert_with(|| {
+    let built = built.get_or_insert_with(HashMap::new).entry((name, flags)).or_insert_with(|| {
         let include = std::env::var(CUDA_INCLUDE).map_err(|_| format!("{CUDA_INCLUDE} is not set"))?;
         let dir = shim_dir().map_err(|e| e.message().unwrap_or_default().to_string())?;
-        let exe = dir.join(name);
+        let exe = dir.join([name].into_iter().chain(flags.iter().copied()).collect::<Vec<_>>().join(""));
         let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
         let out = Command::new(cc)
             .arg("-o")
             .arg(&exe)
             .arg(clients().join(format!("{name}.c")))
+            .args(flags)
             .arg(format!("-I{include}"))
             .arg(format!("-L{}", dir.display()))
             .arg("-lcuda")

@@ -1,0 +1,55 @@
+//! The executor's float arithmetic is IEEE whatever floating-point environment the host thread
+//! runs in: a program built with fast-math (x86-64's flush-to-zero and denormals-are-zero set
+//! at its start) gets the GPU's subnormals, and its own environment back after each launch.
+#![cfg(target_arch = "x86_64")]
+
+mod common;
+
+use common::{kernel, words};
+use std::arch::asm;
+
+/// MXCSR: every exception masked, round to nearest, and flush-to-zero (bit 15) and
+/// denormals-are-zero (bit 6), as `-ffast-math` leaves it.
+const FAST_MATH: u32 = 0x1f80 | 1 << 15 | 1 << 6;
+
+fn mxcsr() -> u32 {
+    let mut csr = 0u32;
+    // SAFETY: stores MXCSR into `csr`, nothing else.
+    unsafe { asm!("stmxcsr [{}]", in(reg) &mut csr, options(nostack)) };
+    csr
+}
+
+/// Runs `f` with MXCSR set to `csr`; what it returns, and MXCSR as `f` left it.
+fn under<R>(csr: u32, f: impl FnOnce() -> R) -> (R, u32) {
+    let saved = mxcsr();
+    // SAFETY: only this thread's float environment changes, and it is restored before
+    // returning; `f` is the code under test, whose float results are what is checked.
+    unsafe { asm!("ldmxcsr [{}]", in(reg) &csr, options(nostack)) };
+    let r = f();
+    let after = mxcsr();
+    // SAFETY: as above, back to what the thread had.
+    unsafe { asm!("ldmxcsr [{}]", in(reg) &saved, options(nostack)) };
+    (r, after)
+}
+
+#[test]
+fn subnormals_are_computed_as_on_a_gpu_under_a_fast_math_host_and_its_environment_is_kept() {
+    let tiny = 1e-20f32.to_bits();
+    let least = 1u32; // the smallest subnormal
+    let body = format!(
+        "mov.b32 %f1, {tiny};\nmov.b32 %f2, {least};\nmul.rn.f32 %f3, %f1, %f1;\nadd.f32 %f4, %f2, %f2;\n\
+         fma.rn.f32 %f5, %f1, %f1, %f2;\ncvt.f64.f32 %fd1, %f2;\nmul.f64 %fd1, %fd1, 0d3FF8000000000000;\n\
+         cvt.rn.f32.f64 %f6, %fd1;\nsetp.eq.u32 %p1, %r0, 1;\nsetp.eq.u32 %p2, %r0, 2;\nsetp.eq.u32 %p3, %r0, 3;\n\
+         selp.f32 %f7, %f4, %f3, %p1;\nselp.f32 %f7, %f5, %f7, %p2;\nselp.f32 %f7, %f6, %f7, %p3;\n\
+         mov.b32 %r1, %f7;\nst.global.u32 [%rd0], %r1;\nret;"
+    );
+    let module = kernel(&body);
+    let (t, l) = (f32::from_bits(tiny), f32::from_bits(least));
+    // IEEE, computed here in the default environment: each a nonzero subnormal.
+    let want = [(t * t).to_bits(), (l + l).to_bits(), t.mul_add(t, l).to_bits(), 2];
+    assert!(want[..3].iter().all(|&w| w != 0 && w < 0x0080_0000), "subnormal results");
+    assert_eq!(words(&module, 4).unwrap(), want, "in the default environment");
+    let (got, after) = under(FAST_MATH, || words(&module, 4).unwrap());
+    assert_eq!(got, want, "under flush-to-zero and denormals-are-zero");
+    assert_eq!(after, FAST_MATH, "the host's environment is left as it was");
+}
