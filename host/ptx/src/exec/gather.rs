@@ -24,11 +24,15 @@ fn fill(
     // Generic addresses in the shared or local window stay with the executor.
     let limit = if space == Space::Generic { SHARED_WINDOW } else { u64::MAX };
     let (mut odd, mut inside) = (0u64, false);
-    for (each, l) in each.iter_mut().zip(lanes(active)) {
-        let t = &warp[l];
+    let mut one = |each: &mut (u64, u64), t: &ThreadState| {
         let addr = get(&t.regs, t.base, at).wrapping_add(offset as u64);
         (odd, inside) = (odd | addr, inside | (addr >= limit));
         *each = (addr, s.map_or(0, |s| get(&t.regs, t.base, s)));
+    };
+    // Every lane of the warp, the common case, without picking lanes out of the mask.
+    match active == u32::MAX >> (32 - warp.len()) {
+        true => each.iter_mut().zip(warp).for_each(|(e, t)| one(e, t)),
+        false => each.iter_mut().zip(lanes(active)).for_each(|(e, l)| one(e, &warp[l])),
     }
     odd & (size as u64 - 1) == 0 && !inside
 }

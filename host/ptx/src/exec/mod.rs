@@ -137,7 +137,9 @@ impl Output {
 /// }
 /// ```
 pub trait Flat {
-    /// The `len` bytes at `addr`, or the fault of an access there.
+    /// The `len` bytes at `addr`, or the fault of an access there. What it grants of a range
+    /// it grants of every range inside it: the executor asks once for the range a warp's
+    /// accesses cover, and for each alone only where that is refused.
     fn span(&mut self, addr: u64, len: usize) -> Result<&mut [u8], Fault>;
 
     /// [`Memory::output`].
@@ -170,10 +172,19 @@ impl<T: Flat> Memory for T {
         _: &dyn Fn(usize) -> Thread,
     ) -> Result<(), (usize, Fault)> {
         fn each<const N: usize>(m: &mut impl Flat, loads: &mut [(u64, u64)]) -> Result<(), (usize, Fault)> {
+            if let Some((lo, bytes)) = around(m, loads, N) {
+                for (addr, value) in loads.iter_mut() {
+                    let at = (*addr - lo) as usize;
+                    let mut word = [0u8; 8];
+                    word[..N].copy_from_slice(&bytes[at..at + N]);
+                    *value = u64::from_le_bytes(word);
+                }
+                return Ok(());
+            }
             for (i, (addr, value)) in loads.iter_mut().enumerate() {
-                let mut bytes = [0u8; 8];
-                bytes[..N].copy_from_slice(m.span(*addr, N).map_err(|f| (i, f))?);
-                *value = u64::from_le_bytes(bytes);
+                let mut word = [0u8; 8];
+                word[..N].copy_from_slice(m.span(*addr, N).map_err(|f| (i, f))?);
+                *value = u64::from_le_bytes(word);
             }
             Ok(())
         }
@@ -192,6 +203,13 @@ impl<T: Flat> Memory for T {
         _: &dyn Fn(usize) -> Thread,
     ) -> Result<(), (usize, Fault)> {
         fn each<const N: usize>(m: &mut impl Flat, stores: &[(u64, u64)]) -> Result<(), (usize, Fault)> {
+            if let Some((lo, bytes)) = around(m, stores, N) {
+                for &(addr, value) in stores {
+                    let at = (addr - lo) as usize;
+                    bytes[at..at + N].copy_from_slice(&value.to_le_bytes()[..N]);
+                }
+                return Ok(());
+            }
             for (i, &(addr, value)) in stores.iter().enumerate() {
                 m.span(addr, N).map_err(|f| (i, f))?.copy_from_slice(&value.to_le_bytes()[..N]);
             }
@@ -208,6 +226,15 @@ impl<T: Flat> Memory for T {
     fn output(&mut self, who: Thread, to: Output, text: &str) {
         Flat::output(self, who, to, text)
     }
+}
+
+/// Where `span` grants the whole range that a warp's accesses of `size` bytes each cover:
+/// its first address and its bytes. Else each goes alone, so that the first that fails is the
+/// one named.
+fn around<'m>(m: &'m mut impl Flat, lanes: &[(u64, u64)], size: usize) -> Option<(u64, &'m mut [u8])> {
+    let (lo, hi) = lanes.iter().fold((u64::MAX, 0), |(lo, hi), &(a, _)| (lo.min(a), hi.max(a)));
+    let len = hi.checked_add(size as u64)?.checked_sub(lo)?;
+    m.span(lo, usize::try_from(len).ok()?).ok().map(|bytes| (lo, bytes))
 }
 
 /// `to.copy_from_slice(from)`, without calling `memcpy` for the widths a register holds.
