@@ -176,6 +176,12 @@ pub(super) enum Fast {
         b: Opnd,
         wide: bool,
     },
+    FDiv {
+        d: u32,
+        a: Opnd,
+        b: Opnd,
+        wide: bool,
+    },
     FFma {
         d: u32,
         a: Opnd,
@@ -236,13 +242,15 @@ pub(super) enum Fast {
         pos: Opnd,
         len: Opnd,
     },
-    /// f32 arithmetic in a directed rounding without `.ftz` or `.sat` (`sqrt` of `a`).
+    /// f32 arithmetic in a directed rounding without `.ftz` or `.sat` (`sqrt` of `a`; `c` the
+    /// addend of `fma`).
     FDirected {
         op: Directed,
         round: Round,
         d: u32,
         a: Opnd,
         b: Opnd,
+        c: Opnd,
     },
     /// A load of one register.
     Ld {
@@ -396,13 +404,14 @@ fn compile(op: &Op, launch: &Launch<'_>, pool: &mut Pool) -> Option<Fast> {
             let directed = !wide && !fm.ftz && !fm.sat && fm.round != Round::Nearest;
             let round = fm.round;
             match op {
-                BinOp::Add if directed => Fast::FDirected { op: Directed::Add, round, d, a, b },
-                BinOp::Sub if directed => Fast::FDirected { op: Directed::Sub, round, d, a, b },
-                BinOp::MulLo if directed => Fast::FDirected { op: Directed::Mul, round, d, a, b },
-                BinOp::Div if directed => Fast::FDirected { op: Directed::Div, round, d, a, b },
+                BinOp::Add if directed => Fast::FDirected { op: Directed::Add, round, d, a, b, c: a },
+                BinOp::Sub if directed => Fast::FDirected { op: Directed::Sub, round, d, a, b, c: a },
+                BinOp::MulLo if directed => Fast::FDirected { op: Directed::Mul, round, d, a, b, c: a },
+                BinOp::Div if directed => Fast::FDirected { op: Directed::Div, round, d, a, b, c: a },
                 BinOp::Add if fm == FloatMode::default() => Fast::FAdd { d, a, b, wide },
                 BinOp::Sub if fm == FloatMode::default() => Fast::FSub { d, a, b, wide },
                 BinOp::MulLo if fm == FloatMode::default() => Fast::FMul { d, a, b, wide },
+                BinOp::Div if fm == FloatMode::default() => Fast::FDiv { d, a, b, wide },
                 op => Fast::Binary { op, ty, fm, d, a, b },
             }
         }
@@ -432,6 +441,10 @@ fn compile(op: &Op, launch: &Launch<'_>, pool: &mut Pool) -> Option<Fast> {
         }
         Op::Ternary { op: TerOp::Fma, ty, fm, d, a, b, c } if fm == FloatMode::default() && !ty.half() => {
             Fast::FFma { d: d32(d)?, a: src(a)?, b: src(b)?, c: src(c)?, wide: ty == Ty::F64 }
+        }
+        Op::Ternary { op: TerOp::Fma, ty: Ty::F32, fm, d, a, b, c } if !fm.ftz && !fm.sat => {
+            let (d, a, b, c) = (d32(d)?, src(a)?, src(b)?, src(c)?);
+            Fast::FDirected { op: Directed::Fma, round: fm.round, d, a, b, c }
         }
         Op::Setp { cmp, ty, ftz, d, d2: None, a, b, with: None } => match ty.float() {
             true => Fast::FSetp { d: d32(d)?, a: src(a)?, b: src(b)?, cmp, ty, ftz },
@@ -465,7 +478,16 @@ fn compile(op: &Op, launch: &Launch<'_>, pool: &mut Pool) -> Option<Fast> {
         },
         Op::Unary { op: UnOp::Sqrt, ty: Ty::F32, fm, d, a } if !fm.ftz && !fm.sat && fm.round != Round::Nearest => {
             let a = src(a)?;
-            Fast::FDirected { op: Directed::Sqrt, round: fm.round, d: d32(d)?, a, b: a }
+            Fast::FDirected { op: Directed::Sqrt, round: fm.round, d: d32(d)?, a, b: a, c: a }
+        }
+        // Without `.ftz`, a float's `abs` and `neg` are its sign bit cleared and flipped.
+        Op::Unary { op: op @ (UnOp::Abs | UnOp::Neg), ty: ty @ (Ty::F32 | Ty::F64), fm, d, a } if !fm.ftz => {
+            // The other bits of the register are kept, as the decoded instruction keeps them.
+            let (d, a, sign) = (d32(d)?, src(a)?, 1u64 << (ty.bits() - 1));
+            match op {
+                UnOp::Abs => Fast::And { d, a, b: pool.constant(!sign), sh: 0 },
+                _ => Fast::Xor { d, a, b: pool.constant(sign), sh: 0 },
+            }
         }
         Op::Unary { op, ty, fm, d, a } => Fast::Unary { op, ty, fm, d: d32(d)?, a: src(a)? },
         Op::Ternary { op, ty, fm, d, a, b, c } => {

@@ -106,17 +106,19 @@ pub(crate) enum Directed {
     Mul,
     Div,
     Sqrt,
+    Fma,
 }
 
-/// [`binary`]'s f32 `add`, `sub`, `mul`, `div` and [`unary`]'s `sqrt` (of `a`) in a directed
-/// `round`, without `.ftz` or `.sat`.
-pub(crate) fn directed32(op: Directed, round: Round, a: u64, b: u64) -> u64 {
+/// [`binary`]'s f32 `add`, `sub`, `mul`, `div`, [`unary`]'s `sqrt` (of `a`) and [`fma`]
+/// (`a * b + c`) in a directed `round`, without `.ftz` or `.sat`.
+pub(crate) fn directed32(op: Directed, round: Round, a: u64, b: u64, c: u64) -> u64 {
     let r = match op {
         Directed::Add => directed::add(a, b, round),
         Directed::Sub => directed::add(a, neg(b, false), round),
         Directed::Mul => directed::mul(a, b, round),
         Directed::Div => directed::div(a, b, round),
         Directed::Sqrt => directed::sqrt(a, round),
+        Directed::Fma => directed::fma(a, b, c, round),
     };
     finish(r, false, FloatMode { round, ..FloatMode::default() })
 }
@@ -127,15 +129,17 @@ pub(crate) enum Near {
     Add,
     Sub,
     Mul,
+    Div,
 }
 
-/// [`binary`]'s `add`, `sub` and `mul` to nearest without `.ftz` or `.sat`.
+/// [`binary`]'s `add`, `sub`, `mul` and `div` to nearest without `.ftz` or `.sat`.
 #[inline(always)]
 pub(crate) fn near(wide: bool, a: u64, b: u64, op: Near) -> u64 {
     let r = match op {
         Near::Add => native(wide, a, b, |x, y| x + y, |x, y| x + y),
         Near::Sub => native(wide, a, b, |x, y| x - y, |x, y| x - y),
         Near::Mul => native(wide, a, b, |x, y| x * y, |x, y| x * y),
+        Near::Div => native(wide, a, b, |x, y| x / y, |x, y| x / y),
     };
     finish(r, wide, FloatMode::default())
 }

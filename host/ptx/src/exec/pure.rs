@@ -266,7 +266,10 @@ pub(super) fn run(
             Fast::FAdd { d, a, b, wide } => alu!(active, d, |g| float::near(wide, g(a), g(b), Near::Add)),
             Fast::FSub { d, a, b, wide } => alu!(active, d, |g| float::near(wide, g(a), g(b), Near::Sub)),
             Fast::FMul { d, a, b, wide } => alu!(active, d, |g| float::near(wide, g(a), g(b), Near::Mul)),
-            Fast::FDirected { op, round, d, a, b } => alu!(active, d, |g| float::directed32(op, round, g(a), g(b))),
+            Fast::FDiv { d, a, b, wide } => alu!(active, d, |g| float::near(wide, g(a), g(b), Near::Div)),
+            Fast::FDirected { op, round, d, a, b, c } => {
+                alu!(active, d, |g| float::directed32(op, round, g(a), g(b), g(c)))
+            }
             Fast::FFma { d, a, b, c, wide } => {
                 alu!(active, d, |g| float::fma(wide, FloatMode::default(), g(a), g(b), g(c)))
             }
@@ -451,6 +454,15 @@ mod tests {
                         if ty.float() && !ty.half() {
                             let want = arith::unary(UnOp::Sqrt, ty, fm, v[1]);
                             cases.push((Op::Unary { op: UnOp::Sqrt, ty, fm, d: 3, a: b }, want));
+                            let want = arith::ternary(TerOp::Fma, ty, fm, v[0], v[1], v[2]);
+                            cases.push((Op::Ternary { op: TerOp::Fma, ty, fm, d: 3, a, b, c }, want));
+                        }
+                    }
+                    if ty.float() && !ty.half() {
+                        let want = arith::binary(BinOp::Div, ty, none, v[0], v[1]);
+                        cases.push((Op::Binary { op: BinOp::Div, ty, fm: none, d: 3, a, b }, want));
+                        for op in [UnOp::Abs, UnOp::Neg] {
+                            cases.push((Op::Unary { op, ty, fm: none, d: 3, a: b }, arith::unary(op, ty, none, v[1])));
                         }
                     }
                     for op in [TerOp::MadLo, TerOp::Fma] {
