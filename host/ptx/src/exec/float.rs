@@ -1,5 +1,6 @@
 //! Float operations on register bits: IEEE results in the instruction's rounding mode (the
-//! host's own arithmetic to nearest, `round.rs` for the directed modes), canonical NaNs as the
+//! host's own arithmetic to nearest; for the directed modes, f32 through `directed.rs` or the
+//! host's own instructions, `host_rounding.rs`, and `round.rs` for the rest), canonical NaNs as the
 //! GPU returns them, `.ftz` on f32 inputs and results, `.sat`, and the approximate functions
 //! (computed in f64 and rounded once, within 1 ulp of the exact value).
 

@@ -18,6 +18,7 @@ mod float_env;
 mod fp8;
 mod gather;
 mod half;
+mod host_rounding;
 mod matrix;
 mod mbarrier;
 mod printf;

@@ -7,6 +7,7 @@
 
 use super::fast::{Fast, Opnd, Step};
 use super::float::{self, Near};
+use super::host_rounding::Host;
 use super::thread::{Shared, State, ThreadState};
 use super::{Trap, arith, bits, gather, lanes};
 use crate::ir::{FloatMode, Inst};
@@ -267,9 +268,10 @@ pub(super) fn run(
             Fast::FSub { d, a, b, wide } => alu!(active, d, |g| float::near(wide, g(a), g(b), Near::Sub)),
             Fast::FMul { d, a, b, wide } => alu!(active, d, |g| float::near(wide, g(a), g(b), Near::Mul)),
             Fast::FDiv { d, a, b, wide } => alu!(active, d, |g| float::near(wide, g(a), g(b), Near::Div)),
-            Fast::FDirected { op, round, d, a, b, c } => {
-                alu!(active, d, |g| float::directed32(op, round, g(a), g(b), g(c)))
-            }
+            Fast::FDirected { op, round, d, a, b, c } => match Host::of(op, round) {
+                Some(host) => alu!(active, d, |g| host.run(g(a), g(b), g(c))),
+                None => alu!(active, d, |g| float::directed32(op, round, g(a), g(b), g(c))),
+            },
             Fast::FFma { d, a, b, c, wide } => {
                 alu!(active, d, |g| float::fma(wide, FloatMode::default(), g(a), g(b), g(c)))
             }
