@@ -214,12 +214,8 @@ fn main() -> ExitCode {
     // A program built with fast-math sets flush-to-zero and denormals-are-zero at its start;
     // the kernels it launches compute subnormals as the GPU does all the same.
     trials.push(trial("ptx_corpus_computes_what_one_h200_did::fast_math_host".into(), CUDA_INCLUDE, || {
-        corpus_built_as_on_one_h200(
-            c_program_with("corpus", &["-ffast-math"])?,
-            &corpus_dir(),
-            "corpus.ptx",
-            "corpus.txt",
-        )
+        let program = c_program_with("corpus", &["-ffast-math"])?;
+        corpus_built_as_on_one_h200(program, &corpus_dir(), "corpus.ptx", "corpus_fast_math.txt")
     }));
     // rustc's jump tables (`brx.idx`), beside the corpus.
     trials.push(trial("ptx_corpus_computes_what_one_h200_did::rustc".into(), CUDA_INCLUDE, || {
