@@ -96,11 +96,13 @@
 //! a group of a warp's lanes runs them in one loop, each instruction dispatched once for the
 //! group, that stops only where lanes part or meet or at what needs a thread or the block
 //! (barriers, warp meetings other than a whole warp's shuffle, calls, and the rare instructions
-//! that run as decoded). `benches/interpreter.rs` measures thread-instructions per second on
-//! corpus kernels. On one core of the lent GPU machine's CPU it gave 129 million a second
-//! (f32_rounding, whose directed roundings dominate) and 203 to 397 million on the other five
-//! (`docs/hardware/2026-12-02-executor-speed`; warp by warp against thread by thread in
-//! `docs/hardware/2026-12-02-executor-warps`).
+//! that run as decoded). A group's loads and stores of global memory reach the caller's
+//! [`Memory`] in one call, and f32 arithmetic in a directed rounding uses the host's own
+//! instructions where it has AVX-512 (the rounding written in each), the exact f64 way
+//! elsewhere. `benches/interpreter.rs` measures thread-instructions per second on corpus
+//! kernels: on one core of the lent GPU machine's CPU, 205 to 491 million a second on its six
+//! kernels, best samples (`docs/hardware/2026-12-03-executor-lanes`; warp by warp against
+//! thread by thread in `docs/hardware/2026-12-02-executor-warps`).
 //!
 //! Thread-block clusters (sm_90): a launch in clusters ([`Launch::cluster`], or the kernel's
 //! `.reqnctapercluster`) runs each cluster's blocks at once, taking turns. A block reaches
