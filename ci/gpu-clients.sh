@@ -65,6 +65,7 @@ client staging python3 "$b/staging.py"
 # imports with comes first on PYTHONPATH when the machine's own is too new for it).
 client numba_kernels python3 "$b/numba_kernels.py"
 client numba_linked python3 "$b/numba_linked.py"
+client numba_probe python3 "$b/numba_probe.py" --save "$out/recorded/numba_probe.npz"
 client pool_ipc python3 "$b/pool_ipc.py"
 for f in "$out"/recorded/*.stderr; do echo "-- $(basename "$f"): $(tail -n 1 "$f")"; done
 # Every call each client made, how often (the coverage table's input), then the trace itself.

@@ -5,10 +5,12 @@
 //! context settings, host functions, 16-bit and 2D memsets, 2D copies), foreign images (PTX, a
 //! cubin and fatbins as modules and libraries, and bad images), foreign kernels run from their PTX
 //! (and what answers after one faults, fails a device assert or traps) or linked by the JIT
-//! linker, numba-cuda's kernels (their PTX alone, and linked with other PTX), clusters'
-//! occupancy, the PTX executor's corpus as nvcc, NVRTC and rustc compiled it (every
-//! word and line of device printf the same, but the approximate instructions' words within the
-//! GPU's error bounds), and cuda.core's staging and pool sharing between processes.
+//! linker, numba-cuda's kernels (their PTX alone, and linked with other PTX, and a probe of
+//! votes, matches, atomics, random numbers, libdevice math and float16), clusters' occupancy,
+//! the PTX executor's corpus as nvcc, NVRTC and rustc compiled it and as a fast-math program
+//! runs it (every word and line of device printf the same, but the approximate instructions'
+//! words within the GPU's error bounds), and cuda.core's staging and pool sharing between
+//! processes.
 //!
 //! The C clients need NVIDIA's `cuda.h` (`$PEERPOOL_CUDA_INCLUDE`), the scripts a Python with
 //! cuda-core (`$PEERPOOL_PYTHON`), as the `clients` test, and the foreign-image client its images
@@ -20,8 +22,8 @@ use libtest_mimic::{Arguments, Failed};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use support::{
-    CUDA_INCLUDE, NVCC, PYTHON, c_program, c_program_with, clients, corpus_dir, images, recorded, run, stderr, stdout,
-    trial, trial_needing,
+    CUDA_INCLUDE, NVCC, PYTHON, c_program, c_program_with, clients, corpus_dir, images, recorded, recorded_dir, run,
+    stderr, stdout, trial, trial_needing,
 };
 
 /// Where the simulator answers otherwise than the H200 did, on purpose: the record, the line
@@ -241,6 +243,18 @@ fn main() -> ExitCode {
     // Its PTX linked with NVRTC's of CUDA C, and with numba-cuda's float16 functions.
     trials.push(trial("numba_linked_kernels_print_what_they_printed_on_one_h200".into(), PYTHON, || {
         same_as_on_one_h200(&mut python("numba_linked.py")?, "numba_linked.txt")
+    }));
+    // More of numba-cuda: votes, matches, atomics, random numbers, libdevice math, float16.
+    // The script compares with the record itself: word for word, but for the libdevice
+    // functions built on the GPU's approximate instructions, within 2 ulp.
+    trials.push(trial("numba_probe_computes_what_it_computed_on_one_h200".into(), PYTHON, || {
+        let mut program = python("numba_probe.py")?;
+        let out =
+            run(program.arg("--against").arg(recorded_dir()?.join("one-h200")), &[("PEERPOOL_TOPOLOGY", "one_gpu")])?;
+        match out.status.success() {
+            true => Ok(()),
+            false => Err(format!("{}\nstderr: {}", stdout(&out), stderr(&out)).into()),
+        }
     }));
     let conclusion = libtest_mimic::run(&Arguments::from_args(), trials);
     support::clean_up();

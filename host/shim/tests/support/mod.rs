@@ -23,9 +23,14 @@ pub const NVCC: &str = "PEERPOOL_NVCC";
 /// What a client printed on the H200s against NVIDIA's libcuda, committed under
 /// `docs/hardware/recorded/` (`name` below it) and found at run time.
 pub fn recorded(name: &str) -> Result<String, Failed> {
-    let manifest = std::env::var_os("CARGO_MANIFEST_DIR").ok_or("CARGO_MANIFEST_DIR is not set")?;
-    let path = Path::new(&manifest).join("../../docs/hardware/recorded").join(name);
+    let path = recorded_dir()?.join(name);
     std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()).into())
+}
+
+/// Where the GPUs' records are (`docs/hardware/recorded`), found at run time.
+pub fn recorded_dir() -> Result<PathBuf, Failed> {
+    let manifest = std::env::var_os("CARGO_MANIFEST_DIR").ok_or("CARGO_MANIFEST_DIR is not set")?;
+    Ok(Path::new(&manifest).join("../../docs/hardware/recorded"))
 }
 
 /// The directory of the build these tests belong to (`target/<profile>`), found at run time.
