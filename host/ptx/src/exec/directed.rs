@@ -112,11 +112,12 @@ pub(crate) fn sqrt(a: u64, mode: Round) -> u64 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    /// f32 bits with exponents near each other, at the ends of the range and subnormal.
-    fn operand(seed: &mut u64) -> u64 {
+    /// f32 bits with exponents near each other, at the ends of the range and subnormal, zeros,
+    /// infinities and NaNs.
+    pub(in crate::exec) fn operand(seed: &mut u64) -> u64 {
         *seed ^= *seed << 13;
         *seed ^= *seed >> 7;
         *seed ^= *seed << 17;

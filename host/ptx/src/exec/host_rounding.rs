@@ -141,27 +141,7 @@ mod x86 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// f32 bits of every kind: zeros, subnormals, near the ends of the range, infinities, NaNs.
-    fn operand(seed: &mut u64) -> u64 {
-        *seed ^= *seed << 13;
-        *seed ^= *seed >> 7;
-        *seed ^= *seed << 17;
-        let r = *seed;
-        let exp = match r % 8 {
-            0 => 0,
-            1 => 1,
-            2 => 0xfe,
-            3 => 0xff,
-            _ => 0x60 + (r >> 8) % 0x40,
-        };
-        let mant = match (r >> 20) % 3 {
-            0 => 0,
-            1 => 1 << ((r >> 24) % 23),
-            _ => (r >> 32) & 0x7f_ffff,
-        };
-        ((r >> 63) << 31) | exp << 23 | mant
-    }
+    use crate::exec::directed::tests::operand;
 
     #[test]
     fn the_hosts_instructions_round_as_the_portable_way_does() {
