@@ -120,28 +120,30 @@ pub(super) fn exchange(
 ) -> Option<Result<(), Trap>> {
     let Op::Warp { op: WarpOp::Shfl { mode, d, p, a, b, c }, mask: Some(m) } = inst.op else { return None };
     let mask = warp[group.trailing_zeros() as usize].value(m, sh) as u32;
-    if group & !mask != 0 || lanes(group).any(|l| warp[l].value(m, sh) as u32 != mask) {
+    if group & !mask != 0 {
         return None;
     }
-    let mut values = [0u64; 32];
+    // Every lane's operands and source lane first, then every lane's result: a lane's `d` may
+    // be another's `a`.
+    let (mut values, mut sources) = ([0u64; 32], [(0u8, false); 32]);
     for l in lanes(group) {
-        values[l] = warp[l].value(a, sh) & 0xffff_ffff;
-    }
-    let mut results = [(0u64, false); 32];
-    for l in lanes(group) {
-        let (b, c) = (warp[l].value(b, sh) as u32, warp[l].value(c, sh) as u32);
-        let (j, pval) = source(mode, l as u32, b, c);
+        let t = &warp[l];
+        if t.value(m, sh) as u32 != mask {
+            return None;
+        }
+        values[l] = t.value(a, sh) & 0xffff_ffff;
+        let (j, pval) = source(mode, l as u32, t.value(b, sh) as u32, t.value(c, sh) as u32);
         let j = if pval { j } else { l as u32 };
         if group & 1 << j == 0 {
-            return Some(Err(warp[l].trap(TrapKind::Warp(WarpFault::Inactive), inst.line, mask as u64)));
+            return Some(Err(t.trap(TrapKind::Warp(WarpFault::Inactive), inst.line, mask as u64)));
         }
-        results[l] = (values[j as usize], pval);
+        sources[l] = (j as u8, pval);
     }
     for l in lanes(group) {
-        let t = &mut warp[l];
-        t.set(d, results[l].0);
+        let (t, (j, pval)) = (&mut warp[l], sources[l]);
+        t.set(d, values[j as usize]);
         if let Some(p) = p {
-            t.set(p, results[l].1 as u64);
+            t.set(p, pval as u64);
         }
     }
     Some(Ok(()))
