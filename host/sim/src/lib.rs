@@ -62,7 +62,12 @@
 //!   device runtime (`libcudadevrt.a`) links as peerpool's PTX for the grid synchronisation
 //!   numba-cuda calls (`image::devrt`), not as NVIDIA's code.
 //!   Occupancy counts a PTX kernel's 32 registers (below); clusters' occupancy
-//!   (`cuOccupancyMaxActiveClusters`) is not simulated. Machine code
+//!   (`cuOccupancyMaxActiveClusters`) is an H200's groups of multiprocessors as measured, and
+//!   a device with another count of multiprocessors is taken as groups of 16. The executor's
+//!   approximate instructions (`ex2.approx`, `rcp.approx`, `rsqrt.approx`, `sin.approx`, ...)
+//!   are within 1 ulp of the exact value where a GPU's are coarser, so a function built on
+//!   them (libdevice's `expf`, `tanf`, `hypot`, ...) may differ from a GPU's by an ulp or two
+//!   (`docs/hardware/2026-12-03-numba-probe`). Machine code
 //!   loads on its own major version at its minor version or later (an H200 refused sm_80 code:
 //!   `CUDA_ERROR_NO_BINARY_FOR_GPU`). The PTX JIT, its cache and their cost are not simulated.
 //! - Chosen where the image cannot say (`modules.rs`): a PTX kernel uses 32 registers (the
