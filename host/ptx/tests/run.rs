@@ -444,6 +444,13 @@ fn a_warps_accesses_reach_memory_in_lane_order_and_stop_at_the_first_fault() {
     let trap = got.unwrap_err();
     assert_eq!((trap.kind, trap.who, trap.addr), (TrapKind::Fault(Fault::Misaligned), thread(2), 0x100a));
     assert_eq!(log.len(), 2);
+    // Lanes far apart (the second at the top of the address space): each goes alone, and the
+    // second faults.
+    let far = "setp.eq.u32 %p1, %r0, 1;\nselp.u64 %rd1, -16, %rd0, %p1;\nst.global.u32 [%rd1], %r0;\nret;";
+    let (got, log) = both_memories(far, 2, 2);
+    let trap = got.unwrap_err();
+    assert_eq!((trap.kind, trap.who, trap.addr), (TrapKind::Fault(Fault::Illegal), thread(1), u64::MAX - 15));
+    assert_eq!(log.len(), 2);
     // A narrow signed load sign-extends, lane by lane.
     let signed = "mov.u32 %r1, 0xff;\nsub.u32 %r1, %r1, %r0;\nst.global.u8 [%rd0], %r1;\nld.global.s8 %r2, [%rd0];\nst.global.u32 [%rd0], %r2;\nret;";
     let want: Vec<u32> = (0..32).map(|t| (0xffu32 - t) as u8 as i8 as i32 as u32).collect();

@@ -140,7 +140,8 @@ impl Output {
 pub trait Flat {
     /// The `len` bytes at `addr`, or the fault of an access there. What it grants of a range
     /// it grants of every range inside it: the executor asks once for the range a warp's
-    /// accesses cover, and for each alone only where that is refused.
+    /// accesses cover (where that is a mebibyte at most), and for each alone where that is
+    /// refused.
     fn span(&mut self, addr: u64, len: usize) -> Result<&mut [u8], Fault>;
 
     /// [`Memory::output`].
@@ -229,13 +230,17 @@ impl<T: Flat> Memory for T {
     }
 }
 
-/// Where `span` grants the whole range that a warp's accesses of `size` bytes each cover:
-/// its first address and its bytes. Else each goes alone, so that the first that fails is the
-/// one named.
+/// The most bytes [`around`] asks `span` for at once: an implementation need not be ready to
+/// grant or refuse a range as wide as the address space.
+const MOST_SPANNED: u64 = 1 << 20;
+
+/// Where `span` grants the whole range that a warp's accesses of `size` bytes each cover (a
+/// mebibyte at most): its first address and its bytes. Else each goes alone, so that the
+/// first that fails is the one named.
 fn around<'m>(m: &'m mut impl Flat, lanes: &[(u64, u64)], size: usize) -> Option<(u64, &'m mut [u8])> {
     let (lo, hi) = lanes.iter().fold((u64::MAX, 0), |(lo, hi), &(a, _)| (lo.min(a), hi.max(a)));
-    let len = hi.checked_add(size as u64)?.checked_sub(lo)?;
-    m.span(lo, usize::try_from(len).ok()?).ok().map(|bytes| (lo, bytes))
+    let len = hi.checked_add(size as u64)?.checked_sub(lo).filter(|&len| len <= MOST_SPANNED)?;
+    m.span(lo, len as usize).ok().map(|bytes| (lo, bytes))
 }
 
 /// `to.copy_from_slice(from)`, without calling `memcpy` for the widths a register holds.
