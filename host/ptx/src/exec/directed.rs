@@ -8,7 +8,8 @@
 use super::round::{self, Format};
 use crate::ir::Round;
 
-fn finite_nonzero(bits: u64) -> bool {
+/// Whether f32 `bits` are neither zero, infinite nor NaN.
+pub(super) fn finite_nonzero(bits: u64) -> bool {
     let field = bits & 0x7f80_0000;
     field != 0x7f80_0000 && bits & 0x7fff_ffff != 0
 }

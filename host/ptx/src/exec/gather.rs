@@ -10,6 +10,12 @@ use super::thread::{Shared, ThreadState};
 use super::{Fault, SHARED_WINDOW, Trap, TrapKind, arith, lanes, word};
 use crate::ir::{Space, Ty};
 
+/// Lane `t`'s address `at + offset`.
+#[inline(always)]
+fn address(t: &ThreadState, (at, offset): (Opnd, i64)) -> u64 {
+    get(&t.regs, t.base, at).wrapping_add(offset as u64)
+}
+
 /// Each lane of `active`'s address `at + offset` (and value of `s`, if any), in `each` in lane
 /// order; whether every one goes to the caller's memory, aligned to `size`.
 #[inline(always)]
@@ -25,7 +31,7 @@ fn fill(
     let limit = if space == Space::Generic { SHARED_WINDOW } else { u64::MAX };
     let (mut odd, mut inside) = (0u64, false);
     let mut one = |each: &mut (u64, u64), t: &ThreadState| {
-        let addr = get(&t.regs, t.base, at).wrapping_add(offset as u64);
+        let addr = address(t, (at, offset));
         (odd, inside) = (odd | addr, inside | (addr >= limit));
         *each = (addr, s.map_or(0, |s| get(&t.regs, t.base, s)));
     };
@@ -63,7 +69,7 @@ pub(super) fn store(
     if !matches!(space, Space::Global | Space::Generic) {
         for l in lanes(active) {
             let t = &mut warp[l];
-            let (addr, value) = (get(&t.regs, t.base, at).wrapping_add(offset as u64), get(&t.regs, t.base, s));
+            let (addr, value) = (address(t, (at, offset)), get(&t.regs, t.base, s));
             one(t, sh, addr, value)?;
         }
         return Ok(());
@@ -94,10 +100,11 @@ pub(super) fn load(
     let one = |t: &mut ThreadState, sh: &mut Shared<'_, '_>, addr: u64| {
         let mut buf = [0u8; 8];
         Access { local: &mut t.local, who: t.who, sh }.read(space, addr, &mut buf[..size], 0)?;
-        let value = extend(word(&buf[..size]));
-        t.regs[t.base + d as usize] = value;
+        t.regs[t.base + d as usize] = extend(word(&buf[..size]));
         Ok(())
     };
+    // Global or constant memory: the lanes together where they can go so; else (a misaligned
+    // lane, generic addresses in a window, other spaces) lane by lane.
     let together = matches!(space, Space::Global | Space::Const | Space::Generic);
     let (mut each, n) = ([(0u64, 0u64); 32], active.count_ones() as usize);
     if together && fill(&mut each, warp, active, (at, offset), None, (space, size)) {
@@ -114,7 +121,7 @@ pub(super) fn load(
     }
     for l in lanes(active) {
         let t = &mut warp[l];
-        let addr = get(&t.regs, t.base, at).wrapping_add(offset as u64);
+        let addr = address(t, (at, offset));
         one(t, sh, addr)?;
     }
     Ok(())

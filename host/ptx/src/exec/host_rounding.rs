@@ -31,33 +31,24 @@ impl Host {
     }
 }
 
-fn finite_nonzero(bits: u64) -> bool {
-    let field = bits & 0x7f80_0000;
-    field != 0x7f80_0000 && bits & 0x7fff_ffff != 0
-}
-
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::{Directed, Round, finite_nonzero, float};
+    use super::{Directed, Round, float};
+    use crate::exec::directed::finite_nonzero;
     use std::arch::asm;
 
-    /// An `op` of two operands in `mode`: where both are finite and nonzero, the instruction
-    /// `ins` (`b` negated first for a subtraction, `a` ignored for a square root).
+    /// An `op` of two operands in `mode`: where both are finite and nonzero (for a square
+    /// root, `a` positive, and `b` ignored), the instruction `ins`.
     macro_rules! two {
         ($name:ident, $op:ident, $round:ident, $ins:literal, $mode:literal) => {
             #[target_feature(enable = "avx512f")]
             fn $name(a: u64, b: u64, c: u64) -> u64 {
-                let b = if matches!(Directed::$op, Directed::Sub) { b ^ 0x8000_0000 } else { b };
-                let ordinary = match Directed::$op {
-                    Directed::Sqrt => finite_nonzero(a) && a & 0x8000_0000 == 0,
-                    _ => finite_nonzero(a) && finite_nonzero(b),
-                };
-                if !ordinary {
-                    let b = if matches!(Directed::$op, Directed::Sub) { b ^ 0x8000_0000 } else { b };
+                let sqrt = matches!(Directed::$op, Directed::Sqrt);
+                let b = if sqrt { a } else { b };
+                if !finite_nonzero(a) || !finite_nonzero(b) || (sqrt && a & 0x8000_0000 != 0) {
                     return float::directed32(Directed::$op, Round::$round, a, b, c);
                 }
                 let (mut r, b) = (f32::from_bits(a as u32), f32::from_bits(b as u32));
-                let b = if matches!(Directed::$op, Directed::Sqrt) { r } else { b };
                 // SAFETY: AVX-512F (this function's feature); it reads and writes only the
                 // registers named.
                 unsafe {
@@ -93,9 +84,9 @@ mod x86 {
     two!(add_rz, Add, Zero, "vaddss", "rz-sae");
     two!(add_rd, Add, Down, "vaddss", "rd-sae");
     two!(add_ru, Add, Up, "vaddss", "ru-sae");
-    two!(sub_rz, Sub, Zero, "vaddss", "rz-sae");
-    two!(sub_rd, Sub, Down, "vaddss", "rd-sae");
-    two!(sub_ru, Sub, Up, "vaddss", "ru-sae");
+    two!(sub_rz, Sub, Zero, "vsubss", "rz-sae");
+    two!(sub_rd, Sub, Down, "vsubss", "rd-sae");
+    two!(sub_ru, Sub, Up, "vsubss", "ru-sae");
     two!(mul_rz, Mul, Zero, "vmulss", "rz-sae");
     two!(mul_rd, Mul, Down, "vmulss", "rd-sae");
     two!(mul_ru, Mul, Up, "vmulss", "ru-sae");
