@@ -45,8 +45,9 @@
 //! `add`, `sub`, `mul`, `fma`/`mad`, `div`, `sqrt`, `rcp` on f32 and f64 and for `cvt`
 //! between floats and from integers; `.ftz` flushes f32 subnormal inputs and results, `.sat`
 //! clamps to [0, 1] (NaN to 0), and NaN results are the GPU's canonical NaN. They stay so
-//! in a host program built with fast-math: on x86-64 a launch runs with MXCSR at its
-//! defaults (no flush to zero, no denormals as zero) and puts the caller's back. The approximate
+//! in a host program built with fast-math: a launch runs with MXCSR (x86-64) or FPCR
+//! (aarch64) at its defaults (no flush to zero, no denormals as zero) and puts the caller's
+//! back. The approximate
 //! instructions are computed, not approximated: `div.approx`/`div.full`, `rcp.approx` and
 //! `sqrt.approx` give the correctly rounded result (0.5 ulp); `rsqrt.approx`, `ex2.approx`,
 //! `lg2.approx`, `sin.approx` and `cos.approx` are evaluated in f64 and rounded once, within

@@ -1,7 +1,8 @@
 //! The executor's float arithmetic is IEEE whatever floating-point environment the host thread
-//! runs in: a program built with fast-math (x86-64's flush-to-zero and denormals-are-zero set
-//! at its start) gets the GPU's subnormals, and its own environment back after each launch.
-#![cfg(target_arch = "x86_64")]
+//! runs in: a program built with fast-math (x86-64's flush-to-zero and denormals-are-zero, or
+//! aarch64's flush-to-zero, set at its start) gets the GPU's subnormals, and its own
+//! environment back after each launch.
+#![cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 
 mod common;
 
@@ -10,25 +11,56 @@ use std::arch::asm;
 
 /// MXCSR: every exception masked, round to nearest, and flush-to-zero (bit 15) and
 /// denormals-are-zero (bit 6), as `-ffast-math` leaves it.
-const FAST_MATH: u32 = 0x1f80 | 1 << 15 | 1 << 6;
+#[cfg(target_arch = "x86_64")]
+const FAST_MATH: u64 = 0x1f80 | 1 << 15 | 1 << 6;
+/// FPCR: flush-to-zero (bit 24), as `-ffast-math` leaves it.
+#[cfg(target_arch = "aarch64")]
+const FAST_MATH: u64 = 1 << 24;
 
-fn mxcsr() -> u32 {
-    let mut csr = 0u32;
-    // SAFETY: stores MXCSR into `csr`, nothing else.
-    unsafe { asm!("stmxcsr [{}]", in(reg) &mut csr, options(nostack)) };
-    csr
+/// The thread's float control register.
+fn control() -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let mut csr = 0u32;
+        // SAFETY: stores MXCSR into `csr`, nothing else.
+        unsafe { asm!("stmxcsr [{}]", in(reg) &mut csr, options(nostack)) };
+        csr as u64
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        let fpcr: u64;
+        // SAFETY: reads FPCR, nothing else.
+        unsafe { asm!("mrs {}, fpcr", out(reg) fpcr, options(nomem, nostack)) };
+        fpcr
+    }
 }
 
-/// Runs `f` with MXCSR set to `csr`; what it returns, and MXCSR as `f` left it.
-fn under<R>(csr: u32, f: impl FnOnce() -> R) -> (R, u32) {
-    let saved = mxcsr();
-    // SAFETY: only this thread's float environment changes, and it is restored before
-    // returning; `f` is the code under test, whose float results are what is checked.
-    unsafe { asm!("ldmxcsr [{}]", in(reg) &csr, options(nostack)) };
+/// # Safety
+/// Only this thread's float environment changes; the caller puts it back.
+unsafe fn set_control(value: u64) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: loads MXCSR, nothing else; the caller restores it.
+    unsafe {
+        asm!("ldmxcsr [{}]", in(reg) &(value as u32), options(nostack))
+    };
+    #[cfg(target_arch = "aarch64")]
+    // SAFETY: writes FPCR, nothing else; the caller restores it.
+    unsafe {
+        asm!("msr fpcr, {}", in(reg) value, options(nomem, nostack))
+    };
+}
+
+/// Runs `f` with the control register set to `value`; what it returns, and the register as
+/// `f` left it.
+fn under<R>(value: u64, f: impl FnOnce() -> R) -> (R, u64) {
+    let saved = control();
+    // SAFETY: restored before returning; `f` is the code under test, whose float results are
+    // what is checked.
+    unsafe { set_control(value) };
     let r = f();
-    let after = mxcsr();
+    let after = control();
     // SAFETY: as above, back to what the thread had.
-    unsafe { asm!("ldmxcsr [{}]", in(reg) &saved, options(nostack)) };
+    unsafe { set_control(saved) };
     (r, after)
 }
 
@@ -51,7 +83,10 @@ fn subnormals_are_computed_as_on_a_gpu_under_a_fast_math_host_and_its_environmen
     let want = [(t * t).to_bits(), (l + l).to_bits(), t.mul_add(t, l).to_bits(), 2, up];
     assert!([0, 1, 2, 4].iter().all(|&i| want[i] != 0 && want[i] < 0x0080_0000), "subnormal results");
     assert_eq!(words(&module, 5).unwrap(), want, "in the default environment");
+    // The environment bites: the host's own product of the same operands is flushed there.
+    let (host, _) = under(FAST_MATH, || std::hint::black_box(t) * std::hint::black_box(t));
+    assert_eq!(host, 0.0, "the host flushes subnormals under {FAST_MATH:#x}");
     let (got, after) = under(FAST_MATH, || words(&module, 5).unwrap());
-    assert_eq!(got, want, "under flush-to-zero and denormals-are-zero");
+    assert_eq!(got, want, "under flush-to-zero");
     assert_eq!(after, FAST_MATH, "the host's environment is left as it was");
 }

@@ -1,10 +1,10 @@
 //! f32 arithmetic in a directed rounding by the host's own instructions, where it has them
 //! (x86-64 with AVX-512F, whose scalar instructions carry their rounding: `{rz-sae}`,
 //! `{rd-sae}`, `{ru-sae}`). Operands that are not finite and nonzero (or a negative square
-//! root, an infinite or NaN addend) go the portable way ([`float::directed32`]), so every
+//! root, an infinite or NaN addend) go the portable way ([`super::float::directed32`]), so every
 //! result is the one it gives; a test checks them against each other.
 
-use super::float::{self, Directed};
+use super::float::Directed;
 use crate::ir::Round;
 
 /// One operation in one rounding, done by the host's instruction. Made only by [`Host::of`],
@@ -23,7 +23,7 @@ impl Host {
         None
     }
 
-    /// `op` of the f32 bits `a`, `b` (and `c`), as [`float::directed32`] computes it.
+    /// `op` of the f32 bits `a`, `b` (and `c`), as [`super::float::directed32`] computes it.
     #[inline(always)]
     pub(super) fn run(self, a: u64, b: u64, c: u64) -> u64 {
         // SAFETY: `of` makes a `Host` only where the host has the instructions it runs.
@@ -33,8 +33,9 @@ impl Host {
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::{Directed, Round, float};
+    use super::{Directed, Round};
     use crate::exec::directed::finite_nonzero;
+    use crate::exec::float;
     use std::arch::asm;
 
     /// An `op` of two operands in `mode`: where both are finite and nonzero (for a square
@@ -133,6 +134,7 @@ mod x86 {
 mod tests {
     use super::*;
     use crate::exec::directed::tests::operand;
+    use crate::exec::float;
 
     #[test]
     fn the_hosts_instructions_round_as_the_portable_way_does() {

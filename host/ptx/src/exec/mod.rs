@@ -397,8 +397,9 @@ pub struct Ran {
 pub const MAX_BLOCK_THREADS: u64 = 1024;
 
 /// Runs `kernel` over the whole grid. Its floats are IEEE whatever floating-point environment
-/// the calling thread has set (x86-64: MXCSR's flush-to-zero and denormals-are-zero, as
-/// fast-math sets them, are off while it runs, and back after).
+/// the calling thread has set (MXCSR's flush-to-zero and denormals-are-zero on x86-64,
+/// FPCR's flush-to-zero on aarch64, as fast-math sets them, are off while it runs, and back
+/// after).
 pub fn run(kernel: &Function, launch: &Launch<'_>, memory: &mut dyn Memory) -> Result<Ran, Trap> {
     // IEEE floats whatever environment the calling thread runs in, its own back at the end.
     let _ieee = float_env::Ieee::hold();
