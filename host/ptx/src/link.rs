@@ -80,7 +80,14 @@ pub(crate) fn link(m: &mut Module, headers: &[(&str, Option<usize>)], taken: &BT
 }
 
 /// Where function `id` (`callee`) starts in `body`: appended once, its branch targets moved.
+/// Each piece of code ends in a `ret`, so that a thread that runs off the end of its function
+/// (or branches to a label at its end) returns, as it would alone, and never runs on into the
+/// next function's code; the kernel's own `ret` is its exit.
 fn place(body: &mut Vec<Inst>, placed: &mut HashMap<u32, u32>, id: u32, callee: &Function) -> u32 {
+    let ret = |code: &[Inst]| Inst { line: code.last().map_or(0, |i| i.line), guard: None, op: Op::Ret };
+    if placed.is_empty() {
+        body.push(ret(body));
+    }
     *placed.entry(id).or_insert_with(|| {
         let at = body.len() as u32;
         body.extend(callee.body.iter().cloned().map(|mut inst| {
@@ -91,6 +98,7 @@ fn place(body: &mut Vec<Inst>, placed: &mut HashMap<u32, u32>, id: u32, callee: 
             }
             inst
         }));
+        body.push(ret(&callee.body));
         at
     })
 }
@@ -119,8 +127,9 @@ mod tests {
             k.body.iter().filter_map(|i| if let Op::Call(c) = &i.op { Some(c) } else { None }).collect();
         assert_eq!(calls.len(), 2);
         assert_eq!(calls[0].target, calls[1].target);
-        assert_eq!(k.body.len(), 6 + 2, "the kernel's 6 and f's 2, once");
-        assert_eq!(k.body[7].op, Op::Bra { target: 7 });
+        assert_eq!(k.body.len(), 6 + 1 + 2 + 1, "the kernel's 6 and f's 2, once, each ended by a ret");
+        assert_eq!(k.body[8].op, Op::Bra { target: 8 });
+        assert!([6, 9].iter().all(|&i| k.body[i].op == Op::Ret));
         // f's result at 0 and its argument at 4; each call's own .params in the kernel's frame.
         assert_eq!(calls[0].rets, [(4, 0, 4)]);
         assert_eq!(calls[1].args, [(8, 4, 4)]);

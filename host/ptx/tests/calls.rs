@@ -166,6 +166,15 @@ fn calls_pass_arguments_and_results_and_recurse_each_thread_its_own_way() {
 }
 
 #[test]
+fn a_function_that_runs_off_its_end_returns_and_a_kernel_that_does_exits() {
+    // Every `ret` gone: each function ends at its closing brace, the kernel too, and the code
+    // of the functions it calls lies after its own.
+    let module = load(&FUNCS.replace("ret;\n", "")).unwrap();
+    let want = launch(&load(FUNCS).unwrap(), 20, 0, 1 << 26).unwrap();
+    assert_eq!(launch(&module, 20, 0, 1 << 26).unwrap(), want);
+}
+
+#[test]
 fn runaway_recursion_runs_out_of_budget_or_stack() {
     let module = load(FUNCS).unwrap();
     let trap = launch(&module, 1, 40, 100_000).unwrap_err();

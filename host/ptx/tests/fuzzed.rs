@@ -1,6 +1,8 @@
 //! The loader on anything: arbitrary text, and nvcc's PTX cut short or with bytes changed. It
 //! answers a module or an error, never a panic. The executor on any launch of nvcc's kernels:
-//! any grid, block, shared memory and parameters run or trap, never panic.
+//! any grid, block, shared memory and parameters run or trap, never panic; and on the corpus
+//! with an instruction dropped, repeated or moved (a function without its `ret`, a branch
+//! where it was not), whatever of it loads runs or traps.
 
 use peerpool_ptx::{Fault, Flat, Launch, Shape};
 use proptest::prelude::*;
@@ -16,6 +18,22 @@ impl Flat for Window {
 }
 
 const PTX: &str = include_str!("data/kernels.ptx");
+const CORPUS: &str = include_str!("corpus/corpus.ptx");
+
+/// `text` with its instruction line `at` (of those that end in `;` inside a body) dropped
+/// (`how` 0), repeated after instruction `to` (1), or put in `to`'s place (2).
+fn edited(text: &str, at: prop::sample::Index, to: prop::sample::Index, how: u8) -> String {
+    let mut lines: Vec<&str> = text.lines().collect();
+    let code: Vec<usize> =
+        (0..lines.len()).filter(|&i| lines[i].starts_with('\t') && lines[i].ends_with(';')).collect();
+    let (at, to) = (code[at.index(code.len())], code[to.index(code.len())]);
+    match how {
+        0 => _ = lines.remove(at),
+        1 => lines.insert(to + 1, lines[at]),
+        _ => lines[to] = lines[at],
+    }
+    lines.join("\n")
+}
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
@@ -47,6 +65,28 @@ proptest! {
             let launch = Launch {
                 shape: Shape { grid: [grid, 1, 1], block: [block, 1, 1], shared, params: &bytes },
                 variables: &[0x4000, 0x4100], budget: 100_000, grid_sync: None, cluster: None, resident_blocks: 0,
+            };
+            let _ = peerpool_ptx::run(kernel, &launch, &mut Window(vec![0; 4096]));
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    #[test]
+    fn the_corpus_with_an_instruction_dropped_repeated_or_moved_runs_or_traps(
+        at in any::<prop::sample::Index>(), to in any::<prop::sample::Index>(), how in 0u8..3,
+    ) {
+        let Ok(module) = peerpool_ptx::load(&edited(CORPUS, at, to, how)) else { return Ok(()) };
+        let mut bytes = Vec::new();
+        for k in 0..8u64 {
+            bytes.extend((0x4000 + 512 * k).to_le_bytes());
+        }
+        for kernel in module.functions.iter().filter(|f| f.entry) {
+            let launch = Launch {
+                shape: Shape { grid: [2, 1, 1], block: [64, 1, 1], shared: 256, params: &bytes },
+                variables: &[0x4000, 0x4100], budget: 20_000, grid_sync: None, cluster: None, resident_blocks: 0,
             };
             let _ = peerpool_ptx::run(kernel, &launch, &mut Window(vec![0; 4096]));
         }
