@@ -223,6 +223,10 @@ fn main() -> ExitCode {
     trials.push(trial("ptx_corpus_computes_what_one_h200_did::rustc".into(), CUDA_INCLUDE, || {
         corpus_as_on_one_h200(&corpus_dir().join("../rustc"), "kernels.ptx", "corpus_rustc.txt")
     }));
+    // Functions and a kernel whose code runs off its end return and exit.
+    trials.push(trial("code_that_runs_off_its_end_returns_as_on_one_h200".into(), CUDA_INCLUDE, || {
+        same_as_on_one_h200(&mut Command::new(c_program("implicit_ret")?), "implicit_ret.txt")
+    }));
     trials.push(trial("cooperative_and_cluster_launches_do_what_they_did_on_one_h200".into(), CUDA_INCLUDE, || {
         for mode in ["cooperative", "first-ordinary", "clusters"] {
             let mut program = Command::new(c_program("corpus")?);

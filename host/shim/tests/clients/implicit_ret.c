@@ -2,7 +2,8 @@
  * closing brace, or a branch to a label there), and with a kernel that runs off its end where
  * the functions it calls could follow it: each variant's load and launch result codes and the
  * words its 32 threads wrote (thread t's argument is t; `f` returns its argument plus 1000).
- * Built on the GPU machine: gcc implicit_ret.c -I/usr/local/cuda/include -lcuda */
+ * The shim's `one_h200` test runs it on the simulator against what it printed on an H200
+ * (built there with gcc implicit_ret.c -I/usr/local/cuda/include -lcuda). */
 #include <cuda.h>
 #include <stdio.h>
 
