@@ -249,7 +249,14 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
             };
             let shift = matches!(op, BinOp::Shl | BinOp::Shr);
             let b_ty = if shift { Ty::U32 } else { ty };
-            Op::Binary { op, ty, fm, d: d.reg(0)?, a: d.src(1, ty)?, b: d.src(2, b_ty)? }
+            let (a, b) = (d.src(1, ty)?, d.src(2, b_ty)?);
+            // ptxas makes the min or max of a float register and itself the register, a NaN as
+            // it is; so does the executor.
+            let float = matches!(ty, Ty::F32 | Ty::F64) && !fm.ftz;
+            if matches!(op, BinOp::Min | BinOp::Max) && float && a == b && matches!(a, Src::Reg(_)) {
+                return Ok(Op::Mov { ty, d: d.reg(0)?, a });
+            }
+            Op::Binary { op, ty, fm, d: d.reg(0)?, a, b }
         }
         "mad" | "fma" | "mad24" | "sad" => {
             let ty = d.ty(&mods)?;
@@ -279,7 +286,7 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
         "bfe" | "prmt" | "lop3" | "shf" | "dp4a" | "dp2a" | "slct" => {
             let tys: Vec<Ty> = mods.words.iter().filter_map(|w| Ty::named(w)).collect();
             let ty = *tys.first().ok_or_else(|| d.bad("no type"))?;
-            mods.only(&["l", "r", "clamp", "wrap", "lo", "hi", "f4e", "b4e", "rc8", "ecl", "ecr", "rc16"])
+            mods.only(&["l", "r", "clamp", "wrap", "lo", "hi", "f4e", "b4e", "rc8", "ecl", "ecr", "rc16", "ftz"])
                 .map_err(unsupported)?;
             let (op, b_ty, c_ty, sources) = match name {
                 "bfe" if ty.bits() >= 32 => (TerOp::Bfe, Ty::U32, Ty::U32, 3),
@@ -301,13 +308,13 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
                     let op = TerOp::Dp { a_signed: tys[0].signed(), b_signed: tys[1].signed(), two };
                     (op, Ty::B32, Ty::B32, 3)
                 }
-                "slct" if tys.len() == 2 && matches!(tys[1], Ty::S32 | Ty::F32) => {
-                    (TerOp::Slct { float_c: tys[1] == Ty::F32 }, ty, tys[1], 3)
+                "slct" if tys.len() == 2 && (tys[1] == Ty::F32 || tys[1] == Ty::S32 && !mods.has("ftz")) => {
+                    (TerOp::Slct { float_c: tys[1] == Ty::F32, ftz: mods.has("ftz") }, ty, tys[1], 3)
                 }
                 _ => return Err(unsupported("this form".into())),
             };
             let prmt_mode = ["f4e", "b4e", "rc8", "ecl", "ecr", "rc16"].iter().any(|m| mods.has(m));
-            if prmt_mode && !matches!(op, TerOp::Prmt(_)) {
+            if prmt_mode && !matches!(op, TerOp::Prmt(_)) || mods.has("ftz") && !matches!(op, TerOp::Slct { .. }) {
                 return Err(unsupported("this form".into()));
             }
             let _ = sources;
@@ -522,6 +529,13 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
             let relu = mods.has("relu");
             if relu && !to.half() {
                 return Err(unsupported("the modifier .relu here".into()));
+            }
+            // ptxas refuses `.sat` where every value of the source fits the destination.
+            let int = |t: Ty| matches!(t, Ty::U8 | Ty::U16 | Ty::U32 | Ty::U64 | Ty::S8 | Ty::S16 | Ty::S32 | Ty::S64);
+            let fits = to.bits() > from.bits() && (to.signed() || !from.signed())
+                || to.bits() == from.bits() && to.signed() == from.signed();
+            if fm.sat && int(to) && int(from) && fits {
+                return Err(d.bad("`.sat` on a conversion that cannot overflow"));
             }
             let conv = Conversion { to, from, round_int, fm, relu };
             match (to, from) {

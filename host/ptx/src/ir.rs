@@ -346,9 +346,11 @@ pub enum TerOp {
         b_signed: bool,
         two: Option<bool>,
     },
-    /// `slct`: `a` when `c >= 0`, else `b` (`c` a float when `float_c`).
+    /// `slct`: `a` when `c >= 0`, else `b` (`c` a float when `float_c`, NaN choosing `b`; a
+    /// subnormal `c` is a zero of its sign under `ftz`).
     Slct {
         float_c: bool,
+        ftz: bool,
     },
 }
 

@@ -43,8 +43,15 @@
 //!
 //! Floats are IEEE-exact in every rounding mode PTX writes (`.rn`, `.rz`, `.rm`, `.rp`) for
 //! `add`, `sub`, `mul`, `fma`/`mad`, `div`, `sqrt`, `rcp` on f32 and f64 and for `cvt`
-//! between floats and from integers; `.ftz` flushes f32 subnormal inputs and results, `.sat`
-//! clamps to [0, 1] (NaN to 0), and NaN results are the GPU's canonical NaN. They stay so
+//! between floats and from integers; `.ftz` flushes f32 subnormal inputs and results (a result
+//! tiny before rounding too, as an H200 flushes one that rounds up to the smallest normal),
+//! `.sat` clamps to [0, 1] (NaN to 0). NaNs are an H200's: an f32 result is the canonical NaN
+//! (`abs` and `neg` of a NaN too); an f64 result carries its first NaN operand, made quiet, or
+//! is `0xfff8000000000000` (`0 * inf`, `sqrt(-1)`), and `abs`/`neg` keep an f64 NaN; `cvt`
+//! between f32 and f64 keeps a NaN's sign and the top of its payload; a NaN converts to 0 from
+//! f32 to 32 bits and to the destination's top bit otherwise. `testp.normal` counts zeros as
+//! normal, a remainder by zero is all ones, and a 64-bit `bfe`/`bfi` reads all 32 bits of its
+//! position and length, as an H200 does. Floats stay so
 //! in a host program built with fast-math: a launch runs with MXCSR (x86-64) or FPCR
 //! (aarch64) at its defaults (no flush to zero, no denormals as zero) and puts the caller's
 //! back. The approximate

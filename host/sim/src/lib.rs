@@ -67,7 +67,15 @@
 //!   approximate instructions (`ex2.approx`, `rcp.approx`, `rsqrt.approx`, `sin.approx`, ...)
 //!   are within 1 ulp of the exact value where a GPU's are coarser, so a function built on
 //!   them (libdevice's `expf`, `tanf`, `hypot`, ...) may differ from a GPU's by an ulp or two
-//!   (`docs/hardware/2026-12-03-numba-probe`). Machine code
+//!   (`docs/hardware/2026-12-03-numba-probe`). Exact instructions give an H200's results,
+//!   NaNs and edge values included (`docs/hardware/2026-12-03-ptx-random`), but where ptxas's
+//!   way of compiling decides: an f64 operation with two NaN operands carries the first's
+//!   payload (on the GPU, whichever ptxas put first); `min`/`max` of two registers that hold
+//!   the same NaN is the canonical NaN (ptxas folds only a register with itself, which the
+//!   executor does too); a few instructions given `0x80000000` (`slct`'s selector,
+//!   `cvt.rz.f32.u32`, `sub.sat.s32`) gave another result than the ISA's in some programs on
+//!   the H200; and PTX that ptxas refuses (`.sat` on a conversion that cannot overflow) is
+//!   refused at the kernel's first launch, not at `cuModuleLoadData`. Machine code
 //!   loads on its own major version at its minor version or later (an H200 refused sm_80 code:
 //!   `CUDA_ERROR_NO_BINARY_FOR_GPU`). The PTX JIT, its cache and their cost are not simulated.
 //! - Chosen where the image cannot say (`modules.rs`): a PTX kernel uses 32 registers (the

@@ -116,10 +116,10 @@ pub(crate) fn binary(op: BinOp, ty: Ty, fm: FloatMode, a: u64, b: u64) -> u64 {
         BinOp::Pair { op, signed, relu } => bits::pair(op, signed, relu, ua as u32, ub as u32) as u64,
         BinOp::Szext { clamp } => bits::szext(clamp, ty.signed(), ua as u32, ub as u32) as u64,
         BinOp::MulWide => return (x * y) as u64 & wide_mask(bits),
-        // Division by zero gives all ones (unsigned) as on the GPU; signed gives -1.
+        // Division by zero gives all ones, quotient and remainder alike, as on an H200.
         BinOp::Div if ub == 0 => u64::MAX,
         BinOp::Div => (x / y) as u64,
-        BinOp::Rem if ub == 0 => ua,
+        BinOp::Rem if ub == 0 => u64::MAX,
         BinOp::Rem => (x % y) as u64,
         BinOp::Min => x.min(y) as u64,
         BinOp::Max => x.max(y) as u64,
@@ -186,8 +186,10 @@ pub(crate) fn ternary(op: TerOp, ty: Ty, fm: FloatMode, a: u64, b: u64, c: u64) 
         TerOp::Lop3(lut) => bits::lop3(lut, a, b, c) & mask(ty, u64::MAX),
         TerOp::Shf { left, clamp } => bits::shf(left, clamp, a, b, c),
         TerOp::Dp { a_signed, b_signed, two } => bits::dp(a_signed, b_signed, two, a, b, c),
-        TerOp::Slct { float_c } => {
-            let take_a = if float_c { f32::from_bits(c as u32) >= 0.0 } else { c as u32 as i32 >= 0 };
+        TerOp::Slct { float_c, ftz } => {
+            // Under .ftz a negative subnormal is -0, which is not below zero.
+            let c32 = if ftz && c as u32 & 0x7f80_0000 == 0 { c as u32 & 0x8000_0000 } else { c as u32 };
+            let take_a = if float_c { f32::from_bits(c32) >= 0.0 } else { c as u32 as i32 >= 0 };
             mask(ty, if take_a { a } else { b })
         }
     }
@@ -297,9 +299,17 @@ pub(crate) fn convert(conv: Conversion, a: u64) -> u64 {
                 half => half::value(half, a, ftz),
             };
             let x = float::integral(x, round_int.unwrap_or(Round::Zero));
-            // Out of range saturates to the type's bounds; NaN becomes 0, as on the GPU.
+            // Out of range saturates to the type's bounds. A NaN becomes 0 from f32 (and the
+            // halves) to 32 bits or fewer; from f64, or to 64 bits, it becomes the destination's
+            // top bit alone, signed or not, as on an H200.
             let (lo, hi) = bounds(to);
-            if x.is_nan() { 0 } else { mask(to, (x.clamp(lo as f64, hi as f64) as i128).clamp(lo, hi) as u64) }
+            match x.is_nan() {
+                true if from == Ty::F64 && to.bits() >= 32 || from == Ty::F32 && to.bits() == 64 => {
+                    1 << (to.bits() - 1)
+                }
+                true => 0,
+                false => mask(to, (x.clamp(lo as f64, hi as f64) as i128).clamp(lo, hi) as u64),
+            }
         }
         (false, false) => {
             let v = extend(from, a);

@@ -4,8 +4,8 @@
 use super::arith::mask;
 use crate::ir::{PairOp, PrmtMode, Ty, Video, VideoOp, VideoThen};
 
-/// The field `len` bits from `pos` (both 0 to 255) names in a value of `width` bits: how many
-/// of its bits lie inside the value.
+/// The field `len` bits from `pos` names in a value of `width` bits: how many of its bits lie
+/// inside the value.
 fn field(width: u64, pos: u64, len: u64) -> u64 {
     if pos >= width { 0 } else { len.min(width - pos) }
 }
@@ -15,10 +15,17 @@ fn low(n: u64) -> u64 {
     if n >= 64 { u64::MAX } else { (1 << n) - 1 }
 }
 
-/// `bfe`: `len` bits of `a` from `pos` (both 0 to 255), padded with the field's sign bit.
+/// `pos` and `len` of a bit field as the GPU takes them: their low 8 bits for a 32-bit value,
+/// but all 32 for a 64-bit one (as an H200 runs `bfe` and `bfi` on 64 bits).
+fn field_bounds(ty: Ty, pos: u64, len: u64) -> (u64, u64) {
+    let m = if ty.bits() == 64 { 0xffff_ffff } else { 0xff };
+    (pos & m, len & m)
+}
+
+/// `bfe`: `len` bits of `a` from `pos`, padded with the field's sign bit.
 pub(crate) fn bfe(ty: Ty, a: u64, pos: u64, len: u64) -> u64 {
     let width = ty.bits() as u64;
-    let (pos, len) = (pos & 0xff, len & 0xff);
+    let (pos, len) = field_bounds(ty, pos, len);
     let sbit = ty.signed() && len != 0 && (a >> (pos + len - 1).min(width - 1)) & 1 != 0;
     let n = field(width, pos, len);
     let bits = if n == 0 { 0 } else { (a >> pos) & low(n) };
@@ -27,7 +34,7 @@ pub(crate) fn bfe(ty: Ty, a: u64, pos: u64, len: u64) -> u64 {
 
 /// `bfi`: `b` with `len` low bits of `a` written at `pos`.
 pub(crate) fn bfi(ty: Ty, a: u64, b: u64, pos: u64, len: u64) -> u64 {
-    let (pos, len) = (pos & 0xff, len & 0xff);
+    let (pos, len) = field_bounds(ty, pos, len);
     let n = field(ty.bits() as u64, pos, len);
     if n == 0 {
         return mask(ty, b);
@@ -223,10 +230,15 @@ mod tests {
         assert_eq!(dp(false, false, Some(true), 0x0002_0003, 0x0504_0000, 1), 1 + 3 * 4 + 2 * 5);
     }
 
+    /// A position or length as an H200 reads it: 8 bits for 32-bit fields, 32 for 64-bit ones.
+    fn read(ty: Ty, v: u64) -> u64 {
+        v & if ty.bits() == 64 { 0xffff_ffff } else { 0xff }
+    }
+
     /// `bfe` and `bfi` bit by bit, as the PTX ISA writes them.
     fn bfe_bits(ty: Ty, a: u64, pos: u64, len: u64) -> u64 {
         let msb = ty.bits() as u64 - 1;
-        let (pos, len) = (pos & 0xff, len & 0xff);
+        let (pos, len) = (read(ty, pos), read(ty, len));
         let sbit = ty.signed() && len != 0 && (a >> (pos + len - 1).min(msb)) & 1 != 0;
         (0..=msb).fold(0, |d, i| {
             let bit = if i < len && pos + i <= msb { (a >> (pos + i)) & 1 != 0 } else { sbit };
@@ -236,7 +248,7 @@ mod tests {
 
     fn bfi_bits(ty: Ty, a: u64, b: u64, pos: u64, len: u64) -> u64 {
         let msb = ty.bits() as u64 - 1;
-        let (pos, len) = (pos & 0xff, len & 0xff);
+        let (pos, len) = (read(ty, pos), read(ty, len));
         let mut f = mask(ty, b);
         for i in (0..len).take_while(|i| pos + i <= msb) {
             f = (f & !(1 << (pos + i))) | ((a >> i) & 1) << (pos + i);
@@ -255,8 +267,11 @@ mod tests {
         };
         for _ in 0..20_000 {
             let (a, b, r) = (next(), next(), next());
-            // Positions and lengths around the widths, and anywhere up to 255 (and past it).
-            let (pos, len) = (r % 72 + (r >> 8) % 2 * (r >> 16) % 300, (r >> 24) % 72 + (r >> 32) % 2 * 256);
+            // Positions and lengths around the widths, anywhere up to 255 (and past it), and
+            // past 255 by a bit of the 32 (which 64-bit fields read).
+            let big = |k: u64| (r >> k) % 2 * (1 << (8 + (r >> (k + 1)) % 24));
+            let (pos, len) =
+                (r % 72 + (r >> 8) % 2 * (r >> 16) % 300 + big(40), (r >> 24) % 72 + (r >> 32) % 2 * 256 + big(50));
             for ty in [Ty::U32, Ty::S32, Ty::U64, Ty::S64, Ty::B32, Ty::B64] {
                 assert_eq!(bfe(ty, a, pos, len), bfe_bits(ty, a, pos, len), "bfe {ty:?} {a:x} {pos} {len}");
                 assert_eq!(bfi(ty, a, b, pos, len), bfi_bits(ty, a, b, pos, len), "bfi {ty:?} {a:x} {b:x} {pos} {len}");

@@ -189,6 +189,13 @@ pub(super) enum Fast {
         c: Opnd,
         wide: bool,
     },
+    /// A float's `abs` or `neg` without `.ftz` ([`float::abs_neg`]).
+    FSign {
+        d: u32,
+        a: Opnd,
+        neg: bool,
+        wide: bool,
+    },
     FSetp {
         d: u32,
         a: Opnd,
@@ -480,14 +487,8 @@ fn compile(op: &Op, launch: &Launch<'_>, pool: &mut Pool) -> Option<Fast> {
             let a = src(a)?;
             Fast::FDirected { op: Directed::Sqrt, round: fm.round, d: d32(d)?, a, b: a, c: a }
         }
-        // Without `.ftz`, a float's `abs` and `neg` are its sign bit cleared and flipped.
         Op::Unary { op: op @ (UnOp::Abs | UnOp::Neg), ty: ty @ (Ty::F32 | Ty::F64), fm, d, a } if !fm.ftz => {
-            // The other bits of the register are kept, as the decoded instruction keeps them.
-            let (d, a, sign) = (d32(d)?, src(a)?, 1u64 << (ty.bits() - 1));
-            match op {
-                UnOp::Abs => Fast::And { d, a, b: pool.constant(!sign), sh: 0 },
-                _ => Fast::Xor { d, a, b: pool.constant(sign), sh: 0 },
-            }
+            Fast::FSign { d: d32(d)?, a: src(a)?, neg: op == UnOp::Neg, wide: ty == Ty::F64 }
         }
         Op::Unary { op, ty, fm, d, a } => Fast::Unary { op, ty, fm, d: d32(d)?, a: src(a)? },
         Op::Ternary { op, ty, fm, d, a, b, c } => {

@@ -9,7 +9,17 @@ use super::round::{self, Format};
 use crate::ir::{BinOp, FloatClass, FloatMode, Round, UnOp};
 
 pub(crate) const NAN32: u64 = 0x7fff_ffff;
-pub(crate) const NAN64: u64 = 0x7fff_ffff_ffff_ffff;
+/// The NaN an H200 makes of f64 operands that are not NaN (`0 * inf`, `sqrt(-1)`): the sign
+/// set, the quiet bit alone.
+pub(crate) const NAN64: u64 = 0xfff8_0000_0000_0000;
+const QUIET64: u64 = 1 << 51;
+
+/// An f64 operation's NaN result, as an H200 gives it: its first operand that is a NaN, made
+/// quiet (payload and sign kept); else [`NAN64`]. (f32 results are [`NAN32`] whatever the
+/// operands.)
+fn nan64(operands: &[u64]) -> u64 {
+    operands.iter().find(|&&b| f64::from_bits(b).is_nan()).map_or(NAN64, |&b| b | QUIET64)
+}
 
 /// f32 subnormals flushed to a zero of the same sign when `ftz` (f64 is never flushed).
 pub(crate) fn flush(bits: u64, wide: bool, ftz: bool) -> u64 {
@@ -25,13 +35,22 @@ fn is_nan(bits: u64, wide: bool) -> bool {
     value(bits, wide).is_nan()
 }
 
-/// A result: NaN made canonical, flushed under `.ftz`, clamped under `.sat`.
-pub(crate) fn finish(bits: u64, wide: bool, fm: FloatMode) -> u64 {
+/// `r`, an f32 result under `.ftz` whose exact value `exact` computes: flushed to a zero of its
+/// sign where it rounded up to the smallest normal from below it, as an H200 flushes a result
+/// that is tiny before rounding. (Elsewhere `finish` flushes what rounding left subnormal.)
+fn tiny(r: u64, wide: bool, fm: FloatMode, exact: impl FnOnce() -> f64) -> u64 {
+    let smallest = !wide && fm.ftz && r as u32 & 0x7fff_ffff == f32::MIN_POSITIVE.to_bits();
+    if smallest && exact().abs() < f32::MIN_POSITIVE as f64 { r & 0x8000_0000 } else { r }
+}
+
+/// A result of `operands`: a NaN as the GPU gives it, flushed under `.ftz`, clamped under
+/// `.sat`.
+pub(crate) fn finish(bits: u64, wide: bool, fm: FloatMode, operands: &[u64]) -> u64 {
     if is_nan(bits, wide) {
         return if fm.sat {
             0
         } else if wide {
-            NAN64
+            nan64(operands)
         } else {
             NAN32
         };
@@ -81,7 +100,7 @@ pub(crate) fn binary(op: BinOp, wide: bool, fm: FloatMode, a: u64, b: u64) -> u6
         BinOp::Div => round::div(a, b, Format::of(wide), fm.round),
         // min/max: a NaN operand yields the other (with .NaN, NaN); -0 is below +0.
         BinOp::Min | BinOp::Max | BinOp::MinNaN | BinOp::MaxNaN => {
-            let nan = if wide { NAN64 } else { NAN32 };
+            let nan = if wide { nan64(&[a, b]) } else { NAN32 };
             let min = matches!(op, BinOp::Min | BinOp::MinNaN);
             let pick_a = match (x.is_nan(), y.is_nan()) {
                 _ if (x.is_nan() || y.is_nan()) && matches!(op, BinOp::MinNaN | BinOp::MaxNaN) => return nan,
@@ -96,7 +115,15 @@ pub(crate) fn binary(op: BinOp, wide: bool, fm: FloatMode, a: u64, b: u64) -> u6
         BinOp::CopySign => return (b & !sign(wide)) | (a & sign(wide)),
         _ => unreachable!("decode refuses {op:?} on floats"),
     };
-    finish(r, wide, fm)
+    // A product of f32s is exact in f64, a quotient near enough; a sum near the smallest
+    // normal is exact in f32.
+    let r = tiny(r, wide, fm, || match op {
+        BinOp::Div => x / y,
+        BinOp::MulLo => x * y,
+        BinOp::Sub => x - y,
+        _ => x + y,
+    });
+    finish(r, wide, fm, &[a, b])
 }
 
 /// The f32 operations [`directed32`] computes.
@@ -121,7 +148,7 @@ pub(crate) fn directed32(op: Directed, round: Round, a: u64, b: u64, c: u64) -> 
         Directed::Sqrt => directed::sqrt(a, round),
         Directed::Fma => directed::fma(a, b, c, round),
     };
-    finish(r, false, FloatMode { round, ..FloatMode::default() })
+    finish(r, false, FloatMode { round, ..FloatMode::default() }, &[])
 }
 
 /// The operations [`near`] computes.
@@ -142,7 +169,19 @@ pub(crate) fn near(wide: bool, a: u64, b: u64, op: Near) -> u64 {
         Near::Mul => native(wide, a, b, |x, y| x * y, |x, y| x * y),
         Near::Div => native(wide, a, b, |x, y| x / y, |x, y| x / y),
     };
-    finish(r, wide, FloatMode::default())
+    finish(r, wide, FloatMode::default(), &[a, b])
+}
+
+/// `abs` (its sign cleared) or `neg` (flipped) of `a`. A NaN stays as it is in f64, made
+/// quiet, and becomes the canonical NaN in f32, as on an H200.
+#[inline(always)]
+pub(crate) fn abs_neg(negate: bool, wide: bool, a: u64) -> u64 {
+    match (is_nan(a, wide), wide) {
+        (true, true) => a | QUIET64,
+        (true, false) => NAN32,
+        _ if negate => neg(a, wide),
+        _ => a & !sign(wide),
+    }
 }
 
 fn sign(wide: bool) -> u64 {
@@ -167,7 +206,8 @@ pub(crate) fn fma(wide: bool, fm: FloatMode, a: u64, b: u64, c: u64) -> u64 {
         (mode, false) => directed::fma(a, b, c, mode),
         (mode, true) => round::fma(a, b, c, Format::of(wide), mode),
     };
-    finish(r, wide, fm)
+    let r = tiny(r, wide, fm, || value(a, wide).mul_add(value(b, wide), value(c, wide)));
+    finish(r, wide, fm, &[a, b, c])
 }
 
 pub(crate) fn unary(op: UnOp, wide: bool, fm: FloatMode, a: u64) -> u64 {
@@ -175,8 +215,7 @@ pub(crate) fn unary(op: UnOp, wide: bool, fm: FloatMode, a: u64) -> u64 {
     let x = value(a, wide);
     let near = fm.round == Round::Nearest;
     let r = match op {
-        UnOp::Neg => return neg(a, wide),
-        UnOp::Abs => return a & !sign(wide),
+        UnOp::Neg | UnOp::Abs => return abs_neg(op == UnOp::Neg, wide, a),
         UnOp::Test(class) => return test(class, a, wide) as u64,
         UnOp::Sqrt if near => from_f64(if wide { x.sqrt() } else { (x as f32).sqrt() as f64 }, wide),
         UnOp::Sqrt if !wide => directed::sqrt(a, fm.round),
@@ -198,7 +237,8 @@ pub(crate) fn unary(op: UnOp, wide: bool, fm: FloatMode, a: u64) -> u64 {
         UnOp::Tanh => from_f64(x.tanh(), wide),
         _ => unreachable!("decode refuses {op:?} on floats"),
     };
-    finish(r, wide, FloatMode { sat: false, ..fm })
+    let r = tiny(r, wide, fm, || if op == UnOp::Rcp { 1.0 / x } else { x });
+    finish(r, wide, FloatMode { sat: false, ..fm }, &[a])
 }
 
 fn test(class: FloatClass, a: u64, wide: bool) -> bool {
@@ -208,8 +248,9 @@ fn test(class: FloatClass, a: u64, wide: bool) -> bool {
         FloatClass::Infinite => x.is_infinite(),
         FloatClass::Number => !x.is_nan(),
         FloatClass::NotANumber => x.is_nan(),
-        FloatClass::Normal if wide => x.is_normal(),
-        FloatClass::Normal => (x as f32).is_normal(),
+        // An H200 counts zeros as normal.
+        FloatClass::Normal if wide => x.is_normal() || x == 0.0,
+        FloatClass::Normal => (x as f32).is_normal() || x == 0.0,
         FloatClass::Subnormal if wide => x.is_subnormal(),
         FloatClass::Subnormal => (x as f32).is_subnormal(),
     }
@@ -226,11 +267,24 @@ pub(crate) fn convert(
     a: u64,
 ) -> u64 {
     let a = flush(a, from_wide, fm.ftz);
+    if is_nan(a, from_wide) && !fm.sat && from_wide != to_wide {
+        return nan_across(if fm.ftz && !from_wide { NAN32 } else { a }, to_wide);
+    }
     let r = match round_int {
         Some(r) => from_f64(integral(value(a, from_wide), r), to_wide),
         None => round::convert(a, Format::of(from_wide), Format::of(to_wide), mode),
     };
-    finish(r, to_wide, fm)
+    let r = tiny(r, to_wide, fm, || value(a, from_wide));
+    finish(r, to_wide, fm, &[a])
+}
+
+/// A NaN `a` converted to the other width as an H200 converts it: its sign and the top of its
+/// payload kept, made quiet (an f32 NaN under `.ftz` is the canonical one before it widens).
+fn nan_across(a: u64, to_wide: bool) -> u64 {
+    match to_wide {
+        true => (a & 1 << 31) << 32 | QUIET64 | 0x7ff << 52 | (a & 0x7f_ffff) << 29,
+        false => (a >> 32 & 1 << 31) | 0x7fc0_0000 | (a >> 29 & 0x3f_ffff),
+    }
 }
 
 pub(crate) fn integral(x: f64, r: Round) -> f64 {
@@ -244,7 +298,7 @@ pub(crate) fn integral(x: f64, r: Round) -> f64 {
 
 /// An integer to a float, rounded in `mode`.
 pub(crate) fn from_int(v: i128, to_wide: bool, mode: Round, fm: FloatMode) -> u64 {
-    finish(round::from_int(v, Format::of(to_wide), mode), to_wide, fm)
+    finish(round::from_int(v, Format::of(to_wide), mode), to_wide, fm, &[])
 }
 
 #[cfg(test)]

@@ -184,7 +184,7 @@ pub(crate) fn convert(to: Ty, from: Ty, round_int: Option<Round>, fm: FloatMode,
         None => round::convert(a, from_f, to_f, fm.round),
     };
     match to {
-        Ty::F32 | Ty::F64 => super::float::finish(r, to == Ty::F64, fm),
+        Ty::F32 | Ty::F64 => super::float::finish(r, to == Ty::F64, fm, &[]),
         _ => finish(r, to_f, fm),
     }
 }

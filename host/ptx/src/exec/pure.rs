@@ -211,7 +211,7 @@ pub(super) fn run(
                 let m = u64::MAX >> sh;
                 let (x, y) = (g(a), g(b));
                 let v = match (y & m, signed) {
-                    (0, _) => x,
+                    (0, _) => u64::MAX,
                     (_, true) => extend(x, sh).wrapping_rem(extend(y, sh)) as u64,
                     (_, false) => (x & m) % (y & m),
                 };
@@ -272,6 +272,7 @@ pub(super) fn run(
                 Some(host) => alu!(active, d, |g| host.run(g(a), g(b), g(c))),
                 None => alu!(active, d, |g| float::directed32(op, round, g(a), g(b), g(c))),
             },
+            Fast::FSign { d, a, neg, wide } => alu!(active, d, |g| float::abs_neg(neg, wide, g(a))),
             Fast::FFma { d, a, b, c, wide } => {
                 alu!(active, d, |g| float::fma(wide, FloatMode::default(), g(a), g(b), g(c)))
             }
