@@ -44,7 +44,8 @@
 //! Floats are IEEE-exact in every rounding mode PTX writes (`.rn`, `.rz`, `.rm`, `.rp`) for
 //! `add`, `sub`, `mul`, `fma`/`mad`, `div`, `sqrt`, `rcp` on f32 and f64 and for `cvt`
 //! between floats and from integers; `.ftz` flushes f32 subnormal inputs and results (a result
-//! tiny before rounding too, as an H200 flushes one that rounds up to the smallest normal),
+//! tiny before rounding too, as an H200 flushes a `mul` or `fma` that rounds up to the smallest
+//! normal; `div`, `rcp` and `cvt` are taken to do the same),
 //! `.sat` clamps to [0, 1] (NaN to 0). NaNs are an H200's: an f32 result is the canonical NaN
 //! (`abs` and `neg` of a NaN too); an f64 result carries its first NaN operand, made quiet, or
 //! is `0xfff8000000000000` (`0 * inf`, `sqrt(-1)`), and `abs`/`neg` keep an f64 NaN; `cvt`

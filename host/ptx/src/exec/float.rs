@@ -237,7 +237,8 @@ pub(crate) fn unary(op: UnOp, wide: bool, fm: FloatMode, a: u64) -> u64 {
         UnOp::Tanh => from_f64(x.tanh(), wide),
         _ => unreachable!("decode refuses {op:?} on floats"),
     };
-    let r = tiny(r, wide, fm, || if op == UnOp::Rcp { 1.0 / x } else { x });
+    // A reciprocal may round up to the smallest normal; a square root of a normal cannot.
+    let r = if op == UnOp::Rcp { tiny(r, wide, fm, || 1.0 / x) } else { r };
     finish(r, wide, FloatMode { sat: false, ..fm }, &[a])
 }
 

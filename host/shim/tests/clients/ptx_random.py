@@ -8,7 +8,11 @@ stored at once, so each result can be compared, and a later instruction reads ea
 Only instructions whose result PTX defines exactly are drawn (no .approx): a GPU and the
 simulator must agree bit for bit on every one.
 
-Usage: ptx_random.py SEED PROGRAMS OUT_DIR   (writes programs.ptx, programs.json and in.bin)
+With --halves, the programs are of 16-bit floats instead (`f16`, `bf16` and their pairs), whose
+32-bit inputs then hold two halves each.
+
+Usage: ptx_random.py SEED PROGRAMS OUT_DIR [--halves]
+       (writes programs.ptx, programs.json and in.bin)
 """
 import json
 import random
@@ -51,13 +55,20 @@ F64 = [f64(v) for v in [0.0, 1.0, -1.0, 0.5, 1.5, 2.5, -2.5, 3.0, 0.1, -0.1, 3.1
     0x8000000000000000, 0x0000000000000001, 0x000FFFFFFFFFFFFF, 0x7FEFFFFFFFFFFFFF, 0x7FF0000000000000,
     0xFFF0000000000000, 0x7FF8000000000000, 0xFFF8000000000001, 0x7FF0000000000001, 0x3FEFFFFFFFFFFFFF]
 
+# 16-bit floats' edge values as bits, f16's and bf16's: zeros, subnormals, the smallest normal,
+# ones, the largest finite, infinities, quiet and signalling NaNs.
+HALF = [0x0000, 0x8000, 0x0001, 0x03FF, 0x0400, 0x3C00, 0xBC00, 0x3555, 0x7BFF, 0xFBFF, 0x7C00, 0xFC00,
+        0x7E00, 0x7C01, 0xFE01, 0x3800, 0x3E00, 0x4100, 0x0200, 0x3F80, 0xBF80, 0x7F80, 0xFF80, 0x7FC0,
+        0x7F81, 0x007F, 0x0080, 0x7F7F, 0x3F00, 0x4049, 0x3DCD, 0xC2F7]
+
 ITYPES32 = [".u32", ".s32"]
 ITYPES64 = [".u64", ".s64"]
 
 
 class Gen:
-    def __init__(self, rng):
+    def __init__(self, rng, halves=False):
         self.rng = rng
+        self.halves = halves
 
     def pick(self, xs):
         return self.rng.choice(xs)
@@ -72,6 +83,8 @@ class Gen:
 
     def inst(self):
         """One instruction: (text, destination register, its class, the registers it reads)."""
+        if self.halves:
+            return self.half()
         r = self.rng
         kind = r.randrange(24)
         if kind == 0:
@@ -216,6 +229,68 @@ class Gen:
         text = f"{op}.cc{t} {d}, {a}, {b};\n\t{op}c{t} {e}, {x}, {y};"
         return text, e, c, [a, b, x, y], d
 
+    def half(self):
+        """One instruction of 16-bit floats: a half in `%h`, a pair in `%r`."""
+        r = self.rng
+        kind = r.randrange(10)
+        f16 = r.randrange(2) == 0
+        pair = r.randrange(2) == 0
+        t = (".f16" if f16 else ".bf16") + ("x2" if pair else "")
+        c = "r" if pair else "h"
+        mods = (self.pick(["", ".ftz"]) + self.pick(["", ".sat"])) if f16 else ""
+        if kind == 0:
+            op = self.pick(["add", "sub", "mul"])
+            return self.binary(f"{op}.rn{mods}{t}", c, c, c)
+        if kind == 1:
+            relu = self.pick(["", ".relu"]) if ".sat" not in mods else ""
+            return self.ternary(f"fma.rn{mods}{relu}{t}", c, c, c, c)
+        if kind == 2:
+            ftz = self.pick(["", ".ftz"]) if f16 else ""
+            op = self.pick(["min", "max"])
+            return self.binary(f"{op}{ftz}{self.pick(['', '.NaN'])}{t}", c, c, c)
+        if kind == 3:
+            ftz = self.pick(["", ".ftz"]) if f16 else ""
+            return self.unary(f"{self.pick(['neg', 'abs'])}{ftz}{t}", c, c)
+        if kind == 4:
+            # To and from f32 and f64.
+            h = ".f16" if f16 else ".bf16"
+            if r.randrange(2):
+                src, sc = self.pick([(".f32", "f"), (".f64", "fd")])
+                return self.unary(f"cvt{self.pick(ROUND_F)}{h}{src}", "h", sc)
+            dst, dc = self.pick([(".f32", "f"), (".f64", "fd")])
+            return self.unary(f"cvt{dst}{h}", dc, "h")
+        if kind == 5:
+            # Two f32s into a pair.
+            h = ".f16x2" if f16 else ".bf16x2"
+            return self.binary(f"cvt.rn{self.pick(['', '.relu'])}{h}.f32", "r", "f", "f")
+        if kind == 6:
+            # To and from integers.
+            h = ".f16" if f16 else ".bf16"
+            it, ic = self.pick([(".s32", "r"), (".u32", "r"), (".s64", "rd"), (".u64", "rd"), (".s16", "h"),
+                                (".u16", "h")])
+            if r.randrange(2):
+                return self.unary(f"cvt{self.pick(ROUND_I)}{it}{h}", ic, "h")
+            return self.unary(f"cvt{self.pick(ROUND_F)}{h}{it}", "h", ic)
+        if kind == 7:
+            # Comparisons of halves into a select.
+            h = ".f16" if f16 else ".bf16"
+            ftz = self.pick(["", ".ftz"]) if f16 else ""
+            cmp = self.pick(["eq", "ne", "lt", "le", "gt", "ge", "equ", "neu", "ltu", "leu", "gtu", "geu", "num", "nan"])
+            a, b, d, x, y = self.reg("h"), self.reg("h"), self.reg("r"), self.reg("r"), self.reg("r")
+            p = f"%p{r.randrange(4)}"
+            return f"setp.{cmp}{ftz}{h} {p}, {a}, {b};\n\tselp.b32 {d}, {x}, {y}, {p};", d, "r", [a, b, x, y]
+        if kind == 8:
+            # Between f16 and bf16 through f32.
+            a, f, d = self.reg("h"), self.reg("f"), self.reg("h")
+            src, dst = (".f16", ".bf16") if f16 else (".bf16", ".f16")
+            text = f"cvt.f32{src} {f}, {a};\n\tcvt{self.pick(ROUND_F)}{dst}.f32 {d}, {f};"
+            return text, d, "h", [a], f
+        # A pair's halves apart and together.
+        a, lo, hi, d = self.reg("r"), self.reg("h"), self.reg("h"), self.reg("r")
+        while hi == lo:
+            hi = self.reg("h")
+        return f"mov.b32 {{{lo}, {hi}}}, {a};\n\tmov.b32 {d}, {{{hi}, {lo}}};", d, "r", [a], lo, hi
+
     def floats(self):
         return self.pick([(".f32", "f"), (".f64", "fd")])
 
@@ -235,11 +310,11 @@ class Gen:
         return f"{op} {d}, {a}, {b}, {c};", d, dc, [a, b, c]
 
 
-STORE = {"r": "b32", "rd": "b64", "f": "b32", "fd": "b64"}
+STORE = {"r": "b32", "rd": "b64", "f": "b32", "fd": "b64", "h": "b16"}
 
 
-def program(rng):
-    g = Gen(rng)
+def program(rng, halves):
+    g = Gen(rng, halves)
     lines = [".version 8.0", ".target sm_90", ".address_size 64",
              ".visible .entry k(.param .u64 in, .param .u64 out)", "{",
              f"\t.reg .b32 %r<{REGS}>;", f"\t.reg .b64 %rd<{REGS}>;", f"\t.reg .f32 %f<{REGS}>;",
@@ -253,6 +328,10 @@ def program(rng):
         lines.append(f"\tld.global.u64 %rd{k}, [%in+{32 + 8 * k}];")
         lines.append(f"\tld.global.f32 %f{k}, [%in+{96 + 4 * k}];")
         lines.append(f"\tld.global.f64 %fd{k}, [%in+{128 + 8 * k}];")
+    if halves:
+        # Each half register starts as the low half of its 32-bit one.
+        lines.insert(9, f"\t.reg .b16 %h<{REGS}>;")
+        lines += [f"\tcvt.u16.u32 %h{k}, %r{k};" for k in range(REGS)]
     meta = []
     for j in range(INSTRUCTIONS):
         text, d, c, srcs, *also = g.inst()
@@ -264,11 +343,15 @@ def program(rng):
     return "\n".join(lines), meta
 
 
-def inputs(rng):
-    """Each thread's 8 u32, 8 u64, 8 f32, 8 f64, drawn from the edge values."""
+def inputs(rng, halves):
+    """Each thread's 8 u32 (with `halves`, two halves each), 8 u64, 8 f32, 8 f64, drawn from the
+    edge values."""
     out = bytearray()
     for _ in range(THREADS):
-        out += struct.pack("<8I", *(rng.choice(U32) for _ in range(REGS)))
+        if halves:
+            out += struct.pack("<8I", *(rng.choice(HALF) | rng.choice(HALF) << 16 for _ in range(REGS)))
+        else:
+            out += struct.pack("<8I", *(rng.choice(U32) for _ in range(REGS)))
         out += struct.pack("<8Q", *(rng.choice(U64) for _ in range(REGS)))
         out += struct.pack("<8I", *(rng.choice(F32) for _ in range(REGS)))
         out += struct.pack("<8Q", *(rng.choice(F64) for _ in range(REGS)))
@@ -277,18 +360,19 @@ def inputs(rng):
 
 def main():
     seed, count, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+    halves = "--halves" in sys.argv[4:]
     rng = random.Random(seed)
     texts, metas = [], []
     for _ in range(count):
-        text, meta = program(rng)
+        text, meta = program(rng, halves)
         texts.append(text)
         metas.append(meta)
     with open(f"{out}/programs.ptx", "w") as f:
         f.write("\0".join(texts))
     with open(f"{out}/programs.json", "w") as f:
-        json.dump({"threads": THREADS, "instructions": INSTRUCTIONS, "programs": metas}, f)
+        json.dump({"threads": THREADS, "instructions": INSTRUCTIONS, "halves": halves, "programs": metas}, f)
     with open(f"{out}/in.bin", "wb") as f:
-        f.write(inputs(rng))
+        f.write(inputs(rng, halves))
 
 
 if __name__ == "__main__":

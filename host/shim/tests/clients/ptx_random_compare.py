@@ -32,6 +32,8 @@ def main():
             continue
         for t in range(threads):
             regs = initial(raw_in, t)
+            for k in range(8):
+                regs[f"%h{k}"] = regs[f"%r{k}"] & 0xFFFF
             for j, inst in enumerate(prog):
                 x, y = wa[j * threads + t], wb[j * threads + t]
                 if x != y:
@@ -67,6 +69,8 @@ def initial(raw, t):
 def show(v, reg):
     if v is None:
         return "?"
+    if reg.startswith("%h"):
+        return f"{v:#06x}"
     if reg.startswith("%fd"):
         return f"{v:#018x}({struct.unpack('<d', struct.pack('<Q', v))[0]!r})"
     if reg.startswith("%f"):
