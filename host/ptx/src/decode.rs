@@ -250,9 +250,9 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
             let shift = matches!(op, BinOp::Shl | BinOp::Shr);
             let b_ty = if shift { Ty::U32 } else { ty };
             let (a, b) = (d.src(1, ty)?, d.src(2, b_ty)?);
-            // ptxas makes the min or max of a float register and itself the register, a NaN as
-            // it is; so does the executor.
-            let float = matches!(ty, Ty::F32 | Ty::F64) && !fm.ftz;
+            // ptxas makes the min or max of an f32, f64 or f16 register and itself the register,
+            // a NaN as it is; so does the executor. (A bf16 and a pair of halves it computes.)
+            let float = matches!(ty, Ty::F32 | Ty::F64 | Ty::F16) && !fm.ftz;
             if matches!(op, BinOp::Min | BinOp::Max) && float && a == b && matches!(a, Src::Reg(_)) {
                 return Ok(Op::Mov { ty, d: d.reg(0)?, a });
             }

@@ -69,7 +69,9 @@
 //! `min`/`max` with `.NaN`, `setp` (of a pair: `p|q` the low and high halves), `set` into halves
 //! or a mask, `cvt` to and from f32, f64 and integers in every rounding, `cvt.rn.f16x2.f32`,
 //! `atom.add.noftz`, `.relu` on `fma` and `cvt`; `ex2.approx` and `tanh.approx` (also on f32) are
-//! evaluated in f64 and rounded once. 8-bit floats (`e4m3x2`, `e5m2x2`) convert to and from f32
+//! evaluated in f64 and rounded once. Their NaNs are an H200's: results and `abs`/`neg` of a NaN
+//! are the canonical `0x7fff`; `cvt` between a half and f64 keeps a NaN's sign and the top of
+//! its payload, bf16 to f32 keeps its bits, f16 to f32 and f32 to a half give the canonical NaN. 8-bit floats (`e4m3x2`, `e5m2x2`) convert to and from f32
 //! and f16 pairs as `cvt` does on sm_89 and later (rounded to nearest, `.satfinite`, `.relu`).
 //! Not yet: `.xorsign`, float literals for halves, and the other 8-, 6- and 4-bit formats.
 //!

@@ -163,3 +163,39 @@ fn sat_on_an_integer_conversion_that_cannot_overflow_is_refused_as_ptxas_refuses
         assert!(module(kept).is_ok(), "{kept}");
     }
 }
+
+/// `body` run by one thread with `%hs1` (a 16-bit register) holding `half`; `%r1`, `%rd1` as
+/// [`run`] gives them.
+fn with_half(half: u16, body: &str) -> (u64, u32) {
+    run(&format!(".reg .b16 %hs<4>;\nmov.b16 %hs1, 0x{half:04X};\n{body}"))
+}
+
+#[test]
+fn halves_keep_or_make_their_nans_as_an_h200_does() {
+    let store = "cvt.u32.u16 %r1, %hs0;";
+    // `abs` and `neg` of a NaN make the canonical NaN; a number's sign flips.
+    assert_eq!(with_half(0x7e00, &format!("neg.f16 %hs0, %hs1;\n{store}")).1, 0x7fff);
+    assert_eq!(with_half(0xffc0, &format!("abs.bf16 %hs0, %hs1;\n{store}")).1, 0x7fff);
+    assert_eq!(with_half(0x3c00, &format!("neg.f16 %hs0, %hs1;\n{store}")).1, 0xbc00);
+    // Widening to f64 keeps the payload, made quiet; bf16 to f32 is its bits; f16 to f32 the
+    // canonical NaN.
+    assert_eq!(with_half(0x7c01, "cvt.f64.f16 %fd0, %hs1;\nmov.b64 %rd1, %fd0;").0, 0x7ff8_0400_0000_0000);
+    assert_eq!(with_half(0xff84, "cvt.f64.bf16 %fd0, %hs1;\nmov.b64 %rd1, %fd0;").0, 0xfff8_8000_0000_0000);
+    assert_eq!(with_half(0x7f81, "cvt.f32.bf16 %f0, %hs1;\nmov.b32 %r1, %f0;").1, 0x7f81_0000);
+    assert_eq!(with_half(0x7c01, "cvt.f32.f16 %f0, %hs1;\nmov.b32 %r1, %f0;").1, 0x7fff_ffff);
+    // Narrowing from f64 keeps the top of the payload; from f32, the canonical NaN.
+    let narrow = |to: &str, v: u64| {
+        run(&format!(
+            ".reg .b16 %hs<2>;\nmov.b64 %fd1, 0d{v:016X};\ncvt.rn.{to}.f64 %hs0, %fd1;\ncvt.u32.u16 %r1, %hs0;"
+        ))
+        .1
+    };
+    assert_eq!(narrow("f16", 0x7ff8_0400_0000_0000), 0x7e01);
+    assert_eq!(narrow("bf16", 0xfff8_0000_0000_0001), 0xffc0);
+    // To integers: 0 in 32 bits, the top bit in 64.
+    assert_eq!(with_half(0x7e00, "cvt.rzi.s32.f16 %r1, %hs1;").1, 0);
+    assert_eq!(with_half(0x7fc0, "cvt.rmi.u64.bf16 %rd1, %hs1;").0, 1 << 63);
+    // ptxas folds an f16's max with itself; a bf16's it computes.
+    assert_eq!(with_half(0x7c01, &format!("max.f16 %hs0, %hs1, %hs1;\n{store}")).1, 0x7c01);
+    assert_eq!(with_half(0x7f81, &format!("max.bf16 %hs0, %hs1, %hs1;\n{store}")).1, 0x7fff);
+}

@@ -74,7 +74,8 @@
 //!   the same NaN is the canonical NaN (ptxas folds only a register with itself, which the
 //!   executor does too); a few instructions given `0x80000000` (`slct`'s selector,
 //!   `cvt.rz.f32.u32`, `sub.sat.s32`) gave another result than the ISA's in some programs on
-//!   the H200; and PTX that ptxas refuses (`.sat` on a conversion that cannot overflow) is
+//!   the H200; a 16-bit NaN that one instruction makes and the next takes may reach the second
+//!   with another payload where ptxas fused the two; and PTX that ptxas refuses (`.sat` on a conversion that cannot overflow) is
 //!   refused at the kernel's first launch, not at `cuModuleLoadData`. Machine code
 //!   loads on its own major version at its minor version or later (an H200 refused sm_80 code:
 //!   `CUDA_ERROR_NO_BINARY_FOR_GPU`). The PTX JIT, its cache and their cost are not simulated.

@@ -299,14 +299,12 @@ pub(crate) fn convert(conv: Conversion, a: u64) -> u64 {
                 half => half::value(half, a, ftz),
             };
             let x = float::integral(x, round_int.unwrap_or(Round::Zero));
-            // Out of range saturates to the type's bounds. A NaN becomes 0 from f32 (and the
-            // halves) to 32 bits or fewer; from f64, or to 64 bits, it becomes the destination's
-            // top bit alone, signed or not, as on an H200.
+            // Out of range saturates to the type's bounds. A NaN becomes 0 from f32 and the
+            // halves to 32 bits or fewer; from f64 to 32 bits or more, or from anything to 64
+            // bits, it becomes the destination's top bit alone, signed or not, as on an H200.
             let (lo, hi) = bounds(to);
             match x.is_nan() {
-                true if from == Ty::F64 && to.bits() >= 32 || from == Ty::F32 && to.bits() == 64 => {
-                    1 << (to.bits() - 1)
-                }
+                true if from == Ty::F64 && to.bits() >= 32 || to.bits() == 64 => 1 << (to.bits() - 1),
                 true => 0,
                 false => mask(to, (x.clamp(lo as f64, hi as f64) as i128).clamp(lo, hi) as u64),
             }

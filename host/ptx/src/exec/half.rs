@@ -133,6 +133,8 @@ pub(crate) fn unary(op: UnOp, ty: Ty, fm: FloatMode, a: u64) -> u64 {
     each(ty, [a], |f, [a]| {
         let a = flush(a, f, fm.ftz);
         match op {
+            // A NaN's `neg` and `abs` are the canonical NaN, as on an H200.
+            UnOp::Neg | UnOp::Abs if is_nan(a, f) => round::nan(f),
             UnOp::Neg => a ^ 0x8000,
             UnOp::Abs => a & 0x7fff,
             // Approximations: computed in f64 and rounded once.
@@ -176,6 +178,14 @@ pub(crate) fn convert(to: Ty, from: Ty, round_int: Option<Round>, fm: FloatMode,
         Ty::F32 => super::float::flush(a, false, fm.ftz),
         _ => flush(a & 0xffff, from_f, fm.ftz),
     };
+    let nan = match from_f {
+        Format::Single => f32::from_bits(a as u32).is_nan(),
+        Format::Double => f64::from_bits(a).is_nan(),
+        f => is_nan(a, f),
+    };
+    if let Some(r) = (nan && round_int.is_none() && !fm.sat).then(|| nan_across(a, from_f, to_f)).flatten() {
+        return r;
+    }
     let r = match round_int {
         Some(r) => {
             let x = f64::from_bits(round::convert(a, from_f, Format::Double, Round::Nearest));
@@ -186,6 +196,30 @@ pub(crate) fn convert(to: Ty, from: Ty, round_int: Option<Round>, fm: FloatMode,
     match to {
         Ty::F32 | Ty::F64 => super::float::finish(r, to == Ty::F64, fm, &[]),
         _ => finish(r, to_f, fm),
+    }
+}
+
+/// A NaN `a` of `from` converted to `to` as an H200 converts it, where it keeps the payload: an
+/// f64 NaN to a half and a half's to f64 keep its sign and the top of its payload, made quiet; a
+/// bf16 NaN to f32 is its bits in the high half, as they are. `None` for the others, which are
+/// the canonical NaN (a half's to f32, an f32's to a half).
+fn nan_across(a: u64, from: Format, to: Format) -> Option<u64> {
+    // A format's bits: sign, fraction (its top bit the quiet one) and the fraction's width.
+    let shape = |f: Format| match f {
+        Format::Half => (15, 10),
+        Format::Double => (63, 52),
+        _ => (15, 7),
+    };
+    match (from, to) {
+        (Format::Double, Format::Half | Format::Brain) | (Format::Half | Format::Brain, Format::Double) => {
+            let ((fs, fw), (ts, tw)) = (shape(from), shape(to));
+            let fraction = a & ((1 << fw) - 1);
+            let fraction = if fw > tw { fraction >> (fw - tw) } else { fraction << (tw - fw) };
+            let exponent = ((1u64 << (ts - tw)) - 1) << tw;
+            Some((a >> fs & 1) << ts | exponent | 1 << (tw - 1) | fraction)
+        }
+        (Format::Brain, Format::Single) => Some(a << 16),
+        _ => None,
     }
 }
 
