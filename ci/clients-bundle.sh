@@ -27,10 +27,13 @@ mkdir -p "$bundle/corpus-files"
 cp host/ptx/tests/corpus/{corpus.ptx,corpus.nvrtc.ptx,kernels.txt} "$bundle/corpus-files/"
 mkdir -p "$bundle/rustc-files"
 cp host/ptx/tests/rustc/{kernels.ptx,kernels.txt} "$bundle/rustc-files/"
-# The random programs the one_h200 test runs (seed 1, 3,000 of them), made here once.
+# The random programs the one_h200 test runs (seed 1, and seed 2 of halves; 3,000 of each),
+# made here once.
 mkdir -p "$bundle/ptx-random-programs"
 python3 host/shim/tests/clients/ptx_random.py 1 3000 "$bundle/ptx-random-programs"
-rm "$bundle/ptx-random-programs/programs.json"
+mkdir -p "$bundle/ptx-random-halves"
+python3 host/shim/tests/clients/ptx_random.py 2 3000 "$bundle/ptx-random-halves" --halves
+rm "$bundle"/ptx-random-{programs,halves}/programs.json
 ln -s "$cuda/lib/libcudart.so.13" "$link/libcudart.so"
 ln -s "$cuda/lib/libcudadevrt.a" "$link/libcudadevrt.a"
 gen=(-gencode 'arch=compute_90,code=[sm_90,compute_90]')

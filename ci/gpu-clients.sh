@@ -60,6 +60,7 @@ client corpus_rustc "$b/corpus" "$b/rustc-files" kernels.ptx
 client cluster_occupancy "$b/cluster_occupancy"
 client implicit_ret "$b/implicit_ret"
 client ptx_random "$b/ptx_random" "$b/ptx-random-programs"
+client ptx_random_halves "$b/ptx_random" "$b/ptx-random-halves"
 # NVRTC is the GPU machine's own (cudarc loads it by name).
 LD_LIBRARY_PATH="/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" client cudarc_nvrtc "$b/cudarc-nvrtc"
 client staging python3 "$b/staging.py"
