@@ -767,7 +767,7 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
                 let (keep, ignore) = match ops.get(3) {
                     _ if operands <= 3 => (None, None),
                     Some(Operand::Not(_)) => (None, Some(d.pred(3)?)),
-                    Some(Operand::Reg(r)) if scope.predicates.contains(r) => (None, Some(d.pred(3)?)),
+                    Some(Operand::Reg(r)) if scope.registers.is_predicate(*r) => (None, Some(d.pred(3)?)),
                     Some(_) if operands == 4 => (Some(d.src(3, Ty::U32)?), None),
                     _ => return Err(unsupported("too many operands".into())),
                 };
@@ -1195,7 +1195,7 @@ fn atom_op(w: &str) -> Option<AtomOp> {
 /// Reads one instruction's operands.
 struct Decoder<'a> {
     ops: &'a [Operand],
-    scope: &'a Scope,
+    scope: &'a Scope<'a>,
     line: u32,
     opcode: &'a str,
 }

@@ -8,8 +8,10 @@ use crate::ir::{
     Address, Function, Inst, Module, Param, Place, Pointer, Space, Special, Src, Ty, Variable, function_address,
     function_at,
 };
-use crate::lex::{Tok, tokens};
-use std::collections::{BTreeSet, HashMap};
+use crate::lex::{Lexer, Tok};
+// A module's names are hashed by the million: Fx, not SipHash (the text is the program's own).
+use rustc_hash::FxHashMap as HashMap;
+use std::collections::BTreeSet;
 
 /// An operand as written, before the instruction's type gives it meaning.
 #[derive(Clone, Debug, PartialEq)]
@@ -40,21 +42,20 @@ pub(crate) enum Operand {
     List(Vec<Operand>),
 }
 
-/// What names mean inside one function: registers, parameters, locals, shared variables.
-#[derive(Default)]
-pub(crate) struct Scope {
-    pub(crate) registers: HashMap<String, u32>,
-    /// The registers declared `.pred`: an operand that may be a predicate or a number
-    /// (`cp.async`'s last) is told by it.
-    pub(crate) predicates: std::collections::HashSet<u32>,
-    pub(crate) count: u32,
+/// What names mean inside one function: registers, parameters, locals, shared variables; and,
+/// borrowed from the module, its variables, shared variables and functions (a module of many
+/// functions is read in time linear in its size).
+pub(crate) struct Scope<'m> {
+    pub(crate) registers: Registers,
     pub(crate) places: HashMap<String, Place>,
     pub(crate) labels: HashMap<String, u32>,
     /// `.branchtargets` lists by their labels' names: the targets `brx.idx` may take, by name.
     pub(crate) branch_targets: HashMap<String, Vec<String>>,
-    pub(crate) module: HashMap<String, u32>,
+    pub(crate) module: &'m HashMap<String, u32>,
+    /// The module's shared variables, by name: their offset in the block's shared memory.
+    pub(crate) shared: &'m HashMap<String, u32>,
     /// Functions declared so far, by name: their index in [`Funcs`].
-    pub(crate) functions: HashMap<String, u32>,
+    pub(crate) functions: &'m HashMap<String, u32>,
 }
 
 /// Every function the module declares or defines, so that calls can be linked once all are
@@ -86,31 +87,142 @@ impl Funcs {
     }
 }
 
-impl Scope {
+impl<'m> Scope<'m> {
+    fn new(
+        module: &'m HashMap<String, u32>,
+        shared: &'m HashMap<String, u32>,
+        functions: &'m HashMap<String, u32>,
+        places: HashMap<String, Place>,
+    ) -> Scope<'m> {
+        Scope {
+            registers: Registers::default(),
+            places,
+            labels: HashMap::default(),
+            branch_targets: HashMap::default(),
+            module,
+            shared,
+            functions,
+        }
+    }
+
     /// What a name used as an operand means: a place, or a label's instruction index.
     pub(crate) fn place(&self, name: &str) -> Option<Place> {
-        self.places.get(name).copied().or_else(|| self.module.get(name).map(|&i| Place::Module(i)))
+        let shared = || self.shared.get(name).map(|&at| Place::Shared(at));
+        self.places.get(name).copied().or_else(shared).or_else(|| self.module.get(name).map(|&i| Place::Module(i)))
     }
 }
 
-struct Parser {
-    toks: Vec<(Tok, u32)>,
-    at: usize,
+/// A function's registers by name. A range (`.reg .b32 %r<100>;`: `%r0` to `%r99`) is kept as
+/// its prefix, so that a kernel declaring a million registers holds one entry, not a million.
+#[derive(Default)]
+pub(crate) struct Registers {
+    named: HashMap<String, u32>,
+    ranges: HashMap<String, (u32, u32)>,
+    /// The indices declared `.pred`, as runs `start..end`: an operand that may be a predicate
+    /// or a number (`cp.async`'s last) is told by it.
+    predicates: Vec<(u32, u32)>,
+    /// How many registers are declared: the next one's index.
+    pub(crate) count: u32,
 }
 
-impl Parser {
-    fn peek(&self) -> Option<&Tok> {
-        self.toks.get(self.at).map(|t| &t.0)
+/// What a name meant before a nested block declared it again, to be put back at its end.
+enum Shadowed {
+    Named(String, Option<u32>),
+    Range(String, Option<(u32, u32)>),
+}
+
+impl Registers {
+    /// The register `name` names.
+    pub(crate) fn get(&self, name: &str) -> Option<u32> {
+        if let Some(&r) = self.named.get(name) {
+            return Some(r);
+        }
+        let (prefix, number) = name.split_at(name.trim_end_matches(|c: char| c.is_ascii_digit()).len());
+        if number.is_empty() || (number.len() > 1 && number.starts_with('0')) {
+            return None;
+        }
+        let &(first, count) = self.ranges.get(prefix)?;
+        let n: u32 = number.parse().ok()?;
+        (n < count).then_some(first + n)
     }
 
+    /// Whether register `r` was declared `.pred`.
+    pub(crate) fn is_predicate(&self, r: u32) -> bool {
+        self.predicates.iter().any(|&(start, end)| (start..end).contains(&r))
+    }
+
+    /// Declares `decl` (`count` registers named from `prefix` for a range): what it shadows.
+    fn declare(&mut self, decl: Declared, predicate: bool) -> Shadowed {
+        let start = self.count;
+        let shadowed = match decl {
+            Declared::One(name) => {
+                self.count += 1;
+                let old = self.named.insert(name.clone(), start);
+                Shadowed::Named(name, old)
+            }
+            Declared::Range(prefix, count) => {
+                self.count = self.count.saturating_add(count);
+                let old = self.ranges.insert(prefix.clone(), (start, count));
+                Shadowed::Range(prefix, old)
+            }
+        };
+        if predicate {
+            match self.predicates.last_mut() {
+                Some(run) if run.1 == start => run.1 = self.count,
+                _ => self.predicates.push((start, self.count)),
+            }
+        }
+        shadowed
+    }
+
+    /// Puts back what a nested block's declaration shadowed.
+    fn restore(&mut self, shadowed: Shadowed) {
+        match shadowed {
+            Shadowed::Named(name, Some(r)) => _ = self.named.insert(name, r),
+            Shadowed::Named(name, None) => _ = self.named.remove(&name),
+            Shadowed::Range(prefix, Some(range)) => _ = self.ranges.insert(prefix, range),
+            Shadowed::Range(prefix, None) => _ = self.ranges.remove(&prefix),
+        }
+    }
+}
+
+/// One name of a `.reg` declaration: a register, or a range of them by prefix and count.
+enum Declared {
+    One(String),
+    Range(String, u32),
+}
+
+struct Parser<'t> {
+    lexer: Lexer<'t>,
+    /// The next token and its line; `None` at the end of the text.
+    ahead: Option<(Tok<'t>, u32)>,
+    /// The line of the last token read.
+    last_line: u32,
+}
+
+impl<'t> Parser<'t> {
+    fn new(text: &'t str) -> Result<Parser<'t>, LoadError> {
+        let mut lexer = Lexer::new(text);
+        let ahead = lexer.next_token()?;
+        Ok(Parser { lexer, ahead, last_line: 1 })
+    }
+
+    fn peek(&self) -> Option<Tok<'t>> {
+        self.ahead.map(|t| t.0)
+    }
+
+    /// The next token's line, or the last one's at the end.
     fn line(&self) -> u32 {
-        self.toks.get(self.at).or(self.toks.last()).map_or(0, |t| t.1)
+        self.ahead.map_or(self.last_line, |t| t.1)
     }
 
-    fn next(&mut self) -> Result<Tok, LoadError> {
-        let t = self.toks.get(self.at).map(|t| t.0.clone());
-        self.at += 1;
-        t.ok_or(LoadError::Syntax { line: self.line(), what: "the text ends too soon".into() })
+    fn next(&mut self) -> Result<Tok<'t>, LoadError> {
+        let Some((t, line)) = self.ahead else {
+            return Err(LoadError::Syntax { line: self.line(), what: "the text ends too soon".into() });
+        };
+        self.last_line = line;
+        self.ahead = self.lexer.next_token()?;
+        Ok(t)
     }
 
     fn err<T>(&self, what: impl Into<String>) -> Result<T, LoadError> {
@@ -125,10 +237,10 @@ impl Parser {
     }
 
     fn is(&self, c: char) -> bool {
-        self.peek() == Some(&Tok::Punct(c))
+        self.peek() == Some(Tok::Punct(c))
     }
 
-    fn word(&mut self) -> Result<String, LoadError> {
+    fn word(&mut self) -> Result<&'t str, LoadError> {
         match self.next()? {
             Tok::Word(w) => Ok(w),
             other => self.err(format!("expected a name, found {other:?}")),
@@ -147,6 +259,31 @@ impl Parser {
         while self.next()? != Tok::Punct(';') {}
         Ok(())
     }
+
+    /// Skips the rest of the line the last token read stands on: `.loc` and `.file` end at
+    /// their line, without a `;`.
+    fn skip_line(&mut self) -> Result<(), LoadError> {
+        while self.ahead.is_some_and(|t| t.1 == self.last_line) {
+            self.next()?;
+        }
+        Ok(())
+    }
+
+    /// Skips a `.section name { ... }` (debug information), its braces balanced.
+    fn skip_section(&mut self) -> Result<(), LoadError> {
+        while !self.is('{') {
+            self.next()?;
+        }
+        let mut depth = 0usize;
+        loop {
+            match self.next()? {
+                Tok::Punct('{') => depth += 1,
+                Tok::Punct('}') if depth == 1 => return Ok(()),
+                Tok::Punct('}') => depth -= 1,
+                _ => {}
+            }
+        }
+    }
 }
 
 /// The most bytes a module may declare for one variable, a function's shared or local memory:
@@ -155,15 +292,15 @@ const MAX_BYTES: u64 = 1 << 30;
 
 /// Parses and decodes a whole module.
 pub(crate) fn module(text: &str) -> Result<Module, LoadError> {
-    let mut p = Parser { toks: tokens(text)?, at: 0 };
+    let mut p = Parser::new(text)?;
     let mut m = Module { version: (0, 0), target: String::new(), variables: Vec::new(), functions: Vec::new() };
-    let mut names: HashMap<String, u32> = HashMap::new();
-    let mut shared: HashMap<String, u32> = HashMap::new();
+    let mut names: HashMap<String, u32> = HashMap::default();
+    let mut shared: HashMap<String, u32> = HashMap::default();
     let mut shared_bytes = 0u32;
     let mut funcs = Funcs::default();
     while p.peek().is_some() {
         let w = p.word()?;
-        match w.as_str() {
+        match w {
             ".version" => {
                 let v = match p.next()? {
                     Tok::Float { bits, .. } => f64::from_bits(bits),
@@ -173,7 +310,7 @@ pub(crate) fn module(text: &str) -> Result<Module, LoadError> {
                 m.version = (v.trunc() as u32, ((v.fract() * 10.0).round()) as u32);
             }
             ".target" => {
-                m.target = p.word()?;
+                m.target = p.word()?.to_owned();
                 while p.is(',') {
                     p.punct(',')?;
                     p.word()?;
@@ -187,12 +324,14 @@ pub(crate) fn module(text: &str) -> Result<Module, LoadError> {
             ".visible" | ".extern" | ".weak" | ".common" => {
                 let external = w == ".extern";
                 let next = p.word()?;
-                declaration(&mut p, &next, external, &mut m, &mut names, &mut shared, &mut shared_bytes, &mut funcs)?;
+                declaration(&mut p, next, external, &mut m, &mut names, &mut shared, &mut shared_bytes, &mut funcs)?;
             }
             ".global" | ".const" | ".shared" | ".entry" | ".func" => {
-                declaration(&mut p, &w, false, &mut m, &mut names, &mut shared, &mut shared_bytes, &mut funcs)?
+                declaration(&mut p, w, false, &mut m, &mut names, &mut shared, &mut shared_bytes, &mut funcs)?
             }
-            ".file" | ".section" | ".loc" | ".pragma" => p.skip_statement()?,
+            ".file" | ".loc" => p.skip_line()?,
+            ".section" => p.skip_section()?,
+            ".pragma" => p.skip_statement()?,
             _ => return p.err(format!("unexpected `{w}` at the top level")),
         }
     }
@@ -278,7 +417,7 @@ fn declared(
     let mut ty = None;
     let name = loop {
         let w = p.word()?;
-        match w.as_str() {
+        match w {
             w if other(p, w)? => {}
             ".align" => align = p.int()?.clamp(1, max_align) as u32,
             t if t.starts_with('.') => {
@@ -288,7 +427,7 @@ fn declared(
         }
     };
     let Some(ty) = ty else { return p.err(format!("{what}{name} has no type")) };
-    Ok((name, ty, if align == 0 { ty.bytes() as u32 } else { align }))
+    Ok((name.to_owned(), ty, if align == 0 { ty.bytes() as u32 } else { align }))
 }
 
 /// The functions and variables declared so far, by name: what an initialiser may point at.
@@ -366,9 +505,9 @@ fn initialiser(p: &mut Parser, ty: Ty, names: Names<'_>) -> Result<(Vec<u8>, Vec
                     }
                     false => 0,
                 };
-                if let Some(&id) = names.functions.get(&name) {
+                if let Some(&id) = names.functions.get(name) {
                     function_address(id).wrapping_add(plus)
-                } else if let Some(&variable) = names.variables.get(&name) {
+                } else if let Some(&variable) = names.variables.get(name) {
                     pointers.push(Pointer { at: out.len() as u32, variable, plus });
                     0
                 } else {
@@ -404,10 +543,7 @@ fn function(
     module_shared: u32,
     funcs: &mut Funcs,
 ) -> Result<Option<Function>, LoadError> {
-    let mut scope = Scope { module: names.clone(), ..Scope::default() };
-    for (n, &at) in shared {
-        scope.places.insert(n.clone(), Place::Shared(at));
-    }
+    let mut places = HashMap::default();
     let mut offset = 0u32;
     let returns = if p.is('(') {
         if entry {
@@ -421,7 +557,7 @@ fn function(
     let params = if p.is('(') { parameters(p, &mut offset)? } else { Vec::new() };
     for param in returns.iter().chain(&params) {
         let place = if entry { Place::Param(param.offset) } else { Place::Local(param.offset) };
-        scope.places.insert(param.name.clone(), place);
+        places.insert(param.name.clone(), place);
     }
     // Performance directives (.maxntid, .reqntid, .minnctapersm, .maxnreg, .noreturn,
     // .maxclusterrank, ...) do not change what a kernel computes; `.reqnctapercluster` gives the
@@ -431,7 +567,6 @@ fn function(
         if !w.starts_with('.') {
             break;
         }
-        let w = w.clone();
         p.next()?;
         let mut numbers = Vec::new();
         while let Some(Tok::Int(_) | Tok::Punct(',')) = p.peek() {
@@ -447,20 +582,19 @@ fn function(
             cluster = Some(dims);
         }
     }
-    funcs.declare(&name);
+    funcs.declare(name);
     if p.is(';') {
         p.punct(';')?;
         return Ok(None);
     }
-    if funcs.headers[funcs.ids[&name] as usize].body.is_some() {
+    if funcs.headers[funcs.ids[name] as usize].body.is_some() {
         return p.err(format!("{name} is defined twice"));
     }
-    scope.functions = funcs.ids.clone();
     p.punct('{')?;
     let local_bytes = if entry { 0 } else { offset };
     let shared_bytes = module_shared;
     let mut f = Function {
-        name,
+        name: name.to_owned(),
         entry,
         params,
         returns,
@@ -471,23 +605,29 @@ fn function(
         cluster,
         reads_grid_workspace: false,
     };
+    let mut scope = Scope::new(names, shared, &funcs.ids, places);
     let raw = body(p, &mut scope, &mut f)?;
-    f.registers = scope.count;
+    f.registers = scope.registers.count;
     let workspace = |o: &Operand| matches!(o, Operand::Special(Special::GridWorkspace(_)));
     f.reads_grid_workspace = raw.iter().flat_map(|r| &r.3).any(|o| match o {
         Operand::Vector(items) => items.iter().flatten().any(workspace),
         o => workspace(o),
     });
+    let mut taken: Vec<u32> = Vec::new();
     for (.., operands) in raw.iter().filter(|r| !r.2.starts_with("call")) {
-        let names = operands.iter().filter_map(|o| if let Operand::Name(n) = o { funcs.ids.get(n) } else { None });
-        funcs.taken.extend(names);
+        taken.extend(
+            operands
+                .iter()
+                .filter_map(|o| if let Operand::Name(n) = o { scope.functions.get(n).copied() } else { None }),
+        );
     }
     f.body = raw
         .into_iter()
         .map(|(line, guard, opcode, operands)| {
-            Ok(Inst { line, guard, op: decode::op(&opcode, operands, &scope, line)? })
+            Ok(Inst { line, guard, op: decode::op(opcode, operands, &scope, line)? })
         })
         .collect::<Result<_, LoadError>>()?;
+    funcs.taken.extend(taken);
     Ok(Some(f))
 }
 
@@ -535,21 +675,18 @@ fn parameter(p: &mut Parser, offset: &mut u32) -> Result<Param, LoadError> {
 }
 
 /// A statement as parsed: its line, guard, opcode with modifiers, operands.
-type Raw = (u32, Option<(u32, bool)>, String, Vec<Operand>);
+type Raw<'t> = (u32, Option<(u32, bool)>, &'t str, Vec<Operand>);
 
 /// The statements of a `{ ... }` body, nested blocks flattened (their names scoped).
-fn body(p: &mut Parser, scope: &mut Scope, f: &mut Function) -> Result<Vec<Raw>, LoadError> {
+fn body<'t>(p: &mut Parser<'t>, scope: &mut Scope, f: &mut Function) -> Result<Vec<Raw<'t>>, LoadError> {
     let mut out = Vec::new();
-    let mut shadowed: Vec<Vec<(String, Option<u32>)>> = vec![Vec::new()];
+    let mut shadowed: Vec<Vec<Shadowed>> = vec![Vec::new()];
     loop {
         let line = p.line();
         match p.next()? {
             Tok::Punct('}') => {
-                for (name, old) in shadowed.pop().unwrap_or_default() {
-                    match old {
-                        Some(r) => scope.registers.insert(name, r),
-                        None => scope.registers.remove(&name),
-                    };
+                for old in shadowed.pop().unwrap_or_default().into_iter().rev() {
+                    scope.registers.restore(old);
                 }
                 if shadowed.is_empty() {
                     return Ok(out);
@@ -560,13 +697,9 @@ fn body(p: &mut Parser, scope: &mut Scope, f: &mut Function) -> Result<Vec<Raw>,
             Tok::Word(w) if w == ".reg" || w.starts_with(".reg.") => {
                 let (kind, names) = registers(p, w.strip_prefix(".reg").filter(|k| !k.is_empty()))?;
                 for name in names {
-                    if kind == ".pred" {
-                        scope.predicates.insert(scope.count);
-                    }
-                    let old = scope.registers.insert(name.clone(), scope.count);
-                    scope.count += 1;
+                    let old = scope.registers.declare(name, kind == ".pred");
                     if let Some(level) = shadowed.last_mut() {
-                        level.push((name, old));
+                        level.push(old);
                     }
                 }
             }
@@ -574,7 +707,7 @@ fn body(p: &mut Parser, scope: &mut Scope, f: &mut Function) -> Result<Vec<Raw>,
             // memory, as the callee's own parameters do.
             Tok::Word(w) if w == ".local" || w == ".shared" || w == ".param" => {
                 let space = if w == ".shared" { Space::Shared } else { Space::Local };
-                let var = variable(p, space, false, Names { functions: &scope.functions, variables: &scope.module })?;
+                let var = variable(p, space, false, Names { functions: scope.functions, variables: scope.module })?;
                 let place = match space {
                     Space::Local => {
                         let at = align_up(f.local_bytes, var.align);
@@ -592,18 +725,19 @@ fn body(p: &mut Parser, scope: &mut Scope, f: &mut Function) -> Result<Vec<Raw>,
                 }
                 scope.places.insert(var.name, place);
             }
-            Tok::Word(w) if w == ".pragma" || w == ".loc" => p.skip_statement()?,
+            Tok::Word(".loc") => p.skip_line()?,
+            Tok::Word(".pragma") => p.skip_statement()?,
             // The types of an indirect call (a function pointer, a virtual function): the
             // arguments the call names have them already.
-            Tok::Word(w) if w == ".callprototype" => p.skip_statement()?,
+            Tok::Word(".callprototype") => p.skip_statement()?,
             Tok::Word(w) if p.is(':') => {
                 p.punct(':')?;
                 if matches!(p.peek(), Some(Tok::Word(d)) if d == ".branchtargets") {
                     p.next()?;
                     let targets = branch_targets(p)?;
-                    scope.branch_targets.insert(w, targets);
+                    scope.branch_targets.insert(w.to_owned(), targets);
                 } else {
-                    scope.labels.insert(w, out.len() as u32);
+                    scope.labels.insert(w.to_owned(), out.len() as u32);
                 }
             }
             Tok::Punct('@') => {
@@ -613,7 +747,7 @@ fn body(p: &mut Parser, scope: &mut Scope, f: &mut Function) -> Result<Vec<Raw>,
                 }
                 let pred = p.word()?;
                 let reg =
-                    *scope.registers.get(&pred).ok_or(()).or_else(|_| p.err(format!("unknown predicate {pred}")))?;
+                    scope.registers.get(pred).ok_or(()).or_else(|_| p.err(format!("unknown predicate {pred}")))?;
                 let opcode = p.word()?;
                 let operands = operands(p, scope)?;
                 out.push((line, Some((reg, negated)), opcode, operands));
@@ -631,7 +765,7 @@ fn body(p: &mut Parser, scope: &mut Scope, f: &mut Function) -> Result<Vec<Raw>,
 fn branch_targets(p: &mut Parser) -> Result<Vec<String>, LoadError> {
     let mut names = Vec::new();
     loop {
-        names.push(p.word()?);
+        names.push(p.word()?.to_owned());
         match p.next()? {
             Tok::Punct(',') => {}
             Tok::Punct(';') => return Ok(names),
@@ -642,10 +776,10 @@ fn branch_targets(p: &mut Parser) -> Result<Vec<String>, LoadError> {
 
 /// `.reg .type %name<N>;` or `.reg .type %a, %b;`: the type and the names declared (`kind`:
 /// the type, when it came with `.reg`).
-fn registers(p: &mut Parser, kind: Option<&str>) -> Result<(String, Vec<String>), LoadError> {
+fn registers(p: &mut Parser, kind: Option<&str>) -> Result<(String, Vec<Declared>), LoadError> {
     let kind = match kind {
         Some(k) => k.to_string(),
-        None => p.word()?,
+        None => p.word()?.to_owned(),
     };
     if kind.starts_with(".v") {
         return p.err("vector registers are not simulated");
@@ -658,9 +792,9 @@ fn registers(p: &mut Parser, kind: Option<&str>) -> Result<(String, Vec<String>)
             let n = u32::try_from(p.int()?).ok().filter(|&n| n <= 1 << 20);
             let n = n.ok_or(()).or_else(|_| p.err("a register count out of range"))?;
             p.punct('>')?;
-            names.extend((0..n).map(|i| format!("{name}{i}")));
+            names.push(Declared::Range(name.to_owned(), n));
         } else {
-            names.push(name);
+            names.push(Declared::One(name.to_owned()));
         }
         match p.next()? {
             Tok::Punct(',') => {}
@@ -733,24 +867,24 @@ fn operand(p: &mut Parser, scope: &Scope) -> Result<Operand, LoadError> {
         Tok::Int(v) => Ok(Operand::Int(v)),
         Tok::Float { bits, double } => Ok(Operand::Float { bits, double }),
         Tok::Word(w) if w == "_" && p.is('|') => Ok(Operand::Pair(None, pair_second(p, scope)?)),
-        Tok::Word(w) if w == "_" => Ok(Operand::Sink),
+        Tok::Word("_") => Ok(Operand::Sink),
         Tok::Word(w) => {
-            if let Some(&r) = scope.registers.get(&w) {
+            if let Some(r) = scope.registers.get(w) {
                 if p.is('|') {
                     return Ok(Operand::Pair(Some(r), pair_second(p, scope)?));
                 }
                 return Ok(Operand::Reg(r));
             }
-            if let Some(s) = special(&w) {
+            if let Some(s) = special(w) {
                 return Ok(Operand::Special(s));
             }
             if w.starts_with('%') {
                 return Err(LoadError::Unsupported { line: p.line(), what: format!("the register {w}") });
             }
-            if let Some(&place) = scope.places.get(&w) {
+            if let Some(&place) = scope.places.get(w) {
                 return Ok(Operand::Place(place));
             }
-            Ok(Operand::Name(w))
+            Ok(Operand::Name(w.to_owned()))
         }
         other => p.err(format!("unexpected {other:?}")),
     }
@@ -763,8 +897,8 @@ fn pair_second(p: &mut Parser, scope: &Scope) -> Result<Option<u32>, LoadError> 
     if second == "_" {
         return Ok(None);
     }
-    match scope.registers.get(&second) {
-        Some(&r) => Ok(Some(r)),
+    match scope.registers.get(second) {
+        Some(r) => Ok(Some(r)),
         None => p.err(format!("unknown register {second}")),
     }
 }

@@ -464,3 +464,31 @@ fn a_warps_accesses_reach_memory_in_lane_order_and_stop_at_the_first_fault() {
     assert_eq!(got.unwrap(), (100..132).collect::<Vec<u32>>());
     assert!(log.iter().all(|&(_, addr, _)| addr < 0x1000 + 128), "shared accesses stay with the executor");
 }
+
+#[test]
+fn debug_directives_end_where_nvcc_ends_them() {
+    // `-lineinfo` and `-G` write `.file` and `.loc` without a `;` (they end at their line) and
+    // `.section` with a braced body: each instruction after them runs.
+    let text = ".version 8.0\n.target sm_90\n.address_size 64\n.file 1 \"k.cu\"\n.file 2 \"h.h\", 1700000000, 42\n\
+        .visible .entry k(.param .u64 p)\n{\n.reg .b32 %r<4>;\n.reg .b64 %rd<4>;\n.loc 1 3 5\nld.param.u64 %rd1, [p];\n\
+        .loc 1 4 5, function_name $L__info_string0, inlined_at 2 9 1\nmov.u32 %r1, 7;\n.loc 1 5 5\nadd.s32 %r1, %r1, 5;\n\
+        st.global.u32 [%rd1], %r1;\nret;\n}\n.section .debug_str\n{\n$L__info_string0:\n.b8 107,0\n}\n";
+    let module = load(text).unwrap_or_else(|e| panic!("{e}"));
+    let mut ram = common::Ram::default();
+    let out = ram.add(0x1000, vec![0; 4]);
+    let params = out.to_le_bytes();
+    let launch = launch(1, 1, &params, &[]);
+    peerpool_ptx::run(module.kernel("k").unwrap(), &launch, &mut ram).unwrap();
+    assert_eq!(ram.words(out), [12], "the mov and the add after their .loc lines both ran");
+}
+
+#[test]
+fn register_ranges_and_names_shadowed_in_a_block() {
+    // `%r<4>` is `%r0` to `%r3`; a block's own `%r1` hides the range's until its `}`.
+    let body = "mov.u32 %r1, 5;\n{\n.reg .b32 %r1;\nmov.u32 %r1, 100;\n}\nadd.s32 %r2, %r1, 1;\nst.global.u32 [%rd0], %r2;";
+    assert_eq!(words(&body_kernel(body), 1).unwrap(), [6]);
+    let past = ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k()\n{\n.reg .b32 %r<4>;\nmov.u32 %r4, 1;\nret;\n}\n";
+    assert!(load(past).is_err(), "%r4 is past %r<4>");
+    let padded = ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k()\n{\n.reg .b32 %r<4>;\nmov.u32 %r01, 1;\nret;\n}\n";
+    assert!(load(padded).is_err(), "%r01 is not %r1");
+}
