@@ -23,6 +23,9 @@ done
 # The corpus again as a program built with fast-math (flush-to-zero set at its start) is.
 cc -O1 -ffast-math -o "$bundle/corpus_fast_math" host/shim/tests/clients/corpus.c -I"$cuda/include" -L"$link" -lcuda
 PATH="$cuda/bin:$PATH" host/shim/tests/clients/images/build.sh "$bundle/image-files"
+# The -gencode table's images, by CUDA 13.0's nvcc and by 13.5's (whose PTX is ISA 9.5).
+PATH="$cuda/bin:$PATH" host/shim/tests/clients/images/gencode.sh "$bundle/gencode-files" 13.0
+PATH="$(ci/cuda-wheels.sh 13.5)/bin:$PATH" host/shim/tests/clients/images/gencode.sh "$bundle/gencode-files" 13.5
 mkdir -p "$bundle/corpus-files"
 cp host/ptx/tests/corpus/{corpus.ptx,corpus.nvrtc.ptx,kernels.txt} "$bundle/corpus-files/"
 mkdir -p "$bundle/rustc-files"

@@ -5,7 +5,7 @@
 # pool sharing, and the CUDA-runtime programs and PyTorch, traced through the pass-through with
 # the driver's private tables wrapped (what the runtime asks of the driver at start-up).
 # Usage: ci/gpu-clients.sh [BUNDLE_DIR] [OUT_DIR]
-# PEERPOOL_CLIENTS="corpus corpus_nvrtc" runs only the clients it names.
+# PEERPOOL_CLIENTS="corpus corpus_nvrtc gencode_*" runs only the clients it names (or matches).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 default_out=gpu-out/clients
@@ -26,7 +26,13 @@ mkdir -p "$out/recorded" "$out/through"
 client() {
     local name=$1
     shift
-    case " ${PEERPOOL_CLIENTS:-$name} " in *" $name "*) ;; *) return ;; esac
+    local - wanted=0 pattern
+    set -f # the patterns are matched against names, not expanded into files
+    for pattern in ${PEERPOOL_CLIENTS:-"$name"}; do
+        # shellcheck disable=SC2053 # a pattern: gencode_* names every image of the table
+        [[ $name == $pattern ]] && wanted=1
+    done
+    [ "$wanted" = 1 ] || return
     "$@" > "$out/recorded/$name.txt" 2> "$out/recorded/$name.stderr"
     echo "rc $?" >> "$out/recorded/$name.stderr"
     "${real[@]}" --trace "$out/through/$name.trace" -- "$@" > "$out/through/$name.txt" 2> "$out/through/$name.stderr"
@@ -47,6 +53,13 @@ client kernels "$b/kernels" "$b/image-files"
 client kernels_link "$b/kernels" "$b/image-files" link
 client kernels_assert "$b/kernels" "$b/image-files" assert
 client kernels_trap "$b/kernels" "$b/image-files" trap
+# The -gencode table: each image as a module and as a library, launched where it loads.
+for image in "$b"/gencode-files/*; do
+    form=$(basename "$image")
+    client "gencode_${form%.*}" "$b/gencode" "$image"
+done
+client jit_logs "$b/jit_logs"
+client hardening "$b/hardening"
 if [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
     client kernels_peer "$b/kernels" "$b/image-files" peer
 fi

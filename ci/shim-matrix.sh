@@ -4,7 +4,7 @@
 # skip) and pass; `peerpool check` must print the topology's matrix. Then the clients that know
 # nothing of peerpool (C programs linked with -lcuda, the foreign images they load, cuda.core
 # scripts), when their tools are installed ($PEERPOOL_CUDA_INCLUDE, $PEERPOOL_NVCC,
-# $PEERPOOL_PYTHON: .ci/run sets them).
+# $PEERPOOL_NVCC_NEWEST, $PEERPOOL_PYTHON: .ci/run sets them).
 # Usage: ci/shim-matrix.sh [TOPOLOGY ...]   (default: two_h200_nvlink four_gpu_islands eight_gpu_nvswitch)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -42,7 +42,7 @@ for t in "${topologies[@]}"; do
     grep -E "^test result|^peerpool-fixtures: took" "$log" | sed 's/^/    /'
     target/debug/peerpool sim --topology "$t" -- \
         target/debug/peerpool check --quiet --out "target/shim-matrix/check-$t" > "target/shim-matrix/check-$t.txt"
-    head -n 1 "target/shim-matrix/check-$t.txt" | grep -q "CUDA driver 13.0" || {
+    head -n 1 "target/shim-matrix/check-$t.txt" | grep -q "CUDA driver 13.5" || {
         echo "peerpool check did not run on the shim's driver for $t" >&2
         exit 1
     }
@@ -72,14 +72,14 @@ grep -q "1 passed; 0 failed; 0 ignored" target/shim-matrix/injected.txt || {
 }
 echo "== clients that know nothing of peerpool, on the simulator and through the forwarding backend"
 cargo test -q -p peerpool-shim --test clients --test forwarding --test one_h200 --test every_entry_point \
-    --test topology 2>&1 |
+    --test topology --test modules 2>&1 |
     tee target/shim-matrix/clients.txt
 # A cudarc program whose kernels NVRTC (beside $PEERPOOL_NVCC) compiles, through `peerpool sim`.
 cargo build -q -p peerpool-cli -p peerpool-shim
 cargo test -q -p cudarc-nvrtc --test simulated 2>&1 | tee -a target/shim-matrix/clients.txt
 if [ -n "${PEERPOOL_CUDA_INCLUDE:-}" ] && [ -n "${PEERPOOL_PYTHON:-}" ] && [ -n "${PEERPOOL_NVCC:-}" ] &&
-    [ -n "${PEERPOOL_CUDA_HEADERS:-}" ]; then
-    if [ "$(grep -c "0 failed; 0 ignored" target/shim-matrix/clients.txt)" -ne 6 ]; then
+    [ -n "${PEERPOOL_NVCC_NEWEST:-}" ] && [ -n "${PEERPOOL_CUDA_HEADERS:-}" ]; then
+    if [ "$(grep -c "0 failed; 0 ignored" target/shim-matrix/clients.txt)" -ne 7 ]; then
         echo "with every tool given, no client trial may be skipped" >&2
         exit 1
     fi

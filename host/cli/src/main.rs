@@ -116,6 +116,11 @@ enum Command {
         /// Seed of the `~p` fault rules' draws.
         #[arg(long)]
         seed: Option<u64>,
+        /// The simulated driver's CUDA version, `13.0` or `13000`: what cuDriverGetVersion
+        /// answers and which PTX ISA loads (default: the topology's, else 13.5, the newest
+        /// whose PTX the simulator reads).
+        #[arg(long, conflicts_with = "real", value_name = "X.Y")]
+        driver_version: Option<String>,
         /// The simulator's timing model: a calibration JSON file (default: the H200s').
         /// Programs built on peerpool print their projected wall time from it.
         #[arg(long, conflicts_with = "real")]
@@ -179,8 +184,33 @@ fn main() -> ExitCode {
         Command::Facts => facts(),
         Command::Topologies => topologies(),
         Command::Report { dir, json, markdown, junit } => report(dir, json, markdown, junit),
-        Command::Sim { topology, faults, trace, seed, timing, shim, real, libcuda, print_env, command } => {
-            sim::run(sim::Options { topology, faults, trace, seed, timing, shim, real, libcuda, print_env, command })
+        Command::Sim {
+            topology,
+            faults,
+            trace,
+            seed,
+            driver_version,
+            timing,
+            shim,
+            real,
+            libcuda,
+            print_env,
+            command,
+        } => {
+            let options = sim::Options {
+                topology,
+                faults,
+                trace,
+                seed,
+                driver_version,
+                timing,
+                shim,
+                real,
+                libcuda,
+                print_env,
+                command,
+            };
+            sim::run(options)
         }
         Command::Calibrate { out } => calibrate::run(&out),
     }

@@ -3,7 +3,7 @@
 //! `--real` the shim forwards to NVIDIA's libcuda instead, through the same rules and trace.
 
 use crate::exit;
-use peerpool_sim::env::{self, BACKEND, FAULTS, LIBCUDA, SEED, TIMING, TOPOLOGY, TRACE};
+use peerpool_sim::env::{self, BACKEND, DRIVER_VERSION, FAULTS, LIBCUDA, SEED, TIMING, TOPOLOGY, TRACE};
 use std::ffi::OsString;
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
@@ -20,6 +20,7 @@ pub struct Options {
     pub faults: Option<String>,
     pub trace: Option<PathBuf>,
     pub seed: Option<u64>,
+    pub driver_version: Option<String>,
     pub timing: Option<PathBuf>,
     pub shim: Option<PathBuf>,
     pub real: bool,
@@ -63,6 +64,9 @@ fn prepare(options: &Options) -> Result<Vec<(String, String)>, String> {
     }
     if let Some(seed) = options.seed {
         vars.push((SEED.to_string(), seed.to_string()));
+    }
+    if let Some(version) = &options.driver_version {
+        vars.push((DRIVER_VERSION.to_string(), version.clone()));
     }
     if let Some(timing) = &options.timing {
         let absolute = std::path::absolute(timing).map_err(|e| format!("--timing {}: {e}", timing.display()))?;

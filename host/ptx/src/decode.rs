@@ -9,6 +9,7 @@ use crate::ir::{
     Space, Src, TerOp, Ty, UnOp, Video, VideoOp, VideoThen, VoteMode, WarpOp, function_address,
 };
 use crate::parse::{Operand, Scope, address};
+use crate::vocabulary;
 
 /// The modifiers of an opcode, split, with the ones that change nothing here dropped: cache
 /// operators, memory orders and scopes (every access is seen at once, in program order), `.uni`.
@@ -118,6 +119,15 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
     let unsupported = |what: String| LoadError::Unsupported { line, what: format!("{opcode}: {what}") };
     let mut parts = opcode.split('.');
     let name = parts.next().unwrap_or_default();
+    // What is not PTX at all is the program's error, as ptxas reports it; what is PTX and is
+    // not implemented below is the executor's refusal.
+    let not_ptx = |what: String| LoadError::Syntax { line, what: format!("{opcode}: {what}") };
+    if !vocabulary::is_instruction(name) {
+        return Err(not_ptx(format!("{name} is not a PTX instruction")));
+    }
+    if let Some(m) = opcode.split('.').skip(1).find(|m| !vocabulary::is_modifier(m)) {
+        return Err(not_ptx(format!(".{m} is not a PTX modifier")));
+    }
     let mods = Mods { words: parts.filter(|m| !IGNORED.contains(m)).map(String::from).collect() };
     let d = Decoder { ops: &ops, scope, line, opcode };
     let decoded = match name {

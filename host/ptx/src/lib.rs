@@ -166,6 +166,7 @@ mod ir;
 mod lex;
 mod link;
 mod parse;
+mod vocabulary;
 
 pub use exec::{
     Fault, Flat, GridSync, LOCAL_WINDOW, Launch, MAX_BLOCK_THREADS, Memory, Output, Ran, SHARED_WINDOW, Shape, Thread,
@@ -176,7 +177,8 @@ pub use ir::{Function, Module, Param, Pointer, Space, Ty, Variable};
 /// Why a module cannot be loaded.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum LoadError {
-    /// The text is not PTX this parser reads.
+    /// The text is not PTX, as ptxas would refuse it: a name, modifier or form that PTX does
+    /// not have, a call of a function no image defines, or text this parser does not read.
     #[error("line {line}: {what}")]
     Syntax { line: u32, what: String },
     /// An instruction or feature the executor does not implement.

@@ -61,7 +61,12 @@ pub(crate) fn link(m: &mut Module, headers: &[(&str, Option<usize>)], taken: &BT
                     i += 1;
                     continue;
                 }
-                None => return Err(unsupported("a function defined outside this module")),
+                // The driver's device heap, which is not simulated.
+                None if matches!(name, "malloc" | "free") => {
+                    return Err(unsupported("the device heap (malloc and free)"));
+                }
+                // Any other function without a body is unresolved: the JIT refuses the module.
+                None => return Err(LoadError::Syntax { line, what: format!("unresolved extern function {name}") }),
             };
             let id = call.callee;
             let target = place(&mut f.body, &mut placed, id, callee);

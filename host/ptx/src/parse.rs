@@ -332,6 +332,10 @@ pub(crate) fn module(text: &str) -> Result<Module, LoadError> {
             ".file" | ".loc" => p.skip_line()?,
             ".section" => p.skip_section()?,
             ".pragma" => p.skip_statement()?,
+            // A directive newer than this parser (the ISA adds some in each version).
+            _ if w.starts_with('.') => {
+                return Err(LoadError::Unsupported { line: p.line(), what: format!("the directive {w}") });
+            }
             _ => return p.err(format!("unexpected `{w}` at the top level")),
         }
     }
@@ -725,7 +729,7 @@ fn body<'t>(p: &mut Parser<'t>, scope: &mut Scope, f: &mut Function) -> Result<V
                 }
                 scope.places.insert(var.name, place);
             }
-            Tok::Word(".loc") => p.skip_line()?,
+            Tok::Word(".loc" | ".loc_intermediate") => p.skip_line()?,
             Tok::Word(".pragma") => p.skip_statement()?,
             // The types of an indirect call (a function pointer, a virtual function): the
             // arguments the call names have them already.
@@ -878,8 +882,12 @@ fn operand(p: &mut Parser, scope: &Scope) -> Result<Operand, LoadError> {
             if let Some(s) = special(w) {
                 return Ok(Operand::Special(s));
             }
-            if w.starts_with('%') {
+            // A special register this executor lacks, or a register nobody declared.
+            if w.starts_with('%') && crate::vocabulary::is_special_register(w) {
                 return Err(LoadError::Unsupported { line: p.line(), what: format!("the register {w}") });
+            }
+            if w.starts_with('%') {
+                return p.err(format!("{w} is not declared"));
             }
             if let Some(&place) = scope.places.get(w) {
                 return Ok(Operand::Place(place));

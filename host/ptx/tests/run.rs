@@ -485,7 +485,8 @@ fn debug_directives_end_where_nvcc_ends_them() {
 #[test]
 fn register_ranges_and_names_shadowed_in_a_block() {
     // `%r<4>` is `%r0` to `%r3`; a block's own `%r1` hides the range's until its `}`.
-    let body = "mov.u32 %r1, 5;\n{\n.reg .b32 %r1;\nmov.u32 %r1, 100;\n}\nadd.s32 %r2, %r1, 1;\nst.global.u32 [%rd0], %r2;";
+    let body =
+        "mov.u32 %r1, 5;\n{\n.reg .b32 %r1;\nmov.u32 %r1, 100;\n}\nadd.s32 %r2, %r1, 1;\nst.global.u32 [%rd0], %r2;";
     assert_eq!(words(&body_kernel(body), 1).unwrap(), [6]);
     let past = ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k()\n{\n.reg .b32 %r<4>;\nmov.u32 %r4, 1;\nret;\n}\n";
     assert!(load(past).is_err(), "%r4 is past %r<4>");

@@ -43,8 +43,22 @@ pub(crate) fn enter_on(
     }
     let name = documented_name(symbol);
     let code = ruled(&runtime.ledger, name, run);
-    runtime.ledger.trace(name, args, Code(code));
+    let detail = DETAIL.take();
+    runtime.ledger.trace(name, || args() + &detail.map(|d| format!(" ({d})")).unwrap_or_default(), Code(code));
     code
+}
+
+std::thread_local! {
+    /// What the call in progress on this thread adds to its trace line ([`trace_detail`]).
+    static DETAIL: std::cell::Cell<Option<String>> = const { std::cell::Cell::new(None) };
+}
+
+/// Adds `detail` to the trace line of the call in progress on this thread: what the call chose
+/// that its arguments do not show (which code of an image the driver takes, which runs).
+pub(crate) fn trace_detail(detail: impl FnOnce() -> String) {
+    if runtime::get().is_some_and(|r| !r.ledger.is_idle()) {
+        DETAIL.set(Some(detail()));
+    }
 }
 
 /// What a panic in `symbol`'s body answers: `CUDA_ERROR_UNKNOWN`, the panic named on stderr.

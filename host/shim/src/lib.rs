@@ -20,6 +20,7 @@ mod boundary;
 mod export_table;
 pub mod exports;
 mod image_bytes;
+mod jit_options;
 mod per_thread;
 mod proc_address;
 mod runtime;

@@ -115,7 +115,8 @@ pub unsafe extern "C" fn cuGetProcAddress_v2(
     }
     // SAFETY: the caller's.
     let name = unsafe { CStr::from_ptr(symbol) }.to_str().unwrap_or_default();
-    let (f, answer, code) = match lookup(name, version) {
+    // A driver knows only the entry points of its own release and before.
+    let (f, answer, code) = match lookup(name, version.min(crate::runtime::driver_version())) {
         Ok(f) => (f, sys::CUdriverProcAddressQueryResult::CU_GET_PROC_ADDRESS_SUCCESS, CUresult::CUDA_SUCCESS),
         Err(why) => (std::ptr::null(), why, CUresult::CUDA_ERROR_NOT_FOUND),
     };

@@ -64,6 +64,12 @@ pub(crate) fn init() -> Result<&'static Runtime, &'static str> {
     made.as_ref().map_err(String::as_str)
 }
 
+/// The simulated driver's CUDA version (`cuDriverGetVersion`'s), known before `cuInit` as
+/// NVIDIA's driver knows its own: the default where the settings are wrong (`cuInit` says so).
+pub(crate) fn driver_version() -> std::ffi::c_int {
+    init().map_or(peerpool_sim::DRIVER_VERSION, |r| r.sim.driver_version())
+}
+
 /// The runtime, once a `cuInit` has succeeded.
 #[inline]
 pub(crate) fn get() -> Option<&'static Runtime> {

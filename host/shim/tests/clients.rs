@@ -59,7 +59,7 @@ fn c_sees_the_matrix_of(stem: &str, visible: Option<&str>) -> Result<(), Failed>
     settings.extend(visible.map(|list| (peerpool_sim::visible::VISIBLE, list)));
     let out = run(&mut Command::new(c_program("pools")?), &settings)?;
     let text = stdout(&out);
-    if !out.status.success() || !text.contains("done version 13000") {
+    if !out.status.success() || !text.contains(&format!("done version {}", topology.driver_version)) {
         return Err(format!("the client failed: {text}{}", String::from_utf8_lossy(&out.stderr)).into());
     }
     let n = topology.device_count();
@@ -282,7 +282,8 @@ fn cuda_core_launches_cooperatively(stem: &str) -> Result<(), Failed> {
 /// real one, line for line.
 fn same_as_on_the_h200s(program: &mut Command, record: &str) -> Result<(), Failed> {
     let want = recorded(record)?;
-    let out = run(program, &[("PEERPOOL_TOPOLOGY", "two_h200_nvlink")])?;
+    // The H200s' driver is CUDA 13.0's.
+    let out = run(program, &[("PEERPOOL_TOPOLOGY", "two_h200_nvlink"), ("PEERPOOL_SIM_DRIVER_VERSION", "13.0")])?;
     match stdout(&out) {
         text if text == want => Ok(()),
         text => Err(format!("the H200s printed:\n{want}through the shim:\n{text}").into()),

@@ -127,7 +127,7 @@ fn random_programs_as_on_one_h200(
         return Err(format!("ptx_random.py: {}", String::from_utf8_lossy(&made.stderr)).into());
     }
     let want = recorded(&format!("one-h200/{record}"))?;
-    let out = run(Command::new(c_program("ptx_random")?).arg(&dir), &[("PEERPOOL_TOPOLOGY", "one_gpu")])?;
+    let out = run(Command::new(c_program("ptx_random")?).arg(&dir), ONE_H200)?;
     let text = stdout(&out);
     let (want_lines, got_lines): (Vec<&str>, Vec<&str>) = (want.lines().collect(), text.lines().collect());
     if want_lines.len() != got_lines.len() {
@@ -150,9 +150,12 @@ fn random_programs_as_on_one_h200(
 }
 
 /// `program` through the shim on `one_gpu` prints `name`'s record, but for [`DIFFERENCES`].
+/// The simulated machine the records are compared on: one H200, its driver CUDA 13.0's.
+const ONE_H200: &[(&str, &str)] = &[("PEERPOOL_TOPOLOGY", "one_gpu"), ("PEERPOOL_SIM_DRIVER_VERSION", "13.0")];
+
 fn same_as_on_one_h200(program: &mut Command, name: &str) -> Result<(), Failed> {
     let want = recorded(&format!("one-h200/{name}"))?;
-    let out = run(program, &[("PEERPOOL_TOPOLOGY", "one_gpu")])?;
+    let out = run(program, ONE_H200)?;
     let text = stdout(&out);
     let (want_lines, got_lines): (Vec<&str>, Vec<&str>) = (want.lines().collect(), text.lines().collect());
     let mut wrong = Vec::new();
@@ -192,7 +195,7 @@ fn corpus_as_on_one_h200(dir: &Path, ptx: &str, name: &str) -> Result<(), Failed
 fn corpus_built_as_on_one_h200(program: PathBuf, dir: &Path, ptx: &str, name: &str) -> Result<(), Failed> {
     let want = recorded(&format!("one-h200/{name}"))?;
     let mut program = Command::new(program);
-    let out = run(program.arg(dir).arg(ptx), &[("PEERPOOL_TOPOLOGY", "one_gpu")])?;
+    let out = run(program.arg(dir).arg(ptx), ONE_H200)?;
     let text = stdout(&out);
     let (want_lines, got_lines): (Vec<&str>, Vec<&str>) = (want.lines().collect(), text.lines().collect());
     if want_lines.len() != got_lines.len() {
@@ -248,12 +251,12 @@ fn main() -> ExitCode {
         let mut program = Command::new(c_program("images")?);
         same_as_on_one_h200(program.arg(images()?).arg("launch"), "images_launch.txt")?;
         let mut program = Command::new(c_program("images")?);
-        let out = run(program.arg(images()?).arg("launch"), &[("PEERPOOL_TOPOLOGY", "one_gpu")])?;
+        let out = run(program.arg(images()?).arg("launch"), ONE_H200)?;
         let said: Vec<String> =
             stderr(&out).lines().filter(|l| l.starts_with("peerpool-")).map(str::to_owned).collect();
-        let line = "peerpool-sim: kernel pp_test_add: its image holds machine code only, and the simulator runs \
-                    kernels from their PTX (load PTX, such as NVRTC's or cuda.core's \"ptx\" output, or a fatbin \
-                    with PTX beside the machine code): CUDA_ERROR_NOT_SUPPORTED";
+        let line = "peerpool-sim: a module of sm_90 machine code alone loads, and its kernels cannot be launched: \
+                    the simulator runs kernels from PTX (build with PTX beside the machine code, as nvcc's -gencode \
+                    arch=compute_90,code=[sm_90,compute_90] does)";
         match (out.status.success(), said == [line]) {
             (true, true) => Ok(()),
             _ => Err(format!("{}; stderr said {said:?}, not [{line:?}]", out.status).into()),
@@ -265,7 +268,7 @@ fn main() -> ExitCode {
         let mut program = Command::new(c_program("kernels")?);
         same_as_on_one_h200(program.arg(images()?).arg("link"), "kernels_link.txt")?;
         let mut program = Command::new(c_program("kernels")?);
-        let out = run(program.arg(images()?), &[("PEERPOOL_TOPOLOGY", "one_gpu")])?;
+        let out = run(program.arg(images()?), ONE_H200)?;
         let line = "peerpool-sim: kernel pp_test_add on GPU 0: block (0,0,0) thread (0,0,0) PTX line 42: illegal \
                     address 0x10: in no allocation: CUDA_ERROR_ILLEGAL_ADDRESS";
         match stderr(&out).lines().any(|l| l == line) {
@@ -282,7 +285,7 @@ fn main() -> ExitCode {
         let record = recorded("one-h200/kernels_assert.stderr")?;
         let line = record.lines().find(|l| l.contains("Assertion")).ok_or("the record holds no assertion")?;
         let mut program = Command::new(c_program("kernels")?);
-        let out = run(program.arg(images()?).arg("assert"), &[("PEERPOOL_TOPOLOGY", "one_gpu")])?;
+        let out = run(program.arg(images()?).arg("assert"), ONE_H200)?;
         match stderr(&out).lines().any(|l| l == line) {
             true => Ok(()),
             false => Err(format!("stderr does not say {line:?}: {}", stderr(&out)).into()),
@@ -333,8 +336,7 @@ fn main() -> ExitCode {
     // functions built on the GPU's approximate instructions, within 2 ulp.
     trials.push(trial("numba_probe_computes_what_it_computed_on_one_h200".into(), PYTHON, || {
         let mut program = python("numba_probe.py")?;
-        let out =
-            run(program.arg("--against").arg(recorded_dir()?.join("one-h200")), &[("PEERPOOL_TOPOLOGY", "one_gpu")])?;
+        let out = run(program.arg("--against").arg(recorded_dir()?.join("one-h200")), ONE_H200)?;
         match out.status.success() {
             true => Ok(()),
             false => Err(format!("{}\nstderr: {}", stdout(&out), stderr(&out)).into()),

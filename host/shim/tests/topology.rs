@@ -65,7 +65,7 @@ fn the_variable_names_the_shims_machine() -> Result<(), Failed> {
     let out = run_client(&[("PEERPOOL_TOPOLOGY", "four_gpu_islands")])?;
     let choice = "choice: the shim simulates four_gpu_islands (PEERPOOL_TOPOLOGY)";
     ensure(out.0.contains(choice), "code on peerpool leaves the topology to the shim", &out)?;
-    let driver = "driver: simulated by peerpool's libcuda shim: CUDA driver 13.0 with 4 GPU(s)";
+    let driver = "driver: simulated by peerpool's libcuda shim: CUDA driver 13.5 with 4 GPU(s)";
     ensure(out.0.contains(driver), "the shim simulates the four GPUs", &out)?;
     let out = run_client(&[])?;
     ensure(out.0.contains("choice: real") && out.0.contains("with 2 GPU(s)"), "unset: the shim's default", &out)

@@ -161,6 +161,11 @@ impl SimDriver {
         self
     }
 
+    /// The CUDA version the simulated driver answers (`cuDriverGetVersion`), without a call.
+    pub fn driver_version(&self) -> i32 {
+        self.lock().topo.driver_version
+    }
+
     /// The topology simulated.
     pub fn topology(&self) -> Topology {
         self.lock().topo.clone()

@@ -7,6 +7,7 @@
 //! | `PEERPOOL_SIM_FAULTS` | fault rules, `call[@n\|~p]=CODE[!sticky\|!transient][!before\|!after]; ...` (`peerpool::fault`) | none |
 //! | `PEERPOOL_SIM_TRACE` | a file to append one line per call to (`-` for stderr) | none |
 //! | `PEERPOOL_SIM_SEED` | the seed of the `~p` rules' draws | 0 |
+//! | `PEERPOOL_SIM_DRIVER_VERSION` | the simulated driver's CUDA version, `13.0` or `13000`: what `cuDriverGetVersion` answers, which entry points `cuGetProcAddress` gives and which PTX ISA loads | the topology's (`driver_version`), by default the newest whose PTX the executor reads (13.5) |
 //! | `PEERPOOL_SIM_TIMING` | the timing model: a calibration JSON file (`peerpool_sim::timing`) | the H200s' (`host/sim/timing/h200.json`) |
 //! | `PEERPOOL_SHIM_BACKEND` | `sim` (the simulator answers) or `real` (NVIDIA's libcuda does, through the rules and the trace) | `sim` |
 //! | `PEERPOOL_SHIM_LIBCUDA` | NVIDIA's libcuda for `real`, an absolute path | found as the loader would |
@@ -29,12 +30,13 @@ pub const FAULTS: &str = "PEERPOOL_SIM_FAULTS";
 pub const TRACE: &str = "PEERPOOL_SIM_TRACE";
 pub const SEED: &str = "PEERPOOL_SIM_SEED";
 pub const TIMING: &str = "PEERPOOL_SIM_TIMING";
+pub const DRIVER_VERSION: &str = "PEERPOOL_SIM_DRIVER_VERSION";
 pub const BACKEND: &str = "PEERPOOL_SHIM_BACKEND";
 pub const LIBCUDA: &str = "PEERPOOL_SHIM_LIBCUDA";
 
 /// The names of the variables, in the table's order, then the deprecated names.
-pub const VARIABLES: [&str; 9] =
-    [TOPOLOGY, FAULTS, TRACE, SEED, TIMING, BACKEND, LIBCUDA, TOPOLOGY_ALIASES[0], TOPOLOGY_ALIASES[1]];
+pub const VARIABLES: [&str; 10] =
+    [TOPOLOGY, FAULTS, TRACE, SEED, DRIVER_VERSION, TIMING, BACKEND, LIBCUDA, TOPOLOGY_ALIASES[0], TOPOLOGY_ALIASES[1]];
 
 /// The names a program loads the shim by: NVIDIA's driver's. What `peerpool sim` (and a test
 /// harness) links to the shim in a directory put first on `LD_LIBRARY_PATH`.
@@ -168,6 +170,16 @@ fn read_settings(var: impl Fn(&str) -> Result<Option<String>, String>) -> Result
         }
         Some(path) => Some(Latencies::load(Path::new(&path)).map_err(|e| format!("{TIMING}: {e}"))?),
     };
+    let target = match (target, set(DRIVER_VERSION)?) {
+        (Target::Simulated(mut topology), Some(text)) => {
+            topology.driver_version = driver_version(&text).map_err(|e| format!("{DRIVER_VERSION}: {e}"))?;
+            Target::Simulated(topology)
+        }
+        (Target::Real(_), Some(_)) => {
+            return Err(format!("{DRIVER_VERSION} has no meaning with {BACKEND}=real (NVIDIA's driver says its own)"));
+        }
+        (target, None) => target,
+    };
     // What this process sees of the simulated machine, as NVIDIA's driver reads the variable.
     let (target, visible_twice) = match (target, var(crate::visible::VISIBLE)?) {
         (Target::Simulated(topology), Some(list)) => match topology.visible(&list) {
@@ -177,6 +189,27 @@ fn read_settings(var: impl Fn(&str) -> Result<Option<String>, String>) -> Result
         (target, _) => (target, false),
     };
     Ok(Config { target, plan: FaultPlan { seed, ..plan }, trace, timing, visible_twice })
+}
+
+/// A CUDA version as `cuDriverGetVersion` writes it, from `13.0` or `13000`: a release of
+/// CUDA 11.0 or later (the oldest whose PTX the simulator pairs with an ISA).
+pub fn driver_version(text: &str) -> Result<i32, String> {
+    let text = text.trim();
+    let bad = || format!("\"{}\" is not a CUDA version (13.0, or 13000 as cuDriverGetVersion writes it)", echo(text));
+    let version = match text.split_once('.') {
+        Some((major, minor)) => {
+            let (major, minor): (i32, i32) = (major.parse().map_err(|_| bad())?, minor.parse().map_err(|_| bad())?);
+            if !(0..100).contains(&minor) || !(0..100).contains(&major) {
+                return Err(bad());
+            }
+            major * 1000 + minor * 10
+        }
+        None => text.parse().map_err(|_| bad())?,
+    };
+    match (11_000..=99_990).contains(&version) {
+        true => Ok(version),
+        false => Err(format!("{} is not a CUDA release from 11.0 on", echo(text))),
+    }
 }
 
 /// Opens the trace file for appending without waiting: a FIFO that nobody reads is refused

@@ -44,13 +44,17 @@
 //!   above any host pointer, laid out for [`MAX_DEVICES`] devices), and
 //!   allocations are 256-byte aligned with a 256-byte gap after each, so running past the end
 //!   faults; the real driver reuses addresses and maps in 2 MiB granules.
-//! - No image is compiled: what an image holds is read from it (`image`: PTX declarations, a
-//!   cubin's symbols and `.nv.info` records, the fatbin entry the driver would choose, LZ4 or
-//!   Zstandard entries expanded), as one H200 answered for the same images
-//!   (`docs/hardware/recorded/one-h200/images.txt`). peerpool's kernels (by name and parameter
-//!   sizes) run natively whatever image holds them; any other kernel runs from its module's PTX
-//!   on `peerpool-ptx` (the image's, or a fatbin's PTX beside its machine code), and launching
-//!   one whose image holds machine code only is `CUDA_ERROR_NOT_SUPPORTED` (the GPU runs it). A
+//! - No machine code is made or run: what an image holds is read from it (`image`: PTX
+//!   declarations, a cubin's symbols and `.nv.info` records, the fatbin entry the driver would
+//!   choose and the PTX the simulator runs in its place, LZ4 or Zstandard entries expanded), as
+//!   one H200 answered for the same images (`docs/hardware/recorded/one-h200/images.txt`, and
+//!   the `-gencode` table's `gencode_*.txt`), and the PTX is loaded by `peerpool-ptx` whole at
+//!   `cuModuleLoadData` (`jit`). peerpool's kernels (by name and parameter sizes) run natively
+//!   whatever image holds them; any other kernel runs from its module's PTX (the image's, or a
+//!   fatbin's beside its machine code: the module's globals come from that PTX too). A module
+//!   of machine code alone loads and its launches are `CUDA_ERROR_NOT_SUPPORTED` (the GPU runs
+//!   them); a module of valid PTX that the executor cannot run is refused at its load with
+//!   `CUDA_ERROR_NOT_SUPPORTED` (the GPU loads it). A
 //!   launch runs to its end inside `cuLaunchKernel`, blocks one after another, a block that
 //!   keeps running letting later ones start beside it up to the device's occupancy (a
 //!   cooperative launch's, and an ordinary launch's of a kernel that synchronises its grid once
@@ -75,16 +79,18 @@
 //!   executor does too); a few instructions given `0x80000000` (`slct`'s selector,
 //!   `cvt.rz.f32.u32`, `sub.sat.s32`) gave another result than the ISA's in some programs on
 //!   the H200; a 16-bit NaN that one instruction makes and the next takes may reach the second
-//!   with another payload where ptxas fused the two; and PTX that ptxas refuses (`.sat` on a conversion that cannot overflow) is
-//!   refused at the kernel's first launch, not at `cuModuleLoadData`. Machine code
+//!   with another payload where ptxas fused the two. PTX that ptxas refuses is
+//!   `CUDA_ERROR_INVALID_PTX` at its load, its error in ptxas's words but not ptxas's own text;
+//!   what the executor's parser does not read is taken for that too. Machine code
 //!   loads on its own major version at its minor version or later (an H200 refused sm_80 code:
-//!   `CUDA_ERROR_NO_BINARY_FOR_GPU`). The PTX JIT, its cache and their cost are not simulated.
+//!   `CUDA_ERROR_NO_BINARY_FOR_GPU`). The PTX JIT's cache and cost are not simulated.
 //! - Chosen where the image cannot say (`modules.rs`): a PTX kernel uses 32 registers (the
 //!   JIT decides; an H200 gave 8 to 32 for small kernels) and no local memory; PTX for a
-//!   newer target than the device's is `CUDA_ERROR_INVALID_PTX` and a newer ISA than CUDA
-//!   13.0's `CUDA_ERROR_UNSUPPORTED_PTX_VERSION` (neither measured). A module's globals are
+//!   newer target than the device's is `CUDA_ERROR_INVALID_PTX`, and of a newer ISA than the
+//!   driver's CUDA version reads (13.5 by default, `Topology::driver_version`)
+//!   `CUDA_ERROR_UNSUPPORTED_PTX_VERSION`. A module's globals are
 //!   device memory of their own, not charged to the device, with their initial bytes (an
-//!   address in an initializer stays zero: nothing is linked). A library is read when a call
+//!   address in an initializer is where this module placed its target). A library is read when a call
 //!   needs what it holds, so loading one never fails for its bytes (as on the H200); its kernel
 //!   count is 0 when it does not read, and a second `cuLibraryUnload` is
 //!   `CUDA_ERROR_INVALID_HANDLE` (the H200's driver crashed the process).
@@ -175,6 +181,7 @@ mod handles;
 pub mod host_memory;
 pub mod image;
 mod input;
+pub mod jit;
 mod kernels;
 mod memory;
 mod module_calls;
@@ -198,5 +205,5 @@ pub use catalog::{CatalogEntry, catalog, catalog_topology};
 pub use driver::{ANSWERED_WHEN_DEAD, SimDriver, SimOptions, SimStats};
 pub use ptx_kernels::{PtxLaunch, PtxLaunchHow};
 pub use timing::{Floor, Latencies, Serial};
-pub use topology::{DeviceSpec, FaultKind, Link, LinkFault, MAX_DEVICES, Topology, TopologyError};
+pub use topology::{DRIVER_VERSION, DeviceSpec, FaultKind, Link, LinkFault, MAX_DEVICES, Topology, TopologyError};
 pub use topology_file::MAX_TOPOLOGY_BYTES;

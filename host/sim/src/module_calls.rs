@@ -4,6 +4,7 @@
 
 use super::driver::SimDriver;
 use super::image::{Contents, Kernel};
+use super::jit::JitLog;
 use super::modules;
 use super::modules::{
     any_device, apply, attribute, described, fail, function, global, kernel_handle, library_module, library_read, load,
@@ -19,7 +20,35 @@ impl SimDriver {
     /// `cuModuleLoadData` (and `cuModuleLoadDataEx`, `cuModuleLoad`, `cuModuleLoadFatBinary`)
     /// of any image: PTX (to its first NUL), a cubin, or a fatbin, whole.
     pub fn module_load_image(&self, image: &[u8]) -> DriverResult<Module> {
-        self.run("cuModuleLoadData", |s| load(s, image).map(Module))
+        self.module_load_logged(image, false).0
+    }
+
+    /// [`SimDriver::module_load_image`] with the JIT's logs, as `cuModuleLoadDataEx` gives them
+    /// to `CU_JIT_ERROR_LOG_BUFFER` and `CU_JIT_INFO_LOG_BUFFER` (the info log when `verbose`).
+    pub fn module_load_logged(&self, image: &[u8], verbose: bool) -> (DriverResult<Module>, JitLog) {
+        let mut log = JitLog::default();
+        let loaded = self.run("cuModuleLoadData", |s| load(s, image, verbose, &mut log).map(Module));
+        (loaded, log)
+    }
+
+    /// What module `module`'s image offered that the driver takes, and the PTX the simulator
+    /// runs (`None`: machine code alone), as nvcc names them: for the trace. Not a driver call.
+    pub fn module_chosen(&self, module: Module) -> Option<(String, Option<String>)> {
+        let s = self.lock_state();
+        let (driver, simulator) = s.modules.get(&module.0)?.contents.chosen;
+        Some((crate::image::describe(driver), simulator.map(crate::image::describe)))
+    }
+
+    /// [`SimDriver::module_load_logged`] without keeping a module: whether `image` compiles
+    /// for the current device, as `cuLinkComplete` checks what it linked.
+    pub fn image_check(&self, image: &[u8], verbose: bool) -> (DriverResult<()>, JitLog) {
+        let mut log = JitLog::default();
+        let checked = self.run("cuLinkComplete", |s| {
+            let device = s.current_device()?;
+            let cc = s.topo.devices[device].compute_capability;
+            crate::jit::compile(image, cc, s.topo.driver_version, verbose, &mut log).map(|_| ()).map_err(Into::into)
+        });
+        (checked, log)
     }
 
     /// `cuModuleGetFunctionCount`.

@@ -15,6 +15,7 @@
 //! image's reading answered (`CUDA_ERROR_INVALID_IMAGE`, say) is then each such call's answer.
 
 use super::image::{self, Code, Contents};
+use super::jit::{self, Compiled, JitLog};
 use super::kernels::{self, Kernel};
 use super::memory::{Backing, Origin};
 use super::state::{Fail, FunctionSettings, KernelRec, SimResult, State};
@@ -60,16 +61,19 @@ pub(super) fn fail<T>(code: CudaCode) -> SimResult<T> {
     Err(code.into())
 }
 
-/// Loads what `image` holds for the current device into the current context.
-pub(super) fn load(s: &mut State, image: &[u8]) -> SimResult<u64> {
+/// Loads what `image` holds for the current device into the current context, compiled as the
+/// driver compiles it (`jit.rs`), the JIT's logs into `log`.
+pub(super) fn load(s: &mut State, image: &[u8], verbose: bool, log: &mut JitLog) -> SimResult<u64> {
     let device = s.current_device()?;
-    let contents = image::read(image, s.topo.devices[device].compute_capability).map_err(|r| Fail::from(r.code()))?;
-    install(s, device, Arc::new(contents))
+    let cc = s.topo.devices[device].compute_capability;
+    let compiled = jit::compile(image, cc, s.topo.driver_version, verbose, log).map_err(Fail::from)?;
+    install(s, device, compiled)
 }
 
-/// A module of `contents` in the current context on `device`: a function for each kernel, and
+/// A module of `compiled` in the current context on `device`: a function for each kernel, and
 /// device memory for each global holding its initial bytes.
-pub(super) fn install(s: &mut State, device: usize, contents: Arc<Contents>) -> SimResult<u64> {
+pub(super) fn install(s: &mut State, device: usize, compiled: Compiled) -> SimResult<u64> {
+    let Compiled { contents, program } = compiled;
     let mut globals = Vec::new();
     for global in &contents.globals {
         match place_global(s, device, global) {
@@ -94,7 +98,6 @@ pub(super) fn install(s: &mut State, device: usize, contents: Arc<Contents>) -> 
     let ptx = matches!(contents.code, Code::Ptx(_)).then_some(s.topo.devices[device].compute_capability);
     s.work = Some(Work::Module { ptx });
     let ctx = s.current_context().unwrap_or_default();
-    let program: super::state::Program = Default::default();
     let addressed = contents.globals.iter().any(|g| g.addresses);
     s.modules.insert(handle, super::state::ModuleRec { ctx, contents, functions, globals, program });
     if addressed {
@@ -106,14 +109,16 @@ pub(super) fn install(s: &mut State, device: usize, contents: Arc<Contents>) -> 
 /// Writes the addresses that module `handle`'s globals are initialised with (a vtable, a table
 /// of function pointers, `&x`), which the image alone does not give: functions' as the PTX
 /// executor calls them, variables' where this module placed them. From the executor's load of
-/// the module, which its launches then reuse; none if it does not load.
+/// the module, which its launches then use; none for machine code alone.
 fn addresses(s: &mut State, handle: u64) {
     let Some(m) = s.modules.get(&handle) else { return };
-    let Some(Ok(program)) = super::state::load_program(&m.program, &m.contents).cloned() else { return };
+    let Some(program) = m.program.clone() else { return };
     let placed = super::state::variables(s, handle, &program);
     let m = &s.modules[&handle];
+    let by_name: std::collections::HashMap<&str, &peerpool_ptx::Variable> =
+        program.variables.iter().map(|v| (v.name.as_str(), v)).collect();
     for (global, &base) in m.contents.globals.iter().zip(&m.globals).filter(|(g, _)| g.addresses) {
-        let Some(v) = program.variables.iter().find(|v| v.name == global.name) else { continue };
+        let Some(v) = by_name.get(global.name.as_str()) else { continue };
         let bytes = v.initial_bytes(&placed);
         if let Some(block) = s.memory.at(base) {
             block.write(0, &bytes[..bytes.len().min(global.size as usize)]);
@@ -244,15 +249,22 @@ pub(super) fn set_attribute(settings: &mut FunctionSettings, shared: u32, which:
     Ok(())
 }
 
-/// What reading library `lib`'s image for `device` gave (read once per compute capability).
+/// What reading library `lib`'s image for `device` gave.
 pub(super) fn library_read(s: &mut State, lib: u64, device: usize) -> SimResult<Arc<Contents>> {
-    let cc = s.topo.devices[device].compute_capability;
+    library_compiled(s, lib, device).map(|c| c.contents)
+}
+
+/// Library `lib`'s image compiled for `device` (once per compute capability: the driver
+/// compiles a library's image when a call first needs it, lazily, as its default loading mode
+/// does).
+fn library_compiled(s: &mut State, lib: u64, device: usize) -> SimResult<Compiled> {
+    let (cc, driver) = (s.topo.devices[device].compute_capability, s.topo.driver_version);
     let Some(rec) = s.libraries.get_mut(&lib) else { return fail(CudaCode::CUDA_ERROR_INVALID_HANDLE) };
     if let Some((_, read)) = rec.read.iter().find(|(c, _)| *c == cc) {
         return read.clone().map_err(Fail::from);
     }
     let read = match &rec.image {
-        Ok(bytes) => image::read(bytes, cc).map(Arc::new).map_err(|r| r.code()),
+        Ok(bytes) => jit::compile(bytes, cc, driver, false, &mut JitLog::default()),
         Err(code) => Err(*code),
     };
     rec.read.push((cc, read.clone()));
@@ -274,8 +286,8 @@ pub(super) fn library_module(s: &mut State, lib: u64) -> SimResult<u64> {
     if let Some(module) = made {
         return Ok(module);
     }
-    let contents = library_read(s, lib, device)?;
-    let module = install(s, device, contents)?;
+    let compiled = library_compiled(s, lib, device)?;
+    let module = install(s, device, compiled)?;
     let mut set = Vec::new();
     if let Some(rec) = s.libraries.get_mut(&lib) {
         rec.modules.retain(|&(c, _)| c != ctx);

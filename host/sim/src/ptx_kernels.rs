@@ -12,7 +12,7 @@
 use super::device_access::{load, probe_write, store, update};
 use super::memory::Backing;
 use super::modules::fail;
-use super::state::{Fail, SimResult, State, load_program, variables};
+use super::state::{Fail, SimResult, State, variables};
 use super::timing::{Traffic, Work};
 use peerpool::CudaCode;
 use peerpool::driver::LaunchShape;
@@ -46,23 +46,14 @@ pub(super) fn launch(
     how: PtxLaunchHow,
 ) -> SimResult<()> {
     let cooperative = how.cooperative;
-    let (f, contents, described) = super::modules::described(s, function)?;
+    let (f, _, described) = super::modules::described(s, function)?;
     let name = described.name.clone();
     let program =
         s.modules.get(&f.module).map(|m| m.program.clone()).ok_or(Fail::from(CudaCode::CUDA_ERROR_INVALID_HANDLE))?;
-    let Some(loaded) = load_program(&program, contents) else {
-        return refuse(
-            &name,
-            "its image holds machine code only, and the simulator runs kernels from their PTX (load PTX, \
-             such as NVRTC's or cuda.core's \"ptx\" output, or a fatbin with PTX beside the machine code)",
-        );
-    };
+    // Machine code alone: the module's load said so.
+    let Some(module) = program else { return fail(CudaCode::CUDA_ERROR_NOT_SUPPORTED) };
     check_shape(s, function, shape)?;
     let cluster = clusters(&f.settings, described, shape, how.cluster)?;
-    let module = match loaded {
-        Ok(module) => module.clone(),
-        Err(why) => return refuse(&name, &format!("its module's PTX does not run on peerpool's executor: {why}")),
-    };
     let Some(kernel) = module.kernel(&name) else { return refuse(&name, "its PTX does not define it") };
     let variables = variables(s, f.module, &module);
     // As NVIDIA's driver does, a context's first cooperative launch makes its grid workspace,

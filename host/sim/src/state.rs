@@ -155,34 +155,17 @@ pub(super) struct ModuleRec {
     pub(super) contents: Arc<Contents>,
     pub(super) functions: Vec<u64>,
     pub(super) globals: Vec<u64>,
-    /// Its PTX as the executor loaded it, at the first launch of a kernel that is not peerpool's.
-    pub(super) program: Program,
-}
-
-/// A module's PTX as the executor loaded it (`ptx_kernels.rs`), once, at its first launch: a
-/// module may be large and its kernels never launched (a framework's library), so loading waits
-/// until one is.
-pub(super) type Program = Arc<std::sync::OnceLock<Result<Arc<peerpool_ptx::Module>, String>>>;
-
-/// A module's PTX (`contents`) as the executor loads it, once (`program` keeps it); `None` for
-/// machine code.
-pub(super) fn load_program<'p>(
-    program: &'p Program,
-    contents: &Contents,
-) -> Option<&'p Result<Arc<peerpool_ptx::Module>, String>> {
-    let text = contents.ptx.as_ref()?;
-    Some(program.get_or_init(|| peerpool_ptx::load(text).map(Arc::new).map_err(|e| e.to_string())))
+    /// Its PTX as the executor loaded it, when it was loaded: `None` for machine code alone.
+    pub(super) program: Option<Arc<peerpool_ptx::Module>>,
 }
 
 /// Where each of the program's variables lies: a module global's address, found by name
 /// (shared and other variables are the executor's own).
 pub(super) fn variables(s: &State, module: u64, program: &peerpool_ptx::Module) -> Vec<u64> {
     let Some(m) = s.modules.get(&module) else { return Vec::new() };
-    let address = |name: &str| {
-        let at = m.contents.globals.iter().position(|g| g.name == name)?;
-        m.globals.get(at).copied()
-    };
-    program.variables.iter().map(|v| address(&v.name).unwrap_or(0)).collect()
+    let placed: std::collections::HashMap<&str, u64> =
+        m.contents.globals.iter().map(|g| g.name.as_str()).zip(m.globals.iter().copied()).collect();
+    program.variables.iter().map(|v| placed.get(v.name.as_str()).copied().unwrap_or(0)).collect()
 }
 
 /// What a function is set to (`cuFuncSetAttribute`), as it reads back.
@@ -233,7 +216,7 @@ pub(super) struct LibraryRec {
 }
 
 /// What reading an image for one compute capability gave.
-pub(super) type Reading = Result<Arc<Contents>, CudaCode>;
+pub(super) type Reading = Result<super::jit::Compiled, CudaCode>;
 
 /// A library's kernel: the library and the kernel's name.
 #[derive(Clone)]

@@ -152,6 +152,11 @@ pub struct Topology {
     physical: Vec<usize>,
 }
 
+/// The CUDA version a simulated driver answers unless its topology or `peerpool sim
+/// --driver-version` says another: the newest whose PTX ISA peerpool's executor reads (13.5,
+/// ISA 9.5), so that what a current toolkit builds loads.
+pub const DRIVER_VERSION: i32 = 13_050;
+
 impl Topology {
     /// `n` copies of `device`, every ordered pair joined by `link`.
     ///
@@ -165,7 +170,7 @@ impl Topology {
             name: name.into(),
             description: String::new(),
             stands_for: String::new(),
-            driver_version: 13000,
+            driver_version: DRIVER_VERSION,
             devices,
             links: vec![link; n * n],
             faults: BTreeMap::new(),

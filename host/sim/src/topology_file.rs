@@ -10,7 +10,7 @@
 //! | devices, all groups together | 0 to [`MAX_DEVICES`]; each group's `count` at least 1 |
 //! | `name` (machine, device group) | 1 to 256 bytes, no control characters |
 //! | `description`, `stands_for` | at most 4096 bytes each |
-//! | `driver_version` | 1000 to 99999 (`cuDriverGetVersion`'s 1000 × major + 10 × minor) |
+//! | `driver_version` | 1000 to 99999 (`cuDriverGetVersion`'s 1000 × major + 10 × minor): which PTX ISA loads and which entry points `cuGetProcAddress` gives follow it; by default the newest the executor reads (13050) |
 //! | `memory_mib` / `memory_bytes` | 1 byte to 16 TiB |
 //! | `sms` | 1 to 4096 |
 //! | `compute_capability` | two numbers: major 1 to 99, minor 0 to 9 |
@@ -50,7 +50,7 @@ pub(super) struct TopologyFile {
     description: String,
     #[serde(default)]
     stands_for: String,
-    #[serde(default = "cuda_13")]
+    #[serde(default = "newest_driver")]
     driver_version: i32,
     devices: Vec<DeviceGroup>,
     #[serde(default)]
@@ -59,8 +59,8 @@ pub(super) struct TopologyFile {
     faults: Vec<FaultFile>,
 }
 
-fn cuda_13() -> i32 {
-    13000
+fn newest_driver() -> i32 {
+    crate::topology::DRIVER_VERSION
 }
 
 /// `count` identical devices, numbered after the groups before.

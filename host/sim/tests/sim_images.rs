@@ -180,7 +180,8 @@ fn nvccs_compressed_fatbins_read_as_the_h200_described_them() {
     let dir = std::path::Path::new(&manifest).join("tests/images");
     for name in ["kernels.lz4.fatbin", "kernels.zstd.fatbin"] {
         let bytes = std::fs::read(dir.join(name)).unwrap();
-        let contents = peerpool_sim::image::read(&bytes, (9, 0)).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let contents = peerpool_sim::image::read(&bytes, (9, 0), peerpool_sim::image::ptx::NEWEST_ISA)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_eq!(contents.code, peerpool_sim::image::Code::Machine((9, 0)), "{name}: the sm_90 cubin");
         let add = contents.kernel(b"pp_test_add").unwrap();
         let layout: Vec<_> = add.params.iter().map(|p| (p.offset, p.size)).collect();
@@ -189,8 +190,59 @@ fn nvccs_compressed_fatbins_read_as_the_h200_described_them() {
         assert_eq!(contents.global(b"pp_test_scale_by").unwrap().init, 2.0f32.to_le_bytes(), "{name}");
         assert_eq!(contents.const_bytes, 4, "{name}");
         // On a device without sm_90 code's major version, the PTX entry: compute_90 PTX.
-        let ptx = peerpool_sim::image::read(&bytes, (10, 0)).unwrap();
+        let ptx = peerpool_sim::image::read(&bytes, (10, 0), peerpool_sim::image::ptx::NEWEST_ISA).unwrap();
         assert_eq!(ptx.code, peerpool_sim::image::Code::Ptx((9, 0)), "{name}");
         assert_eq!(ptx.kernels.len(), 2, "{name}");
     }
+}
+
+/// A kernel around `body` (after its registers), PTX ISA 9.0 for sm_90.
+fn module_with(body: &str) -> String {
+    format!(
+        ".version 9.0\n.target sm_90\n.address_size 64\n.visible .entry k(.param .u64 p)\n{{\n.reg .b32 %r<4>;\n\
+         .reg .b64 %rd<4>;\n{body}\nret;\n}}\n"
+    )
+}
+
+#[test]
+fn ptx_is_compiled_at_load_and_refused_there_with_the_jits_log() {
+    let (d, system) = sim(Topology::two_h200());
+    let _ctx = current(&system);
+    // What ptxas refuses: the driver's code at the load, the error in ptxas's words, its line.
+    for (body, says) in [
+        ("ld.parm.u64 %rd1, [p];", ".parm is not a PTX modifier"),
+        ("frob.b32 %r1, 1;", "frob is not a PTX instruction"),
+        ("mov.u32 %r9, 1;", "%r9 is not declared"),
+    ] {
+        let (loaded, log) = d.module_load_logged(module_with(body).as_bytes(), false);
+        assert_eq!(code(loaded).as_deref(), Some("CUDA_ERROR_INVALID_PTX"), "{body}");
+        assert!(log.error.starts_with("ptxas application ptx input, line 8; error   : "), "{body}: {}", log.error);
+        assert!(log.error.contains(says), "{body}: {}", log.error);
+    }
+    // Valid PTX the executor does not run: refused at the load, not at a launch.
+    let (loaded, log) = d.module_load_logged(module_with("wgmma.fence.sync.aligned;").as_bytes(), false);
+    assert_eq!(code(loaded).as_deref(), Some("CUDA_ERROR_NOT_SUPPORTED"));
+    assert!(log.error.is_empty(), "NVIDIA's driver would take it: no error of the JIT's");
+    // Valid PTX: an empty error log, and the info log only when verbose.
+    let (loaded, log) = d.module_load_logged(module_with("mov.u32 %r1, 1;").as_bytes(), true);
+    assert!(loaded.is_ok());
+    assert!(log.error.is_empty() && log.info.contains("Compiling entry function 'k' for 'sm_90'"), "{log:?}");
+}
+
+#[test]
+fn the_driver_version_decides_which_ptx_loads() {
+    let text = module_with("mov.u32 %r1, 1;").replace(".version 9.0", ".version 9.5");
+    let (d, system) = sim(Topology::two_h200());
+    let _ctx = current(&system);
+    assert!(d.module_load_image(text.as_bytes()).is_ok(), "the default driver reads ISA 9.5");
+    drop(_ctx);
+    let mut older = Topology::two_h200();
+    older.driver_version = 13_000;
+    let (d, system) = sim(older);
+    let _ctx = current(&system);
+    assert_eq!(d.driver_get_version().unwrap(), 13_000);
+    let (loaded, log) = d.module_load_logged(text.as_bytes(), false);
+    assert_eq!(code(loaded).as_deref(), Some("CUDA_ERROR_UNSUPPORTED_PTX_VERSION"));
+    assert!(log.error.contains("Unsupported .version 9.5; current version is '9.0'"), "{}", log.error);
+    assert!(d.module_load_image(module_with("mov.u32 %r1, 1;").as_bytes()).is_ok(), "ISA 9.0 does");
 }

@@ -5,9 +5,6 @@ use crate::boundary::{code, entry, sim};
 use cudarc::driver::sys::{CUcontext, CUctxCreateParams, CUdevice, CUresult};
 use std::ffi::{c_int, c_uint};
 
-/// The CUDA version whose ABI the shim implements.
-pub(crate) const API_VERSION: c_int = 13000;
-
 /// What `cuCtxGetApiVersion` answers of a live context: the context ABI's version, unchanged
 /// since CUDA 3.2 (the H200's driver answered it).
 const CONTEXT_API_VERSION: c_uint = 3020;

@@ -1,7 +1,6 @@
 //! What works before `cuInit` (the version, error names, entry-point lookup) and `cuInit`
 //! itself, which reads the environment.
 
-use super::context::API_VERSION;
 use crate::abi::out;
 use crate::backend;
 use crate::boundary::{self, code, forward_if_real, sim};
@@ -58,7 +57,7 @@ pub unsafe extern "C" fn cuDriverGetVersion(version: *mut c_int) -> CUresult {
                 out(version, code(sim().driver_get_version())?)
             });
         }
-        None => unsafe { out(version, API_VERSION) },
+        None => unsafe { out(version, runtime::driver_version()) },
     };
     answer.err().unwrap_or(CUresult::CUDA_SUCCESS)
 }

@@ -9,11 +9,14 @@
 //! (`libcudadevrt.a`, which numba-cuda links for grid synchronisation) is linked as peerpool's
 //! PTX for the functions the simulator models (`peerpool_sim::image::devrt`). Linking machine
 //! code with anything, an object or another library is not simulated: `CUDA_ERROR_NOT_SUPPORTED`,
-//! named once. JIT options are ignored.
+//! named once. The JIT's logs go where `cuLinkCreate` was told (`jit_options.rs`), and a link
+//! whose output is PTX is compiled for the current device at `cuLinkComplete`, as the JIT
+//! compiles it: what ptxas refuses (an unresolved call) is refused there.
 
 use crate::abi::out;
-use crate::boundary::{entry, name_once_owned};
+use crate::boundary::{code, entry, name_once_owned, sim};
 use crate::exports::module::file;
+use crate::jit_options::JitOptions;
 use cudarc::driver::sys::{CUjit_option, CUlinkState, CUresult};
 use peerpool_sim::image::devrt;
 use std::collections::BTreeMap;
@@ -33,6 +36,8 @@ struct Link {
     /// Each input's `CUjitInputType` and bytes.
     inputs: Vec<(c_uint, Vec<u8>)>,
     output: Option<Box<[u8]>>,
+    /// Where the JIT's logs go, as `cuLinkCreate` was told.
+    jit: JitOptions,
 }
 
 /// Links by handle; handles count up from 1 and are never reused.
@@ -68,19 +73,21 @@ fn add(state: CUlinkState, kind: c_uint, bytes: Vec<u8>) -> crate::boundary::Ans
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuLinkCreate_v2(
-    _count: c_uint,
-    _options: *mut CUjit_option,
-    _values: *mut *mut c_void,
+    count: c_uint,
+    options: *mut CUjit_option,
+    values: *mut *mut c_void,
     state_out: *mut CUlinkState,
 ) -> CUresult {
-    entry!(cuLinkCreate_v2(_count, _options, _values, state_out), {
+    entry!(cuLinkCreate_v2(count, options, values, state_out), {
         if state_out.is_null() {
             return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
         }
+        // The log buffers and the option arrays stay the caller's until cuLinkDestroy.
+        let jit = JitOptions::read(count, options, values);
         let mut links = links();
         links.0 += 1;
         let handle = links.0;
-        links.1.insert(handle, Link::default());
+        links.1.insert(handle, Link { jit, ..Link::default() });
         out(state_out, handle as CUlinkState)
     })
 }
@@ -151,9 +158,14 @@ pub unsafe extern "C" fn cuLinkComplete(
                 }
                 false => link.inputs.remove(0),
             };
-            // PTX goes out NUL-terminated, as text for cuModuleLoadData.
+            // PTX goes out NUL-terminated, as text for cuModuleLoadData, once it compiles for
+            // the current device, as the JIT compiles what it linked.
             if kind == PTX {
                 image.push(0);
+                let (checked, log) = sim().image_check(&image, link.jit.verbose);
+                // SAFETY: the promise cuLinkCreate was given holds until cuLinkDestroy.
+                link.jit.write(&log);
+                code(checked)?;
             }
             link.output = Some(image.into_boxed_slice());
         }

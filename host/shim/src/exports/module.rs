@@ -5,6 +5,7 @@
 use crate::abi::{as_ptr, c_str, function, lasting_name, module, out, out_handles, out_with};
 use crate::boundary::{code, entry, sim};
 use crate::image_bytes::{Wrapper, image_bytes};
+use crate::jit_options::JitOptions;
 use cudarc::driver::sys::{CUdeviceptr, CUfunction, CUjit_option, CUmodule, CUmoduleLoadingMode, CUresult};
 use peerpool::driver::{DevicePtr, DriverResult};
 use std::ffi::{c_char, c_int, c_uint, c_void};
@@ -14,17 +15,19 @@ pub unsafe extern "C" fn cuModuleLoadData(h_module: *mut CUmodule, image: *const
     entry!(cuModuleLoadData(h_module, image), { load(h_module, &image_bytes(image, Wrapper::Refused)?) })
 }
 
-/// JIT options are ignored: the simulator compiles nothing.
+/// The JIT's error and info logs are written as the driver writes them (`jit_options.rs`); its
+/// other options change nothing the simulator compiles.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuModuleLoadDataEx(
     h_module: *mut CUmodule,
     image: *const c_void,
-    _count: c_uint,
-    _options: *mut CUjit_option,
-    _values: *mut *mut c_void,
+    count: c_uint,
+    options: *mut CUjit_option,
+    values: *mut *mut c_void,
 ) -> CUresult {
-    entry!(cuModuleLoadDataEx(h_module, image, _count, _options, _values), {
-        load(h_module, &image_bytes(image, Wrapper::Refused)?)
+    entry!(cuModuleLoadDataEx(h_module, image, count, options, values), {
+        let jit = JitOptions::read(count, options, values);
+        load_with(h_module, &image_bytes(image, Wrapper::Refused)?, jit)
     })
 }
 
@@ -144,7 +147,25 @@ pub unsafe extern "C" fn cuFuncGetParamInfo(
 /// # Safety
 /// A non-null `h_module` is valid for a write.
 unsafe fn load(h_module: *mut CUmodule, image: &[u8]) -> crate::boundary::Answer {
-    let loaded = code(sim().module_load_image(image))?;
+    // SAFETY: the caller's; no JIT options.
+    unsafe { load_with(h_module, image, JitOptions::default()) }
+}
+
+/// [`load`], writing the JIT's logs where `jit` says; the trace line names the code the driver
+/// takes and the PTX that runs.
+///
+/// # Safety
+/// A non-null `h_module` is valid for a write; `jit`'s promise holds.
+unsafe fn load_with(h_module: *mut CUmodule, image: &[u8], jit: JitOptions) -> crate::boundary::Answer {
+    let (loaded, log) = sim().module_load_logged(image, jit.verbose);
+    // SAFETY: the caller's.
+    unsafe { jit.write(&log) };
+    let loaded = code(loaded)?;
+    crate::boundary::trace_detail(|| match sim().module_chosen(loaded) {
+        Some((driver, Some(runs))) => format!("the driver takes {driver}; runs {runs}"),
+        Some((driver, None)) => format!("the driver takes {driver}; nothing runs"),
+        None => String::new(),
+    });
     // SAFETY: the caller's.
     unsafe { out(h_module, as_ptr(loaded.0)) }
 }

@@ -19,6 +19,8 @@ pub const CUDA_INCLUDE: &str = "PEERPOOL_CUDA_INCLUDE";
 pub const PYTHON: &str = "PEERPOOL_PYTHON";
 /// NVIDIA's `nvcc` (the PyPI wheel's will do), for the images the foreign-image client loads.
 pub const NVCC: &str = "PEERPOOL_NVCC";
+/// A newer `nvcc` whose PTX is of a newer ISA than [`NVCC`]'s (CUDA 13.5's: ISA 9.5).
+pub const NVCC_NEWEST: &str = "PEERPOOL_NVCC_NEWEST";
 
 /// What a client printed on the H200s against NVIDIA's libcuda, committed under
 /// `docs/hardware/recorded/` (`name` below it) and found at run time.
@@ -143,6 +145,34 @@ pub fn images() -> Result<&'static Path, Failed> {
         }
     });
     built.as_deref().map_err(|e| e.clone().into())
+}
+
+/// The -gencode table's images (`clients/images/gencode.sh`) built by the `nvcc` that the
+/// variable `nvcc` names, labelled `label`, once per run into the shim's directory.
+pub fn gencode_images(nvcc: &'static str, label: &'static str) -> Result<PathBuf, Failed> {
+    static BUILT: Mutex<Option<HashMap<&'static str, Result<PathBuf, String>>>> = Mutex::new(None);
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    let made = built.get_or_insert_with(HashMap::new).entry(label).or_insert_with(|| {
+        let nvcc = PathBuf::from(std::env::var_os(nvcc).ok_or(format!("{nvcc} is not set"))?);
+        let bin = nvcc.parent().ok_or(format!("{} names no file", nvcc.display()))?;
+        let out = shim_dir().map_err(|e| e.message().unwrap_or_default().to_string())?.join("gencode.d");
+        let path = std::env::join_paths(std::iter::once(bin.to_path_buf()).chain(
+            std::env::var_os("PATH").map(|p| std::env::split_paths(&p).collect::<Vec<_>>()).unwrap_or_default(),
+        ))
+        .map_err(|e| e.to_string())?;
+        let made = Command::new("bash")
+            .arg(clients().join("images/gencode.sh"))
+            .arg(&out)
+            .arg(label)
+            .env("PATH", path)
+            .output()
+            .map_err(|e| format!("running gencode.sh: {e}"))?;
+        match made.status.success() {
+            true => Ok(out),
+            false => Err(format!("gencode.sh failed: {}", String::from_utf8_lossy(&made.stderr))),
+        }
+    });
+    made.clone().map_err(Failed::from)
 }
 
 /// Runs `program` with the shim first on the library path and `settings` in the environment.

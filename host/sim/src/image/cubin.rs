@@ -102,7 +102,14 @@ pub fn read(elf: &[u8], device: ComputeCapability) -> Result<Contents, Refusal> 
         }
     }
     let const_bytes = section(".nv.constant3").map_or(0, |s| u32::try_from(s.size).unwrap_or(u32::MAX));
-    Ok(Contents { code: Code::Machine(cc), kernels, globals, const_bytes, ptx: None })
+    Ok(Contents {
+        code: Code::Machine(cc),
+        kernels,
+        globals,
+        const_bytes,
+        ptx: None,
+        chosen: (super::machine_offer(cc), None),
+    })
 }
 
 /// Sections whose variables `cuModuleGetGlobal` finds: the global banks and the constant banks

@@ -12,7 +12,9 @@
 //!                    @8  u64 payload bytes (padded; the next entry follows them)
 //!                    @16 u32 compressed bytes (0 when not compressed)
 //!                    @28 u32 architecture (90 for sm_90 and compute_90)
-//!                    @40 u64 flags: 0x1 64-bit, 0x10 Linux, 0x2000 LZ4, 0x8000 Zstandard
+//!                    @40 u64 flags: 0x1 64-bit, 0x10 Linux, 0x2000 LZ4, 0x8000 Zstandard,
+//!                        0x100000 architecture-specific (sm_90a), 0x200000 family-specific
+//!                        (sm_100f)
 //!                    @56 u64 bytes once decompressed (0 when not compressed)
 //! payload:           the cubin, or the PTX text NUL-padded; compressed, a raw LZ4 block
 //!                    (`-compress-mode=speed`) or a Zstandard frame (the default, `size`,
@@ -23,7 +25,8 @@
 //! `{ i32 magic 0x466243B1, i32 version, const void *fatbin, const void *names }`.
 
 use super::bytes::{u16_at, u32_at, u64_at};
-use super::{Claim, ComputeCapability, Refusal};
+use super::choose::{Arch, Offer, Variant};
+use super::{Claim, Refusal};
 use std::borrow::Cow;
 
 pub const MAGIC: u32 = 0xBA55_ED50;
@@ -35,6 +38,8 @@ const KIND_PTX: u64 = 1;
 const KIND_ELF: u64 = 2;
 const LZ4: u64 = 0x2000;
 const ZSTD: u64 = 0x8000;
+const ARCH_SPECIFIC: u64 = 0x10_0000;
+const FAMILY_SPECIFIC: u64 = 0x20_0000;
 /// The most an entry may expand to (a compressed cubin of this size would be a lie).
 const MAX_EXPANDED: u64 = 1 << 30;
 
@@ -68,9 +73,15 @@ pub struct Entry<'a> {
 }
 
 impl<'a> Entry<'a> {
-    fn compute_capability(&self) -> ComputeCapability {
+    /// What the entry offers: machine code or PTX, for which target.
+    pub fn offer(&self) -> Offer {
         let arch = i32::try_from(self.arch).unwrap_or(i32::MAX);
-        (arch / 10, arch % 10)
+        let variant = match self.flags {
+            f if f & ARCH_SPECIFIC != 0 => Variant::Arch,
+            f if f & FAMILY_SPECIFIC != 0 => Variant::Family,
+            _ => Variant::Plain,
+        };
+        Offer { ptx: self.ptx, arch: Arch { cc: (arch / 10, arch % 10), variant } }
     }
 
     /// The entry's image, decompressed.
@@ -131,30 +142,6 @@ pub fn entries(b: &[u8]) -> Result<Vec<Entry<'_>>, Refusal> {
     Ok(out)
 }
 
-/// The image the driver takes from fatbin `b` for a device of compute capability `device`: the
-/// newest cubin its major version runs, else the newest PTX it can compile. The entry is
-/// chosen by its header: one that then fails to decompress is `CUDA_ERROR_NO_BINARY_FOR_GPU`,
-/// as an H200 answered a fatbin whose chosen entry was damaged.
-pub fn choose(b: &[u8], device: ComputeCapability) -> Result<Cow<'_, [u8]>, Refusal> {
-    let entries = entries(b)?;
-    let machine = entries
-        .iter()
-        .filter(|e| !e.ptx && e.compute_capability().0 == device.0 && e.compute_capability().1 <= device.1)
-        .max_by_key(|e| e.arch);
-    let chosen = machine.or(newest_ptx_entry(&entries, device)).ok_or(Refusal::NoBinaryForGpu)?;
-    chosen.bytes().map_err(|_| Refusal::NoBinaryForGpu)
-}
-
-/// The newest PTX entry of fatbin `b` that a device of compute capability `device` compiles,
-/// decompressed; `None` when there is none or it does not decompress.
-pub fn newest_ptx(b: &[u8], device: ComputeCapability) -> Option<Cow<'_, [u8]>> {
-    newest_ptx_entry(&entries(b).ok()?, device)?.bytes().ok()
-}
-
-fn newest_ptx_entry<'e, 'a>(entries: &'e [Entry<'a>], device: ComputeCapability) -> Option<&'e Entry<'a>> {
-    entries.iter().filter(|e| e.ptx && e.compute_capability() <= device).max_by_key(|e| e.arch)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -190,17 +177,14 @@ mod tests {
     const PTX90: &[u8] = b".version 9.0\n.target sm_90\n";
 
     #[test]
-    fn machine_code_for_the_device_before_ptx_and_the_newest_ptx_it_compiles() {
+    fn entries_offer_their_target_as_their_header_says() {
         let cubin = b"\x7fELF-not-read-here";
-        let b = fatbin(&[(1, 80, 0, PTX80, 0), (2, 90, 0, cubin, 0), (1, 90, 0, PTX90, 0)]);
-        assert_eq!(&choose(&b, (9, 0)).unwrap()[..cubin.len()], cubin);
-        assert_eq!(&choose(&b, (10, 0)).unwrap()[..PTX90.len()], PTX90, "no sm_100 code: the newest PTX");
-        assert_eq!(&choose(&b, (8, 6)).unwrap()[..PTX80.len()], PTX80);
-        assert_eq!(choose(&b, (7, 0)).unwrap_err(), Refusal::NoBinaryForGpu);
-        let sm80 = fatbin(&[(2, 80, 0, cubin, 0)]);
-        assert_eq!(choose(&sm80, (9, 0)).unwrap_err(), Refusal::NoBinaryForGpu, "as an H200 answered");
-        assert!(choose(&sm80, (8, 6)).is_ok(), "sm_80 code runs on 8.6");
-        assert_eq!(choose(&fatbin(&[]), (9, 0)).unwrap_err(), Refusal::NoBinaryForGpu);
+        let (a, f) = (ARCH_SPECIFIC, FAMILY_SPECIFIC);
+        let b = fatbin(&[(1, 80, 0, PTX80, 0), (2, 90, a, cubin, 0), (1, 100, f, PTX90, 0)]);
+        let offers: Vec<String> = entries(&b).unwrap().iter().map(|e| super::super::describe(e.offer())).collect();
+        assert_eq!(offers, ["compute_80 PTX", "sm_90a machine code", "compute_100f PTX"]);
+        assert_eq!(&entries(&b).unwrap()[1].bytes().unwrap()[..cubin.len()], cubin);
+        assert!(entries(&fatbin(&[])).unwrap().is_empty());
     }
 
     #[test]
@@ -210,11 +194,14 @@ mod tests {
         let zstd = zstd::bulk::compress(&text, 19).unwrap();
         for (flag, stored) in [(LZ4, &lz4), (ZSTD, &zstd)] {
             let b = fatbin(&[(1, 90, flag, stored, text.len())]);
-            assert_eq!(choose(&b, (9, 0)).unwrap(), &text[..], "flag {flag:#x}");
-            // Cut short: the stream ends before the bytes it promised.
+            assert_eq!(entries(&b).unwrap()[0].bytes().unwrap(), &text[..], "flag {flag:#x}");
+            // Cut short: the stream ends before the bytes it promised; the driver's choice of
+            // it is then no code for the device, as on an H200.
             let mut damaged = b.clone();
             damaged[16 + 16..16 + 20].copy_from_slice(&(stored.len() as u32 / 2).to_le_bytes());
-            assert!(choose(&damaged, (9, 0)).is_err_and(|e| e == Refusal::NoBinaryForGpu), "flag {flag:#x}");
+            assert!(entries(&damaged).unwrap()[0].bytes().is_err(), "flag {flag:#x}");
+            let read = super::super::read(&damaged, (9, 0), super::super::ptx::NEWEST_ISA);
+            assert_eq!(read.unwrap_err(), Refusal::NoBinaryForGpu, "flag {flag:#x}");
         }
     }
 
@@ -253,7 +240,7 @@ mod tests {
             b[i] ^= flip;
             b.truncate(cut.index(b.len() + 1));
             let _ = super::super::claim(&b);
-            let _ = super::super::read(&b, (9, 0));
+            let _ = super::super::read(&b, (9, 0), super::super::ptx::NEWEST_ISA);
         }
     }
 }

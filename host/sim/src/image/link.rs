@@ -130,7 +130,7 @@ mod tests {
         let text = link(&[CALLER.as_bytes(), CALLEE.as_bytes()]).unwrap();
         assert!(text.starts_with(".version 8.5\n.target sm_90\n.address_size 64\n"), "{text}");
         assert_eq!(text.matches(".version").count(), 1);
-        let contents = crate::image::ptx::read(text.as_bytes(), (9, 0)).unwrap();
+        let contents = crate::image::ptx::read(text.as_bytes(), (9, 0), crate::image::ptx::NEWEST_ISA).unwrap();
         assert_eq!(contents.kernels.len(), 1);
         let names: Vec<&str> = contents.globals.iter().map(|g| g.name.as_str()).collect();
         assert_eq!(names, ["$str", "bias"], "the extern declaration is not a second global");
@@ -143,7 +143,7 @@ mod tests {
         // names its own.
         let second = CALLER.replace("k(", "k2(").replace(".extern .global .align 4 .u32 bias;\n", "");
         let text = link(&[CALLER.as_bytes(), second.as_bytes(), CALLEE.as_bytes()]).unwrap();
-        let contents = crate::image::ptx::read(text.as_bytes(), (9, 0)).unwrap();
+        let contents = crate::image::ptx::read(text.as_bytes(), (9, 0), crate::image::ptx::NEWEST_ISA).unwrap();
         let names: Vec<&str> = contents.globals.iter().map(|g| g.name.as_str()).collect();
         assert_eq!(names, ["$str", "$str$linked1", "bias"]);
         // An internal helper defined before a visible one of the same name gives way to it.
@@ -193,7 +193,7 @@ mod tests {
             texts.push(own[..cut.index(own.len() + 1)].to_owned());
             let images: Vec<&[u8]> = texts.iter().map(|t| t.as_bytes()).collect();
             if let Ok(text) = link(&images) {
-                let _ = crate::image::ptx::read(text.as_bytes(), (9, 0));
+                let _ = crate::image::ptx::read(text.as_bytes(), (9, 0), crate::image::ptx::NEWEST_ISA);
             }
         }
     }

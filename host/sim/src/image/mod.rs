@@ -10,17 +10,22 @@
 //! claims from its first ones, so a caller can check the claim before reading further.
 
 mod bytes;
+pub mod choose;
 pub mod cubin;
 pub mod devrt;
 pub mod fatbin;
 pub mod link;
 pub mod ptx;
 
+use choose::{Arch, Offer, Variant};
 use peerpool::CudaCode;
 use std::sync::Arc;
 
 /// `(major, minor)`: `(9, 0)` for sm_90.
 pub type ComputeCapability = (i32, i32);
+
+/// A PTX ISA version, `(major, minor)`: `(9, 0)` for `.version 9.0`.
+pub type Isa = (u32, u32);
 
 /// One kernel parameter: where it lies in the parameter buffer and how many bytes it takes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,6 +86,8 @@ pub struct Contents {
     /// the device compiles (also when the driver would run the fatbin's machine code). `None`
     /// for machine code alone, which the simulator cannot run.
     pub ptx: Option<Arc<str>>,
+    /// What the driver takes from the image, and the PTX the simulator runs (`None`: none).
+    pub chosen: (Offer, Option<Offer>),
 }
 
 impl Contents {
@@ -104,9 +111,10 @@ pub enum Refusal {
     /// PTX that does not compile.
     #[error("invalid PTX: {0}")]
     InvalidPtx(String),
-    /// PTX of an ISA version newer than the driver's (CUDA 13.0: PTX ISA 9.0).
-    #[error("PTX ISA {0}.{1} is newer than the driver's")]
-    PtxVersion(u32, u32),
+    /// PTX of an ISA version newer than the driver's: the image's ISA and the newest the
+    /// driver compiles (CUDA 13.0: PTX ISA 9.0).
+    #[error("PTX ISA {}.{} is newer than the driver's {}.{}", .0.0, .0.1, .1.0, .1.1)]
+    PtxVersion(Isa, Isa),
     /// PTX for a virtual architecture the device does not implement.
     #[error("PTX for sm_{0}{1} does not run on this device")]
     PtxTarget(i32, i32),
@@ -166,23 +174,71 @@ pub fn claim(prefix: &[u8]) -> Claim {
     }
 }
 
-/// What `image` holds for a device of compute capability `device`: a cubin's, PTX's, or a
-/// fatbin's entry that the driver would choose (machine code for the device if present, else
-/// the newest PTX the device can compile). A trailing NUL ends PTX.
-pub fn read(image: &[u8], device: ComputeCapability) -> Result<Contents, Refusal> {
+/// What `image` holds for a device of compute capability `device` under a driver that compiles
+/// PTX up to ISA `isa`: a cubin's, PTX's, or a fatbin's (`choose.rs` says which of its entries
+/// the driver takes and which the simulator runs). A trailing NUL ends PTX.
+pub fn read(image: &[u8], device: ComputeCapability, isa: Isa) -> Result<Contents, Refusal> {
     if image.starts_with(cubin::MAGIC) {
         return cubin::read(image, device);
     }
     if bytes::u32_at(image, 0).map(|m| m as u32) == Some(fatbin::MAGIC) {
-        let chosen = fatbin::choose(image, device)?;
-        if !chosen.starts_with(cubin::MAGIC) {
-            return ptx::read(&chosen, device);
-        }
-        let mut contents = cubin::read(&chosen, device)?;
-        contents.ptx = fatbin::newest_ptx(image, device).and_then(|text| ptx::text(&text).map(Arc::from));
+        return read_fatbin(image, device, isa);
+    }
+    ptx::read(image, device, isa)
+}
+
+/// A fatbin's entry that the driver takes for `device`. Where that is machine code, the
+/// module's kernels, globals and constants are read from the newest PTX the device may run, as
+/// the simulator runs it; only what the driver reports of the machine code it runs (each
+/// kernel's registers, local and shared memory and thread limit) is the cubin's. Without such
+/// PTX the cubin alone is read, and its kernels cannot be launched.
+fn read_fatbin(image: &[u8], device: ComputeCapability, isa: Isa) -> Result<Contents, Refusal> {
+    let entries = fatbin::entries(image)?;
+    let offers: Vec<Offer> = entries.iter().map(fatbin::Entry::offer).collect();
+    let choice = choose::choose(&offers, device);
+    let driver = choice.driver.ok_or(Refusal::NoBinaryForGpu)?;
+    // Chosen by its header: an entry that then fails to decompress is
+    // `CUDA_ERROR_NO_BINARY_FOR_GPU`, as an H200 answered a fatbin whose chosen entry was damaged.
+    let taken = entries[driver].bytes().map_err(|_| Refusal::NoBinaryForGpu)?;
+    if offers[driver].ptx {
+        let mut contents = ptx::read(&taken, device, isa)?;
+        contents.chosen = (offers[driver], Some(offers[driver]));
         return Ok(contents);
     }
-    ptx::read(image, device)
+    let machine = cubin::read(&taken, device)?;
+    let ptx = choice.simulator.and_then(|i| {
+        let text = entries[i].bytes().ok()?;
+        Some((i, ptx::read(&text, device, ptx::NEWEST_ISA).ok()?))
+    });
+    let Some((i, mut contents)) = ptx else {
+        return Ok(Contents { chosen: (offers[driver], None), ..machine });
+    };
+    let compiled: std::collections::HashMap<&str, &Kernel> =
+        machine.kernels.iter().map(|k| (k.name.as_str(), k)).collect();
+    for kernel in &mut contents.kernels {
+        if let Some(m) = compiled.get(kernel.name.as_str()) {
+            kernel.registers = m.registers;
+            kernel.local_bytes = m.local_bytes;
+            kernel.shared_bytes = m.shared_bytes;
+            kernel.max_threads = m.max_threads.or(kernel.max_threads);
+        }
+    }
+    contents.code = machine.code;
+    contents.chosen = (offers[driver], Some(offers[i]));
+    Ok(contents)
+}
+
+/// `what` an image offers, as nvcc names it (`sm_90 machine code`, `compute_90a PTX`).
+pub fn describe(offer: Offer) -> String {
+    match offer.ptx {
+        true => format!("{} PTX", offer.arch.name("compute")),
+        false => format!("{} machine code", offer.arch.name("sm")),
+    }
+}
+
+/// An offer of machine code for `cc`, as a cubin's header gives it.
+pub(crate) fn machine_offer(cc: ComputeCapability) -> Offer {
+    Offer { ptx: false, arch: Arch { cc, variant: Variant::Plain } }
 }
 
 #[cfg(test)]
@@ -210,14 +266,14 @@ mod tests {
         elf[0x3a] = 64;
         elf[0x3c] = 1;
         assert_eq!(claim(&elf), Claim::Bytes((1 << 40) + 64));
-        assert!(matches!(read(&elf, (9, 0)), Err(Refusal::NotAnImage(_))));
+        assert!(matches!(read(&elf, (9, 0), ptx::NEWEST_ISA), Err(Refusal::NotAnImage(_))));
     }
 
     proptest! {
         #[test]
         fn any_bytes_are_read_or_refused_without_a_panic(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
             let _ = claim(&bytes);
-            let _ = read(&bytes, (9, 0));
+            let _ = read(&bytes, (9, 0), ptx::NEWEST_ISA);
         }
 
         #[test]
@@ -238,13 +294,13 @@ mod tests {
                 bytes[i] ^= flip;
             }
             let _ = claim(&bytes);
-            let _ = read(&bytes, (9, 0));
+            let _ = read(&bytes, (9, 0), ptx::NEWEST_ISA);
         }
 
         #[test]
         fn text_after_a_ptx_header_is_read_or_refused_without_a_panic(tail in "[ -~\n\t]{0,300}") {
             let text = format!(".version 9.0\n.target sm_90\n.address_size 64\n{tail}");
-            let _ = read(text.as_bytes(), (9, 0));
+            let _ = read(text.as_bytes(), (9, 0), ptx::NEWEST_ISA);
         }
     }
 }

@@ -3,22 +3,41 @@
 //! variables with their initial bytes. Declarations are read as `ptxas` reads them;
 //! instructions are not looked at (nothing is compiled).
 
-use super::{Code, ComputeCapability, Contents, Global, Kernel, Param, Refusal};
+use super::choose::{Arch, Offer, Variant};
+use super::{Code, ComputeCapability, Contents, Global, Isa, Kernel, Param, Refusal};
 
-/// The newest PTX ISA the simulated driver (CUDA 13.0) compiles.
-pub const NEWEST_ISA: (u32, u32) = (9, 0);
+/// The newest PTX ISA peerpool's executor reads: CUDA 13.5's.
+pub const NEWEST_ISA: Isa = (9, 5);
+
+/// The newest PTX ISA a driver of CUDA `version` (`cuDriverGetVersion`'s `1000 * major + 10 *
+/// minor`) compiles, as NVIDIA's release notes pair them: CUDA 11.x reads ISA 7.x and 12.x
+/// reads 8.x, minor for minor, but for 12.6 (8.5) and 12.7 to 12.9 (8.6 to 8.8); 13.x reads
+/// 9.x. Older drivers are not simulated and are taken as 11.0.
+pub fn driver_isa(version: i32) -> Isa {
+    let (major, minor) = (version / 1000, (version % 1000 / 10) as u32);
+    match major {
+        ..=11 => (7, if major == 11 { minor } else { 0 }),
+        12 => (8, if minor <= 5 { minor } else { minor - 1 }),
+        _ => (9 + (major - 13) as u32, minor),
+    }
+}
+
+/// The CUDA release whose driver first compiles PTX ISA `isa`, as `cuDriverGetVersion` writes it.
+pub fn driver_for_isa(isa: Isa) -> i32 {
+    (11_000..=99_990).step_by(10).find(|&v| driver_isa(v) >= isa).unwrap_or(99_990)
+}
 
 /// What `text` (up to its first NUL, if any) declares, compiled for a device of compute
-/// capability `device`.
-pub fn read(text: &[u8], device: ComputeCapability) -> Result<Contents, Refusal> {
+/// capability `device` by a driver that compiles PTX up to ISA `isa`.
+pub fn read(text: &[u8], device: ComputeCapability, isa: Isa) -> Result<Contents, Refusal> {
     let whole = self::text(text).ok_or(Refusal::NotAnImage("text that is not UTF-8"))?;
     let Header { version, target, rest } = header(whole)?;
-    let isa = isa_version(&version).ok_or_else(|| Refusal::InvalidPtx(format!(".version {version}")))?;
-    if isa > NEWEST_ISA {
-        return Err(Refusal::PtxVersion(isa.0, isa.1));
+    let version = isa_version(&version).ok_or_else(|| Refusal::InvalidPtx(format!(".version {version}")))?;
+    if version > isa {
+        return Err(Refusal::PtxVersion(version, isa));
     }
     let target = parse_target(&target).ok_or_else(|| Refusal::InvalidPtx(format!(".target {target}")))?;
-    if !target.runs_on(device) {
+    if !target.ptx_runs_on(device) {
         return Err(Refusal::PtxTarget(target.cc.0, target.cc.1));
     }
     let tokens = tokens(&rest);
@@ -28,7 +47,8 @@ pub fn read(text: &[u8], device: ComputeCapability) -> Result<Contents, Refusal>
     }
     let kernels = module.entries.iter().map(|e| e.kernel(&module.shared)).collect();
     let (globals, const_bytes, ptx) = (module.globals, module.const_end, Some(std::sync::Arc::from(whole)));
-    Ok(Contents { code: Code::Ptx(target.cc), kernels, globals, const_bytes, ptx })
+    let offer = Offer { ptx: true, arch: target };
+    Ok(Contents { code: Code::Ptx(target.cc), kernels, globals, const_bytes, ptx, chosen: (offer, Some(offer)) })
 }
 
 /// A PTX text without its comments, split: its `.version` and its `.target` (the words after
@@ -67,30 +87,18 @@ pub fn text(image: &[u8]) -> Option<&str> {
     std::str::from_utf8(image.split(|&c| c == 0).next().unwrap_or_default()).ok()
 }
 
-/// A `.target`: the virtual architecture, and whether it is architecture-specific (`sm_90a`:
-/// that compute capability only) or family-specific (`sm_100f`: its major version).
-pub(super) struct Target {
-    pub(super) cc: ComputeCapability,
-    suffix: Option<char>,
-}
-
-impl Target {
-    fn runs_on(&self, device: ComputeCapability) -> bool {
-        match self.suffix {
-            Some('a') => self.cc == device,
-            Some(_) => self.cc.0 == device.0 && self.cc.1 <= device.1,
-            None => self.cc <= device,
-        }
-    }
-}
-
-/// The target a `.target` directive's words name first (`sm_90, texmode_independent`).
-pub(super) fn parse_target(words: &str) -> Option<Target> {
+/// The target a `.target` directive's words name first (`sm_90a, texmode_independent`):
+/// architecture-specific with `a` (that compute capability only), family-specific with `f`.
+pub(super) fn parse_target(words: &str) -> Option<Arch> {
     let sm = words.split([',', ' ']).next()?.strip_prefix("sm_")?;
     let digits: String = sm.chars().take_while(char::is_ascii_digit).collect();
-    let suffix = sm[digits.len()..].chars().next();
+    let variant = match sm[digits.len()..].chars().next() {
+        Some('a') => Variant::Arch,
+        Some(_) => Variant::Family,
+        None => Variant::Plain,
+    };
     let n: i32 = digits.parse().ok()?;
-    Some(Target { cc: (n / 10, n % 10), suffix })
+    Some(Arch { cc: (n / 10, n % 10), variant })
 }
 
 pub(super) fn isa_version(v: &str) -> Option<(u32, u32)> {
@@ -101,36 +109,31 @@ pub(super) fn isa_version(v: &str) -> Option<(u32, u32)> {
 /// `text` without `//` and `/* */` comments (a quoted string keeps what it holds).
 fn strip_comments(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
-    let mut quoted = false;
-    while let Some(c) = chars.next() {
-        match c {
-            '"' => {
+    let bytes = text.as_bytes();
+    let (mut i, mut copied, mut quoted) = (0, 0, false);
+    while i < bytes.len() {
+        match bytes[i] {
+            b'"' => {
                 quoted = !quoted;
-                out.push(c);
+                i += 1;
             }
-            '/' if !quoted && chars.peek() == Some(&'/') => {
-                for c in chars.by_ref() {
-                    if c == '\n' {
-                        out.push('\n');
-                        break;
-                    }
-                }
+            // A line comment: up to its newline, which stays.
+            b'/' if !quoted && bytes.get(i + 1) == Some(&b'/') => {
+                out.push_str(&text[copied..i]);
+                i = text[i..].find('\n').map_or(bytes.len(), |end| i + end);
+                copied = i;
             }
-            '/' if !quoted && chars.peek() == Some(&'*') => {
-                chars.next();
-                let mut last = ' ';
-                for c in chars.by_ref() {
-                    if last == '*' && c == '/' {
-                        break;
-                    }
-                    last = c;
-                }
+            // A block comment: one space in its place.
+            b'/' if !quoted && bytes.get(i + 1) == Some(&b'*') => {
+                out.push_str(&text[copied..i]);
                 out.push(' ');
+                i = text[i + 2..].find("*/").map_or(bytes.len(), |end| i + 2 + end + 2);
+                copied = i;
             }
-            _ => out.push(c),
+            _ => i += 1,
         }
     }
+    out.push_str(&text[copied..]);
     out
 }
 
@@ -139,8 +142,8 @@ pub(super) fn tokens(text: &str) -> Vec<&str> {
     pieces(text).filter(|p| !p.starts_with(char::is_whitespace)).collect()
 }
 
-/// `text` cut into its tokens and the whitespace between them (one piece a character), which
-/// together are the whole text: what [`tokens`] reads and a rewrite of names keeps.
+/// `text` cut into its tokens and the runs of whitespace between them, which together are the
+/// whole text: what [`tokens`] reads and a rewrite of names keeps.
 pub(super) fn pieces(text: &str) -> impl Iterator<Item = &str> {
     let word = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '$' | '%' | '.');
     let mut rest = text;
@@ -149,6 +152,7 @@ pub(super) fn pieces(text: &str) -> impl Iterator<Item = &str> {
         let len = match c {
             '"' => rest[1..].find('"').map_or(rest.len(), |end| end + 2),
             c if word(c) => rest.find(|c: char| !word(c)).unwrap_or(rest.len()),
+            c if c.is_whitespace() => rest.find(|c: char| !c.is_whitespace()).unwrap_or(rest.len()),
             c => c.len_utf8(),
         };
         let piece = &rest[..len];
@@ -585,7 +589,7 @@ mod tests {
 "#;
 
     fn read90(text: &str) -> Result<Contents, Refusal> {
-        read(text.as_bytes(), (9, 0))
+        read(text.as_bytes(), (9, 0), NEWEST_ISA)
     }
 
     #[test]
@@ -641,11 +645,14 @@ mod tests {
     #[test]
     fn what_is_not_ptx_or_not_for_this_device_is_refused() {
         assert!(matches!(read90("this is not PTX"), Err(Refusal::NotAnImage(_))));
-        assert!(matches!(read(&[0xff, 0xfe], (9, 0)), Err(Refusal::NotAnImage(_))));
-        assert_eq!(read90(".version 9.9\n.target sm_90\n"), Err(Refusal::PtxVersion(9, 9)));
+        assert!(matches!(read(&[0xff, 0xfe], (9, 0), NEWEST_ISA), Err(Refusal::NotAnImage(_))));
+        assert_eq!(read90(".version 9.9\n.target sm_90\n"), Err(Refusal::PtxVersion((9, 9), (9, 5))));
+        let cuda_13_0 = driver_isa(13_000);
+        assert_eq!(read(b".version 9.5\n.target sm_90\n", (9, 0), cuda_13_0), Err(Refusal::PtxVersion((9, 5), (9, 0))));
+        assert!(read(b".version 9.0\n.target sm_90\n", (9, 0), cuda_13_0).is_ok());
         assert_eq!(read90(".version 9.0\n.target sm_100\n"), Err(Refusal::PtxTarget(10, 0)));
-        assert_eq!(read(b".version 9.0\n.target sm_90a\n", (10, 0)), Err(Refusal::PtxTarget(9, 0)));
-        assert!(read(b".version 9.0\n.target sm_90a\n", (9, 0)).is_ok());
+        assert_eq!(read(b".version 9.0\n.target sm_90a\n", (10, 0), NEWEST_ISA), Err(Refusal::PtxTarget(9, 0)));
+        assert!(read(b".version 9.0\n.target sm_90a\n", (9, 0), NEWEST_ISA).is_ok());
         assert!(read90(".version 7.0\n.target sm_70\n").is_ok(), "an older target compiles");
         assert!(matches!(read90(".version 9.0\n.target sm_90\n.entry k( { ret; }"), Err(Refusal::InvalidPtx(_))));
         assert!(matches!(read90(".version 9.0\n.target sm_90\n}"), Err(Refusal::InvalidPtx(_))));
@@ -653,7 +660,7 @@ mod tests {
 
     #[test]
     fn peerpools_own_ptx_reads_as_its_kernels_declare() {
-        let c = read(peerpool_kernels::PTX.as_bytes(), (9, 0)).unwrap();
+        let c = read(peerpool_kernels::PTX.as_bytes(), (9, 0), NEWEST_ISA).unwrap();
         for kernel in peerpool_kernels::Kernel::ALL {
             let read = c.kernel(kernel.entry().as_bytes()).unwrap_or_else(|| panic!("{}", kernel.entry()));
             assert_eq!(read.params.len(), kernel.params().len(), "{}", kernel.entry());
@@ -661,6 +668,23 @@ mod tests {
                 assert_eq!(p.size, declared.kind.width(), "{}", kernel.entry());
             }
         }
+    }
+
+    #[test]
+    fn each_driver_compiles_its_releases_isa() {
+        let pairs = [(11_080, (7, 8)), (12_000, (8, 0)), (12_040, (8, 4)), (12_050, (8, 5)), (12_060, (8, 5))];
+        let later = [(12_080, (8, 7)), (12_090, (8, 8)), (13_000, (9, 0)), (13_050, (9, 5)), (14_000, (10, 0))];
+        for (driver, isa) in pairs.into_iter().chain(later) {
+            assert_eq!(driver_isa(driver), isa, "CUDA {driver}");
+        }
+        assert_eq!(driver_for_isa((9, 5)), 13_050);
+        assert_eq!(driver_for_isa((8, 6)), 12_070);
+        assert_eq!(driver_for_isa((9, 0)), 13_000);
+        assert_eq!(
+            driver_for_isa(NEWEST_ISA),
+            crate::DRIVER_VERSION,
+            "the default driver reads what the executor does"
+        );
     }
 
     #[test]
