@@ -7,6 +7,7 @@ mod exit;
 mod junit;
 mod outputs;
 mod sim;
+mod trusted;
 
 use clap::{Parser, Subcommand};
 use peerpool::bench;

@@ -2,7 +2,9 @@
 //! through the libcuda shim (`peerpool-shim`), or prints the environment that does so. With
 //! `--real` the shim forwards to NVIDIA's libcuda instead, through the same rules and trace.
 
+use crate::carried::{self, Placed, Source};
 use crate::exit;
+use crate::trusted;
 use peerpool_sim::env::{self, BACKEND, DRIVER_VERSION, FAULTS, LIBCUDA, SEED, TIMING, TOPOLOGY, TRACE};
 use std::ffi::OsString;
 use std::os::unix::fs::FileTypeExt;
@@ -35,20 +37,29 @@ pub fn run(options: Options) -> ExitCode {
             eprintln!("peerpool sim: {}", peerpool::text::escaped(&why));
             exit::code(exit::BAD_INPUT)
         }
-        Ok(vars) if options.print_env => {
+        Ok((vars, placed)) if options.print_env => {
+            // The printed environment is for a program started later: its directory stays.
+            if let Some(dir) = placed.run_dir.map(carried::RunDir::keep) {
+                eprintln!("peerpool sim: the shim is in {}, made for this run; remove it when done", dir.display());
+            }
             for (name, value) in vars {
                 println!("export {name}={}", shell_quote(&value));
             }
             ExitCode::SUCCESS
         }
-        Ok(vars) => launch(&options.command, &vars),
+        Ok((vars, placed)) => {
+            let code = launch(&options.command, &vars);
+            // The program has exited: a directory made for this run goes.
+            drop(placed);
+            code
+        }
     }
 }
 
 /// The variables to set, after checking every setting as the shim will (those the options give
 /// and those the environment already holds, so a mistake is found here, not in the program's
-/// first `cuInit`) and installing the shim.
-fn prepare(options: &Options) -> Result<Vec<(String, String)>, String> {
+/// first `cuInit`) and installing the shim; the shim's place, held until the program exits.
+fn prepare(options: &Options) -> Result<(Vec<(String, String)>, Placed), String> {
     if options.command.is_empty() && !options.print_env {
         return Err("give a command to run after `--`, or --print-env".into());
     }
@@ -93,7 +104,8 @@ fn prepare(options: &Options) -> Result<Vec<(String, String)>, String> {
         };
         Ok(value.filter(|v| !(name == TRACE && fifo(v))))
     })?;
-    let shim = locate_shim(options.shim.clone())?;
+    let placed = locate_shim(options.shim.clone())?;
+    let shim = placed.shim.clone();
     if options.real && options.libcuda.is_none() {
         let path = env::var("LD_LIBRARY_PATH")?;
         if env::libcuda_candidates(path.as_deref(), &shim).is_empty() {
@@ -108,7 +120,7 @@ fn prepare(options: &Options) -> Result<Vec<(String, String)>, String> {
     path.extend(env::var("LD_LIBRARY_PATH")?.filter(|rest| !rest.is_empty()));
     let path = path.join(":");
     vars.push(("LD_LIBRARY_PATH".to_string(), path));
-    Ok(vars)
+    Ok((vars, placed))
 }
 
 /// `--trace` as the shim reads it: `-` (stderr) as given, a file made absolute, since the
@@ -122,19 +134,23 @@ fn trace_setting(trace: &Path) -> Result<String, String> {
 }
 
 /// The shim: `--shim`, else `$PEERPOOL_SHIM`, else the one this binary carries (built from a
-/// package: `carried`), else beside this binary (where `cargo build -p peerpool-shim` puts it).
-fn locate_shim(explicit: Option<PathBuf>) -> Result<PathBuf, String> {
+/// package), else beside this binary (where `cargo build -p peerpool-shim` puts it); placed
+/// where no other user can change it (`carried::place`).
+fn locate_shim(explicit: Option<PathBuf>) -> Result<Placed, String> {
+    let places = carried::Places::from_env();
     let named = explicit.or_else(|| std::env::var_os(SHIM_ENV).map(PathBuf::from));
     if named.is_none()
-        && let Some(carried) = crate::carried::shim(SHIM_FILE)
+        && let Some((bytes, id)) = carried::carried()
     {
-        return carried.map_err(|e| format!("the shim this binary carries: {e}"));
+        return carried::place(Source::Bytes(bytes, id), SHIM_FILE, &places)
+            .map_err(|e| format!("the shim this binary carries: {e}"));
     }
     // Not to run a child (that is `peerpool::child`'s): cargo puts the shim beside this command,
     // wherever the build directory is.
     let beside = || std::env::current_exe().ok().and_then(|exe| Some(exe.parent()?.join(SHIM_FILE)));
     match named.or_else(beside) {
-        Some(path) if path.is_file() => std::path::absolute(&path).map_err(|e| format!("{}: {e}", path.display())),
+        Some(path) if path.is_file() => carried::place(Source::File(&path), SHIM_FILE, &places)
+            .map_err(|e| format!("the shim {}: {e}", path.display())),
         Some(path) => Err(format!(
             "no shim at {} (build it with `cargo build --release -p peerpool-shim`, or name it with --shim or ${SHIM_ENV})",
             path.display()
@@ -145,10 +161,14 @@ fn locate_shim(explicit: Option<PathBuf>) -> Result<PathBuf, String> {
 
 /// A directory `dir` beside the shim holding `names`, links to it: what goes first on
 /// `LD_LIBRARY_PATH` ([`env::DRIVER_NAMES`], [`env::NVJITLINK_NAMES`]). Made once; a link left
-/// by another build is replaced.
+/// by another build is replaced. The shim and the directory must pass `trusted::check`: the
+/// loader follows both paths later.
 pub fn install(shim: &Path, dir: &str, names: &[&str]) -> Result<PathBuf, String> {
+    let euid = trusted::euid();
+    let shim = trusted::check(&trusted::Host, shim, euid).map_err(|e| format!("the shim: {e}"))?;
+    let shim = shim.as_path();
     let dir = shim.parent().ok_or("the shim has no directory")?.join(dir);
-    std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    let dir = trusted::create_dir_all(&trusted::Host, &dir, euid).map_err(|e| format!("the links' directory: {e}"))?;
     for &name in names {
         let link = dir.join(name);
         if std::fs::read_link(&link).is_ok_and(|target| target == shim) {

@@ -121,12 +121,13 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
     let name = parts.next().unwrap_or_default();
     // What is not PTX at all is the program's error, as ptxas reports it; what is PTX and is
     // not implemented below is the executor's refusal.
-    let not_ptx = |what: String| LoadError::Syntax { line, what: format!("{opcode}: {what}") };
+    // (In ptxas's words, as the JIT's error log gives them.)
+    let not_ptx = |what: String| LoadError::Syntax { line, what };
     if !vocabulary::is_instruction(name) {
-        return Err(not_ptx(format!("{name} is not a PTX instruction")));
+        return Err(not_ptx(format!("Not a name of any known instruction: '{name}'")));
     }
     if let Some(m) = opcode.split('.').skip(1).find(|m| !vocabulary::is_modifier(m)) {
-        return Err(not_ptx(format!(".{m} is not a PTX modifier")));
+        return Err(not_ptx(format!("Unknown modifier '.{m}'")));
     }
     let mods = Mods { words: parts.filter(|m| !IGNORED.contains(m)).map(String::from).collect() };
     let d = Decoder { ops: &ops, scope, line, opcode };
@@ -545,7 +546,8 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
             let fits = to.bits() > from.bits() && (to.signed() || !from.signed())
                 || to.bits() == from.bits() && to.signed() == from.signed();
             if fm.sat && int(to) && int(from) && fits {
-                return Err(d.bad("`.sat` on a conversion that cannot overflow"));
+                // ptxas refuses it so: "Illegal modifier '.sat' for instruction 'cvt'".
+                return Err(LoadError::Syntax { line, what: "Illegal modifier '.sat' for instruction 'cvt'".into() });
             }
             let conv = Conversion { to, from, round_int, fm, relu };
             match (to, from) {

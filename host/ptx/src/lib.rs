@@ -177,10 +177,14 @@ pub use ir::{Function, Module, Param, Pointer, Space, Ty, Variable};
 /// Why a module cannot be loaded.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum LoadError {
-    /// The text is not PTX, as ptxas would refuse it: a name, modifier or form that PTX does
-    /// not have, a call of a function no image defines, or text this parser does not read.
+    /// The text is not PTX, as ptxas would refuse it (in ptxas's words where it has them): a
+    /// name, modifier or form that PTX does not have, or text this parser does not read.
     #[error("line {line}: {what}")]
     Syntax { line: u32, what: String },
+    /// A call of a function that no image defines (and the driver does not provide): the JIT
+    /// links nothing to it.
+    #[error("line {line}: unresolved extern function {name}")]
+    Unresolved { line: u32, name: String },
     /// An instruction or feature the executor does not implement.
     #[error("line {line}: {what} is not implemented by peerpool's PTX executor")]
     Unsupported { line: u32, what: String },

@@ -66,7 +66,7 @@ pub(crate) fn link(m: &mut Module, headers: &[(&str, Option<usize>)], taken: &BT
                     return Err(unsupported("the device heap (malloc and free)"));
                 }
                 // Any other function without a body is unresolved: the JIT refuses the module.
-                None => return Err(LoadError::Syntax { line, what: format!("unresolved extern function {name}") }),
+                None => return Err(LoadError::Unresolved { line, name: name.to_owned() }),
             };
             let id = call.callee;
             let target = place(&mut f.body, &mut placed, id, callee);

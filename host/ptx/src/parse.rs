@@ -225,6 +225,19 @@ impl<'t> Parser<'t> {
         Ok(t)
     }
 
+    /// A token where none of its kind may stand, in ptxas's words.
+    fn unexpected<T>(&self, tok: Tok<'_>) -> Result<T, LoadError> {
+        let text = match tok {
+            Tok::Word(w) => w.to_owned(),
+            Tok::Int(v) => v.to_string(),
+            Tok::Float { bits, double: true } => format!("0d{bits:016X}"),
+            Tok::Float { bits, double: false } => format!("0f{bits:08X}"),
+            Tok::Punct(c) => c.to_string(),
+            Tok::Str(s) => format!("\"{s}\""),
+        };
+        self.err(format!("Parsing error near '{text}': syntax error"))
+    }
+
     fn err<T>(&self, what: impl Into<String>) -> Result<T, LoadError> {
         Err(LoadError::Syntax { line: self.line(), what: what.into() })
     }
@@ -522,7 +535,7 @@ fn initialiser(p: &mut Parser, ty: Ty, names: Names<'_>) -> Result<(Vec<u8>, Vec
                 let what = format!("an address ({w}) in an initialiser narrower than 64 bits");
                 return Err(LoadError::Unsupported { line: p.line(), what });
             }
-            other => return p.err(format!("unexpected {other:?} in an initialiser")),
+            other => return p.unexpected(other),
         };
         out.extend_from_slice(&bits.to_le_bytes()[..ty.bytes()]);
         if !braced || !p.is(',') {
@@ -760,7 +773,7 @@ fn body<'t>(p: &mut Parser<'t>, scope: &mut Scope, f: &mut Function) -> Result<V
                 let operands = operands(p, scope)?;
                 out.push((line, None, opcode, operands));
             }
-            other => return p.err(format!("unexpected {other:?}")),
+            other => return p.unexpected(other),
         }
     }
 }
@@ -773,7 +786,7 @@ fn branch_targets(p: &mut Parser) -> Result<Vec<String>, LoadError> {
         match p.next()? {
             Tok::Punct(',') => {}
             Tok::Punct(';') => return Ok(names),
-            other => return p.err(format!("unexpected {other:?} in .branchtargets")),
+            other => return p.unexpected(other),
         }
     }
 }
@@ -803,7 +816,7 @@ fn registers(p: &mut Parser, kind: Option<&str>) -> Result<(String, Vec<Declared
         match p.next()? {
             Tok::Punct(',') => {}
             Tok::Punct(';') => return Ok((kind, names)),
-            other => return p.err(format!("unexpected {other:?} in .reg")),
+            other => return p.unexpected(other),
         }
     }
 }
@@ -820,7 +833,7 @@ fn operands(p: &mut Parser, scope: &Scope) -> Result<Vec<Operand>, LoadError> {
         match p.next()? {
             Tok::Punct(',') => {}
             Tok::Punct(';') => return Ok(out),
-            other => return p.err(format!("unexpected {other:?} among operands")),
+            other => return p.unexpected(other),
         }
     }
 }
@@ -836,7 +849,7 @@ fn operand(p: &mut Parser, scope: &Scope) -> Result<Operand, LoadError> {
                 offset += sign
                     * match p.next()? {
                         Tok::Int(v) => i64::try_from(v).ok().ok_or(()).or_else(|_| p.err("an offset out of range"))?,
-                        other => return p.err(format!("unexpected {other:?} in an address")),
+                        other => return p.unexpected(other),
                     };
             }
             p.punct(']')?;
@@ -852,7 +865,7 @@ fn operand(p: &mut Parser, scope: &Scope) -> Result<Operand, LoadError> {
                 match p.next()? {
                     Tok::Punct(',') => {}
                     Tok::Punct('}') => return Ok(Operand::Vector(items)),
-                    other => return p.err(format!("unexpected {other:?} in a vector")),
+                    other => return p.unexpected(other),
                 }
             }
         }
@@ -887,14 +900,14 @@ fn operand(p: &mut Parser, scope: &Scope) -> Result<Operand, LoadError> {
                 return Err(LoadError::Unsupported { line: p.line(), what: format!("the register {w}") });
             }
             if w.starts_with('%') {
-                return p.err(format!("{w} is not declared"));
+                return p.err(format!("Unknown symbol '{w}'"));
             }
             if let Some(&place) = scope.places.get(w) {
                 return Ok(Operand::Place(place));
             }
             Ok(Operand::Name(w.to_owned()))
         }
-        other => p.err(format!("unexpected {other:?}")),
+        other => p.unexpected(other),
     }
 }
 

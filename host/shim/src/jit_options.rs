@@ -1,10 +1,11 @@
 //! The JIT options a caller hands `cuModuleLoadDataEx`, `cuLibraryLoadData` and `cuLinkCreate`
 //! that the simulator answers: the error and info logs (`CU_JIT_ERROR_LOG_BUFFER`,
-//! `CU_JIT_INFO_LOG_BUFFER`, with their sizes) and `CU_JIT_LOG_VERBOSE`. The rest (optimisation
-//! levels, targets, caches) change nothing a simulator compiles and are passed over.
+//! `CU_JIT_INFO_LOG_BUFFER`, with their sizes). The rest (verbosity, optimisation levels,
+//! targets, caches) change nothing a simulator compiles and are passed over.
 //!
-//! A log is written as the driver writes it: at most its buffer's size, NUL-terminated, and the
-//! size option's value in the caller's array replaced by the bytes written, the NUL included.
+//! A log is written as the driver writes it: NUL-terminated within its buffer, and the size
+//! option's value in the caller's array replaced by the log's length, or by the buffer's size
+//! where the log was cut to fit (`docs/hardware/2026-12-07-modules-h100`).
 
 use cudarc::driver::sys::CUjit_option;
 use peerpool_sim::jit::JitLog;
@@ -25,7 +26,6 @@ struct Buffer {
 pub(crate) struct JitOptions {
     error: Buffer,
     info: Buffer,
-    pub(crate) verbose: bool,
 }
 
 impl JitOptions {
@@ -55,7 +55,6 @@ impl JitOptions {
                 o if o == CUjit_option::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES as c_uint => {
                     (read.info.size, read.info.size_slot) = (value & 0xffff_ffff, slot as usize)
                 }
-                o if o == CUjit_option::CU_JIT_LOG_VERBOSE as c_uint => read.verbose = value != 0,
                 _ => {}
             }
         }
@@ -88,7 +87,7 @@ unsafe fn write_one(buffer: Buffer, text: &str) {
         std::ptr::copy_nonoverlapping(bytes.as_ptr().cast::<c_char>(), at, bytes.len());
         at.add(bytes.len()).write(0);
         if buffer.size_slot != 0 {
-            (buffer.size_slot as *mut *mut c_void).write((bytes.len() + 1) as *mut c_void);
+            (buffer.size_slot as *mut *mut c_void).write(text.len().min(buffer.size) as *mut c_void);
         }
     }
 }

@@ -27,6 +27,7 @@ fn since(symbol: &str) -> c_int {
         "cuCtxSynchronize_v2" => 13000,
         "cuEventElapsedTime_v2" => 12080,
         "cuCtxCreate_v4" => 12050,
+        "cuCtxCreate_v3" => 11040,
         "cuGetProcAddress_v2" => 12000,
         "cuDeviceGetUuid_v2" => 11040,
         "cuDevicePrimaryCtxRelease_v2"

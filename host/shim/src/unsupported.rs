@@ -32,8 +32,6 @@ crate::boundary::stubs! {
     fn cuCoredumpSetAttribute(attrib: CUcoredumpSettings, value: *mut std::ffi::c_void, size: *mut usize);
     fn cuCoredumpSetAttributeGlobal(attrib: CUcoredumpSettings, value: *mut std::ffi::c_void, size: *mut usize);
     fn cuCtxAttach(pctx: *mut CUcontext, flags: std::ffi::c_uint);
-    fn cuCtxCreate_v2(pctx: *mut CUcontext, flags: std::ffi::c_uint, dev: CUdevice);
-    fn cuCtxCreate_v3(pctx: *mut CUcontext, paramsArray: *mut CUexecAffinityParam, numParams: std::ffi::c_int, flags: std::ffi::c_uint, dev: CUdevice);
     fn cuCtxDetach(ctx: CUcontext);
     fn cuCtxFromGreenCtx(pContext: *mut CUcontext, hCtx: CUgreenCtx);
     fn cuCtxGetDevResource(hCtx: CUcontext, resource: *mut CUdevResource, type_: CUdevResourceType);

@@ -3,7 +3,9 @@
 //! naming every entry point the headers declare (with and without the per-thread default
 //! stream) is built against the shim, loads with every symbol bound at start, and calls each one
 //! with zero arguments after `cuInit`: each must return a result code, none may crash the
-//! program. Without the headers the trials are skipped with the reason.
+//! program. Where the header sets select different versions of one entry point
+//! (`cuCtxCreate_v2` and `_v4`), each is served where the other is. Without the headers the
+//! trials are skipped with the reason.
 
 mod support;
 
@@ -104,6 +106,75 @@ fn every_entry_point_answers(include: String) -> Result<(), Failed> {
     }
 }
 
+/// The entry points the shim answers `CUDA_ERROR_NOT_SUPPORTED` (`src/unsupported.rs`, found at
+/// run time).
+fn stubs() -> Result<BTreeSet<String>, Failed> {
+    let manifest = std::env::var_os("CARGO_MANIFEST_DIR").ok_or("CARGO_MANIFEST_DIR is not set")?;
+    let text = std::fs::read_to_string(std::path::Path::new(&manifest).join("src/unsupported.rs"))?;
+    let names = text.lines().filter_map(|l| l.trim().strip_prefix("fn ")?.split('(').next().map(str::to_owned));
+    Ok(names.collect())
+}
+
+/// `cuCtxCreate` for `cuCtxCreate_v2`: the name CUDA documents.
+fn base(name: &str) -> &str {
+    match name.rsplit_once("_v") {
+        Some((base, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => base,
+        _ => name,
+    }
+}
+
+/// What each of `names` is in a program compiled against the headers in `include`: the symbol
+/// its macro selects (`cuCtxCreate` is `cuCtxCreate_v2` under CUDA 12.x's headers).
+fn selected(include: &str, names: &BTreeSet<&str>) -> Result<Vec<(String, String)>, Failed> {
+    let mut source = String::from("#include <cuda.h>\n");
+    for name in names {
+        source += &format!("@selects \"{name}\" {name}\n");
+    }
+    let out = Command::new("cc")
+        .args(["-E", "-P", "-x", "c"])
+        .arg(format!("-I{include}"))
+        .arg("-")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            child.stdin.take().expect("piped").write_all(source.as_bytes())?;
+            child.wait_with_output()
+        })?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let pairs = text.lines().filter_map(|l| {
+        let mut words = l.strip_prefix("@selects ")?.split_whitespace();
+        Some((words.next()?.trim_matches('"').to_owned(), words.next()?.to_owned()))
+    });
+    Ok(pairs.collect())
+}
+
+/// Where the header sets select different versions of an entry point (CUDA 12.x's
+/// `cuCtxCreate` is `cuCtxCreate_v2`, 13.0's `_v4`), each is served where the other is: a
+/// program built against either header set gets the same driver.
+fn every_header_selects_a_served_version(dirs: Vec<String>) -> Result<(), Failed> {
+    let stubs = stubs()?;
+    let sets = dirs.iter().map(|d| declared(d)).collect::<Result<Vec<_>, _>>()?;
+    let names: BTreeSet<&str> = sets.iter().flatten().map(|n| base(n)).collect();
+    let picks = dirs.iter().map(|d| selected(d, &names)).collect::<Result<Vec<_>, _>>()?;
+    let (mut wrong, mut differ) = (Vec::new(), 0);
+    for (name, first) in &picks[0] {
+        for (other, dir) in picks.iter().zip(&dirs).skip(1) {
+            let Some((_, second)) = other.iter().find(|(n, _)| n == name).filter(|(_, s)| s != first) else { continue };
+            differ += 1;
+            if stubs.contains(first) != stubs.contains(second) {
+                wrong.push(format!("{name}: {first} ({}) and {second} ({dir}) are not both served", dirs[0]));
+            }
+        }
+    }
+    match (wrong.is_empty(), differ) {
+        (_, 0) => Err("the header sets select the same version of every entry point: are both given?".into()),
+        (true, _) => Ok(()),
+        (false, _) => Err(wrong.join("\n").into()),
+    }
+}
+
 fn main() -> ExitCode {
     let trials = match std::env::var(HEADERS) {
         Ok(dirs) => dirs
@@ -117,6 +188,12 @@ fn main() -> ExitCode {
                 let include = include.to_string();
                 Trial::test(name, move || every_entry_point_answers(include))
             })
+            .chain(std::iter::once({
+                let dirs: Vec<String> = dirs.split(':').filter(|d| !d.is_empty()).map(str::to_owned).collect();
+                Trial::test("every_header_selects_a_served_version", move || {
+                    every_header_selects_a_served_version(dirs)
+                })
+            }))
             .collect(),
         Err(_) => {
             eprintln!("skipped: every_entry_point_answers: {HEADERS} is not set");

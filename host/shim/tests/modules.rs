@@ -1,8 +1,9 @@
 //! Modules loaded as NVIDIA's driver loads them: the `-gencode` table (`clients/gencode.c` over
 //! `clients/images/globals.cu` built by nvcc in each form, by CUDA 13.0's nvcc and a newer
 //! one's) on every catalog topology, each device running the code its compute capability
-//! allows and the module's globals, function-pointer tables and virtual calls right; and the
-//! driver's version deciding which PTX loads.
+//! allows and the module's globals, function-pointer tables and virtual calls right; the
+//! table's compute 9.0 column and the JIT's answers to PTX it refuses as NVIDIA's driver gave
+//! them; and the driver's version deciding which PTX loads.
 //!
 //! Needs `$PEERPOOL_CUDA_INCLUDE` and `$PEERPOOL_NVCC` (and `$PEERPOOL_NVCC_NEWEST` for the
 //! newer nvcc's images): `.ci/run` installs them from PyPI. Without them the trials are skipped,
@@ -14,7 +15,9 @@ use libtest_mimic::{Arguments, Failed};
 use peerpool_sim::{catalog, catalog_topology};
 use std::path::Path;
 use std::process::{Command, ExitCode};
-use support::{CUDA_INCLUDE, NVCC, NVCC_NEWEST, c_program, gencode_images, run, stderr, stdout, trial_needing};
+use support::{
+    CUDA_INCLUDE, NVCC, NVCC_NEWEST, c_program, gencode_images, recorded, run, stderr, stdout, trial_needing,
+};
 
 /// What the driver does with an image on a device of one compute capability.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -126,6 +129,36 @@ fn table_on(nvcc: &'static str, label: &'static str, stem: &str, driver: Option<
     }
 }
 
+/// The table's compute 9.0 column as NVIDIA's driver answered it on one H100
+/// (`docs/hardware/recorded/one-h100/gencode_*.txt`, CUDA 13.0): it runs machine code alone,
+/// which the simulator cannot. The same images then give the same lines on the simulated
+/// one-GPU machine with a 13.0 driver, but for that.
+fn the_gpus_column() -> Result<(), Failed> {
+    let mut wrong = Vec::new();
+    for (label, nvcc) in [("13.0", NVCC), ("13.5", NVCC_NEWEST)] {
+        let dir = gencode_images(nvcc, label)?;
+        for (form, _) in TABLE {
+            let name = format!("{label}-{form}");
+            let stem = name.rsplit_once('.').map_or(name.as_str(), |(s, _)| s);
+            let record = recorded(&format!("one-h100/gencode_{stem}.txt"))?;
+            let driver = expected(form, &[(9, 0)], label != "13.0", false)?;
+            if record != driver {
+                wrong.push(format!("{name}: the table says\n{driver}the H100 printed\n{record}"));
+            }
+            let settings = [("PEERPOOL_TOPOLOGY", "one_gpu"), ("PEERPOOL_SIM_DRIVER_VERSION", "13.0")];
+            let (printed, _) = gencode(&dir.join(&name), &settings)?;
+            let simulated = expected(form, &[(9, 0)], label != "13.0", true)?;
+            if printed != simulated {
+                wrong.push(format!("{name} on a simulated 13.0 driver: want\n{simulated}printed\n{printed}"));
+            }
+        }
+    }
+    match wrong.is_empty() {
+        true => Ok(()),
+        false => Err(wrong.join("\n").into()),
+    }
+}
+
 /// `--trace` names, for each load, the code the driver takes and the PTX that runs.
 fn the_trace_names_what_ran() -> Result<(), Failed> {
     let dir = gencode_images(NVCC, "13.0")?;
@@ -164,6 +197,29 @@ fn the_driver_is_the_version_asked() -> Result<(), Failed> {
     }
 }
 
+/// The JIT's answers as NVIDIA's driver gave them on one H100 (`one-h100/jit_logs.txt`):
+/// codes at each call, logs, and the log sizes written back, line for line; but ptxas adds a
+/// second error to two of them (a state space's mismatch after an unknown modifier, the
+/// arguments' after an unknown symbol), which the simulator does not, so those logs are
+/// shorter.
+fn the_jit_answers_as_the_gpu_did() -> Result<(), Failed> {
+    let record = recorded("one-h100/jit_logs.txt")?;
+    let settings = [("PEERPOOL_TOPOLOGY", "one_gpu"), ("PEERPOOL_SIM_DRIVER_VERSION", "13.0")];
+    let out = run(&mut Command::new(c_program("jit_logs")?), &settings)?;
+    let second = ["State space mismatch between instruction", "Arguments mismatch for instruction"];
+    let shorter = ["unknown_state_space ", "undeclared_register "];
+    let sizes = |l: &str| match shorter.iter().any(|c| l.starts_with(c)) {
+        true => l.split(" error_size ").next().unwrap_or(l).to_owned(),
+        false => l.to_owned(),
+    };
+    let want: Vec<String> = record.lines().filter(|l| !second.iter().any(|s| l.contains(s))).map(sizes).collect();
+    let got: Vec<String> = stdout(&out).lines().map(sizes).collect();
+    match want == got {
+        true => Ok(()),
+        false => Err(format!("the H100 printed\n{}\nthe simulator\n{}", want.join("\n"), got.join("\n")).into()),
+    }
+}
+
 fn main() -> ExitCode {
     let mut trials = Vec::new();
     for entry in catalog() {
@@ -182,6 +238,10 @@ fn main() -> ExitCode {
         }));
     }
     trials.push(trial_needing("the_trace_names_what_ran".into(), &[CUDA_INCLUDE, NVCC], the_trace_names_what_ran));
+    let needs = [CUDA_INCLUDE, NVCC, NVCC_NEWEST];
+    trials.push(trial_needing("gencode_table::the_gpus_column".into(), &needs, the_gpus_column));
+    let name = "the_jit_answers_as_the_gpu_did".into();
+    trials.push(trial_needing(name, &[CUDA_INCLUDE], the_jit_answers_as_the_gpu_did));
     let name = "the_driver_is_the_version_asked".into();
     trials.push(trial_needing(name, &[CUDA_INCLUDE], the_driver_is_the_version_asked));
     let conclusion = libtest_mimic::run(&Arguments::from_args(), trials);

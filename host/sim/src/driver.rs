@@ -389,7 +389,8 @@ impl Driver for SimDriver {
         self.run("cuMemGetInfo", |s| {
             let d = s.current_device()?;
             let total = s.topo.devices[d].total_memory;
-            Ok((total.saturating_sub(s.memory.live(d)), total))
+            let used = s.memory.live(d).saturating_add(super::pools::unused_reserve(s, d));
+            Ok((total.saturating_sub(used), total))
         })
     }
 

@@ -10,7 +10,11 @@
 //! | valid PTX with an instruction the executor lacks | success | `CUDA_ERROR_NOT_SUPPORTED`, a line naming it |
 //! | machine code for the device and no PTX for it | success | success, a line: its kernels cannot be launched |
 //!
-//! The logs are what `CU_JIT_ERROR_LOG_BUFFER` and `CU_JIT_INFO_LOG_BUFFER` receive.
+//! The logs are what `CU_JIT_ERROR_LOG_BUFFER` and `CU_JIT_INFO_LOG_BUFFER` receive: the error
+//! in ptxas's words where the simulator knows them (an unknown modifier or instruction, an
+//! illegal `.sat`, an unknown symbol, an unresolved call, a newer ISA or target), its lines
+//! joined without a last newline, as NVIDIA's driver writes them; the info log stays empty, as
+//! the driver's did even with `CU_JIT_LOG_VERBOSE` (`docs/hardware/2026-12-07-modules-h100`).
 
 use crate::image::{self, ComputeCapability, Contents, Refusal, choose::Offer};
 use peerpool::CudaCode;
@@ -32,14 +36,36 @@ pub(crate) struct Compiled {
     pub(crate) program: Option<Arc<peerpool_ptx::Module>>,
 }
 
+/// What compiling is for, which decides what a call no image defines is.
+#[derive(Clone, Copy)]
+pub enum Purpose<'a> {
+    /// A module: the JIT refuses it (`CUDA_ERROR_INVALID_PTX`).
+    Module,
+    /// One input of the JIT linker, compiled as it is added: another input may define it.
+    LinkInput,
+    /// What the JIT linker linked, at `cuLinkComplete`: `CUDA_ERROR_UNKNOWN`, naming the input
+    /// (by its name as added) that calls it. Each input: its name and bytes.
+    Linked(&'a [(String, Vec<u8>)]),
+}
+
 /// Compiles `image` for a device of compute capability `device` under a driver of CUDA
-/// `driver_version` (`cuDriverGetVersion`'s), writing the JIT's logs into `log` (the info log
-/// only when `verbose`, as the driver writes it).
+/// `driver_version` (`cuDriverGetVersion`'s), writing the JIT's logs into `log`.
 pub(crate) fn compile(
     image: &[u8],
     device: ComputeCapability,
     driver_version: i32,
-    verbose: bool,
+    log: &mut JitLog,
+) -> Result<Compiled, CudaCode> {
+    compile_for(image, device, driver_version, Purpose::Module, log)
+}
+
+/// [`compile`] for `purpose` (a link input whose calls are left for the linker keeps no
+/// program).
+pub(crate) fn compile_for(
+    image: &[u8],
+    device: ComputeCapability,
+    driver_version: i32,
+    purpose: Purpose<'_>,
     log: &mut JitLog,
 ) -> Result<Compiled, CudaCode> {
     let isa = image::ptx::driver_isa(driver_version);
@@ -55,11 +81,19 @@ pub(crate) fn compile(
         ));
         return Ok(Compiled { contents: Arc::new(contents), program: None });
     };
-    let program = peerpool_ptx::load(&text).map_err(|e| not_loaded(&contents.chosen, &e, log))?;
-    if verbose {
-        log.info = info(&contents, device);
-    }
-    Ok(Compiled { contents: Arc::new(contents), program: Some(Arc::new(program)) })
+    let program = match peerpool_ptx::load(&text) {
+        Ok(program) => Some(Arc::new(program)),
+        Err(LoadError::Unresolved { .. }) if matches!(purpose, Purpose::LinkInput) => None,
+        Err(LoadError::Unresolved { name, .. }) if let Purpose::Linked(inputs) = purpose => {
+            let calls = |(_, text): &&(String, Vec<u8>)| text.windows(name.len()).any(|w| w == name.as_bytes());
+            let input = inputs.iter().find(calls).map_or("", |(input, _)| input.as_str());
+            log.error = format!("error   : Undefined reference to '{name}' in '{input}'");
+            once(&format!("peerpool-sim: the JIT linker found no definition of {name}: CUDA_ERROR_UNKNOWN"));
+            return Err(CudaCode::CUDA_ERROR_UNKNOWN);
+        }
+        Err(e) => return Err(not_loaded(&contents.chosen, &e, log)),
+    };
+    Ok(Compiled { contents: Arc::new(contents), program })
 }
 
 /// The code for an image the driver refuses, its log and line.
@@ -73,7 +107,7 @@ fn refused(
     match refusal {
         Refusal::PtxVersion(isa, most) => {
             log.error = format!(
-                "ptxas application ptx input, line 1; fatal   : Unsupported .version {}.{}; current version is '{}.{}'\n",
+                "ptxas application ptx input, line 1; fatal   : Unsupported .version {}.{}; current version is '{}.{}'",
                 isa.0, isa.1, most.0, most.1
             );
             let needs = image::ptx::driver_for_isa(*isa);
@@ -91,8 +125,9 @@ fn refused(
             ));
         }
         Refusal::InvalidPtx(what) => log.error = ptxas_error(1, what),
-        Refusal::PtxTarget(major, minor) => {
-            log.error = ptxas_error(1, &format!("PTX for sm_{major}{minor} does not run on this device"));
+        Refusal::PtxTarget(..) => {
+            log.error =
+                "ptxas fatal   : SM version specified by .target is higher than default SM version assumed".into();
         }
         Refusal::NoBinaryForGpu => {
             let offers = image::fatbin::entries(image).map(|e| e.iter().map(|e| image::describe(e.offer())).collect());
@@ -118,6 +153,20 @@ fn not_loaded(chosen: &(Offer, Option<Offer>), e: &LoadError, log: &mut JitLog) 
             once(&format!("peerpool-sim: PTX line {line}: {what}: CUDA_ERROR_INVALID_PTX"));
             CudaCode::CUDA_ERROR_INVALID_PTX
         }
+        LoadError::Unresolved { line, name } if chosen.0.ptx => {
+            log.error = format!("ptxas fatal   : Unresolved extern function '{name}'");
+            once(&format!(
+                "peerpool-sim: PTX line {line}: a call of {name}, which no image defines: CUDA_ERROR_INVALID_PTX"
+            ));
+            CudaCode::CUDA_ERROR_INVALID_PTX
+        }
+        LoadError::Unresolved { line, name } => {
+            once(&format!(
+                "peerpool-sim: PTX line {line}: a call of {name}, which no image defines: peerpool's PTX executor \
+                 cannot run this module: CUDA_ERROR_NOT_SUPPORTED"
+            ));
+            CudaCode::CUDA_ERROR_NOT_SUPPORTED
+        }
         LoadError::Syntax { line, what } | LoadError::Unsupported { line, what } => {
             once(&format!(
                 "peerpool-sim: PTX line {line}: {what}: peerpool's PTX executor cannot run this module: \
@@ -128,24 +177,13 @@ fn not_loaded(chosen: &(Offer, Option<Offer>), e: &LoadError, log: &mut JitLog) 
     }
 }
 
-/// An error as ptxas writes it in the JIT's error log.
+/// An error as ptxas writes it in the JIT's error log: a text it cannot parse is `fatal`, the
+/// rest an `error`.
 fn ptxas_error(line: u32, what: &str) -> String {
+    let kind = if what.starts_with("Parsing error") { "fatal" } else { "error" };
     format!(
-        "ptxas application ptx input, line {line}; error   : {what}\nptxas fatal   : Ptx assembly aborted due to errors\n"
+        "ptxas application ptx input, line {line}; {kind}   : {what}\nptxas fatal   : Ptx assembly aborted due to errors"
     )
-}
-
-/// The info log of a verbose compile: each kernel, as ptxas lists them.
-fn info(contents: &Contents, device: ComputeCapability) -> String {
-    let mut out = String::new();
-    for k in &contents.kernels {
-        out.push_str(&format!(
-            "info    : Compiling entry function '{}' for 'sm_{}{}'\ninfo    : Function properties for {}\n    \
-             {} bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n",
-            k.name, device.0, device.1, k.name, k.local_bytes
-        ));
-    }
-    out
 }
 
 /// `13.0` for 13000.

@@ -40,10 +40,12 @@
 //! - Releasing a primary context's last retain resets it: its modules, streams and `cuMemAlloc`
 //!   memory go; calls made with it current are `CUDA_ERROR_INVALID_CONTEXT` until it is
 //!   retained again. Pools and pool memory survive.
-//! - Freed address ranges are never reused (256 GiB of address space per device, from 2^48 up,
-//!   above any host pointer, laid out for [`MAX_DEVICES`] devices), and
-//!   allocations are 256-byte aligned with a 256-byte gap after each, so running past the end
-//!   faults; the real driver reuses addresses and maps in 2 MiB granules.
+//! - Each device has 64 TiB of addresses (from 2^48 up, above any host pointer, laid out for
+//!   [`MAX_DEVICES`] devices), and a freed range is the next allocation's of its size, as the
+//!   driver reuses them; allocations are 256-byte aligned with a 256-byte gap after each, so
+//!   running past the end faults; the real driver maps in 2 MiB granules. An allocation's
+//!   bytes from 1 MiB on are reserved and committed as they are written, so a device may hold
+//!   more than the host; a program that writes more than the host has is stopped by the host.
 //! - No machine code is made or run: what an image holds is read from it (`image`: PTX
 //!   declarations, a cubin's symbols and `.nv.info` records, the fatbin entry the driver would
 //!   choose and the PTX the simulator runs in its place, LZ4 or Zstandard entries expanded), as
@@ -169,6 +171,7 @@
 //! - [`SimDriver::fork`] keeps exported and imported bytes shared with the fork (like
 //!   `MAP_SHARED` memory) and copies the rest.
 
+mod address_space;
 mod attributes;
 mod catalog;
 mod checked;

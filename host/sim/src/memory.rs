@@ -1,10 +1,13 @@
 //! Simulated device memory: one address range per device, allocations holding real bytes, and
 //! what a faulty link does to the bytes it carries.
 //!
-//! Addresses are unique for the simulator's life (a bump allocator per device that never
-//! reuses a freed range), so a stale pointer can never reach a newer allocation by accident.
+//! Freed address ranges are reused, as the driver reuses them (a freed range is the next
+//! allocation's of its size): a process that allocates and frees for days never runs out of
+//! addresses. A stale pointer may then reach a newer allocation, as on a GPU.
 //!
-//! Bytes live in a [`Backing`] behind its own lock. Exported bytes move into a shared file
+//! Bytes live in a [`Backing`] behind its own lock. A large allocation's bytes are reserved, not
+//! committed (a mapping without swap reservation): a simulated GPU may hold far more than the
+//! host's memory for as long as its pages are not all written. Exported bytes move into a shared file
 //! (`shared_file.rs`) that importers map, in another process or in another simulator of this
 //! one, so a write through any mapping is seen by all, as with real inter-process sharing.
 //!
@@ -13,6 +16,7 @@
 //! own address, so a pointer works for the host and for the driver alike, as with unified
 //! addressing on a GPU machine.
 
+use super::address_space::AddressSpace;
 use super::shared_file::{Header, Locator, SharedFile};
 use super::topology::{FaultKind, LinkFault, MAX_DEVICES};
 use peerpool::CudaCode;
@@ -24,8 +28,8 @@ use std::sync::{Arc, Mutex};
 /// heaps, stacks and mappings (0x55…, 0x7f…), so a host pointer is never mistaken for device
 /// memory.
 const BASE: u64 = 1 << 48;
-/// Address space per device (256 GiB).
-const SPAN: u64 = 1 << 38;
+/// Address space per device (64 TiB: four times the most memory a topology's device may have).
+const SPAN: u64 = 1 << 46;
 /// Where `cuMemAddressReserve` ranges start (after [`MAX_DEVICES`] devices' ranges), and their
 /// space.
 const VA_BASE: u64 = BASE + MAX_DEVICES as u64 * SPAN;
@@ -41,6 +45,9 @@ pub(super) fn in_device_range(addr: u64) -> bool {
 pub(super) const ALIGN: u64 = 256;
 /// The virtual-memory granularity the H200s report (2 MiB).
 pub(super) const GRANULE: u64 = 2 << 20;
+/// From this size on, an allocation's bytes are a mapping reserved without committing memory
+/// (below it, a vector: the fastest to reach).
+const RESERVED_FROM: usize = 1 << 20;
 
 /// Where one allocation's bytes are.
 enum Store {
@@ -52,6 +59,9 @@ enum Store {
     Shared(SharedFile),
     /// At a fixed address of this process, where the host reads and writes them too.
     Host(HostBytes),
+    /// In a mapping of this process alone whose pages are committed when first written: a
+    /// large allocation, which the host's memory need not hold whole.
+    Reserved(HostBytes),
 }
 
 /// Bytes at a fixed host address: mapped here for the simulator (page-locked, managed, pool
@@ -66,6 +76,41 @@ pub(super) struct HostBytes {
 // SAFETY: the bytes are reached only through the backing's lock (and by the host program, whose
 // accesses racing the driver's are its own, as on a GPU).
 unsafe impl Send for HostBytes {}
+
+impl HostBytes {
+    /// `len > 0` zero bytes in a new anonymous mapping of this process (`flags` beside
+    /// `PRIVATE`), or `None` when it cannot be made.
+    fn map(len: usize, flags: rustix::mm::MapFlags) -> Option<HostBytes> {
+        use rustix::mm::ProtFlags;
+        // SAFETY: a new anonymous private mapping touches no existing memory.
+        let at =
+            unsafe { rustix::mm::mmap_anonymous(std::ptr::null_mut(), len, ProtFlags::READ | ProtFlags::WRITE, flags) }
+                .ok()?;
+        Some(HostBytes { at: std::ptr::NonNull::new(at.cast())?, len, owned: true })
+    }
+
+    /// `len > 0` zero bytes reserved without committing memory: pages are committed when first
+    /// written (and read as zero before), so only what a program writes costs the host.
+    fn reserve(len: usize) -> Option<HostBytes> {
+        use rustix::mm::MapFlags;
+        HostBytes::map(len, MapFlags::PRIVATE | MapFlags::NORESERVE)
+    }
+
+    /// All the bytes, to read, for the holder of the backing's lock.
+    fn all(&self) -> &[u8] {
+        // SAFETY: the bytes stay mapped while this value lives; the backing's lock (held by the
+        // caller, who borrows the value) orders the simulator's own accesses.
+        unsafe { std::slice::from_raw_parts(self.at.as_ptr(), self.len) }
+    }
+
+    /// The bytes, for the holder of the backing's lock.
+    fn slice(&mut self, offset: usize, len: usize) -> &mut [u8] {
+        assert!(offset.checked_add(len).is_some_and(|end| end <= self.len), "range checked by the caller");
+        // SAFETY: inside the bytes, which stay mapped while this value lives; the backing's lock
+        // (held by the caller, who holds `&mut self`) orders the simulator's own accesses.
+        unsafe { std::slice::from_raw_parts_mut(self.at.as_ptr().add(offset), len) }
+    }
+}
 
 impl Drop for HostBytes {
     fn drop(&mut self) {
@@ -90,6 +135,9 @@ impl Backing {
         if len == 0 {
             return Some(Backing(Arc::new(Mutex::new(Store::Private(Vec::new())))));
         }
+        if len >= RESERVED_FROM {
+            return Some(Backing(Arc::new(Mutex::new(Store::Reserved(HostBytes::reserve(len)?)))));
+        }
         let layout = std::alloc::Layout::array::<u8>(len).ok()?;
         // SAFETY: `layout` has a non-zero size. The pages are zeroed lazily by the allocator
         // (calloc), so a large allocation costs only what is touched.
@@ -106,14 +154,9 @@ impl Backing {
     /// `len > 0` zero bytes at a new, page-aligned host address, or `None` when this machine
     /// cannot map them.
     pub(super) fn host(len: usize) -> Option<Backing> {
-        use rustix::mm::{MapFlags, ProtFlags};
-        // SAFETY: a new anonymous private mapping touches no existing memory.
-        let at = unsafe {
-            rustix::mm::mmap_anonymous(std::ptr::null_mut(), len, ProtFlags::READ | ProtFlags::WRITE, MapFlags::PRIVATE)
-        }
-        .ok()?;
-        let at = std::ptr::NonNull::new(at.cast())?;
-        Some(Backing(Arc::new(Mutex::new(Store::Host(HostBytes { at, len, owned: true })))))
+        use rustix::mm::MapFlags;
+        let bytes = HostBytes::map(len, MapFlags::PRIVATE)?;
+        Some(Backing(Arc::new(Mutex::new(Store::Host(bytes)))))
     }
 
     /// The caller's `len > 0` bytes at `at`.
@@ -147,12 +190,7 @@ impl Backing {
         match &mut *self.lock() {
             Store::Private(bytes) => f(&mut bytes[offset..offset + len]),
             Store::Shared(file) => file.with(offset, len, f),
-            Store::Host(bytes) => {
-                assert!(offset.checked_add(len).is_some_and(|end| end <= bytes.len), "range checked by the caller");
-                // SAFETY: inside the bytes, which stay mapped while this backing lives
-                // (`HostBytes`); the lock orders the simulator's own accesses.
-                f(unsafe { std::slice::from_raw_parts_mut(bytes.at.as_ptr().add(offset), len) })
-            }
+            Store::Host(bytes) | Store::Reserved(bytes) => f(bytes.slice(offset, len)),
         }
     }
 
@@ -172,6 +210,13 @@ impl Backing {
                 *store = Store::Shared(file);
                 Ok(at)
             }
+            Store::Reserved(bytes) => {
+                let file =
+                    SharedFile::create(header, bytes.all()).map_err(|_| CudaCode::CUDA_ERROR_OPERATING_SYSTEM)?;
+                let at = file.locator();
+                *store = Store::Shared(file);
+                Ok(at)
+            }
         }
     }
 
@@ -186,6 +231,17 @@ impl Backing {
             // The host's own memory is one for the process and its fork alike.
             Store::Shared(_) | Store::Host(_) => return self.clone(),
             Store::Private(bytes) => Backing(Arc::new(Mutex::new(Store::Private(bytes.clone())))),
+            Store::Reserved(bytes) => {
+                let mut copy = HostBytes::reserve(bytes.len).expect("a fork's copy of an allocation is reserved");
+                // Only the pages written so far: the rest read as zero in the copy too.
+                let len = bytes.len;
+                for (page, into) in bytes.all().chunks(4096).zip(copy.slice(0, len).chunks_mut(4096)) {
+                    if page.iter().any(|&b| b != 0) {
+                        into.copy_from_slice(page);
+                    }
+                }
+                Backing(Arc::new(Mutex::new(Store::Reserved(copy))))
+            }
         };
         copies.insert(key, copy.clone());
         copy
@@ -284,10 +340,12 @@ impl Block {
 /// Every live mapping of every device, and the reserved virtual ranges.
 #[derive(Clone)]
 pub(super) struct Memory {
-    next: Vec<u64>,
+    /// Each device's range of addresses, from its start.
+    spaces: Vec<AddressSpace>,
     live: Vec<u64>,
     blocks: BTreeMap<u64, Block>,
-    next_va: u64,
+    /// The reserved virtual ranges' addresses, from [`VA_BASE`].
+    va: AddressSpace,
     reservations: BTreeMap<u64, u64>,
 }
 
@@ -295,17 +353,24 @@ pub(super) struct Memory {
 pub(super) enum Exhausted {
     /// More than the device's total memory would be live.
     Capacity,
-    /// The device's address range is used up (freed ranges are never reused).
+    /// The device's address range is used up (64 TiB live at once), or this machine could not
+    /// map the bytes.
     AddressSpace,
+}
+
+/// The addresses a block of `size` bytes takes: rounded up to [`ALIGN`], with a guard gap of
+/// [`ALIGN`] after it, so that a kernel running past its end faults.
+fn step(size: u64) -> u64 {
+    size.div_ceil(ALIGN).saturating_add(1).saturating_mul(ALIGN)
 }
 
 impl Memory {
     pub(super) fn new(devices: usize) -> Memory {
         Memory {
-            next: vec![0; devices],
+            spaces: vec![AddressSpace::default(); devices],
             live: vec![0; devices],
             blocks: BTreeMap::new(),
-            next_va: 0,
+            va: AddressSpace::default(),
             reservations: BTreeMap::new(),
         }
     }
@@ -340,8 +405,16 @@ impl Memory {
     ) -> Result<u64, Exhausted> {
         let len = usize::try_from(size).map_err(|_| Exhausted::Capacity)?;
         self.charge(device, size, capacity)?;
-        // This machine's memory runs out before the simulated device's: out of memory too.
-        let backing = Backing::zeroed(len).ok_or(Exhausted::Capacity).inspect_err(|_| self.uncharge(device, size))?;
+        // This machine cannot map the bytes before the simulated device is full: out of memory
+        // too, and said, since the device's own answers show room.
+        let Some(backing) = Backing::zeroed(len) else {
+            self.uncharge(device, size);
+            peerpool::fault::notice(&format!(
+                "peerpool-sim: this machine could not map {size} bytes for an allocation on GPU {device} (its \
+                 address space or overcommit limit, vm.overcommit_memory): CUDA_ERROR_OUT_OF_MEMORY"
+            ));
+            return Err(Exhausted::Capacity);
+        };
         self.place(device, backing, size, pool, Origin::Allocated).inspect_err(|_| {
             self.uncharge(device, size);
         })
@@ -357,15 +430,12 @@ impl Memory {
         pool: Option<usize>,
         origin: Origin,
     ) -> Result<u64, Exhausted> {
-        // A 256-byte guard gap after each block: a kernel running past its end faults.
-        let step = size.div_ceil(ALIGN).saturating_add(1).saturating_mul(ALIGN);
-        let offset = self.next[device];
         // Devices past the layout's last range get none, rather than another's addresses.
-        if device >= MAX_DEVICES || offset.saturating_add(step) > SPAN {
+        if device >= MAX_DEVICES {
             return Err(Exhausted::AddressSpace);
         }
+        let offset = self.spaces[device].take(step(size), ALIGN, SPAN).ok_or(Exhausted::AddressSpace)?;
         let base = BASE + device as u64 * SPAN + offset;
-        self.next[device] = offset + step;
         self.blocks.insert(base, Block { base, device, pool, origin, len: size, backing });
         Ok(base)
     }
@@ -413,6 +483,12 @@ impl Memory {
         if block.origin == Origin::Allocated {
             self.live[block.device] -= block.size();
         }
+        // A device range's addresses go back to it (host memory and reserved ranges are not
+        // its: the host's own, and `cuMemAddressFree`'s).
+        if (BASE..VA_BASE).contains(&base) {
+            let device = ((base - BASE) / SPAN) as usize;
+            self.spaces[device].give(base - BASE - device as u64 * SPAN, step(block.size()));
+        }
         Some(block)
     }
 
@@ -456,12 +532,9 @@ impl Memory {
     /// A new range of `size` bytes aligned to `align` (both multiples of [`GRANULE`]), with a
     /// granule of guard after it.
     pub(super) fn reserve(&mut self, size: u64, align: u64) -> Result<u64, Exhausted> {
-        let start = (VA_BASE + self.next_va).next_multiple_of(align.max(GRANULE));
-        let end = start.checked_add(size).and_then(|e| e.checked_add(GRANULE)).ok_or(Exhausted::AddressSpace)?;
-        if end > VA_BASE + VA_SPAN {
-            return Err(Exhausted::AddressSpace);
-        }
-        self.next_va = end - VA_BASE;
+        let len = size.checked_add(GRANULE).ok_or(Exhausted::AddressSpace)?;
+        let offset = self.va.take(len, align.max(GRANULE), VA_SPAN).ok_or(Exhausted::AddressSpace)?;
+        let start = VA_BASE + offset;
         self.reservations.insert(start, size);
         Ok(start)
     }
@@ -478,6 +551,7 @@ impl Memory {
             return false;
         }
         self.reservations.remove(&base);
+        self.va.give(base - VA_BASE, size + GRANULE);
         true
     }
 

@@ -20,14 +20,14 @@ impl SimDriver {
     /// `cuModuleLoadData` (and `cuModuleLoadDataEx`, `cuModuleLoad`, `cuModuleLoadFatBinary`)
     /// of any image: PTX (to its first NUL), a cubin, or a fatbin, whole.
     pub fn module_load_image(&self, image: &[u8]) -> DriverResult<Module> {
-        self.module_load_logged(image, false).0
+        self.module_load_logged(image).0
     }
 
     /// [`SimDriver::module_load_image`] with the JIT's logs, as `cuModuleLoadDataEx` gives them
-    /// to `CU_JIT_ERROR_LOG_BUFFER` and `CU_JIT_INFO_LOG_BUFFER` (the info log when `verbose`).
-    pub fn module_load_logged(&self, image: &[u8], verbose: bool) -> (DriverResult<Module>, JitLog) {
+    /// to `CU_JIT_ERROR_LOG_BUFFER` and `CU_JIT_INFO_LOG_BUFFER`.
+    pub fn module_load_logged(&self, image: &[u8]) -> (DriverResult<Module>, JitLog) {
         let mut log = JitLog::default();
-        let loaded = self.run("cuModuleLoadData", |s| load(s, image, verbose, &mut log).map(Module));
+        let loaded = self.run("cuModuleLoadData", |s| load(s, image, &mut log).map(Module));
         (loaded, log)
     }
 
@@ -39,14 +39,18 @@ impl SimDriver {
         Some((crate::image::describe(driver), simulator.map(crate::image::describe)))
     }
 
-    /// [`SimDriver::module_load_logged`] without keeping a module: whether `image` compiles
-    /// for the current device, as `cuLinkComplete` checks what it linked.
-    pub fn image_check(&self, image: &[u8], verbose: bool) -> (DriverResult<()>, JitLog) {
+    /// What the JIT linker's compiler says of `image` for the current device, keeping nothing:
+    /// each PTX input as `cuLinkAddData` adds it, and what was linked at `cuLinkComplete`.
+    pub fn link_check(&self, image: &[u8], purpose: crate::jit::Purpose<'_>) -> (DriverResult<()>, JitLog) {
         let mut log = JitLog::default();
-        let checked = self.run("cuLinkComplete", |s| {
+        let call = match purpose {
+            crate::jit::Purpose::Linked(_) => "cuLinkComplete",
+            _ => "cuLinkAddData",
+        };
+        let checked = self.run(call, |s| {
             let device = s.current_device()?;
             let cc = s.topo.devices[device].compute_capability;
-            crate::jit::compile(image, cc, s.topo.driver_version, verbose, &mut log).map(|_| ()).map_err(Into::into)
+            crate::jit::compile_for(image, cc, s.topo.driver_version, purpose, &mut log).map(|_| ()).map_err(Into::into)
         });
         (checked, log)
     }
@@ -220,14 +224,26 @@ impl SimDriver {
     /// `cuLibraryLoadData`: loads lazily, so any bytes load (an H200 took garbage); `Err` is an
     /// image the caller's memory did not hold whole, whose code every later call answers.
     pub fn library_load(&self, image: Result<Vec<u8>, CudaCode>) -> DriverResult<u64> {
-        self.run("cuLibraryLoadData", |s| {
+        self.library_load_logged(image).0
+    }
+
+    /// [`SimDriver::library_load`] with the JIT's logs: as NVIDIA's driver compiles a library's
+    /// PTX at once, writing its log, and still succeeds (the code is a later call's), it is
+    /// compiled here for the current context's device, when there is one.
+    pub fn library_load_logged(&self, image: Result<Vec<u8>, CudaCode>) -> (DriverResult<u64>, JitLog) {
+        let mut log = JitLog::default();
+        let loaded = self.run("cuLibraryLoadData", |s| {
             let image = image.map(Arc::from);
             let handle = s.mint();
             let rec =
                 LibraryRec { image, read: Vec::new(), modules: Vec::new(), kernels: Vec::new(), settings: Vec::new() };
             s.libraries.insert(handle, rec);
+            if let Ok(device) = s.current_device() {
+                let _ = modules::library_compiled(s, handle, device, &mut log);
+            }
             Ok(handle)
-        })
+        });
+        (loaded, log)
     }
 
     /// `cuLibraryUnload`: its modules in every context go, and its kernels' handles. A second

@@ -63,10 +63,10 @@ pub(super) fn fail<T>(code: CudaCode) -> SimResult<T> {
 
 /// Loads what `image` holds for the current device into the current context, compiled as the
 /// driver compiles it (`jit.rs`), the JIT's logs into `log`.
-pub(super) fn load(s: &mut State, image: &[u8], verbose: bool, log: &mut JitLog) -> SimResult<u64> {
+pub(super) fn load(s: &mut State, image: &[u8], log: &mut JitLog) -> SimResult<u64> {
     let device = s.current_device()?;
     let cc = s.topo.devices[device].compute_capability;
-    let compiled = jit::compile(image, cc, s.topo.driver_version, verbose, log).map_err(Fail::from)?;
+    let compiled = jit::compile(image, cc, s.topo.driver_version, log).map_err(Fail::from)?;
     install(s, device, compiled)
 }
 
@@ -251,20 +251,20 @@ pub(super) fn set_attribute(settings: &mut FunctionSettings, shared: u32, which:
 
 /// What reading library `lib`'s image for `device` gave.
 pub(super) fn library_read(s: &mut State, lib: u64, device: usize) -> SimResult<Arc<Contents>> {
-    library_compiled(s, lib, device).map(|c| c.contents)
+    library_compiled(s, lib, device, &mut JitLog::default()).map(|c| c.contents)
 }
 
 /// Library `lib`'s image compiled for `device` (once per compute capability: the driver
 /// compiles a library's image when a call first needs it, lazily, as its default loading mode
 /// does).
-fn library_compiled(s: &mut State, lib: u64, device: usize) -> SimResult<Compiled> {
+pub(super) fn library_compiled(s: &mut State, lib: u64, device: usize, log: &mut JitLog) -> SimResult<Compiled> {
     let (cc, driver) = (s.topo.devices[device].compute_capability, s.topo.driver_version);
     let Some(rec) = s.libraries.get_mut(&lib) else { return fail(CudaCode::CUDA_ERROR_INVALID_HANDLE) };
     if let Some((_, read)) = rec.read.iter().find(|(c, _)| *c == cc) {
         return read.clone().map_err(Fail::from);
     }
     let read = match &rec.image {
-        Ok(bytes) => jit::compile(bytes, cc, driver, false, &mut JitLog::default()),
+        Ok(bytes) => jit::compile(bytes, cc, driver, log),
         Err(code) => Err(*code),
     };
     rec.read.push((cc, read.clone()));
@@ -286,7 +286,7 @@ pub(super) fn library_module(s: &mut State, lib: u64) -> SimResult<u64> {
     if let Some(module) = made {
         return Ok(module);
     }
-    let compiled = library_compiled(s, lib, device)?;
+    let compiled = library_compiled(s, lib, device, &mut JitLog::default())?;
     let module = install(s, device, compiled)?;
     let mut set = Vec::new();
     if let Some(rec) = s.libraries.get_mut(&lib) {

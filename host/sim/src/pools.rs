@@ -56,6 +56,13 @@ pub(super) fn alloc(s: &mut State, id: usize, bytes: usize) -> SimResult<u64> {
     Ok(base)
 }
 
+/// What `device`'s pools keep reserved beyond what is allocated from them: device memory that
+/// `cuMemGetInfo` does not count free (the simulator does not refuse an allocation for it).
+pub(super) fn unused_reserve(s: &State, device: usize) -> u64 {
+    let on_device = s.pools.iter().filter(|p| p.device == device && matches!(p.place, PoolPlace::Device));
+    on_device.map(|p| p.stats.reserved.saturating_sub(p.stats.used)).sum()
+}
+
 /// Gives `bytes` back to pool `id` (they stay reserved until released).
 pub(super) fn freed(s: &mut State, id: usize, bytes: u64) {
     s.pools[id].stats.used -= bytes;

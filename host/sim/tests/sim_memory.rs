@@ -69,7 +69,7 @@ fn copies_must_stay_inside_one_allocation() {
 }
 
 #[test]
-fn addresses_are_unique_aligned_and_never_reused() {
+fn addresses_are_aligned_and_unique_among_live_allocations() {
     let (sim, system) = sim(Topology::two_h200());
     let d = &sim;
     let _ctx = system.enter(1).unwrap();
@@ -80,7 +80,7 @@ fn addresses_are_unique_aligned_and_never_reused() {
         let b = d.mem_alloc(size).unwrap();
         for p in [a, b] {
             assert_eq!(p.0 % 256, 0, "{p:?}");
-            assert!(seen.insert(p.0), "{p:?} reused");
+            assert!(seen.insert(p.0), "{p:?} is another live allocation's");
             assert_eq!(d.pointer_get_attribute(p, PointerAttribute::DeviceOrdinal).unwrap(), 1);
             assert_eq!(d.pointer_get_attribute(p, PointerAttribute::RangeSize).unwrap(), size as u64);
             assert_eq!(
@@ -94,6 +94,7 @@ fn addresses_are_unique_aligned_and_never_reused() {
         }
         d.mem_free_async(a, Stream::LEGACY).unwrap();
         d.mem_free(b).unwrap();
+        seen.clear(); // freed: the driver may give their addresses again
     }
     assert_eq!(code(d.mem_alloc(0)).as_deref(), Some("CUDA_ERROR_INVALID_VALUE"));
     let p = d.mem_alloc(512).unwrap();
@@ -154,14 +155,92 @@ fn two_runs_are_identical() {
 
 #[test]
 fn more_than_this_machine_can_back_is_out_of_memory_not_an_abort() {
-    // A simulated GPU larger than any host: its allocation cannot be backed here, and the
-    // simulator must say so as the driver would, instead of aborting the process.
+    // A simulated GPU larger than a 64-bit host's address space can hold (256 TiB): an
+    // allocation of 128 TiB cannot be placed, and the simulator must say so as the driver
+    // would, instead of aborting the process.
     let mut topology = Topology::two_h200();
-    topology.devices[0].total_memory = 1 << 46;
+    topology.devices[0].total_memory = 1 << 48;
     let (_sim, system) = sim(topology);
     let pool = system.create_pool(0, PoolOptions::default()).unwrap();
-    let error = system.alloc(pool.as_ref(), 1 << 45).expect_err("32 TiB cannot be backed here");
+    let error = system.alloc(pool.as_ref(), 1 << 47).expect_err("128 TiB cannot be placed here");
     assert_eq!(error.cuda().map(|e| e.code.name()).as_deref(), Some("CUDA_ERROR_OUT_OF_MEMORY"), "{error}");
     // What was charged for it is given back: a small allocation still succeeds.
     system.alloc(pool.as_ref(), 4096).expect("the device is not left charged");
+}
+
+/// A process that allocates and frees for a long time never runs out: freed addresses are
+/// reused (before, 255 cycles of 1 GiB used up a device's address range).
+#[test]
+fn allocate_and_free_for_ever() {
+    let (d, system) = sim(Topology::two_h200());
+    let _ctx = system.enter(0).unwrap();
+    let first = d.mem_alloc(1 << 30).unwrap();
+    d.mem_free(first).unwrap();
+    for cycle in 0..1_000 {
+        let p = d.mem_alloc(1 << 30).unwrap_or_else(|e| panic!("cycle {cycle}: {e}"));
+        assert_eq!(p, first, "a freed range is the next allocation's of its size, as the driver's");
+        d.mem_free(p).unwrap();
+    }
+    // Small ones, past the 262,080 that used up the range before, and stream-ordered ones.
+    for cycle in 0..300_000 {
+        let p = d.mem_alloc(1 << 20).unwrap_or_else(|e| panic!("cycle {cycle}: {e}"));
+        d.mem_free(p).unwrap();
+    }
+    let pool = system.create_pool(0, PoolOptions::default()).unwrap();
+    for cycle in 0..1_000 {
+        let a = system.alloc(pool.as_ref(), 1 << 30).unwrap_or_else(|e| panic!("pool cycle {cycle}: {e}"));
+        drop(a);
+    }
+    assert_eq!(d.stats().allocated_bytes, 0, "everything freed");
+}
+
+/// A simulated GPU holds far more than the host: its bytes are committed where they are
+/// written. 100 GiB on an H200 (a CI runner has a few GiB), its first and last bytes written.
+#[test]
+fn a_gpu_holds_more_than_the_host() {
+    let (d, system) = sim(Topology::two_h200());
+    let _ctx = system.enter(0).unwrap();
+    let (free, total) = d.mem_get_info().unwrap();
+    let huge = 100usize << 30;
+    let p = d.mem_alloc(huge).unwrap();
+    assert_eq!(d.mem_get_info().unwrap(), (free - huge as u64, total));
+    d.memcpy_htod(p, &[7u8; 16]).unwrap();
+    d.memcpy_htod(p.offset(huge as u64 - 16), &[9u8; 16]).unwrap();
+    let mut back = [0u8; 16];
+    d.memcpy_dtoh(&mut back, p.offset(huge as u64 - 16)).unwrap();
+    assert_eq!(back, [9u8; 16]);
+    d.memcpy_dtoh(&mut back, p.offset(1 << 35)).unwrap();
+    assert_eq!(back, [0u8; 16], "never written: zero");
+    d.mem_free(p).unwrap();
+}
+
+/// A topology's 16 TiB GPU holds 16 TiB (before, a device's range held 255 GiB).
+#[test]
+fn a_sixteen_tib_gpu_holds_it_all() {
+    let mut spec = DeviceSpec::h200();
+    spec.total_memory = 16 << 40;
+    let (d, system) = sim(Topology::uniform("big", 1, spec, Link::NVLINK));
+    let _ctx = system.enter(0).unwrap();
+    let held: Vec<_> = (0..15).map(|i| d.mem_alloc(1 << 40).unwrap_or_else(|e| panic!("TiB {i}: {e}"))).collect();
+    let (free, total) = d.mem_get_info().unwrap();
+    assert_eq!((free, total), ((1 << 40), 16 << 40));
+    for p in held {
+        d.mem_free(p).unwrap();
+    }
+}
+
+/// `cuMemGetInfo` counts what a pool keeps in reserve beyond its allocations.
+#[test]
+fn a_pools_reserve_is_not_free() {
+    let (d, system) = sim(Topology::two_h200());
+    let pool = system.create_pool(0, PoolOptions::default()).unwrap();
+    let _ctx = system.enter(0).unwrap();
+    d.mem_pool_set_attribute(pool.handle(), peerpool::driver::PoolAttribute::ReleaseThreshold, u64::MAX).unwrap();
+    let (before, _) = d.mem_get_info().unwrap();
+    drop(system.alloc(pool.as_ref(), 1 << 30).unwrap());
+    d.ctx_synchronize().unwrap();
+    let (after, _) = d.mem_get_info().unwrap();
+    assert_eq!(before - after, 1 << 30, "the freed GiB stays in the pool's reserve");
+    d.mem_pool_trim_to(pool.handle(), 0).unwrap();
+    assert_eq!(d.mem_get_info().unwrap().0, before, "trimmed, it is free again");
 }

@@ -2,7 +2,7 @@
 
 use crate::abi::{as_ptr, context, out};
 use crate::boundary::{code, entry, sim};
-use cudarc::driver::sys::{CUcontext, CUctxCreateParams, CUdevice, CUresult};
+use cudarc::driver::sys::{CUcontext, CUctxCreateParams, CUdevice, CUexecAffinityParam, CUresult};
 use std::ffi::{c_int, c_uint};
 
 /// What `cuCtxGetApiVersion` answers of a live context: the context ABI's version, unchanged
@@ -46,6 +46,30 @@ pub unsafe extern "C" fn cuDevicePrimaryCtxReset_v2(device: CUdevice) -> CUresul
 }
 
 /// Creation parameters (execution affinity, CIG) are not simulated.
+/// `cuCtxCreate` as CUDA 12.x headers name it (and `cuGetProcAddress` gives it from 3020 on).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuCtxCreate_v2(ctx: *mut CUcontext, flags: c_uint, device: CUdevice) -> CUresult {
+    entry!(cuCtxCreate_v2(ctx, flags, device), { out(ctx, as_ptr(code(sim().ctx_create(device, flags))?.0)) })
+}
+
+/// `cuCtxCreate` with execution-affinity parameters (`cuGetProcAddress` gives it from 11040 on):
+/// none is a plain context; a limit on multiprocessors is not simulated.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuCtxCreate_v3(
+    ctx: *mut CUcontext,
+    params: *mut CUexecAffinityParam,
+    count: c_int,
+    flags: c_uint,
+    device: CUdevice,
+) -> CUresult {
+    entry!(cuCtxCreate_v3(ctx, params, count, flags, device), {
+        if count != 0 || !params.is_null() {
+            crate::boundary::not_simulated("cuCtxCreate_v3 with execution affinity")?;
+        }
+        out(ctx, as_ptr(code(sim().ctx_create(device, flags))?.0))
+    })
+}
+
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuCtxCreate_v4(
     ctx: *mut CUcontext,

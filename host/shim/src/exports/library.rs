@@ -6,31 +6,37 @@ use crate::abi::{as_ptr, c_str, kernel, lasting_name, library, out, out_handles,
 use crate::boundary::{code, entry, sim};
 use crate::exports::module::{file, write_found, write_global};
 use crate::image_bytes::{Wrapper, image_bytes};
+use crate::jit_options::JitOptions;
 use cudarc::driver::sys::{
     CUdevice, CUdeviceptr, CUfunction, CUjit_option, CUkernel, CUlibrary, CUlibraryOption, CUmodule, CUresult,
 };
 use std::ffi::{c_char, c_int, c_uint, c_void};
 
-/// JIT and library options are ignored. Any bytes load (an H200 took garbage in either
-/// loading mode): what they hold is read when a later call needs it, and that call answers
-/// what the reading found. A fatbin wrapper is followed to its fatbin.
+/// Any bytes load (an H200 took garbage in either loading mode): what they hold is read when a
+/// later call needs it, and that call answers what the reading found. PTX is compiled at once
+/// for the current context's device, its error log written where the JIT options say, and the
+/// load still succeeds, as NVIDIA's driver does. Library options are ignored. A fatbin wrapper
+/// is followed to its fatbin.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuLibraryLoadData(
     lib: *mut CUlibrary,
     image: *const c_void,
-    _jit_options: *mut CUjit_option,
-    _jit_values: *mut *mut c_void,
-    _jit_count: c_uint,
+    jit_options: *mut CUjit_option,
+    jit_values: *mut *mut c_void,
+    jit_count: c_uint,
     _options: *mut CUlibraryOption,
     _values: *mut *mut c_void,
     _count: c_uint,
 ) -> CUresult {
-    entry!(cuLibraryLoadData(lib, image, _jit_options, _jit_values, _jit_count, _options, _values, _count), {
+    entry!(cuLibraryLoadData(lib, image, jit_options, jit_values, jit_count, _options, _values, _count), {
         if image.is_null() {
             return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
         }
+        let jit = JitOptions::read(jit_count, jit_options, jit_values);
         let bytes = image_bytes(image, Wrapper::Followed).map_err(peerpool::CudaCode::from_bindings);
-        out(lib, as_ptr(code(sim().library_load(bytes))?))
+        let (loaded, log) = sim().library_load_logged(bytes);
+        jit.write(&log);
+        out(lib, as_ptr(code(loaded)?))
     })
 }
 
@@ -38,16 +44,18 @@ pub unsafe extern "C" fn cuLibraryLoadData(
 pub unsafe extern "C" fn cuLibraryLoadFromFile(
     lib: *mut CUlibrary,
     name: *const c_char,
-    _jit_options: *mut CUjit_option,
-    _jit_values: *mut *mut c_void,
-    _jit_count: c_uint,
+    jit_options: *mut CUjit_option,
+    jit_values: *mut *mut c_void,
+    jit_count: c_uint,
     _options: *mut CUlibraryOption,
     _values: *mut *mut c_void,
     _count: c_uint,
 ) -> CUresult {
-    entry!(cuLibraryLoadFromFile(lib, name, _jit_options, _jit_values, _jit_count, _options, _values, _count), {
-        let bytes = file(name)?;
-        out(lib, as_ptr(code(sim().library_load(Ok(bytes)))?))
+    entry!(cuLibraryLoadFromFile(lib, name, jit_options, jit_values, jit_count, _options, _values, _count), {
+        let jit = JitOptions::read(jit_count, jit_options, jit_values);
+        let (loaded, log) = sim().library_load_logged(Ok(file(name)?));
+        jit.write(&log);
+        out(lib, as_ptr(code(loaded)?))
     })
 }
 

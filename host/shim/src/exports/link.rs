@@ -9,9 +9,10 @@
 //! (`libcudadevrt.a`, which numba-cuda links for grid synchronisation) is linked as peerpool's
 //! PTX for the functions the simulator models (`peerpool_sim::image::devrt`). Linking machine
 //! code with anything, an object or another library is not simulated: `CUDA_ERROR_NOT_SUPPORTED`,
-//! named once. The JIT's logs go where `cuLinkCreate` was told (`jit_options.rs`), and a link
-//! whose output is PTX is compiled for the current device at `cuLinkComplete`, as the JIT
-//! compiles it: what ptxas refuses (an unresolved call) is refused there.
+//! named once. As the JIT does, each PTX input is compiled for the current device as it is
+//! added (what ptxas refuses is refused there), and what was linked at `cuLinkComplete`, where
+//! a call no input defines is `CUDA_ERROR_UNKNOWN`; the logs go where `cuLinkCreate` was told
+//! (`jit_options.rs`).
 
 use crate::abi::out;
 use crate::boundary::{code, entry, name_once_owned, sim};
@@ -19,6 +20,7 @@ use crate::exports::module::file;
 use crate::jit_options::JitOptions;
 use cudarc::driver::sys::{CUjit_option, CUlinkState, CUresult};
 use peerpool_sim::image::devrt;
+use peerpool_sim::jit::Purpose;
 use std::collections::BTreeMap;
 use std::ffi::{c_char, c_uint, c_void};
 use std::sync::Mutex;
@@ -35,6 +37,8 @@ const LIBRARY: c_uint = 4;
 struct Link {
     /// Each input's `CUjitInputType` and bytes.
     inputs: Vec<(c_uint, Vec<u8>)>,
+    /// Each PTX input's name as added (what the linker's log names) and bytes.
+    named: Vec<(String, Vec<u8>)>,
     output: Option<Box<[u8]>>,
     /// Where the JIT's logs go, as `cuLinkCreate` was told.
     jit: JitOptions,
@@ -47,8 +51,10 @@ fn links() -> std::sync::MutexGuard<'static, (usize, BTreeMap<usize, Link>)> {
     LINKS.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Adds `bytes` of kind `kind` to link `state`.
-fn add(state: CUlinkState, kind: c_uint, bytes: Vec<u8>) -> crate::boundary::Answer {
+/// Adds `bytes` of kind `kind`, named `name`, to link `state`: PTX is compiled as it is added,
+/// as the JIT does (its refusal and log are this call's; a call another input may define is
+/// left for `cuLinkComplete`).
+fn add(state: CUlinkState, kind: c_uint, bytes: Vec<u8>, name: String) -> crate::boundary::Answer {
     let device_runtime = kind == LIBRARY && devrt::is_device_runtime(&bytes);
     if !matches!(kind, CUBIN | PTX | FATBINARY) && !device_runtime {
         let what = "links an object or a library other than the device runtime, which is not simulated: \
@@ -62,13 +68,21 @@ fn add(state: CUlinkState, kind: c_uint, bytes: Vec<u8>) -> crate::boundary::Ans
         LIBRARY => (PTX, devrt::PTX.as_bytes().to_vec()),
         _ => (kind, bytes),
     };
-    match links().1.get_mut(&(state as usize)) {
-        Some(link) if link.output.is_none() => {
-            link.inputs.push((kind, bytes));
-            Ok(())
-        }
-        _ => Err(CUresult::CUDA_ERROR_INVALID_HANDLE),
+    let mut links = links();
+    let Some(link) = links.1.get_mut(&(state as usize)).filter(|l| l.output.is_none()) else {
+        return Err(CUresult::CUDA_ERROR_INVALID_HANDLE);
+    };
+    if kind == PTX && !device_runtime {
+        let mut text = bytes.clone();
+        text.push(0);
+        let (checked, log) = sim().link_check(&text, Purpose::LinkInput);
+        // SAFETY: the promise cuLinkCreate was given holds until cuLinkDestroy.
+        unsafe { link.jit.write(&log) };
+        code(checked)?;
+        link.named.push((name, bytes.clone()));
     }
+    link.inputs.push((kind, bytes));
+    Ok(())
 }
 
 #[unsafe(no_mangle)]
@@ -108,8 +122,9 @@ pub unsafe extern "C" fn cuLinkAddData_v2(
         if data.is_null() || size == 0 || size as u64 > peerpool_sim::image::MAX_IMAGE_BYTES {
             return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
         }
+        let name = input_name(_name);
         // SAFETY: the caller's: `data` holds `size` bytes.
-        add(state, type_, std::slice::from_raw_parts(data.cast::<u8>(), size).to_vec())
+        add(state, type_, std::slice::from_raw_parts(data.cast::<u8>(), size).to_vec(), name)
     })
 }
 
@@ -122,7 +137,21 @@ pub unsafe extern "C" fn cuLinkAddFile_v2(
     _options: *mut CUjit_option,
     _values: *mut *mut c_void,
 ) -> CUresult {
-    entry!(cuLinkAddFile_v2(state, type_, path, _count, _options, _values), { add(state, type_, file(path)?) })
+    entry!(cuLinkAddFile_v2(state, type_, path, _count, _options, _values), {
+        add(state, type_, file(path)?, input_name(path))
+    })
+}
+
+/// An input's name as the caller gave it (none: empty).
+///
+/// # Safety
+/// A non-null `name` is NUL-terminated.
+unsafe fn input_name(name: *const c_char) -> String {
+    match name.is_null() {
+        true => String::new(),
+        // SAFETY: the caller's.
+        false => unsafe { std::ffi::CStr::from_ptr(name) }.to_string_lossy().into_owned(),
+    }
 }
 
 /// The one input, whole; it lives until `cuLinkDestroy`.
@@ -162,7 +191,7 @@ pub unsafe extern "C" fn cuLinkComplete(
             // the current device, as the JIT compiles what it linked.
             if kind == PTX {
                 image.push(0);
-                let (checked, log) = sim().image_check(&image, link.jit.verbose);
+                let (checked, log) = sim().link_check(&image, Purpose::Linked(&link.named));
                 // SAFETY: the promise cuLinkCreate was given holds until cuLinkDestroy.
                 link.jit.write(&log);
                 code(checked)?;

@@ -157,7 +157,7 @@ unsafe fn load(h_module: *mut CUmodule, image: &[u8]) -> crate::boundary::Answer
 /// # Safety
 /// A non-null `h_module` is valid for a write; `jit`'s promise holds.
 unsafe fn load_with(h_module: *mut CUmodule, image: &[u8], jit: JitOptions) -> crate::boundary::Answer {
-    let (loaded, log) = sim().module_load_logged(image, jit.verbose);
+    let (loaded, log) = sim().module_load_logged(image);
     // SAFETY: the caller's.
     unsafe { jit.write(&log) };
     let loaded = code(loaded)?;

@@ -41,6 +41,7 @@ static void CUDA_CB host_function(void *arg) {
 }
 
 typedef CUresult (*create_v2)(CUcontext *, unsigned int, CUdevice);
+typedef CUresult (*create_v3)(CUcontext *, CUexecAffinityParam *, int, unsigned int, CUdevice);
 typedef CUresult (*two_ints)(CUfunction, int);
 typedef CUresult (*no_args)(void);
 
@@ -49,19 +50,26 @@ int main(int argc, char **argv) {
     CUdevice dev;
     CUcontext ctx;
     ON_GPU0(dev, ctx);
+    CUresult r;
 
-    /* cuCtxCreate as a CUDA 12.x header or cuGetProcAddress at 12000 names it: _v2. */
+    /* cuCtxCreate as a CUDA 12.x header names it (_v2), and as cuGetProcAddress gives it at
+     * 12000 (the affinity form, _v3). */
+    create_v2 v2 = (create_v2)dlsym(RTLD_DEFAULT, "cuCtxCreate_v2");
+    CUcontext made;
+    r = v2 ? v2(&made, 0, dev) : CUDA_ERROR_NOT_FOUND;
+    printf("cuCtxCreate_v2: %s\n", name_of(r));
+    if (r == CUDA_SUCCESS) TRY(cuCtxDestroy(made));
     void *pfn = NULL;
     CUdriverProcAddressQueryResult found;
-    CUresult r = cuGetProcAddress("cuCtxCreate", &pfn, 12000, CU_GET_PROC_ADDRESS_DEFAULT, &found);
-    printf("cuGetProcAddress(cuCtxCreate, 12000): %s found %d\n", name_of(r), (int)found);
+    r = cuGetProcAddress("cuCtxCreate", &pfn, 12000, CU_GET_PROC_ADDRESS_DEFAULT, &found);
+    printf("cuGetProcAddress(cuCtxCreate, 12000): %s found %d is _v3 %d\n", name_of(r), (int)found,
+           pfn != NULL && pfn == dlsym(RTLD_DEFAULT, "cuCtxCreate_v3"));
     if (r == CUDA_SUCCESS && pfn) {
-        CUcontext made;
-        r = ((create_v2)pfn)(&made, 0, dev);
-        printf("cuCtxCreate_v2: %s\n", name_of(r));
+        r = ((create_v3)pfn)(&made, NULL, 0, 0, dev);
+        printf("cuCtxCreate_v3 without affinity: %s\n", name_of(r));
         if (r == CUDA_SUCCESS) TRY(cuCtxDestroy(made));
-        TRY(cuCtxSetCurrent(ctx));
     }
+    TRY(cuCtxSetCurrent(ctx));
 
     /* A host function: on a thread of the driver's, waiting for its enqueuer, and what driver
      * calls answer inside it. */
