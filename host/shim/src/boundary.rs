@@ -33,6 +33,12 @@ pub(crate) fn enter_on(
     args: impl FnOnce() -> String,
     body: impl FnOnce() -> Answer,
 ) -> CUresult {
+    // A host function is pending (or running on this very thread): the one check on the way in.
+    if crate::host_functions::pending()
+        && let Some(code) = host_function_gate(symbol)
+    {
+        return code;
+    }
     let run = || match std::panic::catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(())) => CUresult::CUDA_SUCCESS,
         Ok(Err(code)) => code,
@@ -59,6 +65,22 @@ pub(crate) fn trace_detail(detail: impl FnOnce() -> String) {
     if runtime::get().is_some_and(|r| !r.ledger.is_idle()) {
         DETAIL.set(Some(detail()));
     }
+}
+
+/// While host functions are pending: a call from inside one is `CUDA_ERROR_NOT_PERMITTED` (but
+/// naming an error code); a call that queues work or synchronises first waits for them
+/// (`host_functions.rs`).
+#[cold]
+#[inline(never)]
+fn host_function_gate(symbol: &'static str) -> Option<CUresult> {
+    let name = documented_name(symbol);
+    if crate::host_functions::inside() {
+        return (!TEXT_LOOKUPS.contains(&name)).then_some(CUresult::CUDA_ERROR_NOT_PERMITTED);
+    }
+    if crate::host_functions::waits(name) {
+        crate::host_functions::drain();
+    }
+    None
 }
 
 /// What a panic in `symbol`'s body answers: `CUDA_ERROR_UNKNOWN`, the panic named on stderr.

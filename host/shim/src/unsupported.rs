@@ -59,15 +59,12 @@ crate::boundary::stubs! {
     fn cuDeviceRegisterAsyncNotification(device: CUdevice, callbackFunc: CUasyncCallback, userData: *mut std::ffi::c_void, callback: *mut CUasyncCallbackHandle);
     fn cuDeviceSetGraphMemAttribute(device: CUdevice, attr: CUgraphMem_attribute, value: *mut std::ffi::c_void);
     fn cuDeviceUnregisterAsyncNotification(device: CUdevice, callback: CUasyncCallbackHandle);
-    fn cuEventRecordWithFlags(hEvent: CUevent, hStream: CUstream, flags: std::ffi::c_uint);
     fn cuExternalMemoryGetMappedBuffer(devPtr: *mut CUdeviceptr, extMem: CUexternalMemory, bufferDesc: *const CUDA_EXTERNAL_MEMORY_BUFFER_DESC);
     fn cuExternalMemoryGetMappedMipmappedArray(mipmap: *mut CUmipmappedArray, extMem: CUexternalMemory, mipmapDesc: *const CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC);
     fn cuFlushGPUDirectRDMAWrites(target: CUflushGPUDirectRDMAWritesTarget, scope: CUflushGPUDirectRDMAWritesScope);
     fn cuFuncIsLoaded(state: *mut CUfunctionLoadingState, function: CUfunction);
     fn cuFuncLoad(function: CUfunction);
     fn cuFuncSetBlockShape(hfunc: CUfunction, x: std::ffi::c_int, y: std::ffi::c_int, z: std::ffi::c_int);
-    fn cuFuncSetCacheConfig(hfunc: CUfunction, config: CUfunc_cache);
-    fn cuFuncSetSharedMemConfig(hfunc: CUfunction, config: CUsharedconfig);
     fn cuFuncSetSharedSize(hfunc: CUfunction, bytes: std::ffi::c_uint);
     fn cuGraphAddBatchMemOpNode(phGraphNode: *mut CUgraphNode, hGraph: CUgraph, dependencies: *const CUgraphNode, numDependencies: usize, nodeParams: *const CUDA_BATCH_MEM_OP_NODE_PARAMS);
     fn cuGraphAddChildGraphNode(phGraphNode: *mut CUgraphNode, hGraph: CUgraph, dependencies: *const CUgraphNode, numDependencies: usize, childGraph: CUgraph);
@@ -224,10 +221,7 @@ crate::boundary::stubs! {
     fn cuParamSetf(hfunc: CUfunction, offset: std::ffi::c_int, value: f32);
     fn cuParamSeti(hfunc: CUfunction, offset: std::ffi::c_int, value: std::ffi::c_uint);
     fn cuParamSetv(hfunc: CUfunction, offset: std::ffi::c_int, ptr: *mut std::ffi::c_void, numbytes: std::ffi::c_uint);
-    fn cuPointerSetAttribute(value: *const std::ffi::c_void, attribute: CUpointer_attribute, ptr: CUdeviceptr);
     fn cuProfilerInitialize(configFile: *const std::ffi::c_char, outputFile: *const std::ffi::c_char, outputMode: CUoutput_mode);
-    fn cuProfilerStart();
-    fn cuProfilerStop();
     fn cuSignalExternalSemaphoresAsync(extSemArray: *const CUexternalSemaphore, paramsArray: *const CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS, numExtSems: std::ffi::c_uint, stream: CUstream);
     fn cuStreamAttachMemAsync(hStream: CUstream, dptr: CUdeviceptr, length: usize, flags: std::ffi::c_uint);
     fn cuStreamBatchMemOp_v2(stream: CUstream, count: std::ffi::c_uint, paramArray: *mut CUstreamBatchMemOpParams, flags: std::ffi::c_uint);
@@ -235,10 +229,8 @@ crate::boundary::stubs! {
     fn cuStreamBeginCapture_v2(hStream: CUstream, mode: CUstreamCaptureMode);
     fn cuStreamCopyAttributes(dst: CUstream, src: CUstream);
     fn cuStreamEndCapture(hStream: CUstream, phGraph: *mut CUgraph);
-    fn cuStreamGetAttribute(hStream: CUstream, attr: CUstreamAttrID, value_out: *mut CUstreamAttrValue);
     fn cuStreamGetDevice(hStream: CUstream, device: *mut CUdevice);
     fn cuStreamGetGreenCtx(hStream: CUstream, phCtx: *mut CUgreenCtx);
-    fn cuStreamSetAttribute(hStream: CUstream, attr: CUstreamAttrID, value: *const CUstreamAttrValue);
     fn cuStreamUpdateCaptureDependencies(hStream: CUstream, dependencies: *mut CUgraphNode, numDependencies: usize, flags: std::ffi::c_uint);
     fn cuStreamUpdateCaptureDependencies_v2(hStream: CUstream, dependencies: *mut CUgraphNode, dependencyData: *const CUgraphEdgeData, numDependencies: usize, flags: std::ffi::c_uint);
     fn cuStreamWaitValue32_v2(stream: CUstream, addr: CUdeviceptr, value: cuuint32_t, flags: std::ffi::c_uint);

@@ -175,6 +175,30 @@ fn every_header_selects_a_served_version(dirs: Vec<String>) -> Result<(), Failed
     }
 }
 
+/// Each attribute that promises calls (`peerpool_sim::attributes::PROMISES`) answers 0 through
+/// the simulator while none of them is served, and names only entry points that exist.
+fn attributes_promise_only_what_is_served() -> Result<(), Failed> {
+    let stubs = stubs()?;
+    let sim = peerpool_sim::SimDriver::new(peerpool_sim::Topology::two_h200());
+    let mut wrong = Vec::new();
+    for (attribute, calls) in peerpool_sim::attributes::PROMISES {
+        let served: Vec<&&str> = calls.iter().filter(|c| !stubs.contains(**c)).collect();
+        if !served.is_empty() {
+            wrong.push(format!(
+                "attribute {attribute} promises {served:?}, which are served: it should answer as a GPU"
+            ));
+        }
+        let value = sim.device_get_attribute_raw(0, attribute).map_err(|e| e.to_string())?;
+        if value != 0 {
+            wrong.push(format!("attribute {attribute} answers {value}, promising calls that are not served"));
+        }
+    }
+    match wrong.is_empty() {
+        true => Ok(()),
+        false => Err(wrong.join("\n").into()),
+    }
+}
+
 fn main() -> ExitCode {
     let trials = match std::env::var(HEADERS) {
         Ok(dirs) => dirs
@@ -200,6 +224,8 @@ fn main() -> ExitCode {
             vec![Trial::test("every_entry_point_answers", || Ok(())).with_ignored_flag(true)]
         }
     };
+    let mut trials = trials;
+    trials.push(Trial::test("attributes_promise_only_what_is_served", attributes_promise_only_what_is_served));
     let conclusion = libtest_mimic::run(&Arguments::from_args(), trials);
     support::clean_up();
     conclusion.exit_code()

@@ -28,8 +28,22 @@ use support::{
 
 /// Where the simulator answers otherwise than the H200 did, on purpose: the record, the line
 /// the H200 printed, the line the simulator prints instead, and why.
+/// Why an attribute the H200 answered 1 is 0 through the shim: it promises calls the simulator
+/// does not serve (`peerpool_sim::attributes::PROMISES`).
+const PROMISED: &str = "it promises calls the simulator does not serve";
+
 const DIFFERENCES: &[(&str, &str, &str, &str)] = &[
     ("attributes.txt", "device 0 attribute 33 value 0", "device 0 attribute 33 value 24", "PCI bus ids are synthetic"),
+    ("hardening.txt", "can use stream wait value nor 1", "can use stream wait value nor 0", PROMISED),
+    ("hardening.txt", "can use 64-bit stream mem ops 1", "can use 64-bit stream mem ops 0", PROMISED),
+    ("attributes.txt", "device 0 attribute 112 value 1", "device 0 attribute 112 value 0", PROMISED),
+    ("attributes.txt", "device 0 attribute 114 value 1", "device 0 attribute 114 value 0", PROMISED),
+    ("attributes.txt", "device 0 attribute 121 value 1", "device 0 attribute 121 value 0", PROMISED),
+    ("attributes.txt", "device 0 attribute 122 value 1", "device 0 attribute 122 value 0", PROMISED),
+    ("attributes.txt", "device 0 attribute 123 value 1", "device 0 attribute 123 value 0", PROMISED),
+    ("attributes.txt", "device 0 attribute 124 value 1", "device 0 attribute 124 value 0", PROMISED),
+    ("attributes.txt", "device 0 attribute 125 value 1", "device 0 attribute 125 value 0", PROMISED),
+    ("attributes.txt", "device 0 attribute 127 value 1", "device 0 attribute 127 value 0", PROMISED),
     (
         "host_memory.txt",
         "cuMemcpy to a freed device pointer: CUDA_SUCCESS",
@@ -149,12 +163,18 @@ fn random_programs_as_on_one_h200(
     }
 }
 
-/// `program` through the shim on `one_gpu` prints `name`'s record, but for [`DIFFERENCES`].
 /// The simulated machine the records are compared on: one H200, its driver CUDA 13.0's.
 const ONE_H200: &[(&str, &str)] = &[("PEERPOOL_TOPOLOGY", "one_gpu"), ("PEERPOOL_SIM_DRIVER_VERSION", "13.0")];
 
+/// `program` through the shim on `one_gpu` prints `name`'s record, but for [`DIFFERENCES`].
 fn same_as_on_one_h200(program: &mut Command, name: &str) -> Result<(), Failed> {
-    let want = recorded(&format!("one-h200/{name}"))?;
+    same_as_recorded(program, "one-h200", name)
+}
+
+/// [`same_as_on_one_h200`] for a record in `dir` (`one-h100`: made on an H100, compute 9.0 with
+/// the H200s' driver).
+fn same_as_recorded(program: &mut Command, dir: &str, name: &str) -> Result<(), Failed> {
+    let want = recorded(&format!("{dir}/{name}"))?;
     let out = run(program, ONE_H200)?;
     let text = stdout(&out);
     let (want_lines, got_lines): (Vec<&str>, Vec<&str>) = (want.lines().collect(), text.lines().collect());
@@ -243,6 +263,13 @@ fn main() -> ExitCode {
         }));
     }
     let needs = [CUDA_INCLUDE, NVCC];
+    // The driver's contracts as an H100 kept them: a CUDA 12.x context, host functions on a
+    // thread of their own, hints, a managed pool with no location, a kernel query without a
+    // context, pool reserves in cuMemGetInfo, device printf in the program's stdio (its stdout a
+    // pipe here), and 1,000 cycles of 1 GiB.
+    trials.push(trial("the_drivers_contracts_hold_as_on_one_h100".into(), CUDA_INCLUDE, || {
+        same_as_recorded(&mut Command::new(c_program("hardening")?), "one-h100", "hardening.txt")
+    }));
     trials.push(trial_needing("images_prints_what_it_printed_on_one_h200".into(), &needs, || {
         let mut program = Command::new(c_program("images")?);
         same_as_on_one_h200(program.arg(images()?), "images.txt")

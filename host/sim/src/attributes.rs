@@ -1,7 +1,9 @@
 //! Device attributes: what the topology gives (compute capability, multiprocessors, PCI
 //! address, pools and their handle types), and for every other attribute the value an H200
 //! answered (`attributes/h200.txt`, from `docs/hardware/recorded/one-h200/attributes.txt`): the
-//! simulated devices are H200-class whatever their name. The shim asks through
+//! simulated devices are H200-class whatever their name; but an attribute that promises calls
+//! the simulator does not serve is 0 ([`PROMISES`]), so a program that asks before it calls
+//! takes the way a GPU without them takes. The shim asks through
 //! `SimDriver::device_get_attribute_raw` (`settings.rs`).
 
 use super::topology::DeviceSpec;
@@ -23,7 +25,38 @@ pub(super) fn of(d: &DeviceSpec, attribute: DeviceAttribute) -> i32 {
         HandleTypePosixFdSupported => d.pool_handle_types.contains(HandleKinds::POSIX_FD) as i32,
         HandleTypeFabricSupported => d.pool_handle_types.contains(HandleKinds::FABRIC) as i32,
         // The rest as an H200 answered.
-        other => recorded(other.raw()).expect("the H200 answered every attribute peerpool names"),
+        other => answered(other.raw()).expect("the H200 answered every attribute peerpool names"),
+    }
+}
+
+/// Attributes (by number) that promise entry points, and those entry points as exported: each
+/// is 0 here while the simulator serves none of its calls (the shim's tests hold the two lists
+/// together).
+pub const PROMISES: [(u32, &[&str]); 9] = [
+    // CAN_USE_64_BIT_STREAM_MEM_OPS, CAN_USE_STREAM_WAIT_VALUE_NOR: the stream memory operations.
+    (122, &["cuStreamWaitValue64_v2", "cuStreamWriteValue64_v2", "cuStreamBatchMemOp_v2"]),
+    (123, &["cuStreamWaitValue32_v2", "cuStreamBatchMemOp_v2"]),
+    // SPARSE_CUDA_ARRAY_SUPPORTED, DEFERRED_MAPPING_CUDA_ARRAY_SUPPORTED: CUDA arrays.
+    (112, &["cuArrayGetSparseProperties", "cuMemMapArrayAsync"]),
+    (121, &["cuMipmappedArrayCreate", "cuArray3DCreate_v2"]),
+    // TIMELINE_SEMAPHORE_INTEROP_SUPPORTED: external semaphores.
+    (114, &["cuImportExternalSemaphore"]),
+    // DMA_BUF_SUPPORTED: a dma_buf of device memory.
+    (124, &["cuMemGetHandleForAddressRange"]),
+    // IPC_EVENT_SUPPORTED: events shared between processes.
+    (125, &["cuIpcGetEventHandle", "cuIpcOpenEventHandle"]),
+    // TENSOR_MAP_ACCESS_SUPPORTED: tensor maps.
+    (127, &["cuTensorMapEncodeTiled"]),
+    // MULTICAST_SUPPORTED: multicast objects.
+    (132, &["cuMulticastCreate"]),
+];
+
+/// What the simulator answers for attribute number `raw`: 0 for a [`PROMISES`] attribute, else
+/// the H200's answer, if it gave one.
+pub(super) fn answered(raw: u32) -> Option<i32> {
+    match PROMISES.iter().any(|&(attribute, _)| attribute == raw) {
+        true => Some(0),
+        false => recorded(raw),
     }
 }
 

@@ -365,7 +365,8 @@ impl SimDriver {
     }
 
     /// `cuMemPoolCreate` of a pool that is not pinned device memory: pinned memory on the host
-    /// (`HOST`, which cannot be shared, or `HOST_NUMA` node 0), or managed memory on a device.
+    /// (`HOST`, which cannot be shared, or `HOST_NUMA` node 0), or managed memory on a device or
+    /// with no preferred location.
     pub fn mem_pool_create_at(
         &self,
         location: Location,
@@ -379,6 +380,10 @@ impl SimDriver {
                     let d = s.in_range(d).ok_or(CudaCode::CUDA_ERROR_INVALID_VALUE)?;
                     (PoolPlace::Managed, d)
                 }
+                // No preferred location (`CU_MEM_LOCATION_TYPE_NONE`, cuda.core's
+                // `ManagedMemoryResource`): managed memory the current device's synchronisations
+                // release.
+                (Location::Other(0), true) => (PoolPlace::Managed, host_pool_device(s)?),
                 (Location::Host, false) if handle_types == HandleKinds::NONE => {
                     (PoolPlace::Host { numa: None }, host_pool_device(s)?)
                 }

@@ -172,7 +172,7 @@
 //!   `MAP_SHARED` memory) and copies the rest.
 
 mod address_space;
-mod attributes;
+pub mod attributes;
 mod catalog;
 mod checked;
 mod contexts;

@@ -313,6 +313,9 @@ pub(super) struct Block {
     /// The pool's index in the simulator's pool list; `None` outside pools.
     pub(super) pool: Option<usize>,
     pub(super) origin: Origin,
+    /// `CU_POINTER_ATTRIBUTE_SYNC_MEMOPS` as `cuPointerSetAttribute` set it (every operation is
+    /// synchronous here: it changes nothing but what reads back).
+    pub(super) sync_memops: bool,
     len: u64,
     backing: Backing,
 }
@@ -436,7 +439,7 @@ impl Memory {
         }
         let offset = self.spaces[device].take(step(size), ALIGN, SPAN).ok_or(Exhausted::AddressSpace)?;
         let base = BASE + device as u64 * SPAN + offset;
-        self.blocks.insert(base, Block { base, device, pool, origin, len: size, backing });
+        self.blocks.insert(base, Block { base, device, pool, origin, sync_memops: false, len: size, backing });
         Ok(base)
     }
 
@@ -454,13 +457,16 @@ impl Memory {
         if !self.overlapping(base, size).is_empty() {
             return None;
         }
-        self.blocks.insert(base, Block { base, device, pool, origin: Origin::Host(kind), len: size, backing });
+        self.blocks.insert(
+            base,
+            Block { base, device, pool, origin: Origin::Host(kind), sync_memops: false, len: size, backing },
+        );
         Some(base)
     }
 
     /// Maps `backing` at `base` (a reserved range the caller checked is free).
     pub(super) fn map_at(&mut self, base: u64, device: usize, backing: Backing, size: u64, origin: Origin) {
-        self.blocks.insert(base, Block { base, device, pool: None, origin, len: size, backing });
+        self.blocks.insert(base, Block { base, device, pool: None, origin, sync_memops: false, len: size, backing });
     }
 
     /// Removes the allocation starting exactly at `base` if `cuMemFree` may free it (allocated

@@ -338,7 +338,9 @@ impl SimDriver {
             let Some(k) = s.library_kernels.get(&kernel).cloned() else {
                 return fail(CudaCode::CUDA_ERROR_INVALID_HANDLE);
             };
-            let device = any_device(s);
+            // Answered for the current context's device: none is `CUDA_ERROR_INVALID_CONTEXT`,
+            // as an H100 answered.
+            let device = s.current_device()?;
             let contents = library_read(s, k.library, device)?;
             let param = contents.kernel(k.name.as_bytes()).and_then(|d| d.params.get(index).copied());
             param.map(|p| (p.offset, p.size)).ok_or_else(|| CudaCode::CUDA_ERROR_INVALID_VALUE.into())

@@ -456,13 +456,24 @@ impl Memory for View<'_> {
     /// Device printf, written out at once: a GPU's driver writes it at the next
     /// synchronisation, and a simulated launch has run by then.
     fn output(&mut self, _: Thread, to: Output, text: &str) {
-        use std::io::Write;
         match to {
-            Output::Printf => {
-                let mut out = std::io::stdout().lock();
-                let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
-            }
+            Output::Printf => c_stdout(text),
             Output::Assertion => to.write(text),
         }
+    }
+}
+
+/// Writes `text` through the C library's `stdout`, the program's own stdio buffer, as NVIDIA's
+/// driver writes device `printf`: its lines land among the program's own in the order they
+/// were printed, also when standard output is a file or a pipe (and fully buffered).
+fn c_stdout(text: &str) {
+    unsafe extern "C" {
+        /// The C library's standard output stream.
+        static stdout: *mut libc::FILE;
+    }
+    // SAFETY: `stdout` is the C library's stream, valid for the process's life, and `fwrite`
+    // locks it; `text` is `text.len()` readable bytes.
+    unsafe {
+        libc::fwrite(text.as_ptr().cast(), 1, text.len(), stdout);
     }
 }

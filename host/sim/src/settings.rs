@@ -6,7 +6,7 @@
 
 use super::driver::SimDriver;
 use super::share::{fail, invalid};
-use super::state::StreamSettings;
+use super::state::{ATTRIBUTE_VALUE_BYTES, StreamSettings};
 use super::timing::Work;
 use peerpool::CudaCode;
 use peerpool::driver::{Context, DeviceAttribute, DriverResult, Stream};
@@ -24,6 +24,12 @@ const LIMITS: [(u32, u64); 7] =
 /// The priorities a stream may have: from 0 (least) to -5 (greatest), as on the H200.
 pub const PRIORITY_RANGE: (i32, i32) = (0, -5);
 
+/// `CUstreamAttrID`s a stream has: the access policy window, the synchronisation policy, the
+/// priority, the memory synchronisation domain map and domain.
+const STREAM_ATTRIBUTES: [u32; 5] = [1, SYNCHRONIZATION_POLICY, PRIORITY, 9, 10];
+const SYNCHRONIZATION_POLICY: u32 = 3;
+const PRIORITY: u32 = 8;
+
 impl SimDriver {
     /// `cuDeviceGetAttribute` for any attribute number: the topology's where it gives one, else
     /// what an H200 answered (`attributes.rs`); a number the H200 did not answer is
@@ -34,7 +40,7 @@ impl SimDriver {
         }
         self.run("cuDeviceGetAttribute", |s| {
             s.device(device)?;
-            super::attributes::recorded(raw).ok_or_else(|| CudaCode::CUDA_ERROR_INVALID_VALUE.into())
+            super::attributes::answered(raw).ok_or_else(|| CudaCode::CUDA_ERROR_INVALID_VALUE.into())
         })
     }
 
@@ -85,7 +91,8 @@ impl SimDriver {
     pub fn stream_create_with(&self, flags: u32, priority: i32) -> DriverResult<Stream> {
         let stream = peerpool::driver::Driver::stream_create(self)?;
         let priority = priority.clamp(PRIORITY_RANGE.1, PRIORITY_RANGE.0);
-        self.lock_state().stream_settings.insert(stream.0, StreamSettings { flags, priority });
+        let settings = StreamSettings { flags, priority, ..StreamSettings::default() };
+        self.lock_state().stream_settings.insert(stream.0, settings);
         Ok(stream)
     }
 
@@ -93,8 +100,78 @@ impl SimDriver {
     pub fn stream_settings(&self, stream: Stream) -> DriverResult<(u32, i32)> {
         self.run("cuStreamGetFlags", |s| {
             s.stream_device(stream)?;
-            let set = s.stream_settings.get(&stream.0).copied().unwrap_or_default();
+            let set = s.stream_settings.get(&stream.0).cloned().unwrap_or_default();
             Ok((set.flags, set.priority))
+        })
+    }
+
+    /// `cuStreamGetAttribute`: what `cuStreamSetAttribute` set, else the default an H100
+    /// answered (a synchronisation policy of -1, the stream's priority, zeros); an attribute a
+    /// stream does not have is `CUDA_ERROR_INVALID_VALUE`.
+    pub fn stream_get_attribute(&self, stream: Stream, attribute: u32) -> DriverResult<[u8; ATTRIBUTE_VALUE_BYTES]> {
+        self.run("cuStreamGetAttribute", |s| {
+            s.stream_device(stream)?;
+            if !STREAM_ATTRIBUTES.contains(&attribute) {
+                return Err(CudaCode::CUDA_ERROR_INVALID_VALUE.into());
+            }
+            let set = s.stream_settings.get(&stream.0).cloned().unwrap_or_default();
+            if let Some((_, value)) = set.attributes.iter().find(|(a, _)| *a == attribute) {
+                return Ok(*value);
+            }
+            let mut value = [0u8; ATTRIBUTE_VALUE_BYTES];
+            let first = match attribute {
+                SYNCHRONIZATION_POLICY => -1,
+                PRIORITY => set.priority,
+                _ => 0,
+            };
+            value[..4].copy_from_slice(&first.to_le_bytes());
+            Ok(value)
+        })
+    }
+
+    /// `cuStreamSetAttribute`: kept for `cuStreamGetAttribute` (none changes what the simulator
+    /// does: its streams run in order, a priority included); the priority is clamped to the
+    /// range, as at creation.
+    pub fn stream_set_attribute(
+        &self,
+        stream: Stream,
+        attribute: u32,
+        mut value: [u8; ATTRIBUTE_VALUE_BYTES],
+    ) -> DriverResult<()> {
+        self.run("cuStreamSetAttribute", |s| {
+            s.stream_device(stream)?;
+            if !STREAM_ATTRIBUTES.contains(&attribute) {
+                return Err(CudaCode::CUDA_ERROR_INVALID_VALUE.into());
+            }
+            let set = s.stream_settings.entry(stream.0).or_default();
+            if attribute == PRIORITY {
+                let asked = i32::from_le_bytes(value[..4].try_into().expect("4 bytes"));
+                set.priority = asked.clamp(PRIORITY_RANGE.1, PRIORITY_RANGE.0);
+                value[..4].copy_from_slice(&set.priority.to_le_bytes());
+            }
+            set.attributes.retain(|(a, _)| *a != attribute);
+            set.attributes.push((attribute, value));
+            Ok(())
+        })
+    }
+
+    /// `cuPointerSetAttribute(CU_POINTER_ATTRIBUTE_SYNC_MEMOPS)` on the allocation holding `ptr`
+    /// (`CUDA_ERROR_INVALID_VALUE` for an address in none), and what it reads back.
+    pub fn pointer_set_sync_memops(&self, ptr: u64, on: bool) -> DriverResult<()> {
+        self.run("cuPointerSetAttribute", |s| {
+            let Some(base) = s.memory.find(ptr).map(|b| b.base) else { return invalid() };
+            if let Some(block) = s.memory.at_mut(base) {
+                block.sync_memops = on;
+            }
+            Ok(())
+        })
+    }
+
+    /// `cuPointerGetAttribute(CU_POINTER_ATTRIBUTE_SYNC_MEMOPS)`.
+    pub fn pointer_sync_memops(&self, ptr: u64) -> DriverResult<bool> {
+        self.run("cuPointerGetAttribute", |s| match s.memory.find(ptr) {
+            Some(block) => Ok(block.sync_memops),
+            None => invalid(),
         })
     }
 

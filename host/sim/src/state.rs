@@ -55,12 +55,17 @@ pub(super) struct ContextSettings {
     pub(super) grid_workspace: bool,
 }
 
-/// What one created stream was made with.
-#[derive(Clone, Copy, Debug, Default)]
+/// What one created stream was made with, and the attributes set on it
+/// (`cuStreamSetAttribute`), by number: each a `CUstreamAttrValue`'s bytes.
+#[derive(Clone, Debug, Default)]
 pub(super) struct StreamSettings {
     pub(super) flags: u32,
     pub(super) priority: i32,
+    pub(super) attributes: Vec<(u32, [u8; ATTRIBUTE_VALUE_BYTES])>,
 }
+
+/// The bytes of a `CUstreamAttrValue` (`CUlaunchAttributeValue`, a 64-byte union).
+pub const ATTRIBUTE_VALUE_BYTES: usize = 64;
 
 /// One `cuMemCreate` (or imported) allocation.
 #[derive(Clone)]

@@ -131,8 +131,26 @@ pub unsafe extern "C" fn cuMemPoolTrimTo(memory_pool: CUmemoryPool, keep: usize)
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuPointerGetAttribute(data: *mut c_void, attribute: c_uint, ptr: CUdeviceptr) -> CUresult {
     entry!(cuPointerGetAttribute(data, attribute, ptr), {
+        if attribute == SYNC_MEMOPS {
+            return out(data.cast::<c_uint>(), code(sim().pointer_sync_memops(ptr))? as c_uint);
+        }
         let attribute = PointerAttribute::from_raw(attribute).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
         write_attribute(data, attribute, code(sim().pointer_get_attribute(DevicePtr(ptr), attribute))?)
+    })
+}
+
+/// `CU_POINTER_ATTRIBUTE_SYNC_MEMOPS`, the one attribute `cuPointerSetAttribute` sets.
+const SYNC_MEMOPS: c_uint = 6;
+
+/// Only `CU_POINTER_ATTRIBUTE_SYNC_MEMOPS` may be set (every operation is synchronous here: it
+/// reads back, and changes nothing); another is `CUDA_ERROR_INVALID_VALUE`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuPointerSetAttribute(value: *const c_void, attribute: c_uint, ptr: CUdeviceptr) -> CUresult {
+    entry!(cuPointerSetAttribute(value, attribute, ptr), {
+        if attribute != SYNC_MEMOPS || value.is_null() {
+            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+        }
+        code(sim().pointer_set_sync_memops(ptr, value.cast::<c_uint>().read() != 0))
     })
 }
 

@@ -6,7 +6,9 @@ use crate::abi::{as_ptr, c_str, function, lasting_name, module, out, out_handles
 use crate::boundary::{code, entry, sim};
 use crate::image_bytes::{Wrapper, image_bytes};
 use crate::jit_options::JitOptions;
-use cudarc::driver::sys::{CUdeviceptr, CUfunction, CUjit_option, CUmodule, CUmoduleLoadingMode, CUresult};
+use cudarc::driver::sys::{
+    CUdeviceptr, CUfunc_cache, CUfunction, CUjit_option, CUmodule, CUmoduleLoadingMode, CUresult, CUsharedconfig,
+};
 use peerpool::driver::{DevicePtr, DriverResult};
 use std::ffi::{c_char, c_int, c_uint, c_void};
 
@@ -95,6 +97,27 @@ pub unsafe extern "C" fn cuFuncGetAttribute(pi: *mut c_int, attrib: c_int, f: CU
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuFuncSetAttribute(f: CUfunction, attrib: c_int, value: c_int) -> CUresult {
     entry!(cuFuncSetAttribute(f, attrib, value), { code(sim().func_set_attribute(function(f), attrib, value)) })
+}
+
+/// A hint on a live function (the simulator has no cache to split): any of the four settings.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuFuncSetCacheConfig(f: CUfunction, config: CUfunc_cache) -> CUresult {
+    entry!(cuFuncSetCacheConfig(f, config), { function_hint(f, config as u32, 3) })
+}
+
+/// A hint on a live function, deprecated (banks are not simulated): any of the three settings.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuFuncSetSharedMemConfig(f: CUfunction, config: CUsharedconfig) -> CUresult {
+    entry!(cuFuncSetSharedMemConfig(f, config), { function_hint(f, config as u32, 2) })
+}
+
+/// A hint that changes nothing here: `f` must be a live function, and `config` at most `most`.
+fn function_hint(f: CUfunction, config: u32, most: u32) -> crate::boundary::Answer {
+    code(sim().func_name(function(f)))?;
+    match config <= most {
+        true => Ok(()),
+        false => Err(CUresult::CUDA_ERROR_INVALID_VALUE),
+    }
 }
 
 #[unsafe(no_mangle)]

@@ -3,6 +3,7 @@
 
 use crate::abi::{as_ptr, event, out, stream};
 use crate::boundary::{Answer, code, entry, forward_if_real, sim};
+use crate::host_functions;
 use cudarc::driver::sys::{
     self, CUcontext, CUevent, CUgraph, CUgraphEdgeData, CUgraphNode, CUgreenCtx, CUhostFn, CUresult, CUstream,
     CUstreamCallback, CUstreamCaptureStatus,
@@ -111,7 +112,9 @@ pub unsafe extern "C" fn cuLaunchHostFunc(h_stream: CUstream, f: CUhostFn, data:
     entry!(cuLaunchHostFunc(h_stream, f, data), {
         let f = f.ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
         code(sim().stream_query(stream(h_stream)))?;
-        f(data);
+        let data = data as usize;
+        // SAFETY: CUDA's contract: the function and its data are valid on the driver's thread.
+        host_functions::enqueue(stream(h_stream).0, host_functions::Job::new(move || f(data as *mut c_void)));
         Ok(())
     })
 }
@@ -130,7 +133,12 @@ pub unsafe extern "C" fn cuStreamAddCallback(
             return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
         }
         code(sim().stream_query(stream(h_stream)))?;
-        callback(h_stream, CUresult::CUDA_SUCCESS, data);
+        let (handle, data) = (h_stream as usize, data as usize);
+        // SAFETY: as for cuLaunchHostFunc.
+        host_functions::enqueue(
+            stream(h_stream).0,
+            host_functions::Job::new(move || callback(handle as CUstream, CUresult::CUDA_SUCCESS, data as *mut c_void)),
+        );
         Ok(())
     })
 }
@@ -147,7 +155,13 @@ pub unsafe extern "C" fn cuStreamSynchronize(h_stream: CUstream) -> CUresult {
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuStreamQuery(h_stream: CUstream) -> CUresult {
-    entry!(cuStreamQuery(h_stream), { code(sim().stream_query(stream(h_stream))) })
+    entry!(cuStreamQuery(h_stream), {
+        code(sim().stream_query(stream(h_stream)))?;
+        match host_functions::pending() {
+            true => Err(CUresult::CUDA_ERROR_NOT_READY),
+            false => Ok(()),
+        }
+    })
 }
 
 /// Nothing is ever captured into a graph here (graphs are not simulated).
@@ -180,7 +194,13 @@ pub unsafe extern "C" fn cuEventSynchronize(h_event: CUevent) -> CUresult {
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuEventQuery(h_event: CUevent) -> CUresult {
-    entry!(cuEventQuery(h_event), { code(sim().event_query(event(h_event))) })
+    entry!(cuEventQuery(h_event), {
+        code(sim().event_query(event(h_event)))?;
+        match host_functions::pending() {
+            true => Err(CUresult::CUDA_ERROR_NOT_READY),
+            false => Ok(()),
+        }
+    })
 }
 
 #[unsafe(no_mangle)]
@@ -209,4 +229,54 @@ unsafe fn not_capturing(h_stream: CUstream, status: *mut CUstreamCaptureStatus) 
     code(sim().stream_query(stream(h_stream)))?;
     // SAFETY: the caller's.
     unsafe { out(status, CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE) }
+}
+
+/// A `CUstreamAttrValue`'s bytes, as the simulator keeps them.
+const ATTRIBUTE_VALUE_BYTES: usize = 64;
+const _: () = assert!(size_of::<sys::CUstreamAttrValue>() == ATTRIBUTE_VALUE_BYTES);
+
+/// The attributes a stream has, kept for `cuStreamGetAttribute` (none changes what the
+/// simulator does: its streams run in order); another is `CUDA_ERROR_INVALID_VALUE`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuStreamSetAttribute(
+    h_stream: CUstream,
+    attr: sys::CUstreamAttrID,
+    value: *const sys::CUstreamAttrValue,
+) -> CUresult {
+    entry!(cuStreamSetAttribute(h_stream, attr, value), {
+        if value.is_null() {
+            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+        }
+        let mut bytes = [0u8; ATTRIBUTE_VALUE_BYTES];
+        std::ptr::copy_nonoverlapping(value.cast::<u8>(), bytes.as_mut_ptr(), bytes.len());
+        code(sim().stream_set_attribute(stream(h_stream), attr as u32, bytes))
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuStreamGetAttribute(
+    h_stream: CUstream,
+    attr: sys::CUstreamAttrID,
+    value_out: *mut sys::CUstreamAttrValue,
+) -> CUresult {
+    entry!(cuStreamGetAttribute(h_stream, attr, value_out), {
+        if value_out.is_null() {
+            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+        }
+        let bytes = code(sim().stream_get_attribute(stream(h_stream), attr as u32))?;
+        std::ptr::copy_nonoverlapping(bytes.as_ptr(), value_out.cast::<u8>(), bytes.len());
+        Ok(())
+    })
+}
+
+/// `CU_EVENT_RECORD_DEFAULT` records as `cuEventRecord`; `CU_EVENT_RECORD_EXTERNAL` (for graph
+/// capture, which is not simulated) the same.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuEventRecordWithFlags(h_event: CUevent, h_stream: CUstream, flags: c_uint) -> CUresult {
+    entry!(cuEventRecordWithFlags(h_event, h_stream, flags), {
+        if flags > 1 {
+            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+        }
+        code(sim().event_record(event(h_event), stream(h_stream)))
+    })
 }
