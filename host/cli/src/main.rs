@@ -122,6 +122,11 @@ enum Command {
         /// whose PTX the simulator reads).
         #[arg(long, conflicts_with = "real", value_name = "X.Y")]
         driver_version: Option<String>,
+        /// Seconds one kernel launch may run before the simulated driver stops it with
+        /// CUDA_ERROR_LAUNCH_TIMEOUT, a line every 10 s saying it still runs; 0: no limit
+        /// (default: the topology's, else 120).
+        #[arg(long, conflicts_with = "real", value_name = "SECONDS")]
+        kernel_timeout: Option<u64>,
         /// The simulator's timing model: a calibration JSON file (default: the H200s').
         /// Programs built on peerpool print their projected wall time from it.
         #[arg(long, conflicts_with = "real")]
@@ -191,6 +196,7 @@ fn main() -> ExitCode {
             trace,
             seed,
             driver_version,
+            kernel_timeout,
             timing,
             shim,
             real,
@@ -204,6 +210,7 @@ fn main() -> ExitCode {
                 trace,
                 seed,
                 driver_version,
+                kernel_timeout,
                 timing,
                 shim,
                 real,

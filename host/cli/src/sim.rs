@@ -5,7 +5,9 @@
 use crate::carried::{self, Placed, Source};
 use crate::exit;
 use crate::trusted;
-use peerpool_sim::env::{self, BACKEND, DRIVER_VERSION, FAULTS, LIBCUDA, SEED, TIMING, TOPOLOGY, TRACE};
+use peerpool_sim::env::{
+    self, BACKEND, DRIVER_VERSION, FAULTS, KERNEL_TIMEOUT, LIBCUDA, SEED, TIMING, TOPOLOGY, TRACE,
+};
 use std::ffi::OsString;
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
@@ -23,6 +25,7 @@ pub struct Options {
     pub trace: Option<PathBuf>,
     pub seed: Option<u64>,
     pub driver_version: Option<String>,
+    pub kernel_timeout: Option<u64>,
     pub timing: Option<PathBuf>,
     pub shim: Option<PathBuf>,
     pub real: bool,
@@ -37,7 +40,7 @@ pub fn run(options: Options) -> ExitCode {
             eprintln!("peerpool sim: {}", peerpool::text::escaped(&why));
             exit::code(exit::BAD_INPUT)
         }
-        Ok((vars, placed)) if options.print_env => {
+        Ok((vars, placed, _)) if options.print_env => {
             // The printed environment is for a program started later: its directory stays.
             if let Some(dir) = placed.run_dir.map(carried::RunDir::keep) {
                 eprintln!("peerpool sim: the shim is in {}, made for this run; remove it when done", dir.display());
@@ -47,19 +50,25 @@ pub fn run(options: Options) -> ExitCode {
             }
             ExitCode::SUCCESS
         }
-        Ok((vars, placed)) => {
+        Ok((vars, placed, trace_reader)) => {
             let code = launch(&options.command, &vars);
-            // The program has exited: a directory made for this run goes.
-            drop(placed);
+            // The program has exited: a directory made for this run goes, and the trace FIFO's
+            // reader may see its end.
+            drop((placed, trace_reader));
             code
         }
     }
 }
 
+/// What [`prepare`] gives: the variables, the shim's place, and a trace FIFO held open.
+type Prepared = (Vec<(String, String)>, Placed, Option<std::fs::File>);
+
 /// The variables to set, after checking every setting as the shim will (those the options give
 /// and those the environment already holds, so a mistake is found here, not in the program's
-/// first `cuInit`) and installing the shim; the shim's place, held until the program exits.
-fn prepare(options: &Options) -> Result<(Vec<(String, String)>, Placed), String> {
+/// first `cuInit`) and installing the shim; the shim's place, held until the program exits; and
+/// a trace FIFO opened for writing, held as long, so that its reader sees the end only when the
+/// program's trace has ended.
+fn prepare(options: &Options) -> Result<Prepared, String> {
     if options.command.is_empty() && !options.print_env {
         return Err("give a command to run after `--`, or --print-env".into());
     }
@@ -79,6 +88,9 @@ fn prepare(options: &Options) -> Result<(Vec<(String, String)>, Placed), String>
     if let Some(version) = &options.driver_version {
         vars.push((DRIVER_VERSION.to_string(), version.clone()));
     }
+    if let Some(seconds) = options.kernel_timeout {
+        vars.push((KERNEL_TIMEOUT.to_string(), seconds.to_string()));
+    }
     if let Some(timing) = &options.timing {
         let absolute = std::path::absolute(timing).map_err(|e| format!("--timing {}: {e}", timing.display()))?;
         vars.push((TIMING.to_string(), absolute.display().to_string()));
@@ -91,19 +103,24 @@ fn prepare(options: &Options) -> Result<(Vec<(String, String)>, Placed), String>
         if !absolute.is_file() {
             return Err(format!("--libcuda {}: no such file", libcuda.display()));
         }
+        if !is_shared_library(&absolute) {
+            return Err(format!("--libcuda {}: not a shared library (an ELF of type ET_DYN)", libcuda.display()));
+        }
         vars.push((LIBCUDA.to_string(), absolute.display().to_string()));
     }
     // Checked here as the shim will read them: what the options set, else what the
-    // environment holds (the program inherits it), except a trace that is a FIFO: opening and
-    // closing it here would end its reader's input before the program writes a line.
+    // environment holds (the program inherits it). A trace that is a FIFO is opened here and
+    // kept open: closing it would end its reader's input before the program writes a line.
+    let setting = |name: &str| match vars.iter().find(|(n, _)| n == name) {
+        Some((_, given)) => Ok(Some(given.clone())),
+        None => env::var(name),
+    };
     let fifo = |path: &str| std::fs::metadata(path).is_ok_and(|m| m.file_type().is_fifo());
-    env::read(|name| {
-        let value = match vars.iter().find(|(n, _)| n == name) {
-            Some((_, given)) => Some(given.clone()),
-            None => env::var(name)?,
-        };
-        Ok(value.filter(|v| !(name == TRACE && fifo(v))))
-    })?;
+    let trace_reader = match setting(TRACE)?.filter(|t| fifo(t)) {
+        Some(path) => Some(fifo_with_a_reader(Path::new(&path))?),
+        None => None,
+    };
+    env::read(|name| Ok(setting(name)?.filter(|v| !(name == TRACE && fifo(v)))))?;
     let placed = locate_shim(options.shim.clone())?;
     let shim = placed.shim.clone();
     if options.real && options.libcuda.is_none() {
@@ -120,7 +137,28 @@ fn prepare(options: &Options) -> Result<(Vec<(String, String)>, Placed), String>
     path.extend(env::var("LD_LIBRARY_PATH")?.filter(|rest| !rest.is_empty()));
     let path = path.join(":");
     vars.push(("LD_LIBRARY_PATH".to_string(), path));
-    Ok((vars, placed))
+    Ok((vars, placed, trace_reader))
+}
+
+/// The FIFO `path` opened for writing, which succeeds only where a reader has it open: one with
+/// no reader would hold the program's first driver call (or lose its trace), so it is refused
+/// before the program starts.
+fn fifo_with_a_reader(path: &Path) -> Result<std::fs::File, String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    // O_NONBLOCK: opening a FIFO with no reader fails (ENXIO) instead of waiting for one.
+    let opened = std::fs::OpenOptions::new().write(true).custom_flags(libc::O_NONBLOCK).open(path);
+    opened.map_err(|e| match e.raw_os_error() == Some(libc::ENXIO) {
+        true => format!("--trace {}: a FIFO that no process reads: start its reader first", path.display()),
+        false => format!("--trace {}: {e}", path.display()),
+    })
+}
+
+/// Whether `path` is an ELF shared object (`e_type` `ET_DYN`), as a libcuda must be.
+fn is_shared_library(path: &Path) -> bool {
+    use std::io::Read;
+    let mut header = [0u8; 18];
+    let read = std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut header));
+    read.is_ok() && header.starts_with(b"\x7fELF") && u16::from_le_bytes([header[16], header[17]]) == 3
 }
 
 /// `--trace` as the shim reads it: `-` (stderr) as given, a file made absolute, since the
@@ -152,7 +190,9 @@ fn locate_shim(explicit: Option<PathBuf>) -> Result<Placed, String> {
         Some(path) if path.is_file() => carried::place(Source::File(&path), SHIM_FILE, &places)
             .map_err(|e| format!("the shim {}: {e}", path.display())),
         Some(path) => Err(format!(
-            "no shim at {} (build it with `cargo build --release -p peerpool-shim`, or name it with --shim or ${SHIM_ENV})",
+            "no shim at {} (install the command with the shim it carries: `cargo install --path host/cli --features \
+             embed-shim`; in a checkout, build it beside the command with `cargo build --release -p peerpool-shim`; \
+             or name it with --shim or ${SHIM_ENV})",
             path.display()
         )),
         None => Err(format!("cannot tell where the shim is: name it with --shim or ${SHIM_ENV}")),

@@ -110,7 +110,40 @@ fn the_library_path_holds_the_driver_and_when_simulating_nvjitlink() {
         assert_eq!(std::fs::read_link(Path::new(dirs[1]).join(name)).unwrap(), dir.path().join("libpeerpool_shim.so"));
     }
     let libcuda = dir.path().join("libcuda.so.1");
-    std::fs::write(&libcuda, b"a stand-in for NVIDIA's").unwrap();
+    std::fs::write(&libcuda, shared_object_header()).unwrap();
     let real = path(&["--real"], Some(&libcuda));
     assert!(real.ends_with("/peerpool-libcuda:/opt/held") && !real.contains("nvjitlink"), "{real}");
+}
+
+/// The first bytes of an ELF shared object: enough for `peerpool sim` to take a file for a
+/// library (the loader reads the rest).
+fn shared_object_header() -> Vec<u8> {
+    let mut header = b"\x7fELF\x02\x01\x01".to_vec();
+    header.resize(16, 0);
+    header.extend(3u16.to_le_bytes()); // ET_DYN
+    header
+}
+
+/// What would fail only in the program's first `cuInit` is refused before it starts: a trace
+/// FIFO that no process reads (the program's calls would wait on it, or lose their trace), a
+/// `--libcuda` that is not a library.
+#[test]
+fn a_trace_fifo_without_a_reader_and_a_libcuda_that_is_no_library_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("trace.fifo");
+    let made = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(made.as_ptr(), 0o600) }, 0);
+    let output = sim(dir.path(), &["--trace", fifo.to_str().unwrap()], &[]).output().unwrap();
+    refused(&output, "a FIFO that no process reads");
+    // With a reader it is taken (opened without waiting for a writer, before the command runs).
+    use std::os::unix::fs::OpenOptionsExt;
+    let reader = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(&fifo).unwrap();
+    let output = sim(dir.path(), &["--trace", fifo.to_str().unwrap()], &[]).output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    drop(reader);
+    let text = dir.path().join("libcuda.so.1");
+    std::fs::write(&text, b"not a library").unwrap();
+    let output = sim(dir.path(), &["--real", "--libcuda", text.to_str().unwrap()], &[]).output().unwrap();
+    refused(&output, "not a shared library");
 }

@@ -330,6 +330,37 @@ fn c_links_ptx_and_runs_it() -> Result<(), Failed> {
     }
 }
 
+/// A kernel waiting for a flag nobody sets meets the simulated driver's watchdog by time
+/// (`--kernel-timeout`, here 2 s): a line while it still runs, then `CUDA_ERROR_LAUNCH_TIMEOUT`
+/// and the line naming the watchdog.
+fn a_spinning_kernel_meets_the_watchdog() -> Result<(), Failed> {
+    let started = std::time::Instant::now();
+    let out = run(Command::new(c_program("hardening")?).arg("spin"), &[("PEERPOOL_SIM_KERNEL_TIMEOUT", "2")])?;
+    let (text, said, took) = (stdout(&out), stderr(&out), started.elapsed());
+    let progress = said.lines().any(|l| l.starts_with("peerpool-sim: kernel spin on GPU 0 still running after 1 s"));
+    let fired =
+        said.lines().any(|l| l.contains("the simulated driver's watchdog") && l.ends_with("CUDA_ERROR_LAUNCH_TIMEOUT"));
+    let code = text.contains("spin synchronize: CUDA_ERROR_LAUNCH_TIMEOUT");
+    match (progress, fired, code, took < std::time::Duration::from_secs(30)) {
+        (true, true, true, true) => Ok(()),
+        _ => Err(format!("after {took:?}: stdout {text:?}, stderr {said:?}").into()),
+    }
+}
+
+/// An access past a block's shared memory is named for what it is: shared memory, its offset,
+/// the block's size and the window (it read "in no allocation").
+fn a_shared_fault_names_shared_memory() -> Result<(), Failed> {
+    let out = run(Command::new(c_program("hardening")?).arg("shared"), &[])?;
+    let (text, said) = (stdout(&out), stderr(&out));
+    let line = "block (0,0,0) thread (0,0,0) PTX line 9: illegal address 0xfe00000000000140: shared memory, offset \
+                0x140, outside the block's 256 bytes (window 0xfe00000000000000 to 0xfe00000000000100): \
+                CUDA_ERROR_ILLEGAL_ADDRESS";
+    match said.contains(line) && text.contains("past synchronize: CUDA_ERROR_ILLEGAL_ADDRESS") {
+        true => Ok(()),
+        false => Err(format!("stdout {text:?}, stderr {said:?}").into()),
+    }
+}
+
 fn main() -> ExitCode {
     let mut trials = Vec::new();
     for stem in TOPOLOGIES {
@@ -372,6 +403,12 @@ fn main() -> ExitCode {
         same_as_on_the_h200s(script.arg(clients().join("pools.py")), "clients-cuda-core.txt")
     }));
     trials.push(trial("c_client_meets_a_fault_rule".into(), CUDA_INCLUDE, c_meets_a_fault_rule));
+    trials.push(trial(
+        "a_spinning_kernel_meets_the_watchdog".into(),
+        CUDA_INCLUDE,
+        a_spinning_kernel_meets_the_watchdog,
+    ));
+    trials.push(trial("a_shared_fault_names_shared_memory".into(), CUDA_INCLUDE, a_shared_fault_names_shared_memory));
     trials.push(trial("c_client_meets_a_sticky_rule".into(), CUDA_INCLUDE, c_meets_a_sticky_rule));
     trials.push(trial(
         "c_client_gets_one_line_for_bad_settings".into(),

@@ -8,6 +8,7 @@
 //! | `PEERPOOL_SIM_TRACE` | a file to append one line per call to (`-` for stderr) | none |
 //! | `PEERPOOL_SIM_SEED` | the seed of the `~p` rules' draws | 0 |
 //! | `PEERPOOL_SIM_DRIVER_VERSION` | the simulated driver's CUDA version, `13.0` or `13000`: what `cuDriverGetVersion` answers, which entry points `cuGetProcAddress` gives and which PTX ISA loads | the topology's (`driver_version`), by default the newest whose PTX the executor reads (13.5) |
+//! | `PEERPOOL_SIM_KERNEL_TIMEOUT` | seconds one kernel launch may run before the simulated driver stops it with `CUDA_ERROR_LAUNCH_TIMEOUT` (a line every 10 s says it still runs); 0: no limit | the topology's (`kernel_timeout_s`), by default 120 |
 //! | `PEERPOOL_SIM_TIMING` | the timing model: a calibration JSON file (`peerpool_sim::timing`) | the H200s' (`host/sim/timing/h200.json`) |
 //! | `PEERPOOL_SHIM_BACKEND` | `sim` (the simulator answers) or `real` (NVIDIA's libcuda does, through the rules and the trace) | `sim` |
 //! | `PEERPOOL_SHIM_LIBCUDA` | NVIDIA's libcuda for `real`, an absolute path | found as the loader would |
@@ -31,12 +32,24 @@ pub const TRACE: &str = "PEERPOOL_SIM_TRACE";
 pub const SEED: &str = "PEERPOOL_SIM_SEED";
 pub const TIMING: &str = "PEERPOOL_SIM_TIMING";
 pub const DRIVER_VERSION: &str = "PEERPOOL_SIM_DRIVER_VERSION";
+pub const KERNEL_TIMEOUT: &str = "PEERPOOL_SIM_KERNEL_TIMEOUT";
 pub const BACKEND: &str = "PEERPOOL_SHIM_BACKEND";
 pub const LIBCUDA: &str = "PEERPOOL_SHIM_LIBCUDA";
 
 /// The names of the variables, in the table's order, then the deprecated names.
-pub const VARIABLES: [&str; 10] =
-    [TOPOLOGY, FAULTS, TRACE, SEED, DRIVER_VERSION, TIMING, BACKEND, LIBCUDA, TOPOLOGY_ALIASES[0], TOPOLOGY_ALIASES[1]];
+pub const VARIABLES: [&str; 11] = [
+    TOPOLOGY,
+    FAULTS,
+    TRACE,
+    SEED,
+    DRIVER_VERSION,
+    KERNEL_TIMEOUT,
+    TIMING,
+    BACKEND,
+    LIBCUDA,
+    TOPOLOGY_ALIASES[0],
+    TOPOLOGY_ALIASES[1],
+];
 
 /// The names a program loads the shim by: NVIDIA's driver's. What `peerpool sim` (and a test
 /// harness) links to the shim in a directory put first on `LD_LIBRARY_PATH`.
@@ -169,6 +182,18 @@ fn read_settings(var: impl Fn(&str) -> Result<Option<String>, String>) -> Result
             return Err(format!("{TIMING} has no meaning with {BACKEND}=real (the real GPUs take real time)"));
         }
         Some(path) => Some(Latencies::load(Path::new(&path)).map_err(|e| format!("{TIMING}: {e}"))?),
+    };
+    let target = match (target, set(KERNEL_TIMEOUT)?) {
+        (Target::Simulated(mut topology), Some(text)) => {
+            let seconds = text.trim().parse().ok().filter(|s| *s <= 604_800);
+            let why = || format!("{KERNEL_TIMEOUT}: \"{}\" is not a number of seconds up to a week", echo(&text));
+            topology.kernel_timeout_s = seconds.ok_or_else(why)?;
+            Target::Simulated(topology)
+        }
+        (Target::Real(_), Some(_)) => {
+            return Err(format!("{KERNEL_TIMEOUT} has no meaning with {BACKEND}=real (the real GPUs run the kernels)"));
+        }
+        (target, None) => target,
     };
     let target = match (target, set(DRIVER_VERSION)?) {
         (Target::Simulated(mut topology), Some(text)) => {

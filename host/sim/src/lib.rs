@@ -208,5 +208,7 @@ pub use catalog::{CatalogEntry, catalog, catalog_topology};
 pub use driver::{ANSWERED_WHEN_DEAD, SimDriver, SimOptions, SimStats};
 pub use ptx_kernels::{PtxLaunch, PtxLaunchHow};
 pub use timing::{Floor, Latencies, Serial};
-pub use topology::{DRIVER_VERSION, DeviceSpec, FaultKind, Link, LinkFault, MAX_DEVICES, Topology, TopologyError};
+pub use topology::{
+    DRIVER_VERSION, DeviceSpec, FaultKind, KERNEL_TIMEOUT_S, Link, LinkFault, MAX_DEVICES, Topology, TopologyError,
+};
 pub use topology_file::MAX_TOPOLOGY_BYTES;

@@ -141,9 +141,9 @@ fn resident_blocks(s: &State, device: usize, function: u64, shape: &PtxLaunch<'_
 /// kills the process (and records the work as a fault); a launch the executor cannot hold is
 /// `CUDA_ERROR_INVALID_VALUE`.
 fn execute(s: &mut State, device: usize, kernel: &peerpool_ptx::Function, launch: &Launch<'_>) -> SimResult<Traffic> {
-    let mut view = View::new(s, device);
+    let mut view = View::new(s, device, &kernel.name);
     let ran = peerpool_ptx::run(kernel, launch, &mut view);
-    let traffic = view.traffic;
+    let (traffic, timed_out) = (view.traffic, view.watchdog.fired);
     match ran {
         Ok(_) => {}
         Err(Trap { kind: TrapKind::BadLaunch, .. }) => return fail(CudaCode::CUDA_ERROR_INVALID_VALUE),
@@ -158,7 +158,8 @@ fn execute(s: &mut State, device: usize, kernel: &peerpool_ptx::Function, launch
                 TrapKind::Assert => CudaCode::CUDA_ERROR_ASSERT,
                 _ => CudaCode::CUDA_ERROR_LAUNCH_FAILED,
             };
-            peerpool::fault::notice(&report(s, device, &kernel.name, &trap, code));
+            let shared = u64::from(kernel.shared_bytes) + launch.shape.shared as u64;
+            peerpool::fault::notice(&report(s, device, &kernel.name, &trap, code, (timed_out, shared)));
             s.dead = Some(code);
             s.work = Some(Work::Fault(device));
         }
@@ -218,13 +219,39 @@ fn check_shape(s: &State, function: u64, shape: &PtxLaunch<'_>) -> SimResult<()>
 
 /// One line on a faulted launch: kernel, block, thread, PTX line, address, and whose memory
 /// the address falls in.
-fn report(s: &State, device: usize, kernel: &str, trap: &Trap, code: CudaCode) -> String {
+/// `(timed_out, shared)`: whether the watchdog stopped the launch, and the block's shared bytes.
+fn report(
+    s: &State,
+    device: usize,
+    kernel: &str,
+    trap: &Trap,
+    code: CudaCode,
+    (timed_out, shared): (bool, u64),
+) -> String {
     let what = match trap.kind {
+        TrapKind::Fault(Fault::Illegal) if trap.addr >= peerpool_ptx::LOCAL_WINDOW => {
+            let offset = trap.addr - peerpool_ptx::LOCAL_WINDOW;
+            format!("illegal address {:#x}: local memory, offset {offset:#x}, outside the thread's", trap.addr)
+        }
+        TrapKind::Fault(Fault::Illegal) if trap.addr >= peerpool_ptx::SHARED_WINDOW => {
+            let (window, offset) = (peerpool_ptx::SHARED_WINDOW, trap.addr - peerpool_ptx::SHARED_WINDOW);
+            format!(
+                "illegal address {:#x}: shared memory, offset {offset:#x}, outside the block's {shared} bytes \
+                 (window {window:#x} to {:#x})",
+                trap.addr,
+                window + shared
+            )
+        }
         TrapKind::Fault(Fault::Illegal) => {
             format!("illegal address {:#x}: {}", trap.addr, whereabouts(s, device, trap.addr))
         }
         TrapKind::Fault(Fault::Misaligned) => format!("misaligned address {:#x}", trap.addr),
         TrapKind::Deadlock => "every thread left waits at a barrier no other reaches; a GPU would hang".to_owned(),
+        TrapKind::TooLong if timed_out => format!(
+            "still running after {} s, the simulated driver's watchdog (--kernel-timeout, or a topology's \
+             kernel_timeout_s); a kernel that waits for what never comes would hang a GPU",
+            s.topo.kernel_timeout_s
+        ),
         TrapKind::TooLong => format!("still running after {BUDGET} instructions; a GPU would not finish it either"),
         TrapKind::StackOverflow => "calls nested past the stack (1,024 frames or 512 KiB a thread)".to_owned(),
         TrapKind::Warp(WarpFault::NotInMask) => format!("a lane not in its own member mask {:#010x}", trap.addr),
@@ -269,6 +296,7 @@ struct View<'s> {
     s: &'s mut State,
     device: usize,
     traffic: Traffic,
+    watchdog: Watchdog,
     /// The allocations the launch's last accesses reached, newest first.
     windows: [Option<Window>; 2],
 }
@@ -289,8 +317,9 @@ struct Window {
 }
 
 impl View<'_> {
-    fn new(s: &mut State, device: usize) -> View<'_> {
-        View { s, device, traffic: Traffic::default(), windows: [None, None] }
+    fn new<'v>(s: &'v mut State, device: usize, kernel: &str) -> View<'v> {
+        let watchdog = Watchdog::new(s.topo.kernel_timeout_s, format!("kernel {kernel} on GPU {device}"));
+        View { s, device, traffic: Traffic::default(), watchdog, windows: [None, None] }
     }
 
     /// The window holding `[addr, addr + len)`, found and checked on a miss; `None` where the
@@ -460,6 +489,52 @@ impl Memory for View<'_> {
             Output::Printf => c_stdout(text),
             Output::Assertion => to.write(text),
         }
+    }
+
+    fn keep_running(&mut self, instructions: u64) -> bool {
+        self.watchdog.keep_running(instructions)
+    }
+}
+
+/// A launch's watchdog by time: a line every [`PROGRESS`] that the kernel still runs, and the
+/// launch stopped once it has run the topology's `kernel_timeout_s` (0: never).
+struct Watchdog {
+    started: std::time::Instant,
+    limit: Option<std::time::Duration>,
+    every: std::time::Duration,
+    next_line: std::time::Instant,
+    what: String,
+    fired: bool,
+}
+
+/// How often a long launch says it still runs (twice before a shorter limit fires).
+const PROGRESS: std::time::Duration = std::time::Duration::from_secs(10);
+
+impl Watchdog {
+    fn new(limit_s: u64, what: String) -> Watchdog {
+        let started = std::time::Instant::now();
+        let limit = (limit_s > 0).then(|| std::time::Duration::from_secs(limit_s));
+        let every = limit.map_or(PROGRESS, |l| PROGRESS.min(l / 2));
+        Watchdog { started, limit, every, next_line: started + every, what, fired: false }
+    }
+
+    fn keep_running(&mut self, instructions: u64) -> bool {
+        let now = std::time::Instant::now();
+        if self.limit.is_some_and(|limit| now - self.started >= limit) {
+            self.fired = true;
+            return false;
+        }
+        if now >= self.next_line {
+            let limit = self.limit.map_or("no limit".to_owned(), |l| format!("stopped at {} s", l.as_secs()));
+            peerpool::fault::notice(&format!(
+                "peerpool-sim: {} still running after {} s, {instructions} thread-instructions ({limit}: \
+                 --kernel-timeout)",
+                self.what,
+                (now - self.started).as_secs()
+            ));
+            self.next_line = now + self.every;
+        }
+        true
     }
 }
 

@@ -141,6 +141,10 @@ pub struct Topology {
     pub stands_for: String,
     /// `cuDriverGetVersion`.
     pub driver_version: i32,
+    /// How long one kernel launch may run, in seconds of this machine's time, before the
+    /// simulated driver stops it with `CUDA_ERROR_LAUNCH_TIMEOUT` (a kernel that waits for what
+    /// never comes would hang a GPU); 0: no limit but the instruction budget.
+    pub kernel_timeout_s: u64,
     /// The devices, by ordinal.
     pub devices: Vec<DeviceSpec>,
     /// `links[from * n + to]`; the diagonal is unused.
@@ -151,6 +155,10 @@ pub struct Topology {
     /// what a process sees of the machine (`CUDA_VISIBLE_DEVICES`, [`Topology::visible`]).
     physical: Vec<usize>,
 }
+
+/// How long a kernel launch runs before the simulated driver stops it, unless a topology or
+/// `peerpool sim --kernel-timeout` says otherwise (seconds).
+pub const KERNEL_TIMEOUT_S: u64 = 120;
 
 /// The CUDA version a simulated driver answers unless its topology or `peerpool sim
 /// --driver-version` says another: the newest whose PTX ISA peerpool's executor reads (13.5,
@@ -171,6 +179,7 @@ impl Topology {
             description: String::new(),
             stands_for: String::new(),
             driver_version: DRIVER_VERSION,
+            kernel_timeout_s: KERNEL_TIMEOUT_S,
             devices,
             links: vec![link; n * n],
             faults: BTreeMap::new(),
@@ -205,6 +214,7 @@ impl Topology {
             description,
             stands_for: String::new(),
             driver_version,
+            kernel_timeout_s: KERNEL_TIMEOUT_S,
             devices,
             links: vec![link; n * n],
             faults: BTreeMap::new(),

@@ -10,6 +10,7 @@
 //! | devices, all groups together | 0 to [`MAX_DEVICES`]; each group's `count` at least 1 |
 //! | `name` (machine, device group) | 1 to 256 bytes, no control characters |
 //! | `description`, `stands_for` | at most 4096 bytes each |
+//! | `kernel_timeout_s` | 0 to 604800: seconds one kernel launch may run before the simulated driver stops it with `CUDA_ERROR_LAUNCH_TIMEOUT` (0: no limit); by default 120 |
 //! | `driver_version` | 1000 to 99999 (`cuDriverGetVersion`'s 1000 × major + 10 × minor): which PTX ISA loads and which entry points `cuGetProcAddress` gives follow it; by default the newest the executor reads (13050) |
 //! | `memory_mib` / `memory_bytes` | 1 byte to 16 TiB |
 //! | `sms` | 1 to 4096 |
@@ -35,6 +36,8 @@ pub const MAX_TOPOLOGY_BYTES: usize = 1 << 20;
 const NAME_BYTES: RangeInclusive<usize> = 1..=256;
 const DESCRIPTION_BYTES: usize = 4096;
 const DRIVER_VERSIONS: RangeInclusive<i32> = 1000..=99_999;
+/// Seconds, a week at most (0: no limit).
+const KERNEL_TIMEOUTS: RangeInclusive<u64> = 0..=604_800;
 const MEMORY_BYTES: RangeInclusive<u64> = 1..=(16 << 40);
 const SMS: RangeInclusive<i32> = 1..=4096;
 const CC_MAJOR: RangeInclusive<i32> = 1..=99;
@@ -52,11 +55,17 @@ pub(super) struct TopologyFile {
     stands_for: String,
     #[serde(default = "newest_driver")]
     driver_version: i32,
+    #[serde(default = "default_kernel_timeout")]
+    kernel_timeout_s: u64,
     devices: Vec<DeviceGroup>,
     #[serde(default)]
     links: LinksFile,
     #[serde(default)]
     faults: Vec<FaultFile>,
+}
+
+fn default_kernel_timeout() -> u64 {
+    crate::topology::KERNEL_TIMEOUT_S
 }
 
 fn newest_driver() -> i32 {
@@ -286,6 +295,7 @@ fn build(file: &TopologyFile) -> Result<Topology, String> {
     let default = link("links.default", file.links.default.unwrap_or(Link::NONE))?;
     let mut t = Topology::with_links(name, file.description.trim().to_string(), driver_version, devices, default);
     t.stands_for = file.stands_for.trim().to_string();
+    t.kernel_timeout_s = within("kernel_timeout_s", file.kernel_timeout_s, &KERNEL_TIMEOUTS)?;
     let mut in_island = BTreeSet::new();
     for island in &file.links.islands {
         let island_link = link("island", island.link)?;

@@ -36,6 +36,13 @@ impl Access<'_, '_, '_> {
         }
     }
 
+    /// An access to the block's shared or the thread's local memory that falls outside it, at
+    /// the generic address of `at` in its window: the caller's report can name the window.
+    fn outside(&self, space: Space, at: u64, line: u32) -> Trap {
+        let window = if space == Space::Shared { SHARED_WINDOW } else { LOCAL_WINDOW };
+        self.trap(TrapKind::Fault(Fault::Illegal), line, window.wrapping_add(at))
+    }
+
     /// The executor's own memory a space and offset name, if in range.
     fn own(&mut self, space: Space, at: u64, len: usize) -> Option<&mut [u8]> {
         let (rank, at) = match space {
@@ -69,7 +76,7 @@ impl Access<'_, '_, '_> {
                 Ok(())
             }
             Space::Shared | Space::Local => {
-                let trap = self.trap(TrapKind::Fault(Fault::Illegal), line, addr);
+                let trap = self.outside(space, at, line);
                 copy(out, self.own(space, at, out.len()).ok_or(trap)?);
                 Ok(())
             }
@@ -86,7 +93,7 @@ impl Access<'_, '_, '_> {
         let who = self.who;
         match space {
             Space::Shared | Space::Local => {
-                let trap = self.trap(TrapKind::Fault(Fault::Illegal), line, addr);
+                let trap = self.outside(space, at, line);
                 copy(self.own(space, at, data.len()).ok_or(trap)?, data);
                 Ok(())
             }
@@ -121,7 +128,7 @@ impl Access<'_, '_, '_> {
         let who = self.who;
         match space {
             Space::Shared => {
-                let trap = self.trap(TrapKind::Fault(Fault::Illegal), line, addr);
+                let trap = self.outside(space, at, line);
                 update(self.own(space, at, size).ok_or(trap)?);
             }
             Space::Global => {

@@ -102,6 +102,12 @@ pub trait Memory {
     fn output(&mut self, _who: Thread, to: Output, text: &str) {
         to.write(text)
     }
+    /// Called after each time slice a warp ran, with the thread-instructions the launch has run
+    /// so far: `false` stops the launch as running too long ([`TrapKind::TooLong`]), as a
+    /// watchdog by time would. By default every launch runs to its instruction budget.
+    fn keep_running(&mut self, _instructions: u64) -> bool {
+        true
+    }
 }
 
 /// Where a kernel's text goes.
@@ -307,7 +313,8 @@ pub struct Launch<'a> {
     /// Where each of the module's variables is in device memory, by its index.
     pub variables: &'a [u64],
     /// The most instructions a launch may run, over all its threads: a kernel that runs longer
-    /// (an endless loop) is stopped with [`TrapKind::TooLong`].
+    /// (an endless loop) is stopped with [`TrapKind::TooLong`], as it is where
+    /// [`Memory::keep_running`] says so.
     pub budget: u64,
     /// What a kernel that synchronises its grid is given ([`Function::reads_grid_workspace`]);
     /// `None`: `%envreg1` and `%envreg2` read 0, and `grid.sync()` traps.
@@ -383,6 +390,9 @@ pub struct Trap {
     pub kind: TrapKind,
     pub line: u32,
     pub who: Thread,
+    /// The address of a fault: a global one as the kernel gave it; one of the block's shared or
+    /// the thread's local memory as the generic address in its window ([`SHARED_WINDOW`],
+    /// [`LOCAL_WINDOW`]), whichever form the kernel used.
     pub addr: u64,
 }
 

@@ -55,6 +55,11 @@ pub(super) fn run(
     (sh.clock, *budget) = (clock + ran, *budget - ran);
     match result {
         Ok(()) => Ok((ran, false)),
+        // The slice ran out: the caller may stop the launch here (a watchdog by time).
+        Err(None) if !sh.memory.keep_running(sh.launch.budget - *budget) => {
+            let t = warp.iter().find(|t| t.state == State::Running).unwrap_or(&warp[0]);
+            Err(t.trap(TrapKind::TooLong, kernel.body.get(t.pc as usize).map_or(0, |i| i.line), 0))
+        }
         Err(None) => Ok((ran, true)),
         Err(Some(trap)) => Err(trap),
     }

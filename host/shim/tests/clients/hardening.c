@@ -4,7 +4,9 @@
  * context, pools' reserves in cuMemGetInfo, device printf among the program's own lines, and
  * allocate/free cycles of 1 GiB. One line per fact, no address printed, so that a run through
  * the shim can be compared with NVIDIA's driver.
- * Usage: hardening [CYCLES]   (default 1000). Exits 1 on an unexpected error. */
+ * Usage: hardening [CYCLES]   (default 1000); hardening spin: a kernel that never ends, for a
+ * simulator's watchdog (a GPU would hang); hardening shared: a kernel that writes past its
+ * shared memory. Exits 1 on an unexpected error. */
 #include "client.h"
 #include <dlfcn.h>
 #include <pthread.h>
@@ -45,12 +47,46 @@ typedef CUresult (*create_v3)(CUcontext *, CUexecAffinityParam *, int, unsigned 
 typedef CUresult (*two_ints)(CUfunction, int);
 typedef CUresult (*no_args)(void);
 
+/* A kernel that waits for a flag nobody sets: a GPU would hang (run only on the simulator,
+ * whose watchdog stops it). */
+static const char *SPINS =
+    ".version 8.0\n.target sm_90\n.address_size 64\n"
+    ".visible .entry spin(.param .u64 p)\n{\n.reg .b64 %rd<3>;\n.reg .b32 %r<2>;\n.reg .pred %q<2>;\n"
+    "ld.param.u64 %rd1, [p];\nLOOP:\nld.volatile.global.u32 %r1, [%rd1];\nsetp.eq.u32 %q1, %r1, 0;\n"
+    "@%q1 bra LOOP;\nret;\n}\n";
+
+/* A kernel that writes past its block's 256 bytes of shared memory. */
+static const char *PAST_SHARED =
+    ".version 8.0\n.target sm_90\n.address_size 64\n"
+    ".visible .entry past()\n{\n.shared .align 4 .b8 tile[256];\n.reg .b32 %r<2>;\n"
+    "mov.u32 %r1, tile;\nst.shared.u32 [%r1+320], 7;\nret;\n}\n";
+
+/* Loads `ptx`, launches its kernel `name` on one thread (with `arg` if not NULL), and prints
+ * what the launch and the synchronisation answer. */
+static int launch_alone(const char *ptx, const char *name, CUdeviceptr *arg) {
+    CUmodule m;
+    CUfunction f;
+    TRY(cuModuleLoadData(&m, ptx));
+    TRY(cuModuleGetFunction(&f, m, name));
+    void *args[] = {arg};
+    printf("%s launch: %s\n", name, name_of(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, arg ? args : NULL, NULL)));
+    printf("%s synchronize: %s\n", name, name_of(cuCtxSynchronize()));
+    return 0;
+}
+
 int main(int argc, char **argv) {
-    int cycles = argc > 1 ? atoi(argv[1]) : 1000;
     CUdevice dev;
     CUcontext ctx;
     ON_GPU0(dev, ctx);
     CUresult r;
+    if (argc > 1 && strcmp(argv[1], "spin") == 0) {
+        CUdeviceptr flag;
+        TRY(cuMemAlloc(&flag, 4));
+        TRY(cuMemsetD32(flag, 0, 1));
+        return launch_alone(SPINS, "spin", &flag);
+    }
+    if (argc > 1 && strcmp(argv[1], "shared") == 0) return launch_alone(PAST_SHARED, "past", NULL);
+    int cycles = argc > 1 ? atoi(argv[1]) : 1000;
 
     /* cuCtxCreate as a CUDA 12.x header names it (_v2), and as cuGetProcAddress gives it at
      * 12000 (the affinity form, _v3). */
