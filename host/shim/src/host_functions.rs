@@ -148,6 +148,33 @@ mod tests {
         assert!(!pending());
     }
 
+    proptest::proptest! {
+        /// Any interleaving of host functions enqueued on a few streams runs every one, each
+        /// stream's in the order enqueued, none on the enqueuing thread.
+        #[test]
+        fn each_streams_host_functions_run_in_order(streams in proptest::collection::vec(0u64..4, 1..64)) {
+            let ran = Arc::new(Mutex::new(Vec::new()));
+            let enqueuer = std::thread::current().id();
+            for (i, &s) in streams.iter().enumerate() {
+                let ran = ran.clone();
+                // SAFETY: the closure holds only what it owns.
+                enqueue(0x1000 + s, unsafe {
+                    Job::new(move || {
+                        assert_ne!(std::thread::current().id(), enqueuer);
+                        ran.lock().unwrap().push((s, i));
+                    })
+                });
+            }
+            drain();
+            let ran = ran.lock().unwrap().clone();
+            proptest::prop_assert_eq!(ran.len(), streams.len());
+            for s in 0..4 {
+                let order: Vec<usize> = ran.iter().filter(|r| r.0 == s).map(|r| r.1).collect();
+                proptest::prop_assert!(order.is_sorted(), "stream {} ran {:?}", s, order);
+            }
+        }
+    }
+
     #[test]
     fn work_and_synchronisation_wait_and_queries_do_not() {
         for name in [

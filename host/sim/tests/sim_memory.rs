@@ -244,3 +244,66 @@ fn a_pools_reserve_is_not_free() {
     d.mem_pool_trim_to(pool.handle(), 0).unwrap();
     assert_eq!(d.mem_get_info().unwrap().0, before, "trimmed, it is free again");
 }
+
+use proptest::strategy::Strategy as _;
+
+#[derive(Clone, Debug)]
+enum Churn {
+    /// On device `0 or 1`, of `256 << n` bytes, from the device's pool or `cuMemAlloc`.
+    Alloc(usize, u32, bool),
+    Free(usize),
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+    /// Any churn of allocations and frees, reusing freed ranges: live allocations never overlap
+    /// and each keeps its own bytes.
+    #[test]
+    fn churn_never_aliases(steps in proptest::collection::vec(
+        proptest::prop_oneof![
+            (0usize..2, 0u32..12, proptest::bool::ANY).prop_map(|(d, n, p)| Churn::Alloc(d, n, p)),
+            proptest::prelude::any::<usize>().prop_map(Churn::Free),
+        ],
+        1..120,
+    )) {
+        let (d, system) = sim(Topology::two_h200());
+        let pools = [d.device_get_default_mem_pool(0).unwrap(), d.device_get_default_mem_pool(1).unwrap()];
+        let mut live: Vec<(peerpool::DevicePtr, u64, usize, bool, u64)> = Vec::new();
+        for (i, step) in steps.into_iter().enumerate() {
+            match step {
+                Churn::Alloc(device, n, pooled) => {
+                    let _ctx = system.enter(device).unwrap();
+                    let bytes = 256u64 << n;
+                    let p = match pooled {
+                        true => d.mem_alloc_from_pool_async(bytes as usize, pools[device], Stream::LEGACY).unwrap(),
+                        false => d.mem_alloc(bytes as usize).unwrap(),
+                    };
+                    for &(q, len, ..) in &live {
+                        proptest::prop_assert!(p.0 + bytes <= q.0 || q.0 + len <= p.0, "{:?} overlaps {:?}", p, q);
+                    }
+                    let mark = (i as u64 + 1) * 0x0101_0101_0101;
+                    d.memcpy_htod(p, &mark.to_le_bytes()).unwrap();
+                    d.memcpy_htod(p.offset(bytes - 8), &mark.to_le_bytes()).unwrap();
+                    live.push((p, bytes, device, pooled, mark));
+                }
+                Churn::Free(k) if !live.is_empty() => {
+                    let (p, _, device, pooled, _) = live.swap_remove(k % live.len());
+                    let _ctx = system.enter(device).unwrap();
+                    match pooled {
+                        true => d.mem_free_async(p, Stream::LEGACY).unwrap(),
+                        false => d.mem_free(p).unwrap(),
+                    }
+                }
+                Churn::Free(_) => {}
+            }
+            for &(p, bytes, device, _, mark) in &live {
+                let _ctx = system.enter(device).unwrap();
+                let (mut first, mut last) = ([0u8; 8], [0u8; 8]);
+                d.memcpy_dtoh(&mut first, p).unwrap();
+                d.memcpy_dtoh(&mut last, p.offset(bytes - 8)).unwrap();
+                proptest::prop_assert_eq!((u64::from_le_bytes(first), u64::from_le_bytes(last)), (mark, mark));
+            }
+        }
+    }
+}
