@@ -224,6 +224,38 @@ fn what_is_not_implemented_is_refused_at_load_with_its_line() {
     assert!(matches!(load("not ptx at all"), Err(LoadError::Syntax { .. })));
 }
 
+/// Words of the ISA up to 9.5 that the executor does not run are refused by name, as valid PTX
+/// (`Unsupported`); a word no ISA has is refused as ptxas refuses it (`Syntax`), never mistaken
+/// for one of the other.
+#[test]
+fn newer_isa_words_are_refused_by_name_and_unknown_ones_as_not_ptx() {
+    let body = |line: &str| {
+        format!(
+            ".version 9.0\n.target sm_90\n.address_size 64\n.visible .entry k()\n{{\n.reg .b64 %rd<4>;\n{line}\nret;\n}}\n"
+        )
+    };
+    for (line, what) in
+        [("clmad.lo.u64 %rd0, %rd1, %rd2, %rd3;", "clmad"), ("tcgen05.fence::before_thread_sync;", "tcgen05")]
+    {
+        match load(&body(line)) {
+            Err(LoadError::Unsupported { line: 7, what: w }) => assert!(w.contains(what), "{line}: {w}"),
+            other => panic!("{line}: {other:?}"),
+        }
+    }
+    match load(&body("frob.b64 %rd0, 1;")) {
+        Err(LoadError::Syntax { line: 7, what }) => {
+            assert_eq!(what, "Not a name of any known instruction: 'frob'")
+        }
+        other => panic!("{other:?}"),
+    }
+    // A top-level directive this parser does not know: named, not taken for text that is not PTX.
+    let directive = ".version 9.0\n.target sm_90\n.address_size 64\n.blocksareclusters\n";
+    match load(directive) {
+        Err(LoadError::Unsupported { line: 4, what }) => assert_eq!(what, "the directive .blocksareclusters"),
+        other => panic!("{other:?}"),
+    }
+}
+
 #[test]
 fn a_pointer_parameters_align_is_its_pointees_not_its_own() {
     // rustc's nvptx backend declares pointers `.ptr .align 1`: the parameter itself still lies
