@@ -96,6 +96,10 @@ fn check_simulates_the_topology_the_environment_names() {
     assert_eq!(code(&output), 0, "{}", text(&output));
     assert!(text(&output).starts_with("peerpool check: simulated topology `four_gpu_islands`"), "{}", text(&output));
     assert!(text(&output).contains("GPU3"), "four GPUs in the matrix: {}", text(&output));
+    // On H200s peerpool's own kernels load from their machine code and run natively: no word
+    // that kernels of machine code alone cannot run.
+    let output = peerpool_with(&args, &[("PEERPOOL_TOPOLOGY", "two_h200_nvlink")]);
+    assert!(!text(&output).contains("peerpool-sim:"), "{}", text(&output));
     let output = peerpool_with(&args, &[("PEERPOOL_TOPOLOGY", "corrupt_link_pair")]);
     assert_eq!(code(&output), 1, "{}", text(&output));
     let output = peerpool_with(&args, &[("PEERPOOL_TOPOLOGY", "no_such_machine")]);

@@ -72,13 +72,17 @@ pub(crate) fn compile_for(
     let contents =
         image::read(image, device, isa).map_err(|refusal| refused(image, device, driver_version, &refusal, log))?;
     let Some(text) = contents.ptx.clone() else {
+        // peerpool's own kernels run natively, from any image.
+        let foreign = contents.kernels.iter().any(|k| crate::kernels::peerpools(k).is_none());
         let what = image::describe(contents.chosen.0);
-        once(&format!(
-            "peerpool-sim: a module of {what} alone loads, and its kernels cannot be launched: the simulator runs \
-             kernels from PTX (build with PTX beside the machine code, as nvcc's -gencode \
-             arch=compute_{0}{1},code=[sm_{0}{1},compute_{0}{1}] does)",
-            device.0, device.1
-        ));
+        if foreign {
+            once(&format!(
+                "peerpool-sim: a module of {what} alone loads, and its kernels cannot be launched: the simulator \
+                 runs kernels from PTX (build with PTX beside the machine code, as nvcc's -gencode \
+                 arch=compute_{0}{1},code=[sm_{0}{1},compute_{0}{1}] does)",
+                device.0, device.1
+            ));
+        }
         return Ok(Compiled { contents: Arc::new(contents), program: None });
     };
     let program = match peerpool_ptx::load(&text) {

@@ -11,6 +11,15 @@ use peerpool::driver::{KernelArg, LaunchShape};
 pub(super) use peerpool_kernels::Kernel;
 use peerpool_kernels::pattern::pattern;
 
+/// peerpool's kernel that `k` is: one of its entry points by name, with the parameter sizes
+/// peerpool declares.
+pub(super) fn peerpools(k: &crate::image::Kernel) -> Option<Kernel> {
+    Kernel::ALL.into_iter().find(|p| {
+        let sizes = (0..).map_while(|i| param_info(*p, i)).map(|(_, size)| size);
+        p.entry() == k.name && sizes.eq(k.params.iter().map(|q| q.size))
+    })
+}
+
 /// `(offset, size)` of `kernel`'s parameter `index`, as `cuFuncGetParamInfo` reports it: each
 /// parameter aligned to its own size.
 pub(super) fn param_info(kernel: Kernel, index: usize) -> Option<(usize, usize)> {

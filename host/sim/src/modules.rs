@@ -16,7 +16,7 @@
 
 use super::image::{self, Code, Contents};
 use super::jit::{self, Compiled, JitLog};
-use super::kernels::{self, Kernel};
+use super::kernels;
 use super::memory::{Backing, Origin};
 use super::state::{Fail, FunctionSettings, KernelRec, SimResult, State};
 use super::timing::Work;
@@ -90,7 +90,7 @@ pub(super) fn install(s: &mut State, device: usize, compiled: Compiled) -> SimRe
     let mut functions = Vec::new();
     for (index, k) in contents.kernels.iter().enumerate() {
         let function = s.mint();
-        let kernel = peerpools(k);
+        let kernel = kernels::peerpools(k);
         let settings = FunctionSettings::default();
         s.functions.insert(function, super::state::FunctionRec { module: handle, device, index, kernel, settings });
         functions.push(function);
@@ -133,15 +133,6 @@ fn place_global(s: &mut State, device: usize, global: &image::Global) -> Option<
     let init = &global.init[..global.init.len().min(len)];
     backing.with(0, init.len(), |bytes| bytes.copy_from_slice(init));
     s.memory.place(device, backing, global.size, None, Origin::ModuleGlobal).ok()
-}
-
-/// peerpool's kernel that `k` is: one of its entry points by name, with the parameter sizes
-/// peerpool declares.
-fn peerpools(k: &image::Kernel) -> Option<Kernel> {
-    Kernel::ALL.into_iter().find(|p| {
-        let sizes = (0..).map_while(|i| kernels::param_info(*p, i)).map(|(_, size)| size);
-        p.entry() == k.name && sizes.eq(k.params.iter().map(|q| q.size))
-    })
 }
 
 /// `cuModuleUnload`.
