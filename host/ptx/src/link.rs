@@ -10,76 +10,100 @@ use std::collections::{BTreeSet, HashMap};
 /// `m.functions` if it has a body; `taken` the functions whose address the module takes, what
 /// an indirect call may reach.
 pub(crate) fn link(m: &mut Module, headers: &[(&str, Option<usize>)], taken: &BTreeSet<u32>) -> Result<(), LoadError> {
-    let originals = m.functions.clone();
-    for f in m.functions.iter_mut().filter(|f| f.entry) {
-        let mut placed: HashMap<u32, u32> = HashMap::new();
-        let mut i = 0;
-        while i < f.body.len() {
-            let line = f.body[i].line;
-            if let Op::CallIndirect(call) = &f.body[i].op {
-                // Every function whose address is taken and whose parameters the call fits.
-                let (args, rets) = (call.args.clone(), call.rets.clone());
-                let mut callees = Vec::new();
-                for &id in taken {
-                    let Some(callee) = headers[id as usize].1.map(|k| &originals[k]).filter(|c| !c.entry) else {
-                        continue;
-                    };
-                    let (Some(args), Some(rets)) = (layout(&args, &callee.params), layout(&rets, &callee.returns))
-                    else {
-                        continue;
-                    };
-                    let target = place(&mut f.body, &mut placed, id, callee);
-                    f.reads_grid_workspace |= callee.reads_grid_workspace;
-                    let (registers, local_bytes) = (callee.registers, callee.local_bytes);
-                    callees.push(Call { callee: id, target, registers, local_bytes, args, rets });
-                }
-                let Op::CallIndirect(call) = &mut f.body[i].op else { unreachable!() };
-                call.callees = callees;
+    // Only kernels change: each kernel's body is taken out while its callees are read, unlinked,
+    // from the module (no copy of the module's code, which may be large).
+    for k in 0..m.functions.len() {
+        if !m.functions[k].entry {
+            continue;
+        }
+        let mut f = Linked { body: std::mem::take(&mut m.functions[k].body), reads_grid_workspace: false };
+        link_kernel(&mut f, &m.functions, headers, taken)?;
+        let kernel = &mut m.functions[k];
+        kernel.body = f.body;
+        kernel.reads_grid_workspace |= f.reads_grid_workspace;
+    }
+    Ok(())
+}
+
+/// A kernel's body while it is linked.
+struct Linked {
+    body: Vec<Inst>,
+    reads_grid_workspace: bool,
+}
+
+/// Links one kernel's body against the module's functions, as they were read.
+fn link_kernel(
+    f: &mut Linked,
+    functions: &[Function],
+    headers: &[(&str, Option<usize>)],
+    taken: &BTreeSet<u32>,
+) -> Result<(), LoadError> {
+    let mut placed: HashMap<u32, u32> = HashMap::new();
+    let mut i = 0;
+    while i < f.body.len() {
+        let line = f.body[i].line;
+        if let Op::CallIndirect(call) = &f.body[i].op {
+            // Every function whose address is taken and whose parameters the call fits.
+            let (args, rets) = (call.args.clone(), call.rets.clone());
+            let mut callees = Vec::new();
+            for &id in taken {
+                let Some(callee) = headers[id as usize].1.map(|k| &functions[k]).filter(|c| !c.entry) else {
+                    continue;
+                };
+                let (Some(args), Some(rets)) = (layout(&args, &callee.params), layout(&rets, &callee.returns)) else {
+                    continue;
+                };
+                let target = place(&mut f.body, &mut placed, id, callee);
+                f.reads_grid_workspace |= callee.reads_grid_workspace;
+                let (registers, local_bytes) = (callee.registers, callee.local_bytes);
+                callees.push(Call { callee: id, target, registers, local_bytes, args, rets });
+            }
+            let Op::CallIndirect(call) = &mut f.body[i].op else { unreachable!() };
+            call.callees = callees;
+            i += 1;
+            continue;
+        }
+        let Op::Call(call) = &f.body[i].op else {
+            i += 1;
+            continue;
+        };
+        let (name, index) = headers[call.callee as usize];
+        let unsupported = |what: &str| LoadError::Unsupported { line, what: format!("call of {name}: {what}") };
+        let callee = match index.map(|i| &functions[i]) {
+            Some(c) if !c.entry => c,
+            Some(_) => return Err(unsupported("a kernel cannot be called")),
+            // Device printf, which the driver provides.
+            None if name == "vprintf" && call.args.len() == 2 && call.rets.len() <= 1 => {
+                let (format, args, ret) = (call.args[0].0, call.args[1].0, call.rets.first().map(|r| r.0));
+                f.body[i].op = Op::Printf { format, args, ret };
                 i += 1;
                 continue;
             }
-            let Op::Call(call) = &f.body[i].op else {
+            // A failed device assert.
+            None if name == "__assertfail" && call.args.len() == 5 => {
+                let at = |k: usize| call.args[k].0;
+                f.body[i].op = Op::AssertFail { message: at(0), file: at(1), line: at(2), function: at(3) };
                 i += 1;
                 continue;
-            };
-            let (name, index) = headers[call.callee as usize];
-            let unsupported = |what: &str| LoadError::Unsupported { line, what: format!("call of {name}: {what}") };
-            let callee = match index.map(|i| &originals[i]) {
-                Some(c) if !c.entry => c,
-                Some(_) => return Err(unsupported("a kernel cannot be called")),
-                // Device printf, which the driver provides.
-                None if name == "vprintf" && call.args.len() == 2 && call.rets.len() <= 1 => {
-                    let (format, args, ret) = (call.args[0].0, call.args[1].0, call.rets.first().map(|r| r.0));
-                    f.body[i].op = Op::Printf { format, args, ret };
-                    i += 1;
-                    continue;
-                }
-                // A failed device assert.
-                None if name == "__assertfail" && call.args.len() == 5 => {
-                    let at = |k: usize| call.args[k].0;
-                    f.body[i].op = Op::AssertFail { message: at(0), file: at(1), line: at(2), function: at(3) };
-                    i += 1;
-                    continue;
-                }
-                // The driver's device heap, which is not simulated.
-                None if matches!(name, "malloc" | "free") => {
-                    return Err(unsupported("the device heap (malloc and free)"));
-                }
-                // Any other function without a body is unresolved: the JIT refuses the module.
-                None => return Err(LoadError::Unresolved { line, name: name.to_owned() }),
-            };
-            let id = call.callee;
-            let target = place(&mut f.body, &mut placed, id, callee);
-            f.reads_grid_workspace |= callee.reads_grid_workspace;
-            let Op::Call(call) = &mut f.body[i].op else { unreachable!() };
-            call.target = target;
-            call.registers = callee.registers;
-            call.local_bytes = callee.local_bytes;
-            let bad = |what: &str| LoadError::Syntax { line, what: format!("call of {name}: {what}") };
-            call.args = layout(&call.args, &callee.params).ok_or_else(|| bad("arguments do not match"))?;
-            call.rets = layout(&call.rets, &callee.returns).ok_or_else(|| bad("results do not match"))?;
-            i += 1;
-        }
+            }
+            // The driver's device heap, which is not simulated.
+            None if matches!(name, "malloc" | "free") => {
+                return Err(unsupported("the device heap (malloc and free)"));
+            }
+            // Any other function without a body is unresolved: the JIT refuses the module.
+            None => return Err(LoadError::Unresolved { line, name: name.to_owned() }),
+        };
+        let id = call.callee;
+        let target = place(&mut f.body, &mut placed, id, callee);
+        f.reads_grid_workspace |= callee.reads_grid_workspace;
+        let Op::Call(call) = &mut f.body[i].op else { unreachable!() };
+        call.target = target;
+        call.registers = callee.registers;
+        call.local_bytes = callee.local_bytes;
+        let bad = |what: &str| LoadError::Syntax { line, what: format!("call of {name}: {what}") };
+        call.args = layout(&call.args, &callee.params).ok_or_else(|| bad("arguments do not match"))?;
+        call.rets = layout(&call.rets, &callee.returns).ok_or_else(|| bad("results do not match"))?;
+        i += 1;
     }
     Ok(())
 }

@@ -638,12 +638,11 @@ fn function(
                 .filter_map(|o| if let Operand::Name(n) = o { scope.functions.get(n).copied() } else { None }),
         );
     }
-    f.body = raw
-        .into_iter()
-        .map(|(line, guard, opcode, operands)| {
-            Ok(Inst { line, guard, op: decode::op(opcode, operands, &scope, line)? })
-        })
-        .collect::<Result<_, LoadError>>()?;
+    // Sized once: collecting through `Result` would grow the body by doubling, copying it.
+    f.body = Vec::with_capacity(raw.len());
+    for (line, guard, opcode, operands) in raw {
+        f.body.push(Inst { line, guard, op: decode::op(opcode, operands, &scope, line)? });
+    }
     funcs.taken.extend(taken);
     Ok(Some(f))
 }

@@ -2,7 +2,11 @@
 //! kernels of 125k to 1M instructions, in two shapes nvcc writes: one long kernel (a fresh
 //! register for each result, branches between blocks of eight), and a kernel that calls a
 //! function per 50 instructions, each with a global variable of its own. Loading should grow
-//! linearly with the module: the 1M kernel within about 4x the 250k one (divan prints each).
+//! linearly with the module: the 1M kernel within about 4x the 250k one (divan prints each;
+//! `docs/cpu/module_load.txt` has a run). Each sample loads again in the same process, so the
+//! larger modules also pay for memory the allocator gave back to the system after the sample
+//! before (blocks over glibc's 32 MiB threshold are unmapped when freed), which the smaller
+//! ones, whose blocks stay in the heap, do not.
 
 use peerpool::driver::Stream;
 use peerpool_sim::{PtxLaunch, SimDriver, Topology};
@@ -84,12 +88,12 @@ fn load_and_launch(bencher: divan::Bencher, text: String) {
     });
 }
 
-#[divan::bench(args = [125_000, 250_000, 500_000, 1_000_000], sample_count = 3, sample_size = 1)]
+#[divan::bench(args = [125_000, 250_000, 500_000, 1_000_000], sample_count = 7, sample_size = 1)]
 fn one_long_kernel(bencher: divan::Bencher, instructions: usize) {
     load_and_launch(bencher, long_kernel(instructions));
 }
 
-#[divan::bench(args = [125_000, 250_000, 500_000, 1_000_000], sample_count = 3, sample_size = 1)]
+#[divan::bench(args = [125_000, 250_000, 500_000, 1_000_000], sample_count = 7, sample_size = 1)]
 fn a_function_per_50_instructions(bencher: divan::Bencher, instructions: usize) {
     load_and_launch(bencher, many_functions(instructions));
 }

@@ -2,7 +2,8 @@
 //! so that the common ones run without decoding operands: every operand an index relative to
 //! the frame's registers, where immediates, addresses known for the whole launch and special
 //! registers that stay the same for a thread sit in a pool just below each frame's registers
-//! (negative indices), widths resolved to shifts. The arithmetic without a fast form of its own
+//! (negative indices; a call copies it, so a value a `mov` or an access's address takes whole
+//! is kept in the step instead), widths resolved to shifts. The arithmetic without a fast form of its own
 //! calls the same functions as the decoded instruction; anything else is [`Fast::Slow`] and runs
 //! as decoded ([`crate::ir::Op`]).
 
@@ -11,7 +12,7 @@ use std::collections::HashMap;
 use super::float::Directed;
 use super::{LOCAL_WINDOW, Launch, SHARED_WINDOW};
 use crate::ir::{
-    BinOp, Cmp, Conversion, FloatMode, Function, Op, Place, Round, Space, Special, Src, TerOp, Ty, UnOp, Video,
+    Address, BinOp, Cmp, Conversion, FloatMode, Function, Op, Place, Round, Space, Special, Src, TerOp, Ty, UnOp, Video,
 };
 
 /// A register, or (negative) a constant of the pool, relative to the frame's base.
@@ -27,6 +28,12 @@ pub(super) enum Fast {
         d: u32,
         a: Opnd,
         sh: u8,
+    },
+    /// A value known when the launch is compiled (an immediate, a variable's address): kept in
+    /// the step rather than the pool, which every call copies.
+    Set {
+        d: u32,
+        v: u64,
     },
     Add {
         d: u32,
@@ -382,6 +389,24 @@ impl Pool {
     }
 }
 
+/// The value of `s` when it is the same for every thread of the launch.
+fn known(s: Src, launch: &Launch<'_>) -> Option<u64> {
+    match s {
+        Src::Imm(v) => Some(v),
+        Src::Addr(Place::Module(i)) => Some(launch.variables.get(i as usize).copied().unwrap_or(0)),
+        Src::Addr(Place::Param(at) | Place::Shared(at)) => Some(at as u64),
+        _ => None,
+    }
+}
+
+/// The base operand and offset of an access.
+fn address(at: Address, launch: &Launch<'_>, pool: &mut Pool) -> Option<(Opnd, i64)> {
+    match known(at.base, launch) {
+        Some(v) => Some((pool.constant(0), at.offset.wrapping_add(v as i64))),
+        None => Some((pool.src(at.base, launch)?, at.offset)),
+    }
+}
+
 /// The truth table of an integer comparison over (greater, less, equal).
 fn table(cmp: Cmp) -> u8 {
     match cmp {
@@ -402,7 +427,10 @@ fn compile(op: &Op, launch: &Launch<'_>, pool: &mut Pool) -> Option<Fast> {
     let sh = |ty: Ty| (64 - ty.bits()) as u8;
     let d32 = |r: u32| i32::try_from(r).ok().map(|_| r);
     Some(match *op {
-        Op::Mov { ty, d, a } => Fast::Mov { d: d32(d)?, a: src(a)?, sh: sh(ty) },
+        Op::Mov { ty, d, a } => match known(a, launch) {
+            Some(v) => Fast::Set { d: d32(d)?, v: v & (u64::MAX >> sh(ty)) },
+            None => Fast::Mov { d: d32(d)?, a: src(a)?, sh: sh(ty) },
+        },
         Op::Binary { op, ty, fm, d, a, b } if ty.half() => {
             Fast::Binary { op, ty, fm, d: d32(d)?, a: src(a)?, b: src(b)? }
         }
@@ -475,12 +503,19 @@ fn compile(op: &Op, launch: &Launch<'_>, pool: &mut Pool) -> Option<Fast> {
             let (d, a) = (d32(d)?, src(a)?);
             Fast::Add { d, a, b: pool.constant(add), sh: 0 }
         }
+        // An address known at compile time goes into the offset, the base a zero.
         Op::Ld { space, ty, ref d, at } => match d[..] {
-            [Some(r)] => Fast::Ld { d: d32(r)?, at: src(at.base)?, offset: at.offset, space, ty },
+            [Some(r)] => {
+                let (at, offset) = address(at, launch, pool)?;
+                Fast::Ld { d: d32(r)?, at, offset, space, ty }
+            }
             _ => return None,
         },
         Op::St { space, ty, ref s, at } => match s[..] {
-            [v] => Fast::St { s: src(v)?, at: src(at.base)?, offset: at.offset, space, ty },
+            [v] => {
+                let (at, offset) = address(at, launch, pool)?;
+                Fast::St { s: pool.src(v, launch)?, at, offset, space, ty }
+            }
             _ => return None,
         },
         Op::Unary { op: UnOp::Sqrt, ty: Ty::F32, fm, d, a } if !fm.ftz && !fm.sat && fm.round != Round::Nearest => {
@@ -510,4 +545,36 @@ fn compile(op: &Op, launch: &Launch<'_>, pool: &mut Pool) -> Option<Fast> {
         Op::Warp { .. } => Fast::Warp,
         _ => return None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exec::Shape;
+
+    /// A call copies the pool: values a `mov` or an access takes whole stay out of it, so the
+    /// pool does not grow with a module's variables.
+    #[test]
+    fn moved_values_and_known_addresses_stay_out_of_the_pool() {
+        let text = ".version 8.0\n.target sm_90\n.address_size 64\n.global .u32 a[2];\n.global .u32 b;\n\
+                    .visible .entry k()\n{\n.reg .b32 %r<4>;\n.reg .b64 %rd<2>;\nmov.u64 %rd1, a;\nmov.u16 %r1, 0x12345;\n\
+                    ld.global.u32 %r2, [b];\nst.global.u32 [a+4], %r2;\nadd.s32 %r3, %r2, 5;\nret;\n}\n";
+        let module = crate::load(text).unwrap();
+        let shape = Shape { grid: [1; 3], block: [1; 3], shared: 0, params: &[] };
+        let launch = Launch {
+            shape,
+            variables: &[0x1000, 0x2000],
+            budget: 1,
+            grid_sync: None,
+            cluster: None,
+            resident_blocks: 1,
+        };
+        let code = Code::new(module.kernel("k").unwrap(), &launch);
+        assert_eq!(code.constants, [0, 5], "a zero base for the accesses, and the add's immediate");
+        let ops: Vec<Fast> = code.steps.iter().map(|s| s.op).collect();
+        assert!(matches!(ops[0], Fast::Set { v: 0x1000, .. }), "{:?}", ops[0]);
+        assert!(matches!(ops[1], Fast::Set { v: 0x2345, .. }), "masked to 16 bits: {:?}", ops[1]);
+        assert!(matches!(ops[2], Fast::Ld { at: -2, offset: 0x2000, .. }), "{:?}", ops[2]);
+        assert!(matches!(ops[3], Fast::St { at: -2, offset: 0x1004, .. }), "{:?}", ops[3]);
+    }
 }

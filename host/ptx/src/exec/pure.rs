@@ -175,6 +175,7 @@ pub(super) fn run(
                 }
             }
             Fast::Mov { d, a, sh } => alu!(active, d, |g| g(a) & (u64::MAX >> sh)),
+            Fast::Set { d, v } => each(warp, active, d, |_, _| v),
             Fast::Add { d, a, b, sh } => alu!(active, d, |g| g(a).wrapping_add(g(b)) & (u64::MAX >> sh)),
             Fast::Sub { d, a, b, sh } => alu!(active, d, |g| g(a).wrapping_sub(g(b)) & (u64::MAX >> sh)),
             Fast::Mul { d, a, b, sh } => alu!(active, d, |g| g(a).wrapping_mul(g(b)) & (u64::MAX >> sh)),

@@ -9,7 +9,7 @@
 //! object to NVIDIA's linker) is refused by name.
 
 use super::Refusal;
-use super::ptx::{Header, closing, declarators, header, isa_version, parse_target, pieces, statements, text, tokens};
+use super::ptx::{Header, closing, declarators, header, isa_version, parse_target, pieces, statements, text};
 use std::collections::HashMap;
 
 /// How other images see a name an image defines.
@@ -38,9 +38,8 @@ pub fn link(images: &[&[u8]]) -> Result<String, Refusal> {
         if target.as_ref().is_none_or(|(most, _)| cc > *most) {
             target = Some((cc, t));
         }
-        let tokens = tokens(&own);
         let mut defines = Vec::new();
-        for s in statements(&tokens)? {
+        for s in statements(&own)? {
             defines.extend(self::defines(&s.head, s.body.is_some())?.into_iter().map(|(n, v)| (n.to_owned(), v)));
         }
         texts.push(own);

@@ -40,9 +40,8 @@ pub fn read(text: &[u8], device: ComputeCapability, isa: Isa) -> Result<Contents
     if !target.ptx_runs_on(device) {
         return Err(Refusal::PtxTarget(target.cc.0, target.cc.1));
     }
-    let tokens = tokens(&rest);
     let mut module = Module::default();
-    for statement in statements(&tokens)? {
+    for statement in statements(&rest)? {
         module.declare(&statement)?;
     }
     let kernels = module.entries.iter().map(|e| e.kernel(&module.shared)).collect();
@@ -52,8 +51,8 @@ pub fn read(text: &[u8], device: ComputeCapability, isa: Isa) -> Result<Contents
 }
 
 /// A PTX text without its comments, split: its `.version` and its `.target` (the words after
-/// each), and the rest without them and without `.address_size`, `.file` and `.loc` (which end
-/// at their line, without a `;`).
+/// each), and the rest, with those lines, `.address_size`, `.file` and `.loc` (which end at
+/// their line, without a `;`) blanked: each line where it was.
 pub(super) struct Header {
     pub(super) version: String,
     pub(super) target: String,
@@ -61,21 +60,32 @@ pub(super) struct Header {
 }
 
 pub(super) fn header(whole: &str) -> Result<Header, Refusal> {
-    let text = strip_comments(whole);
+    // The directives' lines are blanked where they stand, in the one copy without comments.
+    let mut text = strip_comments(whole).into_bytes();
     let (mut version, mut target) = (None, None);
-    let mut rest = String::with_capacity(text.len());
-    for line in text.lines() {
-        let mut words = line.split_whitespace();
-        match words.next() {
-            Some(".version") => version = words.next().map(str::to_owned),
-            Some(".target") => target = Some(words.collect::<Vec<_>>().join(" ")),
-            Some(".address_size" | ".file" | ".loc") => {}
-            _ => {
-                rest.push_str(line);
-                rest.push('\n');
+    let mut start = 0;
+    while start < text.len() {
+        let end = text[start..].iter().position(|&c| c == b'\n').map_or(text.len(), |n| start + n);
+        // A line of a `str` cut at a newline is UTF-8 itself.
+        let mut words = std::str::from_utf8(&text[start..end]).unwrap_or_default().split_whitespace();
+        let drop = match words.next() {
+            Some(".version") => {
+                version = words.next().map(str::to_owned);
+                true
             }
+            Some(".target") => {
+                target = Some(words.collect::<Vec<_>>().join(" "));
+                true
+            }
+            Some(".address_size" | ".file" | ".loc") => true,
+            _ => false,
+        };
+        if drop {
+            text[start..end].fill(b' ');
         }
+        start = end + 1;
     }
+    let rest = String::from_utf8(text).map_err(|_| Refusal::NotAnImage("text that is not UTF-8"))?;
     match (version, target) {
         (Some(version), Some(target)) => Ok(Header { version, target, rest }),
         _ => Err(Refusal::NotAnImage("text without a PTX .version and .target")),
@@ -138,8 +148,8 @@ fn strip_comments(text: &str) -> String {
 }
 
 /// Words (`.u32`, `pp_test_add`, `0f40000000`, `%r1`) and single punctuation characters.
-pub(super) fn tokens(text: &str) -> Vec<&str> {
-    pieces(text).filter(|p| !p.starts_with(char::is_whitespace)).collect()
+fn tokens(text: &str) -> impl Iterator<Item = &str> {
+    pieces(text).filter(|p| !p.starts_with(char::is_whitespace))
 }
 
 /// `text` cut into its tokens and the runs of whitespace between them, which together are the
@@ -161,52 +171,73 @@ pub(super) fn pieces(text: &str) -> impl Iterator<Item = &str> {
     })
 }
 
-/// A module-level statement: what precedes its body or `;`, and its body (`.entry`, `.func`).
+/// A module-level statement: what precedes its body or `;`, and its body's text (`.entry`,
+/// `.func`), read only where it is needed.
 pub(super) struct Statement<'t> {
     pub(super) head: Vec<&'t str>,
-    pub(super) body: Option<&'t [&'t str]>,
+    pub(super) body: Option<&'t str>,
 }
 
-/// The module-level statements. A `{` after `=` opens an initializer, any other a body.
-pub(super) fn statements<'t>(tokens: &'t [&'t str]) -> Result<Vec<Statement<'t>>, Refusal> {
+/// The module-level statements of `text`, read a token at a time (a module's code is not held
+/// as tokens: a large kernel's would be many times its text). A `{` after `=` opens an
+/// initializer, any other a body.
+pub(super) fn statements(text: &str) -> Result<Vec<Statement<'_>>, Refusal> {
     let mut out = Vec::new();
-    let mut i = 0;
-    while i < tokens.len() {
-        let start = i;
-        let mut initialised = false;
-        loop {
-            let Some(&token) = tokens.get(i) else {
-                if i > start {
-                    return Err(Refusal::InvalidPtx("a statement without its end".into()));
-                }
-                break;
-            };
-            match token {
-                ";" => {
-                    out.push(Statement { head: tokens[start..i].to_vec(), body: None });
-                    i += 1;
-                    break;
-                }
-                "=" => {
-                    initialised = true;
-                    i += 1;
-                }
-                "{" => {
-                    let end = closing(tokens, i)?;
-                    if initialised {
-                        i = end + 1;
-                        continue;
-                    }
-                    out.push(Statement { head: tokens[start..i].to_vec(), body: Some(&tokens[i + 1..end]) });
-                    i = end + 1;
-                    break;
-                }
-                "}" => return Err(Refusal::InvalidPtx("an unmatched }".into())),
-                _ => i += 1,
+    let mut tokens = tokens(text);
+    let mut head = Vec::new();
+    let mut initialised = false;
+    while let Some(token) = tokens.next() {
+        match token {
+            ";" => {
+                out.push(Statement { head: std::mem::take(&mut head), body: None });
+                initialised = false;
             }
+            "=" => {
+                initialised = true;
+                head.push(token);
+            }
+            "{" if initialised => {
+                head.push(token);
+                let mut depth = 1usize;
+                while depth > 0 {
+                    let t = tokens.next().ok_or_else(|| Refusal::InvalidPtx("an unmatched {".into()))?;
+                    depth = match t {
+                        "{" => depth + 1,
+                        "}" => depth - 1,
+                        _ => depth,
+                    };
+                    head.push(t);
+                }
+            }
+            "{" => {
+                // The body's text: from after its `{` to before the `}` that closes it.
+                let from = offset(text, token) + 1;
+                let mut depth = 1usize;
+                let to = loop {
+                    let t = tokens.next().ok_or_else(|| Refusal::InvalidPtx("an unmatched {".into()))?;
+                    match t {
+                        "{" => depth += 1,
+                        "}" if depth == 1 => break offset(text, t),
+                        "}" => depth -= 1,
+                        _ => {}
+                    }
+                };
+                out.push(Statement { head: std::mem::take(&mut head), body: Some(&text[from..to]) });
+                initialised = false;
+            }
+            "}" => return Err(Refusal::InvalidPtx("an unmatched }".into())),
+            _ => head.push(token),
         }
     }
+    if !head.is_empty() {
+        return Err(Refusal::InvalidPtx("a statement without its end".into()));
+    }
     Ok(out)
+}
+
+/// Where `piece`, a slice of `text`, starts in it.
+fn offset(text: &str, piece: &str) -> usize {
+    piece.as_ptr() as usize - text.as_ptr() as usize
 }
 
 /// The index of the `}` (or `)`, `]`) that closes the bracket at `open`.
@@ -404,7 +435,7 @@ struct Entry<'t> {
     params: Vec<Param>,
     /// Its directives between the parameters and the body (`.maxntid 256, 1, 1`).
     directives: Vec<&'t str>,
-    body: &'t [&'t str],
+    body: &'t str,
 }
 
 impl<'t> Module<'t> {
@@ -426,7 +457,7 @@ impl<'t> Module<'t> {
         }
     }
 
-    fn entry(&mut self, head: &[&'t str], body: &'t [&'t str]) -> Result<(), Refusal> {
+    fn entry(&mut self, head: &[&'t str], body: &'t str) -> Result<(), Refusal> {
         let name = *head.get(1).ok_or_else(|| Refusal::InvalidPtx(".entry without a name".into()))?;
         let (params, directives) = match head.get(2) {
             Some(&"(") => {
@@ -501,17 +532,25 @@ impl Entry<'_> {
     /// in registers (an H200 reported 0 bytes for a 200-byte `__local_depot`).
     fn kernel(&self, module_shared: &[(&str, u64)]) -> Kernel {
         let mut shared = 0u64;
-        for (i, &t) in self.body.iter().enumerate() {
-            let starts = i == 0 || matches!(self.body[i - 1], ";" | "{" | "}");
+        // The module's shared variables the body names, each counted once.
+        let mut named = vec![false; module_shared.len()];
+        let mut tokens = tokens(self.body);
+        let mut starts = true;
+        while let Some(t) = tokens.next() {
             if t == ".shared" && starts {
-                let end = self.body[i..].iter().position(|t| *t == ";").map_or(self.body.len(), |e| i + e);
-                if let Ok(d) = declared(&self.body[i + 1..end]) {
+                let declaration: Vec<&str> = tokens.by_ref().take_while(|t| *t != ";").collect();
+                if let Ok(d) = declared(&declaration) {
                     shared = shared.next_multiple_of(d.align).saturating_add(d.size);
                 }
+                continue;
+            }
+            starts = matches!(t, ";" | "{" | "}");
+            if let Some(i) = module_shared.iter().position(|&(name, _)| name == t) {
+                named[i] = true;
             }
         }
-        for &(name, size) in module_shared {
-            if self.body.contains(&name) {
+        for (&(_, size), named) in module_shared.iter().zip(named) {
+            if named {
                 shared = shared.saturating_add(size);
             }
         }
@@ -690,7 +729,10 @@ mod tests {
     #[test]
     fn comments_and_strings() {
         assert_eq!(strip_comments("a // b\nc /* d\n e */ f \"//x\""), "a \nc   f \"//x\"");
-        assert_eq!(tokens(".v4.f32 x[2]={1,2};"), [".v4.f32", "x", "[", "2", "]", "=", "{", "1", ",", "2", "}", ";"]);
+        assert_eq!(
+            tokens(".v4.f32 x[2]={1,2};").collect::<Vec<_>>(),
+            [".v4.f32", "x", "[", "2", "]", "=", "{", "1", ",", "2", "}", ";"]
+        );
         assert_eq!(split_directives(&[".v4.f32", "x"]), [".v4", ".f32", "x"]);
     }
 }
