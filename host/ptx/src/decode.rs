@@ -115,7 +115,7 @@ impl Mods {
 }
 
 /// Decodes one instruction.
-pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> Result<Op, LoadError> {
+pub(crate) fn op(opcode: &str, ops: &[Operand], scope: &Scope, line: u32) -> Result<Op, LoadError> {
     let unsupported = |what: String| LoadError::Unsupported { line, what: format!("{opcode}: {what}") };
     let mut parts = opcode.split('.');
     let name = parts.next().unwrap_or_default();
@@ -130,7 +130,7 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
         return Err(not_ptx(format!("Unknown modifier '.{m}'")));
     }
     let mods = Mods { words: parts.filter(|m| !IGNORED.contains(m)).map(String::from).collect() };
-    let d = Decoder { ops: &ops, scope, line, opcode };
+    let d = Decoder { ops, scope, line, opcode };
     let decoded = match name {
         "mov" => {
             mods.only(&[]).map_err(unsupported)?;
@@ -765,7 +765,7 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
                     false => Op::Fence,
                 }
             }
-            Some("bulk") => bulk(opcode, &mods, &ops, &d, &unsupported)?,
+            Some("bulk") => bulk(opcode, &mods, ops, &d, &unsupported)?,
             Some("shared" | "shared::cta") if mods.words.get(2).is_some_and(|w| w == "global") => {
                 mods.only(&["async", "shared", "shared::cta", "global"]).map_err(unsupported)?;
                 let size = match ops.get(2) {
@@ -791,7 +791,7 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
             mods.only(&[]).map_err(unsupported)?;
             let (rets, rest) = match ops.first() {
                 Some(Operand::List(r)) => (r.as_slice(), &ops[1..]),
-                _ => (&[][..], &ops[..]),
+                _ => (&[][..], ops),
             };
             let frame = |o: &Operand| match o {
                 Operand::Place(Place::Local(at)) => Ok((*at, 0, 0)),
@@ -856,7 +856,7 @@ pub(crate) fn op(opcode: &str, ops: Vec<Operand>, scope: &Scope, line: u32) -> R
         // done, and a hint that the next may start changes nothing. A performance-monitor event
         // (`__prof_trigger`): nothing here counts them.
         "nanosleep" | "griddepcontrol" | "pmevent" => Op::Fence,
-        "mbarrier" => mbarrier(&mods, &ops, &d, &unsupported)?,
+        "mbarrier" => mbarrier(&mods, ops, &d, &unsupported)?,
         _ => return Err(LoadError::Unsupported { line, what: opcode.to_string() }),
     };
     Ok(decoded)

@@ -5,7 +5,7 @@
 use crate::LoadError;
 use crate::decode;
 use crate::ir::{
-    Address, Function, Inst, Module, Param, Place, Pointer, Space, Special, Src, Ty, Variable, function_address,
+    Address, Function, Inst, Module, Op, Param, Place, Pointer, Space, Special, Src, Ty, Variable, function_address,
     function_at,
 };
 use crate::lex::{Lexer, Tok};
@@ -623,26 +623,9 @@ fn function(
         reads_grid_workspace: false,
     };
     let mut scope = Scope::new(names, shared, &funcs.ids, places);
-    let raw = body(p, &mut scope, &mut f)?;
-    f.registers = scope.registers.count;
-    let workspace = |o: &Operand| matches!(o, Operand::Special(Special::GridWorkspace(_)));
-    f.reads_grid_workspace = raw.iter().flat_map(|r| &r.3).any(|o| match o {
-        Operand::Vector(items) => items.iter().flatten().any(workspace),
-        o => workspace(o),
-    });
     let mut taken: Vec<u32> = Vec::new();
-    for (.., operands) in raw.iter().filter(|r| !r.2.starts_with("call")) {
-        taken.extend(
-            operands
-                .iter()
-                .filter_map(|o| if let Operand::Name(n) = o { scope.functions.get(n).copied() } else { None }),
-        );
-    }
-    // Sized once: collecting through `Result` would grow the body by doubling, copying it.
-    f.body = Vec::with_capacity(raw.len());
-    for (line, guard, opcode, operands) in raw {
-        f.body.push(Inst { line, guard, op: decode::op(opcode, operands, &scope, line)? });
-    }
+    body(p, &mut scope, &mut f, &mut taken)?;
+    f.registers = scope.registers.count;
     funcs.taken.extend(taken);
     Ok(Some(f))
 }
@@ -690,12 +673,15 @@ fn parameter(p: &mut Parser, offset: &mut u32) -> Result<Param, LoadError> {
     Ok(Param { name, offset: at, size, align })
 }
 
-/// A statement as parsed: its line, guard, opcode with modifiers, operands.
-type Raw<'t> = (u32, Option<(u32, bool)>, &'t str, Vec<Operand>);
+/// A branch as parsed, decoded once the body's labels are all known: its place in the body,
+/// line, opcode with modifiers and operands.
+type Branch<'t> = (usize, u32, &'t str, Vec<Operand>);
 
-/// The statements of a `{ ... }` body, nested blocks flattened (their names scoped).
-fn body<'t>(p: &mut Parser<'t>, scope: &mut Scope, f: &mut Function) -> Result<Vec<Raw<'t>>, LoadError> {
-    let mut out = Vec::new();
+/// The instructions of a `{ ... }` body into `f.body`, decoded as they are read (a branch once
+/// the body is read, as it may name a later label), nested blocks flattened (their names
+/// scoped); the functions whose address an instruction other than a call takes into `taken`.
+fn body(p: &mut Parser, scope: &mut Scope, f: &mut Function, taken: &mut Vec<u32>) -> Result<(), LoadError> {
+    let mut branches: Vec<Branch> = Vec::new();
     let mut shadowed: Vec<Vec<Shadowed>> = vec![Vec::new()];
     loop {
         let line = p.line();
@@ -705,7 +691,10 @@ fn body<'t>(p: &mut Parser<'t>, scope: &mut Scope, f: &mut Function) -> Result<V
                     scope.registers.restore(old);
                 }
                 if shadowed.is_empty() {
-                    return Ok(out);
+                    for (at, line, opcode, operands) in branches {
+                        f.body[at].op = decode::op(opcode, &operands, scope, line)?;
+                    }
+                    return Ok(());
                 }
             }
             Tok::Punct('{') => shadowed.push(Vec::new()),
@@ -753,7 +742,7 @@ fn body<'t>(p: &mut Parser<'t>, scope: &mut Scope, f: &mut Function) -> Result<V
                     let targets = branch_targets(p)?;
                     scope.branch_targets.insert(w.to_owned(), targets);
                 } else {
-                    scope.labels.insert(w.to_owned(), out.len() as u32);
+                    scope.labels.insert(w.to_owned(), f.body.len() as u32);
                 }
             }
             Tok::Punct('@') => {
@@ -766,15 +755,44 @@ fn body<'t>(p: &mut Parser<'t>, scope: &mut Scope, f: &mut Function) -> Result<V
                     scope.registers.get(pred).ok_or(()).or_else(|_| p.err(format!("unknown predicate {pred}")))?;
                 let opcode = p.word()?;
                 let operands = operands(p, scope)?;
-                out.push((line, Some((reg, negated)), opcode, operands));
+                instruction(f, scope, taken, &mut branches, (line, Some((reg, negated)), opcode, operands))?;
             }
             Tok::Word(opcode) => {
                 let operands = operands(p, scope)?;
-                out.push((line, None, opcode, operands));
+                instruction(f, scope, taken, &mut branches, (line, None, opcode, operands))?;
             }
             other => return p.unexpected(other),
         }
     }
+}
+
+/// One instruction, appended to `f.body`: decoded now, or, a branch, once the labels are known.
+fn instruction<'t>(
+    f: &mut Function,
+    scope: &Scope,
+    taken: &mut Vec<u32>,
+    branches: &mut Vec<Branch<'t>>,
+    (line, guard, opcode, operands): (u32, Option<(u32, bool)>, &'t str, Vec<Operand>),
+) -> Result<(), LoadError> {
+    let workspace = |o: &Operand| matches!(o, Operand::Special(Special::GridWorkspace(_)));
+    f.reads_grid_workspace |= operands.iter().any(|o| match o {
+        Operand::Vector(items) => items.iter().flatten().any(workspace),
+        o => workspace(o),
+    });
+    if !opcode.starts_with("call") {
+        let functions = operands.iter().filter_map(|o| match o {
+            Operand::Name(n) => scope.functions.get(n).copied(),
+            _ => None,
+        });
+        taken.extend(functions);
+    }
+    if matches!(opcode.split('.').next(), Some("bra" | "brx")) {
+        branches.push((f.body.len(), line, opcode, operands));
+        f.body.push(Inst { line, guard, op: Op::Ret });
+    } else {
+        f.body.push(Inst { line, guard, op: decode::op(opcode, &operands, scope, line)? });
+    }
+    Ok(())
 }
 
 /// The labels of `.branchtargets L0, L1, ...;` (its own label already read).
