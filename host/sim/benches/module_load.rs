@@ -3,10 +3,10 @@
 //! register for each result, branches between blocks of eight), and a kernel that calls a
 //! function per 50 instructions, each with a global variable of its own. Loading should grow
 //! linearly with the module: the 1M kernel within about 4x the 250k one (divan prints each;
-//! `docs/cpu/module_load.txt` has a run). Each sample loads again in the same process, so the
-//! larger modules also pay for memory the allocator gave back to the system after the sample
-//! before (blocks over glibc's 32 MiB threshold are unmapped when freed), which the smaller
-//! ones, whose blocks stay in the heap, do not.
+//! `docs/cpu/module_load.txt` has a run). Two ways: each load as a program's first, and loads
+//! one after another, where the larger modules also pay for memory the allocator gave back to
+//! the system after the load before (blocks over glibc's 32 MiB threshold are unmapped when
+//! freed) while the smaller ones, whose blocks stay in the heap, do not.
 
 use peerpool::driver::Stream;
 use peerpool_sim::{PtxLaunch, SimDriver, Topology};
@@ -71,7 +71,10 @@ fn many_functions(n: usize) -> String {
 }
 
 /// Loads `text` as a module and launches its kernel once, on one thread, then unloads it.
-fn load_and_launch(bencher: divan::Bencher, text: String) {
+/// `first`: each sample starts as a program's first load does, the allocator's free memory
+/// given back to the system beforehand (so every size pays for the memory it touches); else
+/// the samples follow one another, each reusing what the one before freed.
+fn load_and_launch(bencher: divan::Bencher, text: String, first: bool) {
     let mut image = text.into_bytes();
     image.push(0);
     let driver = Arc::new(SimDriver::new(Topology::two_h200()));
@@ -80,7 +83,16 @@ fn load_and_launch(bencher: divan::Bencher, text: String) {
     let out = system.alloc_legacy(0, 4096).expect("memory for the kernel");
     let params = out.ptr().0.to_le_bytes();
     let shape = PtxLaunch { grid: [1, 1, 1], block: [1, 1, 1], shared: 0, params: &params };
-    bencher.bench_local(|| {
+    let give_back = move || {
+        if first {
+            // SAFETY: malloc_trim only returns free memory to the system; no pointer changes.
+            #[cfg(all(target_os = "linux", target_env = "gnu"))]
+            unsafe {
+                libc::malloc_trim(0);
+            }
+        }
+    };
+    bencher.with_inputs(give_back).bench_local_values(|()| {
         let module = driver.module_load_image(&image).expect("the kernel loads");
         let function = driver.module_get_function(module, c"big").expect("its kernel");
         driver.launch_ptx(function, &shape, Stream::LEGACY).expect("the launch runs");
@@ -88,12 +100,34 @@ fn load_and_launch(bencher: divan::Bencher, text: String) {
     });
 }
 
-#[divan::bench(args = [125_000, 250_000, 500_000, 1_000_000], sample_count = 7, sample_size = 1)]
-fn one_long_kernel(bencher: divan::Bencher, instructions: usize) {
-    load_and_launch(bencher, long_kernel(instructions));
+const SIZES: [usize; 4] = [125_000, 250_000, 500_000, 1_000_000];
+
+/// Each load as a program's first.
+mod first_load {
+    use super::*;
+
+    #[divan::bench(args = SIZES, sample_count = 7, sample_size = 1)]
+    fn one_long_kernel(bencher: divan::Bencher, instructions: usize) {
+        load_and_launch(bencher, long_kernel(instructions), true);
+    }
+
+    #[divan::bench(args = SIZES, sample_count = 7, sample_size = 1)]
+    fn a_function_per_50_instructions(bencher: divan::Bencher, instructions: usize) {
+        load_and_launch(bencher, many_functions(instructions), true);
+    }
 }
 
-#[divan::bench(args = [125_000, 250_000, 500_000, 1_000_000], sample_count = 7, sample_size = 1)]
-fn a_function_per_50_instructions(bencher: divan::Bencher, instructions: usize) {
-    load_and_launch(bencher, many_functions(instructions));
+/// Loads one after another in one process.
+mod repeated {
+    use super::*;
+
+    #[divan::bench(args = SIZES, sample_count = 7, sample_size = 1)]
+    fn one_long_kernel(bencher: divan::Bencher, instructions: usize) {
+        load_and_launch(bencher, long_kernel(instructions), false);
+    }
+
+    #[divan::bench(args = SIZES, sample_count = 7, sample_size = 1)]
+    fn a_function_per_50_instructions(bencher: divan::Bencher, instructions: usize) {
+        load_and_launch(bencher, many_functions(instructions), false);
+    }
 }
