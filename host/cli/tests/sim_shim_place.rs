@@ -5,9 +5,10 @@
 
 mod support;
 
+use libtest_mimic::{Arguments, Trial};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, ExitCode, Output};
 
 const SHIM: &[u8] = b"the shim named on the command line";
 
@@ -78,7 +79,6 @@ fn loaded_library(dirs: &[PathBuf], within: &Path) -> PathBuf {
     libraries.pop().unwrap()
 }
 
-#[test]
 fn a_cache_below_a_directory_open_to_all_is_not_used() {
     let tree = Tree::new();
     let env = [("XDG_CACHE_HOME", tree.path("shared/cache")), ("HOME", tree.path("home"))];
@@ -93,12 +93,8 @@ fn a_cache_below_a_directory_open_to_all_is_not_used() {
 /// Run by root with another user's HOME and runtime directory and a shim in their home (`sudo
 /// -E`): that user could swap a directory of theirs between the check and the load, so nothing
 /// under it is used, not even a library planted where the command would have written its own.
-#[test]
+/// Root only: skipped with the reason otherwise.
 fn a_path_through_another_users_directory_is_refused() {
-    if rustix::process::geteuid().as_raw() != 0 {
-        println!("skipped: only root can give a directory to another user");
-        return;
-    }
     const OTHER: u32 = 65534;
     let tree = Tree::new();
     // The other user's home, with the shim and a runtime directory.
@@ -165,7 +161,6 @@ fn walk(path: &Path) -> Vec<PathBuf> {
     all
 }
 
-#[test]
 fn without_home_or_cache_a_directory_is_made_for_the_run() {
     let tree = Tree::new();
     let made = || -> Vec<PathBuf> {
@@ -191,4 +186,34 @@ fn without_home_or_cache_a_directory_is_made_for_the_run() {
     let first = PathBuf::from(String::from_utf8(output.stdout).unwrap());
     assert!(first.starts_with(tree.path("tmp")), "{}", first.display());
     assert_eq!(made(), Vec::<PathBuf>::new(), "removed after the program exited");
+}
+
+fn test(name: &'static str, body: fn()) -> Trial {
+    Trial::test(name, move || {
+        body();
+        Ok(())
+    })
+}
+
+/// A trial that needs root (to give a directory to another user), skipped with the reason
+/// elsewhere.
+fn as_root(name: &'static str, body: fn()) -> Trial {
+    if rustix::process::geteuid().is_root() {
+        return test(name, body);
+    }
+    let why = "only root can give a directory to another user";
+    eprintln!("skipped: {name}: {why}");
+    Trial::test(name, move || Err(why.into())).with_ignored_flag(true)
+}
+
+fn main() -> ExitCode {
+    let trials = vec![
+        test("a_cache_below_a_directory_open_to_all_is_not_used", a_cache_below_a_directory_open_to_all_is_not_used),
+        as_root("a_path_through_another_users_directory_is_refused", a_path_through_another_users_directory_is_refused),
+        test(
+            "without_home_or_cache_a_directory_is_made_for_the_run",
+            without_home_or_cache_a_directory_is_made_for_the_run,
+        ),
+    ];
+    libtest_mimic::run(&Arguments::from_args(), trials).exit_code()
 }
