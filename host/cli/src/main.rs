@@ -102,53 +102,7 @@ enum Command {
     /// C with -lcuda, cuda-python) reach simulated GPUs, with fault rules and a call trace. The
     /// program's exit status is this command's. Example:
     /// `peerpool sim --topology eight_gpu_nvswitch -- cargo test`.
-    Sim {
-        /// A catalog name (`peerpool topologies`) or a TOML file: sets $PEERPOOL_TOPOLOGY for
-        /// the program (the shim and peerpool's fixtures read it); default: that variable, else
-        /// two_h200_nvlink.
-        #[arg(long)]
-        topology: Option<String>,
-        /// Fault rules: `call[@n|~p]=CODE[!sticky|!transient][!before|!after]`, separated by `;`.
-        #[arg(long)]
-        faults: Option<String>,
-        /// Append one line per driver call to this file (`-` for stderr).
-        #[arg(long)]
-        trace: Option<PathBuf>,
-        /// Seed of the `~p` fault rules' draws.
-        #[arg(long)]
-        seed: Option<u64>,
-        /// The simulated driver's CUDA version, `13.0` or `13000`: what cuDriverGetVersion
-        /// answers and which PTX ISA loads (default: the topology's, else 13.5, the newest
-        /// whose PTX the simulator reads).
-        #[arg(long, conflicts_with = "real", value_name = "X.Y")]
-        driver_version: Option<String>,
-        /// Seconds one kernel launch may run before the simulated driver stops it with
-        /// CUDA_ERROR_LAUNCH_TIMEOUT, a line every 10 s saying it still runs; 0: no limit
-        /// (default: the topology's, else 120).
-        #[arg(long, conflicts_with = "real", value_name = "SECONDS")]
-        kernel_timeout: Option<u64>,
-        /// The simulator's timing model: a calibration JSON file (default: the H200s').
-        /// Programs built on peerpool print their projected wall time from it.
-        #[arg(long, conflicts_with = "real")]
-        timing: Option<PathBuf>,
-        /// The shim library (default: $PEERPOOL_SHIM, else the one this binary carries, written
-        /// to ~/.cache/peerpool, else beside this binary).
-        #[arg(long)]
-        shim: Option<PathBuf>,
-        /// Forward every call to NVIDIA's libcuda instead of simulating: the real GPUs answer,
-        /// through the fault rules and the trace.
-        #[arg(long, conflicts_with = "topology")]
-        real: bool,
-        /// NVIDIA's libcuda for --real (default: found as the dynamic loader would).
-        #[arg(long, requires = "real")]
-        libcuda: Option<PathBuf>,
-        /// Print `export` lines for a shell instead of running a command.
-        #[arg(long)]
-        print_env: bool,
-        /// The program and its arguments, after `--`.
-        #[arg(last = true)]
-        command: Vec<std::ffi::OsString>,
-    },
+    Sim(sim::Options),
     /// Calibrate the simulator's timing model on this machine's real GPUs (two at least): what
     /// each kind of driver call costs, in this process and in fresh child processes, alone and
     /// several at once. Writes timing.json (the model `check --timing` and `sim --timing` read)
@@ -190,36 +144,7 @@ fn main() -> ExitCode {
         Command::Facts => facts(),
         Command::Topologies => topologies(),
         Command::Report { dir, json, markdown, junit } => report(dir, json, markdown, junit),
-        Command::Sim {
-            topology,
-            faults,
-            trace,
-            seed,
-            driver_version,
-            kernel_timeout,
-            timing,
-            shim,
-            real,
-            libcuda,
-            print_env,
-            command,
-        } => {
-            let options = sim::Options {
-                topology,
-                faults,
-                trace,
-                seed,
-                driver_version,
-                kernel_timeout,
-                timing,
-                shim,
-                real,
-                libcuda,
-                print_env,
-                command,
-            };
-            sim::run(options)
-        }
+        Command::Sim(options) => sim::run(options),
         Command::Calibrate { out } => calibrate::run(&out),
     }
 }

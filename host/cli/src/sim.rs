@@ -19,18 +19,52 @@ pub const SHIM_FILE: &str = "libpeerpool_shim.so";
 pub const SHIM_ENV: &str = "PEERPOOL_SHIM";
 
 /// What `peerpool sim` was asked.
+#[derive(clap::Args)]
 pub struct Options {
+    /// A catalog name (`peerpool topologies`) or a TOML file: sets $PEERPOOL_TOPOLOGY for
+    /// the program (the shim and peerpool's fixtures read it); default: that variable, else
+    /// two_h200_nvlink.
+    #[arg(long)]
     pub topology: Option<String>,
+    /// Fault rules: `call[@n|~p]=CODE[!sticky|!transient][!before|!after]`, separated by `;`.
+    #[arg(long)]
     pub faults: Option<String>,
+    /// Append one line per driver call to this file (`-` for stderr).
+    #[arg(long)]
     pub trace: Option<PathBuf>,
+    /// Seed of the `~p` fault rules' draws.
+    #[arg(long)]
     pub seed: Option<u64>,
+    /// The simulated driver's CUDA version, `13.0` or `13000`: what cuDriverGetVersion
+    /// answers and which PTX ISA loads (default: the topology's, else 13.5, the newest
+    /// whose PTX the simulator reads).
+    #[arg(long, conflicts_with = "real", value_name = "X.Y")]
     pub driver_version: Option<String>,
+    /// Seconds one kernel launch may run before the simulated driver stops it with
+    /// CUDA_ERROR_LAUNCH_TIMEOUT, a line every 10 s saying it still runs; 0: no limit
+    /// (default: the topology's, else 120).
+    #[arg(long, conflicts_with = "real", value_name = "SECONDS")]
     pub kernel_timeout: Option<u64>,
+    /// The simulator's timing model: a calibration JSON file (default: the H200s').
+    /// Programs built on peerpool print their projected wall time from it.
+    #[arg(long, conflicts_with = "real")]
     pub timing: Option<PathBuf>,
+    /// The shim library (default: $PEERPOOL_SHIM, else the one this binary carries, written
+    /// to ~/.cache/peerpool, else beside this binary).
+    #[arg(long)]
     pub shim: Option<PathBuf>,
+    /// Forward every call to NVIDIA's libcuda instead of simulating: the real GPUs answer,
+    /// through the fault rules and the trace.
+    #[arg(long, conflicts_with = "topology")]
     pub real: bool,
+    /// NVIDIA's libcuda for --real (default: found as the dynamic loader would).
+    #[arg(long, requires = "real")]
     pub libcuda: Option<PathBuf>,
+    /// Print `export` lines for a shell instead of running a command.
+    #[arg(long)]
     pub print_env: bool,
+    /// The program and its arguments, after `--`.
+    #[arg(last = true)]
     pub command: Vec<OsString>,
 }
 
