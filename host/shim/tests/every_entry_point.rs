@@ -16,24 +16,29 @@ use support::{run, shim_dir, stdout};
 
 const HEADERS: &str = "PEERPOOL_CUDA_HEADERS";
 
+/// `source` through the C preprocessor with the headers in `include` and `flags`.
+fn preprocess(include: &str, flags: &[&str], source: &str) -> Result<String, Failed> {
+    let out = Command::new("cc")
+        .args(["-E", "-x", "c"])
+        .args(flags)
+        .arg(format!("-I{include}"))
+        .arg("-")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            child.stdin.take().expect("piped").write_all(source.as_bytes())?;
+            child.wait_with_output()
+        })?;
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
 /// The entry points a program compiled against the headers in `include` can name.
 fn declared(include: &str) -> Result<BTreeSet<String>, Failed> {
     let mut names = BTreeSet::new();
     for defines in [&[][..], &["-DCUDA_API_PER_THREAD_DEFAULT_STREAM"][..]] {
-        let out = Command::new("cc")
-            .args(["-E", "-x", "c"])
-            .args(defines)
-            .arg(format!("-I{include}"))
-            .arg("-")
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .and_then(|mut child| {
-                use std::io::Write;
-                child.stdin.take().expect("piped").write_all(b"#include <cuda.h>\n")?;
-                child.wait_with_output()
-            })?;
-        let text = String::from_utf8_lossy(&out.stdout);
+        let text = preprocess(include, defines, "#include <cuda.h>\n")?;
         for line in text.lines().filter(|l| l.contains("CUresult")) {
             let after = line.split("CUresult").nth(1).unwrap_or_default();
             let name: String = after
@@ -130,19 +135,7 @@ fn selected(include: &str, names: &BTreeSet<&str>) -> Result<Vec<(String, String
     for name in names {
         source += &format!("@selects \"{name}\" {name}\n");
     }
-    let out = Command::new("cc")
-        .args(["-E", "-P", "-x", "c"])
-        .arg(format!("-I{include}"))
-        .arg("-")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .and_then(|mut child| {
-            use std::io::Write;
-            child.stdin.take().expect("piped").write_all(source.as_bytes())?;
-            child.wait_with_output()
-        })?;
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = preprocess(include, &["-P"], &source)?;
     let pairs = text.lines().filter_map(|l| {
         let mut words = l.strip_prefix("@selects ")?.split_whitespace();
         Some((words.next()?.trim_matches('"').to_owned(), words.next()?.to_owned()))
