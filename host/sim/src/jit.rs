@@ -73,7 +73,7 @@ pub(crate) fn compile_for(
         image::read(image, device, isa).map_err(|refusal| refused(image, device, driver_version, &refusal, log))?;
     let Some(text) = contents.ptx.clone() else {
         // peerpool's own kernels run natively, from any image.
-        let foreign = contents.kernels.iter().any(|k| crate::kernels::peerpools(k).is_none());
+        let foreign = contents.kernels.iter().any(|k| crate::own_kernels::peerpools(k).is_none());
         let what = image::describe(contents.chosen.0);
         if foreign {
             once(&format!(

@@ -11,30 +11,6 @@ use peerpool::driver::{KernelArg, LaunchShape};
 pub(super) use peerpool_kernels::Kernel;
 use peerpool_kernels::pattern::pattern;
 
-/// peerpool's kernel that `k` is: one of its entry points by name, with the parameter sizes
-/// peerpool declares.
-pub(super) fn peerpools(k: &crate::image::Kernel) -> Option<Kernel> {
-    Kernel::ALL.into_iter().find(|p| {
-        let sizes = (0..).map_while(|i| param_info(*p, i)).map(|(_, size)| size);
-        p.entry() == k.name && sizes.eq(k.params.iter().map(|q| q.size))
-    })
-}
-
-/// `(offset, size)` of `kernel`'s parameter `index`, as `cuFuncGetParamInfo` reports it: each
-/// parameter aligned to its own size.
-pub(super) fn param_info(kernel: Kernel, index: usize) -> Option<(usize, usize)> {
-    let mut offset = 0usize;
-    for (i, param) in kernel.params().iter().enumerate() {
-        let width = param.kind.width();
-        offset = offset.next_multiple_of(width);
-        if i == index {
-            return Some((offset, width));
-        }
-        offset += width;
-    }
-    None
-}
-
 /// The most parameters a kernel has: launches are decoded into this many values.
 pub(super) const MAX_PARAMS: usize = 4;
 const _: () = {

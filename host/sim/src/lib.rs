@@ -190,6 +190,7 @@ mod memory;
 mod module_calls;
 mod modules;
 mod occupancy;
+mod own_kernels;
 mod pools;
 mod ptx_kernels;
 pub mod select;

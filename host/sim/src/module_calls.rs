@@ -103,7 +103,7 @@ impl SimDriver {
         }
         let (f, _, kernel) = described(&s, handle).ok()?;
         match f.kernel {
-            Some(own) => Some((0..).map_while(|i| crate::kernels::param_info(own, i)).collect()),
+            Some(own) => Some((0..).map_while(|i| crate::own_kernels::param_info(own, i)).collect()),
             None => Some(layout(kernel)),
         }
     }

@@ -16,8 +16,8 @@
 
 use super::image::{self, Code, Contents};
 use super::jit::{self, Compiled, JitLog};
-use super::kernels;
 use super::memory::{Backing, Origin};
+use super::own_kernels;
 use super::state::{Fail, FunctionSettings, KernelRec, SimResult, State};
 use super::timing::Work;
 use peerpool::CudaCode;
@@ -90,7 +90,7 @@ pub(super) fn install(s: &mut State, device: usize, compiled: Compiled) -> SimRe
     let mut functions = Vec::new();
     for (index, k) in contents.kernels.iter().enumerate() {
         let function = s.mint();
-        let kernel = kernels::peerpools(k);
+        let kernel = own_kernels::peerpools(k);
         let settings = FunctionSettings::default();
         s.functions.insert(function, super::state::FunctionRec { module: handle, device, index, kernel, settings });
         functions.push(function);
@@ -164,7 +164,7 @@ pub(super) fn described(s: &State, function: u64) -> SimResult<(super::state::Fu
 pub(super) fn param_info(s: &State, function: u64, index: usize) -> SimResult<(usize, usize)> {
     let (f, _, kernel) = described(s, function)?;
     let found = match f.kernel {
-        Some(k) => kernels::param_info(k, index),
+        Some(k) => own_kernels::param_info(k, index),
         None => kernel.params.get(index).map(|p| (p.offset, p.size)),
     };
     found.ok_or_else(|| CudaCode::CUDA_ERROR_INVALID_VALUE.into())
