@@ -458,6 +458,16 @@ struct Names<'n> {
 fn variable(p: &mut Parser, space: Space, external: bool, names: Names<'_>) -> Result<Variable, LoadError> {
     let (name, ty, align) = declared(p, 1 << 16, "", |p, w| match w {
         ".v2" | ".v4" => p.err("vector variables are not simulated"),
+        // `__managed__`: where it lies is the loader's business; its accesses are plain.
+        ".attribute" => {
+            p.punct('(')?;
+            match p.word()? {
+                ".managed" => {}
+                other => return p.err(format!("the variable attribute {other}")),
+            }
+            p.punct(')')?;
+            Ok(true)
+        }
         _ => Ok(false),
     })?;
     let mut count: u64 = 1;

@@ -235,8 +235,14 @@ impl SimDriver {
         let loaded = self.run("cuLibraryLoadData", |s| {
             let image = image.map(Arc::from);
             let handle = s.mint();
-            let rec =
-                LibraryRec { image, read: Vec::new(), modules: Vec::new(), kernels: Vec::new(), settings: Vec::new() };
+            let rec = LibraryRec {
+                image,
+                read: Vec::new(),
+                modules: Vec::new(),
+                kernels: Vec::new(),
+                settings: Vec::new(),
+                managed: Vec::new(),
+            };
             s.libraries.insert(handle, rec);
             if let Ok(device) = s.current_device() {
                 let _ = modules::library_compiled(s, handle, device, &mut log);
@@ -253,6 +259,9 @@ impl SimDriver {
             let Some(rec) = s.libraries.remove(&lib) else { return fail(CudaCode::CUDA_ERROR_INVALID_HANDLE) };
             for (_, module) in rec.modules {
                 s.drop_module(module);
+            }
+            for (_, base) in rec.managed {
+                s.memory.remove(base);
             }
             s.library_kernels.retain(|_, k| k.library != lib);
             Ok(())
@@ -347,14 +356,24 @@ impl SimDriver {
         })
     }
 
-    /// `cuLibraryGetManaged`: managed variables are not read from images, so none is found
-    /// (`CUDA_ERROR_NOT_FOUND`, as an H200 answered for a library without any); an image that
-    /// does not read answers what reading it found.
-    pub fn library_get_managed(&self, lib: u64) -> DriverResult<()> {
+    /// `cuLibraryGetManaged`: the library's `__managed__` variable `name`, its address and size,
+    /// one for all contexts (the library is loaded into the current context for it). A library
+    /// without it answers `CUDA_ERROR_NOT_FOUND` (as an H200 answered for a library without
+    /// any); an image that does not read answers what reading it found.
+    pub fn library_get_managed(&self, lib: u64, name: &[u8]) -> DriverResult<(DevicePtr, usize)> {
         self.run("cuLibraryGetManaged", |s| {
-            let device = any_device(s);
-            library_read(s, lib, device)?;
-            fail(CudaCode::CUDA_ERROR_NOT_FOUND)
+            if s.current_context().is_none() {
+                let device = any_device(s);
+                library_read(s, lib, device)?;
+                return fail(CudaCode::CUDA_ERROR_NOT_FOUND);
+            }
+            let module = library_module(s, lib)?;
+            let Some(m) = s.modules.get(&module) else { return fail(CudaCode::CUDA_ERROR_NOT_FOUND) };
+            let found = m.contents.globals.iter().zip(&m.globals).find(|(g, _)| g.managed && g.name.as_bytes() == name);
+            match found {
+                Some((g, &base)) => Ok((DevicePtr(base), usize::try_from(g.size).unwrap_or(usize::MAX))),
+                None => fail(CudaCode::CUDA_ERROR_NOT_FOUND),
+            }
         })
     }
 

@@ -16,7 +16,7 @@
 
 use super::image::{self, Code, Contents};
 use super::jit::{self, Compiled, JitLog};
-use super::memory::{Backing, Origin};
+use super::memory::{Advice, Backing, HostKind, Origin};
 use super::own_kernels;
 use super::state::{Fail, FunctionSettings, KernelRec, SimResult, State};
 use super::timing::Work;
@@ -71,21 +71,51 @@ pub(super) fn load(s: &mut State, image: &[u8], log: &mut JitLog) -> SimResult<u
 }
 
 /// A module of `compiled` in the current context on `device`: a function for each kernel, and
-/// device memory for each global holding its initial bytes.
+/// device memory for each global holding its initial bytes (managed memory for a `__managed__`
+/// one).
 pub(super) fn install(s: &mut State, device: usize, compiled: Compiled) -> SimResult<u64> {
+    install_sharing(s, device, compiled, None)
+}
+
+/// [`install`], with a library's managed variables (by name) where it is one of a library's
+/// modules: those already placed are taken, and those placed now are added.
+fn install_sharing(
+    s: &mut State,
+    device: usize,
+    compiled: Compiled,
+    mut shared: Option<&mut Vec<(String, u64)>>,
+) -> SimResult<u64> {
     let Compiled { contents, program } = compiled;
-    let mut globals = Vec::new();
+    let (mut globals, mut placed) = (Vec::new(), Vec::new());
     for global in &contents.globals {
+        let taken =
+            shared.as_deref().filter(|_| global.managed).and_then(|m| m.iter().find(|(n, _)| *n == global.name));
+        if let Some(&(_, base)) = taken {
+            globals.push(base);
+            continue;
+        }
         match place_global(s, device, global) {
-            Some(base) => globals.push(base),
+            Some(base) => {
+                globals.push(base);
+                placed.push(base);
+                if global.managed
+                    && let Some(m) = shared.as_deref_mut()
+                {
+                    m.push((global.name.clone(), base));
+                }
+            }
             None => {
-                for base in globals {
+                for base in placed {
                     s.memory.remove(base);
+                }
+                if let Some(m) = shared {
+                    m.retain(|(_, base)| !globals.contains(base));
                 }
                 return fail(CudaCode::CUDA_ERROR_OUT_OF_MEMORY);
             }
         }
     }
+    let library_managed = shared.is_some();
     let handle = s.mint();
     let mut functions = Vec::new();
     for (index, k) in contents.kernels.iter().enumerate() {
@@ -99,7 +129,7 @@ pub(super) fn install(s: &mut State, device: usize, compiled: Compiled) -> SimRe
     s.work = Some(Work::Module { ptx });
     let ctx = s.current_context().unwrap_or_default();
     let addressed = contents.globals.iter().any(|g| g.addresses);
-    s.modules.insert(handle, super::state::ModuleRec { ctx, contents, functions, globals, program });
+    s.modules.insert(handle, super::state::ModuleRec { ctx, contents, functions, globals, program, library_managed });
     if addressed {
         addresses(s, handle);
     }
@@ -126,13 +156,20 @@ fn addresses(s: &mut State, handle: u64) {
     }
 }
 
-/// Device memory of `global`'s size holding its initial bytes.
+/// Memory of `global`'s size holding its initial bytes: the device's, or managed memory (which
+/// the host reaches at the same address) for a `__managed__` variable.
 fn place_global(s: &mut State, device: usize, global: &image::Global) -> Option<u64> {
     let len = usize::try_from(global.size).ok()?;
-    let backing = Backing::zeroed(len.max(1))?;
+    let backing = match global.managed {
+        true => Backing::host(len.max(1))?,
+        false => Backing::zeroed(len.max(1))?,
+    };
     let init = &global.init[..global.init.len().min(len)];
     backing.with(0, init.len(), |bytes| bytes.copy_from_slice(init));
-    s.memory.place(device, backing, global.size, None, Origin::ModuleGlobal).ok()
+    match global.managed {
+        true => s.memory.place_host(device, backing, global.size.max(1), None, HostKind::Managed(Advice::default())),
+        false => s.memory.place(device, backing, global.size, None, Origin::ModuleGlobal).ok(),
+    }
 }
 
 /// `cuModuleUnload`.
@@ -278,7 +315,12 @@ pub(super) fn library_module(s: &mut State, lib: u64) -> SimResult<u64> {
         return Ok(module);
     }
     let compiled = library_compiled(s, lib, device, &mut JitLog::default())?;
-    let module = install(s, device, compiled)?;
+    let mut managed = s.libraries.get_mut(&lib).map(|r| std::mem::take(&mut r.managed)).unwrap_or_default();
+    let installed = install_sharing(s, device, compiled, Some(&mut managed));
+    if let Some(rec) = s.libraries.get_mut(&lib) {
+        rec.managed = managed;
+    }
+    let module = installed?;
     let mut set = Vec::new();
     if let Some(rec) = s.libraries.get_mut(&lib) {
         rec.modules.retain(|&(c, _)| c != ctx);

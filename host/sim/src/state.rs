@@ -162,6 +162,8 @@ pub(super) struct ModuleRec {
     pub(super) globals: Vec<u64>,
     /// Its PTX as the executor loaded it, when it was loaded: `None` for machine code alone.
     pub(super) program: Option<Arc<peerpool_ptx::Module>>,
+    /// Its managed variables are its library's (one for all contexts), not its own.
+    pub(super) library_managed: bool,
 }
 
 /// Where each of the program's variables lies: a module global's address, found by name
@@ -218,6 +220,8 @@ pub(super) struct LibraryRec {
     pub(super) kernels: Vec<(String, u64)>,
     /// What `cuKernelSetAttribute` set: by kernel name and device, for its functions there.
     pub(super) settings: Vec<(String, usize, FunctionSettings)>,
+    /// Its managed variables by name: one for every context it is loaded in.
+    pub(super) managed: Vec<(String, u64)>,
 }
 
 /// What reading an image for one compute capability gave.
@@ -417,8 +421,10 @@ impl State {
     pub(super) fn drop_module(&mut self, handle: u64) -> bool {
         let Some(module) = self.modules.remove(&handle) else { return false };
         self.functions.retain(|_, f| f.module != handle);
-        for base in module.globals {
-            self.memory.remove(base);
+        for (global, base) in module.contents.globals.iter().zip(module.globals) {
+            if !(global.managed && module.library_managed) {
+                self.memory.remove(base);
+            }
         }
         true
     }

@@ -157,7 +157,7 @@ fn libraries_load_lazily_and_answer_what_their_image_holds() {
         assert_eq!(d.func_get_attribute(f, 8).unwrap(), 4096);
         assert_eq!(d.kernel_get_attribute(kernel, 8, 0).unwrap(), 4096);
         assert_eq!(d.kernel_get_attribute(kernel, 8, 1).unwrap(), 49_152 - 400, "another device's");
-        assert_eq!(code(d.library_get_managed(lib)).as_deref(), Some("CUDA_ERROR_NOT_FOUND"));
+        assert_eq!(code(d.library_get_managed(lib, b"scale")).as_deref(), Some("CUDA_ERROR_NOT_FOUND"), "not managed");
     }
     d.library_unload(lib).unwrap();
     assert_eq!(code(d.kernel_get_function(kernel)).as_deref(), Some("CUDA_ERROR_INVALID_HANDLE"));
@@ -171,6 +171,33 @@ fn libraries_load_lazily_and_answer_what_their_image_holds() {
     assert_eq!(code(d.library_get_module(garbage)).as_deref(), Some("CUDA_ERROR_INVALID_IMAGE"));
     let unreadable = d.library_load(Err(peerpool::CudaCode::CUDA_ERROR_UNKNOWN)).unwrap();
     assert_eq!(code(d.library_get_global(unreadable, b"x")).as_deref(), Some("CUDA_ERROR_UNKNOWN"));
+}
+
+/// `__managed__` variables: one for all of a library's contexts, in memory the host reaches at
+/// the same address, holding its initial bytes; gone with the library.
+#[test]
+fn a_librarys_managed_variables_are_one_for_every_context() {
+    let ptx =
+        FOREIGN.replace(".global .align 4 .u32 counter;", ".global .attribute(.managed) .align 4 .u32 counter = 41;");
+    let (d, system) = sim(Topology::two_h200());
+    let lib = d.library_load(Ok(ptx.into_bytes())).unwrap();
+    let on0 = {
+        let _ctx = system.enter(0).unwrap();
+        d.library_get_managed(lib, b"counter").unwrap()
+    };
+    let on1 = {
+        let _ctx = system.enter(1).unwrap();
+        d.library_get_managed(lib, b"counter").unwrap()
+    };
+    assert_eq!(on0, on1, "one variable for both devices' contexts");
+    assert_eq!(on0.1, 4);
+    // SAFETY: managed memory the simulator placed at its host address, 4 bytes, alive.
+    let value = unsafe { (on0.0.0 as *const u32).read() };
+    assert_eq!(value, 41, "its initial value, read by the host where it lies");
+    let _ctx = system.enter(0).unwrap();
+    assert_eq!(code(d.library_get_managed(lib, b"scale")).as_deref(), Some("CUDA_ERROR_NOT_FOUND"));
+    d.library_unload(lib).unwrap();
+    assert_eq!(d.stats().modules, 0);
 }
 
 #[test]

@@ -78,8 +78,13 @@ pub unsafe extern "C" fn cuCtxCreate_v4(
     device: CUdevice,
 ) -> CUresult {
     entry!(cuCtxCreate_v4(ctx, params, flags, device), {
-        if !params.is_null() {
-            return Err(CUresult::CUDA_ERROR_NOT_SUPPORTED);
+        // SAFETY: a non-null `params` is the caller's, valid for a read.
+        let asked = unsafe { params.as_ref() };
+        // Zeroed parameters (C's `CUctxCreateParams p = {}`) ask for a plain context.
+        if asked
+            .is_some_and(|p| !p.execAffinityParams.is_null() || p.numExecAffinityParams != 0 || !p.cigParams.is_null())
+        {
+            crate::boundary::not_simulated("cuCtxCreate_v4 with execution affinity or CIG parameters")?;
         }
         out(ctx, as_ptr(code(sim().ctx_create(device, flags))?.0))
     })

@@ -133,8 +133,7 @@ pub unsafe extern "C" fn cuKernelGetParamInfo(
     })
 }
 
-/// No managed variable is read from an image: `CUDA_ERROR_NOT_FOUND` for a library that
-/// reads.
+/// A `__managed__` variable of the library: one address for all contexts.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuLibraryGetManaged(
     dptr: *mut CUdeviceptr,
@@ -143,8 +142,7 @@ pub unsafe extern "C" fn cuLibraryGetManaged(
     name: *const c_char,
 ) -> CUresult {
     entry!(cuLibraryGetManaged(dptr, bytes, lib, name), {
-        c_str(name)?;
-        code(sim().library_get_managed(library(lib)))
+        write_global(dptr, bytes, name, |name| sim().library_get_managed(library(lib), name))
     })
 }
 

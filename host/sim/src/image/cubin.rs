@@ -98,7 +98,7 @@ pub fn read(elf: &[u8], device: ComputeCapability) -> Result<Contents, Refusal> 
                 true => Vec::new(),
                 false => slice(home.data, sym.value, sym.size).map(<[u8]>::to_vec).unwrap_or_default(),
             };
-            globals.push(Global { name: name.to_owned(), size: sym.size, init, addresses: false });
+            globals.push(Global { name: name.to_owned(), size: sym.size, init, addresses: false, managed: false });
         }
     }
     let const_bytes = section(".nv.constant3").map_or(0, |s| u32::try_from(s.size).unwrap_or(u32::MAX));

@@ -63,6 +63,8 @@ pub struct Global {
     /// Whether its initialiser names addresses (a vtable, a table of function pointers), which
     /// `init` holds as zero: the PTX executor gives them when it loads the module.
     pub addresses: bool,
+    /// A `__managed__` variable: in managed memory, one for all of a library's contexts.
+    pub managed: bool,
 }
 
 /// Which code a module runs: PTX compiled for the device when loaded, or machine code.

@@ -299,6 +299,8 @@ pub(super) struct Declared<'t> {
     align: u64,
     element: u64,
     float: bool,
+    /// Declared `.attribute(.managed)`: a `__managed__` variable.
+    managed: bool,
     init: Vec<&'t str>,
 }
 
@@ -322,7 +324,11 @@ fn declared<'t>(tokens: &[&'t str]) -> Result<Declared<'t>, Refusal> {
                 }
             }
             ".v2" | ".v4" | ".v8" => vector = t[2..].parse().unwrap_or(1),
-            ".attribute" if tokens.get(i) == Some(&"(") => i = closing(&tokens, i)? + 1,
+            ".attribute" if tokens.get(i) == Some(&"(") => {
+                let end = closing(&tokens, i)?;
+                d.managed |= tokens[i + 1..end].contains(&".managed");
+                i = end + 1;
+            }
             t if type_size(t).is_some() => {
                 element = type_size(t);
                 d.float = t.starts_with(".f");
@@ -481,7 +487,8 @@ impl<'t> Module<'t> {
                 self.const_end = u32::try_from(start.saturating_add(d.size)).unwrap_or(u32::MAX);
             }
             let addresses = d.init.iter().any(|t| t.starts_with(|c: char| c.is_alphabetic() || c == '_' || c == '$'));
-            self.globals.push(Global { name: d.name.to_owned(), size: d.size, init: initial_bytes(&d), addresses });
+            let (name, size, init, managed) = (d.name.to_owned(), d.size, initial_bytes(&d), d.managed);
+            self.globals.push(Global { name, size, init, addresses, managed });
         }
         Ok(())
     }
