@@ -21,6 +21,9 @@ pub const NOTHING_CHECKED: u8 = 3;
 /// `PEERPOOL_REQUIRE_GPUS=N`) N real ones, with no simulated topology in their place. Test
 /// binaries built on peerpool-fixtures exit with it too (`EXIT_GPUS_REQUIRED` there).
 pub const NO_GPU: u8 = 69;
+/// `peerpool sim`'s program carries NVIDIA's CUDA runtime statically, which simulated GPUs
+/// cannot serve: sysexits' EX_DATAERR, the input (the program) is not of a form that can run.
+pub const STATIC_RUNTIME: u8 = 65;
 
 /// The table, for `--help`.
 pub const TABLE: &str = "\
@@ -29,6 +32,8 @@ Exit codes (every subcommand):
    1  a failure was found (a pair, a trial, a benchmark, writing the results)
    2  bad input, refused before any work (arguments, topology, directories, report files)
    3  nothing was checked (no GPU pair, only pairs without a peer path, no trial that ran)
+  65  peerpool sim: the program carries NVIDIA's CUDA runtime statically (rebuild it with
+      -cudart shared, or run it with --real)
   69  fewer GPUs than required (bench and calibrate need two, facts one; check --require-gpus N
       or PEERPOOL_REQUIRE_GPUS=N: N real ones, no simulated fallback)
   peerpool sim exits with its program's status (2 when its own settings are wrong).";
@@ -48,7 +53,7 @@ mod tests {
 
     #[test]
     fn codes_are_distinct_and_mean_nothing_else_to_the_tools_around() {
-        let ours = [SUCCESS, FAILURE, BAD_INPUT, NOTHING_CHECKED, NO_GPU];
+        let ours = [SUCCESS, FAILURE, BAD_INPUT, NOTHING_CHECKED, STATIC_RUNTIME, NO_GPU];
         for (i, a) in ours.iter().enumerate() {
             assert!(!ours[i + 1..].contains(a), "{a} twice");
             assert!(!TAKEN.contains(a) && *a < 128, "{a} means something else under nextest, cargo or a shell");

@@ -6,6 +6,7 @@ mod check;
 mod exit;
 mod junit;
 mod outputs;
+mod runtime_lib;
 mod sim;
 mod trusted;
 

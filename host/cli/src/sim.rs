@@ -1,14 +1,16 @@
 //! `peerpool sim`: runs any program on a simulated topology, with fault rules and a call trace,
 //! through the libcuda shim (`peerpool-shim`), or prints the environment that does so. With
 //! `--real` the shim forwards to NVIDIA's libcuda instead, through the same rules and trace.
+//! A program on the CUDA runtime gets peerpool's (`runtime_lib`), over the shim either way.
 
 use crate::carried::{self, Placed, Source};
 use crate::exit;
+use crate::runtime_lib::{self, Program, RUNTIMES};
 use crate::trusted;
 use peerpool_sim::env::{
     self, BACKEND, DRIVER_VERSION, FAULTS, KERNEL_TIMEOUT, LIBCUDA, SEED, TIMING, TOPOLOGY, TRACE,
 };
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -70,14 +72,17 @@ pub struct Options {
 
 pub fn run(options: Options) -> ExitCode {
     match prepare(&options) {
-        Err(why) => {
+        Err(Refused { code, why }) => {
             eprintln!("peerpool sim: {}", peerpool::text::escaped(&why));
-            exit::code(exit::BAD_INPUT)
+            exit::code(code)
         }
         Ok((vars, placed, _)) if options.print_env => {
-            // The printed environment is for a program started later: its directory stays.
-            if let Some(dir) = placed.run_dir.map(carried::RunDir::keep) {
-                eprintln!("peerpool sim: the shim is in {}, made for this run; remove it when done", dir.display());
+            // The printed environment is for a program started later: its directories stay.
+            for (i, placed) in placed.into_iter().enumerate() {
+                let what = if i == 0 { "the shim" } else { "peerpool's runtime" };
+                if let Some(dir) = placed.run_dir.map(carried::RunDir::keep) {
+                    eprintln!("peerpool sim: {what} is in {}, made for this run; remove it when done", dir.display());
+                }
             }
             for (name, value) in vars {
                 println!("export {name}={}", shell_quote(&value));
@@ -94,15 +99,35 @@ pub fn run(options: Options) -> ExitCode {
     }
 }
 
-/// What [`prepare`] gives: the variables, the shim's place, and a trace FIFO held open.
-type Prepared = (Vec<(String, String)>, Placed, Option<std::fs::File>);
+/// What [`prepare`] gives: the variables, the places of the shim and of peerpool's runtime
+/// libraries, and a trace FIFO held open.
+type Prepared = (Vec<(String, String)>, Vec<Placed>, Option<std::fs::File>);
+
+/// Why the program is not run: a line, and the exit status.
+struct Refused {
+    code: u8,
+    why: String,
+}
+
+impl From<String> for Refused {
+    fn from(why: String) -> Refused {
+        Refused { code: exit::BAD_INPUT, why }
+    }
+}
+
+impl From<&str> for Refused {
+    fn from(why: &str) -> Refused {
+        why.to_string().into()
+    }
+}
 
 /// The variables to set, after checking every setting as the shim will (those the options give
 /// and those the environment already holds, so a mistake is found here, not in the program's
-/// first `cuInit`) and installing the shim; the shim's place, held until the program exits; and
+/// first `cuInit`) and installing the shim and peerpool's runtime (with `LD_PRELOAD` for a
+/// program that needs the runtime); their places, held until the program exits; and
 /// a trace FIFO opened for writing, held as long, so that its reader sees the end only when the
 /// program's trace has ended.
-fn prepare(options: &Options) -> Result<Prepared, String> {
+fn prepare(options: &Options) -> Result<Prepared, Refused> {
     if options.command.is_empty() && !options.print_env {
         return Err("give a command to run after `--`, or --print-env".into());
     }
@@ -135,10 +160,10 @@ fn prepare(options: &Options) -> Result<Prepared, String> {
     if let Some(libcuda) = &options.libcuda {
         let absolute = std::path::absolute(libcuda).map_err(|e| format!("--libcuda {}: {e}", libcuda.display()))?;
         if !absolute.is_file() {
-            return Err(format!("--libcuda {}: no such file", libcuda.display()));
+            return Err(format!("--libcuda {}: no such file", libcuda.display()).into());
         }
         if !is_shared_library(&absolute) {
-            return Err(format!("--libcuda {}: not a shared library (an ELF of type ET_DYN)", libcuda.display()));
+            return Err(format!("--libcuda {}: not a shared library (an ELF of type ET_DYN)", libcuda.display()).into());
         }
         vars.push((LIBCUDA.to_string(), absolute.display().to_string()));
     }
@@ -163,7 +188,35 @@ fn prepare(options: &Options) -> Result<Prepared, String> {
             return Err("--real: no NVIDIA libcuda.so.1 found as the loader would look; name it with --libcuda".into());
         }
     }
-    let mut dirs = vec![install(&shim, "peerpool-libcuda", &env::DRIVER_NAMES)?];
+    let libcuda_dir = install(&shim, "peerpool-libcuda", &env::DRIVER_NAMES)?;
+    let mut placed = vec![placed];
+    let mut served = Vec::new();
+    for runtime in &RUNTIMES {
+        let installed = libcuda_dir.join(runtime.soname);
+        match runtime_lib::find(runtime) {
+            Some(file) => {
+                let library = carried::place(Source::File(&file), runtime.file, &carried::Places::from_env())
+                    .map_err(|e| format!("peerpool's runtime {}: {e}", file.display()))?;
+                // `shim` names the placed file, here the runtime's.
+                link(&installed, &library.shim)?;
+                placed.push(library);
+                served.push(runtime.major);
+            }
+            // A link an earlier run made goes: without the library, nothing changes.
+            None => match std::fs::remove_file(&installed) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(format!("removing {}: {e}", installed.display()).into());
+                }
+                _ => {}
+            },
+        }
+    }
+    if !options.print_env
+        && let Some(preload) = preload(&options.command[0], options.real, &libcuda_dir, &served)?
+    {
+        vars.push(("LD_PRELOAD".to_string(), preload));
+    }
+    let mut dirs = vec![libcuda_dir];
     if !options.real {
         dirs.push(install(&shim, "peerpool-nvjitlink", &env::NVJITLINK_NAMES)?);
     }
@@ -172,6 +225,54 @@ fn prepare(options: &Options) -> Result<Prepared, String> {
     let path = path.join(":");
     vars.push(("LD_LIBRARY_PATH".to_string(), path));
     Ok((vars, placed, trace_reader))
+}
+
+/// `LD_PRELOAD` for the program `command` names, when it needs the CUDA runtime as a shared
+/// library: peerpool's, installed in `dir` (majors `served`), before what the variable holds.
+/// Preloaded, since an RPATH may name NVIDIA's runtime, and RPATH goes before
+/// `LD_LIBRARY_PATH`. A program that is no ELF file (a script) is run as it is; one carrying
+/// NVIDIA's runtime statically is refused, unless `real` GPUs serve it.
+fn preload(command: &OsStr, real: bool, dir: &Path, served: &[u32]) -> Result<Option<String>, Refused> {
+    let Some(path) = runtime_lib::resolve(command) else { return Ok(None) };
+    let Some(program) = Program::read(&path) else { return Ok(None) };
+    let name = path.display();
+    if program.carries_runtime() && !real {
+        return Err(Refused {
+            code: exit::STATIC_RUNTIME,
+            why: format!(
+                "{name} carries NVIDIA's CUDA runtime statically, which cannot run on simulated GPUs: rebuild it with \
+                 -cudart shared (CMake: CMAKE_CUDA_RUNTIME_LIBRARY=Shared) so that peerpool's runtime serves it, or run \
+                 it on GPUs with --real"
+            ),
+        });
+    }
+    let mut preload = Vec::new();
+    for runtime in RUNTIMES.iter().filter(|r| program.needs(r)) {
+        if !served.contains(&runtime.major) {
+            return Err(format!(
+                "{name} needs {} and peerpool's runtime library for it was not found (build it with cargo build -p \
+                 peerpool-cudart{}, or set {})",
+                runtime.soname,
+                runtime.major,
+                runtime_lib::DIR_ENV
+            )
+            .into());
+        }
+        let installed = dir.join(runtime.soname).display().to_string();
+        // The loader splits the variable at spaces and colons.
+        if installed.contains([' ', ':']) {
+            return Err(format!(
+                "{name} needs {installed} preloaded, and LD_PRELOAD cannot hold a path with a space or a colon"
+            )
+            .into());
+        }
+        preload.push(installed);
+    }
+    if preload.is_empty() {
+        return Ok(None);
+    }
+    preload.extend(env::var("LD_PRELOAD")?.filter(|rest| !rest.trim().is_empty()));
+    Ok(Some(preload.join(":")))
 }
 
 /// The FIFO `path` opened for writing, which succeeds only where a reader has it open: one with
@@ -244,18 +345,23 @@ pub fn install(shim: &Path, dir: &str, names: &[&str]) -> Result<PathBuf, String
     let dir = shim.parent().ok_or("the shim has no directory")?.join(dir);
     let dir = trusted::create_dir_all(&trusted::Host, &dir, euid).map_err(|e| format!("the links' directory: {e}"))?;
     for &name in names {
-        let link = dir.join(name);
-        if std::fs::read_link(&link).is_ok_and(|target| target == shim) {
-            continue;
-        }
-        // A fresh link beside, renamed over the old: never a moment without one.
-        let fresh = dir.join(format!(".{name}.{}", std::process::id()));
-        let _ = std::fs::remove_file(&fresh);
-        std::os::unix::fs::symlink(shim, &fresh)
-            .and_then(|()| std::fs::rename(&fresh, &link))
-            .map_err(|e| format!("linking {}: {e}", link.display()))?;
+        link(&dir.join(name), shim)?;
     }
     Ok(dir)
+}
+
+/// `link` made a link to `target` (a checked path), unless it is one already.
+fn link(link: &Path, target: &Path) -> Result<(), String> {
+    if std::fs::read_link(link).is_ok_and(|held| held == target) {
+        return Ok(());
+    }
+    // A fresh link beside, renamed over the old: never a moment without one.
+    let name = link.file_name().ok_or("a link without a name")?.to_string_lossy();
+    let fresh = link.with_file_name(format!(".{name}.{}", std::process::id()));
+    let _ = std::fs::remove_file(&fresh);
+    std::os::unix::fs::symlink(target, &fresh)
+        .and_then(|()| std::fs::rename(&fresh, link))
+        .map_err(|e| format!("linking {}: {e}", link.display()))
 }
 
 /// Runs the command with `vars`; its exit status is this one's (128 + the signal that ended it).

@@ -1,5 +1,6 @@
 //! The built `peerpool` binary exits as its `--help` table says: 0 success, 1 a failure
-//! found, 2 bad input (before any work), 3 nothing checked, 69 fewer GPUs than required.
+//! found, 2 bad input (before any work), 3 nothing checked, 65 a program carrying NVIDIA's CUDA
+//! runtime statically under `peerpool sim`, 69 fewer GPUs than required.
 
 mod support;
 
@@ -55,8 +56,15 @@ fn help_shows_the_table() {
     let output = peerpool(&["--help"]);
     assert_eq!(code(&output), 0);
     let help = text(&output);
-    for line in ["Exit codes", "0  success", "1  a failure", "2  bad input", "3  nothing was checked", "69  fewer GPUs"]
-    {
+    for line in [
+        "Exit codes",
+        "0  success",
+        "1  a failure",
+        "2  bad input",
+        "3  nothing was checked",
+        "65  peerpool sim: the program carries NVIDIA's CUDA runtime statically",
+        "69  fewer GPUs",
+    ] {
         assert!(help.contains(line), "{line}: {help}");
     }
     assert_eq!(code(&peerpool(&["frobnicate"])), 2, "usage errors are bad input");
