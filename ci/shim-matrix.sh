@@ -3,8 +3,8 @@
 # over the libcuda shim, on simulated topologies: every trial must run (no "no CUDA driver"
 # skip) and pass; `peerpool check` must print the topology's matrix. Then the clients that know
 # nothing of peerpool (C programs linked with -lcuda, the foreign images they load, cuda.core
-# scripts), when their tools are installed ($PEERPOOL_CUDA_INCLUDE, $PEERPOOL_NVCC,
-# $PEERPOOL_NVCC_NEWEST, $PEERPOOL_PYTHON: .ci/run sets them).
+# scripts, programs on the CUDA runtime), when their tools are installed ($PEERPOOL_CUDA_INCLUDE,
+# $PEERPOOL_NVCC, $PEERPOOL_NVCC_NEWEST, $PEERPOOL_PYTHON, $PEERPOOL_CUDA12: .ci/run sets them).
 # Usage: ci/shim-matrix.sh [TOPOLOGY ...]   (default: two_h200_nvlink four_gpu_islands eight_gpu_nvswitch)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -71,15 +71,17 @@ grep -q "1 passed; 0 failed; 0 ignored" target/shim-matrix/injected.txt || {
     exit 1
 }
 echo "== clients that know nothing of peerpool, on the simulator and through the forwarding backend"
+# Programs on the CUDA runtime run on peerpool's (host/cudart), built here.
+cargo build -q -p peerpool-cudart12 -p peerpool-cudart13
 cargo test -q -p peerpool-shim --test clients --test forwarding --test one_h200 --test every_entry_point \
-    --test topology --test modules 2>&1 |
+    --test topology --test modules --test runtime 2>&1 |
     tee target/shim-matrix/clients.txt
 # A cudarc program whose kernels NVRTC (beside $PEERPOOL_NVCC) compiles, through `peerpool sim`.
 cargo build -q -p peerpool-cli -p peerpool-shim
 cargo test -q -p cudarc-nvrtc --test simulated 2>&1 | tee -a target/shim-matrix/clients.txt
 if [ -n "${PEERPOOL_CUDA_INCLUDE:-}" ] && [ -n "${PEERPOOL_PYTHON:-}" ] && [ -n "${PEERPOOL_NVCC:-}" ] &&
-    [ -n "${PEERPOOL_NVCC_NEWEST:-}" ] && [ -n "${PEERPOOL_CUDA_HEADERS:-}" ]; then
-    if [ "$(grep -c "0 failed; 0 ignored" target/shim-matrix/clients.txt)" -ne 7 ]; then
+    [ -n "${PEERPOOL_NVCC_NEWEST:-}" ] && [ -n "${PEERPOOL_CUDA_HEADERS:-}" ] && [ -n "${PEERPOOL_CUDA12:-}" ]; then
+    if [ "$(grep -c "0 failed; 0 ignored" target/shim-matrix/clients.txt)" -ne 8 ]; then
         echo "with every tool given, no client trial may be skipped" >&2
         exit 1
     fi

@@ -36,7 +36,7 @@ pub fn recorded_dir() -> Result<PathBuf, Failed> {
 }
 
 /// The directory of the build these tests belong to (`target/<profile>`), found at run time.
-fn build_dir() -> PathBuf {
+pub fn build_dir() -> PathBuf {
     peerpool::child::build_dir().expect("the test lies in target/<profile>/deps")
 }
 

@@ -1,0 +1,250 @@
+//! What nvcc's host code registers at start-up: each fatbin, its kernels by host stub and its
+//! variables by host shadow. A fatbin becomes a driver library on first use (the driver loads
+//! it into each device's context lazily, as CUDA's lazy loading does).
+
+use crate::device;
+use crate::driver::{cu, ok};
+use crate::error::{self, Error};
+use std::collections::HashMap;
+use std::ffi::{CStr, c_char, c_void};
+use std::sync::{Mutex, OnceLock, RwLock};
+
+/// nvcc's fatbin wrapper (`__fatDeviceText`): a magic, a version, the fatbin.
+#[repr(C)]
+struct Wrapper {
+    magic: u32,
+    version: u32,
+    data: *const c_void,
+    _filename_or_fatbins: *const c_void,
+}
+const WRAPPER_MAGIC: u32 = 0x466243b1;
+
+/// One registered fatbin.
+pub(crate) struct Fatbin {
+    /// The fatbin's bytes, in the program's image for its life (0 if the wrapper was not one).
+    image: usize,
+    library: OnceLock<Result<usize, Error>>,
+    /// Managed variables: the host pointer each gets its address through, and the name.
+    managed: Mutex<Vec<(usize, &'static CStr)>>,
+}
+
+/// A kernel: its fatbin and its device name.
+pub(crate) struct Kernel {
+    fatbin: &'static Fatbin,
+    name: &'static CStr,
+    handle: OnceLock<Result<usize, Error>>,
+}
+
+/// A device variable: its fatbin and name.
+struct Variable {
+    fatbin: &'static Fatbin,
+    name: &'static CStr,
+}
+
+static KERNELS: RwLock<Option<HashMap<usize, &'static Kernel>>> = RwLock::new(None);
+static VARIABLES: RwLock<Option<HashMap<usize, &'static Variable>>> = RwLock::new(None);
+
+impl Fatbin {
+    /// The driver's library of this fatbin, loaded on first use.
+    fn library(&self) -> Result<cu::CUlibrary, Error> {
+        let loaded = self.library.get_or_init(|| {
+            device::started()?;
+            if self.image == 0 {
+                return Err(Error(error::INVALID_KERNEL_IMAGE));
+            }
+            let mut lib = std::ptr::null_mut();
+            // SAFETY: the fatbin lives in the program's image; no options.
+            ok(unsafe {
+                cu::cuLibraryLoadData(
+                    &mut lib,
+                    self.image as *const c_void,
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                    0,
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                    0,
+                )
+            })?;
+            Ok(lib as usize)
+        });
+        loaded.map(|l| l as cu::CUlibrary)
+    }
+}
+
+impl Kernel {
+    /// The driver's kernel (context-independent).
+    pub(crate) fn handle(&self) -> Result<cu::CUkernel, Error> {
+        let got = self.handle.get_or_init(|| {
+            let lib = self.fatbin.library()?;
+            let mut k = std::ptr::null_mut();
+            // SAFETY: a library the driver gave; a NUL-terminated name.
+            ok(unsafe { cu::cuLibraryGetKernel(&mut k, lib, self.name.as_ptr()) })?;
+            Ok(k as usize)
+        });
+        got.map(|k| k as cu::CUkernel)
+    }
+
+    /// The kernel in the thread's context, loaded there if it is not yet.
+    pub(crate) fn function(&self) -> Result<cu::CUfunction, Error> {
+        let k = self.handle()?;
+        device::context()?;
+        let mut f = std::ptr::null_mut();
+        // SAFETY: a kernel the driver gave; a context is current.
+        ok(unsafe { cu::cuKernelGetFunction(&mut f, k) })?;
+        Ok(f)
+    }
+}
+
+/// The kernel registered for a host stub, or `cudaErrorInvalidDeviceFunction`.
+pub(crate) fn kernel(host: *const c_void) -> Result<&'static Kernel, Error> {
+    let kernels = KERNELS.read().unwrap_or_else(|p| p.into_inner());
+    kernels.as_ref().and_then(|k| k.get(&(host as usize)).copied()).ok_or(Error(error::INVALID_DEVICE_FUNCTION))
+}
+
+/// A variable's address and size in the thread's context, or `cudaErrorInvalidSymbol`.
+pub(crate) fn variable(host: *const c_void) -> Result<(cu::CUdeviceptr, usize), Error> {
+    let var = {
+        let vars = VARIABLES.read().unwrap_or_else(|p| p.into_inner());
+        vars.as_ref().and_then(|v| v.get(&(host as usize)).copied()).ok_or(Error(error::INVALID_SYMBOL))?
+    };
+    let lib = var.fatbin.library()?;
+    device::context()?;
+    let (mut p, mut size) = (0, 0);
+    // SAFETY: a library the driver gave; a NUL-terminated name; a context is current.
+    ok(unsafe { cu::cuLibraryGetGlobal(&mut p, &mut size, lib, var.name.as_ptr()) })?;
+    Ok((p, size))
+}
+
+/// # Safety
+/// `wrapper` is nvcc's fatbin wrapper, alive for the program's life.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __cudaRegisterFatBinary(wrapper: *const c_void) -> *mut *mut c_void {
+    // SAFETY: the caller's.
+    let w = unsafe { wrapper.cast::<Wrapper>().as_ref() };
+    let image = match w {
+        Some(w) if w.magic == WRAPPER_MAGIC && w.version == 1 => w.data as usize,
+        Some(w) if w.magic == WRAPPER_MAGIC => {
+            eprintln!(
+                "peerpool-cudart: a fatbin wrapper of version {} (relocatable device code, -rdc) is not served by \
+                 peerpool's CUDA runtime yet; its kernels answer cudaErrorInvalidKernelImage",
+                w.version
+            );
+            0
+        }
+        _ => 0,
+    };
+    let fatbin: &'static Fatbin =
+        Box::leak(Box::new(Fatbin { image, library: OnceLock::new(), managed: Mutex::new(Vec::new()) }));
+    (fatbin as *const Fatbin).cast_mut().cast()
+}
+
+/// # Safety
+/// `handle` is what [`__cudaRegisterFatBinary`] returned.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __cudaRegisterFatBinaryEnd(_handle: *mut *mut c_void) {}
+
+/// Libraries stay loaded to the process's end: the driver may be gone by the time this runs.
+///
+/// # Safety
+/// `handle` is what [`__cudaRegisterFatBinary`] returned.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __cudaUnregisterFatBinary(_handle: *mut *mut c_void) {}
+
+/// # Safety
+/// `handle` is what [`__cudaRegisterFatBinary`] returned.
+unsafe fn fatbin(handle: *mut *mut c_void) -> &'static Fatbin {
+    // SAFETY: the caller's: a leaked `Fatbin`.
+    unsafe { &*handle.cast::<Fatbin>() }
+}
+
+/// # Safety
+/// `handle` is what [`__cudaRegisterFatBinary`] returned; `name` a NUL-terminated string alive
+/// for the program's life.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __cudaRegisterFunction(
+    handle: *mut *mut c_void,
+    host: *const c_char,
+    _device_fun: *mut c_char,
+    name: *const c_char,
+    _thread_limit: i32,
+    _tid: *mut c_void,
+    _bid: *mut c_void,
+    _block: *mut c_void,
+    _grid: *mut c_void,
+    _warp_size: *mut i32,
+) {
+    // SAFETY: the caller's.
+    let (fatbin, name) = unsafe { (fatbin(handle), CStr::from_ptr(name)) };
+    let kernel: &'static Kernel = Box::leak(Box::new(Kernel { fatbin, name, handle: OnceLock::new() }));
+    KERNELS.write().unwrap_or_else(|p| p.into_inner()).get_or_insert_default().insert(host as usize, kernel);
+}
+
+/// # Safety
+/// As [`__cudaRegisterFunction`]; `host` is the variable's host shadow.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __cudaRegisterVar(
+    handle: *mut *mut c_void,
+    host: *mut c_char,
+    _device_address: *mut c_char,
+    name: *const c_char,
+    _ext: i32,
+    _size: usize,
+    _constant: i32,
+    _global: i32,
+) {
+    // SAFETY: the caller's.
+    let (fatbin, name) = unsafe { (fatbin(handle), CStr::from_ptr(name)) };
+    let var: &'static Variable = Box::leak(Box::new(Variable { fatbin, name }));
+    VARIABLES.write().unwrap_or_else(|p| p.into_inner()).get_or_insert_default().insert(host as usize, var);
+}
+
+/// A managed variable: its address reaches the host through `host_pointer` once the module is
+/// initialised ([`__cudaInitModule`], which nvcc's code calls before the host first reads it).
+///
+/// # Safety
+/// As [`__cudaRegisterFunction`]; `host_pointer` is valid for writes for the program's life.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __cudaRegisterManagedVar(
+    handle: *mut *mut c_void,
+    host_pointer: *mut *mut c_void,
+    _device_address: *mut c_char,
+    name: *const c_char,
+    _ext: i32,
+    _size: usize,
+    _constant: i32,
+    _global: i32,
+) {
+    // SAFETY: the caller's.
+    let (fatbin, name) = unsafe { (fatbin(handle), CStr::from_ptr(name)) };
+    fatbin.managed.lock().unwrap_or_else(|p| p.into_inner()).push((host_pointer as usize, name));
+}
+
+/// Loads the fatbin and gives each of its managed variables its address. 1 when it could.
+///
+/// # Safety
+/// `handle` is what [`__cudaRegisterFatBinary`] returned.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __cudaInitModule(handle: *mut *mut c_void) -> c_char {
+    // SAFETY: the caller's.
+    let fatbin = unsafe { fatbin(handle) };
+    let done = (|| -> Result<(), Error> {
+        let lib = fatbin.library()?;
+        device::context()?;
+        for &(host, name) in fatbin.managed.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+            let (mut p, mut size) = (0, 0);
+            // SAFETY: a library the driver gave; a NUL-terminated name.
+            ok(unsafe { cu::cuLibraryGetManaged(&mut p, &mut size, lib, name.as_ptr()) })?;
+            // SAFETY: nvcc's host pointer for the variable (the registration's contract).
+            unsafe { (host as *mut *mut c_void).write(p as *mut c_void) };
+        }
+        Ok(())
+    })();
+    match done {
+        Ok(()) => 1,
+        Err(e) => {
+            error::record(e);
+            0
+        }
+    }
+}

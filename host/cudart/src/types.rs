@@ -1,0 +1,39 @@
+//! The runtime's handles and small structs, where they are the driver's or laid out as C has
+//! them.
+
+use crate::driver::cu;
+
+/// `dim3`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct dim3 {
+    pub x: u32,
+    pub y: u32,
+    pub z: u32,
+}
+
+/// `cudaStream_t`, `cudaEvent_t`, `cudaMemPool_t`, `cudaFunction_t`: the driver's handles.
+pub type cudaStream_t = cu::CUstream;
+pub type cudaEvent_t = cu::CUevent;
+pub type cudaMemPool_t = cu::CUmemoryPool;
+pub type cudaFunction_t = cu::CUfunction;
+
+/// The runtime's special streams, as the driver's (same values).
+pub const STREAM_LEGACY: usize = 0x1;
+pub const STREAM_PER_THREAD: usize = 0x2;
+
+/// Which default stream a call's null stream means: the legacy one, or (in a `_ptsz` call,
+/// a program built with `--default-stream per-thread`) the thread's own.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Default {
+    Legacy,
+    PerThread,
+}
+
+/// The driver's stream for a runtime stream.
+pub fn stream(s: cudaStream_t, default: Default) -> cu::CUstream {
+    match (s.is_null(), default) {
+        (true, Default::PerThread) => STREAM_PER_THREAD as cu::CUstream,
+        _ => s,
+    }
+}
