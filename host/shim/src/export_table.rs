@@ -45,10 +45,11 @@ fn named(uuid: &[u8; 16]) -> String {
 }
 
 /// What the simulator says, once, to a program that asks for a table the CUDA runtime asks for.
-const REFUSAL: &str = "is a private interface of NVIDIA's driver that the simulator does not serve: the CUDA \
-    runtime (libcudart) authenticates the driver through one of them, so programs built on the CUDA runtime cannot \
-    run on simulated GPUs. Use the driver API (cudarc, cuda.core, C with -lcuda) here, or run the program through \
-    `peerpool sim --real` on GPUs. cuGetExportTable answers CUDA_ERROR_NOT_SUPPORTED";
+const REFUSAL: &str = "is a private interface of NVIDIA's driver that the simulator does not serve: NVIDIA's CUDA \
+    runtime (libcudart) authenticates the driver through one of them, so it cannot run on simulated GPUs. Link the \
+    runtime shared (nvcc -cudart shared; CMake: CMAKE_CUDA_RUNTIME_LIBRARY=Shared) and run the program under \
+    `peerpool sim`, which gives it peerpool's runtime, or run it through `peerpool sim --real` on GPUs. \
+    cuGetExportTable answers CUDA_ERROR_NOT_SUPPORTED";
 
 /// What it says to a library that asks for another table (NVRTC asks for one and goes on).
 const OTHER: &str = "is a private interface of NVIDIA's driver that the simulator does not serve; a library that \
