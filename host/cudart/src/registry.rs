@@ -15,14 +15,36 @@ struct Wrapper {
     magic: u32,
     version: u32,
     data: *const c_void,
-    _filename_or_fatbins: *const c_void,
+    /// For relocatable device code, the list of each translation unit's fatbin.
+    filename_or_fatbins: *const c_void,
 }
 const WRAPPER_MAGIC: u32 = 0x466243b1;
 
+/// A fatbin's header: its size is the header's and the rest's.
+#[repr(C)]
+struct FatbinHeader {
+    magic: u32,
+    version: u16,
+    header_size: u16,
+    fat_size: u64,
+}
+const FATBIN_MAGIC: u32 = 0xba55_ed50;
+
+/// What a registered fatbin holds.
+#[derive(Clone, Copy)]
+enum Image {
+    /// A fatbin in the program's image (nvcc's whole-program compilation).
+    Whole(usize),
+    /// Relocatable device code (`-rdc`): the null-terminated list of each translation unit's
+    /// fatbin, linked by the driver's linker when first used.
+    Relocatable(usize),
+    /// A wrapper that is none of nvcc's.
+    Unknown,
+}
+
 /// One registered fatbin.
 pub(crate) struct Fatbin {
-    /// The fatbin's bytes, in the program's image for its life (0 if the wrapper was not one).
-    image: usize,
+    image: Image,
     library: OnceLock<Result<usize, Error>>,
     /// Managed variables: the host pointer each gets its address through, and the name.
     managed: Mutex<Vec<(usize, &'static CStr)>>,
@@ -49,27 +71,80 @@ impl Fatbin {
     fn library(&self) -> Result<cu::CUlibrary, Error> {
         let loaded = self.library.get_or_init(|| {
             device::started()?;
-            if self.image == 0 {
-                return Err(Error(error::INVALID_KERNEL_IMAGE));
-            }
-            let mut lib = std::ptr::null_mut();
-            // SAFETY: the fatbin lives in the program's image; no options.
-            ok(unsafe {
-                cu::cuLibraryLoadData(
-                    &mut lib,
-                    self.image as *const c_void,
-                    std::ptr::null_mut(),
-                    std::ptr::null_mut(),
-                    0,
-                    std::ptr::null_mut(),
-                    std::ptr::null_mut(),
-                    0,
-                )
-            })?;
+            let lib = match self.image {
+                Image::Whole(image) => load(image as *const c_void)?,
+                // SAFETY: nvcc's list, alive for the program's life.
+                Image::Relocatable(list) => unsafe { linked(list as *const *const c_void) }?,
+                Image::Unknown => return Err(Error(error::INVALID_KERNEL_IMAGE)),
+            };
             Ok(lib as usize)
         });
         loaded.map(|l| l as cu::CUlibrary)
     }
+}
+
+/// A library of `image` (a fatbin or a cubin the driver reads whole).
+fn load(image: *const c_void) -> Result<cu::CUlibrary, Error> {
+    let mut lib = std::ptr::null_mut();
+    // SAFETY: the image outlives the call (the driver copies what it keeps); no options.
+    ok(unsafe {
+        cu::cuLibraryLoadData(
+            &mut lib,
+            image,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            0,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            0,
+        )
+    })?;
+    Ok(lib)
+}
+
+/// The fatbins of `list` linked into one image by the driver's linker, loaded as a library.
+///
+/// # Safety
+/// `list` is a null-terminated array of fatbins, each alive for the call.
+unsafe fn linked(list: *const *const c_void) -> Result<cu::CUlibrary, Error> {
+    let mut state = std::ptr::null_mut();
+    // SAFETY: no options; a valid out-pointer.
+    ok(unsafe { cu::cuLinkCreate_v2(0, std::ptr::null_mut(), std::ptr::null_mut(), &mut state) })?;
+    let result = (|| {
+        for i in 0.. {
+            // SAFETY: the caller's null-terminated list.
+            let fatbin = unsafe { *list.add(i) };
+            if fatbin.is_null() {
+                break;
+            }
+            // SAFETY: each entry starts with a fatbin header.
+            let header = unsafe { fatbin.cast::<FatbinHeader>().read_unaligned() };
+            if header.magic != FATBIN_MAGIC {
+                return Err(Error(error::INVALID_KERNEL_IMAGE));
+            }
+            let size = usize::from(header.header_size).saturating_add(header.fat_size as usize);
+            // SAFETY: the fatbin's `size` bytes; no options.
+            ok(unsafe {
+                cu::cuLinkAddData_v2(
+                    state,
+                    cu::CUjitInputType::CU_JIT_INPUT_FATBINARY,
+                    fatbin.cast_mut(),
+                    size,
+                    c"relocatable device code".as_ptr(),
+                    0,
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                )
+            })?;
+        }
+        let (mut image, mut size) = (std::ptr::null_mut(), 0);
+        // SAFETY: valid out-pointers; the image lives until the state is destroyed.
+        ok(unsafe { cu::cuLinkComplete(state, &mut image, &mut size) })?;
+        load(image)
+    })();
+    // SAFETY: the state made above, destroyed once.
+    unsafe { cu::cuLinkDestroy(state) };
+    result
 }
 
 impl Kernel {
@@ -123,16 +198,9 @@ pub unsafe extern "C" fn __cudaRegisterFatBinary(wrapper: *const c_void) -> *mut
     // SAFETY: the caller's.
     let w = unsafe { wrapper.cast::<Wrapper>().as_ref() };
     let image = match w {
-        Some(w) if w.magic == WRAPPER_MAGIC && w.version == 1 => w.data as usize,
-        Some(w) if w.magic == WRAPPER_MAGIC => {
-            eprintln!(
-                "peerpool-cudart: a fatbin wrapper of version {} (relocatable device code, -rdc) is not served by \
-                 peerpool's CUDA runtime yet; its kernels answer cudaErrorInvalidKernelImage",
-                w.version
-            );
-            0
-        }
-        _ => 0,
+        Some(w) if w.magic == WRAPPER_MAGIC && w.version == 1 => Image::Whole(w.data as usize),
+        Some(w) if w.magic == WRAPPER_MAGIC && w.version == 2 => Image::Relocatable(w.filename_or_fatbins as usize),
+        _ => Image::Unknown,
     };
     let fatbin: &'static Fatbin =
         Box::leak(Box::new(Fatbin { image, library: OnceLock::new(), managed: Mutex::new(Vec::new()) }));

@@ -15,9 +15,10 @@ mod support;
 
 use libtest_mimic::{Arguments, Failed};
 use std::collections::BTreeSet;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 use support::{CUDA_INCLUDE, NVCC, NVCC_NEWEST, build_dir, run, shim_dir, stderr, stdout, trial, trial_needing};
 
 const TOPOLOGIES: [&str; 3] = ["two_h200_nvlink", "four_gpu_islands", "eight_gpu_nvswitch"];
@@ -67,11 +68,16 @@ fn on_runtime(
     run(&mut command, &all)
 }
 
-/// `pool_peers.cu` built by nvcc with the runtime shared (`static_runtime`: linked statically,
-/// nvcc's default), code for sm_80 and sm_90 with their PTX.
-fn pool_peers(static_runtime: bool) -> Result<PathBuf, Failed> {
-    static BUILT: [OnceLock<Result<PathBuf, String>>; 2] = [OnceLock::new(), OnceLock::new()];
-    let made = BUILT[usize::from(static_runtime)].get_or_init(|| {
+/// `sources` (of `programs/`) built by nvcc into `exe` with `flags` and the runtime shared
+/// (unless a flag says otherwise), code for sm_80 and sm_90 with their PTX; once a run.
+fn nvcc_built(
+    exe: &'static str,
+    sources: &'static [&'static str],
+    flags: &'static [&'static str],
+) -> Result<PathBuf, Failed> {
+    static BUILT: Mutex<Option<HashMap<&'static str, Result<PathBuf, String>>>> = Mutex::new(None);
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    let made = built.get_or_insert_with(HashMap::new).entry(exe).or_insert_with(|| {
         let nvcc = std::env::var(NVCC).map_err(|_| format!("{NVCC} is not set"))?;
         let include = PathBuf::from(std::env::var(CUDA_INCLUDE).map_err(|_| format!("{CUDA_INCLUDE} is not set"))?);
         let lib = include.join("../lib");
@@ -79,31 +85,57 @@ fn pool_peers(static_runtime: bool) -> Result<PathBuf, Failed> {
         // nvcc links `-lcudart`: a link named so, to the wheel's library, in a folder of ours.
         let link_dir = dir.join("link13");
         std::fs::create_dir_all(&link_dir).map_err(|e| e.to_string())?;
-        let _ = std::fs::remove_file(link_dir.join("libcudart.so"));
-        std::os::unix::fs::symlink(lib.join("libcudart.so.13"), link_dir.join("libcudart.so"))
-            .map_err(|e| e.to_string())?;
-        let exe = dir.join(if static_runtime { "pool_peers_static" } else { "pool_peers" });
+        let link = link_dir.join("libcudart.so");
+        if !link.exists() {
+            std::os::unix::fs::symlink(lib.join("libcudart.so.13"), &link).map_err(|e| e.to_string())?;
+        }
+        let out_path = dir.join(exe);
         let bin = Path::new(&nvcc).parent().map(Path::to_path_buf).unwrap_or_default();
         let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+        let shared: &[&str] = if flags.contains(&"static") { &[] } else { &["-cudart", "shared"] };
         let out = Command::new(&nvcc)
             .env("PATH", path)
-            .args(["-cudart", if static_runtime { "static" } else { "shared" }])
+            .args(shared)
+            .args(flags.iter().filter(|f| **f != "static"))
             .args(["-gencode", "arch=compute_80,code=[sm_80,compute_80]"])
             .args(["-gencode", "arch=compute_90,code=[sm_90,compute_90]"])
             .arg(format!("-I{}", include.display()))
             .arg(format!("-L{}", link_dir.display()))
             .arg(format!("-L{}", lib.display()))
-            .arg(programs().join("pool_peers.cu"))
+            .args(sources.iter().map(|s| programs().join(s)))
             .arg("-o")
-            .arg(&exe)
+            .arg(&out_path)
             .output()
             .map_err(|e| format!("running nvcc: {e}"))?;
         match out.status.success() {
-            true => Ok(exe),
+            true => Ok(out_path),
             false => Err(format!("nvcc failed: {}", String::from_utf8_lossy(&out.stderr))),
         }
     });
     made.clone().map_err(Failed::from)
+}
+
+/// `pool_peers.cu`, its runtime shared, or (`static_runtime`) linked statically, nvcc's default.
+fn pool_peers(static_runtime: bool) -> Result<PathBuf, Failed> {
+    match static_runtime {
+        true => nvcc_built("pool_peers_static", &["pool_peers.cu"], &["static"]),
+        false => nvcc_built("pool_peers", &["pool_peers.cu"], &[]),
+    }
+}
+
+/// Relocatable device code over two translation units: linked by the driver's linker at load.
+fn relocatable_device_code_runs() -> Result<(), Failed> {
+    let program = nvcc_built("rdc", &["rdc_a.cu", "rdc_b.cu"], &["-rdc=true"])?;
+    let out = on_runtime(13, &program, &[], &[("PEERPOOL_TOPOLOGY", "two_h200_nvlink")])?;
+    same("rdc", &stdout(&out), "relocatable device code: cudaSuccess, first 7 last 1006\n")
+}
+
+/// No loader warning: each export has the version a program linked against NVIDIA's expects.
+fn no_loader_warning(out: &std::process::Output) -> Result<(), Failed> {
+    match stderr(out).lines().find(|l| l.contains("version information") || l.contains("version `")) {
+        Some(line) => Err(format!("the loader warned: {line}").into()),
+        None => Ok(()),
+    }
 }
 
 fn same(what: &str, got: &str, want: &str) -> Result<(), Failed> {
@@ -120,6 +152,7 @@ fn pool_peers_runs(topology: &'static str) -> Result<(), Failed> {
         if !out.status.success() {
             return Err(format!("pool_peers {part} failed ({}): {}{}", out.status, stdout(&out), stderr(&out)).into());
         }
+        no_loader_warning(&out)?;
         same(&format!("pool_peers {part}"), &stdout(&out), &expected(&format!("pool_peers.{part}.txt"))?)?;
     }
     Ok(())
@@ -183,6 +216,7 @@ fn host12_runs(topology: &'static str) -> Result<(), Failed> {
     if !out.status.success() {
         return Err(format!("host12 failed ({}): {}{}", out.status, stdout(&out), stderr(&out)).into());
     }
+    no_loader_warning(&out)?;
     same("host12", &stdout(&out), &expected("host12.txt")?)
 }
 
@@ -271,6 +305,11 @@ fn main() -> ExitCode {
         "fault_rule_reaches_the_program".into(),
         &[NVCC, CUDA_INCLUDE],
         fault_rule_reaches_the_program,
+    ));
+    trials.push(trial_needing(
+        "relocatable_device_code_runs".into(),
+        &[NVCC, CUDA_INCLUDE],
+        relocatable_device_code_runs,
     ));
     trials.push(trial_needing("static_runtime_is_refused".into(), &[NVCC, CUDA_INCLUDE], static_runtime_is_refused));
     for major in [12, 13] {

@@ -55,6 +55,22 @@ impl SimDriver {
         (checked, log)
     }
 
+    /// The PTX of fatbin `bytes` that the current device would compile (a linker's input: the
+    /// simulator links PTX), `None` if it holds machine code alone.
+    pub fn fatbin_ptx(&self, bytes: &[u8]) -> DriverResult<Option<Vec<u8>>> {
+        self.run("cuLinkAddData", |s| {
+            let device = s.current_device()?;
+            let cc = s.topo.devices[device].compute_capability;
+            let refused = |_| crate::state::Fail::from(CudaCode::CUDA_ERROR_INVALID_IMAGE);
+            let entries = crate::image::fatbin::entries(bytes).map_err(refused)?;
+            let offers: Vec<_> = entries.iter().map(|e| e.offer()).collect();
+            match crate::image::choose::choose(&offers, cc).simulator {
+                Some(i) => Ok(Some(entries[i].bytes().map_err(refused)?.into_owned())),
+                None => Ok(None),
+            }
+        })
+    }
+
     /// `cuModuleGetFunctionCount`.
     pub fn module_function_count(&self, module: Module) -> DriverResult<u32> {
         self.run("cuModuleGetFunctionCount", |s| match s.modules.get(&module.0) {

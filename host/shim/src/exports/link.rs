@@ -62,8 +62,15 @@ fn add(state: CUlinkState, kind: c_uint, bytes: Vec<u8>, name: String) -> crate:
         name_once_owned(format!("cuLinkAddData: input type {kind}"), what);
         return Err(CUresult::CUDA_ERROR_NOT_SUPPORTED);
     }
+    let until_nul = |bytes: &[u8]| bytes.split(|&b| b == 0).next().unwrap_or_default().to_vec();
     let (kind, bytes) = match kind {
-        PTX => (PTX, bytes.split(|&b| b == 0).next().unwrap_or_default().to_vec()),
+        PTX => (PTX, until_nul(&bytes)),
+        // A fatbin is linked by the PTX the device would compile (nvcc's -rdc objects hold it
+        // beside their relocatable machine code).
+        FATBINARY => match code(sim().fatbin_ptx(&bytes))? {
+            Some(ptx) => (PTX, until_nul(&ptx)),
+            None => (FATBINARY, bytes),
+        },
         // The device runtime's machine code stands for the functions the simulator models.
         LIBRARY => (PTX, devrt::PTX.as_bytes().to_vec()),
         _ => (kind, bytes),
