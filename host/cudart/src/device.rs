@@ -343,3 +343,93 @@ fn limit_of(limit: c_int) -> Result<cu::CUlimit, Error> {
     .find(|l| *l as c_int == limit)
     .ok_or(Error(error::INVALID_VALUE))
 }
+
+/// `cudaGetDriverEntryPoint*`: the driver's function `symbol` for CUDA `version`, as
+/// `cuGetProcAddress` answers (`flags` and the query result have the driver's values; a `_ptsz`
+/// call's default is the per-thread stream's variants).
+///
+/// # Safety
+/// `symbol` is NUL-terminated; `out` is valid for a write, a non-null `status` too.
+pub unsafe fn entry_point(
+    symbol: *const std::ffi::c_char,
+    out: *mut *mut std::ffi::c_void,
+    version: c_int,
+    flags: u64,
+    status: *mut c_int,
+    per_thread: bool,
+) -> cudaError_t {
+    run(|| {
+        started()?;
+        // cudaEnableDefault: the legacy stream's variants, or the thread's in a `_ptsz` call.
+        let flags = match (flags, per_thread) {
+            (0, false) => 1,
+            (0, true) => 2,
+            (f, _) => f,
+        };
+        // SAFETY: the caller's.
+        ok(unsafe { driver::cuGetProcAddress_v2(symbol, out, version, flags, status) })
+    })
+}
+
+/// # Safety
+/// `symbol` is NUL-terminated; `out` is valid for a write, a non-null `status` too.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cudaGetDriverEntryPointByVersion(
+    symbol: *const std::ffi::c_char,
+    out: *mut *mut std::ffi::c_void,
+    version: u32,
+    flags: u64,
+    status: *mut c_int,
+) -> cudaError_t {
+    // SAFETY: the caller's.
+    unsafe { entry_point(symbol, out, version as c_int, flags, status, false) }
+}
+
+/// # Safety
+/// As [`cudaGetDriverEntryPointByVersion`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cudaGetDriverEntryPointByVersion_ptsz(
+    symbol: *const std::ffi::c_char,
+    out: *mut *mut std::ffi::c_void,
+    version: u32,
+    flags: u64,
+    status: *mut c_int,
+) -> cudaError_t {
+    // SAFETY: the caller's.
+    unsafe { entry_point(symbol, out, version as c_int, flags, status, true) }
+}
+
+/// `cudaDeviceFlags`' values are the driver's context flags; `cudaDeviceMapHost` is always on.
+#[unsafe(no_mangle)]
+pub extern "C" fn cudaSetDeviceFlags(flags: u32) -> cudaError_t {
+    run(|| {
+        let dev = checked(current()?)?;
+        // SAFETY: a device the driver gave; it checks the flags.
+        ok(unsafe { cu::cuDevicePrimaryCtxSetFlags_v2(dev, flags & !0x08) })
+    })
+}
+
+/// # Safety
+/// A non-null `flags` is valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cudaGetDeviceFlags(flags: *mut u32) -> cudaError_t {
+    run(|| {
+        context()?;
+        let mut f = 0;
+        // SAFETY: a valid out-pointer; a context is current.
+        ok(unsafe { cu::cuCtxGetFlags(&mut f) })?;
+        // SAFETY: the caller's.
+        unsafe { put(flags, f | 0x08) }
+    })
+}
+
+/// # Safety
+/// `id` is valid for writes of `len` bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cudaDeviceGetPCIBusId(id: *mut std::ffi::c_char, len: c_int, device: c_int) -> cudaError_t {
+    run(|| {
+        let d = checked(device)?;
+        // SAFETY: the caller's buffer; the driver writes at most `len` bytes.
+        ok(unsafe { cu::cuDeviceGetPCIBusId(id, len, d) })
+    })
+}

@@ -55,4 +55,6 @@ untyped! {
     fn cuFuncGetAttribute(value: *mut c_int, attr: c_int, function: cu::CUfunction);
     fn cuFuncSetAttribute(function: cu::CUfunction, attr: c_int, value: c_int);
     fn cuFuncSetCacheConfig(function: cu::CUfunction, config: c_int);
+    fn cuMemAdvise_v2(p: cu::CUdeviceptr, count: usize, advice: c_int, location: cu::CUmemLocation);
+    fn cuGetProcAddress_v2(symbol: *const std::ffi::c_char, out: *mut *mut c_void, version: c_int, flags: u64, status: *mut c_int);
 }

@@ -222,6 +222,8 @@ pub struct LaunchConfig {
     num_attrs: u32,
 }
 
+const _: () = assert!(size_of::<LaunchConfig>() == 56 && size_of::<FuncAttributes>() == 144);
+
 /// # Safety
 /// `config` is valid for a read, its attributes (laid out as the driver's) for `num_attrs`
 /// reads; `args` holds a pointer to each of the kernel's arguments.

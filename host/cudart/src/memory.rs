@@ -4,7 +4,7 @@
 use crate::device::{context, primary};
 use crate::driver::{cu, ok};
 use crate::error::{self, Error, cudaError_t, put, run};
-use crate::types::{Default, cudaStream_t, stream};
+use crate::types::{Default, MemLocation, cudaStream_t, stream};
 use std::ffi::{c_int, c_void};
 
 fn dptr(p: *const c_void) -> cu::CUdeviceptr {
@@ -381,3 +381,86 @@ pub unsafe fn get_pointer_attributes(out: *mut PointerAttributes, p: *const c_vo
     // SAFETY: the caller's.
     run(|| unsafe { put(out, pointer_attributes(p)?) })
 }
+
+/// `cudaCpuDeviceId`: the host, where CUDA 12's prefetch and advice take a device.
+pub const CPU_DEVICE: c_int = -1;
+
+/// CUDA 12's device number as a location: the host for [`CPU_DEVICE`].
+pub fn location_of(device: c_int) -> MemLocation {
+    match device {
+        CPU_DEVICE => MemLocation { kind: 2, id: 0 },
+        d => MemLocation { kind: 1, id: d },
+    }
+}
+
+fn checked_location(location: MemLocation) -> Result<cu::CUmemLocation, Error> {
+    location.to_driver().ok_or(Error(error::INVALID_VALUE))
+}
+
+/// `cudaMemPrefetchAsync` of either major, by location (its values are the driver's).
+///
+/// # Safety
+/// The range and the stream are as the runtime documents for the call.
+pub unsafe fn prefetch(
+    p: *const c_void,
+    count: usize,
+    location: MemLocation,
+    flags: u32,
+    s: cudaStream_t,
+    default: Default,
+) -> cudaError_t {
+    run(|| {
+        context()?;
+        let location = checked_location(location)?;
+        // SAFETY: the driver checks the range, the location and the stream.
+        ok(unsafe { cu::cuMemPrefetchAsync_v2(dptr(p), count, location, flags, stream(s, default)) })
+    })
+}
+
+/// `cudaMemAdvise` of either major, by location (`cudaMemoryAdvise`'s values are the driver's).
+///
+/// # Safety
+/// The range is as the runtime documents for the call.
+pub unsafe fn advise(p: *const c_void, count: usize, advice: c_int, location: MemLocation) -> cudaError_t {
+    run(|| {
+        context()?;
+        let location = checked_location(location)?;
+        // SAFETY: the driver checks the range, the advice and the location.
+        ok(unsafe { crate::driver::cuMemAdvise_v2(dptr(p), count, advice, location) })
+    })
+}
+
+/// `cudaMemcpyBatchAsync` of either major (`cudaMemcpyAttributes` laid out as the driver's).
+///
+/// # Safety
+/// Each array holds `count` (attributes: `num_attrs`) entries, as the driver reads them.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn batch(
+    dsts: *const *mut c_void,
+    srcs: *const *const c_void,
+    sizes: *const usize,
+    count: usize,
+    attrs: *mut cu::CUmemcpyAttributes,
+    attrs_idxs: *mut usize,
+    num_attrs: usize,
+    s: cu::CUstream,
+) -> cudaError_t {
+    run(|| {
+        context()?;
+        // SAFETY: the caller's arrays, as the driver's (addresses are unified); the driver checks them.
+        ok(unsafe {
+            cu::cuMemcpyBatchAsync_v2(
+                dsts as *mut u64,
+                srcs as *mut u64,
+                sizes.cast_mut(),
+                count,
+                attrs,
+                attrs_idxs,
+                num_attrs,
+                s,
+            )
+        })
+    })
+}
+
+const _: () = assert!(size_of::<PointerAttributes>() == 24);

@@ -321,3 +321,41 @@ pub unsafe extern "C" fn cudaEventElapsedTime(ms: *mut f32, start: cudaEvent_t, 
         unsafe { put(ms, t) }
     })
 }
+
+/// `cudaStreamCallback_t`: its status is a `cudaError_t`, an int as the driver's `CUresult` is.
+type Callback = unsafe extern "C" fn(cudaStream_t, u32, *mut c_void);
+
+fn add_callback(s: cu::CUstream, callback: Option<Callback>, data: *mut c_void, flags: u32) -> Result<(), Error> {
+    context()?;
+    // SAFETY: the same C signature: a stream, a status of the driver's (whose numbers the
+    // runtime's are), the caller's data.
+    let callback = callback.map(|c| unsafe {
+        std::mem::transmute::<Callback, unsafe extern "C" fn(cu::CUstream, cu::CUresult, *mut c_void)>(c)
+    });
+    // SAFETY: the caller's function and data, called by the driver.
+    ok(unsafe { cu::cuStreamAddCallback(s, callback, data, flags) })
+}
+
+/// # Safety
+/// `callback` may be called with `data` on another thread once the stream's work before it ends.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cudaStreamAddCallback(
+    s: cudaStream_t,
+    callback: Option<Callback>,
+    data: *mut c_void,
+    flags: u32,
+) -> cudaError_t {
+    run(|| add_callback(stream(s, Default::Legacy), callback, data, flags))
+}
+
+/// # Safety
+/// As [`cudaStreamAddCallback`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cudaStreamAddCallback_ptsz(
+    s: cudaStream_t,
+    callback: Option<Callback>,
+    data: *mut c_void,
+    flags: u32,
+) -> cudaError_t {
+    run(|| add_callback(stream(s, Default::PerThread), callback, data, flags))
+}

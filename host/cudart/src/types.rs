@@ -37,3 +37,31 @@ pub fn stream(s: cudaStream_t, default: Default) -> cu::CUstream {
         _ => s,
     }
 }
+
+/// `cudaMemLocation` as a program passes it by value: its type a plain int until checked.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct MemLocation {
+    pub kind: i32,
+    pub id: i32,
+}
+
+impl MemLocation {
+    /// The driver's location, or `None` for a type the driver does not name.
+    pub fn to_driver(self) -> Option<cu::CUmemLocation> {
+        use cu::CUmemLocationType::*;
+        let kind = [
+            CU_MEM_LOCATION_TYPE_INVALID,
+            CU_MEM_LOCATION_TYPE_DEVICE,
+            CU_MEM_LOCATION_TYPE_HOST,
+            CU_MEM_LOCATION_TYPE_HOST_NUMA,
+            CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT,
+        ]
+        .into_iter()
+        .find(|k| *k as i32 == self.kind)?;
+        Some(cu::CUmemLocation { type_: kind, id: self.id })
+    }
+}
+
+/// `cudaMemcpyAttributes`: the driver's layout, only passed on by pointer.
+pub type MemcpyAttributes = cu::CUmemcpyAttributes;
