@@ -82,6 +82,13 @@ impl Drop for RunDir {
     }
 }
 
+/// `file` beside this command, where cargo builds the libraries it installs (the shim,
+/// peerpool's runtime), wherever the build directory is. Not to run a child: that is
+/// `peerpool::child`'s.
+pub fn beside_this_binary(file: &str) -> Option<PathBuf> {
+    Some(std::env::current_exe().ok()?.parent()?.join(file))
+}
+
 /// Puts `source` as `file` in the first place that passes; the error is one line naming each
 /// place tried and why it was not used.
 pub fn place(source: Source, file: &str, places: &Places) -> Result<Placed, String> {

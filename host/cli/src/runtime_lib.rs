@@ -28,12 +28,11 @@ pub const RUNTIMES: [Runtime; 2] = [
 /// The runtime's library file for `runtime` when it is there: in `$PEERPOOL_CUDART_DIR` when
 /// that is set, else beside this binary (where a workspace build puts it).
 pub fn find(runtime: &Runtime) -> Option<PathBuf> {
-    let dir = match std::env::var_os(DIR_ENV).filter(|d| !d.is_empty()) {
-        Some(dir) => PathBuf::from(dir),
-        // Not to run a child (that is `peerpool::child`'s): cargo builds the libraries beside it.
-        None => std::env::current_exe().ok()?.parent()?.to_path_buf(),
+    let path = match std::env::var_os(DIR_ENV).filter(|d| !d.is_empty()) {
+        Some(dir) => PathBuf::from(dir).join(runtime.file),
+        None => crate::carried::beside_this_binary(runtime.file)?,
     };
-    Some(dir.join(runtime.file)).filter(|path| path.is_file())
+    Some(path).filter(|path| path.is_file())
 }
 
 /// The program `command` names, found as `execvp` finds it: a name with a `/` as it is, else
@@ -226,8 +225,7 @@ mod tests {
 
     #[test]
     fn the_command_itself_reads_as_an_elf_file_needing_no_runtime() {
-        let exe = std::env::current_exe().unwrap();
-        let program = Program::read(&exe).expect("a test binary is an ELF file");
+        let program = Program::read(Path::new("/proc/self/exe")).expect("a test binary is an ELF file");
         assert!(program.needed.iter().any(|n| n.starts_with("libc.so")), "{program:?}");
         assert!(!program.defines_runtime && !program.carries_runtime());
     }

@@ -318,10 +318,7 @@ fn locate_shim(explicit: Option<PathBuf>) -> Result<Placed, String> {
         return carried::place(Source::Bytes(bytes, id), SHIM_FILE, &places)
             .map_err(|e| format!("the shim this binary carries: {e}"));
     }
-    // Not to run a child (that is `peerpool::child`'s): cargo puts the shim beside this command,
-    // wherever the build directory is.
-    let beside = || std::env::current_exe().ok().and_then(|exe| Some(exe.parent()?.join(SHIM_FILE)));
-    match named.or_else(beside) {
+    match named.or_else(|| carried::beside_this_binary(SHIM_FILE)) {
         Some(path) if path.is_file() => carried::place(Source::File(&path), SHIM_FILE, &places)
             .map_err(|e| format!("the shim {}: {e}", path.display())),
         Some(path) => Err(format!(
