@@ -62,6 +62,11 @@ pub struct Options {
     /// NVIDIA's libcuda for --real (default: found as the dynamic loader would).
     #[arg(long, requires = "real")]
     pub libcuda: Option<PathBuf>,
+    /// Preload peerpool's CUDA runtime of this major (12 or 13) whatever the program needs
+    /// itself: for an interpreter whose libraries load the runtime (Python with PyTorch), which
+    /// the program's own file does not show.
+    #[arg(long, value_name = "MAJOR", value_parser = clap::value_parser!(u32).range(12..=13))]
+    pub cudart: Option<u32>,
     /// Print `export` lines for a shell instead of running a command.
     #[arg(long)]
     pub print_env: bool,
@@ -212,7 +217,7 @@ fn prepare(options: &Options) -> Result<Prepared, Refused> {
         }
     }
     if !options.print_env
-        && let Some(preload) = preload(&options.command[0], options.real, &libcuda_dir, &served)?
+        && let Some(preload) = preload(&options.command[0], options.real, &libcuda_dir, &served, options.cudart)?
     {
         vars.push(("LD_PRELOAD".to_string(), preload));
     }
@@ -232,11 +237,20 @@ fn prepare(options: &Options) -> Result<Prepared, Refused> {
 /// Preloaded, since an RPATH may name NVIDIA's runtime, and RPATH goes before
 /// `LD_LIBRARY_PATH`. A program that is no ELF file (a script) is run as it is; one carrying
 /// NVIDIA's runtime statically is refused, unless `real` GPUs serve it.
-fn preload(command: &OsStr, real: bool, dir: &Path, served: &[u32]) -> Result<Option<String>, Refused> {
-    let Some(path) = runtime_lib::resolve(command) else { return Ok(None) };
-    let Some(program) = Program::read(&path) else { return Ok(None) };
-    let name = path.display();
-    if program.carries_runtime() && !real {
+fn preload(
+    command: &OsStr,
+    real: bool,
+    dir: &Path,
+    served: &[u32],
+    asked: Option<u32>,
+) -> Result<Option<String>, Refused> {
+    let path = runtime_lib::resolve(command);
+    let program = path.as_deref().and_then(Program::read);
+    let name = path.as_deref().unwrap_or(Path::new(command)).display();
+    if let Some(program) = &program
+        && program.carries_runtime()
+        && !real
+    {
         return Err(Refused {
             code: exit::STATIC_RUNTIME,
             why: format!(
@@ -246,8 +260,9 @@ fn preload(command: &OsStr, real: bool, dir: &Path, served: &[u32]) -> Result<Op
             ),
         });
     }
+    let wanted = |r: &&runtime_lib::Runtime| program.as_ref().is_some_and(|p| p.needs(r)) || asked == Some(r.major);
     let mut preload = Vec::new();
-    for runtime in RUNTIMES.iter().filter(|r| program.needs(r)) {
+    for runtime in RUNTIMES.iter().filter(wanted) {
         if !served.contains(&runtime.major) {
             return Err(format!(
                 "{name} needs {} and peerpool's runtime library for it was not found (build it with cargo build -p \

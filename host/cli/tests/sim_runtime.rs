@@ -214,3 +214,32 @@ fn a_script_runs_as_it_is() {
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert_eq!(stdout(&output), "a script ran\n");
 }
+
+/// `--cudart MAJOR` preloads that runtime for a program whose own file does not need it (an
+/// interpreter whose libraries load it); without the library it is refused in one line.
+#[test]
+fn cudart_preloads_the_runtime_asked_for() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path();
+    let script = write(&base.join("script"), "#!/bin/sh\necho \"LD_PRELOAD=$LD_PRELOAD\"\n");
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let direct = support::output_of_copy(&mut Command::new(&script), &script);
+    assert!(direct.status.success());
+    let peerpool = base.join("peerpool");
+    std::fs::create_dir(&peerpool).unwrap();
+    cc(
+        &peerpool,
+        &["-shared", "-fPIC", "-Wl,-soname,libcudart.so.12", "-o", "libpeerpool_cudart12.so", "-x", "c", "/dev/null"],
+    );
+    let installed = base.join("shim/peerpool-libcuda/libcudart.so.12");
+    let args = ["--cudart".as_ref(), "12".as_ref(), "--".as_ref(), script.as_os_str()];
+    let output = sim(base, &peerpool, &args).env_remove("LD_PRELOAD").output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stdout(&output), format!("LD_PRELOAD={}\n", installed.display()));
+    let empty = base.join("no-runtime");
+    std::fs::create_dir(&empty).unwrap();
+    let output = sim(base, &empty, &args).output().unwrap();
+    assert_eq!(output.status.code(), Some(BAD_INPUT), "{}", stderr(&output));
+    assert!(stderr(&output).contains("needs libcudart.so.12 and peerpool's runtime library for it was not found"));
+}
