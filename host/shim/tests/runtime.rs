@@ -102,6 +102,7 @@ fn nvcc_built(
             .arg(format!("-I{}", include.display()))
             .arg(format!("-L{}", link_dir.display()))
             .arg(format!("-L{}", lib.display()))
+            .arg(format!("-L{}", dir.display()))
             .args(sources.iter().map(|s| programs().join(s)))
             .arg("-o")
             .arg(&out_path)
@@ -128,6 +129,18 @@ fn relocatable_device_code_runs() -> Result<(), Failed> {
     let program = nvcc_built("rdc", &["rdc_a.cu", "rdc_b.cu"], &["-rdc=true"])?;
     let out = on_runtime(13, &program, &[], &[("PEERPOOL_TOPOLOGY", "two_h200_nvlink")])?;
     same("rdc", &stdout(&out), "relocatable device code: cudaSuccess, first 7 last 1006\n")
+}
+
+/// The runtime's semantics, one fact a line, the same with the legacy and the per-thread
+/// default stream (`semantics.cu` calls the driver too: linked against the shim's libcuda).
+fn semantics_hold() -> Result<(), Failed> {
+    let legacy = nvcc_built("semantics", &["semantics.cu"], &["-lcuda"])?;
+    let per_thread = nvcc_built("semantics_ptds", &["semantics.cu"], &["-lcuda", "--default-stream", "per-thread"])?;
+    for program in [legacy, per_thread] {
+        let out = on_runtime(13, &program, &[], &[("PEERPOOL_TOPOLOGY", "two_h200_nvlink")])?;
+        same(&program.display().to_string(), &stdout(&out), &expected("semantics.txt")?)?;
+    }
+    Ok(())
 }
 
 /// No loader warning: each export has the version a program linked against NVIDIA's expects.
@@ -311,6 +324,7 @@ fn main() -> ExitCode {
         &[NVCC, CUDA_INCLUDE],
         relocatable_device_code_runs,
     ));
+    trials.push(trial_needing("semantics_hold".into(), &[NVCC, CUDA_INCLUDE], semantics_hold));
     trials.push(trial_needing("static_runtime_is_refused".into(), &[NVCC, CUDA_INCLUDE], static_runtime_is_refused));
     for major in [12, 13] {
         let name = format!("exports_the_list::{major}");
