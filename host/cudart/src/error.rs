@@ -12,6 +12,7 @@ pub type cudaError_t = u32;
 
 pub const SUCCESS: cudaError_t = 0;
 pub const INVALID_VALUE: cudaError_t = 1;
+pub const INVALID_CONFIGURATION: cudaError_t = 9;
 pub const MEMORY_ALLOCATION: cudaError_t = 2;
 pub const INITIALIZATION: cudaError_t = 3;
 pub const INVALID_MEMCPY_DIRECTION: cudaError_t = 21;
