@@ -89,7 +89,8 @@ fn in_context(kernel: cu::CUkernel) -> Result<cu::CUfunction, Error> {
 fn configuration_checked(grid: dim3, block: dim3) -> Result<(), Error> {
     let threads = u64::from(block.x) * u64::from(block.y) * u64::from(block.z);
     let empty = [grid.x, grid.y, grid.z, block.x, block.y, block.z].contains(&0);
-    let beyond = threads > 1024 || block.x > 1024 || block.y > 1024 || block.z > 64 || grid.y > 65_535 || grid.z > 65_535;
+    let beyond =
+        threads > 1024 || block.x > 1024 || block.y > 1024 || block.z > 64 || grid.y > 65_535 || grid.z > 65_535;
     match empty || beyond || grid.x > i32::MAX as u32 {
         true => Err(Error(error::INVALID_CONFIGURATION)),
         false => Ok(()),

@@ -65,3 +65,21 @@ impl MemLocation {
 
 /// `cudaMemcpyAttributes`: the driver's layout, only passed on by pointer.
 pub type MemcpyAttributes = cu::CUmemcpyAttributes;
+
+/// `cudaChannelFormatDesc`: bits per component and their kind.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct ChannelFormatDesc {
+    pub x: i32,
+    pub y: i32,
+    pub z: i32,
+    pub w: i32,
+    pub kind: i32,
+}
+
+/// Served although arrays and textures are not: it only builds a value, returned by value (an
+/// answer of `cudaErrorNotSupported` would not be the struct the caller reads).
+#[unsafe(no_mangle)]
+pub extern "C" fn cudaCreateChannelDesc(x: i32, y: i32, z: i32, w: i32, kind: i32) -> ChannelFormatDesc {
+    ChannelFormatDesc { x, y, z, w, kind }
+}
