@@ -2,10 +2,9 @@
 //! stub, the stub's kernel launched), `cudaLaunchKernel`, cooperative and extended launches,
 //! symbols, function attributes and occupancy.
 
-use crate::device::context;
 use crate::driver::{self, cu, ok};
 use crate::error::{self, Error, cudaError_t, put, run};
-use crate::registry::{self, Kernel};
+use crate::registry::{self, Kernel, in_context};
 use crate::types::{Default, cudaFunction_t, cudaStream_t, dim3, stream};
 use std::cell::RefCell;
 use std::ffi::{c_int, c_void};
@@ -72,15 +71,6 @@ pub unsafe extern "C" fn __cudaGetKernel(out: *mut cu::CUkernel, host: *const c_
 pub unsafe extern "C" fn cudaGetKernel(out: *mut cu::CUkernel, host: *const c_void) -> cudaError_t {
     // SAFETY: the caller's.
     unsafe { __cudaGetKernel(out, host) }
-}
-
-/// The kernel's function in the thread's context.
-fn in_context(kernel: cu::CUkernel) -> Result<cu::CUfunction, Error> {
-    context()?;
-    let mut f = std::ptr::null_mut();
-    // SAFETY: a kernel handle (the driver checks it); a context is current.
-    ok(unsafe { cu::cuKernelGetFunction(&mut f, kernel) })?;
-    Ok(f)
 }
 
 /// A launch's shape as the runtime checks it before the driver sees it: an empty grid or

@@ -213,11 +213,15 @@ pub unsafe extern "C" fn cudaMemcpy_ptds(
     count: usize,
     kind: c_int,
 ) -> cudaError_t {
-    run(|| {
-        copy(dst, src, count, kind, Some(crate::types::STREAM_PER_THREAD as cu::CUstream))?;
-        // SAFETY: the thread's stream, synchronised as the plain call is.
-        ok(unsafe { cu::cuStreamSynchronize(crate::types::STREAM_PER_THREAD as cu::CUstream) })
-    })
+    run(|| on_thread_stream(|s| copy(dst, src, count, kind, Some(s))))
+}
+
+/// A `_ptds` call: the work on the thread's own stream, waited for as the plain call waits.
+fn on_thread_stream(work: impl FnOnce(cu::CUstream) -> Result<(), Error>) -> Result<(), Error> {
+    let s = crate::types::STREAM_PER_THREAD as cu::CUstream;
+    work(s)?;
+    // SAFETY: the driver's special handle for the thread's stream.
+    ok(unsafe { cu::cuStreamSynchronize(s) })
 }
 
 fn set(p: *mut c_void, value: c_int, count: usize, on: Option<cu::CUstream>) -> Result<(), Error> {
@@ -245,11 +249,7 @@ pub unsafe extern "C" fn cudaMemset(p: *mut c_void, value: c_int, count: usize) 
 /// Its handles and pointers are as the CUDA runtime documents for the call.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cudaMemset_ptds(p: *mut c_void, value: c_int, count: usize) -> cudaError_t {
-    run(|| {
-        set(p, value, count, Some(crate::types::STREAM_PER_THREAD as cu::CUstream))?;
-        // SAFETY: the thread's stream, synchronised as the plain call is.
-        ok(unsafe { cu::cuStreamSynchronize(crate::types::STREAM_PER_THREAD as cu::CUstream) })
-    })
+    run(|| on_thread_stream(|s| set(p, value, count, Some(s))))
 }
 
 /// # Safety

@@ -162,13 +162,17 @@ impl Kernel {
 
     /// The kernel in the thread's context, loaded there if it is not yet.
     pub(crate) fn function(&self) -> Result<cu::CUfunction, Error> {
-        let k = self.handle()?;
-        device::context()?;
-        let mut f = std::ptr::null_mut();
-        // SAFETY: a kernel the driver gave; a context is current.
-        ok(unsafe { cu::cuKernelGetFunction(&mut f, k) })?;
-        Ok(f)
+        in_context(self.handle()?)
     }
+}
+
+/// A driver kernel's function in the thread's context, loaded there if it is not yet.
+pub(crate) fn in_context(kernel: cu::CUkernel) -> Result<cu::CUfunction, Error> {
+    device::context()?;
+    let mut f = std::ptr::null_mut();
+    // SAFETY: a kernel handle (the driver checks it); a context is current.
+    ok(unsafe { cu::cuKernelGetFunction(&mut f, kernel) })?;
+    Ok(f)
 }
 
 /// The kernel registered for a host stub, or `cudaErrorInvalidDeviceFunction`.
