@@ -12,8 +12,12 @@ link at ../peerpool), building peerpool (its command must be the README's; the b
 checkout is used) and actions' `uses:` steps (nextest comes from PATH). The copy's
 peerpool-fixtures patch names this checkout's fixtures, so the build is cargo's usual reuse.
 
-Usage: ci/templates.py   (after `cargo build --release -p peerpool-cli -p peerpool-shim`;
-needs PyYAML)
+The C++ template (cpp-github-actions.yml) is run the same way with --cpp, on a copy of
+fixtures/examples/cpp-grants: its apt line is emulated too (the tools must be installed; ci/
+cpp-example.sh installs them), its PyPI venv is kept from one run to the next, and CTest's JUnit must hold every test, passed.
+
+Usage: ci/templates.py [--cpp]   (after `cargo build --release -p peerpool-cli -p peerpool-shim`,
+and for --cpp with `-p peerpool-cudart12 -p peerpool-cudart13`; needs PyYAML)
 """
 
 import os
@@ -33,6 +37,8 @@ TEMPLATES = ROOT / "templates/ci"
 OUT = ROOT / "target/ci-templates"
 RELEASE = ROOT / "target/release"
 BUILD = "cargo build --release -p peerpool-cli -p peerpool-shim"
+BUILD_CPP = BUILD + " -p peerpool-cudart12 -p peerpool-cudart13"
+APT_CPP = "sudo apt-get install -y -q cmake ninja-build libgtest-dev"
 
 
 def fail(message):
@@ -236,9 +242,69 @@ def gpu_runnable():
     return True
 
 
+# ---- The C++ suite on GitHub Actions ----
+
+def cpp_github():
+    doc = load("cpp-github-actions.yml")
+    check(set(doc["jobs"]) == {"simulated"}, f"cpp-github-actions.yml: jobs {sorted(doc['jobs'])}")
+    job = doc["jobs"]["simulated"]
+    runs = [s.get("run", "").strip() for s in job["steps"]]
+    check(BUILD_CPP in runs, f"cpp-github-actions.yml: peerpool must be built by `{BUILD_CPP}`")
+    check(APT_CPP in runs, f"cpp-github-actions.yml: the tools must come from `{APT_CPP}`")
+    uploads = [s for s in job["steps"] if s.get("uses", "").startswith("actions/upload-artifact")]
+    check(uploads and all(s.get("if") == "always()" and "junit.xml" in str(s["with"]["path"]) for s in uploads),
+          "cpp-github-actions.yml: the job must upload its JUnit always")
+    work = OUT / "cpp"
+    shutil.rmtree(work, ignore_errors=True)
+    mine = work / "mine"
+    shutil.copytree(ROOT / "fixtures/examples/cpp-grants", mine)
+    (work / "peerpool").symlink_to(ROOT)
+    # Kept from one run to the next here: the PyPI step's venv is then installed already.
+    runner_temp = OUT / "cpp-runner-temp"
+    runner_temp.mkdir(exist_ok=True)
+    files = {"GITHUB_PATH": work / "github_path", "GITHUB_ENV": work / "github_env"}
+    for f in files.values():
+        f.touch()
+    log = work / "steps.log"
+    for step in job["steps"]:
+        if "uses" in step:
+            continue  # checkouts and the upload: emulated
+        script = github_expand(step["run"], {"github.workspace": work})
+        if script.strip() == BUILD_CPP:
+            continue  # this checkout's build is used
+        if script.strip() == APT_CPP:
+            for tool in ["cmake", "ninja"]:
+                check(shutil.which(tool), f"{tool} is not installed: ci/cpp-example.sh installs the C++ tools")
+            continue
+        extra = {"GITHUB_WORKSPACE": work, "RUNNER_TEMP": runner_temp, **files}
+        for line in files["GITHUB_ENV"].read_text().splitlines():
+            name, _, value = line.partition("=")
+            extra[name] = value
+        added = [line for line in files["GITHUB_PATH"].read_text().splitlines() if line]
+        extra["PATH"] = ":".join([*reversed(added), os.environ["PATH"]])
+        code = run(script, work / step.get("working-directory", "."), environment(extra), log)
+        expect(code, 0, log, f"cpp-github-actions.yml step {step.get('name', script.splitlines()[0])!r}")
+    junit = mine / "build/junit.xml"
+    check(junit.exists(), f"cpp-github-actions.yml: CTest wrote no {junit}")
+    text = junit.read_text()
+    tests = re.search(r'<testsuite [^>]*\btests="(\d+)"', text)
+    listed = subprocess.run(["ctest", "--test-dir", mine / "build", "-N"], capture_output=True, text=True, check=True).stdout
+    want = int(re.search(r"Total Tests: (\d+)", listed).group(1))
+    check(tests and int(tests.group(1)) == want, f"{junit}: {tests and tests.group(1)} tests, expected {want}")
+    check("<failure" not in text and "<skipped" not in text, f"{junit}: a test failed or was skipped")
+    print(f"templates: cpp-github-actions.yml simulated job: {want} CTest tests passed, JUnit written")
+
+
 def main():
     for name in ["peerpool", "libpeerpool_shim.so"]:
         check((RELEASE / name).exists(), f"build target/release/{name} first ({BUILD})")
+    if sys.argv[1:] == ["--cpp"]:
+        for name in ["libpeerpool_cudart12.so", "libpeerpool_cudart13.so"]:
+            check((RELEASE / name).exists(), f"build target/release/{name} first ({BUILD_CPP})")
+        OUT.mkdir(parents=True, exist_ok=True)
+        cpp_github()
+        return
+    check(not sys.argv[1:], "usage: ci/templates.py [--cpp]")
     topologies = catalog()
     OUT.mkdir(parents=True, exist_ok=True)
     github(topologies)
