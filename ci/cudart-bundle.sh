@@ -31,5 +31,9 @@ nvcc -O2 host/cudart/benches/calls.cu -o "$dir/calls"
 c++ -I"$cuda12/cuda_runtime/include" -I"$cuda12/cuda_nvcc/include" "$programs/host12.cpp" \
     "$cuda12/cuda_runtime/lib/libcudart.so.12" -o "$dir/host12"
 rm -rf "$dir/link"
+# What the simulator's tests expect of each program: NVIDIA's runtime must print the same.
+mkdir -p "$dir/expected"
+cp "$programs/pool_peers.one.txt" "$programs/semantics.txt" "$programs/host12.txt" "$dir/expected/"
+git rev-parse --short HEAD > "$dir/commit.txt"
 cp ci/cudart-side-by-side.sh "$dir/"
 du -sh "$dir" >&2

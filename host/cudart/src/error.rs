@@ -12,7 +12,6 @@ pub type cudaError_t = u32;
 
 pub const SUCCESS: cudaError_t = 0;
 pub const INVALID_VALUE: cudaError_t = 1;
-pub const INVALID_CONFIGURATION: cudaError_t = 9;
 pub const MEMORY_ALLOCATION: cudaError_t = 2;
 pub const INITIALIZATION: cudaError_t = 3;
 pub const INVALID_MEMCPY_DIRECTION: cudaError_t = 21;
@@ -42,12 +41,6 @@ impl From<CUresult> for Error {
 
 fn named(n: cudaError_t) -> Option<&'static (u32, &'static str, &'static str)> {
     ERRORS.binary_search_by_key(&n, |e| e.0).ok().map(|i| &ERRORS[i])
-}
-
-/// Errors after which the context is lost: every later call returns them, and reading the
-/// last error does not reset them.
-fn sticky(e: cudaError_t) -> bool {
-    matches!(e, 700 | 710 | 714..=719)
 }
 
 thread_local! {
@@ -94,20 +87,16 @@ pub fn unserved(name: &CStr) -> cudaError_t {
     record(Error(NOT_SUPPORTED))
 }
 
-/// Forgets the thread's last error, sticky or not: after `cudaDeviceReset` the device is fresh.
+/// Forgets the thread's last error: after `cudaDeviceReset` the device is fresh.
 pub(crate) fn clear_all() {
     LAST.with(|l| l.set(SUCCESS));
 }
 
+/// Reads and resets the thread's last error, a sticky one too (as NVIDIA's runtime does): an
+/// error that lost the context comes back from the driver on every later call instead.
 #[unsafe(no_mangle)]
 pub extern "C" fn cudaGetLastError() -> cudaError_t {
-    LAST.with(|l| {
-        let e = l.get();
-        if !sticky(e) {
-            l.set(SUCCESS);
-        }
-        e
-    })
+    LAST.with(|l| l.replace(SUCCESS))
 }
 
 #[unsafe(no_mangle)]
@@ -165,14 +154,14 @@ mod tests {
     }
 
     #[test]
-    fn the_last_error_is_reset_when_read_unless_sticky() {
+    fn the_last_error_is_reset_when_read_sticky_or_not() {
         record(Error(INVALID_VALUE));
         assert_eq!(cudaPeekAtLastError(), INVALID_VALUE);
         assert_eq!(cudaGetLastError(), INVALID_VALUE);
         assert_eq!(cudaGetLastError(), SUCCESS);
         record(Error(700));
+        assert_eq!(cudaPeekAtLastError(), 700);
         assert_eq!(cudaGetLastError(), 700);
-        assert_eq!(cudaGetLastError(), 700);
-        clear_all();
+        assert_eq!(cudaGetLastError(), SUCCESS);
     }
 }

@@ -73,20 +73,6 @@ pub unsafe extern "C" fn cudaGetKernel(out: *mut cu::CUkernel, host: *const c_vo
     unsafe { __cudaGetKernel(out, host) }
 }
 
-/// A launch's shape as the runtime checks it before the driver sees it: an empty grid or
-/// block, or one beyond the limits every CUDA GPU has (1,024 threads a block, a block's depth
-/// 64, a grid's height and depth 65,535), is `cudaErrorInvalidConfiguration`.
-fn configuration_checked(grid: dim3, block: dim3) -> Result<(), Error> {
-    let threads = u64::from(block.x) * u64::from(block.y) * u64::from(block.z);
-    let empty = [grid.x, grid.y, grid.z, block.x, block.y, block.z].contains(&0);
-    let beyond =
-        threads > 1024 || block.x > 1024 || block.y > 1024 || block.z > 64 || grid.y > 65_535 || grid.z > 65_535;
-    match empty || beyond || grid.x > i32::MAX as u32 {
-        true => Err(Error(error::INVALID_CONFIGURATION)),
-        false => Ok(()),
-    }
-}
-
 /// # Safety
 /// `args` holds a pointer to each of the kernel's arguments.
 unsafe fn launch(
@@ -98,7 +84,6 @@ unsafe fn launch(
     s: cu::CUstream,
     cooperative: bool,
 ) -> Result<(), Error> {
-    configuration_checked(grid, block)?;
     let shared = u32::try_from(shared).map_err(|_| Error(error::INVALID_VALUE))?;
     // SAFETY: the caller's arguments; the driver checks the shape.
     ok(unsafe {
@@ -240,7 +225,6 @@ unsafe fn launch_ex(
 ) -> Result<(), Error> {
     // SAFETY: the caller's.
     let c = unsafe { config.as_ref() }.ok_or(Error(error::INVALID_VALUE))?;
-    configuration_checked(c.grid, c.block)?;
     let f = function(func)?;
     let driver_config = cu::CUlaunchConfig {
         gridDimX: c.grid.x,

@@ -11,7 +11,8 @@
 //! As NVIDIA's runtime: each host thread has a current device (0 until `cudaSetDevice`), whose
 //! primary context the first call needing one makes current, unless the thread has a context
 //! current already (then that context's device is the thread's); every call's error is the
-//! thread's last error, and an error that kills the context (a fault in a kernel) stays.
+//! thread's last error (read and cleared by `cudaGetLastError`), and an error that kills the context
+//! (a fault in a kernel) comes back from every later call.
 
 #![allow(non_snake_case, non_camel_case_types)]
 

@@ -194,8 +194,10 @@ static int two_gpus(cudaMemPool_t pool, const int *data, cudaStream_t s0) {
     CHECK(cudaMemPoolSetAccess(pool, &desc, 1));
     block_sum<<<(n + 255) / 256, 256, 0, s1>>>(data, n, total);
     cudaError_t faulted = cudaStreamSynchronize(s1);
-    std::printf("after the revoke: %s, last %s, again %s\n", cudaGetErrorName(faulted),
-                cudaGetErrorName(cudaGetLastError()), cudaGetErrorName(cudaGetLastError()));
+    cudaError_t last = cudaGetLastError();
+    cudaError_t again = cudaGetLastError();
+    std::printf("after the revoke: %s, last %s, again %s\n", cudaGetErrorName(faulted), cudaGetErrorName(last),
+                cudaGetErrorName(again));
     (void)s0;
     return 0;
 }

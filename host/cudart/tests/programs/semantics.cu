@@ -74,7 +74,7 @@ int main() {
     std::printf("after destroying it: %s\n", cudaGetErrorName(cudaFree(0)));
     cuCtxSetCurrent(primary);
 
-    // The last error: set by a failing call, read once unless sticky.
+    // The last error: set by a failing call, read once.
     std::printf("null pointer out: %s\n", cudaGetErrorName(cudaMalloc(nullptr, 4)));
     cudaError_t first = cudaGetLastError();
     cudaError_t second = cudaGetLastError();
@@ -130,7 +130,7 @@ int main() {
     CHECK(cudaMalloc(&fresh, 4));
     std::printf("after reset: primary context current %d\n", current() == primary);
 
-    // Sticky: a fault kills the context; every later read gives it.
+    // Sticky: a fault kills the context; the last error reads once, every later call gives it.
     stray<<<1, 1>>>((int *)0x10);
     std::printf("fault: %s\n", cudaGetErrorName(cudaDeviceSynchronize()));
     cudaError_t l1 = cudaGetLastError();
