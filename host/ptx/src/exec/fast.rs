@@ -7,7 +7,8 @@
 //! calls the same functions as the decoded instruction; anything else is [`Fast::Slow`] and runs
 //! as decoded ([`crate::ir::Op`]).
 
-use std::collections::HashMap;
+// Constants are hashed by the hundred thousand in a large kernel: Fx, not SipHash.
+use rustc_hash::FxHashMap as HashMap;
 
 use super::float::Directed;
 use super::{LOCAL_WINDOW, Launch, SHARED_WINDOW};
@@ -321,14 +322,16 @@ const _: () = assert!(size_of::<Step>() <= 32);
 
 impl Code {
     pub(super) fn new(kernel: &Function, launch: &Launch<'_>) -> Code {
-        // The first pass fills the pool; the second, knowing its size, places the operands.
+        // One pass: slot k is the k-th value below the frame, so an operand is known before the
+        // pool's size; the pool is laid out reversed, its last value first.
         let mut pool = Pool::default();
-        kernel.body.iter().for_each(|inst| _ = compile(&inst.op, launch, &mut pool));
-        pool.size = pool.values.len() as i32;
         let steps = (kernel.body.iter())
             .map(|inst| Step { guard: inst.guard, op: compile(&inst.op, launch, &mut pool).unwrap_or(Fast::Slow) })
             .collect();
-        Code { steps, constants: pool.values, specials: pool.specials }
+        let last = pool.values.len().saturating_sub(1);
+        pool.values.reverse();
+        let specials = pool.specials.into_iter().map(|(k, s)| (last - k, s)).collect();
+        Code { steps, constants: pool.values, specials }
     }
 }
 
@@ -338,14 +341,12 @@ struct Pool {
     values: Vec<u64>,
     index: HashMap<u64, usize>,
     specials: Vec<(usize, Special)>,
-    /// How many values the pool holds once filled.
-    size: i32,
 }
 
 impl Pool {
-    /// The operand of pool slot `k`, just below the frame.
+    /// The operand of pool slot `k`: the k-th value below the frame.
     fn slot(&self, k: usize) -> Opnd {
-        k as i32 - self.size
+        -(k as i32) - 1
     }
 
     fn constant(&mut self, v: u64) -> Opnd {
@@ -570,11 +571,11 @@ mod tests {
             resident_blocks: 1,
         };
         let code = Code::new(module.kernel("k").unwrap(), &launch);
-        assert_eq!(code.constants, [0, 5], "a zero base for the accesses, and the add's immediate");
+        assert_eq!(code.constants, [5, 0], "a zero base for the accesses, and the add's immediate");
         let ops: Vec<Fast> = code.steps.iter().map(|s| s.op).collect();
         assert!(matches!(ops[0], Fast::Set { v: 0x1000, .. }), "{:?}", ops[0]);
         assert!(matches!(ops[1], Fast::Set { v: 0x2345, .. }), "masked to 16 bits: {:?}", ops[1]);
-        assert!(matches!(ops[2], Fast::Ld { at: -2, offset: 0x2000, .. }), "{:?}", ops[2]);
-        assert!(matches!(ops[3], Fast::St { at: -2, offset: 0x1004, .. }), "{:?}", ops[3]);
+        assert!(matches!(ops[2], Fast::Ld { at: -1, offset: 0x2000, .. }), "{:?}", ops[2]);
+        assert!(matches!(ops[3], Fast::St { at: -1, offset: 0x1004, .. }), "{:?}", ops[3]);
     }
 }
