@@ -111,7 +111,7 @@
 //! [`Memory`] in one call, and f32 arithmetic in a directed rounding uses the host's own
 //! instructions where it has AVX-512 (the rounding written in each), the exact f64 way
 //! elsewhere. `benches/interpreter.rs` measures thread-instructions per second on corpus
-//! kernels: on one core of the lent GPU machine's CPU, 205 to 491 million a second on its six
+//! kernels: on one core of the H200 machine's CPU (its run records), 205 to 491 million a second on its six
 //! kernels, best samples (`docs/hardware/2026-12-03-executor-lanes`; warp by warp against
 //! thread by thread in `docs/hardware/2026-12-02-executor-warps`).
 //!

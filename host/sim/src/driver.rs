@@ -18,7 +18,7 @@ use std::time::Duration;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SimOptions {
     /// A new pool takes the handle of the last destroyed pool, with that pool's access table
-    /// still attached: the driver bug nvbug 5698116 (seen on other drivers, not on the lent
+    /// still attached: the driver bug nvbug 5698116 (seen on other drivers, not on the recorded
     /// H200s), for tests of code that must survive it.
     pub recycle_pool_handles: bool,
 }

@@ -3,7 +3,7 @@
 //! [`SimDriver`] answers every driver call peerpool makes from a [`Topology`] (devices, an
 //! ordered-pair peer matrix that may be asymmetric, per-direction link faults), holding real
 //! bytes so copies and peerpool's kernels move real data. Its answers follow the real driver's
-//! as measured on the lent 2 × H200 machine (`docs/hardware/2026-11-30-foundation/driver_probe.txt`,
+//! as measured on the recorded 2 × H200 machine (`docs/hardware/2026-11-30-foundation/driver_probe.txt`,
 //! `docs/hardware/2026-11-30-foundation`); the tests in `host/sim/tests/sim_*.rs` replay that probe line by line, and
 //! `tests/differential.rs` compares the two step by step on hardware. Its seven scenarios'
 //! call-by-call records from the H200s (`docs/hardware/recorded/`, 2,463 calls) agree with the

@@ -75,7 +75,7 @@ pub(super) fn potential_block_size(
 /// block of a cluster on a multiprocessor of one group). Every answer of
 /// `cuOccupancyMaxActiveClusters` measured on one H200 is, for clusters of `c` blocks and `b`
 /// blocks a multiprocessor, the sum over the groups of at least `c` multiprocessors of
-/// `b * size / c` rounded down (`docs/hardware/2026-12-03-cluster-occupancy`).
+/// `b * size / c` rounded down (`docs/hardware/2026-12-03-jump-tables-grid-sync/cluster_occupancy.txt`).
 const H200_CLUSTER_GROUPS: [u64; 12] = [18, 18, 16, 16, 16, 16, 16, 8, 2, 2, 2, 2];
 /// Blocks a multiprocessor holds for clusters: never more than 8 in what the H200 answered,
 /// even for blocks of which it holds 32 in an ordinary launch.

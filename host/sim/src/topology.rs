@@ -43,7 +43,7 @@ pub struct DeviceSpec {
 }
 
 impl DeviceSpec {
-    /// One H200 of the lent machine, as its driver reports it (`docs/hardware/2026-11-30-foundation/peerpool.txt`).
+    /// One H200 of the recorded machine, as its driver reports it (`docs/hardware/2026-11-30-foundation/peerpool.txt`).
     pub fn h200() -> DeviceSpec {
         DeviceSpec {
             name: "NVIDIA H200".into(),
@@ -187,13 +187,13 @@ impl Topology {
         }
     }
 
-    /// The lent machine: 2 × NVIDIA H200 joined by NV18, peer access and native atomics both
+    /// The recorded machine: 2 × NVIDIA H200 joined by NV18, peer access and native atomics both
     /// ways, performance rank 0, CUDA 13.0 (measured 2026-11-30: `docs/hardware/2026-11-30-foundation`).
     pub fn two_h200() -> Topology {
         let mut t = Topology::uniform("2 x H200 (NV18)", 2, DeviceSpec::h200(), Link::NVLINK);
-        t.description = "The lent machine: two H200s over 18 NVLinks, peer access and atomics both ways.".into();
+        t.description = "Two H200s over 18 NVLinks, peer access and atomics both ways.".into();
         t.stands_for = concat!(
-            "The lent 2 x H200 machine (nvidia-h200-x2): 2 x NVIDIA H200 joined by NV18, ",
+            "The recorded 2 x H200 machine: 2 x NVIDIA H200 joined by NV18, ",
             "driver 580.159.04, measured in docs/hardware/"
         )
         .into();

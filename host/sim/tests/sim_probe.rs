@@ -1,6 +1,6 @@
 //! `docs/hardware/2026-11-30-foundation/driver_probe.txt`, replayed against the simulator.
 //!
-//! The probe (`host/examples/driver_probe.rs`) recorded how the real driver on the lent H200s
+//! The probe (`host/examples/driver_probe.rs`) recorded how the real driver on the H200s of the run records
 //! answers edge cases, one `case => result` line each. [`replay`] makes the same calls in the
 //! same order on `SimDriver` with `Topology::two_h200()` and prints lines in the same format;
 //! the test compares them line by line with the committed file. The last lines, where the real

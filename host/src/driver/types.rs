@@ -51,7 +51,7 @@ impl DevicePtr {
 pub enum Access {
     /// `CU_MEM_ACCESS_FLAGS_PROT_NONE`.
     None,
-    /// `CU_MEM_ACCESS_FLAGS_PROT_READ` (refused for device pools on the lent H200s).
+    /// `CU_MEM_ACCESS_FLAGS_PROT_READ` (refused for device pools on the H200s of the run records).
     Read,
     /// `CU_MEM_ACCESS_FLAGS_PROT_READWRITE`.
     ReadWrite,
@@ -433,7 +433,7 @@ mod tests {
 
     #[test]
     fn a_uuid_reads_as_nvidia_smi_prints_it() {
-        // The lent H200's (docs/hardware/2026-12-01-one-h200-calibration/a5923a9/nvidia-smi-L.txt).
+        // The recorded H200's (docs/hardware/2026-12-01-one-h200-calibration/a5923a9/nvidia-smi-L.txt).
         let bytes = [0x96, 0xf8, 0x3d, 0xad, 0xfa, 0x89, 0x39, 0x7a, 0x67, 0x66, 0xab, 0x47, 0x96, 0xb0, 0x5e, 0x39];
         assert_eq!(uuid_text(&bytes), "GPU-96f83dad-fa89-397a-6766-ab4796b05e39");
     }

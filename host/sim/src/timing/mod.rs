@@ -1,7 +1,7 @@
 //! The timing model: what each simulated driver call would have taken on real GPUs, and a
 //! virtual clock that adds it up into a projected wall time.
 //!
-//! [`Latencies`] are per-call costs and what they depend on, calibrated on the lent 2 x H200
+//! [`Latencies`] are per-call costs and what they depend on, calibrated on the recorded 2 x H200
 //! machine (`host/sim/timing/h200.json`, from `peerpool calibrate` by
 //! `ci/gpu-calibrate.sh`: `docs/hardware/2026-12-01-calibration`): process start and `cuInit`
 //! (growing with the GPUs a process sees), a context's

@@ -75,7 +75,7 @@ pub(super) fn allocation_prop(props: &AllocationProps) -> MaybeUninit<sys::CUmem
 
 /// Where an export call writes its handle: an `int` fd, or a fabric handle's 64 bytes.
 /// Refuses a fabric export, as the driver would (`CUDA_ERROR_NOT_PERMITTED`), without calling
-/// it, when there is no IMEX channel. On the lent H200s (no IMEX) the driver's own refusal left
+/// it, when there is no IMEX channel. On the H200s of the run records (no IMEX) the driver's own refusal left
 /// the process broken: freeing the pool's memory afterwards crashed it with SIGSEGV, while the
 /// same pool without the export attempt lived and died cleanly
 /// (`docs/hardware/2026-11-30-full-2/driver_probe_fabric*.txt`).
