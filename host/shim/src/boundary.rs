@@ -41,6 +41,7 @@ pub(crate) fn enter_on(
     }
     let run = || match std::panic::catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(())) => CUresult::CUDA_SUCCESS,
+        Ok(Err(CUresult::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)) => uncaptured(symbol),
         Ok(Err(code)) => code,
         Err(panic) => panicked(symbol, panic),
     };
@@ -138,6 +139,22 @@ fn ruled(ledger: &peerpool::fault::Ledger, name: &'static str, call: impl FnOnce
             fault.map_or(made, |f| f.code.to_bindings())
         }
     }
+}
+
+/// A call the simulator refused on a stream in capture (`graphs.rs` captures what it can before
+/// the simulator sees it): the capture is invalidated, as the driver invalidates it, and the
+/// call named once.
+#[cold]
+fn uncaptured(symbol: &'static str) -> CUresult {
+    if let Some(stream) = sim().take_capture_refusal() {
+        crate::graphs::invalidate(stream);
+        name_once(
+            symbol,
+            "on a stream in capture is refused (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED), and the capture \
+             invalidated: the driver forbids it in capture, or the simulator does not capture it",
+        );
+    }
+    CUresult::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
 }
 
 /// A result code as the trace writes it, formatted only when a trace is written.

@@ -96,10 +96,28 @@ impl SimDriver {
         Ok(stream)
     }
 
+    /// Whether `stream` is in a graph capture (the shim's): work reaching the simulator on it is
+    /// refused, so that nothing runs at capture time that was not captured.
+    pub fn stream_set_capturing(&self, stream: Stream, capturing: bool) -> DriverResult<()> {
+        self.run("cuStreamBeginCapture", |s| {
+            s.stream_device_any(stream)?;
+            match capturing {
+                true => s.capturing.insert(stream.0),
+                false => s.capturing.remove(&stream.0),
+            };
+            Ok(())
+        })
+    }
+
+    /// The stream whose work was last refused for its capture, once.
+    pub fn take_capture_refusal(&self) -> Option<u64> {
+        self.lock_state().capture_refused.take()
+    }
+
     /// A created stream's flags and priority; the null stream's are 0 and 0.
     pub fn stream_settings(&self, stream: Stream) -> DriverResult<(u32, i32)> {
         self.run("cuStreamGetFlags", |s| {
-            s.stream_device(stream)?;
+            s.stream_device_any(stream)?;
             let set = s.stream_settings.get(&stream.0).cloned().unwrap_or_default();
             Ok((set.flags, set.priority))
         })
@@ -110,7 +128,7 @@ impl SimDriver {
     /// stream does not have is `CUDA_ERROR_INVALID_VALUE`.
     pub fn stream_get_attribute(&self, stream: Stream, attribute: u32) -> DriverResult<[u8; ATTRIBUTE_VALUE_BYTES]> {
         self.run("cuStreamGetAttribute", |s| {
-            s.stream_device(stream)?;
+            s.stream_device_any(stream)?;
             if !STREAM_ATTRIBUTES.contains(&attribute) {
                 return Err(CudaCode::CUDA_ERROR_INVALID_VALUE.into());
             }
@@ -139,7 +157,7 @@ impl SimDriver {
         mut value: [u8; ATTRIBUTE_VALUE_BYTES],
     ) -> DriverResult<()> {
         self.run("cuStreamSetAttribute", |s| {
-            s.stream_device(stream)?;
+            s.stream_device_any(stream)?;
             if !STREAM_ATTRIBUTES.contains(&attribute) {
                 return Err(CudaCode::CUDA_ERROR_INVALID_VALUE.into());
             }
@@ -179,7 +197,7 @@ impl SimDriver {
     /// stream's is the legacy stream's.
     pub fn stream_get_id(&self, stream: Stream) -> DriverResult<u64> {
         self.run("cuStreamGetId", |s| {
-            s.stream_device(stream)?;
+            s.stream_device_any(stream)?;
             Ok(match stream {
                 Stream::LEGACY => LEGACY_STREAM_ID,
                 Stream(handle) => handle,

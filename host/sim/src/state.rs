@@ -293,6 +293,10 @@ pub(super) struct State {
     /// Created streams, by handle; hashed cheaply, as every stream call looks one up and the
     /// simulator hands the handles out.
     pub(super) streams: FxHashMap<u64, Owned>,
+    /// Streams in a graph capture (the shim keeps the capture): work that reaches the simulator
+    /// on one was not captured and is refused, the stream kept for the shim to invalidate.
+    pub(super) capturing: rustc_hash::FxHashSet<u64>,
+    pub(super) capture_refused: std::cell::Cell<Option<u64>>,
     /// What created streams were made with (`settings.rs`), by handle.
     pub(super) stream_settings: FxHashMap<u64, StreamSettings>,
     /// What contexts are set to (`settings.rs`), by handle.
@@ -339,6 +343,8 @@ impl State {
             implicit_pools: Vec::new(),
             contexts: Contexts::default(),
             streams: FxHashMap::default(),
+            capturing: Default::default(),
+            capture_refused: std::cell::Cell::new(None),
             stream_settings: FxHashMap::default(),
             context_settings: HashMap::new(),
             events: FxHashMap::default(),
@@ -469,7 +475,19 @@ impl State {
     }
 
     /// The device a stream runs on: the current context's for the null stream.
+    /// A stream in capture refuses work here with `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED`, as
+    /// the driver refuses what it cannot capture.
     pub(super) fn stream_device(&self, stream: Stream) -> SimResult<usize> {
+        if self.capturing.contains(&stream.0) {
+            self.capture_refused.set(Some(stream.0));
+            return Err(CudaCode::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED.into());
+        }
+        self.stream_device_any(stream)
+    }
+
+    /// [`State::stream_device`] for what a capturing stream may be asked too (its flags, its
+    /// context).
+    pub(super) fn stream_device_any(&self, stream: Stream) -> SimResult<usize> {
         if stream == Stream::LEGACY {
             return self.current_device();
         }

@@ -4,6 +4,7 @@
 
 use crate::abi::{Copy2d, Side2d, bytes, bytes_mut, context, copy_2d, stream};
 use crate::boundary::{Answer, code, entry, sim};
+use crate::graphs::{self, Work};
 use cudarc::driver::sys::{CUDA_MEMCPY2D, CUcontext, CUdeviceptr, CUresult, CUstream};
 use peerpool::driver::{DevicePtr, DriverResult, PeerCopy, PointerAttribute, Stream};
 use peerpool_sim::SimDriver;
@@ -32,6 +33,9 @@ pub unsafe extern "C" fn cuMemcpyHtoDAsync_v2(
     h_stream: CUstream,
 ) -> CUresult {
     entry!(cuMemcpyHtoDAsync_v2(dst, src, count, h_stream), {
+        if let Some(done) = captured(Some(stream(h_stream)), || Work::Memcpy { dst, src: src as u64, bytes: count }) {
+            return done;
+        }
         code(sim().memcpy_htod_async(DevicePtr(dst), bytes(src, count)?, stream(h_stream)))
     })
 }
@@ -44,6 +48,9 @@ pub unsafe extern "C" fn cuMemcpyDtoHAsync_v2(
     h_stream: CUstream,
 ) -> CUresult {
     entry!(cuMemcpyDtoHAsync_v2(dst, src, count, h_stream), {
+        if let Some(done) = captured(Some(stream(h_stream)), || Work::Memcpy { dst: dst as u64, src, bytes: count }) {
+            return done;
+        }
         code(sim().memcpy_dtoh_async(bytes_mut(dst, count)?, DevicePtr(src), stream(h_stream)))
     })
 }
@@ -56,6 +63,9 @@ pub unsafe extern "C" fn cuMemcpyDtoDAsync_v2(
     h_stream: CUstream,
 ) -> CUresult {
     entry!(cuMemcpyDtoDAsync_v2(dst, src, count, h_stream), {
+        if let Some(done) = captured(Some(stream(h_stream)), || Work::Memcpy { dst, src, bytes: count }) {
+            return done;
+        }
         code(sim().memcpy_dtod_async(DevicePtr(dst), DevicePtr(src), count, stream(h_stream)))
     })
 }
@@ -261,7 +271,36 @@ fn peer_copy(dst: CUdeviceptr, dst_ctx: CUcontext, src: CUdeviceptr, src_ctx: CU
 /// A 1D memset of `count` values (`unit`: one value's bytes) on a stream, or on the null stream
 /// and then waited for.
 fn memset_1d<const N: usize>(dst: CUdeviceptr, unit: [u8; N], count: usize, on: Option<Stream>) -> Answer {
+    if let Some(done) = captured(on, || Work::Memset { dst, pitch: 0, unit: unit.to_vec(), width: count, height: 1 }) {
+        return done;
+    }
     memset(on, |d, s| d.memset_async(dst, unit, count, s))
+}
+
+/// Where the stream `on` is in capture, `work` becomes a node instead of running.
+fn captured(on: Option<Stream>, work: impl FnOnce() -> Work) -> Option<Answer> {
+    graphs::capture(on?.0, || Ok(work()))
+}
+
+/// A memset node's work on stream `s`: `unit` is one value's 1, 2 or 4 bytes.
+pub(crate) fn memset_on(dst: u64, pitch: usize, unit: &[u8], width: usize, height: usize, s: Stream) -> Answer {
+    match (unit.len(), height) {
+        (1, 1) => memset_1d(dst, [unit[0]], width, Some(s)),
+        (2, 1) => memset_1d(dst, [unit[0], unit[1]], width, Some(s)),
+        (4, 1) => memset_1d(dst, [unit[0], unit[1], unit[2], unit[3]], width, Some(s)),
+        (1, _) => memset_2d(dst, pitch, [unit[0]], width, height, Some(s)),
+        (2, _) => memset_2d(dst, pitch, [unit[0], unit[1]], width, height, Some(s)),
+        _ => memset_2d(dst, pitch, [unit[0], unit[1], unit[2], unit[3]], width, height, Some(s)),
+    }
+}
+
+/// A copy node's work on stream `s`.
+///
+/// # Safety
+/// As [`unified`].
+pub(crate) unsafe fn memcpy_on(dst: u64, src: u64, bytes: usize, s: Stream) -> Answer {
+    // SAFETY: the caller's.
+    unsafe { unified(dst, src, bytes, Some(s)) }
 }
 
 /// A 2D memset on a stream, or on the null stream and then waited for.
@@ -273,6 +312,9 @@ fn memset_2d<const N: usize>(
     height: usize,
     on: Option<Stream>,
 ) -> Answer {
+    if let Some(done) = captured(on, || Work::Memset { dst, pitch, unit: unit.to_vec(), width, height }) {
+        return done;
+    }
     memset(on, |d, s| d.memset_2d_async(dst, pitch, unit, width, height, s))
 }
 
@@ -338,6 +380,9 @@ fn fits(addr: u64, len: usize) -> bool {
 /// A side that is the caller's host memory is valid for `count` bytes (read for the source,
 /// written for the destination).
 unsafe fn unified(dst: u64, src: u64, count: usize, on: Option<Stream>) -> Result<(), CUresult> {
+    if let Some(done) = captured(on, || Work::Memcpy { dst, src, bytes: count }) {
+        return done;
+    }
     use peerpool_sim::host_memory::AddressKind::{Device, Host, Unknown};
     let d = sim();
     let s = on.unwrap_or(Stream::LEGACY);

@@ -4,6 +4,7 @@
 
 use crate::abi::{function, out, stream};
 use crate::boundary::{code, entry, name_once_owned, sim};
+use crate::graphs::{self, Work};
 use cudarc::driver::sys::{CUfunction, CUlaunchAttribute, CUlaunchConfig, CUoccupancyB2DSize, CUresult, CUstream};
 use peerpool::driver::{KernelArg, LaunchShape};
 use peerpool_sim::{PtxLaunch, PtxLaunchHow};
@@ -94,10 +95,40 @@ unsafe fn how_of(c: &CUlaunchConfig) -> Result<PtxLaunchHow, CUresult> {
 
 /// A launch's dimensions and dynamic shared memory.
 #[derive(Clone, Copy)]
-struct Shape {
-    grid: [u32; 3],
-    block: [u32; 3],
-    shared: u32,
+pub(crate) struct Shape {
+    pub(crate) grid: [u32; 3],
+    pub(crate) block: [u32; 3],
+    pub(crate) shared: u32,
+}
+
+/// A launch of `f` as a graph node's work: its parameters copied now.
+///
+/// # Safety
+/// As [`launch`].
+pub(crate) unsafe fn kernel_work(
+    f: CUfunction,
+    shape: Shape,
+    params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+    how: PtxLaunchHow,
+) -> Result<Work, CUresult> {
+    let layout = sim().param_layout(function(f).0).ok_or(CUresult::CUDA_ERROR_INVALID_HANDLE)?;
+    // SAFETY: the caller's.
+    let buffer = unsafe { parameter_buffer(&layout, params, extra)? };
+    let (grid, block, shared) = (shape.grid, shape.block, shape.shared);
+    Ok(Work::Kernel(graphs::Kernel { function: f as usize, grid, block, shared, how, buffer, layout }))
+}
+
+/// A kernel node's launch on `h_stream`, from the parameters it copied.
+pub(crate) fn replay_kernel(k: &graphs::Kernel, h_stream: CUstream) -> crate::boundary::Answer {
+    let mut buffer = k.buffer.clone();
+    let base = buffer.as_mut_ptr();
+    let mut params: Vec<*mut c_void> = k.layout.iter().map(|&(offset, _)| base.wrapping_add(offset).cast()).collect();
+    let shape = Shape { grid: k.grid, block: k.block, shared: k.shared };
+    let f = k.function as CUfunction;
+    // SAFETY: each parameter's pointer is into the buffer, at its offset, with its size there
+    // (the buffer was built by this layout).
+    unsafe { launch(f, shape, h_stream, params.as_mut_ptr(), std::ptr::null_mut(), k.how) }
 }
 
 /// Launches `f`: natively for peerpool's kernels (which never synchronise their grid or use
@@ -113,6 +144,12 @@ unsafe fn launch(
     extra: *mut *mut c_void,
     how: PtxLaunchHow,
 ) -> crate::boundary::Answer {
+    // SAFETY: the caller's.
+    if let Some(done) =
+        graphs::capture(h_stream as usize as u64, || unsafe { kernel_work(f, shape, params, extra, how) })
+    {
+        return done;
+    }
     let d = sim();
     let layout = d.param_layout(function(f).0).unwrap_or_default();
     if !d.runs_natively(function(f)) {

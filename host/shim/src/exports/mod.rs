@@ -10,6 +10,7 @@
 pub(crate) mod context;
 pub(crate) mod copy;
 pub(crate) mod device;
+pub(crate) mod graph;
 pub(crate) mod host_memory;
 pub(crate) mod init;
 pub(crate) mod ipc;
@@ -24,6 +25,7 @@ pub(crate) mod vmm;
 pub use context::*;
 pub use copy::*;
 pub use device::*;
+pub use graph::*;
 pub use host_memory::*;
 pub use init::*;
 pub use ipc::*;

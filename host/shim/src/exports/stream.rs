@@ -3,12 +3,14 @@
 
 use crate::abi::{as_ptr, event, out, stream};
 use crate::boundary::{Answer, code, entry, forward_if_real, sim};
+use crate::graphs;
 use crate::host_functions;
 use cudarc::driver::sys::{
     self, CUcontext, CUevent, CUgraph, CUgraphEdgeData, CUgraphNode, CUgreenCtx, CUhostFn, CUresult, CUstream,
-    CUstreamCallback, CUstreamCaptureStatus,
+    CUstreamCallback, CUstreamCaptureMode, CUstreamCaptureStatus,
 };
 use std::ffi::{c_int, c_uint, c_void};
+use std::ptr::null_mut;
 
 /// Flags (blocking or not) are kept for `cuStreamGetFlags`; nothing waits here either way.
 #[unsafe(no_mangle)]
@@ -73,19 +75,19 @@ pub unsafe extern "C" fn cuStreamGetCtx_v2(
     })
 }
 
-/// Nothing is ever captured: the status is `CU_STREAM_CAPTURE_STATUS_NONE` and nothing else
-/// is written.
+/// The stream's capture: its status, and where asked and capturing, the capture's id and graph
+/// and the nodes the stream's next work will depend on (valid until the next call on it).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuStreamGetCaptureInfo_v2(
     h_stream: CUstream,
     status: *mut CUstreamCaptureStatus,
-    _id: *mut sys::cuuint64_t,
-    _graph: *mut CUgraph,
-    _dependencies: *mut *const CUgraphNode,
-    _count: *mut usize,
+    id: *mut sys::cuuint64_t,
+    graph: *mut CUgraph,
+    dependencies: *mut *const CUgraphNode,
+    count: *mut usize,
 ) -> CUresult {
-    entry!(cuStreamGetCaptureInfo_v2(h_stream, status, _id, _graph, _dependencies, _count), {
-        not_capturing(h_stream, status)
+    entry!(cuStreamGetCaptureInfo_v2(h_stream, status, id, graph, dependencies, count), {
+        capture_info(h_stream, status, id, graph, dependencies, std::ptr::null_mut(), count)
     })
 }
 
@@ -94,14 +96,99 @@ pub unsafe extern "C" fn cuStreamGetCaptureInfo_v2(
 pub unsafe extern "C" fn cuStreamGetCaptureInfo_v3(
     h_stream: CUstream,
     status: *mut CUstreamCaptureStatus,
-    _id: *mut sys::cuuint64_t,
-    _graph: *mut CUgraph,
-    _dependencies: *mut *const CUgraphNode,
-    _edges: *mut *const CUgraphEdgeData,
-    _count: *mut usize,
+    id: *mut sys::cuuint64_t,
+    graph: *mut CUgraph,
+    dependencies: *mut *const CUgraphNode,
+    edges: *mut *const CUgraphEdgeData,
+    count: *mut usize,
 ) -> CUresult {
-    entry!(cuStreamGetCaptureInfo_v3(h_stream, status, _id, _graph, _dependencies, _edges, _count), {
-        not_capturing(h_stream, status)
+    entry!(cuStreamGetCaptureInfo_v3(h_stream, status, id, graph, dependencies, edges, count), {
+        capture_info(h_stream, status, id, graph, dependencies, edges, count)
+    })
+}
+
+/// What `cuStreamGetCaptureInfo` writes; the dependencies' and edges' arrays live in a buffer
+/// per thread until the next such call.
+///
+/// # Safety
+/// Each non-null pointer is valid for a write.
+unsafe fn capture_info(
+    h_stream: CUstream,
+    status: *mut CUstreamCaptureStatus,
+    id: *mut sys::cuuint64_t,
+    graph: *mut CUgraph,
+    dependencies: *mut *const CUgraphNode,
+    edges: *mut *const CUgraphEdgeData,
+    count: *mut usize,
+) -> Answer {
+    std::thread_local! {
+        static KEPT: std::cell::RefCell<(Vec<CUgraphNode>, Vec<CUgraphEdgeData>)> = Default::default();
+    }
+    let Some((valid, capture, into, deps)) = graphs::info(h_stream as usize as u64) else {
+        // SAFETY: the caller's.
+        return unsafe { not_capturing(h_stream, status) };
+    };
+    use CUstreamCaptureStatus::{CU_STREAM_CAPTURE_STATUS_ACTIVE, CU_STREAM_CAPTURE_STATUS_INVALIDATED};
+    // SAFETY: the caller's, for each.
+    unsafe {
+        out(status, if valid { CU_STREAM_CAPTURE_STATUS_ACTIVE } else { CU_STREAM_CAPTURE_STATUS_INVALIDATED })?;
+        if !id.is_null() {
+            id.write(capture);
+        }
+        if !graph.is_null() {
+            graph.write(as_ptr(into));
+        }
+        if !count.is_null() {
+            count.write(deps.len());
+        }
+    }
+    KEPT.with_borrow_mut(|(nodes, data)| {
+        *nodes = deps.iter().map(|&d| as_ptr(d)).collect();
+        *data = vec![unsafe { std::mem::zeroed() }; deps.len()];
+        // SAFETY: the caller's.
+        unsafe {
+            if !dependencies.is_null() {
+                dependencies.write(nodes.as_ptr());
+            }
+            if !edges.is_null() {
+                edges.write(data.as_ptr());
+            }
+        }
+    });
+    Ok(())
+}
+
+/// Global, thread-local and relaxed capture are taken alike: the calls global capture forbids
+/// elsewhere in the process are not refused yet.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuStreamBeginCapture_v2(h_stream: CUstream, mode: CUstreamCaptureMode) -> CUresult {
+    entry!(cuStreamBeginCapture_v2(h_stream, mode), { graphs::begin(h_stream as usize as u64, mode as u32) })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuStreamEndCapture(h_stream: CUstream, ph_graph: *mut CUgraph) -> CUresult {
+    entry!(cuStreamEndCapture(h_stream, ph_graph), {
+        if ph_graph.is_null() {
+            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+        }
+        let graph = graphs::end(h_stream as usize as u64);
+        // The driver writes a null graph where the capture failed.
+        ph_graph.write(graph.map_or(std::ptr::null_mut(), as_ptr));
+        graph.map(drop)
+    })
+}
+
+/// The thread's capture mode, exchanged: kept per thread, as the driver keeps it.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuThreadExchangeStreamCaptureMode(mode: *mut CUstreamCaptureMode) -> CUresult {
+    entry!(cuThreadExchangeStreamCaptureMode(mode), {
+        std::thread_local! {
+            static MODE: std::cell::Cell<CUstreamCaptureMode> =
+                const { std::cell::Cell::new(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL) };
+        }
+        let wanted = mode.as_mut().ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
+        *wanted = MODE.replace(*wanted);
+        Ok(())
     })
 }
 
@@ -111,8 +198,11 @@ pub unsafe extern "C" fn cuStreamGetCaptureInfo_v3(
 pub unsafe extern "C" fn cuLaunchHostFunc(h_stream: CUstream, f: CUhostFn, data: *mut c_void) -> CUresult {
     entry!(cuLaunchHostFunc(h_stream, f, data), {
         let f = f.ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
-        code(sim().stream_query(stream(h_stream)))?;
         let data = data as usize;
+        if let Some(done) = graphs::capture(h_stream as usize as u64, || Ok(graphs::Work::Host { f, data })) {
+            return done;
+        }
+        code(sim().stream_query(stream(h_stream)))?;
         // SAFETY: CUDA's contract: the function and its data are valid on the driver's thread.
         host_functions::enqueue(stream(h_stream).0, host_functions::Job::new(move || f(data as *mut c_void)));
         Ok(())
@@ -164,15 +254,19 @@ pub unsafe extern "C" fn cuStreamQuery(h_stream: CUstream) -> CUresult {
     })
 }
 
-/// Nothing is ever captured into a graph here (graphs are not simulated).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuStreamIsCapturing(h_stream: CUstream, status: *mut CUstreamCaptureStatus) -> CUresult {
-    entry!(cuStreamIsCapturing(h_stream, status), { not_capturing(h_stream, status) })
+    entry!(cuStreamIsCapturing(h_stream, status), {
+        capture_info(h_stream, status, null_mut(), null_mut(), null_mut(), null_mut(), null_mut())
+    })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuStreamWaitEvent(h_stream: CUstream, h_event: CUevent, flags: c_uint) -> CUresult {
     entry!(cuStreamWaitEvent(h_stream, h_event, flags), {
+        if let Some(joined) = graphs::wait(h_stream as usize as u64, h_event as usize as u64) {
+            return joined;
+        }
         code(sim().stream_wait_event(stream(h_stream), event(h_event), flags))
     })
 }
@@ -184,7 +278,12 @@ pub unsafe extern "C" fn cuEventCreate(ph_event: *mut CUevent, flags: c_uint) ->
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuEventRecord(h_event: CUevent, h_stream: CUstream) -> CUresult {
-    entry!(cuEventRecord(h_event, h_stream), { code(sim().event_record(event(h_event), stream(h_stream))) })
+    entry!(cuEventRecord(h_event, h_stream), {
+        if let Some(recorded) = graphs::record(h_event as usize as u64, h_stream as usize as u64) {
+            return recorded;
+        }
+        code(sim().event_record(event(h_event), stream(h_stream)))
+    })
 }
 
 #[unsafe(no_mangle)]
@@ -276,6 +375,9 @@ pub unsafe extern "C" fn cuEventRecordWithFlags(h_event: CUevent, h_stream: CUst
     entry!(cuEventRecordWithFlags(h_event, h_stream, flags), {
         if flags > 1 {
             return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+        }
+        if let Some(recorded) = graphs::record(h_event as usize as u64, h_stream as usize as u64) {
+            return recorded;
         }
         code(sim().event_record(event(h_event), stream(h_stream)))
     })

@@ -1,0 +1,459 @@
+//! CUDA graphs and stream capture on the simulator. A graph is its nodes (the work each does,
+//! copied when the node is added or captured, as the driver copies node parameters) and its
+//! edges; an instantiated graph is its work in an order the edges allow, child graphs flattened,
+//! replayed on a stream through the same paths as the stream calls it stands for
+//! (`exports/graph.rs`).
+//!
+//! A stream in capture records work instead of running it. Work a capturing stream is handed
+//! that is not captured here is refused with `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED` and one
+//! line, and the capture is invalidated, as the driver does for calls it forbids in capture:
+//! never run at capture time.
+
+use crate::boundary::{code, sim};
+use cudarc::driver::sys::CUresult;
+use peerpool::driver::Stream;
+use peerpool_sim::PtxLaunchHow;
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// What one node does.
+#[derive(Clone)]
+pub(crate) enum Work {
+    Kernel(Kernel),
+    /// A copy between any two addresses unified addressing tells apart.
+    Memcpy {
+        dst: u64,
+        src: u64,
+        bytes: usize,
+    },
+    /// `height` rows of `width` values (`unit`: one value's 1, 2 or 4 bytes), `pitch` apart.
+    Memset {
+        dst: u64,
+        pitch: usize,
+        unit: Vec<u8>,
+        width: usize,
+        height: usize,
+    },
+    /// A host function and its data (CUDA's contract: valid when the graph runs).
+    Host {
+        f: unsafe extern "C" fn(*mut c_void),
+        data: usize,
+    },
+    Empty,
+    /// A copy of a graph, made when the node was added.
+    Child(Graph),
+    /// An event recorded, or waited for, where the node runs.
+    EventRecord(u64),
+    EventWait(u64),
+}
+
+/// A kernel launch: the function, its shape and its parameters as copied at the call.
+#[derive(Clone)]
+pub(crate) struct Kernel {
+    pub(crate) function: usize,
+    pub(crate) grid: [u32; 3],
+    pub(crate) block: [u32; 3],
+    pub(crate) shared: u32,
+    pub(crate) how: PtxLaunchHow,
+    /// The parameter buffer, and each parameter's offset and size in it.
+    pub(crate) buffer: Vec<u8>,
+    pub(crate) layout: Vec<(usize, usize)>,
+}
+
+impl Work {
+    /// The node's `CUgraphNodeType`.
+    pub(crate) fn node_type(&self) -> u32 {
+        match self {
+            Work::Kernel(_) => 0,
+            Work::Memcpy { .. } => 1,
+            Work::Memset { .. } => 2,
+            Work::Host { .. } => 3,
+            Work::Child(_) => 4,
+            Work::Empty => 5,
+            Work::EventWait(_) => 6,
+            Work::EventRecord(_) => 7,
+        }
+    }
+}
+
+/// A graph: its nodes by handle, in the order they were added, and its edges.
+#[derive(Clone, Default)]
+pub(crate) struct Graph {
+    nodes: Vec<(u64, Work)>,
+    edges: Vec<(u64, u64)>,
+}
+
+impl Graph {
+    fn has(&self, node: u64) -> bool {
+        self.nodes.iter().any(|&(h, _)| h == node)
+    }
+
+    /// The work in an order the edges allow (of the ready nodes, the first added first), child
+    /// graphs flattened into it; `None` for a cycle.
+    fn order(&self) -> Option<Vec<Work>> {
+        let index: HashMap<u64, usize> = self.nodes.iter().enumerate().map(|(i, &(h, _))| (h, i)).collect();
+        let mut waiting = vec![0usize; self.nodes.len()];
+        for (_, to) in &self.edges {
+            waiting[index[to]] += 1;
+        }
+        let mut done = vec![false; self.nodes.len()];
+        let mut out = Vec::new();
+        for _ in 0..self.nodes.len() {
+            let next = (0..self.nodes.len()).find(|&i| !done[i] && waiting[i] == 0)?;
+            done[next] = true;
+            let handle = self.nodes[next].0;
+            for (_, to) in self.edges.iter().filter(|(from, _)| *from == handle) {
+                waiting[index[to]] -= 1;
+            }
+            match &self.nodes[next].1 {
+                Work::Child(child) => out.extend(child.order()?),
+                Work::Empty => {}
+                work => out.push(work.clone()),
+            }
+        }
+        Some(out)
+    }
+
+    /// `node` and every node it depends on, directly or not.
+    fn ancestors(&self, node: u64, into: &mut Vec<u64>) {
+        if into.contains(&node) {
+            return;
+        }
+        into.push(node);
+        for &(from, _) in self.edges.iter().filter(|(_, to)| *to == node) {
+            self.ancestors(from, into);
+        }
+    }
+}
+
+/// A stream's part in a capture.
+struct Capture {
+    id: u64,
+    graph: u64,
+    mode: u32,
+    /// The nodes the stream's next work depends on.
+    deps: Vec<u64>,
+    /// Whether the capture began on this stream (others joined it through an event).
+    origin: bool,
+    invalid: bool,
+}
+
+#[derive(Default)]
+struct Store {
+    next: u64,
+    graphs: HashMap<u64, Graph>,
+    execs: HashMap<u64, Vec<Work>>,
+    /// By stream handle.
+    captures: HashMap<u64, Capture>,
+    /// Events recorded in a capture, by handle: the capture and the nodes the record stands for.
+    events: HashMap<u64, (u64, Vec<u64>)>,
+}
+
+impl Store {
+    fn handle(&mut self) -> u64 {
+        self.next += 1;
+        0x6a00_0000 + self.next * 8
+    }
+
+    fn graph(&mut self, g: u64) -> Result<&mut Graph, CUresult> {
+        self.graphs.get_mut(&g).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)
+    }
+}
+
+static STORE: Mutex<Option<Store>> = Mutex::new(None);
+/// How many streams are capturing: the stream paths look no further while it is zero.
+static CAPTURING: AtomicUsize = AtomicUsize::new(0);
+
+fn with<T>(f: impl FnOnce(&mut Store) -> T) -> T {
+    let mut store = STORE.lock().unwrap_or_else(|e| e.into_inner());
+    f(store.get_or_insert_with(Store::default))
+}
+
+pub(crate) fn create() -> u64 {
+    with(|s| {
+        let g = s.handle();
+        s.graphs.insert(g, Graph::default());
+        g
+    })
+}
+
+/// Destroys graph `g`; a stream capturing into it is left with an invalid capture.
+pub(crate) fn destroy(g: u64) -> Result<(), CUresult> {
+    with(|s| s.graphs.remove(&g).map(drop).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE))
+}
+
+/// Adds `work` to `g` after `deps` (nodes of `g`); the new node's handle.
+pub(crate) fn add(g: u64, deps: &[u64], work: Work) -> Result<u64, CUresult> {
+    with(|s| add_in(s, g, deps, work))
+}
+
+fn add_in(s: &mut Store, g: u64, deps: &[u64], work: Work) -> Result<u64, CUresult> {
+    let node = s.handle();
+    let graph = s.graph(g)?;
+    if !deps.iter().all(|&d| graph.has(d)) || (1..deps.len()).any(|i| deps[..i].contains(&deps[i])) {
+        return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+    }
+    graph.nodes.push((node, work));
+    graph.edges.extend(deps.iter().map(|&d| (d, node)));
+    Ok(node)
+}
+
+/// A copy of graph `g`: what a child graph node holds.
+pub(crate) fn copy_of(g: u64) -> Result<Graph, CUresult> {
+    with(|s| s.graph(g).cloned())
+}
+
+/// Adds the edges `from[i] -> to[i]`, each between nodes of `g`; an edge already there, or one
+/// from a node to itself, is `CUDA_ERROR_INVALID_VALUE` and adds nothing.
+pub(crate) fn add_edges(g: u64, edges: &[(u64, u64)]) -> Result<(), CUresult> {
+    with(|s| {
+        let graph = s.graph(g)?;
+        let fine = edges.iter().enumerate().all(|(i, e)| {
+            graph.has(e.0) && graph.has(e.1) && e.0 != e.1 && !graph.edges.contains(e) && !edges[..i].contains(e)
+        });
+        if !fine {
+            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+        }
+        graph.edges.extend_from_slice(edges);
+        Ok(())
+    })
+}
+
+/// `g`'s nodes, its root nodes (no dependency) or its edges.
+pub(crate) fn nodes(g: u64) -> Result<Vec<u64>, CUresult> {
+    with(|s| Ok(s.graph(g)?.nodes.iter().map(|&(h, _)| h).collect()))
+}
+
+pub(crate) fn roots(g: u64) -> Result<Vec<u64>, CUresult> {
+    with(|s| {
+        let graph = s.graph(g)?;
+        Ok(graph.nodes.iter().map(|&(h, _)| h).filter(|&h| !graph.edges.iter().any(|&(_, to)| to == h)).collect())
+    })
+}
+
+pub(crate) fn edges(g: u64) -> Result<Vec<(u64, u64)>, CUresult> {
+    with(|s| Ok(s.graph(g)?.edges.clone()))
+}
+
+/// Node `node`'s type, in whichever graph holds it.
+pub(crate) fn node_type(node: u64) -> Result<u32, CUresult> {
+    with(|s| {
+        let work = s.graphs.values().flat_map(|g| g.nodes.iter()).find(|&&(h, _)| h == node);
+        work.map(|(_, w)| w.node_type()).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)
+    })
+}
+
+/// A copy of `g` with nodes of its own, edges mapped to them.
+pub(crate) fn clone(g: u64) -> Result<u64, CUresult> {
+    with(|s| {
+        let original = s.graph(g)?.clone();
+        let renamed: HashMap<u64, u64> = original.nodes.iter().map(|&(h, _)| (h, s.handle())).collect();
+        let copy = Graph {
+            nodes: original.nodes.into_iter().map(|(h, w)| (renamed[&h], w)).collect(),
+            edges: original.edges.iter().map(|(a, b)| (renamed[a], renamed[b])).collect(),
+        };
+        let handle = s.handle();
+        s.graphs.insert(handle, copy);
+        Ok(handle)
+    })
+}
+
+/// `g` instantiated: its work in order, kept under a handle of its own.
+pub(crate) fn instantiate(g: u64) -> Result<u64, CUresult> {
+    with(|s| {
+        let order = s.graph(g)?.order().ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
+        let exec = s.handle();
+        s.execs.insert(exec, order);
+        Ok(exec)
+    })
+}
+
+pub(crate) fn exec_destroy(exec: u64) -> Result<(), CUresult> {
+    with(|s| s.execs.remove(&exec).map(drop).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE))
+}
+
+/// An instantiated graph's work, to replay.
+pub(crate) fn exec_work(exec: u64) -> Result<Vec<Work>, CUresult> {
+    with(|s| s.execs.get(&exec).cloned().ok_or(CUresult::CUDA_ERROR_INVALID_VALUE))
+}
+
+/// The graph instantiated as `exec`, as a child graph of its work (a launch captured).
+pub(crate) fn exec_as_graph(exec: u64) -> Result<Graph, CUresult> {
+    let work = exec_work(exec)?;
+    let mut graph = Graph::default();
+    let mut last = None;
+    for (i, w) in work.into_iter().enumerate() {
+        let node = i as u64 + 1;
+        graph.nodes.push((node, w));
+        graph.edges.extend(last.map(|l| (l, node)));
+        last = Some(node);
+    }
+    Ok(graph)
+}
+
+/// `CUstreamCaptureMode`: global, thread-local, relaxed.
+const MODES: u32 = 3;
+
+/// Begins a capture on `stream` (not a null stream) into a new graph.
+pub(crate) fn begin(stream: u64, mode: u32) -> Result<(), CUresult> {
+    if stream <= 2 {
+        return Err(CUresult::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    }
+    if mode >= MODES {
+        return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+    }
+    with(|s| {
+        if s.captures.contains_key(&stream) {
+            return Err(CUresult::CUDA_ERROR_ILLEGAL_STATE);
+        }
+        code(sim().stream_set_capturing(Stream(stream), true))?;
+        let graph = s.handle();
+        s.graphs.insert(graph, Graph::default());
+        let id = s.handle();
+        s.captures.insert(stream, Capture { id, graph, mode, deps: Vec::new(), origin: true, invalid: false });
+        CAPTURING.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    })
+}
+
+/// Ends the capture that began on `stream`: its graph, or the capture's error (invalidated, or
+/// a stream that joined it and was not joined back: both end the capture).
+pub(crate) fn end(stream: u64) -> Result<u64, CUresult> {
+    with(|s| {
+        let capture = s.captures.get(&stream).ok_or(CUresult::CUDA_ERROR_ILLEGAL_STATE)?;
+        if !capture.origin {
+            return Err(CUresult::CUDA_ERROR_STREAM_CAPTURE_UNMATCHED);
+        }
+        let (id, graph, invalid) = (capture.id, capture.graph, capture.invalid);
+        // Every node another stream of the capture would still add after must be one the
+        // origin's next work depends on already.
+        let mut joined = Vec::new();
+        if let Some(g) = s.graphs.get(&graph) {
+            for &d in &capture.deps {
+                g.ancestors(d, &mut joined);
+            }
+        }
+        let unjoined =
+            s.captures.values().any(|c| c.id == id && !c.origin && !c.deps.iter().all(|d| joined.contains(d)));
+        let members: Vec<u64> = s.captures.iter().filter(|(_, c)| c.id == id).map(|(&k, _)| k).collect();
+        for m in members {
+            s.captures.remove(&m);
+            CAPTURING.fetch_sub(1, Ordering::SeqCst);
+            // A stream destroyed while it captured is gone from the simulator already.
+            let _ = sim().stream_set_capturing(Stream(m), false);
+        }
+        s.events.retain(|_, (capture, _)| *capture != id);
+        let failed = match (invalid, unjoined) {
+            (true, _) => Some(CUresult::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED),
+            (_, true) => Some(CUresult::CUDA_ERROR_STREAM_CAPTURE_UNJOINED),
+            _ => None,
+        };
+        match failed {
+            Some(code) => {
+                s.graphs.remove(&graph);
+                Err(code)
+            }
+            None => {
+                s.graphs.contains_key(&graph).then_some(graph).ok_or(CUresult::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED)
+            }
+        }
+    })
+}
+
+/// What `cuStreamGetCaptureInfo` reports of `stream`: `None` when it is not capturing, else
+/// whether the capture is still valid, its id, graph and the stream's dependencies.
+pub(crate) fn info(stream: u64) -> Option<(bool, u64, u64, Vec<u64>)> {
+    if CAPTURING.load(Ordering::SeqCst) == 0 {
+        return None;
+    }
+    with(|s| s.captures.get(&stream).map(|c| (!c.invalid, c.id, c.graph, c.deps.clone())))
+}
+
+/// Whether `stream` is capturing (a fast answer while no stream is).
+pub(crate) fn capturing(stream: u64) -> bool {
+    CAPTURING.load(Ordering::SeqCst) != 0 && with(|s| s.captures.contains_key(&stream))
+}
+
+/// Where `stream` is capturing, `work` becomes a node after its dependencies and the answer is
+/// `Some`: success, or the capture's error once invalidated. `None`: not capturing, run it.
+pub(crate) fn capture(stream: u64, work: impl FnOnce() -> Result<Work, CUresult>) -> Option<Result<(), CUresult>> {
+    if !capturing(stream) {
+        return None;
+    }
+    let work = match work() {
+        Ok(work) => work,
+        Err(code) => return Some(Err(code)),
+    };
+    Some(with(|s| {
+        let c = s.captures.get(&stream).ok_or(CUresult::CUDA_ERROR_ILLEGAL_STATE)?;
+        if c.invalid {
+            return Err(CUresult::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+        }
+        let (graph, deps) = (c.graph, c.deps.clone());
+        let node = add_in(s, graph, &deps, work).map_err(|_| CUresult::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED)?;
+        if let Some(c) = s.captures.get_mut(&stream) {
+            c.deps = vec![node];
+        }
+        Ok(())
+    }))
+}
+
+/// `stream`'s capture, if any, invalidated: a call the driver forbids in capture was made on it.
+pub(crate) fn invalidate(stream: u64) -> bool {
+    capturing(stream)
+        && with(|s| {
+            let Some(id) = s.captures.get(&stream).map(|c| c.id) else { return false };
+            s.captures.values_mut().filter(|c| c.id == id).for_each(|c| c.invalid = true);
+            true
+        })
+}
+
+/// `cuEventRecord` on a capturing stream: the event stands for the stream's dependencies, for
+/// other streams to wait on. `None`: not capturing.
+pub(crate) fn record(event: u64, stream: u64) -> Option<Result<(), CUresult>> {
+    if !capturing(stream) {
+        return None;
+    }
+    Some(with(|s| {
+        let c = s.captures.get(&stream).ok_or(CUresult::CUDA_ERROR_ILLEGAL_STATE)?;
+        if c.invalid {
+            return Err(CUresult::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+        }
+        let (id, deps) = (c.id, c.deps.clone());
+        s.events.insert(event, (id, deps));
+        Ok(())
+    }))
+}
+
+/// `cuStreamWaitEvent` on an event recorded in a capture: `stream` joins that capture (or, in
+/// it already, adds the event's dependencies). `None`: the event was not recorded in a capture.
+pub(crate) fn wait(stream: u64, event: u64) -> Option<Result<(), CUresult>> {
+    if CAPTURING.load(Ordering::SeqCst) == 0 {
+        return None;
+    }
+    with(|s| {
+        let (id, deps) = s.events.get(&event).cloned()?;
+        if stream <= 2 {
+            return Some(Err(CUresult::CUDA_ERROR_STREAM_CAPTURE_IMPLICIT));
+        }
+        let (graph, mode) = s.captures.values().find(|c| c.id == id).map(|c| (c.graph, c.mode))?;
+        Some(match s.captures.get_mut(&stream) {
+            Some(c) if c.id != id => Err(CUresult::CUDA_ERROR_STREAM_CAPTURE_ISOLATION),
+            Some(c) => {
+                let new: Vec<u64> = deps.iter().copied().filter(|d| !c.deps.contains(d)).collect();
+                c.deps.extend(new);
+                Ok(())
+            }
+            None => {
+                if let Err(e) = code(sim().stream_set_capturing(Stream(stream), true)) {
+                    return Some(Err(e));
+                }
+                s.captures.insert(stream, Capture { id, graph, mode, deps, origin: false, invalid: false });
+                CAPTURING.fetch_add(1, Ordering::SeqCst);
+                Ok(())
+            }
+        })
+    })
+}
