@@ -56,5 +56,7 @@ untyped! {
     fn cuFuncSetAttribute(function: cu::CUfunction, attr: c_int, value: c_int);
     fn cuFuncSetCacheConfig(function: cu::CUfunction, config: c_int);
     fn cuMemAdvise_v2(p: cu::CUdeviceptr, count: usize, advice: c_int, location: cu::CUmemLocation);
+    fn cuStreamBeginCapture_v2(stream: cu::CUstream, mode: c_int);
+    fn cuThreadExchangeStreamCaptureMode(mode: *mut c_int);
     fn cuGetProcAddress_v2(symbol: *const std::ffi::c_char, out: *mut *mut c_void, version: c_int, flags: u64, status: *mut c_int);
 }

@@ -20,6 +20,7 @@ pub mod device;
 mod driver;
 pub mod error;
 mod error_table;
+pub mod graphs;
 pub mod launch;
 pub mod memory;
 pub mod pools;

@@ -1,7 +1,8 @@
 // The CUDA runtime's semantics, one fact a line, for the side-by-side record (NVIDIA's runtime
 // and peerpool's over one driver): the implicit primary context, the thread's device, a
 // context already current honoured, the last error (sticky and not), the special streams and
-// the per-thread default stream, error names and texts, cudaDeviceReset. Built with
+// the per-thread default stream, stream capture and graphs, error names and texts,
+// cudaDeviceReset. Built with
 // `--default-stream per-thread` too (the `_ptsz`/`_ptds` twins). Needs one GPU.
 #include <cstdio>
 #include <cuda.h>
@@ -112,6 +113,37 @@ int main() {
     unsigned sflags = 99;
     cudaError_t got_flags = cudaStreamGetFlags(cudaStreamPerThread, &sflags);
     std::printf("per-thread flags: %s %u\n", cudaGetErrorName(got_flags), sflags);
+
+    // Capture: work on a capturing stream is recorded, not run; the graph runs it when launched.
+    cudaStream_t cs;
+    CHECK(cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking));
+    int *seen = nullptr;
+    CHECK(cudaMallocHost(&seen, sizeof(int)));
+    *seen = -1;
+    CHECK(cudaStreamBeginCapture(cs, cudaStreamCaptureModeGlobal));
+    fill<<<4, 256, 0, cs>>>(d, n, 9);
+    CHECK(cudaMemcpyAsync(seen, d, sizeof(int), cudaMemcpyDeviceToHost, cs));
+    cudaStreamCaptureStatus captured_status;
+    CHECK(cudaStreamIsCapturing(cs, &captured_status));
+    cudaGraph_t graph;
+    CHECK(cudaStreamEndCapture(cs, &graph));
+    std::printf("capture: status %d, nothing ran %d\n", (int)captured_status, *seen == -1);
+    cudaGraphExec_t exec;
+    CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    CHECK(cudaGraphLaunch(exec, cs));
+    CHECK(cudaStreamSynchronize(cs));
+    std::printf("graph launched: %d\n", *seen);
+    CHECK(cudaStreamBeginCapture(cs, cudaStreamCaptureModeThreadLocal));
+    cudaError_t in_capture = cudaStreamSynchronize(cs);
+    cudaError_t last_in_capture = cudaGetLastError();
+    cudaGraph_t broken = nullptr;
+    cudaError_t ended = cudaStreamEndCapture(cs, &broken);
+    std::printf("synchronize in capture %s (last %s), end %s, graph null %d\n", cudaGetErrorName(in_capture),
+                cudaGetErrorName(last_in_capture), cudaGetErrorName(ended), broken == nullptr);
+    CHECK(cudaGraphExecDestroy(exec));
+    CHECK(cudaGraphDestroy(graph));
+    CHECK(cudaStreamDestroy(cs));
+    CHECK(cudaFreeHost(seen));
 
     // Names and texts.
     int codes[] = {0, 1, 2, 3, 35, 98, 100, 101, 200, 209, 400, 500, 600, 700, 704, 705, 719, 801, 999, 12345};

@@ -63,7 +63,8 @@ int main(void) {
     TRY(cuModuleGetFunction(&add_one, module, "add_one"));
     CUdeviceptr p;
     TRY(cuMemAlloc(&p, N * 4));
-    unsigned host[N];
+    unsigned *host;
+    TRY(cuMemAllocHost((void **)&host, N * 4));
     unsigned n = N;
     void *args[] = {&p, &n};
     int callbacks = 0;
@@ -100,7 +101,7 @@ int main(void) {
     CUgraphExec exec;
     TRY(cuGraphInstantiateWithFlags(&exec, g, 0));
     for (int launch = 1; launch <= 2; launch++) {
-        memset(host, 0, sizeof host);
+        memset(host, 0, N * 4);
         TRY(cuGraphLaunch(exec, s));
         TRY(cuStreamSynchronize(s));
         printf("built, launch %d: host[0] %u host[255] %u, callbacks %d\n", launch, host[0], host[N - 1], callbacks);
@@ -128,7 +129,7 @@ int main(void) {
     if (print_types("captured", captured)) return 1;
     CUgraphExec captured_exec;
     TRY(cuGraphInstantiateWithFlags(&captured_exec, captured, 0));
-    memset(host, 0, sizeof host);
+    memset(host, 0, N * 4);
     TRY(cuGraphLaunch(captured_exec, s));
     TRY(cuStreamSynchronize(s));
     printf("captured, launched: host[0] %u host[255] %u, callbacks %d\n", host[0], host[N - 1], callbacks);
@@ -207,6 +208,7 @@ int main(void) {
     TRY(cuGraphDestroy(captured));
     TRY(cuGraphDestroy(child));
     TRY(cuGraphDestroy(g));
+    TRY(cuMemFreeHost(host));
     printf("done\n");
     return 0;
 }
