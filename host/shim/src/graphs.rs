@@ -78,11 +78,13 @@ impl Work {
     }
 }
 
-/// A graph: its nodes by handle, in the order they were added, and its edges.
+/// A graph: its nodes by handle, in the order they were added, its edges, and the references
+/// it holds to user objects.
 #[derive(Clone, Default)]
 pub(crate) struct Graph {
     nodes: Vec<(u64, Work)>,
     edges: Vec<(u64, u64)>,
+    users: Vec<(u64, u32)>,
 }
 
 impl Graph {
@@ -140,11 +142,38 @@ struct Capture {
     invalid: bool,
 }
 
+/// A user object: its data, the function that destroys it, and its references.
+struct User {
+    ptr: usize,
+    destroy: unsafe extern "C" fn(*mut c_void),
+    refs: u32,
+}
+
+/// A user object's destructor, to run once the store's lock is let go.
+pub(crate) struct Destroy(unsafe extern "C" fn(*mut c_void), usize);
+
+impl Destroy {
+    /// Runs the destructors, as the driver does once the last reference goes.
+    pub(crate) fn run_all(all: Vec<Destroy>) {
+        for Destroy(f, ptr) in all {
+            // SAFETY: CUDA's contract: the function and its data are valid until it runs.
+            unsafe { f(ptr as *mut c_void) };
+        }
+    }
+}
+
+/// An instantiated graph: its work in order, and the user objects it holds.
+struct Exec {
+    work: Vec<Work>,
+    users: Vec<(u64, u32)>,
+}
+
 #[derive(Default)]
 struct Store {
     next: u64,
     graphs: HashMap<u64, Graph>,
-    execs: HashMap<u64, Vec<Work>>,
+    execs: HashMap<u64, Exec>,
+    users: HashMap<u64, User>,
     /// By stream handle.
     captures: HashMap<u64, Capture>,
     /// Events recorded in a capture, by handle: the capture and the nodes the record stands for.
@@ -159,6 +188,23 @@ impl Store {
 
     fn graph(&mut self, g: u64) -> Result<&mut Graph, CUresult> {
         self.graphs.get_mut(&g).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)
+    }
+
+    /// Drops `count` references to user object `u`; its destructor once none is left.
+    fn release(&mut self, u: u64, count: u32, done: &mut Vec<Destroy>) -> Result<(), CUresult> {
+        let user = self.users.get_mut(&u).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
+        user.refs = user.refs.checked_sub(count).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
+        if user.refs == 0 {
+            let gone = self.users.remove(&u).expect("looked up above");
+            done.push(Destroy(gone.destroy, gone.ptr));
+        }
+        Ok(())
+    }
+
+    fn release_all(&mut self, users: &[(u64, u32)], done: &mut Vec<Destroy>) {
+        for &(u, count) in users {
+            let _ = self.release(u, count, done);
+        }
     }
 }
 
@@ -179,9 +225,76 @@ pub(crate) fn create() -> u64 {
     })
 }
 
-/// Destroys graph `g`; a stream capturing into it is left with an invalid capture.
+/// Destroys graph `g`, releasing the user objects it holds; a stream capturing into it is left
+/// with an invalid capture.
 pub(crate) fn destroy(g: u64) -> Result<(), CUresult> {
-    with(|s| s.graphs.remove(&g).map(drop).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE))
+    let mut done = Vec::new();
+    let found = with(|s| {
+        let graph = s.graphs.remove(&g).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
+        s.release_all(&graph.users, &mut done);
+        Ok(())
+    });
+    Destroy::run_all(done);
+    found
+}
+
+/// A user object of `refs` references, destroyed by `destroy(ptr)` when the last goes.
+pub(crate) fn user_create(ptr: usize, destroy: unsafe extern "C" fn(*mut c_void), refs: u32) -> u64 {
+    with(|s| {
+        let u = s.handle();
+        s.users.insert(u, User { ptr, destroy, refs });
+        u
+    })
+}
+
+pub(crate) fn user_retain(u: u64, count: u32) -> Result<(), CUresult> {
+    with(|s| {
+        let user = s.users.get_mut(&u).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
+        user.refs = user.refs.checked_add(count).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
+        Ok(())
+    })
+}
+
+pub(crate) fn user_release(u: u64, count: u32) -> Result<(), CUresult> {
+    let mut done = Vec::new();
+    let released = with(|s| s.release(u, count, &mut done));
+    Destroy::run_all(done);
+    released
+}
+
+/// Graph `g` takes `count` references to `u`: new ones, or (`moved`) the caller's.
+pub(crate) fn graph_retain_user(g: u64, u: u64, count: u32, moved: bool) -> Result<(), CUresult> {
+    with(|s| {
+        s.graph(g)?;
+        let user = s.users.get_mut(&u).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
+        if !moved {
+            user.refs = user.refs.checked_add(count).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
+        }
+        let graph = s.graph(g)?;
+        match graph.users.iter_mut().find(|(held, _)| *held == u) {
+            Some((_, n)) => *n += count,
+            None => graph.users.push((u, count)),
+        }
+        Ok(())
+    })
+}
+
+/// Graph `g` gives back `count` of its references to `u`.
+pub(crate) fn graph_release_user(g: u64, u: u64, count: u32) -> Result<(), CUresult> {
+    let mut done = Vec::new();
+    let released = with(|s| {
+        let graph = s.graph(g)?;
+        let Some(at) = graph.users.iter().position(|&(held, n)| held == u && n >= count) else {
+            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+        };
+        graph.users[at].1 -= count;
+        if graph.users[at].1 == 0 {
+            graph.users.remove(at);
+        }
+        s.release(u, count, &mut done)
+    });
+    Destroy::run_all(done);
+    released
 }
 
 /// Adds `work` to `g` after `deps` (nodes of `g`); the new node's handle.
@@ -202,7 +315,8 @@ fn add_in(s: &mut Store, g: u64, deps: &[u64], work: Work) -> Result<u64, CUresu
 
 /// A copy of graph `g`: what a child graph node holds.
 pub(crate) fn copy_of(g: u64) -> Result<Graph, CUresult> {
-    with(|s| s.graph(g).cloned())
+    // The copy holds no user objects: the child graph keeps its own references.
+    with(|s| s.graph(g).map(|g| Graph { users: Vec::new(), ..g.clone() }))
 }
 
 /// Adds the edges `from[i] -> to[i]`, each between nodes of `g`; an edge already there, or one
@@ -250,9 +364,16 @@ pub(crate) fn clone(g: u64) -> Result<u64, CUresult> {
     with(|s| {
         let original = s.graph(g)?.clone();
         let renamed: HashMap<u64, u64> = original.nodes.iter().map(|&(h, _)| (h, s.handle())).collect();
+        // The clone holds references of its own to the original's user objects.
+        for &(u, n) in &original.users {
+            if let Some(user) = s.users.get_mut(&u) {
+                user.refs += n;
+            }
+        }
         let copy = Graph {
             nodes: original.nodes.into_iter().map(|(h, w)| (renamed[&h], w)).collect(),
             edges: original.edges.iter().map(|(a, b)| (renamed[a], renamed[b])).collect(),
+            users: original.users,
         };
         let handle = s.handle();
         s.graphs.insert(handle, copy);
@@ -260,23 +381,38 @@ pub(crate) fn clone(g: u64) -> Result<u64, CUresult> {
     })
 }
 
-/// `g` instantiated: its work in order, kept under a handle of its own.
+/// `g` instantiated: its work in order, kept under a handle of its own, holding references of
+/// its own to the graph's user objects.
 pub(crate) fn instantiate(g: u64) -> Result<u64, CUresult> {
     with(|s| {
-        let order = s.graph(g)?.order().ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
+        let graph = s.graph(g)?;
+        let work = graph.order().ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
+        let users = graph.users.clone();
+        for &(u, n) in &users {
+            if let Some(user) = s.users.get_mut(&u) {
+                user.refs += n;
+            }
+        }
         let exec = s.handle();
-        s.execs.insert(exec, order);
+        s.execs.insert(exec, Exec { work, users });
         Ok(exec)
     })
 }
 
 pub(crate) fn exec_destroy(exec: u64) -> Result<(), CUresult> {
-    with(|s| s.execs.remove(&exec).map(drop).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE))
+    let mut done = Vec::new();
+    let found = with(|s| {
+        let gone = s.execs.remove(&exec).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
+        s.release_all(&gone.users, &mut done);
+        Ok(())
+    });
+    Destroy::run_all(done);
+    found
 }
 
 /// An instantiated graph's work, to replay.
 pub(crate) fn exec_work(exec: u64) -> Result<Vec<Work>, CUresult> {
-    with(|s| s.execs.get(&exec).cloned().ok_or(CUresult::CUDA_ERROR_INVALID_VALUE))
+    with(|s| s.execs.get(&exec).map(|e| e.work.clone()).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE))
 }
 
 /// The graph instantiated as `exec`, as a child graph of its work (a launch captured).

@@ -121,10 +121,8 @@ crate::boundary::stubs! {
     fn cuGraphNodeGetEnabled(hGraphExec: CUgraphExec, hNode: CUgraphNode, isEnabled: *mut std::ffi::c_uint);
     fn cuGraphNodeSetEnabled(hGraphExec: CUgraphExec, hNode: CUgraphNode, isEnabled: std::ffi::c_uint);
     fn cuGraphNodeSetParams(hNode: CUgraphNode, nodeParams: *mut CUgraphNodeParams);
-    fn cuGraphReleaseUserObject(graph: CUgraph, object: CUuserObject, count: std::ffi::c_uint);
     fn cuGraphRemoveDependencies(hGraph: CUgraph, from: *const CUgraphNode, to: *const CUgraphNode, numDependencies: usize);
     fn cuGraphRemoveDependencies_v2(hGraph: CUgraph, from: *const CUgraphNode, to: *const CUgraphNode, edgeData: *const CUgraphEdgeData, numDependencies: usize);
-    fn cuGraphRetainUserObject(graph: CUgraph, object: CUuserObject, count: std::ffi::c_uint, flags: std::ffi::c_uint);
     fn cuGraphicsMapResources(count: std::ffi::c_uint, resources: *mut CUgraphicsResource, hStream: CUstream);
     fn cuGraphicsResourceGetMappedMipmappedArray(pMipmappedArray: *mut CUmipmappedArray, resource: CUgraphicsResource);
     fn cuGraphicsResourceGetMappedPointer_v2(pDevPtr: *mut CUdeviceptr, pSize: *mut usize, resource: CUgraphicsResource);
@@ -253,8 +251,5 @@ crate::boundary::stubs! {
     fn cuTexRefSetMipmapLevelBias(hTexRef: CUtexref, bias: f32);
     fn cuTexRefSetMipmapLevelClamp(hTexRef: CUtexref, minMipmapLevelClamp: f32, maxMipmapLevelClamp: f32);
     fn cuTexRefSetMipmappedArray(hTexRef: CUtexref, hMipmappedArray: CUmipmappedArray, Flags: std::ffi::c_uint);
-    fn cuUserObjectCreate(object_out: *mut CUuserObject, ptr: *mut std::ffi::c_void, destroy: CUhostFn, initialRefcount: std::ffi::c_uint, flags: std::ffi::c_uint);
-    fn cuUserObjectRelease(object: CUuserObject, count: std::ffi::c_uint);
-    fn cuUserObjectRetain(object: CUuserObject, count: std::ffi::c_uint);
     fn cuWaitExternalSemaphoresAsync(extSemArray: *const CUexternalSemaphore, paramsArray: *const CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS, numExtSems: std::ffi::c_uint, stream: CUstream);
 }

@@ -4,7 +4,8 @@
 //! topology's peer matrix, and a pool shared with a `multiprocessing` child must keep cuda.core's
 //! semantics there; fault rules
 //! and bad settings given by environment must reach them as documented; a C program that times
-//! work with events (`clients/events.c`) must meet the driver's checks and a clock that runs.
+//! work with events (`clients/events.c`) must meet the driver's checks and a clock that runs;
+//! cuda.core's graph builder (`clients/graphs.py`) must capture, launch, split and join.
 //!
 //! The C program needs NVIDIA's `cuda.h` (`$PEERPOOL_CUDA_INCLUDE`) and the script a Python
 //! with cuda-core (`$PEERPOOL_PYTHON`): `.ci/run` installs both from PyPI into a throwaway
@@ -235,6 +236,21 @@ fn cuda_core_shares_a_pool_with_a_child(stem: &str) -> Result<(), Failed> {
     }
 }
 
+/// cuda.core's graph builder (`clients/graphs.py`): three launches captured and nothing run at
+/// capture, the graph completed (with the user object cuda.core keeps its kernel alive with),
+/// uploaded and launched twice; a builder split over two streams and joined back.
+fn cuda_core_builds_graphs(stem: &str) -> Result<(), Failed> {
+    let mut script = Command::new(std::env::var(PYTHON)?);
+    script.arg(clients().join("graphs.py"));
+    let text = stdout(&run(&mut script, &[("PEERPOOL_TOPOLOGY", stem)])?);
+    let want = "building: True\nafter three captured launches: (0, 0)\nlaunched once: (6, 6)\n\
+                launched twice: (12, 12)\nsplit and joined, launched: (1122, 1112)\ndone\n";
+    match text == want {
+        true => Ok(()),
+        false => Err(format!("expected:\n{want}printed:\n{text}").into()),
+    }
+}
+
 /// numba-cuda's kernels of `script`, compiled by NVVM and linked by the driver's JIT linker, run
 /// from their PTX on every simulated GPU, each result exact: `numba_kernels.py`'s, and
 /// `numba_linked.py`'s, whose PTX is linked with NVRTC's of CUDA C and with numba-cuda's float16
@@ -278,8 +294,8 @@ fn cuda_core_launches_cooperatively(stem: &str) -> Result<(), Failed> {
     }
 }
 
-/// The client, run through the shim on the simulated H200 pair, prints what it printed on the
-/// real one, line for line.
+/// The client, run through the shim on the simulated H200 pair, prints what it printed on a
+/// real GPU with NVIDIA's driver (`record`), line for line.
 fn same_as_on_the_h200s(program: &mut Command, record: &str) -> Result<(), Failed> {
     let want = recorded(record)?;
     // The H200s' driver is CUDA 13.0's.
@@ -373,6 +389,7 @@ fn main() -> ExitCode {
         trials.push(trial(format!("cuda_core_shares_a_pool_with_a_child::{stem}"), PYTHON, move || {
             cuda_core_shares_a_pool_with_a_child(stem)
         }));
+        trials.push(trial(format!("cuda_core_builds_graphs::{stem}"), PYTHON, move || cuda_core_builds_graphs(stem)));
         trials.push(trial(format!("numba_kernels_run::{stem}"), PYTHON, move || {
             numba_run(stem, "numba_kernels.py", &["axpy", "block_sum", "warp_sums", "collatz", "grid_sum"])
         }));

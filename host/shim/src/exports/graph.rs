@@ -11,7 +11,7 @@ use crate::host_functions;
 use cudarc::driver::sys::{
     CUDA_GRAPH_INSTANTIATE_PARAMS, CUDA_HOST_NODE_PARAMS, CUDA_KERNEL_NODE_PARAMS, CUDA_MEMCPY3D,
     CUDA_MEMSET_NODE_PARAMS, CUcontext, CUevent, CUgraph, CUgraphEdgeData, CUgraphExec, CUgraphNode, CUgraphNodeType,
-    CUmemorytype, CUresult, CUstream,
+    CUhostFn, CUmemorytype, CUresult, CUstream, CUuserObject,
 };
 use peerpool_sim::PtxLaunchHow;
 use std::ffi::{c_uint, c_ulonglong, c_void};
@@ -444,6 +444,68 @@ pub unsafe extern "C" fn cuGraphLaunch(h_graph_exec: CUgraphExec, h_stream: CUst
         }
         Ok(())
     })
+}
+
+/// The destructor runs once the last reference goes, on the thread that lets it go (it may not
+/// call CUDA, as the driver documents).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuUserObjectCreate(
+    object_out: *mut CUuserObject,
+    ptr: *mut c_void,
+    destroy: CUhostFn,
+    initial_refcount: c_uint,
+    flags: c_uint,
+) -> CUresult {
+    entry!(cuUserObjectCreate(object_out, ptr, destroy, initial_refcount, flags), {
+        // CU_USER_OBJECT_NO_DESTRUCTOR_SYNC is required.
+        let destroy = destroy.ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
+        if flags != 1 || initial_refcount == 0 || object_out.is_null() {
+            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+        }
+        out(object_out, as_ptr(graphs::user_create(ptr as usize, destroy, initial_refcount)))
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuUserObjectRetain(object: CUuserObject, count: c_uint) -> CUresult {
+    entry!(cuUserObjectRetain(object, count), { graphs::user_retain(handle(object), nonzero(count)?) })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuUserObjectRelease(object: CUuserObject, count: c_uint) -> CUresult {
+    entry!(cuUserObjectRelease(object, count), { graphs::user_release(handle(object), nonzero(count)?) })
+}
+
+/// `CU_GRAPH_USER_OBJECT_MOVE`: the caller's references move to the graph.
+const USER_OBJECT_MOVE: c_uint = 1;
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuGraphRetainUserObject(
+    graph: CUgraph,
+    object: CUuserObject,
+    count: c_uint,
+    flags: c_uint,
+) -> CUresult {
+    entry!(cuGraphRetainUserObject(graph, object, count, flags), {
+        if flags & !USER_OBJECT_MOVE != 0 {
+            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+        }
+        graphs::graph_retain_user(handle(graph), handle(object), nonzero(count)?, flags == USER_OBJECT_MOVE)
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuGraphReleaseUserObject(graph: CUgraph, object: CUuserObject, count: c_uint) -> CUresult {
+    entry!(cuGraphReleaseUserObject(graph, object, count), {
+        graphs::graph_release_user(handle(graph), handle(object), nonzero(count)?)
+    })
+}
+
+fn nonzero(count: c_uint) -> Result<u32, CUresult> {
+    match count {
+        0 => Err(CUresult::CUDA_ERROR_INVALID_VALUE),
+        n => Ok(n),
+    }
 }
 
 /// One node's work on `h_stream`, as the stream call it stands for would do it.
