@@ -164,7 +164,7 @@ impl Destroy {
 
 /// An instantiated graph: its work in order, and the user objects it holds.
 struct Exec {
-    work: Vec<Work>,
+    work: std::sync::Arc<[Work]>,
     users: Vec<(u64, u32)>,
 }
 
@@ -394,7 +394,7 @@ pub(crate) fn instantiate(g: u64) -> Result<u64, CUresult> {
             }
         }
         let exec = s.handle();
-        s.execs.insert(exec, Exec { work, users });
+        s.execs.insert(exec, Exec { work: work.into(), users });
         Ok(exec)
     })
 }
@@ -411,7 +411,7 @@ pub(crate) fn exec_destroy(exec: u64) -> Result<(), CUresult> {
 }
 
 /// An instantiated graph's work, to replay.
-pub(crate) fn exec_work(exec: u64) -> Result<Vec<Work>, CUresult> {
+pub(crate) fn exec_work(exec: u64) -> Result<std::sync::Arc<[Work]>, CUresult> {
     with(|s| s.execs.get(&exec).map(|e| e.work.clone()).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE))
 }
 
@@ -420,9 +420,9 @@ pub(crate) fn exec_as_graph(exec: u64) -> Result<Graph, CUresult> {
     let work = exec_work(exec)?;
     let mut graph = Graph::default();
     let mut last = None;
-    for (i, w) in work.into_iter().enumerate() {
+    for (i, w) in work.iter().enumerate() {
         let node = i as u64 + 1;
-        graph.nodes.push((node, w));
+        graph.nodes.push((node, w.clone()));
         graph.edges.extend(last.map(|l| (l, node)));
         last = Some(node);
     }

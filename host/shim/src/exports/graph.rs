@@ -439,8 +439,8 @@ pub unsafe extern "C" fn cuGraphLaunch(h_graph_exec: CUgraphExec, h_stream: CUst
         if let Some(done) = graphs::capture(handle(h_stream), || Ok(Work::Child(graphs::exec_as_graph(exec)?))) {
             return done;
         }
-        for work in graphs::exec_work(exec)? {
-            replay(&work, h_stream)?;
+        for work in graphs::exec_work(exec)?.iter() {
+            replay(work, h_stream)?;
         }
         Ok(())
     })

@@ -121,6 +121,13 @@ pub(crate) unsafe fn kernel_work(
 
 /// A kernel node's launch on `h_stream`, from the parameters it copied.
 pub(crate) fn replay_kernel(k: &graphs::Kernel, h_stream: CUstream) -> crate::boundary::Answer {
+    let d = sim();
+    let f = function(k.function as CUfunction);
+    if !d.runs_natively(f) {
+        // The buffer as the driver would build it: launched as it is.
+        let launch = PtxLaunch { grid: k.grid, block: k.block, shared: k.shared, params: &k.buffer };
+        return code(d.launch_ptx_how(f, &launch, stream(h_stream), k.how));
+    }
     let mut buffer = k.buffer.clone();
     let base = buffer.as_mut_ptr();
     let mut params: Vec<*mut c_void> = k.layout.iter().map(|&(offset, _)| base.wrapping_add(offset).cast()).collect();
