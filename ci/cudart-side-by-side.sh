@@ -25,14 +25,15 @@ for f in "$O"/*.nvidia.txt; do
     p="${f%.nvidia.txt}.peerpool.txt"
     if cmp -s "$f" "$p"; then echo "same: $(basename "${f%.nvidia.txt}")"; else echo "DIFFERENT: $(basename "${f%.nvidia.txt}")"; diff "$f" "$p" | head -20; fi
 done
-expect() { # name expected-file
-    if cmp -s "$O/$1.nvidia.txt" <(cat "$G/expected/$2"; echo "exit 0"); then echo "as the simulator's tests expect: $1"
-    else echo "NOT AS EXPECTED: $1"; diff <(cat "$G/expected/$2"; echo "exit 0") "$O/$1.nvidia.txt" | head -20; fi
+expect() { # name expected-file [pattern of the lines only two GPUs print]
+    want() { grep -v -e "${3:-^$^}" "$G/expected/$2"; echo "exit 0"; }
+    if cmp -s "$O/$1.nvidia.txt" <(want "$@"); then echo "as the simulator's tests expect: $1"
+    else echo "NOT AS EXPECTED: $1"; diff <(want "$@") "$O/$1.nvidia.txt" | head -20; fi
 }
 expect pool_peers pool_peers.one.txt
 expect semantics semantics.txt
 expect semantics_ptds semantics.txt
-expect host12 host12.txt
+expect host12 host12.txt "^peer copy after the grant"
 head -5 "$O"/calls.*.txt
 cp "$G/commit.txt" "$O/"
 (cd "$O" && tar czf cudart-records.tar.gz --remove-files ./*.txt)
