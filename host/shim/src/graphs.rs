@@ -351,6 +351,75 @@ pub(crate) fn edges(g: u64) -> Result<Vec<(u64, u64)>, CUresult> {
     with(|s| Ok(s.graph(g)?.edges.clone()))
 }
 
+/// The graph holding `node`, by handle.
+fn holder(s: &mut Store, node: u64) -> Result<&mut Graph, CUresult> {
+    s.graphs.values_mut().find(|g| g.has(node)).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)
+}
+
+/// The nodes `node` depends on (`upstream`), or those that depend on it.
+pub(crate) fn neighbours(node: u64, upstream: bool) -> Result<Vec<u64>, CUresult> {
+    with(|s| {
+        let graph = holder(s, node)?;
+        let pick = |&(from, to): &(u64, u64)| match upstream {
+            true => (to == node).then_some(from),
+            false => (from == node).then_some(to),
+        };
+        Ok(graph.edges.iter().filter_map(pick).collect())
+    })
+}
+
+/// Removes `node` and its edges from its graph.
+pub(crate) fn destroy_node(node: u64) -> Result<(), CUresult> {
+    with(|s| {
+        let graph = holder(s, node)?;
+        graph.nodes.retain(|&(h, _)| h != node);
+        graph.edges.retain(|&(from, to)| from != node && to != node);
+        Ok(())
+    })
+}
+
+/// `g` in Graphviz's language, a node a line with its type, then its edges.
+pub(crate) fn dot(g: u64) -> Result<String, CUresult> {
+    const NAMES: [&str; 8] = ["KERNEL", "MEMCPY", "MEMSET", "HOST", "GRAPH", "EMPTY", "WAIT_EVENT", "EVENT_RECORD"];
+    with(|s| {
+        let graph = s.graph(g)?;
+        let mut text = format!("digraph dot {{\n  label=\"graph_{g:#x}\";\n");
+        for (h, work) in &graph.nodes {
+            let kind = NAMES.get(work.node_type() as usize).copied().unwrap_or("?");
+            text += &format!("  \"node_{h:#x}\" [label=\"{kind}\\nnode_{h:#x}\"];\n");
+        }
+        for (from, to) in &graph.edges {
+            text += &format!("  \"node_{from:#x}\" -> \"node_{to:#x}\";\n");
+        }
+        Ok(text + "}\n")
+    })
+}
+
+/// `cuStreamUpdateCaptureDependencies`: the nodes of the capture `stream`'s next work depends
+/// on, added to (`set` false) or replacing its own.
+pub(crate) fn update_dependencies(stream: u64, nodes: &[u64], set: bool) -> Result<(), CUresult> {
+    if !capturing(stream) {
+        return Err(CUresult::CUDA_ERROR_ILLEGAL_STATE);
+    }
+    with(|s| {
+        let c = s.captures.get(&stream).ok_or(CUresult::CUDA_ERROR_ILLEGAL_STATE)?;
+        let graph = s.graphs.get(&c.graph).ok_or(CUresult::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED)?;
+        if !nodes.iter().all(|&n| graph.has(n)) {
+            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+        }
+        let c = s.captures.get_mut(&stream).ok_or(CUresult::CUDA_ERROR_ILLEGAL_STATE)?;
+        if set {
+            c.deps.clear();
+        }
+        for &n in nodes {
+            if !c.deps.contains(&n) {
+                c.deps.push(n);
+            }
+        }
+        Ok(())
+    })
+}
+
 /// Node `node`'s type, in whichever graph holds it.
 pub(crate) fn node_type(node: u64) -> Result<u32, CUresult> {
     with(|s| {

@@ -14,7 +14,7 @@ use cudarc::driver::sys::{
     CUhostFn, CUmemorytype, CUresult, CUstream, CUuserObject,
 };
 use peerpool_sim::PtxLaunchHow;
-use std::ffi::{c_uint, c_ulonglong, c_void};
+use std::ffi::{c_char, c_uint, c_ulonglong, c_void};
 
 fn handle<T>(h: *mut T) -> u64 {
     h as usize as u64
@@ -248,6 +248,23 @@ pub unsafe extern "C" fn cuGraphAddEventWaitNode(
     })
 }
 
+/// Edge data other than the default (all zeros) is `CUDA_ERROR_NOT_SUPPORTED`, named once as
+/// `what`.
+///
+/// # Safety
+/// A non-null `data` holds `count` edges' data.
+unsafe fn default_edge_data(data: *const CUgraphEdgeData, count: usize, what: &'static str) -> Answer {
+    if data.is_null() {
+        return Ok(());
+    }
+    // SAFETY: the caller's.
+    let bytes = unsafe { std::slice::from_raw_parts(data.cast::<u8>(), count * size_of::<CUgraphEdgeData>()) };
+    match bytes.iter().any(|&b| b != 0) {
+        true => crate::boundary::not_simulated(what),
+        false => Ok(()),
+    }
+}
+
 /// The `count` edges `from[i] -> to[i]`.
 ///
 /// # Safety
@@ -280,13 +297,7 @@ pub unsafe extern "C" fn cuGraphAddDependencies_v2(
     num_dependencies: usize,
 ) -> CUresult {
     entry!(cuGraphAddDependencies_v2(h_graph, from, to, edge_data, num_dependencies), {
-        if !edge_data.is_null() {
-            let data =
-                std::slice::from_raw_parts(edge_data.cast::<u8>(), num_dependencies * size_of::<CUgraphEdgeData>());
-            if data.iter().any(|&b| b != 0) {
-                return crate::boundary::not_simulated("cuGraphAddDependencies_v2 with edge data");
-            }
-        }
+        default_edge_data(edge_data, num_dependencies, "cuGraphAddDependencies_v2 with edge data")?;
         add_edges(h_graph, from, to, num_dependencies)
     })
 }
@@ -443,6 +454,141 @@ pub unsafe extern "C" fn cuGraphLaunch(h_graph_exec: CUgraphExec, h_stream: CUst
             replay(work, h_stream)?;
         }
         Ok(())
+    })
+}
+
+/// # Safety
+/// `count` is valid for a read and a write; a non-null `into` for `*count` writes.
+unsafe fn neighbours(node: CUgraphNode, upstream: bool, into: *mut CUgraphNode, count: *mut usize) -> Answer {
+    let found: Vec<CUgraphNode> = graphs::neighbours(handle(node), upstream)?.into_iter().map(as_ptr).collect();
+    // SAFETY: the caller's.
+    unsafe { listed(&found, into, count) }
+}
+
+/// # Safety
+/// As [`neighbours`]; a non-null `edge_data` for `*count` writes.
+unsafe fn neighbours_v2(
+    node: CUgraphNode,
+    upstream: bool,
+    into: *mut CUgraphNode,
+    edge_data: *mut CUgraphEdgeData,
+    count: *mut usize,
+) -> Answer {
+    // SAFETY: the caller's.
+    unsafe {
+        neighbours(node, upstream, into, count)?;
+        if !edge_data.is_null() && !into.is_null() {
+            std::ptr::write_bytes(edge_data, 0, *count);
+        }
+    }
+    Ok(())
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuGraphNodeGetDependencies(
+    h_node: CUgraphNode,
+    dependencies: *mut CUgraphNode,
+    num_dependencies: *mut usize,
+) -> CUresult {
+    entry!(cuGraphNodeGetDependencies(h_node, dependencies, num_dependencies), {
+        neighbours(h_node, true, dependencies, num_dependencies)
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuGraphNodeGetDependencies_v2(
+    h_node: CUgraphNode,
+    dependencies: *mut CUgraphNode,
+    edge_data: *mut CUgraphEdgeData,
+    num_dependencies: *mut usize,
+) -> CUresult {
+    entry!(cuGraphNodeGetDependencies_v2(h_node, dependencies, edge_data, num_dependencies), {
+        neighbours_v2(h_node, true, dependencies, edge_data, num_dependencies)
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuGraphNodeGetDependentNodes(
+    h_node: CUgraphNode,
+    dependent_nodes: *mut CUgraphNode,
+    num_dependent_nodes: *mut usize,
+) -> CUresult {
+    entry!(cuGraphNodeGetDependentNodes(h_node, dependent_nodes, num_dependent_nodes), {
+        neighbours(h_node, false, dependent_nodes, num_dependent_nodes)
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuGraphNodeGetDependentNodes_v2(
+    h_node: CUgraphNode,
+    dependent_nodes: *mut CUgraphNode,
+    edge_data: *mut CUgraphEdgeData,
+    num_dependent_nodes: *mut usize,
+) -> CUresult {
+    entry!(cuGraphNodeGetDependentNodes_v2(h_node, dependent_nodes, edge_data, num_dependent_nodes), {
+        neighbours_v2(h_node, false, dependent_nodes, edge_data, num_dependent_nodes)
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuGraphDestroyNode(h_node: CUgraphNode) -> CUresult {
+    entry!(cuGraphDestroyNode(h_node), { graphs::destroy_node(handle(h_node)) })
+}
+
+/// The graph in Graphviz's language (each node's type and handle, and the edges); the flags'
+/// extra detail is not written.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuGraphDebugDotPrint(h_graph: CUgraph, path: *const c_char, flags: c_uint) -> CUresult {
+    entry!(cuGraphDebugDotPrint(h_graph, path, flags), {
+        if path.is_null() {
+            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+        }
+        let text = graphs::dot(handle(h_graph))?;
+        let path = std::ffi::CStr::from_ptr(path).to_str().map_err(|_| CUresult::CUDA_ERROR_INVALID_VALUE)?;
+        // The driver writes where it is told, as the caller may.
+        std::fs::write(path, text).map_err(|_| CUresult::CUDA_ERROR_OPERATING_SYSTEM)
+    })
+}
+
+/// `CU_STREAM_SET_CAPTURE_DEPENDENCIES`; 0 adds to them.
+const SET_CAPTURE_DEPENDENCIES: c_uint = 1;
+
+/// # Safety
+/// A non-null `nodes` holds `count` handles.
+unsafe fn update_capture(s: CUstream, nodes: *const CUgraphNode, count: usize, flags: c_uint) -> Answer {
+    if flags > SET_CAPTURE_DEPENDENCIES {
+        return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+    }
+    // SAFETY: the caller's.
+    let nodes = unsafe { dependencies(nodes, count)? };
+    graphs::update_dependencies(handle(s), &nodes, flags == SET_CAPTURE_DEPENDENCIES)
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuStreamUpdateCaptureDependencies(
+    h_stream: CUstream,
+    dependencies: *mut CUgraphNode,
+    num_dependencies: usize,
+    flags: c_uint,
+) -> CUresult {
+    entry!(cuStreamUpdateCaptureDependencies(h_stream, dependencies, num_dependencies, flags), {
+        update_capture(h_stream, dependencies, num_dependencies, flags)
+    })
+}
+
+/// Edge data other than the default (all zeros) is `CUDA_ERROR_NOT_SUPPORTED`, named once.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuStreamUpdateCaptureDependencies_v2(
+    h_stream: CUstream,
+    dependencies: *mut CUgraphNode,
+    dependency_data: *const CUgraphEdgeData,
+    num_dependencies: usize,
+    flags: c_uint,
+) -> CUresult {
+    entry!(cuStreamUpdateCaptureDependencies_v2(h_stream, dependencies, dependency_data, num_dependencies, flags), {
+        let what = "cuStreamUpdateCaptureDependencies_v2 with edge data";
+        default_edge_data(dependency_data, num_dependencies, what)?;
+        update_capture(h_stream, dependencies, num_dependencies, flags)
     })
 }
 

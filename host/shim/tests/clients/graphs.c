@@ -96,6 +96,17 @@ int main(void) {
     TRY(cuGraphAddHostNode(&host_node, g, &copy_node, 1, &h));
     TRY(cuGraphAddEmptyNode(&empty_node, g, &host_node, 1));
     if (print_types("built", g)) return 1;
+    size_t before = 0, after = 0;
+    TRY(cuGraphNodeGetDependencies(kernel_node, NULL, NULL, &before));
+    TRY(cuGraphNodeGetDependentNodes(kernel_node, NULL, NULL, &after));
+    CUgraphNode before_kernel = NULL;
+    size_t one = 1;
+    TRY(cuGraphNodeGetDependencies(kernel_node, &before_kernel, NULL, &one));
+    printf("the kernel node: %zu before it (the memset %d), %zu after it\n", before, before_kernel == set_node, after);
+    TRY(cuGraphDestroyNode(empty_node));
+    if (print_types("without the empty node", g)) return 1;
+    TRY(cuGraphAddEmptyNode(&empty_node, g, &host_node, 1));
+    printf("dot file: %s\n", name_of(cuGraphDebugDotPrint(g, "/tmp/peerpool-graphs-client.dot", 0)));
     printf("an edge already there: %s\n", name_of(cuGraphAddDependencies(g, &set_node, &kernel_node, NULL, 1)));
     printf("a dependency of another graph: %s\n", name_of(cuGraphAddEmptyNode(&empty_node, g, &child_kernel, 1)));
     CUgraphExec exec;
@@ -133,6 +144,16 @@ int main(void) {
     TRY(cuGraphLaunch(captured_exec, s));
     TRY(cuStreamSynchronize(s));
     printf("captured, launched: host[0] %u host[255] %u, callbacks %d\n", host[0], host[N - 1], callbacks);
+
+    /* Dependencies set by hand: the second launch depends on nothing. */
+    TRY(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    TRY(cuLaunchKernel(add_one, N / 64, 1, 1, 64, 1, 1, 0, s, args, NULL));
+    TRY(cuStreamUpdateCaptureDependencies(s, NULL, NULL, 0, CU_STREAM_SET_CAPTURE_DEPENDENCIES));
+    TRY(cuLaunchKernel(add_one, N / 64, 1, 1, 64, 1, 1, 0, s, args, NULL));
+    CUgraph two_roots;
+    TRY(cuStreamEndCapture(s, &two_roots));
+    if (print_types("dependencies set to none", two_roots)) return 1;
+    TRY(cuGraphDestroy(two_roots));
 
     /* Forked to a second stream through an event and joined back. */
     CUevent fork, join;
