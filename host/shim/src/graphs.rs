@@ -9,10 +9,9 @@
 //! line, and the capture is invalidated, as the driver does for calls it forbids in capture:
 //! never run at capture time.
 
-use crate::boundary::{code, sim};
 use cudarc::driver::sys::CUresult;
 use peerpool::driver::Stream;
-use peerpool_sim::PtxLaunchHow;
+use peerpool_sim::{PtxLaunchHow, SimDriver};
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::Mutex;
@@ -498,11 +497,16 @@ pub(crate) fn exec_as_graph(exec: u64) -> Result<Graph, CUresult> {
     Ok(graph)
 }
 
+/// Tells the simulator whether `stream` is capturing: work reaching it on one is refused.
+fn mark(sim: &SimDriver, stream: u64, capturing: bool) -> Result<(), CUresult> {
+    sim.stream_set_capturing(Stream(stream), capturing).map_err(|e| e.code.to_bindings())
+}
+
 /// `CUstreamCaptureMode`: global, thread-local, relaxed.
 const MODES: u32 = 3;
 
 /// Begins a capture on `stream` (not a null stream) into a new graph.
-pub(crate) fn begin(stream: u64, mode: u32) -> Result<(), CUresult> {
+pub(crate) fn begin(sim: &SimDriver, stream: u64, mode: u32) -> Result<(), CUresult> {
     if stream <= 2 {
         return Err(CUresult::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
     }
@@ -513,7 +517,7 @@ pub(crate) fn begin(stream: u64, mode: u32) -> Result<(), CUresult> {
         if s.captures.contains_key(&stream) {
             return Err(CUresult::CUDA_ERROR_ILLEGAL_STATE);
         }
-        code(sim().stream_set_capturing(Stream(stream), true))?;
+        mark(sim, stream, true)?;
         let graph = s.handle();
         s.graphs.insert(graph, Graph::default());
         let id = s.handle();
@@ -525,7 +529,7 @@ pub(crate) fn begin(stream: u64, mode: u32) -> Result<(), CUresult> {
 
 /// Ends the capture that began on `stream`: its graph, or the capture's error (invalidated, or
 /// a stream that joined it and was not joined back: both end the capture).
-pub(crate) fn end(stream: u64) -> Result<u64, CUresult> {
+pub(crate) fn end(sim: &SimDriver, stream: u64) -> Result<u64, CUresult> {
     with(|s| {
         let capture = s.captures.get(&stream).ok_or(CUresult::CUDA_ERROR_ILLEGAL_STATE)?;
         if !capture.origin {
@@ -547,7 +551,7 @@ pub(crate) fn end(stream: u64) -> Result<u64, CUresult> {
             s.captures.remove(&m);
             CAPTURING.fetch_sub(1, Ordering::SeqCst);
             // A stream destroyed while it captured is gone from the simulator already.
-            let _ = sim().stream_set_capturing(Stream(m), false);
+            let _ = mark(sim, m, false);
         }
         s.events.retain(|_, (capture, _)| *capture != id);
         let failed = match (invalid, unjoined) {
@@ -634,7 +638,7 @@ pub(crate) fn record(event: u64, stream: u64) -> Option<Result<(), CUresult>> {
 
 /// `cuStreamWaitEvent` on an event recorded in a capture: `stream` joins that capture (or, in
 /// it already, adds the event's dependencies). `None`: the event was not recorded in a capture.
-pub(crate) fn wait(stream: u64, event: u64) -> Option<Result<(), CUresult>> {
+pub(crate) fn wait(sim: &SimDriver, stream: u64, event: u64) -> Option<Result<(), CUresult>> {
     if CAPTURING.load(Ordering::SeqCst) == 0 {
         return None;
     }
@@ -652,7 +656,7 @@ pub(crate) fn wait(stream: u64, event: u64) -> Option<Result<(), CUresult>> {
                 Ok(())
             }
             None => {
-                if let Err(e) = code(sim().stream_set_capturing(Stream(stream), true)) {
+                if let Err(e) = mark(sim, stream, true) {
                     return Some(Err(e));
                 }
                 s.captures.insert(stream, Capture { id, graph, mode, deps, origin: false, invalid: false });

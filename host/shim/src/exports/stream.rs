@@ -162,7 +162,7 @@ unsafe fn capture_info(
 /// elsewhere in the process are not refused yet.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuStreamBeginCapture_v2(h_stream: CUstream, mode: CUstreamCaptureMode) -> CUresult {
-    entry!(cuStreamBeginCapture_v2(h_stream, mode), { graphs::begin(h_stream as usize as u64, mode as u32) })
+    entry!(cuStreamBeginCapture_v2(h_stream, mode), { graphs::begin(sim(), h_stream as usize as u64, mode as u32) })
 }
 
 #[unsafe(no_mangle)]
@@ -171,7 +171,7 @@ pub unsafe extern "C" fn cuStreamEndCapture(h_stream: CUstream, ph_graph: *mut C
         if ph_graph.is_null() {
             return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
         }
-        let graph = graphs::end(h_stream as usize as u64);
+        let graph = graphs::end(sim(), h_stream as usize as u64);
         // The driver writes a null graph where the capture failed.
         ph_graph.write(graph.map_or(std::ptr::null_mut(), as_ptr));
         graph.map(drop)
@@ -264,7 +264,7 @@ pub unsafe extern "C" fn cuStreamIsCapturing(h_stream: CUstream, status: *mut CU
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuStreamWaitEvent(h_stream: CUstream, h_event: CUevent, flags: c_uint) -> CUresult {
     entry!(cuStreamWaitEvent(h_stream, h_event, flags), {
-        if let Some(joined) = graphs::wait(h_stream as usize as u64, h_event as usize as u64) {
+        if let Some(joined) = graphs::wait(sim(), h_stream as usize as u64, h_event as usize as u64) {
             return joined;
         }
         code(sim().stream_wait_event(stream(h_stream), event(h_event), flags))
