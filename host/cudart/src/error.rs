@@ -87,11 +87,6 @@ pub fn unserved(name: &CStr) -> cudaError_t {
     record(Error(NOT_SUPPORTED))
 }
 
-/// Forgets the thread's last error: after `cudaDeviceReset` the device is fresh.
-pub(crate) fn clear_all() {
-    LAST.with(|l| l.set(SUCCESS));
-}
-
 /// Reads and resets the thread's last error, a sticky one too (as NVIDIA's runtime does): an
 /// error that lost the context comes back from the driver on every later call instead.
 #[unsafe(no_mangle)]

@@ -483,20 +483,6 @@ pub(crate) fn exec_work(exec: u64) -> Result<std::sync::Arc<[Work]>, CUresult> {
     with(|s| s.execs.get(&exec).map(|e| e.work.clone()).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE))
 }
 
-/// The graph instantiated as `exec`, as a child graph of its work (a launch captured).
-pub(crate) fn exec_as_graph(exec: u64) -> Result<Graph, CUresult> {
-    let work = exec_work(exec)?;
-    let mut graph = Graph::default();
-    let mut last = None;
-    for (i, w) in work.iter().enumerate() {
-        let node = i as u64 + 1;
-        graph.nodes.push((node, w.clone()));
-        graph.edges.extend(last.map(|l| (l, node)));
-        last = Some(node);
-    }
-    Ok(graph)
-}
-
 /// Tells the simulator whether `stream` is capturing: work reaching it on one is refused.
 fn mark(sim: &SimDriver, stream: u64, capturing: bool) -> Result<(), CUresult> {
     sim.stream_set_capturing(Stream(stream), capturing).map_err(|e| e.code.to_bindings())

@@ -5,6 +5,7 @@
 //! semantics there; fault rules
 //! and bad settings given by environment must reach them as documented; a C program that times
 //! work with events (`clients/events.c`) must meet the driver's checks and a clock that runs;
+//! a C program of graphs (`clients/graphs.c`) must print what it printed on an H100, and
 //! cuda.core's graph builder (`clients/graphs.py`) must capture, launch, split and join.
 //!
 //! The C program needs NVIDIA's `cuda.h` (`$PEERPOOL_CUDA_INCLUDE`) and the script a Python
@@ -312,6 +313,14 @@ fn c_client_times_with_events() -> Result<(), Failed> {
     same_as_on_the_h200s(&mut Command::new(c_program("events")?), "clients-events.txt")
 }
 
+/// Graphs through the shim as NVIDIA's driver gave them on one H100 (`clients/graphs.c`): built
+/// node by node and captured (forks joined and left unjoined, dependencies set by hand, calls
+/// forbidden in capture), each launched and its results read back, to the graph launch a capture
+/// refuses, where the client stops.
+fn c_client_runs_graphs() -> Result<(), Failed> {
+    same_as_on_the_h200s(&mut Command::new(c_program("graphs")?), "one-h100/clients-graphs.txt")
+}
+
 /// A kernel that is not peerpool's, run from its PTX on GPU 0 over GPU 1's pool: it adds while
 /// the pool is granted, and faults once it is not, naming kernel, thread, address and pool.
 fn c_kernel_touches_a_peer_pool(stem: &str) -> Result<(), Failed> {
@@ -436,6 +445,7 @@ fn main() -> ExitCode {
     trials.push(trial("c_client_meets_a_rule_on_cu_init".into(), CUDA_INCLUDE, c_meets_a_rule_on_cu_init));
     trials.push(trial("c_client_outlives_its_trace_reader".into(), CUDA_INCLUDE, c_outlives_its_trace_reader));
     trials.push(trial("c_client_times_with_events".into(), CUDA_INCLUDE, c_client_times_with_events));
+    trials.push(trial("c_client_runs_graphs".into(), CUDA_INCLUDE, c_client_runs_graphs));
     trials.push(trial("c_client_meets_a_destroyed_pool".into(), CUDA_INCLUDE, c_client_meets_a_destroyed_pool));
     let conclusion = libtest_mimic::run(&Arguments::from_args(), trials);
     support::clean_up();

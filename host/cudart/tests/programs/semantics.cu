@@ -150,7 +150,8 @@ int main() {
     for (int c : codes)
         std::printf("%d %s: %s\n", c, cudaGetErrorName((cudaError_t)c), cudaGetErrorString((cudaError_t)c));
 
-    // cudaDeviceReset: allocations go, the device works again, the last error is clear.
+    // cudaDeviceReset: allocations go, the device works again; the last error (the failed
+    // capture's) stays.
     int *kept = nullptr;
     CHECK(cudaMalloc(&kept, 4));
     CHECK(cudaDeviceReset());

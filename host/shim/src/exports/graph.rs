@@ -442,13 +442,15 @@ pub unsafe extern "C" fn cuGraphUpload(h_graph_exec: CUgraphExec, h_stream: CUst
     })
 }
 
-/// The graph's work in order on the stream; on a stream in capture, a child graph node.
+/// The graph's work in order on the stream. On a stream in capture it is
+/// `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED`, as an H100's driver answered for a graph of host,
+/// copy and memset nodes; the capture is invalidated.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuGraphLaunch(h_graph_exec: CUgraphExec, h_stream: CUstream) -> CUresult {
     entry!(cuGraphLaunch(h_graph_exec, h_stream), {
         let exec = handle(h_graph_exec);
-        if let Some(done) = graphs::capture(handle(h_stream), || Ok(Work::Child(graphs::exec_as_graph(exec)?))) {
-            return done;
+        if graphs::invalidate(handle(h_stream)) {
+            return Err(CUresult::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
         }
         for work in graphs::exec_work(exec)?.iter() {
             replay(work, h_stream)?;
