@@ -216,6 +216,15 @@ fn with<T>(f: impl FnOnce(&mut Store) -> T) -> T {
     f(store.get_or_insert_with(Store::default))
 }
 
+/// [`with`] for a call that may let user objects go: their destructors run after the lock is
+/// let go.
+fn releasing<T>(f: impl FnOnce(&mut Store, &mut Vec<Destroy>) -> T) -> T {
+    let mut done = Vec::new();
+    let result = with(|s| f(s, &mut done));
+    Destroy::run_all(done);
+    result
+}
+
 pub(crate) fn create() -> u64 {
     with(|s| {
         let g = s.handle();
@@ -227,14 +236,11 @@ pub(crate) fn create() -> u64 {
 /// Destroys graph `g`, releasing the user objects it holds; a stream capturing into it is left
 /// with an invalid capture.
 pub(crate) fn destroy(g: u64) -> Result<(), CUresult> {
-    let mut done = Vec::new();
-    let found = with(|s| {
+    releasing(|s, done| {
         let graph = s.graphs.remove(&g).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
-        s.release_all(&graph.users, &mut done);
+        s.release_all(&graph.users, done);
         Ok(())
-    });
-    Destroy::run_all(done);
-    found
+    })
 }
 
 /// A user object of `refs` references, destroyed by `destroy(ptr)` when the last goes.
@@ -255,10 +261,7 @@ pub(crate) fn user_retain(u: u64, count: u32) -> Result<(), CUresult> {
 }
 
 pub(crate) fn user_release(u: u64, count: u32) -> Result<(), CUresult> {
-    let mut done = Vec::new();
-    let released = with(|s| s.release(u, count, &mut done));
-    Destroy::run_all(done);
-    released
+    releasing(|s, done| s.release(u, count, done))
 }
 
 /// Graph `g` takes `count` references to `u`: new ones, or (`moved`) the caller's.
@@ -280,8 +283,7 @@ pub(crate) fn graph_retain_user(g: u64, u: u64, count: u32, moved: bool) -> Resu
 
 /// Graph `g` gives back `count` of its references to `u`.
 pub(crate) fn graph_release_user(g: u64, u: u64, count: u32) -> Result<(), CUresult> {
-    let mut done = Vec::new();
-    let released = with(|s| {
+    releasing(|s, done| {
         let graph = s.graph(g)?;
         let Some(at) = graph.users.iter().position(|&(held, n)| held == u && n >= count) else {
             return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
@@ -290,10 +292,8 @@ pub(crate) fn graph_release_user(g: u64, u: u64, count: u32) -> Result<(), CUres
         if graph.users[at].1 == 0 {
             graph.users.remove(at);
         }
-        s.release(u, count, &mut done)
-    });
-    Destroy::run_all(done);
-    released
+        s.release(u, count, done)
+    })
 }
 
 /// Adds `work` to `g` after `deps` (nodes of `g`); the new node's handle.
@@ -468,14 +468,11 @@ pub(crate) fn instantiate(g: u64) -> Result<u64, CUresult> {
 }
 
 pub(crate) fn exec_destroy(exec: u64) -> Result<(), CUresult> {
-    let mut done = Vec::new();
-    let found = with(|s| {
+    releasing(|s, done| {
         let gone = s.execs.remove(&exec).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
-        s.release_all(&gone.users, &mut done);
+        s.release_all(&gone.users, done);
         Ok(())
-    });
-    Destroy::run_all(done);
-    found
+    })
 }
 
 /// An instantiated graph's work, to replay.
