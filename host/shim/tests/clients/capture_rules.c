@@ -27,6 +27,7 @@ struct world {
     CUdeviceptr made; /* what a row allocated, freed after the capture */
     void *made_host;
     CUmemoryPool pool;
+    CUdeviceptr pooled; /* from the default pool, made before the capture */
 };
 
 typedef CUresult (*call_fn)(struct world *);
@@ -69,6 +70,11 @@ static CUresult alloc_async(struct world *w) {
     CUresult r = cuMemAllocAsync(&w->made, 4096, w->s);
     if (r == CUDA_SUCCESS) r = cuMemFreeAsync(w->made, w->s);
     w->made = 0;
+    return r;
+}
+static CUresult free_pooled(struct world *w) {
+    CUresult r = cuMemFreeAsync(w->pooled, w->s);
+    if (r == CUDA_SUCCESS) w->pooled = 0;
     return r;
 }
 static CUresult pool_access(struct world *w) {
@@ -139,6 +145,7 @@ static const struct row {
     {"cuStreamWaitEvent of another capture's event", wait_isolated},
     {"cuStreamAddCallback", add_callback},
     {"cuMemAllocAsync and cuMemFreeAsync", alloc_async},
+    {"cuMemFreeAsync of an allocation made outside", free_pooled},
     {"cuMemPoolSetAccess", pool_access},
     {"cuMemPoolTrimTo", pool_trim},
     {"cuDeviceGraphMemTrim", graph_trim},
@@ -180,6 +187,7 @@ static int cell(struct world *w, const struct row *row, CUstreamCaptureMode mode
     TRY(cuEventCreate(&w->captured, 0));
     TRY(cuMemAlloc(&w->dev, 4096));
     TRY(cuMemAllocHost(&w->host, 4096));
+    TRY(cuMemAllocAsync(&w->pooled, 4096, w->other));
     TRY(cuEventRecord(w->before, w->other));
     TRY(cuStreamSynchronize(w->other));
     w->made = 0, w->made_host = NULL;
@@ -212,6 +220,8 @@ static int cell(struct world *w, const struct row *row, CUstreamCaptureMode mode
            name_of(ended), (int)second, name_of(ended2));
     TRY(cuCtxSynchronize());
     if (w->made) TRY(cuMemFree(w->made));
+    if (w->pooled) TRY(cuMemFreeAsync(w->pooled, w->other));
+    TRY(cuStreamSynchronize(w->other));
     if (w->made_host) TRY(cuMemFreeHost(w->made_host));
     if (w->dev) TRY(cuMemFree(w->dev));
     if (w->host) TRY(cuMemFreeHost(w->host));
