@@ -46,6 +46,9 @@ pub(crate) enum Work {
     /// An event recorded, or waited for, where the node runs.
     EventRecord(u64),
     EventWait(u64),
+    /// A graph allocation made live, or freed, by its address (`graph_memory.rs`).
+    MemAlloc(u64),
+    MemFree(u64),
 }
 
 /// A kernel launch: the function, its shape and its parameters as copied at the call.
@@ -73,6 +76,8 @@ impl Work {
             Work::Empty => 5,
             Work::EventWait(_) => 6,
             Work::EventRecord(_) => 7,
+            Work::MemAlloc(_) => 10,
+            Work::MemFree(_) => 11,
         }
     }
 }
@@ -89,6 +94,15 @@ pub(crate) struct Graph {
 impl Graph {
     fn has(&self, node: u64) -> bool {
         self.nodes.iter().any(|&(h, _)| h == node)
+    }
+
+    /// Whether it holds an allocation or free node, here or in a child graph.
+    fn has_memory_nodes(&self) -> bool {
+        self.nodes.iter().any(|(_, w)| match w {
+            Work::MemAlloc(_) | Work::MemFree(_) => true,
+            Work::Child(child) => child.has_memory_nodes(),
+            _ => false,
+        })
     }
 
     /// The work in an order the edges allow (of the ready nodes, the first added first), child
@@ -161,10 +175,14 @@ impl Destroy {
     }
 }
 
-/// An instantiated graph: its work in order, and the user objects it holds.
+/// An instantiated graph: its work in order, the user objects it holds, the graph it was made
+/// from where that holds memory nodes (one executable at a time), and whether each launch frees
+/// the allocations of the one before.
 struct Exec {
     work: std::sync::Arc<[Work]>,
     users: Vec<(u64, u32)>,
+    memory_of: Option<u64>,
+    auto_free: bool,
 }
 
 #[derive(Default)]
@@ -379,7 +397,20 @@ pub(crate) fn destroy_node(node: u64) -> Result<(), CUresult> {
 
 /// `g` in Graphviz's language, a node a line with its type, then its edges.
 pub(crate) fn dot(g: u64) -> Result<String, CUresult> {
-    const NAMES: [&str; 8] = ["KERNEL", "MEMCPY", "MEMSET", "HOST", "GRAPH", "EMPTY", "WAIT_EVENT", "EVENT_RECORD"];
+    const NAMES: [&str; 12] = [
+        "KERNEL",
+        "MEMCPY",
+        "MEMSET",
+        "HOST",
+        "GRAPH",
+        "EMPTY",
+        "WAIT_EVENT",
+        "EVENT_RECORD",
+        "EXT_SEMAS_SIGNAL",
+        "EXT_SEMAS_WAIT",
+        "MEM_ALLOC",
+        "MEM_FREE",
+    ];
     with(|s| {
         let graph = s.graph(g)?;
         let mut text = format!("digraph dot {{\n  label=\"graph_{g:#x}\";\n");
@@ -419,6 +450,14 @@ pub(crate) fn update_dependencies(stream: u64, nodes: &[u64], set: bool) -> Resu
     })
 }
 
+/// What node `node` does, in whichever graph holds it.
+pub(crate) fn work_of(node: u64) -> Result<Work, CUresult> {
+    with(|s| {
+        let work = s.graphs.values().flat_map(|g| g.nodes.iter()).find(|&&(h, _)| h == node);
+        work.map(|(_, w)| w.clone()).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)
+    })
+}
+
 /// Node `node`'s type, in whichever graph holds it.
 pub(crate) fn node_type(node: u64) -> Result<u32, CUresult> {
     with(|s| {
@@ -450,19 +489,23 @@ pub(crate) fn clone(g: u64) -> Result<u64, CUresult> {
 }
 
 /// `g` instantiated: its work in order, kept under a handle of its own, holding references of
-/// its own to the graph's user objects.
-pub(crate) fn instantiate(g: u64) -> Result<u64, CUresult> {
+/// its own to the graph's user objects. A graph with memory nodes has one executable at a time.
+pub(crate) fn instantiate(g: u64, auto_free: bool) -> Result<u64, CUresult> {
     with(|s| {
         let graph = s.graph(g)?;
         let work = graph.order().ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
         let users = graph.users.clone();
+        let memory_of = graph.has_memory_nodes().then_some(g);
+        if memory_of.is_some() && s.execs.values().any(|e| e.memory_of == memory_of) {
+            return Err(SECOND_EXECUTABLE);
+        }
         for &(u, n) in &users {
             if let Some(user) = s.users.get_mut(&u) {
                 user.refs += n;
             }
         }
         let exec = s.handle();
-        s.execs.insert(exec, Exec { work: work.into(), users });
+        s.execs.insert(exec, Exec { work: work.into(), users, memory_of, auto_free });
         Ok(exec)
     })
 }
@@ -475,10 +518,13 @@ pub(crate) fn exec_destroy(exec: u64) -> Result<(), CUresult> {
     })
 }
 
-/// An instantiated graph's work, to replay.
-pub(crate) fn exec_work(exec: u64) -> Result<std::sync::Arc<[Work]>, CUresult> {
-    with(|s| s.execs.get(&exec).map(|e| e.work.clone()).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE))
+/// An instantiated graph's work, to replay, and whether it frees its live allocations first.
+pub(crate) fn exec_work(exec: u64) -> Result<(std::sync::Arc<[Work]>, bool), CUresult> {
+    with(|s| s.execs.get(&exec).map(|e| (e.work.clone(), e.auto_free)).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE))
 }
+
+/// What instantiating a graph with memory nodes a second time answers.
+const SECOND_EXECUTABLE: CUresult = CUresult::CUDA_ERROR_NOT_SUPPORTED;
 
 /// Tells the simulator whether `stream` is capturing: work reaching it on one is refused.
 fn mark(sim: &SimDriver, stream: u64, capturing: bool) -> Result<(), CUresult> {

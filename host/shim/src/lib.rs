@@ -19,6 +19,7 @@ pub mod backend;
 mod boundary;
 mod export_table;
 pub mod exports;
+mod graph_memory;
 mod graphs;
 mod host_functions;
 mod image_bytes;

@@ -207,6 +207,7 @@ mod vmm;
 
 pub use catalog::{CatalogEntry, catalog, catalog_topology};
 pub use driver::{ANSWERED_WHEN_DEAD, SimDriver, SimOptions, SimStats};
+pub use pools::GraphPool;
 pub use ptx_kernels::{PtxLaunch, PtxLaunchHow};
 pub use timing::{Floor, Latencies, Serial};
 pub use topology::{

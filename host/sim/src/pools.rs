@@ -118,3 +118,37 @@ pub(super) fn set(s: &mut State, id: usize, attribute: PoolAttribute, value: u64
     }
     Ok(())
 }
+
+/// What an allocation node captured from `cuMemAllocAsync` or `cuMemAllocFromPoolAsync` takes
+/// from its pool: the device, the handle types and, by device ordinal, the access the pool
+/// grants at the call (a later `cuMemPoolSetAccess` does not reach the node).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GraphPool {
+    pub device: i32,
+    pub handle_types: peerpool::driver::HandleKinds,
+    pub access: Vec<peerpool::driver::Access>,
+}
+
+impl super::SimDriver {
+    /// The pool a capture on `stream` allocates from (`pool`, or the stream's device's current
+    /// pool), as [`GraphPool`]. A pool on the host or of managed memory is
+    /// `CUDA_ERROR_NOT_SUPPORTED`: graph allocations of device memory only are simulated.
+    pub fn graph_pool(
+        &self,
+        stream: peerpool::driver::Stream,
+        pool: Option<peerpool::driver::Pool>,
+    ) -> peerpool::driver::DriverResult<GraphPool> {
+        self.run("cuMemAllocAsync", |s| {
+            let device = s.stream_device_any(stream)?;
+            let id = match pool {
+                Some(p) => s.pool(p.0)?,
+                None => s.current_pools[device],
+            };
+            let rec = &s.pools[id];
+            if rec.place != PoolPlace::Device {
+                return fail(CudaCode::CUDA_ERROR_NOT_SUPPORTED);
+            }
+            Ok(GraphPool { device: rec.device as i32, handle_types: rec.handle_types, access: rec.access.clone() })
+        })
+    }
+}

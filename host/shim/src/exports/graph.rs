@@ -6,6 +6,7 @@ use crate::abi::{as_ptr, out, stream};
 use crate::boundary::{Answer, code, entry, sim};
 use crate::exports::copy::{memcpy_on, memset_on};
 use crate::exports::launch::{Shape, kernel_work, replay_kernel};
+use crate::graph_memory;
 use crate::graphs::{self, Work};
 use crate::host_functions;
 use cudarc::driver::sys::{
@@ -16,7 +17,7 @@ use cudarc::driver::sys::{
 use peerpool_sim::PtxLaunchHow;
 use std::ffi::{c_char, c_uint, c_ulonglong, c_void};
 
-fn handle<T>(h: *mut T) -> u64 {
+pub(super) fn handle<T>(h: *mut T) -> u64 {
     h as usize as u64
 }
 
@@ -37,7 +38,7 @@ unsafe fn dependencies(deps: *const CUgraphNode, count: usize) -> Result<Vec<u64
 ///
 /// # Safety
 /// As [`dependencies`]; `node` is valid for a write or null.
-unsafe fn add(
+pub(super) unsafe fn add(
     node: *mut CUgraphNode,
     graph: CUgraph,
     deps: *const CUgraphNode,
@@ -396,6 +397,7 @@ pub unsafe extern "C" fn cuGraphInstantiateWithFlags(
 /// `CUDA_GRAPH_INSTANTIATE_FLAG_*`: auto-free on launch, upload, device launch, node priority.
 const INSTANTIATE_FLAGS: u64 = 0x1 | 0x2 | 0x4 | 0x8;
 const DEVICE_LAUNCH: u64 = 0x4;
+const AUTO_FREE_ON_LAUNCH: u64 = 0x1;
 
 /// # Safety
 /// `exec` is valid for a write or null.
@@ -406,7 +408,7 @@ unsafe fn instantiate(exec: *mut CUgraphExec, g: CUgraph, flags: u64) -> Answer 
     if flags & DEVICE_LAUNCH != 0 {
         return crate::boundary::not_simulated("cuGraphInstantiate for device launch");
     }
-    let made = graphs::instantiate(handle(g))?;
+    let made = graphs::instantiate(handle(g), flags & AUTO_FREE_ON_LAUNCH != 0)?;
     // SAFETY: the caller's.
     unsafe { out(exec, as_ptr(made)) }
 }
@@ -452,8 +454,23 @@ pub unsafe extern "C" fn cuGraphLaunch(h_graph_exec: CUgraphExec, h_stream: CUst
         if graphs::invalidate(handle(h_stream)) {
             return Err(CUresult::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
         }
-        for work in graphs::exec_work(exec)?.iter() {
-            replay(work, h_stream)?;
+        let (work, auto_free) = graphs::exec_work(exec)?;
+        // An allocation still live from the last launch is freed first with auto-free, and
+        // refuses the launch without.
+        let live: Vec<u64> = work
+            .iter()
+            .filter_map(|w| match w {
+                &Work::MemAlloc(va) if graph_memory::live(va) => Some(va),
+                _ => None,
+            })
+            .collect();
+        match (live.is_empty(), auto_free) {
+            (true, _) => {}
+            (false, true) => live.iter().try_for_each(|&va| graph_memory::unmap(sim(), va))?,
+            (false, false) => return Err(CUresult::CUDA_ERROR_INVALID_VALUE),
+        }
+        for w in work.iter() {
+            replay(w, h_stream)?;
         }
         Ok(())
     })
@@ -675,6 +692,8 @@ unsafe fn replay(work: &Work, h_stream: CUstream) -> Answer {
         }
         &Work::EventRecord(e) => code(sim().event_record(crate::abi::event(as_ptr(e)), s)),
         &Work::EventWait(e) => code(sim().stream_wait_event(s, crate::abi::event(as_ptr(e)), 0)),
+        &Work::MemAlloc(va) => graph_memory::map(sim(), va),
+        &Work::MemFree(va) => graph_memory::unmap(sim(), va),
         Work::Empty | Work::Child(_) => Ok(()),
     }
 }

@@ -3,10 +3,12 @@
 
 use crate::abi::{PoolRequest, access_descs, access_flags, as_ptr, location_device, out, pool, pool_request, stream};
 use crate::boundary::{code, entry, sim};
+use crate::graph_memory;
+use crate::graphs::{self, Work};
 use cudarc::driver::sys::{
     CUdeviceptr, CUmemAccess_flags, CUmemAccessDesc, CUmemLocation, CUmemPoolProps, CUmemoryPool, CUresult, CUstream,
 };
-use peerpool::driver::{DevicePtr, PointerAttribute, PoolAttribute};
+use peerpool::driver::{Access, AccessDesc, DevicePtr, PointerAttribute, Pool, PoolAttribute};
 use std::ffi::{c_uint, c_void};
 
 #[unsafe(no_mangle)]
@@ -14,16 +16,47 @@ pub unsafe extern "C" fn cuMemAlloc_v2(dptr: *mut CUdeviceptr, bytes: usize) -> 
     entry!(cuMemAlloc_v2(dptr, bytes), { out(dptr, code(sim().mem_alloc(bytes))?.0) })
 }
 
+/// A graph allocation not freed in its graph may be freed here too.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuMemFree_v2(dptr: CUdeviceptr) -> CUresult {
-    entry!(cuMemFree_v2(dptr), { code(sim().mem_free(DevicePtr(dptr))) })
+    entry!(cuMemFree_v2(dptr), {
+        if let Some(done) = graph_memory::free_outside(sim(), dptr) {
+            return done;
+        }
+        code(sim().mem_free(DevicePtr(dptr)))
+    })
 }
 
+/// In a capture: an allocation node with the pool's properties and its access at the call.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuMemAllocAsync(dptr: *mut CUdeviceptr, bytes: usize, h_stream: CUstream) -> CUresult {
     entry!(cuMemAllocAsync(dptr, bytes, h_stream), {
+        if let Some(va) = captured_alloc(h_stream, bytes, None) {
+            return out(dptr, va?);
+        }
         out(dptr, code(sim().mem_alloc_async(bytes, stream(h_stream)))?.0)
     })
+}
+
+/// Where `h_stream` is capturing, the address of a new allocation node of `bytes` from `pool`
+/// (the stream device's current pool for `None`); `None`: not capturing.
+fn captured_alloc(h_stream: CUstream, bytes: usize, pool: Option<Pool>) -> Option<Result<u64, CUresult>> {
+    if !graphs::capturing(h_stream as usize as u64) {
+        return None;
+    }
+    let from = match code(sim().graph_pool(stream(h_stream), pool)) {
+        Ok(from) => from,
+        Err(e) => return Some(Err(e)),
+    };
+    let peers = from.access.iter().enumerate().filter(|&(d, a)| d as i32 != from.device && *a != Access::None);
+    let access = peers.map(|(d, &access)| AccessDesc { device: d as i32, access }).collect();
+    let request = graph_memory::Request { bytes, device: from.device, handle_types: from.handle_types, access };
+    let mut va = 0;
+    let done = graphs::capture(h_stream as usize as u64, || {
+        va = graph_memory::reserve(sim(), request)?;
+        Ok(Work::MemAlloc(va))
+    })?;
+    Some(done.map(|()| va))
 }
 
 #[unsafe(no_mangle)]
@@ -34,13 +67,30 @@ pub unsafe extern "C" fn cuMemAllocFromPoolAsync(
     h_stream: CUstream,
 ) -> CUresult {
     entry!(cuMemAllocFromPoolAsync(dptr, bytes, memory_pool, h_stream), {
+        if let Some(va) = captured_alloc(h_stream, bytes, Some(pool(memory_pool))) {
+            return out(dptr, va?);
+        }
         out(dptr, code(sim().mem_alloc_from_pool_async(bytes, pool(memory_pool), stream(h_stream)))?.0)
     })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuMemFreeAsync(dptr: CUdeviceptr, h_stream: CUstream) -> CUresult {
-    entry!(cuMemFreeAsync(dptr, h_stream), { code(sim().mem_free_async(DevicePtr(dptr), stream(h_stream))) })
+    entry!(cuMemFreeAsync(dptr, h_stream), {
+        // In a capture, a free node: of a graph allocation only.
+        let captured = graphs::capture(h_stream as usize as u64, || {
+            graph_memory::free_by_node(dptr)?;
+            Ok(Work::MemFree(dptr))
+        });
+        if let Some(done) = captured {
+            return done;
+        }
+        if let Some(done) = graph_memory::free_outside(sim(), dptr) {
+            code(sim().stream_settings(stream(h_stream)))?;
+            return done;
+        }
+        code(sim().mem_free_async(DevicePtr(dptr), stream(h_stream)))
+    })
 }
 
 /// Pinned pools on a device, pools on the host and managed pools.
