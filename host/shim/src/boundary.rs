@@ -39,11 +39,19 @@ pub(crate) fn enter_on(
     {
         return code;
     }
-    let run = || match std::panic::catch_unwind(AssertUnwindSafe(body)) {
-        Ok(Ok(())) => CUresult::CUDA_SUCCESS,
-        Ok(Err(CUresult::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)) => uncaptured(symbol),
-        Ok(Err(code)) => code,
-        Err(panic) => panicked(symbol, panic),
+    let run = || {
+        // A stream captures somewhere: a call the driver forbids this thread now is refused.
+        if crate::graphs::any_capturing()
+            && let Some(code) = crate::graphs::gate(documented_name(symbol))
+        {
+            return code;
+        }
+        match std::panic::catch_unwind(AssertUnwindSafe(body)) {
+            Ok(Ok(())) => CUresult::CUDA_SUCCESS,
+            Ok(Err(CUresult::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)) => uncaptured(symbol),
+            Ok(Err(code)) => code,
+            Err(panic) => panicked(symbol, panic),
+        }
     };
     if runtime.ledger.is_idle() {
         return run(); // no rule, no trace: nothing to decide or write

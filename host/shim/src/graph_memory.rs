@@ -78,6 +78,17 @@ pub(crate) fn reserve(sim: &SimDriver, request: Request) -> Result<u64, CUresult
     if request.bytes == 0 || !in_range(request.device) || !request.access.iter().all(|a| in_range(a.device)) {
         return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
     }
+    // As for a pool's access: read-only is refused, and a device without a peer link to the
+    // owner cannot be given access.
+    for a in request.access.iter().filter(|a| a.device != request.device) {
+        match a.access {
+            Access::Read => return Err(CUresult::CUDA_ERROR_NOT_SUPPORTED),
+            Access::ReadWrite if !code(sim.device_can_access_peer(a.device, request.device))? => {
+                return Err(CUresult::CUDA_ERROR_INVALID_DEVICE);
+            }
+            _ => {}
+        }
+    }
     let size = request.bytes.div_ceil(GRANULE) * GRANULE;
     let va = code(sim.mem_address_reserve(size, 0))?.0;
     let descs = request.access.iter().map(|a| descriptor(a.device, a.access)).collect();

@@ -153,6 +153,8 @@ struct Capture {
     /// Whether the capture began on this stream (others joined it through an event).
     origin: bool,
     invalid: bool,
+    /// The thread that began it.
+    thread: std::thread::ThreadId,
 }
 
 /// A user object: its data, the function that destroys it, and its references.
@@ -533,6 +535,50 @@ fn mark(sim: &SimDriver, stream: u64, capturing: bool) -> Result<(), CUresult> {
 
 /// `CUstreamCaptureMode`: global, thread-local, relaxed.
 const MODES: u32 = 3;
+const GLOBAL: u32 = 0;
+const THREAD_LOCAL: u32 = 1;
+const RELAXED: u32 = 2;
+
+std::thread_local! {
+    /// The thread's capture interaction mode (`cuThreadExchangeStreamCaptureMode`).
+    static MODE: std::cell::Cell<u32> = const { std::cell::Cell::new(GLOBAL) };
+}
+
+/// Sets the calling thread's interaction mode to `mode`; the one it had.
+pub(crate) fn exchange_mode(mode: u32) -> Result<u32, CUresult> {
+    match mode < MODES {
+        true => Ok(MODE.replace(mode)),
+        false => Err(CUresult::CUDA_ERROR_INVALID_VALUE),
+    }
+}
+
+/// The calls the driver calls potentially unsafe in capture: synchronous allocation, freeing,
+/// copies and memsets that the capture would not see (as recorded on NVIDIA's driver, the
+/// capture-rules record).
+const UNSAFE_IN_CAPTURE: [&str; 0] = [];
+
+/// Whether the calling thread may not make a potentially unsafe call now, as the driver
+/// documents for `cuThreadExchangeStreamCaptureMode`: in global mode (the default), while this
+/// thread has a capture not begun relaxed or another thread one begun global; in thread-local
+/// mode, while this thread has one not begun relaxed; never in relaxed mode.
+fn prohibited(s: &Store) -> bool {
+    let me = std::thread::current().id();
+    let mode = MODE.get();
+    s.captures.values().filter(|c| c.origin).any(|c| match mode {
+        GLOBAL => (c.thread == me && c.mode != RELAXED) || (c.thread != me && c.mode == GLOBAL),
+        THREAD_LOCAL => c.thread == me && c.mode != RELAXED,
+        _ => false,
+    })
+}
+
+/// For the entry point `name` (as documented) while some stream captures: a potentially unsafe
+/// call the calling thread may not make is `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED`.
+pub(crate) fn gate(name: &str) -> Option<CUresult> {
+    if !UNSAFE_IN_CAPTURE.contains(&name) {
+        return None;
+    }
+    with(|s| prohibited(s).then_some(CUresult::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED))
+}
 
 /// Begins a capture on `stream` (not a null stream) into a new graph.
 pub(crate) fn begin(sim: &SimDriver, stream: u64, mode: u32) -> Result<(), CUresult> {
@@ -550,7 +596,8 @@ pub(crate) fn begin(sim: &SimDriver, stream: u64, mode: u32) -> Result<(), CUres
         let graph = s.handle();
         s.graphs.insert(graph, Graph::default());
         let id = s.handle();
-        s.captures.insert(stream, Capture { id, graph, mode, deps: Vec::new(), origin: true, invalid: false });
+        let thread = std::thread::current().id();
+        s.captures.insert(stream, Capture { id, graph, mode, deps: Vec::new(), origin: true, invalid: false, thread });
         CAPTURING.fetch_add(1, Ordering::SeqCst);
         Ok(())
     })
@@ -563,6 +610,9 @@ pub(crate) fn end(sim: &SimDriver, stream: u64) -> Result<u64, CUresult> {
         let capture = s.captures.get(&stream).ok_or(CUresult::CUDA_ERROR_ILLEGAL_STATE)?;
         if !capture.origin {
             return Err(CUresult::CUDA_ERROR_STREAM_CAPTURE_UNMATCHED);
+        }
+        if capture.mode != RELAXED && capture.thread != std::thread::current().id() {
+            return Err(CUresult::CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD);
         }
         let (id, graph, invalid) = (capture.id, capture.graph, capture.invalid);
         // Every node another stream of the capture would still add after must be one the
@@ -607,6 +657,12 @@ pub(crate) fn info(stream: u64) -> Option<(bool, u64, u64, Vec<u64>)> {
         return None;
     }
     with(|s| s.captures.get(&stream).map(|c| (!c.invalid, c.id, c.graph, c.deps.clone())))
+}
+
+/// Whether any stream is capturing.
+#[inline]
+pub(crate) fn any_capturing() -> bool {
+    CAPTURING.load(Ordering::Relaxed) != 0
 }
 
 /// Whether `stream` is capturing (a fast answer while no stream is).
@@ -688,7 +744,8 @@ pub(crate) fn wait(sim: &SimDriver, stream: u64, event: u64) -> Option<Result<()
                 if let Err(e) = mark(sim, stream, true) {
                     return Some(Err(e));
                 }
-                s.captures.insert(stream, Capture { id, graph, mode, deps, origin: false, invalid: false });
+                let thread = s.captures.values().find(|c| c.id == id).map_or(std::thread::current().id(), |c| c.thread);
+                s.captures.insert(stream, Capture { id, graph, mode, deps, origin: false, invalid: false, thread });
                 CAPTURING.fetch_add(1, Ordering::SeqCst);
                 Ok(())
             }

@@ -4,9 +4,8 @@
 //! topology's peer matrix, and a pool shared with a `multiprocessing` child must keep cuda.core's
 //! semantics there; fault rules
 //! and bad settings given by environment must reach them as documented; a C program that times
-//! work with events (`clients/events.c`) must meet the driver's checks and a clock that runs;
-//! a C program of graphs (`clients/graphs.c`) must print what it printed on an H100, and
-//! cuda.core's graph builder (`clients/graphs.py`) must capture, launch, split and join.
+//! work with events (`clients/events.c`) must meet the driver's checks and a clock that runs.
+//! Graph clients have a test of their own (`graphs.rs`).
 //!
 //! The C program needs NVIDIA's `cuda.h` (`$PEERPOOL_CUDA_INCLUDE`) and the script a Python
 //! with cuda-core (`$PEERPOOL_PYTHON`): `.ci/run` installs both from PyPI into a throwaway
@@ -237,21 +236,6 @@ fn cuda_core_shares_a_pool_with_a_child(stem: &str) -> Result<(), Failed> {
     }
 }
 
-/// cuda.core's graph builder (`clients/graphs.py`): three launches captured and nothing run at
-/// capture, the graph completed (with the user object cuda.core keeps its kernel alive with),
-/// uploaded and launched twice; a builder split over two streams and joined back.
-fn cuda_core_builds_graphs(stem: &str) -> Result<(), Failed> {
-    let mut script = Command::new(std::env::var(PYTHON)?);
-    script.arg(clients().join("graphs.py"));
-    let text = stdout(&run(&mut script, &[("PEERPOOL_TOPOLOGY", stem)])?);
-    let want = "building: True\nafter three captured launches: (0, 0)\nlaunched once: (6, 6)\n\
-                launched twice: (12, 12)\nsplit and joined, launched: (1122, 1112)\ndone\n";
-    match text == want {
-        true => Ok(()),
-        false => Err(format!("expected:\n{want}printed:\n{text}").into()),
-    }
-}
-
 /// numba-cuda's kernels of `script`, compiled by NVVM and linked by the driver's JIT linker, run
 /// from their PTX on every simulated GPU, each result exact: `numba_kernels.py`'s, and
 /// `numba_linked.py`'s, whose PTX is linked with NVRTC's of CUDA C and with numba-cuda's float16
@@ -295,30 +279,10 @@ fn cuda_core_launches_cooperatively(stem: &str) -> Result<(), Failed> {
     }
 }
 
-/// The client, run through the shim on the simulated H200 pair, prints what it printed on a
-/// real GPU with NVIDIA's driver (`record`), line for line.
-fn same_as_on_the_h200s(program: &mut Command, record: &str) -> Result<(), Failed> {
-    let want = recorded(record)?;
-    // The H200s' driver is CUDA 13.0's.
-    let out = run(program, &[("PEERPOOL_TOPOLOGY", "two_h200_nvlink"), ("PEERPOOL_SIM_DRIVER_VERSION", "13.0")])?;
-    match stdout(&out) {
-        text if text == want => Ok(()),
-        text => Err(format!("the H200s printed:\n{want}through the shim:\n{text}").into()),
-    }
-}
-
 /// Events through the shim: flags checked as NVIDIA's driver checks them, and time kept on the
 /// simulator's virtual clock (`clients/events.c` prints no absolute time).
 fn c_client_times_with_events() -> Result<(), Failed> {
     same_as_on_the_h200s(&mut Command::new(c_program("events")?), "clients-events.txt")
-}
-
-/// Graphs through the shim as NVIDIA's driver gave them on one H100 (`clients/graphs.c`): built
-/// node by node and captured (forks joined and left unjoined, dependencies set by hand, calls
-/// forbidden in capture), each launched and its results read back, to the graph launch a capture
-/// refuses, where the client stops.
-fn c_client_runs_graphs() -> Result<(), Failed> {
-    same_as_on_the_h200s(&mut Command::new(c_program("graphs")?), "one-h100/clients-graphs.txt")
 }
 
 /// A kernel that is not peerpool's, run from its PTX on GPU 0 over GPU 1's pool: it adds while
@@ -398,7 +362,6 @@ fn main() -> ExitCode {
         trials.push(trial(format!("cuda_core_shares_a_pool_with_a_child::{stem}"), PYTHON, move || {
             cuda_core_shares_a_pool_with_a_child(stem)
         }));
-        trials.push(trial(format!("cuda_core_builds_graphs::{stem}"), PYTHON, move || cuda_core_builds_graphs(stem)));
         trials.push(trial(format!("numba_kernels_run::{stem}"), PYTHON, move || {
             numba_run(stem, "numba_kernels.py", &["axpy", "block_sum", "warp_sums", "collatz", "grid_sum"])
         }));
@@ -445,7 +408,6 @@ fn main() -> ExitCode {
     trials.push(trial("c_client_meets_a_rule_on_cu_init".into(), CUDA_INCLUDE, c_meets_a_rule_on_cu_init));
     trials.push(trial("c_client_outlives_its_trace_reader".into(), CUDA_INCLUDE, c_outlives_its_trace_reader));
     trials.push(trial("c_client_times_with_events".into(), CUDA_INCLUDE, c_client_times_with_events));
-    trials.push(trial("c_client_runs_graphs".into(), CUDA_INCLUDE, c_client_runs_graphs));
     trials.push(trial("c_client_meets_a_destroyed_pool".into(), CUDA_INCLUDE, c_client_meets_a_destroyed_pool));
     let conclusion = libtest_mimic::run(&Arguments::from_args(), trials);
     support::clean_up();

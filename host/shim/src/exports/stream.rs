@@ -182,12 +182,9 @@ pub unsafe extern "C" fn cuStreamEndCapture(h_stream: CUstream, ph_graph: *mut C
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuThreadExchangeStreamCaptureMode(mode: *mut CUstreamCaptureMode) -> CUresult {
     entry!(cuThreadExchangeStreamCaptureMode(mode), {
-        std::thread_local! {
-            static MODE: std::cell::Cell<CUstreamCaptureMode> =
-                const { std::cell::Cell::new(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL) };
-        }
-        let wanted = mode.as_mut().ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
-        *wanted = MODE.replace(*wanted);
+        // Read as the integer it is: a mode out of range is refused, not taken for an enum.
+        let wanted = mode.cast::<u32>().as_mut().ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
+        *wanted = graphs::exchange_mode(*wanted)?;
         Ok(())
     })
 }

@@ -240,3 +240,15 @@ pub fn trial_needing(
         }
     }
 }
+
+/// The client, run through the shim on the simulated H200 pair, prints what it printed on a
+/// real GPU with NVIDIA's driver (`record`), line for line.
+pub fn same_as_on_the_h200s(program: &mut Command, record: &str) -> Result<(), Failed> {
+    let want = recorded(record)?;
+    // The H200s' driver is CUDA 13.0's.
+    let out = run(program, &[("PEERPOOL_TOPOLOGY", "two_h200_nvlink"), ("PEERPOOL_SIM_DRIVER_VERSION", "13.0")])?;
+    match stdout(&out) {
+        text if text == want => Ok(()),
+        text => Err(format!("the H200s printed:\n{want}through the shim:\n{text}").into()),
+    }
+}

@@ -1,0 +1,107 @@
+//! Programs that build, capture and launch CUDA graphs, run against the shim as their libcuda:
+//! C programs of graphs (`clients/graphs.c`), graph memory (`clients/graph_memory.c`) and the
+//! calls forbidden in capture (`clients/capture_rules.c`) must print what NVIDIA's driver
+//! printed on one GPU; cuda.core's graph builder (`clients/graphs.py`) must capture, launch,
+//! split and join on every topology; graph allocations (`clients/graph_peers.c`) must reach
+//! each peer their node names, on every ordered pair, and fault on a peer it does not name.
+//!
+//! The C programs need NVIDIA's `cuda.h` (`$PEERPOOL_CUDA_INCLUDE`) and the script a Python
+//! with cuda-core (`$PEERPOOL_PYTHON`); without them those trials are skipped, with the reason.
+
+mod support;
+
+use libtest_mimic::{Arguments, Failed};
+use peerpool_sim::catalog_topology;
+use std::process::{Command, ExitCode};
+use support::{CUDA_INCLUDE, PYTHON, c_program, clients, run, same_as_on_the_h200s, stderr, stdout, trial};
+
+const TOPOLOGIES: [&str; 3] = ["two_h200_nvlink", "four_gpu_islands", "eight_gpu_nvswitch"];
+
+/// cuda.core's graph builder (`clients/graphs.py`): three launches captured and nothing run at
+/// capture, the graph completed (with the user object cuda.core keeps its kernel alive with),
+/// uploaded and launched twice; a builder split over two streams and joined back.
+fn cuda_core_builds_graphs(stem: &str) -> Result<(), Failed> {
+    let mut script = Command::new(std::env::var(PYTHON)?);
+    script.arg(clients().join("graphs.py"));
+    let text = stdout(&run(&mut script, &[("PEERPOOL_TOPOLOGY", stem)])?);
+    let want = "building: True\nafter three captured launches: (0, 0)\nlaunched once: (6, 6)\n\
+                launched twice: (12, 12)\nsplit and joined, launched: (1122, 1112)\ndone\n";
+    match text == want {
+        true => Ok(()),
+        false => Err(format!("expected:\n{want}printed:\n{text}").into()),
+    }
+}
+
+/// Graph allocations on every ordered pair of `stem`: a node naming the peer, and a capture
+/// from a pool that granted it, each reach the peer's kernel where the two GPUs have a peer
+/// link, and are refused at the node with `CUDA_ERROR_INVALID_DEVICE` where they have none.
+fn graph_allocations_reach_named_peers(stem: &str) -> Result<(), Failed> {
+    let out = run(&mut Command::new(c_program("graph_peers")?), &[("PEERPOOL_TOPOLOGY", stem)])?;
+    let topology = catalog_topology(stem)?;
+    let n = topology.device_count();
+    let mut want = String::new();
+    for owner in 0..n {
+        for peer in (0..n).filter(|&p| p != owner) {
+            let capable = topology.link(peer, owner).access;
+            let (code, value) = match capable {
+                true => ("CUDA_SUCCESS", 42),
+                false => ("CUDA_ERROR_INVALID_DEVICE", 0),
+            };
+            want += &format!(
+                "GPU {owner}'s graph allocation, GPU {peer} (peer capable {}): node {code} {value}, captured {code} \
+                 {value}\n",
+                capable as u8
+            );
+        }
+    }
+    want += "done\n";
+    match (out.status.success(), stdout(&out)) {
+        (true, text) if text == want => Ok(()),
+        (_, text) => Err(format!("{}\nexpected:\n{want}printed:\n{text}stderr: {}", out.status, stderr(&out)).into()),
+    }
+}
+
+/// A kernel on GPU 1 over GPU 0's graph allocation that does not name GPU 1 (`how`: the node
+/// names no peer, or the pool granted GPU 1 after the capture) faults as on an ungranted pool:
+/// `CUDA_ERROR_ILLEGAL_ADDRESS`, and the line naming kernel, thread, allocation and GPU.
+fn graph_allocation_faults_an_unnamed_peer(how: &str) -> Result<(), Failed> {
+    let mut program = Command::new(c_program("graph_peers")?);
+    let out = run(program.arg(how), &[("PEERPOOL_TOPOLOGY", "two_h200_nvlink")])?;
+    let text = stdout(&out);
+    let want = format!("GPU 1 over GPU 0's graph allocation ({how}): CUDA_ERROR_ILLEGAL_ADDRESS");
+    let said = stderr(&out);
+    let named = said.lines().any(|l| {
+        l.starts_with(
+            "peerpool-sim: kernel add_one on GPU 1: block (0,0,0) thread (0,0,0) PTX line 10: illegal address",
+        ) && l.contains("in an allocation of GPU 0 at")
+            && l.ends_with("to which GPU 1 has no access: CUDA_ERROR_ILLEGAL_ADDRESS")
+    });
+    match out.status.success() && text.lines().any(|l| l == want) && named {
+        true => Ok(()),
+        false => Err(format!("{}\nstdout:\n{text}stderr: {said}", out.status).into()),
+    }
+}
+
+fn main() -> ExitCode {
+    let mut trials = Vec::new();
+    for stem in TOPOLOGIES {
+        trials.push(trial(format!("cuda_core_builds_graphs::{stem}"), PYTHON, move || cuda_core_builds_graphs(stem)));
+        trials.push(trial(format!("graph_allocations_reach_named_peers::{stem}"), CUDA_INCLUDE, move || {
+            graph_allocations_reach_named_peers(stem)
+        }));
+    }
+    for how in ["no-descriptor", "after-capture"] {
+        trials.push(trial(format!("graph_allocation_faults_an_unnamed_peer::{how}"), CUDA_INCLUDE, move || {
+            graph_allocation_faults_an_unnamed_peer(how)
+        }));
+    }
+    // Graphs built node by node and captured (forks joined and left unjoined, dependencies set
+    // by hand, calls forbidden in capture), each launched and read back, to the graph launch a
+    // capture refuses, where the client stops.
+    trials.push(trial("c_client_runs_graphs".into(), CUDA_INCLUDE, || {
+        same_as_on_the_h200s(&mut Command::new(c_program("graphs")?), "one-h100/clients-graphs.txt")
+    }));
+    let conclusion = libtest_mimic::run(&Arguments::from_args(), trials);
+    support::clean_up();
+    conclusion.exit_code()
+}
