@@ -18,8 +18,8 @@ use peerpool_sim::{Topology, catalog_topology};
 use std::collections::BTreeMap;
 use std::process::{Command, ExitCode};
 use support::{
-    CUDA_INCLUDE, NVCC, PYTHON, c_program, clients, corpus_dir, images, recorded, run, shim_dir, stderr, stdout, trial,
-    trial_needing,
+    CUDA_INCLUDE, NVCC, PYTHON, c_program, clients, corpus_dir, images, recorded, run, same_as_on_the_h200s, shim_dir,
+    stderr, stdout, trial, trial_needing,
 };
 
 const TOPOLOGIES: [&str; 3] = ["two_h200_nvlink", "four_gpu_islands", "eight_gpu_nvswitch"];
