@@ -42,7 +42,7 @@ pub(crate) fn enter_on(
     let run = || {
         // A stream captures somewhere: a call the driver forbids this thread now is refused.
         if crate::graphs::any_capturing()
-            && let Some(code) = crate::graphs::gate(documented_name(symbol))
+            && let Some(code) = crate::capture_rules::gate(documented_name(symbol))
         {
             return code;
         }

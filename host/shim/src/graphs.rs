@@ -534,50 +534,15 @@ fn mark(sim: &SimDriver, stream: u64, capturing: bool) -> Result<(), CUresult> {
 }
 
 /// `CUstreamCaptureMode`: global, thread-local, relaxed.
-const MODES: u32 = 3;
-const GLOBAL: u32 = 0;
-const THREAD_LOCAL: u32 = 1;
-const RELAXED: u32 = 2;
+pub(crate) const MODES: u32 = 3;
+pub(crate) const GLOBAL: u32 = 0;
+pub(crate) const THREAD_LOCAL: u32 = 1;
+pub(crate) const RELAXED: u32 = 2;
 
-std::thread_local! {
-    /// The thread's capture interaction mode (`cuThreadExchangeStreamCaptureMode`).
-    static MODE: std::cell::Cell<u32> = const { std::cell::Cell::new(GLOBAL) };
-}
-
-/// Sets the calling thread's interaction mode to `mode`; the one it had.
-pub(crate) fn exchange_mode(mode: u32) -> Result<u32, CUresult> {
-    match mode < MODES {
-        true => Ok(MODE.replace(mode)),
-        false => Err(CUresult::CUDA_ERROR_INVALID_VALUE),
-    }
-}
-
-/// The calls the driver calls potentially unsafe in capture: synchronous allocation, freeing,
-/// copies and memsets that the capture would not see (as recorded on NVIDIA's driver, the
-/// capture-rules record).
-const UNSAFE_IN_CAPTURE: [&str; 0] = [];
-
-/// Whether the calling thread may not make a potentially unsafe call now, as the driver
-/// documents for `cuThreadExchangeStreamCaptureMode`: in global mode (the default), while this
-/// thread has a capture not begun relaxed or another thread one begun global; in thread-local
-/// mode, while this thread has one not begun relaxed; never in relaxed mode.
-fn prohibited(s: &Store) -> bool {
-    let me = std::thread::current().id();
-    let mode = MODE.get();
-    s.captures.values().filter(|c| c.origin).any(|c| match mode {
-        GLOBAL => (c.thread == me && c.mode != RELAXED) || (c.thread != me && c.mode == GLOBAL),
-        THREAD_LOCAL => c.thread == me && c.mode != RELAXED,
-        _ => false,
-    })
-}
-
-/// For the entry point `name` (as documented) while some stream captures: a potentially unsafe
-/// call the calling thread may not make is `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED`.
-pub(crate) fn gate(name: &str) -> Option<CUresult> {
-    if !UNSAFE_IN_CAPTURE.contains(&name) {
-        return None;
-    }
-    with(|s| prohibited(s).then_some(CUresult::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED))
+/// The captures in progress, by the thread that began each and its mode: what the capture
+/// rules decide by (`capture_rules.rs`).
+pub(crate) fn origins() -> Vec<(std::thread::ThreadId, u32)> {
+    with(|s| s.captures.values().filter(|c| c.origin).map(|c| (c.thread, c.mode)).collect())
 }
 
 /// Begins a capture on `stream` (not a null stream) into a new graph.

@@ -17,6 +17,7 @@
 mod abi;
 pub mod backend;
 mod boundary;
+mod capture_rules;
 mod export_table;
 pub mod exports;
 mod graph_memory;

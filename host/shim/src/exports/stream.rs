@@ -184,7 +184,7 @@ pub unsafe extern "C" fn cuThreadExchangeStreamCaptureMode(mode: *mut CUstreamCa
     entry!(cuThreadExchangeStreamCaptureMode(mode), {
         // Read as the integer it is: a mode out of range is refused, not taken for an enum.
         let wanted = mode.cast::<u32>().as_mut().ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
-        *wanted = graphs::exchange_mode(*wanted)?;
+        *wanted = crate::capture_rules::exchange_mode(*wanted)?;
         Ok(())
     })
 }
