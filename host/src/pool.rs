@@ -49,7 +49,7 @@ impl<'a> PoolRef<'a> {
     }
 }
 
-/// A pool made outside peerpool (by cudarc, RMM, your allocator), lent to peerpool for as long
+/// A pool made outside peerpool (by cudarc, RMM, your allocator), borrowed by peerpool for as long
 /// as the value is borrowed: [`PoolRef::borrow`] turns `&value` into a [`PoolRef`] with the
 /// borrow's lifetime, safely, because implementing this trait is the promise that makes it
 /// sound. The allocator's type implements it once, next to the code that owns the pool (an

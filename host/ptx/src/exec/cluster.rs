@@ -12,7 +12,7 @@ const OFFSET: u64 = (1 << RANK_SHIFT) - 1;
 
 /// What the blocks of a cluster share, kept between their turns.
 pub(super) struct Cluster {
-    /// Each block's shared memory, by rank; the running block's is lent to it for its turn.
+    /// Each block's shared memory, by rank; the running block borrows its own for its turn.
     pub(super) bytes: Vec<Vec<u8>>,
     /// Threads that arrived at the barrier in this phase, of `threads`.
     arrived: u32,
