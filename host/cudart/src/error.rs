@@ -1,7 +1,7 @@
 //! `cudaError_t`: the driver's results as the runtime's, the per-thread last error, and the
 //! names and texts NVIDIA's runtime gives them.
 
-use crate::driver::CUresult;
+use cudarc::driver::sys::CUresult;
 use crate::error_table::ERRORS;
 use std::cell::Cell;
 use std::ffi::{CStr, c_char};
