@@ -1,8 +1,8 @@
 //! `cudaError_t`: the driver's results as the runtime's, the per-thread last error, and the
 //! names and texts NVIDIA's runtime gives them.
 
-use cudarc::driver::sys::CUresult;
 use crate::error_table::ERRORS;
+use cudarc::driver::sys::CUresult;
 use std::cell::Cell;
 use std::ffi::{CStr, c_char};
 use std::sync::Mutex;
