@@ -8,7 +8,7 @@ use crate::ir::{
     Fragment, IndirectCall, MBarrierOp, Matrix, MatrixRows, Mma, Op, PairOp, Place, PrmtMode, ReduxOp, Round, ShflMode,
     Space, Src, TerOp, Ty, UnOp, Video, VideoOp, VideoThen, VoteMode, WarpOp, function_address,
 };
-use crate::parse::{Operand, Scope, address};
+use crate::operand::{Operand, Scope};
 use crate::vocabulary;
 
 /// The modifiers of an opcode, split, with the ones that change nothing here dropped: cache
@@ -1336,4 +1336,19 @@ impl Decoder<'_> {
             _ => Err(self.bad("an address `[...]` was expected")),
         }
     }
+}
+
+/// The address an `[...]` operand names.
+fn address(base: &Operand, offset: i64, scope: &Scope, line: u32) -> Result<Address, LoadError> {
+    let base = match base {
+        Operand::Reg(r) => Src::Reg(*r),
+        Operand::Int(v) => Src::Imm(*v as u64),
+        Operand::Place(place) => Src::Addr(*place),
+        Operand::Name(n) => match scope.place(n) {
+            Some(place) => Src::Addr(place),
+            None => return Err(LoadError::Syntax { line, what: format!("unknown name {n} in an address") }),
+        },
+        other => return Err(LoadError::Syntax { line, what: format!("{other:?} cannot be an address") }),
+    };
+    Ok(Address { base, offset })
 }

@@ -165,6 +165,7 @@ mod exec;
 mod ir;
 mod lex;
 mod link;
+mod operand;
 mod parse;
 mod vocabulary;
 

@@ -1,9 +1,11 @@
 //! A thread's accesses to memory: parameters, the block's shared memory and the thread's local
 //! memory are the executor's own; global and constant memory, and generic addresses outside
-//! the shared and local windows, go to the caller's [`Memory`](super::Memory).
+//! the shared and local windows, go to the caller's [`Memory`]. Also what a block's threads
+//! share ([`Shared`]): the launch, the caller's memory, the block's and its cluster's shared
+//! memory, its clock and barrier counts.
 
-use super::thread::Shared;
-use super::{Fault, LOCAL_WINDOW, SHARED_WINDOW, Thread, Trap, TrapKind, arith, copy};
+use super::cluster::Cluster;
+use super::{Fault, LOCAL_WINDOW, Launch, Memory, SHARED_WINDOW, Thread, Trap, TrapKind, arith, copy};
 use crate::ir::{AtomOp, Space, Ty};
 
 /// Whether `addr` is not a multiple of `len` (a mask for the widths of registers, no division).
@@ -12,6 +14,20 @@ fn misaligned(addr: u64, len: usize) -> bool {
         true => addr & (len as u64 - 1) != 0,
         false => !addr.is_multiple_of(len as u64),
     }
+}
+
+/// What a block's threads share, and what the launch gives them.
+pub(super) struct Shared<'a, 'm> {
+    pub(super) launch: &'a Launch<'a>,
+    pub(super) memory: &'m mut dyn Memory,
+    pub(super) bytes: Vec<u8>,
+    /// Instructions run so far (what `%clock` reads).
+    pub(super) clock: u64,
+    /// `bar.arrive`s counted, by barrier.
+    pub(super) arrived: [u32; 16],
+    /// The block's cluster, and its rank there (whose shared memory is `bytes` for the turn).
+    pub(super) cluster: &'m mut Cluster,
+    pub(super) rank: usize,
 }
 
 /// What a thread's accesses need: its local memory, who it is, and what its block shares.

@@ -1,30 +1,10 @@
 //! What each operation computes on register bits: integers of PTX's widths with its wrapping,
 //! saturation and shift rules; floats go to `float.rs` (16-bit ones to `half.rs`), bit fields and
-//! byte games to `bits.rs`.
+//! byte games to `bits.rs`, masks and extension to a type's width to `width.rs`.
 
+use super::width::{extend, mask};
 use super::{bits, float, fp8, half};
 use crate::ir::{AtomOp, BinOp, BoolOp, CarryKind, CarryOp, Cmp, Conversion, FloatMode, Round, TerOp, Ty, UnOp};
-
-/// The bits of a register seen as `ty`: masked to its width.
-pub(crate) fn mask(ty: Ty, v: u64) -> u64 {
-    match ty.bits() {
-        64 => v,
-        1 => v & 1,
-        b => v & ((1u64 << b) - 1),
-    }
-}
-
-/// A value of `ty` sign-extended to 64 bits (signed types) or zero-extended.
-pub(crate) fn extend(ty: Ty, v: u64) -> i128 {
-    let v = mask(ty, v);
-    match ty.signed() {
-        true => {
-            let shift = 64 - ty.bits();
-            (((v << shift) as i64) >> shift) as i128
-        }
-        false => v as i128,
-    }
-}
 
 #[cfg(test)]
 fn f32_of(v: u64) -> f32 {
@@ -207,7 +187,7 @@ pub(crate) fn compare(cmp: Cmp, ty: Ty, ftz: bool, a: u64, b: u64) -> bool {
             ),
             _ => (f64::from_bits(a), f64::from_bits(b)),
         };
-        return ordered(cmp, x, y);
+        return float::ordered(cmp, x, y);
     }
     let (x, y) = (extend(ty, a), extend(ty, b));
     match cmp {
@@ -243,27 +223,6 @@ pub(crate) fn carry(op: CarryOp, ty: Ty, a: u64, b: u64, c: u64, carry: bool) ->
         }
     };
     ((sum & m) as u64, if op.carry_out { out } else { carry })
-}
-
-/// A float comparison (unordered when either is NaN).
-pub(crate) fn ordered(cmp: Cmp, x: f64, y: f64) -> bool {
-    let unordered = x.is_nan() || y.is_nan();
-    match cmp {
-        Cmp::Eq => x == y,
-        Cmp::Ne => !unordered && x != y,
-        Cmp::Lt => x < y,
-        Cmp::Le => x <= y,
-        Cmp::Gt => x > y,
-        Cmp::Ge => x >= y,
-        Cmp::Equ => unordered || x == y,
-        Cmp::Neu => unordered || x != y,
-        Cmp::Ltu => unordered || x < y,
-        Cmp::Leu => unordered || x <= y,
-        Cmp::Gtu => unordered || x > y,
-        Cmp::Geu => unordered || x >= y,
-        Cmp::Num => !unordered,
-        Cmp::Nan => unordered,
-    }
 }
 
 pub(crate) fn combine(op: BoolOp, a: bool, b: bool) -> bool {

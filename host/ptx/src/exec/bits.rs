@@ -1,7 +1,7 @@
 //! Bit fields, byte permutes, funnel shifts, three-input logic and byte dot products, as the
 //! PTX ISA defines them.
 
-use super::arith::mask;
+use super::width::mask;
 use crate::ir::{PairOp, PrmtMode, Ty, Video, VideoOp, VideoThen};
 
 /// The field `len` bits from `pos` names in a value of `width` bits: how many of its bits lie

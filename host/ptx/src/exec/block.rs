@@ -4,9 +4,10 @@
 //! threads as it counts (by default every thread that has not exited) have arrived, and a
 //! warp's lanes meet as `warp.rs` says.
 
+use super::access::Shared;
 use super::cluster::Cluster;
 use super::fast::Code;
-use super::thread::{Shared, State, ThreadState};
+use super::thread::{State, ThreadState};
 use super::{Launch, Memory, Thread, Trap, TrapKind, schedule, warp};
 use crate::ir::{BarRedOp, Function};
 

@@ -19,6 +19,12 @@ use crate::ir::{
 /// A register, or (negative) a constant of the pool, relative to the frame's base.
 pub(super) type Opnd = i32;
 
+/// Operand `o` of the frame at `base` of `regs`.
+#[inline(always)]
+pub(super) fn get(regs: &[u64], base: usize, o: Opnd) -> u64 {
+    regs[base.wrapping_add_signed(o as isize)]
+}
+
 /// One compiled instruction. `sh` is 64 minus the type's width in bits (63 for a predicate):
 /// `u64::MAX >> sh` masks a result to the type.
 #[derive(Clone, Copy, Debug)]

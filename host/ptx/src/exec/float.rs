@@ -6,7 +6,7 @@
 
 use super::directed;
 use super::round::{self, Format};
-use crate::ir::{BinOp, FloatClass, FloatMode, Round, UnOp};
+use crate::ir::{BinOp, Cmp, FloatClass, FloatMode, Round, UnOp};
 
 pub(crate) const NAN32: u64 = 0x7fff_ffff;
 /// The NaN an H200 makes of f64 operands that are not NaN (`0 * inf`, `sqrt(-1)`): the sign
@@ -300,6 +300,27 @@ pub(crate) fn integral(x: f64, r: Round) -> f64 {
 /// An integer to a float, rounded in `mode`.
 pub(crate) fn from_int(v: i128, to_wide: bool, mode: Round, fm: FloatMode) -> u64 {
     finish(round::from_int(v, Format::of(to_wide), mode), to_wide, fm, &[])
+}
+
+/// A float comparison (unordered when either is NaN).
+pub(crate) fn ordered(cmp: Cmp, x: f64, y: f64) -> bool {
+    let unordered = x.is_nan() || y.is_nan();
+    match cmp {
+        Cmp::Eq => x == y,
+        Cmp::Ne => !unordered && x != y,
+        Cmp::Lt => x < y,
+        Cmp::Le => x <= y,
+        Cmp::Gt => x > y,
+        Cmp::Ge => x >= y,
+        Cmp::Equ => unordered || x == y,
+        Cmp::Neu => unordered || x != y,
+        Cmp::Ltu => unordered || x < y,
+        Cmp::Leu => unordered || x <= y,
+        Cmp::Gtu => unordered || x > y,
+        Cmp::Geu => unordered || x >= y,
+        Cmp::Num => !unordered,
+        Cmp::Nan => unordered,
+    }
 }
 
 #[cfg(test)]

@@ -3,11 +3,10 @@
 //! all fall there, each aligned), the lanes' accesses go in one call, in lane order; else
 //! lane by lane, each as the thread would make it alone.
 
-use super::access::Access;
-use super::fast::Opnd;
-use super::pure::get;
-use super::thread::{Shared, ThreadState};
-use super::{Fault, SHARED_WINDOW, Trap, TrapKind, arith, lanes, word};
+use super::access::{Access, Shared};
+use super::fast::{Opnd, get};
+use super::thread::ThreadState;
+use super::{Fault, SHARED_WINDOW, Trap, TrapKind, lanes, width, word};
 use crate::ir::{Space, Ty};
 
 /// Lane `t`'s address `at + offset`.
@@ -96,7 +95,7 @@ pub(super) fn load(
     sh: &mut Shared<'_, '_>,
 ) -> Result<(), Trap> {
     let size = ty.bytes();
-    let extend = |raw: u64| if ty.signed() { arith::extend(ty, raw) as u64 } else { raw };
+    let extend = |raw: u64| if ty.signed() { width::extend(ty, raw) as u64 } else { raw };
     let one = |t: &mut ThreadState, sh: &mut Shared<'_, '_>, addr: u64| {
         let mut buf = [0u8; 8];
         Access { local: &mut t.local, who: t.who, sh }.read(space, addr, &mut buf[..size], 0)?;

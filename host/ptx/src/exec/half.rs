@@ -3,8 +3,7 @@
 //! then rounded once by the soft-float core (`round.rs`); a NaN result is the GPU's canonical
 //! one (every bit but the sign), as for f32.
 
-use super::arith::ordered;
-use super::float::integral;
+use super::float::{integral, ordered};
 use super::round::{self, Format};
 use crate::ir::{BinOp, Cmp, FloatMode, Round, Ty, UnOp};
 

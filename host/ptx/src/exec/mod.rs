@@ -27,6 +27,7 @@ mod round;
 mod schedule;
 mod thread;
 mod warp;
+mod width;
 
 use crate::ir::{Function, Space};
 use cluster::Cluster;

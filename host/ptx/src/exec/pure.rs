@@ -5,10 +5,11 @@
 //! some take, a barrier, a warp-synchronous instruction), and where the group reaches the
 //! instruction of another lane of its warp, so that lanes meet again ([`super::schedule`]).
 
-use super::fast::{Fast, Opnd, Step};
+use super::access::Shared;
+use super::fast::{Fast, Opnd, Step, get};
 use super::float::{self, Near};
 use super::host_rounding::Host;
-use super::thread::{Shared, State, ThreadState};
+use super::thread::{State, ThreadState};
 use super::{Trap, arith, bits, gather, lanes};
 use crate::ir::{FloatMode, Inst};
 
@@ -36,12 +37,6 @@ pub(super) enum Stop {
 #[inline(always)]
 fn extend(v: u64, sh: u8) -> i64 {
     (v << sh) as i64 >> sh
-}
-
-/// Operand `o` of the frame at `base` of `regs`.
-#[inline(always)]
-pub(super) fn get(regs: &[u64], base: usize, o: Opnd) -> u64 {
-    regs[base.wrapping_add_signed(o as isize)]
 }
 
 /// Register `d` of each lane of `mask` set to what `f` computes from the lane's registers.
@@ -310,6 +305,7 @@ fn pick<T: Ord>(x: T, y: T, max: bool) -> T {
 mod tests {
     use super::*;
     use crate::exec::fast::Code;
+    use crate::exec::width;
     use crate::exec::{Fault, Flat, LOCAL_WINDOW, Launch, SHARED_WINDOW, Shape, Thread};
     use crate::ir::{BinOp, Cmp, Conversion, Function, Inst, Op, Round, Space, Src, TerOp, Ty, UnOp};
 
@@ -422,7 +418,7 @@ mod tests {
                         if imm { Src::Imm(v[1]) } else { Src::Reg(1) },
                         if imm { Src::Imm(v[2]) } else { Src::Reg(2) },
                     );
-                    let mut cases: Vec<(Op, u64)> = vec![(Op::Mov { ty, d: 3, a: b }, arith::mask(ty, v[1]))];
+                    let mut cases: Vec<(Op, u64)> = vec![(Op::Mov { ty, d: 3, a: b }, width::mask(ty, v[1]))];
                     for op in [
                         BinOp::Add,
                         BinOp::Sub,
@@ -480,7 +476,7 @@ mod tests {
                         let op = Op::Setp { cmp, ty, ftz: false, d: 3, d2: None, a, b, with: None };
                         cases.push((op, want));
                     }
-                    let want = arith::mask(ty, if v[2] & 1 != 0 { v[0] } else { v[1] });
+                    let want = width::mask(ty, if v[2] & 1 != 0 { v[0] } else { v[1] });
                     cases.push((Op::Selp { ty, d: 3, a, b, p: c }, want));
                     for from in TYPES {
                         let conv = Conversion { to: ty, from, round_int: None, fm: FloatMode::default(), relu: false };
@@ -494,7 +490,7 @@ mod tests {
                     }
                     if ty.bits() < 64 {
                         // Each half in register 3 in turn, and a half written over its source.
-                        let half = |v: u64, i: u32| arith::mask(ty, v >> (i * ty.bits()));
+                        let half = |v: u64, i: u32| width::mask(ty, v >> (i * ty.bits()));
                         cases.push((Op::Unpack { ty, d: vec![Some(2), Some(3)], a: b }, half(v[1], 1)));
                         cases.push((Op::Unpack { ty, d: vec![Some(3), Some(2)], a: b }, half(v[1], 0)));
                         cases.push((Op::Unpack { ty, d: vec![Some(0), Some(3)], a }, half(v[0], 1)));

@@ -7,9 +7,10 @@
 //! warp can move on ([`super::warp`]), but for a shuffle that every live lane reaches together,
 //! which the group's loop computes at once.
 
+use super::access::Shared;
 use super::fast::Code;
 use super::pure::{self, Group, Stop};
-use super::thread::{Shared, State, ThreadState};
+use super::thread::{State, ThreadState};
 use super::{Trap, TrapKind, lanes, warp};
 use crate::ir::Function;
 

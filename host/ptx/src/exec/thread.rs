@@ -1,11 +1,11 @@
 //! One thread: its registers, its place in the program and its local memory, and the step that
 //! runs its next instruction.
 
-use super::access::Access;
-use super::cluster::{self, Cluster};
+use super::access::{Access, Shared};
+use super::cluster;
 use super::fast::Code;
-use super::{Fault, LOCAL_WINDOW, Launch, Memory, Output, SHARED_WINDOW, Thread, Trap, TrapKind};
-use super::{arith, bits, fp8, half, matrix, mbarrier, printf};
+use super::{Fault, LOCAL_WINDOW, Launch, Output, SHARED_WINDOW, Thread, Trap, TrapKind};
+use super::{arith, bits, fp8, half, matrix, mbarrier, printf, width};
 use crate::ir::{Address, BarRedOp, Call, Function, MBarrierOp, Op, Place, Reg, Space, Special, Src, Ty, function_at};
 
 /// Where a thread is.
@@ -65,20 +65,6 @@ pub(super) struct ThreadState {
     carry: bool,
     /// The phase of its cluster's barrier it last arrived in.
     cluster_phase: u32,
-}
-
-/// What a block's threads share, and what the launch gives them.
-pub(super) struct Shared<'a, 'm> {
-    pub(super) launch: &'a Launch<'a>,
-    pub(super) memory: &'m mut dyn Memory,
-    pub(super) bytes: Vec<u8>,
-    /// Instructions run so far (what `%clock` reads).
-    pub(super) clock: u64,
-    /// `bar.arrive`s counted, by barrier.
-    pub(super) arrived: [u32; 16],
-    /// The block's cluster, and its rank there (whose shared memory is `bytes` for the turn).
-    pub(super) cluster: &'m mut Cluster,
-    pub(super) rank: usize,
 }
 
 impl ThreadState {
@@ -173,7 +159,7 @@ impl ThreadState {
         match op {
             Op::Mov { ty, d, a } => {
                 let v = self.value(*a, sh);
-                self.set(*d, arith::mask(*ty, v));
+                self.set(*d, width::mask(*ty, v));
             }
             Op::Unary { op, ty, fm, d, a } => {
                 let v = arith::unary(*op, *ty, *fm, self.value(*a, sh));
@@ -212,7 +198,7 @@ impl ThreadState {
             }
             Op::Selp { ty, d, a, b, p } => {
                 let v = if self.value(*p, sh) & 1 != 0 { self.value(*a, sh) } else { self.value(*b, sh) };
-                self.set(*d, arith::mask(*ty, v));
+                self.set(*d, width::mask(*ty, v));
             }
             Op::Set { cmp, ty, to, ftz, d, a, b } => {
                 let v = half::set(*cmp, *ty, *to, *ftz, self.value(*a, sh), self.value(*b, sh));
@@ -235,14 +221,14 @@ impl ThreadState {
             }
             Op::Pack { ty, d, parts } => {
                 let bits = ty.bits();
-                let v = parts.iter().rev().fold(0u64, |v, p| (v << bits) | arith::mask(*ty, self.value(*p, sh)));
+                let v = parts.iter().rev().fold(0u64, |v, p| (v << bits) | width::mask(*ty, self.value(*p, sh)));
                 self.set(*d, v);
             }
             Op::Unpack { ty, d, a } => {
                 let v = self.value(*a, sh);
                 for (i, r) in d.iter().enumerate() {
                     if let Some(r) = r {
-                        self.set(*r, arith::mask(*ty, v >> (i as u32 * ty.bits())));
+                        self.set(*r, width::mask(*ty, v >> (i as u32 * ty.bits())));
                     }
                 }
             }
@@ -265,7 +251,7 @@ impl ThreadState {
                     let raw = super::word(&buf[..size]);
                     if let Some(r) = reg {
                         // A narrow signed load sign-extends into its register.
-                        let v = if ty.signed() { arith::extend(*ty, raw) as u64 } else { raw };
+                        let v = if ty.signed() { width::extend(*ty, raw) as u64 } else { raw };
                         self.set(*r, v);
                     }
                 }

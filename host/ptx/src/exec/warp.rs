@@ -7,7 +7,8 @@
 //! lanes waiting at that same instruction meet there once nothing else in their warp can
 //! move, so lanes that diverged and would come back together are counted together.
 
-use super::thread::{Shared, State, ThreadState};
+use super::access::Shared;
+use super::thread::{State, ThreadState};
 use super::{Trap, TrapKind, WarpFault, lanes, matrix};
 use crate::ir::{Function, Inst, Op, ReduxOp, ShflMode, Src, VoteMode, WarpOp};
 
