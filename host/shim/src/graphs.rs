@@ -1,161 +1,30 @@
-//! CUDA graphs and stream capture on the simulator. A graph is its nodes (the work each does,
-//! copied when the node is added or captured, as the driver copies node parameters) and its
-//! edges; an instantiated graph is its work in an order the edges allow, child graphs flattened,
-//! replayed on a stream through the same paths as the stream calls it stands for
-//! (`exports/graph.rs`).
+//! CUDA graphs on the simulator. A graph is its nodes (the work each does, copied when the node
+//! is added or captured, as the driver copies node parameters) and its edges; a child graph
+//! node owns a graph of its own, kept here beside the others. An instantiated graph is its
+//! work in an order the edges allow, child graphs flattened, replayed on a stream through the
+//! same paths as the stream calls it stands for (`exports/graph.rs`).
 //!
-//! A stream in capture records work instead of running it. Work a capturing stream is handed
-//! that is not captured here is refused with `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED` and one
-//! line, and the capture is invalidated, as the driver does for calls it forbids in capture:
-//! never run at capture time.
+//! What nodes and graphs are is `graphs/model.rs`'s; instantiated graphs are
+//! `graphs/exec.rs`'s, stream capture `graphs/capture.rs`'s.
+
+mod capture;
+mod exec;
+mod model;
+
+pub(crate) use capture::{
+    GLOBAL, MODES, RELAXED, THREAD_LOCAL, any_capturing, begin, capture, capturing, end, info, invalidate, origins,
+    record, update_dependencies, wait,
+};
+pub(crate) use exec::{
+    UPDATE_ERROR, enabled, exec_destroy, exec_flags, exec_set, exec_set_child, exec_update, exec_work, instantiate,
+    set_enabled,
+};
+pub(crate) use model::{Extras, Graph, Kernel, Memcpy3d, Mismatch, Node, Work};
 
 use cudarc::driver::sys::CUresult;
-use peerpool::driver::Stream;
-use peerpool_sim::{PtxLaunchHow, SimDriver};
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
-
-/// What one node does.
-#[derive(Clone)]
-pub(crate) enum Work {
-    Kernel(Kernel),
-    /// A copy between any two addresses unified addressing tells apart.
-    Memcpy {
-        dst: u64,
-        src: u64,
-        bytes: usize,
-    },
-    /// `height` rows of `width` values (`unit`: one value's 1, 2 or 4 bytes), `pitch` apart.
-    Memset {
-        dst: u64,
-        pitch: usize,
-        unit: Vec<u8>,
-        width: usize,
-        height: usize,
-    },
-    /// A host function and its data (CUDA's contract: valid when the graph runs).
-    Host {
-        f: unsafe extern "C" fn(*mut c_void),
-        data: usize,
-    },
-    Empty,
-    /// A copy of a graph, made when the node was added.
-    Child(Graph),
-    /// An event recorded, or waited for, where the node runs.
-    EventRecord(u64),
-    EventWait(u64),
-    /// A graph allocation made live, or freed, by its address (`graph_memory.rs`).
-    MemAlloc(u64),
-    MemFree(u64),
-}
-
-/// A kernel launch: the function, its shape and its parameters as copied at the call.
-#[derive(Clone)]
-pub(crate) struct Kernel {
-    pub(crate) function: usize,
-    pub(crate) grid: [u32; 3],
-    pub(crate) block: [u32; 3],
-    pub(crate) shared: u32,
-    pub(crate) how: PtxLaunchHow,
-    /// The parameter buffer, and each parameter's offset and size in it.
-    pub(crate) buffer: Vec<u8>,
-    pub(crate) layout: Vec<(usize, usize)>,
-}
-
-impl Work {
-    /// The node's `CUgraphNodeType`.
-    pub(crate) fn node_type(&self) -> u32 {
-        match self {
-            Work::Kernel(_) => 0,
-            Work::Memcpy { .. } => 1,
-            Work::Memset { .. } => 2,
-            Work::Host { .. } => 3,
-            Work::Child(_) => 4,
-            Work::Empty => 5,
-            Work::EventWait(_) => 6,
-            Work::EventRecord(_) => 7,
-            Work::MemAlloc(_) => 10,
-            Work::MemFree(_) => 11,
-        }
-    }
-}
-
-/// A graph: its nodes by handle, in the order they were added, its edges, and the references
-/// it holds to user objects.
-#[derive(Clone, Default)]
-pub(crate) struct Graph {
-    nodes: Vec<(u64, Work)>,
-    edges: Vec<(u64, u64)>,
-    users: Vec<(u64, u32)>,
-}
-
-impl Graph {
-    fn has(&self, node: u64) -> bool {
-        self.nodes.iter().any(|&(h, _)| h == node)
-    }
-
-    /// Whether it holds an allocation or free node, here or in a child graph.
-    fn has_memory_nodes(&self) -> bool {
-        self.nodes.iter().any(|(_, w)| match w {
-            Work::MemAlloc(_) | Work::MemFree(_) => true,
-            Work::Child(child) => child.has_memory_nodes(),
-            _ => false,
-        })
-    }
-
-    /// The work in an order the edges allow (of the ready nodes, the first added first), child
-    /// graphs flattened into it; `None` for a cycle.
-    fn order(&self) -> Option<Vec<Work>> {
-        let index: HashMap<u64, usize> = self.nodes.iter().enumerate().map(|(i, &(h, _))| (h, i)).collect();
-        let mut waiting = vec![0usize; self.nodes.len()];
-        for (_, to) in &self.edges {
-            waiting[index[to]] += 1;
-        }
-        let mut done = vec![false; self.nodes.len()];
-        let mut out = Vec::new();
-        for _ in 0..self.nodes.len() {
-            let next = (0..self.nodes.len()).find(|&i| !done[i] && waiting[i] == 0)?;
-            done[next] = true;
-            let handle = self.nodes[next].0;
-            for (_, to) in self.edges.iter().filter(|(from, _)| *from == handle) {
-                waiting[index[to]] -= 1;
-            }
-            match &self.nodes[next].1 {
-                Work::Child(child) => out.extend(child.order()?),
-                Work::Empty => {}
-                work => out.push(work.clone()),
-            }
-        }
-        Some(out)
-    }
-
-    /// `node` and every node it depends on, directly or not.
-    fn ancestors(&self, node: u64, into: &mut Vec<u64>) {
-        if into.contains(&node) {
-            return;
-        }
-        into.push(node);
-        for &(from, _) in self.edges.iter().filter(|(_, to)| *to == node) {
-            self.ancestors(from, into);
-        }
-    }
-}
-
-/// A stream's part in a capture.
-struct Capture {
-    id: u64,
-    graph: u64,
-    mode: u32,
-    /// The nodes the stream's next work depends on.
-    deps: Vec<u64>,
-    /// Whether the capture began on this stream (others joined it through an event).
-    origin: bool,
-    invalid: bool,
-    /// The thread that began it.
-    thread: std::thread::ThreadId,
-}
 
 /// A user object: its data, the function that destroys it, and its references.
 struct User {
@@ -177,24 +46,14 @@ impl Destroy {
     }
 }
 
-/// An instantiated graph: its work in order, the user objects it holds, the graph it was made
-/// from where that holds memory nodes (one executable at a time), and whether each launch frees
-/// the allocations of the one before.
-struct Exec {
-    work: std::sync::Arc<[Work]>,
-    users: Vec<(u64, u32)>,
-    memory_of: Option<u64>,
-    auto_free: bool,
-}
-
 #[derive(Default)]
 struct Store {
     next: u64,
     graphs: HashMap<u64, Graph>,
-    execs: HashMap<u64, Exec>,
+    execs: HashMap<u64, exec::Exec>,
     users: HashMap<u64, User>,
     /// By stream handle.
-    captures: HashMap<u64, Capture>,
+    captures: HashMap<u64, capture::Capture>,
     /// Events recorded in a capture, by handle: the capture and the nodes the record stands for.
     events: HashMap<u64, (u64, Vec<u64>)>,
 }
@@ -228,8 +87,6 @@ impl Store {
 }
 
 static STORE: Mutex<Option<Store>> = Mutex::new(None);
-/// How many streams are capturing: the stream paths look no further while it is zero.
-static CAPTURING: AtomicUsize = AtomicUsize::new(0);
 
 fn with<T>(f: impl FnOnce(&mut Store) -> T) -> T {
     let mut store = STORE.lock().unwrap_or_else(|e| e.into_inner());
@@ -253,12 +110,26 @@ pub(crate) fn create() -> u64 {
     })
 }
 
-/// Destroys graph `g`, releasing the user objects it holds; a stream capturing into it is left
-/// with an invalid capture.
+/// Graph `g` and the graphs its child nodes embed, gone; the user objects they hold released.
+fn remove_graph(s: &mut Store, g: u64, done: &mut Vec<Destroy>) {
+    let Some(graph) = s.graphs.remove(&g) else { return };
+    s.release_all(&graph.users, done);
+    for n in &graph.nodes {
+        if let Work::Child(c) = n.work {
+            remove_graph(s, c, done);
+        }
+    }
+}
+
+/// Destroys graph `g` (not one a child graph node embeds: the node owns that) and the graphs
+/// its child nodes embed, releasing the user objects they hold; a stream capturing into it is
+/// left with an invalid capture.
 pub(crate) fn destroy(g: u64) -> Result<(), CUresult> {
     releasing(|s, done| {
-        let graph = s.graphs.remove(&g).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
-        s.release_all(&graph.users, done);
+        if s.graph(g)?.owner.is_some() {
+            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+        }
+        remove_graph(s, g, done);
         Ok(())
     })
 }
@@ -316,26 +187,135 @@ pub(crate) fn graph_release_user(g: u64, u: u64, count: u32) -> Result<(), CUres
     })
 }
 
-/// Adds `work` to `g` after `deps` (nodes of `g`); the new node's handle.
-pub(crate) fn add(g: u64, deps: &[u64], work: Work) -> Result<u64, CUresult> {
-    with(|s| add_in(s, g, deps, work))
+/// Adds `work` to `g` after `deps` (nodes of `g`), with what the node keeps besides its work
+/// (a copy's parameters as given); the new node's handle.
+pub(crate) fn add_with(g: u64, deps: &[u64], work: Work, extras: Extras) -> Result<u64, CUresult> {
+    with(|s| add_in(s, g, deps, work, extras))
 }
 
-fn add_in(s: &mut Store, g: u64, deps: &[u64], work: Work) -> Result<u64, CUresult> {
+/// Allocation and free nodes cannot be added to a graph a child graph node embeds, as the
+/// driver documents.
+fn add_in(s: &mut Store, g: u64, deps: &[u64], work: Work, extras: Extras) -> Result<u64, CUresult> {
     let node = s.handle();
     let graph = s.graph(g)?;
-    if !deps.iter().all(|&d| graph.has(d)) || (1..deps.len()).any(|i| deps[..i].contains(&deps[i])) {
+    let memory = matches!(work, Work::MemAlloc(_) | Work::MemFree(_));
+    if (memory && graph.owner.is_some())
+        || !deps.iter().all(|&d| graph.has(d))
+        || (1..deps.len()).any(|i| deps[..i].contains(&deps[i]))
+    {
         return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
     }
-    graph.nodes.push((node, work));
+    graph.nodes.push(Node { handle: node, work, extras });
     graph.edges.extend(deps.iter().map(|&d| (d, node)));
     Ok(node)
 }
 
-/// A copy of graph `g`: what a child graph node holds.
-pub(crate) fn copy_of(g: u64) -> Result<Graph, CUresult> {
-    // The copy holds no user objects: the child graph keeps its own references.
-    with(|s| s.graph(g).map(|g| Graph { users: Vec::new(), ..g.clone() }))
+/// A copy of graph `g` under `owner`, with nodes of its own, each remembering the node it
+/// copies (`cuGraphNodeFindInClone`), the graphs its child nodes embed copied likewise; not in
+/// the store yet, and holding no user object.
+fn copy_graph(s: &mut Store, g: u64, owner: Option<(u64, bool)>) -> Result<Graph, CUresult> {
+    let original = s.graphs.get(&g).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?.clone();
+    let renamed: HashMap<u64, u64> = original.nodes.iter().map(|n| (n.handle, s.handle())).collect();
+    let mut nodes = Vec::with_capacity(original.nodes.len());
+    for n in original.nodes {
+        let handle = renamed.get(&n.handle).copied().ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
+        let work = match n.work {
+            Work::Child(c) => {
+                let inner = copy_graph(s, c, Some((handle, false)))?;
+                let embedded = s.handle();
+                s.graphs.insert(embedded, inner);
+                Work::Child(embedded)
+            }
+            work => work,
+        };
+        let extras = Extras { origin: Some(n.handle), ..n.extras };
+        nodes.push(Node { handle, work, extras });
+    }
+    let edges = original.edges.iter().filter_map(|(a, b)| Some((*renamed.get(a)?, *renamed.get(b)?))).collect();
+    Ok(Graph { nodes, edges, users: Vec::new(), owner })
+}
+
+/// Whether graph `g` is `outer` or embedded in it, however deep.
+fn embedded_in(s: &Store, mut g: u64, outer: u64) -> bool {
+    for _ in 0..=s.graphs.len() {
+        if g == outer {
+            return true;
+        }
+        let Some((node, _)) = s.graphs.get(&g).and_then(|graph| graph.owner) else { return false };
+        let Some((&holding, _)) = s.graphs.iter().find(|(_, graph)| graph.has(node)) else { return false };
+        g = holding;
+    }
+    false
+}
+
+/// Adds a child graph node to `g` after `deps`, embedding a copy of `child` or (`moved`)
+/// `child` itself, which the node then owns. As the driver documents, a copy of a graph with
+/// memory nodes is refused; so is moving a graph embedded already, or one `g` is part of.
+pub(crate) fn add_child(g: u64, deps: &[u64], child: u64, moved: bool) -> Result<u64, CUresult> {
+    releasing(|s, done| {
+        let source = s.graphs.get(&child).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
+        let refused = match moved {
+            true => source.owner.is_some() || embedded_in(s, g, child),
+            false => exec::has_memory_nodes(&s.graphs, source),
+        };
+        if refused {
+            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+        }
+        let embedded = match moved {
+            true => child,
+            false => {
+                let copy = copy_graph(s, child, None)?;
+                let handle = s.handle();
+                s.graphs.insert(handle, copy);
+                handle
+            }
+        };
+        match add_in(s, g, deps, Work::Child(embedded), Extras::default()) {
+            Ok(node) => {
+                s.graph(embedded)?.owner = Some((node, moved));
+                Ok(node)
+            }
+            Err(e) => {
+                if !moved {
+                    remove_graph(s, embedded, done);
+                }
+                Err(e)
+            }
+        }
+    })
+}
+
+/// `cuGraphNodeSetParams` of child graph node `node`: the graph it embeds becomes a copy of
+/// `child`, under the same handle (a graph with memory nodes is refused, as for a new node).
+pub(crate) fn set_child(node: u64, child: u64) -> Result<(), CUresult> {
+    releasing(|s, done| {
+        let embedded = match holder(s, node)?.node_mut(node).map(|n| &n.work) {
+            Some(&Work::Child(c)) => c,
+            _ => return Err(CUresult::CUDA_ERROR_INVALID_VALUE),
+        };
+        let source = s.graphs.get(&child).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
+        if exec::has_memory_nodes(&s.graphs, source) {
+            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+        }
+        let mut copy = copy_graph(s, child, None)?;
+        let old = s.graphs.remove(&embedded).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
+        for n in &old.nodes {
+            if let Work::Child(c) = n.work {
+                remove_graph(s, c, done);
+            }
+        }
+        (copy.owner, copy.users) = (old.owner, old.users);
+        s.graphs.insert(embedded, copy);
+        Ok(())
+    })
+}
+
+/// The graph child graph node `node` embeds.
+pub(crate) fn child_graph(node: u64) -> Result<u64, CUresult> {
+    with_node(node, |n| match n.work {
+        Work::Child(c) => Ok(c),
+        _ => Err(CUresult::CUDA_ERROR_INVALID_VALUE),
+    })
 }
 
 /// Adds the edges `from[i] -> to[i]`, each between nodes of `g`; an edge already there, or one
@@ -354,15 +334,29 @@ pub(crate) fn add_edges(g: u64, edges: &[(u64, u64)]) -> Result<(), CUresult> {
     })
 }
 
+/// Removes the edges `from[i] -> to[i]` of `g`, each one there (once); none is removed from a
+/// graph with memory nodes, as the driver documents. Nothing is removed unless all can be.
+pub(crate) fn remove_edges(g: u64, edges: &[(u64, u64)]) -> Result<(), CUresult> {
+    with(|s| {
+        let graph = s.graphs.get(&g).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
+        let fine = edges.iter().enumerate().all(|(i, e)| graph.edges.contains(e) && !edges[..i].contains(e));
+        if !fine || exec::has_memory_nodes(&s.graphs, graph) {
+            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+        }
+        s.graph(g)?.edges.retain(|e| !edges.contains(e));
+        Ok(())
+    })
+}
+
 /// `g`'s nodes, its root nodes (no dependency) or its edges.
 pub(crate) fn nodes(g: u64) -> Result<Vec<u64>, CUresult> {
-    with(|s| Ok(s.graph(g)?.nodes.iter().map(|&(h, _)| h).collect()))
+    with(|s| Ok(s.graph(g)?.nodes.iter().map(|n| n.handle).collect()))
 }
 
 pub(crate) fn roots(g: u64) -> Result<Vec<u64>, CUresult> {
     with(|s| {
         let graph = s.graph(g)?;
-        Ok(graph.nodes.iter().map(|&(h, _)| h).filter(|&h| !graph.edges.iter().any(|&(_, to)| to == h)).collect())
+        Ok(graph.nodes.iter().map(|n| n.handle).filter(|&h| !graph.edges.iter().any(|&(_, to)| to == h)).collect())
     })
 }
 
@@ -373,6 +367,11 @@ pub(crate) fn edges(g: u64) -> Result<Vec<(u64, u64)>, CUresult> {
 /// The graph holding `node`, by handle.
 fn holder(s: &mut Store, node: u64) -> Result<&mut Graph, CUresult> {
     s.graphs.values_mut().find(|g| g.has(node)).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)
+}
+
+/// `f` on node `node`, in whichever graph holds it.
+pub(crate) fn with_node<T>(node: u64, f: impl FnOnce(&mut Node) -> Result<T, CUresult>) -> Result<T, CUresult> {
+    with(|s| f(holder(s, node)?.node_mut(node).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?))
 }
 
 /// The nodes `node` depends on (`upstream`), or those that depend on it.
@@ -387,12 +386,19 @@ pub(crate) fn neighbours(node: u64, upstream: bool) -> Result<Vec<u64>, CUresult
     })
 }
 
-/// Removes `node` and its edges from its graph.
+/// Removes `node` and its edges from its graph; a child graph node's graph goes with it.
 pub(crate) fn destroy_node(node: u64) -> Result<(), CUresult> {
-    with(|s| {
+    releasing(|s, done| {
         let graph = holder(s, node)?;
-        graph.nodes.retain(|&(h, _)| h != node);
+        let embedded = graph.nodes.iter().find(|n| n.handle == node).and_then(|n| match n.work {
+            Work::Child(c) => Some(c),
+            _ => None,
+        });
+        graph.nodes.retain(|n| n.handle != node);
         graph.edges.retain(|&(from, to)| from != node && to != node);
+        if let Some(c) = embedded {
+            remove_graph(s, c, done);
+        }
         Ok(())
     })
 }
@@ -416,8 +422,8 @@ pub(crate) fn dot(g: u64) -> Result<String, CUresult> {
     with(|s| {
         let graph = s.graph(g)?;
         let mut text = format!("digraph dot {{\n  label=\"graph_{g:#x}\";\n");
-        for (h, work) in &graph.nodes {
-            let kind = NAMES.get(work.node_type() as usize).copied().unwrap_or("?");
+        for n in &graph.nodes {
+            let (h, kind) = (n.handle, NAMES.get(n.work.node_type() as usize).copied().unwrap_or("?"));
             text += &format!("  \"node_{h:#x}\" [label=\"{kind}\\nnode_{h:#x}\"];\n");
         }
         for (from, to) in &graph.edges {
@@ -427,293 +433,45 @@ pub(crate) fn dot(g: u64) -> Result<String, CUresult> {
     })
 }
 
-/// `cuStreamUpdateCaptureDependencies`: the nodes of the capture `stream`'s next work depends
-/// on, added to (`set` false) or replacing its own.
-pub(crate) fn update_dependencies(stream: u64, nodes: &[u64], set: bool) -> Result<(), CUresult> {
-    if !capturing(stream) {
-        return Err(CUresult::CUDA_ERROR_ILLEGAL_STATE);
-    }
-    with(|s| {
-        let c = s.captures.get(&stream).ok_or(CUresult::CUDA_ERROR_ILLEGAL_STATE)?;
-        let graph = s.graphs.get(&c.graph).ok_or(CUresult::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED)?;
-        if !nodes.iter().all(|&n| graph.has(n)) {
-            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
-        }
-        let c = s.captures.get_mut(&stream).ok_or(CUresult::CUDA_ERROR_ILLEGAL_STATE)?;
-        if set {
-            c.deps.clear();
-        }
-        for &n in nodes {
-            if !c.deps.contains(&n) {
-                c.deps.push(n);
-            }
-        }
-        Ok(())
-    })
-}
-
 /// What node `node` does, in whichever graph holds it.
 pub(crate) fn work_of(node: u64) -> Result<Work, CUresult> {
-    with(|s| {
-        let work = s.graphs.values().flat_map(|g| g.nodes.iter()).find(|&&(h, _)| h == node);
-        work.map(|(_, w)| w.clone()).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)
-    })
+    with_node(node, |n| Ok(n.work.clone()))
 }
 
 /// Node `node`'s type, in whichever graph holds it.
 pub(crate) fn node_type(node: u64) -> Result<u32, CUresult> {
-    with(|s| {
-        let work = s.graphs.values().flat_map(|g| g.nodes.iter()).find(|&&(h, _)| h == node);
-        work.map(|(_, w)| w.node_type()).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)
-    })
+    with_node(node, |n| Ok(n.work.node_type()))
 }
 
-/// A copy of `g` with nodes of its own, edges mapped to them.
+/// A copy of `g` with nodes of its own, edges mapped to them, child graphs copied too; it holds
+/// references of its own to the original's user objects.
 pub(crate) fn clone(g: u64) -> Result<u64, CUresult> {
     with(|s| {
-        let original = s.graph(g)?.clone();
-        let renamed: HashMap<u64, u64> = original.nodes.iter().map(|&(h, _)| (h, s.handle())).collect();
-        // The clone holds references of its own to the original's user objects.
-        for &(u, n) in &original.users {
+        let users = s.graph(g)?.users.clone();
+        let mut copy = copy_graph(s, g, None)?;
+        for &(u, n) in &users {
             if let Some(user) = s.users.get_mut(&u) {
                 user.refs += n;
             }
         }
-        let copy = Graph {
-            nodes: original.nodes.into_iter().map(|(h, w)| (renamed[&h], w)).collect(),
-            edges: original.edges.iter().map(|(a, b)| (renamed[a], renamed[b])).collect(),
-            users: original.users,
-        };
+        copy.users = users;
         let handle = s.handle();
         s.graphs.insert(handle, copy);
         Ok(handle)
     })
 }
 
-/// `g` instantiated: its work in order, kept under a handle of its own, holding references of
-/// its own to the graph's user objects. A graph with memory nodes has one executable at a time.
-pub(crate) fn instantiate(g: u64, auto_free: bool) -> Result<u64, CUresult> {
-    with(|s| {
-        let graph = s.graph(g)?;
-        let work = graph.order().ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
-        let users = graph.users.clone();
-        let memory_of = graph.has_memory_nodes().then_some(g);
-        if memory_of.is_some() && s.execs.values().any(|e| e.memory_of == memory_of) {
-            return Err(SECOND_EXECUTABLE);
-        }
-        for &(u, n) in &users {
-            if let Some(user) = s.users.get_mut(&u) {
-                user.refs += n;
-            }
-        }
-        let exec = s.handle();
-        s.execs.insert(exec, Exec { work: work.into(), users, memory_of, auto_free });
-        Ok(exec)
-    })
-}
-
-pub(crate) fn exec_destroy(exec: u64) -> Result<(), CUresult> {
-    releasing(|s, done| {
-        let gone = s.execs.remove(&exec).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
-        s.release_all(&gone.users, done);
-        Ok(())
-    })
-}
-
-/// An instantiated graph's work, to replay, and whether it frees its live allocations first.
-pub(crate) fn exec_work(exec: u64) -> Result<(std::sync::Arc<[Work]>, bool), CUresult> {
-    with(|s| s.execs.get(&exec).map(|e| (e.work.clone(), e.auto_free)).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE))
-}
-
-/// What instantiating a graph with memory nodes a second time answers.
-const SECOND_EXECUTABLE: CUresult = CUresult::CUDA_ERROR_NOT_SUPPORTED;
-
-/// Tells the simulator whether `stream` is capturing: work reaching it on one is refused.
-fn mark(sim: &SimDriver, stream: u64, capturing: bool) -> Result<(), CUresult> {
-    sim.stream_set_capturing(Stream(stream), capturing).map_err(|e| e.code.to_bindings())
-}
-
-/// `CUstreamCaptureMode`: global, thread-local, relaxed.
-pub(crate) const MODES: u32 = 3;
-pub(crate) const GLOBAL: u32 = 0;
-pub(crate) const THREAD_LOCAL: u32 = 1;
-pub(crate) const RELAXED: u32 = 2;
-
-/// The captures in progress, by the thread that began each and its mode: what the capture
-/// rules decide by (`capture_rules.rs`).
-pub(crate) fn origins() -> Vec<(std::thread::ThreadId, u32)> {
-    with(|s| s.captures.values().filter(|c| c.origin).map(|c| (c.thread, c.mode)).collect())
-}
-
-/// Begins a capture on `stream` (not a null stream) into a new graph.
-pub(crate) fn begin(sim: &SimDriver, stream: u64, mode: u32) -> Result<(), CUresult> {
-    if stream <= 2 {
-        return Err(CUresult::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
-    }
-    if mode >= MODES {
-        return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
-    }
-    with(|s| {
-        if s.captures.contains_key(&stream) {
-            return Err(CUresult::CUDA_ERROR_ILLEGAL_STATE);
-        }
-        mark(sim, stream, true)?;
-        let graph = s.handle();
-        s.graphs.insert(graph, Graph::default());
-        let id = s.handle();
-        let thread = std::thread::current().id();
-        s.captures.insert(stream, Capture { id, graph, mode, deps: Vec::new(), origin: true, invalid: false, thread });
-        CAPTURING.fetch_add(1, Ordering::SeqCst);
-        Ok(())
-    })
-}
-
-/// Ends the capture that began on `stream`: its graph, or the capture's error (invalidated, or
-/// a stream that joined it and was not joined back: both end the capture).
-pub(crate) fn end(sim: &SimDriver, stream: u64) -> Result<u64, CUresult> {
-    with(|s| {
-        let capture = s.captures.get(&stream).ok_or(CUresult::CUDA_ERROR_ILLEGAL_STATE)?;
-        if !capture.origin {
-            return Err(CUresult::CUDA_ERROR_STREAM_CAPTURE_UNMATCHED);
-        }
-        if capture.mode != RELAXED && capture.thread != std::thread::current().id() {
-            return Err(CUresult::CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD);
-        }
-        let (id, graph, invalid) = (capture.id, capture.graph, capture.invalid);
-        // Every node another stream of the capture would still add after must be one the
-        // origin's next work depends on already.
-        let mut joined = Vec::new();
-        if let Some(g) = s.graphs.get(&graph) {
-            for &d in &capture.deps {
-                g.ancestors(d, &mut joined);
-            }
-        }
-        let unjoined =
-            s.captures.values().any(|c| c.id == id && !c.origin && !c.deps.iter().all(|d| joined.contains(d)));
-        let members: Vec<u64> = s.captures.iter().filter(|(_, c)| c.id == id).map(|(&k, _)| k).collect();
-        for m in members {
-            s.captures.remove(&m);
-            CAPTURING.fetch_sub(1, Ordering::SeqCst);
-            // A stream destroyed while it captured is gone from the simulator already.
-            let _ = mark(sim, m, false);
-        }
-        s.events.retain(|_, (capture, _)| *capture != id);
-        let failed = match (invalid, unjoined) {
-            (true, _) => Some(CUresult::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED),
-            (_, true) => Some(CUresult::CUDA_ERROR_STREAM_CAPTURE_UNJOINED),
+/// The node of graph `copy` (or of a graph embedded in it) made as a copy of `original`.
+pub(crate) fn find_in_clone(original: u64, copy: u64) -> Result<u64, CUresult> {
+    fn find(graphs: &HashMap<u64, Graph>, g: &Graph, original: u64) -> Option<u64> {
+        g.nodes.iter().find_map(|n| match n.work {
+            _ if n.extras.origin == Some(original) => Some(n.handle),
+            Work::Child(c) => find(graphs, graphs.get(&c)?, original),
             _ => None,
-        };
-        match failed {
-            Some(code) => {
-                s.graphs.remove(&graph);
-                Err(code)
-            }
-            None => {
-                s.graphs.contains_key(&graph).then_some(graph).ok_or(CUresult::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED)
-            }
-        }
-    })
-}
-
-/// What `cuStreamGetCaptureInfo` reports of `stream`: `None` when it is not capturing, else
-/// whether the capture is still valid, its id, graph and the stream's dependencies.
-pub(crate) fn info(stream: u64) -> Option<(bool, u64, u64, Vec<u64>)> {
-    if CAPTURING.load(Ordering::SeqCst) == 0 {
-        return None;
-    }
-    with(|s| s.captures.get(&stream).map(|c| (!c.invalid, c.id, c.graph, c.deps.clone())))
-}
-
-/// Whether any stream is capturing.
-#[inline]
-pub(crate) fn any_capturing() -> bool {
-    CAPTURING.load(Ordering::Relaxed) != 0
-}
-
-/// Whether `stream` is capturing (a fast answer while no stream is).
-pub(crate) fn capturing(stream: u64) -> bool {
-    CAPTURING.load(Ordering::SeqCst) != 0 && with(|s| s.captures.contains_key(&stream))
-}
-
-/// Where `stream` is capturing, `work` becomes a node after its dependencies and the answer is
-/// `Some`: success, or the capture's error once invalidated. `None`: not capturing, run it.
-pub(crate) fn capture(stream: u64, work: impl FnOnce() -> Result<Work, CUresult>) -> Option<Result<(), CUresult>> {
-    if !capturing(stream) {
-        return None;
-    }
-    let work = match work() {
-        Ok(work) => work,
-        Err(code) => return Some(Err(code)),
-    };
-    Some(with(|s| {
-        let c = s.captures.get(&stream).ok_or(CUresult::CUDA_ERROR_ILLEGAL_STATE)?;
-        if c.invalid {
-            return Err(CUresult::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
-        }
-        let (graph, deps) = (c.graph, c.deps.clone());
-        let node = add_in(s, graph, &deps, work).map_err(|_| CUresult::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED)?;
-        if let Some(c) = s.captures.get_mut(&stream) {
-            c.deps = vec![node];
-        }
-        Ok(())
-    }))
-}
-
-/// `stream`'s capture, if any, invalidated: a call the driver forbids in capture was made on it.
-pub(crate) fn invalidate(stream: u64) -> bool {
-    capturing(stream)
-        && with(|s| {
-            let Some(id) = s.captures.get(&stream).map(|c| c.id) else { return false };
-            s.captures.values_mut().filter(|c| c.id == id).for_each(|c| c.invalid = true);
-            true
         })
-}
-
-/// `cuEventRecord` on a capturing stream: the event stands for the stream's dependencies, for
-/// other streams to wait on. `None`: not capturing.
-pub(crate) fn record(event: u64, stream: u64) -> Option<Result<(), CUresult>> {
-    if !capturing(stream) {
-        return None;
-    }
-    Some(with(|s| {
-        let c = s.captures.get(&stream).ok_or(CUresult::CUDA_ERROR_ILLEGAL_STATE)?;
-        if c.invalid {
-            return Err(CUresult::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
-        }
-        let (id, deps) = (c.id, c.deps.clone());
-        s.events.insert(event, (id, deps));
-        Ok(())
-    }))
-}
-
-/// `cuStreamWaitEvent` on an event recorded in a capture: `stream` joins that capture (or, in
-/// it already, adds the event's dependencies). `None`: the event was not recorded in a capture.
-pub(crate) fn wait(sim: &SimDriver, stream: u64, event: u64) -> Option<Result<(), CUresult>> {
-    if CAPTURING.load(Ordering::SeqCst) == 0 {
-        return None;
     }
     with(|s| {
-        let (id, deps) = s.events.get(&event).cloned()?;
-        if stream <= 2 {
-            return Some(Err(CUresult::CUDA_ERROR_STREAM_CAPTURE_IMPLICIT));
-        }
-        let (graph, mode) = s.captures.values().find(|c| c.id == id).map(|c| (c.graph, c.mode))?;
-        Some(match s.captures.get_mut(&stream) {
-            Some(c) if c.id != id => Err(CUresult::CUDA_ERROR_STREAM_CAPTURE_ISOLATION),
-            Some(c) => {
-                let new: Vec<u64> = deps.iter().copied().filter(|d| !c.deps.contains(d)).collect();
-                c.deps.extend(new);
-                Ok(())
-            }
-            None => {
-                if let Err(e) = mark(sim, stream, true) {
-                    return Some(Err(e));
-                }
-                let thread = s.captures.values().find(|c| c.id == id).map_or(std::thread::current().id(), |c| c.thread);
-                s.captures.insert(stream, Capture { id, graph, mode, deps, origin: false, invalid: false, thread });
-                CAPTURING.fetch_add(1, Ordering::SeqCst);
-                Ok(())
-            }
-        })
+        let graph = s.graphs.get(&copy).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
+        find(&s.graphs, graph, original).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)
     })
 }

@@ -1,21 +1,18 @@
-//! Graphs: made node by node or by stream capture (`stream.rs`), instantiated and launched on
-//! a stream, where their work runs in an order the edges allow through the same paths as the
-//! stream calls it stands for (`graphs.rs` keeps them).
+//! Graphs: made node by node or by stream capture (`stream.rs`), their edges, their user
+//! objects, and the parameters of each kind of node as the driver reads them
+//! (`graph_nodes.rs` sets and reads nodes back, `graph_exec.rs` instantiates and launches
+//! them; `graphs.rs` keeps them).
 
-use crate::abi::{as_ptr, out, stream};
-use crate::boundary::{Answer, code, entry, sim};
-use crate::exports::copy::{memcpy_on, memset_on};
-use crate::exports::launch::{Shape, kernel_work, replay_kernel};
-use crate::graph_memory;
-use crate::graphs::{self, Work};
-use crate::host_functions;
+use crate::abi::{as_ptr, out};
+use crate::boundary::{Answer, entry};
+use crate::exports::launch::{Shape, kernel_work};
+use crate::graphs::{self, Extras, Memcpy3d, Work};
 use cudarc::driver::sys::{
-    CUDA_GRAPH_INSTANTIATE_PARAMS, CUDA_HOST_NODE_PARAMS, CUDA_KERNEL_NODE_PARAMS, CUDA_MEMCPY3D,
-    CUDA_MEMSET_NODE_PARAMS, CUcontext, CUevent, CUgraph, CUgraphEdgeData, CUgraphExec, CUgraphNode, CUgraphNodeType,
-    CUhostFn, CUmemorytype, CUresult, CUstream, CUuserObject,
+    CUDA_HOST_NODE_PARAMS, CUDA_KERNEL_NODE_PARAMS, CUDA_MEMCPY3D, CUDA_MEMSET_NODE_PARAMS, CUcontext, CUevent,
+    CUgraph, CUgraphEdgeData, CUgraphNode, CUhostFn, CUmemorytype, CUresult, CUstream, CUuserObject,
 };
 use peerpool_sim::PtxLaunchHow;
-use std::ffi::{c_char, c_uint, c_ulonglong, c_void};
+use std::ffi::{c_char, c_uint, c_void};
 
 pub(super) fn handle<T>(h: *mut T) -> u64 {
     h as usize as u64
@@ -25,7 +22,7 @@ pub(super) fn handle<T>(h: *mut T) -> u64 {
 ///
 /// # Safety
 /// A non-null `deps` holds `count` handles.
-unsafe fn dependencies(deps: *const CUgraphNode, count: usize) -> Result<Vec<u64>, CUresult> {
+pub(super) unsafe fn dependencies(deps: *const CUgraphNode, count: usize) -> Result<Vec<u64>, CUresult> {
     match (deps.is_null(), count) {
         (_, 0) => Ok(Vec::new()),
         (true, _) => Err(CUresult::CUDA_ERROR_INVALID_VALUE),
@@ -45,12 +42,50 @@ pub(super) unsafe fn add(
     count: usize,
     work: impl FnOnce() -> Result<Work, CUresult>,
 ) -> Answer {
+    // SAFETY: the caller's.
+    unsafe { add_with(node, graph, deps, count, || Ok((work()?, Extras::default()))) }
+}
+
+/// [`add`] of a node that keeps something besides its work (a copy its parameters as given).
+///
+/// # Safety
+/// As [`add`].
+pub(super) unsafe fn add_with(
+    node: *mut CUgraphNode,
+    graph: CUgraph,
+    deps: *const CUgraphNode,
+    count: usize,
+    work: impl FnOnce() -> Result<(Work, Extras), CUresult>,
+) -> Answer {
     if node.is_null() {
         return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
     }
     // SAFETY: the caller's.
     let deps = unsafe { dependencies(deps, count)? };
-    let made = graphs::add(handle(graph), &deps, work()?)?;
+    let (work, extras) = work()?;
+    let made = graphs::add_with(handle(graph), &deps, work, extras)?;
+    // SAFETY: checked non-null; the caller's.
+    unsafe { out(node, as_ptr(made)) }
+}
+
+/// Adds a child graph node embedding a copy of `child`, or (`moved`) `child` itself.
+///
+/// # Safety
+/// As [`add`].
+pub(super) unsafe fn add_child(
+    node: *mut CUgraphNode,
+    graph: CUgraph,
+    deps: *const CUgraphNode,
+    count: usize,
+    child: u64,
+    moved: bool,
+) -> Answer {
+    if node.is_null() {
+        return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+    }
+    // SAFETY: the caller's.
+    let deps = unsafe { dependencies(deps, count)? };
+    let made = graphs::add_child(handle(graph), &deps, child, moved)?;
     // SAFETY: checked non-null; the caller's.
     unsafe { out(node, as_ptr(made)) }
 }
@@ -60,7 +95,7 @@ pub(super) unsafe fn add(
 ///
 /// # Safety
 /// `count` is valid for a read and a write; a non-null `into` for `*count` writes.
-unsafe fn listed<T: Copy>(items: &[T], into: *mut T, count: *mut usize) -> Answer {
+pub(super) unsafe fn listed<T: Copy>(items: &[T], into: *mut T, count: *mut usize) -> Answer {
     // SAFETY: the caller's.
     let room = unsafe { count.as_mut() }.ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
     if !into.is_null() {
@@ -84,11 +119,14 @@ pub unsafe extern "C" fn cuGraphCreate(ph_graph: *mut CUgraph, flags: c_uint) ->
     })
 }
 
+/// The graphs its child graph nodes embed go with it; a graph a node embeds is the node's.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuGraphDestroy(h_graph: CUgraph) -> CUresult {
     entry!(cuGraphDestroy(h_graph), { graphs::destroy(handle(h_graph)) })
 }
 
+/// Child graphs are copied too; each node of the copy remembers the node it copies
+/// (`cuGraphNodeFindInClone`).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuGraphClone(ph_graph_clone: *mut CUgraph, original_graph: CUgraph) -> CUresult {
     entry!(cuGraphClone(ph_graph_clone, original_graph), {
@@ -96,7 +134,91 @@ pub unsafe extern "C" fn cuGraphClone(ph_graph_clone: *mut CUgraph, original_gra
     })
 }
 
-/// The parameters are copied now, as the driver copies them: a node runs what it was given.
+/// A kernel node's work from its parameters, copied now, as the driver copies them (a node
+/// runs what it was given), and whether they came as `extra` (a buffer).
+///
+/// # Safety
+/// A non-null `p` is valid for a read, its parameters as `cuLaunchKernel` documents them.
+pub(super) unsafe fn kernel_node(p: *const CUDA_KERNEL_NODE_PARAMS) -> Result<(Work, bool), CUresult> {
+    // SAFETY: the caller's.
+    let p = unsafe { p.as_ref() }.ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
+    if p.func.is_null() {
+        // A library kernel (`kern`) or a context of its own is not taken yet.
+        return Err(crate::boundary::not_simulated("a kernel node of a CUkernel").unwrap_err());
+    }
+    let shape = Shape {
+        grid: [p.gridDimX, p.gridDimY, p.gridDimZ],
+        block: [p.blockDimX, p.blockDimY, p.blockDimZ],
+        shared: p.sharedMemBytes,
+    };
+    // SAFETY: the caller's.
+    let work = unsafe { kernel_work(p.func, shape, p.kernelParams, p.extra, PtxLaunchHow::default())? };
+    Ok((work, p.kernelParams.is_null() && !p.extra.is_null()))
+}
+
+/// A memcpy node's work, and its parameters as given (`CUDA_MEMCPY3D` read through a mirror
+/// whose memory types are plain integers). One-dimensional copies (a height and depth of 1)
+/// between any addresses unified addressing tells apart; others answer
+/// `CUDA_ERROR_NOT_SUPPORTED`, named once.
+///
+/// # Safety
+/// A non-null `p` is valid for a read.
+pub(super) unsafe fn memcpy_node(p: *const CUDA_MEMCPY3D) -> Result<(Work, Memcpy3d), CUresult> {
+    const _: () = assert!(size_of::<Memcpy3d>() == size_of::<CUDA_MEMCPY3D>());
+    if p.is_null() {
+        return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+    }
+    // SAFETY: the caller's; the mirror has the struct's layout (its size checked above, its
+    // fields in the header's order), with integers where the struct has enums.
+    let c = unsafe { p.cast::<Memcpy3d>().read() };
+    // A side's address; `Err(true)` for an array (not simulated), `Err(false)` for no memory type.
+    let side = |kind: u32, host: usize, device: u64, x: usize| match kind {
+        k if k == CUmemorytype::CU_MEMORYTYPE_HOST as u32 => (host as u64).checked_add(x as u64).ok_or(false),
+        k if k == CUmemorytype::CU_MEMORYTYPE_DEVICE as u32 || k == CUmemorytype::CU_MEMORYTYPE_UNIFIED as u32 => {
+            device.checked_add(x as u64).ok_or(false)
+        }
+        k if k == CUmemorytype::CU_MEMORYTYPE_ARRAY as u32 => Err(true),
+        _ => Err(false),
+    };
+    let one_row = c.height <= 1 && c.depth <= 1 && c.src_y == 0 && c.src_z == 0 && c.dst_y == 0 && c.dst_z == 0;
+    match (
+        one_row,
+        side(c.src_type, c.src_host, c.src_device, c.src_x),
+        side(c.dst_type, c.dst_host, c.dst_device, c.dst_x),
+    ) {
+        (true, Ok(src), Ok(dst)) => Ok((Work::Memcpy { dst, src, bytes: c.width }, c)),
+        (_, Err(false), _) | (_, _, Err(false)) => Err(CUresult::CUDA_ERROR_INVALID_VALUE),
+        _ => Err(crate::boundary::not_simulated("a memcpy node of arrays or more than one row").unwrap_err()),
+    }
+}
+
+/// A memset node's work: one value of 1, 2 or 4 bytes over `height` rows (at least one).
+///
+/// # Safety
+/// A non-null `p` is valid for a read.
+pub(super) unsafe fn memset_node(p: *const CUDA_MEMSET_NODE_PARAMS) -> Result<Work, CUresult> {
+    // SAFETY: the caller's.
+    let p = unsafe { p.as_ref() }.ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
+    let unit = match p.elementSize {
+        1 => (p.value as u8).to_le_bytes().to_vec(),
+        2 => (p.value as u16).to_le_bytes().to_vec(),
+        4 => p.value.to_le_bytes().to_vec(),
+        _ => return Err(CUresult::CUDA_ERROR_INVALID_VALUE),
+    };
+    Ok(Work::Memset { dst: p.dst, pitch: p.pitch, unit, width: p.width, height: p.height.max(1) })
+}
+
+/// A host node's work: its function (not null) and data.
+///
+/// # Safety
+/// A non-null `p` is valid for a read.
+pub(super) unsafe fn host_node(p: *const CUDA_HOST_NODE_PARAMS) -> Result<Work, CUresult> {
+    // SAFETY: the caller's.
+    let p = unsafe { p.as_ref() }.ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
+    let f = p.fn_.ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
+    Ok(Work::Host { f, data: p.userData as usize })
+}
+
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuGraphAddKernelNode_v2(
     ph_graph_node: *mut CUgraphNode,
@@ -106,24 +228,13 @@ pub unsafe extern "C" fn cuGraphAddKernelNode_v2(
     node_params: *const CUDA_KERNEL_NODE_PARAMS,
 ) -> CUresult {
     entry!(cuGraphAddKernelNode_v2(ph_graph_node, h_graph, dependencies, num_dependencies, node_params), {
-        add(ph_graph_node, h_graph, dependencies, num_dependencies, || {
-            let p = node_params.as_ref().ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
-            if p.func.is_null() {
-                // A library kernel (`kern`) or a context of its own is not taken yet.
-                return Err(crate::boundary::not_simulated("cuGraphAddKernelNode with a CUkernel").unwrap_err());
-            }
-            let shape = Shape {
-                grid: [p.gridDimX, p.gridDimY, p.gridDimZ],
-                block: [p.blockDimX, p.blockDimY, p.blockDimZ],
-                shared: p.sharedMemBytes,
-            };
-            kernel_work(p.func, shape, p.kernelParams, p.extra, PtxLaunchHow::default())
+        add_with(ph_graph_node, h_graph, dependencies, num_dependencies, || {
+            let (work, via_extra) = kernel_node(node_params)?;
+            Ok((work, Extras { via_extra, ..Extras::default() }))
         })
     })
 }
 
-/// One-dimensional copies (a height and depth of 1), between any addresses unified addressing
-/// tells apart; others answer `CUDA_ERROR_NOT_SUPPORTED`, named once.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuGraphAddMemcpyNode(
     ph_graph_node: *mut CUgraphNode,
@@ -134,23 +245,9 @@ pub unsafe extern "C" fn cuGraphAddMemcpyNode(
     ctx: CUcontext,
 ) -> CUresult {
     entry!(cuGraphAddMemcpyNode(ph_graph_node, h_graph, dependencies, num_dependencies, copy_params, ctx), {
-        add(ph_graph_node, h_graph, dependencies, num_dependencies, || {
-            let p = copy_params.as_ref().ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
-            let side = |kind: CUmemorytype, host: *const c_void, device: u64, x: usize| match kind {
-                CUmemorytype::CU_MEMORYTYPE_HOST => Some(host as u64 + x as u64),
-                CUmemorytype::CU_MEMORYTYPE_DEVICE | CUmemorytype::CU_MEMORYTYPE_UNIFIED => Some(device + x as u64),
-                _ => None,
-            };
-            let one_row = p.Height <= 1 && p.Depth <= 1 && p.srcY == 0 && p.srcZ == 0 && p.dstY == 0 && p.dstZ == 0;
-            let src = side(p.srcMemoryType, p.srcHost, p.srcDevice, p.srcXInBytes);
-            let dst = side(p.dstMemoryType, p.dstHost as *const c_void, p.dstDevice, p.dstXInBytes);
-            match (one_row, src, dst) {
-                (true, Some(src), Some(dst)) => Ok(Work::Memcpy { dst, src, bytes: p.WidthInBytes }),
-                _ => {
-                    Err(crate::boundary::not_simulated("cuGraphAddMemcpyNode of arrays or more than one row")
-                        .unwrap_err())
-                }
-            }
+        add_with(ph_graph_node, h_graph, dependencies, num_dependencies, || {
+            let (work, copy) = memcpy_node(copy_params)?;
+            Ok((work, Extras { copy: Some(Box::new(copy)), ..Extras::default() }))
         })
     })
 }
@@ -165,16 +262,7 @@ pub unsafe extern "C" fn cuGraphAddMemsetNode(
     ctx: CUcontext,
 ) -> CUresult {
     entry!(cuGraphAddMemsetNode(ph_graph_node, h_graph, dependencies, num_dependencies, memset_params, ctx), {
-        add(ph_graph_node, h_graph, dependencies, num_dependencies, || {
-            let p = memset_params.as_ref().ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
-            let unit = match p.elementSize {
-                1 => (p.value as u8).to_le_bytes().to_vec(),
-                2 => (p.value as u16).to_le_bytes().to_vec(),
-                4 => p.value.to_le_bytes().to_vec(),
-                _ => return Err(CUresult::CUDA_ERROR_INVALID_VALUE),
-            };
-            Ok(Work::Memset { dst: p.dst, pitch: p.pitch, unit, width: p.width, height: p.height.max(1) })
-        })
+        add(ph_graph_node, h_graph, dependencies, num_dependencies, || memset_node(memset_params))
     })
 }
 
@@ -187,11 +275,7 @@ pub unsafe extern "C" fn cuGraphAddHostNode(
     node_params: *const CUDA_HOST_NODE_PARAMS,
 ) -> CUresult {
     entry!(cuGraphAddHostNode(ph_graph_node, h_graph, dependencies, num_dependencies, node_params), {
-        add(ph_graph_node, h_graph, dependencies, num_dependencies, || {
-            let p = node_params.as_ref().ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
-            let f = p.fn_.ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
-            Ok(Work::Host { f, data: p.userData as usize })
-        })
+        add(ph_graph_node, h_graph, dependencies, num_dependencies, || host_node(node_params))
     })
 }
 
@@ -207,7 +291,8 @@ pub unsafe extern "C" fn cuGraphAddEmptyNode(
     })
 }
 
-/// The child graph is copied now: later changes to it do not reach the node.
+/// The child graph is copied now: later changes to it do not reach the node. A graph with
+/// allocation or free nodes is refused, as the driver documents.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuGraphAddChildGraphNode(
     ph_graph_node: *mut CUgraphNode,
@@ -217,9 +302,7 @@ pub unsafe extern "C" fn cuGraphAddChildGraphNode(
     child_graph: CUgraph,
 ) -> CUresult {
     entry!(cuGraphAddChildGraphNode(ph_graph_node, h_graph, dependencies, num_dependencies, child_graph), {
-        add(ph_graph_node, h_graph, dependencies, num_dependencies, || {
-            Ok(Work::Child(graphs::copy_of(handle(child_graph))?))
-        })
+        add_child(ph_graph_node, h_graph, dependencies, num_dependencies, handle(child_graph), false)
     })
 }
 
@@ -254,7 +337,7 @@ pub unsafe extern "C" fn cuGraphAddEventWaitNode(
 ///
 /// # Safety
 /// A non-null `data` holds `count` edges' data.
-unsafe fn default_edge_data(data: *const CUgraphEdgeData, count: usize, what: &'static str) -> Answer {
+pub(super) unsafe fn default_edge_data(data: *const CUgraphEdgeData, count: usize, what: &'static str) -> Answer {
     if data.is_null() {
         return Ok(());
     }
@@ -368,190 +451,6 @@ pub unsafe extern "C" fn cuGraphGetEdges_v2(
         }
         Ok(())
     })
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuGraphNodeGetType(h_node: CUgraphNode, type_: *mut CUgraphNodeType) -> CUresult {
-    entry!(cuGraphNodeGetType(h_node, type_), {
-        let t = graphs::node_type(handle(h_node))?;
-        if type_.is_null() {
-            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
-        }
-        // SAFETY: the caller's; the type is one of the enum's values.
-        type_.cast::<u32>().write(t);
-        Ok(())
-    })
-}
-
-/// Flags that change nothing on the simulator (auto-free on launch, upload, node priority) are
-/// taken; device launch is `CUDA_ERROR_NOT_SUPPORTED`, named once.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuGraphInstantiateWithFlags(
-    ph_graph_exec: *mut CUgraphExec,
-    h_graph: CUgraph,
-    flags: c_ulonglong,
-) -> CUresult {
-    entry!(cuGraphInstantiateWithFlags(ph_graph_exec, h_graph, flags), { instantiate(ph_graph_exec, h_graph, flags) })
-}
-
-/// `CUDA_GRAPH_INSTANTIATE_FLAG_*`: auto-free on launch, upload, device launch, node priority.
-const INSTANTIATE_FLAGS: u64 = 0x1 | 0x2 | 0x4 | 0x8;
-const DEVICE_LAUNCH: u64 = 0x4;
-const AUTO_FREE_ON_LAUNCH: u64 = 0x1;
-
-/// # Safety
-/// `exec` is valid for a write or null.
-unsafe fn instantiate(exec: *mut CUgraphExec, g: CUgraph, flags: u64) -> Answer {
-    if flags & !INSTANTIATE_FLAGS != 0 {
-        return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
-    }
-    if flags & DEVICE_LAUNCH != 0 {
-        return crate::boundary::not_simulated("cuGraphInstantiate for device launch");
-    }
-    let made = graphs::instantiate(handle(g), flags & AUTO_FREE_ON_LAUNCH != 0)?;
-    // SAFETY: the caller's.
-    unsafe { out(exec, as_ptr(made)) }
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuGraphInstantiateWithParams(
-    ph_graph_exec: *mut CUgraphExec,
-    h_graph: CUgraph,
-    instantiate_params: *mut CUDA_GRAPH_INSTANTIATE_PARAMS,
-) -> CUresult {
-    entry!(cuGraphInstantiateWithParams(ph_graph_exec, h_graph, instantiate_params), {
-        let p = instantiate_params.as_mut().ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
-        let made = instantiate(ph_graph_exec, h_graph, p.flags);
-        p.result_out = match made {
-            Ok(()) => cudarc::driver::sys::CUgraphInstantiateResult::CUDA_GRAPH_INSTANTIATE_SUCCESS,
-            Err(_) => cudarc::driver::sys::CUgraphInstantiateResult::CUDA_GRAPH_INSTANTIATE_ERROR,
-        };
-        made
-    })
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuGraphExecDestroy(h_graph_exec: CUgraphExec) -> CUresult {
-    entry!(cuGraphExecDestroy(h_graph_exec), { graphs::exec_destroy(handle(h_graph_exec)) })
-}
-
-/// Nothing to upload ahead on the simulator: the graph is checked and the stream too.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuGraphUpload(h_graph_exec: CUgraphExec, h_stream: CUstream) -> CUresult {
-    entry!(cuGraphUpload(h_graph_exec, h_stream), {
-        graphs::exec_work(handle(h_graph_exec))?;
-        code(sim().stream_query(stream(h_stream)))
-    })
-}
-
-/// The graph's work in order on the stream. On a stream in capture it is
-/// `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED`, as an H100's driver answered for a graph of host,
-/// copy and memset nodes; the capture is invalidated.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuGraphLaunch(h_graph_exec: CUgraphExec, h_stream: CUstream) -> CUresult {
-    entry!(cuGraphLaunch(h_graph_exec, h_stream), {
-        let exec = handle(h_graph_exec);
-        if graphs::invalidate(handle(h_stream)) {
-            return Err(CUresult::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
-        }
-        let (work, auto_free) = graphs::exec_work(exec)?;
-        // An allocation still live from the last launch is freed first with auto-free, and
-        // refuses the launch without.
-        let live: Vec<u64> = work
-            .iter()
-            .filter_map(|w| match w {
-                &Work::MemAlloc(va) if graph_memory::live(va) => Some(va),
-                _ => None,
-            })
-            .collect();
-        match (live.is_empty(), auto_free) {
-            (true, _) => {}
-            (false, true) => live.iter().try_for_each(|&va| graph_memory::unmap(sim(), va))?,
-            (false, false) => return Err(CUresult::CUDA_ERROR_INVALID_VALUE),
-        }
-        for w in work.iter() {
-            replay(w, h_stream)?;
-        }
-        Ok(())
-    })
-}
-
-/// # Safety
-/// `count` is valid for a read and a write; a non-null `into` for `*count` writes.
-unsafe fn neighbours(node: CUgraphNode, upstream: bool, into: *mut CUgraphNode, count: *mut usize) -> Answer {
-    let found: Vec<CUgraphNode> = graphs::neighbours(handle(node), upstream)?.into_iter().map(as_ptr).collect();
-    // SAFETY: the caller's.
-    unsafe { listed(&found, into, count) }
-}
-
-/// # Safety
-/// As [`neighbours`]; a non-null `edge_data` for `*count` writes.
-unsafe fn neighbours_v2(
-    node: CUgraphNode,
-    upstream: bool,
-    into: *mut CUgraphNode,
-    edge_data: *mut CUgraphEdgeData,
-    count: *mut usize,
-) -> Answer {
-    // SAFETY: the caller's.
-    unsafe {
-        neighbours(node, upstream, into, count)?;
-        if !edge_data.is_null() && !into.is_null() {
-            std::ptr::write_bytes(edge_data, 0, *count);
-        }
-    }
-    Ok(())
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuGraphNodeGetDependencies(
-    h_node: CUgraphNode,
-    dependencies: *mut CUgraphNode,
-    num_dependencies: *mut usize,
-) -> CUresult {
-    entry!(cuGraphNodeGetDependencies(h_node, dependencies, num_dependencies), {
-        neighbours(h_node, true, dependencies, num_dependencies)
-    })
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuGraphNodeGetDependencies_v2(
-    h_node: CUgraphNode,
-    dependencies: *mut CUgraphNode,
-    edge_data: *mut CUgraphEdgeData,
-    num_dependencies: *mut usize,
-) -> CUresult {
-    entry!(cuGraphNodeGetDependencies_v2(h_node, dependencies, edge_data, num_dependencies), {
-        neighbours_v2(h_node, true, dependencies, edge_data, num_dependencies)
-    })
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuGraphNodeGetDependentNodes(
-    h_node: CUgraphNode,
-    dependent_nodes: *mut CUgraphNode,
-    num_dependent_nodes: *mut usize,
-) -> CUresult {
-    entry!(cuGraphNodeGetDependentNodes(h_node, dependent_nodes, num_dependent_nodes), {
-        neighbours(h_node, false, dependent_nodes, num_dependent_nodes)
-    })
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuGraphNodeGetDependentNodes_v2(
-    h_node: CUgraphNode,
-    dependent_nodes: *mut CUgraphNode,
-    edge_data: *mut CUgraphEdgeData,
-    num_dependent_nodes: *mut usize,
-) -> CUresult {
-    entry!(cuGraphNodeGetDependentNodes_v2(h_node, dependent_nodes, edge_data, num_dependent_nodes), {
-        neighbours_v2(h_node, false, dependent_nodes, edge_data, num_dependent_nodes)
-    })
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuGraphDestroyNode(h_node: CUgraphNode) -> CUresult {
-    entry!(cuGraphDestroyNode(h_node), { graphs::destroy_node(handle(h_node)) })
 }
 
 /// The graph in Graphviz's language (each node's type and handle, and the edges); the flags'
@@ -670,30 +569,5 @@ fn nonzero(count: c_uint) -> Result<u32, CUresult> {
     match count {
         0 => Err(CUresult::CUDA_ERROR_INVALID_VALUE),
         n => Ok(n),
-    }
-}
-
-/// One node's work on `h_stream`, as the stream call it stands for would do it.
-///
-/// # Safety
-/// What the node holds is valid now (host memory, host functions and their data).
-unsafe fn replay(work: &Work, h_stream: CUstream) -> Answer {
-    let s = stream(h_stream);
-    match work {
-        Work::Kernel(k) => replay_kernel(k, h_stream),
-        // SAFETY: the caller's.
-        &Work::Memcpy { dst, src, bytes } => unsafe { memcpy_on(dst, src, bytes, s) },
-        Work::Memset { dst, pitch, unit, width, height } => memset_on(*dst, *pitch, unit, *width, *height, s),
-        &Work::Host { f, data } => {
-            code(sim().stream_query(s))?;
-            // SAFETY: CUDA's contract: the function and its data are valid when the graph runs.
-            host_functions::enqueue(s.0, unsafe { host_functions::Job::new(move || f(data as *mut c_void)) });
-            Ok(())
-        }
-        &Work::EventRecord(e) => code(sim().event_record(crate::abi::event(as_ptr(e)), s)),
-        &Work::EventWait(e) => code(sim().stream_wait_event(s, crate::abi::event(as_ptr(e)), 0)),
-        &Work::MemAlloc(va) => graph_memory::map(sim(), va),
-        &Work::MemFree(va) => graph_memory::unmap(sim(), va),
-        Work::Empty | Work::Child(_) => Ok(()),
     }
 }
