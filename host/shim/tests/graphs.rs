@@ -3,7 +3,9 @@
 //! calls forbidden in capture (`clients/capture_rules.c`) must print what NVIDIA's driver
 //! printed on one GPU; cuda.core's graph builder (`clients/graphs.py`) must capture, launch,
 //! split and join on every topology; graph allocations (`clients/graph_peers.c`) must reach
-//! each peer their node names, on every ordered pair, and fault on a peer it does not name.
+//! each peer their node names, on every ordered pair, and fault on a peer it does not name;
+//! nodes' parameters read back, set in graphs and in executable graphs, and executable graphs
+//! updated (`clients/graph_params.c`) must print what NVIDIA's driver documents.
 //!
 //! The C programs need NVIDIA's `cuda.h` (`$PEERPOOL_CUDA_INCLUDE`) and the script a Python
 //! with cuda-core (`$PEERPOOL_PYTHON`); without them those trials are skipped, with the reason.
@@ -82,6 +84,62 @@ fn graph_allocation_faults_an_unnamed_peer(how: &str) -> Result<(), Failed> {
     }
 }
 
+/// What `clients/graph_params.c` prints: each value follows from the driver's documented
+/// semantics (the kernel adds its last argument to each value; the host functions add 1 or 10).
+const GRAPH_PARAMS: &str = "\
+kernel node: same function 1, grid 4 block 64, arguments p 1 n 256 v 2, no extra 1
+kernel node set: v 3
+memset node: dst p 1, value 1, element 4, width 256, height 1
+memset node set: value 4
+memset parameters of the kernel node: CUDA_ERROR_INVALID_VALUE
+memcpy node: from device p 1, to host 1, width 1024, height 1, depth 1
+memcpy node set: width 512
+host node: bump 1, data 1
+host node set: bump_ten 1
+child node's graph: a copy 1, 1 node
+event nodes: record 1 then 1, wait 1 then 1
+exec record node set: CUDA_SUCCESS
+exec wait node set: CUDA_SUCCESS
+event graph launched: CUDA_SUCCESS
+launch 1: host[0] 57 host[255] 57, calls 10
+launch 2: host2[0] 230 host2[255] 230, host[0] 57, calls 11
+the graph's nodes unchanged: memset 4, kernel 3
+exec memset parameters on the kernel node: CUDA_ERROR_INVALID_VALUE
+exec child graph of another shape: CUDA_ERROR_INVALID_VALUE
+launch 3, memset set generically: host2[0] 250
+kernel disabled: enabled 0, host2[0] 230
+kernel enabled: enabled 1, host2[0] 250
+update, same shape: CUDA_SUCCESS, result 0
+launch 4, updated: host[0] 18 host[255] 18, calls 15
+update, fewer nodes: CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE, result 2, error node null 1
+update, a kernel node now empty: CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE, result 3, error node the empty node 1
+launch 5, after the refusals: host[0] 18, calls 16
+flags: 0, auto-free and node priority 9, upload 0
+dependency removed: 1 edge, 2 roots, 0 before the node
+removed again: CUDA_ERROR_INVALID_VALUE
+found in the clone: another node 1, type 0, v 3
+a node of another graph: CUDA_ERROR_INVALID_VALUE
+attributes: priority -1, cooperative 1
+copied: priority -1, cooperative 1
+attribute 1000: CUDA_ERROR_INVALID_VALUE
+added: types 5 2 0 10 11, allocation address set 1
+memset node: added with 9, set to 11
+kernel parameters on the memset node: CUDA_ERROR_INVALID_VALUE
+added graph launched: p[0] 12
+done
+";
+
+/// `clients/graph_params.c` on the H200 pair prints [`GRAPH_PARAMS`] and exits 0.
+fn graph_params_as_documented() -> Result<(), Failed> {
+    let out = run(&mut Command::new(c_program("graph_params")?), &[("PEERPOOL_TOPOLOGY", "two_h200_nvlink")])?;
+    match (out.status.success(), stdout(&out)) {
+        (true, text) if text == GRAPH_PARAMS => Ok(()),
+        (_, text) => {
+            Err(format!("{}\nexpected:\n{GRAPH_PARAMS}printed:\n{text}stderr: {}", out.status, stderr(&out)).into())
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let mut trials = Vec::new();
     for stem in TOPOLOGIES {
@@ -101,6 +159,8 @@ fn main() -> ExitCode {
     trials.push(trial("c_client_runs_graphs".into(), CUDA_INCLUDE, || {
         same_as_on_the_h200s(&mut Command::new(c_program("graphs")?), "one-h100/clients-graphs.txt")
     }));
+    // Node parameters read back and set, in graphs and executable graphs; updates.
+    trials.push(trial("c_client_sets_graph_params".into(), CUDA_INCLUDE, graph_params_as_documented));
     let conclusion = libtest_mimic::run(&Arguments::from_args(), trials);
     support::clean_up();
     conclusion.exit_code()
