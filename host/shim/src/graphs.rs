@@ -254,10 +254,12 @@ fn embedded_in(s: &Store, mut g: u64, outer: u64) -> bool {
 pub(crate) fn add_child(g: u64, deps: &[u64], child: u64, moved: bool) -> Result<u64, CUresult> {
     releasing(|s, done| {
         let source = s.graphs.get(&child).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
-        let refused = match moved {
-            true => source.owner.is_some() || embedded_in(s, g, child),
-            false => exec::has_memory_nodes(&s.graphs, source),
-        };
+        // A moved graph is its node's alone: it is neither moved again nor copied.
+        let refused = matches!(source.owner, Some((_, true)))
+            || match moved {
+                true => source.owner.is_some() || embedded_in(s, g, child),
+                false => exec::has_memory_nodes(&s.graphs, source),
+            };
         if refused {
             return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
         }

@@ -125,7 +125,8 @@ attribute 1000: CUDA_ERROR_INVALID_VALUE
 added: types 5 2 0 10 11, allocation address set 1
 memset node: added with 9, set to 11
 kernel parameters on the memset node: CUDA_ERROR_INVALID_VALUE
-added graph launched: p[0] 12
+child graph moved: the node holds it 1
+added graph launched: p[0] 13
 done
 ";
 

@@ -417,10 +417,14 @@ unsafe fn get_edges(g: CUgraph, from: *mut CUgraphNode, to: *mut CUgraphNode, co
     let tos: Vec<CUgraphNode> = edges.iter().map(|&(_, b)| as_ptr(b)).collect();
     // SAFETY: the caller's.
     let room = unsafe { count.as_ref() }.copied().ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
+    // SAFETY: the caller's.
     unsafe { listed(&froms, from, count)? };
     if !to.is_null() {
-        unsafe { count.write(room) };
-        unsafe { listed(&tos, to, count)? };
+        // SAFETY: the caller's: `count` checked valid above; `to` as `from`.
+        unsafe {
+            count.write(room);
+            listed(&tos, to, count)?;
+        }
     }
     Ok(())
 }
@@ -447,6 +451,7 @@ pub unsafe extern "C" fn cuGraphGetEdges_v2(
     entry!(cuGraphGetEdges_v2(h_graph, from, to, edge_data, num_edges), {
         get_edges(h_graph, from, to, num_edges)?;
         if !edge_data.is_null() && !from.is_null() {
+            // SAFETY: the caller's: room for as many edges' data as edges written.
             std::ptr::write_bytes(edge_data, 0, *num_edges);
         }
         Ok(())

@@ -59,12 +59,14 @@ pub unsafe extern "C" fn cuGraphInstantiateWithParams(
         if p.is_null() {
             return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
         }
+        // SAFETY: the caller's: checked non-null, the struct there; its flags an integer.
         let made = instantiate(ph_graph_exec, h_graph, (*p).flags);
-        // Written as the integer: the struct is the caller's, its result not read.
         let result = match made {
             Ok(()) => CUgraphInstantiateResult::CUDA_GRAPH_INSTANTIATE_SUCCESS,
             Err(_) => CUgraphInstantiateResult::CUDA_GRAPH_INSTANTIATE_ERROR,
         };
+        // Written as the integer: the struct is the caller's, its result not read.
+        // SAFETY: as above.
         std::ptr::addr_of_mut!((*p).result_out).cast::<u32>().write(result as u32);
         made
     })
@@ -259,6 +261,7 @@ pub unsafe extern "C" fn cuGraphExecUpdate_v2(
         let done = graphs::exec_update(handle(h_graph_exec), handle(h_graph));
         let why = done.err().unwrap_or(graphs::Mismatch { result: 0, node: 0, from: 0 });
         // The result written as the integer it is; the struct is the caller's to fill.
+        // SAFETY: the caller's: checked non-null, valid for a write of the struct.
         std::ptr::addr_of_mut!((*result_info).result).cast::<u32>().write(why.result);
         std::ptr::addr_of_mut!((*result_info).errorNode).write(as_ptr(why.node));
         std::ptr::addr_of_mut!((*result_info).errorFromNode).write(as_ptr(why.from));

@@ -12,9 +12,10 @@ use crate::boundary::{Answer, code, entry, not_simulated, sim};
 use crate::graph_memory::{self, Request};
 use crate::graphs::{self, Extras, Memcpy3d, Node, Work};
 use cudarc::driver::sys::{
-    CUDA_HOST_NODE_PARAMS, CUDA_KERNEL_NODE_PARAMS, CUDA_MEM_ALLOC_NODE_PARAMS_v2, CUDA_MEMCPY_NODE_PARAMS,
-    CUDA_MEMCPY3D, CUDA_MEMSET_NODE_PARAMS, CUevent, CUgraph, CUgraphEdgeData, CUgraphNode, CUgraphNodeParams,
-    CUgraphNodeType, CUkernelNodeAttrValue, CUresult,
+    CUDA_HOST_NODE_PARAMS, CUDA_HOST_NODE_PARAMS_v2, CUDA_KERNEL_NODE_PARAMS, CUDA_KERNEL_NODE_PARAMS_v3,
+    CUDA_MEM_ALLOC_NODE_PARAMS_v2, CUDA_MEMCPY_NODE_PARAMS, CUDA_MEMCPY3D, CUDA_MEMSET_NODE_PARAMS,
+    CUDA_MEMSET_NODE_PARAMS_v2, CUevent, CUgraph, CUgraphEdgeData, CUgraphNode, CUgraphNodeParams, CUgraphNodeType,
+    CUkernelNodeAttrValue, CUresult,
 };
 use std::ffi::{c_uint, c_void};
 use std::mem::offset_of;
@@ -194,6 +195,7 @@ pub unsafe extern "C" fn cuGraphKernelNodeGetParams_v2(
                 ctx: as_ptr(ctx),
             })
         })?;
+        // SAFETY: the caller's: checked non-null, valid for a write of the struct.
         node_params.write(made);
         Ok(())
     })
@@ -276,6 +278,7 @@ pub unsafe extern "C" fn cuGraphMemsetNodeGetParams(
             }
             _ => Err(CUresult::CUDA_ERROR_INVALID_VALUE),
         })?;
+        // SAFETY: the caller's: checked non-null, valid for a write of the struct.
         node_params.write(made);
         Ok(())
     })
@@ -304,6 +307,7 @@ pub unsafe extern "C" fn cuGraphHostNodeGetParams(
             Work::Host { f, data } => Ok(CUDA_HOST_NODE_PARAMS { fn_: Some(f), userData: data as *mut c_void }),
             _ => Err(CUresult::CUDA_ERROR_INVALID_VALUE),
         })?;
+        // SAFETY: the caller's: checked non-null, valid for a write of the struct.
         node_params.write(made);
         Ok(())
     })
@@ -378,6 +382,11 @@ pub(super) enum Params {
 /// # Safety
 /// A non-null `p` is valid for a read of the struct.
 pub(super) unsafe fn read_params(p: *mut CUgraphNodeParams) -> Result<Params, CUresult> {
+    // The union's members read through the structs of the kind's own calls: the same layouts,
+    // or (memset) the same fields first.
+    const _: () = assert!(size_of::<CUDA_KERNEL_NODE_PARAMS_v3>() == size_of::<CUDA_KERNEL_NODE_PARAMS>());
+    const _: () = assert!(size_of::<CUDA_HOST_NODE_PARAMS_v2>() == size_of::<CUDA_HOST_NODE_PARAMS>());
+    const _: () = assert!(offset_of!(CUDA_MEMSET_NODE_PARAMS_v2, ctx) == size_of::<CUDA_MEMSET_NODE_PARAMS>());
     if p.is_null() {
         return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
     }
@@ -441,10 +450,14 @@ unsafe fn add_node(
     count: usize,
     p: *mut CUgraphNodeParams,
 ) -> Answer {
-    // SAFETY (each call below): the caller's.
-    match unsafe { read_params(p)? } {
+    // SAFETY: the caller's.
+    let params = unsafe { read_params(p)? };
+    match params {
+        // SAFETY: the caller's.
         Params::Work(work, extras) => unsafe { add_with(node, g, deps, count, || Ok((work, extras))) },
+        // SAFETY: the caller's.
         Params::Child { graph, moved } => unsafe { add_child(node, g, deps, count, graph, moved) },
+        // SAFETY: the caller's.
         Params::Free(va) => unsafe {
             add(node, g, deps, count, || {
                 graph_memory::free_by_node(va)?;
@@ -454,8 +467,8 @@ unsafe fn add_node(
         Params::Alloc(a) => {
             // As `cuGraphAddMemAllocNode`; fields read one by one (the pool's properties hold
             // enums, read as integers).
-            // SAFETY: the caller's: `a` points at the allocation's parameters.
             let (props, descs, count_descs, bytes) =
+                // SAFETY: the caller's: `a` points at the allocation's parameters.
                 unsafe { (std::ptr::addr_of!((*a).poolProps), (*a).accessDescs, (*a).accessDescCount, (*a).bytesize) };
             // SAFETY: as above.
             let PoolRequest::Device(props) = (unsafe { pool_request(props)? }) else {
@@ -465,7 +478,7 @@ unsafe fn add_node(
             let access = unsafe { access_descs(descs, count_descs)? };
             let request = Request { bytes, device: props.device, handle_types: props.handle_types, access };
             let mut va = 0;
-            // SAFETY: the caller's.
+            // SAFETY: the caller's; `a` points at the parameters, its address theirs to write.
             unsafe {
                 add(node, g, deps, count, || {
                     va = graph_memory::reserve(sim(), request)?;
@@ -556,6 +569,7 @@ pub unsafe extern "C" fn cuGraphRemoveDependencies_v2(
 ) -> CUresult {
     entry!(cuGraphRemoveDependencies_v2(h_graph, from, to, edge_data, num_dependencies), {
         if !edge_data.is_null() {
+            // SAFETY: the caller's: `num_dependencies` edges' data.
             let bytes =
                 std::slice::from_raw_parts(edge_data.cast::<u8>(), num_dependencies * size_of::<CUgraphEdgeData>());
             if bytes.iter().any(|&b| b != 0) {
@@ -633,6 +647,7 @@ pub unsafe extern "C" fn cuGraphKernelNodeSetAttribute(
     value: *const CUkernelNodeAttrValue,
 ) -> CUresult {
     entry!(cuGraphKernelNodeSetAttribute(h_node, attr, value), {
+        // SAFETY: the caller's: a value (its 64 bytes) there, or null.
         let value = value.cast::<[u8; 64]>().as_ref().copied().ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
         if attr == DEVICE_UPDATABLE && word(&value, 0) != 0 {
             return not_simulated("cuGraphKernelNodeSetAttribute of a device-updatable kernel node");

@@ -339,7 +339,7 @@ int main(void) {
     printf("attribute 1000: %s\n",
            name_of(cuGraphKernelNodeGetAttribute(kernel_node, (CUkernelNodeAttrID)1000, &value)));
 
-    /* Nodes added and set through CUgraphNodeParams. */
+    /* Nodes added and set through CUgraphNodeParams; a graph moved into a child graph node. */
     CUgraph ag;
     CUgraphNode empty, gset, gkernel, galloc, gfree;
     TRY(cuGraphCreate(&ag, 0));
@@ -384,6 +384,15 @@ int main(void) {
     TRY(cuGraphMemsetNodeGetParams(gset, &m));
     printf("memset node: added with %d, set to %u\n", added_value, m.value);
     printf("kernel parameters on the memset node: %s\n", name_of(cuGraphNodeSetParams(gset, &kernel_np)));
+    CUgraph moved, held;
+    CUgraphNode moved_node;
+    TRY(one_kernel(&moved, add_to, &p, &n, 1));
+    memset(&np, 0, sizeof np);
+    np.type = CU_GRAPH_NODE_TYPE_GRAPH;
+    np.graph.graph = moved, np.graph.ownership = CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE;
+    TRY(cuGraphAddNode(&moved_node, ag, &gkernel, NULL, 1, &np));
+    TRY(cuGraphChildGraphNodeGetGraph(moved_node, &held));
+    printf("child graph moved: the node holds it %d\n", held == moved);
     CUgraphExec added_exec;
     TRY(cuGraphInstantiate(&added_exec, ag, 0));
     TRY(launch(added_exec, s));
