@@ -1,6 +1,6 @@
 //! PTX text to a [`Module`]: directives, variables, functions with their parameters, registers,
 //! local and shared declarations and labels, and each instruction's operands, which
-//! `decode.rs` turns into an [`Op`](crate::ir::Op).
+//! the decoder (`decode/`) turns into an [`Op`](crate::ir::Op).
 
 use crate::LoadError;
 use crate::decode;
