@@ -25,8 +25,8 @@ pub(super) fn get(regs: &[u64], base: usize, o: Opnd) -> u64 {
     regs[base.wrapping_add_signed(o as isize)]
 }
 
-/// One compiled instruction. `sh` is 64 minus the type's width in bits (63 for a predicate):
-/// `u64::MAX >> sh` masks a result to the type.
+/// One compiled instruction. `pad` is 64 minus the type's width in bits (63 for a predicate), the
+/// register's bits above the type: `u64::MAX >> pad` masks a result to the type.
 #[derive(Clone, Copy, Debug)]
 pub(super) enum Fast {
     /// Run the decoded instruction.
@@ -34,7 +34,7 @@ pub(super) enum Fast {
     Mov {
         d: u32,
         a: Opnd,
-        sh: u8,
+        pad: u8,
     },
     /// A value known when the launch is compiled (an immediate, a variable's address): kept in
     /// the step rather than the pool, which every call copies.
@@ -46,64 +46,64 @@ pub(super) enum Fast {
         d: u32,
         a: Opnd,
         b: Opnd,
-        sh: u8,
+        pad: u8,
     },
     Sub {
         d: u32,
         a: Opnd,
         b: Opnd,
-        sh: u8,
+        pad: u8,
     },
     Mul {
         d: u32,
         a: Opnd,
         b: Opnd,
-        sh: u8,
+        pad: u8,
     },
     And {
         d: u32,
         a: Opnd,
         b: Opnd,
-        sh: u8,
+        pad: u8,
     },
     Or {
         d: u32,
         a: Opnd,
         b: Opnd,
-        sh: u8,
+        pad: u8,
     },
     Xor {
         d: u32,
         a: Opnd,
         b: Opnd,
-        sh: u8,
+        pad: u8,
     },
     Shl {
         d: u32,
         a: Opnd,
         b: Opnd,
-        sh: u8,
+        pad: u8,
     },
     /// Unsigned (logical) right shift.
     Shr {
         d: u32,
         a: Opnd,
         b: Opnd,
-        sh: u8,
+        pad: u8,
     },
     /// Signed (arithmetic) right shift.
     Sar {
         d: u32,
         a: Opnd,
         b: Opnd,
-        sh: u8,
+        pad: u8,
     },
     /// Integer division (by zero: all ones).
     Div {
         d: u32,
         a: Opnd,
         b: Opnd,
-        sh: u8,
+        pad: u8,
         signed: bool,
     },
     /// Integer remainder (by zero: the dividend).
@@ -111,7 +111,7 @@ pub(super) enum Fast {
         d: u32,
         a: Opnd,
         b: Opnd,
-        sh: u8,
+        pad: u8,
         signed: bool,
     },
     /// The high half of the product.
@@ -119,7 +119,7 @@ pub(super) enum Fast {
         d: u32,
         a: Opnd,
         b: Opnd,
-        sh: u8,
+        pad: u8,
         signed: bool,
     },
     /// The full product of operands of at most 32 bits.
@@ -127,7 +127,7 @@ pub(super) enum Fast {
         d: u32,
         a: Opnd,
         b: Opnd,
-        sh: u8,
+        pad: u8,
         signed: bool,
     },
     /// `min`, or `max` where `max` is set.
@@ -135,7 +135,7 @@ pub(super) enum Fast {
         d: u32,
         a: Opnd,
         b: Opnd,
-        sh: u8,
+        pad: u8,
         signed: bool,
         max: bool,
     },
@@ -144,7 +144,7 @@ pub(super) enum Fast {
         a: Opnd,
         b: Opnd,
         c: Opnd,
-        sh: u8,
+        pad: u8,
     },
     /// An integer `setp`: `table` holds the result for greater (bit 0), less (bit 1) and equal
     /// (bit 2).
@@ -152,7 +152,7 @@ pub(super) enum Fast {
         d: u32,
         a: Opnd,
         b: Opnd,
-        sh: u8,
+        pad: u8,
         signed: bool,
         table: u8,
     },
@@ -161,7 +161,7 @@ pub(super) enum Fast {
         a: Opnd,
         b: Opnd,
         p: Opnd,
-        sh: u8,
+        pad: u8,
     },
     /// Integer to integer `cvt` without saturation: extended from `from` bits, masked to `to`.
     Cvt {
@@ -431,12 +431,12 @@ fn table(cmp: Cmp) -> u8 {
 /// The fast form of `op`, if it has one.
 fn compile(op: &Op, launch: &Launch<'_>, pool: &mut Pool) -> Option<Fast> {
     let mut src = |s: Src| pool.src(s, launch);
-    let sh = |ty: Ty| (64 - ty.bits()) as u8;
+    let pad = |ty: Ty| (64 - ty.bits()) as u8;
     let d32 = |r: u32| i32::try_from(r).ok().map(|_| r);
     Some(match *op {
         Op::Mov { ty, d, a } => match known(a, launch) {
-            Some(v) => Fast::Set { d: d32(d)?, v: v & (u64::MAX >> sh(ty)) },
-            None => Fast::Mov { d: d32(d)?, a: src(a)?, sh: sh(ty) },
+            Some(v) => Fast::Set { d: d32(d)?, v: v & (u64::MAX >> pad(ty)) },
+            None => Fast::Mov { d: d32(d)?, a: src(a)?, pad: pad(ty) },
         },
         Op::Binary { op, ty, fm, d, a, b } if ty.half() => {
             Fast::Binary { op, ty, fm, d: d32(d)?, a: src(a)?, b: src(b)? }
@@ -458,28 +458,28 @@ fn compile(op: &Op, launch: &Launch<'_>, pool: &mut Pool) -> Option<Fast> {
             }
         }
         Op::Binary { op, ty, fm, d, a, b } => {
-            let (d, a, b, sh) = (d32(d)?, src(a)?, src(b)?, sh(ty));
+            let (d, a, b, pad) = (d32(d)?, src(a)?, src(b)?, pad(ty));
             match op {
-                BinOp::Add => Fast::Add { d, a, b, sh },
-                BinOp::Sub => Fast::Sub { d, a, b, sh },
-                BinOp::MulLo => Fast::Mul { d, a, b, sh },
-                BinOp::And => Fast::And { d, a, b, sh },
-                BinOp::Or => Fast::Or { d, a, b, sh },
-                BinOp::Xor => Fast::Xor { d, a, b, sh },
-                BinOp::Shl => Fast::Shl { d, a, b, sh },
-                BinOp::Shr if ty.signed() => Fast::Sar { d, a, b, sh },
-                BinOp::Shr => Fast::Shr { d, a, b, sh },
-                BinOp::Div => Fast::Div { d, a, b, sh, signed: ty.signed() },
-                BinOp::Rem => Fast::Rem { d, a, b, sh, signed: ty.signed() },
-                BinOp::MulHi => Fast::MulHi { d, a, b, sh, signed: ty.signed() },
-                BinOp::MulWide if ty.bits() <= 32 => Fast::MulWide { d, a, b, sh, signed: ty.signed() },
-                BinOp::Min => Fast::MinMax { d, a, b, sh, signed: ty.signed(), max: false },
-                BinOp::Max => Fast::MinMax { d, a, b, sh, signed: ty.signed(), max: true },
+                BinOp::Add => Fast::Add { d, a, b, pad },
+                BinOp::Sub => Fast::Sub { d, a, b, pad },
+                BinOp::MulLo => Fast::Mul { d, a, b, pad },
+                BinOp::And => Fast::And { d, a, b, pad },
+                BinOp::Or => Fast::Or { d, a, b, pad },
+                BinOp::Xor => Fast::Xor { d, a, b, pad },
+                BinOp::Shl => Fast::Shl { d, a, b, pad },
+                BinOp::Shr if ty.signed() => Fast::Sar { d, a, b, pad },
+                BinOp::Shr => Fast::Shr { d, a, b, pad },
+                BinOp::Div => Fast::Div { d, a, b, pad, signed: ty.signed() },
+                BinOp::Rem => Fast::Rem { d, a, b, pad, signed: ty.signed() },
+                BinOp::MulHi => Fast::MulHi { d, a, b, pad, signed: ty.signed() },
+                BinOp::MulWide if ty.bits() <= 32 => Fast::MulWide { d, a, b, pad, signed: ty.signed() },
+                BinOp::Min => Fast::MinMax { d, a, b, pad, signed: ty.signed(), max: false },
+                BinOp::Max => Fast::MinMax { d, a, b, pad, signed: ty.signed(), max: true },
                 op => Fast::Binary { op, ty, fm, d, a, b },
             }
         }
         Op::Ternary { op: TerOp::MadLo, ty, d, a, b, c, .. } if !ty.float() => {
-            Fast::Mad { d: d32(d)?, a: src(a)?, b: src(b)?, c: src(c)?, sh: sh(ty) }
+            Fast::Mad { d: d32(d)?, a: src(a)?, b: src(b)?, c: src(c)?, pad: pad(ty) }
         }
         Op::Ternary { op: TerOp::Fma, ty, fm, d, a, b, c } if fm == FloatMode::default() && !ty.half() => {
             Fast::FFma { d: d32(d)?, a: src(a)?, b: src(b)?, c: src(c)?, wide: ty == Ty::F64 }
@@ -491,14 +491,14 @@ fn compile(op: &Op, launch: &Launch<'_>, pool: &mut Pool) -> Option<Fast> {
         Op::Setp { cmp, ty, ftz, d, d2: None, a, b, with: None } => match ty.float() {
             true => Fast::FSetp { d: d32(d)?, a: src(a)?, b: src(b)?, cmp, ty, ftz },
             false => {
-                Fast::Setp { d: d32(d)?, a: src(a)?, b: src(b)?, sh: sh(ty), signed: ty.signed(), table: table(cmp) }
+                Fast::Setp { d: d32(d)?, a: src(a)?, b: src(b)?, pad: pad(ty), signed: ty.signed(), table: table(cmp) }
             }
         },
-        Op::Selp { ty, d, a, b, p } => Fast::Selp { d: d32(d)?, a: src(a)?, b: src(b)?, p: src(p)?, sh: sh(ty) },
+        Op::Selp { ty, d, a, b, p } => Fast::Selp { d: d32(d)?, a: src(a)?, b: src(b)?, p: src(p)?, pad: pad(ty) },
         Op::Cvt { conv: Conversion { to, from, fm: FloatMode { sat: false, .. }, .. }, d, a }
             if !to.float() && !from.float() && !to.fp8() && !from.fp8() =>
         {
-            Fast::Cvt { d: d32(d)?, a: src(a)?, from: sh(from), signed: from.signed(), to: sh(to) }
+            Fast::Cvt { d: d32(d)?, a: src(a)?, from: pad(from), signed: from.signed(), to: pad(to) }
         }
         Op::Cvta { to, space, d, a } => {
             let window = match space {
@@ -508,7 +508,7 @@ fn compile(op: &Op, launch: &Launch<'_>, pool: &mut Pool) -> Option<Fast> {
             };
             let add = if to { window.wrapping_neg() } else { window };
             let (d, a) = (d32(d)?, src(a)?);
-            Fast::Add { d, a, b: pool.constant(add), sh: 0 }
+            Fast::Add { d, a, b: pool.constant(add), pad: 0 }
         }
         // An address known at compile time goes into the offset, the base a zero.
         Op::Ld { space, ty, ref d, at } => match d[..] {

@@ -1,9 +1,9 @@
-//! Running a kernel: one block at a time (or, with every block resident, each block's turn in
-//! order until all are done), its warps in turn (`block.rs`), each until every lane has exited
-//! or waits at a barrier or a warp-synchronous instruction, or its time slice runs out; a
-//! warp's lanes at the same instruction run it as one group (`schedule.rs`, `pure.rs`). A barrier releases when every
-//! thread of the block that has not exited arrives. Shared, local and parameter memory are the
-//! executor's own; every global, constant or generic access that leaves them goes to the
+//! Running a kernel: one block at a time (or, with every block resident, each block's turn in order
+//! until all are done), its warps in turn (`block.rs`), each until every lane has exited or waits
+//! at a barrier or a warp-synchronous instruction, or its time slice runs out; a warp's lanes at
+//! the same instruction run it as one group (`schedule.rs`, `fast_loop.rs`). A barrier releases
+//! when every thread of the block that has not exited arrives. Shared, local and parameter memory
+//! are the executor's own; every global, constant or generic access that leaves them goes to the
 //! caller's [`Memory`], which decides whether the accessing device may touch it.
 
 mod access;
@@ -13,6 +13,7 @@ mod block;
 mod cluster;
 mod directed;
 mod fast;
+mod fast_loop;
 mod float;
 mod float_env;
 mod fp8;
@@ -22,7 +23,6 @@ mod host_rounding;
 mod matrix;
 mod mbarrier;
 mod printf;
-mod pure;
 mod round;
 mod schedule;
 mod thread;

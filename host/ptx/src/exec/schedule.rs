@@ -9,7 +9,7 @@
 
 use super::access::Shared;
 use super::fast::Code;
-use super::pure::{self, Group, Stop};
+use super::fast_loop::{self, Group, Stop};
 use super::thread::{State, ThreadState};
 use super::{Trap, TrapKind, lanes, warp};
 use crate::ir::Function;
@@ -88,7 +88,7 @@ fn steps(
             }
             return Ok(());
         };
-        match pure::run(warp, group, &code.steps, left, sh, &kernel.body)? {
+        match fast_loop::run(warp, group, &code.steps, left, sh, &kernel.body)? {
             Stop::Regroup => {}
             Stop::Budget if last => {
                 let t = &warp[group.mask.trailing_zeros() as usize];

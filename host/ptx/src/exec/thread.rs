@@ -6,7 +6,10 @@ use super::cluster;
 use super::fast::Code;
 use super::{Fault, LOCAL_WINDOW, Launch, Output, SHARED_WINDOW, Thread, Trap, TrapKind};
 use super::{arith, bits, fp8, half, matrix, mbarrier, printf, width};
-use crate::ir::{Address, BarRedOp, Call, Function, MBarrierOp, Op, Place, Reg, Space, Special, Src, Ty, function_at};
+use crate::ir::{
+    Address, BarRedOp, BoolOp, Call, Cmp, Fragment, Function, IndirectCall, MBarrierOp, Op, Place, Reg, Space, Special,
+    Src, Ty, function_at,
+};
 
 /// Where a thread is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -154,7 +157,8 @@ impl ThreadState {
         self.regs[self.base + r as usize] = v;
     }
 
-    /// Runs `op`, the thread's instruction at `pc - 1` (its guard holds).
+    /// Runs `op`, the thread's instruction at `pc - 1` (its guard holds): what computes a
+    /// register from registers here, the rest in a method of its own.
     pub(super) fn step(&mut self, kernel: &Function, op: &Op, line: u32, sh: &mut Shared<'_, '_>) -> Result<(), Trap> {
         match op {
             Op::Mov { ty, d, a } => {
@@ -178,23 +182,7 @@ impl ThreadState {
                 self.set(*d, v);
             }
             Op::Setp { cmp, ty, ftz, d, d2, a, b, with } => {
-                let (a, b) = (self.value(*a, sh), self.value(*b, sh));
-                let (mut r, mut r2) = match ty {
-                    Ty::F16x2 | Ty::BF16x2 => half::compare(*cmp, *ty, *ftz, a, b).into(),
-                    _ => {
-                        let r = arith::compare(*cmp, *ty, *ftz, a, b);
-                        (r, !r)
-                    }
-                };
-                if let Some((op, p, negated)) = with {
-                    let q = (self.value(*p, sh) & 1 != 0) != *negated;
-                    r = arith::combine(*op, r, q);
-                    r2 = arith::combine(*op, r2, q);
-                }
-                self.set(*d, r as u64);
-                if let Some(d2) = d2 {
-                    self.set(*d2, r2 as u64);
-                }
+                self.setp((*cmp, *ty, *ftz), (*d, *d2), (*a, *b), *with, sh)
             }
             Op::Selp { ty, d, a, b, p } => {
                 let v = if self.value(*p, sh) & 1 != 0 { self.value(*a, sh) } else { self.value(*b, sh) };
@@ -216,7 +204,7 @@ impl ThreadState {
             }
             Op::Bfi { ty, d, a, b, pos, len } => {
                 let (a, b) = (self.value(*a, sh), self.value(*b, sh));
-                let v = super::bits::bfi(*ty, a, b, self.value(*pos, sh), self.value(*len, sh));
+                let v = bits::bfi(*ty, a, b, self.value(*pos, sh), self.value(*len, sh));
                 self.set(*d, v);
             }
             Op::Pack { ty, d, parts } => {
@@ -232,6 +220,12 @@ impl ThreadState {
                     }
                 }
             }
+            Op::Carry { op, ty, d, a, b, c } => {
+                let c = c.map_or(0, |c| self.value(c, sh));
+                let (v, carry) = arith::carry(*op, *ty, self.value(*a, sh), self.value(*b, sh), c, self.carry);
+                self.set(*d, v);
+                self.carry = carry;
+            }
             Op::Cvta { to, space, d, a } => {
                 let v = self.value(*a, sh);
                 let window = match space {
@@ -241,30 +235,14 @@ impl ThreadState {
                 };
                 self.set(*d, if *to { v.wrapping_sub(window) } else { v.wrapping_add(window) });
             }
-            Op::Ld { space, ty, d, at } => {
-                let base = self.address(at, sh);
-                let size = ty.bytes();
-                for (i, reg) in d.iter().enumerate() {
-                    let addr = base.wrapping_add((i * size) as u64);
-                    let mut buf = [0u8; 8];
-                    self.access(sh).read(*space, addr, &mut buf[..size], line)?;
-                    let raw = super::word(&buf[..size]);
-                    if let Some(r) = reg {
-                        // A narrow signed load sign-extends into its register.
-                        let v = if ty.signed() { width::extend(*ty, raw) as u64 } else { raw };
-                        self.set(*r, v);
-                    }
-                }
+            Op::IsSpace { space, d, a } => self.is_space(*space, *d, *a, sh),
+            Op::Mapa { shared, d, a, rank } => {
+                let (a, rank) = (self.value(*a, sh), self.value(*rank, sh) as u32);
+                let window = if *shared { 0 } else { SHARED_WINDOW };
+                self.set(*d, window.wrapping_add(cluster::map(a.wrapping_sub(window), rank)));
             }
-            Op::St { space, ty, s, at } => {
-                let base = self.address(at, sh);
-                let size = ty.bytes();
-                for (i, src) in s.iter().enumerate() {
-                    let addr = base.wrapping_add((i * size) as u64);
-                    let bytes = self.value(*src, sh).to_le_bytes();
-                    self.access(sh).write(*space, addr, &bytes[..size], line)?;
-                }
-            }
+            Op::Ld { space, ty, d, at } => self.load(*space, *ty, d, at, line, sh)?,
+            Op::St { space, ty, s, at } => self.store(*space, *ty, s, at, line, sh)?,
             Op::Atom { space, op, ty, d, at, b, c } => {
                 let addr = self.address(at, sh);
                 let (b, c) = (self.value(*b, sh), c.map_or(0, |c| self.value(c, sh)));
@@ -273,6 +251,17 @@ impl ThreadState {
                     self.set(*d, old);
                 }
             }
+            Op::Wmma { store, frag, col, space, at, stride, regs } => {
+                self.wmma((*store, *frag, *col), (*space, at, *stride), regs, line, sh)?
+            }
+            Op::CopyAsync { dst, src, size, keep, ignore } => {
+                self.copy_async((dst, src), *size, (*keep, *ignore), line, sh)?
+            }
+            Op::CopyBulk { dst, src, size, barrier } => {
+                self.copy_bulk((dst, src), *size, barrier.as_ref(), line, sh)?
+            }
+            Op::MBarrier { space, at, op } => self.mbarrier(*space, at, *op, line, sh)?,
+            Op::Fence => {}
             Op::Bra { target } => self.pc = *target,
             Op::Brx { index, targets } => {
                 let index = self.value(*index, sh) as u32;
@@ -280,18 +269,6 @@ impl ThreadState {
                     Some(&target) => self.pc = target,
                     None => return Err(self.trap(TrapKind::BadBranch, line, u64::from(index))),
                 }
-            }
-            Op::ClusterBarrier { wait: false } => self.cluster_phase = sh.cluster.arrive(),
-            Op::ClusterBarrier { wait: true } => {
-                if !sh.cluster.passed(self.cluster_phase) {
-                    // Again once the rest of the cluster has run.
-                    (self.pc, self.state) = (self.pc - 1, State::Yield);
-                }
-            }
-            Op::Mapa { shared, d, a, rank } => {
-                let (a, rank) = (self.value(*a, sh), self.value(*rank, sh) as u32);
-                let window = if *shared { 0 } else { SHARED_WINDOW };
-                self.set(*d, window.wrapping_add(cluster::map(a.wrapping_sub(window), rank)));
             }
             Op::Bar { id, threads, wait, red } => {
                 let id = (self.value(*id, sh) & 0xf) as u32;
@@ -302,23 +279,11 @@ impl ThreadState {
                     false => sh.arrived[id as usize] += 1,
                 }
             }
-            Op::Wmma { store, frag, col, space, at, stride, regs } => {
-                let (base, stride) = (self.address(at, sh), self.value(*stride, sh) as u32 as u64);
-                let (ty, lane) = (frag.ty, self.linear % 32);
-                let mut values: Vec<u64> = regs.iter().map(|&r| self.value(Src::Reg(r), sh)).collect();
-                for e in 0..matrix::per_thread(*frag) {
-                    let addr = base.wrapping_add(matrix::offset(ty, *col, stride, matrix::place(*frag, lane, e)));
-                    let mut buf = [0u8; 4];
-                    if *store {
-                        let bytes = matrix::element(ty, &values, e).to_le_bytes();
-                        self.access(sh).write(*space, addr, &bytes[..ty.bytes()], line)?;
-                    } else {
-                        self.access(sh).read(*space, addr, &mut buf[..ty.bytes()], line)?;
-                        matrix::set_element(ty, &mut values, e, super::word(&buf[..ty.bytes()]));
-                    }
-                }
-                if !*store {
-                    regs.iter().zip(values).for_each(|(&r, v)| self.set(r, v));
+            Op::ClusterBarrier { wait: false } => self.cluster_phase = sh.cluster.arrive(),
+            Op::ClusterBarrier { wait: true } => {
+                if !sh.cluster.passed(self.cluster_phase) {
+                    // Again once the rest of the cluster has run.
+                    (self.pc, self.state) = (self.pc - 1, State::Yield);
                 }
             }
             Op::Warp { .. } => {
@@ -326,105 +291,250 @@ impl ThreadState {
                 self.state = State::Warp;
                 self.pc -= 1;
             }
-            Op::CopyAsync { dst, src, size, keep, ignore } => {
-                let (to, from) = (self.address(dst, sh), self.address(src, sh));
-                let ignored = ignore.is_some_and(|(p, negated)| (self.value(p, sh) & 1 != 0) != negated);
-                let keep = match keep {
-                    _ if ignored => 0,
-                    Some(k) => (self.value(*k, sh) as u32).min(*size),
-                    None => *size,
-                } as usize;
-                let mut buf = [0u8; 16];
-                if keep == *size as usize {
-                    self.access(sh).read(Space::Global, from, &mut buf[..keep], line)?;
-                } else {
-                    // A part: byte by byte, as no wider access need be aligned to it.
-                    for (i, b) in buf[..keep].iter_mut().enumerate() {
-                        let at = from.wrapping_add(i as u64);
-                        self.access(sh).read(Space::Global, at, std::slice::from_mut(b), line)?;
-                    }
-                }
-                self.access(sh).write(Space::Shared, to, &buf[..*size as usize], line)?;
-            }
-            Op::Printf { format, args, ret } => {
-                let (fmt, args) = (self.param(sh, *format, 8, line)?, self.param(sh, *args, 8, line)?);
-                let mut read = |addr: u64| self.byte(sh, addr, line);
-                let (text, taken) = printf::format(&mut read, fmt, args)?;
-                sh.memory.output(self.who, Output::Printf, &text);
-                if let Some(r) = ret {
-                    let at = (self.local_base + *r as usize) as u64;
-                    self.access(sh).write(Space::Local, at, &taken.to_le_bytes(), line)?;
-                }
-            }
-            Op::AssertFail { message, file, line: at_line, function } => {
-                let mut pointers = [0u64; 3];
-                for (p, off) in pointers.iter_mut().zip([*message, *file, *function]) {
-                    *p = self.param(sh, off, 8, line)?;
-                }
-                let number = self.param(sh, *at_line, 4, line)? as u32;
-                let who = self.who;
-                let mut read = |addr: u64| self.byte(sh, addr, line);
-                let text = printf::assertion(&mut read, pointers, number, who)?;
-                sh.memory.output(self.who, Output::Assertion, &text);
-                return Err(self.trap(TrapKind::Assert, line, 0));
-            }
-            Op::Trap => return Err(self.trap(TrapKind::Trap, line, 0)),
-            Op::Carry { op, ty, d, a, b, c } => {
-                let c = c.map_or(0, |c| self.value(c, sh));
-                let (v, carry) = arith::carry(*op, *ty, self.value(*a, sh), self.value(*b, sh), c, self.carry);
-                self.set(*d, v);
-                self.carry = carry;
-            }
-            Op::IsSpace { space, d, a } => {
-                let v = self.value(*a, sh);
-                let window = |w: u64, size: u64| v.wrapping_sub(w) < size;
-                let shared = window(SHARED_WINDOW, LOCAL_WINDOW - SHARED_WINDOW);
-                let local = window(LOCAL_WINDOW, u64::MAX - LOCAL_WINDOW);
-                let r = match space {
-                    Space::Shared => shared,
-                    Space::Local => local,
-                    _ => !shared && !local,
-                };
-                self.set(*d, r as u64);
-            }
-            Op::MBarrier { space, at, op } => self.mbarrier(*space, at, *op, line, sh)?,
-            Op::CopyBulk { dst, src, size, barrier } => {
-                let (to, from, size) = (self.address(dst, sh), self.address(src, sh), self.value(*size, sh) as u32);
-                if size % 16 != 0 {
-                    return Err(self.trap(TrapKind::Fault(Fault::Misaligned), line, to));
-                }
-                // To shared memory with a barrier to complete, else to global memory.
-                let (read, write) = match barrier {
-                    Some(_) => (Space::Global, Space::Shared),
-                    None => (Space::Shared, Space::Global),
-                };
-                // 16 bytes at a time: each access is checked, and aligned to 16 as the copy must be.
-                let mut chunk = [0u8; 16];
-                for at in (0..size as u64).step_by(16) {
-                    self.access(sh).read(read, from.wrapping_add(at), &mut chunk, line)?;
-                    self.access(sh).write(write, to.wrapping_add(at), &chunk, line)?;
-                }
-                if let Some(b) = barrier {
-                    let op = MBarrierOp::Transact { bytes: Src::Imm(size as u64), complete: true };
-                    self.mbarrier(Space::Shared, b, op, line, sh)?;
-                }
-            }
-            Op::Fence => {}
             Op::Call(call) => self.call(call, 0, line)?,
-            Op::CallIndirect(call) => {
-                let addr = self.value(call.at, sh);
-                // An address that names no function this call may reach, as a GPU's jump to
-                // it would be: the launch stops.
-                let callee = function_at(addr).and_then(|id| call.callees.iter().position(|c| c.callee == id));
-                let Some(callee) = callee else {
-                    return Err(self.trap(TrapKind::Fault(Fault::Illegal), line, addr));
-                };
-                self.call(&call.callees[callee], callee, line)?
-            }
+            Op::CallIndirect(call) => self.call_indirect(call, line, sh)?,
             Op::Ret => self.ret(kernel, line)?,
             Op::Exit => self.state = State::Exited,
+            Op::Trap => return Err(self.trap(TrapKind::Trap, line, 0)),
+            Op::Printf { format, args, ret } => self.printf(*format, *args, *ret, line, sh)?,
+            Op::AssertFail { message, file, line: at_line, function } => {
+                return self.assert_fail([*message, *file, *function], *at_line, line, sh);
+            }
         }
         Ok(())
+    }
+
+    /// `setp`: the comparison `cmp` of `a` and `b` as `ty` (two of them for a pair of halves),
+    /// each combined with a predicate where `with` says, into `d` (and its negation, or the
+    /// high halves', into `d2`).
+    fn setp(
+        &mut self,
+        (cmp, ty, ftz): (Cmp, Ty, bool),
+        (d, d2): (Reg, Option<Reg>),
+        (a, b): (Src, Src),
+        with: Option<(BoolOp, Src, bool)>,
+        sh: &Shared<'_, '_>,
+    ) {
+        let (a, b) = (self.value(a, sh), self.value(b, sh));
+        let (mut r, mut r2) = match ty {
+            Ty::F16x2 | Ty::BF16x2 => half::compare(cmp, ty, ftz, a, b).into(),
+            _ => {
+                let r = arith::compare(cmp, ty, ftz, a, b);
+                (r, !r)
+            }
+        };
+        if let Some((op, p, negated)) = with {
+            let q = (self.value(p, sh) & 1 != 0) != negated;
+            r = arith::combine(op, r, q);
+            r2 = arith::combine(op, r2, q);
+        }
+        self.set(d, r as u64);
+        if let Some(d2) = d2 {
+            self.set(d2, r2 as u64);
+        }
+    }
+
+    /// `isspacep`: whether the generic address `a` falls in `space`'s window.
+    fn is_space(&mut self, space: Space, d: Reg, a: Src, sh: &Shared<'_, '_>) {
+        let v = self.value(a, sh);
+        let window = |w: u64, size: u64| v.wrapping_sub(w) < size;
+        let shared = window(SHARED_WINDOW, LOCAL_WINDOW - SHARED_WINDOW);
+        let local = window(LOCAL_WINDOW, u64::MAX - LOCAL_WINDOW);
+        let r = match space {
+            Space::Shared => shared,
+            Space::Local => local,
+            _ => !shared && !local,
+        };
+        self.set(d, r as u64);
+    }
+
+    /// `ld` of one register or a vector, each `ty` wide, from `at` in `space`.
+    fn load(
+        &mut self,
+        space: Space,
+        ty: Ty,
+        d: &[Option<Reg>],
+        at: &Address,
+        line: u32,
+        sh: &mut Shared<'_, '_>,
+    ) -> Result<(), Trap> {
+        let base = self.address(at, sh);
+        let size = ty.bytes();
+        for (i, reg) in d.iter().enumerate() {
+            let addr = base.wrapping_add((i * size) as u64);
+            let mut buf = [0u8; 8];
+            self.access(sh).read(space, addr, &mut buf[..size], line)?;
+            let raw = super::word(&buf[..size]);
+            if let Some(r) = reg {
+                // A narrow signed load sign-extends into its register.
+                let v = if ty.signed() { width::extend(ty, raw) as u64 } else { raw };
+                self.set(*r, v);
+            }
+        }
+        Ok(())
+    }
+
+    /// `st` of one value or a vector, each `ty` wide, at `at` in `space`.
+    fn store(
+        &mut self,
+        space: Space,
+        ty: Ty,
+        s: &[Src],
+        at: &Address,
+        line: u32,
+        sh: &mut Shared<'_, '_>,
+    ) -> Result<(), Trap> {
+        let base = self.address(at, sh);
+        let size = ty.bytes();
+        for (i, src) in s.iter().enumerate() {
+            let addr = base.wrapping_add((i * size) as u64);
+            let bytes = self.value(*src, sh).to_le_bytes();
+            self.access(sh).write(space, addr, &bytes[..size], line)?;
+        }
+        Ok(())
+    }
+
+    /// `wmma.load` (into `regs`) or `wmma.store` (from them) of this lane's elements of a
+    /// fragment, the matrix at `at` in `space` with `stride` elements a row (a column if `col`).
+    fn wmma(
+        &mut self,
+        (store, frag, col): (bool, Fragment, bool),
+        (space, at, stride): (Space, &Address, Src),
+        regs: &[Reg],
+        line: u32,
+        sh: &mut Shared<'_, '_>,
+    ) -> Result<(), Trap> {
+        let (base, stride) = (self.address(at, sh), self.value(stride, sh) as u32 as u64);
+        let (ty, lane) = (frag.ty, self.linear % 32);
+        let mut values: Vec<u64> = regs.iter().map(|&r| self.value(Src::Reg(r), sh)).collect();
+        for e in 0..matrix::per_thread(frag) {
+            let addr = base.wrapping_add(matrix::offset(ty, col, stride, matrix::place(frag, lane, e)));
+            let mut buf = [0u8; 4];
+            if store {
+                let bytes = matrix::element(ty, &values, e).to_le_bytes();
+                self.access(sh).write(space, addr, &bytes[..ty.bytes()], line)?;
+            } else {
+                self.access(sh).read(space, addr, &mut buf[..ty.bytes()], line)?;
+                matrix::set_element(ty, &mut values, e, super::word(&buf[..ty.bytes()]));
+            }
+        }
+        if !store {
+            regs.iter().zip(values).for_each(|(&r, v)| self.set(r, v));
+        }
+        Ok(())
+    }
+
+    /// `cp.async` of `size` bytes from global memory at `src` to shared memory at `dst`, done
+    /// now: only the first `keep` bytes of the source (none where `ignore` holds), the rest zero.
+    fn copy_async(
+        &mut self,
+        (dst, src): (&Address, &Address),
+        size: u32,
+        (keep, ignore): (Option<Src>, Option<(Src, bool)>),
+        line: u32,
+        sh: &mut Shared<'_, '_>,
+    ) -> Result<(), Trap> {
+        let (to, from) = (self.address(dst, sh), self.address(src, sh));
+        let ignored = ignore.is_some_and(|(p, negated)| (self.value(p, sh) & 1 != 0) != negated);
+        let keep = match keep {
+            _ if ignored => 0,
+            Some(k) => (self.value(k, sh) as u32).min(size),
+            None => size,
+        } as usize;
+        let mut buf = [0u8; 16];
+        if keep == size as usize {
+            self.access(sh).read(Space::Global, from, &mut buf[..keep], line)?;
+        } else {
+            // A part: byte by byte, as no wider access need be aligned to it.
+            for (i, b) in buf[..keep].iter_mut().enumerate() {
+                let at = from.wrapping_add(i as u64);
+                self.access(sh).read(Space::Global, at, std::slice::from_mut(b), line)?;
+            }
+        }
+        self.access(sh).write(Space::Shared, to, &buf[..size as usize], line)
+    }
+
+    /// `cp.async.bulk` of `size` bytes from `src` to `dst`, done now: from global to shared
+    /// memory, completing that many bytes of `barrier`'s transaction count, or without a
+    /// barrier from shared memory to global.
+    fn copy_bulk(
+        &mut self,
+        (dst, src): (&Address, &Address),
+        size: Src,
+        barrier: Option<&Address>,
+        line: u32,
+        sh: &mut Shared<'_, '_>,
+    ) -> Result<(), Trap> {
+        let (to, from, size) = (self.address(dst, sh), self.address(src, sh), self.value(size, sh) as u32);
+        if size % 16 != 0 {
+            return Err(self.trap(TrapKind::Fault(Fault::Misaligned), line, to));
+        }
+        // To shared memory with a barrier to complete, else to global memory.
+        let (read, write) = match barrier {
+            Some(_) => (Space::Global, Space::Shared),
+            None => (Space::Shared, Space::Global),
+        };
+        // 16 bytes at a time: each access is checked, and aligned to 16 as the copy must be.
+        let mut chunk = [0u8; 16];
+        for at in (0..size as u64).step_by(16) {
+            self.access(sh).read(read, from.wrapping_add(at), &mut chunk, line)?;
+            self.access(sh).write(write, to.wrapping_add(at), &chunk, line)?;
+        }
+        if let Some(b) = barrier {
+            let op = MBarrierOp::Transact { bytes: Src::Imm(size as u64), complete: true };
+            self.mbarrier(Space::Shared, b, op, line, sh)?;
+        }
+        Ok(())
+    }
+
+    /// A call through the address `call.at`: of the callee it names among those the call may
+    /// reach.
+    fn call_indirect(&mut self, call: &IndirectCall, line: u32, sh: &Shared<'_, '_>) -> Result<(), Trap> {
+        let addr = self.value(call.at, sh);
+        // An address that names no function this call may reach, as a GPU's jump to
+        // it would be: the launch stops.
+        let callee = function_at(addr).and_then(|id| call.callees.iter().position(|c| c.callee == id));
+        let Some(callee) = callee else {
+            return Err(self.trap(TrapKind::Fault(Fault::Illegal), line, addr));
+        };
+        self.call(&call.callees[callee], callee, line)
+    }
+
+    /// Device `printf`: the format and the argument buffer read from the `.param`s at `format`
+    /// and `args`, the text handed to the caller's memory, its length into `ret`'s if any.
+    fn printf(
+        &mut self,
+        format: u32,
+        args: u32,
+        ret: Option<u32>,
+        line: u32,
+        sh: &mut Shared<'_, '_>,
+    ) -> Result<(), Trap> {
+        let (fmt, args) = (self.param(sh, format, 8, line)?, self.param(sh, args, 8, line)?);
+        let mut read = |addr: u64| self.byte(sh, addr, line);
+        let (text, taken) = printf::format(&mut read, fmt, args)?;
+        sh.memory.output(self.who, Output::Printf, &text);
+        if let Some(r) = ret {
+            let at = (self.local_base + r as usize) as u64;
+            self.access(sh).write(Space::Local, at, &taken.to_le_bytes(), line)?;
+        }
+        Ok(())
+    }
+
+    /// A failed device `assert` (`__assertfail`): its line, from the message, file and function
+    /// the `.param`s at `strings` point to and the line number at `at_line`, goes to the caller's
+    /// memory, and the launch stops: never `Ok`.
+    fn assert_fail(&mut self, strings: [u32; 3], at_line: u32, line: u32, sh: &mut Shared<'_, '_>) -> Result<(), Trap> {
+        let mut pointers = [0u64; 3];
+        for (p, off) in pointers.iter_mut().zip(strings) {
+            *p = self.param(sh, off, 8, line)?;
+        }
+        let number = self.param(sh, at_line, 4, line)? as u32;
+        let who = self.who;
+        let mut read = |addr: u64| self.byte(sh, addr, line);
+        let text = printf::assertion(&mut read, pointers, number, who)?;
+        sh.memory.output(self.who, Output::Assertion, &text);
+        Err(self.trap(TrapKind::Assert, line, 0))
     }
 
     /// An `mbarrier` operation; a wait for a phase that is not complete yields to the block.

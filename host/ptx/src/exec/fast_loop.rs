@@ -1,8 +1,8 @@
-//! The compiled instructions, run in a loop of their own for a group of a warp's lanes that
-//! stand at the same instruction: each instruction is dispatched once for the group, then
-//! computed lane by lane over each lane's registers. The loop stops at the first instruction
-//! that needs more of a thread (a call, whatever runs as decoded), where lanes part (a branch
-//! some take, a barrier, a warp-synchronous instruction), and where the group reaches the
+//! The loop that runs compiled instructions ([`Fast`], made by `fast.rs`) for a group of a warp's
+//! lanes that stand at the same instruction: each instruction is dispatched once for the group,
+//! then computed lane by lane over each lane's registers. The loop stops at the first
+//! instruction that needs more of a thread (a call, whatever runs as decoded), where lanes part (a
+//! branch some take, a barrier, a warp-synchronous instruction), and where the group reaches the
 //! instruction of another lane of its warp, so that lanes meet again ([`super::schedule`]).
 
 use super::access::Shared;
@@ -33,10 +33,10 @@ pub(super) enum Stop {
     Thread { pc: u32, active: u32 },
 }
 
-/// The low `64 - sh` bits of `v`, sign-extended.
+/// The low `64 - pad` bits of `v`, sign-extended.
 #[inline(always)]
-fn extend(v: u64, sh: u8) -> i64 {
-    (v << sh) as i64 >> sh
+fn extend(v: u64, pad: u8) -> i64 {
+    (v << pad) as i64 >> pad
 }
 
 /// Register `d` of each lane of `mask` set to what `f` computes from the lane's registers.
@@ -60,7 +60,8 @@ fn park(warp: &mut [ThreadState], mask: u32, pc: u32) {
 }
 
 /// Runs compiled instructions for `group`, counting `left` down; a trap names its line from
-/// `body`.
+/// `body`. Each instruction is one arm of one `match`, so that it is dispatched once; the
+/// longer integer operations are functions below it.
 pub(super) fn run(
     warp: &mut [ThreadState],
     group: Group,
@@ -71,6 +72,7 @@ pub(super) fn run(
 ) -> Result<Stop, Trap> {
     let Group { mask, other, .. } = group;
     let (mut at, mut n, count) = (group.pc as usize, *left, mask.count_ones() as u64);
+    // Register `d` of each lane of `active`, from the lane's operands (`$g(o)` reads `o`).
     macro_rules! alu {
         ($active:expr, $d:expr, |$g:ident| $e:expr) => {
             each(warp, $active, $d, |regs, base| {
@@ -143,15 +145,6 @@ pub(super) fn run(
                     return Err(Trap { line: body[at].line, ..trap });
                 }
             }
-            Fast::Split { lo, hi, a, bits } => {
-                for l in lanes(active) {
-                    let t = &mut warp[l];
-                    // Both halves from the value before either is written: `hi` may be `a`.
-                    let (v, m) = (get(&t.regs, t.base, a), u64::MAX >> (64 - bits));
-                    t.regs[t.base + lo as usize] = v & m;
-                    t.regs[t.base + hi as usize] = (v >> bits) & m;
-                }
-            }
             Fast::Bra { target } if active == mask => {
                 at = target as usize;
                 if at as u32 >= other {
@@ -169,97 +162,31 @@ pub(super) fn run(
                     break Stop::Regroup;
                 }
             }
-            Fast::Mov { d, a, sh } => alu!(active, d, |g| g(a) & (u64::MAX >> sh)),
+            Fast::Split { lo, hi, a, bits } => split(warp, active, (lo, hi), a, bits),
+            Fast::Mov { d, a, pad } => alu!(active, d, |g| g(a) & (u64::MAX >> pad)),
             Fast::Set { d, v } => each(warp, active, d, |_, _| v),
-            Fast::Add { d, a, b, sh } => alu!(active, d, |g| g(a).wrapping_add(g(b)) & (u64::MAX >> sh)),
-            Fast::Sub { d, a, b, sh } => alu!(active, d, |g| g(a).wrapping_sub(g(b)) & (u64::MAX >> sh)),
-            Fast::Mul { d, a, b, sh } => alu!(active, d, |g| g(a).wrapping_mul(g(b)) & (u64::MAX >> sh)),
-            Fast::And { d, a, b, sh } => alu!(active, d, |g| g(a) & g(b) & (u64::MAX >> sh)),
-            Fast::Or { d, a, b, sh } => alu!(active, d, |g| (g(a) | g(b)) & (u64::MAX >> sh)),
-            Fast::Xor { d, a, b, sh } => alu!(active, d, |g| (g(a) ^ g(b)) & (u64::MAX >> sh)),
-            Fast::Shl { d, a, b, sh } => alu!(active, d, |g| {
-                // The amount is a u32; past the width, everything is shifted out.
-                let s = g(b) as u32;
-                if s >= 64 - sh as u32 { 0 } else { (g(a) << s) & (u64::MAX >> sh) }
-            }),
-            Fast::Shr { d, a, b, sh } => alu!(active, d, |g| {
-                let m = u64::MAX >> sh;
-                let s = g(b) & m;
-                if s >= 64 - sh as u64 { 0 } else { (g(a) & m) >> s }
-            }),
-            Fast::Sar { d, a, b, sh } => alu!(active, d, |g| {
-                // Past the width, the sign fills the result.
-                let m = u64::MAX >> sh;
-                let s = (g(b) & m).min(63 - sh as u64);
-                (((g(a) << sh) as i64 >> sh) >> s) as u64 & m
-            }),
-            Fast::Div { d, a, b, sh, signed } => alu!(active, d, |g| {
-                let m = u64::MAX >> sh;
-                let (x, y) = (g(a), g(b));
-                let v = match (y & m, signed) {
-                    (0, _) => u64::MAX,
-                    (_, true) => extend(x, sh).wrapping_div(extend(y, sh)) as u64,
-                    (_, false) => (x & m) / (y & m),
-                };
-                v & m
-            }),
-            Fast::Rem { d, a, b, sh, signed } => alu!(active, d, |g| {
-                let m = u64::MAX >> sh;
-                let (x, y) = (g(a), g(b));
-                let v = match (y & m, signed) {
-                    (0, _) => u64::MAX,
-                    (_, true) => extend(x, sh).wrapping_rem(extend(y, sh)) as u64,
-                    (_, false) => (x & m) % (y & m),
-                };
-                v & m
-            }),
-            Fast::MulHi { d, a, b, sh, signed } => alu!(active, d, |g| {
-                let m = u64::MAX >> sh;
-                let (x, y) = (g(a), g(b));
-                let v = match signed {
-                    true => ((extend(x, sh) as i128 * extend(y, sh) as i128) >> (64 - sh)) as u64,
-                    false => (((x & m) as u128 * (y & m) as u128) >> (64 - sh)) as u64,
-                };
-                v & m
-            }),
-            Fast::MulWide { d, a, b, sh, signed } => alu!(active, d, |g| {
-                // Operands of at most 32 bits: the product fits in 64.
-                let (x, y) = (g(a), g(b));
-                let v = match signed {
-                    true => extend(x, sh).wrapping_mul(extend(y, sh)) as u64,
-                    false => (x << sh >> sh).wrapping_mul(y << sh >> sh),
-                };
-                v & (u64::MAX >> (2 * sh - 64))
-            }),
-            Fast::MinMax { d, a, b, sh, signed, max } => alu!(active, d, |g| {
-                let (x, y) = (g(a), g(b));
-                let v = match signed {
-                    true => pick(extend(x, sh), extend(y, sh), max) as u64,
-                    false => pick(x << sh >> sh, y << sh >> sh, max),
-                };
-                v & (u64::MAX >> sh)
-            }),
-            Fast::Mad { d, a, b, c, sh } => {
-                alu!(active, d, |g| g(a).wrapping_mul(g(b)).wrapping_add(g(c)) & (u64::MAX >> sh))
+            Fast::Add { d, a, b, pad } => alu!(active, d, |g| g(a).wrapping_add(g(b)) & (u64::MAX >> pad)),
+            Fast::Sub { d, a, b, pad } => alu!(active, d, |g| g(a).wrapping_sub(g(b)) & (u64::MAX >> pad)),
+            Fast::Mul { d, a, b, pad } => alu!(active, d, |g| g(a).wrapping_mul(g(b)) & (u64::MAX >> pad)),
+            Fast::And { d, a, b, pad } => alu!(active, d, |g| g(a) & g(b) & (u64::MAX >> pad)),
+            Fast::Or { d, a, b, pad } => alu!(active, d, |g| (g(a) | g(b)) & (u64::MAX >> pad)),
+            Fast::Xor { d, a, b, pad } => alu!(active, d, |g| (g(a) ^ g(b)) & (u64::MAX >> pad)),
+            Fast::Shl { d, a, b, pad } => alu!(active, d, |g| shl(g, (a, b), pad)),
+            Fast::Shr { d, a, b, pad } => alu!(active, d, |g| shr(g, (a, b), pad)),
+            Fast::Sar { d, a, b, pad } => alu!(active, d, |g| sar(g, (a, b), pad)),
+            Fast::Div { d, a, b, pad, signed } => alu!(active, d, |g| div(g, (a, b), pad, signed)),
+            Fast::Rem { d, a, b, pad, signed } => alu!(active, d, |g| rem(g, (a, b), pad, signed)),
+            Fast::MulHi { d, a, b, pad, signed } => alu!(active, d, |g| mul_hi(g, (a, b), pad, signed)),
+            Fast::MulWide { d, a, b, pad, signed } => alu!(active, d, |g| mul_wide(g, (a, b), pad, signed)),
+            Fast::MinMax { d, a, b, pad, signed, max } => alu!(active, d, |g| min_max(g, (a, b), pad, signed, max)),
+            Fast::Mad { d, a, b, c, pad } => {
+                alu!(active, d, |g| g(a).wrapping_mul(g(b)).wrapping_add(g(c)) & (u64::MAX >> pad))
             }
-            Fast::Setp { d, a, b, sh, signed, table } => alu!(active, d, |g| {
-                // Both sides extended as the type says, then ordered as unsigned 64-bit keys.
-                let key = |v: u64| match signed {
-                    true => ((v << sh) as i64 >> sh) as u64 ^ 1 << 63,
-                    false => (v << sh) >> sh,
-                };
-                let (x, y) = (key(g(a)), key(g(b)));
-                let at = (x < y) as u8 | ((x == y) as u8) << 1;
-                (table >> at) as u64 & 1
-            }),
-            Fast::Selp { d, a, b, p, sh } => {
-                alu!(active, d, |g| if g(p) & 1 != 0 { g(a) } else { g(b) } & (u64::MAX >> sh))
+            Fast::Setp { d, a, b, pad, signed, table } => alu!(active, d, |g| setp(g, (a, b), pad, signed, table)),
+            Fast::Selp { d, a, b, p, pad } => {
+                alu!(active, d, |g| if g(p) & 1 != 0 { g(a) } else { g(b) } & (u64::MAX >> pad))
             }
-            Fast::Cvt { d, a, from, signed, to } => alu!(active, d, |g| {
-                let v = g(a) << from;
-                let v = if signed { ((v as i64) >> from) as u64 } else { v >> from };
-                v & (u64::MAX >> to)
-            }),
+            Fast::Cvt { d, a, from, signed, to } => alu!(active, d, |g| cvt(g, a, from, signed, to)),
             Fast::FAdd { d, a, b, wide } => alu!(active, d, |g| float::near(wide, g(a), g(b), Near::Add)),
             Fast::FSub { d, a, b, wide } => alu!(active, d, |g| float::near(wide, g(a), g(b), Near::Sub)),
             Fast::FMul { d, a, b, wide } => alu!(active, d, |g| float::near(wide, g(a), g(b), Near::Mul)),
@@ -293,6 +220,126 @@ pub(super) fn run(
     };
     *left = n;
     Ok(stop)
+}
+
+/// `lo` and `hi` of each lane of `active` set to the low and high `bits` of `a`.
+#[inline(always)]
+fn split(warp: &mut [ThreadState], active: u32, (lo, hi): (u32, u32), a: Opnd, bits: u8) {
+    for l in lanes(active) {
+        let t = &mut warp[l];
+        // Both halves from the value before either is written: `hi` may be `a`.
+        let (v, m) = (get(&t.regs, t.base, a), u64::MAX >> (64 - bits));
+        t.regs[t.base + lo as usize] = v & m;
+        t.regs[t.base + hi as usize] = (v >> bits) & m;
+    }
+}
+
+// The integer operations of the fast forms, on values `64 - pad` bits wide; `g` reads an operand
+// (as late as the operation needs it).
+
+/// `a << b`: the amount is a u32; past the width, everything is shifted out.
+#[inline(always)]
+fn shl(g: impl Fn(Opnd) -> u64, (a, b): (Opnd, Opnd), pad: u8) -> u64 {
+    let s = g(b) as u32;
+    if s >= 64 - pad as u32 { 0 } else { (g(a) << s) & (u64::MAX >> pad) }
+}
+
+/// `a >> b`, unsigned.
+#[inline(always)]
+fn shr(g: impl Fn(Opnd) -> u64, (a, b): (Opnd, Opnd), pad: u8) -> u64 {
+    let m = u64::MAX >> pad;
+    let s = g(b) & m;
+    if s >= 64 - pad as u64 { 0 } else { (g(a) & m) >> s }
+}
+
+/// `a >> b`, signed: past the width, the sign fills the result.
+#[inline(always)]
+fn sar(g: impl Fn(Opnd) -> u64, (a, b): (Opnd, Opnd), pad: u8) -> u64 {
+    let m = u64::MAX >> pad;
+    let s = (g(b) & m).min(63 - pad as u64);
+    (((g(a) << pad) as i64 >> pad) >> s) as u64 & m
+}
+
+/// `a / b`; all ones for a divisor of 0.
+#[inline(always)]
+fn div(g: impl Fn(Opnd) -> u64, (a, b): (Opnd, Opnd), pad: u8, signed: bool) -> u64 {
+    let m = u64::MAX >> pad;
+    let (x, y) = (g(a), g(b));
+    let v = match (y & m, signed) {
+        (0, _) => u64::MAX,
+        (_, true) => extend(x, pad).wrapping_div(extend(y, pad)) as u64,
+        (_, false) => (x & m) / (y & m),
+    };
+    v & m
+}
+
+/// `a % b`; all ones for a divisor of 0.
+#[inline(always)]
+fn rem(g: impl Fn(Opnd) -> u64, (a, b): (Opnd, Opnd), pad: u8, signed: bool) -> u64 {
+    let m = u64::MAX >> pad;
+    let (x, y) = (g(a), g(b));
+    let v = match (y & m, signed) {
+        (0, _) => u64::MAX,
+        (_, true) => extend(x, pad).wrapping_rem(extend(y, pad)) as u64,
+        (_, false) => (x & m) % (y & m),
+    };
+    v & m
+}
+
+/// The high half of `a * b`.
+#[inline(always)]
+fn mul_hi(g: impl Fn(Opnd) -> u64, (a, b): (Opnd, Opnd), pad: u8, signed: bool) -> u64 {
+    let m = u64::MAX >> pad;
+    let (x, y) = (g(a), g(b));
+    let v = match signed {
+        true => ((extend(x, pad) as i128 * extend(y, pad) as i128) >> (64 - pad)) as u64,
+        false => (((x & m) as u128 * (y & m) as u128) >> (64 - pad)) as u64,
+    };
+    v & m
+}
+
+/// `a * b` twice as wide: operands of at most 32 bits, so the product fits in 64.
+#[inline(always)]
+fn mul_wide(g: impl Fn(Opnd) -> u64, (a, b): (Opnd, Opnd), pad: u8, signed: bool) -> u64 {
+    let (x, y) = (g(a), g(b));
+    let v = match signed {
+        true => extend(x, pad).wrapping_mul(extend(y, pad)) as u64,
+        false => (x << pad >> pad).wrapping_mul(y << pad >> pad),
+    };
+    v & (u64::MAX >> (2 * pad - 64))
+}
+
+/// `max` of `a` and `b` where `max` is set, else `min`.
+#[inline(always)]
+fn min_max(g: impl Fn(Opnd) -> u64, (a, b): (Opnd, Opnd), pad: u8, signed: bool, max: bool) -> u64 {
+    let (x, y) = (g(a), g(b));
+    let v = match signed {
+        true => pick(extend(x, pad), extend(y, pad), max) as u64,
+        false => pick(x << pad >> pad, y << pad >> pad, max),
+    };
+    v & (u64::MAX >> pad)
+}
+
+/// An integer comparison: `table`'s bit for greater (0), less (1) or equal (2), both sides
+/// extended as the type says, then ordered as unsigned 64-bit keys.
+#[inline(always)]
+fn setp(g: impl Fn(Opnd) -> u64, (a, b): (Opnd, Opnd), pad: u8, signed: bool, table: u8) -> u64 {
+    let key = |v: u64| match signed {
+        true => ((v << pad) as i64 >> pad) as u64 ^ 1 << 63,
+        false => (v << pad) >> pad,
+    };
+    let (x, y) = (key(g(a)), key(g(b)));
+    let at = (x < y) as u8 | ((x == y) as u8) << 1;
+    (table >> at) as u64 & 1
+}
+
+/// An integer conversion: `a`'s low `64 - from` bits, extended as `signed` says, cut to
+/// `64 - to` bits.
+#[inline(always)]
+fn cvt(g: impl Fn(Opnd) -> u64, a: Opnd, from: u8, signed: bool, to: u8) -> u64 {
+    let v = g(a) << from;
+    let v = if signed { ((v as i64) >> from) as u64 } else { v >> from };
+    v & (u64::MAX >> to)
 }
 
 /// The larger of `x` and `y` where `max` is set, else the smaller.
