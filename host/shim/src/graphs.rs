@@ -1,8 +1,9 @@
 //! CUDA graphs on the simulator. A graph is its nodes (the work each does, copied when the node
 //! is added or captured, as the driver copies node parameters) and its edges; a child graph
 //! node owns a graph of its own, kept here beside the others. An instantiated graph is its
-//! work in an order the edges allow, child graphs flattened, replayed on a stream through the
-//! same paths as the stream calls it stands for (`exports/graph.rs`).
+//! work in an order the edges allow, child graphs flattened, each node's work still known by its
+//! node, replayed on a stream through the same paths as the stream calls it stands for
+//! (`exports/graph_exec.rs`).
 //!
 //! What nodes and graphs are is `graphs/model.rs`'s; instantiated graphs are
 //! `graphs/exec.rs`'s, stream capture `graphs/capture.rs`'s.

@@ -364,4 +364,30 @@ mod tests {
         let one = shape(&[(11, EMPTY), (12, EMPTY), (13, EMPTY), (14, EMPTY)], &[(11, 13), (11, 14), (12, 11)]);
         assert_eq!(pair(&each, &one), Err(Mismatch { result: TOPOLOGY_CHANGED, node: 14, from: 11 }));
     }
+
+    fn node(work: Work) -> Node {
+        Node { handle: 1, work, extras: Extras::default() }
+    }
+
+    fn memset(width: usize, height: usize) -> Work {
+        Work::Memset { dst: 0x1000, pitch: 4096, unit: vec![0; 4], width, height }
+    }
+
+    #[test]
+    fn what_an_instantiated_node_may_become() {
+        // A one-row memset may change its width, not gain rows; one of more rows keeps its shape.
+        assert_eq!(updatable(&node(memset(64, 1)), &node(memset(128, 1))), Ok(()));
+        assert_eq!(updatable(&node(memset(64, 1)), &node(memset(64, 2))), Err(PARAMETERS_CHANGED));
+        assert_eq!(updatable(&node(memset(64, 2)), &node(memset(32, 2))), Err(PARAMETERS_CHANGED));
+        // A copy keeps its memory types.
+        let copy = |src_type: u32| {
+            let given = Memcpy3d { src_type, dst_type: 1, ..Memcpy3d::default() };
+            let work = Work::Memcpy { dst: 0x1000, src: 0x2000, bytes: 64 };
+            Node { extras: Extras { copy: Some(Box::new(given)), ..Extras::default() }, ..node(work) }
+        };
+        assert_eq!(updatable(&copy(2), &copy(2)), Ok(()));
+        assert_eq!(updatable(&copy(2), &copy(1)), Err(PARAMETERS_CHANGED));
+        // Memory nodes keep their allocation.
+        assert_eq!(updatable(&node(Work::MemFree(1)), &node(Work::MemFree(2))), Err(PARAMETERS_CHANGED));
+    }
 }
