@@ -34,6 +34,22 @@ fn cuda_core_builds_graphs(stem: &str) -> Result<(), Failed> {
     }
 }
 
+/// cuda.core's `GraphDefinition` (`clients/graph_definition.py`): a graph of every node kind
+/// with an allocation gpu1 may touch, launched twice; a graph updated; an allocation left to
+/// the caller, added to by gpu1's kernel and freed; captures in the three modes. The same on
+/// every topology, whose gpu1 has a peer link to gpu0.
+fn cuda_core_defines_graphs(stem: &str) -> Result<(), Failed> {
+    let mut script = Command::new(std::env::var(PYTHON)?);
+    let out = run(script.arg(clients().join("graph_definition.py")), &[("PEERPOOL_TOPOLOGY", stem)])?;
+    let want = "allocation: 1024 bytes on 0 peers (1,)\nlaunch 1: (16, 16) callbacks 1\nlaunch 2: (16, 16) callbacks 2\n\
+                plain, launched: 6\nupdated, launched: 105\ngpu1 added to the kept allocation: CUDA_SUCCESS 10\n\
+                freed: CUDA_SUCCESS\ncaptured global: 3\ncaptured thread_local: 3\ncaptured relaxed: 3\ndone\n";
+    match (out.status.success(), stdout(&out)) {
+        (true, text) if text == want => Ok(()),
+        (_, text) => Err(format!("{}\nexpected:\n{want}printed:\n{text}stderr: {}", out.status, stderr(&out)).into()),
+    }
+}
+
 /// Graph allocations on every ordered pair of `stem`: a node naming the peer, and a capture
 /// from a pool that granted it, each reach the peer's kernel where the two GPUs have a peer
 /// link, and are refused at the node with `CUDA_ERROR_INVALID_DEVICE` where they have none.
@@ -145,6 +161,7 @@ fn main() -> ExitCode {
     let mut trials = Vec::new();
     for stem in TOPOLOGIES {
         trials.push(trial(format!("cuda_core_builds_graphs::{stem}"), PYTHON, move || cuda_core_builds_graphs(stem)));
+        trials.push(trial(format!("cuda_core_defines_graphs::{stem}"), PYTHON, move || cuda_core_defines_graphs(stem)));
         trials.push(trial(format!("graph_allocations_reach_named_peers::{stem}"), CUDA_INCLUDE, move || {
             graph_allocations_reach_named_peers(stem)
         }));

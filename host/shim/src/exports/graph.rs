@@ -3,8 +3,8 @@
 //! (`graph_nodes.rs` sets and reads nodes back, `graph_exec.rs` instantiates and launches
 //! them; `graphs.rs` keeps them).
 
-use crate::abi::{as_ptr, out};
-use crate::boundary::{Answer, entry};
+use crate::abi::{as_ptr, context, kernel, out};
+use crate::boundary::{Answer, code, entry, sim};
 use crate::exports::launch::{Shape, kernel_work};
 use crate::graphs::{self, Extras, Memcpy3d, Work};
 use cudarc::driver::sys::{
@@ -142,17 +142,28 @@ pub unsafe extern "C" fn cuGraphClone(ph_graph_clone: *mut CUgraph, original_gra
 pub(super) unsafe fn kernel_node(p: *const CUDA_KERNEL_NODE_PARAMS) -> Result<(Work, bool), CUresult> {
     // SAFETY: the caller's.
     let p = unsafe { p.as_ref() }.ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
-    if p.func.is_null() {
-        // A library kernel (`kern`) or a context of its own is not taken yet.
-        return Err(crate::boundary::not_simulated("a kernel node of a CUkernel").unwrap_err());
-    }
+    // A library's kernel (`kern`, as cuda.core gives it) runs as its function in the current
+    // context; one bound to another context (`ctx`) is not taken yet.
+    let func = match (p.func.is_null(), p.kern.is_null()) {
+        (false, _) => p.func,
+        (true, true) => return Err(CUresult::CUDA_ERROR_INVALID_VALUE),
+        (true, false) => {
+            let current = code(sim().ctx_get_current())?;
+            if !p.ctx.is_null() && current != Some(context(p.ctx)) {
+                return Err(
+                    crate::boundary::not_simulated("a kernel node of a CUkernel in another context").unwrap_err()
+                );
+            }
+            as_ptr(code(sim().kernel_get_function(kernel(p.kern)))?.0)
+        }
+    };
     let shape = Shape {
         grid: [p.gridDimX, p.gridDimY, p.gridDimZ],
         block: [p.blockDimX, p.blockDimY, p.blockDimZ],
         shared: p.sharedMemBytes,
     };
     // SAFETY: the caller's.
-    let work = unsafe { kernel_work(p.func, shape, p.kernelParams, p.extra, PtxLaunchHow::default())? };
+    let work = unsafe { kernel_work(func, shape, p.kernelParams, p.extra, PtxLaunchHow::default())? };
     Ok((work, p.kernelParams.is_null() && !p.extra.is_null()))
 }
 
