@@ -42,7 +42,7 @@ fn cuda_core_defines_graphs(stem: &str) -> Result<(), Failed> {
     let mut script = Command::new(std::env::var(PYTHON)?);
     let out = run(script.arg(clients().join("graph_definition.py")), &[("PEERPOOL_TOPOLOGY", stem)])?;
     let want = "allocation: 1024 bytes on 0 peers (1,)\nlaunch 1: (16, 16) callbacks 1\nlaunch 2: (16, 16) callbacks 2\n\
-                plain, launched: 6\nupdated, launched: 105\ngpu1 added to the kept allocation: CUDA_SUCCESS 10\n\
+                plain, launched: 6\nupdated, launched: 105\nthe kept allocation read back: CUDA_SUCCESS 10\n\
                 freed: CUDA_SUCCESS\ncaptured global: 3\ncaptured thread_local: 3\ncaptured relaxed: 3\ndone\n";
     match (out.status.success(), stdout(&out)) {
         (true, text) if text == want => Ok(()),
