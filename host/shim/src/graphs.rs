@@ -447,9 +447,14 @@ pub(crate) fn node_type(node: u64) -> Result<u32, CUresult> {
 }
 
 /// A copy of `g` with nodes of its own, edges mapped to them, child graphs copied too; it holds
-/// references of its own to the original's user objects.
+/// references of its own to the original's user objects. A graph with memory nodes is not
+/// cloned (documented): its allocations' addresses are its own.
 pub(crate) fn clone(g: u64) -> Result<u64, CUresult> {
     with(|s| {
+        let graph = s.graphs.get(&g).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
+        if exec::has_memory_nodes(&s.graphs, graph) {
+            return Err(CUresult::CUDA_ERROR_NOT_SUPPORTED);
+        }
         let users = s.graph(g)?.users.clone();
         let mut copy = copy_graph(s, g, None)?;
         for &(u, n) in &users {
