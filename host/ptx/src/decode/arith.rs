@@ -3,7 +3,7 @@
 //! `sad`) and of one (`neg` ... `tanh`, `bfind`). A float's rounding, `.ftz` and `.sat` come
 //! from [`float_mode`], what halves allow from [`half_mode`].
 
-use super::{Decoder, Mods, float_mode, half_mode};
+use super::{Decoder, Mod, Mods, float_mode, half_mode};
 use crate::LoadError;
 use crate::ir::{BinOp, FloatMode, Op, Round, Src, TerOp, Ty, UnOp};
 use crate::operand::Operand;
@@ -31,7 +31,7 @@ pub(super) fn mov(mods: &Mods, d: &Decoder<'_>) -> Result<Op, LoadError> {
 pub(super) fn binary(name: &str, mods: &Mods, d: &Decoder<'_>) -> Result<Op, LoadError> {
     let ty = d.ty(mods)?;
     let fm = float_mode(mods, ty);
-    let op = match (name, mods.has("sat"), mods.has("lo"), mods.has("hi"), mods.has("wide")) {
+    let op = match (name, mods.has(Mod::Sat), mods.has(Mod::Lo), mods.has(Mod::Hi), mods.has(Mod::Wide)) {
         ("add", true, ..) if ty.float() => BinOp::Add,
         ("sub", true, ..) if ty.float() => BinOp::Sub,
         ("mul", true, ..) if ty.float() => BinOp::MulLo,
@@ -57,8 +57,21 @@ pub(super) fn binary(name: &str, mods: &Mods, d: &Decoder<'_>) -> Result<Op, Loa
         ("copysign", false, ..) if ty.float() => BinOp::CopySign,
         _ => return Err(d.unsupported("this form")),
     };
-    mods.only(&["sat", "lo", "hi", "wide", "rn", "rz", "rm", "rp", "ftz", "approx", "full", "NaN"])
-        .map_err(|w| d.unsupported(w))?;
+    mods.only(&[
+        Mod::Sat,
+        Mod::Lo,
+        Mod::Hi,
+        Mod::Wide,
+        Mod::Rn,
+        Mod::Rz,
+        Mod::Rm,
+        Mod::Rp,
+        Mod::Ftz,
+        Mod::Approx,
+        Mod::Full,
+        Mod::NaN,
+    ])
+    .map_err(|w| d.unsupported(w))?;
     let float_op =
         matches!(op, BinOp::Add | BinOp::Sub | BinOp::MulLo | BinOp::Div | BinOp::Min | BinOp::Max | BinOp::CopySign);
     if ty.float() && !float_op || ty.half() && matches!(op, BinOp::Div | BinOp::CopySign) {
@@ -68,7 +81,7 @@ pub(super) fn binary(name: &str, mods: &Mods, d: &Decoder<'_>) -> Result<Op, Loa
         return Err(d.unsupported("this modifier"));
     }
     half_mode(ty, fm).map_err(|w| d.unsupported(w))?;
-    let op = match (op, mods.has("NaN")) {
+    let op = match (op, mods.has(Mod::NaN)) {
         (op, false) => op,
         (BinOp::Min, true) if ty != Ty::F64 && ty.float() => BinOp::MinNaN,
         (BinOp::Max, true) if ty != Ty::F64 && ty.float() => BinOp::MaxNaN,
@@ -90,11 +103,12 @@ pub(super) fn binary(name: &str, mods: &Mods, d: &Decoder<'_>) -> Result<Op, Loa
 pub(super) fn ternary(name: &str, mods: &Mods, d: &Decoder<'_>) -> Result<Op, LoadError> {
     let ty = d.ty(mods)?;
     let fm = float_mode(mods, ty);
-    mods.only(&["lo", "hi", "wide", "rn", "rz", "rm", "rp", "ftz", "sat", "relu"]).map_err(|w| d.unsupported(w))?;
-    let op = match (name, ty.float(), mods.has("lo"), mods.has("hi"), mods.has("wide")) {
+    mods.only(&[Mod::Lo, Mod::Hi, Mod::Wide, Mod::Rn, Mod::Rz, Mod::Rm, Mod::Rp, Mod::Ftz, Mod::Sat, Mod::Relu])
+        .map_err(|w| d.unsupported(w))?;
+    let op = match (name, ty.float(), mods.has(Mod::Lo), mods.has(Mod::Hi), mods.has(Mod::Wide)) {
         // A half's fma names its rounding, which is to nearest.
-        ("fma", true, ..) if ty.half() && mods.has("rn") && mods.has("relu") && !fm.sat => TerOp::FmaRelu,
-        ("fma", true, ..) if ty.half() && mods.has("rn") && !mods.has("relu") => TerOp::Fma,
+        ("fma", true, ..) if ty.half() && mods.has(Mod::Rn) && mods.has(Mod::Relu) && !fm.sat => TerOp::FmaRelu,
+        ("fma", true, ..) if ty.half() && mods.has(Mod::Rn) && !mods.has(Mod::Relu) => TerOp::Fma,
         (_, true, ..) if ty.half() => return Err(d.unsupported("this form")),
         (_, true, ..) if ty.bits() == 32 || !fm.sat => TerOp::Fma,
         ("sad", false, ..) => TerOp::Sad,
@@ -118,9 +132,10 @@ pub(super) fn ternary(name: &str, mods: &Mods, d: &Decoder<'_>) -> Result<Op, Lo
 pub(super) fn unary(name: &str, mods: &Mods, d: &Decoder<'_>) -> Result<Op, LoadError> {
     let ty = d.ty(mods)?;
     let fm = float_mode(mods, ty);
-    mods.only(&["rn", "rz", "rm", "rp", "ftz", "approx", "full", "shiftamt"]).map_err(|w| d.unsupported(w))?;
+    mods.only(&[Mod::Rn, Mod::Rz, Mod::Rm, Mod::Rp, Mod::Ftz, Mod::Approx, Mod::Full, Mod::Shiftamt])
+        .map_err(|w| d.unsupported(w))?;
     let op = match name {
-        "bfind" if mods.has("shiftamt") => UnOp::BfindShift,
+        "bfind" if mods.has(Mod::Shiftamt) => UnOp::BfindShift,
         "neg" => UnOp::Neg,
         "abs" => UnOp::Abs,
         "not" => UnOp::Not,

@@ -1,7 +1,7 @@
 //! The flow of control: `bra`, `brx.idx` and `call` (`ret`, `exit` and `trap` need nothing
 //! decoded).
 
-use super::{Decoder, Mods};
+use super::{Decoder, Mod, Mods};
 use crate::LoadError;
 use crate::ir::{Call, IndirectCall, Op, Place, Src, Ty};
 use crate::operand::Operand;
@@ -23,8 +23,8 @@ pub(super) fn bra(mods: &Mods, d: &Decoder<'_>) -> Result<Op, LoadError> {
 
 /// A jump table: `brx.idx index, list`, `list` a `.branchtargets` of the function.
 pub(super) fn brx(mods: &Mods, d: &Decoder<'_>) -> Result<Op, LoadError> {
-    mods.only(&["idx"]).map_err(|w| d.unsupported(w))?;
-    if !mods.has("idx") {
+    mods.only(&[Mod::Idx]).map_err(|w| d.unsupported(w))?;
+    if !mods.has(Mod::Idx) {
         return Err(d.unsupported("an indirect branch other than .idx"));
     }
     let names = match d.ops.get(1) {

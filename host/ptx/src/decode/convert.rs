@@ -1,6 +1,6 @@
 //! Conversions: `cvt` between integers, floats, halves and pairs of them, 8-bit floats and tf32.
 
-use super::{Decoder, Mods, rounding};
+use super::{Decoder, Mod, Mods, float_rounding, int_rounding};
 use crate::LoadError;
 use crate::ir::{Conversion, FloatMode, Op, Round, Ty};
 
@@ -9,9 +9,9 @@ pub(super) fn fp8(mods: &Mods, d: &Decoder<'_>) -> Result<Op, LoadError> {
     // 8-bit floats: two f32s or an f16 pair into two, rounded to nearest and saturated
     // (as PTX requires), or two into an f16 pair.
     let (to, from) = mods.two_types().ok_or_else(|| d.unsupported("needs two types"))?;
-    mods.only(&["rn", "satfinite", "relu"]).map_err(|w| d.unsupported(w))?;
-    let conv = Conversion { to, from, round_int: None, fm: FloatMode::default(), relu: mods.has("relu") };
-    Ok(match (to.fp8(), from, mods.has("rn"), mods.has("satfinite")) {
+    mods.only(&[Mod::Rn, Mod::Satfinite, Mod::Relu]).map_err(|w| d.unsupported(w))?;
+    let conv = Conversion { to, from, round_int: None, fm: FloatMode::default(), relu: mods.has(Mod::Relu) };
+    Ok(match (to.fp8(), from, mods.has(Mod::Rn), mods.has(Mod::Satfinite)) {
         (true, Ty::F32, true, true) => Op::CvtPair { conv, d: d.reg(0)?, a: d.src(1, from)?, b: d.src(2, from)? },
         (true, Ty::F16x2, true, true) => Op::Cvt { conv, d: d.reg(0)?, a: d.src(1, from)? },
         (false, f, true, false) if to == Ty::F16x2 && f.fp8() => Op::Cvt { conv, d: d.reg(0)?, a: d.src(1, from)? },
@@ -21,8 +21,8 @@ pub(super) fn fp8(mods: &Mods, d: &Decoder<'_>) -> Result<Op, LoadError> {
 
 /// `cvt.rna.tf32.f32`.
 pub(super) fn tf32(mods: &Mods, d: &Decoder<'_>) -> Result<Op, LoadError> {
-    mods.only(&["rna", "tf32"]).map_err(|w| d.unsupported(w))?;
-    if !mods.has("rna") || mods.ty() != Some(Ty::F32) {
+    mods.only(&[Mod::Rna, Mod::Tf32]).map_err(|w| d.unsupported(w))?;
+    if !mods.has(Mod::Rna) || mods.ty() != Some(Ty::F32) {
         return Err(d.unsupported("this form"));
     }
     let conv = Conversion { to: Ty::TF32, from: Ty::F32, round_int: None, fm: FloatMode::default(), relu: false };
@@ -33,10 +33,21 @@ pub(super) fn tf32(mods: &Mods, d: &Decoder<'_>) -> Result<Op, LoadError> {
 /// roundings (`.rn` ... to floats, `.rni` ... to integers), `.sat`, `.ftz` and `.relu`.
 pub(super) fn cvt(mods: &Mods, d: &Decoder<'_>) -> Result<Op, LoadError> {
     let (to, from) = mods.two_types().ok_or_else(|| d.unsupported("needs two types"))?;
-    mods.only(&["rn", "rz", "rm", "rp", "rni", "rzi", "rmi", "rpi", "sat", "ftz", "relu"])
-        .map_err(|w| d.unsupported(w))?;
-    let round_int = ["rni", "rzi", "rmi", "rpi"].iter().position(|r| mods.has(r)).map(rounding);
-    let round_float = ["rn", "rz", "rm", "rp"].iter().position(|r| mods.has(r)).map(rounding);
+    mods.only(&[
+        Mod::Rn,
+        Mod::Rz,
+        Mod::Rm,
+        Mod::Rp,
+        Mod::Rni,
+        Mod::Rzi,
+        Mod::Rmi,
+        Mod::Rpi,
+        Mod::Sat,
+        Mod::Ftz,
+        Mod::Relu,
+    ])
+    .map_err(|w| d.unsupported(w))?;
+    let (round_int, round_float) = (int_rounding(mods), float_rounding(mods));
     // Two f32s into two halves (`cvt.rn.f16x2.f32 d, a, b`) narrow each.
     let pairs = matches!(to, Ty::F16x2 | Ty::BF16x2);
     let narrower = if pairs { 16 } else { to.bits() };
@@ -54,8 +65,9 @@ pub(super) fn cvt(mods: &Mods, d: &Decoder<'_>) -> Result<Op, LoadError> {
         }
         (_, _, r) => r,
     };
-    let fm = FloatMode { round: round_float.unwrap_or(Round::Nearest), ftz: mods.has("ftz"), sat: mods.has("sat") };
-    let relu = mods.has("relu");
+    let fm =
+        FloatMode { round: round_float.unwrap_or(Round::Nearest), ftz: mods.has(Mod::Ftz), sat: mods.has(Mod::Sat) };
+    let relu = mods.has(Mod::Relu);
     if relu && !to.half() {
         return Err(d.unsupported("the modifier .relu here"));
     }

@@ -1,32 +1,44 @@
 //! Tensor cores: `wmma`, `mma.sync`, `ldmatrix` and `stmatrix`.
 
-use super::{Decoder, Mods};
+use super::{Decoder, Mod, Mods};
 use crate::LoadError;
 use crate::ir::{Fragment, Matrix, MatrixRows, Mma, Op, Src, Ty, WarpOp};
 
 /// `wmma.load.{a,b,c}`, `wmma.store.d` and `wmma.mma` of the shapes m16n16k16, m32n8k16 and
 /// m8n32k16, with f16 or bf16 inputs and f16 or f32 accumulators.
 pub(super) fn wmma(mods: &Mods, d: &Decoder<'_>) -> Result<Op, LoadError> {
-    const SHAPES: [&str; 3] = ["m16n16k16", "m32n8k16", "m8n32k16"];
-    const KNOWN: [&str; 13] =
-        ["load", "store", "mma", "a", "b", "c", "d", "sync", "row", "col", "global", "shared", "shared::cta"];
-    let shape_word = mods.words.iter().find(|w| w.starts_with('m') && w.contains('n') && w.contains('k'));
-    let shape = match shape_word.map(String::as_str) {
-        Some("m16n16k16") => [16, 16, 16],
-        Some("m32n8k16") => [32, 8, 16],
-        Some("m8n32k16") => [8, 32, 16],
-        Some(other) => return Err(d.unsupported(format!("the shape .{other}"))),
+    const SHAPES: [Mod; 3] = [Mod::M16n16k16, Mod::M32n8k16, Mod::M8n32k16];
+    const KNOWN: [Mod; 13] = [
+        Mod::Load,
+        Mod::Store,
+        Mod::Mma,
+        Mod::A,
+        Mod::B,
+        Mod::C,
+        Mod::D,
+        Mod::Sync,
+        Mod::Row,
+        Mod::Col,
+        Mod::Global,
+        Mod::Shared,
+        Mod::SharedCta,
+    ];
+    let shape = match mods.shape() {
+        Some((Some(Mod::M16n16k16), _)) => [16, 16, 16],
+        Some((Some(Mod::M32n8k16), _)) => [32, 8, 16],
+        Some((Some(Mod::M8n32k16), _)) => [8, 32, 16],
+        Some((_, other)) => return Err(d.unsupported(format!("the shape .{other}"))),
         None => return Err(d.unsupported("no shape")),
     };
     let mut known = KNOWN.to_vec();
     known.extend(SHAPES);
     mods.only(&known).map_err(|w| d.unsupported(w))?;
-    if !mods.has("sync") {
+    if !mods.has(Mod::Sync) {
         return Err(d.unsupported("wmma without .sync"));
     }
-    let types: Vec<Ty> = mods.words.iter().filter_map(|w| Ty::named(w)).collect();
+    let types = mods.types(false);
     let regs = |i: usize, n: usize| d.all_regs(i, n);
-    if mods.has("mma") {
+    if mods.has(Mod::Mma) {
         // The layouts of A and B come first; this executor's fragments do not depend on them.
         let types = match types[..] {
             [dt, ct] => [dt, Ty::F16, Ty::F16, ct],
@@ -35,13 +47,13 @@ pub(super) fn wmma(mods: &Mods, d: &Decoder<'_>) -> Result<Op, LoadError> {
         };
         return product((false, false), shape, types, d);
     }
-    let store = mods.has("store");
+    let store = mods.has(Mod::Store);
     let matrix = match () {
-        _ if store && mods.has("d") => Matrix::C,
+        _ if store && mods.has(Mod::D) => Matrix::C,
         _ if store => return Err(d.unsupported("a store of a fragment other than .d")),
-        _ if mods.has("a") => Matrix::A,
-        _ if mods.has("b") => Matrix::B,
-        _ if mods.has("c") => Matrix::C,
+        _ if mods.has(Mod::A) => Matrix::A,
+        _ if mods.has(Mod::B) => Matrix::B,
+        _ if mods.has(Mod::C) => Matrix::C,
         _ => return Err(d.unsupported("no fragment")),
     };
     let ty = match types[..] {
@@ -50,7 +62,7 @@ pub(super) fn wmma(mods: &Mods, d: &Decoder<'_>) -> Result<Op, LoadError> {
         _ => return Err(d.unsupported("this type")),
     };
     let frag = Fragment { matrix, shape, ty, sync: false };
-    let col = match (mods.has("row"), mods.has("col")) {
+    let col = match (mods.has(Mod::Row), mods.has(Mod::Col)) {
         (true, false) => false,
         (false, true) => true,
         _ => return Err(d.unsupported("no layout")),
@@ -111,23 +123,32 @@ fn product(
 /// and m16n8k4 of tf32 into f32, and m16n8k16 and m16n8k32 of 8-bit integers into s32
 /// (`.satfinite` too).
 pub(super) fn mma_sync(mods: &Mods, d: &Decoder<'_>) -> Result<Op, LoadError> {
-    mods.only(&["sync", "row", "col", "m16n8k16", "m16n8k8", "m16n8k4", "m16n8k32", "satfinite", "tf32"])
-        .map_err(|w| d.unsupported(w))?;
-    let named = |w: &String| if w == "tf32" { Some(Ty::TF32) } else { Ty::named(w) };
-    let types: Vec<Ty> = mods.words.iter().filter_map(named).collect();
+    mods.only(&[
+        Mod::Sync,
+        Mod::Row,
+        Mod::Col,
+        Mod::M16n8k16,
+        Mod::M16n8k8,
+        Mod::M16n8k4,
+        Mod::M16n8k32,
+        Mod::Satfinite,
+        Mod::Tf32,
+    ])
+    .map_err(|w| d.unsupported(w))?;
+    let types = mods.types(true);
     let (int, tf32) = (types.get(1).is_some_and(|t| matches!(t, Ty::S8 | Ty::U8)), types.get(1) == Some(&Ty::TF32));
     let shape = match () {
-        _ if mods.has("m16n8k16") && !tf32 => [16, 8, 16],
-        _ if mods.has("m16n8k8") && !int => [16, 8, 8],
-        _ if mods.has("m16n8k4") && tf32 => [16, 8, 4],
-        _ if mods.has("m16n8k32") && int => [16, 8, 32],
+        _ if mods.has(Mod::M16n8k16) && !tf32 => [16, 8, 16],
+        _ if mods.has(Mod::M16n8k8) && !int => [16, 8, 8],
+        _ if mods.has(Mod::M16n8k4) && tf32 => [16, 8, 4],
+        _ if mods.has(Mod::M16n8k32) && int => [16, 8, 32],
         _ => return Err(d.unsupported("this shape for these types")),
     };
-    if !(mods.has("sync") && mods.has("row") && mods.has("col")) {
+    if !(mods.has(Mod::Sync) && mods.has(Mod::Row) && mods.has(Mod::Col)) {
         return Err(d.unsupported("this form"));
     }
     match types[..] {
-        [dt, a, b, ct] => product((true, mods.has("satfinite")), shape, [dt, a, b, ct], d),
+        [dt, a, b, ct] => product((true, mods.has(Mod::Satfinite)), shape, [dt, a, b, ct], d),
         _ => Err(d.unsupported("these types")),
     }
 }
@@ -135,21 +156,17 @@ pub(super) fn mma_sync(mods: &Mods, d: &Decoder<'_>) -> Result<Op, LoadError> {
 /// `ldmatrix.sync.aligned.m8n8.x1/.x2/.x4[.trans][.shared].b16`.
 /// `ldmatrix` (`store`: `stmatrix`, whose address comes first).
 pub(super) fn matrix_rows(store: bool, mods: &Mods, d: &Decoder<'_>) -> Result<Op, LoadError> {
-    mods.only(&["sync", "m8n8", "x1", "x2", "x4", "trans", "shared", "shared::cta"]).map_err(|w| d.unsupported(w))?;
-    let count = match () {
-        _ if mods.has("x1") => 1,
-        _ if mods.has("x2") => 2,
-        _ if mods.has("x4") => 4,
-        _ => return Err(d.unsupported("no count")),
-    };
-    if !(mods.has("sync") && mods.has("m8n8") && mods.ty() == Some(Ty::B16)) {
+    mods.only(&[Mod::Sync, Mod::M8n8, Mod::X1, Mod::X2, Mod::X4, Mod::Trans, Mod::Shared, Mod::SharedCta])
+        .map_err(|w| d.unsupported(w))?;
+    let count = mods.pick(&[(Mod::X1, 1), (Mod::X2, 2), (Mod::X4, 4)]).ok_or_else(|| d.unsupported("no count"))?;
+    if !(mods.has(Mod::Sync) && mods.has(Mod::M8n8) && mods.ty() == Some(Ty::B16)) {
         return Err(d.unsupported("this form"));
     }
     let (at, regs) = if store { (0, 1) } else { (1, 0) };
     let op = MatrixRows {
         store,
         count,
-        trans: mods.has("trans"),
+        trans: mods.has(Mod::Trans),
         space: mods.space(),
         at: d.addr(at)?,
         regs: d.all_regs(regs, count as usize)?,

@@ -1,13 +1,24 @@
 //! Memory: `ld`, `st`, `atom`/`red`, and addresses (`cvta`, `isspacep`, `mapa`).
 
-use super::{Decoder, Mods};
+use super::{Decoder, Mod, Mods};
 use crate::LoadError;
 use crate::ir::{AtomOp, Op, Place, Space, Src, Ty};
 
 /// `ld` and `st` of every state space, one register or a vector of 2, 4 or 8.
 pub(super) fn load_store(name: &str, mods: &Mods, d: &Decoder<'_>) -> Result<Op, LoadError> {
-    mods.only(&["global", "shared", "shared::cta", "shared::cluster", "local", "param", "const", "v2", "v4", "v8"])
-        .map_err(|w| d.unsupported(w))?;
+    mods.only(&[
+        Mod::Global,
+        Mod::Shared,
+        Mod::SharedCta,
+        Mod::SharedCluster,
+        Mod::Local,
+        Mod::Param,
+        Mod::Const,
+        Mod::V2,
+        Mod::V4,
+        Mod::V8,
+    ])
+    .map_err(|w| d.unsupported(w))?;
     let ty = d.ty(mods)?;
     let (mut space, n) = (mods.space(), mods.vector());
     // A `.func`'s parameters and a call's `.param`s live in the frame's local memory.
@@ -26,34 +37,35 @@ pub(super) fn load_store(name: &str, mods: &Mods, d: &Decoder<'_>) -> Result<Op,
 
 /// `cvta`: a generic address from one of a state space, or (`.to`) back.
 pub(super) fn cvta(mods: &Mods, d: &Decoder<'_>) -> Result<Op, LoadError> {
-    mods.only(&["to", "global", "shared", "shared::cta", "local", "const", "param"]).map_err(|w| d.unsupported(w))?;
+    mods.only(&[Mod::To, Mod::Global, Mod::Shared, Mod::SharedCta, Mod::Local, Mod::Const, Mod::Param])
+        .map_err(|w| d.unsupported(w))?;
     let ty = d.ty(mods)?;
     if ty.bits() != 64 {
         return Err(d.unsupported("32-bit addresses"));
     }
-    Ok(Op::Cvta { to: mods.has("to"), space: mods.space(), d: d.reg(0)?, a: d.src(1, ty)? })
+    Ok(Op::Cvta { to: mods.has(Mod::To), space: mods.space(), d: d.reg(0)?, a: d.src(1, ty)? })
 }
 
 /// `atom` and `red` on global, shared or generic memory.
 pub(super) fn atom(name: &str, mods: &Mods, d: &Decoder<'_>) -> Result<Op, LoadError> {
     let ty = d.ty(mods)?;
-    let op = mods.words.iter().find_map(|w| atom_op(w)).ok_or_else(|| d.unsupported("no operation"))?;
+    let op = mods.first(atom_op).ok_or_else(|| d.unsupported("no operation"))?;
     mods.only(&[
-        "global",
-        "shared",
-        "shared::cta",
-        "shared::cluster",
-        "add",
-        "min",
-        "max",
-        "inc",
-        "dec",
-        "and",
-        "or",
-        "xor",
-        "exch",
-        "cas",
-        "noftz",
+        Mod::Global,
+        Mod::Shared,
+        Mod::SharedCta,
+        Mod::SharedCluster,
+        Mod::Add,
+        Mod::Min,
+        Mod::Max,
+        Mod::Inc,
+        Mod::Dec,
+        Mod::And,
+        Mod::Or,
+        Mod::Xor,
+        Mod::Exch,
+        Mod::Cas,
+        Mod::Noftz,
     ])
     .map_err(|w| d.unsupported(w))?;
     let space = match mods.space() {
@@ -78,9 +90,9 @@ pub(super) fn atom(name: &str, mods: &Mods, d: &Decoder<'_>) -> Result<Op, LoadE
 
 /// `mapa`: the address of another block of the cluster's shared memory.
 pub(super) fn mapa(mods: &Mods, d: &Decoder<'_>) -> Result<Op, LoadError> {
-    mods.only(&["shared::cluster"]).map_err(|w| d.unsupported(w))?;
+    mods.only(&[Mod::SharedCluster]).map_err(|w| d.unsupported(w))?;
     let ty = d.ty(mods)?;
-    let shared = mods.has("shared::cluster");
+    let shared = mods.has(Mod::SharedCluster);
     if ty.bits() != if shared { 32 } else { 64 } {
         return Err(d.unsupported("this address width"));
     }
@@ -89,28 +101,28 @@ pub(super) fn mapa(mods: &Mods, d: &Decoder<'_>) -> Result<Op, LoadError> {
 
 /// `isspacep`: whether a generic address falls in global, shared or local memory.
 pub(super) fn isspacep(mods: &Mods, d: &Decoder<'_>) -> Result<Op, LoadError> {
-    mods.only(&["global", "shared", "shared::cta", "local"]).map_err(|w| d.unsupported(w))?;
-    let space = match mods.words.first().map(String::as_str) {
-        Some("global") => Space::Global,
-        Some("shared" | "shared::cta") => Space::Shared,
-        Some("local") => Space::Local,
+    mods.only(&[Mod::Global, Mod::Shared, Mod::SharedCta, Mod::Local]).map_err(|w| d.unsupported(w))?;
+    let space = match mods.at(0) {
+        Some(Mod::Global) => Space::Global,
+        Some(Mod::Shared | Mod::SharedCta) => Space::Shared,
+        Some(Mod::Local) => Space::Local,
         _ => return Err(d.unsupported("this space")),
     };
     Ok(Op::IsSpace { space, d: d.reg(0)?, a: d.src(1, Ty::U64)? })
 }
 
-fn atom_op(w: &str) -> Option<AtomOp> {
-    Some(match w {
-        "add" => AtomOp::Add,
-        "min" => AtomOp::Min,
-        "max" => AtomOp::Max,
-        "inc" => AtomOp::Inc,
-        "dec" => AtomOp::Dec,
-        "and" => AtomOp::And,
-        "or" => AtomOp::Or,
-        "xor" => AtomOp::Xor,
-        "exch" => AtomOp::Exch,
-        "cas" => AtomOp::Cas,
+fn atom_op(m: Mod) -> Option<AtomOp> {
+    Some(match m {
+        Mod::Add => AtomOp::Add,
+        Mod::Min => AtomOp::Min,
+        Mod::Max => AtomOp::Max,
+        Mod::Inc => AtomOp::Inc,
+        Mod::Dec => AtomOp::Dec,
+        Mod::And => AtomOp::And,
+        Mod::Or => AtomOp::Or,
+        Mod::Xor => AtomOp::Xor,
+        Mod::Exch => AtomOp::Exch,
+        Mod::Cas => AtomOp::Cas,
         _ => return None,
     })
 }

@@ -2,11 +2,12 @@
 //! into an [`Op`]. What is not implemented is refused here, at load time, with the instruction
 //! and its line: nothing is ever run wrong.
 //!
-//! [`op`] checks that the opcode is PTX, reads its modifiers ([`Mods`]) and hands it to its
-//! family's function, which reads the operands through a [`Decoder`]: `arith.rs` (what integers,
-//! floats and halves share), `integer.rs`, `compare.rs`, `convert.rs`, `memory.rs`,
-//! `control.rs`, `warp.rs`, `sync.rs` (barriers and asynchronous copies) and `matrix.rs`
-//! (tensor cores). A new instruction is a line of [`op`] and a function in its family's file.
+//! [`op`] checks that the opcode is PTX, reads its modifiers once into [`Mods`] (each a typed
+//! [`Mod`], `mods.rs`) and hands it to its family's function, which reads the operands through a
+//! [`Decoder`]: `arith.rs` (what integers, floats and halves share), `integer.rs`, `compare.rs`,
+//! `convert.rs`, `memory.rs`, `control.rs`, `warp.rs`, `sync.rs` (barriers and asynchronous
+//! copies) and `matrix.rs` (tensor cores). A new instruction is a line of [`op`] and a function
+//! in its family's file, a new modifier a line of `mods.rs`.
 
 mod arith;
 mod compare;
@@ -15,116 +16,15 @@ mod convert;
 mod integer;
 mod matrix;
 mod memory;
+mod mods;
 mod sync;
 mod warp;
 
 use crate::LoadError;
-use crate::ir::{Address, FloatMode, Op, Round, Space, Src, Ty, function_address};
+use crate::ir::{Address, FloatMode, Op, Round, Src, Ty, function_address};
 use crate::operand::{Operand, Scope};
 use crate::vocabulary;
-
-/// The modifiers of an opcode, split, with the ones that change nothing here dropped: cache
-/// operators, memory orders and scopes (every access is seen at once, in program order), `.uni`.
-struct Mods {
-    words: Vec<String>,
-}
-
-const IGNORED: [&str; 35] = [
-    "ca",
-    "cg",
-    "cs",
-    "lu",
-    "cv",
-    "wb",
-    "wt",
-    "nc",
-    "volatile",
-    "relaxed",
-    "acquire",
-    "release",
-    "acq_rel",
-    "sc",
-    "cta",
-    "gpu",
-    "sys",
-    "cluster",
-    "uni",
-    "aligned",
-    "weak",
-    // Eviction priorities, prefetch sizes and cache policies: hints to caches there are not.
-    "L1::evict_normal",
-    "L1::evict_unchanged",
-    "L1::evict_first",
-    "L1::evict_last",
-    "L1::no_allocate",
-    "L2::evict_normal",
-    "L2::evict_first",
-    "L2::evict_last",
-    "L2::evict_unchanged",
-    "L2::64B",
-    "L2::128B",
-    "L2::256B",
-    "L2::cache_hint",
-    "level::prefetch_size",
-];
-
-impl Mods {
-    fn has(&self, m: &str) -> bool {
-        self.words.iter().any(|w| w == m)
-    }
-
-    /// The value of the first of `table`'s modifiers that is present.
-    fn pick<T: Copy>(&self, table: &[(&str, T)]) -> Option<T> {
-        table.iter().find(|(m, _)| self.has(m)).map(|&(_, v)| v)
-    }
-
-    /// The last modifier naming a type.
-    fn ty(&self) -> Option<Ty> {
-        self.words.iter().rev().find_map(|w| Ty::named(w))
-    }
-
-    /// The two last type modifiers, `(destination, source)` as `cvt` writes them.
-    fn two_types(&self) -> Option<(Ty, Ty)> {
-        let tys: Vec<Ty> = self.words.iter().filter_map(|w| Ty::named(w)).collect();
-        match tys[..] {
-            [.., a, b] => Some((a, b)),
-            _ => None,
-        }
-    }
-
-    fn space(&self) -> Space {
-        for w in &self.words {
-            match w.as_str() {
-                "global" => return Space::Global,
-                // A `.shared::cluster` address of the block's own memory is its `::cta` one;
-                // another block's is marked with its rank (`mapa`).
-                "shared" | "shared::cta" | "shared::cluster" => return Space::Shared,
-                "local" => return Space::Local,
-                "param" => return Space::Param,
-                "const" => return Space::Const,
-                _ => {}
-            }
-        }
-        Space::Generic
-    }
-
-    fn vector(&self) -> usize {
-        match () {
-            _ if self.has("v2") => 2,
-            _ if self.has("v4") => 4,
-            _ if self.has("v8") => 8,
-            _ => 1,
-        }
-    }
-
-    /// Every modifier is one of `known` (or ignorable, or a type).
-    fn only(&self, known: &[&str]) -> Result<(), String> {
-        match self.words.iter().find(|w| !known.contains(&w.as_str()) && Ty::named(w).is_none()) {
-            Some(w) => Err(format!("the modifier .{w}")),
-            None => Ok(()),
-        }
-    }
-}
+use mods::{Mod, Mods};
 
 /// Decodes one instruction.
 pub(crate) fn op(opcode: &str, ops: &[Operand], scope: &Scope, line: u32) -> Result<Op, LoadError> {
@@ -140,16 +40,16 @@ pub(crate) fn op(opcode: &str, ops: &[Operand], scope: &Scope, line: u32) -> Res
     if let Some(m) = opcode.split('.').skip(1).find(|m| !vocabulary::is_modifier(m)) {
         return Err(not_ptx(format!("Unknown modifier '.{m}'")));
     }
-    let mods = Mods { words: parts.filter(|m| !IGNORED.contains(m)).map(String::from).collect() };
+    let mods = Mods::new(parts);
     let (d, mods) = (&Decoder { ops, scope, line, opcode }, &mods);
     // An opcode's forms in the order they are told apart: a name may have several (`add.cc`,
     // `add.u16x2`, `add`), each a family's.
     match name {
         "mov" => arith::mov(mods, d),
         "ld" | "st" => memory::load_store(name, mods, d),
-        "add" | "sub" | "mad" if mods.has("cc") => integer::carry(name, mods, d),
+        "add" | "sub" | "mad" if mods.has(Mod::Cc) => integer::carry(name, mods, d),
         "addc" | "subc" | "madc" => integer::carry(name, mods, d),
-        "add" | "sub" | "min" | "max" if mods.has("u16x2") || mods.has("s16x2") => integer::pair(name, mods, d),
+        "add" | "sub" | "min" | "max" if mods.has(Mod::U16x2) || mods.has(Mod::S16x2) => integer::pair(name, mods, d),
         "fns" => integer::fns(mods, d),
         "add" | "sub" | "mul" | "div" | "rem" | "min" | "max" | "and" | "or" | "xor" | "shl" | "shr" | "copysign"
         | "mul24" => arith::binary(name, mods, d),
@@ -165,16 +65,14 @@ pub(crate) fn op(opcode: &str, ops: &[Operand], scope: &Scope, line: u32) -> Res
         "setp" => compare::setp(mods, d),
         "set" => compare::set(mods, d),
         "selp" => compare::selp(mods, d),
-        "cvt" if mods.words.iter().any(|w| matches!(Ty::named(w), Some(Ty::E4M3x2 | Ty::E5M2x2))) => {
-            convert::fp8(mods, d)
-        }
-        "cvt" if mods.has("tf32") => convert::tf32(mods, d),
+        "cvt" if mods.types(false).iter().any(|t| matches!(t, Ty::E4M3x2 | Ty::E5M2x2)) => convert::fp8(mods, d),
+        "cvt" if mods.has(Mod::Tf32) => convert::tf32(mods, d),
         "cvt" => convert::cvt(mods, d),
         "cvta" => memory::cvta(mods, d),
         "atom" | "red" => memory::atom(name, mods, d),
         "bra" => control::bra(mods, d),
         "brx" => control::brx(mods, d),
-        "bar" if mods.has("warp") => warp::sync(mods, d),
+        "bar" if mods.has(Mod::Warp) => warp::sync(mods, d),
         // A cluster's barrier: `cluster` is among the ignored scopes, so it is told from the name.
         "barrier" if opcode.split('.').nth(1) == Some("cluster") => sync::cluster_barrier(mods, d),
         "mapa" => memory::mapa(mods, d),
@@ -189,7 +87,7 @@ pub(crate) fn op(opcode: &str, ops: &[Operand], scope: &Scope, line: u32) -> Res
         "elect" => warp::elect(mods, d),
         "activemask" => warp::active_mask(mods, d),
         "membar" | "fence" => Ok(Op::Fence),
-        "cp" if mods.has("async") => sync::copy_async(mods, d),
+        "cp" if mods.has(Mod::Async) => sync::copy_async(mods, d),
         "call" => control::call(mods, d),
         "ret" => Ok(Op::Ret),
         "exit" => Ok(Op::Exit),
@@ -208,14 +106,20 @@ pub(crate) fn op(opcode: &str, ops: &[Operand], scope: &Scope, line: u32) -> Res
     }
 }
 
-fn rounding(i: usize) -> Round {
-    [Round::Nearest, Round::Zero, Round::Down, Round::Up][i]
+/// A float's rounding as written: `.rn`, `.rz`, `.rm` or `.rp` (the first of them, in that order).
+fn float_rounding(mods: &Mods) -> Option<Round> {
+    mods.pick(&[(Mod::Rn, Round::Nearest), (Mod::Rz, Round::Zero), (Mod::Rm, Round::Down), (Mod::Rp, Round::Up)])
+}
+
+/// A float's rounding to an integer as written: `.rni`, `.rzi`, `.rmi` or `.rpi`.
+fn int_rounding(mods: &Mods) -> Option<Round> {
+    mods.pick(&[(Mod::Rni, Round::Nearest), (Mod::Rzi, Round::Zero), (Mod::Rmi, Round::Down), (Mod::Rpi, Round::Up)])
 }
 
 /// A float instruction's rounding (to nearest unless written), `.ftz` and `.sat`.
 fn float_mode(mods: &Mods, ty: Ty) -> FloatMode {
-    let round = ["rn", "rz", "rm", "rp"].iter().position(|r| mods.has(r)).map_or(Round::Nearest, rounding);
-    FloatMode { round, ftz: mods.has("ftz"), sat: ty.float() && mods.has("sat") }
+    let round = float_rounding(mods).unwrap_or(Round::Nearest);
+    FloatMode { round, ftz: mods.has(Mod::Ftz), sat: ty.float() && mods.has(Mod::Sat) }
 }
 
 /// What a half's arithmetic may say: rounding to nearest only, and `.ftz`/`.sat` only on

@@ -1,25 +1,25 @@
 //! Warp-synchronous instructions: `shfl`, `vote`, `match`, `redux`, `elect`, `activemask` and
 //! `bar.warp.sync`.
 
-use super::{Decoder, Mods};
+use super::{Decoder, Mod, Mods};
 use crate::LoadError;
 use crate::ir::{Op, ReduxOp, ShflMode, Ty, VoteMode, WarpOp};
 
 /// `bar.warp.sync`.
 pub(super) fn sync(mods: &Mods, d: &Decoder<'_>) -> Result<Op, LoadError> {
-    mods.only(&["warp", "sync"]).map_err(|w| d.unsupported(w))?;
+    mods.only(&[Mod::Warp, Mod::Sync]).map_err(|w| d.unsupported(w))?;
     Ok(Op::Warp { op: WarpOp::Sync, mask: Some(d.src(0, Ty::U32)?) })
 }
 
 /// `shfl.sync` in every mode, of 32 bits.
 pub(super) fn shfl(mods: &Mods, d: &Decoder<'_>) -> Result<Op, LoadError> {
-    if !mods.has("sync") {
+    if !mods.has(Mod::Sync) {
         return Err(d.unsupported("shfl without .sync (not on sm_70 and later)"));
     }
-    mods.only(&["sync", "up", "down", "bfly", "idx"]).map_err(|w| d.unsupported(w))?;
-    let modes = [ShflMode::Up, ShflMode::Down, ShflMode::Bfly, ShflMode::Idx];
-    let mode = ["up", "down", "bfly", "idx"].iter().position(|m| mods.has(m)).map(|i| modes[i]);
-    let mode = mode.ok_or_else(|| d.unsupported("no mode"))?;
+    mods.only(&[Mod::Sync, Mod::Up, Mod::Down, Mod::Bfly, Mod::Idx]).map_err(|w| d.unsupported(w))?;
+    let modes =
+        [(Mod::Up, ShflMode::Up), (Mod::Down, ShflMode::Down), (Mod::Bfly, ShflMode::Bfly), (Mod::Idx, ShflMode::Idx)];
+    let mode = mods.pick(&modes).ok_or_else(|| d.unsupported("no mode"))?;
     if d.ty(mods)?.bits() != 32 {
         return Err(d.unsupported("this type"));
     }
@@ -30,14 +30,13 @@ pub(super) fn shfl(mods: &Mods, d: &Decoder<'_>) -> Result<Op, LoadError> {
 
 /// `vote.sync` (`.all`, `.any`, `.uni`, `.ballot`).
 pub(super) fn vote(mods: &Mods, d: &Decoder<'_>) -> Result<Op, LoadError> {
-    if !mods.has("sync") {
+    if !mods.has(Mod::Sync) {
         return Err(d.unsupported("vote without .sync (not on sm_70 and later)"));
     }
-    mods.only(&["sync", "all", "any", "ballot"]).map_err(|w| d.unsupported(w))?;
+    mods.only(&[Mod::Sync, Mod::All, Mod::Any, Mod::Ballot]).map_err(|w| d.unsupported(w))?;
     // `.uni` is dropped with the ignored modifiers (`bra.uni`): here it is the mode.
     let uni = d.opcode.split('.').any(|m| m == "uni");
-    let modes = [VoteMode::All, VoteMode::Any, VoteMode::Ballot];
-    let mode = ["all", "any", "ballot"].iter().position(|m| mods.has(m)).map(|i| modes[i]);
+    let mode = mods.pick(&[(Mod::All, VoteMode::All), (Mod::Any, VoteMode::Any), (Mod::Ballot, VoteMode::Ballot)]);
     let mode = if uni { Some(VoteMode::Uni) } else { mode };
     let mode = mode.ok_or_else(|| d.unsupported("no mode"))?;
     let (a, negated) = d.pred(1)?;
@@ -46,13 +45,13 @@ pub(super) fn vote(mods: &Mods, d: &Decoder<'_>) -> Result<Op, LoadError> {
 
 /// `match.sync` (`.any`, `.all`), of 32 or 64 bits.
 pub(super) fn matching(mods: &Mods, d: &Decoder<'_>) -> Result<Op, LoadError> {
-    mods.only(&["sync", "any", "all"]).map_err(|w| d.unsupported(w))?;
+    mods.only(&[Mod::Sync, Mod::Any, Mod::All]).map_err(|w| d.unsupported(w))?;
     let ty = d.ty(mods)?;
-    if !mods.has("sync") || !matches!(ty.bits(), 32 | 64) {
+    if !mods.has(Mod::Sync) || !matches!(ty.bits(), 32 | 64) {
         return Err(d.unsupported("this form"));
     }
     let (dst, p) = d.reg_pair(0)?;
-    let all = mods.has("all");
+    let all = mods.has(Mod::All);
     if !all && p.is_some() {
         return Err(d.unsupported("a predicate on match.any"));
     }
@@ -62,12 +61,18 @@ pub(super) fn matching(mods: &Mods, d: &Decoder<'_>) -> Result<Op, LoadError> {
 
 /// `redux.sync` of 32-bit integers.
 pub(super) fn redux(mods: &Mods, d: &Decoder<'_>) -> Result<Op, LoadError> {
-    mods.only(&["sync", "add", "min", "max", "and", "or", "xor"]).map_err(|w| d.unsupported(w))?;
+    mods.only(&[Mod::Sync, Mod::Add, Mod::Min, Mod::Max, Mod::And, Mod::Or, Mod::Xor]).map_err(|w| d.unsupported(w))?;
     let ty = d.ty(mods)?;
-    let ops_ = [ReduxOp::Add, ReduxOp::Min, ReduxOp::Max, ReduxOp::And, ReduxOp::Or, ReduxOp::Xor];
-    let op = ["add", "min", "max", "and", "or", "xor"].iter().position(|m| mods.has(m)).map(|i| ops_[i]);
-    let op = op.ok_or_else(|| d.unsupported("no operation"))?;
-    if !mods.has("sync") || ty.bits() != 32 || ty.float() {
+    let ops = [
+        (Mod::Add, ReduxOp::Add),
+        (Mod::Min, ReduxOp::Min),
+        (Mod::Max, ReduxOp::Max),
+        (Mod::And, ReduxOp::And),
+        (Mod::Or, ReduxOp::Or),
+        (Mod::Xor, ReduxOp::Xor),
+    ];
+    let op = mods.pick(&ops).ok_or_else(|| d.unsupported("no operation"))?;
+    if !mods.has(Mod::Sync) || ty.bits() != 32 || ty.float() {
         return Err(d.unsupported("this form"));
     }
     let op = WarpOp::Redux { op, signed: ty.signed(), d: d.reg(0)?, a: d.src(1, ty)? };
@@ -76,10 +81,10 @@ pub(super) fn redux(mods: &Mods, d: &Decoder<'_>) -> Result<Op, LoadError> {
 
 /// `elect.sync`.
 pub(super) fn elect(mods: &Mods, d: &Decoder<'_>) -> Result<Op, LoadError> {
-    if !mods.has("sync") {
+    if !mods.has(Mod::Sync) {
         return Err(d.unsupported("elect without .sync"));
     }
-    mods.only(&["sync"]).map_err(|w| d.unsupported(w))?;
+    mods.only(&[Mod::Sync]).map_err(|w| d.unsupported(w))?;
     let (dst, p) = d.sink_pair(0)?;
     Ok(Op::Warp { op: WarpOp::Elect { d: dst, p }, mask: Some(d.src(1, Ty::B32)?) })
 }
