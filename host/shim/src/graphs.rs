@@ -13,8 +13,8 @@ mod exec;
 mod model;
 
 pub(crate) use capture::{
-    GLOBAL, MODES, RELAXED, THREAD_LOCAL, any_capturing, begin, capture, capturing, end, info, invalidate, origins,
-    record, update_dependencies, wait,
+    GLOBAL, MODES, RELAXED, THREAD_LOCAL, any_capturing, begin, begin_into, capture, capturing, end, info, invalidate,
+    origins, record, update_dependencies, wait,
 };
 pub(crate) use exec::{
     UPDATE_ERROR, enabled, exec_destroy, exec_flags, exec_set, exec_set_child, exec_update, exec_work, instantiate,

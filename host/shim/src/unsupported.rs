@@ -153,7 +153,6 @@ crate::boundary::stubs! {
     fn cuSignalExternalSemaphoresAsync(extSemArray: *const CUexternalSemaphore, paramsArray: *const CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS, numExtSems: std::ffi::c_uint, stream: CUstream);
     fn cuStreamAttachMemAsync(hStream: CUstream, dptr: CUdeviceptr, length: usize, flags: std::ffi::c_uint);
     fn cuStreamBatchMemOp_v2(stream: CUstream, count: std::ffi::c_uint, paramArray: *mut CUstreamBatchMemOpParams, flags: std::ffi::c_uint);
-    fn cuStreamBeginCaptureToGraph(hStream: CUstream, hGraph: CUgraph, dependencies: *const CUgraphNode, dependencyData: *const CUgraphEdgeData, numDependencies: usize, mode: CUstreamCaptureMode);
     fn cuStreamCopyAttributes(dst: CUstream, src: CUstream);
     fn cuStreamGetDevice(hStream: CUstream, device: *mut CUdevice);
     fn cuStreamGetGreenCtx(hStream: CUstream, phCtx: *mut CUgreenCtx);

@@ -143,6 +143,7 @@ memset node: added with 9, set to 11
 kernel parameters on the memset node: CUDA_ERROR_INVALID_VALUE
 child graph moved: the node holds it 1
 added graph launched: p[0] 13
+captured into a graph: the same graph 1, 2 nodes, 1 edges
 done
 ";
 

@@ -165,6 +165,25 @@ pub unsafe extern "C" fn cuStreamBeginCapture_v2(h_stream: CUstream, mode: CUstr
     entry!(cuStreamBeginCapture_v2(h_stream, mode), { graphs::begin(sim(), h_stream as usize as u64, mode as u32) })
 }
 
+/// A capture into the caller's graph, its work after `dependencies` (edges of default data).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuStreamBeginCaptureToGraph(
+    h_stream: CUstream,
+    h_graph: CUgraph,
+    dependencies: *const CUgraphNode,
+    dependency_data: *const CUgraphEdgeData,
+    num_dependencies: usize,
+    mode: c_uint,
+) -> CUresult {
+    entry!(cuStreamBeginCaptureToGraph(h_stream, h_graph, dependencies, dependency_data, num_dependencies, mode), {
+        let what = "cuStreamBeginCaptureToGraph with edge data";
+        crate::exports::graph::default_edge_data(dependency_data, num_dependencies, what)?;
+        let deps = crate::exports::graph::dependencies(dependencies, num_dependencies)?;
+        let graph = h_graph as usize as u64;
+        graphs::begin_into(sim(), h_stream as usize as u64, Some(graph), &deps, mode)
+    })
+}
+
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuStreamEndCapture(h_stream: CUstream, ph_graph: *mut CUgraph) -> CUresult {
     entry!(cuStreamEndCapture(h_stream, ph_graph), {

@@ -21,6 +21,8 @@ pub(super) struct Capture {
     invalid: bool,
     /// The thread that began it.
     thread: std::thread::ThreadId,
+    /// Whether the capture made its graph (else the caller's: `cuStreamBeginCaptureToGraph`).
+    owned: bool,
 }
 
 /// How many streams are capturing: the stream paths look no further while it is zero.
@@ -45,6 +47,18 @@ pub(crate) fn origins() -> Vec<(std::thread::ThreadId, u32)> {
 
 /// Begins a capture on `stream` (not a null stream) into a new graph.
 pub(crate) fn begin(sim: &SimDriver, stream: u64, mode: u32) -> Result<(), CUresult> {
+    begin_into(sim, stream, None, &[], mode)
+}
+
+/// Begins a capture on `stream` into `into` (the caller's graph, the captured work after its
+/// nodes `deps`: `cuStreamBeginCaptureToGraph`), or a new graph for `None`.
+pub(crate) fn begin_into(
+    sim: &SimDriver,
+    stream: u64,
+    into: Option<u64>,
+    deps: &[u64],
+    mode: u32,
+) -> Result<(), CUresult> {
     if stream <= 2 {
         return Err(CUresult::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
     }
@@ -52,15 +66,25 @@ pub(crate) fn begin(sim: &SimDriver, stream: u64, mode: u32) -> Result<(), CUres
         return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
     }
     with(|s| {
+        if let Some(g) = into {
+            let graph = s.graphs.get(&g).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
+            if !deps.iter().all(|&d| graph.has(d)) {
+                return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+            }
+        }
         if s.captures.contains_key(&stream) {
             return Err(CUresult::CUDA_ERROR_ILLEGAL_STATE);
         }
         mark(sim, stream, true)?;
-        let graph = s.handle();
-        s.graphs.insert(graph, Graph::default());
+        let graph = into.unwrap_or_else(|| {
+            let g = s.handle();
+            s.graphs.insert(g, Graph::default());
+            g
+        });
         let id = s.handle();
         let thread = std::thread::current().id();
-        s.captures.insert(stream, Capture { id, graph, mode, deps: Vec::new(), origin: true, invalid: false, thread });
+        let (deps, owned) = (deps.to_vec(), into.is_none());
+        s.captures.insert(stream, Capture { id, graph, mode, deps, origin: true, invalid: false, thread, owned });
         CAPTURING.fetch_add(1, Ordering::SeqCst);
         Ok(())
     })
@@ -77,7 +101,7 @@ pub(crate) fn end(sim: &SimDriver, stream: u64) -> Result<u64, CUresult> {
         if capture.mode != RELAXED && capture.thread != std::thread::current().id() {
             return Err(CUresult::CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD);
         }
-        let (id, graph, invalid) = (capture.id, capture.graph, capture.invalid);
+        let (id, graph, invalid, owned) = (capture.id, capture.graph, capture.invalid, capture.owned);
         // Every node another stream of the capture would still add after must be one the
         // origin's next work depends on already.
         let mut joined = Vec::new();
@@ -104,7 +128,10 @@ pub(crate) fn end(sim: &SimDriver, stream: u64) -> Result<u64, CUresult> {
         match failed {
             Some(code) => {
                 // A captured graph holds no child graph and no user object: nothing else goes.
-                s.graphs.remove(&graph);
+                // The caller's graph stays the caller's.
+                if owned {
+                    s.graphs.remove(&graph);
+                }
                 Err(code)
             }
             None => {
@@ -235,7 +262,10 @@ pub(crate) fn wait(sim: &SimDriver, stream: u64, event: u64) -> Option<Result<()
                     return Some(Err(e));
                 }
                 let thread = s.captures.values().find(|c| c.id == id).map_or(std::thread::current().id(), |c| c.thread);
-                s.captures.insert(stream, Capture { id, graph, mode, deps, origin: false, invalid: false, thread });
+                s.captures.insert(
+                    stream,
+                    Capture { id, graph, mode, deps, origin: false, invalid: false, thread, owned: false },
+                );
                 CAPTURING.fetch_add(1, Ordering::SeqCst);
                 Ok(())
             }

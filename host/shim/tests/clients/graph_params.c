@@ -400,6 +400,21 @@ int main(void) {
     TRY(cuMemcpyDtoH(&first, p, 4));
     printf("added graph launched: p[0] %u\n", first);
 
+    /* Captured into a graph of the caller's, after its node. */
+    CUgraph into;
+    CUgraphNode root;
+    TRY(cuGraphCreate(&into, 0));
+    TRY(cuGraphAddEmptyNode(&root, into, NULL, 0));
+    TRY(cuStreamBeginCaptureToGraph(s, into, &root, NULL, 1, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    TRY(cuMemsetD32Async(p, 20, n, s));
+    CUgraph ended = NULL;
+    TRY(cuStreamEndCapture(s, &ended));
+    size_t into_nodes = 0, into_edges = 0;
+    TRY(cuGraphGetNodes(into, NULL, &into_nodes));
+    TRY(cuGraphGetEdges(into, NULL, NULL, NULL, &into_edges));
+    printf("captured into a graph: the same graph %d, %zu nodes, %zu edges\n", ended == into, into_nodes, into_edges);
+    TRY(cuGraphDestroy(into));
+
     TRY(cuGraphExecDestroy(added_exec));
     TRY(cuGraphExecDestroy(uploaded));
     TRY(cuGraphExecDestroy(flagged));
