@@ -11,6 +11,8 @@ mod install {}
 mod first_test {}
 #[doc = include_str!("../docs/guide/src/simulator.md")]
 mod simulator {}
+#[doc = include_str!("../docs/guide/src/graph-memory.md")]
+mod graph_memory {}
 #[doc = include_str!("../docs/guide/src/runtime.md")]
 mod runtime {}
 #[doc = include_str!("../docs/guide/src/command.md")]
