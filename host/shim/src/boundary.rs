@@ -44,6 +44,11 @@ pub(crate) fn enter_on(
         if crate::graphs::any_capturing()
             && let Some(code) = crate::capture_rules::gate(documented_name(symbol))
         {
+            name_once(
+                symbol,
+                "is forbidden while a stream captures in a mode that forbids it to this thread \
+                 (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED), and the capture is invalidated, as the driver does",
+            );
             return code;
         }
         match std::panic::catch_unwind(AssertUnwindSafe(body)) {

@@ -18,29 +18,40 @@ pub(crate) fn exchange_mode(mode: u32) -> Result<u32, CUresult> {
     }
 }
 
-/// The calls the driver calls potentially unsafe in capture, by documented name (as recorded
-/// on NVIDIA's driver: the capture-rules record).
-const UNSAFE_IN_CAPTURE: [&str; 0] = [];
+/// The calls the driver calls potentially unsafe in capture, by documented name:
+/// `cuThreadExchangeStreamCaptureMode` names `cudaMalloc` (`cuMemAlloc`), which allocates
+/// outside any stream, so that a graph replaying the capture would not allocate.
+const UNSAFE_IN_CAPTURE: [&str; 1] = ["cuMemAlloc"];
 
-/// Whether the calling thread may not make a potentially unsafe call now, as the driver
-/// documents for `cuThreadExchangeStreamCaptureMode`: in global mode (the default), while this
-/// thread has a capture not begun relaxed or another thread one begun global; in thread-local
-/// mode, while this thread has one not begun relaxed; never in relaxed mode.
-fn prohibited() -> bool {
+/// The captures that forbid the calling thread a potentially unsafe call now, as the driver
+/// documents for `cuThreadExchangeStreamCaptureMode`: in global mode (the default), this
+/// thread's captures not begun relaxed and other threads' begun global; in thread-local mode,
+/// this thread's not begun relaxed; none in relaxed mode. By the stream each began on.
+fn prohibiting() -> Vec<u64> {
     let me = std::thread::current().id();
     let mode = MODE.get();
-    graphs::origins().into_iter().any(|(thread, began)| match mode {
+    let forbids = |thread, began| match mode {
         GLOBAL => (thread == me && began != RELAXED) || (thread != me && began == GLOBAL),
         THREAD_LOCAL => thread == me && began != RELAXED,
         _ => false,
-    })
+    };
+    graphs::origins().into_iter().filter(|&(_, thread, began)| forbids(thread, began)).map(|(s, _, _)| s).collect()
 }
 
 /// For the entry point `name` (as documented) while some stream captures: a potentially unsafe
-/// call the calling thread may not make is `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED`.
+/// call the calling thread may not make is `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED`, and the
+/// captures that forbid it are invalidated (their end answers
+/// `CUDA_ERROR_STREAM_CAPTURE_INVALIDATED`).
 pub(crate) fn gate(name: &str) -> Option<CUresult> {
     if !UNSAFE_IN_CAPTURE.contains(&name) {
         return None;
     }
-    prohibited().then_some(CUresult::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)
+    let captures = prohibiting();
+    if captures.is_empty() {
+        return None;
+    }
+    for stream in captures {
+        graphs::invalidate(stream);
+    }
+    Some(CUresult::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)
 }

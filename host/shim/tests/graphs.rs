@@ -1,11 +1,13 @@
 //! Programs that build, capture and launch CUDA graphs, run against the shim as their libcuda:
-//! C programs of graphs (`clients/graphs.c`), graph memory (`clients/graph_memory.c`) and the
-//! calls forbidden in capture (`clients/capture_rules.c`) must print what NVIDIA's driver
-//! printed on one GPU; cuda.core's graph builder (`clients/graphs.py`) must capture, launch,
-//! split and join on every topology; graph allocations (`clients/graph_peers.c`) must reach
-//! each peer their node names, on every ordered pair, and fault on a peer it does not name;
-//! nodes' parameters read back, set in graphs and in executable graphs, and executable graphs
-//! updated (`clients/graph_params.c`) must print what NVIDIA's driver documents.
+//! a C program of graphs (`clients/graphs.c`) must print what NVIDIA's driver printed on one
+//! GPU; cuda.core's graph builder (`clients/graphs.py`) and graph definition
+//! (`clients/graph_definition.py`) must build, capture, update and launch on every topology;
+//! graph allocations (`clients/graph_peers.c`) must reach each peer their node names, on every
+//! ordered pair, and fault on a peer it does not name; nodes' parameters read back, set in
+//! graphs and in executable graphs, and executable graphs updated (`clients/graph_params.c`),
+//! and `cuMemAlloc` during capture (`clients/capture_rules.c`), must do what NVIDIA's driver
+//! documents. `graph_memory.c`, `graph_params.c` and `capture_rules.c` are to be recorded on a
+//! GPU with NVIDIA's driver (`ci/graphs-bundle.sh`).
 //!
 //! The C programs need NVIDIA's `cuda.h` (`$PEERPOOL_CUDA_INCLUDE`) and the script a Python
 //! with cuda-core (`$PEERPOOL_PYTHON`); without them those trials are skipped, with the reason.
@@ -47,6 +49,36 @@ fn cuda_core_defines_graphs(stem: &str) -> Result<(), Failed> {
     match (out.status.success(), stdout(&out)) {
         (true, text) if text == want => Ok(()),
         (_, text) => Err(format!("{}\nexpected:\n{want}printed:\n{text}stderr: {}", out.status, stderr(&out)).into()),
+    }
+}
+
+/// `cuMemAlloc` while a stream captures (`clients/capture_rules.c`), the call
+/// `cuThreadExchangeStreamCaptureMode` documents as potentially unsafe: refused with
+/// `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED`, the forbidding capture invalidated, exactly where
+/// the documented modes forbid it (the capturing thread in global or thread-local mode, another
+/// thread of the default mode during a global capture), allowed elsewhere.
+fn cu_mem_alloc_follows_the_capture_modes() -> Result<(), Failed> {
+    let out = run(&mut Command::new(c_program("capture_rules")?), &[("PEERPOOL_TOPOLOGY", "two_h200_nvlink")])?;
+    let refused = "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; status then CUDA_SUCCESS 2; end \
+                   CUDA_ERROR_STREAM_CAPTURE_INVALIDATED; other capture 1, end CUDA_SUCCESS";
+    let allowed = "CUDA_SUCCESS; status then CUDA_SUCCESS 1; end CUDA_SUCCESS; other capture 1, end CUDA_SUCCESS";
+    let cells = [
+        ("global, capturing thread", refused),
+        ("global, second thread", refused),
+        ("global, second thread, relaxed", allowed),
+        ("thread-local, capturing thread", refused),
+        ("thread-local, second thread", allowed),
+        ("thread-local, second thread, relaxed", allowed),
+        ("relaxed, capturing thread", allowed),
+        ("relaxed, second thread", allowed),
+        ("relaxed, second thread, relaxed", allowed),
+    ];
+    let want: String = cells.iter().map(|(cell, answer)| format!("cuMemAlloc [{cell}]: {answer}\n")).collect();
+    let text = stdout(&out);
+    let got: String = text.lines().filter(|l| l.starts_with("cuMemAlloc [")).map(|l| format!("{l}\n")).collect();
+    match out.status.success() && got == want {
+        true => Ok(()),
+        false => Err(format!("{}\nexpected:\n{want}printed:\n{got}stderr: {}", out.status, stderr(&out)).into()),
     }
 }
 
@@ -180,6 +212,11 @@ fn main() -> ExitCode {
     }));
     // Node parameters read back and set, in graphs and executable graphs; updates.
     trials.push(trial("c_client_sets_graph_params".into(), CUDA_INCLUDE, graph_params_as_documented));
+    trials.push(trial(
+        "cu_mem_alloc_follows_the_capture_modes".into(),
+        CUDA_INCLUDE,
+        cu_mem_alloc_follows_the_capture_modes,
+    ));
     let conclusion = libtest_mimic::run(&Arguments::from_args(), trials);
     support::clean_up();
     conclusion.exit_code()

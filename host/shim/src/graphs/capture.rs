@@ -39,10 +39,10 @@ pub(crate) const GLOBAL: u32 = 0;
 pub(crate) const THREAD_LOCAL: u32 = 1;
 pub(crate) const RELAXED: u32 = 2;
 
-/// The captures in progress, by the thread that began each and its mode: what the capture
-/// rules decide by (`capture_rules.rs`).
-pub(crate) fn origins() -> Vec<(std::thread::ThreadId, u32)> {
-    with(|s| s.captures.values().filter(|c| c.origin).map(|c| (c.thread, c.mode)).collect())
+/// The captures in progress, by the stream each began on, the thread that began it and its
+/// mode: what the capture rules decide by (`capture_rules.rs`).
+pub(crate) fn origins() -> Vec<(u64, std::thread::ThreadId, u32)> {
+    with(|s| s.captures.iter().filter(|(_, c)| c.origin).map(|(&stream, c)| (stream, c.thread, c.mode)).collect())
 }
 
 /// Begins a capture on `stream` (not a null stream) into a new graph.
