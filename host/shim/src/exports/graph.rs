@@ -364,10 +364,21 @@ pub(super) unsafe fn default_edge_data(data: *const CUgraphEdgeData, count: usiz
 ///
 /// # Safety
 /// `from` and `to` hold `count` handles each, or `count` is 0.
-unsafe fn add_edges(g: CUgraph, from: *const CUgraphNode, to: *const CUgraphNode, count: usize) -> Answer {
+pub(super) unsafe fn edges(
+    from: *const CUgraphNode,
+    to: *const CUgraphNode,
+    count: usize,
+) -> Result<Vec<(u64, u64)>, CUresult> {
     // SAFETY: the caller's.
     let (from, to) = unsafe { (dependencies(from, count)?, dependencies(to, count)?) };
-    graphs::add_edges(handle(g), &from.into_iter().zip(to).collect::<Vec<_>>())
+    Ok(from.into_iter().zip(to).collect())
+}
+
+/// # Safety
+/// As [`edges`].
+unsafe fn add_edges(g: CUgraph, from: *const CUgraphNode, to: *const CUgraphNode, count: usize) -> Answer {
+    // SAFETY: the caller's.
+    graphs::add_edges(handle(g), &unsafe { edges(from, to, count)? })
 }
 
 #[unsafe(no_mangle)]

@@ -4,8 +4,7 @@
 //! nodes' launch attributes (`graphs.rs` keeps them).
 
 use super::graph::{
-    add, add_child, add_with, default_edge_data, dependencies, handle, host_node, kernel_node, listed, memcpy_node,
-    memset_node,
+    add, add_child, add_with, default_edge_data, handle, host_node, kernel_node, listed, memcpy_node, memset_node,
 };
 use crate::abi::{PoolRequest, access_descs, as_ptr, out, pool_request};
 use crate::boundary::{Answer, code, entry, not_simulated, sim};
@@ -539,8 +538,7 @@ pub unsafe extern "C" fn cuGraphNodeSetParams(h_node: CUgraphNode, node_params: 
 /// `from` and `to` hold `count` handles each, or `count` is 0.
 unsafe fn remove_edges(g: CUgraph, from: *const CUgraphNode, to: *const CUgraphNode, count: usize) -> Answer {
     // SAFETY: the caller's.
-    let (from, to) = unsafe { (dependencies(from, count)?, dependencies(to, count)?) };
-    graphs::remove_edges(handle(g), &from.into_iter().zip(to).collect::<Vec<_>>())
+    graphs::remove_edges(handle(g), &unsafe { super::graph::edges(from, to, count)? })
 }
 
 /// Each edge must be there (once); none goes from a graph with memory nodes, as the driver
