@@ -15,6 +15,7 @@ use peerpool::driver::{Access, AccessDesc, AllocationProps, DevicePtr, HandleKin
 use peerpool_sim::SimDriver;
 use std::collections::HashMap;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The granularity graph allocations are reserved and mapped in.
 const GRANULE: usize = 2 << 20;
@@ -61,6 +62,9 @@ struct Store {
 }
 
 static STORE: Mutex<Option<Store>> = Mutex::new(None);
+/// Whether any graph allocation was ever made: every `cuMemFree` and `cuMemFreeAsync` asks
+/// [`free_outside`] first, and a program without graph memory should not take the lock there.
+static ANY: AtomicBool = AtomicBool::new(false);
 
 fn with<T>(f: impl FnOnce(&mut Store) -> T) -> T {
     let mut store = STORE.lock().unwrap_or_else(|e| e.into_inner());
@@ -93,6 +97,7 @@ pub(crate) fn reserve(sim: &SimDriver, request: Request) -> Result<u64, CUresult
     let va = code(sim.mem_address_reserve(size, 0))?.0;
     let descs = request.access.iter().map(|a| descriptor(a.device, a.access)).collect();
     with(|s| s.allocs.insert(va, Alloc { request, descs, size, backing: None, freed_by_node: false }));
+    ANY.store(true, Ordering::Release);
     Ok(va)
 }
 
@@ -199,6 +204,9 @@ pub(crate) fn unmap(sim: &SimDriver, va: u64) -> Result<(), CUresult> {
 /// `cuMemFree` or `cuMemFreeAsync` of `va`: `None` when it is no graph allocation; one a free
 /// node frees, or not live, is `CUDA_ERROR_INVALID_VALUE`.
 pub(crate) fn free_outside(sim: &SimDriver, va: u64) -> Option<Result<(), CUresult>> {
+    if !ANY.load(Ordering::Acquire) {
+        return None;
+    }
     let freed_by_node = with(|s| s.allocs.get(&va).map(|a| a.freed_by_node))?;
     Some(match freed_by_node {
         true => Err(CUresult::CUDA_ERROR_INVALID_VALUE),
