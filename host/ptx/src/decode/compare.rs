@@ -16,8 +16,7 @@ pub(super) fn testp(mods: &Mods, d: &Decoder<'_>) -> Result<Op, LoadError> {
         (Mod::Subnormal, FloatClass::Subnormal),
     ];
     let class = mods.pick(&classes).ok_or_else(|| d.unsupported("no class"))?;
-    mods.only(&[Mod::Finite, Mod::Infinite, Mod::Number, Mod::NotANumber, Mod::Normal, Mod::Subnormal])
-        .map_err(|w| d.unsupported(w))?;
+    mods.only(&classes.map(|(m, _)| m)).map_err(|w| d.unsupported(w))?;
     if !ty.float() || ty.half() {
         return Err(d.unsupported("this type"));
     }
@@ -30,31 +29,9 @@ pub(super) fn setp(mods: &Mods, d: &Decoder<'_>) -> Result<Op, LoadError> {
     let ty = d.ty(mods)?;
     let cmp = mods.first(comparison).ok_or_else(|| d.unsupported("no comparison"))?;
     let with = mods.first(bool_op);
-    mods.only(&[
-        Mod::Eq,
-        Mod::Ne,
-        Mod::Lt,
-        Mod::Le,
-        Mod::Gt,
-        Mod::Ge,
-        Mod::Lo,
-        Mod::Ls,
-        Mod::Hi,
-        Mod::Hs,
-        Mod::Equ,
-        Mod::Neu,
-        Mod::Ltu,
-        Mod::Leu,
-        Mod::Gtu,
-        Mod::Geu,
-        Mod::Num,
-        Mod::Nan,
-        Mod::And,
-        Mod::Or,
-        Mod::Xor,
-        Mod::Ftz,
-    ])
-    .map_err(|w| d.unsupported(w))?;
+    // A comparison, a combining operation, `.ftz`.
+    mods.only_where(|m| comparison(m).is_some() || bool_op(m).is_some() || m == Mod::Ftz)
+        .map_err(|w| d.unsupported(w))?;
     let (dst, d2) = match d.reg_pair(0)? {
         (_, None) if matches!(ty, Ty::F16x2 | Ty::BF16x2) => return Err(d.bad("two halves need p|q")),
         pair => pair,
@@ -75,24 +52,9 @@ pub(super) fn set(mods: &Mods, d: &Decoder<'_>) -> Result<Op, LoadError> {
     // Of halves only: into halves (1.0 or 0.0 each) or into a 32-bit mask.
     let (to, ty) = mods.two_types().ok_or_else(|| d.unsupported("needs two types"))?;
     let cmp = mods.first(comparison).ok_or_else(|| d.unsupported("no comparison"))?;
-    mods.only(&[
-        Mod::Eq,
-        Mod::Ne,
-        Mod::Lt,
-        Mod::Le,
-        Mod::Gt,
-        Mod::Ge,
-        Mod::Equ,
-        Mod::Neu,
-        Mod::Ltu,
-        Mod::Leu,
-        Mod::Gtu,
-        Mod::Geu,
-        Mod::Num,
-        Mod::Nan,
-        Mod::Ftz,
-    ])
-    .map_err(|w| d.unsupported(w))?;
+    // A float comparison (not the unsigned integers' `.lo`, `.ls`, `.hi`, `.hs`), `.ftz`.
+    let unsigned = |m| matches!(m, Mod::Lo | Mod::Ls | Mod::Hi | Mod::Hs);
+    mods.only_where(|m| (comparison(m).is_some() && !unsigned(m)) || m == Mod::Ftz).map_err(|w| d.unsupported(w))?;
     let pairs = |t: Ty| matches!(t, Ty::F16x2 | Ty::BF16x2);
     let mask = matches!(to, Ty::U32 | Ty::S32 | Ty::B32);
     if !ty.half() || !(to.half() && pairs(to) == pairs(ty) || mask) {

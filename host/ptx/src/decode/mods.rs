@@ -226,8 +226,14 @@ impl Mods {
     /// Every modifier is one of `known` (or ignorable, or a type): else the first that is not,
     /// as a refusal names it.
     pub(super) fn only(&self, known: &[Mod]) -> Result<(), String> {
+        self.only_where(|m| known.contains(&m))
+    }
+
+    /// [`Mods::only`] for the modifiers `known` accepts: a family whose modifiers are those a
+    /// reading function takes says so once.
+    pub(super) fn only_where(&self, known: impl Fn(Mod) -> bool) -> Result<(), String> {
         let unknown = self.words.iter().find_map(|w| match w {
-            Word::Mod(m) if !known.contains(m) => Some(m.text()),
+            Word::Mod(m) if !known(*m) => Some(m.text()),
             Word::Other(w) => Some(w.as_str()),
             _ => None,
         });
