@@ -1,7 +1,7 @@
 /* What the C clients share: a CUresult's name, and TRY, which on an unexpected error prints
  * "fail <call>: <code>", then "after <code>" for one more call (a context killed by a sticky
  * error answers it with the same code), and makes main return 1; device attributes and pool
- * properties; and the files they load. */
+ * properties; the files they load; and the kernel the graph clients launch. */
 #include <cuda.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +23,19 @@ static const char *name_of(CUresult r) {
             return 1;                                                                    \
         }                                                                                \
     } while (0)
+
+/* add_one(p, n): p[i] += 1 for each i < n of the grid (PTX for sm_80), what the graph clients
+ * launch. */
+#define ADD_ONE_PTX \
+    ".version 8.0\n.target sm_80\n.address_size 64\n" \
+    ".visible .entry add_one(.param .u64 p, .param .u32 n)\n{\n" \
+    ".reg .pred %p<2>;\n.reg .b32 %r<6>;\n.reg .b64 %rd<4>;\n" \
+    "ld.param.u64 %rd1, [p];\nld.param.u32 %r1, [n];\n" \
+    "mov.u32 %r2, %ctaid.x;\nmov.u32 %r3, %ntid.x;\nmov.u32 %r4, %tid.x;\n" \
+    "mad.lo.s32 %r2, %r2, %r3, %r4;\nsetp.ge.u32 %p1, %r2, %r1;\n@%p1 bra DONE;\n" \
+    "cvta.to.global.u64 %rd1, %rd1;\nmul.wide.u32 %rd2, %r2, 4;\nadd.s64 %rd3, %rd1, %rd2;\n" \
+    "ld.global.u32 %r5, [%rd3];\nadd.s32 %r5, %r5, 1;\nst.global.u32 [%rd3], %r5;\n" \
+    "DONE:\nret;\n}\n"
 
 /* In main: cuInit, then device 0 into `dev` and its primary context, retained and made current,
  * into `ctx` (TRY on each). */

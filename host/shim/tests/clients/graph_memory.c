@@ -7,16 +7,7 @@
  * an unexpected error. */
 #include "client.h"
 
-static const char *PTX =
-    ".version 8.0\n.target sm_80\n.address_size 64\n"
-    ".visible .entry add_one(.param .u64 p, .param .u32 n)\n{\n"
-    ".reg .pred %p<2>;\n.reg .b32 %r<6>;\n.reg .b64 %rd<4>;\n"
-    "ld.param.u64 %rd1, [p];\nld.param.u32 %r1, [n];\n"
-    "mov.u32 %r2, %ctaid.x;\nmov.u32 %r3, %ntid.x;\nmov.u32 %r4, %tid.x;\n"
-    "mad.lo.s32 %r2, %r2, %r3, %r4;\nsetp.ge.u32 %p1, %r2, %r1;\n@%p1 bra DONE;\n"
-    "cvta.to.global.u64 %rd1, %rd1;\nmul.wide.u32 %rd2, %r2, 4;\nadd.s64 %rd3, %rd1, %rd2;\n"
-    "ld.global.u32 %r5, [%rd3];\nadd.s32 %r5, %r5, 1;\nst.global.u32 [%rd3], %r5;\n"
-    "DONE:\nret;\n}\n";
+static const char *PTX = ADD_ONE_PTX;
 
 enum { N = 1024, BYTES = 1 << 20 };
 
